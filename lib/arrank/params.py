@@ -1,0 +1,170 @@
+"""Notebook parameters: what each notebook accepts, what values are allowed, and profile defaults.
+
+Contract (DESIGN.md): the first code cell of a notebook is tagged ``parameters`` and holds plain
+literals, including ``profile`` ("quick" | "paper"), ``seed`` and ``run_name``. Right after it the
+notebook calls ``check_params(stem, globals())``, which validates every value and fills each
+parameter left at ``None`` from the notebook's profile. The runner (``arrank.run``) uses the same
+specs to refuse unknown names and bad values before a kernel is even started.
+
+A spec maps a parameter name to a validator: a function ``(name, value) -> value`` that returns the
+(possibly normalised) value or raises ``ParamError`` naming the bad value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+Validator = Callable[[str, Any], Any]
+
+
+class ParamError(ValueError):
+    """A notebook parameter has an unknown name or a value outside what is allowed."""
+
+
+def choice(*allowed: Any) -> Validator:
+    """Validator: the value must be one of ``allowed``."""
+
+    def check(name: str, value: Any) -> Any:
+        if value not in allowed or isinstance(value, bool) != any(isinstance(a, bool) for a in allowed):
+            raise ParamError(f"{name}={value!r} is not allowed; choose one of {list(allowed)}")
+        return value
+
+    return check
+
+
+def integer(lo: int | None = None, hi: int | None = None, optional: bool = False) -> Validator:
+    """Validator: an int in [lo, hi] (bools are refused); ``None`` too when ``optional``."""
+
+    def check(name: str, value: Any) -> Any:
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ParamError(f"{name}={value!r} must be an integer{_range_text(lo, hi)}")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            raise ParamError(f"{name}={value!r} is out of range: allowed{_range_text(lo, hi)}")
+        return value
+
+    return check
+
+
+def number(lo: float | None = None, hi: float | None = None, optional: bool = False) -> Validator:
+    """Validator: a finite real number in [lo, hi]; ``None`` too when ``optional``."""
+
+    def check(name: str, value: Any) -> Any:
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            raise ParamError(f"{name}={value!r} must be a number{_range_text(lo, hi)}")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            raise ParamError(f"{name}={value!r} is out of range: allowed{_range_text(lo, hi)}")
+        return float(value)
+
+    return check
+
+
+def text(pattern: str | None = None, what: str = "a string") -> Validator:
+    """Validator: a string, matching ``pattern`` (full match) when one is given."""
+
+    def check(name: str, value: Any) -> Any:
+        if not isinstance(value, str) or (pattern is not None and not re.fullmatch(pattern, value)):
+            raise ParamError(f"{name}={value!r} must be {what}")
+        return value
+
+    return check
+
+
+def _range_text(lo: Any, hi: Any) -> str:
+    if lo is None and hi is None:
+        return ""
+    if hi is None:
+        return f" >= {lo}"
+    if lo is None:
+        return f" <= {hi}"
+    return f" in [{lo}, {hi}]"
+
+
+RUN_NAME = text(r"[A-Za-z0-9][A-Za-z0-9._=-]{0,99}",
+                "'auto' or a name of letters, digits, '.', '_', '=', '-' (at most 100, no '/')")
+COMMON: dict[str, Validator] = {
+    "profile": choice("quick", "paper"),
+    "seed": integer(0, 2**32 - 1),
+    "run_name": RUN_NAME,
+}
+
+# Per notebook: the notebook-specific parameters (COMMON is added to each).
+SPECS: dict[str, dict[str, Validator]] = {
+    "01_de_capacity": {
+        "k_max_exact": integer(2, 7, optional=True),
+        "mc_queries": integer(1, 10**8, optional=True),
+        "k_max_bound": integer(2, 10**6, optional=True),
+        "site_sets": integer(1, 100, optional=True),
+    },
+    "02_rank_condition": {
+        "v_max": integer(2, 7, optional=True),
+        "n_targets": integer(1, 10**5, optional=True),
+        "seq_vocab": integer(2, 6),
+        "seq_len": integer(1, 4),
+        "seq_dim": integer(1, 64),
+        "tokenizer_vocab": integer(300, 100_000, optional=True),
+        "pretrained_path": text(what="'' (none) or the path of a local pretrained model folder"),
+    },
+}
+
+# Per notebook and profile: the values that parameters left at None take.
+PROFILES: dict[str, dict[str, dict[str, Any]]] = {
+    "01_de_capacity": {
+        "quick": {"k_max_exact": 6, "mc_queries": 20_000, "k_max_bound": 1000, "site_sets": 1},
+        "paper": {"k_max_exact": 7, "mc_queries": 500_000, "k_max_bound": 1000, "site_sets": 3},
+    },
+    "02_rank_condition": {
+        "quick": {"v_max": 6, "n_targets": 20, "tokenizer_vocab": 2000},
+        "paper": {"v_max": 7, "n_targets": 200, "tokenizer_vocab": 2000},
+    },
+}
+
+
+def spec_for(stem: str) -> dict[str, Validator]:
+    """The full spec (COMMON + notebook-specific) of a notebook, or a clear error."""
+    if stem not in SPECS:
+        raise ParamError(f"no parameter spec for notebook {stem!r}; known notebooks: {sorted(SPECS)}")
+    return {**COMMON, **SPECS[stem]}
+
+
+def validate(stem: str, values: dict[str, Any]) -> dict[str, Any]:
+    """Check names and values against the notebook's spec; return the normalised values.
+
+    Unknown names and missing names are errors; values are checked by their validators.
+    Parameters at ``None`` are left as they are (see ``resolve_profile``).
+    """
+    spec = spec_for(stem)
+    unknown = sorted(set(values) - set(spec))
+    if unknown:
+        raise ParamError(f"unknown parameter(s) {unknown} for {stem}; allowed: {sorted(spec)}")
+    missing = sorted(set(spec) - set(values))
+    if missing:
+        raise ParamError(f"{stem} is missing parameter(s) {missing} in its parameters cell")
+    return {name: spec[name](name, value) for name, value in values.items()}
+
+
+def resolve_profile(stem: str, values: dict[str, Any]) -> dict[str, Any]:
+    """Fill every parameter that is ``None`` from ``PROFILES[stem][profile]``."""
+    defaults = PROFILES.get(stem, {}).get(values["profile"], {})
+    out = dict(values)
+    for name, value in values.items():
+        if value is None and name in defaults:
+            out[name] = spec_for(stem)[name](name, defaults[name])
+    return out
+
+
+def check_params(stem: str, namespace: dict[str, Any]) -> dict[str, Any]:
+    """Validate a notebook's parameters, taken by name from its namespace (``globals()``).
+
+    Returns the resolved parameters (profile defaults filled in); raises ``ParamError`` with the
+    bad name or value and what is allowed.
+    """
+    names = spec_for(stem)
+    missing = sorted(n for n in names if n not in namespace)
+    if missing:
+        raise ParamError(f"{stem}: parameter(s) {missing} are not defined in the parameters cell")
+    return resolve_profile(stem, validate(stem, {n: namespace[n] for n in names}))
