@@ -31,7 +31,7 @@ workbook: setup
 	$(PY) -m arrank.workbook $(WORKBOOK_ARGS)
 
 lab: setup
-	$(VENV)/bin/jupyter lab --notebook-dir=. notebooks/
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 sync: setup
 	$(VENV)/bin/jupytext --sync $(NB_PY)

@@ -1,0 +1,46 @@
+"""BPE tokenizers trained on the task's own text (the ``tiny`` model of DESIGN.md, "Models").
+
+A whitespace pre-tokenizer keeps each docID (``even-toed_ungulate.n.01``, ``25,36,39``) one
+pre-token, so a docID is tokenized the same alone and inside a prompt (notes/cpu-feasibility.md).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+SPECIAL_TOKENS = ("<pad>", "<s>", "</s>", "<unk>")
+
+
+def train_bpe(texts: Iterable[str], vocab_size: int, special_tokens: tuple[str, ...] = SPECIAL_TOKENS):
+    """Train a BPE tokenizer (tokenizers library) and wrap it as a transformers fast tokenizer.
+
+    ``vocab_size`` counts the special tokens; pad/bos/eos/unk are the first four of
+    ``special_tokens``. Training is deterministic for the same texts in the same order.
+    """
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size <= len(special_tokens):
+        raise ValueError(f"vocab_size={vocab_size!r} must be an integer > {len(special_tokens)}")
+    pad, bos, eos, unk = special_tokens[:4]
+    tok = Tokenizer(models.BPE(unk_token=unk))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(special_tokens),
+                                  show_progress=False)
+    tok.train_from_iterator(texts, trainer=trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=pad, bos_token=bos,
+                                   eos_token=eos, unk_token=unk)
+
+
+def docid_token_ids(tokenizer, docids: Iterable[str], with_eos: bool = True) -> list[int]:
+    """The sorted set of token ids that the given docIDs use (V_docids of section 3.2).
+
+    Each docID is a token sequence that ends with EOS (section 4.2), so EOS is included unless
+    ``with_eos=False``.
+    """
+    ids: set[int] = set()
+    for docid in docids:
+        ids.update(tokenizer(docid, add_special_tokens=False)["input_ids"])
+    if with_eos:
+        ids.add(tokenizer.eos_token_id)
+    return sorted(ids)

@@ -1,0 +1,61 @@
+"""Smoke run of every notebook through the papermill runner, in a tiny configuration.
+
+Each run really executes the notebook (real LPs, real WordNet, a real tiny model) and the test
+checks values that would be wrong if the notebook or lib were wrong, plus the outputs contract.
+"""
+
+import json
+
+import pytest
+
+from arrank import run
+
+TINY = {
+    "01_de_capacity": {"k_max_exact": 4, "mc_queries": 3000, "k_max_bound": 100},
+    "02_rank_condition": {"v_max": 4, "n_targets": 3, "tokenizer_vocab": 500},
+}
+
+
+def _run(stem, outputs_root):
+    final = run.run_notebook(stem, {**TINY[stem], "run_name": "smoke"}, outputs_root=outputs_root, progress=False)
+    results = json.loads((final / "results.json").read_text())
+    assert results["notebook"] == stem and results["params"]["run_name"] == "smoke"
+    assert (final / f"{stem}.ipynb").exists()
+    return final, results["metrics"]
+
+
+def _has_figure(final, name):
+    from arrank.outputs import png_backend
+
+    assert (final / f"{name}.html").stat().st_size > 1000
+    if png_backend():
+        assert (final / f"{name}.png").stat().st_size > 5000
+
+
+def test_every_notebook_has_a_tiny_configuration():
+    from arrank.workbook import notebooks
+
+    assert sorted(p.stem for p in notebooks()) == sorted(TINY)
+
+
+def test_01_de_capacity(outputs_root):
+    final, m = _run("01_de_capacity", outputs_root)
+    assert m["exact_equals_closed_form"] == 1.0 and m["max_exact_over_closed_form"] == 1.0
+    assert m["max_monte_carlo_over_exact"] <= 1.0
+    assert m["exact_min_dimension_k100"] == 99 and m["paper_bound_k100"] == pytest.approx(39.4925, abs=1e-3)
+    assert m["inner_product_all_orderings_at_n_k_minus_1"] and m["inner_product_fewer_below_k_minus_1"]
+    for name in ("exact_vs_closed_form", "monte_carlo", "dimension_bound", "inner_product"):
+        _has_figure(final, name)
+    assert (final / "exact_vs_closed_form.csv").read_text().startswith("k,n,site_set,exact,closed_form")
+
+
+def test_02_rank_condition(outputs_root):
+    final, m = _run("02_rank_condition", outputs_root)
+    assert m["rank_rule_holds"] is True
+    assert m["counterexample_rank_e_prime"] == 3 and m["counterexample_orderings"] == 8
+    assert m["counterexample_order_realisable"] is False
+    assert m["full_rank_max_distribution_error"] < 1e-9 and m["sequence_max_error"] < 1e-9
+    assert m["counterexample_adversarial_error"] > 0.1
+    assert m["tiny_wordnet_rank_e_prime"] == 129 < m["tiny_wordnet_v_docids"]  # n + 1 = 129
+    for name in ("token_orderings", "distribution_fit", "sequence_fit"):
+        _has_figure(final, name)
