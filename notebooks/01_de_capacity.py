@@ -128,12 +128,19 @@ bound.iloc[[0, len(bound) // 2, -1]]
 # homogeneous system $\langle q, d_{\pi_i} - d_{\pi_{i+1}}\rangle > 0$); this is also exactly the
 # count of orderings of the logits $E\varphi$ that notebook 02 studies, with the documents as rows of
 # $E$. All $k!$ orderings appear only at $n \ge k-1$ as well.
+#
+# *An observation of this workbook, not a result of the paper:* for generic documents the exact
+# counts follow $2\sum_{i} \left[{k \atop k-i}\right]$ over $0 \le i \le m-1$ with
+# $i \equiv m-1 \pmod 2$, $m = \min(n, k-1)$ (column `observed_formula`; e.g. $2\binom k2$ in the
+# plane). It matches every exact count computed here; it is not proved here.
 
 # %%
 with outputs.timed(timings, "inner_product_counts"):
     ip = theory_tables.inner_product_counts(P["k_max_exact"], P["site_sets"], P["seed"])
 outputs.save_table(ip, run_dir, "inner_product")
-ip_min = ip.groupby(["k", "n"], as_index=False)[["inner_product", "euclidean_closed_form", "k_factorial"]].min()
+ip_min = ip.groupby(["k", "n"], as_index=False)[
+    ["inner_product", "observed_formula", "euclidean_closed_form", "k_factorial"]].min()
+print("exact inner-product counts == observed formula:", bool((ip["inner_product"] == ip["observed_formula"]).all()))
 fig = px.line(ip_min, x="n", y="inner_product", color="k", markers=True, log_y=True,
               title="Orderings of <q, d_i> realisable by some q in R^n (random documents, exact LP)")
 fig.update_layout(yaxis_title="number of realisable rankings", xaxis_dtick=1)
@@ -156,6 +163,7 @@ metrics = {
     f"paper_bound_k{k_top}": theory.paper_dimension_bound(k_top),
     "inner_product_all_orderings_at_n_k_minus_1": bool((at["inner_product"] == at["k_factorial"]).all()),
     "inner_product_fewer_below_k_minus_1": bool((below["inner_product"] < below["k_factorial"]).all()),
+    "inner_product_matches_observed_formula": bool((ip["inner_product"] == ip["observed_formula"]).all()),
 }
 outputs.write_results(run_dir, "01_de_capacity", P, metrics, timings)
 metrics

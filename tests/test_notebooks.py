@@ -44,6 +44,7 @@ def test_01_de_capacity(outputs_root):
     assert m["max_monte_carlo_over_exact"] <= 1.0
     assert m["exact_min_dimension_k100"] == 99 and m["paper_bound_k100"] == pytest.approx(39.4925, abs=1e-3)
     assert m["inner_product_all_orderings_at_n_k_minus_1"] and m["inner_product_fewer_below_k_minus_1"]
+    assert m["inner_product_matches_observed_formula"]
     for name in ("exact_vs_closed_form", "monte_carlo", "dimension_bound", "inner_product"):
         _has_figure(final, name)
     assert (final / "exact_vs_closed_form.csv").read_text().startswith("k,n,site_set,exact,closed_form")

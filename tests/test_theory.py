@@ -451,3 +451,13 @@ def test_other_array_functions_bad_input():
         th.monte_carlo_distance_permutations(np.zeros((3, 2)), 0, seed=0)
     with pytest.raises(ValueError, match="2-D"):
         th.monte_carlo_distance_permutations(np.zeros(3), 10, seed=0)
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 5, 6])
+def test_observed_inner_product_formula_matches_exact_counts(k):
+    rng = np.random.default_rng(100 + k)
+    for n in range(1, (4 if k == 6 else k + 1) + 1):
+        exact = th.count_token_permutations(rng.standard_normal((k, n)))
+        assert exact == th.observed_inner_product_count(n, k), (k, n)
+    assert th.observed_inner_product_count(1, k) == 2
+    assert th.observed_inner_product_count(2, k) == (2 * math.comb(k, 2) if k > 2 else 2)

@@ -46,6 +46,7 @@ __all__ = [
     "skala_count",
     "paper_dimension_bound",
     "exact_min_dimension",
+    "observed_inner_product_count",
     "de_fraction_realisable",
     "log10_de_fraction_realisable",
     "count_distance_permutations",
@@ -208,6 +209,23 @@ def exact_min_dimension(k: int) -> int:
     while n > 1 and sum(_stirling_bottom(k, k - n)[1:]) == 0:
         n -= 1
     return n
+
+
+def observed_inner_product_count(n: int, k: int) -> int:
+    """Number of orderings of <q, d_i> over q in R^n for k generic vectors d_i, as *observed*:
+    with m = min(n, k-1), 2 * sum of |s(k, k-i)| over 0 <= i <= m-1 with i = m-1 (mod 2).
+
+    Not a result of the paper and not proved here: it matches every exact LP count of
+    :func:`count_token_permutations` computed for this workbook (k = 2..7, all n, several seeds),
+    is 2 * C(k, 2) at n = 2 (k generic lines through the origin of the plane), and k! at
+    n >= k - 1 (Proposition 3.3). Notebook 01 shows it beside the exact counts.
+    """
+    n, k = _check_int("n", n, 1), _check_int("k", k, 1)
+    if k == 1:
+        return 1
+    m = min(n, k - 1)
+    row = stirling1_unsigned_row(k)
+    return 2 * sum(row[k - i] for i in range(m) if i % 2 == (m - 1) % 2)
 
 
 def de_fraction_realisable(n: int, k: int) -> float:

@@ -70,6 +70,7 @@ def inner_product_counts(k_max: int, site_sets: int, seed: int) -> pd.DataFrame:
         docs = rng.standard_normal((k, n))
         rows.append({"k": k, "n": n, "site_set": s,
                      "inner_product": theory.count_token_permutations(docs),
+                     "observed_formula": theory.observed_inner_product_count(n, k),
                      "euclidean_closed_form": theory.skala_count(n, k), "k_factorial": math.factorial(k)})
     return pd.DataFrame(rows)
 
