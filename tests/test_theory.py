@@ -3,7 +3,6 @@ rank(E') condition of Props. 3.2 / 3.3 and Corollary 3.1 (section 3 and Appendix
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np

@@ -4,9 +4,12 @@ a title's sparse code, sorted by descending |coefficient| and joined by commas (
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def format_docid(indices: Sequence[int]) -> str:
@@ -22,3 +25,153 @@ def random_numeric_docids(count: int, n_components: int = 100, nnz: int = 3, see
         raise ValueError(f"nnz={nnz} must be in [1, n_components={n_components}]")
     rng = np.random.default_rng(seed)
     return [format_docid(rng.choice(n_components, size=nnz, replace=False)) for _ in range(count)]
+
+
+# --- Sparse-code docIDs (section 5.1, "ESCI Shopping Queries", footnote on OMP) -----------------
+
+def learn_dictionary(X: np.ndarray, n_components: int = 100, nnz: int = 3, seed: int = 0,
+                     algorithm: str = "minibatch", alpha: float = 1.0, max_iter: int = 20,
+                     fit_max_samples: int | None = 100_000):
+    """Fit scikit-learn dictionary learning on the title embeddings ``X`` (section 5.1).
+
+    The paper's footnote: "Orthogonal Matching Pursuit from scikit-learn, n_components=100 and
+    transform_n_nonzero_coefs=3"; so the estimator is built with ``transform_algorithm="omp"``
+    and ``transform_n_nonzero_coefs=nnz``. ``algorithm`` is ``"minibatch"``
+    (MiniBatchDictionaryLearning, for the ~1.2M real titles) or ``"batch"`` (DictionaryLearning).
+    ``alpha`` is scikit-learn's default fit penalty (the paper gives none). At most
+    ``fit_max_samples`` rows, drawn with ``seed``, are used to fit (all rows are encoded later).
+    """
+    from sklearn.decomposition import DictionaryLearning, MiniBatchDictionaryLearning
+
+    if not 1 <= nnz <= n_components:
+        raise ValueError(f"nnz={nnz} must be in [1, n_components={n_components}]")
+    X = np.asarray(X, dtype=np.float64)
+    if fit_max_samples is not None and len(X) > fit_max_samples:
+        rows = np.sort(np.random.default_rng(seed).choice(len(X), fit_max_samples, replace=False))
+        X = X[rows]
+    common = dict(n_components=n_components, alpha=alpha, transform_algorithm="omp",
+                  transform_n_nonzero_coefs=nnz, random_state=seed)
+    if algorithm == "minibatch":
+        model = MiniBatchDictionaryLearning(max_iter=max_iter, batch_size=256, **common)
+    elif algorithm == "batch":
+        model = DictionaryLearning(max_iter=max_iter, **common)
+    else:
+        raise ValueError(f"unknown dictionary algorithm {algorithm!r}; choose 'minibatch' or 'batch'")
+    return model.fit(X)
+
+
+def sparse_codes(model, X: np.ndarray, chunk: int = 50_000) -> np.ndarray:
+    """OMP codes (n x n_components) of ``X`` under a fitted dictionary ``model``, in row chunks
+    so that the (n_components x chunk) covariance stays small."""
+    X = np.asarray(X, dtype=np.float64)
+    parts = [model.transform(X[i:i + chunk]) for i in range(0, len(X), chunk)]
+    return np.vstack(parts) if parts else np.zeros((0, model.n_components))
+
+
+def docid_atoms(codes: np.ndarray) -> list[list[int]]:
+    """For each sparse code, the indices of its nonzero entries sorted by descending |coefficient|
+    (ties: smaller index first). A code with fewer than ``nnz`` nonzeros (OMP stops early when the
+    residual vanishes) gives a shorter list; an all-zero code gives an empty list."""
+    out = []
+    for row in np.asarray(codes):
+        nz = np.flatnonzero(row)
+        out.append([int(i) for i in nz[np.lexsort((nz, -np.abs(row[nz])))]])
+    return out
+
+
+def sparse_docids(X: np.ndarray, n_components: int = 100, nnz: int = 3, seed: int = 0,
+                  algorithm: str = "minibatch", **fit_kw) -> tuple[list[str], np.ndarray]:
+    """Section 5.1: docIDs from sparse dictionary learning over title embeddings.
+
+    Returns (docIDs such as ``"25,36,39"`` via :func:`format_docid`, the sparse codes n x
+    n_components). The atoms of a docID are its code's nonzero indices by descending |coefficient|.
+    """
+    model = learn_dictionary(X, n_components, nnz, seed, algorithm, **fit_kw)
+    codes = sparse_codes(model, X)
+    return [format_docid(a) for a in docid_atoms(codes)], codes
+
+
+# --- Collisions and trie statistics ----------------------------------------------------------
+
+def docid_counts(docids: Sequence[str]) -> pd.DataFrame:
+    """Per-docID count table (columns docid, count), most shared first (ties: by docID)."""
+    import pandas as pd
+
+    counts = pd.Series(list(docids), dtype=object).value_counts()
+    table = counts.rename_axis("docid").reset_index(name="count")
+    return table.sort_values(["count", "docid"], ascending=[False, True], ignore_index=True)
+
+
+def collision_summary(docids: Sequence[str]) -> dict[str, int | float]:
+    """How many items share a docID: n_items, n_distinct, n_colliding_items (items whose docID is
+    shared by at least one other item), n_colliding_docids, max_share, colliding_fraction."""
+    counts = docid_counts(docids)["count"].to_numpy()
+    shared = counts[counts > 1]
+    n = int(counts.sum())
+    return {"n_items": n, "n_distinct": int(len(counts)), "n_colliding_items": int(shared.sum()),
+            "n_colliding_docids": int(len(shared)), "max_share": int(counts.max()) if n else 0,
+            "colliding_fraction": float(shared.sum() / n) if n else 0.0}
+
+
+def disambiguate_docids(docids: Sequence[str]) -> list[str]:
+    """Make docIDs unique by appending ``,k`` (k = 0, 1, ... in input order) to every docID that is
+    shared by several items; unshared docIDs are kept. ``["1,2,3", "4,5,6", "1,2,3"]`` ->
+    ``["1,2,3,0", "4,5,6", "1,2,3,1"]``: the extra component is one more trie level."""
+    from collections import Counter
+
+    total, seen = Counter(docids), Counter()
+    out = []
+    for d in docids:
+        if total[d] > 1:
+            out.append(f"{d},{seen[d]}")
+            seen[d] += 1
+        else:
+            out.append(d)
+    return out
+
+
+def _branching(docids: Iterable[str]) -> list[dict[str, float]]:
+    """Rows of :func:`trie_branching` (plain Python: fast enough per query)."""
+    from collections import Counter
+
+    seqs = {tuple(d.split(",")) for d in docids if d}
+    rows = []
+    for d in range(1, max((len(s) for s in seqs), default=0) + 1):
+        kids = {s[:d] for s in seqs if len(s) >= d}
+        per_parent = Counter(k[:-1] for k in kids)
+        rows.append({"depth": d, "prefixes": len(kids), "parents": len(per_parent),
+                     "mean_children": len(kids) / len(per_parent),
+                     "max_children": max(per_parent.values()), "docids": len(seqs)})
+    return rows
+
+
+def trie_branching(docids: Iterable[str]) -> pd.DataFrame:
+    """Branching of the prefix trie over distinct docIDs read as sequences of components
+    ("25,36,39" -> (25, 36, 39)), the trie of section 4 at the level of docID components.
+
+    One row per depth d = 1..L: ``prefixes`` (distinct length-d prefixes = nodes at depth d),
+    ``parents`` (nodes at depth d-1 that have a child), ``mean_children`` = prefixes / parents
+    (the mean fan-out of an internal node at depth d-1), ``max_children``. Few children per node
+    with many docIDs below each is what "trie-friendly" docIDs offer (section 5.2): the
+    marginalised targets of section 4 then share mass along common prefixes.
+    """
+    import pandas as pd
+
+    cols = ["depth", "prefixes", "parents", "mean_children", "max_children"]
+    return pd.DataFrame(_branching(docids), columns=cols + ["docids"])[cols]
+
+
+def query_trie_branching(lists: Iterable[Sequence[str]]) -> pd.DataFrame:
+    """:func:`trie_branching` within each query's docID list, averaged over queries: per depth,
+    ``queries`` (how many reach that depth), ``mean_prefixes``, ``mean_children`` (mean over
+    queries of the mean fan-out) and ``mean_prefix_ratio`` (prefixes / distinct docIDs of the
+    query: 1.0 means no two docIDs of a query share that prefix; small means much sharing)."""
+    import pandas as pd
+
+    rows = [dict(r, prefix_ratio=r["prefixes"] / r["docids"]) for docs in lists for r in _branching(docs)]
+    if not rows:
+        return pd.DataFrame(columns=["depth", "queries", "mean_prefixes", "mean_children",
+                                     "mean_prefix_ratio"])
+    return pd.DataFrame(rows).groupby("depth", as_index=False).agg(
+        queries=("prefixes", "size"), mean_prefixes=("prefixes", "mean"),
+        mean_children=("mean_children", "mean"), mean_prefix_ratio=("prefix_ratio", "mean"))

@@ -1,15 +1,469 @@
 """WordNet 3.0 as the paper's first ranking dataset (section 5.1, Appendix C and D.1).
 
 docIDs are synset names such as ``even-toed_ungulate.n.01``. Everything here is deterministic:
-NLTK hands synsets back in orders that can depend on PYTHONHASHSEED, so results are sorted.
+NLTK hands synsets back in orders that can depend on PYTHONHASHSEED (``hypernym_paths()`` flips
+between processes, notes/cpu-feasibility.md), so the hierarchy is read once into a dict of
+*sorted* parent names, paths are chosen by explicit rules, and every random draw is keyed by
+(seed, query name), never by processing order.
+
+Section 5.1: a query is a noun synset at depth >= 1 (``entity.n.01`` is never a query); its
+relevant documents are the hypernyms on its path up to the root, most specific first (rank 1 is
+the direct hypernym); one negative document, not on the path, is scored beside them.
+
+Path rules (``path_rule``), for synsets with several hypernym paths (dog.n.01 has two):
+
+- ``"longest"`` (default): the longest path to the root; ties broken by the lexicographically
+  smallest tuple of names, read from the query upwards. For dog.n.01 this is the taxonomic
+  canine -> carnivore -> placental path, not domestic_animal.
+- ``"shortest"``: the shortest path, same tie break.
+- ``"union"``: every synset on any path, ranked by the *longest* distance (number of hypernym
+  links) from the query, ties by name. Unlike the shortest (breadth-first) distance, this order
+  never ranks a synset before one of its own hyponyms: with shortest distances 14,901 of the
+  82,114 queries (e.g. person.n.01: physical_entity before whole.n.02) would be ranked
+  inconsistently with the hierarchy.
+
+The paper's deer example (section 5.1) has a single path, so it fixes the ranking (most specific
+first) but not the rule; its wording ("the path", singular) and its training figures favour one
+path per query: 10k steps x batch 64 = 0.91 epochs over ~700k items (Appendix B), and the
+longest path with the root gives 701,954 (query, docID) items, the shortest 653,237, the union
+743,241, the longest path without the root 619,840.
+
+``include_root`` (default True): section 5.1 greys ``entity`` out, the Appendix D.1 prompt lists
+``entity.n.01`` among the hypernyms, and the ~700k item count of Appendix B only matches with the
+root included; so the root is relevant by default, and ``include_root=False`` drops it (then the
+three depth-1 synsets have no relevant document and are not queries).
+
+Subtrees (the quick profile): ``subtree="animal.n.01"`` makes the hyponym closure of that synset
+(instance hyponyms included) the whole hierarchy: queries are the synsets strictly below it,
+paths end at it, and it is itself relevant only with ``subtree_root_relevant=True`` (default
+False, as in the feasibility probe: it would be the last, always-true docID of every query).
+Negatives come from the subtree by default (``negative_pool="subtree"``: same vocabulary as the
+positives), or from all nouns (``"all"``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping, Protocol, Sequence
+
+import numpy as np
+import pandas as pd
+
+from arrank import cache as dataset_cache, paths
+from arrank.prompts import query_rng, template as prompt_template, wordnet_prompt
 from arrank.wordnet_setup import load_wordnet
+
+ROOT_SYNSET = "entity.n.01"
+PATH_RULES = ("longest", "shortest", "union")
+NEGATIVE_POOLS = ("subtree", "all")
+FORMAT_VERSION = 1  # bump when the content of a built dataset changes: old cache folders go stale
+QUERY_COLUMNS = ["query", "relevant", "negative", "depth", "n_relevant", "split", "prompt"]
+ITEM_COLUMNS = ["query", "docid", "rank", "n_q", "prompt", "split"]
 
 
 def noun_synset_names() -> list[str]:
     """The names of all noun synsets of WordNet 3.0 (82,115), sorted."""
     wn = load_wordnet()
     return sorted(s.name() for s in wn.all_synsets("n"))
+
+
+# --------------------------------------------------------------------------- the hierarchy
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """A noun hierarchy (section 5.1): its top synset and, for every other synset, the sorted
+    names of its direct hypernyms (instance hypernyms included, as in ``hypernym_paths()``)."""
+
+    top: str
+    parents: Mapping[str, tuple[str, ...]]
+
+    @property
+    def nodes(self) -> list[str]:
+        """All synset names of the hierarchy, the top included, sorted."""
+        return sorted([self.top, *self.parents])
+
+
+def _hypernym_names(synset: Any) -> set[str]:
+    return {p.name() for p in synset.hypernyms() + synset.instance_hypernyms()}
+
+
+def _noun_synset(name: str, role: str = "subtree") -> Any:
+    """The noun synset called ``name``, or a ValueError naming it."""
+    from nltk.corpus.reader.wordnet import WordNetError
+
+    wn = load_wordnet()
+    try:
+        synset = wn.synset(name)
+    except (WordNetError, ValueError, AttributeError):
+        synset = None
+    if synset is None or synset.pos() != "n":
+        raise ValueError(f"unknown synset {name!r} for {role}: WordNet 3.0 has no noun synset of "
+                         "that name (names look like 'animal.n.01')")
+    if synset.name() != name:
+        raise ValueError(f"{name!r} is a lemma of the synset named {synset.name()!r}: give that name")
+    return synset
+
+
+@lru_cache(maxsize=None)
+def noun_hierarchy(subtree: str | None = None) -> Hierarchy:
+    """All of WordNet's nouns below entity.n.01, or the hyponym closure of ``subtree``
+    (instance hyponyms included), with parents restricted to that closure. Memoised."""
+    if subtree is None:
+        parents = {s.name(): tuple(sorted(_hypernym_names(s)))
+                   for s in load_wordnet().all_synsets("n")}
+        tops = sorted(name for name, ps in parents.items() if not ps)
+        if tops != [ROOT_SYNSET]:
+            raise RuntimeError(f"expected WordNet's nouns to have the single root {ROOT_SYNSET}, got {tops}")
+        del parents[ROOT_SYNSET]
+        return Hierarchy(ROOT_SYNSET, parents)
+    root = _noun_synset(subtree)
+    inside, stack, below = {subtree}, [root], []
+    while stack:
+        for child in (lambda s: s.hyponyms() + s.instance_hyponyms())(stack.pop()):
+            if child.name() not in inside:
+                inside.add(child.name())
+                stack.append(child)
+                below.append(child)
+    parents = {s.name(): tuple(sorted(_hypernym_names(s) & inside)) for s in below}
+    return Hierarchy(subtree, parents)
+
+
+def _single_paths(h: Hierarchy, longest: bool) -> dict[str, tuple[str, ...]]:
+    """Every synset's longest (or shortest) path to the top, itself first; ties broken by the
+    lexicographically smallest tuple of names (exact by dynamic programming: all candidate paths
+    start with the synset, so they compare as their parents' best paths do)."""
+    memo: dict[str, tuple[str, ...]] = {h.top: (h.top,)}
+    sign = -1 if longest else 1
+
+    def path(node: str) -> tuple[str, ...]:
+        found = memo.get(node)
+        if found is None:
+            best = min((path(p) for p in h.parents[node]), key=lambda t: (sign * len(t), t))
+            found = memo[node] = (node, *best)
+        return found
+
+    for node in h.parents:
+        path(node)
+    return memo
+
+
+def _longest_distances(h: Hierarchy) -> dict[str, dict[str, int]]:
+    """For every synset, the longest distance (hypernym links) to each of its ancestors, itself 0."""
+    memo: dict[str, dict[str, int]] = {h.top: {h.top: 0}}
+
+    def dist(node: str) -> dict[str, int]:
+        found = memo.get(node)
+        if found is None:
+            found = {node: 0}
+            for parent in h.parents[node]:
+                for anc, d in dist(parent).items():
+                    if d + 1 > found.get(anc, -1):
+                        found[anc] = d + 1
+            memo[node] = found
+        return found
+
+    for node in h.parents:
+        dist(node)
+    return memo
+
+
+def _upward_hierarchy(name: str, subtree: str | None) -> Hierarchy:
+    """The small hierarchy of ``name`` and its ancestors below ``subtree`` (or the root): enough
+    to rank one query's hypernyms without reading all of WordNet."""
+    top, stack, up = subtree or ROOT_SYNSET, [_noun_synset(name, "query")], {}
+    while stack:
+        synset = stack.pop()
+        if synset.name() not in up and synset.name() != top:
+            up[synset.name()] = tuple(sorted(_hypernym_names(synset)))
+            stack.extend(synset.hypernyms() + synset.instance_hypernyms())
+    reaches: dict[str, bool] = {top: True}
+
+    def reach(node: str) -> bool:
+        if node not in reaches:
+            reaches[node] = any([reach(p) for p in up.get(node, ())])
+        return reaches[node]
+
+    if name == top or not reach(name):
+        raise ValueError(f"{name!r} is not a query of the hierarchy below {top}")
+    return Hierarchy(top, {n: tuple(p for p in ps if reach(p)) for n, ps in up.items() if reach(n)})
+
+
+@lru_cache(maxsize=None)
+def _ranked_table(subtree: str | None, path_rule: str) -> dict[str, tuple[tuple[str, ...], int]]:
+    """synset -> (its ancestors ranked most specific first, top included; its depth under the
+    rule = hypernym links from it to the top). Memoised per (subtree, rule)."""
+    return _rank_all(noun_hierarchy(subtree), path_rule)
+
+
+def _rank_all(h: Hierarchy, path_rule: str) -> dict[str, tuple[tuple[str, ...], int]]:
+    """``_ranked_table`` for any hierarchy ``h``."""
+    if path_rule == "union":
+        table = {}
+        for node, dist in _longest_distances(h).items():
+            ranked = sorted((d, a) for a, d in dist.items() if a != node)
+            table[node] = (tuple(a for _, a in ranked), dist[h.top])
+        return table
+    return {n: (p[1:], len(p) - 1) for n, p in _single_paths(h, path_rule == "longest").items()}
+
+
+@lru_cache(maxsize=None)
+def _ancestors(subtree: str | None) -> dict[str, frozenset[str]]:
+    """synset -> all its ancestors in the hierarchy, over every hypernym path."""
+    return {n: frozenset(d) - {n} for n, d in _longest_distances(noun_hierarchy(subtree)).items()}
+
+
+def ranked_hypernyms(name: str, path_rule: str = "longest", include_root: bool = True,
+                     subtree: str | None = None, subtree_root_relevant: bool = False) -> list[str]:
+    """The relevant docIDs of query ``name`` (section 5.1), most specific first (rank 1 = direct
+    hypernym). deer.n.01 gives ruminant.n.01, even-toed_ungulate.n.01, ..., physical_entity.n.01
+    [, entity.n.01]. See the module docstring for the rules and the root options."""
+    _check_choice("path_rule", path_rule, PATH_RULES)
+    if subtree is not None:
+        _noun_synset(subtree)
+    h = _upward_hierarchy(name, subtree)
+    keep_top = include_root if subtree is None else subtree_root_relevant
+    return _drop_top(_rank_all(h, path_rule)[name][0], h.top, keep_top)
+
+
+def _drop_top(chain: Sequence[str], top: str, keep_top: bool) -> list[str]:
+    return list(chain) if keep_top else [a for a in chain if a != top]
+
+
+# --------------------------------------------------------------------------- the dataset
+
+
+def _check_choice(label: str, value: str, allowed: Sequence[str]) -> None:
+    if value not in allowed:
+        raise ValueError(f"unknown {label} {value!r}; choose one of {list(allowed)}")
+
+
+def _validate(params: dict[str, Any]) -> None:
+    """Clear errors for parameters that cannot make a dataset (before anything is built)."""
+    _check_choice("path_rule", params["path_rule"], PATH_RULES)
+    _check_choice("negative_pool", params["negative_pool"], NEGATIVE_POOLS)
+    prompt_template(params["template"])
+    for key in ("min_relevant", "max_queries", "seed"):
+        value = params[key]
+        if (value is not None or key == "seed") and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ValueError(f"{key} must be an integer, got {value!r}")
+    if params["min_relevant"] < 1:
+        raise ValueError(f"min_relevant must be >= 1 (a prompt needs a document), got {params['min_relevant']}")
+    if params["max_queries"] is not None and params["max_queries"] < 1:
+        raise ValueError(f"max_queries must be None or >= 1, got {params['max_queries']}")
+    n_eval = params["n_eval"]
+    if isinstance(n_eval, bool) or not (
+            (isinstance(n_eval, int) and n_eval >= 0) or (isinstance(n_eval, float) and 0 < n_eval < 1)):
+        raise ValueError(f"n_eval must be an integer >= 0 or a fraction in (0, 1), got {n_eval!r}")
+    if params["subtree"] is not None:
+        _noun_synset(params["subtree"])
+
+
+def _keyed_order(names: Sequence[str], seed: int, purpose: str) -> list[str]:
+    """``names`` in a seeded random order that depends only on (seed, purpose, name), not on the
+    order of ``names`` nor on PYTHONHASHSEED (sorted by a keyed BLAKE2 hash)."""
+    key = f"{purpose}:{seed}".encode()[:64]
+    return sorted(names, key=lambda n: hashlib.blake2b(n.encode(), key=key, digest_size=16).digest())
+
+
+def _select_queries(p: dict[str, Any]) -> tuple[list[str], dict[str, list[str]], dict[str, int]]:
+    """Queries kept by subtree / min_relevant / max_queries (sorted), their relevant docIDs and
+    depths; a ValueError saying which filter left none."""
+    h = noun_hierarchy(p["subtree"])
+    table = _ranked_table(p["subtree"], p["path_rule"])
+    keep_top = p["include_root"] if p["subtree"] is None else p["subtree_root_relevant"]
+    relevant = {q: _drop_top(table[q][0], h.top, keep_top) for q in h.parents}
+    kept = sorted(q for q, docs in relevant.items() if len(docs) >= p["min_relevant"])
+    if not kept:
+        most = max((len(d) for d in relevant.values()), default=0)
+        raise ValueError(
+            f"no queries left after filtering: the hierarchy below {h.top} has {len(relevant)} "
+            f"queries, and min_relevant={p['min_relevant']} keeps none (the most relevant docs any "
+            f"has is {most}; path_rule={p['path_rule']!r}, include_root={p['include_root']}, "
+            f"subtree_root_relevant={p['subtree_root_relevant']})")
+    if p["max_queries"] is not None:
+        kept = sorted(_keyed_order(kept, p["seed"], "sample")[: p["max_queries"]])
+    return kept, relevant, {q: table[q][1] for q in kept}
+
+
+def _eval_queries(queries: list[str], n_eval: int | float, seed: int) -> set[str]:
+    """The held-out evaluation queries (Table 1 uses 5000): a seeded sample, by query."""
+    count = round(n_eval * len(queries)) if isinstance(n_eval, float) else n_eval
+    if count >= len(queries):
+        raise ValueError(f"n_eval={n_eval} leaves no training queries: only {len(queries)} queries "
+                         "pass the filters; lower n_eval (an int, or a fraction such as 0.1)")
+    return set(_keyed_order(queries, seed, "split")[:count])
+
+
+def _draw_negative(query: str, excluded: frozenset[str], pool: Sequence[str],
+                   pool_set: frozenset[str], seed: int) -> str:
+    """One random synset of ``pool`` that is neither the query nor any of its hypernyms,
+    drawn from a generator keyed by (seed, query) (section 5.1's negative document)."""
+    if len(pool) - len((excluded | {query}) & pool_set) <= 0:
+        raise ValueError(f"no negative can be drawn for {query!r}: every synset of the pool is "
+                         "the query or one of its hypernyms; use a larger subtree")
+    rng = query_rng(seed, f"negative:{query}")
+    while True:
+        candidate = pool[int(rng.integers(len(pool)))]
+        if candidate != query and candidate not in excluded:
+            return candidate
+
+
+def _build(p: dict[str, Any]) -> pd.DataFrame:
+    """The query table of section 5.1 for validated parameters ``p`` (no cache)."""
+    queries, relevant, depth = _select_queries(p)
+    held_out = _eval_queries(queries, p["n_eval"], p["seed"])
+    pool_tree = p["subtree"] if p["negative_pool"] == "subtree" else None
+    pool = noun_hierarchy(pool_tree).nodes
+    pool_set, ancestors = frozenset(pool), _ancestors(pool_tree)
+    return pd.DataFrame({
+        "query": queries,
+        "relevant": [relevant[q] for q in queries],
+        "negative": [_draw_negative(q, ancestors[q], pool, pool_set, p["seed"]) for q in queries],
+        "depth": np.array([depth[q] for q in queries], dtype=np.int64),
+        "n_relevant": np.array([len(relevant[q]) for q in queries], dtype=np.int64),
+        "split": ["eval" if q in held_out else "train" for q in queries],
+        "prompt": [wordnet_prompt(q, relevant[q], query_rng(p["seed"], q), name=p["template"])
+                   for q in queries],
+    })
+
+
+def _write_cache(df: pd.DataFrame, params: dict[str, Any], folder: Path) -> None:
+    """queries.parquet + params.json, written atomically (``arrank.cache.save_tables``)."""
+    dataset_cache.save_tables(folder, {"queries": df}, {**params, "hash": folder.name, "n_queries": len(df)})
+
+
+def _read_cache(folder: Path) -> pd.DataFrame:
+    return dataset_cache.read_tables(folder, ["relevant"])["queries"][QUERY_COLUMNS]
+
+
+def build_wordnet_dataset(path_rule: str = "longest", include_root: bool = True,
+                          subtree: str | None = None, max_queries: int | None = None,
+                          min_relevant: int = 1, n_eval: int | float = 5000,
+                          template: str = "wordnet", seed: int = 0, cache: bool = True, *,
+                          subtree_root_relevant: bool = False, negative_pool: str = "subtree",
+                          cache_dir: Path | None = None) -> pd.DataFrame:
+    """The WordNet ranking dataset of section 5.1: one row per query (sorted by name) with the
+    columns ``query, relevant (list, rank 1 first), negative, depth, n_relevant, split, prompt``;
+    ``depth`` counts the hypernym links from the query to the top (entity.n.01, or the subtree
+    root) along the rule's path ("union": the longest path). Rules and root options: see the
+    module docstring.
+
+    Filters apply in this order: ``subtree`` (hierarchy), ``min_relevant`` (queries with at
+    least that many relevant docIDs), ``max_queries`` (seeded sample); then ``n_eval`` queries
+    (an int, or a fraction in (0, 1)) are held out as ``split == "eval"`` (Table 1: 5000).
+    ``prompt`` is Appendix D.1 (``template="wordnet"``) or the short template for tiny models,
+    with the relevant docIDs shuffled by ``arrank.prompts.query_rng(seed, query)``.
+
+    With ``cache`` the table is saved as ``<cache_dir>/<params_hash>/queries.parquet`` (+
+    ``params.json``; ``cache_dir`` defaults to ``data/cache/wordnet``) and reused when present.
+    ``df.attrs["params"]`` holds the parameters and ``df.attrs["hash"]`` their hash.
+    """
+    params = {"format_version": FORMAT_VERSION, "path_rule": path_rule, "include_root": include_root,
+              "subtree": subtree, "subtree_root_relevant": subtree_root_relevant,
+              "negative_pool": negative_pool, "max_queries": max_queries,
+              "min_relevant": min_relevant, "n_eval": n_eval, "template": template, "seed": seed}
+    _validate(params)
+    folder = Path(cache_dir or paths.CACHE / "wordnet") / dataset_cache.params_hash(params)
+    if cache and dataset_cache.is_complete(folder):
+        df = _read_cache(folder)
+    else:
+        df = _build(params)
+        if cache:
+            _write_cache(df, params, folder)
+    df.attrs.update(params=params, hash=folder.name)
+    return df
+
+
+# --------------------------------------------------------------------------- training views
+
+
+def top1_view(df: pd.DataFrame) -> pd.DataFrame:
+    """One item per query, docID = the rank-1 (most specific) hypernym: the ~84k view trained
+    with lambda(r) = 1[r = 1] (Appendix B). Columns ``query, docid, rank, n_q, prompt, split``."""
+    return pd.DataFrame({"query": df["query"].to_numpy(), "docid": [r[0] for r in df["relevant"]],
+                         "rank": np.ones(len(df), dtype=np.int64),
+                         "n_q": df["n_relevant"].to_numpy(), "prompt": df["prompt"].to_numpy(),
+                         "split": df["split"].to_numpy()})[ITEM_COLUMNS]
+
+
+def per_docid_view(df: pd.DataFrame) -> pd.DataFrame:
+    """One item (q, d_r, r, n_q) per relevant docID: the ~700k view trained with item-level
+    reweighting lambda(r) (section 4, Appendix B). Rows of a query are consecutive, rank 1 first.
+
+    The prompt column is an object column that shares each query's prompt string among its items
+    (no copies of the text)."""
+    n = df["n_relevant"].to_numpy()
+    row = np.repeat(np.arange(len(df)), n)
+    rank = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n) + 1
+    pick = lambda col: pd.Series(np.asarray(df[col].to_numpy(), dtype=object)[row], dtype=object)
+    return pd.DataFrame({"query": pick("query"),
+                         "docid": pd.Series(list(itertools.chain.from_iterable(df["relevant"])), dtype=object),
+                         "rank": rank.astype(np.int64), "n_q": n[row], "prompt": pick("prompt"),
+                         "split": pick("split")})[ITEM_COLUMNS]
+
+
+def dataset_fingerprint(df: pd.DataFrame) -> str:
+    """SHA-256 of the rows (every column, in order): equal datasets, equal fingerprints."""
+    digest = hashlib.sha256()
+    for row in df[QUERY_COLUMNS].itertuples(index=False):
+        digest.update(json.dumps([list(v) if k == 1 else v for k, v in enumerate(row)],
+                                 default=int).encode())
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------- statistics (Appendix C)
+
+
+class Tokenizer(Protocol):
+    """Anything called like a transformers tokenizer: ``tok(text, add_special_tokens=False)``."""
+
+    def __call__(self, text: str, add_special_tokens: bool = ...) -> Mapping[str, Any]: ...
+
+
+def _distribution(values: pd.Series, name: str) -> pd.DataFrame:
+    counts = values.value_counts().sort_index()
+    return pd.DataFrame({name: counts.index.to_numpy(), "queries": counts.to_numpy(),
+                         "fraction": counts.to_numpy() / max(len(values), 1)})
+
+
+def relevant_count_distribution(df: pd.DataFrame) -> pd.DataFrame:
+    """Appendix C: how many queries have n relevant docIDs (columns n_relevant, queries, fraction)."""
+    return _distribution(df["n_relevant"], "n_relevant")
+
+
+def depth_distribution(df: pd.DataFrame) -> pd.DataFrame:
+    """Appendix C: how many queries sit at each depth (columns depth, queries, fraction)."""
+    return _distribution(df["depth"], "depth")
+
+
+def docid_token_lengths(df: pd.DataFrame, tokenizer: Tokenizer,
+                        include_negatives: bool = False) -> pd.DataFrame:
+    """Appendix C: length in tokens of every docID the dataset uses (each tokenised alone,
+    without special tokens). Columns docid, n_tokens, occurrences (items it is relevant in)."""
+    counts = pd.Series(list(itertools.chain.from_iterable(df["relevant"]))).value_counts()
+    docids = sorted(set(counts.index) | (set(df["negative"]) if include_negatives else set()))
+    return pd.DataFrame({
+        "docid": docids,
+        "n_tokens": [len(tokenizer(d, add_special_tokens=False)["input_ids"]) for d in docids],
+        "occurrences": [int(counts.get(d, 0)) for d in docids]})
+
+
+def token_length_distribution(lengths: pd.DataFrame) -> pd.DataFrame:
+    """From ``docid_token_lengths``: per token length, the number of docIDs and of items."""
+    grouped = lengths.groupby("n_tokens")
+    return pd.DataFrame({"docids": grouped.size(), "items": grouped["occurrences"].sum()}).reset_index()
+
+
+def dataset_summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Per split and overall: queries, per-docID items, mean / max relevant docIDs, mean depth."""
+    parts = {**{s: g for s, g in df.groupby("split", sort=True)}, "all": df}
+    return pd.DataFrame.from_dict(
+        {name: {"queries": len(g), "items": int(g["n_relevant"].sum()),
+                "mean_relevant": float(g["n_relevant"].mean()), "max_relevant": int(g["n_relevant"].max()),
+                "mean_depth": float(g["depth"].mean())} for name, g in parts.items()}, orient="index")

@@ -1,0 +1,460 @@
+"""The ESCI Shopping Queries ranking dataset of the paper (section 5.1, "ESCI Shopping Queries";
+prompt of Appendix D.2).
+
+Recipe (section 5.1), and how it is implemented here:
+
+1. Read the Shopping Queries Dataset (Reddy et al. 2022; ``shopping_queries_dataset_examples``
+   and ``..._products`` parquet files of https://github.com/amazon-science/esci-data, fetched
+   with git lfs) from ``data/esci/`` (:func:`load_esci`).
+2. Keep English queries and titles (:func:`is_english`, :func:`english_queries`,
+   :func:`title_pool`): locale ``us`` plus a text check, since ``us`` holds some Spanish titles
+   (the paper's own prompt lists one: "AUKEY USB C Cargador con GAN, ...").
+3. Embed queries and titles (:mod:`arrank.embedders`; the paper's Gecko ``gecko-1b-en`` is not
+   public, so the default is an offline TF-IDF + SVD stand-in) and, for each query, take the
+   1st, 100th, 200th, ..., 10000th titles by inner product over all titles, best first
+   (:func:`rank_positions`, :func:`ranked_titles`; exact, blocked top-k).
+4. docIDs: sparse dictionary learning over the title embeddings, OMP codes with 3 nonzeros out
+   of 100 atoms, atoms by descending |coefficient| joined by commas (:mod:`arrank.docids`).
+5. Prompt: :func:`arrank.prompts.esci_prompt` (Appendix D.2, "[docid] title" joined by ' || ').
+
+:func:`build_esci_dataset` runs it all and caches the tables under
+``data/cache/esci/<hash>/``. The quick profile and the tests use the fixture in
+``data/fixtures/esci_fixture/`` (made by ``data/fixtures/make_esci_fixture.py``): same schema and
+file names as the real files, same code path.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from arrank import docids as dids
+from arrank import embedders, paths, prompts
+from arrank import cache as dataset_cache
+
+REPOSITORY = "https://github.com/amazon-science/esci-data"
+EXAMPLES_FILE = "shopping_queries_dataset_examples.parquet"
+PRODUCTS_FILE = "shopping_queries_dataset_products.parquet"
+EXAMPLES_COLUMNS = ("example_id", "query", "query_id", "product_id", "product_locale", "esci_label",
+                    "small_version", "large_version", "split")
+PRODUCTS_COLUMNS = ("product_id", "product_title", "product_description", "product_bullet_point",
+                    "product_brand", "product_color", "product_locale")
+DEFAULT_DIR = paths.DATA / "esci"
+FIXTURE_DIR = paths.DATA / "fixtures" / "esci_fixture"
+CACHE_VERSION = 1
+TEMPLATES = ("esci", "esci_short")
+COLLISIONS = ("keep", "drop", "suffix")
+FILTERS = ("before", "after")
+LIST_COLUMNS = ("product_ids", "titles", "docids", "positions", "scores", "gold", "atoms")
+
+
+# --- Loading --------------------------------------------------------------------------------
+
+def esci_files(data_dir: Path | str | None = None) -> dict[str, Path]:
+    """Paths of the two dataset files under ``data_dir`` (default ``data/esci``); a
+    FileNotFoundError that says where to get them and where to put them when one is missing."""
+    folder = Path(data_dir) if data_dir is not None else DEFAULT_DIR
+    files = {"examples": folder / EXAMPLES_FILE, "products": folder / PRODUCTS_FILE}
+    missing = [p.name for p in files.values() if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"ESCI file(s) missing in {folder}: {', '.join(missing)}. The Shopping Queries Dataset "
+            f"is in the repository {REPOSITORY} (folder shopping_queries_dataset/, stored with git "
+            f"lfs): `git lfs install && git clone {REPOSITORY}`, then copy {EXAMPLES_FILE} and "
+            f"{PRODUCTS_FILE} into {folder} (or pass data_dir=<their folder>).")
+    return files
+
+
+def load_esci(data_dir: Path | str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(examples, products) as published (section 5.1, Reddy et al. 2022); a clear ValueError
+    naming any missing column."""
+    files = esci_files(data_dir)
+    tables = []
+    for name, cols in (("examples", EXAMPLES_COLUMNS), ("products", PRODUCTS_COLUMNS)):
+        df = pd.read_parquet(files[name])
+        missing = [c for c in cols if c not in df.columns]
+        if missing:
+            raise ValueError(f"{files[name]} lacks the column(s) {missing}; the {name} file of "
+                             f"{REPOSITORY} has {list(cols)}")
+        tables.append(df)
+    return tables[0], tables[1]
+
+
+# --- English filter (section 5.1: "we filter out all non-English queries and product titles") --
+
+WORD = re.compile(r"[^\W\d_]+")
+NON_LATIN = re.compile(r"[^\W\d_\x00-\u024f\u1e00-\u1eff]")  # letters of non-Latin scripts
+# Frequent words of the other languages met in ESCI-like titles (Spanish above all: the es
+# locale), chosen not to be common English words.
+FOREIGN_WORDS = frozenset("""
+de del la las los el con para por y sin una unos unas al su sus que más muy tu pared cargador
+carga negro negra blanco blanca rojo roja azul verde hombre hombres mujer mujeres niño niños niña
+niñas juego paquete tamaño piezas pieza funda teléfono accesorios batería inalámbrico inalámbrica
+auriculares ratón teclado pantalla estuche bolsa cocina agua botella zapatos zapatillas mochila
+lámpara escritorio cafetera cargadores cables juguete juguetes
+und mit für der das ein eine zum avec pour et les des du une sur com não em
+""".split())
+ENGLISH_WORDS = frozenset("""
+the and for with of to in on by from your this that or is are set pack black white men women kids
+charger case cover holder home office kitchen
+""".split())
+SPANISH_MARKS = frozenset("ñáéíóúü¿¡")
+
+
+def is_english(text: str | None) -> bool:
+    """Deterministic language check standing in for a language detector (none is installed).
+
+    Not English when either
+    (a) the text has >= 2 letters of non-Latin scripts (code point above U+024F, outside Latin
+        Extended Additional) making >= 5% of its letters (Japanese, Chinese, Cyrillic, ...); or
+    (b) foreign >= 2 and foreign > english, where foreign counts words of ``FOREIGN_WORDS``
+        (Spanish first, a few German/French/Portuguese function words) plus 1 if any Spanish
+        mark (ñ, accented vowel, ¿, ¡) occurs, and english counts words of ``ENGLISH_WORDS``.
+    Words are runs of letters, lower-cased. Empty text or text without letters is English
+    (nothing to object to). Known misses: short foreign texts with < 2 marker words, English
+    titles dense in Spanish brand words ("El Paso ... La Costeña ...").
+    """
+    low = (text or "").lower()
+    words = WORD.findall(low)
+    other = len(NON_LATIN.findall(low))
+    if other >= 2 and other >= 0.05 * sum(map(len, words)):
+        return False
+    foreign = sum(w in FOREIGN_WORDS for w in words) + (not SPANISH_MARKS.isdisjoint(low))
+    english = sum(w in ENGLISH_WORDS for w in words)
+    return not (foreign >= 2 and foreign > english)
+
+
+def english_queries(examples: pd.DataFrame) -> pd.DataFrame:
+    """One row per English query (locale ``us`` and :func:`is_english`), sorted by query_id:
+    query_id, query, split (first seen), small_version (any of its examples)."""
+    us = examples[examples["product_locale"] == "us"]
+    q = us.groupby("query_id", sort=True).agg(query=("query", "first"), split=("split", "first"),
+                                              small_version=("small_version", "max")).reset_index()
+    q["small_version"] = q["small_version"].astype(bool)
+    return q[q["query"].map(is_english)].reset_index(drop=True)
+
+
+def title_pool(products: pd.DataFrame, english_only: bool = True) -> pd.DataFrame:
+    """The titles to rank (section 5.1): title_id, product_id, product_locale, title, english.
+
+    Titles are stripped; empty ones dropped; one row per (product_id, locale); exact duplicate
+    titles kept once (the first by locale ``us`` first, then product_id), since identical titles
+    have identical embeddings and docIDs. ``english`` = locale ``us`` and :func:`is_english`.
+    ``english_only`` keeps the English rows only. ``title_id`` is the product_id (for ``us``)
+    or ``<locale>:<product_id>``: the id of precomputed title embeddings.
+    """
+    df = products[["product_id", "product_locale", "product_title"]].copy()
+    df["title"] = df.pop("product_title").fillna("").astype(str).str.strip()
+    df = df[df["title"] != ""]
+    df["english"] = (df["product_locale"] == "us") & df["title"].map(is_english)
+    if english_only:
+        df = df[df["english"]]
+    df = df.assign(_us=df["product_locale"] != "us").sort_values(["_us", "product_locale", "product_id"])
+    df = df.drop_duplicates(["product_id", "product_locale"]).drop_duplicates("title").drop(columns="_us")
+    us = df["product_locale"] == "us"
+    df.insert(0, "title_id", df["product_id"].where(us, df["product_locale"] + ":" + df["product_id"]))
+    return df.reset_index(drop=True)
+
+
+# --- Rank selection (section 5.1: "the 1st, 100th, 200th, ..., 10000th product titles") ------
+
+def rank_positions(step: int = 100, depth: int = 10_000, n_titles: int | None = None) -> np.ndarray:
+    """1-based rank positions 1, step, 2*step, ..., up to min(depth, n_titles).
+
+    Position p is the p-th largest inner product; its 0-based index in the descending sort is
+    p - 1. ``step=100, depth=10000`` gives 1, 100, 200, ..., 10000 (101 positions) as in the
+    paper; ``step=1`` gives 1, 2, ..., depth.
+    """
+    if step < 1 or depth < 1:
+        raise ValueError(f"step={step} and depth={depth} must be >= 1")
+    last = depth if n_titles is None else min(depth, n_titles)
+    return np.array(sorted({1, *range(step, last + 1, step)}) if last >= 1 else [], dtype=np.int64)
+
+
+def topk_inner_products(Q: np.ndarray, T: np.ndarray, k: int, query_block: int = 256,
+                        title_block: int = 65_536, device: str = "cpu",
+                        keep: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-``k`` titles per query by inner product ``Q @ T.T``, best first:
+    (title indices, scores), each n_queries x k (k capped by the number of titles).
+
+    Blocked over queries and titles so memory stays at O(query_block * (k + title_block)): a
+    running top-k per query is merged with each title block (numpy argpartition, or torch.topk
+    for ``device`` "cuda[:n]", "torch:<device>", or "auto" = CUDA when available), then sorted by
+    descending score, ties by ascending title index. Exact ties at the k-th place are broken by
+    the selection routine (reproducibly for fixed inputs and blocks). ``keep`` (0-based sorted
+    positions < k) returns only those columns, computed per query block (so a 10,000-deep
+    top-k is never held for all queries at once).
+    """
+    Q, T = np.asarray(Q), np.asarray(T)
+    if Q.ndim != 2 or T.ndim != 2 or Q.shape[1] != T.shape[1]:
+        raise ValueError(f"need 2-D embeddings of one dimension, got {Q.shape} and {T.shape}")
+    k = min(int(k), len(T))
+    cols = np.arange(k) if keep is None else np.asarray(keep, dtype=np.int64)
+    if len(cols) and (cols.min() < 0 or cols.max() >= k):
+        raise ValueError(f"keep must hold 0-based positions below k={k}, got {cols.min()}..{cols.max()}")
+    if k < 1 or len(Q) == 0:
+        return np.zeros((len(Q), len(cols)), np.int64), np.zeros((len(Q), len(cols)), Q.dtype)
+    backend = _backend(device)
+    T_dev = T if backend is None else _to_torch(T, backend)
+    parts = [_topk_block(Q[i:i + query_block], T_dev, k, title_block, backend)
+             for i in range(0, len(Q), query_block)]
+    return (np.vstack([p[0][:, cols] for p in parts]).astype(np.int64),
+            np.vstack([p[1][:, cols] for p in parts]))
+
+
+def _backend(device: str):
+    """None for numpy; else a torch.device."""
+    if device == "cpu":
+        return None
+    import torch
+
+    if device == "auto":
+        return torch.device("cuda") if torch.cuda.is_available() else None
+    return torch.device(device.removeprefix("torch:"))
+
+
+def _to_torch(X: np.ndarray, device):
+    import torch
+
+    return torch.as_tensor(np.ascontiguousarray(X), device=device)
+
+
+def _topk_block(q: np.ndarray, T, k: int, title_block: int, backend) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k of one query block against all titles (running merge), sorted."""
+    if backend is not None:
+        return _topk_block_torch(q, T, k, title_block, backend)
+    itype = np.int32 if len(T) < 2**31 else np.int64
+    best_s, best_i = np.zeros((len(q), 0), q.dtype), np.zeros((len(q), 0), itype)
+    for t0 in range(0, len(T), title_block):
+        s = q @ T[t0:t0 + title_block].T
+        idx = np.broadcast_to(np.arange(t0, t0 + s.shape[1], dtype=itype), s.shape)
+        best_s, best_i = np.hstack([best_s, s]), np.hstack([best_i, idx])
+        if best_s.shape[1] > k:
+            top = np.argpartition(-best_s, k - 1, axis=1)[:, :k]
+            best_s, best_i = np.take_along_axis(best_s, top, 1), np.take_along_axis(best_i, top, 1)
+    return _sort_desc(best_s, best_i)
+
+
+def _topk_block_torch(q: np.ndarray, T, k: int, title_block: int, device) -> tuple[np.ndarray, np.ndarray]:
+    import torch
+
+    qt = _to_torch(q, device)
+    best_s = best_i = None
+    for t0 in range(0, len(T), title_block):
+        s = qt @ T[t0:t0 + title_block].T
+        idx = torch.arange(t0, t0 + s.shape[1], device=device).expand_as(s)
+        if best_s is not None:
+            s, idx = torch.cat([best_s, s], 1), torch.cat([best_i, idx], 1)
+        if s.shape[1] > k:
+            top = torch.topk(s, k, dim=1, sorted=False)
+            s, idx = top.values, torch.gather(idx, 1, top.indices)
+        best_s, best_i = s, idx
+    return _sort_desc(best_s.cpu().numpy(), best_i.cpu().numpy())
+
+
+def _sort_desc(scores: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    order = np.lexsort((idx, -scores), axis=-1)
+    return np.take_along_axis(idx, order, 1), np.take_along_axis(scores, order, 1)
+
+
+def ranked_titles(Q: np.ndarray, T: np.ndarray, step: int = 100, depth: int = 10_000,
+                  **topk_kw: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Section 5.1: for each query, the titles at rank positions 1, step, 2*step, ..., depth
+    (1-based, :func:`rank_positions`; depth capped by the number of titles) by inner product, in
+    descending order. Returns (title indices, scores) n_queries x m and the m positions."""
+    pos = rank_positions(step, depth, len(T))
+    if len(pos) == 0:
+        return np.zeros((len(Q), 0), np.int64), np.zeros((len(Q), 0), np.float32), pos
+    idx, scores = topk_inner_products(Q, T, int(pos[-1]), keep=pos - 1, **topk_kw)
+    return idx, scores, pos
+
+
+# --- docIDs and the query table ----------------------------------------------------------------
+
+def title_docids(T: np.ndarray, n_components: int = 100, nnz: int = 3, seed: int = 0,
+                 collisions: str = "keep") -> tuple[list[str], list[str], list[list[int]]]:
+    """Section 5.1 docIDs of the English titles: (docIDs used, sparse docIDs, atoms).
+
+    The sparse docID is the code's nonzero atoms by descending |coefficient| ("25,36,39").
+    Titles whose codes coincide share a sparse docID (the paper's own Appendix D.2 prompt lists
+    "[25,36,39]" twice). ``collisions="suffix"`` makes the used docIDs unique corpus-wide by
+    appending ",k" to shared ones (:func:`arrank.docids.disambiguate_docids`); "keep" and "drop"
+    use the sparse docID as it is (see :func:`query_table`).
+    """
+    sparse, codes = dids.sparse_docids(T, n_components, nnz, seed)
+    atoms = dids.docid_atoms(codes)
+    used = dids.disambiguate_docids(sparse) if collisions == "suffix" else list(sparse)
+    return used, sparse, atoms
+
+
+def query_table(queries: pd.DataFrame, pool: pd.DataFrame, docid: np.ndarray, idx: np.ndarray,
+                scores: np.ndarray, positions: np.ndarray, collisions: str = "keep",
+                template: str = "esci", seed: int = 0) -> pd.DataFrame:
+    """One row per query with at least one English title among its ranked titles (section 5.1:
+    "preserve only those examples that have a non-empty set of relevant English product titles").
+
+    Columns: query_id, query, split, small_version, product_ids, titles, docids, positions
+    (1-based ranks in the pool), scores (inner products), gold (the distinct docIDs, best rank
+    first: the target ranking, to evaluate by docID string), n_titles, n_collisions (titles
+    whose docID already appeared higher in the list), prompt (Appendix D.2, titles shuffled
+    with ``query_rng(seed, query)``).
+
+    Collisions within a list: "keep" (default, as the paper's prompt) keeps every title; titles
+    sharing a docID cannot be told apart by a generated docID, so ``gold`` lists each docID once,
+    at its best rank. "drop" keeps only the best-ranked title of each docID. "suffix": docIDs are
+    unique already (:func:`title_docids`).
+    """
+    english = pool["english"].to_numpy()
+    titles, pids = pool["title"].to_numpy(), pool["product_id"].to_numpy()
+    rows = []
+    for r, q in enumerate(queries.itertuples(index=False)):
+        sel = np.flatnonzero(english[idx[r]])
+        cols = idx[r][sel]
+        if collisions == "drop":
+            first = pd.Index(docid[cols]).duplicated(keep="first")
+            sel, cols = sel[~first], cols[~first]
+        if len(cols) == 0:
+            continue
+        docs = [str(d) for d in docid[cols]]
+        gold = list(dict.fromkeys(docs))
+        prompt = prompts.esci_prompt(q.query, list(zip(docs, titles[cols])),
+                                     prompts.query_rng(seed, q.query), template)
+        rows.append({"query_id": q.query_id, "query": q.query, "split": q.split,
+                     "small_version": q.small_version, "product_ids": list(pids[cols]),
+                     "titles": list(titles[cols]), "docids": docs,
+                     "positions": positions[sel].tolist(), "scores": scores[r][sel].astype(float).tolist(),
+                     "gold": gold, "n_titles": len(docs), "n_collisions": len(docs) - len(gold),
+                     "prompt": prompt})
+    return pd.DataFrame(rows, columns=["query_id", "query", "split", "small_version", "product_ids",
+                                       "titles", "docids", "positions", "scores", "gold", "n_titles",
+                                       "n_collisions", "prompt"])
+
+
+# --- Entry point -----------------------------------------------------------------------------
+
+def build_esci_dataset(data_dir: Path | str | None = None, embedder: str = "tfidf", step: int = 100,
+                       depth: int = 10_000, n_components: int = 100, nnz: int = 3,
+                       template: str = "esci", seed: int = 0, max_queries: int | None = None,
+                       collisions: str = "keep", filter_titles: str = "before",
+                       device: str = "cpu", cache: bool = True,
+                       cache_dir: Path | str | None = None) -> dict[str, pd.DataFrame]:
+    """The ESCI ranking dataset of section 5.1, as tables:
+
+    - ``queries``: see :func:`query_table` (ranked titles, docIDs, gold docID ranking, prompt);
+    - ``titles``: the English titles with product_id, title, docid (used), sparse_docid, atoms;
+    - ``docid_counts``: titles per sparse docID (collisions), most shared first;
+    - ``trie_corpus`` / ``trie_queries``: trie branching over all docIDs / within queries' gold
+      lists (:func:`arrank.docids.trie_branching`, :func:`arrank.docids.query_trie_branching`);
+    - ``stats``: one row of counts (queries and titles kept / dropped, collisions).
+
+    ``embedder``: see :mod:`arrank.embedders` (the paper's Gecko is not public; default TF-IDF).
+    ``step``/``depth``: rank positions 1, step, ..., depth (:func:`rank_positions`).
+    ``n_components``/``nnz``: dictionary size and OMP nonzeros (the paper: 100 and 3).
+    ``template``: "esci" (Appendix D.2) or "esci_short". ``max_queries``: the first English
+    queries by query_id. ``collisions``: "keep" | "drop" | "suffix" (:func:`query_table`).
+    ``filter_titles``: "before" ranks over English titles only (default); "after" ranks over the
+    titles of every locale and then removes non-English ones from each list, the order in which
+    the paper describes its steps, so a query can lose all its titles and is then dropped.
+    ``device``: "cpu" (numpy), "cuda", "auto" (:func:`topk_inner_products`, and the
+    sentence-transformers embedder).
+
+    With ``cache`` the tables are saved under ``<cache_dir or data/cache/esci>/<hash>/`` (hash of
+    these parameters and of the input file sizes) as Parquet plus params.json, written in a
+    temporary folder renamed into place; a later call with the same inputs reads them back.
+    """
+    params = _check_params(locals())
+    files = esci_files(data_dir)
+    folder = Path(cache_dir) if cache_dir is not None else paths.CACHE / "esci"
+    meta = {"version": CACHE_VERSION, "params": params,
+            "files": {n: p.stat().st_size for n, p in files.items()},
+            "embedder_files": embedders.fingerprint(embedder)}
+    target = folder / dataset_cache.params_hash(meta)
+    if cache and dataset_cache.is_complete(target):
+        return dataset_cache.read_tables(target, LIST_COLUMNS)
+    tables = _build(data_dir, params, device)
+    if cache:
+        meta["stats"] = tables["stats"].iloc[0].to_dict()
+        dataset_cache.save_tables(target, tables, meta)
+    return tables
+
+
+def _check_params(given: dict[str, Any]) -> dict[str, Any]:
+    """The JSON-able parameters of :func:`build_esci_dataset`, validated."""
+    for name, allowed in (("template", TEMPLATES), ("collisions", COLLISIONS),
+                          ("filter_titles", FILTERS)):
+        if given[name] not in allowed:
+            raise ValueError(f"{name}={given[name]!r}; choose one of {list(allowed)}")
+    embedders.parse_spec(given["embedder"])
+    rank_positions(given["step"], given["depth"])
+    if given["max_queries"] is not None and given["max_queries"] < 1:
+        raise ValueError(f"max_queries={given['max_queries']} must be >= 1 or None")
+    skip = ("data_dir", "cache", "cache_dir", "device")
+    return {k: v for k, v in given.items() if k not in skip}
+
+
+def _build(data_dir: Path | str | None, p: dict[str, Any], device: str = "cpu") -> dict[str, pd.DataFrame]:
+    """The pipeline of section 5.1 (see the module docstring)."""
+    examples, products = load_esci(data_dir)
+    queries = english_queries(examples)
+    n_english_queries = len(queries)
+    if p["max_queries"] is not None:
+        queries = queries.head(p["max_queries"])
+    pool = title_pool(products, english_only=p["filter_titles"] == "before")
+    Q, T = embedders.embed(p["embedder"], queries["query"].tolist(), pool["title"].tolist(),
+                           queries["query_id"].astype(str).tolist(), pool["title_id"].tolist(),
+                           seed=p["seed"], device=str(_backend(device) or "cpu"))
+    nonzero = np.linalg.norm(T, axis=1) > 0
+    pool, T = pool[nonzero].reset_index(drop=True), T[nonzero]
+    english = pool["english"].to_numpy()
+    used, sparse, atoms = title_docids(T[english], p["n_components"], p["nnz"], p["seed"], p["collisions"])
+    docid = np.full(len(pool), "", dtype=object)
+    docid[english] = used
+    on_gpu = _backend(device) is not None
+    idx, scores, positions = ranked_titles(Q, T, p["step"], p["depth"], device=device,
+                                           query_block=4096 if on_gpu else 256)
+    table = query_table(queries, pool, docid, idx, scores, positions, p["collisions"],
+                        p["template"], p["seed"])
+    titles = pool.loc[english, ["product_id", "title"]].reset_index(drop=True)
+    titles = titles.assign(docid=used, sparse_docid=sparse, atoms=atoms)
+    return {"queries": table, "titles": titles, "docid_counts": dids.docid_counts(sparse),
+            "trie_corpus": dids.trie_branching(used),
+            "trie_queries": dids.query_trie_branching(table["gold"]),
+            "stats": _stats(examples, products, queries, n_english_queries, pool, nonzero, table,
+                             sparse, p["nnz"])}
+
+
+def _stats(examples: pd.DataFrame, products: pd.DataFrame, queries: pd.DataFrame,
+           n_english_queries: int, pool: pd.DataFrame, nonzero: np.ndarray, table: pd.DataFrame,
+           sparse: list[str], nnz: int) -> pd.DataFrame:
+    """One row of counts describing what the filters and docIDs did."""
+    us_titles = products.loc[products["product_locale"] == "us", "product_title"].fillna("")
+    coll = dids.collision_summary(sparse)
+    row = {"us_queries": int(examples.loc[examples["product_locale"] == "us", "query_id"].nunique()),
+           "english_queries": n_english_queries, "queries_considered": len(queries),
+           "queries_kept": len(table), "queries_dropped_no_english_titles": len(queries) - len(table),
+           "us_titles": len(us_titles), "us_titles_not_english": int((~us_titles.map(is_english)).sum()),
+           "pool_titles": len(pool), "zero_embedding_titles": int((~nonzero).sum()),
+           "english_titles": int(pool["english"].sum()),
+           "short_docids": sum(len(d.split(",")) < nnz for d in sparse),
+           **{f"docid_{k}": v for k, v in coll.items()},
+           "mean_titles_per_query": float(table["n_titles"].mean()) if len(table) else 0.0,
+           "queries_with_collisions": int((table["n_collisions"] > 0).sum()),
+           "within_query_collisions": int(table["n_collisions"].sum())}
+    return pd.DataFrame([row])
+
+
+# --- Cache (arrank.cache: one folder per parameter hash, written atomically) ------------------
+
+def load_params(target: Path) -> dict[str, Any]:
+    """params.json of a cached dataset (parameters, input sizes, stats)."""
+    return dataset_cache.read_params(target)
+
+
+def cached_folders(cache_dir: Path | str | None = None) -> list[Path]:
+    """Finished dataset folders in the ESCI cache (hidden temporary folders excluded)."""
+    folder = Path(cache_dir) if cache_dir is not None else paths.CACHE / "esci"
+    return sorted(p for p in folder.glob("[!.]*") if (p / "params.json").is_file())

@@ -1,0 +1,157 @@
+"""Query and product-title embeddings for the ESCI dataset (paper section 5.1).
+
+The paper embeds queries and titles with Gecko (``gecko-1b-en``, Lee et al. 2024), a Google
+model that is not publicly released, so it cannot be used here. The embedder is a parameter,
+a string ``spec``:
+
+- ``"tfidf"`` or ``"tfidf:<dim>"`` (default; offline, no download): TF-IDF over words, fitted on
+  the queries and titles together, reduced to ``dim`` (default 256) dimensions by TruncatedSVD
+  with a fixed seed, rows L2-normalised.
+- ``"precomputed:<folder>"``: embeddings computed elsewhere (e.g. with Gecko on Vertex AI).
+  The folder holds, for ``kind`` in ``queries`` and ``titles``, either ``<kind>.parquet`` (columns
+  ``id`` and ``embedding``, a list of floats) or ``<kind>.npy`` (n x d) with ``<kind>_ids.txt`` (n
+  lines, one id per line, in row order). Query ids are ``str(query_id)``; title ids are the
+  ``product_id`` (``<locale>:<product_id>`` for titles outside the ``us`` locale). Used as given
+  (no normalisation): the ranking is by inner product, as in the paper.
+- ``"st:<model name or path>"``: any sentence-transformers model (imported lazily; the package
+  is not a dependency of the workbook), with L2-normalised outputs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+KINDS = ("queries", "titles")
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """``"tfidf:128"`` -> ``("tfidf", "128")``; a clear error on an unknown form."""
+    kind, _, arg = spec.partition(":")
+    if kind not in ("tfidf", "precomputed", "st") or (kind != "tfidf" and not arg):
+        raise ValueError(f"unknown embedder {spec!r}; use 'tfidf' or 'tfidf:<dim>', "
+                         "'precomputed:<folder>' or 'st:<sentence-transformers model name or path>'")
+    if kind == "tfidf" and arg and not arg.isdigit():
+        raise ValueError(f"embedder {spec!r}: the TF-IDF dimension must be a positive integer")
+    return kind, arg
+
+
+def embed(spec: str, queries: Sequence[str], titles: Sequence[str], query_ids: Sequence[str],
+          title_ids: Sequence[str], seed: int = 0, device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
+    """(query embeddings, title embeddings) as float32 arrays, rows in the order given, from the
+    embedder named by ``spec`` (see the module docstring; the paper's Gecko is not public)."""
+    kind, arg = parse_spec(spec)
+    if kind == "tfidf":
+        return tfidf_embeddings(queries, titles, dim=int(arg or 256), seed=seed)
+    if kind == "precomputed":
+        return (load_precomputed(Path(arg), "queries", query_ids),
+                load_precomputed(Path(arg), "titles", title_ids))
+    return sentence_transformer_embeddings(arg, queries, titles, device=device)
+
+
+def fingerprint(spec: str) -> dict[str, int]:
+    """File sizes of a precomputed embedder's files (part of the ESCI cache key); else empty."""
+    kind, arg = parse_spec(spec)
+    if kind != "precomputed":
+        return {}
+    return {p.name: p.stat().st_size for p in sorted(Path(arg).glob("*")) if p.is_file()}
+
+
+def tfidf_embeddings(queries: Sequence[str], titles: Sequence[str], dim: int = 256,
+                     seed: int = 0, max_features: int = 262_144) -> tuple[np.ndarray, np.ndarray]:
+    """The offline default standing in for Gecko (section 5.1): TF-IDF (words of one or more
+    letters/digits, lower-cased, sublinear tf) fitted on queries + titles together, TruncatedSVD
+    to ``dim`` dimensions (capped below the vocabulary and row counts) with ``random_state=seed``,
+    then each row L2-normalised (an all-zero row stays zero)."""
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.preprocessing import normalize
+
+    texts = list(queries) + list(titles)
+    tfidf = TfidfVectorizer(token_pattern=r"(?u)\b\w+\b", sublinear_tf=True, dtype=np.float32,
+                            max_features=max_features).fit_transform(texts)
+    k = max(1, min(dim, tfidf.shape[1] - 1, len(texts) - 1))
+    reduced = TruncatedSVD(n_components=k, random_state=seed).fit_transform(tfidf)
+    X = normalize(reduced).astype(np.float32)
+    return X[: len(queries)], X[len(queries):]
+
+
+def sentence_transformer_embeddings(model: str, queries: Sequence[str], titles: Sequence[str],
+                                    device: str = "cpu", batch_size: int = 256
+                                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Embeddings from a sentence-transformers model name or local path (normalised rows).
+
+    sentence-transformers is imported here only; without it, an ImportError says how to get it
+    or which other embedder to use. A hub name downloads the model (never in tests)."""
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as err:
+        raise ImportError(
+            f"embedder 'st:{model}' needs the sentence-transformers package, which is not "
+            "installed: `pip install sentence-transformers`, or use embedder='tfidf' (offline) or "
+            "'precomputed:<folder>' (e.g. Gecko embeddings computed elsewhere)") from err
+    st = SentenceTransformer(model, device=device)
+    enc = lambda xs: st.encode(list(xs), batch_size=batch_size, normalize_embeddings=True,  # noqa: E731
+                               convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+    return enc(queries), enc(titles)
+
+
+def save_precomputed(folder: Path, kind: str, ids: Sequence[str], X: np.ndarray,
+                     fmt: str = "npy") -> Path:
+    """Write embeddings in the ``precomputed:<folder>`` layout (``fmt`` "npy" or "parquet")."""
+    import pandas as pd
+
+    _check_kind(kind)
+    folder.mkdir(parents=True, exist_ok=True)
+    if fmt == "npy":
+        np.save(folder / f"{kind}.npy", np.asarray(X, dtype=np.float32))
+        (folder / f"{kind}_ids.txt").write_text("".join(f"{i}\n" for i in ids))
+        return folder / f"{kind}.npy"
+    if fmt == "parquet":
+        pd.DataFrame({"id": [str(i) for i in ids], "embedding": list(np.asarray(X, np.float32))}
+                     ).to_parquet(folder / f"{kind}.parquet", index=False)
+        return folder / f"{kind}.parquet"
+    raise ValueError(f"unknown embedding file format {fmt!r}; choose 'npy' or 'parquet'")
+
+
+def load_precomputed(folder: Path, kind: str, wanted: Sequence[str]) -> np.ndarray:
+    """Rows of ``folder``'s ``kind`` embeddings for the ids ``wanted``, in that order.
+
+    Clear errors: no file, a count mismatch between ids and rows, duplicate ids, wanted ids
+    that are missing."""
+    ids, X = _read_embedding_file(folder, kind)
+    if len(ids) != len(X):
+        raise ValueError(f"precomputed {kind} embeddings in {folder}: {len(X)} rows but "
+                         f"{len(ids)} ids; they must match one to one")
+    index = {i: n for n, i in enumerate(ids)}
+    if len(index) != len(ids):
+        raise ValueError(f"precomputed {kind} embeddings in {folder}: duplicate ids")
+    missing = [w for w in wanted if w not in index]
+    if missing:
+        raise ValueError(f"precomputed {kind} embeddings in {folder} lack {len(missing)} of the "
+                         f"{len(wanted)} ids needed, e.g. {missing[:5]}")
+    return np.asarray(X, dtype=np.float32)[[index[w] for w in wanted]]
+
+
+def _read_embedding_file(folder: Path, kind: str) -> tuple[list[str], np.ndarray]:
+    _check_kind(kind)
+    pq, npy, txt = folder / f"{kind}.parquet", folder / f"{kind}.npy", folder / f"{kind}_ids.txt"
+    if pq.exists():
+        import pandas as pd
+
+        df = pd.read_parquet(pq)
+        if not {"id", "embedding"} <= set(df.columns):
+            raise ValueError(f"{pq} needs the columns 'id' and 'embedding'; it has {list(df.columns)}")
+        X = np.stack(df["embedding"].to_numpy()) if len(df) else np.zeros((0, 0))
+        return [str(i) for i in df["id"]], X
+    if npy.exists() and txt.exists():
+        return txt.read_text().splitlines(), np.load(npy)
+    raise FileNotFoundError(f"no {kind} embeddings in {folder}: expected {pq.name}, or {npy.name} "
+                            f"with {txt.name} (one id per line)")
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
