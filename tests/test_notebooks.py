@@ -13,6 +13,8 @@ from arrank import run
 TINY = {
     "01_de_capacity": {"k_max_exact": 4, "mc_queries": 3000, "k_max_bound": 100},
     "02_rank_condition": {"v_max": 4, "n_targets": 3, "tokenizer_vocab": 500},
+    "03_wordnet_data": {"subtree": "canine.n.02", "min_relevant": 1, "n_eval": 20, "tokenizer_vocab": 300},
+    "04_esci_data": {"step": 5, "depth": 30, "n_components": 16, "tokenizer_vocab": 300},
 }
 
 
@@ -59,4 +61,23 @@ def test_02_rank_condition(outputs_root):
     assert m["counterexample_adversarial_error"] > 0.1
     assert m["tiny_wordnet_rank_e_prime"] == 129 < m["tiny_wordnet_v_docids"]  # n + 1 = 129
     for name in ("token_orderings", "distribution_fit", "sequence_fit"):
+        _has_figure(final, name)
+
+
+def test_03_wordnet_data(outputs_root):
+    final, m = _run("03_wordnet_data", outputs_root)
+    assert m["deer_matches_paper"] is True and m["eval_queries_in_training"] == 0
+    assert m["n_eval_queries"] == 20 and m["n_train_queries"] == m["n_queries"] - 20
+    assert m["n_items_top1"] == m["n_queries"] and m["n_items_per_docid"] > m["n_queries"]
+    for name in ("relevant_count_distribution", "depth_distribution", "docid_token_lengths"):
+        _has_figure(final, name)
+    assert (final / "prompts_sample.csv").exists()
+
+
+def test_04_esci_data(outputs_root):
+    final, m = _run("04_esci_data", outputs_root)
+    assert m["n_queries"] == 30 and m["us_titles_not_english"] >= 1  # the fixture's Spanish titles
+    assert m["mean_titles_per_query"] == 7.0  # ranks 1, 5, 10, ..., 30 of the fixture's titles
+    assert 1 <= m["docid_n_distinct"] <= m["n_titles"]
+    for name in ("titles_per_query", "docid_collisions", "token_lengths"):
         _has_figure(final, name)

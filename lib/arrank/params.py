@@ -63,10 +63,13 @@ def number(lo: float | None = None, hi: float | None = None, optional: bool = Fa
     return check
 
 
-def text(pattern: str | None = None, what: str = "a string") -> Validator:
-    """Validator: a string, matching ``pattern`` (full match) when one is given."""
+def text(pattern: str | None = None, what: str = "a string", optional: bool = False) -> Validator:
+    """Validator: a string, matching ``pattern`` (full match) when one is given; ``None`` too
+    when ``optional``."""
 
     def check(name: str, value: Any) -> Any:
+        if value is None and optional:
+            return None
         if not isinstance(value, str) or (pattern is not None and not re.fullmatch(pattern, value)):
             raise ParamError(f"{name}={value!r} must be {what}")
         return value
@@ -109,6 +112,31 @@ SPECS: dict[str, dict[str, Validator]] = {
         "tokenizer_vocab": integer(300, 100_000, optional=True),
         "pretrained_path": text(what="'' (none) or the path of a local pretrained model folder"),
     },
+    "03_wordnet_data": {
+        "subtree": text(r"|[a-z0-9_.'-]+\.n\.\d\d", "'' (all nouns) or a noun synset name such as 'animal.n.01'",
+                       optional=True),
+        "min_relevant": integer(1, 30, optional=True),
+        "max_queries": integer(0, 10**6, optional=True),
+        "n_eval": integer(1, 10**5, optional=True),
+        "path_rule": choice("longest", "shortest", "union"),
+        "include_root": choice(True, False),
+        "template": choice("wordnet", "wordnet_short"),
+        "tokenizer_name": text(what="'tiny' (a BPE trained on the data) or a local tokenizer/model folder"),
+        "tokenizer_vocab": integer(300, 100_000),
+    },
+    "04_esci_data": {
+        "data_dir": text(what="'fixture' or the folder holding the two ESCI parquet files", optional=True),
+        "embedder": text(r"tfidf(:\d+)?|precomputed:.+|st:.+", "'tfidf', 'tfidf:<dim>', 'precomputed:<folder>' or 'st:<model>'"),
+        "step": integer(1, 10**5, optional=True),
+        "depth": integer(1, 10**6, optional=True),
+        "n_components": integer(2, 10_000, optional=True),
+        "nnz": integer(1, 10),
+        "collisions": choice("keep", "drop", "suffix"),
+        "filter_titles": choice("before", "after"),
+        "max_queries": integer(0, 10**6),
+        "template": choice("esci", "esci_short"),
+        "tokenizer_vocab": integer(300, 100_000),
+    },
 }
 
 # Per notebook and profile: the values that parameters left at None take.
@@ -120,6 +148,14 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "02_rank_condition": {
         "quick": {"v_max": 6, "n_targets": 20, "tokenizer_vocab": 2000},
         "paper": {"v_max": 7, "n_targets": 200, "tokenizer_vocab": 2000},
+    },
+    "03_wordnet_data": {
+        "quick": {"subtree": "animal.n.01", "min_relevant": 5, "max_queries": 0, "n_eval": 300},
+        "paper": {"subtree": "", "min_relevant": 1, "max_queries": 0, "n_eval": 5000},
+    },
+    "04_esci_data": {
+        "quick": {"data_dir": "fixture", "step": 5, "depth": 60, "n_components": 32},
+        "paper": {"data_dir": "data/esci", "step": 100, "depth": 10_000, "n_components": 100},
     },
 }
 

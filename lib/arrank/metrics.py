@@ -1,0 +1,325 @@
+"""Evaluation metrics of section 5.1 ("Metrics") and Tables 1-2 of the paper.
+
+Per query (section 5.1):
+
+- **CVR** (constraint violation rate, WordNet only): a query *violates* the constraint when the
+  log-probability of *any* positive document d+_i is (strictly) lower than that of the sampled
+  negative d-; CVR is the fraction of violating queries (:func:`violates_constraint`, :func:`cvr`).
+- **nDCG** between "gold" gains and the predicted log-probabilities, the negative included; the
+  gold gains are ``log(n_q+1), log(n_q), ..., log(2)`` for ranks 1..n_q and ``log(1) = 0`` for the
+  negative (:func:`gold_gains`, :func:`ndcg`). ESCI has no negative: gains over the relevant
+  documents only (``gold_gains(n_q, with_negative=False)``).
+- **R@k** ``= |pi[:k] ∩ pi_hat[:k]| / k``, pi the gold ranking, pi_hat the argsort of the
+  predicted scores over *all* candidates, the negative included (:func:`recall_at_k`).
+
+All values are fractions in [0, 1]; Tables 1-2 print them x100 (CVR with a % sign).
+
+Conventions (the same in every function):
+
+- **Ranking and ties.** Every predicted ranking comes from :func:`predicted_order`: score
+  descending, ties broken by docID *ascending* (Python ordering: lexicographic by code point for
+  str, which equals C ``strcmp`` on UTF-8 bytes; numeric for int). Without ties this is the only
+  possible order, so results equal sklearn / trec_eval. With ties it is deterministic and does
+  not depend on the order in which candidates are given.
+  *trec_eval differs on ties*: ``form_res_rels.c`` sorts with ``comp_sim_docno``, which returns
+  ``strcmp(p2->docno, p1->docno)`` on equal sims, i.e. docno **descending** (and it compares
+  docnos as strings, so "10" < "9"). sklearn's ``ndcg_score`` (default ``ignore_ties=False``)
+  instead *averages* the gains over each group of tied scores. Both can differ from ours only
+  when scores tie.
+- **CVR and ties.** The paper's wording ("log-probability ... of any d+_i is lower than ... d-")
+  is a strict inequality, so a positive that *ties* the negative is not a violation. CVR reads
+  scores, not ranks; under a tie, :func:`predicted_order` may still place the negative above that
+  positive (if the negative's docID is smaller), which R@k and nDCG then reflect.
+- **R@k with fewer than k relevant documents.** :func:`recall_at_k` returns ``None``; the
+  aggregate :func:`evaluate_queries` skips such queries for that k and reports how many it used
+  (``n_queries@k``; skipped = ``n_queries - n_queries@k``).
+- **Errors** (``ValueError``): NaN scores, length mismatches, empty inputs, duplicate docIDs,
+  ``k <= 0`` or ``k`` above the number of candidates, gold / negative docIDs missing from the
+  scores, docIDs that cannot be compared with each other (e.g. str mixed with int).
+  Infinite scores (log-probability of an impossible docID, -inf) are allowed.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Hashable, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+DocId = Hashable
+WORDNET_KS: tuple[int, ...] = (1, 2, 3, 4, 5)
+ESCI_KS: tuple[int, ...] = (1, 2, 5, 10, 25, 50)
+
+# Keys of one per-query record for evaluate_queries (the WordNet dataset's column names).
+QUERY, RELEVANT, NEGATIVE, SCORES = "query", "relevant", "negative", "scores"
+
+
+# --------------------------------------------------------------------------- validation helpers
+def _scores_array(scores: Any, name: str = "scores") -> np.ndarray:
+    """Scores as a 1-D float array; NaN is an error (section 5.1 scores are log-probabilities)."""
+    try:
+        arr = np.asarray(scores, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be real numbers: {err}") from None
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty")
+    if np.isnan(arr).any():
+        bad = np.flatnonzero(np.isnan(arr)).tolist()
+        raise ValueError(f"{name} contains NaN at positions {bad}")
+    return arr
+
+
+def _check_unique(docids: Sequence[DocId], what: str) -> None:
+    if len(set(docids)) != len(docids):
+        seen: set[DocId] = set()
+        dups = [d for d in docids if d in seen or seen.add(d)]  # type: ignore[func-returns-value]
+        raise ValueError(f"duplicate docIDs among {what}: {sorted(set(map(repr, dups)))}")
+
+
+def _score_map(scores: Mapping[DocId, float] | pd.Series) -> tuple[list[DocId], np.ndarray]:
+    """Candidates and their scores from a docid -> score mapping (or a pandas Series)."""
+    if isinstance(scores, pd.Series):
+        docids = list(scores.index)
+        _check_unique(docids, "candidates (Series index)")
+        values = scores.to_numpy()
+    elif isinstance(scores, Mapping):
+        docids = list(scores.keys())
+        values = list(scores.values())
+    else:
+        raise ValueError(f"scores must be a mapping docid -> score, got {type(scores).__name__}")
+    return docids, _scores_array(values)
+
+
+def _check_k(k: Any, n_candidates: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise ValueError(f"k must be an int, got {k!r}")
+    if k <= 0:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if k > n_candidates:
+        raise ValueError(f"k={k} is larger than the number of candidates ({n_candidates})")
+    return int(k)
+
+
+# --------------------------------------------------------------------------- ranking
+def predicted_order(docids: Sequence[DocId], scores: Sequence[float] | np.ndarray) -> list[DocId]:
+    """The predicted ranking pi_hat of section 5.1 ("argsort over the docIDs").
+
+    Sorts by score descending, then docID ascending, so ties are broken deterministically and
+    independently of the input order. (trec_eval breaks ties by docno *descending*; see the
+    module docstring.) Raises ValueError on length mismatch, duplicates, NaN, or docIDs that
+    cannot be ordered against each other.
+    """
+    docids = list(docids)
+    values = _scores_array(scores)
+    if len(docids) != values.size:
+        raise ValueError(f"{len(docids)} docIDs but {values.size} scores")
+    _check_unique(docids, "candidates")
+    try:
+        order = sorted(range(len(docids)), key=lambda i: (-values[i], docids[i]))
+    except TypeError as err:
+        raise ValueError(f"docIDs must be mutually comparable (e.g. all str or all int): {err}") from None
+    return [docids[i] for i in order]
+
+
+# --------------------------------------------------------------------------- nDCG
+def gold_gains(n_q: int, with_negative: bool = True) -> np.ndarray:
+    """Gold gains of section 5.1: log(n_q+1), log(n_q), ..., log(2) for the n_q relevant documents
+    in rank order, then log(1) = 0 for the sampled negative (``with_negative=False`` for ESCI).
+
+    The log base does not matter: nDCG is invariant to scaling the gains.
+    """
+    if isinstance(n_q, bool) or not isinstance(n_q, numbers.Integral) or n_q < 1:
+        raise ValueError(f"n_q must be an int >= 1, got {n_q!r}")
+    gains = np.log(np.arange(n_q + 1, 1, -1, dtype=float))
+    return np.append(gains, 0.0) if with_negative else gains
+
+
+def _dcg(gains_in_rank_order: np.ndarray) -> float:
+    discounts = np.log2(np.arange(gains_in_rank_order.size) + 2.0)
+    return float(np.sum(gains_in_rank_order / discounts))
+
+
+def ndcg(gains: Sequence[float] | np.ndarray, scores: Sequence[float] | np.ndarray,
+         docids: Sequence[DocId] | None = None) -> float:
+    """nDCG of one query (section 5.1): gold ``gains`` vs predicted ``scores`` (aligned arrays).
+
+    DCG = sum_i gain(pi_hat[i]) / log2(i + 2) over the whole list (linear gains, no cutoff),
+    divided by the DCG of the gains sorted descending; this equals
+    ``sklearn.metrics.ndcg_score([gains], [scores])`` when no two scores tie.
+    Ties: the ranking is :func:`predicted_order` (docID ascending among equal scores; ``docids``
+    default to the positions 0..n-1), whereas sklearn averages the gains of tied documents.
+    Gains must be finite, >= 0 and not all 0 (sklearn returns 0 there; here it is an error). A
+    single document gives 1.0 (sklearn refuses n = 1).
+    """
+    g = _scores_array(gains, "gains")
+    s = _scores_array(scores)
+    if g.size != s.size:
+        raise ValueError(f"{g.size} gains but {s.size} scores")
+    if not np.isfinite(g).all() or (g < 0).any():
+        raise ValueError("gains must be finite and >= 0")
+    ideal = _dcg(np.sort(g)[::-1])
+    if ideal <= 0.0:
+        raise ValueError("nDCG is undefined when every gain is 0 (no relevant document)")
+    ids = list(range(g.size)) if docids is None else list(docids)
+    order = predicted_order(ids, s)
+    position = {d: i for i, d in enumerate(ids)}
+    return _dcg(g[[position[d] for d in order]]) / ideal
+
+
+# --------------------------------------------------------------------------- R@k
+def recall_at_k(gold_order: Sequence[DocId], scores: Mapping[DocId, float] | pd.Series,
+                k: int) -> float | None:
+    """R@k of section 5.1: ``|gold_order[:k] ∩ pi_hat[:k]| / k``.
+
+    ``gold_order``: the relevant docIDs, rank 1 first. ``scores``: docid -> predicted score for
+    *every* candidate (the negative included); pi_hat = :func:`predicted_order` over all of them.
+    Returns ``None`` when the query has fewer than k relevant documents (R@k is not defined
+    there: even a perfect ranking could not reach 1). Raises ValueError for k <= 0, k above the
+    number of candidates, NaN scores, duplicate or missing gold docIDs.
+    """
+    cand, values = _score_map(scores)
+    k = _check_k(k, len(cand))
+    gold = list(gold_order)
+    _check_unique(gold, "gold_order")
+    missing = [d for d in gold if d not in scores]
+    if missing:
+        raise ValueError(f"gold docIDs missing from the scores: {missing!r}")
+    if len(gold) < k:
+        return None
+    top = set(predicted_order(cand, values)[:k])
+    return len(top.intersection(gold[:k])) / k
+
+
+# --------------------------------------------------------------------------- CVR
+def violates_constraint(pos_scores: Sequence[float] | np.ndarray, neg_score: float) -> bool:
+    """Section 5.1's constraint violation: True iff the score (log-probability) of *any* positive
+    is strictly lower than the negative's, i.e. ``min(pos_scores) < neg_score``.
+
+    A positive that ties the negative is not a violation ("lower" is strict). So the negative
+    ranked first, or anywhere above the lowest positive, is a violation.
+    """
+    pos = _scores_array(pos_scores, "pos_scores")
+    neg = float(neg_score)
+    if math.isnan(neg):
+        raise ValueError("neg_score is NaN")
+    return bool((pos < neg).any())
+
+
+def cvr(violations: Iterable[bool]) -> float:
+    """Constraint violation rate (section 5.1, Table 1): the fraction of queries that violate."""
+    flags = list(violations)
+    if not flags:
+        raise ValueError("cvr of no queries is undefined")
+    bad = [v for v in flags if not isinstance(v, (bool, np.bool_))]
+    if bad:
+        raise ValueError(f"violations must be bools, got {bad[:3]!r}")
+    return sum(bool(v) for v in flags) / len(flags)
+
+
+# --------------------------------------------------------------------------- aggregation
+def _check_ks(ks: Iterable[int]) -> list[int]:
+    ks = list(ks)
+    if not ks:
+        raise ValueError("ks is empty")
+    for k in ks:
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k <= 0:
+            raise ValueError(f"every k must be an int >= 1, got {k!r}")
+    if len(set(ks)) != len(ks):
+        raise ValueError(f"duplicate k in {ks}")
+    return [int(k) for k in ks]
+
+
+def _records(records: Iterable[Mapping[str, Any]] | pd.DataFrame) -> list[Mapping[str, Any]]:
+    if isinstance(records, pd.DataFrame):
+        return records.to_dict("records")
+    return list(records)
+
+
+def _query_row(i: int, rec: Mapping[str, Any], ks: list[int]) -> dict[str, Any]:
+    qid = rec.get(QUERY, i)
+    try:
+        relevant = list(rec[RELEVANT])
+        score_map = rec[SCORES]
+    except KeyError as err:
+        raise ValueError(f"query {qid!r}: record lacks the key {err}") from None
+    negative = rec.get(NEGATIVE)
+    if isinstance(negative, float) and math.isnan(negative):  # a DataFrame's missing value
+        negative = None
+    if not relevant:
+        raise ValueError(f"query {qid!r}: no relevant document")
+    cand, values = _score_map(score_map)
+    _check_unique(relevant, f"the relevant docIDs of query {qid!r}")
+    known = set(cand)
+    missing = [d for d in relevant + ([] if negative is None else [negative]) if d not in known]
+    if missing:
+        raise ValueError(f"query {qid!r}: docIDs missing from the scores: {missing!r}")
+    if negative is not None and negative in relevant:
+        raise ValueError(f"query {qid!r}: the negative {negative!r} is also relevant")
+    # Gains: gold_gains over relevant (+ negative); any other candidate is irrelevant (gain 0).
+    gain_of = dict(zip(relevant, gold_gains(len(relevant), with_negative=False)))
+    score_of = dict(zip(cand, values))
+    row: dict[str, Any] = {QUERY: qid, "n_relevant": len(relevant), "n_candidates": len(cand),
+                           "violation": None, "ndcg": ndcg([gain_of.get(d, 0.0) for d in cand],
+                                                           values, docids=cand)}
+    if negative is not None:
+        row["violation"] = violates_constraint([score_of[d] for d in relevant], score_of[negative])
+    for k in ks:
+        r = recall_at_k(relevant, score_map, k) if k <= len(relevant) else None
+        row[f"recall@{k}"] = np.nan if r is None else r
+    return row
+
+
+def per_query_metrics(records: Iterable[Mapping[str, Any]] | pd.DataFrame,
+                      ks: Iterable[int] = WORDNET_KS) -> pd.DataFrame:
+    """One row per query (for plots): ``query, n_relevant, n_candidates, violation, ndcg,
+    recall@k...``. ``recall@k`` is NaN where the query has fewer than k relevant documents;
+    ``violation`` is None where the query has no negative.
+
+    Each record is a mapping with ``relevant`` (gold docIDs, rank 1 first), ``scores``
+    (docid -> predicted score for every candidate), optional ``negative`` (the sampled negative
+    docID, None / absent for ESCI) and optional ``query`` (an id; default: the position).
+    Candidates that are neither relevant nor the negative are allowed and count as irrelevant.
+    """
+    ks = _check_ks(ks)
+    rows = [_query_row(i, rec, ks) for i, rec in enumerate(_records(records))]
+    if not rows:
+        raise ValueError("no queries to evaluate")
+    has_neg = {r["violation"] is not None for r in rows}
+    if len(has_neg) > 1:
+        raise ValueError("some queries have a negative and others do not; evaluate them apart")
+    return pd.DataFrame(rows, columns=[QUERY, "n_relevant", "n_candidates", "violation", "ndcg"]
+                        + [f"recall@{k}" for k in ks])
+
+
+def summarize(frame: pd.DataFrame, ks: Iterable[int] = WORDNET_KS) -> dict[str, float | int | None]:
+    """Flat metrics of Tables 1-2 from :func:`per_query_metrics`'s frame.
+
+    ``n_queries``; ``cvr`` (only when queries have a negative); ``ndcg`` (mean over all queries);
+    for each k, ``recall@k`` = mean over the ``n_queries@k`` queries with >= k relevant
+    documents (None if there are none) — the others are skipped, not counted as 0.
+    """
+    ks = _check_ks(ks)
+    out: dict[str, float | int | None] = {"n_queries": int(len(frame))}
+    if frame["violation"].notna().all():
+        out["cvr"] = cvr(frame["violation"].astype(bool).tolist())
+    out["ndcg"] = float(frame["ndcg"].mean())
+    for k in ks:
+        col = frame[f"recall@{k}"].dropna()
+        out[f"recall@{k}"] = float(col.mean()) if len(col) else None
+        out[f"n_queries@{k}"] = int(len(col))
+    return out
+
+
+def evaluate_queries(records: Iterable[Mapping[str, Any]] | pd.DataFrame,
+                     ks: Iterable[int] = WORDNET_KS) -> dict[str, float | int | None]:
+    """Section 5.1 metrics over many queries as the flat dict of Tables 1-2 (fractions, not %):
+    ``n_queries, cvr, ndcg, recall@k, n_queries@k``. WordNet: ``ks=WORDNET_KS`` (1-5) with a
+    negative per record; ESCI: ``ks=ESCI_KS`` (1, 2, 5, 10, 25, 50), no negative, so no ``cvr``.
+    See :func:`per_query_metrics` for the record format and :func:`summarize` for the rules.
+    """
+    ks = _check_ks(ks)
+    return summarize(per_query_metrics(records, ks), ks)
