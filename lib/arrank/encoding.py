@@ -1,0 +1,45 @@
+"""How a (prompt, docID) item becomes token ids: one convention shared by training and scoring.
+
+The augmented query q-bar (section 5.1) is encoded with the tokenizer's chat template as a user
+turn followed by the generation prompt when the tokenizer has a template, else as BOS + prompt.
+A docID is encoded alone (no special tokens) and followed by EOS: docIDs are token sequences that
+end with EOS (section 4.2), so "cat" and "cats" stay distinct. The item is the concatenation of
+the two id lists, in training and in scoring alike, so the docID's tokens are the same wherever
+it appears after a prompt (notes/cpu-feasibility.md, "Pitfalls met").
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+def prompt_ids(tokenizer, prompt: str) -> list[int]:
+    """Token ids of the augmented prompt, ending where the docID's first token is predicted."""
+    if getattr(tokenizer, "chat_template", None):
+        ids = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=True,
+                                            add_generation_prompt=True)
+        return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+    bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+    return bos + tokenizer(prompt, add_special_tokens=False)["input_ids"]
+
+
+def docid_ids(tokenizer, docid: str) -> list[int]:
+    """Token ids of a docID followed by EOS (the end-of-docID token is part of the target)."""
+    if tokenizer.eos_token_id is None:
+        raise ValueError("the tokenizer has no EOS token; docIDs must end with one (section 4.2)")
+    ids = tokenizer(docid, add_special_tokens=False)["input_ids"]
+    if not ids:
+        raise ValueError(f"docID {docid!r} encodes to no tokens")
+    return list(ids) + [tokenizer.eos_token_id]
+
+
+def docid_table(tokenizer, docids: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    """Each distinct docID's ids (with EOS), encoded once; duplicates of an encoding are an error
+    because two docIDs with the same tokens cannot be told apart by a model."""
+    table = {d: tuple(docid_ids(tokenizer, d)) for d in dict.fromkeys(docids)}
+    seen: dict[tuple[int, ...], str] = {}
+    for d, ids in table.items():
+        if ids in seen:
+            raise ValueError(f"docIDs {seen[ids]!r} and {d!r} encode to the same tokens {ids}")
+        seen[ids] = d
+    return table

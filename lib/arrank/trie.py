@@ -1,0 +1,202 @@
+"""Rank-aware token-level targets y(r, t) from a prefix tree over the docIDs (section 4.2).
+
+A query's relevant docIDs d_1, ..., d_{n_q} (in rank order) are token-id sequences that each END
+with the EOS id, so "cat"+EOS and "cats"+EOS are distinct leaves of the tree: at the step after
+"c at", EOS (finish "cat") competes with "s" (go on to "cats"). Each docID node gets the score
+mu(r) = 1 / r**beta (section 4.2); the target at step t of the teacher-forced path is, for every
+valid next token, the summed mu of the docIDs below it, normalised over the valid tokens
+(marginalisation, Figure 1(c)). As beta -> inf the rows become one-hot (footnote of section 4.2).
+
+Appendix F ("Combined Item-and-Token Loss"): the tree for the docID of rank r is built from
+d_r, ..., d_{n_q} only (``combined=True``), so higher-ranked docIDs do not skew its targets.
+
+Everything is plain data: a docID is a tuple of ints, the tree is a dict
+``prefix tuple -> {next token id: indices of the docIDs below}``, and a step's target is a list of
+``(token id, mass)`` pairs sorted by token id (the sparse form of stoical.stoical_loss).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+
+DocId = tuple[int, ...]
+Trie = dict[DocId, dict[int, tuple[int, ...]]]
+StepTargets = list[tuple[int, float]]
+
+
+def _as_docids(docids: Sequence[Sequence[int]]) -> list[DocId]:
+    """Validate docIDs: a non-empty list of non-empty int sequences, all ending with one EOS id that
+    occurs nowhere else (so no docID is a prefix of another), without duplicates."""
+    if isinstance(docids, (str, bytes)) or len(docids) == 0:
+        raise ValueError(f"docids must be a non-empty list of token-id sequences, got {docids!r}")
+    out: list[DocId] = []
+    for i, d in enumerate(docids):
+        seq = tuple(int(x) for x in d)
+        if len(seq) == 0:
+            raise ValueError(f"docids[{i}] is empty; every docID must end with the EOS id")
+        if min(seq) < 0:
+            raise ValueError(f"docids[{i}]={seq} holds a negative token id")
+        out.append(seq)
+    eos = out[0][-1]
+    for i, seq in enumerate(out):
+        if seq[-1] != eos:
+            raise ValueError(f"docids[{i}]={seq} does not end with the EOS id {eos} that docids[0] "
+                             "ends with; every docID must end with the same EOS id (section 4.2)")
+        if eos in seq[:-1]:
+            raise ValueError(f"docids[{i}]={seq} holds the EOS id {eos} before its end")
+    seen: dict[DocId, int] = {}
+    for i, seq in enumerate(out):
+        if seq in seen:
+            raise ValueError(f"duplicate docID {seq} at positions {seen[seq]} and {i}; the docIDs "
+                             "of one query must be distinct (deduplicate them first)")
+        seen[seq] = i
+    return out
+
+
+def build_trie(docids: Sequence[Sequence[int]]) -> Trie:
+    """The prefix tree of section 4.2 as ``{prefix: {next token: indices of docIDs below}}``.
+
+    Every prefix of every docID (the empty prefix included, but not the full docIDs, which are the
+    leaves) is a key; the indices refer to positions in ``docids`` and are increasing.
+    """
+    seqs = _as_docids(docids)
+    trie: Trie = {}
+    for i, seq in enumerate(seqs):
+        for t, tok in enumerate(seq):
+            children = trie.setdefault(seq[:t], {})
+            children[tok] = children.get(tok, ()) + (i,)
+    return trie
+
+
+def trie_scores(n: int, beta: float) -> list[float]:
+    """mu(r) = 1 / r**beta for r = 1..n: the docID-node scores of section 4.2.
+
+    ``beta = 0`` scores every docID alike; ``beta = math.inf`` gives [1, 0, ..., 0] (the limit).
+    With that limit only the top-ranked docID has mass, so use :func:`query_sparse_targets` with
+    ``beta=math.inf`` for the one-hot limit rows of the other docIDs' paths.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n={n!r} must be a positive integer (the number of docIDs of the query)")
+    _check_beta(beta)
+    if math.isinf(beta):
+        return [1.0] + [0.0] * (n - 1)
+    return [1.0 / r ** beta for r in range(1, n + 1)]
+
+
+def _check_beta(beta: float) -> None:
+    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or math.isnan(beta) or beta < 0:
+        raise ValueError(f"beta={beta!r} must be a number >= 0 (math.inf allowed): mu(r) = 1/r**beta")
+
+
+def _path_index(seqs: list[DocId], path: Sequence[int]) -> int:
+    key = tuple(int(x) for x in path)
+    try:
+        return seqs.index(key)
+    except ValueError:
+        raise ValueError(f"path {key} is not one of the docids; the teacher-forced path must be one "
+                         "of the query's docIDs (ending with EOS)") from None
+
+
+def _walk(trie: Trie, path: DocId, lo: int, log_mu: Sequence[float] | None) -> list[StepTargets]:
+    """Per step of ``path``: the normalised mass of each valid next token, counting only docIDs with
+    index >= ``lo``. ``log_mu`` None means the beta = inf limit: all the mass goes to the token
+    below which the best-ranked (lowest-index) docID lies."""
+    rows: list[StepTargets] = []
+    for t in range(len(path)):
+        children = {tok: [i for i in idx if i >= lo] for tok, idx in trie[path[:t]].items()}
+        children = {tok: idx for tok, idx in children.items() if idx}
+        if log_mu is None:
+            best = min(children, key=lambda tok: children[tok][0])
+            rows.append([(tok, 1.0 if tok == best else 0.0) for tok in sorted(children)])
+            continue
+        # log-sum-exp per child, then a softmax over the children: exact and free of underflow
+        # for large beta (e.g. 9**-1000 is 0 in floating point, its logarithm is not).
+        logs = {}
+        for tok, idx in children.items():
+            vals = [log_mu[i] for i in idx]
+            m = max(vals)
+            logs[tok] = m if m == -math.inf else m + math.log(sum(math.exp(v - m) for v in vals))
+        top = max(logs.values())
+        if top == -math.inf:
+            raise ValueError(f"mu is 0 for every docID below the prefix {path[:t]}: no target "
+                             "distribution is defined there (for the beta=inf limit use "
+                             "query_sparse_targets(docids, math.inf))")
+        weights = {tok: math.exp(v - top) for tok, v in logs.items()}
+        total = sum(weights.values())
+        rows.append([(tok, weights[tok] / total) for tok in sorted(weights)])
+    return rows
+
+
+def _log_mu(mu: Sequence[float], n: int) -> list[float]:
+    vals = [float(m) for m in mu]
+    if len(vals) != n:
+        raise ValueError(f"mu has {len(vals)} scores but there are {n} docids; mu[i] scores docids[i]")
+    for i, m in enumerate(vals):
+        if not math.isfinite(m) or m < 0:
+            raise ValueError(f"mu[{i}]={m!r} must be a finite score >= 0")
+    return [math.log(m) if m > 0 else -math.inf for m in vals]
+
+
+def sparse_targets(docids: Sequence[Sequence[int]], mu: Sequence[float], path: Sequence[int], *,
+                   combined: bool = False) -> list[StepTargets]:
+    """y(r, t) of section 4.2 in sparse form: one list of ``(token id, mass)`` pairs per step of
+    ``path`` (sorted by token id, masses summing to 1).
+
+    Step t is the target for the token ``path[t]`` given ``path[:t]``: each valid next token gets the
+    summed ``mu`` of the docIDs below it, normalised. ``combined=True`` (Appendix F) keeps only the
+    docIDs from ``path``'s position in ``docids`` on (docids are then in rank order: d_r..d_{n_q}).
+    """
+    seqs = _as_docids(docids)
+    log_mu = _log_mu(mu, len(seqs))
+    r0 = _path_index(seqs, path)
+    return _walk(build_trie(seqs), seqs[r0], r0 if combined else 0, log_mu)
+
+
+def target_distributions(docids: Sequence[Sequence[int]], mu: Sequence[float], path: Sequence[int],
+                         vocab_size: int, *, combined: bool = False,
+                         dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Dense y(r, t) (section 4.2): a (len(path), vocab_size) tensor whose row t is the normalised
+    target over the vocabulary at step t given ``path[:t]``; each valid next token gets the summed
+    ``mu`` of the docIDs below it (marginalisation over the prefix tree), other tokens get 0.
+
+    ``docids`` are token-id sequences each ending with the EOS id, ``mu[i]`` is the score of
+    ``docids[i]``, ``path`` is one of the docids (the teacher-forced one). ``combined`` is the
+    Appendix F variant (see :func:`sparse_targets`). For inspection and tests; training uses the
+    sparse form, never a dense vocabulary-sized target.
+    """
+    rows = sparse_targets(docids, mu, path, combined=combined)
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
+        raise ValueError(f"vocab_size={vocab_size!r} must be a positive integer")
+    top = max(tok for row in rows for tok, _ in row)
+    if top >= vocab_size:
+        raise ValueError(f"token id {top} does not fit vocab_size={vocab_size}")
+    out = torch.zeros(len(rows), vocab_size, dtype=dtype or torch.get_default_dtype())
+    for t, row in enumerate(rows):
+        for tok, mass in row:
+            out[t, tok] = mass
+    return out
+
+
+def one_hot_targets(path: Sequence[int]) -> list[StepTargets]:
+    """The one-hot y(t) of section 4 in sparse form: ``[[(path[0], 1.0)], [(path[1], 1.0)], ...]``."""
+    return [[(int(tok), 1.0)] for tok in path]
+
+
+def query_sparse_targets(docids: Sequence[Sequence[int]], beta: float, *,
+                         combined: bool = False) -> list[list[StepTargets]]:
+    """Sparse y(r, t) for every docID of one query at once: element r-1 is the list of per-step
+    targets of the item of rank r (path = ``docids[r-1]``), with mu(r) = 1/r**beta (section 4.2).
+
+    ``docids`` must be in rank order (d_1 first). The tree is built once. ``combined=True`` is
+    Appendix F: rank r's targets count only d_r..d_{n_q}. ``beta = math.inf`` gives the exact limit:
+    at each step all mass on the token leading to the best-ranked docID still counted below the
+    prefix (the path's own token for r = 1, and for every r when ``combined``).
+    """
+    _check_beta(beta)
+    seqs = _as_docids(docids)
+    trie = build_trie(seqs)
+    log_mu = None if math.isinf(beta) else [-beta * math.log(r) for r in range(1, len(seqs) + 1)]
+    return [_walk(trie, seq, r0 if combined else 0, log_mu) for r0, seq in enumerate(seqs)]
