@@ -15,6 +15,8 @@ TINY = {
     "02_rank_condition": {"v_max": 4, "n_targets": 3, "tokenizer_vocab": 500},
     "03_wordnet_data": {"subtree": "canine.n.02", "min_relevant": 1, "n_eval": 20, "tokenizer_vocab": 300},
     "04_esci_data": {"step": 5, "depth": 30, "n_components": 16, "tokenizer_vocab": 300},
+    "05_train": {"subtree": "canine.n.02", "min_relevant": 1, "n_eval": 10, "steps": 10, "batch_size": 16,
+                 "tokenizer_vocab": 400, "scheme": "fractional", "targets": "trie", "combined": True},
 }
 
 
@@ -81,3 +83,13 @@ def test_04_esci_data(outputs_root):
     assert 1 <= m["docid_n_distinct"] <= m["n_titles"]
     for name in ("titles_per_query", "docid_collisions", "token_lengths"):
         _has_figure(final, name)
+
+
+def test_05_train(outputs_root):
+    final, m = _run("05_train", outputs_root)
+    assert m["n_queries"] == 10 and 0.0 <= m["cvr"] <= 1.0 and 0.0 < m["ndcg"] <= 1.0
+    assert m["n_queries@1"] == 10 and m["n_items"] > 10  # every rank of every training query
+    assert (final / "model" / "config.json").exists() and (final / "model" / "tokenizer.json").exists()
+    assert (final / "training_log.csv").read_text().startswith("step,loss,learning_rate")
+    _has_figure(final, "training_curves")
+    assert not any(p.name.startswith(".checkpoints") for p in final.parent.iterdir())

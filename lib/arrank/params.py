@@ -95,6 +95,9 @@ COMMON: dict[str, Validator] = {
     "run_name": RUN_NAME,
 }
 
+SPECS_SUBTREE = text(r"|[a-z0-9_.'-]+\.n\.\d\d", "'' (all nouns) or a noun synset name such as 'animal.n.01'",
+                     optional=True)
+
 # Per notebook: the notebook-specific parameters (COMMON is added to each).
 SPECS: dict[str, dict[str, Validator]] = {
     "01_de_capacity": {
@@ -113,8 +116,7 @@ SPECS: dict[str, dict[str, Validator]] = {
         "pretrained_path": text(what="'' (none) or the path of a local pretrained model folder"),
     },
     "03_wordnet_data": {
-        "subtree": text(r"|[a-z0-9_.'-]+\.n\.\d\d", "'' (all nouns) or a noun synset name such as 'animal.n.01'",
-                       optional=True),
+        "subtree": SPECS_SUBTREE,
         "min_relevant": integer(1, 30, optional=True),
         "max_queries": integer(0, 10**6, optional=True),
         "n_eval": integer(1, 10**5, optional=True),
@@ -137,6 +139,32 @@ SPECS: dict[str, dict[str, Validator]] = {
         "template": choice("esci", "esci_short"),
         "tokenizer_vocab": integer(300, 100_000),
     },
+    "05_train": {
+        "model_name": text(what="'tiny' or a hub id / local folder of a pretrained causal LM"),
+        "backend": choice("auto", "unsloth", "transformers"),
+        "scheme": choice("indicator", "fractional", "stepwise"),
+        "alpha": number(0.0),
+        "targets": choice("onehot", "trie"),
+        "beta": number(0.0),
+        "combined": choice(False, True),
+        "sampling": choice("uniform", "weighted"),
+        "steps": integer(1, 10**7, optional=True),
+        "lr": number(0.0, 10.0, optional=True),
+        "batch_size": integer(1, 4096, optional=True),
+        "grad_accum": integer(1, 4096, optional=True),
+        "max_length": integer(16, 131_072, optional=True),
+        "lora_r": integer(0, 1024, optional=True),
+        "lora_alpha": integer(1, 4096),
+        "lora_dropout": number(0.0, 1.0),
+        "lora_targets": text(what="'all-linear' or comma-separated module names"),
+        "load_in_4bit": choice(False, True),
+        "subtree": SPECS_SUBTREE,
+        "min_relevant": integer(1, 30, optional=True),
+        "n_eval": integer(1, 10**5, optional=True),
+        "template": choice(None, "wordnet", "wordnet_short"),
+        "tokenizer_vocab": integer(300, 100_000),
+        "eval_queries": integer(0, 10**6),
+    },
 }
 
 # Per notebook and profile: the values that parameters left at None take.
@@ -156,6 +184,11 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "04_esci_data": {
         "quick": {"data_dir": "fixture", "step": 5, "depth": 60, "n_components": 32},
         "paper": {"data_dir": "data/esci", "step": 100, "depth": 10_000, "n_components": 100},
+    },
+    "05_train": {  # training hyper-parameters: arrank.train.HYPERPARAMETERS (quick: CPU, paper: App. B)
+        "quick": {"lora_r": 0, "subtree": "animal.n.01", "min_relevant": 5, "n_eval": 300,
+                  "template": "wordnet_short"},
+        "paper": {"lora_r": 16, "subtree": "", "min_relevant": 1, "n_eval": 5000, "template": "wordnet"},
     },
 }
 

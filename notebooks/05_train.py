@@ -1,0 +1,152 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 05 · Fine-tuning with the STOICaL loss (paper §4, eq. 2; Appendix B; Appendix F)
+#
+# One run trains one loss variant on the WordNet ranking task (notebook 03) and evaluates it on
+# the held-out queries. The loss of an item $(q, d_r, r)$ is
+# $$\mathcal L = \lambda(r)\sum_{t} \mathrm{CE}\big(\mathbf y(r,t),\ p_\theta(\cdot \mid \bar q, d_{r,<t})\big)$$
+# with the **item weight** $\lambda(r)$: `indicator` ($\mathbb I_{r=1}$, the next-token-prediction
+# baseline, top-1 items only), `fractional` ($1/r^\alpha$) or `stepwise` ($(n_q-r+1)/n_q$), and the
+# **token targets** $\mathbf y(r,t)$: `onehot`, or `trie` (marginalised over the query's docID prefix
+# tree with docID scores $\mu(r)=1/r^\beta$); `combined=True` builds the trie of rank $r$ from
+# $d_r\dots d_{n_q}$ only (Appendix F). Prompt tokens carry no loss; the loss is normalised by the
+# number of docID tokens in the batch, the same for every variant.
+#
+# | variant (Table 1 row) | scheme | alpha | targets | beta | combined |
+# |---|---|---|---|---|---|
+# | NTP | indicator | | onehot | | |
+# | fractional α | fractional | α | onehot | | |
+# | stepwise | stepwise | | onehot | | |
+# | trie β | indicator | | trie | β | |
+# | combined (Table 3) | fractional | α | trie | β | True |
+#
+# **Profiles.** `quick`: the tiny model (a BPE tokenizer trained on this data, a 4-layer Llama with
+# hidden size 128, full fine-tuning) on the `animal.n.01` subtree with the short prompt, AdamW,
+# 1200 steps of 64 items: a few minutes on a laptop CPU. `paper`: Mistral-7B-Instruct-v0.3 with
+# LoRA through Unsloth on one GPU, Adafactor (β1 = 0.9), lr 1e-5, 50 warm-up steps then cosine, no
+# weight decay, clipping 1.0, 10k steps, global batch 64 (8 × 8 accumulation), max input 1024.
+#
+# **Item sampling.** `uniform` draws items uniformly and weights each by λ(r), as eq. 2 reads;
+# `weighted` draws items with probability ∝ λ(r) and weights them 1: the same expected gradient,
+# fewer steps spent on items of weight 1/r^α ≈ 0 (see `arrank.train`).
+
+# %% tags=["parameters"]
+profile = "quick"  # "quick" (tiny model, CPU, minutes) or "paper" (Mistral-7B + LoRA, GPU)
+seed = 0  # seeds the data, the model initialisation and the item order
+run_name = "auto"  # folder under outputs/05_train/; give a name to resume an interrupted run
+model_name = "tiny"  # tiny, or a hub id / local folder (paper, unsloth-16bit, unsloth-4bit are aliases)
+backend = "auto"  # auto (Unsloth with CUDA, else transformers + peft), unsloth or transformers
+scheme = "indicator"  # item weight lambda(r): indicator (NTP), fractional or stepwise
+alpha = 2.0  # fractional: lambda(r) is 1 / r**alpha
+targets = "onehot"  # token targets y(r, t): onehot or trie
+beta = 2.0  # trie: docID scores mu(r) are 1 / r**beta
+combined = False  # Appendix F: the trie of rank r holds d_r .. d_nq only
+sampling = "uniform"  # uniform (weight lambda) or weighted (draw items in proportion to lambda)
+steps = None  # optimizer steps; None: 1200 quick, 10000 paper
+lr = None  # learning rate; None: 2e-3 quick (AdamW), 1e-5 paper (Adafactor)
+batch_size = None  # items per device step; None: 64 quick, 8 paper
+grad_accum = None  # gradient accumulation; None: 1 quick, 8 paper (global batch 64)
+max_length = None  # longest prompt + docID in tokens; None: 256 quick, 1024 paper
+lora_r = None  # LoRA rank, 0 for full fine-tuning; None: 0 quick, 16 paper
+lora_alpha = 32  # LoRA scaling
+lora_dropout = 0.0  # LoRA dropout
+lora_targets = "all-linear"  # LoRA target modules: all-linear or a comma-separated list
+load_in_4bit = False  # Unsloth: 4-bit base weights (needs bitsandbytes); False is 16-bit LoRA
+subtree = None  # WordNet subtree of the queries; None: animal.n.01 quick, all nouns paper
+min_relevant = None  # queries with at least this many hypernyms; None: 5 quick, 1 paper
+n_eval = None  # held-out queries; None: 300 quick, 5000 paper
+template = None  # prompt template; None: wordnet_short quick, wordnet (Appendix D.1) paper
+tokenizer_vocab = 2000  # BPE vocabulary of the tiny model's tokenizer
+eval_queries = 0  # evaluate on at most this many held-out queries, 0 for all
+
+# %%
+from arrank import evaluate, models, outputs, params, train
+from arrank.data import wordnet as W
+
+P = params.check_params("05_train", globals())
+run_dir = outputs.start_run("05_train", P)
+timings: dict[str, float] = {}
+hyper = train.hyperparameters(P["profile"], steps=P["steps"], lr=P["lr"], batch_size=P["batch_size"],
+                              grad_accum=P["grad_accum"], max_length=P["max_length"])
+P, hyper
+
+# %% [markdown]
+# ## 1. Data and model
+# The WordNet dataset of notebook 03 (cached), and the model: the tiny model is built once for
+# this data and cached under `data/cache/tiny/`; a pretrained model is loaded through the backend.
+
+# %%
+with outputs.timed(timings, "data"):
+    df = W.build_wordnet_dataset(subtree=P["subtree"] or None, min_relevant=P["min_relevant"],
+                                 n_eval=P["n_eval"], template=P["template"], seed=P["seed"])
+with outputs.timed(timings, "model"):
+    if P["model_name"] == "tiny":
+        texts = list(df["prompt"]) + sorted({d for ds in df["relevant"] for d in ds} | set(df["negative"]))
+        model, tok = models.tiny_model_and_tokenizer(texts, P["tokenizer_vocab"], seed=P["seed"])
+    else:
+        model, tok = models.load_pretrained(P["model_name"], P["backend"], hyper["max_length"], P["load_in_4bit"])
+    model = models.add_lora(model, P["backend"], P["lora_r"], P["lora_alpha"], P["lora_dropout"],
+                            P["lora_targets"], P["seed"])
+trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+print(f"{len(df)} queries ({(df['split'] == 'eval').sum()} held out); model {P['model_name']} "
+      f"({trainable:,} trainable parameters), backend {models.resolve_backend(P['backend'])}")
+
+# %% [markdown]
+# ## 2. Items and their targets
+# Every training item with its sparse targets (one-hot or trie), built once here; an example shows
+# what the loss sees at each docID step.
+
+# %%
+with outputs.timed(timings, "items"):
+    items = train.training_items(df, tok, P["scheme"], P["alpha"], P["targets"], P["beta"], P["combined"],
+                                 hyper["max_length"])
+example = max(items, key=lambda i: len(i["targets"][0]))
+print(f"{len(items):,} items, {train.epochs_of(hyper['steps'], hyper['batch_size'] * hyper['grad_accum'], len(items)):.2f} epochs")
+print(f"example: {example['query']} rank {example['rank']}, lambda = {example['weight']:.4f}")
+for t, step in enumerate(example["targets"][:3]):
+    print(f"  step {t}: " + ", ".join(f"{tok.convert_ids_to_tokens(i)} {m:.3f}" for i, m in step))
+
+# %% [markdown]
+# ## 3. Training
+# With a progress bar; checkpoints go to `outputs/05_train/.checkpoints-<run_name>/`, so re-running
+# an interrupted run with the same `run_name` resumes from its last checkpoint.
+
+# %%
+checkpoints = run_dir.parent / f".checkpoints-{P['run_name']}"
+with outputs.timed(timings, "train"):
+    log = train.train(model, tok, items, hyper, checkpoints, seed=P["seed"], sampling=P["sampling"])
+outputs.save_table(log, run_dir, "training_log")
+models.save_atomic(model, tok, run_dir / "model")
+fig = train.curves_figure(log, f"Training: {P['scheme']} / {P['targets']}")
+outputs.save_figure(fig, run_dir, "training_curves")
+fig.show()
+
+# %% [markdown]
+# ## 4. Evaluation on the held-out queries (section 5.1)
+# Each held-out query's relevant docIDs and its negative are scored by the mean log-probability
+# of their tokens after the prompt; CVR, nDCG and R@k as in Table 1. Random scores give the
+# floor every row should be read against.
+
+# %%
+with outputs.timed(timings, "evaluate"):
+    result, per_query = evaluate.evaluate_wordnet(model, tok, df, limit=P["eval_queries"] or None)
+floor = evaluate.random_floor(df, seed=P["seed"], limit=P["eval_queries"] or None)
+outputs.save_table(per_query, run_dir, "per_query")
+table = evaluate.metrics_table({"this run": result, "random scores": floor})
+outputs.save_table(table, run_dir, "metrics")
+table
+
+# %% [markdown]
+# ## Results
+
+# %%
+metrics = {**result, "n_items": len(items), "final_loss": float(log["loss"].iloc[-1])}
+outputs.write_results(run_dir, "05_train", P, metrics, timings)
+metrics
