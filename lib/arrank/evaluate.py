@@ -55,4 +55,6 @@ def metrics_table(rows: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """Rows = runs, columns = CVR, nDCG, R@k (Table 1's layout), values rounded to 4 digits."""
     table = pd.DataFrame.from_dict(dict(rows), orient="index")
     keep = [c for c in table.columns if c in ("cvr", "ndcg") or c.startswith("recall@")]
-    return table[keep].astype(float).round(4)
+    table = table[keep].astype(float).round(4)
+    table.index.name = "run"
+    return table
