@@ -48,7 +48,7 @@ alpha = 2.0  # fractional: lambda(r) is 1 / r**alpha
 targets = "onehot"  # token targets y(r, t): onehot or trie
 beta = 2.0  # trie: docID scores mu(r) are 1 / r**beta
 combined = False  # Appendix F: the trie of rank r holds d_r .. d_nq only
-sampling = "uniform"  # uniform (weight lambda) or weighted (draw items in proportion to lambda)
+sampling = "weighted"  # weighted (draw items in proportion to lambda, default) or uniform (weight lambda)
 steps = None  # optimizer steps; None: 1200 quick, 10000 paper
 lr = None  # learning rate; None: 2e-3 quick (AdamW), 1e-5 paper (Adafactor)
 batch_size = None  # items per device step; None: 64 quick, 8 paper
@@ -59,16 +59,17 @@ lora_alpha = 32  # LoRA scaling
 lora_dropout = 0.0  # LoRA dropout
 lora_targets = "all-linear"  # LoRA target modules: all-linear or a comma-separated list
 load_in_4bit = False  # Unsloth: 4-bit base weights (needs bitsandbytes); False is 16-bit LoRA
+dataset = "wordnet"  # wordnet (Table 1) or esci (Table 2; data and docIDs of notebook 04's profile)
 subtree = None  # WordNet subtree of the queries; None: animal.n.01 quick, all nouns paper
 min_relevant = None  # queries with at least this many hypernyms; None: 5 quick, 1 paper
 n_eval = None  # held-out queries; None: 300 quick, 5000 paper
-template = None  # prompt template; None: wordnet_short quick, wordnet (Appendix D.1) paper
+template = None  # prompt template; None: the short one quick, Appendix D's paper (wordnet, esci)
 tokenizer_vocab = 2000  # BPE vocabulary of the tiny model's tokenizer
 eval_queries = 0  # evaluate on at most this many held-out queries, 0 for all
 
 # %%
 from arrank import evaluate, models, outputs, params, train
-from arrank.data import wordnet as W
+from arrank.data import ranking
 
 P = params.check_params("05_train", globals())
 run_dir = outputs.start_run("05_train", P)
@@ -84,11 +85,11 @@ P, hyper
 
 # %%
 with outputs.timed(timings, "data"):
-    df = W.build_wordnet_dataset(subtree=P["subtree"] or None, min_relevant=P["min_relevant"],
-                                 n_eval=P["n_eval"], template=P["template"], seed=P["seed"])
+    df = ranking.ranking_dataset(P["dataset"], P["profile"], P["seed"], P["n_eval"], P["template"],
+                                 P["subtree"], P["min_relevant"])
 with outputs.timed(timings, "model"):
     if P["model_name"] == "tiny":
-        texts = list(df["prompt"]) + sorted({d for ds in df["relevant"] for d in ds} | set(df["negative"]))
+        texts = ranking.tokenizer_texts(df)
         model, tok = models.tiny_model_and_tokenizer(texts, P["tokenizer_vocab"], seed=P["seed"])
     else:
         model, tok = models.load_pretrained(P["model_name"], P["backend"], hyper["max_length"], P["load_in_4bit"])
@@ -136,8 +137,9 @@ fig.show()
 
 # %%
 with outputs.timed(timings, "evaluate"):
-    result, per_query = evaluate.evaluate_wordnet(model, tok, df, limit=P["eval_queries"] or None)
-floor = evaluate.random_floor(df, seed=P["seed"], limit=P["eval_queries"] or None)
+    result, per_query, _ = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None,
+                                                      ranking.ks_for(P["dataset"]))
+floor = evaluate.random_floor(df, P["seed"], P["eval_queries"] or None, ranking.ks_for(P["dataset"]))
 outputs.save_table(per_query, run_dir, "per_query")
 table = evaluate.metrics_table({"this run": result, "random scores": floor})
 outputs.save_table(table, run_dir, "metrics")

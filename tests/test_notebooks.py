@@ -17,6 +17,7 @@ TINY = {
     "04_esci_data": {"step": 5, "depth": 30, "n_components": 16, "tokenizer_vocab": 300},
     "05_train": {"subtree": "canine.n.02", "min_relevant": 1, "n_eval": 10, "steps": 10, "batch_size": 16,
                  "tokenizer_vocab": 400, "scheme": "fractional", "targets": "trie", "combined": True},
+    "06_evaluate": {"train_run": "latest", "decode_queries": 3, "beam_k": 2},
 }
 
 
@@ -85,7 +86,7 @@ def test_04_esci_data(outputs_root):
         _has_figure(final, name)
 
 
-def test_05_train(outputs_root):
+def test_05_train_then_06_evaluates_it(outputs_root):
     final, m = _run("05_train", outputs_root)
     assert m["n_queries"] == 10 and 0.0 <= m["cvr"] <= 1.0 and 0.0 < m["ndcg"] <= 1.0
     assert m["n_queries@1"] == 10 and m["n_items"] > 10  # every rank of every training query
@@ -93,3 +94,24 @@ def test_05_train(outputs_root):
     assert (final / "training_log.csv").read_text().startswith("step,loss,learning_rate")
     _has_figure(final, "training_curves")
     assert not any(p.name.startswith(".checkpoints") for p in final.parent.iterdir())
+
+    # 06 on that run: same held-out queries and scores, so the same metrics; decoding on top
+    final06, m06 = _run("06_evaluate", outputs_root)
+    assert m06["source"] == str(final) and m06["dataset"] == "wordnet"
+    assert {k: m06[k] for k in m if k.startswith(("cvr", "ndcg", "recall@"))} == \
+        {k: m[k] for k in m if k.startswith(("cvr", "ndcg", "recall@"))}
+    assert m06["n_decoded"] == 3 and 0.0 <= m06["greedy_valid_rate"] <= 1.0
+    assert 0.0 <= m06["beam_recall@2_gold"] <= 1.0 and 0.0 <= m06["beam_invalid_rate_unconstrained"] <= 1.0
+    scores = __import__("pandas").read_parquet(final06 / "per_query_scores.parquet")
+    assert scores["query"].nunique() == 10 and set(scores["rank"]) >= {0, 1}
+    for name in ("per_rank_scores", "recall_at_k"):
+        _has_figure(final06, name)
+
+
+def test_06_evaluates_an_untrained_esci_model(outputs_root):
+    final = run.run_notebook("06_evaluate", {"train_run": "none", "dataset": "esci", "tokenizer_vocab": 400,
+                                             "decode_queries": 2, "beam_k": 2, "run_name": "untrained"},
+                             outputs_root=outputs_root, progress=False)
+    m = json.loads((final / "results.json").read_text())["metrics"]
+    assert m["source"] == "untrained" and m["n_queries"] == 7  # the fixture's 7 test queries
+    assert "cvr" not in m and m["n_queries@10"] == 7 and m["recall@25"] is None  # ESCI: no negative

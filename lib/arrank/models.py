@@ -101,8 +101,9 @@ def tiny_model_and_tokenizer(texts: list[str], vocab_size: int = 2000, hidden: i
     tokenizer = train_bpe(texts, vocab_size)
     tokenizer.chat_template = TINY_CHAT_TEMPLATE
     model = build_tiny_model(len(tokenizer), hidden, layers, heads, intermediate, seed, tokenizer)
-    if cache:
+    if cache:  # reloaded from the folder so that LoRA adapters record it as their base model
         save_atomic(model, tokenizer, folder)
+        return LlamaForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
     return model, tokenizer
 
 
@@ -186,3 +187,28 @@ def add_lora(model, backend: str, r: int, alpha: int, dropout: float, target_mod
 
     return get_peft_model(model, LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout,
                                             target_modules=targets, task_type="CAUSAL_LM"))
+
+
+def load_trained(folder: Path | str, backend: str = "auto", max_length: int = 1024):
+    """A model that notebook 05 saved into ``<run>/model`` and its tokenizer: full weights, or a
+    LoRA adapter on the base model its ``adapter_config.json`` names. Clear error when the folder
+    holds no model."""
+    folder = Path(folder)
+    adapter = folder / "adapter_config.json"
+    if not (folder / "config.json").exists() and not adapter.exists():
+        raise FileNotFoundError(f"{folder} holds no saved model (no config.json or adapter_config.json); "
+                                "give a finished notebook 05 run")
+    if not adapter.exists():
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        return AutoModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+    base = json.loads(adapter.read_text()).get("base_model_name_or_path")
+    if not base:
+        raise ValueError(f"{adapter} names no base model (base_model_name_or_path)")
+    if resolve_backend(backend) == "unsloth":
+        return load_pretrained(str(folder), backend, max_length)  # Unsloth loads base + adapter itself
+    from peft import PeftModel
+    from transformers import AutoTokenizer
+
+    model, _ = load_pretrained(base, backend, max_length)
+    return PeftModel.from_pretrained(model, folder), AutoTokenizer.from_pretrained(folder)

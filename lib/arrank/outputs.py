@@ -46,6 +46,34 @@ def run_path(stem: str, run_name: str, root: Path | None = None) -> Path:
     return (root or paths.OUTPUTS) / stem / run_name
 
 
+def finished_runs(stem: str, root: Path | None = None) -> list[Path]:
+    """The finished runs of a notebook (folders with a results.json; staging and failed folders
+    start with '.' or end in '.failed-<time>' and are left out), oldest first by results.json time."""
+    folder = (root or paths.OUTPUTS) / stem
+    runs = [p.parent for p in folder.glob("*/results.json")
+            if not p.parent.name.startswith(".") and ".failed-" not in p.parent.name]
+    return sorted(runs, key=lambda p: ((p / "results.json").stat().st_mtime, p.name))
+
+
+def find_run(stem: str, name: str, root: Path | None = None) -> Path:
+    """A finished run of ``stem`` by its run name, or ``"latest"`` for the newest one; a clear
+    error naming what exists when there is none."""
+    runs = finished_runs(stem, root)
+    if name == "latest" and runs:
+        return runs[-1]
+    match = [p for p in runs if p.name == name]
+    if match:
+        return match[0]
+    known = [p.name for p in runs[-10:]]
+    raise FileNotFoundError(f"no finished {stem} run named {name!r} under {(root or paths.OUTPUTS) / stem}; "
+                            f"finished runs: {known or 'none (run that notebook first)'}")
+
+
+def outputs_root(run_dir: Path) -> Path:
+    """The outputs folder a run directory lies in (``<root>/<stem>/<run>``)."""
+    return Path(run_dir).parent.parent
+
+
 def start_run(stem: str, params: dict[str, Any]) -> Path:
     """The directory this run writes to.
 

@@ -158,12 +158,30 @@ SPECS: dict[str, dict[str, Validator]] = {
         "lora_dropout": number(0.0, 1.0),
         "lora_targets": text(what="'all-linear' or comma-separated module names"),
         "load_in_4bit": choice(False, True),
+        "dataset": choice("wordnet", "esci"),
         "subtree": SPECS_SUBTREE,
         "min_relevant": integer(1, 30, optional=True),
         "n_eval": integer(1, 10**5, optional=True),
-        "template": choice(None, "wordnet", "wordnet_short"),
+        "template": choice(None, "wordnet", "wordnet_short", "esci", "esci_short"),
         "tokenizer_vocab": integer(300, 100_000),
         "eval_queries": integer(0, 10**6),
+    },
+    "06_evaluate": {
+        "train_run": text(r"none|latest|[A-Za-z0-9][A-Za-z0-9._=-]{0,99}",
+                          "'latest', 'none' (an untrained model) or the run name of a finished 05_train run"),
+        "model_name": text(what="'tiny' or a hub id / local folder of a pretrained causal LM"),
+        "backend": choice("auto", "unsloth", "transformers"),
+        "dataset": choice("wordnet", "esci"),
+        "subtree": SPECS_SUBTREE,
+        "min_relevant": integer(1, 30, optional=True),
+        "n_eval": integer(1, 10**5, optional=True),
+        "template": choice(None, "wordnet", "wordnet_short", "esci", "esci_short"),
+        "tokenizer_vocab": integer(300, 100_000),
+        "eval_queries": integer(0, 10**6),
+        "include_eos": choice(False, True),
+        "method": choice("prefix_shared", "naive"),
+        "beam_k": integer(1, 100),
+        "decode_queries": integer(0, 10**6, optional=True),
     },
 }
 
@@ -186,9 +204,12 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
         "paper": {"data_dir": "data/esci", "step": 100, "depth": 10_000, "n_components": 100},
     },
     "05_train": {  # training hyper-parameters: arrank.train.HYPERPARAMETERS (quick: CPU, paper: App. B)
-        "quick": {"lora_r": 0, "subtree": "animal.n.01", "min_relevant": 5, "n_eval": 300,
-                  "template": "wordnet_short"},
-        "paper": {"lora_r": 16, "subtree": "", "min_relevant": 1, "n_eval": 5000, "template": "wordnet"},
+        "quick": {"lora_r": 0, "subtree": "animal.n.01", "min_relevant": 5, "n_eval": 300},
+        "paper": {"lora_r": 16, "subtree": "", "min_relevant": 1, "n_eval": 5000},
+    },
+    "06_evaluate": {  # data values apply to train_run="none" only; a trained run brings its own
+        "quick": {"subtree": "animal.n.01", "min_relevant": 5, "n_eval": 300, "decode_queries": 50},
+        "paper": {"subtree": "", "min_relevant": 1, "n_eval": 5000, "decode_queries": 500},
     },
 }
 

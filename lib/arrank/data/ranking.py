@@ -1,0 +1,84 @@
+"""One table format for both ranking datasets of section 5.1, as training (notebook 05) and
+evaluation (notebook 06) read them: one row per query with ``query, prompt, relevant`` (gold
+docIDs, rank 1 first), ``n_relevant``, ``negative`` (WordNet's sampled negative; None for ESCI,
+which has none) and ``split`` ("train" | "eval").
+
+WordNet is :func:`arrank.data.wordnet.build_wordnet_dataset` as it is. ESCI is the ``queries``
+table of :func:`arrank.data.esci.build_esci_dataset` with the dataset's own split: its "test"
+queries are the held-out ones (the paper evaluates 310 of them), at most ``n_eval`` of them, the
+rest of "test" dropped so that no test query is trained on; "train" queries train.
+The ESCI build parameters (data folder, rank positions, dictionary size) are notebook 04's
+profile values, so notebooks 04, 05 and 06 share one cached ESCI build per profile.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from arrank import metrics, paths
+
+DATASETS = ("wordnet", "esci")
+COLUMNS = ["query", "prompt", "relevant", "n_relevant", "negative", "split"]
+
+
+def esci_ranking_frame(queries: pd.DataFrame, n_eval: int) -> pd.DataFrame:
+    """ESCI's ``queries`` table in the common format (see the module docstring)."""
+    test = queries[queries["split"] == "test"].sort_values("query_id").head(n_eval)
+    train = queries[queries["split"] == "train"]
+    frame = pd.concat([train.assign(split="train"), test.assign(split="eval")], ignore_index=True)
+    out = pd.DataFrame({"query": frame["query_id"].astype(str) + ": " + frame["query"],
+                        "prompt": frame["prompt"], "relevant": frame["gold"].map(list),
+                        "negative": None, "split": frame["split"]})
+    out["n_relevant"] = out["relevant"].map(len)
+    return out[COLUMNS]
+
+
+def esci_build_params(profile: str) -> dict[str, Any]:
+    """Notebook 04's ESCI build parameters of ``profile`` (``arrank.params.PROFILES``)."""
+    from arrank.data import esci
+    from arrank.params import PROFILES
+
+    p = PROFILES["04_esci_data"][profile]
+    data_dir = esci.FIXTURE_DIR if p["data_dir"] == "fixture" else paths.ROOT / p["data_dir"]
+    return {"data_dir": data_dir, "step": p["step"], "depth": p["depth"], "n_components": p["n_components"]}
+
+
+# The prompt template when none is given: the short one for the tiny model of the quick profile,
+# Appendix D's word for word (D.1 WordNet, D.2 ESCI) for the paper profile.
+DEFAULT_TEMPLATES = {("wordnet", "quick"): "wordnet_short", ("wordnet", "paper"): "wordnet",
+                     ("esci", "quick"): "esci_short", ("esci", "paper"): "esci"}
+
+
+def ranking_dataset(dataset: str, profile: str, seed: int, n_eval: int, template: str | None = None,
+                    subtree: str | None = None, min_relevant: int = 1) -> pd.DataFrame:
+    """The ``dataset`` ("wordnet" | "esci") in the common format. ``template``: the prompt
+    template (None: ``DEFAULT_TEMPLATES``); ``subtree``/``min_relevant``: WordNet only."""
+    if dataset not in DATASETS:
+        raise ValueError(f"dataset={dataset!r} is not allowed; choose one of {list(DATASETS)}")
+    template = template or DEFAULT_TEMPLATES[dataset, profile]
+    if not template.startswith(dataset):
+        raise ValueError(f"template={template!r} does not fit dataset={dataset!r}; choose one of "
+                         f"{[t for (d, _), t in DEFAULT_TEMPLATES.items() if d == dataset]}")
+    if dataset == "wordnet":
+        from arrank.data import wordnet
+
+        return wordnet.build_wordnet_dataset(subtree=subtree or None, min_relevant=min_relevant, n_eval=n_eval,
+                                             template=template, seed=seed)
+    from arrank.data import esci
+
+    tables = esci.build_esci_dataset(**esci_build_params(profile), template=template, seed=seed)
+    return esci_ranking_frame(tables["queries"], n_eval)
+
+
+def tokenizer_texts(df: pd.DataFrame) -> list[str]:
+    """The texts a tiny model's BPE tokenizer is trained on: every prompt, then every docID
+    (relevant and negative) once, sorted so the tokenizer does not depend on row order."""
+    docids = {d for ds in df["relevant"] for d in ds} | {d for d in df["negative"] if isinstance(d, str)}
+    return list(df["prompt"]) + sorted(docids)
+
+
+def ks_for(dataset: str) -> tuple[int, ...]:
+    """The R@k cut-offs each table reports: 1-5 for WordNet (Table 1), 1, 2, 5, 10, 25, 50 for ESCI."""
+    return metrics.ESCI_KS if dataset == "esci" else metrics.WORDNET_KS

@@ -1,0 +1,144 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 06 · Evaluation: scoring, CVR / nDCG / R@k, greedy and trie-constrained beam search (paper §5.1)
+#
+# A trained run of notebook 05 (or an untrained model, the baseline row) is evaluated on the
+# held-out queries that run never trained on. Every candidate docID $d$ of a query (its relevant
+# docIDs, and for WordNet its sampled negative) is scored by the mean log-probability of its tokens
+# after the augmented prompt $\bar q$,
+# $$\mathrm{score}(d) = \frac{1}{|\mathcal T(d)|}\sum_{k=1}^{|\mathcal T(d)|}\log p_\theta\big(\mathcal T(d)[k]\mid \mathcal T(\bar q), \mathcal T(d)_{<k}\big),$$
+# with $d$ tokenised exactly as in training (`arrank.encoding`). The prompt runs once and its
+# key/value cache serves all candidates (`arrank.scoring`). Metrics, as in the paper:
+#
+# - **CVR**: the share of queries whose negative scores above *some* positive (WordNet only);
+# - **nDCG** of the predicted scores against the gold gains $\log(n_q+1)\dots\log 2$ (negative: 0);
+# - **R@k** $= |\text{gold top-}k \cap \text{predicted top-}k| / k$, over the queries with at least
+#   $k$ relevant docIDs (Table 1: $k = 1..5$; Table 2: 1, 2, 5, 10, 25, 50).
+#
+# Then decoding, what ARR is for and the paper does not measure: **greedy decoding** (the paper's
+# proxy: is the greedy string a valid docID?) and **beam search constrained to the query's docID
+# trie**, which returns a ranked top-$k$ list directly, compared with the gold and with the
+# scorer's ranking; and unconstrained beam search, to see how many of its outputs are no docID.
+
+# %% tags=["parameters"]
+profile = "quick"  # "quick" (CPU, minutes) or "paper" (the paper's scale, GPU)
+seed = 0  # seeds the untrained model and the random floor
+run_name = "auto"  # folder under outputs/06_evaluate/
+train_run = "latest"  # run name of a finished 05_train run, latest, or none (an untrained model)
+model_name = "tiny"  # train_run none: tiny (random init) or a hub id / local folder
+backend = "auto"  # auto, unsloth or transformers (loading a pretrained model or an adapter)
+dataset = "wordnet"  # train_run none: wordnet or esci (a trained run brings its own data)
+subtree = None  # train_run none: WordNet subtree; None: animal.n.01 quick, all nouns paper
+min_relevant = None  # train_run none: queries with at least this many hypernyms
+n_eval = None  # train_run none: held-out queries; None: 300 quick, 5000 paper
+template = None  # train_run none: prompt template; None: short quick, Appendix D paper
+tokenizer_vocab = 2000  # train_run none: BPE vocabulary of the untrained tiny model
+eval_queries = 0  # score at most this many held-out queries, 0 for all
+include_eos = False  # count the docID's closing EOS in its mean score (the paper: docID tokens only)
+method = "prefix_shared"  # prefix_shared (one prompt pass per query) or naive (one pass per candidate)
+beam_k = 5  # beam size and top-k of beam search
+decode_queries = None  # decode at most this many held-out queries; None: 50 quick, 500 paper
+
+# %%
+import pandas as pd
+
+from arrank import eval_plots, evaluate, outputs, params
+from arrank.data import ranking
+
+P = params.check_params("06_evaluate", globals())
+run_dir = outputs.start_run("06_evaluate", P)
+timings: dict[str, float] = {}
+P
+
+# %% [markdown]
+# ## 1. The model and its held-out queries
+# A trained run brings its model and the data parameters it was trained with, so the held-out
+# split here is exactly the one it never saw.
+
+# %%
+with outputs.timed(timings, "load"):
+    subject = evaluate.model_under_test(P, outputs.outputs_root(run_dir))
+model, tok, df, data = subject["model"], subject["tokenizer"], subject["df"], subject["data"]
+ks = ranking.ks_for(data["dataset"])
+held_out = evaluate.eval_queries(df, P["eval_queries"] or None)
+print(f"model: {subject['source']}\ndata: {data}\n{len(held_out)} held-out queries, "
+      f"{held_out['n_relevant'].sum() + held_out['negative'].notna().sum():,} candidates to score")
+
+# %% [markdown]
+# ## 2. Scores and the metrics of Tables 1-2
+# Random scores on the same queries are the floor: with few relevant docIDs per query R@k is
+# high by chance, and nDCG is squeezed near 1 (notes/cpu-feasibility.md).
+
+# %%
+with outputs.timed(timings, "score"):
+    result, per_query, records = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks,
+                                                            P["include_eos"], P["method"])
+floor = evaluate.random_floor(df, P["seed"], P["eval_queries"] or None, ks)
+scores = evaluate.scores_frame(records)
+scores.to_parquet(run_dir / "per_query_scores.parquet", index=False)
+outputs.save_table(per_query, run_dir, "per_query_metrics")
+table = evaluate.metrics_table({"this model": result, "random scores": floor})
+outputs.save_table(table, run_dir, "metrics")
+table
+
+# %% [markdown]
+# ## 3. Where the scores fall, rank by rank
+# A rank-aware model gives its rank-1 docID the highest mean score, lower ones to lower ranks, and
+# the negative the lowest; NTP training typically sharpens rank 1 and leaves the rest near the
+# negative, which is what CVR counts.
+
+# %%
+curve = evaluate.per_rank_scores(scores)
+fig = eval_plots.per_rank_figure({"this model": curve})
+outputs.save_figure(fig, run_dir, "per_rank_scores")
+fig.show()
+curve
+
+# %% [markdown]
+# ## 4. Violations
+# The queries whose negative beats a positive by the widest margin (WordNet; ESCI has no
+# negative). Each dot is a candidate's score; the red cross is the negative.
+
+# %%
+examples = evaluate.violation_examples(records)
+if len(examples):
+    fig = eval_plots.violations_figure(records, examples)
+    outputs.save_figure(fig, run_dir, "violation_examples")
+    fig.show()
+examples
+
+# %% [markdown]
+# ## 5. Decoding: greedy, and beam search over the query's docID trie
+# Greedy decoding runs for the longest candidate's token count (+ its EOS). Constrained beam
+# search ranks docIDs by their sequence probability $p(d\mid\bar q)$ (EOS included), which can
+# differ from the mean-token score above: `beam_recall@k_scorer` says by how much.
+
+# %%
+with outputs.timed(timings, "decode"):
+    decoded, beams = evaluate.decode_held_out(model, tok, df, records, P["beam_k"], P["decode_queries"] or None)
+outputs.save_table(beams, run_dir, "decoding")
+pd.Series(decoded)
+
+# %% [markdown]
+# ## 6. R@k at a glance
+
+# %%
+beam_row = {f"recall@{P['beam_k']}": decoded[f"beam_recall@{P['beam_k']}_gold"]}
+fig = eval_plots.recall_figure({"scorer": result, "random scores": floor, "constrained beam": beam_row})
+outputs.save_figure(fig, run_dir, "recall_at_k")
+fig.show()
+
+# %% [markdown]
+# ## Results
+
+# %%
+metrics = {**result, **decoded, "source": subject["source"], "dataset": data["dataset"]}
+outputs.write_results(run_dir, "06_evaluate", P, metrics, timings)
+metrics
