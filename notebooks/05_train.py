@@ -9,8 +9,9 @@
 # %% [markdown]
 # # 05 · Fine-tuning with the STOICaL loss (paper §4, eq. 2; Appendix B; Appendix F)
 #
-# One run trains one loss variant on the WordNet ranking task (notebook 03) and evaluates it on
-# the held-out queries. The loss of an item $(q, d_r, r)$ is
+# One run trains one loss variant on the WordNet ranking task (notebook 03; `dataset="esci"`: the
+# ESCI task of notebook 04, Table 2) and evaluates it on the held-out queries (notebook 06 goes
+# further: decoding and beam search). The loss of an item $(q, d_r, r)$ is
 # $$\mathcal L = \lambda(r)\sum_{t} \mathrm{CE}\big(\mathbf y(r,t),\ p_\theta(\cdot \mid \bar q, d_{r,<t})\big)$$
 # with the **item weight** $\lambda(r)$: `indicator` ($\mathbb I_{r=1}$, the next-token-prediction
 # baseline, top-1 items only), `fractional` ($1/r^\alpha$) or `stepwise` ($(n_q-r+1)/n_q$), and the
