@@ -7,10 +7,11 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 NB_PY  := $(wildcard notebooks/[0-9]*.py)
 
-.PHONY: setup test workbook lab sync clean-venv help
+.PHONY: setup test workbook sweep lab sync clean-venv help
 
 help:
 	@echo "make workbook   set up, then run every notebook in its quick profile (outputs/)"
+	@echo "make sweep SWEEP=sweeps/NAME.yaml [JOBS=N]   run a sweep's unfinished points"
 	@echo "make test       set up, then run the tests"
 	@echo "make lab        set up, then start JupyterLab (notebooks/*.py open as notebooks)"
 	@echo "make sync       re-pair notebooks/*.py with their .ipynb (jupytext --sync)"
@@ -29,6 +30,10 @@ test: setup
 
 workbook: setup
 	$(PY) -m arrank.workbook $(WORKBOOK_ARGS)
+
+sweep: setup
+	@test -n "$(SWEEP)" || { echo "usage: make sweep SWEEP=sweeps/NAME.yaml [JOBS=N]; sweeps:"; ls sweeps/*.yaml; exit 2; }
+	$(PY) -m arrank.sweep $(SWEEP) $(if $(JOBS),--jobs $(JOBS),) $(SWEEP_ARGS)
 
 lab: setup
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(if $(filter 0,$(shell id -u)),--allow-root,)

@@ -18,6 +18,7 @@ TINY = {
     "05_train": {"subtree": "canine.n.02", "min_relevant": 1, "n_eval": 10, "steps": 10, "batch_size": 16,
                  "tokenizer_vocab": 400, "scheme": "fractional", "targets": "trie", "combined": True},
     "06_evaluate": {"train_run": "latest", "decode_queries": 3, "beam_k": 2},
+    "08_results": {"sweep": "sweeps/table1_wordnet_quick.yaml", "paper_rows": "yes"},
 }
 
 
@@ -115,3 +116,30 @@ def test_06_evaluates_an_untrained_esci_model(outputs_root):
     m = json.loads((final / "results.json").read_text())["metrics"]
     assert m["source"] == "untrained" and m["n_queries"] == 7  # the fixture's 7 test queries
     assert "cvr" not in m and m["n_queries@10"] == 7 and m["recall@25"] is None  # ESCI: no negative
+
+
+def test_08_results(outputs_root, monkeypatch):
+    """08 on five finished points of the quick Table 1 sweep: results.json files written here as
+    05_train writes them (the kernel reads the same outputs folder), the paper's rows beside."""
+    import pandas as pd
+
+    from arrank import outputs, sweep
+
+    monkeypatch.setenv("ARRANK_OUTPUTS", str(outputs_root))
+    s = sweep.load_sweep(TINY["08_results"]["sweep"])
+    fake = {0: (0.50, 0.90, 0.90, 0.60), 1: (0.02, 0.95, 0.60, 0.70), 2: (0.05, 0.96, 0.70, 0.80),
+            7: (0.30, 0.92, 0.85, 0.65), 8: (0.40, 0.91, 0.88, 0.62)}  # NTP, alpha 1, 2, beta 1, 2
+    for i, (cvr, ndcg, r1, r2) in fake.items():
+        run_dir = outputs.run_path(s.notebook, s.points[i].run_name, outputs_root)
+        run_dir.mkdir(parents=True)
+        outputs.write_results(run_dir, s.notebook, s.points[i].resolved,
+                              {"cvr": cvr, "ndcg": ndcg, "recall@1": r1, "recall@2": r2}, {})
+    final, m = _run("08_results", outputs_root)
+    assert (m["points"], m["finished"], m["missing"], m["variants"], m["paper_rows"]) == (12, 5, 7, 5, True)
+    assert m["best_cvr"] == "Fractional α=1" and m["best_recall@1"] == "NTP" and m["best_recall@2"] == "Fractional α=2"
+    table = pd.read_csv(final / "results_table.csv")
+    assert table["variant"].tolist()[:4] == ["NTP", "NTP", "Fractional α=1", "Fractional α=1"]
+    assert table["source"].tolist()[:2] == ["this run", "paper"] and table["cvr"].tolist()[:3] == [50.0, 27.66, 2.0]
+    assert "| Fractional α=2 | this run | 5.00 | **96.00** | 70.00 | **80.00** |" in (final / "results_table.md").read_text()
+    for name in ("recall_curves", "parameter_curves"):
+        _has_figure(final, name)

@@ -213,6 +213,17 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     },
 }
 
+# 08_results reads the runs of one sweep (arrank.sweep) and prints the paper's table (arrank.report).
+SPECS["08_results"] = {
+    "sweep": text(r".+\.ya?ml", "the path of a sweep file (.yaml), e.g. 'sweeps/table1_wordnet_quick.yaml'",
+                  optional=True),
+    "paper_rows": choice("auto", "yes", "no"),
+}
+PROFILES["08_results"] = {
+    "quick": {"sweep": "sweeps/table1_wordnet_workbook.yaml"},
+    "paper": {"sweep": "sweeps/table1_wordnet_paper.yaml"},
+}
+
 
 def spec_for(stem: str) -> dict[str, Validator]:
     """The full spec (COMMON + notebook-specific) of a notebook, or a clear error."""

@@ -1,0 +1,105 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 08 · A sweep's results in the paper's layout (paper §5.2, Tables 1-3; §5.3, Figure 3)
+#
+# A sweep (`sweeps/*.yaml`, run with `make sweep SWEEP=...`) runs one notebook over a grid of
+# parameters, one run per point under `outputs/<notebook>/<sweep>-<name>=<value>.../`. This
+# notebook reads the `results.json` of every point of one sweep and prints the paper's table:
+# rows = loss variant (NTP, Fractional α, Stepwise, Trie β, Combined α, β), columns = CVR, nDCG
+# and R@k on the held-out queries, in percent, best value of each column in bold. For a sweep
+# run in the `paper` profile the paper's own numbers stand beside each row; the quick profile
+# (tiny model, CPU) is read against the random-scores floor instead, since its scale differs.
+#
+# It only reads: a point that has not run (or failed) is listed as missing, never run from here.
+
+# %% tags=["parameters"]
+profile = "quick"  # picks the default sweep: quick is the workbook's Table 1, paper the GPU Table 1
+seed = 0  # nothing random here; kept by the parameter contract
+run_name = "auto"  # folder under outputs/08_results/; auto: profile and date-time
+sweep = None  # sweep file; None: sweeps/table1_wordnet_workbook.yaml quick, sweeps/table1_wordnet_paper.yaml paper
+paper_rows = "auto"  # the paper's numbers beside each row: auto (when the sweep ran the paper profile), yes or no
+
+# %%
+from IPython.display import Markdown, display
+
+from arrank import outputs, params, report
+from arrank import sweep as sweeps
+
+P = params.check_params("08_results", globals())
+run_dir = outputs.start_run("08_results", P)
+timings: dict[str, float] = {}
+S = sweeps.load_sweep(P["sweep"])
+P
+
+# %% [markdown]
+# ## 1. The points of the sweep
+# Each point's run, its state (`done`, `failed`: only failed attempts exist, `missing`) and the
+# row it belongs to. A finished run made with other parameters than the file now gives is an
+# error, so a table never mixes two versions of a sweep.
+
+# %%
+with outputs.timed(timings, "collect"):
+    frame = report.collect(S)
+print(f"{S.name}: notebook {S.notebook}, {len(frame)} points, {(frame['state'] == 'done').sum()} finished")
+print(S.description)
+frame[["run_name", "state", "label", "profile"]]
+
+# %% [markdown]
+# ## 2. The table (percent; CVR lower is better, the rest higher)
+# Variants in sweep order, averaged over seeds when the sweep varies the seed (± one standard
+# deviation). Written as `results_table.csv` and `results_table.md`.
+
+# %%
+reference = report.paper_reference(S, frame, P["paper_rows"])
+table = report.results_table(frame, reference, report.random_floor(S, frame))
+report.write_tables(table, run_dir, "results_table")
+if reference:
+    print(f"beside each row: the paper's {report.PAPER[reference]['caption']}")
+display(Markdown(report.markdown(table)))
+
+# %% [markdown]
+# ## 3. R@k per variant
+# Recall at each cut-off k, one line per variant (the paper's rows and the random floor dotted;
+# click a legend entry to show or hide it).
+
+# %%
+fig = report.recall_curves(table, f"{S.name}: R@k per variant")
+outputs.save_figure(fig, run_dir, "recall_curves")
+fig.show()
+
+# %% [markdown]
+# ## 4. CVR and nDCG against the swept temperatures
+# Variants that differ only in α (or only in β) form one line; variants on no line (NTP,
+# Stepwise) are dashed references.
+
+# %%
+fig = report.parameter_curves(frame, S.notebook)
+if fig is None:
+    print("no parameter of this sweep takes two or more values within one family: no curve to draw")
+else:
+    outputs.save_figure(fig, run_dir, "parameter_curves", height=700)
+    fig.show()
+
+# %% [markdown]
+# ## Results
+
+# %%
+best = report.best_variants(table)
+metrics = {
+    "points": len(frame),
+    "finished": int((frame["state"] == "done").sum()),
+    "failed": int((frame["state"] == "failed").sum()),
+    "missing": int((frame["state"] == "missing").sum()),
+    "variants": int((table["source"] == "this run").sum()),
+    "paper_rows": reference is not None,
+    **{f"best_{m}": ", ".join(labels) for m, labels in best.items()},
+}
+outputs.write_results(run_dir, "08_results", P, metrics, timings)
+metrics
