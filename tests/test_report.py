@@ -126,6 +126,8 @@ def test_labels_are_the_papers_names():
     assert report.variant_label("05_train", {"scheme": "indicator", "targets": "onehot", "steps": 600, "seed": 1},
                                 ["scheme", "steps", "seed"]) == "NTP (steps=600)"
     assert report.variant_label("07_x", {"model": "de", "n": 8}, ["model", "n"]) == "model=de, n=8"
+    assert report.variant_label("07_de_ce_baselines", {"model": "ce", "n": 32, "alpha": 0.0}, ["model", "n", "alpha"]) \
+        == "CE n=32, α=0"
 
 
 @pytest.mark.parametrize("name, key", [("table1_wordnet_paper", "table1"), ("table2_esci_paper", "table2"),
@@ -181,3 +183,19 @@ def test_parameter_curves_draw_one_line_per_family(tmp_path, outputs_root):
     assert report.parameter_curves(report.collect(single), single.notebook) is None
     curves = report.recall_curves(report.results_table(report.collect(s)))
     assert [t.name for t in curves.data][:2] == ["NTP", "Fractional α=1"] and list(curves.data[0].x) == [1]
+
+
+def test_figure3_points_get_baseline_labels_and_curves(outputs_root):
+    try:
+        s = sweep.load_sweep(paths.ROOT / "sweeps" / "fig3_baselines_quick.yaml")
+    except sweep.SweepError as err:
+        pytest.skip(f"notebook 07_de_ce_baselines is not in this checkout yet ({err})")
+    for i, point in enumerate(s.points):
+        finish(s, point, {"cvr": 0.01 * i, "ndcg": 0.9, "recall@1": 0.5, "recall@10": 0.9}, outputs_root)
+    frame = report.collect(s)
+    assert list(frame["label"][:6]) == ["DE n=4, α=5", "DE n=8, α=5", "DE n=16, α=5", "DE n=32, α=5",
+                                        "CE n=32, α=5", "DE n=8, α=0"]
+    fig = report.parameter_curves(frame, s.notebook)
+    lines = {(t.name, t.xaxis): list(t.x) for t in fig.data if t.yaxis in ("y", "y2")}
+    assert lines[("DE n, α=5", "x")] == [4, 8, 16, 32]
+    assert lines[("DE n=8, α", "x2")] == [0, 1, 2, 3, 4, 5] and lines[("CE n=32, α", "x2")] == [0, 1, 2, 3, 4, 5]

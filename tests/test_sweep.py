@@ -86,8 +86,10 @@ def test_committed_sweep_files_are_valid(path):
     except sweep.SweepError as err:
         if "dataset" in str(err) and "unknown parameter" in str(err):
             pytest.skip("05_train has no 'dataset' parameter yet (the ESCI route of Table 2 is being added)")
+        if "07_de_ce_baselines" in str(err) and ("not found" in str(err) or "no parameter spec" in str(err)):
+            pytest.skip("notebook 07_de_ce_baselines is not in this checkout yet")
         raise
-    expected = {"table1": 12, "table2": 6, "table3": 9}
+    expected = {"table1": 12, "table2": 6, "table3": 9, "fig3": 15}
     if "workbook" not in s.name and s.paper in expected:
         assert len(s.points) == expected[s.paper]
     assert s.paper and s.name.startswith(s.paper)
@@ -156,6 +158,15 @@ def test_a_failing_point_is_recorded_the_sweep_goes_on_and_the_next_run_retries_
     rows = sweep.run_sweep(three, outputs_root=outputs_root, echo=lambda _: None,
                            execute=fake_executor(three, outputs_root, calls=calls))
     assert calls == [] and {r["status"] for r in rows} == {"done earlier"}
+
+
+def test_parallel_points_share_the_cores(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(sweep.os, "cpu_count", lambda: 8)
+    assert sweep.thread_env(4)["OMP_NUM_THREADS"] == "2" and sweep.thread_env(16)["MKL_NUM_THREADS"] == "1"
+    assert "OMP_NUM_THREADS" not in sweep.thread_env(1)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert sweep.thread_env(4)["OMP_NUM_THREADS"] == "3"  # the caller's setting wins
 
 
 def test_parallel_jobs_run_every_point(three, outputs_root):

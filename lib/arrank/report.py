@@ -88,7 +88,16 @@ def loss_label(params: dict[str, Any]) -> str:
     return f"{item} + trie β={b}" + (" (combined)" if params.get("combined") else "")
 
 
-LABELLED = {"05_train": ({"scheme", "alpha", "targets", "beta", "combined"}, loss_label)}
+def baseline_label(params: dict[str, Any]) -> str:
+    """Figure 3's name of a 07_de_ce_baselines run: DE or CE, its dimension n and λ(r) = 1/r^α."""
+    model = str(params.get("model"))
+    if model not in ("de", "ce"):
+        return "Figure 3 (every configuration)"
+    return f"{model.upper()} n={number_text(params.get('n'))}, α={number_text(params.get('alpha'))}"
+
+
+LABELLED = {"05_train": ({"scheme", "alpha", "targets", "beta", "combined"}, loss_label),
+            "07_de_ce_baselines": ({"model", "n", "alpha"}, baseline_label)}
 
 
 def variant_label(notebook: str, params: dict[str, Any], varying: list[str]) -> str:

@@ -276,15 +276,29 @@ def _newest_failed(run_dir: Path, since: float) -> str | None:
 Execute = Callable[[Point, Path], "int | None"]
 
 
-def subprocess_executor(sweep: Sweep, outputs_root: Path, running: dict[int, subprocess.Popen]) -> Execute:
+def thread_env(jobs: int) -> dict[str, str]:
+    """The environment of a point's process: with ``jobs`` points at once, each gets
+    cpu_count // jobs threads (OMP_NUM_THREADS, MKL_NUM_THREADS) unless the caller set them;
+    two 2-thread trainings on 2 cores ran 7x slower than one after the other (docs/measurements.md)."""
+    env = dict(os.environ)
+    if jobs > 1:
+        threads = str(max(1, (os.cpu_count() or 1) // jobs))
+        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            env.setdefault(name, threads)
+    return env
+
+
+def subprocess_executor(sweep: Sweep, outputs_root: Path, running: dict[int, subprocess.Popen],
+                        jobs: int = 1) -> Execute:
     """Run a point as ``python -m arrank.sweep --point ...`` with its output in the log file;
     the child is kept in ``running`` so an interrupted sweep can stop it."""
+    env = thread_env(jobs)
 
     def execute(point: Point, log: Path) -> int:
         cmd = [sys.executable, "-m", "arrank.sweep", "--point", sweep.notebook, json.dumps(point.overrides),
                "--outputs-root", str(outputs_root)]
         with open(log, "w") as fh:
-            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=paths.ROOT)
+            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=paths.ROOT, env=env)
             running[proc.pid] = proc
             try:
                 return proc.wait()
@@ -310,7 +324,7 @@ def run_sweep(sweep: Sweep, jobs: int = 1, outputs_root: Path | None = None, exe
     folder = sweep_dir(sweep, root)
     (folder / "logs").mkdir(parents=True, exist_ok=True)
     running: dict[int, subprocess.Popen] = {}
-    execute = execute or subprocess_executor(sweep, root, running)
+    execute = execute or subprocess_executor(sweep, root, running, jobs)
     total, width = len(sweep.points), len(str(len(sweep.points)))
     rows = [{"run_name": p.run_name, "grid": p.grid, "status": "pending", "seconds": None, "error": None,
              "log": None, "failed_dir": None, "run_dir": str(run_path(sweep.notebook, p.run_name, root))}
