@@ -18,6 +18,9 @@ TINY = {
     "05_train": {"subtree": "canine.n.02", "min_relevant": 1, "n_eval": 10, "steps": 10, "batch_size": 16,
                  "tokenizer_vocab": 400, "scheme": "fractional", "targets": "trie", "combined": True},
     "06_evaluate": {"train_run": "latest", "decode_queries": 3, "beam_k": 2},
+    "07_de_ce_baselines": {"subtree": "canine.n.02", "min_relevant": 1, "n_eval": 10, "de_steps": 30,
+                           "ce_steps": 30, "batch_size": 64, "de_dims": "2,4", "ce_dim": 4, "de_alpha_dim": 2,
+                           "alphas": [0, 5], "k_max": 3},
     "08_results": {"sweep": "sweeps/table1_wordnet_quick.yaml", "paper_rows": "yes"},
 }
 
@@ -143,3 +146,17 @@ def test_08_results(outputs_root, monkeypatch):
     assert "| Fractional α=2 | this run | 5.00 | **96.00** | 70.00 | **80.00** |" in (final / "results_table.md").read_text()
     for name in ("recall_curves", "parameter_curves"):
         _has_figure(final, name)
+
+
+def test_07_de_ce_baselines(outputs_root):
+    final, m = _run("07_de_ce_baselines", outputs_root)
+    # de n2/n4 at alpha 5, ce n4 at alpha 5, de n2 at alpha 0, ce n4 at alpha 0: five runs
+    assert m["n_eval_queries"] == 10 and m["n_table_rows"] == 82115 and m["n_pairs"] > 10
+    for key in ("de_n2_alpha5", "de_n4_alpha5", "de_n2_alpha0", "ce_n4_alpha5", "ce_n4_alpha0"):
+        assert m[f"{key}_n_queries"] == 10 and 0.0 <= m[f"{key}_recall@1"] <= 1.0 and 0.0 < m[f"{key}_ndcg"] <= 1.0
+    assert 0.0 <= m["de_n4_alpha5_retrieval_recall@1"] <= 1.0 and "ce_n4_alpha5_retrieval_recall@1" not in m
+    assert m["finding_de_grows_with_n"] in (True, False) and m["finding_alpha_raises_de_small_k"] in (True, False)
+    for name in ("figure3a", "figure3b", "figure3c", "retrieval_recall_at_k", "training_loss"):
+        _has_figure(final, name)
+    assert (final / "figure3b.csv").read_text().startswith("curve,model,n,alpha,k,recall")
+    assert len((final / "results.csv").read_text().splitlines()) == 1 + 5

@@ -77,6 +77,30 @@ def text(pattern: str | None = None, what: str = "a string", optional: bool = Fa
     return check
 
 
+def number_list(lo: float | None = None, integers: bool = False) -> Validator:
+    """Validator: a non-empty list of numbers >= lo (ints when ``integers``), given as a list or
+    as a comma-separated string (``-p alphas 0,1,2`` on the command line); returns a list."""
+
+    def check(name: str, value: Any) -> Any:
+        what = f"a non-empty list of {'integers' if integers else 'numbers'}{_range_text(lo, None)}"
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)) or not items:
+            raise ParamError(f"{name}={value!r} must be {what}, e.g. [4, 8] or '4,8'")
+        out = []
+        for item in items:
+            try:
+                x = (int(item) if integers else float(item)) if isinstance(item, str) else item
+            except ValueError:
+                raise ParamError(f"{name}={value!r} must be {what}: {item!r} is not a number") from None
+            ok = not isinstance(x, bool) and isinstance(x, int if integers else (int, float)) and x == x
+            if not ok or (lo is not None and x < lo):
+                raise ParamError(f"{name}={value!r} must be {what}: {item!r} is not allowed")
+            out.append(x if integers else float(x))
+        return out
+
+    return check
+
+
 def _range_text(lo: Any, hi: Any) -> str:
     if lo is None and hi is None:
         return ""
@@ -185,6 +209,34 @@ SPECS: dict[str, dict[str, Validator]] = {
     },
 }
 
+# 07: the DE / CE baselines of section 5.3 (arrank.baselines); hyper-parameter defaults are Appendix B's.
+SPECS["07_de_ce_baselines"] = {
+    "model": choice("figure3", "de", "ce"),
+    "n": integer(1, 4096),
+    "alpha": number(0.0),
+    "de_dims": number_list(1, integers=True),
+    "ce_dim": integer(1, 4096),
+    "de_alpha_dim": integer(1, 4096),
+    "alphas": number_list(0.0),
+    "de_steps": integer(1, 10**7, optional=True),
+    "ce_steps": integer(1, 10**7, optional=True),
+    "batch_size": integer(1, 10**6),
+    "tau": number(1e-6),
+    "de_lr": number(1e-9),
+    "de_momentum": number(0.0, 0.999),
+    "ce_lr": number(1e-9),
+    "ce_weight_decay": number(0.0),
+    "de_row_updates": choice("lazy", "dense"),
+    "ce_row_updates": choice("lazy", "dense"),
+    "retrieval": choice(True, False),
+    "arr_runs": text(r"[^/]+", "a glob on 05_train run names, e.g. '*' or 'table1_wordnet_quick-*'"),
+    "k_max": integer(1, 50),
+    "threads": integer(1, 1024),
+    "subtree": SPECS_SUBTREE,
+    "min_relevant": integer(1, 30, optional=True),
+    "n_eval": integer(1, 10**5, optional=True),
+}
+
 # Per notebook and profile: the values that parameters left at None take.
 PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "01_de_capacity": {
@@ -211,6 +263,11 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
         "quick": {"subtree": "animal.n.01", "min_relevant": 5, "n_eval": 300, "decode_queries": 50},
         "paper": {"subtree": "", "min_relevant": 1, "n_eval": 5000, "decode_queries": 500},
     },
+}
+
+PROFILES["07_de_ce_baselines"] = {  # quick: the 05 quick data (animal.n.01), paper: all nouns, App. B steps
+    "quick": {"subtree": "animal.n.01", "min_relevant": 5, "n_eval": 300, "de_steps": 3000, "ce_steps": 3000},
+    "paper": {"subtree": "", "min_relevant": 1, "n_eval": 5000, "de_steps": 50_000, "ce_steps": 20_000},
 }
 
 # 08_results reads the runs of one sweep (arrank.sweep) and prints the paper's table (arrank.report).

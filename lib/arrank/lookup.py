@@ -1,0 +1,108 @@
+"""The lookup-table view of the WordNet ranking task for the DE and CE baselines (paper section 5.3).
+
+Section 5.3 maps every noun synset to one row of an embedding table ("an embedding table of size
+82,155 x n"; WordNet 3.0 has 82,115 noun synsets, ``entity.n.01`` included, which is the table
+built here: the paper's figure looks like a transposition typo). The training data are the
+positive pairs ``(q_i, d_i, r_i)``: a query synset, one of its relevant hypernyms and that
+hypernym's rank r (1 = the direct hypernym), i.e. the per-docID view of section 5.1.
+
+This is a capacity experiment: a lookup table has no way to embed a synset it never saw, so the
+baselines train on the pairs of *all* queries, and are evaluated on the evaluation queries' pairs
+(which were trained on too) plus each query's sampled negative (never trained on as a negative).
+
+Everything is index tensors (``torch.int64``) so that a training step is a handful of gathers.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Iterator, Mapping, NamedTuple, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+
+class Pairs(NamedTuple):
+    """Positive pairs (q_i, d_i, r_i) of section 5.3 as aligned int64 tensors of table rows."""
+
+    query: torch.Tensor
+    doc: torch.Tensor
+    rank: torch.Tensor
+
+
+def check_dim(n: object) -> int:
+    """The embedding dimension n: an int >= 1, or a ValueError naming the bad value."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n <= 0:
+        raise ValueError(f"embedding dimension n={n!r} is not allowed: it must be an integer >= 1")
+    return int(n)
+
+
+def check_alpha(alpha: object) -> float:
+    """alpha of lambda(r) = 1/r^alpha: a finite number >= 0 (0 gives the unweighted loss)."""
+    if (isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or math.isnan(alpha)
+            or math.isinf(alpha) or alpha < 0):
+        raise ValueError(f"alpha={alpha!r} is not allowed: lambda(r) = 1/r**alpha needs a finite "
+                         "number alpha >= 0 (alpha = 0 gives the plain, unweighted loss)")
+    return float(alpha)
+
+
+def row_index(names: Sequence[str]) -> dict[str, int]:
+    """Row of each synset in a table over ``names`` (e.g. ``wordnet.noun_synset_names()``, the
+    82,115 noun synsets, sorted); duplicate names are an error."""
+    rows = {name: i for i, name in enumerate(names)}
+    if len(rows) != len(names):
+        raise ValueError("the table's synset names contain duplicates")
+    return rows
+
+
+def _rows_of(names: Sequence[str], rows: Mapping[str, int], what: str) -> np.ndarray:
+    try:
+        return np.fromiter((rows[x] for x in names), dtype=np.int64, count=len(names))
+    except KeyError as err:
+        raise ValueError(f"{what} {err.args[0]!r} has no row in the embedding table") from None
+
+
+def positive_pairs(df: pd.DataFrame, rows: Mapping[str, int]) -> Pairs:
+    """The pairs (q, d_r, r) of every query of the dataset ``df`` (columns ``query`` and
+    ``relevant``, rank 1 first; both splits: see the module docstring), as table rows."""
+    if df.empty:
+        raise ValueError("the dataset has no queries, so there are no pairs to train on")
+    n_rel = np.fromiter((len(r) for r in df["relevant"]), dtype=np.int64, count=len(df))
+    if (n_rel < 1).any():
+        raise ValueError(f"query {df['query'].iloc[int(np.argmin(n_rel))]!r} has no relevant document")
+    queries = _rows_of(list(df["query"]), rows, "query synset")
+    docs = _rows_of([d for rel in df["relevant"] for d in rel], rows, "relevant synset")
+    ranks = np.arange(int(n_rel.sum())) - np.repeat(np.cumsum(n_rel) - n_rel, n_rel) + 1
+    return Pairs(torch.from_numpy(np.repeat(queries, n_rel)), torch.from_numpy(docs),
+                 torch.from_numpy(ranks.astype(np.int64)))
+
+
+def rank_weights(rank: torch.Tensor, alpha: float, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """lambda(r) = 1 / r^alpha (section 4.1's fractional weight, reused by section 5.3).
+    alpha = 0 gives 1 for every pair (the standard, unweighted loss)."""
+    alpha = check_alpha(alpha)
+    if (rank < 1).any():
+        raise ValueError(f"ranks must be >= 1, got {int(rank.min())}")
+    return rank.to(torch.float64).pow(-alpha).to(dtype)
+
+
+def batch_indices(n_pairs: int, batch_size: int, steps: int, generator: torch.Generator) -> Iterator[torch.Tensor]:
+    """``steps`` batches of pair indices: the pairs are shuffled once per epoch and cut into
+    consecutive batches (a batch that would cross an epoch boundary is taken from the next
+    epoch's order, so no batch holds a pair twice). Errors for batch sizes < 1 or larger than
+    the number of pairs."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+        raise ValueError(f"batch_size={batch_size!r} is not allowed: it must be an integer >= 1")
+    if batch_size > n_pairs:
+        raise ValueError(f"batch_size={batch_size} is larger than the number of training pairs "
+                         f"({n_pairs}); use a batch of at most {n_pairs} pairs")
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
+        raise ValueError(f"steps={steps!r} is not allowed: it must be an integer >= 1")
+    order, at = torch.randperm(n_pairs, generator=generator), 0
+    for _ in range(steps):
+        if at + batch_size > n_pairs:
+            order, at = torch.randperm(n_pairs, generator=generator), 0
+        yield order[at: at + batch_size]
+        at += batch_size
