@@ -10,9 +10,11 @@ intermediate 384) with a BPE tokenizer (~2000 tokens) trained on the WordNet nou
 the prompt templates' own words (as ``models.tiny_model_and_tokenizer`` does with the task's texts),
 and the tiny chat template (BOS + prompt). For each template and n_q, every query is a random synset
 name with n_q random synset names as candidates, listed (shuffled) in the prompt as in Appendix D.1.
-Naive and prefix-shared (both layouts of ``score_prefix_shared``: ``packed``, the default, all
-candidates in one row with a 4-D block mask; ``padded``, a batch of right-padded rows with a 2-D
-mask and the prompt cache expanded to every row) run on the same queries in rotating order;
+Naive and prefix-shared (the layouts of ``score_prefix_shared``: ``packed``, the default, the
+prompt's cache then all candidates in one row with the 4-D block mask of ``arrank.packing``;
+``one_pass``, prompt and candidates in one row and one pass with the same mask, no cache;
+``padded``, a batch of right-padded rows with a 2-D mask and the prompt cache expanded to every
+row) run on the same queries in rotating order;
 per-query medians after warm-up are printed with the speed-ups over naive and the max |score
 difference| to naive over all queries, warm-up included.
 """
@@ -52,7 +54,7 @@ def timed(fn, *args) -> tuple[float, np.ndarray]:
 def run_case(model, tok, names: list[str], template: str, nq: int, a: argparse.Namespace) -> dict:
     """Median ms/query of both methods on the same random queries, and their max |difference|."""
     rng = np.random.default_rng([a.seed, nq, len(template)])
-    ms: dict[str, list[float]] = {"naive": [], "packed": [], "padded": []}
+    ms: dict[str, list[float]] = {"naive": [], "packed": [], "one_pass": [], "padded": []}
     diffs, p_lens = [], []
     for q in range(a.warmup + a.queries):
         picks = rng.choice(len(names), nq + 1, replace=False)
@@ -62,11 +64,11 @@ def run_case(model, tok, names: list[str], template: str, nq: int, a: argparse.N
         cands = [encoding.docid_ids(tok, d) for d in docids]
         runs = [("naive", scoring.score_naive, (model, ids, cands, a.include_eos))]
         runs += [(lay, scoring.score_prefix_shared, (model, ids, cands, a.include_eos, a.batch_size, lay))
-                 for lay in ("packed", "padded")]
+                 for lay in ("packed", "one_pass", "padded")]
         res = {}
-        for label, fn, args in runs[q % 3:] + runs[: q % 3]:  # rotate the order
+        for label, fn, args in runs[q % 4:] + runs[: q % 4]:  # rotate the order
             res[label] = timed(fn, *args)
-        diffs += [float(np.abs(res["naive"][1] - res[lay][1]).max()) for lay in ("packed", "padded")]
+        diffs += [float(np.abs(res["naive"][1] - res[lay][1]).max()) for lay in ("packed", "one_pass", "padded")]
         if q >= a.warmup:
             for label in ms:
                 ms[label].append(res[label][0])
@@ -74,6 +76,7 @@ def run_case(model, tok, names: list[str], template: str, nq: int, a: argparse.N
     med = {k: statistics.median(v) for k, v in ms.items()}
     return {"template": template, "n_q": nq, "prompt_tokens": int(statistics.median(p_lens)),
             **{f"{k}_ms": v for k, v in med.items()}, "speedup_packed": med["naive"] / med["packed"],
+            "speedup_one_pass": med["naive"] / med["one_pass"],
             "speedup_padded": med["naive"] / med["padded"], "max_diff": max(diffs)}
 
 
@@ -97,12 +100,14 @@ def main() -> None:
           f"threads {torch.get_num_threads()}, torch {torch.__version__}, "
           f"{a.queries} timed queries after {a.warmup} warm-up, include_eos={a.include_eos}")
     print(f"{'template':<14} {'n_q':>4} {'prompt tok':>10} {'naive ms/q':>11} {'packed ms/q':>12} "
-          f"{'speed-up':>9} {'padded ms/q':>12} {'speed-up':>9} {'max|diff|':>10}")
+          f"{'speed-up':>9} {'1-pass ms/q':>12} {'speed-up':>9} {'padded ms/q':>12} {'speed-up':>9} "
+          f"{'max|diff|':>10}")
     for template in a.templates:
         for nq in a.nq:
             r = run_case(model, tok, names, template, nq, a)
             print(f"{r['template']:<14} {r['n_q']:>4} {r['prompt_tokens']:>10} {r['naive_ms']:>11.1f} "
-                  f"{r['packed_ms']:>12.1f} {r['speedup_packed']:>8.1f}x {r['padded_ms']:>12.1f} "
+                  f"{r['packed_ms']:>12.1f} {r['speedup_packed']:>8.1f}x {r['one_pass_ms']:>12.1f} "
+                  f"{r['speedup_one_pass']:>8.1f}x {r['padded_ms']:>12.1f} "
                   f"{r['speedup_padded']:>8.1f}x {r['max_diff']:>10.1e}", flush=True)
 
 

@@ -34,9 +34,19 @@
 # LoRA through Unsloth on one GPU, Adafactor (β1 = 0.9), lr 1e-5, 50 warm-up steps then cosine, no
 # weight decay, clipping 1.0, 10k steps, global batch 64 (8 × 8 accumulation), max input 1024.
 #
-# **Item sampling.** `uniform` draws items uniformly and weights each by λ(r), as eq. 2 reads;
-# `weighted` draws items with probability ∝ λ(r) and weights them 1: the same expected gradient,
-# fewer steps spent on items of weight 1/r^α ≈ 0 (see `arrank.train`).
+# **Item sampling.** `weighted` (the default) draws items with probability ∝ λ(r) and weights them
+# 1; `uniform` draws items uniformly and weights each by λ(r), as eq. 2 reads. Both have the same
+# expected gradient up to a constant, but uniform spends most steps on items of weight 1/r^α ≈ 0:
+# at the quick budget it left fractional α = 2 at R@1 0.18 where weighted sampling reaches 0.78
+# (docs/measurements.md, "Quick-profile metrics").
+#
+# **Packing.** `per_query` trains all items of a query in one sequence: the prompt once, then
+# each docID block behind a block mask (it sees the prompt and itself, its positions restart
+# after the prompt), so every item gets the loss and gradient it gets alone while the prompt is
+# processed once per query instead of once per item (`arrank.packing`). Packed, a sampling draw
+# is a query's sequence: `uniform` weights each block λ(r); `weighted` draws sequences ∝ Σλ and
+# weights blocks λ(r)/Σλ. `auto` packs item-level variants where the attention can take the
+# mask (transformers with sdpa or eager; Unsloth falls back to unpacked items with a warning).
 
 # %% tags=["parameters"]
 profile = "quick"  # "quick" (tiny model, CPU, minutes) or "paper" (Mistral-7B + LoRA, GPU)
@@ -50,6 +60,7 @@ targets = "onehot"  # token targets y(r, t): onehot or trie
 beta = 2.0  # trie: docID scores mu(r) are 1 / r**beta
 combined = False  # Appendix F: the trie of rank r holds d_r .. d_nq only
 sampling = "weighted"  # weighted (draw items in proportion to lambda, default) or uniform (weight lambda)
+packing = "auto"  # per_query (one sequence per query, shared prompt), none, or auto (per_query where possible)
 steps = None  # optimizer steps; None: 1200 quick, 10000 paper
 lr = None  # learning rate; None: 2e-3 quick (AdamW), 1e-5 paper (Adafactor)
 batch_size = None  # items per device step; None: 64 quick, 8 paper
@@ -114,6 +125,9 @@ print(f"{len(items):,} items, {train.epochs_of(hyper['steps'], hyper['batch_size
 print(f"example: {example['query']} rank {example['rank']}, lambda = {example['weight']:.4f}")
 for t, step in enumerate(example["targets"][:3]):
     print(f"  step {t}: " + ", ".join(f"{tok.convert_ids_to_tokens(i)} {m:.3f}" for i, m in step))
+layout = train.packing_layout(P["packing"], items, model)
+n_sequences = len(train.pack_items(items, hyper["max_length"])) if layout == "per_query" else len(items)
+print(f"packing: {layout} ({n_sequences:,} sequences of {len(items) / n_sequences:.2f} items on average)")
 
 # %% [markdown]
 # ## 3. Training
@@ -123,7 +137,8 @@ for t, step in enumerate(example["targets"][:3]):
 # %%
 checkpoints = run_dir.parent / f".checkpoints-{P['run_name']}"
 with outputs.timed(timings, "train"):
-    log = train.train(model, tok, items, hyper, checkpoints, seed=P["seed"], sampling=P["sampling"])
+    log = train.train(model, tok, items, hyper, checkpoints, seed=P["seed"], sampling=P["sampling"],
+                      packing=layout)
 outputs.save_table(log, run_dir, "training_log")
 models.save_atomic(model, tok, run_dir / "model")
 fig = train.curves_figure(log, f"Training: {P['scheme']} / {P['targets']}")
@@ -150,6 +165,7 @@ table
 # ## Results
 
 # %%
-metrics = {**result, "n_items": len(items), "final_loss": float(log["loss"].iloc[-1])}
+metrics = {**result, "n_items": len(items), "packing": layout, "n_sequences": n_sequences,
+           "final_loss": float(log["loss"].iloc[-1])}
 outputs.write_results(run_dir, "05_train", P, metrics, timings)
 metrics

@@ -94,6 +94,7 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     final, m = _run("05_train", outputs_root)
     assert m["n_queries"] == 10 and 0.0 <= m["cvr"] <= 1.0 and 0.0 < m["ndcg"] <= 1.0
     assert m["n_queries@1"] == 10 and m["n_items"] > 10  # every rank of every training query
+    assert m["packing"] == "per_query" and m["n_sequences"] < m["n_items"]  # packed by default (auto)
     assert (final / "model" / "config.json").exists() and (final / "model" / "tokenizer.json").exists()
     assert (final / "training_log.csv").read_text().startswith("step,loss,learning_rate")
     _has_figure(final, "training_curves")

@@ -79,7 +79,7 @@ CASES = [  # (prompt length, docID token counts per candidate)
 
 
 @pytest.mark.parametrize("include_eos", [False, True])
-@pytest.mark.parametrize("layout", ["packed", "padded"])
+@pytest.mark.parametrize("layout", ["packed", "padded", "one_pass"])
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_prefix_shared_equals_naive(model, case, layout, include_eos):
     rng = np.random.default_rng(case)
@@ -260,3 +260,21 @@ def test_low_level_errors(model):
         scoring.score_prefix_shared(model, prompt, ok, batch_size=0)
     with pytest.raises(ValueError, match="layout"):
         scoring.score_prefix_shared(model, prompt, ok, layout="ragged")
+
+
+def test_packed_layouts_need_a_mask_reading_attention():
+    """Flash attention ignores a 4-D mask: auto falls back to padded, an explicit packed layout
+    is refused with the reason (arrank.packing.mask_support)."""
+    flash = sharp_tiny_model()
+    flash.config._attn_implementation = "flash_attention_2"
+    assert scoring.resolve_layout(flash, "auto") == "padded"
+    for layout in ("packed", "one_pass"):
+        with pytest.raises(ValueError, match="flash_attention_2.*layout='padded'"):
+            scoring.resolve_layout(flash, layout)
+    eager = sharp_tiny_model()
+    eager.config._attn_implementation = "eager"  # the additive float form of the same mask
+    rng = np.random.default_rng(5)
+    prompt, cands = rand_ids(rng, 9), candidate_set(rng, [3, 1, 4])
+    naive = scoring.score_naive(eager, prompt, cands)
+    for layout in ("packed", "one_pass"):
+        assert np.abs(scoring.score_prefix_shared(eager, prompt, cands, layout=layout) - naive).max() <= TOL

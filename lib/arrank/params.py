@@ -172,6 +172,7 @@ SPECS: dict[str, dict[str, Validator]] = {
         "beta": number(0.0),
         "combined": choice(False, True),
         "sampling": choice("uniform", "weighted"),
+        "packing": choice("auto", "per_query", "none"),
         "steps": integer(1, 10**7, optional=True),
         "lr": number(0.0, 10.0, optional=True),
         "batch_size": integer(1, 4096, optional=True),

@@ -12,14 +12,18 @@ q-bar, d) as one more term of the mean, which tells "cat" from "cats" (notes/cpu
 Two equivalent ways to compute it (same scores to ~1e-6 in float32):
 
 - ``score_naive``: one forward pass per candidate over prompt + candidate.
-- ``score_prefix_shared``: the prompt runs once; its key/value cache is reused by all candidates in
-  one more pass; the first docID token is scored from the prompt's last logits. Two layouts of that
-  pass: ``padded`` (right-padded candidates as a batch, a 2-D mask over prompt + candidate, position
-  ids offset by the prompt length, the prompt cache expanded to every row) and ``packed`` (all
-  candidates in one row, a 4-D block mask: each attends to the prompt and causally to itself, with
-  position ids restarting after the prompt). Packed is the default where the attention
-  implementation reads 4-D masks (sdpa, eager): it never copies the prompt's keys/values per
-  candidate, a copy that costs the padded layout most of its time on a CPU (benchmarks/scoring_speed.py).
+- ``score_prefix_shared``: the prompt is processed once for all candidates; the first docID token
+  is scored from the prompt's last logits. Three layouts: ``padded`` (the prompt runs alone, then
+  its key/value cache serves right-padded candidates as a batch, a 2-D mask over prompt +
+  candidate, position ids offset by the prompt length, the prompt cache expanded to every row);
+  ``packed`` (the prompt runs alone, then all candidates in one row behind its cache with the
+  block mask of ``arrank.packing``: each attends to the prompt and causally to itself, position
+  ids restarting after the prompt); ``one_pass`` (no cache: prompt and candidates in one row,
+  one forward pass, with the same block mask, the layout packed training uses). ``auto`` picks
+  ``packed`` where the attention reads the mask (``packing.mask_support``: sdpa, eager), else
+  ``padded``; benchmarks/scoring_speed.py compares the three (docs/measurements.md): the packed
+  layouts never copy the prompt's keys/values per candidate, a copy that costs the padded layout
+  most of its time on a CPU.
 
 Cache API notes (transformers 5.17): a forward with ``use_cache=True`` returns a ``DynamicCache``
 whose layers hold ``keys``/``values`` of shape [batch, kv_heads, seq, head_dim]; iterating the cache
@@ -37,6 +41,8 @@ from typing import Iterator, Sequence
 
 import numpy as np
 import torch
+
+from arrank.packing import mask_support, model_mask, row_mask, row_positions
 
 METHODS = ("prefix_shared", "naive")
 
@@ -217,35 +223,64 @@ def score_candidate_pack(model, cache, n_prompt: int, first_logprobs: torch.Tens
     lengths = torch.tensor([len(t) for t in targets], device=device)
     firsts = torch.tensor([t[0] for t in targets], dtype=torch.long, device=device)
     total = first_logprobs[firsts].double()
-    inputs = [x for t in targets for x in t[:-1]]
-    if inputs:
+    blocks = [len(t) - 1 for t in targets if len(t) > 1]  # inputs: all scored tokens but the last
+    if blocks:
+        inputs = [x for t in targets for x in t[:-1]]
         nexts = torch.tensor([x for t in targets for x in t[1:]], dtype=torch.long, device=device)
         owner = torch.repeat_interleave(torch.arange(len(targets), device=device), lengths - 1)
-        offset = torch.cat([torch.arange(n - 1, device=device) for n in lengths.tolist()])
-        Q = len(inputs)
-        allowed = torch.ones((Q, n_prompt + Q), dtype=torch.bool, device=device)
-        allowed[:, n_prompt:] = (owner[:, None] == owner[None, :]) & (offset[None, :] <= offset[:, None])
-        dtype = model.get_input_embeddings().weight.dtype
-        mask = torch.zeros((1, 1, Q, n_prompt + Q), dtype=dtype, device=device)
-        mask.masked_fill_(~allowed, torch.finfo(dtype).min)  # additive: read by sdpa and eager
+        allowed = row_mask(n_prompt, blocks)[n_prompt:].to(device)  # the block rows: (Q, P + Q)
+        positions = row_positions(n_prompt, blocks)[n_prompt:].to(device)
         logits = model(input_ids=torch.tensor([inputs], dtype=torch.long, device=device),
-                       attention_mask=mask, position_ids=(n_prompt + offset)[None, :],
+                       attention_mask=model_mask(model, allowed[None, None]), position_ids=positions[None, :],
                        past_key_values=expand_cache(model, cache, 1), use_cache=True).logits[0]
         lp = token_logprobs(logits, nexts).double()
         total = total.index_add(0, owner, lp)
     return total / lengths.double()
 
 
-LAYOUTS = ("auto", "packed", "padded")
+def score_one_pass(model, prompt: list[int], targets: list[list[int]]) -> torch.Tensor:
+    """Scores of candidates packed behind the prompt in ONE forward pass, no cache (float64 [B]).
+
+    The row is ``prompt + tgt_1[:-1] + tgt_2[:-1] + ...`` with the block mask and position ids of
+    ``arrank.packing`` (the packed training layout): token 0 of each candidate is scored from the
+    prompt's last logits, tokens 1.. from the logits of their own block.
+    """
+    device = model_device(model)
+    P = len(prompt)
+    lengths = torch.tensor([len(t) for t in targets], device=device)
+    blocks = [len(t) - 1 for t in targets if len(t) > 1]
+    row = list(prompt) + [x for t in targets for x in t[:-1]]
+    if blocks:
+        allowed = row_mask(P, blocks).to(device)[None, None]
+        kw = {"attention_mask": model_mask(model, allowed),
+              "position_ids": row_positions(P, blocks).to(device)[None, :]}
+    else:
+        kw = {}
+    logits = model(input_ids=torch.tensor([row], dtype=torch.long, device=device), use_cache=False,
+                   logits_to_keep=len(row) - P + 1, **kw).logits[0]
+    firsts = torch.tensor([t[0] for t in targets], dtype=torch.long, device=device)
+    total = torch.log_softmax(logits[0].float(), dim=-1)[firsts].double()
+    if blocks:
+        nexts = torch.tensor([x for t in targets for x in t[1:]], dtype=torch.long, device=device)
+        owner = torch.repeat_interleave(torch.arange(len(targets), device=device), lengths - 1)
+        total = total.index_add(0, owner, token_logprobs(logits[1:], nexts).double())
+    return total / lengths.double()
+
+
+LAYOUTS = ("auto", "packed", "padded", "one_pass")
 
 
 def resolve_layout(model, layout: str) -> str:
-    """``auto`` -> ``packed`` for the sdpa/eager attention (which read a 4-D mask), else ``padded``."""
+    """``auto`` -> ``packed`` when the model takes the block mask (``packing.mask_support``:
+    sdpa/eager attention), else ``padded``; an explicit packed layout on a model that cannot take
+    the mask is an error naming the reason."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout={layout!r} is not allowed; choose one of {list(LAYOUTS)}")
+    ok, why = mask_support(model)
     if layout == "auto":
-        impl = getattr(model.config, "_attn_implementation", None) or "eager"
-        return "packed" if impl in ("sdpa", "eager") else "padded"
+        return "packed" if ok else "padded"
+    if layout in ("packed", "one_pass") and not ok:
+        raise ValueError(f"layout={layout!r} needs the packed block mask, but {why}; use layout='padded'")
     return layout
 
 
@@ -258,18 +293,24 @@ def score_prefix_shared(model, prompt: list[int], candidates: list[list[int]],
     the same scores (max abs difference ~1e-6 in float32). The prompt runs once; candidates then run
     ``batch_size`` at a time (None: all in one pass) behind its cache, either
     ``layout="padded"``: a batch of right-padded rows, 2-D mask over prompt + candidate, the prompt
-    cache expanded to every row; or ``"packed"``: all candidates in one row with a 4-D block mask,
-    the prompt cache used once (faster; needs an attention implementation that reads 4-D masks,
-    sdpa or eager). ``"auto"`` (default) picks packed when the model's attention allows it.
+    cache expanded to every row; ``"packed"``: all candidates in one row with the 4-D block mask,
+    the prompt cache used once; ``"one_pass"``: prompt and candidates in one row and one pass, no
+    cache (the prompt then runs once per batch of candidates). The packed layouts need an attention
+    that reads 4-D masks (sdpa or eager). ``"auto"`` (default) picks packed when the model allows it.
     """
     targets = scored_tokens(model, prompt, candidates, include_eos, eos_id)
     if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
                                    or batch_size < 1):
         raise ValueError(f"batch_size={batch_size!r} must be a positive integer or None")
-    run = score_candidate_pack if resolve_layout(model, layout) == "packed" else score_candidate_batch
+    layout = resolve_layout(model, layout)
     step = batch_size or len(targets)
     parts = []
     with eval_mode(model):
+        if layout == "one_pass":
+            for s in range(0, len(targets), step):
+                parts.append(score_one_pass(model, prompt, targets[s: s + step]))
+            return torch.cat(parts).cpu().numpy()
+        run = score_candidate_pack if layout == "packed" else score_candidate_batch
         first, cache = prompt_cache(model, prompt)
         for s in range(0, len(targets), step):
             parts.append(run(model, cache, len(prompt), first, targets[s: s + step]))

@@ -75,16 +75,23 @@ def pad_sparse_targets(targets: Sequence[Sequence[Sequence[tuple[int, float]]]],
         raise ValueError(f"a step holds {widest} (token, mass) pairs, more than k={k}")
     ids = torch.zeros(len(targets), seq_len, k, dtype=torch.long)
     mass = torch.zeros(len(targets), seq_len, k, dtype=torch.float32)
+    rows, cols, slots, toks, masses = [], [], [], [], []  # filled in one assignment below
     for b, (item, start) in enumerate(zip(targets, starts)):
         start = int(start)
         if start < 1 or start + len(item) > seq_len:
             raise ValueError(f"item {b}: docID of {len(item)} steps starting at position {start} "
                              f"must lie within positions [1, {seq_len}) (position 0 is never predicted)")
         for j, step in enumerate(item):
-            if step:
-                toks, ms = zip(*step)
-                ids[b, start + j, :len(step)] = torch.tensor(toks, dtype=torch.long)
-                mass[b, start + j, :len(step)] = torch.tensor(ms, dtype=torch.float32)
+            for slot, (tok, m) in enumerate(step):
+                rows.append(b)
+                cols.append(start + j)
+                slots.append(slot)
+                toks.append(tok)
+                masses.append(m)
+    if rows:
+        where = (torch.tensor(rows), torch.tensor(cols), torch.tensor(slots))
+        ids[where] = torch.tensor(toks, dtype=torch.long)
+        mass[where] = torch.tensor(masses, dtype=torch.float32)
     return ids, mass
 
 
@@ -106,7 +113,9 @@ def stoical_loss(logits: torch.Tensor, target_ids: torch.Tensor, target_mass: to
     token t + 1). ``target_ids`` / ``target_mass``: (B, T, K) sparse y(r, t), aligned with
     ``input_ids`` like transformers ``labels`` (row t is the target of token t; the shift is done
     here); mass 0 is padding, an all-zero row is an unsupervised position (prompt, padding).
-    ``item_weight``: (B,) lambda(r) of each item (section 4.1).
+    ``item_weight``: (B,) lambda(r) of each item (section 4.1), or (B, T) per position, aligned
+    like the targets (row t weighs the loss of token t): a packed row holds several items
+    (``arrank.packing``), each block's tokens carrying its own lambda(r).
 
     loss = sum_b lambda_b * sum_t CE(y_bt, p_bt) / N,  CE = -sum_k mass_k * log_softmax(logits)[id_k],
     with N the number of supervised positions of the batch (rows with any mass > 0, whatever their
@@ -130,8 +139,9 @@ def stoical_loss(logits: torch.Tensor, target_ids: torch.Tensor, target_mass: to
         raise ValueError(f"target_ids must hold integer token ids, got dtype {target_ids.dtype}")
     if not torch.is_floating_point(target_mass):
         raise ValueError(f"target_mass must be a floating-point tensor, got dtype {target_mass.dtype}")
-    if tuple(item_weight.shape) != (B,):
-        raise ValueError(f"item_weight must be (B={B},), got shape {tuple(item_weight.shape)}")
+    if tuple(item_weight.shape) not in ((B,), (B, T)):
+        raise ValueError(f"item_weight must be (B={B},) or (B={B}, T={T}), got shape "
+                         f"{tuple(item_weight.shape)}")
     if not torch.isfinite(target_mass).all() or (target_mass < 0).any():
         raise ValueError("target_mass must be finite and >= 0")
     if not torch.isfinite(item_weight).all() or (item_weight < 0).any():
@@ -163,5 +173,6 @@ def stoical_loss(logits: torch.Tensor, target_ids: torch.Tensor, target_mass: to
     logz = torch.logsumexp(rows, dim=-1)                          # (N,)
     picked = rows.gather(1, ids)                                  # (N, K)
     ce = mass.sum(-1) * logz - (mass * picked).sum(-1)            # -sum_k m_k log p(id_k)
-    lam = item_weight.to(rows.device, rows.dtype)[b_idx.to(rows.device)]
+    weight = item_weight.to(rows.device, rows.dtype)
+    lam = weight[rows_idx[0]] if weight.dim() == 1 else weight[rows_idx[0], rows_idx[1] + 1]
     return (lam * ce).sum() / denom

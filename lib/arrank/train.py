@@ -13,6 +13,23 @@ uniformly and weights each loss by lambda(r), as eq. 2 reads; ``sampling="weight
 with probability proportional to lambda(r) and weights them 1. Both have the same expected
 gradient up to a constant factor; the weighted one wastes fewer steps on items whose weight is
 tiny (1/r^alpha), which matters at a CPU budget (notes/cpu-feasibility.md).
+
+Packing (``packing``, ``arrank.packing``): ``"per_query"`` trains every item of a query in one
+sequence [prompt][d_1]...[d_k] behind a block mask, so the prompt is processed once per query
+instead of once per item, with the same per-item losses and gradients. ``"auto"`` (default)
+packs item-level variants (more than one item per query) when the model's attention takes the
+mask (transformers with sdpa or eager attention; not Unsloth): see ``packing.mask_support``.
+Packed, the sampling unit is a query's packed sequence, and every block keeps its weight:
+``uniform`` draws sequences uniformly and weights each block lambda(r) (eq. 2 as it reads: an
+epoch is the sum over all items); ``weighted`` draws sequences with probability proportional to
+their summed lambda, Lambda, and weights each block lambda(r) * mean(Lambda) / Lambda (the same
+expected gradient, the same loss scale). A packed step carries the total loss weight of the
+unpacked step it replaces: ``batch_size`` items drawn uniformly carry batch_size * mean lambda,
+drawn in proportion to lambda (weight 1) they carry batch_size, so a packed step takes that
+weight over mean(Lambda) sequences (``packed_batch_size``): as many top-ranked docIDs per step as
+the unpacked run, and every lower rank besides. Sequences then share rows (``packing.fill_rows``,
+``packing.row_length_for``: about two sequences a row), each seeing only itself, so little is
+padding.
 """
 
 from __future__ import annotations
@@ -20,6 +37,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -27,6 +45,8 @@ import pandas as pd
 import torch
 
 from arrank.encoding import docid_table, prompt_ids
+from arrank.packing import (collate_packed, model_mask, pack_items, resolve_packing, row_length_for,
+                            sequence_weights)
 from arrank.stoical import item_weight, pad_sparse_targets, stoical_loss
 from arrank.trie import one_hot_targets, query_sparse_targets
 
@@ -76,6 +96,9 @@ def training_items(df: pd.DataFrame, tokenizer, scheme: str, alpha: float | None
         raise ValueError("the dataset has no training queries")
     items: list[dict[str, Any]] = []
     for query, relevant, prompt in zip(train["query"], train["relevant"], train["prompt"]):
+        if len(relevant) == 0:
+            raise ValueError(f"query {query!r} has an empty relevant list: every training query "
+                             "needs at least one relevant docID")
         ids = docid_table(tokenizer, relevant)
         p_ids = prompt_ids(tokenizer, prompt)
         longest = len(p_ids) + max(len(v) for v in ids.values())
@@ -113,6 +136,9 @@ def _trainer_class():
         The model is called without labels and the loss computed from its logits, so backends
         that fuse or drop logits when labels are passed (Unsloth; set UNSLOTH_RETURN_LOGITS=1)
         behave like plain transformers. ``sample_weights`` switches to weighted item sampling.
+        A packed batch (``arrank.packing.collate_packed``) brings a boolean block mask
+        ``allowed`` and ``position_ids``; the mask is handed to the model in the form its
+        attention reads (``packing.model_mask``).
         """
 
         sample_weights: list[float] | None = None
@@ -122,7 +148,11 @@ def _trainer_class():
             target_ids = inputs.pop("target_ids")
             target_mass = inputs.pop("target_mass")
             weights = inputs.pop("item_weight")
-            outputs = model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
+            if "allowed" in inputs:
+                outputs = model(input_ids=inputs["input_ids"], position_ids=inputs["position_ids"],
+                                attention_mask=model_mask(model, inputs["allowed"]))
+            else:
+                outputs = model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
             loss = stoical_loss(outputs.logits, target_ids, target_mass, weights)
             return (loss, outputs) if return_outputs else loss
 
@@ -178,10 +208,32 @@ def last_checkpoint(folder: Path) -> str | None:
     return str(found[-1]) if found else None
 
 
+def packing_layout(packing: str, items: list[dict[str, Any]], model) -> str:
+    """The layout ``packing`` gives for these items and this model: ``"per_query"`` or ``"none"``
+    (``packing.resolve_packing``); a ``"per_query"`` the model cannot take falls back to
+    ``"none"`` with one warning saying why."""
+    layout, warning = resolve_packing(packing, items, model)
+    if warning:
+        warnings.warn(warning, stacklevel=2)
+    return layout
+
+
+def packed_batch_size(batch_size: int, items: Sequence[dict[str, Any]], n_sequences: int,
+                      weighted: bool) -> int:
+    """Packed sequences per step that carry the expected total loss weight of an unpacked step of
+    ``batch_size`` items (module docstring), at least one: batch_size * (mean lambda of an item,
+    or 1 when items are drawn in proportion to lambda) / (mean summed lambda of a sequence)."""
+    total = sum(item["weight"] for item in items)
+    per_item = 1.0 if weighted else total / len(items)
+    return max(1, round(batch_size * per_item * n_sequences / total))
+
+
 def train(model, tokenizer, items: list[dict[str, Any]], hyper: dict[str, Any], checkpoints: Path,
-          seed: int = 0, sampling: str = "uniform", callbacks: list | None = None) -> pd.DataFrame:
+          seed: int = 0, sampling: str = "weighted", callbacks: list | None = None,
+          packing: str = "auto") -> pd.DataFrame:
     """Train with STOICaL; resume from the newest checkpoint in ``checkpoints`` if there is one.
 
+    ``packing``: ``"auto"``, ``"per_query"`` or ``"none"`` (module docstring; ``packing_layout``).
     Returns the training log (step, loss, learning_rate, grad_norm). The checkpoints folder is
     removed at the end: the caller saves the final model into its run directory.
     """
@@ -190,15 +242,26 @@ def train(model, tokenizer, items: list[dict[str, Any]], hyper: dict[str, Any], 
     if not items:
         raise ValueError("no training items")
     weighted = sampling == "weighted"
+    pad = tokenizer.pad_token_id
+    if packing_layout(packing, items, model) == "per_query":
+        dataset = pack_items(items, hyper["max_length"])
+        hyper = {**hyper, "batch_size": packed_batch_size(hyper["batch_size"], items, len(dataset), weighted)}
+        draw = sequence_weights(dataset)
+        scale = sum(draw) / len(draw) if weighted else None
+        rows = row_length_for(dataset, hyper["max_length"])
+        collator = lambda b: collate_packed(b, pad, scale, rows)  # noqa: E731
+    else:
+        dataset, draw = items, [item["weight"] for item in items]
+        collator = lambda b: collate(b, pad, weighted)  # noqa: E731
     if not torch.cuda.is_available():
-        torch.set_num_threads(os.cpu_count() or 1)  # 1 thread: 8.6k tokens/s, 2: ~14.5k (notes)
+        # every core, unless OMP_NUM_THREADS says otherwise (a sweep with --jobs N sets cores / N)
+        torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or 0) or os.cpu_count() or 1)
     args = training_arguments(checkpoints, hyper, seed, use_cpu=not torch.cuda.is_available())
     optimizers = (adafactor(model, hyper["lr"]), None) if hyper["optimizer"] == "adafactor" else (None, None)
-    trainer = _trainer_class()(model=model, args=args, train_dataset=items, optimizers=optimizers,
-                               data_collator=lambda b: collate(b, tokenizer.pad_token_id, weighted),
-                               callbacks=callbacks)
+    trainer = _trainer_class()(model=model, args=args, train_dataset=dataset, optimizers=optimizers,
+                               data_collator=collator, callbacks=callbacks)
     if weighted:
-        trainer.sample_weights = [item["weight"] for item in items]
+        trainer.sample_weights = draw
     trainer.train(resume_from_checkpoint=last_checkpoint(checkpoints))
     log = pd.DataFrame([r for r in trainer.state.log_history if "loss" in r])
     shutil.rmtree(checkpoints, ignore_errors=True)
