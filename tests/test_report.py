@@ -199,3 +199,20 @@ def test_figure3_points_get_baseline_labels_and_curves(outputs_root):
     lines = {(t.name, t.xaxis): list(t.x) for t in fig.data if t.yaxis in ("y", "y2")}
     assert lines[("DE n, α=5", "x")] == [4, 8, 16, 32]
     assert lines[("DE n=8, α", "x2")] == [0, 1, 2, 3, 4, 5] and lines[("CE n=32, α", "x2")] == [0, 1, 2, 3, 4, 5]
+
+
+def _finding_frame(ntp_cvr: float, frac_cvr: float) -> pd.DataFrame:
+    row = lambda label, scheme, alpha, targets, cvr, r: {
+        "state": "done", "label": label, "scheme": scheme, "alpha": alpha, "targets": targets, "combined": False,
+        "cvr": cvr, "recall@1": r[0], "recall@2": r[1], "recall@3": r[2], "recall@4": r[3], "recall@5": r[4]}
+    return pd.DataFrame([row("NTP", "indicator", None, "onehot", ntp_cvr, [0.90, 0.70, 0.70, 0.70, 0.70]),
+                         row("Fractional α=2", "fractional", 2.0, "onehot", frac_cvr, [0.89, 0.80, 0.80, 0.80, 0.80]),
+                         row("Trie β=2", "indicator", None, "trie", 0.5, [0.85, 0.75, 0.75, 0.75, 0.75])])
+
+
+def test_table1_findings_hold_and_fail_on_the_numbers():
+    good = report.table1_findings(_finding_frame(0.9, 0.3)).set_index("check")["holds"]
+    assert list(good) == [True, True, True, True]
+    bad = report.table1_findings(_finding_frame(0.9, 0.6)).set_index("check")["holds"]  # 0.6 > 0.9 / 2
+    assert list(bad) == [False, True, True, True]
+    assert report.table1_findings(_finding_frame(0.4, 0.3))["holds"].tolist()[0] is False  # trie 0.5 above NTP

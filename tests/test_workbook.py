@@ -14,6 +14,7 @@ def test_stages_run_05_through_the_sweep_and_06_on_its_fractional_point():
     six = st[5]
     assert six["name"] == "06_evaluate" and six["overrides"]["train_run"] in {p.run_name for p in sweep.points}
     assert "fractional" in six["overrides"]["train_run"]
+    assert st[6]["name"].startswith("07") and st[6]["overrides"] == {"arr_runs": f"{sweep.name}-*"}  # its ARR curves only
 
 
 def test_summary_lists_every_stage_and_the_total(tmp_path):

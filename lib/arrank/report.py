@@ -324,3 +324,49 @@ def paper_reference(sweep: Sweep, frame: pd.DataFrame, paper_rows: str = "auto")
                              f"numbers exist for {sorted(PAPER)}")
         return None
     return sweep.paper if paper_rows == "yes" or sweep_profile(frame) == "paper" else None
+
+
+def table1_findings(frame: pd.DataFrame, near: float = 0.02) -> pd.DataFrame:
+    """The CPU-scale reproduction checks of Table 1's findings (section 5.2) on a WordNet sweep's
+    collected runs (``collect``; one row per finished point, mean over seeds per variant):
+
+    - NTP (indicator, one-hot) has the highest CVR of all variants, and every fractional variant
+      has at most half of it;
+    - fractional alpha = 2 has a higher mean of R@2..R@5 than NTP;
+    - NTP's R@1 is the best or within ``near`` (absolute) of the best;
+    - every trie variant has a lower CVR than NTP.
+
+    One row per check: check, holds (True / False, None when the sweep lacks the variants) and
+    the numbers compared. Fractions, as in results.json."""
+    done = frame[frame["state"] == "done"].copy()
+    if done.empty:
+        raise ValueError("no finished points in this sweep: run it first")
+    get = lambda col, default=None: done[col] if col in done else pd.Series(default, index=done.index)
+    scheme, targets = get("scheme", "indicator").fillna("indicator"), get("targets", "onehot").fillna("onehot")
+    combined = get("combined", False).fillna(False).astype(bool)
+    ntp = done[(scheme == "indicator") & (targets == "onehot") & ~combined]
+    frac = done[(scheme == "fractional") & (targets == "onehot") & ~combined]
+    frac2 = frac[get("alpha").loc[frac.index].astype(float) == 2.0] if len(frac) else frac
+    trie = done[(targets == "trie") & ~combined]
+    by = lambda part: part.groupby("label", sort=False).mean(numeric_only=True)
+    mean25 = lambda part: float(part[[f"recall@{k}" for k in range(2, 6)]].mean(axis=1).mean())
+    rows = []
+    if len(ntp):
+        ntp_cvr, variants = float(ntp["cvr"].mean()), by(done)
+        others = variants.drop(index=ntp["label"].iloc[0], errors="ignore")
+        holds = bool((others["cvr"] < ntp_cvr).all()) and (not len(frac) or bool((by(frac)["cvr"] <= ntp_cvr / 2).all()))
+        rows.append({"check": "NTP has the highest CVR; fractional variants at most half of it", "holds": holds,
+                     "numbers": f"NTP {ntp_cvr:.3f}; " + ", ".join(f"{k} {v:.3f}" for k, v in others["cvr"].items())})
+        best_r1 = float(variants["recall@1"].max())
+        rows.append({"check": f"NTP's R@1 is the best or within {near:g} of it",
+                     "holds": float(ntp["recall@1"].mean()) >= best_r1 - near,
+                     "numbers": f"NTP {float(ntp['recall@1'].mean()):.3f}, best {best_r1:.3f}"})
+        if len(frac2):
+            rows.append({"check": "fractional α=2 has a higher mean R@2..R@5 than NTP",
+                         "holds": mean25(frac2) > mean25(ntp),
+                         "numbers": f"fractional α=2 {mean25(frac2):.3f}, NTP {mean25(ntp):.3f}"})
+        if len(trie):
+            t = by(trie)["cvr"]
+            rows.append({"check": "trie variants lower CVR relative to NTP", "holds": bool((t < ntp_cvr).all()),
+                         "numbers": f"NTP {ntp_cvr:.3f}; " + ", ".join(f"{k} {v:.3f}" for k, v in t.items())})
+    return pd.DataFrame(rows, columns=["check", "holds", "numbers"])

@@ -53,7 +53,8 @@ def stages() -> list[dict[str, Any]]:
         if source.stem.startswith("05"):
             out.append({"name": f"sweep {sweep.name}", "kind": "sweep", "overrides": {}, "prefix": "05"})
             continue
-        overrides = {"train_run": fractional} if source.stem.startswith("06") else {}
+        overrides = ({"train_run": fractional} if source.stem.startswith("06") else
+                     {"arr_runs": f"{sweep.name}-*"} if source.stem.startswith("07") else {})
         out.append({"name": source.stem, "kind": "notebook", "overrides": overrides, "prefix": source.stem[:2]})
     return out
 
@@ -123,6 +124,31 @@ def table1_summary() -> str:
         return f"(no Table 1 summary: {type(err).__name__}: {err})"
 
 
+def findings_summary(run_name: str = "workbook") -> str:
+    """The CPU-scale reproduction checks: Table 1's findings on the workbook sweep
+    (``report.table1_findings``) and Figure 3's on notebook 07's run, as Markdown."""
+    from arrank import report
+
+    lines = ["| finding | holds | numbers |", "|---|---|---|"]
+    try:
+        for _, row in report.table1_findings(report.collect(_sweep())).iterrows():
+            lines.append(f"| {row['check']} | {row['holds']} | {row['numbers']} |")
+    except Exception as err:  # never hide the stage table above it
+        lines.append(f"| Table 1 findings | n/a | {type(err).__name__}: {err} |")
+    results = run_path("07_de_ce_baselines", run_name) / "results.json"
+    if results.exists():
+        m = json.loads(results.read_text())["metrics"]
+        for key in ("finding_de_grows_with_n", "finding_ce_above_de_small_k", "finding_alpha_raises_de_small_k"):
+            numbers = {"finding_de_grows_with_n": [k for k in m if k.startswith("de_n") and "mean_recall" in k],
+                       "finding_ce_above_de_small_k": ["ce_n32_alpha5_recall@1", "de_n32_alpha5_recall@1",
+                                                       "ce_n32_alpha5_recall@2", "de_n32_alpha5_recall@2"],
+                       "finding_alpha_raises_de_small_k": ["de_n8_alpha0_recall@1", "de_n8_alpha5_recall@1",
+                                                           "de_n8_alpha0_recall@2", "de_n8_alpha5_recall@2"]}[key]
+            text = ", ".join(f"{k} {m[k]:.3f}" for k in numbers if isinstance(m.get(k), (int, float)))
+            lines.append(f"| Figure 3: {key.removeprefix('finding_').replace('_', ' ')} | {m.get(key)} | {text} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point; exit 1 when a stage failed."""
     parser = argparse.ArgumentParser(prog="python -m arrank.workbook", description=__doc__.split("\n")[0])
@@ -132,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = run_workbook(args.run_name, args.only)
     print(summary(rows))
     print("\nTable 1, quick (workbook sweep; percent):\n" + table1_summary())
+    print("\nCPU-scale reproduction of the paper's findings (held-out queries for ARR):\n" + findings_summary(args.run_name))
     print(f"\nresults: {paths.OUTPUTS}/<notebook>/{args.run_name}/ (results.json, figures .html/.png, tables .csv); "
           f"the sweep's runs: {paths.OUTPUTS}/05_train/<sweep point>/")
     failed = [r for r in rows if r["status"].startswith("FAILED")]
