@@ -15,3 +15,15 @@ def outputs_root(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "OUTPUTS", root)
     monkeypatch.delenv("ARRANK_RUN_DIR", raising=False)
     return root
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One torch thread while a module's tiny tests run (2 threads spin badly on a busy 2-core
+    machine); use with ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

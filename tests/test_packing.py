@@ -22,13 +22,7 @@ QUERIES = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One torch thread while these tiny tests run (2 threads spin badly on a busy 2-core machine)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

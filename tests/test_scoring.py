@@ -31,13 +31,7 @@ def sharp_tiny_model(vocab: int = VOCAB, seed: int = 0, **sizes):
     return model.eval()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One torch thread while these tiny tests run (2 threads spin badly on a busy 2-core machine)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
