@@ -160,8 +160,8 @@ print(f"{len(arr)} ARR run(s) on the same evaluation queries: {list(arr['label']
 #   0.997 (5); R@2 0.853, 0.988, 0.961;
 # - *the CE at n = 32 above the DE at n = 32 for small k* does **not** hold: CE R@1 0.887, R@2
 #   0.859 against the DE's 1.000, 0.999. Trained and evaluated on the same pairs, the DE fits
-#   every direct hypernym from n = 16 on, and the CE is short of its capacity at 20k steps (58
-#   epochs; in the quick profile, 266 epochs, the same CE reaches R@1 1.000). At alpha = 5 the
+#   every direct hypernym from n = 16 on; the CE does not, and not for lack of steps (80k steps:
+#   R@1 0.870, R@2 0.858), though on the small quick problem it reaches R@1 1.000. At alpha = 5 the
 #   CE's CVR is ~1 by the letter of its loss: its permutation negatives are mostly the top
 #   hypernyms every query shares, pushed below random synsets.
 
