@@ -195,10 +195,13 @@ def arr_runs(dataset: Mapping[str, Any], n_queries: int, root: Path | None = Non
     label, scheme, alpha, targets, beta, recall@k... Empty (with a ``label`` column) if none."""
     if not pattern or "/" in pattern:
         raise ValueError(f"pattern={pattern!r} must be a glob on run names, e.g. '*' or 'table1_wordnet_quick-*'")
+    from fnmatch import fnmatchcase
+
+    from arrank.outputs import finished_runs
+
     rows = []
-    for path in sorted((root or paths.OUTPUTS).glob(f"{stem}/{pattern}/results.json")):
-        if path.parent.name.startswith(".") or ".failed-" in path.parent.name:
-            continue
+    for run in sorted((r for r in finished_runs(stem, root) if fnmatchcase(r.name, pattern)), key=lambda r: r.name):
+        path = run / "results.json"
         try:
             result = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError):
