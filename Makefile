@@ -23,7 +23,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -c "import arrank, torch, papermill, jupytext" && touch $(STAMP)
 
 setup: $(STAMP)
-	$(PY) -m arrank.bootstrap
+	$(PY) -m arrank.workbook.bootstrap
 
 test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)
@@ -33,7 +33,7 @@ workbook: setup
 
 sweep: setup
 	@test -n "$(SWEEP)" || { echo "usage: make sweep SWEEP=sweeps/NAME.yaml [JOBS=N]; sweeps:"; ls sweeps/*.yaml; exit 2; }
-	$(PY) -m arrank.sweep $(SWEEP) $(if $(JOBS),--jobs $(JOBS),) $(SWEEP_ARGS)
+	$(PY) -m arrank.workbook.sweep $(SWEEP) $(if $(JOBS),--jobs $(JOBS),) $(SWEEP_ARGS)
 
 lab: setup
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(if $(filter 0,$(shell id -u)),--allow-root,)

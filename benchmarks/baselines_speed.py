@@ -17,8 +17,8 @@ import time
 
 import torch
 
-from arrank import baselines, cross_encoder as CE, dual_encoder as DE
-from arrank.lookup import batch_indices, rank_weights
+from arrank.baselines import figure3, cross_encoder as CE, dual_encoder as DE
+from arrank.baselines.lookup import batch_indices, rank_weights
 
 
 def naive_de_steps(pairs, n_rows: int, n: int, steps: int, batch: int) -> float:
@@ -54,7 +54,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=2048)
     a = parser.parse_args()
     torch.set_num_threads(a.threads)
-    data = baselines.lookup_data(None, 1, 5000, 0)
+    data = figure3.lookup_data(None, 1, 5000, 0)
     pairs, n_rows = data["pairs"], len(data["names"])
     print(f"{len(data['df']):,} queries, {len(pairs.query):,} pairs, table {n_rows:,} rows, "
           f"batch {a.batch}, {a.threads} threads, {a.steps} timed steps")

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from arrank import docids
+from arrank.data import docids
 from arrank.data import esci
 
 

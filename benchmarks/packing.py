@@ -1,4 +1,4 @@
-"""Items trained per second, packed per query vs unpacked (arrank.packing), and peak memory of both.
+"""Items trained per second, packed per query vs unpacked (arrank.training.packing), and peak memory of both.
 
     python benchmarks/packing.py [--queries 2000] [--template wordnet] [--batch 64] [--steps 12]
                                  [--warmup 3] [--threads 2] [--seed 0] [--no-memory]
@@ -39,7 +39,7 @@ import time
 import numpy as np
 import torch
 
-from arrank import models, packing, stoical, train
+from arrank.training import models, packing, stoical, train
 from arrank.data import wordnet as W
 
 MAX_LENGTH = train.HYPERPARAMETERS["quick"]["max_length"]  # the quick profile's, as training packs

@@ -11,7 +11,7 @@ the prompt templates' own words (as ``models.tiny_model_and_tokenizer`` does wit
 and the tiny chat template (BOS + prompt). For each template and n_q, every query is a random synset
 name with n_q random synset names as candidates, listed (shuffled) in the prompt as in Appendix D.1.
 Naive and prefix-shared (the layouts of ``score_prefix_shared``: ``packed``, the default, the
-prompt's cache then all candidates in one row with the 4-D block mask of ``arrank.packing``;
+prompt's cache then all candidates in one row with the 4-D block mask of ``arrank.training.packing``;
 ``one_pass``, prompt and candidates in one row and one pass with the same mask, no cache;
 ``padded``, a batch of right-padded rows with a 2-D mask and the prompt cache expanded to every
 row) run on the same queries in rotating order;
@@ -28,7 +28,9 @@ import time
 import numpy as np
 import torch
 
-from arrank import encoding, models, prompts, scoring
+from arrank.training import encoding, models
+from arrank.data import prompts
+from arrank.evaluation import scoring
 from arrank.data.wordnet import noun_synset_names
 
 

@@ -24,7 +24,7 @@ import time
 
 import torch
 
-from arrank import models, stoical, trie
+from arrank.training import models, stoical, trie
 
 
 def make_batch(a: argparse.Namespace, seed: int = 0):

@@ -38,7 +38,9 @@ site_sets = None  # random site sets per (k, n); None: 1 quick, 3 paper
 import plotly.express as px
 import plotly.graph_objects as go
 
-from arrank import outputs, params, theory, theory_tables
+from arrank.workbook import outputs, params
+from arrank import theory
+from arrank.theory import tables
 
 P = params.check_params("01_de_capacity", globals())
 run_dir = outputs.start_run("01_de_capacity", P)
@@ -50,7 +52,7 @@ P
 # $N_{n,2}(k)$ for small $k$: it reaches $k!$ exactly at $n = k-1$, never before.
 
 # %%
-closed = theory_tables.closed_form_table(P["k_max_exact"])
+closed = tables.closed_form_table(P["k_max_exact"])
 outputs.save_table(closed, run_dir, "closed_form")
 closed.pivot(index="n", columns="k", values="skala_count")
 
@@ -64,7 +66,7 @@ closed.pivot(index="n", columns="k", values="skala_count")
 
 # %%
 with outputs.timed(timings, "exact_distance_counts"):
-    exact = theory_tables.exact_distance_counts(P["k_max_exact"], P["site_sets"], P["seed"])
+    exact = tables.exact_distance_counts(P["k_max_exact"], P["site_sets"], P["seed"])
 outputs.save_table(exact, run_dir, "exact_vs_closed_form")
 exact_matches = float((exact["exact"] == exact["closed_form"]).mean())
 print(f"exact == closed form for {exact_matches:.0%} of {len(exact)} (k, n, site set) cases")
@@ -89,7 +91,7 @@ fig.show()
 # %%
 k_mc, n_mc = P["k_max_exact"], 2
 with outputs.timed(timings, "monte_carlo"):
-    mc = theory_tables.monte_carlo_curve(k_mc, n_mc, P["mc_queries"], P["seed"])
+    mc = tables.monte_carlo_curve(k_mc, n_mc, P["mc_queries"], P["seed"])
 outputs.save_table(mc, run_dir, "monte_carlo")
 fig = px.line(mc, x="queries", y="monte_carlo", log_x=True, markers=True,
               title=f"Monte-Carlo count of distance permutations, k={k_mc} sites in R^{n_mc}")
@@ -109,7 +111,7 @@ mc.tail(3)
 # closed form; it is the workbook's addition, not a claim of the paper.)
 
 # %%
-bound = theory_tables.dimension_bound_table(P["k_max_bound"])
+bound = tables.dimension_bound_table(P["k_max_bound"])
 outputs.save_table(bound, run_dir, "dimension_bound")
 fig = go.Figure()
 fig.add_scatter(x=bound["k"], y=bound["exact_min_dimension"], name="exact minimal n (= k-1, from Skala's formula)")
@@ -136,7 +138,7 @@ bound.iloc[[0, len(bound) // 2, -1]]
 
 # %%
 with outputs.timed(timings, "inner_product_counts"):
-    ip = theory_tables.inner_product_counts(P["k_max_exact"], P["site_sets"], P["seed"])
+    ip = tables.inner_product_counts(P["k_max_exact"], P["site_sets"], P["seed"])
 outputs.save_table(ip, run_dir, "inner_product")
 ip_min = ip.groupby(["k", "n"], as_index=False)[
     ["inner_product", "observed_formula", "euclidean_closed_form", "k_factorial"]].min()

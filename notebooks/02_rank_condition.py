@@ -43,7 +43,11 @@ import numpy as np
 import pandas as pd
 import plotly.express as px
 
-from arrank import docids, models, outputs, params, theory, theory_tables, tokenizer
+from arrank.data import docids
+from arrank.training import models, tokenizer
+from arrank.workbook import outputs, params
+from arrank import theory
+from arrank.theory import tables
 from arrank.data import wordnet
 
 P = params.check_params("02_rank_condition", globals())
@@ -61,7 +65,7 @@ P
 
 # %%
 with outputs.timed(timings, "token_orderings"):
-    orders = theory_tables.token_permutation_table(P["v_max"], P["seed"])
+    orders = tables.token_permutation_table(P["v_max"], P["seed"])
 outputs.save_table(orders, run_dir, "token_orderings")
 rule_holds = bool((orders["all_orderings"] == orders["full_rank"]).all())
 print("all |V|! orderings  <=>  rank(E') = |V| :", rule_holds)
@@ -106,7 +110,7 @@ print(f"realisable orderings: {len(realisable)} of {math.factorial(4)}")
 
 # %%
 with outputs.timed(timings, "distribution_fit"):
-    fits = theory_tables.distribution_fit_table(P["v_max"], P["n_targets"], P["seed"])
+    fits = tables.distribution_fit_table(P["v_max"], P["n_targets"], P["seed"])
 adversarial = np.array([0.1, 0.1, 0.7, 0.1])  # the midpoint token (row 2) above both ends
 _, adversarial_error = theory.solve_phi_for_distribution(E_bad, adversarial)
 fits.loc[len(fits)] = {"case": "counterexample, target (0.1, 0.1, 0.7, 0.1)", "V": 4, "n": 4,
@@ -162,13 +166,13 @@ with outputs.timed(timings, "tiny_tokenizer"):
     tok = tokenizer.train_bpe(names + numeric, P["tokenizer_vocab"])
 tiny = models.build_tiny_model(len(tok), seed=P["seed"], tokenizer=tok)
 docid_sets = {"WordNet synset names": names, "ESCI-style numeric docIDs": numeric}
-ranks = theory_tables.docid_rank_table(models.output_embeddings(tiny), tok, docid_sets)
+ranks = tables.docid_rank_table(models.output_embeddings(tiny), tok, docid_sets)
 ranks.insert(0, "model", f"tiny (|V|={len(tok)})")
 if P["pretrained_path"]:
     from transformers import AutoTokenizer
 
     pre_tok = AutoTokenizer.from_pretrained(P["pretrained_path"])
-    pre = theory_tables.docid_rank_table(models.load_output_embeddings(P["pretrained_path"]), pre_tok, docid_sets)
+    pre = tables.docid_rank_table(models.load_output_embeddings(P["pretrained_path"]), pre_tok, docid_sets)
     pre.insert(0, "model", P["pretrained_path"])
     ranks = pd.concat([ranks, pre], ignore_index=True)
 outputs.save_table(ranks, run_dir, "docid_rank")

@@ -42,7 +42,8 @@ tokenizer_vocab = 2000  # vocabulary of the tiny BPE tokenizer
 # %%
 import plotly.express as px
 
-from arrank import outputs, params, tokenizer
+from arrank.workbook import outputs, params
+from arrank.training import tokenizer
 from arrank.data import wordnet as W
 
 P = params.check_params("03_wordnet_data", globals())

@@ -48,7 +48,8 @@ from pathlib import Path
 
 import plotly.express as px
 
-from arrank import outputs, params, paths, tokenizer
+from arrank.workbook import outputs, params, paths
+from arrank.training import tokenizer
 from arrank.data import esci
 
 P = params.check_params("04_esci_data", globals())

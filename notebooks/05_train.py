@@ -43,7 +43,7 @@
 # **Packing.** `per_query` trains all items of a query in one sequence: the prompt once, then
 # each docID block behind a block mask (it sees the prompt and itself, its positions restart
 # after the prompt), so every item gets the loss and gradient it gets alone while the prompt is
-# processed once per query instead of once per item (`arrank.packing`). Packed, a sampling draw
+# processed once per query instead of once per item (`arrank.training.packing`). Packed, a sampling draw
 # is a query's sequence: `uniform` weights each block λ(r); `weighted` draws sequences ∝ Σλ and
 # weights blocks λ(r)/Σλ. `auto` packs item-level variants where the attention can take the
 # mask (transformers with sdpa or eager; Unsloth falls back to unpacked items with a warning).
@@ -80,7 +80,9 @@ tokenizer_vocab = 2000  # BPE vocabulary of the tiny model's tokenizer
 eval_queries = 0  # evaluate on at most this many held-out queries, 0 for all
 
 # %%
-from arrank import evaluate, models, outputs, params, train
+from arrank.evaluation import evaluate
+from arrank.training import models, train
+from arrank.workbook import outputs, params
 from arrank.data import ranking
 
 P = params.check_params("05_train", globals())

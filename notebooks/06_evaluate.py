@@ -14,8 +14,8 @@
 # docIDs, and for WordNet its sampled negative) is scored by the mean log-probability of its tokens
 # after the augmented prompt $\bar q$,
 # $$\mathrm{score}(d) = \frac{1}{|\mathcal T(d)|}\sum_{k=1}^{|\mathcal T(d)|}\log p_\theta\big(\mathcal T(d)[k]\mid \mathcal T(\bar q), \mathcal T(d)_{<k}\big),$$
-# with $d$ tokenised exactly as in training (`arrank.encoding`). The prompt runs once and its
-# key/value cache serves all candidates (`arrank.scoring`). Metrics, as in the paper:
+# with $d$ tokenised exactly as in training (`arrank.training.encoding`). The prompt runs once and its
+# key/value cache serves all candidates (`arrank.evaluation.scoring`). Metrics, as in the paper:
 #
 # - **CVR**: the share of queries whose negative scores above *some* positive (WordNet only);
 # - **nDCG** of the predicted scores against the gold gains $\log(n_q+1)\dots\log 2$ (negative: 0);
@@ -49,7 +49,8 @@ decode_queries = None  # decode at most this many held-out queries; None: 50 qui
 # %%
 import pandas as pd
 
-from arrank import eval_plots, evaluate, outputs, params
+from arrank.evaluation import evaluate, plots
+from arrank.workbook import outputs, params
 from arrank.data import ranking
 
 P = params.check_params("06_evaluate", globals())
@@ -96,7 +97,7 @@ table
 
 # %%
 curve = evaluate.per_rank_scores(scores)
-fig = eval_plots.per_rank_figure({"this model": curve})
+fig = plots.per_rank_figure({"this model": curve})
 outputs.save_figure(fig, run_dir, "per_rank_scores")
 fig.show()
 curve
@@ -109,7 +110,7 @@ curve
 # %%
 examples = evaluate.violation_examples(records)
 if len(examples):
-    fig = eval_plots.violations_figure(records, examples)
+    fig = plots.violations_figure(records, examples)
     outputs.save_figure(fig, run_dir, "violation_examples")
     fig.show()
 examples
@@ -131,7 +132,7 @@ pd.Series(decoded)
 
 # %%
 beam_row = {f"recall@{P['beam_k']}": decoded[f"beam_recall@{P['beam_k']}_gold"]}
-fig = eval_plots.recall_figure({"scorer": result, "random scores": floor, "constrained beam": beam_row})
+fig = plots.recall_figure({"scorer": result, "random scores": floor, "constrained beam": beam_row})
 outputs.save_figure(fig, run_dir, "recall_at_k")
 fig.show()
 

@@ -31,10 +31,10 @@
 # on the evaluation queries: they show how well a DE or a CE of dimension $n$ can *fit* the
 # rankings, not how they generalise. (The ARR runs of notebook 05 are evaluated on queries they
 # did not train on: a harder test for ARR.) Evaluation is the ARR evaluation (§5.1, the same
-# `arrank.metrics` functions): per query, its relevant hypernyms and its negative are scored and
+# `arrank.evaluation.metrics` functions): per query, its relevant hypernyms and its negative are scored and
 # ranked; CVR, nDCG and R@k. The negative is a random synset, never trained on as a negative.
 #
-# **Choices the paper leaves open** (see `arrank.dual_encoder`, `arrank.cross_encoder`):
+# **Choices the paper leaves open** (see `arrank.baselines.dual_encoder`, `arrank.baselines.cross_encoder`):
 # how the optimiser treats table rows outside the batch. `dense` is torch.optim's update of the
 # whole table (a row keeps moving on its momentum, or Adam moments, after it left the batch);
 # `lazy` moves only the rows in the batch (TensorFlow's sparse updates). The DE is *lazy* by
@@ -85,7 +85,8 @@ n_eval = None  # evaluation queries; None: 300 quick, 5000 paper
 # %%
 import torch
 
-from arrank import baselines as BL, outputs, params
+from arrank.baselines import figure3 as BL
+from arrank.workbook import outputs, params
 
 P = params.check_params("07_de_ce_baselines", globals())
 run_dir = outputs.start_run("07_de_ce_baselines", P)

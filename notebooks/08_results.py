@@ -29,8 +29,8 @@ paper_rows = "auto"  # the paper's numbers beside each row: auto (when the sweep
 # %%
 from IPython.display import Markdown, display
 
-from arrank import outputs, params, report
-from arrank import sweep as sweeps
+from arrank.workbook import outputs, params, report
+from arrank.workbook import sweep as sweeps
 
 P = params.check_params("08_results", globals())
 run_dir = outputs.start_run("08_results", P)

@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from arrank import paths
+from arrank.workbook import paths
 
 TOKEN = "arrank-test-token"
 

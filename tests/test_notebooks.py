@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from arrank import run
+from arrank.workbook import run
 
 TINY = {
     "01_de_capacity": {"k_max_exact": 4, "mc_queries": 3000, "k_max_bound": 100},
@@ -34,7 +34,7 @@ def _run(stem, outputs_root):
 
 
 def _has_figure(final, name):
-    from arrank.outputs import png_backend
+    from arrank.workbook.outputs import png_backend
 
     assert (final / f"{name}.html").stat().st_size > 1000
     if png_backend():
@@ -42,7 +42,7 @@ def _has_figure(final, name):
 
 
 def test_every_notebook_has_a_tiny_configuration():
-    from arrank.workbook import notebooks
+    from arrank.workbook.whole import notebooks
 
     assert sorted(p.stem for p in notebooks()) == sorted(TINY)
 
@@ -127,7 +127,7 @@ def test_08_results(outputs_root, monkeypatch):
     05_train writes them (the kernel reads the same outputs folder), the paper's rows beside."""
     import pandas as pd
 
-    from arrank import outputs, sweep
+    from arrank.workbook import outputs, sweep
 
     monkeypatch.setenv("ARRANK_OUTPUTS", str(outputs_root))
     s = sweep.load_sweep(TINY["08_results"]["sweep"])

@@ -6,7 +6,7 @@ import jupytext
 import nbformat
 import pytest
 
-from arrank import params, paths, run
+from arrank.workbook import params, paths, run
 
 SOURCES = sorted(paths.NOTEBOOKS.glob("[0-9][0-9]_*.py"))
 

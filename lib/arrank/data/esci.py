@@ -9,13 +9,13 @@ Recipe (section 5.1), and how it is implemented here:
 2. Keep English queries and titles (:func:`is_english`, :func:`english_queries`,
    :func:`title_pool`): locale ``us`` plus a text check, since ``us`` holds some Spanish titles
    (the paper's own prompt lists one: "AUKEY USB C Cargador con GAN, ...").
-3. Embed queries and titles (:mod:`arrank.embedders`; the paper's Gecko ``gecko-1b-en`` is not
+3. Embed queries and titles (:mod:`arrank.data.embedders`; the paper's Gecko ``gecko-1b-en`` is not
    public, so the default is an offline TF-IDF + SVD stand-in) and, for each query, take the
    1st, 100th, 200th, ..., 10000th titles by inner product over all titles, best first
    (:func:`rank_positions`, :func:`ranked_titles`; exact, blocked top-k).
 4. docIDs: sparse dictionary learning over the title embeddings, OMP codes with 3 nonzeros out
-   of 100 atoms, atoms by descending |coefficient| joined by commas (:mod:`arrank.docids`).
-5. Prompt: :func:`arrank.prompts.esci_prompt` (Appendix D.2, "[docid] title" joined by ' || ').
+   of 100 atoms, atoms by descending |coefficient| joined by commas (:mod:`arrank.data.docids`).
+5. Prompt: :func:`arrank.data.prompts.esci_prompt` (Appendix D.2, "[docid] title" joined by ' || ').
 
 :func:`build_esci_dataset` runs it all and caches the tables under
 ``data/cache/esci/<hash>/``. The quick profile and the tests use the fixture in
@@ -32,9 +32,10 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from arrank import docids as dids
-from arrank import embedders, paths, prompts
-from arrank import cache as dataset_cache
+from arrank.data import docids as dids
+from arrank.data import embedders, prompts
+from arrank.workbook import paths
+from arrank.data import cache as dataset_cache
 
 REPOSITORY = "https://github.com/amazon-science/esci-data"
 EXAMPLES_FILE = "shopping_queries_dataset_examples.parquet"
@@ -282,7 +283,7 @@ def title_docids(T: np.ndarray, n_components: int = 100, nnz: int = 3, seed: int
     The sparse docID is the code's nonzero atoms by descending |coefficient| ("25,36,39").
     Titles whose codes coincide share a sparse docID (the paper's own Appendix D.2 prompt lists
     "[25,36,39]" twice). ``collisions="suffix"`` makes the used docIDs unique corpus-wide by
-    appending ",k" to shared ones (:func:`arrank.docids.disambiguate_docids`); "keep" and "drop"
+    appending ",k" to shared ones (:func:`arrank.data.docids.disambiguate_docids`); "keep" and "drop"
     use the sparse docID as it is (see :func:`query_table`).
     """
     sparse, codes = dids.sparse_docids(T, n_components, nnz, seed)
@@ -348,10 +349,10 @@ def build_esci_dataset(data_dir: Path | str | None = None, embedder: str = "tfid
     - ``titles``: the English titles with product_id, title, docid (used), sparse_docid, atoms;
     - ``docid_counts``: titles per sparse docID (collisions), most shared first;
     - ``trie_corpus`` / ``trie_queries``: trie branching over all docIDs / within queries' gold
-      lists (:func:`arrank.docids.trie_branching`, :func:`arrank.docids.query_trie_branching`);
+      lists (:func:`arrank.data.docids.trie_branching`, :func:`arrank.data.docids.query_trie_branching`);
     - ``stats``: one row of counts (queries and titles kept / dropped, collisions).
 
-    ``embedder``: see :mod:`arrank.embedders` (the paper's Gecko is not public; default TF-IDF).
+    ``embedder``: see :mod:`arrank.data.embedders` (the paper's Gecko is not public; default TF-IDF).
     ``step``/``depth``: rank positions 1, step, ..., depth (:func:`rank_positions`).
     ``n_components``/``nnz``: dictionary size and OMP nonzeros (the paper: 100 and 3).
     ``template``: "esci" (Appendix D.2) or "esci_short". ``max_queries``: the first English
@@ -447,7 +448,7 @@ def _stats(examples: pd.DataFrame, products: pd.DataFrame, queries: pd.DataFrame
     return pd.DataFrame([row])
 
 
-# --- Cache (arrank.cache: one folder per parameter hash, written atomically) ------------------
+# --- Cache (arrank.data.cache: one folder per parameter hash, written atomically) ------------------
 
 def load_params(target: Path) -> dict[str, Any]:
     """params.json of a cached dataset (parameters, input sizes, stats)."""

@@ -54,9 +54,10 @@ from typing import Any, Mapping, Protocol, Sequence
 import numpy as np
 import pandas as pd
 
-from arrank import cache as dataset_cache, paths
-from arrank.prompts import query_rng, template as prompt_template, wordnet_prompt
-from arrank.wordnet_setup import load_wordnet
+from arrank.data import cache as dataset_cache
+from arrank.workbook import paths
+from arrank.data.prompts import query_rng, template as prompt_template, wordnet_prompt
+from arrank.workbook.wordnet_setup import load_wordnet
 
 ROOT_SYNSET = "entity.n.01"
 PATH_RULES = ("longest", "shortest", "union")
@@ -334,7 +335,7 @@ def _build(p: dict[str, Any]) -> pd.DataFrame:
 
 
 def _write_cache(df: pd.DataFrame, params: dict[str, Any], folder: Path) -> None:
-    """queries.parquet + params.json, written atomically (``arrank.cache.save_tables``)."""
+    """queries.parquet + params.json, written atomically (``arrank.data.cache.save_tables``)."""
     dataset_cache.save_tables(folder, {"queries": df}, {**params, "hash": folder.name, "n_queries": len(df)})
 
 
@@ -358,7 +359,7 @@ def build_wordnet_dataset(path_rule: str = "longest", include_root: bool = True,
     least that many relevant docIDs), ``max_queries`` (seeded sample); then ``n_eval`` queries
     (an int, or a fraction in (0, 1)) are held out as ``split == "eval"`` (Table 1: 5000).
     ``prompt`` is Appendix D.1 (``template="wordnet"``) or the short template for tiny models,
-    with the relevant docIDs shuffled by ``arrank.prompts.query_rng(seed, query)``.
+    with the relevant docIDs shuffled by ``arrank.data.prompts.query_rng(seed, query)``.
 
     With ``cache`` the table is saved as ``<cache_dir>/<params_hash>/queries.parquet`` (+
     ``params.json``; ``cache_dir`` defaults to ``data/cache/wordnet``) and reused when present.

@@ -1,0 +1,168 @@
+"""Lookup-table cross encoder (CE) of section 5.3, with its loss and Appendix B's optimiser.
+
+Model: the pair's two embeddings E_phi(q), E_phi(d) (one table for queries and documents, as for
+the DE) are concatenated into a 2n-vector and scored by an MLP f_MLP: R^2n -> R with ReLU and
+three hidden layers of width 2n (Linear 2n->2n, ReLU, Linear 2n->2n, ReLU, Linear 2n->2n, ReLU,
+Linear 2n->1). MLP weights i.i.d. N(0, 1/(2n)), biases 0 (Appendix B).
+
+Loss (section 5.3): for positives P = {(q_i, d_i, r_i)}_{i=1..B} and negatives
+N = {(q_i, d_rho(i))} with rho a random permutation of {1..B} drawn per batch,
+
+    L_CE = - sum_i [ lambda(r_i) / (sum_j lambda(r_j)) * log sigma(f(q_i, d_i))
+                     + (1/B) * log sigma(-f(q_i, d_rho(i))) ]
+
+with lambda(r) = 1/r^alpha. Taken to the letter: rho may map i to itself or to a document that is
+relevant to q_i too (e.g. entity.n.01, relevant to every query); such pairs still count as
+negatives, as the formula says.
+
+Optimiser (Appendix B): Adam, learning rate 1e-3, weight decay 1e-3 (read as torch.optim.Adam's
+``weight_decay``: an L2 term added to the gradient), 20k steps, batch 2048.
+
+The table is not specified by the paper beyond its size; its rows start i.i.d. N(0, 1) (the
+default of torch.nn.Embedding), which with the N(0, 1/(2n)) weights gives pre-activations of
+unit variance. Row updates (``row_updates``): ``"dense"`` (default) runs torch.optim.Adam on the
+whole table, as Appendix B reads: weight decay moves every row every step, and a row that left
+the batch keeps moving along its decaying first moment (Adam normalises the small weight-decay
+gradient, so an absent row drifts towards 0 by up to ~lr per step). ``"lazy"`` applies Adam,
+weight decay included, to the rows in the batch only (the semantics of TensorFlow's LazyAdam and
+of torch.optim.SparseAdam, bias correction by the global step).
+
+Measured (notebook 07's quick profile, docs/measurements.md): dense updates fit markedly better
+at every alpha (CE n = 32, alpha = 5, 3000 steps: R@1 1.000 vs 0.897 lazy; alpha = 0: mean
+R@1..5 0.698 vs 0.642), hence the default. Speed: the gradient of the batch's distinct rows is
+written into one reused table-sized buffer and the fused Adam kernel updates the table (137
+steps/s at n = 32, batch 2048 on 2 cores; a fresh table-sized gradient every step ran at 44).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import pandas as pd
+import torch
+
+from arrank.baselines.lookup import Pairs, batch_indices, check_alpha, check_dim, rank_weights
+
+LR = 1e-3
+WEIGHT_DECAY = 1e-3
+STEPS = 20_000
+BATCH_SIZE = 2048
+BETAS = (0.9, 0.999)
+EPS = 1e-8
+ROW_UPDATES = ("lazy", "dense")
+
+
+def init_table(n_rows: int, n: int, generator: torch.Generator) -> torch.Tensor:
+    """The CE's embedding table: i.i.d. N(0, 1) entries (see the module docstring)."""
+    return torch.randn(n_rows, check_dim(n), generator=generator)
+
+
+def mlp(n: int, generator: torch.Generator) -> torch.nn.Sequential:
+    """f_MLP: R^2n -> R, three hidden ReLU layers of width 2n; weights N(0, 1/(2n)), biases 0."""
+    width = 2 * check_dim(n)
+    layers: list[torch.nn.Module] = []
+    for out in (width, width, width, 1):
+        linear = torch.nn.Linear(width, out)
+        with torch.no_grad():
+            linear.weight.normal_(0.0, 1.0 / math.sqrt(width), generator=generator)
+            linear.bias.zero_()
+        layers += [linear, torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers[:-1])
+
+
+def ce_loss(pos_logits: torch.Tensor, neg_logits: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """L_CE of section 5.3 from f_MLP of the B positives, of the B negatives (q_i, d_rho(i)) and
+    lambda(r_i): ``-sum_i [weights_i / sum(weights) * log sigma(pos_i) + log sigma(-neg_i) / B]``."""
+    B = pos_logits.numel()
+    positive = (weights / weights.sum() * torch.nn.functional.logsigmoid(pos_logits)).sum()
+    return -(positive + torch.nn.functional.logsigmoid(-neg_logits).sum() / B)
+
+
+def pair_logits(model: torch.nn.Module, q_emb: torch.Tensor, d_emb: torch.Tensor) -> torch.Tensor:
+    """f_MLP(concat(E(q_i), E(d_i))) for aligned embedding rows, shape (B,)."""
+    return model(torch.cat([q_emb, d_emb], dim=1)).squeeze(1)
+
+
+def lazy_adam_step(table: torch.Tensor, m: torch.Tensor, v: torch.Tensor, rows: torch.Tensor,
+                   grad: torch.Tensor, step: int, lr: float, weight_decay: float,
+                   betas: tuple[float, float] = BETAS, eps: float = EPS) -> None:
+    """torch.optim.Adam's update (L2 ``weight_decay`` added to the gradient, bias correction by
+    ``step``, the global step count) applied to the given ``rows`` of ``table`` only, in place."""
+    beta1, beta2 = betas
+    theta = table.index_select(0, rows)
+    g = grad.add(theta, alpha=weight_decay) if weight_decay else grad
+    m_rows = m.index_select(0, rows).mul_(beta1).add_(g, alpha=1 - beta1)
+    v_rows = v.index_select(0, rows).mul_(beta2).addcmul_(g, g, value=1 - beta2)
+    m.index_copy_(0, rows, m_rows)
+    v.index_copy_(0, rows, v_rows)
+    denom = v_rows.sqrt().div_(math.sqrt(1 - beta2 ** step)).add_(eps)
+    table.index_copy_(0, rows, theta.addcdiv_(m_rows, denom, value=-lr / (1 - beta1 ** step)))
+
+
+def train_ce(pairs: Pairs, n_rows: int, n: int, alpha: float, steps: int = STEPS,
+             batch_size: int = BATCH_SIZE, lr: float = LR, weight_decay: float = WEIGHT_DECAY,
+             seed: int = 0, row_updates: str = "dense", log_every: int = 100,
+             progress: bool = True) -> tuple[tuple[torch.Tensor, torch.nn.Sequential], pd.DataFrame, dict[str, Any]]:
+    """Train a lookup-table CE (section 5.3, Appendix B) on ``pairs`` over a table of ``n_rows``.
+
+    Returns ((table, MLP), a log with the mean loss of every ``log_every`` steps, facts: steps,
+    seconds, steps/s). The same arguments and seed give the same model (CPU).
+    """
+    n, alpha = check_dim(n), check_alpha(alpha)
+    if row_updates not in ROW_UPDATES:
+        raise ValueError(f"row_updates={row_updates!r} is not allowed; choose one of {list(ROW_UPDATES)}")
+    if not (lr > 0 and weight_decay >= 0):
+        raise ValueError(f"need lr > 0 and weight_decay >= 0; got lr={lr}, weight_decay={weight_decay}")
+    gen = torch.Generator().manual_seed(seed)
+    batches = batch_indices(len(pairs.query), batch_size, steps, gen)
+    table, model = init_table(n_rows, n, gen), mlp(n, gen)
+    weights = rank_weights(pairs.rank, alpha)
+    if row_updates == "dense":
+        table = torch.nn.Parameter(table)
+        table.grad = torch.zeros_like(table)  # one table-sized gradient buffer, reused every step
+        optimizer = torch.optim.Adam([table, *model.parameters()], lr=lr, weight_decay=weight_decay, fused=True)
+    else:
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+        m, v = torch.zeros_like(table), torch.zeros_like(table)
+    log, total, count = [], 0.0, 0
+    from tqdm.auto import tqdm
+
+    start = time.perf_counter()
+    for step, idx in enumerate(tqdm(batches, total=steps, desc=f"CE n={n} alpha={alpha:g}",
+                                    unit="step", mininterval=2.0, disable=not progress), start=1):
+        q, d, B = pairs.query.index_select(0, idx), pairs.doc.index_select(0, idx), idx.numel()
+        rho = torch.randperm(B, generator=gen)
+        model.zero_grad(set_to_none=True)
+        # the batch's distinct rows as one leaf: its gradient is dL/dE on those rows, 0 elsewhere
+        rows, where = torch.unique(torch.cat([q, d]), return_inverse=True)
+        emb = table.detach().index_select(0, rows).requires_grad_()
+        eq, ed = emb[where[:B]], emb[where[B:]]
+        logits = pair_logits(model, torch.cat([eq, eq]), torch.cat([ed, ed[rho]]))
+        loss = ce_loss(logits[:B], logits[B:], weights.index_select(0, idx))
+        loss.backward()
+        if row_updates == "dense":  # the whole table's gradient, written into the reused buffer
+            table.grad.zero_().index_copy_(0, rows, emb.grad)
+        optimizer.step()
+        if row_updates == "lazy":
+            with torch.no_grad():
+                lazy_adam_step(table, m, v, rows, emb.grad, step, lr, weight_decay)
+        total, count = total + loss.item(), count + 1
+        if step % log_every == 0 or step == steps:
+            log.append({"step": step, "loss": total / count})
+            total, count = 0.0, 0
+    seconds = time.perf_counter() - start
+    if not math.isfinite(log[-1]["loss"]):
+        raise FloatingPointError(f"CE training diverged (loss {log[-1]['loss']})")
+    final = table.detach().clone() if row_updates == "dense" else table
+    return (final, model.eval()), pd.DataFrame(log), {"steps": steps, "train_s": seconds,
+                                                      "steps_per_s": steps / seconds}
+
+
+@torch.no_grad()
+def ce_scores(table: torch.Tensor, model: torch.nn.Module, q: torch.Tensor, d: torch.Tensor,
+              block: int = 65_536) -> torch.Tensor:
+    """f_MLP(concat(E(q_i), E(d_i))) for aligned row tensors q, d (the CE's score), by blocks."""
+    return torch.cat([pair_logits(model, table.index_select(0, q[s: s + block]), table.index_select(0, d[s: s + block]))
+                      for s in range(0, q.numel(), block)]) if q.numel() else torch.zeros(0)

@@ -1,0 +1,395 @@
+"""DE and CE baselines on WordNet (paper section 5.3, Figure 3, Appendix B): train, evaluate,
+tabulate and plot, beside any ARR runs of notebook 05 on the same data.
+
+Figure 3: (a) R@k against k for DEs with n in {4, 8, 16, 32} at alpha = 5 and a CE with n = 32
+(and the ARR model); (b) a DE with n = 8 for several alpha; (c) a CE with n = 32 for several alpha.
+The models are in ``arrank.baselines.dual_encoder`` and ``arrank.baselines.cross_encoder``, the pairs in
+``arrank.baselines.lookup``.
+
+Evaluation is the ARR evaluation of section 5.1 (``arrank.evaluation.metrics``, the same functions): per
+evaluation query, its relevant hypernyms and its negative are scored (DE: inner product, CE: MLP)
+and ranked; CVR, nDCG and R@k. Extra, DE only: full-corpus retrieval R@k, the same R@k with every
+synset of the hierarchy as a candidate (the query itself excluded).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from arrank.baselines import cross_encoder as CE, dual_encoder as DE
+from arrank.evaluation import metrics
+from arrank.workbook import paths
+from arrank.baselines.lookup import Pairs, check_alpha, check_dim
+
+MODELS = ("de", "ce")
+SMALL_KS = (1, 2)  # "small k" in the findings of Figure 3
+
+
+def config_key(model: str, n: int, alpha: float) -> str:
+    """Flat name of one trained configuration, e.g. ``de_n32_alpha5`` (prefix of its metrics)."""
+    return f"{model}_n{n}_alpha{alpha:g}"
+
+
+def figure3_configs(de_dims: Sequence[int], ce_dim: int, alpha: float, alpha_dim: int,
+                    alphas: Sequence[float]) -> list[dict[str, Any]]:
+    """The distinct (model, n, alpha) runs Figure 3 needs, each with the panels it appears in:
+    (a) DE n in ``de_dims`` at ``alpha`` and CE ``ce_dim`` at ``alpha``; (b) DE ``alpha_dim`` for
+    every alpha in ``alphas``; (c) CE ``ce_dim`` for every alpha in ``alphas``."""
+    if not de_dims or not alphas:
+        raise ValueError("Figure 3 needs at least one DE dimension and one alpha")
+    wanted = [("de", check_dim(n), check_alpha(alpha), "a") for n in de_dims]
+    wanted.append(("ce", check_dim(ce_dim), check_alpha(alpha), "a"))
+    wanted += [("de", check_dim(alpha_dim), check_alpha(a), "b") for a in alphas]
+    wanted += [("ce", check_dim(ce_dim), check_alpha(a), "c") for a in alphas]
+    configs: dict[tuple[str, int, float], dict[str, Any]] = {}
+    for model, n, a, panel in wanted:
+        entry = configs.setdefault((model, n, a), {"model": model, "n": n, "alpha": a, "panels": []})
+        if panel not in entry["panels"]:
+            entry["panels"].append(panel)
+    return list(configs.values())
+
+
+def single_config(model: str, n: int, alpha: float) -> list[dict[str, Any]]:
+    """One DE or CE run (a sweep point) as a config list."""
+    if model not in MODELS:
+        raise ValueError(f"model={model!r} is not allowed; choose one of {list(MODELS)} (or figure3)")
+    return [{"model": model, "n": check_dim(n), "alpha": check_alpha(alpha), "panels": []}]
+
+
+# --------------------------------------------------------------------------- evaluation (section 5.1)
+
+
+def candidate_rows(df_eval: pd.DataFrame, rows: Mapping[str, int]) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+    """Every (query, candidate) pair of the evaluation queries: candidates = relevant docIDs (rank
+    order) then the negative. Returns (query rows, candidate rows, candidates per query)."""
+    sizes = np.array([len(r) + 1 for r in df_eval["relevant"]], dtype=np.int64)
+    q = np.repeat([rows[x] for x in df_eval["query"]], sizes)
+    d = [rows[x] for rel, neg in zip(df_eval["relevant"], df_eval["negative"]) for x in (*rel, neg)]
+    return torch.as_tensor(q, dtype=torch.int64), torch.as_tensor(d, dtype=torch.int64), sizes
+
+
+def score_records(df_eval: pd.DataFrame, scores: torch.Tensor, sizes: np.ndarray) -> list[dict[str, Any]]:
+    """Records for ``metrics.per_query_metrics``: relevant, negative and docID -> score."""
+    values = scores.double().numpy()
+    ends = np.cumsum(sizes)
+    out = []
+    for (query, rel, neg), end, size in zip(df_eval[["query", "relevant", "negative"]].itertuples(index=False), ends, sizes):
+        out.append({"query": query, "relevant": list(rel), "negative": neg,
+                    "scores": dict(zip((*rel, neg), values[end - size: end].tolist()))})
+    return out
+
+
+def evaluate(df_eval: pd.DataFrame, scores: torch.Tensor, sizes: np.ndarray,
+             ks: Iterable[int]) -> tuple[dict[str, Any], pd.DataFrame]:
+    """(flat metrics, per-query frame) of section 5.1 for the candidates' scores."""
+    frame = metrics.per_query_metrics(score_records(df_eval, scores, sizes), ks)
+    return metrics.summarize(frame, ks), frame
+
+
+def retrieval_recall(table: torch.Tensor, df_eval: pd.DataFrame, rows: Mapping[str, int],
+                     corpus: Sequence[str], ks: Sequence[int]) -> dict[str, Any]:
+    """Full-corpus retrieval with a DE: ``retrieval_recall@k`` = mean over the evaluation queries
+    with >= k relevant docIDs of R@k (``metrics.recall_at_k``) with every synset of ``corpus``
+    but the query as a candidate. Exact: the candidates passed to recall_at_k are the retrieved
+    top-max(ks) (ties kept) plus the relevant docIDs, which decide every top-k, k <= max(ks)."""
+    corpus_rows = torch.as_tensor([rows[c] for c in corpus], dtype=torch.int64)
+    names = np.asarray(corpus, dtype=object)
+    column = {int(r): i for i, r in enumerate(corpus_rows.tolist())}
+    q = torch.as_tensor([rows[x] for x in df_eval["query"]], dtype=torch.int64)
+    found, found_scores = DE.retrieve(table, q, corpus_rows, max(ks))
+    out: dict[str, Any] = {}
+    per_k: dict[int, list[float]] = {k: [] for k in ks}
+    for i, rel in enumerate(df_eval["relevant"]):
+        rel = list(rel)
+        gold_scores = DE.de_scores(table, q[i].repeat(len(rel)), torch.as_tensor([rows[x] for x in rel]))
+        keep = found[i] >= 0
+        cand = dict(zip(names[[column[int(r)] for r in found[i][keep]]].tolist(), found_scores[i][keep].tolist()))
+        cand.update(zip(rel, gold_scores.tolist()))
+        for k in ks:
+            r = metrics.recall_at_k(rel, cand, k) if len(rel) >= k else None
+            if r is not None:
+                per_k[k].append(r)
+    for k in ks:
+        out[f"retrieval_recall@{k}"] = float(np.mean(per_k[k])) if per_k[k] else None
+    return out
+
+
+# --------------------------------------------------------------------------- one configuration
+
+
+def train_config(config: Mapping[str, Any], pairs: Pairs, n_rows: int, hyper: Mapping[str, Any],
+                 seed: int, progress: bool = True) -> tuple[Any, pd.DataFrame, dict[str, Any]]:
+    """Train the DE or CE of ``config`` (model, n, alpha) with the hyper-parameters ``hyper``
+    (de_steps, ce_steps, batch_size, tau, de_lr, de_momentum, ce_lr, ce_weight_decay,
+    de_row_updates, ce_row_updates). Returns (model, loss log, facts)."""
+    if config["model"] == "de":
+        return DE.train_de(pairs, n_rows, config["n"], config["alpha"], steps=hyper["de_steps"],
+                           batch_size=hyper["batch_size"], tau=hyper["tau"], lr=hyper["de_lr"],
+                           momentum=hyper["de_momentum"], seed=seed, row_updates=hyper["de_row_updates"],
+                           progress=progress)
+    if config["model"] == "ce":
+        return CE.train_ce(pairs, n_rows, config["n"], config["alpha"], steps=hyper["ce_steps"],
+                           batch_size=hyper["batch_size"], lr=hyper["ce_lr"],
+                           weight_decay=hyper["ce_weight_decay"], seed=seed,
+                           row_updates=hyper["ce_row_updates"], progress=progress)
+    raise ValueError(f"model={config['model']!r} is not allowed; choose one of {list(MODELS)}")
+
+
+def score_pairs(model_kind: str, model: Any, q: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+    """The trained model's scores of the pairs (q_i, d_i)."""
+    if model_kind == "de":
+        return DE.de_scores(model, q, d)
+    table, net = model
+    return CE.ce_scores(table, net, q, d)
+
+
+def run_configs(configs: Sequence[Mapping[str, Any]], pairs: Pairs, n_rows: int, df_eval: pd.DataFrame,
+                rows: Mapping[str, int], hyper: Mapping[str, Any], ks: Sequence[int], seed: int,
+                corpus: Sequence[str] | None = None, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Train and evaluate every config. Returns (one row per config: model, n, alpha, panels,
+    section 5.1 metrics, DE retrieval metrics when ``corpus`` is given, final_loss, train_s,
+    steps_per_s, eval_s; the concatenated loss logs with a ``config`` column)."""
+    q, d, sizes = candidate_rows(df_eval, rows)
+    results, logs = [], []
+    for config in configs:
+        model, log, facts = train_config(config, pairs, n_rows, hyper, seed, progress)
+        start = time.perf_counter()
+        summary, _ = evaluate(df_eval, score_pairs(config["model"], model, q, d), sizes, ks)
+        if config["model"] == "de" and corpus is not None:
+            summary.update(retrieval_recall(model, df_eval, rows, corpus, ks))
+        key = config_key(config["model"], config["n"], config["alpha"])
+        results.append({"config": key, "model": config["model"], "n": config["n"], "alpha": config["alpha"],
+                        "panels": ",".join(config["panels"]), **summary,
+                        "final_loss": float(log["loss"].iloc[-1]), **facts,
+                        "eval_s": time.perf_counter() - start})
+        logs.append(log.assign(config=key))
+    return pd.DataFrame(results).set_index("config"), pd.concat(logs, ignore_index=True)
+
+
+# --------------------------------------------------------------------------- ARR runs of notebook 05
+
+
+def arr_label(p: Mapping[str, Any], run_name: str) -> str:
+    """A curve label from a 05_train run's params, e.g. ``ARR fractional a=2, onehot [q-frac2]``."""
+    label = f"ARR {p.get('scheme')}"
+    if p.get("scheme") == "fractional":
+        label += f" a={p.get('alpha'):g}"
+    label += f", {p.get('targets')}"
+    if p.get("targets") == "trie":
+        label += f" b={p.get('beta'):g}"
+    if p.get("combined"):
+        label += " combined"
+    return f"{label} [{run_name}]"
+
+
+def arr_runs(dataset: Mapping[str, Any], n_queries: int, root: Path | None = None,
+             stem: str = "05_train", pattern: str = "*") -> pd.DataFrame:
+    """Finished ARR runs (``outputs/05_train/<run>/results.json``, run names matching the glob
+    ``pattern``) on the same evaluation queries: their params match ``dataset`` (subtree,
+    min_relevant, n_eval, seed) and they evaluated ``n_queries`` queries. One row per run: run,
+    label, scheme, alpha, targets, beta, recall@k... Empty (with a ``label`` column) if none."""
+    if not pattern or "/" in pattern:
+        raise ValueError(f"pattern={pattern!r} must be a glob on run names, e.g. '*' or 'table1_wordnet_quick-*'")
+    from fnmatch import fnmatchcase
+
+    from arrank.workbook.outputs import finished_runs
+
+    rows = []
+    for run in sorted((r for r in finished_runs(stem, root) if fnmatchcase(r.name, pattern)), key=lambda r: r.name):
+        path = run / "results.json"
+        try:
+            result = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        p, m = result.get("params", {}), result.get("metrics", {})
+        if any(p.get(k) != v for k, v in dataset.items()) or m.get("n_queries") != n_queries:
+            continue
+        rows.append({"run": path.parent.name, "label": arr_label(p, path.parent.name),
+                     **{k: p.get(k) for k in ("scheme", "alpha", "targets", "beta", "combined", "sampling")},
+                     **{k: v for k, v in m.items() if k in ("cvr", "ndcg") or k.startswith("recall@")}})
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=["run", "label"])
+
+
+# --------------------------------------------------------------------------- Figure 3 tables and plots
+
+
+def _curve_name(row: Mapping[str, Any], vary: str) -> str:
+    if vary == "alpha":
+        return f"{row['model'].upper()} n={row['n']} alpha={row['alpha']:g}"
+    return f"{row['model'].upper()} n={row['n']}"
+
+
+def recall_curves(results: pd.DataFrame, ks: Sequence[int], vary: str = "n", prefix: str = "recall@") -> pd.DataFrame:
+    """Long table (curve, model, n, alpha, k, recall) of R@k against k for every result row."""
+    out = []
+    for _, row in results.reset_index().iterrows():
+        for k in ks:
+            value = row.get(f"{prefix}{k}")
+            if value is not None and not pd.isna(value):
+                out.append({"curve": _curve_name(row, vary), "model": row["model"], "n": row["n"],
+                            "alpha": row["alpha"], "k": k, "recall": float(value)})
+    return pd.DataFrame(out, columns=["curve", "model", "n", "alpha", "k", "recall"])
+
+
+def panel_table(results: pd.DataFrame, panel: str, ks: Sequence[int], arr: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The curves of one Figure 3 panel ("a", "b" or "c"); panel (a) adds the ARR runs."""
+    chosen = results[results["panels"].str.split(",").apply(lambda p: panel in p)]
+    curves = recall_curves(chosen, ks, vary="n" if panel == "a" else "alpha")
+    if panel == "a" and arr is not None and len(arr):
+        extra = [{"curve": r["label"], "model": "arr", "n": None, "alpha": r.get("alpha"), "k": k,
+                  "recall": float(r[f"recall@{k}"])}
+                 for _, r in arr.iterrows() for k in ks
+                 if f"recall@{k}" in r and r[f"recall@{k}"] is not None and not pd.isna(r[f"recall@{k}"])]
+        curves = pd.concat([curves, pd.DataFrame(extra, columns=curves.columns)], ignore_index=True)
+    return curves
+
+
+def recall_figure(curves: pd.DataFrame, title: str, y_title: str = "R@k"):
+    """Plotly line plot of R@k against k, one line per curve (ARR runs dashed)."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for name, part in curves.groupby("curve", sort=False):
+        fig.add_trace(go.Scatter(x=part["k"], y=part["recall"], mode="lines+markers", name=name,
+                                 line={"dash": "dash" if (part["model"] == "arr").any() else "solid"}))
+    fig.update_layout(title=title, xaxis_title="k", yaxis_title=y_title, yaxis_range=[0, 1.02],
+                      template="plotly_white", legend={"font": {"size": 10}})
+    return fig
+
+
+def figure3_panels(results: pd.DataFrame, ks: Sequence[int], arr: pd.DataFrame | None, figure3: bool,
+                   de_dims: Sequence[int] = (), ce_dim: int = 0, alpha: float = 0.0,
+                   alpha_dim: int = 0) -> dict[str, tuple[pd.DataFrame, Any]]:
+    """name -> (curve table, plotly figure) of the run: Figure 3 (a), (b), (c) when ``figure3``,
+    else one ``recall_at_k`` panel with every trained config (and the ARR runs); plus
+    ``retrieval_recall_at_k`` (DE full-corpus retrieval) when the results hold it."""
+    out: dict[str, tuple[pd.DataFrame, Any]] = {}
+    if figure3:
+        titles = {"a": f"Figure 3 (a): R@k of DEs (n = {', '.join(map(str, de_dims))}) and a CE (n = {ce_dim}), "
+                       f"alpha = {alpha:g}" + (", and ARR runs" if arr is not None and len(arr) else ""),
+                  "b": f"Figure 3 (b): DE, n = {alpha_dim}, for each alpha",
+                  "c": f"Figure 3 (c): CE, n = {ce_dim}, for each alpha"}
+        for panel, title in titles.items():
+            table = panel_table(results, panel, ks, arr)
+            out[f"figure3{panel}"] = (table, recall_figure(table, title))
+    else:
+        everything = results.assign(panels="a")
+        table = panel_table(everything, "a", ks, arr)
+        out["recall_at_k"] = (table, recall_figure(table, "R@k of the trained model" +
+                                                   (" and the ARR runs" if arr is not None and len(arr) else "")))
+    if any(c.startswith("retrieval_recall@") for c in results.columns):
+        de = results[results["model"] == "de"]
+        table = recall_curves(de, ks, vary="alpha", prefix="retrieval_recall@")
+        out["retrieval_recall_at_k"] = (table, recall_figure(
+            table, "DE full-corpus retrieval: R@k with every synset of the hierarchy as a candidate"))
+    return out
+
+
+def loss_figure(logs: pd.DataFrame, title: str = "Training loss"):
+    """Plotly training curves (mean loss per logged interval), one line per config."""
+    import plotly.express as px
+
+    fig = px.line(logs, x="step", y="loss", color="config", title=title, log_y=True)
+    fig.update_layout(template="plotly_white")
+    return fig
+
+
+# --------------------------------------------------------------------------- results.json and findings
+
+FLAT_FIELDS = ("n_queries", "cvr", "ndcg", "final_loss", "train_s", "steps_per_s")
+
+
+def flat_metrics(results: pd.DataFrame) -> dict[str, Any]:
+    """Flat metric names for results.json: ``<config>_<metric>`` (``de_n32_alpha5_recall@1``,
+    ``ce_n32_alpha0_ndcg``, ``de_n8_alpha5_retrieval_recall@3``, ...); with a single config also
+    the plain names (``recall@1``, ``ndcg``, ``cvr``, ...), as one sweep point."""
+    out: dict[str, Any] = {}
+    keep = lambda c: c in FLAT_FIELDS or c.startswith(("recall@", "retrieval_recall@"))
+    for key, row in results.iterrows():
+        for col, value in row.items():
+            if keep(col) and not (col.startswith("retrieval_") and row["model"] != "de"):
+                out[f"{key}_{col}"] = None if pd.isna(value) else value
+    if len(results) == 1:
+        out.update({c: out[f"{results.index[0]}_{c}"] for c in results.columns if f"{results.index[0]}_{c}" in out})
+    return out
+
+
+def _mean_small_k(row: Mapping[str, Any], ks: Sequence[int]) -> float:
+    return float(np.mean([row[f"recall@{k}"] for k in ks]))
+
+
+def findings(results: pd.DataFrame, de_dims: Sequence[int], ce_dim: int, alpha: float,
+             alpha_dim: int, alphas: Sequence[float], ks: Sequence[int] | None = None) -> dict[str, Any]:
+    """The three qualitative findings of Figure 3 as checks on this run's numbers:
+
+    - ``finding_de_grows_with_n``: at ``alpha``, the DE's mean R@k over ``ks`` rises with every
+      step of ``de_dims`` (sorted);
+    - ``finding_ce_above_de_small_k``: the CE at ``ce_dim`` has a higher R@k than the DE at the
+      same n for each small k (1 and 2);
+    - ``finding_alpha_raises_de_small_k``: the DE at ``alpha_dim`` has a higher R@k at the
+      largest alpha than at the smallest, for each small k.
+    A check whose runs are missing is None. Also returned: the numbers they compare. ``ks``
+    defaults to the k in 1..5 that the results hold; small k likewise.
+    """
+    ks = ks or [k for k in range(1, 6) if f"recall@{k}" in results.columns]
+    small = [k for k in SMALL_KS if f"recall@{k}" in results.columns]
+    res = results.set_index(["model", "n", "alpha"])
+    get = lambda m, n, a: res.loc[(m, n, float(a))] if (m, n, float(a)) in res.index else None
+    out: dict[str, Any] = {}
+    de = [get("de", n, alpha) for n in sorted(de_dims)]
+    if all(r is not None for r in de) and len(de) > 1:
+        means = [_mean_small_k(r, ks) for r in de]
+        out["finding_de_grows_with_n"] = all(b > a for a, b in zip(means, means[1:]))
+        out.update({f"de_n{n}_mean_recall@1-{max(ks)}": m for n, m in zip(sorted(de_dims), means)})
+    else:
+        out["finding_de_grows_with_n"] = None
+    ce, de_same = get("ce", ce_dim, alpha), get("de", ce_dim, alpha)
+    out["finding_ce_above_de_small_k"] = (None if ce is None or de_same is None else
+                                          all(ce[f"recall@{k}"] > de_same[f"recall@{k}"] for k in small))
+    lo, hi = get("de", alpha_dim, min(alphas)), get("de", alpha_dim, max(alphas))
+    out["finding_alpha_raises_de_small_k"] = (None if lo is None or hi is None or min(alphas) == max(alphas) else
+                                              all(hi[f"recall@{k}"] > lo[f"recall@{k}"] for k in small))
+    return out
+
+
+# --------------------------------------------------------------------------- data
+
+
+def table_synsets(subtree: str | None, cache_dir: Path | None = None) -> tuple[list[str], list[str]]:
+    """(the table's rows: all noun synsets, sorted; the retrieval corpus: the synsets of the
+    hierarchy below ``subtree``, or all nouns). Cached under ``data/cache/lookup/`` (reading
+    WordNet takes ~10 s, the cache well under one)."""
+    from arrank.data import cache
+    from arrank.data import wordnet as W
+
+    folder = Path(cache_dir or paths.CACHE / "lookup") / cache.params_hash({"format": 1, "subtree": subtree})
+    if cache.is_complete(folder):
+        tables = cache.read_tables(folder)
+        return tables["names"]["synset"].tolist(), tables["corpus"]["synset"].tolist()
+    names, corpus = W.noun_synset_names(), W.noun_hierarchy(subtree).nodes
+    cache.save_tables(folder, {"names": pd.DataFrame({"synset": names}), "corpus": pd.DataFrame({"synset": corpus})},
+                      {"format": 1, "subtree": subtree, "n_names": len(names), "n_corpus": len(corpus)})
+    return names, corpus
+
+
+def lookup_data(subtree: str | None, min_relevant: int, n_eval: int, seed: int) -> dict[str, Any]:
+    """The WordNet dataset of section 5.1 (``build_wordnet_dataset``, cached) in the lookup-table
+    view: ``df`` (all queries), ``eval`` (the evaluation queries), ``names`` (the table's rows:
+    all 82,115 noun synsets), ``rows`` (name -> row), ``pairs`` (every query's (q, d, r): the
+    capacity experiment trains on all queries) and ``corpus`` (the synsets of the hierarchy: the
+    candidates of full-corpus retrieval)."""
+    from arrank.data import wordnet as W
+    from arrank.baselines.lookup import positive_pairs, row_index
+
+    df = W.build_wordnet_dataset(subtree=subtree, min_relevant=min_relevant, n_eval=n_eval, seed=seed)
+    names, corpus = table_synsets(subtree)
+    rows = row_index(names)
+    return {"df": df, "eval": df[df["split"] == "eval"].reset_index(drop=True), "names": names,
+            "rows": rows, "pairs": positive_pairs(df, rows), "corpus": corpus}

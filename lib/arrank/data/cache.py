@@ -1,0 +1,68 @@
+"""Cached datasets under data/cache: a folder per parameter set, named by a short hash.
+
+A dataset folder holds one ``<table>.parquet`` per table and a ``params.json``. It is written into
+a hidden temporary folder beside its final name and renamed into place, so a half-written dataset
+never sits under the hash's name (issue: "nothing half-written left in data/cache").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+
+from arrank.workbook.outputs import write_json_atomic
+
+
+def params_hash(params: Mapping[str, Any]) -> str:
+    """Short hash (12 hex digits) of JSON-able parameters: the cache folder's name."""
+    text = json.dumps(dict(params), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def save_tables(target: Path, tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> Path:
+    """Write each table as ``<name>.parquet`` plus ``params.json`` through a temporary folder
+    renamed into place; on any error the temporary folder is removed. If another process
+    finished ``target`` first, its copy is kept."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        for name, df in tables.items():
+            df.to_parquet(tmp / f"{name}.parquet", index=False)
+        write_json_atomic(tmp / "params.json", dict(meta))
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            if not (target / "params.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def is_complete(target: Path) -> bool:
+    """A finished dataset folder (its params.json is written last, inside the renamed folder)."""
+    return (target / "params.json").is_file()
+
+
+def read_tables(target: Path, list_columns: Iterable[str] = ()) -> dict[str, pd.DataFrame]:
+    """The tables saved by :func:`save_tables`; cells of ``list_columns`` become Python lists."""
+    wanted = set(list_columns)
+    tables = {}
+    for path in sorted(target.glob("*.parquet")):
+        df = pd.read_parquet(path)
+        for col in wanted & set(df.columns):
+            df[col] = [list(v) for v in df[col]]
+        tables[path.stem] = df
+    return tables
+
+
+def read_params(target: Path) -> dict[str, Any]:
+    """params.json of a cached dataset."""
+    return json.loads((target / "params.json").read_text())

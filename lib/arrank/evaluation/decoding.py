@@ -1,0 +1,130 @@
+"""Decoding docIDs (section 5.1 "Task Setup" and its footnote): greedy decoding, the paper's proxy,
+and beam search constrained to the query's docID trie, which returns a ranked top-k list directly
+("in practice, a top-k ranking can still be directly generated via beam search using beam size k").
+
+Token ids follow ``arrank.training.encoding``: the prompt is ``prompt_ids`` and a docID is ``docid_ids``
+(its tokens followed by EOS), so a generation is a valid docID exactly when its tokens up to and
+including the first EOS equal one candidate's ``docid_ids``.
+
+- :func:`greedy_decode` generates ``max_i |T(d_i)| + 1`` tokens at most (the paper's
+  ``max_i |T(d_i)|`` steps plus the closing EOS of this project's docIDs) and reports which
+  candidate, if any, it produced.
+- :func:`beam_search` runs transformers' beam search with ``num_beams`` beams (default k) and
+  ``prefix_allowed_tokens_fn`` restricted to the trie (:func:`allowed_tokens_fn`), or unconstrained
+  (``constrained=False``) to measure how often an unconstrained beam leaves the candidate set.
+  Hypotheses are ranked by their sequence log-probability log p(d | q-bar) = sum of the token
+  log-probabilities, EOS included (``length_penalty=0``): the docID's probability under the model,
+  which is what ARR ranks by. This differs from the mean-token score of the evaluation
+  (``arrank.evaluation.scoring``), which the paper uses as its proxy; notebook 06 compares the two rankings.
+  Beam search keeps the best ``num_beams`` prefixes per step, so it can miss a docID whose prefix
+  is unlikely; with ``num_beams`` at least the widest level of the trie it is exact.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+from arrank.training.encoding import docid_table, prompt_ids
+from arrank.evaluation.scoring import eval_mode, model_device
+
+
+def prefix_children(docids: Sequence[Sequence[int]]) -> dict[tuple[int, ...], list[int]]:
+    """The docID trie as prefix -> sorted next tokens allowed after it (the empty prefix included).
+    Each docID must end with the EOS id (section 4.2); a prefix that ends a docID has no children."""
+    children: dict[tuple[int, ...], set[int]] = {}
+    for ids in docids:
+        ids = tuple(int(t) for t in ids)
+        if not ids:
+            raise ValueError("a docID with no tokens cannot be in the trie")
+        for t in range(len(ids)):
+            children.setdefault(ids[:t], set()).add(ids[t])
+    return {p: sorted(c) for p, c in children.items()}
+
+
+def allowed_tokens_fn(tries: Sequence[dict[tuple[int, ...], list[int]]], prompt_length: int,
+                      fallback: int) -> Callable[[int, torch.Tensor], list[int]]:
+    """``prefix_allowed_tokens_fn`` for ``generate``: the tokens the trie of batch row ``batch_id``
+    allows after what was generated past ``prompt_length``. Never returns an empty list (recent
+    transformers reject it): a prefix outside the trie (a finished hypothesis padded on) gets
+    ``[fallback]``, the EOS/pad id."""
+
+    def allowed(batch_id: int, input_ids: torch.Tensor) -> list[int]:
+        prefix = tuple(input_ids[prompt_length:].tolist())
+        return tries[batch_id].get(prefix) or [fallback]
+
+    return allowed
+
+
+def _check_candidates(docids: Sequence[str], k: int | None = None) -> list[str]:
+    """The candidate docIDs as a list, with clear errors for none, duplicates or a bad k."""
+    if isinstance(docids, str):
+        raise TypeError(f"candidate docIDs must be a list of str, got the str {docids!r}")
+    docids = list(docids)
+    if not docids:
+        raise ValueError("the candidate docID list is empty")
+    dups = sorted({d for i, d in enumerate(docids) if d in docids[:i]})
+    if dups:
+        raise ValueError(f"duplicate candidate docIDs: {dups}")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= len(docids)):
+        raise ValueError(f"k={k!r} must be an integer in [1, {len(docids)}] (the number of candidates)")
+    return docids
+
+
+def _match(generated: Sequence[int], table: dict[str, tuple[int, ...]], eos_id: int) -> str | None:
+    """The candidate whose ids (with EOS) the generation starts with up to its first EOS, else None."""
+    gen = list(generated)
+    if eos_id in gen:
+        gen = gen[:gen.index(eos_id) + 1]
+    by_ids = {ids: d for d, ids in table.items()}
+    return by_ids.get(tuple(gen))
+
+
+def _generate(model, tokenizer, prompt: Sequence[int], max_new_tokens: int, **kwargs: Any):
+    """transformers ``generate`` on one prompt's ids (``encoding.prompt_ids``), deterministic."""
+    ids = torch.tensor([list(prompt)], device=model_device(model))
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    with eval_mode(model), torch.no_grad():
+        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                             max_new_tokens=max_new_tokens, eos_token_id=tokenizer.eos_token_id,
+                             pad_token_id=pad, return_dict_in_generate=True, **kwargs)
+    return ids.shape[1], out
+
+
+def greedy_decode(model, tokenizer, prompt: str, docids: Sequence[str]) -> dict[str, Any]:
+    """Greedy decoding for ``max_i |T(d_i)| + 1`` steps (section 5.1's proxy; +1 for the EOS that
+    ends a docID here). Returns ``{"text", "docid"}``: the decoded string (up to EOS) and the
+    candidate it equals token for token, or None when the generation is not a valid docID."""
+    docids = _check_candidates(docids)
+    table = docid_table(tokenizer, docids)
+    steps = max(len(ids) for ids in table.values())
+    n_prompt, out = _generate(model, tokenizer, prompt_ids(tokenizer, prompt), steps, num_beams=1)
+    gen = out.sequences[0, n_prompt:].tolist()
+    return {"text": tokenizer.decode(gen, skip_special_tokens=True).strip(),
+            "docid": _match(gen, table, tokenizer.eos_token_id)}
+
+
+def beam_search(model, tokenizer, prompt: str, docids: Sequence[str], k: int,
+                num_beams: int | None = None, constrained: bool = True) -> list[tuple[str | None, float]]:
+    """The top-k list of beam search with ``num_beams`` (default k) beams: ``[(docID or None,
+    log p(d | q-bar)), ...]`` best first. Constrained to the trie of ``docids`` every entry is a
+    candidate; unconstrained, an entry that is no candidate is ``None`` (an invalid generation)."""
+    docids = _check_candidates(docids, k)
+    num_beams = k if num_beams is None else num_beams
+    if isinstance(num_beams, bool) or not isinstance(num_beams, (int, np.integer)) or num_beams < k:
+        raise ValueError(f"num_beams={num_beams!r} must be an integer >= k={k}")
+    table = docid_table(tokenizer, docids)
+    steps = max(len(ids) for ids in table.values())
+    ids = prompt_ids(tokenizer, prompt)
+    extra: dict[str, Any] = {}
+    if constrained:
+        extra["prefix_allowed_tokens_fn"] = allowed_tokens_fn([prefix_children(table.values())], len(ids),
+                                                              tokenizer.eos_token_id)
+    n_prompt, out = _generate(model, tokenizer, ids, steps, num_beams=num_beams,
+                              num_return_sequences=k, length_penalty=0.0, early_stopping=True,
+                              output_scores=True, **extra)
+    ranked = [(_match(seq[n_prompt:].tolist(), table, tokenizer.eos_token_id), float(score))
+              for seq, score in zip(out.sequences, out.sequences_scores)]
+    return sorted(ranked, key=lambda r: -r[1])

@@ -1,0 +1,195 @@
+"""Evaluate a model on held-out queries as in section 5.1: score every relevant docID (and the
+negative, for WordNet) by mean token log-probability after the prompt (``arrank.evaluation.scoring``), then
+CVR, nDCG and R@k (``arrank.evaluation.metrics``), plus the random-scores floor each table should be read
+against, and the decoding view of the same queries (``arrank.evaluation.decoding``).
+
+Datasets are tables in the format of ``arrank.data.ranking`` (WordNet's negative column holds a
+docID; ESCI's is None, so ESCI has no CVR).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from arrank.evaluation import decoding, metrics, scoring
+
+
+def eval_queries(df: pd.DataFrame, limit: int | None = None) -> pd.DataFrame:
+    """The held-out queries (``split == "eval"``), the first ``limit`` of them when given."""
+    held_out = df[df["split"] == "eval"]
+    if held_out.empty:
+        raise ValueError("the dataset has no held-out (split == 'eval') queries")
+    return held_out if limit is None else held_out.iloc[:limit]
+
+
+def candidates(row: Mapping[str, Any]) -> list[str]:
+    """A query's candidates: its relevant docIDs in rank order, then its negative if it has one."""
+    negative = row.get("negative")
+    return list(row["relevant"]) + ([negative] if isinstance(negative, str) else [])
+
+
+def _records(queries: pd.DataFrame, scores: list[np.ndarray]) -> list[dict[str, Any]]:
+    out = []
+    for row, s in zip(queries.to_dict("records"), scores):
+        negative = row.get("negative") if isinstance(row.get("negative"), str) else None
+        out.append({"query": row["query"], "relevant": list(row["relevant"]), "negative": negative,
+                    "scores": dict(zip(candidates(row), map(float, s)))})
+    return out
+
+
+def evaluate_held_out(model, tokenizer, df: pd.DataFrame, limit: int | None = None,
+                      ks: tuple[int, ...] = metrics.WORDNET_KS, include_eos: bool = False,
+                      method: str = "prefix_shared", progress: bool = True
+                      ) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]]]:
+    """(metrics dict with the names of Tables 1-2, per-query metrics frame, per-query records with
+    every candidate's score) for the model on the held-out queries."""
+    queries = eval_queries(df, limit)
+    items = [(row["prompt"], candidates(row)) for row in queries.to_dict("records")]
+    scores = scoring.score_queries(model, tokenizer, items, include_eos=include_eos, method=method,
+                                   progress=progress)
+    records = _records(queries, scores)
+    return metrics.evaluate_queries(records, ks), metrics.per_query_metrics(records, ks), records
+
+
+def random_floor(df: pd.DataFrame, seed: int = 0, limit: int | None = None,
+                 ks: tuple[int, ...] = metrics.WORDNET_KS) -> dict[str, Any]:
+    """The metrics of random scores on the same held-out queries (notes/cpu-feasibility.md:
+    R@k has a high floor when n_q is small, and nDCG is squeezed near 1)."""
+    queries = eval_queries(df, limit)
+    rng = np.random.default_rng(seed)
+    scores = [rng.standard_normal(len(candidates(row))) for row in queries.to_dict("records")]
+    return metrics.evaluate_queries(_records(queries, scores), ks)
+
+
+def scores_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """Long table of every scored candidate: ``query, docid, rank`` (gold rank, 0 for the
+    negative), ``score``, ``predicted_rank`` (1 = best; ties by docID as in ``metrics``)."""
+    rows = []
+    for rec in records:
+        order = metrics.predicted_order(list(rec["scores"]), list(rec["scores"].values()))
+        position = {d: i + 1 for i, d in enumerate(order)}
+        gold = {d: r + 1 for r, d in enumerate(rec["relevant"])}
+        rows += [{"query": rec["query"], "docid": d, "rank": gold.get(d, 0), "score": s,
+                  "predicted_rank": position[d]} for d, s in rec["scores"].items()]
+    return pd.DataFrame(rows, columns=["query", "docid", "rank", "score", "predicted_rank"])
+
+
+def per_rank_scores(scores: pd.DataFrame, max_rank: int = 10) -> pd.DataFrame:
+    """Mean, standard error and count of the score per gold rank (1..max_rank) and for the
+    negative (rank 0): a rank-aware model's curve falls with the rank and ends above the negative."""
+    kept = scores[scores["rank"] <= max_rank]
+    out = kept.groupby("rank")["score"].agg(["mean", "std", "count"])
+    out["sem"] = out["std"] / np.sqrt(out["count"])
+    out.index = ["negative" if r == 0 else str(r) for r in out.index]
+    out.index.name = "rank"
+    return out[["mean", "sem", "count"]]
+
+
+def violation_examples(records: list[dict[str, Any]], n: int = 5) -> pd.DataFrame:
+    """The ``n`` worst violations (section 5.1: the negative scores above some positive), the
+    largest margin first: query, the negative and its score, the lowest positive and its score."""
+    rows = []
+    for rec in records:
+        if rec.get("negative") is None:
+            continue
+        neg = rec["scores"][rec["negative"]]
+        worst = min(rec["relevant"], key=lambda d: rec["scores"][d])
+        if neg > rec["scores"][worst]:
+            rows.append({"query": rec["query"], "negative": rec["negative"], "negative_score": neg,
+                         "lowest_positive": worst, "positive_rank": rec["relevant"].index(worst) + 1,
+                         "positive_score": rec["scores"][worst], "margin": neg - rec["scores"][worst]})
+    frame = pd.DataFrame(rows, columns=["query", "negative", "negative_score", "lowest_positive",
+                                        "positive_rank", "positive_score", "margin"])
+    return frame.sort_values("margin", ascending=False).head(n).reset_index(drop=True)
+
+
+def decode_held_out(model, tokenizer, df: pd.DataFrame, records: list[dict[str, Any]], k: int,
+                    limit: int | None = None, progress: bool = True) -> tuple[dict[str, Any], pd.DataFrame]:
+    """Greedy decoding and beam search (``arrank.evaluation.decoding``) on the first ``limit`` held-out
+    queries with at least ``k`` relevant docIDs, over the same candidates as the scorer.
+
+    Metrics: ``greedy_valid_rate`` (the greedy string is one of the query's candidates),
+    ``greedy_top1_rate`` (it is the rank-1 docID), ``beam_recall@k_gold`` (trie-constrained beam
+    top-k vs the gold top-k), ``beam_recall@k_scorer`` (vs the scorer's top-k: how far the
+    sequence-probability ranking of beam search is from the mean-token-score ranking),
+    ``beam_invalid_rate_unconstrained`` (share of an unconstrained beam's k outputs that are no
+    candidate), ``n_decoded``. The frame holds one row per decoded query.
+    """
+    from tqdm.auto import tqdm
+
+    queries = eval_queries(df, None)
+    by_query = {r["query"]: r for r in records}
+    rows = [r for r in queries.to_dict("records") if r["n_relevant"] >= k and r["query"] in by_query]
+    rows = rows if limit is None else rows[:limit]
+    if not rows:
+        raise ValueError(f"no scored held-out query has at least k={k} relevant docIDs to decode")
+    out = []
+    for row in tqdm(rows, desc=f"decoding (greedy, beam k={k})", unit="query", disable=not progress):
+        cands, gold = candidates(row), list(row["relevant"])
+        greedy = decoding.greedy_decode(model, tokenizer, row["prompt"], cands)
+        beam = [d for d, _ in decoding.beam_search(model, tokenizer, row["prompt"], cands, k)]
+        free = [d for d, _ in decoding.beam_search(model, tokenizer, row["prompt"], cands, k, constrained=False)]
+        scorer = by_query[row["query"]]["scores"]
+        scorer_top = metrics.predicted_order(list(scorer), list(scorer.values()))[:k]
+        out.append({"query": row["query"], "greedy": greedy["text"], "greedy_valid": greedy["docid"] is not None,
+                    "greedy_top1": greedy["docid"] == gold[0], "beam": beam,
+                    "beam_recall_gold": len(set(beam) & set(gold[:k])) / k,
+                    "beam_recall_scorer": len(set(beam) & set(scorer_top)) / k,
+                    "unconstrained_invalid": sum(d is None for d in free) / k})
+    frame = pd.DataFrame(out)
+    result = {"greedy_valid_rate": float(frame["greedy_valid"].mean()),
+              "greedy_top1_rate": float(frame["greedy_top1"].mean()),
+              f"beam_recall@{k}_gold": float(frame["beam_recall_gold"].mean()),
+              f"beam_recall@{k}_scorer": float(frame["beam_recall_scorer"].mean()),
+              "beam_invalid_rate_unconstrained": float(frame["unconstrained_invalid"].mean()),
+              "n_decoded": len(frame)}
+    return result, frame
+
+
+def metrics_table(rows: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """Rows = runs, columns = CVR, nDCG, R@k (Table 1's layout), values rounded to 4 digits."""
+    table = pd.DataFrame.from_dict(dict(rows), orient="index")
+    keep = [c for c in table.columns if c in ("cvr", "ndcg") or c.startswith("recall@")]
+    table = table[keep].astype(float).round(4)
+    table.index.name = "run"
+    return table
+
+
+def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
+    """What notebook 06 evaluates, from its parameters ``p`` and the outputs folder ``root``.
+
+    ``train_run`` names a finished notebook 05 run (or "latest"): its saved model, and its data
+    parameters (dataset, subtree, min_relevant, n_eval, template, seed, profile) so that the
+    held-out queries are exactly the ones that run never trained on. ``train_run="none"``: an
+    untrained model (the tiny model at its initialisation, or the pretrained ``model_name`` as it
+    is) on the data that ``p`` describes: the baseline row. Returns ``model, tokenizer, df,
+    source`` (the run folder or "untrained") and ``data`` (the data parameters used).
+    """
+    import json
+
+    from arrank.training import models
+    from arrank.workbook import outputs
+    from arrank.data import ranking
+
+    keys = ("dataset", "subtree", "min_relevant", "n_eval", "template", "seed", "profile")
+    if p["train_run"] != "none":
+        run = outputs.find_run("05_train", p["train_run"], root)
+        trained = json.loads((run / "results.json").read_text())["params"]
+        data = {k: trained.get(k, "wordnet" if k == "dataset" else None) for k in keys}
+        model, tok = models.load_trained(run / "model", p["backend"])
+        source = str(run)
+    else:
+        data = {k: p[k] for k in keys}
+        source = "untrained"
+    df = ranking.ranking_dataset(data["dataset"], data["profile"], data["seed"], data["n_eval"], data["template"],
+                                 data["subtree"], data["min_relevant"])
+    if p["train_run"] == "none":
+        if p["model_name"] == "tiny":
+            model, tok = models.tiny_model_and_tokenizer(ranking.tokenizer_texts(df), p["tokenizer_vocab"],
+                                                         seed=p["seed"])
+        else:
+            model, tok = models.load_pretrained(p["model_name"], p["backend"], 1024)
+    return {"model": model, "tokenizer": tok, "df": df, "source": source, "data": data}

@@ -1,0 +1,380 @@
+"""Candidate scoring of section 5.1 ("Task Setup"): each candidate docID d of a query is scored by
+the mean log-probability of its tokens given the augmented prompt q-bar and its earlier tokens,
+
+    score(d) = 1/|T(d)| * sum_k log p(T(d)[k] | T(q-bar), T(d)[:k]).
+
+Token ids follow ``arrank.training.encoding``: an item is ``prompt_ids + docid_ids`` and ``docid_ids`` ends
+with EOS. The paper's score averages over the docID's tokens T(d); whether the end-of-docID token
+counts is not said. Default here: ``include_eos=False``, i.e. the trailing EOS of each candidate is
+*not* scored (the mean runs over the docID's own tokens only); ``include_eos=True`` adds log p(EOS |
+q-bar, d) as one more term of the mean, which tells "cat" from "cats" (notes/cpu-feasibility.md).
+
+Two equivalent ways to compute it (same scores to ~1e-6 in float32):
+
+- ``score_naive``: one forward pass per candidate over prompt + candidate.
+- ``score_prefix_shared``: the prompt is processed once for all candidates; the first docID token
+  is scored from the prompt's last logits. Three layouts: ``padded`` (the prompt runs alone, then
+  its key/value cache serves right-padded candidates as a batch, a 2-D mask over prompt +
+  candidate, position ids offset by the prompt length, the prompt cache expanded to every row);
+  ``packed`` (the prompt runs alone, then all candidates in one row behind its cache with the
+  block mask of ``arrank.training.packing``: each attends to the prompt and causally to itself, position
+  ids restarting after the prompt); ``one_pass`` (no cache: prompt and candidates in one row,
+  one forward pass, with the same block mask, the layout packed training uses). ``auto`` picks
+  ``packed`` where the attention reads the mask (``packing.mask_support``: sdpa, eager), else
+  ``padded``; benchmarks/scoring_speed.py compares the three (docs/measurements.md): the packed
+  layouts never copy the prompt's keys/values per candidate, a copy that costs the padded layout
+  most of its time on a CPU.
+
+Cache API notes (transformers 5.17): a forward with ``use_cache=True`` returns a ``DynamicCache``
+whose layers hold ``keys``/``values`` of shape [batch, kv_heads, seq, head_dim]; iterating the cache
+yields ``(keys, values, sliding_window_tensor)`` per layer, and ``DynamicCache(ddp_cache_data=...,
+config=...)`` builds a cache from such tuples. The cache object is mutable: a forward pass appends
+the new tokens to it (``torch.cat`` into new tensors bound to the same cache object) and
+``batch_repeat_interleave`` rebinds its tensors in place, so a prompt cache is never handed to the
+model twice: each candidate batch gets a fresh cache built from the prompt's (read-only) tensors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator, Sequence
+
+import numpy as np
+import torch
+
+from arrank.training.packing import mask_support, model_mask, row_mask, row_positions
+
+METHODS = ("prefix_shared", "naive")
+
+
+# --------------------------------------------------------------------------- input checks
+
+
+def _eos_ids(model) -> set[int]:
+    """The model's EOS id(s) from its config (an int or a list), empty when it has none."""
+    eos = getattr(getattr(model, "config", None), "eos_token_id", None)
+    if eos is None:
+        return set()
+    return {int(eos)} if isinstance(eos, int) else {int(e) for e in eos}
+
+
+def _check_ids(ids: Sequence[int], vocab_size: int | None, what: str) -> None:
+    """Every id must be an integer in [0, vocab_size)."""
+    for t in ids:
+        if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+            raise TypeError(f"{what} holds {t!r}, which is not an integer token id")
+        if t < 0 or (vocab_size is not None and t >= vocab_size):
+            raise ValueError(f"{what} holds token id {t}, outside the vocabulary [0, {vocab_size})")
+
+
+def scored_tokens(model, prompt: Sequence[int], candidates: Sequence[Sequence[int]],
+                  include_eos: bool = False, eos_id: int | None = None) -> list[list[int]]:
+    """The tokens T(d) whose log-probs make each candidate's score (section 5.1), after checks.
+
+    Each candidate is ``docid_ids`` (docID tokens + EOS). With ``include_eos=False`` (default) its
+    last token must be EOS (``eos_id``, else the model config's EOS when it names one) and is
+    dropped; with ``include_eos=True`` every token is scored. Errors: empty prompt, no candidates, a candidate
+    with no tokens (or only EOS when EOS is excluded), ids outside the vocabulary.
+    """
+    if len(prompt) == 0:
+        raise ValueError("the prompt has no tokens: the first docID token is predicted from the "
+                         "prompt's last position (section 5.1), so a prompt is required")
+    if len(candidates) == 0:
+        raise ValueError("no candidates to score: a query needs at least one candidate docID")
+    vocab = getattr(getattr(model, "config", None), "vocab_size", None)
+    _check_ids(prompt, vocab, "the prompt")
+    eos = {int(eos_id)} if eos_id is not None else _eos_ids(model)
+    out = []
+    for i, cand in enumerate(candidates):
+        cand = [int(t) for t in cand]
+        if not cand:
+            raise ValueError(f"candidate {i} has no tokens")
+        _check_ids(cand, vocab, f"candidate {i}")
+        if not include_eos:
+            if eos and cand[-1] not in eos:
+                raise ValueError(f"candidate {i} does not end with EOS {sorted(eos)} (ids {cand}); "
+                                 "candidates are docid_ids (docID + EOS), and include_eos=False drops "
+                                 "that EOS: pass include_eos=True to score every token")
+            cand = cand[:-1]
+            if not cand:
+                raise ValueError(f"candidate {i} is only EOS: it has no docID tokens to score")
+        out.append(cand)
+    return out
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def model_device(model) -> torch.device:
+    """The device of the model's parameters (``model.device`` for transformers models)."""
+    dev = getattr(model, "device", None)
+    return dev if isinstance(dev, torch.device) else next(model.parameters()).device
+
+
+@contextlib.contextmanager
+def eval_mode(model) -> Iterator[None]:
+    """Eval mode and inference mode for scoring; the model's training flag is restored after."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            yield
+    finally:
+        model.train(was_training)
+
+
+def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """log p(target) under softmax(logits), computed in float32 whatever the model's dtype.
+
+    ``logits`` [..., V], ``targets`` [...] (long) -> [...] float32.
+    """
+    logits = logits.float()
+    picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    return picked - torch.logsumexp(logits, dim=-1)
+
+
+# --------------------------------------------------------------------------- the two scorers
+
+
+def score_naive(model, prompt: list[int], candidates: list[list[int]],
+                include_eos: bool = False, *, eos_id: int | None = None) -> np.ndarray:
+    """Section 5.1 score of each candidate, one forward pass per candidate over prompt + candidate.
+
+    ``candidates`` are ``encoding.docid_ids`` lists (docID tokens + EOS). Default
+    ``include_eos=False``: the mean runs over the docID's tokens, EOS excluded; ``True`` includes
+    it. ``eos_id`` (default: the model config's) is the EOS that ends each candidate. Returns
+    float64 scores, one per candidate, in order. The reference implementation.
+    """
+    targets = scored_tokens(model, prompt, candidates, include_eos, eos_id)
+    device = model_device(model)
+    scores = np.empty(len(targets), dtype=np.float64)
+    with eval_mode(model):
+        for i, tgt in enumerate(targets):
+            # the last scored token is never an input; logits of the last len(tgt) inputs predict tgt
+            ids = torch.tensor([list(prompt) + tgt[:-1]], dtype=torch.long, device=device)
+            logits = model(input_ids=ids, use_cache=False, logits_to_keep=len(tgt)).logits[0]
+            lp = token_logprobs(logits, torch.tensor(tgt, dtype=torch.long, device=device))
+            scores[i] = lp.double().mean().item()
+    return scores
+
+
+def prompt_cache(model, prompt: Sequence[int]):
+    """Run the prompt once: (log-probs of the next token [V] in float32, the prompt's cache)."""
+    device = model_device(model)
+    ids = torch.tensor([list(prompt)], dtype=torch.long, device=device)
+    out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+    return torch.log_softmax(out.logits[0, -1].float(), dim=-1), out.past_key_values
+
+
+def expand_cache(model, cache, batch: int):
+    """A fresh ``DynamicCache`` holding the prompt's keys/values for ``batch`` rows.
+
+    The prompt cache itself is left untouched (its tensors are expanded, not repeated in place as
+    ``batch_repeat_interleave`` would do), so it can serve any number of candidate batches.
+    """
+    from transformers import DynamicCache
+
+    layers = [(k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v, *_ in cache]
+    return DynamicCache(ddp_cache_data=layers, config=model.config)
+
+
+def score_candidate_batch(model, cache, n_prompt: int, first_logprobs: torch.Tensor,
+                          targets: list[list[int]]) -> torch.Tensor:
+    """Scores of a batch of candidates behind a cached prompt of ``n_prompt`` tokens (float64 [B]).
+
+    Token 0 of each candidate is scored from the prompt's last log-probs; tokens 1.. from one
+    batched pass over the right-padded inputs ``tgt[:-1]`` with a 2-D mask covering prompt +
+    candidate and position ids ``n_prompt + k``.
+    """
+    device = first_logprobs.device
+    B = len(targets)
+    lengths = torch.tensor([len(t) for t in targets], device=device)
+    firsts = torch.tensor([t[0] for t in targets], dtype=torch.long, device=device)
+    total = first_logprobs[firsts].double()
+    width = int(lengths.max()) - 1  # inputs per candidate: all scored tokens but the last
+    if width > 0:
+        pad = getattr(model.config, "pad_token_id", None)
+        pad = pad if isinstance(pad, int) else 0
+        inputs = torch.tensor([t[:-1] + [pad] * (width + 1 - len(t)) for t in targets],
+                              dtype=torch.long, device=device)
+        nexts = torch.tensor([t[1:] + [0] * (width + 1 - len(t)) for t in targets],
+                             dtype=torch.long, device=device)
+        valid = torch.arange(width, device=device)[None, :] < (lengths[:, None] - 1)
+        mask = torch.cat([torch.ones((B, n_prompt), dtype=torch.long, device=device), valid.long()], 1)
+        positions = (n_prompt + torch.arange(width, device=device))[None, :].expand(B, -1)
+        logits = model(input_ids=inputs, attention_mask=mask, position_ids=positions,
+                       past_key_values=expand_cache(model, cache, B), use_cache=True).logits
+        lp = token_logprobs(logits, nexts).double()
+        total = total + (lp * valid).sum(dim=1)
+    return total / lengths.double()
+
+
+def score_candidate_pack(model, cache, n_prompt: int, first_logprobs: torch.Tensor,
+                         targets: list[list[int]]) -> torch.Tensor:
+    """Scores of candidates packed into ONE row behind a cached prompt (float64 [B]).
+
+    The inputs ``tgt[:-1]`` of all candidates are concatenated; a 4-D mask lets each candidate's
+    tokens attend to the whole prompt and causally to their own candidate only, with position ids
+    ``n_prompt + k`` restarting for each candidate. Equivalent to ``score_candidate_batch`` but the
+    prompt's keys/values are not copied once per candidate (that copy dominates the padded batch on
+    a CPU). Token 0 of each candidate is scored from the prompt's last log-probs.
+    """
+    device = first_logprobs.device
+    lengths = torch.tensor([len(t) for t in targets], device=device)
+    firsts = torch.tensor([t[0] for t in targets], dtype=torch.long, device=device)
+    total = first_logprobs[firsts].double()
+    blocks = [len(t) - 1 for t in targets if len(t) > 1]  # inputs: all scored tokens but the last
+    if blocks:
+        inputs = [x for t in targets for x in t[:-1]]
+        nexts = torch.tensor([x for t in targets for x in t[1:]], dtype=torch.long, device=device)
+        owner = torch.repeat_interleave(torch.arange(len(targets), device=device), lengths - 1)
+        allowed = row_mask(n_prompt, blocks)[n_prompt:].to(device)  # the block rows: (Q, P + Q)
+        positions = row_positions(n_prompt, blocks)[n_prompt:].to(device)
+        logits = model(input_ids=torch.tensor([inputs], dtype=torch.long, device=device),
+                       attention_mask=model_mask(model, allowed[None, None]), position_ids=positions[None, :],
+                       past_key_values=expand_cache(model, cache, 1), use_cache=True).logits[0]
+        lp = token_logprobs(logits, nexts).double()
+        total = total.index_add(0, owner, lp)
+    return total / lengths.double()
+
+
+def score_one_pass(model, prompt: list[int], targets: list[list[int]]) -> torch.Tensor:
+    """Scores of candidates packed behind the prompt in ONE forward pass, no cache (float64 [B]).
+
+    The row is ``prompt + tgt_1[:-1] + tgt_2[:-1] + ...`` with the block mask and position ids of
+    ``arrank.training.packing`` (the packed training layout): token 0 of each candidate is scored from the
+    prompt's last logits, tokens 1.. from the logits of their own block.
+    """
+    device = model_device(model)
+    P = len(prompt)
+    lengths = torch.tensor([len(t) for t in targets], device=device)
+    blocks = [len(t) - 1 for t in targets if len(t) > 1]
+    row = list(prompt) + [x for t in targets for x in t[:-1]]
+    if blocks:
+        allowed = row_mask(P, blocks).to(device)[None, None]
+        kw = {"attention_mask": model_mask(model, allowed),
+              "position_ids": row_positions(P, blocks).to(device)[None, :]}
+    else:
+        kw = {}
+    logits = model(input_ids=torch.tensor([row], dtype=torch.long, device=device), use_cache=False,
+                   logits_to_keep=len(row) - P + 1, **kw).logits[0]
+    firsts = torch.tensor([t[0] for t in targets], dtype=torch.long, device=device)
+    total = torch.log_softmax(logits[0].float(), dim=-1)[firsts].double()
+    if blocks:
+        nexts = torch.tensor([x for t in targets for x in t[1:]], dtype=torch.long, device=device)
+        owner = torch.repeat_interleave(torch.arange(len(targets), device=device), lengths - 1)
+        total = total.index_add(0, owner, token_logprobs(logits[1:], nexts).double())
+    return total / lengths.double()
+
+
+LAYOUTS = ("auto", "packed", "padded", "one_pass")
+
+
+def resolve_layout(model, layout: str) -> str:
+    """``auto`` -> ``packed`` when the model takes the block mask (``packing.mask_support``:
+    sdpa/eager attention), else ``padded``; an explicit packed layout on a model that cannot take
+    the mask is an error naming the reason."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout={layout!r} is not allowed; choose one of {list(LAYOUTS)}")
+    ok, why = mask_support(model)
+    if layout == "auto":
+        return "packed" if ok else "padded"
+    if layout in ("packed", "one_pass") and not ok:
+        raise ValueError(f"layout={layout!r} needs the packed block mask, but {why}; use layout='padded'")
+    return layout
+
+
+def score_prefix_shared(model, prompt: list[int], candidates: list[list[int]],
+                        include_eos: bool = False, batch_size: int | None = None,
+                        layout: str = "auto", *, eos_id: int | None = None) -> np.ndarray:
+    """Section 5.1 score of each candidate, with the prompt's key/value cache shared.
+
+    Same inputs, default (``include_eos=False``: EOS not scored) and output as ``score_naive``, and
+    the same scores (max abs difference ~1e-6 in float32). The prompt runs once; candidates then run
+    ``batch_size`` at a time (None: all in one pass) behind its cache, either
+    ``layout="padded"``: a batch of right-padded rows, 2-D mask over prompt + candidate, the prompt
+    cache expanded to every row; ``"packed"``: all candidates in one row with the 4-D block mask,
+    the prompt cache used once; ``"one_pass"``: prompt and candidates in one row and one pass, no
+    cache (the prompt then runs once per batch of candidates). The packed layouts need an attention
+    that reads 4-D masks (sdpa or eager). ``"auto"`` (default) picks packed when the model allows it.
+    """
+    targets = scored_tokens(model, prompt, candidates, include_eos, eos_id)
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                                   or batch_size < 1):
+        raise ValueError(f"batch_size={batch_size!r} must be a positive integer or None")
+    layout = resolve_layout(model, layout)
+    step = batch_size or len(targets)
+    parts = []
+    with eval_mode(model):
+        if layout == "one_pass":
+            for s in range(0, len(targets), step):
+                parts.append(score_one_pass(model, prompt, targets[s: s + step]))
+            return torch.cat(parts).cpu().numpy()
+        run = score_candidate_pack if layout == "packed" else score_candidate_batch
+        first, cache = prompt_cache(model, prompt)
+        for s in range(0, len(targets), step):
+            parts.append(run(model, cache, len(prompt), first, targets[s: s + step]))
+    return torch.cat(parts).cpu().numpy()
+
+
+# --------------------------------------------------------------------------- queries
+
+
+def check_item(index: int, item) -> tuple[str, list[str]]:
+    """One (prompt, docIDs) item, with clear errors for a bad shape, no docIDs or duplicates."""
+    try:
+        prompt, docids = item
+    except (TypeError, ValueError):
+        raise ValueError(f"item {index} must be a (prompt, candidate docIDs) pair, "
+                         f"got {item!r:.80}") from None
+    if not isinstance(prompt, str):
+        raise TypeError(f"item {index}: the prompt must be a str, got {type(prompt).__name__}")
+    if isinstance(docids, str):
+        raise TypeError(f"item {index}: candidate docIDs must be a list of str, got the str {docids!r}")
+    docids = list(docids)
+    if not docids:
+        raise ValueError(f"item {index} (prompt {prompt[-60:]!r}) has an empty candidate list")
+    seen: set[str] = set()
+    dups = sorted({d for d in docids if d in seen or seen.add(d)})
+    if dups:
+        raise ValueError(f"item {index} (prompt {prompt[-60:]!r}) lists duplicate candidate docIDs: "
+                         f"{dups}")
+    return prompt, docids
+
+
+def score_queries(model, tokenizer, items: Sequence[tuple[str, list[str]]], include_eos: bool = False,
+                  method: str = "prefix_shared", progress: bool = True,
+                  batch_size: int | None = None, layout: str = "auto") -> list[np.ndarray]:
+    """Section 5.1 scores of every query's candidate docIDs, one float64 array per item, aligned
+    with the item's docID order.
+
+    Each item is (augmented prompt q-bar as text, candidate docIDs); they are encoded with
+    ``encoding.prompt_ids`` / ``encoding.docid_ids`` (the training convention). ``method`` is
+    ``"prefix_shared"`` (default) or ``"naive"``; ``include_eos=False`` (default) leaves EOS out of
+    the mean; ``batch_size`` and ``layout`` go to ``score_prefix_shared``. Errors name the item:
+    duplicate docIDs, an empty candidate list, a docID with no tokens, two docIDs with the same
+    tokens.
+    """
+    from tqdm.auto import tqdm
+
+    from arrank.training.encoding import docid_table, prompt_ids
+
+    if method not in METHODS:
+        raise ValueError(f"method={method!r} is not allowed; choose one of {list(METHODS)}")
+    items = list(items)
+    checked = [check_item(i, it) for i, it in enumerate(items)]
+    results = []
+    for i, (prompt, docids) in enumerate(tqdm(checked, desc=f"scoring ({method})", unit="query",
+                                             disable=not progress)):
+        try:
+            table = docid_table(tokenizer, docids)
+        except ValueError as err:
+            raise ValueError(f"item {i} (prompt {prompt[-60:]!r}): {err}") from None
+        cands = [list(table[d]) for d in docids]
+        ids = prompt_ids(tokenizer, prompt)
+        if method == "naive":
+            results.append(score_naive(model, ids, cands, include_eos, eos_id=tokenizer.eos_token_id))
+        else:
+            results.append(score_prefix_shared(model, ids, cands, include_eos, batch_size, layout,
+                                               eos_id=tokenizer.eos_token_id))
+    return results

@@ -1,0 +1,52 @@
+"""Theory (notebooks 01 and 02): section 3, "The Capacity for Ranking", of arXiv 2601.05588.
+
+``capacity`` is section 3.1 (Proposition 3.1: a dual encoder of dimension n realises at most
+Skala's count of the k! rankings), ``rank_condition`` is section 3.2 (Propositions 3.2, 3.3 and
+Corollary 3.1: an autoregressive ranker realises every ordering of its docID tokens iff
+rank(E') = |V|), ``orderings`` the exact LP enumeration both share, and ``tables`` the
+notebooks' experiments as DataFrames.  The paper's theorem environments use separate counters,
+so the compiled numbering of section 3 is
+
+* Proposition 3.1 -- DE Insufficiency for Complete Ranking, Eq. (dual-encoder-dimension-bound)
+* Proposition 3.2 -- Arbitrary Distributions over Tokens  (``prop:arbitrary-tok-level-prob``)
+* Corollary 3.1   -- Arbitrary Distributions over Sequences (``cor:arbitrary-seq-level-prob``)
+* Proposition 3.3 -- Arbitrary Permutations over Tokens  (``prop:arbitrary-tok-level-ranking``)
+
+(with one shared counter the last two would read Corollary 3.3 and Proposition 3.4).  The proofs
+are in Appendix A.  The public functions are importable from ``arrank.theory`` itself.
+"""
+
+from arrank.theory.capacity import (count_distance_permutations, de_fraction_realisable,
+                                    exact_min_dimension, log10_de_fraction_realisable,
+                                    monte_carlo_distance_permutations, observed_inner_product_count,
+                                    paper_dimension_bound, realisable_distance_permutations,
+                                    skala_count, stirling1_unsigned_row)
+from arrank.theory.orderings import LP_MARGIN_TOL, MAX_EXACT_K
+from arrank.theory.rank_condition import (affine_counterexample, augmented_rank, count_token_permutations,
+                                          docid_token_rank, null_vector_h, realisable_token_permutations,
+                                          sequence_distribution_fit, solve_phi_for_distribution,
+                                          unrealisable_permutation)
+
+__all__ = [
+    "MAX_EXACT_K",
+    "LP_MARGIN_TOL",
+    "stirling1_unsigned_row",
+    "skala_count",
+    "paper_dimension_bound",
+    "exact_min_dimension",
+    "observed_inner_product_count",
+    "de_fraction_realisable",
+    "log10_de_fraction_realisable",
+    "count_distance_permutations",
+    "realisable_distance_permutations",
+    "monte_carlo_distance_permutations",
+    "count_token_permutations",
+    "realisable_token_permutations",
+    "augmented_rank",
+    "docid_token_rank",
+    "null_vector_h",
+    "unrealisable_permutation",
+    "affine_counterexample",
+    "solve_phi_for_distribution",
+    "sequence_distribution_fit",
+]

@@ -1,0 +1,224 @@
+"""Section 3.1 of the paper (arXiv 2601.05588): dual encoders cannot rank completely.
+
+Proposition 3.1 (DE Insufficiency for Complete Ranking, Eq. dual-encoder-dimension-bound):
+Skala's count of distance permutations (:func:`skala_count`, from unsigned Stirling numbers of
+the first kind), the paper's dimension bound, the exact smallest dimension, and exact LP counts
+(:func:`count_distance_permutations`) and Monte-Carlo lower bounds of the distance permutations
+that given sites realise.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from scipy.optimize import linprog, minimize
+from scipy.special import logsumexp, softmax
+
+from arrank.theory.orderings import _check_exact_k, _check_int, _check_matrix, _realisable_orders, _unit_rows
+
+
+# ------------------------------------------------------------ Skala counts (Prop. 3.1)
+
+
+@functools.lru_cache(maxsize=256)
+def _stirling_top(k: int, m: int) -> tuple[int, ...]:
+    """(|s(k,k)|, |s(k,k-1)|, ..., |s(k,k-m)|), unsigned Stirling numbers of the first kind.
+
+    |s(k, k-i)| is the i-th elementary symmetric polynomial of 0, 1, ..., k-1 (the rising
+    factorial x(x+1)...(x+k-1) = sum_j |s(k,j)| x^j), so the product prod_a (1 + a*y)
+    truncated at degree m gives them in O(k*m) exact integer operations.
+    """
+    coeffs = [1] + [0] * m
+    for a in range(1, k):
+        for i in range(min(m, a), 0, -1):
+            coeffs[i] += a * coeffs[i - 1]
+    return tuple(coeffs)
+
+
+def stirling1_unsigned_row(k: int) -> list[int]:
+    """Row k of the unsigned Stirling numbers of the first kind: ``row[j] = |s(k, j)|``.
+
+    ``len(row) == k + 1``; ``row[0] == 0`` for k >= 1 (and 1 for k == 0); ``sum(row) == k!``.
+    Used by :func:`skala_count` (Skala 2009, cited in the proof of Proposition 3.1).
+    """
+    k = _check_int("k", k, 0)
+    top = _stirling_top(k, k)
+    return list(reversed(top))
+
+
+def skala_count(n: int, k: int) -> int:
+    """Maximum number N_{n,2}(k) of Euclidean distance permutations of k sites in R^n.
+
+    Skala (2009), used in the proof of Proposition 3.1 (DE Insufficiency):
+    N_{n,2}(k) = sum_{i=0}^{min(n, k-1)} |s(k, k-i)|, attained by sites in general position.
+    n = 1 gives C(k,2) + 1; n >= k - 1 gives k!.  Exact Python int.
+    """
+    n = _check_int("n", n, 1)
+    k = _check_int("k", k, 1)
+    m = min(n, k - 1)
+    return sum(_stirling_top(k, m))
+
+
+def paper_dimension_bound(k: int) -> float:
+    """ln(k!) / (2 ln k): Proposition 3.1, Eq. (dual-encoder-dimension-bound).
+
+    A dual encoder of dimension n < this bound cannot solve a complete ranking task on k
+    documents (it uses Skala's coarser bound N_{n,2}(k) <= k^{2n}).  Requires k >= 2.
+    """
+    k = _check_int("k", k, 2)
+    return math.lgamma(k + 1) / (2.0 * math.log(k))
+
+
+@functools.lru_cache(maxsize=256)
+def _stirling_bottom(k: int, m: int) -> tuple[int, ...]:
+    """(|s(k,0)|, |s(k,1)|, ..., |s(k,m)|): the rising factorial prod_a (x + a) mod x^(m+1)."""
+    coeffs = [1] + [0] * m
+    for a in range(k):
+        for j in range(m, 0, -1):
+            coeffs[j] = a * coeffs[j] + coeffs[j - 1]
+        coeffs[0] *= a
+    return tuple(coeffs)
+
+
+def exact_min_dimension(k: int) -> int:
+    """Smallest n >= 1 with skala_count(n, k) == k!: the exact DE dimension for k documents.
+
+    Derivation: the Stirling row sums to k!, so k! - skala_count(n, k) is the sum of the
+    omitted terms |s(k, j)|, 1 <= j <= k-1-n (|s(k, 0)| = 0), all >= 0.  At n = k - 1 nothing
+    is omitted; we lower n while the terms omitted at n - 1 vanish.  The first of them,
+    |s(k, 1)| = (k-1)!, is positive, so the answer is max(1, k - 1); it is computed here from
+    the Stirling numbers (O(k) work) rather than hard-coded.  Proposition 3.1's
+    :func:`paper_dimension_bound` is a lower bound on this value.
+    """
+    k = _check_int("k", k, 1)
+    n = max(1, k - 1)
+    while n > 1 and sum(_stirling_bottom(k, k - n)[1:]) == 0:
+        n -= 1
+    return n
+
+
+def observed_inner_product_count(n: int, k: int) -> int:
+    """Number of orderings of <q, d_i> over q in R^n for k generic vectors d_i, as *observed*:
+    with m = min(n, k-1), 2 * sum of |s(k, k-i)| over 0 <= i <= m-1 with i = m-1 (mod 2).
+
+    Not a result of the paper and not proved here: it matches every exact LP count of
+    :func:`count_token_permutations` computed for this workbook (k = 2..7, all n, several seeds),
+    is 2 * C(k, 2) at n = 2 (k generic lines through the origin of the plane), and k! at
+    n >= k - 1 (Proposition 3.3). Notebook 01 shows it beside the exact counts.
+    """
+    n, k = _check_int("n", n, 1), _check_int("k", k, 1)
+    if k == 1:
+        return 1
+    m = min(n, k - 1)
+    row = stirling1_unsigned_row(k)
+    return 2 * sum(row[k - i] for i in range(m) if i % 2 == (m - 1) % 2)
+
+
+def de_fraction_realisable(n: int, k: int) -> float:
+    """skala_count(n, k) / k!: the largest fraction of the k! rankings an n-dim DE can realise.
+
+    Computed with exact integers (Proposition 3.1 context); may underflow to 0.0 for very large
+    k -- use :func:`log10_de_fraction_realisable` then.
+    """
+    return skala_count(n, k) / math.factorial(k)
+
+
+def log10_de_fraction_realisable(n: int, k: int) -> float:
+    """log10(skala_count(n, k) / k!), exact-int numerator and lgamma denominator.
+
+    Friendly for k = |V|^L (e.g. 64 docIDs of 3 tokens over |V| = 4): never underflows.
+    """
+    count = skala_count(n, k)
+    return math.log10(count) - math.lgamma(k + 1) / math.log(10.0)
+
+
+def _normalised_sites(sites: np.ndarray) -> np.ndarray:
+    """Centre the sites and scale them to unit RMS radius (no-op scale if all coincide)."""
+    centred = sites - sites.mean(axis=0)
+    radius = math.sqrt(float(np.mean(np.sum(centred ** 2, axis=1))))
+    return centred / radius if radius > 0 else centred
+
+
+def _distance_system(sites: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pair system of "site a strictly nearer to q than site b".
+
+    ||q - a||^2 < ||q - b||^2  <=>  2 (b - a) . q < ||b||^2 - ||a||^2.
+    """
+    sq = np.sum(sites ** 2, axis=1)
+    diff = 2.0 * (sites[None, :, :] - sites[:, None, :])  # [a, b] -> 2 (s_b - s_a)
+    rhs = sq[None, :] - sq[:, None]                        # [a, b] -> |s_b|^2 - |s_a|^2
+    return _unit_rows(diff, rhs)
+
+
+def realisable_distance_permutations(sites: np.ndarray) -> list[tuple[int, ...]]:
+    """The distance permutations of ``sites`` (k x n, k <= 7) realised by some query q in R^n.
+
+    Sorted list of tuples pi with ||q - s_pi1|| < ... < ||q - s_pik|| for some q (strict).
+    See :func:`count_distance_permutations` for the method and tolerance.
+    """
+    sites = _check_matrix("sites", sites)
+    _check_exact_k("sites", sites.shape[0])
+    unit = _normalised_sites(sites)
+    G, h = _distance_system(unit)
+
+    def key(q: np.ndarray) -> np.ndarray:  # rows of q -> squared distances to the sites
+        return np.sum((q[:, None, :] - unit[None, :, :]) ** 2, axis=2)
+    return _realisable_orders(G, h, (None, None), key)
+
+
+def count_distance_permutations(sites: np.ndarray) -> int:
+    """Exact number of distance permutations realised by k sites in R^n (k <= 7).
+
+    Counts the orders pi for which some query q has ||q - s_pi1|| < ... < ||q - s_pik||,
+    the quantity bounded by Skala's N_{n,2}(k) (:func:`skala_count`) in Proposition 3.1.
+    Each order is a system of k - 1 strict linear inequalities in q; strict feasibility is
+    decided by an LP (HiGHS) that maximises a margin t <= 1 after the sites are centred and
+    scaled to unit RMS radius and every inequality is scaled to a unit normal, so t is the
+    radius of a ball inside the order's cell.  An order counts iff t* > LP_MARGIN_TOL (1e-7):
+    cells thinner than 1e-7 site radii are treated as empty.  Orders are enumerated depth-first
+    by prefix and a prefix is pruned as soon as it is infeasible.  Never samples.
+    """
+    return len(realisable_distance_permutations(sites))
+
+
+def monte_carlo_distance_permutations(sites: np.ndarray, n_queries: int,
+                                      seed: int | None = 0, chunk_size: int = 65536) -> int:
+    """Distinct distance permutations seen from ``n_queries`` random query points (a lower bound).
+
+    Queries are Gaussian around the sites' centroid, with standard deviation R * s where R is
+    the largest distance of a site from the centroid (1 if all coincide) and s is drawn per query
+    uniformly from {0.5, 2, 8}: the small scale finds the little cells among the sites, the large
+    ones the unbounded cells.  Only orders with strictly distinct distances are counted, so the
+    result never exceeds :func:`count_distance_permutations` (illustrates Proposition 3.1's
+    "approaches but never exceeds" behaviour).  Works for any k.
+    """
+    sites = _check_matrix("sites", sites)
+    n_queries = _check_int("n_queries", n_queries, 1)
+    chunk_size = _check_int("chunk_size", chunk_size, 1)
+    rng = np.random.default_rng(seed)
+    centre = sites.mean(axis=0)
+    radius = float(np.max(np.linalg.norm(sites - centre, axis=1))) or 1.0
+    seen: set[tuple[int, ...]] = set()
+    for start in range(0, n_queries, chunk_size):
+        m = min(chunk_size, n_queries - start)
+        scale = radius * rng.choice(np.array([0.5, 2.0, 8.0]), size=(m, 1))
+        queries = centre + scale * rng.standard_normal((m, sites.shape[1]))
+        seen.update(_strict_orders(queries, sites))
+    return len(seen)
+
+
+def _strict_orders(queries: np.ndarray, sites: np.ndarray) -> set[tuple[int, ...]]:
+    """Distinct distance orders of the queries whose distances are all distinct."""
+    d2 = np.sum((queries[:, None, :] - sites[None, :, :]) ** 2, axis=2)
+    perms = np.argsort(d2, axis=1, kind="stable")
+    sorted_d2 = np.take_along_axis(d2, perms, axis=1)
+    strict = np.all(np.diff(sorted_d2, axis=1) > 0, axis=1)
+    unique = np.unique(perms[strict], axis=0)
+    return {tuple(int(i) for i in row) for row in unique}
+
+

@@ -1,0 +1,257 @@
+"""Exact counting of realisable strict orders by linear programming, shared by section 3.
+
+Both exact counters of the paper's section 3 (distance permutations of a dual encoder,
+Proposition 3.1, and orderings of token logits, Proposition 3.3) reduce to one question: which
+orders of k items can a linear inequality system realise strictly?  This module answers it by
+depth-first enumeration with one LP (HiGHS via ``scipy.optimize.linprog``) per prefix, and holds
+the input checks both sections share.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from scipy.optimize import linprog, minimize
+from scipy.special import logsumexp, softmax
+
+#: Largest number of sites / tokens for the exact LP counters.  The candidate orders grow as
+#: k! (5040 at k = 7, 40320 at k = 8) and each surviving prefix costs one LP.
+MAX_EXACT_K = 7
+
+#: An order counts as realisable iff the largest margin t of its normalised inequality system
+#: exceeds this value (see :func:`count_distance_permutations`).
+LP_MARGIN_TOL = 1e-7
+
+_HIGHS_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    """Return ``value`` as an int, or raise TypeError/ValueError naming it and the allowed range."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer >= {minimum}, got {value!r} "
+                        f"of type {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+    return int(value)
+
+
+def _check_matrix(name: str, value: Any, min_rows: int = 1, convert: bool = True) -> np.ndarray:
+    """Return ``value`` as a finite 2-D array (float64 if ``convert``); raise naming the fault."""
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # pragma: no cover - exotic inputs (e.g. bf16 tensors)
+        raise TypeError(f"{name} must be convertible to a numpy array: {exc}") from exc
+    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer)
+                                 or np.issubdtype(arr.dtype, np.floating)):
+        raise TypeError(f"{name} must hold real numbers (int or float), got dtype {arr.dtype}")
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array (rows x n), got shape {arr.shape}")
+    if arr.shape[0] < min_rows or arr.shape[1] < 1:
+        raise ValueError(f"{name} must have at least {min_rows} row(s) and 1 column, "
+                         f"got shape {arr.shape}")
+    if convert:
+        arr = arr.astype(np.float64, copy=False)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must contain only finite values (no NaN or inf)")
+    return arr
+
+
+def _check_exact_k(name: str, k: int) -> None:
+    """Refuse exact LP enumeration for more than :data:`MAX_EXACT_K` rows."""
+    if k > MAX_EXACT_K:
+        raise ValueError(
+            f"{name} has {k} rows; exact counts are limited to k <= {MAX_EXACT_K} because the "
+            f"number of candidate orders grows as k! and each surviving prefix needs one LP "
+            f"(use skala_count / monte_carlo_distance_permutations for larger k)")
+
+
+def _check_distribution(p: Any, shape: tuple[int, ...], name: str = "p") -> np.ndarray:
+    """Return ``p`` as a float64 array of the given shape, strictly positive and summing to 1."""
+    arr = np.asarray(p, dtype=np.float64)
+    if arr.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must contain only finite values (no NaN or inf)")
+    if np.any(arr <= 0):
+        raise ValueError(f"{name} must be strictly positive; smallest entry is {arr.min()!r}")
+    if abs(arr.sum() - 1.0) > 1e-9:
+        raise ValueError(f"{name} must sum to 1 (within 1e-9), sums to {arr.sum()!r}")
+    return arr
+
+
+# --------------------------------------------------- exact LP enumeration of strict orders
+#
+# Both exact counters reduce to: items 0..k-1 with a "strictly before" relation between item a
+# and item b that is a linear inequality  G[a, b] . x < h[a, b]  in an unknown x, with
+# unit-norm G[a, b] (or zero when a and b can never be separated).  An order pi is realisable
+# iff the k-1 consecutive inequalities hold strictly for some x.  We maximise a margin t:
+#   max t  s.t.  G[a, b] . x + t <= h[a, b]  for the pairs,  t <= 1,  x within its bounds,
+# and call the system feasible iff t* > LP_MARGIN_TOL.  With unit rows, t is a distance (for
+# distance permutations: the radius of a ball inside the cell).
+
+
+def _max_margin(G: np.ndarray, h: np.ndarray, pairs: Sequence[tuple[int, int]],
+                x_bounds: tuple[float | None, float | None]
+                ) -> tuple[float, np.ndarray, np.ndarray]:
+    """Solve the margin LP for the given (before, after) pairs; return (t*, x*, duals >= 0)."""
+    d = G.shape[2]
+    rows = np.array([G[a, b] for a, b in pairs])
+    A_ub = np.hstack([rows, np.ones((len(pairs), 1))])
+    b_ub = np.array([h[a, b] for a, b in pairs])
+    c = np.zeros(d + 1)
+    c[-1] = -1.0
+    bounds = [x_bounds] * d + [(None, 1.0)]
+    res = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs",
+                  options=_HIGHS_OPTIONS)
+    if res.status != 0:  # pragma: no cover - the LP is always feasible and bounded
+        raise RuntimeError(f"margin LP failed: {res.message}")
+    return float(res.x[-1]), res.x[:-1], -res.ineqlin.marginals
+
+
+def _prefix_pairs(prefix: tuple[int, ...], rest: Sequence[int]) -> list[tuple[int, int]]:
+    """Pairs for "prefix are the first j items, in this order, all before every item of rest"."""
+    pairs = list(zip(prefix[:-1], prefix[1:]))
+    pairs += [(prefix[-1], r) for r in rest]
+    return pairs
+
+
+def _witness_orders(G: np.ndarray, h: np.ndarray, points: np.ndarray,
+                    key: Callable[[np.ndarray], np.ndarray],
+                    box: float | None) -> list[tuple[int, ...]]:
+    """The full orders realised by the points (rows) with every consecutive margin > the tol.
+
+    A point that satisfies an order with margin > LP_MARGIN_TOL shows that the LP optimum of
+    that order (and of each of its prefixes: margins of non-consecutive pairs are at least as
+    large, by the triangle inequality) exceeds the tol, so those need no LP of their own and
+    exactness is unaffected.  With a box (homogeneous token systems, h = 0) each point is first
+    scaled into [-box, box]^n, which changes no order.
+    """
+    if box is not None:
+        points = points / np.maximum(1.0, np.max(np.abs(points), axis=1) / box)[:, None]
+    orders = np.argsort(key(points), axis=1, kind="stable")
+    a, b = orders[:, :-1], orders[:, 1:]
+    margins = h[a, b] - np.einsum("mjd,md->mj", G[a, b], points)
+    good = np.all(margins > LP_MARGIN_TOL, axis=1)
+    return [tuple(int(i) for i in row) for row in orders[good]]
+
+
+def _probe_points(G: np.ndarray, h: np.ndarray, x: np.ndarray, t: float,
+                  rest: Sequence[int], depth: int = 3) -> np.ndarray:
+    """x moved across up to ``depth`` bisectors of pairs of remaining items at once.
+
+    The LP solution x realises one continuation of the prefix; crossing the hyperplane
+    G[a, b] . x = h[a, b] (by 0.1 t beyond it, t = the LP margin) tends to swap a and b, and
+    combined crossings reach further continuations, so the probes certify many of them for the
+    cost of one LP.  They are deterministic and only ever certify feasibility: each probe counts
+    only for the order it realises itself, with margins checked (see _witness_orders).
+    """
+    pairs = list(itertools.combinations(sorted(rest), 2))
+    if not pairs:
+        return x[None, :]
+    normals = np.array([G[a, b] for a, b in pairs])
+    offsets = np.array([h[a, b] for a, b in pairs]) - normals @ x  # signed distance to cross
+    steps = (offsets + np.sign(offsets) * 0.1 * min(t, 1.0))[:, None] * normals
+    points = [x]
+    for size in range(1, min(depth, len(pairs)) + 1):
+        for combo in itertools.combinations(range(len(pairs)), size):
+            points.append(x + steps[list(combo)].sum(axis=0))
+    return np.array(points)
+
+
+def _closure_mask(prefix: tuple[int, ...], k: int) -> np.ndarray:
+    """k x k mask of the pairs (a before b) implied by "prefix first, in order, then the rest"."""
+    pos = np.full(k, len(prefix))
+    pos[list(prefix)] = np.arange(len(prefix))
+    return pos[:, None] < pos[None, :]
+
+
+def _dual_core(pairs: list[tuple[int, int]], duals: np.ndarray) -> list[tuple[int, int]]:
+    """The pairs that carry the dual certificate of a rejected system (positive duals).
+
+    By LP duality the margin LP restricted to these pairs has the same optimum, so every
+    system whose implied pairs contain them is rejected as well (more constraints only lower
+    the margin).  Cores are confirmed by an LP of their own before their first reuse.
+    """
+    return [pair for pair, y in zip(pairs, duals) if y > 1e-9 * max(1.0, float(duals.max()))]
+
+
+def _rejected_by_core(cores: list[list[tuple[int, int]]], implied: np.ndarray,
+                      confirm: Callable[[list[tuple[int, int]]], bool]) -> bool:
+    """True if a confirmed core lies inside ``implied``; unconfirmable cores are dropped."""
+    for core in list(cores):
+        if all(implied[a, b] for a, b in core):
+            if confirm(core):
+                return True
+            cores.remove(core)
+    return False
+
+
+def _realisable_orders(G: np.ndarray, h: np.ndarray,
+                       x_bounds: tuple[float | None, float | None],
+                       key: Callable[[np.ndarray], np.ndarray]) -> list[tuple[int, ...]]:
+    """All strictly realisable orders, depth-first by prefix with pruning of infeasible prefixes.
+
+    A prefix pi_1..pi_j survives iff pi_1 < ... < pi_j < every remaining item is feasible;
+    a prefix of length k - 1 is a full order.  Two exact shortcuts save most LPs:
+    deterministic probe points around each LP solution certify the prefixes of the orders
+    they realise (:func:`_probe_points`), and the dual certificate of each rejected prefix
+    rejects later prefixes that imply the same pairs (:func:`_dual_core`).
+    """
+    k = G.shape[0]
+    box = x_bounds[1]
+    certified: set[tuple[int, ...]] = set()
+    cores: list[list[tuple[int, int]]] = []
+    confirmed: set[tuple[tuple[int, int], ...]] = set()
+    found: list[tuple[int, ...]] = []
+
+    def confirm(core: list[tuple[int, int]]) -> bool:
+        if tuple(core) not in confirmed:
+            if _max_margin(G, h, core, x_bounds)[0] > LP_MARGIN_TOL:
+                return False
+            confirmed.add(tuple(core))
+        return True
+
+    def feasible(prefix: tuple[int, ...], rest: list[int]) -> bool:
+        if prefix in certified:
+            return True
+        if _rejected_by_core(cores, _closure_mask(prefix, k), confirm):
+            return False
+        pairs = _prefix_pairs(prefix, rest)
+        t, x, duals = _max_margin(G, h, pairs, x_bounds)
+        if t <= LP_MARGIN_TOL:
+            core = _dual_core(pairs, duals)
+            if core:
+                cores.append(core)
+            return False
+        for order in _witness_orders(G, h, _probe_points(G, h, x, t, rest), key, box):
+            certified.update(order[:j] for j in range(1, k + 1))
+        return True
+
+    def descend(prefix: tuple[int, ...], remaining: list[int]) -> None:
+        if len(remaining) <= 1:
+            found.append(prefix + tuple(remaining))
+            return
+        for item in remaining:
+            rest = [r for r in remaining if r != item]
+            if feasible(prefix + (item,), rest):
+                descend(prefix + (item,), rest)
+
+    descend((), list(range(k)))
+    return sorted(found)
+
+
+def _unit_rows(diff: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Scale each pair inequality diff . x < rhs to a unit normal (zero rows left at zero)."""
+    norms = np.linalg.norm(diff, axis=-1)
+    safe = np.where(norms > 0, norms, 1.0)
+    return diff / safe[..., None], rhs / safe
+
+

@@ -1,0 +1,253 @@
+"""Section 3.2 of the paper (arXiv 2601.05588): the rank(E') condition of autoregressive rankers.
+
+Proposition 3.2 (Arbitrary Distributions over Tokens), Corollary 3.1 (Arbitrary Distributions
+over Sequences) and Proposition 3.3 (Arbitrary Permutations over Tokens): exact counts of the
+orderings of logits E phi, rank(E') with E' = [E 1], the null vector h of Proposition 3.2, the
+affine counterexample, and fits of target distributions through softmax(E phi).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from scipy.optimize import linprog, minimize
+from scipy.special import logsumexp, softmax
+
+from arrank.theory.orderings import _check_distribution, _check_exact_k, _check_int, _check_matrix, _realisable_orders, _unit_rows
+
+
+# ------------------------------------------ token orderings (Prop. 3.3, Arbitrary Permutations)
+
+
+def _token_system(E: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pair system of "token a has a strictly larger logit than token b": (e_b - e_a) . phi < 0."""
+    diff = E[None, :, :] - E[:, None, :]  # [a, b] -> e_b - e_a
+    return _unit_rows(diff, np.zeros(diff.shape[:2]))
+
+
+def realisable_token_permutations(E: np.ndarray) -> list[tuple[int, ...]]:
+    """Orders (top first) of the logits E @ phi realised strictly by some phi in R^n (|V| <= 7).
+
+    Sorted list of tuples pi with (E phi)_pi1 > ... > (E phi)_pik.  See
+    :func:`count_token_permutations`.
+    """
+    E = _check_matrix("E", E)
+    _check_exact_k("E", E.shape[0])
+    G, h = _token_system(E)
+
+    def key(phi: np.ndarray) -> np.ndarray:  # rows of phi -> negated logits
+        return -(phi @ E.T)
+    return _realisable_orders(G, h, (-1.0, 1.0), key)
+
+
+def count_token_permutations(E: np.ndarray) -> int:
+    """Exact number of strict orderings of the logits E @ phi over phi in R^n (E is |V| x n).
+
+    Proposition 3.3 (Arbitrary Permutations over Tokens): the count is |V|! iff
+    rank([E 1]) == |V| (:func:`augmented_rank`).  The system (e_pi_i - e_pi_i+1) . phi > 0 is
+    homogeneous, so phi is boxed to [-1, 1]^n; rows are scaled to unit norm and a margin t <= 1
+    is maximised by LP (HiGHS); an order counts iff t* > LP_MARGIN_TOL (1e-7).  Depth-first
+    enumeration with prefix pruning (prefix = the top j tokens in order, above all the rest).
+    With documents as the rows of E this also counts the orderings of an inner-product dual
+    encoder <q, d>.
+    """
+    return len(realisable_token_permutations(E))
+
+
+# ------------------------------------------------ rank(E') and Prop. 3.2's null vector h
+
+
+def _augment(E: np.ndarray) -> np.ndarray:
+    """E' = [E 1]: E with a column of ones appended (section 3.2)."""
+    return np.hstack([E, np.ones((E.shape[0], 1))])
+
+
+def augmented_rank(E: np.ndarray, tol: float | None = None) -> int:
+    """rank(E') with E' = [E 1] (section 3.2; the condition of Props. 3.2, 3.3 and Cor. 3.1).
+
+    ``tol`` is passed to ``numpy.linalg.matrix_rank`` (default: s_max * max(rows, n+1) * eps).
+    """
+    E = _check_matrix("E", E)
+    return int(np.linalg.matrix_rank(_augment(E), tol=tol))
+
+
+def _gram_rank_augmented(rows: np.ndarray, tol: float | None,
+                         chunk: int = 4096) -> tuple[int, float]:
+    """rank([rows 1]) for tall ``rows`` from the eigenvalues of the (n+1) x (n+1) Gram matrix.
+
+    The Gram matrix is accumulated in float64 one block of rows at a time (no full float64
+    copy).  Its eigenvalues carry absolute error ~ (n+1) * eps * lambda_max, so singular values
+    below sqrt(max(shape) * eps) * s_max cannot be told from 0: that is the default threshold.
+    """
+    cols = rows.shape[1] + 1
+    gram = np.zeros((cols, cols))
+    for start in range(0, rows.shape[0], chunk):
+        block = _augment(np.asarray(rows[start:start + chunk], dtype=np.float64))
+        gram += block.T @ block
+    sing = np.sqrt(np.clip(np.linalg.eigvalsh(gram), 0.0, None))
+    if tol is None:
+        tol = float(sing.max()) * math.sqrt(max(rows.shape[0], cols) * np.finfo(float).eps)
+    return int(np.sum(sing > tol)), float(tol)
+
+
+def _svd_rank_augmented(rows: np.ndarray, tol: float | None) -> tuple[int, float]:
+    """rank([rows 1]) by SVD with numpy's default threshold s_max * max(shape) * eps."""
+    e_prime = _augment(rows.astype(np.float64))
+    sing = np.linalg.svd(e_prime, compute_uv=False)
+    if tol is None:
+        tol = float(sing.max()) * max(e_prime.shape) * np.finfo(float).eps
+    return int(np.sum(sing > tol)), float(tol)
+
+
+def docid_token_rank(embedding_matrix: np.ndarray, token_ids: Sequence[int],
+                     tol: float | None = None) -> dict[str, Any]:
+    """rank(E'_docids) for the rows ``token_ids`` of a |V| x n embedding matrix (section 3.2).
+
+    Returns {"n_docid_tokens": |V_docids| (distinct ids), "n": n, "rank_e_prime": rank(E'),
+    "full_rank": rank(E') == |V_docids| (the condition of Props. 3.2, 3.3, Cor. 3.1),
+    "method": "svd" | "gram", "tol": the threshold used on singular values}.  With at most
+    n + 1 ids the rank comes from the SVD of E' (numpy's default tolerance); with more ids from
+    the eigenvalues of the (n+1) x (n+1) Gram matrix (see ``_gram_rank_augmented``), which
+    handles a 32768 x 4096 float32 matrix without a float64 copy or a large SVD.  bf16
+    tensors must be converted by the caller (e.g. ``tensor.float().numpy()``).
+    """
+    ids = _check_token_ids(token_ids, np.shape(embedding_matrix))
+    rows = _check_matrix("embedding_matrix", np.asarray(embedding_matrix)[ids], convert=False)
+    if rows.shape[0] <= rows.shape[1] + 1:
+        (rank, thr), method = _svd_rank_augmented(rows, tol), "svd"
+    else:
+        (rank, thr), method = _gram_rank_augmented(rows, tol), "gram"
+    return {"n_docid_tokens": len(ids), "n": rows.shape[1], "rank_e_prime": rank,
+            "full_rank": rank == len(ids), "method": method, "tol": thr}
+
+
+def _check_token_ids(token_ids: Sequence[int], shape: tuple[int, ...]) -> np.ndarray:
+    """Distinct, in-range integer token ids as a sorted int array."""
+    if len(shape) != 2:
+        raise ValueError(f"embedding_matrix must be a 2-D array (|V| x n), got shape {shape}")
+    ids = np.asarray(token_ids)
+    if ids.ndim != 1 or ids.size == 0:
+        raise ValueError(f"token_ids must be a non-empty 1-D sequence of ints, got shape "
+                         f"{ids.shape}")
+    if ids.dtype == bool or not np.issubdtype(ids.dtype, np.integer):
+        raise TypeError(f"token_ids must be ints, got dtype {ids.dtype}")
+    if ids.min() < 0 or ids.max() >= shape[0]:
+        raise ValueError(f"token_ids must lie in [0, {shape[0] - 1}], got range "
+                         f"[{ids.min()}, {ids.max()}]")
+    return np.unique(ids)
+
+
+def null_vector_h(E: np.ndarray) -> np.ndarray:
+    """A unit h != 0 with h^T E' = 0, E' = [E 1] (Appendix A, proof of Prop. 3.2, "=>").
+
+    Exists iff rank(E') < |V|; taken as the last left singular vector of E' (sign fixed so the
+    entry of largest magnitude is positive).  Since 1 lies in the span of E', sum(h) = 0, so h
+    has both positive and negative entries.  Raises ValueError when rank(E') == |V|.
+    """
+    E = _check_matrix("E", E)
+    e_prime = _augment(E)
+    rank = int(np.linalg.matrix_rank(e_prime))
+    if rank == E.shape[0]:
+        raise ValueError(f"rank(E') = {rank} equals |V| = {E.shape[0]}: no nonzero h with "
+                         f"h^T E' = 0 exists (Prop. 3.2 condition holds)")
+    u, _, _ = np.linalg.svd(e_prime, full_matrices=True)
+    h = u[:, -1]
+    return h if h[np.argmax(np.abs(h))] > 0 else -h
+
+
+def unrealisable_permutation(E: np.ndarray) -> tuple[int, ...]:
+    """An order of the tokens that no phi realises when rank(E') < |V| (Appendix A, Prop. 3.3).
+
+    With h = :func:`null_vector_h` (E), N = {i: h_i < 0}, P = {i: h_i > 0}: the order lists N,
+    then the indices with h_i == 0 (|h_i| <= 1e-12 * max |h|), then P, each by index.  The
+    proof shows z_i > z_j for all i in N, j in P contradicts h^T E' phi' = 0.
+    """
+    h = null_vector_h(E)
+    zero = np.abs(h) <= 1e-12 * np.max(np.abs(h))
+    neg = [i for i in range(len(h)) if h[i] < 0 and not zero[i]]
+    mid = [i for i in range(len(h)) if zero[i]]
+    pos = [i for i in range(len(h)) if h[i] > 0 and not zero[i]]
+    return tuple(neg + mid + pos)
+
+
+def affine_counterexample(n: int = 4) -> np.ndarray:
+    """A 4 x n matrix (n >= 4 = |V|) with rank(E') = 3 < |V| although n >= |V|.
+
+    Rows: e_1, e_2, (e_1 + e_2) / 2, e_3 (standard basis of R^n).  Row 2 is an affine
+    combination of rows 0 and 1, so its logit is always the mean of theirs and it can never be
+    ranked strictly above both or below both: the rank condition of Props. 3.2/3.3 is about
+    affine, not linear, independence of the docID embeddings.
+    """
+    n = _check_int("n", n, 4)
+    E = np.zeros((4, n))
+    E[0, 0] = E[1, 1] = E[3, 2] = 1.0
+    E[2, :2] = 0.5
+    return E
+
+
+# ------------------------------------------- fitting distributions (Prop. 3.2 and Cor. 3.1)
+
+
+def _cross_entropy(phi: np.ndarray, E: np.ndarray, p: np.ndarray) -> tuple[float, np.ndarray]:
+    """-sum p log softmax(E phi) and its gradient E^T (softmax(E phi) - p)."""
+    z = E @ phi
+    value = float(logsumexp(z) - p @ z)
+    return value, E.T @ (softmax(z) - p)
+
+
+def solve_phi_for_distribution(E: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, float]:
+    """phi in R^n with softmax(E phi) close to p; returns (phi, max_i |softmax(E phi)_i - p_i|).
+
+    * rank(E') == |V| (Prop. 3.2, "<="): solve E' phi' = log p exactly by least squares and
+      drop the last coordinate (softmax is shift invariant); the error is round-off.
+    * rank(E') < |V| (Prop. 3.2, "=>", the softmax bottleneck): p may be unreachable; minimise
+      the convex cross-entropy -sum p log softmax(E phi) (i.e. KL(p || model)) with L-BFGS-B
+      and the analytic gradient, started from the least-squares solution; the error returned
+      is that of the KL-closest model distribution.
+    p must be strictly positive and sum to 1.
+    """
+    E = _check_matrix("E", E)
+    p = _check_distribution(p, (E.shape[0],))
+    e_prime = _augment(E)
+    phi_ls = np.linalg.lstsq(e_prime, np.log(p), rcond=None)[0][:-1]
+    if np.linalg.matrix_rank(e_prime) == E.shape[0]:
+        phi = phi_ls
+    else:
+        res = minimize(_cross_entropy, phi_ls, args=(E, p), jac=True, method="L-BFGS-B",
+                       options={"maxiter": 10000, "ftol": 1e-15, "gtol": 1e-12})
+        phi = res.x
+    return phi, float(np.max(np.abs(softmax(E @ phi) - p)))
+
+
+def sequence_distribution_fit(E: np.ndarray, target: np.ndarray, L: int) -> dict[str, Any]:
+    """Corollary 3.1 (Arbitrary Distributions over Sequences) with an idealised ARR.
+
+    ``target`` is a strictly positive distribution over all |V|^L sequences (shape (|V|,)*L).
+    For every prefix c of length 0..L-1 the ARR's hidden vector phi(c) is solved with
+    :func:`solve_phi_for_distribution` for the conditional next-token distribution
+    target(c, .) / target(c); the model's sequence distribution is the product of its
+    conditionals (chain rule).  Returns {"model": array like target, "max_abs_error": max over
+    sequences of |model - target|, "n_prefixes": number of prefixes solved (= sum_j |V|^j),
+    "max_conditional_error": worst per-prefix error}.
+    """
+    E = _check_matrix("E", E)
+    L = _check_int("L", L, 1)
+    V = E.shape[0]
+    target = _check_distribution(target, (V,) * L, name="target")
+    model = np.ones((V,) * L)
+    n_prefixes, worst = 0, 0.0
+    for length in range(L):
+        marginal = target.sum(axis=tuple(range(length + 1, L))) if length + 1 < L else target
+        for prefix in itertools.product(range(V), repeat=length):
+            cond = marginal[prefix] / marginal[prefix].sum()
+            phi, err = solve_phi_for_distribution(E, cond)
+            q = softmax(E @ phi)
+            model[prefix] = model[prefix] * q.reshape((V,) + (1,) * (L - length - 1))
+            n_prefixes, worst = n_prefixes + 1, max(worst, err)
+    return {"model": model, "max_abs_error": float(np.max(np.abs(model - target))),
+            "n_prefixes": n_prefixes, "max_conditional_error": worst}

@@ -1,0 +1,121 @@
+"""The experiments of notebooks 01 and 02 as tables (pandas DataFrames) built from ``arrank.theory``.
+
+Each function is one table of a notebook; the notebooks only call them, print and plot.
+Random matrices are Gaussian and seeded, so every table is reproducible.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from arrank import theory
+
+
+def closed_form_table(k_max: int) -> pd.DataFrame:
+    """skala_count(n, k) for 2 <= k <= k_max, 1 <= n <= k-1, beside k! (Proposition 3.1)."""
+    rows = [{"k": k, "n": n, "skala_count": theory.skala_count(n, k), "k_factorial": math.factorial(k)}
+            for k in range(2, k_max + 1) for n in range(1, k)]
+    return pd.DataFrame(rows)
+
+
+def exact_distance_counts(k_max: int, site_sets: int, seed: int) -> pd.DataFrame:
+    """Exact LP counts of distance permutations of random Gaussian sites, for every
+    2 <= k <= k_max and 1 <= n <= k-1, beside the closed form (``site_sets`` draws each)."""
+    rng = np.random.default_rng(seed)
+    grid = [(k, n, s) for k in range(2, k_max + 1) for n in range(1, k) for s in range(site_sets)]
+    rows = []
+    for k, n, s in tqdm(grid, desc="exact distance-permutation counts"):
+        sites = rng.standard_normal((k, n))
+        start = time.perf_counter()
+        exact = theory.count_distance_permutations(sites)
+        rows.append({"k": k, "n": n, "site_set": s, "exact": exact,
+                     "closed_form": theory.skala_count(n, k),
+                     "seconds": round(time.perf_counter() - start, 3)})
+    return pd.DataFrame(rows)
+
+
+def monte_carlo_curve(k: int, n: int, max_queries: int, seed: int, points: int = 12) -> pd.DataFrame:
+    """Distinct permutations seen from growing numbers of random query points (one site set),
+    beside the exact LP count and the closed form: the sampled count approaches, never exceeds."""
+    sites = np.random.default_rng(seed).standard_normal((k, n))
+    exact = theory.count_distance_permutations(sites)
+    sizes = np.unique(np.geomspace(10, max_queries, points).astype(int))
+    rows = [{"queries": int(q), "monte_carlo": theory.monte_carlo_distance_permutations(sites, int(q), seed),
+             "exact": exact, "closed_form": theory.skala_count(n, k)}
+            for q in tqdm(sizes, desc=f"Monte-Carlo k={k}, n={n}")]
+    return pd.DataFrame(rows)
+
+
+def dimension_bound_table(k_max: int, points: int = 60) -> pd.DataFrame:
+    """For k on a log grid up to k_max: the paper's bound ln(k!)/(2 ln k) under which no n-dim DE
+    solves the complete ranking task, and the exact smallest n at which skala_count(n, k) = k!."""
+    ks = np.unique(np.geomspace(2, k_max, points).astype(int))
+    rows = [{"k": int(k), "paper_bound": theory.paper_dimension_bound(int(k)),
+             "exact_min_dimension": theory.exact_min_dimension(int(k))} for k in ks]
+    return pd.DataFrame(rows)
+
+
+def inner_product_counts(k_max: int, site_sets: int, seed: int) -> pd.DataFrame:
+    """Exact number of orderings of <q, d_i> over q in R^n for random documents d_i (the score
+    of the paper's experiments), beside the Euclidean closed form, for 1 <= n <= k."""
+    rng = np.random.default_rng(seed)
+    grid = [(k, n, s) for k in range(2, k_max + 1) for n in range(1, k + 1) for s in range(site_sets)]
+    rows = []
+    for k, n, s in tqdm(grid, desc="exact inner-product orderings"):
+        docs = rng.standard_normal((k, n))
+        rows.append({"k": k, "n": n, "site_set": s,
+                     "inner_product": theory.count_token_permutations(docs),
+                     "observed_formula": theory.observed_inner_product_count(n, k),
+                     "euclidean_closed_form": theory.skala_count(n, k), "k_factorial": math.factorial(k)})
+    return pd.DataFrame(rows)
+
+
+def token_permutation_table(v_max: int, seed: int) -> pd.DataFrame:
+    """For random E (|V| x n), 2 <= |V| <= v_max and 1 <= n <= |V|: rank(E') and the exact
+    number of realisable orderings of E phi (Propositions 3.2 / 3.3: all |V|! iff rank(E') = |V|)."""
+    rng = np.random.default_rng(seed)
+    grid = [(v, n) for v in range(2, v_max + 1) for n in range(1, v + 1)]
+    rows = []
+    for v, n in tqdm(grid, desc="token orderings"):
+        E = rng.standard_normal((v, n))
+        count = theory.count_token_permutations(E)
+        rank = theory.augmented_rank(E)
+        rows.append({"V": v, "n": n, "rank_E_prime": rank, "orderings": count,
+                     "V_factorial": math.factorial(v), "all_orderings": count == math.factorial(v),
+                     "full_rank": rank == v})
+    return pd.DataFrame(rows)
+
+
+def distribution_fit_table(v_max: int, n_targets: int, seed: int) -> pd.DataFrame:
+    """Max error |softmax(E phi) - p| for random target distributions p, random E with
+    rank(E') = |V| (n = |V| - 1) and the affine counterexample (rank(E') < |V| although n >= |V|)."""
+    rng = np.random.default_rng(seed)
+    cases = [(f"random E, |V|={v}, n={v - 1}", rng.standard_normal((v, v - 1))) for v in range(2, v_max + 1)]
+    cases.append(("affine counterexample, |V|=4, n=4", theory.affine_counterexample(4)))
+    rows = []
+    for label, E in cases:
+        v = E.shape[0]
+        errors = [theory.solve_phi_for_distribution(E, rng.dirichlet(np.ones(v)))[1] for _ in range(n_targets)]
+        rank = theory.augmented_rank(E)
+        rows.append({"case": label, "V": v, "n": E.shape[1], "rank_E_prime": rank, "full_rank": rank == v,
+                     "targets": n_targets, "max_error": float(np.max(errors)),
+                     "median_error": float(np.median(errors)), "min_error": float(np.min(errors))})
+    return pd.DataFrame(rows)
+
+
+def docid_rank_table(E: np.ndarray, tokenizer, docid_sets: dict[str, list[str]]) -> pd.DataFrame:
+    """The paper's remark in practice (section 3.2): for each set of docIDs, |V_docids| (the
+    distinct tokens they use, EOS included), the model dimension n and rank(E'_docids)."""
+    from arrank.training.tokenizer import docid_token_ids
+
+    rows = []
+    for label, docids in docid_sets.items():
+        info = theory.docid_token_rank(E, docid_token_ids(tokenizer, docids))
+        rows.append({"docids": label, "count": len(docids), "V_docids": info["n_docid_tokens"],
+                     "n": info["n"], "rank_E_prime": info["rank_e_prime"], "full_rank": info["full_rank"]})
+    return pd.DataFrame(rows)

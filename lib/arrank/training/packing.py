@@ -1,0 +1,311 @@
+"""Packed per-query layout: every ranked docID of a query behind ONE copy of its prompt.
+
+Item-level STOICaL (section 4.1: lambda(r) = 1/r^alpha or stepwise) trains one item (q, d_r, r)
+per relevant docID, so an unpacked run processes the prompt of q n_q times; section 5.2 names that
+cost as the reason the paper trained ESCI with trie targets instead of item weights. Packed, one
+sequence holds
+
+    [prompt minus its last token p][p d_1][p d_2]...[p d_k]    (k <= n_q; see splitting below)
+
+and a block mask lets each block attend to the shared prefix and causally to itself only, with
+position ids restarting for every block where the prompt's last token sits. A block opens with
+its own copy of that last token p (same token, same position, same keys before it), because the
+first docID token is predicted from the prompt's last position: the copy gives every block that
+prediction, where the token just before the block in the row is the previous docID's EOS. So
+each block sees exactly what the unpacked item sees after the prefix, and its logits, its loss
+lambda(r) * sum_t CE(y(r, t), p) (eq. 2) and its gradient are those of the unpacked item up to
+float rounding (tests/test_packing.py checks 1e-5 on the tiny model), for one extra token per
+block. The targets y(r, t) are the item's own (one-hot, trie, or the Appendix F trie of
+d_r..d_nq), built before packing.
+
+Splitting: a query whose packed sequence would pass ``max_length`` goes into several sequences,
+each repeating the prefix; a docID is never truncated (a sequence holds exactly the tokens of
+the unpacked items it replaces, minus the repeated prefixes, so it fits wherever each item fits).
+
+The mask is built here once (:func:`row_mask`) and used by training (``arrank.training.train``) and by
+candidate scoring (``arrank.evaluation.scoring``: candidates are blocks behind the prompt of one query).
+
+Which models can take it: a transformers model whose attention implementation reads a custom
+4-D mask, i.e. ``sdpa`` (a boolean mask, True = attend) or ``eager`` (an additive float mask).
+Unsloth models (``config.unsloth_version`` set) replace the attention forward with their own
+kernels, whose packing takes sequence lengths of independent sequences only, and flash-attention
+or FlexAttention implementations ignore a 4-D tensor mask: :func:`mask_support` says no for those
+and training falls back to unpacked items with one warning. A custom 4-D mask replaces the
+model's own mask, so a model with sliding-window layers shorter than the packed length would lose
+its window: such models are refused too.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+PACKINGS = ("auto", "per_query", "none")
+MASK_ATTENTION = ("sdpa", "eager")
+
+
+# --------------------------------------------------------------------------- the mask
+
+
+Segment = tuple[int, Sequence[int]]  # (prompt length, docID block lengths) of one packed sequence
+
+
+def segments_mask(segments: Sequence[Segment], length: int | None = None) -> torch.Tensor:
+    """The attention pattern of one row holding packed sequences side by side, each
+    ``[prompt][block 1]...[block k]``, as a boolean (L, L) matrix: True where row i (a query
+    token) may attend to column j (a key token).
+
+    Prompt tokens attend causally to their own prompt; a token of block b attends to its
+    sequence's whole prompt and causally to the tokens of block b before it, never to another
+    block nor to another sequence. ``length`` pads the row to L tokens; a padding token attends
+    to itself only (no row is empty, so no softmax runs over nothing). The one implementation of
+    the mask: training (all rows) and scoring (the block rows behind a cached prompt, or all rows).
+    """
+    if len(segments) == 0:
+        raise ValueError("a packed row needs at least one sequence")
+    seg, blk = [], []
+    for s, (prompt_length, block_lengths) in enumerate(segments):
+        _check_lengths(prompt_length, block_lengths)
+        seg += [s] * (prompt_length + sum(block_lengths))
+        blk += [-1] * prompt_length + [b for b, n in enumerate(block_lengths) for _ in range(n)]
+    used = len(seg)
+    L = used if length is None else length
+    if L < used:
+        raise ValueError(f"length={length} is shorter than the row's {used} tokens")
+    seg_t = torch.tensor(seg + [-1] * (L - used), dtype=torch.long)   # -1: padding
+    blk_t = torch.tensor(blk + [-2] * (L - used), dtype=torch.long)   # -1: prompt, b >= 0: block b
+    idx = torch.arange(L)
+    causal = idx[None, :] <= idx[:, None]
+    same_seq = (seg_t[None, :] == seg_t[:, None]) & (seg_t[:, None] >= 0)
+    visible = (blk_t[None, :] == -1) | (blk_t[None, :] == blk_t[:, None])
+    return (causal & same_seq & visible) | torch.eye(L, dtype=torch.bool)
+
+
+def segments_positions(segments: Sequence[Segment], length: int | None = None) -> torch.Tensor:
+    """Position ids of a row of packed sequences: 0..P-1 for each prompt, then P, P+1, ...
+    restarting at P for every block (the positions the block has as an unpacked item); 0 for
+    padding."""
+    parts = []
+    for prompt_length, block_lengths in segments:
+        _check_lengths(prompt_length, block_lengths)
+        parts += [torch.arange(prompt_length)] + [prompt_length + torch.arange(n) for n in block_lengths]
+    pos = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.long)
+    if length is not None:
+        if length < len(pos):
+            raise ValueError(f"length={length} is shorter than the row's {len(pos)} tokens")
+        pos = torch.cat([pos, torch.zeros(length - len(pos), dtype=torch.long)])
+    return pos
+
+
+def row_mask(prompt_length: int, block_lengths: Sequence[int], length: int | None = None) -> torch.Tensor:
+    """:func:`segments_mask` of a row holding one sequence ``[prompt][block 1]...[block k]``."""
+    return segments_mask([(prompt_length, block_lengths)], length)
+
+
+def row_positions(prompt_length: int, block_lengths: Sequence[int], length: int | None = None) -> torch.Tensor:
+    """:func:`segments_positions` of a row holding one sequence."""
+    return segments_positions([(prompt_length, block_lengths)], length)
+
+
+def _check_lengths(prompt_length: int, block_lengths: Sequence[int]) -> None:
+    if isinstance(prompt_length, bool) or not isinstance(prompt_length, int) or prompt_length < 0:
+        raise ValueError(f"prompt_length={prompt_length!r} must be an integer >= 0")
+    if len(block_lengths) == 0:
+        raise ValueError("a packed row needs at least one docID block")
+    bad = [n for n in block_lengths if isinstance(n, bool) or not isinstance(n, int) or n < 1]
+    if bad:
+        raise ValueError(f"block lengths must be integers >= 1, got {list(block_lengths)}")
+
+
+def mask_support(model) -> tuple[bool, str]:
+    """(whether ``model`` can take the packed 4-D mask, why not). See the module docstring."""
+    config = getattr(model, "config", None)
+    if config is None:
+        return False, f"{type(model).__name__} has no transformers config"
+    if hasattr(config, "unsloth_version"):
+        return False, ("the model is patched by Unsloth, whose attention kernels take the lengths of "
+                       "independent sequences, not a shared-prompt 4-D mask")
+    impl = getattr(config, "_attn_implementation", None) or "eager"
+    if impl not in MASK_ATTENTION:
+        return False, (f"attention implementation {impl!r} does not read a custom 4-D mask "
+                       f"(packing needs one of {list(MASK_ATTENTION)})")
+    window = getattr(config, "sliding_window", None)
+    if window:
+        return False, (f"the model has sliding-window attention (window {window}), which a custom "
+                       "4-D mask would replace")
+    return True, ""
+
+
+def model_mask(model, allowed: torch.Tensor) -> torch.Tensor:
+    """The mask tensor the model's attention reads, from a boolean (B, 1, Q, K) ``allowed``:
+    the boolean itself for ``sdpa`` (True = attend), an additive float mask (0 or the dtype's
+    minimum) in the model's dtype for ``eager``."""
+    ok, why = mask_support(model)
+    if not ok:
+        raise ValueError(f"this model cannot take a packed mask: {why}")
+    if allowed.dtype != torch.bool or allowed.dim() != 4:
+        raise ValueError(f"allowed must be a boolean (B, 1, Q, K) tensor, got {allowed.dtype} "
+                         f"{tuple(allowed.shape)}")
+    if (model.config._attn_implementation or "eager") == "sdpa":
+        return allowed
+    dtype = model.get_input_embeddings().weight.dtype
+    if not dtype.is_floating_point:
+        dtype = torch.float32
+    mask = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
+    return mask.masked_fill_(~allowed, torch.finfo(dtype).min)
+
+
+# --------------------------------------------------------------------------- packed sequences
+
+
+def resolve_packing(packing: str, items: Sequence[dict[str, Any]], model) -> tuple[str, str | None]:
+    """(``"per_query"`` or ``"none"``, a warning or None) for a ``packing`` option.
+
+    ``"auto"`` packs when some query has more than one item (item-level variants; the NTP and
+    trie-only variants train one item per query, where packing saves nothing) and the model can
+    take the mask. ``"auto"`` or ``"per_query"`` on item-level items for a model that cannot take
+    it falls back to unpacked items with a warning naming the reason (the documented fallback);
+    ``"none"`` never packs.
+    """
+    if packing not in PACKINGS:
+        raise ValueError(f"packing={packing!r} is not allowed; choose one of {list(PACKINGS)}")
+    if packing == "none":
+        return "none", None
+    ok, why = mask_support(model)
+    if packing == "auto":
+        queries = [item.get("query") for item in items]
+        if len(set(queries)) == len(queries):
+            return "none", None  # one item per query: nothing to share
+        return ("per_query", None) if ok else ("none", f"packing='auto' trains unpacked items: {why}")
+    if not ok:
+        return "none", f"packing='per_query' falls back to unpacked items: {why}"
+    return "per_query", None
+
+
+def pack_items(items: Sequence[dict[str, Any]], max_length: int) -> list[dict[str, Any]]:
+    """Packed sequences from training items (``arrank.training.train.query_items``: ``input_ids`` = prompt
+    + docID, ``start`` = prompt length, ``targets``, ``weight`` = lambda(r), ``rank``, ``query``).
+
+    Items of one query (consecutive, sharing the prompt) go into ``[prefix][p d_r1][p d_r2]...``
+    in rank order (prefix = the prompt minus its last token p; module docstring); when the next
+    block would pass ``max_length`` tokens a new sequence repeats the prefix. A docID is never
+    truncated: an item longer than ``max_length`` is an error. Each packed sequence holds
+    ``input_ids``, ``prompt_length`` (the prefix's), ``block_lengths``, ``targets`` (per position
+    from the prefix's end: none at each block's copy of p, then the item's per-step targets),
+    ``weights`` (lambda(r) per block), ``ranks`` and ``query``.
+    """
+    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
+        raise ValueError(f"max_length={max_length!r} must be an integer >= 2")
+    if not items:
+        raise ValueError("no training items to pack")
+    packed: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    for n, item in enumerate(items):
+        start, ids = item["start"], list(item["input_ids"])
+        query = item.get("query", n)
+        if start < 1 or start >= len(ids):
+            raise ValueError(f"item {n} (query {query!r}): start={start} must leave a prompt token "
+                             f"before the docID and docID tokens after it ({len(ids)} tokens)")
+        prompt, block = ids[:start - 1], ids[start - 1:]  # block = last prompt token + docID
+        if len(item["targets"]) != len(block) - 1:
+            raise ValueError(f"item {n} (query {query!r}): {len(item['targets'])} target steps for "
+                             f"{len(block) - 1} docID tokens")
+        if len(ids) > max_length:
+            raise ValueError(f"query {query!r}: prompt + docID of rank {item.get('rank')} take "
+                             f"{len(ids)} tokens > max_length={max_length}; a docID is "
+                             "never truncated: use a shorter template or a larger max_length")
+        same_query = (current is not None and current["query"] == query
+                      and current["input_ids"][:current["prompt_length"]] == prompt)
+        if not same_query or len(current["input_ids"]) + len(block) > max_length:
+            current = {"input_ids": list(prompt), "prompt_length": len(prompt), "block_lengths": [],
+                       "targets": [], "weights": [], "ranks": [], "query": query}
+            packed.append(current)
+        current["input_ids"] += block
+        current["block_lengths"].append(len(block))
+        current["targets"] += [[]] + list(item["targets"])  # no target at the copy of p
+        current["weights"].append(float(item["weight"]))
+        current["ranks"].append(item.get("rank"))
+    return packed
+
+
+def fill_rows(lengths: Sequence[int], row_length: int | None) -> list[list[int]]:
+    """Indices of sequences grouped into rows of at most ``row_length`` tokens (first fit, longest
+    first), or one sequence per row when ``row_length`` is None. Fewer, fuller rows waste less on
+    padding: a batch of per-query sequences of 30 to 80 tokens padded to the longest wastes about
+    a third of its tokens."""
+    if row_length is None:
+        return [[i] for i in range(len(lengths))]
+    rows: list[list[int]] = []
+    room: list[int] = []
+    for i in sorted(range(len(lengths)), key=lambda i: (-lengths[i], i)):
+        if lengths[i] > row_length:
+            raise ValueError(f"a packed sequence of {lengths[i]} tokens does not fit row_length={row_length}")
+        for r, free in enumerate(room):
+            if lengths[i] <= free:
+                rows[r].append(i)
+                room[r] -= lengths[i]
+                break
+        else:
+            rows.append([i])
+            room.append(row_length - lengths[i])
+    return rows
+
+
+def row_length_for(packed: Sequence[dict[str, Any]], max_length: int) -> int:
+    """The row length training packs sequences into: twice the mean packed sequence (so a row
+    holds about two), at least the longest one, at most ``max_length``. Longer rows cost
+    attention over masked-out pairs, shorter ones padding (measured in docs/measurements.md)."""
+    lengths = [len(p["input_ids"]) for p in packed]
+    return min(max_length, max(max(lengths), round(2 * sum(lengths) / len(lengths))))
+
+
+def collate_packed(batch: list[dict[str, Any]], pad_id: int, weight_scale: float | None = None,
+                   row_length: int | None = None) -> dict[str, torch.Tensor]:
+    """Right-padded ``input_ids``, the boolean block mask ``allowed`` (R, 1, L, L), ``position_ids``,
+    the padded sparse targets and per-position weights ``item_weight`` (R, L) of packed sequences.
+
+    ``row_length``: sequences share rows of at most that many tokens (:func:`fill_rows`; each
+    sees only itself through :func:`segments_mask`), else one sequence per row. Weights: lambda(r)
+    on every token of block r (``stoical.stoical_loss`` reads a (R, L) weight); with
+    ``weight_scale`` c (weighted sampling: sequences drawn with probability proportional to their
+    summed lambda, Lambda) each block carries c * lambda(r) / Lambda instead, so the expected
+    gradient is the one of uniform draws; c = the mean Lambda keeps the loss on the same scale.
+    """
+    from arrank.training.stoical import pad_sparse_targets
+
+    rows = fill_rows([len(b["input_ids"]) for b in batch], row_length)
+    L = max(sum(len(batch[i]["input_ids"]) for i in row) for row in rows)
+    R = len(rows)
+    input_ids = torch.full((R, L), pad_id, dtype=torch.long)
+    allowed = torch.zeros((R, 1, L, L), dtype=torch.bool)
+    positions = torch.zeros((R, L), dtype=torch.long)
+    weights = torch.zeros((R, L), dtype=torch.float32)
+    targets: list[list] = []
+    for r, row in enumerate(rows):
+        segments = [(batch[i]["prompt_length"], batch[i]["block_lengths"]) for i in row]
+        allowed[r, 0] = segments_mask(segments, L)
+        positions[r] = segments_positions(segments, L)
+        at, steps = 0, []
+        for i in row:
+            b = batch[i]
+            n, P = len(b["input_ids"]), b["prompt_length"]
+            input_ids[r, at:at + n] = torch.tensor(b["input_ids"])
+            total = sum(b["weights"])
+            if total <= 0:
+                raise ValueError(f"packed sequence of query {b['query']!r} has total weight 0")
+            factor = 1.0 if weight_scale is None else weight_scale / total
+            lam = torch.tensor([w * factor for w in b["weights"]], dtype=torch.float32)
+            weights[r, at + P:at + n] = torch.repeat_interleave(lam, torch.tensor(b["block_lengths"]))
+            steps += [[]] * P + list(b["targets"])  # no target on prompts and on each copy of p
+            at += n
+        targets.append(steps)
+    # position 0 is a prompt token (never a target): start at 1 so no target ever lands there
+    target_ids, target_mass = pad_sparse_targets([t[1:] for t in targets], [1] * R, L)
+    return {"input_ids": input_ids, "allowed": allowed, "position_ids": positions,
+            "target_ids": target_ids, "target_mass": target_mass, "item_weight": weights}
+
+
+def sequence_weights(packed: Sequence[dict[str, Any]]) -> list[float]:
+    """Draw weights of packed sequences for weighted sampling: the sum of their blocks' lambda(r)."""
+    return [float(sum(p["weights"])) for p in packed]

@@ -1,0 +1,178 @@
+"""STOICaL, the generalised rank-aware training loss of section 4 (eq. 2,
+``eq:general-loss-formulation``):
+
+    L(q, d_r, r; theta) = lambda(r) * sum_t CE( y(r, t), p_theta(. | T(q_bar), T(d_r)_<t) )
+
+``item_weight`` is lambda(r) (section 4.1); y(r, t) is one-hot (``trie.one_hot_targets``) or
+marginalised over the prefix tree (``trie.query_sparse_targets``, section 4.2; Appendix F for the
+combined variant). Targets are sparse: each supervised position holds at most K
+``(token id, mass)`` pairs, padded to (B, T, K) tensors by :func:`pad_sparse_targets`.
+
+Alignment (the transformers ``labels`` convention): ``target_ids[b, t]`` / ``target_mass[b, t]``
+describe the token at position t of ``input_ids``, which the model predicts from ``logits[b, t-1]``.
+The loss does the shift itself, so position 0 can never be supervised, and a docID that starts at
+position s (its first token is ``input_ids[b, s]``) has its step-j target at position s + j.
+
+Normalisation: the summed loss is divided by the number of supervised positions in the batch
+(positions with any target mass > 0, whatever their lambda), or by ``num_items_in_batch`` when
+given (the transformers convention for gradient accumulation). So one-hot targets with lambda = 1
+give exactly the usual mean next-token cross-entropy over the docID tokens, and the denominator is
+the same for every variant (lambda scheme, trie or one-hot), so their losses are comparable.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+
+SCHEMES = ("indicator", "fractional", "stepwise")
+
+
+def item_weight(scheme: str, r: int, n_q: int, alpha: float | None = None) -> float:
+    """lambda(r) of section 4.1 for the docID of rank r (1 = most relevant) of a query with n_q docIDs.
+
+    - ``"indicator"``: 1 if r == 1 else 0 (the next-token-prediction top-1 baseline, I_{r=1});
+    - ``"fractional"``: 1 / r**alpha (alpha >= 0 required);
+    - ``"stepwise"``: (n_q - r + 1) / n_q.
+    """
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown item-weight scheme {scheme!r}; allowed: {', '.join(SCHEMES)}")
+    if isinstance(n_q, bool) or not isinstance(n_q, int) or n_q < 1:
+        raise ValueError(f"n_q={n_q!r} must be a positive integer (docIDs of the query)")
+    if isinstance(r, bool) or not isinstance(r, int) or not 1 <= r <= n_q:
+        raise ValueError(f"rank r={r!r} must be an integer in [1, n_q={n_q}]")
+    if scheme == "indicator":
+        return 1.0 if r == 1 else 0.0
+    if scheme == "stepwise":
+        return (n_q - r + 1) / n_q
+    if alpha is None:
+        raise ValueError("the fractional scheme lambda(r) = 1/r**alpha needs alpha (a number >= 0)")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or math.isnan(alpha) or alpha < 0:
+        raise ValueError(f"alpha={alpha!r} must be a number >= 0 for lambda(r) = 1/r**alpha")
+    return 1.0 / r ** alpha
+
+
+def pad_sparse_targets(targets: Sequence[Sequence[Sequence[tuple[int, float]]]], starts: Sequence[int],
+                       seq_len: int, k: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Padded (B, seq_len, K) ``target_ids`` (long) and ``target_mass`` (float32) for a batch.
+
+    ``targets[b]`` is item b's list of per-step ``(token id, mass)`` pairs (from ``trie``) and
+    ``starts[b]`` the position in its sequence of the docID's first token, so step j lands at
+    position ``starts[b] + j`` (the labels alignment of this module). ``K`` is the largest number of
+    pairs in a step, or ``k`` when given (then no step may hold more). Padding: id 0, mass 0;
+    positions outside the docID have all-zero mass (no loss, e.g. the prompt).
+    """
+    if len(targets) != len(starts):
+        raise ValueError(f"{len(targets)} target lists but {len(starts)} starts; one start per item")
+    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 2:
+        raise ValueError(f"seq_len={seq_len!r} must be an integer >= 2")
+    widest = max((len(step) for item in targets for step in item), default=1)
+    if k is None:
+        k = max(widest, 1)
+    elif widest > k:
+        raise ValueError(f"a step holds {widest} (token, mass) pairs, more than k={k}")
+    ids = torch.zeros(len(targets), seq_len, k, dtype=torch.long)
+    mass = torch.zeros(len(targets), seq_len, k, dtype=torch.float32)
+    rows, cols, slots, toks, masses = [], [], [], [], []  # filled in one assignment below
+    for b, (item, start) in enumerate(zip(targets, starts)):
+        start = int(start)
+        if start < 1 or start + len(item) > seq_len:
+            raise ValueError(f"item {b}: docID of {len(item)} steps starting at position {start} "
+                             f"must lie within positions [1, {seq_len}) (position 0 is never predicted)")
+        for j, step in enumerate(item):
+            for slot, (tok, m) in enumerate(step):
+                rows.append(b)
+                cols.append(start + j)
+                slots.append(slot)
+                toks.append(tok)
+                masses.append(m)
+    if rows:
+        where = (torch.tensor(rows), torch.tensor(cols), torch.tensor(slots))
+        ids[where] = torch.tensor(toks, dtype=torch.long)
+        mass[where] = torch.tensor(masses, dtype=torch.float32)
+    return ids, mass
+
+
+def targets_from_labels(labels: torch.Tensor, ignore_index: int = -100) -> tuple[torch.Tensor, torch.Tensor]:
+    """One-hot (B, T, 1) ``target_ids`` / ``target_mass`` from transformers-style ``labels`` (same
+    alignment; ``ignore_index`` positions get no loss): y(t) one-hot, section 4. Position 0 gets no
+    loss either (no logit predicts it; transformers drops it the same way when it shifts)."""
+    keep = labels != ignore_index
+    keep[..., 0] = False
+    ids = torch.where(keep, labels, torch.zeros_like(labels)).long().unsqueeze(-1)
+    return ids, keep.float().unsqueeze(-1)
+
+
+def stoical_loss(logits: torch.Tensor, target_ids: torch.Tensor, target_mass: torch.Tensor,
+                 item_weight: torch.Tensor, num_items_in_batch: int | torch.Tensor | None = None) -> torch.Tensor:
+    """The STOICaL loss of eq. 2 (section 4) for a batch of (query, docID, rank) items.
+
+    ``logits``: (B, T, V), the model's output for ``input_ids`` (B, T) (``logits[:, t]`` predicts
+    token t + 1). ``target_ids`` / ``target_mass``: (B, T, K) sparse y(r, t), aligned with
+    ``input_ids`` like transformers ``labels`` (row t is the target of token t; the shift is done
+    here); mass 0 is padding, an all-zero row is an unsupervised position (prompt, padding).
+    ``item_weight``: (B,) lambda(r) of each item (section 4.1), or (B, T) per position, aligned
+    like the targets (row t weighs the loss of token t): a packed row holds several items
+    (``arrank.training.packing``), each block's tokens carrying its own lambda(r).
+
+    loss = sum_b lambda_b * sum_t CE(y_bt, p_bt) / N,  CE = -sum_k mass_k * log_softmax(logits)[id_k],
+    with N the number of supervised positions of the batch (rows with any mass > 0, whatever their
+    lambda), or ``num_items_in_batch`` when given (transformers' gradient-accumulation convention).
+    One-hot targets with lambda = 1 thus give the mean next-token cross-entropy over the docID
+    tokens, and N is the same for every lambda scheme and target kind, so runs are comparable.
+
+    Only the supervised positions are gathered (one logsumexp over V per position, a gather of K
+    logits); no dense vocabulary-sized target is built. Computed in float32 (like transformers).
+    A batch with no supervised position gives a zero loss that is still part of the graph.
+    """
+    if logits.dim() != 3:
+        raise ValueError(f"logits must be (B, T, V), got shape {tuple(logits.shape)}")
+    B, T, V = logits.shape
+    if target_ids.dim() != 3 or tuple(target_ids.shape[:2]) != (B, T):
+        raise ValueError(f"target_ids must be (B={B}, T={T}, K), got shape {tuple(target_ids.shape)}")
+    if tuple(target_mass.shape) != tuple(target_ids.shape):
+        raise ValueError(f"target_mass shape {tuple(target_mass.shape)} != target_ids shape "
+                         f"{tuple(target_ids.shape)}")
+    if target_ids.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"target_ids must hold integer token ids, got dtype {target_ids.dtype}")
+    if not torch.is_floating_point(target_mass):
+        raise ValueError(f"target_mass must be a floating-point tensor, got dtype {target_mass.dtype}")
+    if tuple(item_weight.shape) not in ((B,), (B, T)):
+        raise ValueError(f"item_weight must be (B={B},) or (B={B}, T={T}), got shape "
+                         f"{tuple(item_weight.shape)}")
+    if not torch.isfinite(target_mass).all() or (target_mass < 0).any():
+        raise ValueError("target_mass must be finite and >= 0")
+    if not torch.isfinite(item_weight).all() or (item_weight < 0).any():
+        raise ValueError(f"item_weight must be finite and >= 0 (lambda(r)), got {item_weight.tolist()}")
+    if (target_mass[:, 0] > 0).any():
+        raise ValueError("target_mass at position 0 is nonzero, but no logit predicts the first "
+                         "token: targets follow the labels alignment (row t = token t)")
+
+    supervised = (target_mass[:, 1:] > 0).any(-1)                 # (B, T-1)
+    b_idx, t_idx = supervised.nonzero(as_tuple=True)              # N supervised positions
+    rows_idx = (b_idx.to(logits.device), t_idx.to(logits.device))
+    n_sup = b_idx.numel()
+    if num_items_in_batch is None:
+        denom = float(n_sup)
+    else:
+        denom = num_items_in_batch
+        if torch.is_tensor(denom):
+            denom = denom.to(logits.device, torch.float32)
+        if not (denom > 0):
+            raise ValueError(f"num_items_in_batch={num_items_in_batch!r} must be > 0")
+    if n_sup == 0:
+        return logits.sum() * 0.0
+
+    rows = logits[rows_idx].float()                               # (N, V): logits[b, t] -> token t+1
+    ids = target_ids[b_idx, t_idx + 1].to(rows.device, torch.long)      # (N, K)
+    mass = target_mass[b_idx, t_idx + 1].to(rows.device, rows.dtype)    # (N, K)
+    if ids.min() < 0 or ids.max() >= V:
+        raise ValueError(f"target_ids must lie in [0, V={V}), got range [{int(ids.min())}, {int(ids.max())}]")
+    logz = torch.logsumexp(rows, dim=-1)                          # (N,)
+    picked = rows.gather(1, ids)                                  # (N, K)
+    ce = mass.sum(-1) * logz - (mass * picked).sum(-1)            # -sum_k m_k log p(id_k)
+    weight = item_weight.to(rows.device, rows.dtype)
+    lam = weight[rows_idx[0]] if weight.dim() == 1 else weight[rows_idx[0], rows_idx[1] + 1]
+    return (lam * ce).sum() / denom

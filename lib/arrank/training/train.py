@@ -1,0 +1,292 @@
+"""Fine-tuning with the STOICaL loss (section 4, eq. 2; Appendix B; Appendix F): items, targets,
+the data collator, one Trainer subclass for both backends, and the training entry point.
+
+An item is (q, d_r, r): the augmented prompt of query q followed by the docID of rank r and EOS
+(``arrank.training.encoding``). Its sparse targets y(r, t) (one-hot, or marginalised over the query's
+docID trie with mu(r) = 1/r^beta, optionally from d_r..d_nq only: Appendix F) are built once per
+item when the items are made, and padded per batch by the collator. The loss weight lambda(r)
+comes from ``stoical.item_weight``: "indicator" trains the top-1 items only (the NTP baseline),
+"fractional" and "stepwise" train every rank.
+
+Item sampling (a documented choice the paper leaves open): ``sampling="uniform"`` draws items
+uniformly and weights each loss by lambda(r), as eq. 2 reads; ``sampling="weighted"`` draws items
+with probability proportional to lambda(r) and weights them 1. Both have the same expected
+gradient up to a constant factor; the weighted one wastes fewer steps on items whose weight is
+tiny (1/r^alpha), which matters at a CPU budget (notes/cpu-feasibility.md).
+
+Packing (``packing``, ``arrank.training.packing``): ``"per_query"`` trains every item of a query in one
+sequence [prompt][d_1]...[d_k] behind a block mask, so the prompt is processed once per query
+instead of once per item, with the same per-item losses and gradients. ``"auto"`` (default)
+packs item-level variants (more than one item per query) when the model's attention takes the
+mask (transformers with sdpa or eager attention; not Unsloth): see ``packing.mask_support``.
+Packed, the sampling unit is a query's packed sequence, and every block keeps its weight:
+``uniform`` draws sequences uniformly and weights each block lambda(r) (eq. 2 as it reads: an
+epoch is the sum over all items); ``weighted`` draws sequences with probability proportional to
+their summed lambda, Lambda, and weights each block lambda(r) * mean(Lambda) / Lambda (the same
+expected gradient, the same loss scale). A packed step carries the total loss weight of the
+unpacked step it replaces: ``batch_size`` items drawn uniformly carry batch_size * mean lambda,
+drawn in proportion to lambda (weight 1) they carry batch_size, so a packed step takes that
+weight over mean(Lambda) sequences (``packed_batch_size``): as many top-ranked docIDs per step as
+the unpacked run, and every lower rank besides. Sequences then share rows (``packing.fill_rows``,
+``packing.row_length_for``: about two sequences a row), each seeing only itself, so little is
+padding.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import warnings
+from pathlib import Path
+from typing import Any, Sequence
+
+import pandas as pd
+import torch
+
+from arrank.training.encoding import docid_table, prompt_ids
+from arrank.training.packing import (collate_packed, model_mask, pack_items, resolve_packing, row_length_for,
+                            sequence_weights)
+from arrank.training.stoical import item_weight, pad_sparse_targets, stoical_loss
+from arrank.training.trie import one_hot_targets, query_sparse_targets
+
+TARGETS = ("onehot", "trie")
+SAMPLINGS = ("uniform", "weighted")
+
+
+def check_variant(scheme: str, alpha: float | None, targets: str, beta: float | None,
+                  combined: bool) -> None:
+    """Clear errors for a loss variant outside what section 4 defines."""
+    item_weight(scheme, 1, 1, alpha)  # validates scheme and alpha
+    if targets not in TARGETS:
+        raise ValueError(f"targets={targets!r} is not allowed; choose one of {list(TARGETS)}")
+    if targets == "trie" and (beta is None or beta < 0 or beta != beta):
+        raise ValueError(f"beta={beta!r} must be a number >= 0 (or inf) for trie targets")
+    if combined and targets != "trie":
+        raise ValueError("combined=True (Appendix F) needs targets='trie'")
+
+
+def query_items(prompt: list[int], ranked: Sequence[tuple[int, ...]], scheme: str, alpha: float | None,
+                targets: str, beta: float | None, combined: bool) -> list[dict[str, Any]]:
+    """The training items of one query: token ids, where the docID starts, its sparse targets per
+    step, lambda(r) and r. Items whose lambda(r) is 0 (indicator, r > 1) are not made."""
+    n_q = len(ranked)
+    if n_q == 0:
+        raise ValueError("a query with no relevant docIDs has no training items")
+    sparse = (query_sparse_targets(ranked, beta, combined=combined) if targets == "trie"
+              else [one_hot_targets(d) for d in ranked])
+    items = []
+    for r, (docid, steps) in enumerate(zip(ranked, sparse), start=1):
+        weight = item_weight(scheme, r, n_q, alpha)
+        if weight > 0:
+            items.append({"input_ids": prompt + list(docid), "start": len(prompt), "targets": steps,
+                          "weight": weight, "rank": r})
+    return items
+
+
+def training_items(df: pd.DataFrame, tokenizer, scheme: str, alpha: float | None = None,
+                   targets: str = "onehot", beta: float | None = None, combined: bool = False,
+                   max_length: int = 1024) -> list[dict[str, Any]]:
+    """Items of every training query of a dataset table (``arrank.data.wordnet`` columns
+    ``query, relevant, prompt, split``). A prompt + docID longer than ``max_length`` is an error
+    naming the query (a docID is never truncated): shorten the prompt template or raise the limit."""
+    check_variant(scheme, alpha, targets, beta, combined)
+    train = df[df["split"] == "train"]
+    if train.empty:
+        raise ValueError("the dataset has no training queries")
+    items: list[dict[str, Any]] = []
+    for query, relevant, prompt in zip(train["query"], train["relevant"], train["prompt"]):
+        if len(relevant) == 0:
+            raise ValueError(f"query {query!r} has an empty relevant list: every training query "
+                             "needs at least one relevant docID")
+        ids = docid_table(tokenizer, relevant)
+        p_ids = prompt_ids(tokenizer, prompt)
+        longest = len(p_ids) + max(len(v) for v in ids.values())
+        if longest > max_length:
+            raise ValueError(f"query {query!r}: prompt + docID take {longest} tokens > max_length="
+                             f"{max_length}; use a shorter template or a larger max_length")
+        for item in query_items(p_ids, [ids[d] for d in relevant], scheme, alpha, targets, beta, combined):
+            item["query"] = query
+            items.append(item)
+    return items
+
+
+def collate(batch: list[dict[str, Any]], pad_id: int, weighted_sampling: bool = False) -> dict[str, torch.Tensor]:
+    """Right-padded ``input_ids``/``attention_mask`` and the padded sparse targets of a batch.
+    ``item_weight`` is lambda(r), or 1 when items were drawn with probability proportional to it."""
+    seq_len = max(len(b["input_ids"]) for b in batch)
+    input_ids = torch.full((len(batch), seq_len), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(batch), seq_len), dtype=torch.long)
+    for i, b in enumerate(batch):
+        input_ids[i, :len(b["input_ids"])] = torch.tensor(b["input_ids"])
+        mask[i, :len(b["input_ids"])] = 1
+    target_ids, target_mass = pad_sparse_targets([b["targets"] for b in batch], [b["start"] for b in batch], seq_len)
+    weights = torch.tensor([1.0 if weighted_sampling else b["weight"] for b in batch], dtype=torch.float32)
+    return {"input_ids": input_ids, "attention_mask": mask, "target_ids": target_ids,
+            "target_mass": target_mass, "item_weight": weights}
+
+
+def _trainer_class():
+    """The Trainer subclass, defined on first use so importing this module stays light."""
+    from transformers import Trainer
+
+    class StoicalTrainer(Trainer):
+        """transformers.Trainer whose loss is STOICaL (eq. 2), for both backends.
+
+        The model is called without labels and the loss computed from its logits, so backends
+        that fuse or drop logits when labels are passed (Unsloth; set UNSLOTH_RETURN_LOGITS=1)
+        behave like plain transformers. ``sample_weights`` switches to weighted item sampling.
+        A packed batch (``arrank.training.packing.collate_packed``) brings a boolean block mask
+        ``allowed`` and ``position_ids``; the mask is handed to the model in the form its
+        attention reads (``packing.model_mask``).
+        """
+
+        sample_weights: list[float] | None = None
+        model_accepts_loss_kwargs = False  # the loss is a per-batch mean; no label counting
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            target_ids = inputs.pop("target_ids")
+            target_mass = inputs.pop("target_mass")
+            weights = inputs.pop("item_weight")
+            if "allowed" in inputs:
+                outputs = model(input_ids=inputs["input_ids"], position_ids=inputs["position_ids"],
+                                attention_mask=model_mask(model, inputs["allowed"]))
+            else:
+                outputs = model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
+            loss = stoical_loss(outputs.logits, target_ids, target_mass, weights)
+            return (loss, outputs) if return_outputs else loss
+
+        def _get_train_sampler(self, train_dataset=None):
+            if self.sample_weights is None:
+                return super()._get_train_sampler(train_dataset)
+            generator = torch.Generator().manual_seed(self.args.seed)
+            return torch.utils.data.WeightedRandomSampler(self.sample_weights, len(self.sample_weights),
+                                                          replacement=True, generator=generator)
+
+    return StoicalTrainer
+
+
+def training_arguments(output_dir: Path, profile_args: dict[str, Any], seed: int, use_cpu: bool):
+    """transformers TrainingArguments from a profile's hyper-parameters (``HYPERPARAMETERS``)."""
+    from transformers import TrainingArguments
+
+    a = profile_args
+    return TrainingArguments(
+        output_dir=str(output_dir), max_steps=a["steps"], per_device_train_batch_size=a["batch_size"],
+        gradient_accumulation_steps=a["grad_accum"], learning_rate=a["lr"], warmup_steps=a["warmup_steps"],
+        lr_scheduler_type="cosine", weight_decay=a["weight_decay"], max_grad_norm=a["max_grad_norm"],
+        logging_steps=min(a["logging_steps"], max(1, a["steps"] // 10)), save_steps=a["save_steps"],
+        save_total_limit=1, seed=seed,
+        data_seed=seed, report_to=[], remove_unused_columns=False, use_cpu=use_cpu,
+        dataloader_num_workers=0, disable_tqdm=False, save_only_model=False)
+
+
+# Appendix B (paper) and the CPU profile of notes/cpu-feasibility.md (quick).
+HYPERPARAMETERS: dict[str, dict[str, Any]] = {
+    "quick": {"optimizer": "adamw", "lr": 2e-3, "warmup_steps": 100, "weight_decay": 0.01,
+              "max_grad_norm": 1.0, "steps": 1200, "batch_size": 64, "grad_accum": 1,
+              "logging_steps": 50, "save_steps": 300, "max_length": 256},
+    "paper": {"optimizer": "adafactor", "lr": 1e-5, "warmup_steps": 50, "weight_decay": 0.0,
+              "max_grad_norm": 1.0, "steps": 10_000, "batch_size": 8, "grad_accum": 8,
+              "logging_steps": 50, "save_steps": 500, "max_length": 1024},
+}
+
+
+def adafactor(model, lr: float):
+    """Adafactor with beta1 = 0.9, a fixed learning rate (no relative step) and no weight decay
+    (Appendix B); the Trainer adds the warm-up + cosine schedule."""
+    from transformers.optimization import Adafactor
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    return Adafactor(params, lr=lr, beta1=0.9, scale_parameter=False, relative_step=False,
+                     warmup_init=False, weight_decay=0.0)
+
+
+def last_checkpoint(folder: Path) -> str | None:
+    """The newest ``checkpoint-N`` folder under ``folder``, to resume an interrupted run."""
+    found = sorted(folder.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1])) if folder.exists() else []
+    return str(found[-1]) if found else None
+
+
+def packing_layout(packing: str, items: list[dict[str, Any]], model) -> str:
+    """The layout ``packing`` gives for these items and this model: ``"per_query"`` or ``"none"``
+    (``packing.resolve_packing``); a ``"per_query"`` the model cannot take falls back to
+    ``"none"`` with one warning saying why."""
+    layout, warning = resolve_packing(packing, items, model)
+    if warning:
+        warnings.warn(warning, stacklevel=2)
+    return layout
+
+
+def packed_batch_size(batch_size: int, items: Sequence[dict[str, Any]], n_sequences: int,
+                      weighted: bool) -> int:
+    """Packed sequences per step that carry the expected total loss weight of an unpacked step of
+    ``batch_size`` items (module docstring), at least one: batch_size * (mean lambda of an item,
+    or 1 when items are drawn in proportion to lambda) / (mean summed lambda of a sequence)."""
+    total = sum(item["weight"] for item in items)
+    per_item = 1.0 if weighted else total / len(items)
+    return max(1, round(batch_size * per_item * n_sequences / total))
+
+
+def train(model, tokenizer, items: list[dict[str, Any]], hyper: dict[str, Any], checkpoints: Path,
+          seed: int = 0, sampling: str = "weighted", callbacks: list | None = None,
+          packing: str = "auto") -> pd.DataFrame:
+    """Train with STOICaL; resume from the newest checkpoint in ``checkpoints`` if there is one.
+
+    ``packing``: ``"auto"``, ``"per_query"`` or ``"none"`` (module docstring; ``packing_layout``).
+    Returns the training log (step, loss, learning_rate, grad_norm). The checkpoints folder is
+    removed at the end: the caller saves the final model into its run directory.
+    """
+    if sampling not in SAMPLINGS:
+        raise ValueError(f"sampling={sampling!r} is not allowed; choose one of {list(SAMPLINGS)}")
+    if not items:
+        raise ValueError("no training items")
+    weighted = sampling == "weighted"
+    pad = tokenizer.pad_token_id
+    if packing_layout(packing, items, model) == "per_query":
+        dataset = pack_items(items, hyper["max_length"])
+        hyper = {**hyper, "batch_size": packed_batch_size(hyper["batch_size"], items, len(dataset), weighted)}
+        draw = sequence_weights(dataset)
+        scale = sum(draw) / len(draw) if weighted else None
+        rows = row_length_for(dataset, hyper["max_length"])
+        collator = lambda b: collate_packed(b, pad, scale, rows)  # noqa: E731
+    else:
+        dataset, draw = items, [item["weight"] for item in items]
+        collator = lambda b: collate(b, pad, weighted)  # noqa: E731
+    if not torch.cuda.is_available():
+        # every core, unless OMP_NUM_THREADS says otherwise (a sweep with --jobs N sets cores / N)
+        torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or 0) or os.cpu_count() or 1)
+    args = training_arguments(checkpoints, hyper, seed, use_cpu=not torch.cuda.is_available())
+    optimizers = (adafactor(model, hyper["lr"]), None) if hyper["optimizer"] == "adafactor" else (None, None)
+    trainer = _trainer_class()(model=model, args=args, train_dataset=dataset, optimizers=optimizers,
+                               data_collator=collator, callbacks=callbacks)
+    if weighted:
+        trainer.sample_weights = draw
+    trainer.train(resume_from_checkpoint=last_checkpoint(checkpoints))
+    log = pd.DataFrame([r for r in trainer.state.log_history if "loss" in r])
+    shutil.rmtree(checkpoints, ignore_errors=True)
+    return log[[c for c in ("step", "loss", "learning_rate", "grad_norm", "epoch") if c in log.columns]]
+
+
+def epochs_of(steps: int, batch: int, n_items: int) -> float:
+    """How many passes over the items ``steps`` optimizer steps of ``batch`` items make."""
+    return steps * batch / max(n_items, 1) if n_items else math.nan
+
+
+def hyperparameters(profile: str, **overrides: Any) -> dict[str, Any]:
+    """``HYPERPARAMETERS[profile]`` with every override that is not None applied."""
+    if profile not in HYPERPARAMETERS:
+        raise ValueError(f"profile={profile!r} is not allowed; choose one of {list(HYPERPARAMETERS)}")
+    return {**HYPERPARAMETERS[profile], **{k: v for k, v in overrides.items() if v is not None}}
+
+
+def curves_figure(log: pd.DataFrame, title: str):
+    """Training loss and learning rate against the step (plotly, two y axes)."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    fig.add_scatter(x=log["step"], y=log["loss"], name="STOICaL loss")
+    fig.add_scatter(x=log["step"], y=log["learning_rate"], name="learning rate", yaxis="y2")
+    fig.update_layout(title=title, xaxis_title="optimizer step", yaxis_title="loss",
+                      yaxis2={"title": "learning rate", "overlaying": "y", "side": "right"})
+    return fig

@@ -1,0 +1,171 @@
+"""Run the whole workbook in its quick profile: ``python -m arrank.workbook`` (``make workbook``).
+
+Stages, in order (each notebook runs through the papermill runner, ``arrank.workbook.run``, with
+``profile="quick"`` into ``outputs/<stem>/<run_name>/``, run name ``workbook`` by default):
+
+1. notebooks 01-04 (theory, datasets);
+2. the workbook's Table 1 sweep (``sweeps/table1_wordnet_workbook.yaml``): notebook 05 once per
+   loss family (NTP, fractional, stepwise, trie) at a reduced budget, runs named by the sweep;
+3. notebook 06 on the sweep's fractional run (decoding and beam search on a rank-aware model);
+4. notebook 07 (Figure 3: DE and CE baselines, with the sweep's ARR curves beside them);
+5. notebook 08 (the sweep's results in Table 1's layout).
+
+A stage whose results exist is skipped (a sweep skips its finished points), so a second
+``make workbook`` takes seconds; a failing stage is reported and the others still run. At the
+end it prints the wall time of each stage, a summary, and where the results are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from arrank.workbook import paths
+from arrank.workbook.outputs import run_path
+from arrank.workbook.run import RunFailedError, run_notebook
+
+WORKBOOK_SWEEP = "sweeps/table1_wordnet_workbook.yaml"
+
+
+def notebooks() -> list[Path]:
+    """The workbook's notebooks, in order."""
+    return sorted(paths.NOTEBOOKS.glob("[0-9][0-9]_*.py"))
+
+
+def _sweep():
+    """The workbook's Table 1 sweep, checked (nothing runs)."""
+    from arrank.workbook.sweep import load_sweep
+
+    return load_sweep(paths.ROOT / WORKBOOK_SWEEP)
+
+
+def stages() -> list[dict[str, Any]]:
+    """The stages in order: ``{"name", "kind": "notebook" | "sweep", "overrides"}``. Notebook 05
+    runs inside the sweep; 06 evaluates the sweep's fractional point."""
+    sweep = _sweep()
+    fractional = next(p.run_name for p in sweep.points if p.grid.get("scheme") == "fractional")
+    out = []
+    for source in notebooks():
+        if source.stem.startswith("05"):
+            out.append({"name": f"sweep {sweep.name}", "kind": "sweep", "overrides": {}, "prefix": "05"})
+            continue
+        overrides = ({"train_run": fractional} if source.stem.startswith("06") else
+                     {"arr_runs": f"{sweep.name}-*"} if source.stem.startswith("07") else {})
+        out.append({"name": source.stem, "kind": "notebook", "overrides": overrides, "prefix": source.stem[:2]})
+    return out
+
+
+def _run_sweep_stage() -> str:
+    """Run the workbook sweep's unfinished points; 'ran', 'done earlier' or 'FAILED: ...'."""
+    from arrank.workbook.sweep import point_states, run_sweep
+
+    sweep = _sweep()
+    if all(s == "done" for s in point_states(sweep)):
+        return "done earlier"
+    rows = run_sweep(sweep)
+    failed = [r["run_name"] for r in rows if r["status"] == "failed"]
+    return f"FAILED: points {failed} (logs in outputs/sweeps/{sweep.name}/logs/)" if failed else "ran"
+
+
+def run_workbook(run_name: str = "workbook", only: list[str] | None = None,
+                 extra: dict[str, str] | None = None) -> list[dict]:
+    """Run (or skip, when finished earlier) each stage; return one status row per stage."""
+    rows = []
+    for stage in stages():
+        if only and not any(stage["name"].startswith(o) or stage["prefix"].startswith(o) for o in only):
+            continue
+        start = time.perf_counter()
+        print(f"== {stage['name']}", flush=True)
+        if stage["kind"] == "sweep":
+            status, target = _run_sweep_stage(), paths.OUTPUTS / "sweeps" / _sweep().name
+        else:
+            target = run_path(stage["name"], run_name)
+            if (target / "results.json").exists():
+                status = "done earlier"
+            else:
+                try:
+                    run_notebook(stage["name"], {"profile": "quick", "run_name": run_name,
+                                                 **stage["overrides"], **(extra or {})})
+                    status = "ran"
+                except RunFailedError as err:
+                    status = f"FAILED: {err}"
+        rows.append({"notebook": stage["name"], "status": status,
+                     "seconds": round(time.perf_counter() - start, 1), "dir": str(target)})
+    return rows
+
+
+def summary(rows: list[dict]) -> str:
+    """A plain-text table: stage, status, wall time, a few headline metrics."""
+    lines = [f"{'stage':<36} {'status':<13} {'wall s':>7}  metrics"]
+    for row in rows:
+        metrics = ""
+        results = Path(row["dir"]) / "results.json"
+        if results.exists():
+            m = json.loads(results.read_text())["metrics"]
+            metrics = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in list(m.items())[:4])
+        lines.append(f"{row['notebook']:<36} {row['status'][:13]:<13} {row['seconds']:>7}  {metrics}")
+    total = sum(r["seconds"] for r in rows)
+    lines.append(f"{'total':<36} {'':<13} {round(total, 1):>7}")
+    return "\n".join(lines)
+
+
+def table1_summary() -> str:
+    """The workbook sweep's table (percent) as Markdown, or a line saying why there is none."""
+    from arrank.workbook import report
+
+    try:
+        frame = report.collect(_sweep())
+        return report.markdown(report.results_table(frame))
+    except Exception as err:  # the summary must never hide the stage table above it
+        return f"(no Table 1 summary: {type(err).__name__}: {err})"
+
+
+def findings_summary(run_name: str = "workbook") -> str:
+    """The CPU-scale reproduction checks: Table 1's findings on the workbook sweep
+    (``report.table1_findings``) and Figure 3's on notebook 07's run, as Markdown."""
+    from arrank.workbook import report
+
+    lines = ["| finding | holds | numbers |", "|---|---|---|"]
+    try:
+        for _, row in report.table1_findings(report.collect(_sweep())).iterrows():
+            lines.append(f"| {row['check']} | {row['holds']} | {row['numbers']} |")
+    except Exception as err:  # never hide the stage table above it
+        lines.append(f"| Table 1 findings | n/a | {type(err).__name__}: {err} |")
+    results = run_path("07_de_ce_baselines", run_name) / "results.json"
+    if results.exists():
+        m = json.loads(results.read_text())["metrics"]
+        for key in ("finding_de_grows_with_n", "finding_ce_above_de_small_k", "finding_alpha_raises_de_small_k"):
+            numbers = {"finding_de_grows_with_n": [k for k in m if k.startswith("de_n") and "mean_recall" in k],
+                       "finding_ce_above_de_small_k": ["ce_n32_alpha5_recall@1", "de_n32_alpha5_recall@1",
+                                                       "ce_n32_alpha5_recall@2", "de_n32_alpha5_recall@2"],
+                       "finding_alpha_raises_de_small_k": ["de_n8_alpha0_recall@1", "de_n8_alpha5_recall@1",
+                                                           "de_n8_alpha0_recall@2", "de_n8_alpha5_recall@2"]}[key]
+            text = ", ".join(f"{k} {m[k]:.3f}" for k in numbers if isinstance(m.get(k), (int, float)))
+            lines.append(f"| Figure 3: {key.removeprefix('finding_').replace('_', ' ')} | {m.get(key)} | {text} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry point; exit 1 when a stage failed."""
+    parser = argparse.ArgumentParser(prog="python -m arrank.workbook", description=__doc__.split("\n")[0])
+    parser.add_argument("--run-name", default="workbook", help="run directory name (default: workbook)")
+    parser.add_argument("--only", nargs="*", help="notebook stems or number prefixes to run")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    rows = run_workbook(args.run_name, args.only)
+    print(summary(rows))
+    print("\nTable 1, quick (workbook sweep; percent):\n" + table1_summary())
+    print("\nCPU-scale reproduction of the paper's findings (held-out queries for ARR):\n" + findings_summary(args.run_name))
+    print(f"\nresults: {paths.OUTPUTS}/<notebook>/{args.run_name}/ (results.json, figures .html/.png, tables .csv); "
+          f"the sweep's runs: {paths.OUTPUTS}/05_train/<sweep point>/")
+    failed = [r for r in rows if r["status"].startswith("FAILED")]
+    for row in failed:
+        print(f"{row['notebook']}: {row['status']}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

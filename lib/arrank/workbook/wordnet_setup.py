@@ -1,0 +1,193 @@
+"""Install WordNet 3.0 for NLTK without NLTK's downloader (its server is not always reachable).
+
+Order of preference (``ensure_wordnet``):
+1. NLTK can already read WordNet (its own data folders, or ``data/nltk_data`` of this workbook);
+2. Debian's ``wordnet-base`` + ``wordnet-sense-index`` files are on disk (``/usr/share/wordnet``):
+   copy them into ``data/nltk_data/corpora/wordnet`` and generate the ``lexnames`` file that NLTK
+   needs from the ``lexnames(5WN)`` manual page;
+3. running as root with apt: ``apt-get install`` those two packages, then step 2;
+4. otherwise a ``WordNetMissingError`` that says exactly how to get it.
+
+Command line: ``python -m arrank.workbook.wordnet_setup`` (used by ``make test`` and ``make workbook``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from arrank.workbook.paths import NLTK_DATA
+
+DEBIAN_WORDNET = Path("/usr/share/wordnet")
+DEBIAN_LEXNAMES_MAN = Path("/usr/share/man/man5/lexnames.5WN.gz")
+DEBIAN_PACKAGES = ("wordnet-base", "wordnet-sense-index")
+REQUIRED_FILES = ("data.noun", "index.noun", "index.sense", "noun.exc", "lexnames")
+# syntactic category numbers of the original WordNet lexnames file (1 noun, 2 verb, 3 adj, 4 adv)
+_CATEGORY = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
+
+
+class WordNetMissingError(RuntimeError):
+    """WordNet 3.0 is neither readable by NLTK nor installable here."""
+
+
+HOW_TO = (
+    "WordNet 3.0 is not available to NLTK. Install it one of these ways, then re-run:\n"
+    "  * as root: apt-get update && apt-get install wordnet-base wordnet-sense-index\n"
+    "    (then `python -m arrank.workbook.wordnet_setup` copies it into data/nltk_data), or\n"
+    "  * python -c \"import nltk; nltk.download('wordnet')\" where NLTK's server is reachable."
+)
+
+
+def _register_nltk_path() -> None:
+    """Put the workbook's ``data/nltk_data`` first on NLTK's search path."""
+    import nltk
+
+    if str(NLTK_DATA) not in nltk.data.path:
+        nltk.data.path.insert(0, str(NLTK_DATA))
+
+
+def wordnet_root() -> Path | None:
+    """The folder NLTK would read WordNet from, if it holds every required file, else None."""
+    _register_nltk_path()
+    import nltk
+
+    try:
+        pointer = nltk.data.find("corpora/wordnet")
+    except LookupError:
+        return None
+    root = Path(str(pointer))
+    if not root.is_dir():  # NLTK's own download is a zip: NLTK reads it; accept it as it is
+        return root
+    return root if all((root / f).exists() for f in REQUIRED_FILES) else None
+
+
+def wordnet_version() -> str | None:
+    """The version of the WordNet NLTK can read (from the header of ``data.noun``), or None.
+
+    Cheap: it reads only the file header, so ``make test`` re-checks WordNet in milliseconds.
+    """
+    root = wordnet_root()
+    if root is None:
+        return None
+    if not root.is_dir():
+        from nltk.corpus.reader.wordnet import WordNetCorpusReader
+        import nltk
+
+        return WordNetCorpusReader(nltk.data.find("corpora/wordnet"), None).get_version()
+    with open(root / "data.noun", encoding="utf-8", errors="replace") as fh:
+        match = re.search(r"Word[nN]et (\d+\.\d+) Copyright", fh.read(4000))
+    return match.group(1) if match else None
+
+
+def lexnames_from_manpage(text: str) -> list[str]:
+    """Parse the 45 lexicographer file names from the text of ``lexnames(5WN)``.
+
+    Each table row of the manual page reads ``NN<TAB>pos.name<TAB>description``; the result is
+    the ``lexnames`` file NLTK expects: ``NN<TAB>pos.name<TAB>category`` in file-number order.
+    """
+    rows = re.findall(r"^(\d\d)\s+((?:adj|adv|noun|verb)\.\w+)\s", text, flags=re.MULTILINE)
+    lines = [f"{num}\t{name}\t{_CATEGORY[name.split('.')[0]]}" for num, name in rows]
+    numbers = [int(num) for num, _ in rows]
+    if numbers != list(range(45)):
+        raise ValueError(
+            f"expected lexicographer files 00..44 in lexnames(5WN), found {len(numbers)}: {numbers[:5]}..."
+        )
+    return lines
+
+
+def _read_manpage(path: Path) -> str:
+    with gzip.open(path, "rt", encoding="utf-8", errors="replace") as fh:
+        return fh.read()
+
+
+def install_from_debian(source: Path = DEBIAN_WORDNET, manpage: Path = DEBIAN_LEXNAMES_MAN,
+                        dest_root: Path = NLTK_DATA) -> Path:
+    """Copy Debian's WordNet 3.0 files into ``dest_root/corpora/wordnet`` with a generated lexnames.
+
+    The copy is built in a temporary folder beside the destination and renamed into place at the
+    end, so an interrupted copy never leaves a folder that looks complete.
+    """
+    missing = [f for f in ("data.noun", "index.noun", "index.sense") if not (source / f).exists()]
+    if missing:
+        raise WordNetMissingError(f"{source} lacks {missing}.\n{HOW_TO}")
+    if not manpage.exists():
+        raise WordNetMissingError(f"the lexnames manual page {manpage} is missing.\n{HOW_TO}")
+    dest = dest_root / "corpora" / "wordnet"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".wordnet-", dir=dest.parent))
+    for f in source.iterdir():
+        if f.is_file():
+            shutil.copy2(f, tmp / f.name)
+    (tmp / "lexnames").write_text("\n".join(lexnames_from_manpage(_read_manpage(manpage))) + "\n")
+    if dest.exists():
+        shutil.rmtree(dest)
+    tmp.rename(dest)
+    return dest
+
+
+class AptUnavailableError(RuntimeError):
+    """apt-get cannot be used here (not root, or no apt-get)."""
+
+
+def apt_install(packages: tuple[str, ...] = DEBIAN_PACKAGES) -> None:
+    """``apt-get install`` the given Debian packages (root only); ``apt-get update`` first."""
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        raise AptUnavailableError(f"cannot apt-get install {list(packages)}: not root, or no apt-get")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run(["apt-get", "update", "-q"], check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages],
+                   check=True, env=env, stdout=subprocess.DEVNULL)
+
+
+def ensure_wordnet(allow_apt: bool = True, verbose: bool = True) -> str:
+    """Make WordNet 3.0 readable by NLTK (see the module docstring); return its version."""
+    version = wordnet_version()
+    if version is None and not (DEBIAN_WORDNET / "data.noun").exists() and allow_apt:
+        if verbose:
+            print("WordNet: installing Debian packages", " ".join(DEBIAN_PACKAGES), flush=True)
+        try:
+            apt_install()
+        except (AptUnavailableError, subprocess.CalledProcessError) as err:
+            raise WordNetMissingError(f"{err}\n{HOW_TO}") from None
+    if version is None:
+        if not (DEBIAN_WORDNET / "data.noun").exists():
+            raise WordNetMissingError(HOW_TO)
+        dest = install_from_debian()
+        if verbose:
+            print(f"WordNet: copied Debian's WordNet into {dest}", flush=True)
+        version = wordnet_version()
+    if version is None:
+        raise WordNetMissingError(HOW_TO)
+    if verbose:
+        print(f"WordNet {version} is available to NLTK", flush=True)
+    return version
+
+
+def load_wordnet():
+    """The NLTK WordNet corpus reader, with a clear error when WordNet is missing."""
+    if wordnet_version() is None:
+        raise WordNetMissingError(HOW_TO + "\n(or run `make test`/`make workbook`, which do this.)")
+    from nltk.corpus import wordnet
+
+    return wordnet
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry point: ``python -m arrank.workbook.wordnet_setup [--no-apt]``."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        ensure_wordnet(allow_apt="--no-apt" not in argv)
+    except WordNetMissingError as err:
+        print(err, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,245 @@
+"""The WordNet ranking dataset of section 5.1 (paper), Appendix C statistics and D.1 prompts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from arrank.data import cache as dataset_cache
+from arrank.data import wordnet as W
+
+# section 5.1's deer example, with WordNet's suffixes
+DEER = ["ruminant.n.01", "even-toed_ungulate.n.01", "ungulate.n.01", "placental.n.01", "mammal.n.01",
+        "vertebrate.n.01", "chordate.n.01", "animal.n.01", "organism.n.01", "living_thing.n.01",
+        "whole.n.02", "object.n.01", "physical_entity.n.01"]
+# Appendix D.1, first paragraph, word for word
+D1_OPENING = (
+    "You are a helpful assistant that can answer questions about WordNet. You are given a noun synset "
+    "from WordNet and a set of hypernyms for that synset. The hypernyms are separated by the delimiter "
+    "'||'. Your task is to output the most specific hypernym for the synset out of the given set of "
+    "hypernyms.")
+SMALL = dict(subtree="canine.n.02", n_eval=20, cache=False)
+HASHSEED_BUILD = ("from arrank.data.wordnet import build_wordnet_dataset as b, dataset_fingerprint as f; "
+                  "print(f(b(subtree='animal.n.01', n_eval=400, cache=False)))")
+
+
+def prompt_docids(prompt: str) -> list[str]:
+    return prompt.split("Hypernyms:\n")[1].split("\n\n")[0].split(" || ")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def hashseed_runs():
+    """Two processes with different PYTHONHASHSEED building the animal subtree, started first so
+    that they run while the other tests do (each reads WordNet again: ~8 s)."""
+    runs = [subprocess.Popen([sys.executable, "-c", HASHSEED_BUILD], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed}) for seed in ("1", "2")]
+    yield runs
+    for run in runs:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+
+
+@pytest.fixture(scope="module")
+def full():
+    """All of WordNet's nouns (default parameters), built once. Its speed is measured by
+    benchmarks/wordnet_build.py, not asserted here (timed tests flake)."""
+    return W.build_wordnet_dataset(cache=False)
+
+
+@pytest.fixture(scope="module")
+def animal():
+    return W.build_wordnet_dataset(subtree="animal.n.01", n_eval=400, cache=False)
+
+
+def test_deer_ranked_hypernyms_match_the_paper():
+    assert W.ranked_hypernyms("deer.n.01") == DEER + ["entity.n.01"]
+    assert W.ranked_hypernyms("deer.n.01", include_root=False) == DEER
+    for rule in W.PATH_RULES:  # deer has a single hypernym path: every rule agrees
+        assert W.ranked_hypernyms("deer.n.01", rule) == DEER + ["entity.n.01"]
+
+
+def test_path_rules_on_a_synset_with_two_paths():
+    top = ["animal.n.01", "organism.n.01", "living_thing.n.01", "whole.n.02", "object.n.01",
+           "physical_entity.n.01", "entity.n.01"]
+    canine = ["canine.n.02", "carnivore.n.01", "placental.n.01", "mammal.n.01", "vertebrate.n.01",
+              "chordate.n.01"]
+    assert W.ranked_hypernyms("dog.n.01", "longest") == canine + top
+    assert W.ranked_hypernyms("dog.n.01", "shortest") == ["domestic_animal.n.01"] + top
+    assert W.ranked_hypernyms("dog.n.01", "union") == canine[:1] + ["domestic_animal.n.01"] + canine[1:] + top
+    assert W.ranked_hypernyms("dog.n.01", subtree="animal.n.01") == canine
+    assert W.ranked_hypernyms("dog.n.01", subtree="animal.n.01", subtree_root_relevant=True) == canine + ["animal.n.01"]
+
+
+def test_rules_agree_with_nltk_paths_whatever_their_order():
+    wn = W.load_wordnet()
+    for name in ["person.n.01", "dog.n.01", "musical_performance.n.01", "amphibious_landing.n.01",
+                 "water.n.06", "paris.n.01", "kitten.n.01"]:
+        paths = [tuple(s.name() for s in reversed(p)) for p in wn.synset(name).hypernym_paths()]
+        assert W.ranked_hypernyms(name, "longest") == list(min(paths, key=lambda t: (-len(t), t))[1:])
+        assert W.ranked_hypernyms(name, "shortest") == list(min(paths, key=lambda t: (len(t), t))[1:])
+        union = W.ranked_hypernyms(name, "union")
+        assert sorted(union) == sorted({s for p in paths for s in p[1:]})
+        for p in paths:  # the union's order never ranks a hypernym before one of its hyponyms
+            assert [s for s in union if s in p] == list(p[1:])
+
+
+def test_full_build_counts_and_views(full):
+    assert list(full.columns) == W.QUERY_COLUMNS
+    assert len(full) == 82114 and "entity.n.01" not in set(full["query"])  # every noun but the root
+    assert full["depth"].min() == 1 and int(full["n_relevant"].sum()) == 701954
+    deer = full.set_index("query").loc["deer.n.01"]
+    assert deer["relevant"] == DEER + ["entity.n.01"] and deer["depth"] == 14
+    top1, items = W.top1_view(full), W.per_docid_view(full)
+    assert len(top1) == 82114 and len(items) == 701954 and list(items.columns) == W.ITEM_COLUMNS
+    assert (top1["docid"] == full["relevant"].str[0]).all() and (top1["rank"] == 1).all()
+    assert items.groupby("query", sort=False)["rank"].max().tolist() == full["n_relevant"].tolist()
+    assert (full["split"] == "eval").sum() == 5000
+
+
+def test_eval_queries_never_in_training(full, animal):
+    for df in (full, animal):
+        held_out = set(df.loc[df["split"] == "eval", "query"])
+        assert held_out
+        for view in (W.top1_view(df), W.per_docid_view(df)):
+            assert held_out.isdisjoint(view.loc[view["split"] == "train", "query"])
+            assert set(view.loc[view["split"] == "eval", "query"]) == held_out
+
+
+def test_negatives_are_never_relevant_nor_the_query(full, animal):
+    wn = W.load_wordnet()
+    for df in (full, animal):
+        for q, rel, neg in zip(df["query"], df["relevant"], df["negative"]):
+            assert neg != q and neg not in rel
+    ancestors = {q: {a.name() for p in wn.synset(q).hypernym_paths() for a in p}
+                 for q in full["query"].iloc[::500]}
+    assert all(n not in ancestors[q] for q, n in zip(full["query"], full["negative"]) if q in ancestors)
+    inside = set(W.noun_hierarchy("animal.n.01").nodes)
+    assert set(animal["negative"]) <= inside  # negatives from the subtree by default
+    everywhere = W.build_wordnet_dataset(subtree="animal.n.01", n_eval=400, negative_pool="all", cache=False)
+    assert not set(everywhere["negative"]) <= inside
+
+
+def test_prompts_hold_exactly_the_shuffled_relevant_docids(full, animal):
+    for df in (animal, full.iloc[::97]):
+        for q, rel, prompt in zip(df["query"], df["relevant"], df["prompt"]):
+            assert prompt.startswith(D1_OPENING + "\n\nSynset:\n" + q + "\n\nHypernyms:\n")
+            assert prompt.endswith("\n\nMost specific hypernym:")
+            assert sorted(prompt_docids(prompt)) == sorted(rel) and " || ".join(prompt_docids(prompt)) in prompt
+    shuffled = sum(prompt_docids(p) != r for p, r in zip(animal["prompt"], animal["relevant"]) if len(r) > 3)
+    assert shuffled > 0.9 * (animal["n_relevant"] > 3).sum()
+    short = W.build_wordnet_dataset(template="wordnet_short", **SMALL)
+    assert short["prompt"].str.startswith("synset: ").all()
+
+
+def test_subtree_queries_and_root_handling(animal):
+    inside = set(W.noun_hierarchy("animal.n.01").nodes)
+    assert "animal.n.01" not in set(animal["query"]) and set(animal["query"]) <= inside
+    assert all(set(r) <= inside - {"animal.n.01"} for r in animal["relevant"])
+    with_root = W.build_wordnet_dataset(subtree="animal.n.01", n_eval=400, cache=False,
+                                        subtree_root_relevant=True)
+    assert all(r[-1] == "animal.n.01" for r in with_root["relevant"])
+    children = set(with_root.loc[with_root["n_relevant"] == 1, "query"])  # now queries too
+    assert children == {c for c, ps in W.noun_hierarchy("animal.n.01").parents.items() if ps == ("animal.n.01",)}
+    rest = with_root[~with_root["query"].isin(children)]
+    assert [r[:-1] for r in rest["relevant"]] == animal["relevant"].tolist()
+    for q, r in zip(animal["query"].iloc[::40], animal["relevant"].iloc[::40]):  # the table = one lookup
+        assert W.ranked_hypernyms(q, subtree="animal.n.01") == r
+
+
+def test_filters_min_relevant_and_max_queries(animal):
+    five = W.build_wordnet_dataset(subtree="animal.n.01", min_relevant=5, n_eval=0.1, cache=False)
+    assert (five["n_relevant"] >= 5).all()
+    assert set(five["query"]) == set(animal.loc[animal["n_relevant"] >= 5, "query"])
+    assert (five["split"] == "eval").sum() == round(0.1 * len(five))
+    some = W.build_wordnet_dataset(subtree="animal.n.01", max_queries=300, n_eval=30, cache=False)
+    assert len(some) == 300 and set(some["query"]) <= set(animal["query"])
+    assert some["query"].is_monotonic_increasing
+
+
+def test_seeds_make_builds_reproducible():
+    a, b = W.build_wordnet_dataset(seed=3, **SMALL), W.build_wordnet_dataset(seed=3, **SMALL)
+    pd.testing.assert_frame_equal(a, b)
+    c = W.build_wordnet_dataset(seed=4, **SMALL)
+    assert a["query"].tolist() == c["query"].tolist() and a["relevant"].tolist() == c["relevant"].tolist()
+    assert (a["negative"] != c["negative"]).any() and (a["split"] != c["split"]).any()
+    assert (a["prompt"] != c["prompt"]).any()
+
+
+def test_same_dataset_whatever_the_pythonhashseed(hashseed_runs, animal):
+    prints = [run.communicate(timeout=120)[0].strip() for run in hashseed_runs]
+    assert all(run.returncode == 0 for run in hashseed_runs)
+    assert prints[0] == prints[1] == W.dataset_fingerprint(animal)
+
+
+def test_cache_is_written_once_and_reused(tmp_path, monkeypatch):
+    cache_dir = tmp_path / "wn"
+    built = W.build_wordnet_dataset(subtree="canine.n.02", n_eval=20, cache_dir=cache_dir)
+    folder = cache_dir / built.attrs["hash"]
+    assert sorted(p.name for p in cache_dir.iterdir()) == [folder.name]
+    assert sorted(p.name for p in folder.iterdir()) == ["params.json", "queries.parquet"]
+
+    def no_build(params):
+        raise AssertionError("the cached dataset should have been read")
+
+    monkeypatch.setattr(W, "_build", no_build)
+    again = W.build_wordnet_dataset(subtree="canine.n.02", n_eval=20, cache_dir=cache_dir)
+    pd.testing.assert_frame_equal(built, again)
+    assert W.dataset_fingerprint(built) == W.dataset_fingerprint(again)
+
+
+def test_failure_mid_build_leaves_no_folder(tmp_path, monkeypatch):
+    cache_dir = tmp_path / "wn"
+
+    def disk_full(path, payload):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(dataset_cache, "write_json_atomic", disk_full)  # after queries.parquet was written
+    with pytest.raises(OSError, match="disk full"):
+        W.build_wordnet_dataset(subtree="canine.n.02", n_eval=20, cache_dir=cache_dir)
+    assert list(cache_dir.iterdir()) == []  # neither the hash's folder nor a temporary one
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(subtree="no_such_thing.n.01"), "unknown synset 'no_such_thing.n.01'"),
+    (dict(subtree="run.v.01"), "unknown synset 'run.v.01'"),
+    (dict(subtree="domestic_dog.n.01"), "synset named 'dog.n.01'"),
+    (dict(subtree="canine.n.02", min_relevant=40), "no queries left after filtering.*min_relevant=40"),
+    (dict(subtree="puppy.n.01"), "no queries left after filtering.*has 0 queries"),
+    (dict(subtree="canine.n.02"), "n_eval=5000 leaves no training queries: only"),
+    (dict(subtree="canine.n.02", n_eval=1.5), "n_eval must be"),
+    (dict(subtree="canine.n.02", path_rule="deepest"), "unknown path_rule 'deepest'"),
+    (dict(subtree="canine.n.02", template="nope"), "unknown prompt template 'nope'"),
+    (dict(subtree="canine.n.02", min_relevant=0), "min_relevant must be >= 1"),
+])
+def test_bad_input_is_a_clear_error_and_leaves_nothing(tmp_path, kwargs, message):
+    cache_dir = tmp_path / "wn"
+    with pytest.raises(ValueError, match=message):
+        W.build_wordnet_dataset(cache_dir=cache_dir, **kwargs)
+    assert not cache_dir.exists() or list(cache_dir.iterdir()) == []
+
+
+def test_statistics_for_appendix_c(animal):
+    counts = W.relevant_count_distribution(animal)
+    assert counts["queries"].sum() == len(animal) and counts["fraction"].sum() == pytest.approx(1)
+    assert counts["n_relevant"].is_monotonic_increasing
+    depths = W.depth_distribution(animal)
+    assert depths["queries"].sum() == len(animal) and depths["depth"].min() >= 1
+
+    def tokenizer(text, add_special_tokens=True):  # a stand-in for a transformers tokenizer
+        assert add_special_tokens is False
+        return {"input_ids": text.replace("_", " _ ").replace(".", " . ").split()}
+
+    lengths = W.docid_token_lengths(animal, tokenizer)
+    row = lengths.set_index("docid").loc["even-toed_ungulate.n.01"]
+    assert row["n_tokens"] == 7 and row["occurrences"] == (
+        animal["relevant"].map(lambda r: "even-toed_ungulate.n.01" in r).sum())
+    assert lengths["occurrences"].sum() == animal["n_relevant"].sum()
+    dist = W.token_length_distribution(lengths)
+    assert dist["docids"].sum() == len(lengths) and dist["items"].sum() == animal["n_relevant"].sum()
+    summary = W.dataset_summary(animal)
+    assert summary.loc["all", "queries"] == len(animal) and summary.loc["eval", "queries"] == 400

@@ -1,0 +1,72 @@
+"""The random-scores floor and the Table 1 layout of the evaluation."""
+
+import pandas as pd
+import pytest
+
+from arrank.evaluation import evaluate
+
+
+def _df():
+    return pd.DataFrame({"query": ["a", "b", "c"], "split": ["eval", "eval", "train"],
+                         "relevant": [["x", "y", "z"], ["u", "v"], ["w"]], "negative": ["n", "m", "o"],
+                         "prompt": ["p"] * 3})
+
+
+def test_random_floor_is_seeded_and_uses_held_out_queries_only():
+    a, b = evaluate.random_floor(_df(), seed=3), evaluate.random_floor(_df(), seed=3)
+    assert a == b and a["n_queries"] == 2 and a["n_queries@3"] == 1
+    assert evaluate.random_floor(_df(), limit=1)["n_queries"] == 1
+
+
+def test_metrics_table_layout_and_errors():
+    table = evaluate.metrics_table({"run": {"n_queries": 2, "cvr": 0.5, "ndcg": 0.91234567, "recall@1": 1}})
+    assert list(table.columns) == ["cvr", "ndcg", "recall@1"] and table.loc["run", "ndcg"] == 0.9123
+    with pytest.raises(ValueError, match="no held-out"):
+        evaluate.eval_queries(_df().assign(split="train"))
+
+
+def _records():
+    return [{"query": "a", "relevant": ["x", "y", "z"], "negative": "n",
+             "scores": {"x": -1.0, "y": -2.0, "z": -4.0, "n": -3.0}},
+            {"query": "b", "relevant": ["u", "v"], "negative": "m", "scores": {"u": -1.0, "v": -2.0, "m": -5.0}}]
+
+
+def test_scores_frame_per_rank_means_and_violations():
+    scores = evaluate.scores_frame(_records())
+    assert scores.loc[scores["docid"] == "n", ["rank", "predicted_rank"]].values.tolist() == [[0, 3]]
+    curve = evaluate.per_rank_scores(scores)
+    assert list(curve.index) == ["negative", "1", "2", "3"]
+    assert curve.loc["1", "mean"] == -1.0 and curve.loc["negative", "mean"] == -4.0
+    worst = evaluate.violation_examples(_records())
+    assert worst.to_dict("records") == [{"query": "a", "negative": "n", "negative_score": -3.0,
+                                         "lowest_positive": "z", "positive_rank": 3,
+                                         "positive_score": -4.0, "margin": 1.0}]
+
+
+def test_a_run_folder_without_a_model_or_a_missing_run_is_a_clear_error(tmp_path):
+    from arrank.training import models
+    from arrank.workbook import outputs
+
+    with pytest.raises(FileNotFoundError, match="holds no saved model"):
+        models.load_trained(tmp_path)
+    (tmp_path / "05_train" / "r1").mkdir(parents=True)
+    (tmp_path / "05_train" / "r1" / "results.json").write_text("{}")
+    (tmp_path / "05_train" / ".r2.partial-1").mkdir()
+    assert outputs.find_run("05_train", "latest", tmp_path).name == "r1"
+    with pytest.raises(FileNotFoundError, match=r"no finished 05_train run named 'r9'.*\['r1'\]"):
+        outputs.find_run("05_train", "r9", tmp_path)
+
+
+def test_esci_ranking_frame_holds_out_test_queries_only():
+    from arrank.data import ranking
+
+    q = pd.DataFrame({"query_id": [3, 1, 2, 4], "query": ["c", "a", "b", "d"],
+                      "split": ["test", "train", "test", "test"], "prompt": ["p"] * 4,
+                      "gold": [["1,2"], ["3", "4"], ["5"], ["6"]]})
+    f = ranking.esci_ranking_frame(q, n_eval=2)
+    assert f["split"].tolist() == ["train", "eval", "eval"] and f["query"].tolist() == ["1: a", "2: b", "3: c"]
+    assert f["negative"].isna().all() and f["n_relevant"].tolist() == [2, 1, 1]
+    with pytest.raises(ValueError, match="template='wordnet' does not fit dataset='esci'"):
+        ranking.ranking_dataset("esci", "quick", 0, 5, "wordnet")
+    with pytest.raises(ValueError, match="dataset='msmarco' is not allowed"):
+        ranking.ranking_dataset("msmarco", "quick", 0, 5)

@@ -1,0 +1,274 @@
+"""Candidate scoring of section 5.1: score(d) = mean over d's tokens of log p(token | q-bar, d_<k).
+
+A tiny random Llama whose weights are drawn large (std 0.3 instead of 0.02), so its next-token
+distributions depend strongly on the context: a wrong mask, position id or cache reuse moves the
+scores by far more than the 1e-4 tolerance (checked by ``test_scores_depend_on_context``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from arrank.evaluation import scoring
+from arrank.training.models import build_tiny_model
+
+VOCAB = 97
+EOS = 2  # LlamaConfig's default eos_token_id, used when no tokenizer is given
+TOL = 1e-4
+
+
+def sharp_tiny_model(vocab: int = VOCAB, seed: int = 0, **sizes):
+    """A tiny random Llama with large weights (context-sensitive outputs), in float32."""
+    sizes = {"hidden": 32, "layers": 2, "heads": 2, "intermediate": 64, **sizes}
+    model = build_tiny_model(vocab, seed=seed, **sizes)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" not in name:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.3)
+    return model.eval()
+
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return sharp_tiny_model()
+
+
+def rand_ids(rng: np.random.Generator, n: int) -> list[int]:
+    """n random non-special token ids."""
+    return rng.integers(4, VOCAB, n).tolist()
+
+
+def candidate_set(rng: np.random.Generator, lengths: list[int]) -> list[list[int]]:
+    """docid_ids-like candidates: ``n`` docID tokens + EOS for each n in lengths."""
+    return [rand_ids(rng, n) + [EOS] for n in lengths]
+
+
+def plain_logprobs(model, prompt: list[int], cand: list[int]) -> np.ndarray:
+    """log p of each candidate token from ONE plain forward over prompt + candidate (float64)."""
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([prompt + cand])).logits[0].double()
+    lp = torch.log_softmax(logits, -1)
+    P = len(prompt)
+    return np.array([lp[P - 1 + k, t].item() for k, t in enumerate(cand)])
+
+
+CASES = [  # (prompt length, docID token counts per candidate)
+    (1, [3]),                      # n_q = 1, a one-token prompt
+    (7, [1]),                      # n_q = 1, a one-token docID (only the prompt's logits)
+    (12, [1, 1, 1]),               # all one-token docIDs: no candidate pass at all
+    (25, [4, 1, 6, 2, 2, 9]),      # mixed lengths
+    (60, [5] * 10),                # equal lengths
+    (33, [2, 8, 3, 3, 1, 7, 4, 5, 6, 2, 2, 3, 9, 1, 4, 4, 6]),
+]
+
+
+# --------------------------------------------------------------------------- equality of the methods
+
+
+@pytest.mark.parametrize("include_eos", [False, True])
+@pytest.mark.parametrize("layout", ["packed", "padded", "one_pass"])
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_prefix_shared_equals_naive(model, case, layout, include_eos):
+    rng = np.random.default_rng(case)
+    n_prompt, lengths = CASES[case]
+    prompt, cands = rand_ids(rng, n_prompt), candidate_set(rng, lengths)
+    naive = scoring.score_naive(model, prompt, cands, include_eos=include_eos)
+    for batch_size in (None, 1, 4):
+        shared = scoring.score_prefix_shared(model, prompt, cands, include_eos=include_eos,
+                                             batch_size=batch_size, layout=layout)
+        assert shared.shape == (len(cands),) and shared.dtype == np.float64
+        assert np.abs(shared - naive).max() <= TOL, (batch_size, shared - naive)
+
+
+def test_prefix_shared_equals_naive_default_size_model():
+    """The quick profile's size (hidden 128, 4 layers, 4 heads), default (auto) layout."""
+    model = sharp_tiny_model(vocab=500, hidden=128, layers=4, heads=4, intermediate=384)
+    rng = np.random.default_rng(7)
+    prompt = rng.integers(4, 500, 80).tolist()
+    cands = [rng.integers(4, 500, n).tolist() + [EOS] for n in (3, 7, 1, 4, 5, 8, 2, 6, 3, 4, 5)]
+    naive = scoring.score_naive(model, prompt, cands)
+    assert np.abs(scoring.score_prefix_shared(model, prompt, cands) - naive).max() <= TOL
+
+
+def test_scores_depend_on_context(model):
+    """The tests above have power: the prompt and the earlier docID tokens matter far beyond TOL."""
+    rng = np.random.default_rng(3)
+    prompt, cands = rand_ids(rng, 20), candidate_set(rng, [5, 5, 5])
+    base = scoring.score_naive(model, prompt, cands)
+    assert np.abs(scoring.score_naive(model, prompt[1:], cands) - base).min() > 1e-2
+    swapped = [c[1:2] + c[:1] + c[2:] for c in cands]  # same tokens, two swapped
+    assert np.abs(scoring.score_naive(model, prompt, swapped) - base).min() > 1e-2
+
+
+def test_prompt_cache_reused_not_corrupted(model):
+    """The prompt's cache serves many batches (batch_size=1) and repeated calls identically."""
+    rng = np.random.default_rng(11)
+    prompt, cands = rand_ids(rng, 15), candidate_set(rng, [3, 6, 2, 4])
+    first = scoring.score_prefix_shared(model, prompt, cands, batch_size=1, layout="padded")
+    again = scoring.score_prefix_shared(model, prompt, cands, batch_size=1, layout="padded")
+    np.testing.assert_array_equal(first, again)
+    with torch.inference_mode():
+        _, cache = scoring.prompt_cache(model, prompt)
+        before = [k.clone() for k, _, *_ in cache]
+        logp, _ = scoring.prompt_cache(model, prompt)
+        targets = scoring.scored_tokens(model, prompt, cands)
+        for run in (scoring.score_candidate_batch, scoring.score_candidate_pack):
+            run(model, cache, len(prompt), logp, targets)
+        assert cache.get_seq_length() == len(prompt)
+        assert all(torch.equal(b, k) for b, (k, _, *_) in zip(before, cache))
+
+
+# --------------------------------------------------------------------------- the arithmetic
+
+
+def test_score_is_mean_of_plain_forward_logprobs(model):
+    rng = np.random.default_rng(5)
+    prompt, cands = rand_ids(rng, 18), candidate_set(rng, [4, 1, 6])
+    for include_eos in (False, True):
+        want = [plain_logprobs(model, prompt, c)[: None if include_eos else -1].mean() for c in cands]
+        for got in (scoring.score_naive(model, prompt, cands, include_eos),
+                    scoring.score_prefix_shared(model, prompt, cands, include_eos)):
+            np.testing.assert_allclose(got, want, atol=TOL, rtol=0)
+
+
+def test_include_eos_arithmetic(model):
+    """With n docID tokens: score_eos = (n * score + log p(EOS | q-bar, d)) / (n + 1)."""
+    rng = np.random.default_rng(9)
+    prompt, doc = rand_ids(rng, 10), rand_ids(rng, 3)
+    cand = doc + [EOS]
+    with torch.no_grad():  # log p(EOS | prompt, docID) by hand, from the logits at the docID's end
+        logits = model(input_ids=torch.tensor([prompt + doc])).logits[0, -1].double()
+    lp_eos = (logits[EOS] - torch.logsumexp(logits, 0)).item()
+    for fn in (scoring.score_naive, scoring.score_prefix_shared):
+        without = fn(model, prompt, [cand])[0]
+        with_eos = fn(model, prompt, [cand], include_eos=True)[0]
+        assert with_eos == pytest.approx((3 * without + lp_eos) / 4, abs=TOL)
+        assert with_eos - without == pytest.approx((lp_eos - without) / 4, abs=TOL)
+
+
+def test_training_mode_restored_and_dtype_safe():
+    model = sharp_tiny_model(seed=1).train()
+    rng = np.random.default_rng(2)
+    prompt, cands = rand_ids(rng, 12), candidate_set(rng, [2, 5, 3])
+    ref = scoring.score_naive(model, prompt, cands)
+    assert model.training
+    half = sharp_tiny_model(seed=1).to(torch.bfloat16)
+    for fn in (scoring.score_naive, scoring.score_prefix_shared):
+        got = fn(half, prompt, cands)
+        assert got.dtype == np.float64 and np.isfinite(got).all()
+        assert np.abs(got - ref).max() < 0.5  # bf16 weights: close, not equal
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_matches_cpu(model):
+    rng = np.random.default_rng(4)
+    prompt, cands = rand_ids(rng, 30), candidate_set(rng, [3, 7, 1, 5])
+    ref = scoring.score_naive(model, prompt, cands)
+    gpu = sharp_tiny_model().cuda()
+    for layout in ("packed", "padded"):
+        assert np.abs(scoring.score_prefix_shared(gpu, prompt, cands, layout=layout) - ref).max() <= 1e-3
+    assert np.abs(scoring.score_naive(gpu, prompt, cands) - ref).max() <= 1e-3
+
+
+# --------------------------------------------------------------------------- score_queries
+
+
+NAMES = ["dog.n.01", "canine.n.02", "carnivore.n.01", "placental.n.01", "mammal.n.01",
+         "vertebrate.n.01", "animal.n.01", "cat.n.01", "cats.n.01", "feline.n.01", "organism.n.01"]
+
+
+@pytest.fixture(scope="module")
+def tok_model():
+    from arrank.data.prompts import wordnet_prompt, query_rng
+    from arrank.training.tokenizer import train_bpe
+
+    texts = NAMES + [wordnet_prompt("dog.n.01", NAMES, query_rng(0, "x"), name="wordnet_short")]
+    tok = train_bpe(texts, 80)
+    return tok, sharp_tiny_model(vocab=len(tok), seed=3)
+
+
+def test_score_queries_matches_low_level(tok_model):
+    from arrank.training.encoding import docid_ids, prompt_ids
+    from arrank.data.prompts import query_rng, wordnet_prompt
+
+    tok, model = tok_model
+    items = []
+    for q, docs in [("dog.n.01", NAMES[1:7]), ("cat.n.01", ["feline.n.01"]),
+                    ("cats.n.01", ["cat.n.01", "animal.n.01", "organism.n.01"])]:
+        items.append((wordnet_prompt(q, docs, query_rng(0, q), name="wordnet_short"), list(docs)))
+    shared = scoring.score_queries(model, tok, items, progress=False)
+    naive = scoring.score_queries(model, tok, items, method="naive", progress=False)
+    assert [len(s) for s in shared] == [6, 1, 3]
+    for (prompt, docs), s, n in zip(items, shared, naive):
+        want = scoring.score_naive(model, prompt_ids(tok, prompt), [docid_ids(tok, d) for d in docs])
+        np.testing.assert_allclose(s, want, atol=TOL, rtol=0)
+        np.testing.assert_allclose(n, want, atol=1e-12, rtol=0)
+    eos = scoring.score_queries(model, tok, items[:1], include_eos=True, progress=False)[0]
+    assert np.abs(eos - shared[0]).max() > 1e-6
+
+
+def test_score_queries_errors(tok_model):
+    tok, model = tok_model
+    with pytest.raises(ValueError, match=r"duplicate candidate docIDs: \['cat.n.01', 'dog.n.01'\]"):
+        scoring.score_queries(model, tok, [("p", ["dog.n.01", "cat.n.01", "dog.n.01", "cat.n.01"])],
+                              progress=False)
+    with pytest.raises(ValueError, match="item 1 .*empty candidate list"):
+        scoring.score_queries(model, tok, [("p", ["dog.n.01"]), ("q", [])], progress=False)
+    with pytest.raises(ValueError, match="item 0 .*encodes to no tokens"):
+        scoring.score_queries(model, tok, [("p", ["dog.n.01", " "])], progress=False)
+    with pytest.raises(TypeError, match="list of str"):
+        scoring.score_queries(model, tok, [("p", "dog.n.01")], progress=False)
+    with pytest.raises(ValueError, match="pair"):
+        scoring.score_queries(model, tok, ["just a prompt"], progress=False)
+    with pytest.raises(ValueError, match="method"):
+        scoring.score_queries(model, tok, [("p", ["dog.n.01"])], method="beam", progress=False)
+
+
+def test_low_level_errors(model):
+    prompt, ok = [5, 6, 7], [[8, 9, EOS]]
+    for fn in (scoring.score_naive, scoring.score_prefix_shared):
+        with pytest.raises(ValueError, match="no candidates"):
+            fn(model, prompt, [])
+        with pytest.raises(ValueError, match="candidate 1 has no tokens"):
+            fn(model, prompt, [[8, EOS], []])
+        with pytest.raises(ValueError, match="only EOS"):
+            fn(model, prompt, [[EOS]])
+        with pytest.raises(ValueError, match="does not end with EOS"):
+            fn(model, prompt, [[8, 9]])
+        with pytest.raises(ValueError, match="outside the vocabulary"):
+            fn(model, prompt, [[8, VOCAB, EOS]])
+        with pytest.raises(ValueError, match="prompt has no tokens"):
+            fn(model, [], ok)
+        assert np.isfinite(fn(model, prompt, [[EOS]], include_eos=True)).all()  # EOS alone is scorable
+        # another end token named explicitly (score_queries passes the tokenizer's EOS)
+        np.testing.assert_allclose(fn(model, prompt, [[8, 9, 11]], eos_id=11),
+                                   fn(model, prompt, [[8, 9, EOS]]), atol=TOL, rtol=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        scoring.score_prefix_shared(model, prompt, ok, batch_size=0)
+    with pytest.raises(ValueError, match="layout"):
+        scoring.score_prefix_shared(model, prompt, ok, layout="ragged")
+
+
+def test_packed_layouts_need_a_mask_reading_attention():
+    """Flash attention ignores a 4-D mask: auto falls back to padded, an explicit packed layout
+    is refused with the reason (arrank.training.packing.mask_support)."""
+    flash = sharp_tiny_model()
+    flash.config._attn_implementation = "flash_attention_2"
+    assert scoring.resolve_layout(flash, "auto") == "padded"
+    for layout in ("packed", "one_pass"):
+        with pytest.raises(ValueError, match="flash_attention_2.*layout='padded'"):
+            scoring.resolve_layout(flash, layout)
+    eager = sharp_tiny_model()
+    eager.config._attn_implementation = "eager"  # the additive float form of the same mask
+    rng = np.random.default_rng(5)
+    prompt, cands = rand_ids(rng, 9), candidate_set(rng, [3, 1, 4])
+    naive = scoring.score_naive(eager, prompt, cands)
+    for layout in ("packed", "one_pass"):
+        assert np.abs(scoring.score_prefix_shared(eager, prompt, cands, layout=layout) - naive).max() <= TOL

@@ -1,0 +1,57 @@
+"""Tiny BPE tokenizer and model, and reading E from a saved model folder."""
+
+import numpy as np
+import pytest
+
+from arrank.data import docids
+from arrank.training import models, tokenizer
+from arrank import theory
+
+TEXTS = ["even-toed_ungulate.n.01", "deer.n.01", "ruminant.n.01", "dog.n.01", "cat.n.01"] * 20
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return tokenizer.train_bpe(TEXTS + docids.random_numeric_docids(200, seed=1), vocab_size=300)
+
+
+def test_bpe_keeps_docids_whole_pre_tokens(tok):
+    alone = tok("deer.n.01", add_special_tokens=False)["input_ids"]
+    inside = tok("query: dog.n.01 deer.n.01", add_special_tokens=False)["input_ids"]
+    assert len(alone) >= 1 and inside[-len(alone):] == alone
+    assert tok.decode(alone) == "deer.n.01"
+
+
+def test_docid_token_ids_include_eos(tok):
+    ids = tokenizer.docid_token_ids(tok, ["deer.n.01"])
+    assert tok.eos_token_id in ids and ids == sorted(ids)
+    assert tok.eos_token_id not in tokenizer.docid_token_ids(tok, ["deer.n.01"], with_eos=False)
+    with pytest.raises(ValueError, match="vocab_size=3 must be an integer > 4"):
+        tokenizer.train_bpe(TEXTS, 3)
+
+
+def test_numeric_docids_format():
+    ids = docids.random_numeric_docids(50, n_components=100, nnz=3, seed=0)
+    parts = [list(map(int, d.split(","))) for d in ids]
+    assert all(len(p) == 3 == len(set(p)) and all(0 <= i < 100 for i in p) for p in parts)
+    assert docids.format_docid([25, 36, 39]) == "25,36,39"
+    with pytest.raises(ValueError, match="nnz=5"):
+        docids.random_numeric_docids(1, n_components=4, nnz=5)
+
+
+def test_saved_model_embeddings_and_docid_rank(tok, tmp_path):
+    model = models.build_tiny_model(len(tok), hidden=16, layers=1, heads=2, intermediate=32, tokenizer=tok)
+    model.save_pretrained(tmp_path / "m")
+    E = models.output_embeddings(model)
+    assert E.shape == (len(tok), 16)
+    np.testing.assert_array_equal(models.load_output_embeddings(tmp_path / "m"), E)
+    ids = tokenizer.docid_token_ids(tok, docids.random_numeric_docids(200, seed=1))
+    info = theory.docid_token_rank(E, ids)
+    assert info["rank_e_prime"] == min(len(ids), 17)  # rank([E 1]) of a random E: min(|V_docids|, n + 1)
+
+
+def test_load_embeddings_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        models.load_output_embeddings(tmp_path / "absent")
+    with pytest.raises(FileNotFoundError, match="no \\*.safetensors"):
+        models.load_output_embeddings(tmp_path)

@@ -1,0 +1,218 @@
+"""Aggregation of a sweep's results.json files into the paper's table (arrank.workbook.report)."""
+
+import math
+import re
+
+import pandas as pd
+import pytest
+
+from arrank.workbook import outputs, paths, report, sweep
+
+
+def make_sweep(tmp_path, grid, fixed="{profile: quick, steps: 5}", paper="table1", name="rep"):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"notebook: 05_train\npaper: {paper}\nfixed: {fixed}\ngrid: {grid}\n")
+    return sweep.load_sweep(path)
+
+
+def finish(s, point, metrics, root, floor=None, **params):
+    """Write the results.json (and metrics.csv) that a finished 05_train run of the point writes."""
+    run_dir = outputs.run_path(s.notebook, point.run_name, root)
+    run_dir.mkdir(parents=True)
+    if floor:
+        table = pd.DataFrame.from_dict({"this run": metrics, "random scores": floor}, orient="index")
+        table.index.name = "run"
+        outputs.save_table(table, run_dir, "metrics")
+    outputs.write_results(run_dir, s.notebook, {**point.resolved, **params}, metrics, {})
+
+
+NTP = {"cvr": 0.50, "ndcg": 0.90, "recall@1": 0.90, "recall@2": 0.60, "recall@3": 0.55, "n_queries": 300}
+FRAC = {"cvr": 0.05, "ndcg": 0.95, "recall@1": 0.70, "recall@2": 0.80, "recall@3": 0.85, "n_queries": 300}
+TRIE = {"cvr": 0.25, "ndcg": 0.95, "recall@1": 0.85, "recall@2": 0.65, "recall@3": None, "n_queries": 300}
+GRID = "[{scheme: [indicator]}, {scheme: [fractional], alpha: [2]}, {scheme: [stepwise]}, {targets: [trie], beta: [2]}]"
+
+
+def test_three_results_make_the_expected_table(tmp_path, outputs_root):
+    s = make_sweep(tmp_path, GRID)
+    for point, metrics in zip([s.points[0], s.points[1], s.points[3]], [NTP, FRAC, TRIE]):
+        finish(s, point, metrics, outputs_root)
+    frame = report.collect(s)
+    assert list(frame["state"]) == ["done", "done", "missing", "done"]
+    assert list(frame["label"]) == ["NTP", "Fractional α=2", "Stepwise", "Trie β=2"]
+    table = report.results_table(frame)
+    assert list(table.columns) == ["variant", "source", "runs", "cvr", "ndcg", "recall@1", "recall@2", "recall@3"]
+    assert list(table["variant"]) == ["NTP", "Fractional α=2", "Trie β=2"]  # the missing point has no row
+    assert table.loc[1, ["cvr", "ndcg", "recall@1", "recall@2", "recall@3"]].tolist() == [5.0, 95.0, 70.0, 80.0, 85.0]
+    assert math.isnan(table.loc[2, "recall@3"]) and table["runs"].tolist() == [1, 1, 1]
+    assert report.best_variants(table) == {"cvr": ["Fractional α=2"], "ndcg": ["Fractional α=2", "Trie β=2"],
+                                           "recall@1": ["NTP"], "recall@2": ["Fractional α=2"],
+                                           "recall@3": ["Fractional α=2"]}
+    assert report.markdown(table).splitlines() == [
+        "| variant | CVR % (↓) | nDCG (↑) | R@1 (↑) | R@2 (↑) | R@3 (↑) |",
+        "|---|---|---|---|---|---|",
+        "| NTP | 50.00 | 90.00 | **90.00** | 60.00 | 55.00 |",
+        "| Fractional α=2 | **5.00** | **95.00** | 70.00 | **80.00** | **85.00** |",
+        "| Trie β=2 | 25.00 | **95.00** | 85.00 | 65.00 | – |"]
+    csv, md = report.write_tables(table, tmp_path)
+    again = pd.read_csv(csv)
+    assert again["variant"].tolist() == ["NTP", "Fractional α=2", "Trie β=2"] and again["cvr"].tolist() == [50, 5, 25]
+    assert md.read_text() == report.markdown(table)
+
+
+def test_paper_rows_follow_their_variant_for_the_paper_profile(tmp_path, outputs_root):
+    s = make_sweep(tmp_path, GRID, fixed="{profile: paper, steps: 5}")
+    finish(s, s.points[0], NTP, outputs_root)
+    finish(s, s.points[1], FRAC, outputs_root)
+    frame = report.collect(s)
+    assert report.paper_reference(s, frame) == "table1" and report.paper_reference(s, frame, "no") is None
+    table = report.results_table(frame, "table1")
+    assert list(zip(table["variant"], table["source"])) == [
+        ("NTP", "this run"), ("NTP", "paper"), ("Fractional α=2", "this run"), ("Fractional α=2", "paper")]
+    assert table.loc[1, ["cvr", "ndcg", "recall@1", "recall@2", "recall@3"]].tolist() == [27.66, 94.89, 99.96, 62.43, 55.3]
+    lines = report.markdown(table).splitlines()
+    assert lines[0].startswith("| variant | source | CVR % (↓)")
+    assert lines[3] == "| NTP | paper | 27.66 | 94.89 | **99.96** | 62.43 | 55.30 |"  # best among the paper's rows
+    quick = make_sweep(tmp_path, GRID, name="q")
+    finish(quick, quick.points[0], NTP, outputs_root)
+    quick_frame = report.collect(quick)
+    assert report.paper_reference(quick, quick_frame) is None  # quick numbers are not the paper's scale
+    assert report.paper_reference(quick, quick_frame, "yes") == "table1"
+    none = make_sweep(tmp_path, "{seed: [0]}", paper="fig3", name="f")
+    with pytest.raises(ValueError, match=r"no numbers for sweep f \(paper: fig3\)"):
+        report.paper_reference(none, quick_frame, "yes")
+
+
+def test_seeds_are_averaged_with_their_spread(tmp_path, outputs_root):
+    s = make_sweep(tmp_path, "{scheme: [indicator, stepwise], seed: [0, 1]}")
+    for point, cvr in zip(s.points, [0.4, 0.6, 0.1, 0.1]):
+        finish(s, point, {"cvr": cvr, "ndcg": 0.9}, outputs_root)
+    table = report.results_table(report.collect(s))
+    assert table["variant"].tolist() == ["NTP", "Stepwise"] and table["runs"].tolist() == [2, 2]
+    assert table["cvr"].tolist() == [50.0, 10.0]
+    assert table["cvr sd"].round(4).tolist() == [round(100 * 0.2 / math.sqrt(2), 4), 0.0]
+    assert report.markdown(table).splitlines()[2:] == ["| NTP | 2 | 50.00 ± 14.14 | **90.00 ± 0.00** |",
+                                                      "| Stepwise | 2 | **10.00 ± 0.00** | **90.00 ± 0.00** |"]
+
+
+def test_the_random_floor_row_comes_from_a_finished_run(tmp_path, outputs_root):
+    s = make_sweep(tmp_path, GRID)
+    finish(s, s.points[1], FRAC, outputs_root, floor={"cvr": 0.87, "ndcg": 0.86, "recall@1": 0.13,
+                                                     "recall@2": 0.27, "recall@3": 0.4})
+    frame = report.collect(s)
+    floor = report.random_floor(s, frame)
+    assert floor == {"cvr": 0.87, "ndcg": 0.86, "recall@1": 0.13, "recall@2": 0.27, "recall@3": 0.4}
+    table = report.results_table(frame, floor=floor)
+    assert table.iloc[-1]["variant"] == "Random scores" and table.iloc[-1]["cvr"] == 87.0
+    assert report.best_variants(table) == {}  # one row of this run: nothing to compare
+
+
+def test_no_finished_point_is_a_clear_error(tmp_path, outputs_root):
+    s = make_sweep(tmp_path, GRID)
+    with pytest.raises(ValueError, match="no finished points in this sweep: run it first"):
+        report.results_table(report.collect(s))
+
+
+def test_labels_are_the_papers_names():
+    label = report.loss_label
+    assert label({"scheme": "indicator", "targets": "onehot", "alpha": 2.0, "beta": 2.0}) == "NTP"
+    assert label({"scheme": "fractional", "targets": "onehot", "alpha": 3.0}) == "Fractional α=3"
+    assert label({"scheme": "fractional", "targets": "onehot", "alpha": 0.5}) == "Fractional α=0.5"
+    assert label({"scheme": "stepwise", "targets": "onehot"}) == "Stepwise"
+    assert label({"scheme": "indicator", "targets": "trie", "beta": 4.0, "combined": True}) == "Trie β=4"
+    assert label({"scheme": "fractional", "targets": "trie", "alpha": 2.0, "beta": 25.0, "combined": True}) == \
+        "Combined α=2, β=25"
+    assert label({"scheme": "fractional", "targets": "trie", "alpha": 2.0, "beta": 1.0, "combined": False}) == \
+        "Fractional α=2 + trie β=1"
+    assert report.variant_label("05_train", {"scheme": "indicator", "targets": "onehot", "steps": 600, "seed": 1},
+                                ["scheme", "steps", "seed"]) == "NTP (steps=600)"
+    assert report.variant_label("07_x", {"model": "de", "n": 8}, ["model", "n"]) == "model=de, n=8"
+    assert report.variant_label("07_de_ce_baselines", {"model": "ce", "n": 32, "alpha": 0.0}, ["model", "n", "alpha"]) \
+        == "CE n=32, α=0"
+
+
+@pytest.mark.parametrize("name, key", [("table1_wordnet_paper", "table1"), ("table2_esci_paper", "table2"),
+                                       ("table3_combined_paper", "table3")])
+def test_the_paper_sweeps_cover_the_papers_rows(name, key):
+    try:
+        s = sweep.load_sweep(paths.ROOT / "sweeps" / f"{name}.yaml")
+    except sweep.SweepError as err:
+        if "dataset" in str(err):
+            pytest.skip("05_train has no 'dataset' parameter yet (the ESCI route of Table 2 is being added)")
+        raise
+    labels = [report.variant_label(s.notebook, p.resolved, s.grid_keys) for p in s.points]
+    assert labels == list(report.PAPER[key]["rows"])
+
+
+def _tex_rows(tex, label):
+    start = tex.rfind("\\begin{tabular}", 0, tex.index(f"\\label{{{label}}}"))
+    rows = []
+    for line in tex[start:tex.index("\\end{tabular}", start)].splitlines():
+        cells = [re.sub(r"\\textbf\{([^}]*)\}", r"\1", c).replace("\\%", "").strip()
+                 for c in line.strip().rstrip("\\").split("&")]
+        numbers = [float(c) for c in cells if re.fullmatch(r"\d+(\.\d+)?", c)]
+        if numbers:
+            rows.append(numbers)
+    return rows
+
+
+def test_the_papers_numbers_match_the_tex():
+    candidates = [paths.ROOT / "shared" / "paper" / "autoregressive_ranking.tex",
+                  paths.ROOT.parent / "shared" / "paper" / "autoregressive_ranking.tex"]
+    tex_path = next((p for p in candidates if p.exists()), None)
+    if tex_path is None:
+        pytest.skip("the paper's .tex is not beside this checkout")
+    tex = tex_path.read_text()
+    for key, label in [("table1", "tab:wordnet-results"), ("table2", "tab:esci-results"),
+                       ("table3", "tab:wordnet-combined-loss-from-checkpoint")]:
+        assert _tex_rows(tex, label) == list(report.PAPER[key]["rows"].values()), key
+
+
+def test_parameter_curves_draw_one_line_per_family(tmp_path, outputs_root):
+    s = make_sweep(tmp_path, "[{scheme: [indicator]}, {scheme: [fractional], alpha: [1, 2, 3]}, "
+                             "{targets: [trie], beta: [1, 2]}]")
+    for i, point in enumerate(s.points):
+        finish(s, point, {"cvr": 0.1 * i, "ndcg": 0.9, "recall@1": 0.5}, outputs_root)
+    fig = report.parameter_curves(report.collect(s), s.notebook)
+    lines = {(t.name, t.xaxis): (list(t.x), [round(y, 6) for y in t.y]) for t in fig.data}
+    assert lines[("Fractional α", "x")] == ([1.0, 2.0, 3.0], [10.0, 20.0, 30.0])  # CVR % against α
+    assert lines[("Trie β", "x2")] == ([1.0, 2.0], [40.0, 50.0])  # against β
+    assert [a.text for a in fig.layout.annotations if a.text == "NTP"] == ["NTP"] * 4  # a reference per panel
+    single = make_sweep(tmp_path, "{scheme: [indicator, stepwise]}", name="single")
+    for point in single.points:
+        finish(single, point, {"cvr": 0.1, "ndcg": 0.9}, outputs_root)
+    assert report.parameter_curves(report.collect(single), single.notebook) is None
+    curves = report.recall_curves(report.results_table(report.collect(s)))
+    assert [t.name for t in curves.data][:2] == ["NTP", "Fractional α=1"] and list(curves.data[0].x) == [1]
+
+
+def test_figure3_points_get_baseline_labels_and_curves(outputs_root):
+    try:
+        s = sweep.load_sweep(paths.ROOT / "sweeps" / "fig3_baselines_quick.yaml")
+    except sweep.SweepError as err:
+        pytest.skip(f"notebook 07_de_ce_baselines is not in this checkout yet ({err})")
+    for i, point in enumerate(s.points):
+        finish(s, point, {"cvr": 0.01 * i, "ndcg": 0.9, "recall@1": 0.5, "recall@10": 0.9}, outputs_root)
+    frame = report.collect(s)
+    assert list(frame["label"][:6]) == ["DE n=4, α=5", "DE n=8, α=5", "DE n=16, α=5", "DE n=32, α=5",
+                                        "CE n=32, α=5", "DE n=8, α=0"]
+    fig = report.parameter_curves(frame, s.notebook)
+    lines = {(t.name, t.xaxis): list(t.x) for t in fig.data if t.yaxis in ("y", "y2")}
+    assert lines[("DE n, α=5", "x")] == [4, 8, 16, 32]
+    assert lines[("DE n=8, α", "x2")] == [0, 1, 2, 3, 4, 5] and lines[("CE n=32, α", "x2")] == [0, 1, 2, 3, 4, 5]
+
+
+def _finding_frame(ntp_cvr: float, frac_cvr: float) -> pd.DataFrame:
+    row = lambda label, scheme, alpha, targets, cvr, r: {
+        "state": "done", "label": label, "scheme": scheme, "alpha": alpha, "targets": targets, "combined": False,
+        "cvr": cvr, "recall@1": r[0], "recall@2": r[1], "recall@3": r[2], "recall@4": r[3], "recall@5": r[4]}
+    return pd.DataFrame([row("NTP", "indicator", None, "onehot", ntp_cvr, [0.90, 0.70, 0.70, 0.70, 0.70]),
+                         row("Fractional α=2", "fractional", 2.0, "onehot", frac_cvr, [0.89, 0.80, 0.80, 0.80, 0.80]),
+                         row("Trie β=2", "indicator", None, "trie", 0.5, [0.85, 0.75, 0.75, 0.75, 0.75])])
+
+
+def test_table1_findings_hold_and_fail_on_the_numbers():
+    good = report.table1_findings(_finding_frame(0.9, 0.3)).set_index("check")["holds"]
+    assert list(good) == [True, True, True, True]
+    bad = report.table1_findings(_finding_frame(0.9, 0.6)).set_index("check")["holds"]  # 0.6 > 0.9 / 2
+    assert list(bad) == [False, True, True, True]
+    assert report.table1_findings(_finding_frame(0.4, 0.3))["holds"].tolist()[0] is False  # trie 0.5 above NTP

@@ -1,0 +1,24 @@
+"""The workbook's stages: notebooks 01-08 in order, notebook 05 through the workbook sweep."""
+
+from arrank.workbook import whole
+
+
+def test_stages_run_05_through_the_sweep_and_06_on_its_fractional_point():
+    st = whole.stages()
+    names = [s["name"] for s in st]
+    assert names[:4] == ["01_de_capacity", "02_rank_condition", "03_wordnet_data", "04_esci_data"]
+    assert st[4]["kind"] == "sweep" and st[4]["prefix"] == "05" and "table1_wordnet_workbook" in names[4]
+    expected = ["01", "02", "03", "04", "sw", "06", "07", "08"]
+    assert [n[:2] for n in names] == [e for e in expected if e == "sw" or any(n.startswith(e) for n in names)]
+    sweep = whole._sweep()
+    six = st[5]
+    assert six["name"] == "06_evaluate" and six["overrides"]["train_run"] in {p.run_name for p in sweep.points}
+    assert "fractional" in six["overrides"]["train_run"]
+    assert st[6]["name"].startswith("07") and st[6]["overrides"] == {"arr_runs": f"{sweep.name}-*"}  # its ARR curves only
+
+
+def test_summary_lists_every_stage_and_the_total(tmp_path):
+    (tmp_path / "results.json").write_text('{"metrics": {"cvr": 0.123456, "n": 3}}')
+    text = whole.summary([{"notebook": "05", "status": "ran", "seconds": 1.5, "dir": str(tmp_path)},
+                             {"notebook": "06", "status": "FAILED: x", "seconds": 2.0, "dir": str(tmp_path / "no")}])
+    assert "cvr=0.1235, n=3" in text and text.splitlines()[-1].split()[-1] == "3.5"
