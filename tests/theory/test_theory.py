@@ -11,6 +11,7 @@ from scipy.optimize import linprog, minimize
 from scipy.special import logsumexp, softmax
 
 from arrank import theory as th
+from arrank.theory import capacity
 
 
 def _rng(seed: int) -> np.random.Generator:
@@ -83,7 +84,7 @@ def test_exact_min_dimension_is_k_minus_1():
 
 def test_stirling_bottom_matches_row():
     for k in range(1, 12):
-        assert list(th._stirling_bottom(k, k)) == th.stirling1_unsigned_row(k)
+        assert list(capacity._stirling_bottom(k, k)) == th.stirling1_unsigned_row(k)
 
 
 def test_paper_bound_below_exact_dimension():

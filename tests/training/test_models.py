@@ -23,9 +23,9 @@ def test_bpe_keeps_docids_whole_pre_tokens(tok):
 
 
 def test_docid_token_ids_include_eos(tok):
-    ids = tokenizer.docid_token_ids(tok, ["deer.n.01"])
+    ids = theory.docid_token_ids(tok, ["deer.n.01"])
     assert tok.eos_token_id in ids and ids == sorted(ids)
-    assert tok.eos_token_id not in tokenizer.docid_token_ids(tok, ["deer.n.01"], with_eos=False)
+    assert tok.eos_token_id not in theory.docid_token_ids(tok, ["deer.n.01"], with_eos=False)
     with pytest.raises(ValueError, match="vocab_size=3 must be an integer > 4"):
         tokenizer.train_bpe(TEXTS, 3)
 
@@ -45,7 +45,7 @@ def test_saved_model_embeddings_and_docid_rank(tok, tmp_path):
     E = models.output_embeddings(model)
     assert E.shape == (len(tok), 16)
     np.testing.assert_array_equal(models.load_output_embeddings(tmp_path / "m"), E)
-    ids = tokenizer.docid_token_ids(tok, docids.random_numeric_docids(200, seed=1))
+    ids = theory.docid_token_ids(tok, docids.random_numeric_docids(200, seed=1))
     info = theory.docid_token_rank(E, ids)
     assert info["rank_e_prime"] == min(len(ids), 17)  # rank([E 1]) of a random E: min(|V_docids|, n + 1)
 

@@ -17,11 +17,13 @@ from typing import Any
 
 import pandas as pd
 
-from arrank.evaluation import metrics
 from arrank.workbook import paths
 
 DATASETS = ("wordnet", "esci")
 COLUMNS = ["query", "prompt", "relevant", "n_relevant", "negative", "split"]
+# The R@k cutoffs each dataset reports: Table 1 (WordNet) R@1-5, Table 2 (ESCI) R@1, 2, 5, 10, 25, 50.
+WORDNET_KS: tuple[int, ...] = (1, 2, 3, 4, 5)
+ESCI_KS: tuple[int, ...] = (1, 2, 5, 10, 25, 50)
 
 
 def esci_ranking_frame(queries: pd.DataFrame, n_eval: int) -> pd.DataFrame:
@@ -82,4 +84,4 @@ def tokenizer_texts(df: pd.DataFrame) -> list[str]:
 
 def ks_for(dataset: str) -> tuple[int, ...]:
     """The R@k cut-offs each table reports: 1-5 for WordNet (Table 1), 1, 2, 5, 10, 25, 50 for ESCI."""
-    return metrics.ESCI_KS if dataset == "esci" else metrics.WORDNET_KS
+    return ESCI_KS if dataset == "esci" else WORDNET_KS

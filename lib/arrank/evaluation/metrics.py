@@ -48,9 +48,9 @@ from typing import Any, Hashable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from arrank.data.ranking import WORDNET_KS
+
 DocId = Hashable
-WORDNET_KS: tuple[int, ...] = (1, 2, 3, 4, 5)
-ESCI_KS: tuple[int, ...] = (1, 2, 5, 10, 25, 50)
 
 # Keys of one per-query record for evaluate_queries (the WordNet dataset's column names).
 QUERY, RELEVANT, NEGATIVE, SCORES = "query", "relevant", "negative", "scores"

@@ -23,7 +23,7 @@ from arrank.theory.capacity import (count_distance_permutations, de_fraction_rea
                                     skala_count, stirling1_unsigned_row)
 from arrank.theory.orderings import LP_MARGIN_TOL, MAX_EXACT_K
 from arrank.theory.rank_condition import (affine_counterexample, augmented_rank, count_token_permutations,
-                                          docid_token_rank, null_vector_h, realisable_token_permutations,
+                                          docid_token_ids, docid_token_rank, null_vector_h, realisable_token_permutations,
                                           sequence_distribution_fit, solve_phi_for_distribution,
                                           unrealisable_permutation)
 
@@ -43,6 +43,7 @@ __all__ = [
     "count_token_permutations",
     "realisable_token_permutations",
     "augmented_rank",
+    "docid_token_ids",
     "docid_token_rank",
     "null_vector_h",
     "unrealisable_permutation",

@@ -10,14 +10,9 @@ that given sites realise.
 from __future__ import annotations
 
 import functools
-import itertools
 import math
-from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
-from scipy.optimize import linprog, minimize
-from scipy.special import logsumexp, softmax
 
 from arrank.theory.orderings import _check_exact_k, _check_int, _check_matrix, _realisable_orders, _unit_rows
 

@@ -9,15 +9,12 @@ the input checks both sections share.
 
 from __future__ import annotations
 
-import functools
 import itertools
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy.optimize import linprog, minimize
-from scipy.special import logsumexp, softmax
+from scipy.optimize import linprog
 
 #: Largest number of sites / tokens for the exact LP counters.  The candidate orders grow as
 #: k! (5040 at k = 7, 40320 at k = 8) and each surviving prefix costs one LP.

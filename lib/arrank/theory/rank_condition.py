@@ -8,14 +8,13 @@ affine counterexample, and fits of target distributions through softmax(E phi).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy.optimize import linprog, minimize
+from scipy.optimize import minimize
 from scipy.special import logsumexp, softmax
 
 from arrank.theory.orderings import _check_distribution, _check_exact_k, _check_int, _check_matrix, _realisable_orders, _unit_rows
@@ -102,6 +101,20 @@ def _svd_rank_augmented(rows: np.ndarray, tol: float | None) -> tuple[int, float
     if tol is None:
         tol = float(sing.max()) * max(e_prime.shape) * np.finfo(float).eps
     return int(np.sum(sing > tol)), float(tol)
+
+
+def docid_token_ids(tokenizer, docids: Iterable[str], with_eos: bool = True) -> list[int]:
+    """The sorted set of token ids that the given docIDs use (V_docids of section 3.2).
+
+    Each docID is a token sequence that ends with EOS (section 4.2), so EOS is included unless
+    ``with_eos=False``.
+    """
+    ids: set[int] = set()
+    for docid in docids:
+        ids.update(tokenizer(docid, add_special_tokens=False)["input_ids"])
+    if with_eos:
+        ids.add(tokenizer.eos_token_id)
+    return sorted(ids)
 
 
 def docid_token_rank(embedding_matrix: np.ndarray, token_ids: Sequence[int],

@@ -111,11 +111,9 @@ def distribution_fit_table(v_max: int, n_targets: int, seed: int) -> pd.DataFram
 def docid_rank_table(E: np.ndarray, tokenizer, docid_sets: dict[str, list[str]]) -> pd.DataFrame:
     """The paper's remark in practice (section 3.2): for each set of docIDs, |V_docids| (the
     distinct tokens they use, EOS included), the model dimension n and rank(E'_docids)."""
-    from arrank.training.tokenizer import docid_token_ids
-
     rows = []
     for label, docids in docid_sets.items():
-        info = theory.docid_token_rank(E, docid_token_ids(tokenizer, docids))
+        info = theory.docid_token_rank(E, theory.docid_token_ids(tokenizer, docids))
         rows.append({"docids": label, "count": len(docids), "V_docids": info["n_docid_tokens"],
                      "n": info["n"], "rank_E_prime": info["rank_e_prime"], "full_rank": info["full_rank"]})
     return pd.DataFrame(rows)

@@ -30,17 +30,3 @@ def train_bpe(texts: Iterable[str], vocab_size: int, special_tokens: tuple[str, 
     tok.train_from_iterator(texts, trainer=trainer)
     return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=pad, bos_token=bos,
                                    eos_token=eos, unk_token=unk)
-
-
-def docid_token_ids(tokenizer, docids: Iterable[str], with_eos: bool = True) -> list[int]:
-    """The sorted set of token ids that the given docIDs use (V_docids of section 3.2).
-
-    Each docID is a token sequence that ends with EOS (section 4.2), so EOS is included unless
-    ``with_eos=False``.
-    """
-    ids: set[int] = set()
-    for docid in docids:
-        ids.update(tokenizer(docid, add_special_tokens=False)["input_ids"])
-    if with_eos:
-        ids.add(tokenizer.eos_token_id)
-    return sorted(ids)
