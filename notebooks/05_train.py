@@ -30,7 +30,12 @@
 #
 # **Profiles.** `quick`: the tiny model (a BPE tokenizer trained on this data, a 4-layer Llama with
 # hidden size 128, full fine-tuning) on the `animal.n.01` subtree with the short prompt, AdamW,
-# 1200 steps of 64 items: a few minutes on a laptop CPU. `paper`: Mistral-7B-Instruct-v0.3 with
+# 1200 steps of 64 items: a few minutes on a laptop CPU. `pretrained`: the paper's recipe at small
+# scale on a CPU: SmolLM2-135M-Instruct (a real pretrained instruct LLM, shipped offline as a GGUF
+# file and converted once into `data/cache/models/`) with LoRA r = 16 on all linear layers, its
+# own tokenizer and chat template around Appendix D.1's prompt, AdamW lr 5e-4, 80 steps of 4
+# items, 100 held-out queries: 10-20 minutes on 2 cores. `steps=0` evaluates the model as
+# loaded: the zero-shot row. `paper`: Mistral-7B-Instruct-v0.3 with
 # LoRA through Unsloth on one GPU, Adafactor (β1 = 0.9), lr 1e-5, 50 warm-up steps then cosine, no
 # weight decay, clipping 1.0, 10k steps, global batch 64 (8 × 8 accumulation), max input 1024.
 #
@@ -49,10 +54,10 @@
 # mask (transformers with sdpa or eager; Unsloth falls back to unpacked items with a warning).
 
 # %% tags=["parameters"]
-profile = "quick"  # "quick" (tiny model, CPU, minutes) or "paper" (Mistral-7B + LoRA, GPU)
+profile = "quick"  # "quick" (tiny model, CPU, minutes), "pretrained" (SmolLM2-135M + LoRA, CPU) or "paper" (Mistral-7B + LoRA, GPU)
 seed = 0  # seeds the data, the model initialisation and the item order
 run_name = "auto"  # folder under outputs/05_train/; give a name to resume an interrupted run
-model_name = "tiny"  # tiny, or a hub id / local folder (paper, unsloth-16bit, unsloth-4bit are aliases)
+model_name = None  # None: the profile's; tiny, smollm2-135m, paper (Mistral-7B), a hub id, a local folder or .gguf file
 backend = "auto"  # auto (Unsloth with CUDA, else transformers + peft), unsloth or transformers
 scheme = "indicator"  # item weight lambda(r): indicator (NTP), fractional or stepwise
 alpha = 2.0  # fractional: lambda(r) is 1 / r**alpha
@@ -61,21 +66,21 @@ beta = 2.0  # trie: docID scores mu(r) are 1 / r**beta
 combined = False  # Appendix F: the trie of rank r holds d_r .. d_nq only
 sampling = "weighted"  # weighted (draw items in proportion to lambda, default) or uniform (weight lambda)
 packing = "auto"  # per_query (one sequence per query, shared prompt), none, or auto (per_query where possible)
-steps = None  # optimizer steps; None: 1200 quick, 10000 paper
-lr = None  # learning rate; None: 2e-3 quick (AdamW), 1e-5 paper (Adafactor)
-batch_size = None  # items per device step; None: 64 quick, 8 paper
+steps = None  # optimizer steps, 0 for none (zero-shot); None: 1200 quick, 80 pretrained, 10000 paper
+lr = None  # learning rate; None: 2e-3 quick, 5e-4 pretrained (AdamW), 1e-5 paper (Adafactor)
+batch_size = None  # items per device step; None: 64 quick, 4 pretrained, 8 paper
 grad_accum = None  # gradient accumulation; None: 1 quick, 8 paper (global batch 64)
-max_length = None  # longest prompt + docID in tokens; None: 256 quick, 1024 paper
-lora_r = None  # LoRA rank, 0 for full fine-tuning; None: 0 quick, 16 paper
+max_length = None  # longest prompt + docID in tokens; None: 256 quick, 384 pretrained, 1024 paper
+lora_r = None  # LoRA rank, 0 for full fine-tuning; None: 0 quick, 16 pretrained and paper
 lora_alpha = 32  # LoRA scaling
 lora_dropout = 0.0  # LoRA dropout
 lora_targets = "all-linear"  # LoRA target modules: all-linear or a comma-separated list
 load_in_4bit = False  # Unsloth: 4-bit base weights (needs bitsandbytes); False is 16-bit LoRA
 dataset = "wordnet"  # wordnet (Table 1) or esci (Table 2; data and docIDs of notebook 04's profile)
-subtree = None  # WordNet subtree of the queries; None: animal.n.01 quick, all nouns paper
+subtree = None  # WordNet subtree of the queries; None: animal.n.01 quick and pretrained, all nouns paper
 min_relevant = None  # queries with at least this many hypernyms; None: 5 quick, 1 paper
-n_eval = None  # held-out queries; None: 300 quick, 5000 paper
-template = None  # prompt template; None: the short one quick, Appendix D's paper (wordnet, esci)
+n_eval = None  # held-out queries; None: 300 quick, 100 pretrained, 5000 paper
+template = None  # prompt template; None: the short one quick, Appendix D's pretrained and paper (wordnet, esci)
 tokenizer_vocab = 2000  # BPE vocabulary of the tiny model's tokenizer
 eval_queries = 0  # evaluate on at most this many held-out queries, 0 for all
 
@@ -168,6 +173,6 @@ table
 
 # %%
 metrics = {**result, "n_items": len(items), "packing": layout, "n_sequences": n_sequences,
-           "final_loss": float(log["loss"].iloc[-1])}
+           "final_loss": train.final_loss(log)}
 outputs.write_results(run_dir, "05_train", P, metrics, timings)
 metrics

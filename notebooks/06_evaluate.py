@@ -28,11 +28,11 @@
 # scorer's ranking; and unconstrained beam search, to see how many of its outputs are no docID.
 
 # %% tags=["parameters"]
-profile = "quick"  # "quick" (CPU, minutes) or "paper" (the paper's scale, GPU)
+profile = "quick"  # "quick" (CPU, minutes), "pretrained" (SmolLM2-135M, CPU) or "paper" (the paper's scale, GPU)
 seed = 0  # seeds the untrained model and the random floor
 run_name = "auto"  # folder under outputs/06_evaluate/
 train_run = "latest"  # run name of a finished 05_train run, latest, or none (an untrained model)
-model_name = "tiny"  # train_run none: tiny (random init) or a hub id / local folder
+model_name = None  # train_run none: None (the profile's), tiny (random init), smollm2-135m, a hub id or local folder
 backend = "auto"  # auto, unsloth or transformers (loading a pretrained model or an adapter)
 dataset = "wordnet"  # train_run none: wordnet or esci (a trained run brings its own data)
 subtree = None  # train_run none: WordNet subtree; None: animal.n.01 quick, all nouns paper

@@ -67,6 +67,10 @@ def test_02_rank_condition(outputs_root):
     assert m["full_rank_max_distribution_error"] < 1e-9 and m["sequence_max_error"] < 1e-9
     assert m["counterexample_adversarial_error"] > 0.1
     assert m["tiny_wordnet_rank_e_prime"] == 129 < m["tiny_wordnet_v_docids"]  # n + 1 = 129
+    # SmolLM2-135M-Instruct (n = 576): its WordNet docID tokens far outnumber n + 1, its numeric ones do not
+    assert m["smollm2_135m_wordnet_n"] == 576 and m["smollm2_135m_wordnet_rank_e_prime"] == 577
+    assert m["smollm2_135m_wordnet_v_docids"] > 5000
+    assert m["smollm2_135m_numeric_rank_e_prime"] == m["smollm2_135m_numeric_v_docids"] == 12  # 0-9 , EOS
     for name in ("token_orderings", "distribution_fit", "sequence_fit"):
         _has_figure(final, name)
 
@@ -111,6 +115,19 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     assert scores["query"].nunique() == 10 and set(scores["rank"]) >= {0, 1}
     for name in ("per_rank_scores", "recall_at_k"):
         _has_figure(final06, name)
+
+
+def test_05_zero_shot_row_of_a_real_pretrained_llm(outputs_root):
+    """The pretrained profile (SmolLM2-135M-Instruct + LoRA, Appendix D.1 prompt) at steps = 0: the
+    zero-shot row, through the same route the 7B model takes."""
+    final = run.run_notebook("05_train", {"profile": "pretrained", "steps": 0, "subtree": "even-toed_ungulate.n.01",
+                                          "min_relevant": 3, "n_eval": 4, "eval_queries": 3, "run_name": "zs"},
+                             outputs_root=outputs_root, progress=False)
+    r = json.loads((final / "results.json").read_text())
+    assert r["params"]["model_name"] == "smollm2-135m" and r["params"]["template"] is None
+    m = r["metrics"]
+    assert m["n_queries"] == 3 and m["final_loss"] is None and 0.0 <= m["cvr"] <= 1.0
+    assert (final / "model" / "adapter_config.json").exists()  # LoRA r = 16 adapters, still zero
 
 
 def test_06_evaluates_an_untrained_esci_model(outputs_root):

@@ -49,9 +49,10 @@ def esci_build_params(profile: str) -> dict[str, Any]:
 
 
 # The prompt template when none is given: the short one for the tiny model of the quick profile,
-# Appendix D's word for word (D.1 WordNet, D.2 ESCI) for the paper profile.
+# Appendix D's word for word (D.1 WordNet, D.2 ESCI) for the pretrained and paper profiles.
 DEFAULT_TEMPLATES = {("wordnet", "quick"): "wordnet_short", ("wordnet", "paper"): "wordnet",
-                     ("esci", "quick"): "esci_short", ("esci", "paper"): "esci"}
+                     ("wordnet", "pretrained"): "wordnet", ("esci", "quick"): "esci_short",
+                     ("esci", "paper"): "esci", ("esci", "pretrained"): "esci"}
 
 
 def ranking_dataset(dataset: str, profile: str, seed: int, n_eval: int, template: str | None = None,

@@ -117,3 +117,16 @@ def docid_rank_table(E: np.ndarray, tokenizer, docid_sets: dict[str, list[str]])
         rows.append({"docids": label, "count": len(docids), "V_docids": info["n_docid_tokens"],
                      "n": info["n"], "rank_E_prime": info["rank_e_prime"], "full_rank": info["full_rank"]})
     return pd.DataFrame(rows)
+
+
+def docid_rank_metrics(frame: pd.DataFrame) -> dict[str, int]:
+    """The rows of :func:`docid_rank_table` (with a ``model`` column) as flat results.json metrics:
+    ``<model>_<wordnet|numeric>_{v_docids,n,rank_e_prime}``, the model named by its first word
+    (``tiny``, ``smollm2-135m``, ...)."""
+    out = {}
+    for row in frame.itertuples(index=False):
+        model = str(row.model).split()[0].replace("-", "_").replace("/", "_").replace(".", "_")
+        kind = "wordnet" if str(row.docids).startswith("WordNet") else "numeric"
+        out.update({f"{model}_{kind}_v_docids": int(row.V_docids), f"{model}_{kind}_n": int(row.n),
+                    f"{model}_{kind}_rank_e_prime": int(row.rank_E_prime)})
+    return out

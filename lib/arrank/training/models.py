@@ -5,6 +5,7 @@ embedding matrix E (section 3.2: P(. | c) = softmax(E phi(c))) of any model.
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -64,18 +65,101 @@ def load_output_embeddings(path: str | Path) -> np.ndarray:
     raise KeyError(f"none of {wanted} found in {folder}'s safetensors files")
 
 
+def pretrained_embeddings(model_name: str) -> tuple[np.ndarray, object]:
+    """E (|V| x n, float64) and the tokenizer of a pretrained ``model_name`` (any name
+    :func:`resolve_model` takes), read from the model folder's safetensors without loading the
+    model; a hub id must already be in the local hub cache (``snapshot_download`` does not reach
+    the network when ``HF_HUB_OFFLINE=1``)."""
+    from transformers import AutoTokenizer
+
+    folder = Path(resolve_model(model_name))
+    if not folder.is_dir():
+        from huggingface_hub import snapshot_download
+
+        folder = Path(snapshot_download(str(folder), allow_patterns=["*.json", "*.safetensors", "*.model"]))
+    return load_output_embeddings(folder), AutoTokenizer.from_pretrained(folder)
+
+
 # --------------------------------------------------------------------------- model_name / backends
 
 BACKENDS = ("auto", "unsloth", "transformers")
 # A chat template for the tiny model that is exactly BOS + the prompt: the prompt itself ends with
 # its answer marker, and the docID follows it directly (arrank.training.encoding).
 TINY_CHAT_TEMPLATE = "{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}"
-# The paper's model and Unsloth's mirrors of it (documented choices for model_name).
-PAPER_MODELS = {
-    "paper": "mistralai/Mistral-7B-Instruct-v0.3",
-    "unsloth-16bit": "unsloth/mistral-7b-instruct-v0.3",
-    "unsloth-4bit": "unsloth/mistral-7b-instruct-v0.3-bnb-4bit",
-}
+# Above this many trainable parameters, full fine-tuning (lora_r = 0) gets a warning with its cost.
+FULL_FINETUNE_WARN = 20_000_000
+
+
+def resolve_model(model_name: str) -> str:
+    """What transformers (or Unsloth) loads for a pretrained ``model_name``: a hub id, or a local
+    model folder. Names are those of ``arrank.workbook.named_models``: an alias gives its hub id;
+    a GGUF model (a known name, or a ``.gguf`` path) is converted once into a float32 model folder
+    under ``data/cache/models/`` (:func:`convert_gguf`) and that folder is returned, so that every
+    later load, a LoRA adapter's base model and Unsloth take the ordinary local-folder route."""
+    from arrank.workbook import named_models, paths
+
+    kind = named_models.model_kind(model_name)
+    if kind == "tiny":
+        raise ValueError("model_name='tiny' is built, not loaded: use tiny_model_and_tokenizer")
+    if kind == "alias":
+        return named_models.HUB_ALIASES[model_name]
+    if kind not in ("gguf_name", "gguf_file"):
+        return model_name
+    if kind == "gguf_name":
+        gguf = named_models.gguf_file(model_name)
+        folder = paths.CACHE / "models" / f"{model_name}-{named_models.GGUF_MODELS[model_name]['version']}"
+    else:
+        gguf = Path(model_name).expanduser().resolve()
+        folder = paths.CACHE / "models" / f"{gguf.stem}-{gguf.stat().st_size}-{int(gguf.stat().st_mtime)}"
+    if not (folder / "config.json").exists():
+        try:
+            convert_gguf(gguf, folder)
+        except OSError:  # another process converted it first: its folder is complete
+            if not (folder / "config.json").exists():
+                raise
+    return str(folder)
+
+
+def convert_gguf(gguf: Path, folder: Path) -> Path:
+    """De-quantise a GGUF file into a float32 transformers model folder, written atomically.
+
+    transformers reads GGUF directly (``gguf_file=``, the ``gguf`` package; about 20 s for
+    SmolLM2-135M here) but marks the model as GGUF-quantised and refuses to save it, so the
+    weights are copied into a model built from the same configuration. The special tokens are
+    taken from the file's own metadata (``tokenizer.ggml.*_token_id``): transformers' GGUF
+    tokenizer reads SmolLM2's EOS as ``<|im_start|>``, where the file says ``<|im_end|>``, the
+    token that ends an assistant turn and so every docID (section 4.2). A truncated or unreadable
+    file is a clear error, and nothing is left in ``folder``.
+    """
+    import torch
+    from gguf import GGUFReader
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        fields = GGUFReader(str(gguf)).fields
+    except Exception as err:  # gguf raises ValueError/IndexError/struct errors on short files
+        raise ValueError(f"{gguf} is not a readable GGUF file ({type(err).__name__}: {err}); "
+                         "is it truncated? reinstall it or give another file") from None
+    special = {}
+    for role in ("bos", "eos", "padding"):
+        field = fields.get(f"tokenizer.ggml.{role}_token_id")
+        if field is not None:
+            special[role] = int(field.parts[field.data[0]][0])
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    config = loaded.config
+    for attr in ("quantization_config",):
+        if hasattr(config, attr):
+            delattr(config, attr)
+    ids = {"bos": "bos_token", "eos": "eos_token", "padding": "pad_token"}
+    for role, token_id in special.items():
+        setattr(tokenizer, ids[role], tokenizer.convert_ids_to_tokens(token_id))
+        setattr(config, f"{'pad' if role == 'padding' else role}_token_id", token_id)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(loaded.state_dict())
+    model.generation_config.eos_token_id = config.eos_token_id
+    model.generation_config.pad_token_id = getattr(config, "pad_token_id", None)
+    return save_atomic(model, tokenizer, folder)
 
 
 def tiny_model_and_tokenizer(texts: list[str], vocab_size: int = 2000, hidden: int = 128, layers: int = 4,
@@ -144,7 +228,8 @@ def resolve_backend(backend: str) -> str:
 
 
 def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit: bool = False):
-    """A pretrained causal LM (hub id or local folder) and its tokenizer through the backend.
+    """A pretrained causal LM and its tokenizer through the backend: a hub id, a local folder, or
+    a name of ``arrank.workbook.named_models`` (:func:`resolve_model`), the same route for each.
 
     Unsloth: ``FastLanguageModel.from_pretrained`` with ``load_in_4bit`` (False = 16-bit LoRA,
     which needs no bitsandbytes) and ``use_exact_model_name`` for a local folder; logits are
@@ -152,7 +237,7 @@ def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit
     """
     import os
 
-    model_name = PAPER_MODELS.get(model_name, model_name)
+    model_name = resolve_model(model_name)
     if resolve_backend(backend) == "unsloth":
         os.environ.setdefault("UNSLOTH_RETURN_LOGITS", "1")
         from unsloth import FastLanguageModel
@@ -171,9 +256,16 @@ def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit
 
 
 def add_lora(model, backend: str, r: int, alpha: int, dropout: float, target_modules: str, seed: int = 0):
-    """LoRA adapters (peft, or Unsloth's ``get_peft_model``); ``r = 0`` keeps full fine-tuning.
+    """LoRA adapters (peft, or Unsloth's ``get_peft_model``); ``r = 0`` keeps full fine-tuning,
+    with a warning of its cost for a model above ``FULL_FINETUNE_WARN`` parameters.
     ``target_modules`` is ``all-linear`` or a comma-separated list of module names."""
     if r == 0:
+        n = sum(p.numel() for p in model.parameters())
+        if n > FULL_FINETUNE_WARN:
+            warnings.warn(f"lora_r=0: full fine-tuning of all {n / 1e6:.1f} M parameters; AdamW keeps "
+                          f"weights, gradients and two moments, about {16 * n / 2**30:.1f} GiB in float32, "
+                          "and every step updates them all (LoRA r = 16 trains under 5% of them); give "
+                          "lora_r > 0 unless that is what you want", stacklevel=2)
         return model
     targets = "all-linear" if target_modules == "all-linear" else [m.strip() for m in target_modules.split(",")]
     if resolve_backend(backend) == "unsloth":

@@ -1,4 +1,5 @@
-"""Machine set-up that pip cannot do: WordNet 3.0 for NLTK and a Chromium for PNG figures.
+"""Machine set-up that pip cannot do: WordNet 3.0 for NLTK, a Chromium for PNG figures, and a
+check of the offline pretrained models (the GGUF files of ``arrank.workbook.named_models``).
 
 ``python -m arrank.workbook.bootstrap`` is called by ``make test`` and ``make workbook`` after the virtual
 environment is installed. It is idempotent: when both are present it returns in well under a second.
@@ -31,15 +32,33 @@ def ensure_chromium(verbose: bool = True) -> str | None:
     return found
 
 
+def check_gguf_models(verbose: bool = True) -> bool:
+    """Each offline pretrained model's GGUF file is installed and intact (size and sha256 as its
+    package recorded them); it is converted into a model folder on first use (about 20 s)."""
+    from arrank.workbook.named_models import GGUF_MODELS, gguf_file
+
+    ok = True
+    for name in GGUF_MODELS:
+        try:
+            path = gguf_file(name)
+            if verbose:
+                print(f"Pretrained model {name}: {path.name} ({path.stat().st_size / 2**20:.0f} MiB, verified)")
+        except (FileNotFoundError, ValueError) as err:
+            print(f"Pretrained model {name}: {err}", file=sys.stderr)
+            ok = False
+    return ok
+
+
 def main() -> int:
-    """Set up WordNet (required) and Chromium (optional); exit 1 with instructions on failure."""
+    """Set up WordNet (required), Chromium (optional) and check the offline pretrained models
+    (required: make setup installs them); exit 1 with instructions on failure."""
     try:
         ensure_wordnet()
     except WordNetMissingError as err:
         print(err, file=sys.stderr)
         return 1
     ensure_chromium()
-    return 0
+    return 0 if check_gguf_models() else 1
 
 
 if __name__ == "__main__":

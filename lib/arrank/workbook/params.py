@@ -119,6 +119,25 @@ COMMON: dict[str, Validator] = {
     "run_name": RUN_NAME,
 }
 
+def model_name(name: str, value: Any) -> Any:
+    """Validator: ``None`` (the profile's model), or a name, hub id, local folder or .gguf file
+    that ``arrank.workbook.named_models.model_kind`` accepts."""
+    from arrank.workbook.named_models import model_kind
+
+    if value is None:
+        return None
+    try:
+        model_kind(value)
+    except ValueError as err:
+        raise ParamError(str(err).replace("model_name=", f"{name}=", 1)) from None
+    return value
+
+
+def optional_model_name(name: str, value: Any) -> Any:
+    """Validator: ``''`` (no model) or what :func:`model_name` accepts."""
+    return value if value == "" else model_name(name, value)
+
+
 SPECS_SUBTREE = text(r"|[a-z0-9_.'-]+\.n\.\d\d", "'' (all nouns) or a noun synset name such as 'animal.n.01'",
                      optional=True)
 
@@ -137,7 +156,7 @@ SPECS: dict[str, dict[str, Validator]] = {
         "seq_len": integer(1, 4),
         "seq_dim": integer(1, 64),
         "tokenizer_vocab": integer(300, 100_000, optional=True),
-        "pretrained_path": text(what="'' (none) or the path of a local pretrained model folder"),
+        "model_name": optional_model_name,
     },
     "03_wordnet_data": {
         "subtree": SPECS_SUBTREE,
@@ -164,7 +183,7 @@ SPECS: dict[str, dict[str, Validator]] = {
         "tokenizer_vocab": integer(300, 100_000),
     },
     "05_train": {
-        "model_name": text(what="'tiny' or a hub id / local folder of a pretrained causal LM"),
+        "model_name": model_name,
         "backend": choice("auto", "unsloth", "transformers"),
         "scheme": choice("indicator", "fractional", "stepwise"),
         "alpha": number(0.0),
@@ -173,7 +192,7 @@ SPECS: dict[str, dict[str, Validator]] = {
         "combined": choice(False, True),
         "sampling": choice("uniform", "weighted"),
         "packing": choice("auto", "per_query", "none"),
-        "steps": integer(1, 10**7, optional=True),
+        "steps": integer(0, 10**7, optional=True),
         "lr": number(0.0, 10.0, optional=True),
         "batch_size": integer(1, 4096, optional=True),
         "grad_accum": integer(1, 4096, optional=True),
@@ -194,7 +213,7 @@ SPECS: dict[str, dict[str, Validator]] = {
     "06_evaluate": {
         "train_run": text(r"none|latest|[A-Za-z0-9][A-Za-z0-9._=-]{0,99}",
                           "'latest', 'none' (an untrained model) or the run name of a finished 05_train run"),
-        "model_name": text(what="'tiny' or a hub id / local folder of a pretrained causal LM"),
+        "model_name": model_name,
         "backend": choice("auto", "unsloth", "transformers"),
         "dataset": choice("wordnet", "esci"),
         "subtree": SPECS_SUBTREE,
@@ -254,15 +273,25 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     },
     "04_esci_data": {
         "quick": {"data_dir": "fixture", "step": 5, "depth": 60, "n_components": 32},
+        # the data of 05/06's pretrained profile with dataset="esci": the quick fixture
+        "pretrained": {"data_dir": "fixture", "step": 5, "depth": 60, "n_components": 32},
         "paper": {"data_dir": "data/esci", "step": 100, "depth": 10_000, "n_components": 100},
     },
-    "05_train": {  # training hyper-parameters: arrank.training.train.HYPERPARAMETERS (quick: CPU, paper: App. B)
-        "quick": {"lora_r": 0, "subtree": "animal.n.01", "min_relevant": 5, "n_eval": 300},
-        "paper": {"lora_r": 16, "subtree": "", "min_relevant": 1, "n_eval": 5000},
+    # training hyper-parameters: arrank.training.train.HYPERPARAMETERS (quick: the tiny model on a
+    # CPU; pretrained: SmolLM2-135M-Instruct + LoRA on a CPU, the paper's recipe at small scale;
+    # paper: Mistral-7B + LoRA on a GPU, Appendix B)
+    "05_train": {
+        "quick": {"model_name": "tiny", "lora_r": 0, "subtree": "animal.n.01", "min_relevant": 5, "n_eval": 300},
+        "pretrained": {"model_name": "smollm2-135m", "lora_r": 16, "subtree": "animal.n.01", "min_relevant": 5,
+                       "n_eval": 100},
+        "paper": {"model_name": "paper", "lora_r": 16, "subtree": "", "min_relevant": 1, "n_eval": 5000},
     },
     "06_evaluate": {  # data values apply to train_run="none" only; a trained run brings its own
-        "quick": {"subtree": "animal.n.01", "min_relevant": 5, "n_eval": 300, "decode_queries": 50},
-        "paper": {"subtree": "", "min_relevant": 1, "n_eval": 5000, "decode_queries": 500},
+        "quick": {"model_name": "tiny", "subtree": "animal.n.01", "min_relevant": 5, "n_eval": 300,
+                  "decode_queries": 50},
+        "pretrained": {"model_name": "smollm2-135m", "subtree": "animal.n.01", "min_relevant": 5, "n_eval": 100,
+                       "decode_queries": 30},
+        "paper": {"model_name": "paper", "subtree": "", "min_relevant": 1, "n_eval": 5000, "decode_queries": 500},
     },
 }
 
@@ -283,11 +312,17 @@ PROFILES["08_results"] = {
 }
 
 
+def profiles_of(stem: str) -> list[str]:
+    """The profiles a notebook accepts: its ``PROFILES`` keys (quick and paper for every notebook;
+    05, 06 and the ESCI build of 04 also ``pretrained``)."""
+    return list(PROFILES.get(stem, {"quick": {}, "paper": {}}))
+
+
 def spec_for(stem: str) -> dict[str, Validator]:
     """The full spec (COMMON + notebook-specific) of a notebook, or a clear error."""
     if stem not in SPECS:
         raise ParamError(f"no parameter spec for notebook {stem!r}; known notebooks: {sorted(SPECS)}")
-    return {**COMMON, **SPECS[stem]}
+    return {**COMMON, "profile": choice(*profiles_of(stem)), **SPECS[stem]}
 
 
 def validate(stem: str, values: dict[str, Any]) -> dict[str, Any]:

