@@ -138,11 +138,13 @@ print(f"packing: {layout} ({n_sequences:,} sequences of {len(items) / n_sequence
 
 # %% [markdown]
 # ## 3. Training
-# With a progress bar; checkpoints go to `outputs/05_train/.checkpoints-<run_name>/`, so re-running
-# an interrupted run with the same `run_name` resumes from its last checkpoint.
+# With a progress bar; checkpoints go to `outputs/05_train/.checkpoints-<run_name>/` with the run's
+# parameters, so re-running an interrupted run with the same `run_name` and parameters resumes from
+# its last checkpoint exactly (other parameters are refused: docs/reliability.md).
 
 # %%
 checkpoints = run_dir.parent / f".checkpoints-{P['run_name']}"
+resumed_from_step = train.resume_point(checkpoints, P)  # 0: a fresh start
 with outputs.timed(timings, "train"):
     log = train.train(model, tok, items, hyper, checkpoints, seed=P["seed"], sampling=P["sampling"],
                       packing=layout)
@@ -173,6 +175,6 @@ table
 
 # %%
 metrics = {**result, "n_items": len(items), "packing": layout, "n_sequences": n_sequences,
-           "final_loss": train.final_loss(log)}
+           "final_loss": train.final_loss(log), "resumed_from_step": resumed_from_step}
 outputs.write_results(run_dir, "05_train", P, metrics, timings)
 metrics

@@ -27,3 +27,24 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+def _obey_permissions() -> None:
+    """In a child process started by root: drop the capabilities that let root write where the
+    permission bits say no (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), so a read-only folder really
+    refuses writes; a no-op for other users, whom the bits already bind."""
+    import ctypes
+    import os
+
+    if os.geteuid() != 0:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (1, 2):  # PR_CAPBSET_DROP = 24
+        if libc.prctl(24, cap, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+@pytest.fixture
+def obey_permissions():
+    """A ``preexec_fn`` for subprocesses that must meet a read-only folder for real, as root too."""
+    return _obey_permissions

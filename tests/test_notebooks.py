@@ -99,6 +99,11 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     assert m["n_queries"] == 10 and 0.0 <= m["cvr"] <= 1.0 and 0.0 < m["ndcg"] <= 1.0
     assert m["n_queries@1"] == 10 and m["n_items"] > 10  # every rank of every training query
     assert m["packing"] == "per_query" and m["n_sequences"] < m["n_items"]  # packed by default (auto)
+    assert m["resumed_from_step"] == 0  # a fresh run (tests/training/test_train.py: kill and resume)
+    mask = __import__("os").umask(0)
+    __import__("os").umask(mask)  # results and model readable as the umask says, not tempfile's 0600/0700
+    assert (final / "results.json").stat().st_mode & 0o777 == 0o666 & ~mask
+    assert (final / "model").stat().st_mode & 0o777 == 0o777 & ~mask
     assert (final / "model" / "config.json").exists() and (final / "model" / "tokenizer.json").exists()
     assert (final / "training_log.csv").read_text().startswith("step,loss,learning_rate")
     _has_figure(final, "training_curves")

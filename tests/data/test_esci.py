@@ -242,6 +242,24 @@ def test_missing_columns(tmp_path):
     assert not (tmp_path / "c").exists()
 
 
+def test_git_lfs_pointer_instead_of_parquet_says_so(tmp_path):
+    """Issue 20: a clone without git lfs holds pointer files; they are named as such, with the
+    command that fetches the real file, instead of pyarrow's 'Parquet magic bytes not found'."""
+    folder = tmp_path / "esci"
+    tiny_esci(folder)
+    real = (folder / esci.PRODUCTS_FILE).read_bytes()
+    pointer = ("version https://git-lfs.github.com/spec/v1\n"
+               "oid sha256:" + __import__("hashlib").sha256(real).hexdigest() + f"\nsize {len(real)}\n")
+    (folder / esci.PRODUCTS_FILE).write_text(pointer)  # what git checks out without git lfs
+    with pytest.raises(ValueError, match=r"products.parquet is a git-lfs pointer \(\d+ bytes\), not the parquet "
+                                         r"file: run `git lfs install && git lfs pull`"):
+        esci.build_esci_dataset(folder, cache_dir=tmp_path / "c")
+    (folder / esci.PRODUCTS_FILE).write_bytes(real[: len(real) // 2])  # a truncated download
+    with pytest.raises(ValueError, match=r"products.parquet is not a readable parquet file \(\w+"):
+        esci.load_esci(folder)
+    assert not (tmp_path / "c").exists()
+
+
 def test_embedding_errors(tmp_path):
     ids, T, Q = tiny_esci(tmp_path / "esci")
     emb = tmp_path / "emb"

@@ -89,6 +89,104 @@ def test_interrupted_run_resumes_from_its_checkpoint(data, tmp_path):
     assert list(log["step"]) == list(range(1, 11))
 
 
+class _StopAt:
+    """A callback that kills training (KeyboardInterrupt, as Ctrl-C does) after step ``n``."""
+
+    def __new__(cls, n):
+        from transformers import TrainerCallback
+
+        class Stop(TrainerCallback):
+            def on_step_end(self, args, state, control, **kw):
+                if state.global_step == n:
+                    raise KeyboardInterrupt(f"simulated kill after step {n}")
+
+        return Stop()
+
+
+def _weights(model):
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def test_kill_and_resume_trains_exactly_the_uninterrupted_run(data, tmp_path):
+    """Issue 20 item 2: interrupted after the step-15 checkpoint (in the second epoch: 206 items,
+    16 a step) and resumed, the run has the same log, weights and held-out metrics as one that
+    was never interrupted. Before the fix the weighted sampler replayed epoch 0's order on
+    resume, and losses differed from step 16 on."""
+    from arrank.evaluation import evaluate
+    from arrank.data import ranking
+
+    df, texts = data
+    hyper = {**HYPER, "steps": 20, "save_steps": 15, "logging_steps": 1}
+    params = {"run_name": "r", "scheme": "indicator", "seed": 0}
+
+    model, tok = _tiny(texts)
+    items = train.training_items(df, tok, "indicator")
+    assert len(items) == 206  # 13 steps an epoch: the checkpoint lies in epoch 1
+    full_log = train.train(model, tok, items, hyper, tmp_path / "full", seed=0, sampling="weighted")
+    full = _weights(model)
+
+    ckpt = tmp_path / "ckpt"
+    assert train.resume_point(ckpt, params) == 0
+    killed, _ = _tiny(texts)
+    with pytest.raises(KeyboardInterrupt, match="after step 17"):
+        train.train(killed, tok, items, hyper, ckpt, seed=0, sampling="weighted", callbacks=[_StopAt(17)])
+    assert train.resume_point(ckpt, params) == 15  # the real resume path: a fresh model, the checkpoint
+    resumed, _ = _tiny(texts)
+    log = train.train(resumed, tok, items, hyper, ckpt, seed=0, sampling="weighted")
+
+    assert list(log["step"]) == list(range(1, 21))
+    for column in ("loss", "learning_rate", "grad_norm"):
+        assert log[column].tolist() == full_log[column].tolist(), column
+    after = _weights(resumed)
+    assert after.keys() == full.keys() and all(torch.equal(after[k], full[k]) for k in full)
+    ks = ranking.ks_for("wordnet")
+    assert (evaluate.evaluate_held_out(resumed, tok, df, ks=ks, progress=False)[0]
+            == evaluate.evaluate_held_out(model, tok, df, ks=ks, progress=False)[0])
+
+
+def test_each_epoch_of_weighted_sampling_depends_only_on_seed_and_epoch():
+    sampler = train.epoch_weighted_sampler([1.0, 2.0, 3.0, 4.0] * 5, seed=7)
+    epoch0, again = list(sampler), list(sampler)
+    assert epoch0 != again  # without set_epoch the generator runs on (as within one process)
+    sampler.set_epoch(1)
+    epoch1 = list(sampler)
+    fresh = train.epoch_weighted_sampler([1.0, 2.0, 3.0, 4.0] * 5, seed=7)
+    fresh.set_epoch(1)
+    assert list(fresh) == epoch1 != epoch0  # a sampler built on resume continues at epoch 1
+    fresh.set_epoch(0)
+    assert list(fresh) == epoch0
+    seeds = {train.epoch_seed(s, e) for s in range(50) for e in range(50)}
+    assert len(seeds) == 2500 and max(seeds) < 2**32 and train.epoch_seed(7, 0) == 7
+
+
+def test_resuming_with_other_parameters_is_refused_and_destroys_nothing(data, tmp_path):
+    """Issue 20 item 1: checkpoints of an interrupted run keep its parameters; a resume with
+    others is refused with the differences listed and the ways out; the checkpoints stay."""
+    from arrank.workbook.outputs import ResumeError
+
+    df, texts = data
+    hyper = {**HYPER, "steps": 10, "save_steps": 5}
+    before = {"run_name": "r", "scheme": "indicator", "alpha": 2.0, "lr": None, "seed": 0}
+    ckpt = tmp_path / "ckpt"
+    assert train.resume_point(ckpt, before) == 0
+    model, tok = _tiny(texts)
+    items = train.training_items(df, tok, "indicator")
+    with pytest.raises(KeyboardInterrupt):
+        train.train(model, tok, items, hyper, ckpt, callbacks=[_StopAt(7)])
+    after = {**before, "scheme": "fractional", "alpha": 3.0, "lr": 1e-4}
+    with pytest.raises(ResumeError) as err:
+        train.resume_point(ckpt, after)
+    message = str(err.value)
+    assert ("alpha was 2.0, now 3.0, lr was None, now 0.0001, scheme was 'indicator', now 'fractional'"
+            in message)
+    assert "(step 5)" in message and "another run_name" in message and f"delete {ckpt}" in message
+    assert train.last_checkpoint(ckpt).endswith("checkpoint-5")  # nothing destroyed
+    assert train.resume_point(ckpt, {**before, "run_name": "same-params"}) == 5  # same parameters: resumes
+    (ckpt / "params.json").unlink()  # checkpoints whose parameters were never recorded cannot be trusted
+    with pytest.raises(ResumeError, match="<parameters> was 'not recorded'"):
+        train.resume_point(ckpt, before)
+
+
 def test_bad_variants_are_refused(data):
     df, texts = data
     _, tok = _tiny(texts)

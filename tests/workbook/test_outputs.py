@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +42,57 @@ def test_timed_accumulates():
     with outputs.timed(t, "step"):
         pass
     assert set(t) == {"step"} and t["step"] >= 0
+
+
+@pytest.mark.parametrize("umask, file_mode, dir_mode", [(0o022, 0o644, 0o755), (0o002, 0o664, 0o775)])
+def test_results_and_temporary_folders_follow_the_umask(tmp_path, umask, file_mode, dir_mode):
+    """Issue 20: results.json came out 0600 and model/ 0700 (tempfile's modes), unreadable to the
+    other users of a shared machine; now they get what the umask gives a plain open/mkdir."""
+    import os
+    import tempfile
+
+    before = os.umask(umask)
+    try:
+        path = outputs.write_results(tmp_path, "01_de_capacity", {}, {"a": 1}, {})
+        made = Path(tempfile.mkdtemp(dir=tmp_path))  # as models.save_atomic and the data cache make theirs
+        (made / "inner").mkdir(mode=0o700)
+        fd, inner_file = tempfile.mkstemp(dir=made / "inner")
+        os.close(fd)
+        outputs.umask_permissions(made)
+    finally:
+        os.umask(before)
+    assert path.stat().st_mode & 0o777 == file_mode
+    assert made.stat().st_mode & 0o777 == dir_mode and (made / "inner").stat().st_mode & 0o777 == dir_mode
+    assert Path(inner_file).stat().st_mode & 0o777 == file_mode
+
+
+def test_a_run_name_is_claimed_by_one_process_and_given_back(outputs_root):
+    import os
+
+    fd = outputs.claim_run("01_de_capacity", "r", outputs_root)
+    lock = outputs.lock_path("01_de_capacity", "r", outputs_root)
+    assert lock.read_text() == f"{os.getpid()}\n"
+    assert outputs.run_in_progress("01_de_capacity", "r", outputs_root) == str(os.getpid())
+    with pytest.raises(outputs.RunInProgressError, match=rf"01_de_capacity run 'r' is in progress \(pid {os.getpid()}\)"):
+        outputs.claim_run("01_de_capacity", "r", outputs_root)  # a second claim, even from this process
+    outputs.release_run(fd, "01_de_capacity", "r", outputs_root)
+    assert not lock.exists() and outputs.run_in_progress("01_de_capacity", "r", outputs_root) is None
+    lock.write_text("999999\n")  # the file a killed run leaves: not held, so not in progress
+    assert outputs.run_in_progress("01_de_capacity", "r", outputs_root) is None
+    outputs.release_run(outputs.claim_run("01_de_capacity", "r", outputs_root), "01_de_capacity", "r", outputs_root)
+
+
+def test_staging_folders_of_dead_runs_become_failed_folders(outputs_root):
+    folder = outputs_root / "05_train"
+    for name in (".a.partial-11", ".a.partial-12", ".b.partial-13"):
+        (folder / name).mkdir(parents=True)
+        (folder / name / "x.txt").write_text(name)
+    held = outputs.claim_run("05_train", "b", outputs_root)  # b is running: its folder is left alone
+    try:
+        moved = outputs.tidy_abandoned("05_train", outputs_root)
+    finally:
+        outputs.release_run(held, "05_train", "b", outputs_root)
+    assert sorted(p.read_text() for p in folder.glob("a.failed-*/x.txt")) == [".a.partial-11", ".a.partial-12"]
+    assert len(moved) == 2 and len({p.name for p in moved}) == 2  # same second: the names stay distinct
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == [".b.partial-13"]
+    assert [p.name for p in outputs.tidy_partials("05_train", "b", outputs_root)][0].startswith("b.failed-")

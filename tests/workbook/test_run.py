@@ -1,38 +1,102 @@
-"""The papermill runner: parameter checks, never overwriting, staging and failure handling."""
+"""The papermill runner: parameter checks, never overwriting, staging and failure handling, and
+the faults of issue 20 produced for real (docs/reliability.md): a second process on the same run
+name, Ctrl-C and kill -9 in the middle of a run, a run directory that appears meanwhile, a
+multi-line error inside the kernel, unwritable outputs, checkpoints of other parameters."""
 
+import os
+import signal
+import subprocess
+import sys
 import textwrap
+import time
+from pathlib import Path
 
 import pytest
 
-from arrank.workbook import params, run
-from arrank.workbook.outputs import RunExistsError
+from arrank.workbook import outputs, params, paths, run
+from arrank.workbook.outputs import RunExistsError, RunInProgressError
 from arrank.workbook.params import ParamError
 
+# the fake notebook's spec, registered in this process, in the kernel and in a runner subprocess
+SPEC = ("{'fail': params.choice(False, True), 'sleep': params.number(0.0), "
+        "'squat': params.choice(False, True)}")
 FAKE = textwrap.dedent('''\
     # %% tags=["parameters"]
     profile = "quick"
     seed = 0
     run_name = "auto"
     fail = False
+    sleep = 0.0
+    squat = False
 
     # %%
+    import time
     from arrank.workbook import outputs, params
-    params.SPECS["99_fake"] = {"fail": params.choice(False, True)}  # the kernel is another process
+    params.SPECS["99_fake"] = __SPEC__  # the kernel is another process
     P = params.check_params("99_fake", globals())
     run_dir = outputs.start_run("99_fake", P)
     (run_dir / "table.csv").write_text("a\\n1\\n")
+    if P["sleep"]:
+        (run_dir / "started").write_text("")
+        time.sleep(P["sleep"])
     if P["fail"]:
-        raise RuntimeError("boom on purpose")
+        from arrank.workbook.wordnet_setup import HOW_TO, WordNetMissingError
+        raise WordNetMissingError(HOW_TO)
+    if P["squat"]:  # someone else creates the run directory while this run is going
+        (run_dir.parent / P["run_name"]).mkdir()
+        (run_dir.parent / P["run_name"] / "other.txt").write_text("not this run's")
     outputs.write_results(run_dir, "99_fake", P, {"answer": 42}, {})
-''')
+''').replace("__SPEC__", SPEC)
 
 
 @pytest.fixture
 def fake_notebook(tmp_path, monkeypatch):
-    monkeypatch.setitem(params.SPECS, "99_fake", {"fail": params.choice(False, True)})
+    monkeypatch.setitem(params.SPECS, "99_fake", eval(SPEC))
     path = tmp_path / "99_fake.py"
     path.write_text(FAKE)
     return path
+
+
+def start_runner(fake, outputs_root, *args, preexec_fn=None):
+    """``python -m arrank.workbook.run FAKE ARGS`` in its own process (with the fake's spec),
+    writing to ``outputs_root``."""
+    code = (f"import sys; from arrank.workbook import params, run; params.SPECS['99_fake'] = {SPEC}; "
+            "raise SystemExit(run.main(sys.argv[1:]))")
+    env = {**os.environ, "ARRANK_OUTPUTS": str(outputs_root), "PYTHONPATH": os.pathsep.join(sys.path)}
+    return subprocess.Popen([sys.executable, "-c", code, str(fake), *args, "--no-progress"], env=env,
+                            cwd=paths.ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=preexec_fn)
+
+
+def wait_started(outputs_root, name, timeout=90):
+    """The staging folder of run ``name`` once its kernel is inside the notebook's sleep."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        found = list((outputs_root / "99_fake").glob(f".{name}.partial-*/started"))
+        if found:
+            return found[0].parent
+        time.sleep(0.2)
+    raise AssertionError(f"run {name} did not start within {timeout} s")
+
+
+def children(pid):
+    """The pids of a process's children (the kernel papermill started)."""
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def end(pids):
+    """Kill what a test started and is still alive (by pid), and say whether any was."""
+    alive = []
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            alive.append(pid)
+        except ProcessLookupError:
+            pass
+    return alive
 
 
 def test_unknown_parameter_is_refused_before_running(outputs_root):
@@ -83,10 +147,160 @@ def test_successful_run_is_staged_then_renamed(fake_notebook, outputs_root):
     assert [p.name for p in final.parent.iterdir()] == ["ok"]  # no staging folder left
 
 
-def test_failed_run_is_kept_aside_and_name_stays_free(fake_notebook, outputs_root):
-    with pytest.raises(run.RunFailedError, match="boom on purpose"):
-        run.run_notebook(fake_notebook, {"run_name": "bad", "fail": "true"}, outputs_root=outputs_root,
-                         progress=False)
+def test_failed_run_is_kept_aside_and_its_whole_error_is_shown(fake_notebook, outputs_root, capsys):
+    """Issue 20 item 3: the notebook's exception type and its whole (multi-line) message, not
+    the last line of papermill's wrapper."""
+    from arrank.workbook.wordnet_setup import HOW_TO
+
+    assert run.main([str(fake_notebook), "-p", "run_name", "bad", "-p", "fail", "true", "--no-progress"]) == 1
+    err = capsys.readouterr().err
     names = [p.name for p in (outputs_root / "99_fake").iterdir()]
     assert len(names) == 1 and names[0].startswith("bad.failed-")
     assert not (outputs_root / "99_fake" / "bad").exists()
+    failed = outputs_root / "99_fake" / names[0]
+    message = f"99_fake failed: WordNetMissingError: {HOW_TO} (the executed notebook is kept in {failed})"
+    assert err == run.error_lines(message) + "\n"
+    assert "Traceback" not in err and "PapermillExecutionError" not in err
+    assert err.splitlines()[0] == ("error: 99_fake failed: WordNetMissingError: WordNet 3.0 is not available to "
+                                   "NLTK. Install it one of these ways, then re-run:")
+
+
+def test_a_second_process_on_the_same_run_name_is_refused_and_ctrl_c_is_one_line(fake_notebook, outputs_root,
+                                                                                  capsys):
+    """Issue 20 item 5 and Ctrl-C: while one runner works on 'x', a second one is refused with
+    its pid before touching anything; SIGINT then ends the first with one line, exit 130, and
+    its staging folder kept as x.failed-<time> (no hidden .partial left)."""
+    proc = start_runner(fake_notebook, outputs_root, "-p", "run_name", "x", "-p", "sleep", "60")
+    kernels = []
+    try:
+        staging = wait_started(outputs_root, "x")
+        kernels = children(proc.pid)
+        with pytest.raises(RunInProgressError, match=rf"99_fake run 'x' is in progress \(pid {proc.pid}\)"):
+            run.run_notebook(fake_notebook, {"run_name": "x"}, outputs_root=outputs_root, progress=False)
+        assert run.main([str(fake_notebook), "-p", "run_name", "x"]) == 2
+        assert f"is in progress (pid {proc.pid})" in capsys.readouterr().err
+        assert sorted(p.name for p in staging.iterdir()) == ["99_fake.ipynb", "started", "table.csv"]
+        with pytest.raises(RunInProgressError):  # JupyterLab on the same name is refused too
+            outputs.start_run("99_fake", {"run_name": "x", "profile": "quick"})
+
+        proc.send_signal(signal.SIGINT)  # what Ctrl-C sends (the kernel has a process group of its own)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130
+        folder = outputs_root / "99_fake"
+        failed = [p for p in folder.iterdir() if p.name.startswith("x.failed-")]
+        assert len(failed) == 1 and (failed[0] / "started").exists() and (failed[0] / "kernel.log").exists()
+        assert err == (f"interrupted: 99_fake run 'x' interrupted; what it wrote is kept in {failed[0]}. "
+                       "Run the same command again to go on (05_train resumes from its last checkpoint)\n")
+        assert sorted(p.name for p in folder.iterdir()) == [failed[0].name]  # no staging folder, no lock
+        time.sleep(1)
+        assert not end(kernels)  # the kernel was shut down with its runner
+    finally:
+        end([proc.pid, *kernels])
+
+
+def test_a_killed_run_leaves_no_hidden_folder_after_the_next_run(fake_notebook, outputs_root):
+    """kill -9 leaves .x.partial-<pid> (nothing can run on SIGKILL); the lock dies with the
+    process, and the next run (here of another name) keeps that folder as x.failed-<time>."""
+    proc = start_runner(fake_notebook, outputs_root, "-p", "run_name", "x", "-p", "sleep", "60")
+    kernels = []
+    try:
+        staging = wait_started(outputs_root, "x")
+        kernels = children(proc.pid)
+        proc.kill()
+        proc.wait(timeout=30)
+    finally:
+        end([proc.pid, *kernels])
+    assert staging.name == f".x.partial-{proc.pid}" and staging.is_dir()
+    assert outputs.run_in_progress("99_fake", "x", outputs_root) is None  # its lock file stays, unheld
+    final = run.run_notebook(fake_notebook, {"run_name": "y"}, outputs_root=outputs_root, progress=False)
+    names = sorted(p.name for p in final.parent.iterdir())
+    assert len(names) == 2 and names[0].startswith("x.failed-") and names[1] == "y"
+    assert (final.parent / names[0] / "started").exists() and (final / "results.json").exists()
+
+
+def test_a_run_directory_that_appears_meanwhile_keeps_the_run_as_failed(fake_notebook, outputs_root):
+    """Issue 20 item 5: the final rename fails for real (the directory was created during the
+    run); the finished run is kept as x.failed-<time>, the other directory untouched."""
+    with pytest.raises(run.RunFailedError, match=r"99_fake finished, but its run directory .*/x could not be "
+                                                 r"written \(Directory not empty\); the complete run is kept in "):
+        run.run_notebook(fake_notebook, {"run_name": "x", "squat": True}, outputs_root=outputs_root, progress=False)
+    folder = outputs_root / "99_fake"
+    failed = [p for p in folder.iterdir() if p.name.startswith("x.failed-")]
+    assert len(failed) == 1 and (failed[0] / "results.json").exists()
+    assert sorted(p.name for p in (folder / "x").iterdir()) == ["other.txt"]
+    assert not list(folder.glob(".*"))  # no staging folder, no lock
+
+
+@pytest.mark.parametrize("inner", [False, True], ids=["outputs", "outputs-99_fake"])
+def test_unwritable_outputs_give_one_line_and_exit_2(fake_notebook, tmp_path, obey_permissions, inner):
+    """Issue 20 item 6: outputs/ (or outputs/99_fake/) read-only, for real (as root too: the
+    runner then runs without the capability to override permission bits)."""
+    root = tmp_path / "outputs"
+    (root / "99_fake").mkdir(parents=True)
+    if not inner:
+        (root / "99_fake").rmdir()  # the runner must create it, in a read-only outputs/
+    blocked = root / "99_fake" if inner else root
+    blocked.chmod(0o555)
+    try:
+        proc = start_runner(fake_notebook, root, "-p", "run_name", "x", preexec_fn=obey_permissions)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 2, err
+        assert err == (f"error: cannot write to {blocked} (Permission denied), where this run writes "
+                       f"{root / '99_fake'}: make it writable (e.g. chmod u+w {blocked}) or set ARRANK_OUTPUTS "
+                       "to a writable folder\n")
+        assert os.listdir(blocked) == []  # nothing written, nothing half-made
+    finally:
+        blocked.chmod(0o755)
+
+
+def test_empty_free_text_parameters_are_refused_before_any_kernel(outputs_root, capsys):
+    """Issue 20 item 4: '' or blank text fails at once naming the parameter and what is allowed,
+    where '' means nothing (02's model_name, subtree: documented meanings) it is kept."""
+    for stem, name, value in [("05_train", "model_name", ""), ("06_evaluate", "model_name", "  "),
+                              ("05_train", "lora_targets", ""), ("02_rank_condition", "model_name", " "),
+                              ("03_wordnet_data", "tokenizer_name", "")]:
+        with pytest.raises(ParamError, match=rf"{name}={value!r} is empty: it must be "):
+            run.run_notebook(stem, {name: value}, outputs_root=outputs_root)
+    with pytest.raises(ParamError, match=r"model_name=' tiny' has spaces around it: it must be one of \['tiny'"):
+        run.prepare("05_train", {"model_name": " tiny"})
+    assert run.main(["05", "-p", "model_name", ""]) == 2
+    assert capsys.readouterr().err.startswith("error: model_name='' is empty: it must be one of ['tiny', 'paper'")
+    assert run.prepare("02", {"model_name": ""})[2]["model_name"] == ""  # '' = none
+    assert run.prepare("05", {"subtree": ""})[2]["subtree"] == ""  # '' = all nouns
+    assert list(outputs_root.iterdir()) == []
+
+
+def test_a_parameter_given_twice_is_named(capsys):
+    assert run.main(["01", "-p", "seed", "1", "-p", "k_max_exact", "4", "-p", "seed", "2"]) == 2
+    assert capsys.readouterr().err == ("error: parameter(s) ['seed'] given more than once (seed: '1', '2'); "
+                                       "give each -p NAME VALUE once\n")
+
+
+def _interrupted_05_checkpoints(outputs_root, name, **given):
+    """The folder an interrupted 05 run leaves: its parameters, recorded as notebook 05 records
+    them (``train.resume_point``), and a ``checkpoint-300`` folder (the runner reads only names)."""
+    from arrank.training import train
+
+    _, _, resolved = run.prepare("05_train", {"run_name": name, **given})
+    folder = outputs.checkpoints_dir("05_train", name, outputs_root)
+    assert train.resume_point(folder, resolved) == 0
+    (folder / "checkpoint-300").mkdir()
+    return folder
+
+
+def test_resuming_05_with_other_parameters_is_refused_before_any_kernel(outputs_root, capsys):
+    """Issue 20 item 1, at the runner: the differing parameters and the ways out, exit 2,
+    the checkpoints untouched."""
+    folder = _interrupted_05_checkpoints(outputs_root, "r", steps=450)
+    before = sorted(p.name for p in folder.iterdir())
+    argv = ["05", "-p", "run_name", "r", "-p", "steps", "450", "-p", "scheme", "fractional", "-p", "alpha", "3",
+            "-p", "lr", "1e-4"]
+    assert run.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {folder} holds the checkpoint of an interrupted run (step 300) made with other "
+                          "parameters: alpha was 2.0, now 3.0, lr was None, now 0.0001, scheme was 'indicator', "
+                          "now 'fractional'. Resuming would mix two runs.")
+    assert "run again with the parameters it was made with, or pass another run_name" in err
+    assert f"or delete {folder} to start this name afresh" in err and len(err.splitlines()) == 1
+    assert sorted(p.name for p in folder.iterdir()) == before
+    assert sorted(p.name for p in (outputs_root / "05_train").iterdir()) == [".checkpoints-r"]

@@ -200,6 +200,63 @@ def test_a_finished_run_made_with_other_parameters_stops_the_sweep_before_it_run
     assert calls == []
 
 
+def test_an_interrupted_point_whose_file_was_edited_is_refused_before_anything_runs(tmp_path, three, outputs_root):
+    """Issue 20 item 1, for sweeps: the point 'three-alpha=2' was interrupted after a checkpoint
+    (its parameters recorded as notebook 05 records them, ``train.resume_point``); the file is
+    then edited: the sweep refuses before running anything, naming the point and the values."""
+    from arrank.training import train
+
+    point = three.points[1]
+    folder = outputs.checkpoints_dir("05_train", point.run_name, outputs_root)
+    assert train.resume_point(folder, point.resolved) == 0
+    (folder / "checkpoint-300").mkdir()  # what the Trainer leaves (the check reads only the name)
+    assert sweep.point_states(three, outputs_root) == ["missing"] * 3  # unchanged file: resumable
+    changed = sweep.load_sweep(write(tmp_path, BASE.replace("steps: 5", "steps: 5, lr: 0.0001")
+                                     + "grid: {alpha: [1, 2, 3]}\n", "three.yaml"))
+    calls = []
+    with pytest.raises(sweep.SweepError, match=r"three-alpha=2 \(interrupted, its checkpoints\): lr was None, "
+                                               r"now 0.0001") as err:
+        sweep.run_sweep(changed, outputs_root=outputs_root, execute=fake_executor(changed, outputs_root, calls=calls))
+    assert "its .checkpoints-<run_name> folder" in str(err.value)
+    assert calls == [] and (folder / "checkpoint-300").is_dir()
+    assert sweep.main([str(changed.path), "--outputs-root", str(outputs_root)]) == 2
+
+
+def test_a_multi_line_error_comes_back_whole_from_the_log(tmp_path):
+    """Issue 20 item 3, for sweeps: the error block a point prints (``run.error_lines``, after its
+    traceback) is read back whole into status.json, not its last line."""
+    from arrank.workbook import run
+    from arrank.workbook.wordnet_setup import HOW_TO
+
+    message = f"05_train failed: WordNetMissingError: {HOW_TO} (the executed notebook is kept in x.failed-1)"
+    log = tmp_path / "p.log"
+    log.write_text("Traceback (most recent call last):\n  File ...\nerror: old line\n" + run.error_lines(message)
+                   + "\n")
+    assert sweep._last_error(log, 1) == message and len(message.splitlines()) == 4
+
+
+def test_unwritable_outputs_stop_the_sweep_with_one_line(tmp_path, three, outputs_root, obey_permissions):
+    """Issue 20 item 6, for sweeps: a read-only outputs/ (for real; as root too) gives one line
+    naming it and exit 2, nothing else."""
+    import os
+    import subprocess
+    import sys
+
+    outputs_root.chmod(0o555)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "arrank.workbook.sweep", str(three.path), "--outputs-root",
+                               str(outputs_root)], capture_output=True, text=True, cwd=paths.ROOT,
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+                              preexec_fn=obey_permissions, timeout=120)
+    finally:
+        outputs_root.chmod(0o755)
+    assert proc.returncode == 2, proc.stderr
+    blocked, target = outputs_root, outputs_root / "sweeps" / "three" / "logs"
+    assert proc.stderr == (f"error: cannot write to {blocked} (Permission denied), where this run writes {target}: "
+                           f"make it writable (e.g. chmod u+w {blocked}) or set ARRANK_OUTPUTS to a writable folder\n")
+    assert list(outputs_root.iterdir()) == []
+
+
 def test_list_shows_each_point_and_its_state(three, outputs_root, capsys):
     sweep.run_sweep(three, outputs_root=outputs_root, echo=lambda _: None,
                     execute=fake_executor(three, outputs_root, fail={three.points[2].run_name}))
@@ -221,7 +278,7 @@ grid: {subtree: [canine.n.02, nosuch.n.01]}
     rows = sweep.run_sweep(s, jobs=2, outputs_root=outputs_root, echo=lambda _: None)
     assert [r["status"] for r in rows] == ["done", "failed"]
     assert json.loads((good / "results.json").read_text())["params"]["subtree"] == "canine.n.02"
-    assert "unknown synset 'nosuch.n.01'" in rows[1]["error"]
+    assert rows[1]["error"].startswith("03_wordnet_data failed: ValueError: unknown synset 'nosuch.n.01'")
     assert "unknown synset 'nosuch.n.01'" in Path(rows[1]["log"]).read_text()  # the traceback is kept
     assert (Path(rows[1]["failed_dir"]) / "03_wordnet_data.ipynb").exists() and not bad.exists()
 

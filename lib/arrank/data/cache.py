@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-from arrank.workbook.outputs import write_json_atomic
+from arrank.workbook.outputs import umask_permissions, write_json_atomic
 
 
 def params_hash(params: Mapping[str, Any]) -> str:
@@ -36,6 +36,7 @@ def save_tables(target: Path, tables: Mapping[str, pd.DataFrame], meta: Mapping[
         for name, df in tables.items():
             df.to_parquet(tmp / f"{name}.parquet", index=False)
         write_json_atomic(tmp / "params.json", dict(meta))
+        umask_permissions(tmp)  # mkdtemp makes it 0700
         try:
             os.rename(tmp, target)
         except OSError:

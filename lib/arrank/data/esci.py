@@ -76,13 +76,33 @@ def load_esci(data_dir: Path | str | None = None) -> tuple[pd.DataFrame, pd.Data
     files = esci_files(data_dir)
     tables = []
     for name, cols in (("examples", EXAMPLES_COLUMNS), ("products", PRODUCTS_COLUMNS)):
-        df = pd.read_parquet(files[name])
+        df = read_parquet_file(files[name])
         missing = [c for c in cols if c not in df.columns]
         if missing:
             raise ValueError(f"{files[name]} lacks the column(s) {missing}; the {name} file of "
                              f"{REPOSITORY} has {list(cols)}")
         tables.append(df)
     return tables[0], tables[1]
+
+
+LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+
+
+def read_parquet_file(path: Path) -> pd.DataFrame:
+    """``pd.read_parquet`` with clear errors: a git-lfs pointer (what a clone without git lfs
+    holds in place of the file) says so and how to fetch the real file; any other unreadable
+    file names the path and the reader's message."""
+    with open(path, "rb") as fh:
+        head = fh.read(len(LFS_POINTER))
+    if head == LFS_POINTER:
+        raise ValueError(f"{path} is a git-lfs pointer ({path.stat().st_size} bytes), not the parquet file: "
+                         f"run `git lfs install && git lfs pull` in your clone of {REPOSITORY}, then copy "
+                         f"the fetched file here again")
+    try:
+        return pd.read_parquet(path)
+    except Exception as err:  # pyarrow's errors name neither the file nor what to do
+        raise ValueError(f"{path} is not a readable parquet file ({type(err).__name__}: {err}); "
+                         f"the ESCI files of {REPOSITORY} are parquet files fetched with git lfs") from err
 
 
 # --- English filter (section 5.1: "we filter out all non-English queries and product titles") --

@@ -201,7 +201,9 @@ def save_atomic(model, tokenizer, folder: Path) -> Path:
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        tmp.rename(folder)
+        from arrank.workbook.outputs import umask_permissions
+
+        umask_permissions(tmp).rename(folder)  # mkdtemp's 0700 would hide the model from other users
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return folder

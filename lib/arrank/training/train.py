@@ -30,6 +30,12 @@ weight over mean(Lambda) sequences (``packed_batch_size``): as many top-ranked d
 the unpacked run, and every lower rank besides. Sequences then share rows (``packing.fill_rows``,
 ``packing.row_length_for``: about two sequences a row), each seeing only itself, so little is
 padding.
+
+Resuming (docs/reliability.md): ``resume_point`` refuses checkpoints made with other parameters
+(``arrank.workbook.outputs.check_resume``), and the weighted sampler draws each epoch's items from a
+generator seeded by (seed, epoch) only (``epoch_weighted_sampler``), so a run interrupted after a
+checkpoint and resumed trains exactly the run it replaces: same items in the same order, same
+losses, same weights.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from arrank.training.packing import (collate_packed, model_mask, pack_items, res
                             sequence_weights)
 from arrank.training.stoical import item_weight, pad_sparse_targets, stoical_loss
 from arrank.training.trie import one_hot_targets, query_sparse_targets
+from arrank.workbook.outputs import check_resume, record_resume_params
 
 TARGETS = ("onehot", "trie")
 SAMPLINGS = ("uniform", "weighted")
@@ -159,11 +166,28 @@ def _trainer_class():
         def _get_train_sampler(self, train_dataset=None):
             if self.sample_weights is None:
                 return super()._get_train_sampler(train_dataset)
-            generator = torch.Generator().manual_seed(self.args.seed)
-            return torch.utils.data.WeightedRandomSampler(self.sample_weights, len(self.sample_weights),
-                                                          replacement=True, generator=generator)
+            return epoch_weighted_sampler(self.sample_weights, self.args.seed)
 
     return StoicalTrainer
+
+
+def epoch_seed(seed: int, epoch: int) -> int:
+    """The generator seed of one epoch of weighted sampling: ``seed`` for epoch 0 (as before), a
+    32-bit mix of (seed, epoch) after it (torch's CPU generator keeps only 32 bits of a seed)."""
+    import numpy as np
+
+    return seed if epoch == 0 else int(np.random.SeedSequence([seed, epoch]).generate_state(1)[0])
+
+
+def epoch_weighted_sampler(weights: Sequence[float], seed: int) -> torch.utils.data.WeightedRandomSampler:
+    """Draw ``len(weights)`` items an epoch with replacement, in proportion to ``weights``, in an
+    order that depends only on (seed, epoch): the Trainer calls ``set_epoch`` before each epoch,
+    also on resume, which then continues the interrupted epoch's order instead of restarting it
+    (a generator seeded once, when the sampler is built, would replay epoch 0's order)."""
+    sampler = torch.utils.data.WeightedRandomSampler(weights, len(weights), replacement=True,
+                                                     generator=torch.Generator().manual_seed(seed))
+    sampler.set_epoch = lambda epoch: sampler.generator.manual_seed(epoch_seed(seed, epoch))
+    return sampler
 
 
 def training_arguments(output_dir: Path, profile_args: dict[str, Any], seed: int, use_cpu: bool):
@@ -204,6 +228,18 @@ def adafactor(model, lr: float):
     params = [p for p in model.parameters() if p.requires_grad]
     return Adafactor(params, lr=lr, beta1=0.9, scale_parameter=False, relative_step=False,
                      warmup_init=False, weight_decay=0.0)
+
+
+def resume_point(checkpoints: Path, params: dict[str, Any]) -> int:
+    """The step an interrupted run resumes from (0 for a fresh start), after refusing checkpoints
+    made with other parameters (``ResumeError`` listing them and the ways out); a fresh start
+    records ``params`` beside the checkpoints to come."""
+    check_resume(checkpoints, params)
+    found = last_checkpoint(checkpoints)
+    if found is None:
+        record_resume_params(checkpoints, params)
+        return 0
+    return int(Path(found).name.split("-")[-1])
 
 
 def last_checkpoint(folder: Path) -> str | None:

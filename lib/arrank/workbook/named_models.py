@@ -46,9 +46,11 @@ def known_names() -> list[str]:
 def model_kind(value: str) -> str:
     """``"tiny"``, ``"alias"``, ``"gguf_name"``, ``"folder"``, ``"gguf_file"`` or ``"hub"``; a
     ``ValueError`` naming the value and what is allowed otherwise (empty, unknown word, missing path)."""
+    allowed = f"one of {known_names()}, a hub id (owner/name) or a local model folder or .gguf file"
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"model_name={value!r} is empty; give one of {known_names()}, a hub id "
-                         "(owner/name) or the path of a local model folder or .gguf file")
+        raise ValueError(f"model_name={value!r} is empty: it must be {allowed}")
+    if value != value.strip():
+        raise ValueError(f"model_name={value!r} has spaces around it: it must be {allowed}")
     if value == "tiny":
         return "tiny"
     if value in HUB_ALIASES:

@@ -7,11 +7,21 @@ runner), ``results.json`` = {"notebook", "params", "metrics", "timings", "env"},
 When the runner (``arrank.workbook.run``) executes a notebook it stages the run in a hidden folder and
 passes it through the ``ARRANK_RUN_DIR`` environment variable; run interactively (JupyterLab),
 ``start_run`` creates the run directory itself and refuses one that exists.
+
+Reliability (docs/reliability.md): a run name is claimed by one process at a time (``claim_run``,
+an exclusive lock on ``.<run_name>.lock`` that holds the pid and is released by the kernel when
+the process dies); the staging folders of dead runs become ``<run_name>.failed-<time>``
+(``tidy_partials``); a notebook that checkpoints (05) keeps its resolved parameters beside its
+checkpoints and a resume with other parameters is refused (``check_resume``); files and folders
+are written with the permissions the umask gives (``umask_permissions``), never 0600/0700.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
+import glob
 import json
 import os
 import platform
@@ -26,12 +36,26 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from arrank.workbook import paths
+from arrank.workbook.params import ParamError
 
 RUN_DIR_ENV = "ARRANK_RUN_DIR"
+RESUME_PARAMS = "params.json"  # the resolved parameters of the run that made the checkpoints
 
 
 class RunExistsError(FileExistsError):
     """The run directory exists already: runs are never overwritten."""
+
+
+class RunInProgressError(RunExistsError):
+    """Another live process holds this run name (its lock names the pid)."""
+
+
+class ResumeError(ParamError):
+    """Checkpoints of this run name were made with other parameters than the ones given now."""
+
+
+class OutputsNotWritableError(PermissionError):
+    """A folder the run must write to cannot be written; the message names it and the remedy."""
 
 
 def resolve_run_name(run_name: str, profile: str) -> str:
@@ -69,6 +93,203 @@ def find_run(stem: str, name: str, root: Path | None = None) -> Path:
                             f"finished runs: {known or 'none (run that notebook first)'}")
 
 
+def checkpoints_dir(stem: str, run_name: str, root: Path | None = None) -> Path:
+    """``<outputs>/<stem>/.checkpoints-<run_name>``: where a run that checkpoints (05) keeps them."""
+    return (root or paths.OUTPUTS) / stem / f".checkpoints-{run_name}"
+
+
+def lock_path(stem: str, run_name: str, root: Path | None = None) -> Path:
+    """``<outputs>/<stem>/.<run_name>.lock``: held by the one process running that name."""
+    return (root or paths.OUTPUTS) / stem / f".{run_name}.lock"
+
+
+def _lock_pid(path: Path) -> str:
+    try:
+        return path.read_text().strip() or "?"
+    except OSError:
+        return "?"
+
+
+def claim_run(stem: str, run_name: str, root: Path | None = None) -> int:
+    """Claim a run name for this process: an exclusive ``flock`` on ``.<run_name>.lock``, which
+    holds the pid; returns the open descriptor (``release_run`` gives it back). The kernel drops
+    the lock when the process dies, so a killed run never blocks its name. A second process gets
+    ``RunInProgressError`` naming the holder's pid, so two runs never share a name, a staging
+    folder or checkpoints."""
+    path = lock_path(stem, run_name, root)
+    writable_folder(path.parent)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            os.close(fd)
+            if err.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            raise RunInProgressError(
+                f"{stem} run {run_name!r} is in progress (pid {_lock_pid(path)}): wait for it to finish, "
+                "or pass another run_name (or auto)") from None
+        try:  # the holder before us may have removed the file after we opened it: retry on the new one
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+def release_run(fd: int, stem: str, run_name: str, root: Path | None = None) -> None:
+    """Give back a name claimed by ``claim_run``: remove the lock file, then drop the lock."""
+    with contextlib.suppress(FileNotFoundError):
+        lock_path(stem, run_name, root).unlink()
+    os.close(fd)
+
+
+def run_in_progress(stem: str, run_name: str, root: Path | None = None) -> str | None:
+    """The pid (as written) of a live process holding this run name, or None."""
+    path = lock_path(stem, run_name, root)
+    if not path.exists():
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return _lock_pid(path)
+    finally:
+        os.close(fd)
+    return None
+
+
+def failed_path(final: Path, when: float | None = None) -> Path:
+    """``<run_name>.failed-<YYYYmmdd-HHMMSS>`` beside ``final`` (a suffix keeps it new)."""
+    stamp = datetime.fromtimestamp(when if when is not None else time.time()).strftime("%Y%m%d-%H%M%S")
+    target = final.parent / f"{final.name}.failed-{stamp}"
+    n = 1
+    while target.exists():
+        n += 1
+        target = final.parent / f"{final.name}.failed-{stamp}-{n}"
+    return target
+
+
+def tidy_partials(stem: str, run_name: str, root: Path | None = None) -> list[Path]:
+    """Turn the staging folders ``.<run_name>.partial-<pid>`` that killed runs left into
+    ``<run_name>.failed-<time of their last write>``; returns the new paths. Call it only while
+    holding the name (``claim_run``): then no live run owns such a folder."""
+    final = run_path(stem, run_name, root)
+    moved = []
+    for partial in sorted(final.parent.glob(f".{glob.escape(run_name)}.partial-*")):
+        target = failed_path(final, partial.stat().st_mtime)
+        partial.rename(target)
+        moved.append(target)
+    return moved
+
+
+def tidy_abandoned(stem: str, root: Path | None = None) -> list[Path]:
+    """``tidy_partials`` for every run name of ``stem`` that has a staging folder and that no live
+    process holds (each name claimed while it is tidied); returns the new failed folders."""
+    folder = (root or paths.OUTPUTS) / stem
+    names = sorted({p.name[1:].rsplit(".partial-", 1)[0] for p in folder.glob(".*.partial-*")})
+    moved = []
+    for name in names:
+        try:
+            fd = claim_run(stem, name, root)
+        except RunInProgressError:
+            continue
+        try:
+            moved += tidy_partials(stem, name, root)
+        finally:
+            release_run(fd, stem, name, root)
+    return moved
+
+
+def writable_folder(folder: Path) -> Path:
+    """Create ``folder`` (and parents) and check that a file can be written in it; otherwise an
+    ``OutputsNotWritableError`` that names the folder that refused and the remedy (it is the real
+    OS error, so it also holds for root on a read-only file system)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        blocked = next((p for p in [folder, *folder.parents] if p.exists()), folder)
+        raise OutputsNotWritableError(
+            f"cannot write to {blocked} ({err.strerror or err}), where this run writes {folder}: "
+            f"make it writable (e.g. chmod u+w {blocked}) or set ARRANK_OUTPUTS to a writable folder") from None
+    return folder
+
+
+def resume_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters that must agree for a resume: all but ``run_name``, as JSON gives them back."""
+    return json.loads(json.dumps({k: v for k, v in params.items() if k != "run_name"}, default=_jsonable))
+
+
+def has_checkpoints(folder: Path) -> bool:
+    """Whether ``folder`` holds a ``checkpoint-N`` to resume from."""
+    return folder.is_dir() and any(folder.glob("checkpoint-*"))
+
+
+def resume_diff(folder: Path, params: dict[str, Any]) -> dict[str, tuple[Any, Any]] | None:
+    """{name: (in the checkpoints' run, given now)} for every parameter that differs; ``{}`` when
+    they agree, None when ``folder`` holds no checkpoint (nothing would be resumed). Checkpoints
+    without recorded parameters differ in ``'<parameters>'`` (they cannot be trusted)."""
+    if not has_checkpoints(folder):
+        return None
+    now = resume_params(params)
+    try:
+        then = json.loads((folder / RESUME_PARAMS).read_text())
+    except (OSError, ValueError):
+        return {"<parameters>": ("not recorded", "given")}
+    return {k: (then.get(k, "<absent>"), now.get(k, "<absent>")) for k in sorted(set(then) | set(now))
+            if then.get(k, "<absent>") != now.get(k, "<absent>")}
+
+
+def check_resume(folder: Path, params: dict[str, Any]) -> None:
+    """Refuse (``ResumeError``) to resume checkpoints made with other parameters: the message lists
+    the differing parameters and the three ways out. Passes when there is nothing to resume."""
+    diff = resume_diff(folder, params)
+    if not diff:
+        return
+    steps = sorted(int(p.name.split("-")[-1]) for p in folder.glob("checkpoint-*") if p.name.split("-")[-1].isdigit())
+    listed = ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items())
+    raise ResumeError(
+        f"{folder} holds the checkpoint of an interrupted run (step {steps[-1] if steps else '?'}) made with "
+        f"other parameters: {listed}. Resuming would mix two runs. Either run again with the parameters "
+        f"it was made with, or pass another run_name (or auto), or delete {folder} to start this name afresh")
+
+
+def record_resume_params(folder: Path, params: dict[str, Any]) -> Path:
+    """Write the run's parameters beside its checkpoints (``params.json``), for ``check_resume``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return write_json_atomic(folder / RESUME_PARAMS, resume_params(params))
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where Linux shows it (threads may be writing)."""
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        with open("/proc/self/status") as fh:
+            return int(next(ln for ln in fh if ln.startswith("Umask:")).split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def umask_permissions(path: Path) -> Path:
+    """Give ``path`` (a file, or a folder and everything in it) the permissions a plain
+    ``open``/``mkdir`` would have under the umask: tempfile's 0600 files and 0700 folders would
+    hide results from the other users of a shared machine."""
+    mask = _umask()
+    path = Path(path)
+    for p in [path, *path.rglob("*")] if path.is_dir() else [path]:
+        os.chmod(p, (0o777 if p.is_dir() else 0o666) & ~mask)
+    return path
+
+
 def outputs_root(run_dir: Path) -> Path:
     """The outputs folder a run directory lies in (``<root>/<stem>/<run>``)."""
     return Path(run_dir).parent.parent
@@ -84,8 +305,13 @@ def start_run(stem: str, params: dict[str, Any]) -> Path:
     staged = os.environ.get(RUN_DIR_ENV)
     if staged:
         return Path(staged)
-    target = run_path(stem, resolve_run_name(params["run_name"], params["profile"]))
-    target.parent.mkdir(parents=True, exist_ok=True)
+    name = resolve_run_name(params["run_name"], params["profile"])
+    target = run_path(stem, name)
+    writable_folder(target.parent)
+    holder = run_in_progress(stem, name)
+    if holder:
+        raise RunInProgressError(f"{stem} run {name!r} is in progress (pid {holder}) under the runner; "
+                                 "set run_name to a new name (or 'auto')")
     try:
         target.mkdir()
     except FileExistsError:
@@ -165,6 +391,7 @@ def write_json_atomic(path: Path, payload: Any) -> Path:
     with os.fdopen(fd, "w") as fh:
         json.dump(payload, fh, indent=2, sort_keys=False, default=_jsonable)
         fh.write("\n")
+    umask_permissions(Path(tmp))
     os.replace(tmp, path)
     return path
 

@@ -63,14 +63,25 @@ def number(lo: float | None = None, hi: float | None = None, optional: bool = Fa
     return check
 
 
-def text(pattern: str | None = None, what: str = "a string", optional: bool = False) -> Validator:
+def text(pattern: str | None = None, what: str = "a string", optional: bool = False,
+         empty: str | None = None) -> Validator:
     """Validator: a string, matching ``pattern`` (full match) when one is given; ``None`` too
-    when ``optional``."""
+    when ``optional``. An empty or blank string, or one with spaces around it, is refused (it
+    would fail later, deep inside a kernel, with a message that names neither the parameter nor
+    what is allowed), unless ``empty`` says what ``''`` means: then ``''`` is allowed."""
 
     def check(name: str, value: Any) -> Any:
         if value is None and optional:
             return None
-        if not isinstance(value, str) or (pattern is not None and not re.fullmatch(pattern, value)):
+        if not isinstance(value, str):
+            raise ParamError(f"{name}={value!r} must be {what}")
+        if value == "" and empty is not None:
+            return value
+        if not value.strip():
+            raise ParamError(f"{name}={value!r} is empty: it must be {what}")
+        if value != value.strip():
+            raise ParamError(f"{name}={value!r} has spaces around it: it must be {what}, without them")
+        if pattern is not None and not re.fullmatch(pattern, value):
             raise ParamError(f"{name}={value!r} must be {what}")
         return value
 
@@ -138,8 +149,8 @@ def optional_model_name(name: str, value: Any) -> Any:
     return value if value == "" else model_name(name, value)
 
 
-SPECS_SUBTREE = text(r"|[a-z0-9_.'-]+\.n\.\d\d", "'' (all nouns) or a noun synset name such as 'animal.n.01'",
-                     optional=True)
+SPECS_SUBTREE = text(r"[a-z0-9_.'-]+\.n\.\d\d", "'' (all nouns) or a noun synset name such as 'animal.n.01'",
+                     optional=True, empty="all nouns")
 
 # Per notebook: the notebook-specific parameters (COMMON is added to each).
 SPECS: dict[str, dict[str, Validator]] = {

@@ -6,9 +6,12 @@ What it does (DESIGN.md, "Contracts" and "Known pitfalls"):
 3. refuses a run directory ``outputs/<stem>/<run_name>/`` that exists: runs are never overwritten;
 4. executes the notebook with papermill in the project's Python kernel, from the repository root,
    staging everything in a hidden ``.<run_name>.partial-<pid>`` folder that is renamed to the run
-   directory only when the notebook finished and wrote its ``results.json``. A failed run is kept
-   as ``<run_name>.failed-<time>`` (with the executed notebook showing the error), so nothing
-   half-written ever looks like a finished run.
+   directory only when the notebook finished and wrote its ``results.json``. A failed or
+   interrupted run is kept as ``<run_name>.failed-<time>`` (with the executed notebook showing
+   the error), so nothing half-written ever looks like a finished run;
+5. one process per run name (``outputs.claim_run``), and a resume only with the parameters the
+   checkpoints were made with (``outputs.check_resume``). Every case and what it gives:
+   docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -16,14 +19,17 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+import shutil
+import signal
 import sys
 import tempfile
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from arrank.workbook import paths
-from arrank.workbook.outputs import RUN_DIR_ENV, RunExistsError, resolve_run_name, run_path
+from arrank.workbook.outputs import (RUN_DIR_ENV, OutputsNotWritableError, RunExistsError, check_resume,
+                                     checkpoints_dir, claim_run, failed_path, release_run, resolve_run_name,
+                                     run_path, tidy_abandoned, tidy_partials)
 from arrank.workbook.params import ParamError, resolve_profile, validate
 
 KERNEL = "python3"  # the kernel of the interpreter that runs this module (the project's venv)
@@ -31,6 +37,10 @@ KERNEL = "python3"  # the kernel of the interpreter that runs this module (the p
 
 class RunFailedError(RuntimeError):
     """The notebook raised while executing; the message names the kept executed notebook."""
+
+
+class RunInterruptedError(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) stopped a run; the message names the kept folder and how to go on."""
 
 
 def find_notebook(name: str | Path) -> Path:
@@ -119,47 +129,116 @@ def prepare(notebook: str | Path, overrides: dict[str, Any]) -> tuple[Path, dict
 
 def run_notebook(notebook: str | Path, overrides: dict[str, Any] | None = None,
                  outputs_root: Path | None = None, progress: bool = True) -> Path:
-    """Execute a notebook with papermill into a new run directory and return that directory."""
+    """Execute a notebook with papermill into a new run directory and return that directory.
+
+    Before any kernel starts: the parameters are checked, the run name is claimed for this
+    process (``RunInProgressError`` while another process runs it), staging folders that killed
+    runs of this name left are kept as ``<run_name>.failed-<time>``, an existing run directory is
+    refused, and so are checkpoints of this name made with other parameters (``ResumeError``).
+    Staging folders of other names that no live process holds are tidied the same way.
+    Ctrl-C (or SIGTERM under ``main``) keeps what was written as ``<run_name>.failed-<time>`` and
+    raises ``RunInterruptedError``.
+    """
+    source, injected, resolved = prepare(notebook, dict(overrides or {}))
+    stem, name = source.stem, resolved["run_name"]
+    final = run_path(stem, name, outputs_root)
+    lock = claim_run(stem, name, outputs_root)
+    try:
+        tidy_partials(stem, name, outputs_root)
+        tidy_abandoned(stem, outputs_root)  # other names' folders, left by runs killed with -9
+        if final.exists():
+            raise RunExistsError(f"run directory {final} exists: runs are never overwritten; "
+                                 "pass -p run_name NEW (or auto), or delete that directory")
+        check_resume(checkpoints_dir(stem, name, outputs_root), resolved)
+        staging = final.parent / f".{final.name}.partial-{os.getpid()}"
+        staging.mkdir()
+        _execute(source, injected, staging, final, progress)
+        _publish(stem, staging, final)
+    finally:
+        release_run(lock, stem, name, outputs_root)
+    return final
+
+
+def _execute(source: Path, injected: dict[str, Any], staging: Path, final: Path, progress: bool) -> None:
+    """papermill into ``staging``; on failure or interruption ``staging`` becomes the failed folder
+    (with ``kernel.log``, what the kernel process itself printed)."""
+    import nbformat
     import papermill
 
-    source, injected, resolved = prepare(notebook, dict(overrides or {}))
-    final = run_path(source.stem, resolved["run_name"], outputs_root)
-    if final.exists():
-        raise RunExistsError(f"run directory {final} exists: runs are never overwritten; "
-                             "pass -p run_name NEW (or auto), or delete that directory")
-    final.parent.mkdir(parents=True, exist_ok=True)
-    staging = final.parent / f".{final.name}.partial-{os.getpid()}"
-    staging.mkdir()
     with tempfile.TemporaryDirectory() as tmp:
         src_ipynb = Path(tmp) / f"{source.stem}.ipynb"
-        import nbformat
-
+        kernel_log = Path(tmp) / "kernel.log"
         nbformat.write(read_notebook(source), src_ipynb)
         previous = os.environ.get(RUN_DIR_ENV)
         os.environ[RUN_DIR_ENV] = str(staging)
         try:
             papermill.execute_notebook(str(src_ipynb), str(staging / f"{source.stem}.ipynb"),
                                        parameters=injected, kernel_name=KERNEL, cwd=str(paths.ROOT),
-                                       progress_bar=progress, report_mode=False)
+                                       progress_bar=progress, report_mode=False,
+                                       kernel_manager_class=kernel_manager(kernel_log))
             if not (staging / "results.json").exists():
                 raise RunFailedError(f"{source.stem} finished without writing results.json")
-        except Exception as err:
-            failed = final.parent / f"{final.name}.failed-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+        except BaseException as err:
+            if kernel_log.exists():
+                shutil.copyfile(kernel_log, staging / "kernel.log")
+            failed = failed_path(final)
             staging.rename(failed)
-            raise RunFailedError(f"{source.stem} failed ({type(err).__name__}: {_first_line(err)}); "
-                                 f"the executed notebook is kept in {failed}") from err
+            if isinstance(err, KeyboardInterrupt) or getattr(err, "ename", None) == "KeyboardInterrupt":
+                raise RunInterruptedError(
+                    f"{source.stem} run {final.name!r} interrupted; what it wrote is kept in {failed}. "
+                    "Run the same command again to go on (05_train resumes from its last checkpoint)") from None
+            if not isinstance(err, Exception):
+                raise
+            raise RunFailedError(f"{source.stem} failed: {describe_error(err)} "
+                                 f"(the executed notebook is kept in {failed})") from err
         finally:
             if previous is None:
                 os.environ.pop(RUN_DIR_ENV, None)
             else:
                 os.environ[RUN_DIR_ENV] = previous
-    staging.rename(final)
-    return final
 
 
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[-1] if text else ""
+def kernel_manager(stderr_path: Path) -> type:
+    """The kernel manager class papermill starts the kernel with: the kernel process's own
+    stderr (its start-up warnings, the traceback of a kernel stopped in the middle of a cell)
+    goes to ``stderr_path`` instead of the terminal, so an interrupted run ends in one line. The
+    notebook's own output and errors are unaffected (they travel over the kernel's channels)."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class KernelLogToFile(AsyncKernelManager):
+        async def start_kernel(self, **kw: Any) -> None:
+            with open(stderr_path, "ab") as log:
+                await super().start_kernel(**{**kw, "stderr": log})
+
+    return KernelLogToFile
+
+
+def _publish(stem: str, staging: Path, final: Path) -> None:
+    """Rename the finished staging folder to the run directory; if that fails (the directory
+    appeared meanwhile, the folder became unwritable) the run is kept as the failed folder."""
+    try:
+        staging.rename(final)
+    except OSError as err:
+        failed = failed_path(final)
+        staging.rename(failed)
+        raise RunFailedError(f"{stem} finished, but its run directory {final} could not be written "
+                             f"({err.strerror or err}); the complete run is kept in {failed}") from None
+
+
+def describe_error(err: BaseException) -> str:
+    """The exception's type and its whole message; for an error inside the notebook, the
+    notebook's own exception (papermill's ``ename: evalue``) rather than papermill's wrapper."""
+    ename, evalue = getattr(err, "ename", None), getattr(err, "evalue", None)
+    if ename:
+        return f"{ename}: {evalue}".rstrip() if evalue else ename
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def error_lines(message: str, prefix: str = "error: ") -> str:
+    """``prefix`` + the message, its further lines indented by two spaces: one block that a log
+    reader (``arrank.workbook.sweep``) takes back whole."""
+    return prefix + str(message).replace("\n", "\n  ")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -173,21 +252,43 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def interrupt_on_sigterm() -> Any:
+    """Let SIGTERM (``kill PID``, a sweep stopping its points) end a run as Ctrl-C does: the
+    staging folder is kept as ``<run_name>.failed-<time>`` instead of lingering. Returns the
+    handler it replaced."""
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    return signal.signal(signal.SIGTERM, handler)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Command line entry point; prints the run directory, or the error and exits 2/1."""
+    """Command line entry point; prints the run directory, or the error in one block and exits
+    2 (refused before running: bad parameter, name taken or running, checkpoints of other
+    parameters, outputs not writable), 1 (the notebook failed) or 130 (interrupted)."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    overrides = dict(args.parameter)
-    if len(overrides) != len(args.parameter):
-        print("error: a parameter is given twice", file=sys.stderr)
+    names = [name for name, _ in args.parameter]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        given = "; ".join(f"{n}: " + ", ".join(repr(v) for k, v in args.parameter if k == n) for n in twice)
+        print(f"error: parameter(s) {twice} given more than once ({given}); give each -p NAME VALUE once",
+              file=sys.stderr)
         return 2
+    previous = interrupt_on_sigterm()
     try:
-        final = run_notebook(args.notebook, overrides, progress=not args.no_progress)
-    except (ParamError, RunExistsError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        final = run_notebook(args.notebook, dict(args.parameter), progress=not args.no_progress)
+    except (ParamError, RunExistsError, OutputsNotWritableError) as err:
+        print(error_lines(err), file=sys.stderr)
         return 2
     except RunFailedError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(error_lines(err), file=sys.stderr)
         return 1
+    except KeyboardInterrupt as err:
+        said = err if isinstance(err, RunInterruptedError) else "while no notebook was running; run the same command again"
+        print(error_lines(said, "interrupted: "), file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print(f"run written to {final}")
     return 0
 

@@ -48,9 +48,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from arrank.workbook import paths
-from arrank.workbook.outputs import RunExistsError, run_path, write_json_atomic
+from arrank.workbook.outputs import (OutputsNotWritableError, RunExistsError, checkpoints_dir, resume_diff, run_path,
+                                     writable_folder, write_json_atomic)
 from arrank.workbook.params import ParamError, spec_for
-from arrank.workbook.run import RunFailedError, find_notebook, prepare, run_notebook
+from arrank.workbook.run import (RunFailedError, error_lines, find_notebook, interrupt_on_sigterm, prepare,
+                                 run_notebook)
 
 SWEEPS = paths.ROOT / "sweeps"
 KEYS = {"notebook", "grid", "fixed", "paper", "description"}
@@ -229,7 +231,8 @@ def stale_params(sweep: Sweep, point: Point, outputs_root: Path | None = None) -
 
 def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
     """``done`` (results.json exists), ``failed`` (only failed attempts exist) or ``missing``,
-    per point; raises when a finished run was made with other parameters than the file gives."""
+    per point; raises when a finished run, or the checkpoints of an interrupted one, were made
+    with other parameters than the file gives (a resume would mix two settings)."""
     states, stale = [], []
     for point in sweep.points:
         if results_path(sweep, point, outputs_root).exists():
@@ -238,11 +241,16 @@ def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
                 stale.append(f"{point.run_name}: " + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items()))
             states.append("done")
         else:
+            diff = resume_diff(checkpoints_dir(sweep.notebook, point.run_name, outputs_root), point.resolved)
+            if diff:
+                stale.append(f"{point.run_name} (interrupted, its checkpoints): "
+                             + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items()))
             run_dir = run_path(sweep.notebook, point.run_name, outputs_root)
             states.append("failed" if any(run_dir.parent.glob(f"{run_dir.name}.failed-*")) else "missing")
     if stale:
-        raise SweepError(f"{sweep.path.name}: finished runs were made with other parameters than the file now "
-                         "gives (runs are never overwritten; rename the sweep file or delete those runs):\n  "
+        raise SweepError(f"{sweep.path.name}: runs of its points were made with other parameters than the file now "
+                         "gives (runs are never overwritten, nor resumed with other settings; rename the sweep file, "
+                         "or delete those runs, or for an interrupted point its .checkpoints-<run_name> folder):\n  "
                          + "\n  ".join(stale))
     return states
 
@@ -258,12 +266,20 @@ def _headline(metrics: dict[str, Any]) -> str:
 
 
 def _last_error(log: Path, returncode: int | str | None) -> str:
+    """The error a point's process printed last (``run.error_lines``: an ``error: `` line and its
+    indented continuation lines, so a multi-line message comes back whole), else the exit code
+    and the log's last line."""
     if isinstance(returncode, str):
         return returncode
     lines = log.read_text(errors="replace").splitlines() if log.exists() else []
-    errors = [ln[len("error: "):] for ln in lines if ln.startswith("error: ")]
-    if errors:
-        return errors[-1]
+    starts = [i for i, ln in enumerate(lines) if ln.startswith(("error: ", "interrupted: "))]
+    if starts:
+        block = [lines[starts[-1]].split(": ", 1)[1]]
+        for ln in lines[starts[-1] + 1:]:
+            if not ln.startswith("  "):
+                break
+            block.append(ln[2:])
+        return "\n".join(block)
     tail = next((ln for ln in reversed(lines) if ln.strip()), "")
     return f"exit code {returncode}" + (f": {tail}" if tail else "")
 
@@ -322,7 +338,8 @@ def run_sweep(sweep: Sweep, jobs: int = 1, outputs_root: Path | None = None, exe
     root = outputs_root or paths.OUTPUTS
     states = point_states(sweep, root)  # raises on stale finished runs, before anything runs
     folder = sweep_dir(sweep, root)
-    (folder / "logs").mkdir(parents=True, exist_ok=True)
+    writable_folder(folder / "logs")  # one clear error, not a traceback per point
+    writable_folder(root / sweep.notebook)
     running: dict[int, subprocess.Popen] = {}
     execute = execute or subprocess_executor(sweep, root, running, jobs)
     total, width = len(sweep.points), len(str(len(sweep.points)))
@@ -368,7 +385,8 @@ def run_sweep(sweep: Sweep, jobs: int = 1, outputs_root: Path | None = None, exe
         else:
             row.update(status="failed", error=_last_error(log, code),
                        failed_dir=_newest_failed(Path(row["run_dir"]), start))
-            say(i, "FAILED", f"{seconds:.1f} s  {row['error']}  (log: {log})")
+            error = row["error"].replace("\n", "\n    ")  # a multi-line message stays one indented block
+            say(i, "FAILED", f"{seconds:.1f} s  {error}  (log: {log})")
 
     todo = []
     for i, state in enumerate(states):
@@ -423,16 +441,20 @@ def _stop_children(running: dict[int, subprocess.Popen], grace: float = 20.0) ->
 
 def run_point(notebook: str, overrides: dict[str, Any], outputs_root: Path | None) -> int:
     """The child process of one point: run it, print the full error on failure (the log keeps it)."""
+    interrupt_on_sigterm()
     try:
         final = run_notebook(notebook, overrides, outputs_root=outputs_root, progress=False)
-    except (ParamError, RunExistsError) as err:
-        print(f"error: {err}", flush=True)
+    except (ParamError, RunExistsError, OutputsNotWritableError) as err:
+        print(error_lines(err), flush=True)
         return 2
     except RunFailedError as err:
         cause = err.__cause__ or err
         print("".join(traceback.format_exception(type(cause), cause, cause.__traceback__)), flush=True)
-        print(f"error: {err}", flush=True)
+        print(error_lines(err), flush=True)
         return 1
+    except KeyboardInterrupt as err:
+        print(error_lines(err or "interrupted", "interrupted: "), flush=True)
+        return 130
     print(f"run written to {final}", flush=True)
     return 0
 
@@ -465,8 +487,8 @@ def main(argv: list[str] | None = None) -> int:
             print(describe(sweep, args.outputs_root))
             return 0
         rows = run_sweep(sweep, args.jobs, args.outputs_root)
-    except SweepError as err:
-        print(f"error: {err}", file=sys.stderr)
+    except (SweepError, OutputsNotWritableError) as err:
+        print(error_lines(err), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted: finished points are kept; run the same command again to go on", file=sys.stderr)

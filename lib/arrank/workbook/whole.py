@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from arrank.workbook import paths
-from arrank.workbook.outputs import run_path
+from arrank.workbook.outputs import OutputsNotWritableError, RunExistsError, run_path
+from arrank.workbook.params import ParamError
 from arrank.workbook.run import RunFailedError, run_notebook
 
 WORKBOOK_SWEEP = "sweeps/table1_wordnet_workbook.yaml"
@@ -61,12 +62,15 @@ def stages() -> list[dict[str, Any]]:
 
 def _run_sweep_stage() -> str:
     """Run the workbook sweep's unfinished points; 'ran', 'done earlier' or 'FAILED: ...'."""
-    from arrank.workbook.sweep import point_states, run_sweep
+    from arrank.workbook.sweep import SweepError, point_states, run_sweep
 
     sweep = _sweep()
-    if all(s == "done" for s in point_states(sweep)):
-        return "done earlier"
-    rows = run_sweep(sweep)
+    try:
+        if all(s == "done" for s in point_states(sweep)):
+            return "done earlier"
+        rows = run_sweep(sweep)
+    except (SweepError, OutputsNotWritableError) as err:  # stale runs, unwritable outputs: said, not raised
+        return f"FAILED: {err}"
     failed = [r["run_name"] for r in rows if r["status"] == "failed"]
     return f"FAILED: points {failed} (logs in outputs/sweeps/{sweep.name}/logs/)" if failed else "ran"
 
@@ -91,7 +95,7 @@ def run_workbook(run_name: str = "workbook", only: list[str] | None = None,
                     run_notebook(stage["name"], {"profile": "quick", "run_name": run_name,
                                                  **stage["overrides"], **(extra or {})})
                     status = "ran"
-                except RunFailedError as err:
+                except (RunFailedError, ParamError, RunExistsError, OutputsNotWritableError) as err:
                     status = f"FAILED: {err}"
         rows.append({"notebook": stage["name"], "status": status,
                      "seconds": round(time.perf_counter() - start, 1), "dir": str(target)})

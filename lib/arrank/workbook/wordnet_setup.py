@@ -127,7 +127,9 @@ def install_from_debian(source: Path = DEBIAN_WORDNET, manpage: Path = DEBIAN_LE
     (tmp / "lexnames").write_text("\n".join(lexnames_from_manpage(_read_manpage(manpage))) + "\n")
     if dest.exists():
         shutil.rmtree(dest)
-    tmp.rename(dest)
+    from arrank.workbook.outputs import umask_permissions
+
+    umask_permissions(tmp).rename(dest)  # mkdtemp's 0700 would hide WordNet from other users
     return dest
 
 
