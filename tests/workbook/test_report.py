@@ -216,3 +216,16 @@ def test_table1_findings_hold_and_fail_on_the_numbers():
     bad = report.table1_findings(_finding_frame(0.9, 0.6)).set_index("check")["holds"]  # 0.6 > 0.9 / 2
     assert list(bad) == [False, True, True, True]
     assert report.table1_findings(_finding_frame(0.4, 0.3))["holds"].tolist()[0] is False  # trie 0.5 above NTP
+
+
+def test_a_zero_shot_row_is_no_loss_variant_and_is_checked_against_the_fine_tuned_ones():
+    frame = _finding_frame(0.9, 0.3).assign(ndcg=[0.95, 0.97, 0.96], steps=None)
+    zero = {"state": "done", "label": "Zero-shot", "scheme": "indicator", "alpha": None, "targets": "onehot",
+            "combined": False, "steps": 0, "cvr": 0.99, "ndcg": 0.90, "recall@1": 0.95, "recall@2": 0.1,
+            "recall@3": 0.1, "recall@4": 0.1, "recall@5": 0.1}
+    holds = report.table1_findings(pd.concat([frame, pd.DataFrame([zero])])).set_index("check")["holds"]
+    assert list(holds)[:4] == [True, True, True, True]  # zero-shot's CVR 0.99 and R@1 0.95 not taken as NTP's
+    assert holds["every fine-tuned variant beats the zero-shot model (nDCG and mean R@1..R@5)"]
+    worse = pd.concat([frame, pd.DataFrame([{**zero, "ndcg": 0.99}])])
+    assert not report.table1_findings(worse)["holds"].iloc[-1]
+    assert report.loss_label({"steps": 0, "scheme": "fractional", "alpha": 2}) == "Zero-shot"

@@ -337,13 +337,18 @@ def table1_findings(frame: pd.DataFrame, near: float = 0.02) -> pd.DataFrame:
       has at most half of it;
     - fractional alpha = 2 has a higher mean of R@2..R@5 than NTP;
     - NTP's R@1 is the best or within ``near`` (absolute) of the best;
-    - every trie variant has a lower CVR than NTP.
+    - every trie variant has a lower CVR than NTP;
+    - where the sweep has a zero-shot row (``steps = 0``, the model before fine-tuning, which is no
+      loss variant and is left out of the checks above): every fine-tuned variant has a higher
+      nDCG and mean R@1..R@5 than it.
 
     One row per check: check, holds (True / False, None when the sweep lacks the variants) and
     the numbers compared. Fractions, as in results.json."""
     done = frame[frame["state"] == "done"].copy()
     if done.empty:
         raise ValueError("no finished points in this sweep: run it first")
+    zero = done["steps"].eq(0) if "steps" in done else pd.Series(False, index=done.index)
+    zero_shot, done = done[zero], done[~zero]
     get = lambda col, default=None: done[col] if col in done else pd.Series(default, index=done.index)
     scheme, targets = get("scheme", "indicator").fillna("indicator"), get("targets", "onehot").fillna("onehot")
     combined = get("combined", False).fillna(False).astype(bool)
@@ -372,4 +377,12 @@ def table1_findings(frame: pd.DataFrame, near: float = 0.02) -> pd.DataFrame:
             t = by(trie)["cvr"]
             rows.append({"check": "trie variants lower CVR relative to NTP", "holds": bool((t < ntp_cvr).all()),
                          "numbers": f"NTP {ntp_cvr:.3f}; " + ", ".join(f"{k} {v:.3f}" for k, v in t.items())})
+    if len(zero_shot) and len(done):
+        mean15 = lambda part: part[[f"recall@{k}" for k in range(1, 6)]].mean(axis=1)
+        tuned = by(done.assign(m15=mean15(done)))
+        z_ndcg, z15 = float(zero_shot["ndcg"].mean()), float(mean15(zero_shot).mean())
+        rows.append({"check": "every fine-tuned variant beats the zero-shot model (nDCG and mean R@1..R@5)",
+                     "holds": bool((tuned["ndcg"] > z_ndcg).all() and (tuned["m15"] > z15).all()),
+                     "numbers": f"zero-shot {z_ndcg:.3f} / {z15:.3f}; " + ", ".join(
+                         f"{k} {r.ndcg:.3f} / {r.m15:.3f}" for k, r in tuned.iterrows())})
     return pd.DataFrame(rows, columns=["check", "holds", "numbers"])
