@@ -139,3 +139,11 @@ def test_a_truncated_gguf_file_is_named_and_leaves_nothing(smollm2_folder, tmp_p
     assert not (tmp_path / "out").exists() and [p.name for p in tmp_path.iterdir()] == ["short.gguf"]
     with pytest.raises(ValueError, match="truncated or altered"):
         named_models.check_recorded_file(short, real.stat().st_size, None)
+
+
+def test_a_gguf_model_whose_package_is_missing_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(named_models.GGUF_MODELS, "absent-7b", {
+        "distribution": "arrank-no-such-model-package", "version": "9.9", "file": "absent.gguf", "about": ""})
+    with pytest.raises(FileNotFoundError, match=r"arrank-no-such-model-package==9\.9, which is not installed: "
+                                                r"run `make setup`"):
+        models.resolve_model("absent-7b")
