@@ -407,6 +407,9 @@ def job_executor(sweep: Sweep, root: Path, kind: str, resources: dict[str, Any],
     lock = threading.Lock()
     poll = poll_s if poll_s is not None else (0.2 if kind == "local" else 5.0)
     env = {k: v for k, v in thread_env(jobs).items() if k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    import importlib
+
+    main = importlib.import_module("arrank.workbook.sweep").job_main  # by module name, also under python -m
 
     def record(name: str, entry: dict[str, Any] | None) -> None:
         with lock:
@@ -421,7 +424,7 @@ def job_executor(sweep: Sweep, root: Path, kind: str, resources: dict[str, Any],
         entry, job = sweep_jobs.read_jobs(folder).get(point.run_name), None
         if entry is None:
             with lock:  # submissions one at a time: jobs.json names every job submitted
-                job, entry = sweep_jobs.submit(executor, kind, sweep.notebook, point.overrides, root, log, env)
+                job, entry = sweep_jobs.submit(executor, kind, main, sweep.notebook, point.overrides, root, log, env)
             record(point.run_name, entry)
             note(point, f"submitted {kind} job {entry['job_id']}")
         else:
@@ -632,6 +635,18 @@ def run_point(notebook: str, overrides: dict[str, Any], outputs_root: Path | Non
         return 130
     print(f"run written to {final}", flush=True)
     return 0
+
+
+def job_main(notebook: str, overrides: dict[str, Any], outputs_root: str, log: str, env: dict[str, str]) -> int:
+    """What a job runs: the point (``sweep.run_point``, as the subprocess executor's child does)
+    with its stdout and stderr in the sweep's log file; returns the point's exit code."""
+    os.environ.update(env)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with open(log, "a") as fh:
+        os.dup2(fh.fileno(), 1)
+        os.dup2(fh.fileno(), 2)
+    return run_point(notebook, overrides, Path(outputs_root))
 
 
 def describe(sweep: Sweep, outputs_root: Path | None = None) -> str:

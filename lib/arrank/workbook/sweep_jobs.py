@@ -124,20 +124,6 @@ def make_executor(kind: str, folder: Path, resources: dict[str, Any]) -> Any:
     return executor
 
 
-def job_main(notebook: str, overrides: dict[str, Any], outputs_root: str, log: str, env: dict[str, str]) -> int:
-    """What a job runs: the point (``sweep.run_point``, as the subprocess executor's child does)
-    with its stdout and stderr in the sweep's log file; returns the point's exit code."""
-    from arrank.workbook.sweep import run_point
-
-    os.environ.update(env)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    with open(log, "a") as fh:
-        os.dup2(fh.fileno(), 1)
-        os.dup2(fh.fileno(), 2)
-    return run_point(notebook, overrides, Path(outputs_root))
-
-
 # --- the job registry: outputs/sweeps/<sweep>/jobs.json ----------------------------------------
 
 def jobs_path(folder: Path) -> Path:
@@ -216,10 +202,11 @@ def wait_for(entry: dict[str, Any], stop: Callable[[], bool], poll_s: float, job
         time.sleep(poll_s)
 
 
-def submit(executor: Any, kind: str, notebook: str, overrides: dict[str, Any], outputs_root: Path, log: Path,
-           env: dict[str, str]) -> tuple[Any, dict[str, Any]]:
-    """Submit one point as one job; return submitit's handle and the registry entry."""
-    job = executor.submit(job_main, notebook, overrides, str(outputs_root), str(log), env)
+def submit(executor: Any, kind: str, main: Callable[..., int], notebook: str, overrides: dict[str, Any],
+           outputs_root: Path, log: Path, env: dict[str, str]) -> tuple[Any, dict[str, Any]]:
+    """Submit one point as one job running ``main`` (``sweep.job_main``); return submitit's handle
+    and the registry entry."""
+    job = executor.submit(main, notebook, overrides, str(outputs_root), str(log), env)
     entry = {"job_id": str(job.job_id), "executor": kind, "log": str(log), "folder": str(executor.folder),
              "submitted": datetime.now().isoformat(timespec="seconds")}
     return job, entry
