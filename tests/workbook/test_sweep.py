@@ -409,3 +409,13 @@ grid: {subtree: [canine.n.02, nosuch.n.01]}
     assert sweep.sweep_jobs.read_jobs(folder) == {}
     assert sweep.point_states(s, outputs_root) == ["done", "failed"]
     assert len(list((folder / "jobs").glob("*_submitted.pkl"))) == 2  # one job per point, none twice
+
+
+def test_several_gpus_in_one_box_give_each_local_point_its_own():
+    assert sweep.sweep_jobs.gpu_groups(8, 2) == ["0,1", "2,3", "4,5", "6,7"]
+    assert sweep.sweep_jobs.gpu_groups(3, 2) == ["0,1"] and sweep.sweep_jobs.gpu_groups(4, 0) == []
+    have = sweep.sweep_jobs.machine_gpus()
+    if have:
+        with pytest.raises(sweep.sweep_jobs.JobError, match=rf"jobs={have + 1} points at once with gpus_per_node=1 "
+                                                            rf"each need {have + 1} GPUs; this machine has {have}"):
+            sweep.sweep_jobs.preflight("local", {"gpus_per_node": 1}, jobs=have + 1)

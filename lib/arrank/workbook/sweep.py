@@ -43,6 +43,7 @@ import hashlib
 import itertools
 import json
 import os
+import queue
 import re
 import signal
 import subprocess
@@ -410,6 +411,10 @@ def job_executor(sweep: Sweep, root: Path, kind: str, resources: dict[str, Any],
     import importlib
 
     main = importlib.import_module("arrank.workbook.sweep").job_main  # by module name, also under python -m
+    gpus = resources.get("gpus_per_node", 0)
+    slots: queue.Queue[str] = queue.Queue()  # several GPUs in one box: each local point its own GPUs
+    for group in (sweep_jobs.gpu_groups(sweep_jobs.machine_gpus(), gpus) if kind == "local" and gpus else []):
+        slots.put(group)
 
     def record(name: str, entry: dict[str, Any] | None) -> None:
         with lock:
@@ -422,22 +427,30 @@ def job_executor(sweep: Sweep, root: Path, kind: str, resources: dict[str, Any],
 
     def execute(point: Point, log: Path) -> JobRun:
         entry, job = sweep_jobs.read_jobs(folder).get(point.run_name), None
+        slot = None
         if entry is None:
+            slot = slots.get() if kind == "local" and gpus else None  # preflight: jobs <= slots
+            point_env = {**env, "CUDA_VISIBLE_DEVICES": slot} if slot is not None else env
             with lock:  # submissions one at a time: jobs.json names every job submitted
-                job, entry = sweep_jobs.submit(executor, kind, main, sweep.notebook, point.overrides, root, log, env)
+                job, entry = sweep_jobs.submit(executor, kind, main, sweep.notebook, point.overrides, root, log,
+                                               point_env)
             record(point.run_name, entry)
-            note(point, f"submitted {kind} job {entry['job_id']}")
+            note(point, f"submitted {kind} job {entry['job_id']}" + (f" on GPU {slot}" if slot is not None else ""))
         else:
             note(point, f"attached to {kind} job {entry['job_id']} (submitted {entry['submitted']})")
-        if not wait:
-            return JobRun(entry["job_id"], Path(entry["log"]), None, left=sweep_jobs.job_state(entry))
-        state = sweep_jobs.wait_for(entry, stop.is_set, poll, job)
-        if not sweep_jobs.ended(state):
-            if kind == "slurm":
-                return JobRun(entry["job_id"], Path(entry["log"]), None, left=state)
-            sweep_jobs.cancel(entry)
-            deadline = time.time() + 30
-            state = sweep_jobs.wait_for(entry, lambda: time.time() > deadline, poll, job)
+        try:
+            if not wait:
+                return JobRun(entry["job_id"], Path(entry["log"]), None, left=sweep_jobs.job_state(entry))
+            state = sweep_jobs.wait_for(entry, stop.is_set, poll, job)
+            if not sweep_jobs.ended(state):
+                if kind == "slurm":
+                    return JobRun(entry["job_id"], Path(entry["log"]), None, left=state)
+                sweep_jobs.cancel(entry)
+                deadline = time.time() + 30
+                state = sweep_jobs.wait_for(entry, lambda: time.time() > deadline, poll, job)
+        finally:
+            if slot is not None:
+                slots.put(slot)
         record(point.run_name, None)
         ok = results_path(sweep, point, root).exists()
         return JobRun(entry["job_id"], Path(entry["log"]), 0 if ok else job_error(entry, state))
@@ -472,7 +485,7 @@ def run_sweep(sweep: Sweep, jobs: int | None = 1, outputs_root: Path | None = No
     writable_folder(root / sweep.notebook)
     with sweep_lock(sweep, folder):
         if execute is None and executor != "subprocess":
-            sweep_jobs.preflight(executor, resources)
+            sweep_jobs.preflight(executor, resources, jobs)
         previous = reconcile_jobs(sweep, root, executor)  # jobs that ended: errors recorded, points rerun
         return _run_points(sweep, jobs, root, execute, echo, executor, resources, wait, poll_s, states, previous)
 

@@ -86,9 +86,19 @@ def machine_gpus() -> int:
     return sum(line.startswith("GPU ") for line in _run(["nvidia-smi", "-L"]).splitlines())
 
 
-def preflight(kind: str, resources: dict[str, Any]) -> None:
+def gpu_groups(total: int, per_point: int) -> list[str]:
+    """The CUDA_VISIBLE_DEVICES value of each point slot on a box with ``total`` GPUs when a point
+    takes ``per_point`` of them: disjoint groups, ``total // per_point`` slots (8 GPUs, 2 a point:
+    '0,1', '2,3', '4,5', '6,7')."""
+    if per_point < 1:
+        return []
+    return [",".join(str(g) for g in range(i * per_point, (i + 1) * per_point)) for i in range(total // per_point)]
+
+
+def preflight(kind: str, resources: dict[str, Any], jobs: int = 1) -> None:
     """Refuse, before anything is submitted, what this executor cannot give: Slurm without
-    ``sbatch``, an unknown partition, more GPUs per node than the partition (or this machine) has."""
+    ``sbatch``, an unknown partition, more GPUs per node than the partition has, or locally more
+    GPUs than the box has for ``jobs`` points at once (each point gets its own GPUs)."""
     check_executor(kind)
     gpus = resources.get("gpus_per_node", 0)
     if kind == "slurm":
@@ -104,8 +114,12 @@ def preflight(kind: str, resources: dict[str, Any]) -> None:
             raise JobError(f"gpus_per_node={gpus} cannot be given: the most GPUs one node of "
                            f"{'partition ' + repr(part) if part else 'this cluster'} has is {most} (sinfo GRES); "
                            "ask for fewer, or name a GPU partition")
-    elif kind == "local" and gpus > 0 and gpus > machine_gpus():
-        raise JobError(f"gpus_per_node={gpus} cannot be given: this machine has {machine_gpus()} GPU(s)")
+    elif kind == "local" and gpus > 0 and gpus * jobs > machine_gpus():
+        have = machine_gpus()
+        if gpus > have:
+            raise JobError(f"gpus_per_node={gpus} cannot be given: this machine has {have} GPU(s)")
+        raise JobError(f"jobs={jobs} points at once with gpus_per_node={gpus} each need {gpus * jobs} GPUs; this "
+                       f"machine has {have}: use --jobs {have // gpus} or fewer")
 
 
 def make_executor(kind: str, folder: Path, resources: dict[str, Any]) -> Any:
