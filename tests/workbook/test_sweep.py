@@ -419,3 +419,15 @@ def test_several_gpus_in_one_box_give_each_local_point_its_own():
         with pytest.raises(sweep.sweep_jobs.JobError, match=rf"jobs={have + 1} points at once with gpus_per_node=1 "
                                                             rf"each need {have + 1} GPUs; this machine has {have}"):
             sweep.sweep_jobs.preflight("local", {"gpus_per_node": 1}, jobs=have + 1)
+
+
+def test_a_slurm_job_seen_from_a_machine_without_slurm_is_never_submitted_again(three, outputs_root, tmp_path,
+                                                                                 monkeypatch):
+    folder = outputs_root / "sweeps" / "three"
+    sweep.sweep_jobs.write_jobs(folder, {three.points[0].run_name: {
+        "job_id": "4242", "executor": "slurm", "log": str(folder / "x.log"), "submitted": "now"}})
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    calls = []
+    with pytest.raises(sweep.SweepError, match=r"three-alpha=1: slurm job 4242 UNKNOWN"):
+        sweep.run_sweep(three, outputs_root=outputs_root, execute=fake_executor(three, outputs_root, calls=calls))
+    assert calls == [] and "4242" in sweep.sweep_jobs.jobs_path(folder).read_text()

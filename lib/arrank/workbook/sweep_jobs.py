@@ -64,7 +64,11 @@ def check_resources(resources: Any, where: str = "resources") -> dict[str, Any]:
 
 
 def _run(cmd: list[str]) -> str:
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
+    """A Slurm/NVIDIA query's stdout ('' when the program is not on this machine)."""
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
+    except FileNotFoundError:
+        return ""
 
 
 def partition_gpus(partition: str | None) -> dict[str, int]:
@@ -170,7 +174,9 @@ def _local_state(pid: str) -> str:
 
 def _slurm_state(job_id: str) -> str:
     """A Slurm job's state: ``scontrol show job`` (queued, running, and ended within MinJobAge),
-    else ``sacct`` (clusters with accounting), else GONE."""
+    else ``sacct`` (clusters with accounting), else GONE; UNKNOWN where Slurm is not installed."""
+    if shutil.which("scontrol") is None:
+        return "UNKNOWN"  # not on the cluster: never taken as ended, so never submitted twice
     out = _run(["scontrol", "-o", "show", "job", job_id])
     match = re.search(r"\bJobState=(\S+)", out)
     if match:
