@@ -11,7 +11,7 @@ NB_PY  := $(wildcard notebooks/[0-9]*.py)
 
 help:
 	@echo "make workbook   set up, then run every notebook in its quick profile (outputs/)"
-	@echo "make sweep SWEEP=sweeps/NAME.yaml [JOBS=N]   run a sweep's unfinished points"
+	@echo "make sweep SWEEP=sweeps/NAME.yaml [JOBS=N] [EXECUTOR=local|slurm]   run a sweep's unfinished points"
 	@echo "make test       set up, then run the tests"
 	@echo "make lab        set up, then start JupyterLab (notebooks/*.py open as notebooks)"
 	@echo "make sync       re-pair notebooks/*.py with their .ipynb (jupytext --sync)"
@@ -35,7 +35,7 @@ workbook: setup
 
 sweep: setup
 	@test -n "$(SWEEP)" || { echo "usage: make sweep SWEEP=sweeps/NAME.yaml [JOBS=N]; sweeps:"; ls sweeps/*.yaml; exit 2; }
-	$(PY) -m arrank.workbook.sweep $(SWEEP) $(if $(JOBS),--jobs $(JOBS),) $(SWEEP_ARGS)
+	$(PY) -m arrank.workbook.sweep $(SWEEP) $(if $(JOBS),--jobs $(JOBS),) $(if $(EXECUTOR),--executor $(EXECUTOR),) $(SWEEP_ARGS)
 
 lab: setup
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(if $(filter 0,$(shell id -u)),--allow-root,)

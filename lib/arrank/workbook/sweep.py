@@ -1,6 +1,6 @@
 """Sweeps: one notebook run over a grid of parameters (DESIGN.md, "Contracts"; paper §5, Tables
-1-3 and Figure 3). ``python -m arrank.workbook.sweep sweeps/NAME.yaml [--jobs N] [--list]``, or
-``make sweep SWEEP=sweeps/NAME.yaml``.
+1-3 and Figure 3). ``python -m arrank.workbook.sweep sweeps/NAME.yaml [--jobs N] [--list] [--executor local|slurm]``, or
+``make sweep SWEEP=sweeps/NAME.yaml [EXECUTOR=slurm]``.
 
 A sweep file (YAML) names the notebook, the parameters every point shares, and the grid::
 
@@ -25,6 +25,15 @@ finished exactly when that run's ``results.json`` exists:
   executed notebook the runner keeps in ``<run_name>.failed-<time>/``) and the sweep goes on;
 - ``outputs/sweeps/<sweep>/status.json`` is rewritten after every point, and an interrupted sweep
   (Ctrl-C) loses nothing that finished: the next run skips it.
+
+Executors (``--executor``): ``subprocess`` (the default: a child process per point, as above),
+``local`` and ``slurm``: one submitit job per point (``arrank.workbook.sweep_jobs``), on this machine
+or a Slurm cluster, with resources from the file (``resources: {partition: gpu, gpus_per_node: 1,
+timeout_min: 600, mem_gb: 32, cpus_per_task: 8}``) or the flags ``--partition --gpus --time --mem
+--cpus``. Job ids are kept in ``outputs/sweeps/<sweep>/jobs.json``: a second call attaches to a
+queued or running job instead of submitting its point again, a job that ended without results is
+recorded (its error) and its point runs again; Ctrl-C leaves Slurm jobs running (``--no-wait``
+submits and returns); ``--list`` shows each point's job and its state.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ import hashlib
 import itertools
 import json
 import os
+import queue
 import re
 import signal
 import subprocess
@@ -47,7 +57,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
-from arrank.workbook import paths
+from arrank.workbook import paths, sweep_jobs
 from arrank.workbook.outputs import (OutputsNotWritableError, RunExistsError, checkpoints_dir, resume_diff, run_path,
                                      writable_folder, write_json_atomic)
 from arrank.workbook.params import ParamError, spec_for
@@ -55,7 +65,7 @@ from arrank.workbook.run import (RunFailedError, error_lines, find_notebook, int
                                  run_notebook)
 
 SWEEPS = paths.ROOT / "sweeps"
-KEYS = {"notebook", "grid", "fixed", "paper", "description"}
+KEYS = {"notebook", "grid", "fixed", "paper", "description", "resources"}
 PAPER_KEYS = ("table1", "table2", "table3", "fig3")
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,59}"
 
@@ -85,6 +95,7 @@ class Sweep:
     points: list[Point]
     paper: str | None = None
     description: str = ""
+    resources: dict[str, Any] = field(default_factory=dict)
 
     @property
     def grid_keys(self) -> list[str]:
@@ -213,7 +224,11 @@ def load_sweep(path: str | Path) -> Sweep:
             raise SweepError(f"{path.name}: points {seen[point.run_name].grid} and {point.grid} get the same "
                              f"run name {point.run_name!r}; use values that differ in their run-name form")
         seen[point.run_name] = point
-    return Sweep(name, path, stem, dict(fixed), points, paper, str(data.get("description", "")))
+    try:
+        resources = sweep_jobs.check_resources(data.get("resources"), f"{path.name}: resources")
+    except sweep_jobs.JobError as err:
+        raise SweepError(str(err)) from None
+    return Sweep(name, path, stem, dict(fixed), points, paper, str(data.get("description", "")), resources)
 
 
 def results_path(sweep: Sweep, point: Point, outputs_root: Path | None = None) -> Path:
@@ -271,17 +286,23 @@ def _last_error(log: Path, returncode: int | str | None) -> str:
     and the log's last line."""
     if isinstance(returncode, str):
         return returncode
+    block, tail = _error_block(log)
+    return block or f"exit code {returncode}" + (f": {tail}" if tail else "")
+
+
+def _error_block(log: Path) -> tuple[str | None, str]:
+    """The last ``error: ``/``interrupted: `` block of a log (None if there is none), and its last line."""
     lines = log.read_text(errors="replace").splitlines() if log.exists() else []
-    starts = [i for i, ln in enumerate(lines) if ln.startswith(("error: ", "interrupted: "))]
-    if starts:
-        block = [lines[starts[-1]].split(": ", 1)[1]]
-        for ln in lines[starts[-1] + 1:]:
-            if not ln.startswith("  "):
-                break
-            block.append(ln[2:])
-        return "\n".join(block)
     tail = next((ln for ln in reversed(lines) if ln.strip()), "")
-    return f"exit code {returncode}" + (f": {tail}" if tail else "")
+    starts = [i for i, ln in enumerate(lines) if ln.startswith(("error: ", "interrupted: "))]
+    if not starts:
+        return None, tail
+    block = [lines[starts[-1]].split(": ", 1)[1]]
+    for ln in lines[starts[-1] + 1:]:
+        if not ln.startswith("  "):
+            break
+        block.append(ln[2:])
+    return "\n".join(block), tail
 
 
 def _newest_failed(run_dir: Path, since: float) -> str | None:
@@ -324,15 +345,137 @@ def subprocess_executor(sweep: Sweep, outputs_root: Path, running: dict[int, sub
     return execute
 
 
-def run_sweep(sweep: Sweep, jobs: int = 1, outputs_root: Path | None = None, execute: Execute | None = None,
-              echo: Callable[[str], None] = print) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class JobRun:
+    """What a job executor reports for a point: its job id, the log the job writes, its exit code
+    or error (None while it runs), and ``left``: the job's state when the sweep stopped waiting
+    for it (a Slurm job outlives a Ctrl-C or ``--no-wait``; the next call attaches to it)."""
+
+    job_id: str
+    log: Path
+    code: int | str | None
+    left: str | None = None
+
+
+def job_error(entry: dict[str, Any], state: str) -> str:
+    """Why a job ended without the point's results.json: the error block of its log, and the job
+    (``slurm job 12 ended CANCELLED``)."""
+    log = Path(entry["log"])
+    where = f"{entry['executor']} job {entry['job_id']} ended" + ("" if state == "GONE" else f" {state}")
+    block, tail = _error_block(log)
+    if block:
+        return f"{block} ({where})"
+    return f"{where} without results" + (f"; its log ends: {tail}" if tail else f"; no output in {log}")
+
+
+def reconcile_jobs(sweep: Sweep, root: Path, kind: str) -> dict[str, str]:
+    """Before a call runs anything: drop from ``jobs.json`` the jobs that ended; return
+    {run_name: error} for those that ended without results (recorded, and run again now).
+    Refuses a call whose executor differs from a job still queued or running (it would run the
+    point twice)."""
+    folder = sweep_dir(sweep, root)
+    jobs, previous, busy = sweep_jobs.read_jobs(folder), {}, []
+    for point in sweep.points:
+        entry = jobs.get(point.run_name)
+        if entry is None:
+            continue
+        state = sweep_jobs.job_state(entry)
+        if not sweep_jobs.ended(state):
+            if entry["executor"] != kind:
+                busy.append(f"{point.run_name}: {entry['executor']} job {entry['job_id']} {state}")
+            continue
+        del jobs[point.run_name]
+        if not results_path(sweep, point, root).exists():
+            previous[point.run_name] = job_error(entry, state)
+    if busy:
+        raise SweepError(f"{sweep.path.name}: points have jobs still queued or running; follow them with the "
+                         f"executor that submitted them (--executor {busy[0].split(': ')[1].split()[0]}), or cancel "
+                         "them first:\n  " + "\n  ".join(busy))
+    if jobs != sweep_jobs.read_jobs(folder):
+        sweep_jobs.write_jobs(folder, jobs)
+    return previous
+
+
+def job_executor(sweep: Sweep, root: Path, kind: str, resources: dict[str, Any], stop: threading.Event,
+                 note: Callable[[Point, str], None], jobs: int = 1, wait: bool = True,
+                 poll_s: float | None = None) -> Execute:
+    """Run a point as one submitit job (``sweep_jobs``): attach to its job recorded in jobs.json
+    if it is still queued or running, else submit it and record the job id before waiting; wait
+    until it ends (unless ``wait`` is false). On Ctrl-C a local job is interrupted, a Slurm job is
+    left to run (the next call attaches to it)."""
+    folder = sweep_dir(sweep, root)
+    executor = sweep_jobs.make_executor(kind, folder / "jobs", resources)
+    lock = threading.Lock()
+    poll = poll_s if poll_s is not None else (0.2 if kind == "local" else 5.0)
+    env = {k: v for k, v in thread_env(jobs).items() if k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    import importlib
+
+    main = importlib.import_module("arrank.workbook.sweep").job_main  # by module name, also under python -m
+    gpus = resources.get("gpus_per_node", 0)
+    slots: queue.Queue[str] = queue.Queue()  # several GPUs in one box: each local point its own GPUs
+    for group in (sweep_jobs.gpu_groups(sweep_jobs.machine_gpus(), gpus) if kind == "local" and gpus else []):
+        slots.put(group)
+
+    def record(name: str, entry: dict[str, Any] | None) -> None:
+        with lock:
+            registry = sweep_jobs.read_jobs(folder)
+            if entry is None:
+                registry.pop(name, None)
+            else:
+                registry[name] = entry
+            sweep_jobs.write_jobs(folder, registry)
+
+    def execute(point: Point, log: Path) -> JobRun:
+        entry, job = sweep_jobs.read_jobs(folder).get(point.run_name), None
+        slot = None
+        if entry is None:
+            slot = slots.get() if kind == "local" and gpus else None  # preflight: jobs <= slots
+            point_env = {**env, "CUDA_VISIBLE_DEVICES": slot} if slot is not None else env
+            with lock:  # submissions one at a time: jobs.json names every job submitted
+                job, entry = sweep_jobs.submit(executor, kind, main, sweep.notebook, point.overrides, root, log,
+                                               point_env)
+            record(point.run_name, entry)
+            note(point, f"submitted {kind} job {entry['job_id']}" + (f" on GPU {slot}" if slot is not None else ""))
+        else:
+            note(point, f"attached to {kind} job {entry['job_id']} (submitted {entry['submitted']})")
+        try:
+            if not wait:
+                return JobRun(entry["job_id"], Path(entry["log"]), None, left=sweep_jobs.job_state(entry))
+            state = sweep_jobs.wait_for(entry, stop.is_set, poll, job)
+            if not sweep_jobs.ended(state):
+                if kind == "slurm":
+                    return JobRun(entry["job_id"], Path(entry["log"]), None, left=state)
+                sweep_jobs.cancel(entry)
+                deadline = time.time() + 30
+                state = sweep_jobs.wait_for(entry, lambda: time.time() > deadline, poll, job)
+        finally:
+            if slot is not None:
+                slots.put(slot)
+        record(point.run_name, None)
+        ok = results_path(sweep, point, root).exists()
+        return JobRun(entry["job_id"], Path(entry["log"]), 0 if ok else job_error(entry, state))
+
+    return execute
+
+
+def run_sweep(sweep: Sweep, jobs: int | None = 1, outputs_root: Path | None = None, execute: Execute | None = None,
+              echo: Callable[[str], None] = print, executor: str = "subprocess",
+              resources: dict[str, Any] | None = None, wait: bool = True,
+              poll_s: float | None = None) -> list[dict[str, Any]]:
     """Run every point of the sweep that has no results.json yet, ``jobs`` at a time; return one
-    row per point (run_name, grid, status, seconds, error, log, failed_dir, run_dir).
+    row per point (run_name, grid, status, seconds, error, log, failed_dir, run_dir, job_id).
 
     status: ``done earlier`` (skipped), ``done``, ``failed`` (error and log recorded, the sweep
-    goes on) or ``interrupted``. ``status.json`` under :func:`sweep_dir` is rewritten after every
-    point. On Ctrl-C the running points are stopped, the status written, KeyboardInterrupt raised.
+    goes on), ``interrupted``, or ``submitted`` (a Slurm job left queued or running: Ctrl-C or
+    ``wait=False``). ``status.json`` under :func:`sweep_dir` is rewritten after every point. On
+    Ctrl-C the running points are stopped (Slurm jobs are left to run), the status written,
+    KeyboardInterrupt raised. ``executor``: ``subprocess`` (a child process per point, the
+    default), ``local`` or ``slurm`` (one submitit job per point, :func:`job_executor`, with
+    ``resources`` over the sweep file's; ``jobs`` defaults to 1, for Slurm to every point).
     """
+    sweep_jobs.check_executor(executor)
+    resources = sweep_jobs.check_resources({**sweep.resources, **(resources or {})})
+    jobs = jobs if jobs is not None else (len(sweep.points) if executor == "slurm" else 1)
     if jobs < 1:
         raise SweepError(f"jobs={jobs} must be at least 1")
     root = outputs_root or paths.OUTPUTS
@@ -340,17 +483,53 @@ def run_sweep(sweep: Sweep, jobs: int = 1, outputs_root: Path | None = None, exe
     folder = sweep_dir(sweep, root)
     writable_folder(folder / "logs")  # one clear error, not a traceback per point
     writable_folder(root / sweep.notebook)
+    with sweep_lock(sweep, folder):
+        if execute is None and executor != "subprocess":
+            sweep_jobs.preflight(executor, resources, jobs)
+        previous = reconcile_jobs(sweep, root, executor)  # jobs that ended: errors recorded, points rerun
+        return _run_points(sweep, jobs, root, execute, echo, executor, resources, wait, poll_s, states, previous)
+
+
+def sweep_lock(sweep: Sweep, folder: Path) -> Any:
+    """An exclusive lock on ``outputs/sweeps/<sweep>/.lock`` for one call (two calls of one sweep
+    at once would run or submit a point twice); a second call fails with a clear error."""
+    import contextlib
+    import fcntl
+
+    @contextlib.contextmanager
+    def held():
+        with open(folder / ".lock", "a+") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise SweepError(f"another call of sweep {sweep.name!r} is running (it holds {folder / '.lock'}); "
+                                 "wait for it, or see its points with --list") from None
+            yield
+    return held()
+
+
+def _run_points(sweep: Sweep, jobs: int, root: Path, execute: Execute | None, echo: Callable[[str], None],
+                executor: str, resources: dict[str, Any], wait: bool, poll_s: float | None, states: list[str],
+                previous: dict[str, str]) -> list[dict[str, Any]]:
+    """The body of :func:`run_sweep` once the checks passed and the sweep's lock is held."""
+    folder = sweep_dir(sweep, root)
     running: dict[int, subprocess.Popen] = {}
-    execute = execute or subprocess_executor(sweep, root, running, jobs)
     total, width = len(sweep.points), len(str(len(sweep.points)))
     rows = [{"run_name": p.run_name, "grid": p.grid, "status": "pending", "seconds": None, "error": None,
-             "log": None, "failed_dir": None, "run_dir": str(run_path(sweep.notebook, p.run_name, root))}
+             "log": None, "failed_dir": None, "run_dir": str(run_path(sweep.notebook, p.run_name, root)),
+             "job_id": None, "previous_error": previous.get(p.run_name)}
             for p in sweep.points]
     lock, stop = threading.Lock(), threading.Event()
+    index = {p.run_name: i for i, p in enumerate(sweep.points)}
 
     def say(i: int, word: str, text: str) -> None:
         with lock:
             echo(f"[{i + 1:>{width}}/{total}] {word:<11} {sweep.points[i].run_name}{'  ' + text if text else ''}")
+
+    if execute is None and executor != "subprocess":
+        execute = job_executor(sweep, root, executor, resources, stop, lambda p, t: say(index[p.run_name], "job", t),
+                               jobs, wait, poll_s)
+    execute = execute or subprocess_executor(sweep, root, running, jobs)
 
     def save() -> None:
         write_json_atomic(folder / "status.json", {
@@ -368,6 +547,13 @@ def run_sweep(sweep: Sweep, jobs: int = 1, outputs_root: Path | None = None, exe
         code, interrupted = None, False
         try:
             code = execute(point, log)
+            if isinstance(code, JobRun):
+                row.update(job_id=code.job_id, log=str(code.log))
+                log, left, code = code.log, code.left, code.code
+                if left is not None:
+                    row.update(status="submitted", job_state=left)
+                    say(i, "submitted", f"{executor} job {row['job_id']} {left}; the next call follows it")
+                    return
         except KeyboardInterrupt:
             interrupted = True
             stop.set()
@@ -390,6 +576,9 @@ def run_sweep(sweep: Sweep, jobs: int = 1, outputs_root: Path | None = None, exe
 
     todo = []
     for i, state in enumerate(states):
+        if rows[i]["previous_error"]:
+            states[i] = "failed"
+            say(i, "FAILED", f"earlier: {rows[i]['previous_error']}")
         if state == "done":
             rows[i]["status"] = "done earlier"
             say(i, "skipped", "(results.json exists)")
@@ -413,9 +602,11 @@ def run_sweep(sweep: Sweep, jobs: int = 1, outputs_root: Path | None = None, exe
         if row["status"] in ("pending", "running") and stop.is_set():
             row["status"] = "interrupted"
     save()
-    counts = {s: sum(r["status"] == s for r in rows) for s in ("done", "done earlier", "failed", "interrupted")}
+    counts = {s: sum(r["status"] == s for r in rows)
+              for s in ("done", "done earlier", "failed", "interrupted", "submitted")}
     echo(f"sweep {sweep.name}: {counts['done']} ran, {counts['done earlier']} done earlier, {counts['failed']} failed"
          + (f", {counts['interrupted']} interrupted" if counts["interrupted"] else "")
+         + (f", {counts['submitted']} submitted (queued or running)" if counts["submitted"] else "")
          + f" ({time.perf_counter() - wall:.0f} s); status: {folder / 'status.json'}")
     if stop.is_set():
         raise KeyboardInterrupt
@@ -459,13 +650,33 @@ def run_point(notebook: str, overrides: dict[str, Any], outputs_root: Path | Non
     return 0
 
 
+def job_main(notebook: str, overrides: dict[str, Any], outputs_root: str, log: str, env: dict[str, str]) -> int:
+    """What a job runs: the point (``sweep.run_point``, as the subprocess executor's child does)
+    with its stdout and stderr in the sweep's log file; returns the point's exit code."""
+    os.environ.update(env)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with open(log, "a") as fh:
+        os.dup2(fh.fileno(), 1)
+        os.dup2(fh.fileno(), 2)
+    return run_point(notebook, overrides, Path(outputs_root))
+
+
 def describe(sweep: Sweep, outputs_root: Path | None = None) -> str:
-    """The points of a sweep with their state (the ``--list`` output)."""
+    """The points of a sweep with their state (the ``--list`` output): done, failed, missing, or
+    for a point with a job in jobs.json, queued / running / ended (its job id and state)."""
     states = point_states(sweep, outputs_root)
+    registry = sweep_jobs.read_jobs(sweep_dir(sweep, outputs_root))
     lines = [f"{sweep.name}: notebook {sweep.notebook}, {len(sweep.points)} points"
              + (f", paper {sweep.paper}" if sweep.paper else "") + (f"; {sweep.description}" if sweep.description else ""),
              f"fixed: {sweep.fixed}"]
-    lines += [f"  {s:<8} {p.run_name}" for p, s in zip(sweep.points, states)]
+    for point, state in zip(sweep.points, states):
+        entry, job = registry.get(point.run_name), ""
+        if entry is not None and state != "done":
+            now = sweep_jobs.job_state(entry)
+            state = ("ended" if sweep_jobs.ended(now) else "queued" if now == "PENDING" else "running")
+            job = f"  ({entry['executor']} job {entry['job_id']} {now}, log {entry['log']})"
+        lines.append(f"  {state:<8} {point.run_name}{job}")
     return "\n".join(lines)
 
 
@@ -477,21 +688,41 @@ def main(argv: list[str] | None = None) -> int:
         return run_point(argv[1], json.loads(argv[2]), root)
     parser = argparse.ArgumentParser(prog="python -m arrank.workbook.sweep", description=__doc__.split("\n")[0])
     parser.add_argument("sweep", help="the sweep file, e.g. sweeps/table1_wordnet_quick.yaml")
-    parser.add_argument("--jobs", type=int, default=1, help="points run at once, each in its own process (default 1)")
-    parser.add_argument("--list", action="store_true", help="check the file and list its points; run nothing")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="points run at once (default 1; with --executor slurm, every point is submitted at once)")
+    parser.add_argument("--list", action="store_true", help="check the file and list its points and jobs; run nothing")
     parser.add_argument("--outputs-root", type=Path, default=None, help="outputs folder (default: outputs/)")
+    parser.add_argument("--executor", default="subprocess", choices=sweep_jobs.EXECUTORS,
+                        help="subprocess: a child process per point (default); local: one submitit job per point "
+                             "on this machine; slurm: one Slurm job per point through submitit")
+    group = parser.add_argument_group("job resources (--executor local|slurm; over the sweep file's 'resources')")
+    group.add_argument("--partition", help="Slurm partition")
+    group.add_argument("--gpus", type=int, dest="gpus_per_node", help="GPUs per point")
+    group.add_argument("--time", type=int, dest="timeout_min",
+                       help=f"time limit per point in minutes (default {sweep_jobs.DEFAULT_TIMEOUT_MIN})")
+    group.add_argument("--mem", type=int, dest="mem_gb", help="memory per point in GB")
+    group.add_argument("--cpus", type=int, dest="cpus_per_task", help="CPUs per point")
+    group.add_argument("--no-wait", action="store_true",
+                       help="slurm: submit the unfinished points and return; the next call (or --list) follows them")
     args = parser.parse_args(argv)
+    flags = {k: getattr(args, k) for k in sweep_jobs.RESOURCES if getattr(args, k) is not None}
     try:
+        if flags and args.executor == "subprocess":
+            raise SweepError(f"{sorted(flags)} are job resources: they need --executor local or slurm")
+        if args.no_wait and args.executor != "slurm":
+            raise SweepError("--no-wait needs --executor slurm (local jobs and processes end with this command)")
         sweep = load_sweep(args.sweep)
         if args.list:
             print(describe(sweep, args.outputs_root))
             return 0
-        rows = run_sweep(sweep, args.jobs, args.outputs_root)
-    except (SweepError, OutputsNotWritableError) as err:
+        rows = run_sweep(sweep, args.jobs, args.outputs_root, executor=args.executor, resources=flags,
+                         wait=not args.no_wait)
+    except (SweepError, sweep_jobs.JobError, OutputsNotWritableError) as err:
         print(error_lines(err), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted: finished points are kept; run the same command again to go on", file=sys.stderr)
+        print("interrupted: finished points are kept, Slurm jobs keep running; run the same command again to go on",
+              file=sys.stderr)
         return 130
     return 1 if any(r["status"] == "failed" for r in rows) else 0
 

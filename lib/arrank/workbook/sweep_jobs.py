@@ -1,0 +1,232 @@
+"""Sweep points as jobs through ``submitit`` (the standard Python client for Slurm): one job per
+point, on a Slurm cluster (``--executor slurm``) or on this machine (``--executor local``,
+submitit's LocalExecutor, the same code path without a cluster).
+
+The sweep keeps its promises (``arrank.workbook.sweep``): each submitted job's id is written to
+``outputs/sweeps/<sweep>/jobs.json`` (next to ``status.json``) before anything waits on it, so a
+second call attaches to a queued or running job instead of submitting the point again; a job that
+ended without the point's ``results.json`` (failed, cancelled, timed out) is recorded with its
+error and the point runs again on the next call. A point's output goes to the sweep's log
+(``outputs/sweeps/<sweep>/logs/<run_name>.<time>.log``); submitit's own files (the pickled call,
+its result, the job's stderr before the log opens) are under ``outputs/sweeps/<sweep>/jobs/``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable
+
+from arrank.workbook.outputs import write_json_atomic
+
+EXECUTORS = ("subprocess", "local", "slurm")
+RESOURCES = {"partition": str, "gpus_per_node": int, "timeout_min": int, "mem_gb": int, "cpus_per_task": int}
+DEFAULT_TIMEOUT_MIN = 24 * 60  # submitit's own default (5 min on Slurm) would kill a training point
+ENDED = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADLINE",
+         "PREEMPTED", "REVOKED", "SPECIAL_EXIT", "FINISHED", "INTERRUPTED", "GONE"}
+
+
+class JobError(ValueError):
+    """An executor or resource request that cannot be honoured here; raised before any submission."""
+
+
+def check_executor(kind: str) -> str:
+    """The executor name, or a JobError naming the allowed ones."""
+    if kind not in EXECUTORS:
+        raise JobError(f"executor={kind!r} is not known; choose one of {list(EXECUTORS)}")
+    return kind
+
+
+def check_resources(resources: Any, where: str = "resources") -> dict[str, Any]:
+    """A resources mapping (sweep file key ``resources`` or the command-line flags) checked:
+    known keys only, a partition name, positive integers (gpus_per_node may be 0)."""
+    if resources is None:
+        return {}
+    if not isinstance(resources, dict):
+        raise JobError(f"{where} must be a mapping of {sorted(RESOURCES)}, got {resources!r}")
+    unknown = sorted(set(resources) - set(RESOURCES))
+    if unknown:
+        raise JobError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(RESOURCES)}")
+    for key, value in resources.items():
+        if RESOURCES[key] is str:
+            if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9_.,-]+", value):
+                raise JobError(f"{where}.{key}={value!r} must be a Slurm partition name (letters, digits, _.,-)")
+        elif isinstance(value, bool) or not isinstance(value, int) or value < (0 if key == "gpus_per_node" else 1):
+            low = 0 if key == "gpus_per_node" else 1
+            raise JobError(f"{where}.{key}={value!r} must be an integer >= {low}")
+    return dict(resources)
+
+
+def _run(cmd: list[str]) -> str:
+    """A Slurm/NVIDIA query's stdout ('' when the program is not on this machine)."""
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
+    except FileNotFoundError:
+        return ""
+
+
+def partition_gpus(partition: str | None) -> dict[str, int]:
+    """{partition: the most GPUs one node of it has} from ``sinfo`` (its GRES column, e.g.
+    ``gpu:4`` or ``gpu:a100:8(S:0-1)``); only the named partition when one is given."""
+    found: dict[str, int] = {}
+    for line in _run(["sinfo", "-h", "-o", "%P|%G"]).splitlines():
+        name, _, gres = line.partition("|")
+        name = name.rstrip("*")
+        gpus = sum(int(n) for n in re.findall(r"gpu(?::[^:,(]+)?:(\d+)", gres))
+        found[name] = max(found.get(name, 0), gpus)
+    return found if partition is None or partition not in found else {partition: found[partition]}
+
+
+def machine_gpus() -> int:
+    """GPUs this machine has (``nvidia-smi -L``; 0 without it)."""
+    if shutil.which("nvidia-smi") is None:
+        return 0
+    return sum(line.startswith("GPU ") for line in _run(["nvidia-smi", "-L"]).splitlines())
+
+
+def gpu_groups(total: int, per_point: int) -> list[str]:
+    """The CUDA_VISIBLE_DEVICES value of each point slot on a box with ``total`` GPUs when a point
+    takes ``per_point`` of them: disjoint groups, ``total // per_point`` slots (8 GPUs, 2 a point:
+    '0,1', '2,3', '4,5', '6,7')."""
+    if per_point < 1:
+        return []
+    return [",".join(str(g) for g in range(i * per_point, (i + 1) * per_point)) for i in range(total // per_point)]
+
+
+def preflight(kind: str, resources: dict[str, Any], jobs: int = 1) -> None:
+    """Refuse, before anything is submitted, what this executor cannot give: Slurm without
+    ``sbatch``, an unknown partition, more GPUs per node than the partition has, or locally more
+    GPUs than the box has for ``jobs`` points at once (each point gets its own GPUs)."""
+    check_executor(kind)
+    gpus = resources.get("gpus_per_node", 0)
+    if kind == "slurm":
+        if shutil.which("sbatch") is None:
+            raise JobError("executor='slurm' needs Slurm's sbatch on PATH, and it is not there: run the sweep on "
+                           "the cluster's login node, or use --executor local (this machine) or subprocess")
+        found = partition_gpus(resources.get("partition"))
+        part = resources.get("partition")
+        if part is not None and part not in found:
+            raise JobError(f"partition={part!r} is not a partition of this cluster; sinfo lists {sorted(found)}")
+        most = max(found.values(), default=0)
+        if gpus > most:
+            raise JobError(f"gpus_per_node={gpus} cannot be given: the most GPUs one node of "
+                           f"{'partition ' + repr(part) if part else 'this cluster'} has is {most} (sinfo GRES); "
+                           "ask for fewer, or name a GPU partition")
+    elif kind == "local" and gpus > 0 and gpus * jobs > machine_gpus():
+        have = machine_gpus()
+        if gpus > have:
+            raise JobError(f"gpus_per_node={gpus} cannot be given: this machine has {have} GPU(s)")
+        raise JobError(f"jobs={jobs} points at once with gpus_per_node={gpus} each need {gpus * jobs} GPUs; this "
+                       f"machine has {have}: use --jobs {have // gpus} or fewer")
+
+
+def make_executor(kind: str, folder: Path, resources: dict[str, Any]) -> Any:
+    """A submitit executor for one job per point (one task, one node) with the sweep's resources."""
+    import submitit
+
+    executor = submitit.AutoExecutor(folder=folder, cluster=kind)
+    params: dict[str, Any] = {"timeout_min": resources.get("timeout_min", DEFAULT_TIMEOUT_MIN), "nodes": 1,
+                              "tasks_per_node": 1}
+    for key in ("gpus_per_node", "mem_gb", "cpus_per_task"):
+        if key in resources:
+            params[key] = resources[key]
+    if kind == "slurm" and "partition" in resources:
+        params["slurm_partition"] = resources["partition"]
+    executor.update_parameters(**params)
+    return executor
+
+
+# --- the job registry: outputs/sweeps/<sweep>/jobs.json ----------------------------------------
+
+def jobs_path(folder: Path) -> Path:
+    """``jobs.json`` next to ``status.json``: {run_name: {job_id, executor, log, folder, submitted}}."""
+    return folder / "jobs.json"
+
+
+def read_jobs(folder: Path) -> dict[str, dict[str, Any]]:
+    """The jobs this sweep submitted and has not seen end (empty when there is no file)."""
+    import json
+
+    path = jobs_path(folder)
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def write_jobs(folder: Path, jobs: dict[str, dict[str, Any]]) -> None:
+    """Rewrite ``jobs.json`` atomically (an interrupted write leaves the previous file)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(jobs_path(folder), jobs)
+
+
+def _local_state(pid: str) -> str:
+    """A local job from its controller's process id: RUNNING while it lives (a zombie has ended)."""
+    try:
+        fields = Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, ValueError, IndexError):
+        return "GONE"
+    return "GONE" if fields[0] in ("Z", "X") else "RUNNING"
+
+
+def _slurm_state(job_id: str) -> str:
+    """A Slurm job's state: ``scontrol show job`` (queued, running, and ended within MinJobAge),
+    else ``sacct`` (clusters with accounting), else GONE; UNKNOWN where Slurm is not installed."""
+    if shutil.which("scontrol") is None:
+        return "UNKNOWN"  # not on the cluster: never taken as ended, so never submitted twice
+    out = _run(["scontrol", "-o", "show", "job", job_id])
+    match = re.search(r"\bJobState=(\S+)", out)
+    if match:
+        return match.group(1)
+    out = _run(["sacct", "-n", "-X", "-P", "-o", "State", "-j", job_id]).strip()
+    return out.split()[0] if out else "GONE"
+
+
+def job_state(entry: dict[str, Any]) -> str:
+    """The state of a recorded job: a Slurm state word (PENDING, RUNNING, COMPLETED, CANCELLED...),
+    or for local jobs RUNNING / GONE."""
+    return _slurm_state(entry["job_id"]) if entry["executor"] == "slurm" else _local_state(entry["job_id"])
+
+
+def ended(state: str) -> bool:
+    """Whether a job in this state will do nothing more."""
+    return state in ENDED
+
+
+def cancel(entry: dict[str, Any]) -> None:
+    """Interrupt a job (scancel; SIGINT to a local job's controller) so it stops as Ctrl-C would."""
+    if entry["executor"] == "slurm":
+        subprocess.run(["scancel", entry["job_id"]], capture_output=True, timeout=60)
+    else:
+        import signal
+
+        try:
+            os.kill(int(entry["job_id"]), signal.SIGINT)
+        except ProcessLookupError:
+            pass
+
+
+def wait_for(entry: dict[str, Any], stop: Callable[[], bool], poll_s: float, job: Any = None) -> str:
+    """Poll a job until it ends (its final state) or ``stop()`` is true (its state then). A local
+    job submitted by this process is polled through its submitit handle (no zombie is left)."""
+    while True:
+        if job is not None and entry["executor"] == "local":
+            state = "GONE" if job.done() else "RUNNING"
+        else:
+            state = job_state(entry)
+        if ended(state) or stop():
+            return state
+        time.sleep(poll_s)
+
+
+def submit(executor: Any, kind: str, main: Callable[..., int], notebook: str, overrides: dict[str, Any],
+           outputs_root: Path, log: Path, env: dict[str, str]) -> tuple[Any, dict[str, Any]]:
+    """Submit one point as one job running ``main`` (``sweep.job_main``); return submitit's handle
+    and the registry entry."""
+    job = executor.submit(main, notebook, overrides, str(outputs_root), str(log), env)
+    entry = {"job_id": str(job.job_id), "executor": kind, "log": str(log), "folder": str(executor.folder),
+             "submitted": datetime.now().isoformat(timespec="seconds")}
+    return job, entry
