@@ -242,14 +242,33 @@ def error_lines(message: str, prefix: str = "error: ") -> str:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The command line; ``--help`` prints the usage, and with a notebook its parameters
+    (``arrank.workbook.param_help``), then exits 0."""
     parser = argparse.ArgumentParser(
-        prog="python -m arrank.workbook.run",
-        description="Execute a workbook notebook with papermill into outputs/<stem>/<run_name>/.")
-    parser.add_argument("notebook", help="stem (01_de_capacity), number (01) or path of the notebook")
+        prog="python -m arrank.workbook.run", add_help=False,
+        description="Execute a workbook notebook with papermill into outputs/<stem>/<run_name>/.",
+        epilog="`python -m arrank.workbook.run NOTEBOOK --help` lists the notebook's parameters with their "
+               "defaults per profile, allowed values and meaning; notebooks: "
+               + ", ".join(sorted(p.stem for p in paths.NOTEBOOKS.glob("[0-9]*.py"))))
+    parser.add_argument("notebook", nargs="?", help="stem (01_de_capacity), number (01) or path of the notebook")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                         metavar=("NAME", "VALUE"), help="set a parameter (repeatable)")
     parser.add_argument("--no-progress", action="store_true", help="no papermill progress bar")
-    return parser.parse_args(argv)
+    parser.add_argument("-h", "--help", action="store_true", help="show this help (and the notebook's parameters)")
+    args = parser.parse_args(argv)
+    if args.help:
+        print(parser.format_help())
+        if args.notebook:
+            from arrank.workbook.param_help import describe_parameters
+
+            try:
+                print(describe_parameters(args.notebook))
+            except ParamError as err:
+                parser.error(str(err))
+        raise SystemExit(0)
+    if args.notebook is None:
+        parser.error("the notebook is required (a stem, a number or a path); --help lists them")
+    return args
 
 
 def interrupt_on_sigterm() -> Any:
