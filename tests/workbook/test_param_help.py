@@ -32,7 +32,7 @@ def test_05_help_lists_profiles_allowed_values_and_meanings(capsys):
 
 @pytest.mark.parametrize("stem", STEMS)
 def test_every_parameter_has_a_meaning_and_allowed_values(stem):
-    text = param_help.describe_parameters(stem)
+    text = run.parameters_help(stem)
     spec = params.spec_for(stem)
     source = run.find_notebook(stem)
     defaults = run.parameters_cell(run.read_notebook(source), source)

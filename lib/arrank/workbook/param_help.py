@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import io
 import tokenize
-from pathlib import Path
 from typing import Any
 
 from arrank.workbook import params
-from arrank.workbook.run import find_notebook, parameters_cell, read_notebook
 
 
 def parameter_comments(cell_source: str) -> dict[str, str]:
@@ -45,18 +43,14 @@ def profile_defaults(stem: str, name: str, default: Any) -> dict[str, Any]:
     return {p: profiles[p][name] for p in params.profiles_of(stem) if name in profiles.get(p, {})}
 
 
-def describe_parameters(notebook: str | Path) -> str:
-    """The parameter help of one notebook, as printed by ``run NOTEBOOK --help``."""
-    source = find_notebook(notebook)
-    nb = read_notebook(source)
-    defaults = parameters_cell(nb, source)
-    cell = next(c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", []))
-    meanings = parameter_comments(cell.source)
-    spec = params.spec_for(source.stem)
-    lines = [f"parameters of {source.stem} (set with -p NAME VALUE; profiles: "
-             f"{', '.join(params.profiles_of(source.stem))}):", ""]
+def describe_parameters(stem: str, cell_source: str, defaults: dict[str, Any]) -> str:
+    """The parameter help of notebook ``stem``, from its parameters cell (``cell_source``, and
+    the ``defaults`` the runner parsed from it), as ``run NOTEBOOK --help`` prints it."""
+    meanings = parameter_comments(cell_source)
+    spec = params.spec_for(stem)
+    lines = [f"parameters of {stem} (set with -p NAME VALUE; profiles: {', '.join(params.profiles_of(stem))}):", ""]
     for name, default in defaults.items():
-        per_profile = profile_defaults(source.stem, name, default)
+        per_profile = profile_defaults(stem, name, default)
         by_profile = "  (" + " | ".join(f"{p}: {v!r}" for p, v in per_profile.items()) + ")" if per_profile else ""
         lines.append(f"  {name} = {default!r}{by_profile}")
         if meanings.get(name):

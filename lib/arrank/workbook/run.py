@@ -1,6 +1,6 @@
 """Run a workbook notebook with papermill: ``python -m arrank.workbook.run NOTEBOOK -p name value ...``.
 
-What it does (DESIGN.md, "Contracts" and "Known pitfalls"):
+What it does (docs/design.md, "Contracts" and "Known pitfalls"):
 1. reads ``notebooks/<stem>.py`` (the jupytext source) and its ``parameters`` cell;
 2. refuses unknown parameter names and bad values before any kernel starts (``arrank.workbook.params``);
 3. refuses a run directory ``outputs/<stem>/<run_name>/`` that exists: runs are never overwritten;
@@ -30,6 +30,7 @@ from arrank.workbook import paths
 from arrank.workbook.outputs import (RUN_DIR_ENV, OutputsNotWritableError, RunExistsError, check_resume,
                                      checkpoints_dir, claim_run, failed_path, release_run, resolve_run_name,
                                      run_path, tidy_abandoned, tidy_partials)
+from arrank.workbook.param_help import describe_parameters
 from arrank.workbook.params import ParamError, resolve_profile, validate
 
 KERNEL = "python3"  # the kernel of the interpreter that runs this module (the project's venv)
@@ -84,6 +85,15 @@ def parameters_cell(nb: Any, source: Path) -> dict[str, Any]:
         except ValueError:
             raise ParamError(f"{source.name}: parameter {node.targets[0].id} is not a plain literal") from None
     return defaults
+
+
+def parameters_help(notebook: str | Path) -> str:
+    """What ``run NOTEBOOK --help`` prints about the notebook's parameters (``param_help``)."""
+    source = find_notebook(notebook)
+    nb = read_notebook(source)
+    defaults = parameters_cell(nb, source)  # refuses a notebook without exactly one parameters cell
+    cell = next(c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", []))
+    return describe_parameters(source.stem, cell.source, defaults)
 
 
 def coerce(name: str, raw: Any, default: Any) -> Any:
@@ -259,10 +269,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if args.help:
         print(parser.format_help())
         if args.notebook:
-            from arrank.workbook.param_help import describe_parameters
-
             try:
-                print(describe_parameters(args.notebook))
+                print(parameters_help(args.notebook))
             except ParamError as err:
                 parser.error(str(err))
         raise SystemExit(0)
