@@ -1,6 +1,6 @@
 """Notebook parameters: what each notebook accepts, what values are allowed, and profile defaults.
 
-Contract (DESIGN.md): the first code cell of a notebook is tagged ``parameters`` and holds plain
+Contract (docs/design.md): the first code cell of a notebook is tagged ``parameters`` and holds plain
 literals, including ``profile`` ("quick" | "paper"), ``seed`` and ``run_name``. Right after it the
 notebook calls ``check_params(stem, globals())``, which validates every value and fills each
 parameter left at ``None`` from the notebook's profile. The runner (``arrank.workbook.run``) uses the same
