@@ -1,11 +1,14 @@
-# The workbook's entry points. Each target creates/refreshes the local virtual environment (.venv),
-# installs the pinned dependencies, and sets up WordNet + Chromium, all idempotently: a second
-# run reuses what is there and takes seconds.
+# The workbook's entry points. Each target installs the pinned dependencies into the environment
+# (see VENV), sets up WordNet + Chromium + JupyterLab's settings, all idempotently: a second run
+# reuses what is there and takes seconds.
+#
+# The environment: an active virtual environment ($VIRTUAL_ENV) or conda environment other than
+# `base` ($CONDA_PREFIX, e.g. after `conda activate arrank`, the GPU route) is used as it is;
+# otherwise make creates and uses .venv. `make VENV=path ...` picks one explicitly.
 PYTHON ?= python3
-VENV   := .venv
+VENV   ?= $(or $(VIRTUAL_ENV),$(if $(filter-out base,$(CONDA_DEFAULT_ENV)),$(CONDA_PREFIX)),.venv)
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-NB_PY  := $(wildcard notebooks/[0-9]*.py)
 
 .PHONY: setup test workbook sweep lab sync clean-venv help
 
@@ -13,8 +16,9 @@ help:
 	@echo "make workbook   set up, then run every notebook in its quick profile (outputs/)"
 	@echo "make sweep SWEEP=sweeps/NAME.yaml [JOBS=N] [EXECUTOR=local|slurm]   run a sweep's unfinished points"
 	@echo "make test       set up, then run the tests"
-	@echo "make lab        set up, then start JupyterLab (notebooks/*.py open as notebooks)"
-	@echo "make sync       re-pair notebooks/*.py with their .ipynb (jupytext --sync)"
+	@echo "make lab        set up, then start JupyterLab (double-click notebooks/NN_name.py: it opens as a notebook)"
+	@echo "make sync       write the local notebooks/NN_name.ipynb from NN_name.py (not tracked by git)"
+	@echo "environment:    $(VENV)  (an active venv / conda env, else .venv; override: make VENV=path ...)"
 
 $(STAMP): requirements.txt requirements-models.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +29,7 @@ $(STAMP): requirements.txt requirements-models.txt pyproject.toml
 	$(PY) -c "import arrank, torch, papermill, jupytext" && touch $(STAMP)
 
 setup: $(STAMP)
+	@echo "environment: $(VENV) ($$($(PY) -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__, "cuda" if torch.cuda.is_available() else "cpu")'))"
 	$(PY) -m arrank.workbook.bootstrap
 
 test: setup
@@ -38,10 +43,10 @@ sweep: setup
 	$(PY) -m arrank.workbook.sweep $(SWEEP) $(if $(JOBS),--jobs $(JOBS),) $(if $(EXECUTOR),--executor $(EXECUTOR),) $(SWEEP_ARGS)
 
 lab: setup
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(if $(filter 0,$(shell id -u)),--allow-root,)
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(if $(filter 0,$(shell id -u)),--allow-root,) $(LAB_ARGS)
 
 sync: setup
-	$(VENV)/bin/jupytext --sync $(NB_PY)
+	$(PY) -m arrank.workbook.lab
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -75,7 +75,7 @@ print(f"model: {subject['source']}\ndata: {data}\n{len(held_out)} held-out queri
 # %% [markdown]
 # ## 2. Scores and the metrics of Tables 1-2
 # Random scores on the same queries are the floor: with few relevant docIDs per query R@k is
-# high by chance, and nDCG is squeezed near 1 (notes/cpu-feasibility.md).
+# high by chance, and nDCG is squeezed near 1 (docs/design.md).
 
 # %%
 with outputs.timed(timings, "score"):

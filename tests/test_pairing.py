@@ -1,33 +1,50 @@
-"""Every notebooks/*.py is paired with an output-free .ipynb holding the same cells."""
+"""notebooks/NN_name.py is the only tracked form of a notebook: what JupyterLab saves back into it
+is byte-identical to the committed file, and the .ipynb (with your outputs) never reaches git."""
 
+import subprocess
 from pathlib import Path
 
 import jupytext
-import nbformat
 import pytest
+from jupytext.config import load_jupytext_config
 
-from arrank.workbook import params, paths, run
+from arrank.workbook import lab, params, paths, run
 
 SOURCES = sorted(paths.NOTEBOOKS.glob("[0-9][0-9]_*.py"))
 
 
-def _cells(nb):
-    return [(c.cell_type, c.source.strip(), tuple(c.metadata.get("tags", []))) for c in nb.cells]
+def _git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(paths.ROOT), *args], capture_output=True, text=True)
+
+
+def _in_git_checkout() -> bool:
+    return _git("rev-parse", "--is-inside-work-tree").stdout.strip() == "true"
 
 
 def test_there_are_notebooks():
     assert [p.stem for p in SOURCES][:2] == ["01_de_capacity", "02_rank_condition"]
 
 
+@pytest.mark.skipif(not _in_git_checkout(), reason="not a git checkout")
+def test_no_ipynb_is_committed_or_would_be():
+    """The .ipynb of every notebook is ignored: not tracked, and `git add` would not take it."""
+    tracked = _git("ls-files", "--", "notebooks").stdout.split()
+    assert [t for t in tracked if t.endswith(".ipynb")] == []
+    assert sorted(Path(t).name for t in tracked if t.endswith(".py")) == sorted(p.name for p in SOURCES)
+    ipynbs = [str(p.with_suffix(".ipynb").relative_to(paths.ROOT)) for p in SOURCES]
+    ignored = _git("check-ignore", "--no-index", *ipynbs).stdout.split()
+    assert ignored == ipynbs
+
+
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
-def test_pair_in_sync_and_without_outputs(source: Path):
-    ipynb = source.with_suffix(".ipynb")
-    assert ipynb.exists(), f"{ipynb.name} missing: run `make sync`"
-    paired = nbformat.read(ipynb, as_version=4)
-    assert _cells(jupytext.read(source)) == _cells(paired), f"{source.name} and {ipynb.name} differ: run `make sync`"
-    for cell in paired.cells:
-        if cell.cell_type == "code":
-            assert cell.outputs == [] and cell.execution_count is None, f"{ipynb.name} has outputs"
+def test_saving_writes_the_same_py(source: Path):
+    """The jupytext contents manager saves a notebook as `writes(nb, config)`: for the committed
+    file that is the file itself, and its kernelspec is the one the python3 kernel reports, so
+    opening and saving in JupyterLab changes nothing git tracks."""
+    text = source.read_text()
+    nb = jupytext.reads(text, fmt="py:percent")
+    assert jupytext.writes(nb, fmt="py:percent", config=load_jupytext_config(str(source.parent))) == text
+    assert nb.metadata["kernelspec"] == lab.kernel_metadata()["kernelspec"]
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)

@@ -2,7 +2,7 @@
 
 docIDs are synset names such as ``even-toed_ungulate.n.01``. Everything here is deterministic:
 NLTK hands synsets back in orders that can depend on PYTHONHASHSEED (``hypernym_paths()`` flips
-between processes, notes/cpu-feasibility.md), so the hierarchy is read once into a dict of
+between processes, docs/design.md), so the hierarchy is read once into a dict of
 *sorted* parent names, paths are chosen by explicit rules, and every random draw is keyed by
 (seed, query name), never by processing order.
 

@@ -56,7 +56,7 @@ def evaluate_held_out(model, tokenizer, df: pd.DataFrame, limit: int | None = No
 
 def random_floor(df: pd.DataFrame, seed: int = 0, limit: int | None = None,
                  ks: tuple[int, ...] = metrics.WORDNET_KS) -> dict[str, Any]:
-    """The metrics of random scores on the same held-out queries (notes/cpu-feasibility.md:
+    """The metrics of random scores on the same held-out queries (docs/design.md:
     R@k has a high floor when n_q is small, and nDCG is squeezed near 1)."""
     queries = eval_queries(df, limit)
     rng = np.random.default_rng(seed)

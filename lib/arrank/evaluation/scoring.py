@@ -7,7 +7,7 @@ Token ids follow ``arrank.training.encoding``: an item is ``prompt_ids + docid_i
 with EOS. The paper's score averages over the docID's tokens T(d); whether the end-of-docID token
 counts is not said. Default here: ``include_eos=False``, i.e. the trailing EOS of each candidate is
 *not* scored (the mean runs over the docID's own tokens only); ``include_eos=True`` adds log p(EOS |
-q-bar, d) as one more term of the mean, which tells "cat" from "cats" (notes/cpu-feasibility.md).
+q-bar, d) as one more term of the mean, which tells "cat" from "cats" (docs/design.md).
 
 Two equivalent ways to compute it (same scores to ~1e-6 in float32):
 

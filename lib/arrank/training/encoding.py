@@ -5,7 +5,7 @@ turn followed by the generation prompt when the tokenizer has a template, else a
 A docID is encoded alone (no special tokens) and followed by EOS: docIDs are token sequences that
 end with EOS (section 4.2), so "cat" and "cats" stay distinct. The item is the concatenation of
 the two id lists, in training and in scoring alike, so the docID's tokens are the same wherever
-it appears after a prompt (notes/cpu-feasibility.md, "Pitfalls met").
+it appears after a prompt (docs/design.md, "Known pitfalls").
 """
 
 from __future__ import annotations

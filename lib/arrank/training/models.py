@@ -15,7 +15,7 @@ def build_tiny_model(vocab_size: int, hidden: int = 128, layers: int = 4, heads:
                      intermediate: int = 384, seed: int = 0, tokenizer=None):
     """A random-initialised Llama-architecture causal LM (transformers), seeded.
 
-    Defaults are the CPU-feasible size of notes/cpu-feasibility.md (4 layers, hidden 128).
+    Defaults are the CPU-feasible size of docs/design.md (4 layers, hidden 128).
     When a tokenizer is given its pad/bos/eos ids go into the config.
     """
     import torch

@@ -1,7 +1,7 @@
-"""BPE tokenizers trained on the task's own text (the ``tiny`` model of DESIGN.md, "Models").
+"""BPE tokenizers trained on the task's own text (the ``tiny`` model of docs/design.md, "Contracts").
 
 A whitespace pre-tokenizer keeps each docID (``even-toed_ungulate.n.01``, ``25,36,39``) one
-pre-token, so a docID is tokenized the same alone and inside a prompt (notes/cpu-feasibility.md).
+pre-token, so a docID is tokenized the same alone and inside a prompt (docs/design.md).
 """
 
 from __future__ import annotations

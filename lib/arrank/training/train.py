@@ -12,7 +12,7 @@ Item sampling (a documented choice the paper leaves open): ``sampling="uniform"`
 uniformly and weights each loss by lambda(r), as eq. 2 reads; ``sampling="weighted"`` draws items
 with probability proportional to lambda(r) and weights them 1. Both have the same expected
 gradient up to a constant factor; the weighted one wastes fewer steps on items whose weight is
-tiny (1/r^alpha), which matters at a CPU budget (notes/cpu-feasibility.md).
+tiny (1/r^alpha), which matters at a CPU budget (docs/design.md).
 
 Packing (``packing``, ``arrank.training.packing``): ``"per_query"`` trains every item of a query in one
 sequence [prompt][d_1]...[d_k] behind a block mask, so the prompt is processed once per query

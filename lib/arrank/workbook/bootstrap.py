@@ -1,5 +1,6 @@
-"""Machine set-up that pip cannot do: WordNet 3.0 for NLTK, a Chromium for PNG figures, and a
-check of the offline pretrained models (the GGUF files of ``arrank.workbook.named_models``).
+"""Machine set-up that pip cannot do: WordNet 3.0 for NLTK, a Chromium for PNG figures, a
+check of the offline pretrained models (the GGUF files of ``arrank.workbook.named_models``), and
+JupyterLab's settings plus the local ``.ipynb`` of every notebook (``arrank.workbook.lab``).
 
 ``python -m arrank.workbook.bootstrap`` is called by ``make test`` and ``make workbook`` after the virtual
 environment is installed. It is idempotent: when both are present it returns in well under a second.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from arrank.workbook.lab import install_lab_settings, pair_notebooks
 from arrank.workbook.outputs import png_backend
 from arrank.workbook.wordnet_setup import AptUnavailableError, WordNetMissingError, apt_install, ensure_wordnet
 
@@ -50,14 +52,17 @@ def check_gguf_models(verbose: bool = True) -> bool:
 
 
 def main() -> int:
-    """Set up WordNet (required), Chromium (optional) and check the offline pretrained models
-    (required: make setup installs them); exit 1 with instructions on failure."""
+    """Set up WordNet (required), Chromium (optional), JupyterLab's settings and the notebooks'
+    ``.ipynb``, and check the offline pretrained models (required: make setup installs them);
+    exit 1 with instructions on failure."""
     try:
         ensure_wordnet()
     except WordNetMissingError as err:
         print(err, file=sys.stderr)
         return 1
     ensure_chromium()
+    print(f"JupyterLab: .py notebooks open as notebooks ({install_lab_settings()}); "
+          f"{len(pair_notebooks())} .ipynb written from their .py")
     return 0 if check_gguf_models() else 1
 
 

@@ -1,4 +1,4 @@
-"""Run directories and what a run writes into them (DESIGN.md, "Outputs").
+"""Run directories and what a run writes into them (docs/design.md, "Contracts").
 
 A run writes to ``outputs/<notebook-stem>/<run_name>/``: the executed notebook (written by the
 runner), ``results.json`` = {"notebook", "params", "metrics", "timings", "env"}, figures as ``.html``

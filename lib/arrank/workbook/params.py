@@ -1,13 +1,14 @@
 """Notebook parameters: what each notebook accepts, what values are allowed, and profile defaults.
 
-Contract (DESIGN.md): the first code cell of a notebook is tagged ``parameters`` and holds plain
+Contract (docs/design.md): the first code cell of a notebook is tagged ``parameters`` and holds plain
 literals, including ``profile`` ("quick" | "paper"), ``seed`` and ``run_name``. Right after it the
 notebook calls ``check_params(stem, globals())``, which validates every value and fills each
 parameter left at ``None`` from the notebook's profile. The runner (``arrank.workbook.run``) uses the same
 specs to refuse unknown names and bad values before a kernel is even started.
 
 A spec maps a parameter name to a validator: a function ``(name, value) -> value`` that returns the
-(possibly normalised) value or raises ``ParamError`` naming the bad value and what is allowed.
+(possibly normalised) value or raises ``ParamError`` naming the bad value and what is allowed; its
+``allowed`` attribute says the same in words (``allowed_text``; ``run NOTEBOOK --help`` prints it).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def choice(*allowed: Any) -> Validator:
             raise ParamError(f"{name}={value!r} is not allowed; choose one of {list(allowed)}")
         return value
 
+    check.allowed = "one of " + ", ".join(repr(a) for a in allowed)
     return check
 
 
@@ -45,6 +47,7 @@ def integer(lo: int | None = None, hi: int | None = None, optional: bool = False
             raise ParamError(f"{name}={value!r} is out of range: allowed{_range_text(lo, hi)}")
         return value
 
+    check.allowed = f"an integer{_range_text(lo, hi)}" + (", or None (from the profile)" if optional else "")
     return check
 
 
@@ -60,6 +63,7 @@ def number(lo: float | None = None, hi: float | None = None, optional: bool = Fa
             raise ParamError(f"{name}={value!r} is out of range: allowed{_range_text(lo, hi)}")
         return float(value)
 
+    check.allowed = f"a number{_range_text(lo, hi)}" + (", or None (from the profile)" if optional else "")
     return check
 
 
@@ -85,6 +89,7 @@ def text(pattern: str | None = None, what: str = "a string", optional: bool = Fa
             raise ParamError(f"{name}={value!r} must be {what}")
         return value
 
+    check.allowed = what + (", or None (from the profile)" if optional else "")
     return check
 
 
@@ -109,6 +114,8 @@ def number_list(lo: float | None = None, integers: bool = False) -> Validator:
             out.append(x if integers else float(x))
         return out
 
+    check.allowed = (f"a non-empty list of {'integers' if integers else 'numbers'}{_range_text(lo, None)}, "
+                     "e.g. [4, 8] or '4,8'")
     return check
 
 
@@ -147,6 +154,22 @@ def model_name(name: str, value: Any) -> Any:
 def optional_model_name(name: str, value: Any) -> Any:
     """Validator: ``''`` (no model) or what :func:`model_name` accepts."""
     return value if value == "" else model_name(name, value)
+
+
+def _model_names_text() -> str:
+    from arrank.workbook.named_models import known_names
+
+    return f"a named model ({', '.join(known_names())}), a hub id (owner/name), a local model folder or a .gguf file"
+
+
+model_name.allowed = lambda: "None (from the profile), " + _model_names_text()
+optional_model_name.allowed = lambda: "'' (no model) or " + _model_names_text()
+
+
+def allowed_text(validator: Validator) -> str:
+    """What a validator accepts, in words (its ``allowed`` attribute, a text or a function giving one)."""
+    allowed = getattr(validator, "allowed", "see the notebook's parameters cell")
+    return allowed() if callable(allowed) else allowed
 
 
 SPECS_SUBTREE = text(r"[a-z0-9_.'-]+\.n\.\d\d", "'' (all nouns) or a noun synset name such as 'animal.n.01'",

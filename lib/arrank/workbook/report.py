@@ -139,7 +139,7 @@ def collect(sweep: Sweep, outputs_root: Path | None = None) -> pd.DataFrame:
 
 def random_floor(sweep: Sweep, frame: pd.DataFrame, outputs_root: Path | None = None) -> dict[str, float] | None:
     """The random-scores row of the first finished run's ``metrics.csv`` (notebook 05 writes it):
-    the floor every row should be read against (notes/cpu-feasibility.md). None if there is none."""
+    the floor every row should be read against (docs/design.md). None if there is none."""
     for run_name in frame.loc[frame["state"] == "done", "run_name"]:
         table = run_path(sweep.notebook, run_name, outputs_root) / "metrics.csv"
         if table.exists():

@@ -1,6 +1,6 @@
 """Run a workbook notebook with papermill: ``python -m arrank.workbook.run NOTEBOOK -p name value ...``.
 
-What it does (DESIGN.md, "Contracts" and "Known pitfalls"):
+What it does (docs/design.md, "Contracts" and "Known pitfalls"):
 1. reads ``notebooks/<stem>.py`` (the jupytext source) and its ``parameters`` cell;
 2. refuses unknown parameter names and bad values before any kernel starts (``arrank.workbook.params``);
 3. refuses a run directory ``outputs/<stem>/<run_name>/`` that exists: runs are never overwritten;
@@ -30,6 +30,7 @@ from arrank.workbook import paths
 from arrank.workbook.outputs import (RUN_DIR_ENV, OutputsNotWritableError, RunExistsError, check_resume,
                                      checkpoints_dir, claim_run, failed_path, release_run, resolve_run_name,
                                      run_path, tidy_abandoned, tidy_partials)
+from arrank.workbook.param_help import describe_parameters
 from arrank.workbook.params import ParamError, resolve_profile, validate
 
 KERNEL = "python3"  # the kernel of the interpreter that runs this module (the project's venv)
@@ -84,6 +85,15 @@ def parameters_cell(nb: Any, source: Path) -> dict[str, Any]:
         except ValueError:
             raise ParamError(f"{source.name}: parameter {node.targets[0].id} is not a plain literal") from None
     return defaults
+
+
+def parameters_help(notebook: str | Path) -> str:
+    """What ``run NOTEBOOK --help`` prints about the notebook's parameters (``param_help``)."""
+    source = find_notebook(notebook)
+    nb = read_notebook(source)
+    defaults = parameters_cell(nb, source)  # refuses a notebook without exactly one parameters cell
+    cell = next(c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", []))
+    return describe_parameters(source.stem, cell.source, defaults)
 
 
 def coerce(name: str, raw: Any, default: Any) -> Any:
@@ -242,14 +252,31 @@ def error_lines(message: str, prefix: str = "error: ") -> str:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The command line; ``--help`` prints the usage, and with a notebook its parameters
+    (``arrank.workbook.param_help``), then exits 0."""
     parser = argparse.ArgumentParser(
-        prog="python -m arrank.workbook.run",
-        description="Execute a workbook notebook with papermill into outputs/<stem>/<run_name>/.")
-    parser.add_argument("notebook", help="stem (01_de_capacity), number (01) or path of the notebook")
+        prog="python -m arrank.workbook.run", add_help=False,
+        description="Execute a workbook notebook with papermill into outputs/<stem>/<run_name>/.",
+        epilog="`python -m arrank.workbook.run NOTEBOOK --help` lists the notebook's parameters with their "
+               "defaults per profile, allowed values and meaning; notebooks: "
+               + ", ".join(sorted(p.stem for p in paths.NOTEBOOKS.glob("[0-9]*.py"))))
+    parser.add_argument("notebook", nargs="?", help="stem (01_de_capacity), number (01) or path of the notebook")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                         metavar=("NAME", "VALUE"), help="set a parameter (repeatable)")
     parser.add_argument("--no-progress", action="store_true", help="no papermill progress bar")
-    return parser.parse_args(argv)
+    parser.add_argument("-h", "--help", action="store_true", help="show this help (and the notebook's parameters)")
+    args = parser.parse_args(argv)
+    if args.help:
+        print(parser.format_help())
+        if args.notebook:
+            try:
+                print(parameters_help(args.notebook))
+            except ParamError as err:
+                parser.error(str(err))
+        raise SystemExit(0)
+    if args.notebook is None:
+        parser.error("the notebook is required (a stem, a number or a path); --help lists them")
+    return args
 
 
 def interrupt_on_sigterm() -> Any:

@@ -1,4 +1,4 @@
-"""Sweeps: one notebook run over a grid of parameters (DESIGN.md, "Contracts"; paper §5, Tables
+"""Sweeps: one notebook run over a grid of parameters (docs/design.md, "Contracts"; paper §5, Tables
 1-3 and Figure 3). ``python -m arrank.workbook.sweep sweeps/NAME.yaml [--jobs N] [--list] [--executor local|slurm]``, or
 ``make sweep SWEEP=sweeps/NAME.yaml [EXECUTOR=slurm]``.
 

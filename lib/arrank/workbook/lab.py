@@ -1,0 +1,124 @@
+"""JupyterLab set-up: ``notebooks/NN_name.py`` opens as a notebook, and interactive use never
+touches what git tracks.
+
+- ``install_lab_settings`` writes JupyterLab settings overrides into the environment's
+  ``share/jupyter/lab/settings/overrides.d/`` (JupyterLab reads every ``*.json`` there as the
+  defaults of its settings): a double-click on a ``.py`` file opens it with the *Jupytext Notebook*
+  viewer, and no news are fetched from the network.
+- The ``.ipynb`` of each notebook is **not tracked** (``.gitignore``): the ``.py`` is the only
+  source, as jupytext recommends for paired notebooks. ``pair_notebooks`` writes the local
+  ``.ipynb`` (inputs from the ``.py``, outputs of an existing ``.ipynb`` kept) with the kernel's
+  ``language_info``, so opening it in JupyterLab does not mark it modified.
+
+``python -m arrank.workbook.lab`` does both (``make setup`` and ``make sync`` call it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from arrank.workbook import paths
+
+SETTINGS_FILE = "arrank-workbook.json"
+LAB_SETTINGS: dict[str, Any] = {
+    # the viewer a double-click (and /lab/tree/<path>) uses for *.py files
+    "@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}},
+    # no "get notified about Jupyter news?" prompt, no request to jupyter.org
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
+}
+
+
+class PairingConflictError(RuntimeError):
+    """A local ``.ipynb`` is newer than its ``.py`` and holds other cells: nothing was overwritten."""
+
+
+def lab_settings_dir(prefix: str | Path = sys.prefix) -> Path:
+    """JupyterLab's application settings directory of the environment at ``prefix``."""
+    return Path(prefix) / "share" / "jupyter" / "lab" / "settings"
+
+
+def install_lab_settings(settings_dir: Path | None = None) -> Path:
+    """Write ``LAB_SETTINGS`` to ``<settings_dir>/overrides.d/arrank-workbook.json`` (default: the
+    running environment's); a user's own ``overrides.json`` there is left alone and wins."""
+    target = (settings_dir or lab_settings_dir()) / "overrides.d" / SETTINGS_FILE
+    text = json.dumps(LAB_SETTINGS, indent=2) + "\n"
+    if not target.exists() or target.read_text() != text:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    return target
+
+
+def kernel_metadata() -> dict[str, Any]:
+    """The ``kernelspec`` and ``language_info`` that JupyterLab writes into a notebook once the
+    project's ``python3`` kernel runs it (ipykernel's own values for this interpreter)."""
+    from ipykernel.ipkernel import IPythonKernel
+    from ipykernel.kernelspec import get_kernel_dict
+
+    spec = get_kernel_dict()
+    return {"kernelspec": {"display_name": spec["display_name"], "language": spec["language"], "name": "python3"},
+            "language_info": json.loads(json.dumps(IPythonKernel.language_info))}
+
+
+def _inputs(nb: Any) -> list[tuple[str, str]]:
+    return [(c.cell_type, c.source) for c in nb.cells]
+
+
+def pair_notebook(source: Path) -> bool:
+    """Write ``source``'s ``.ipynb``: cells from the ``.py``, outputs of the existing ``.ipynb``
+    where its cells still match, the kernel's metadata. Returns whether the file was written.
+    Raises ``PairingConflictError`` when the ``.ipynb`` is newer and holds other cells."""
+    import jupytext
+    import nbformat
+    from jupytext.combine import combine_inputs_with_outputs
+
+    ipynb = source.with_suffix(".ipynb")
+    nb = jupytext.read(source)
+    before = None
+    if ipynb.exists():
+        before = nbformat.read(ipynb, as_version=4)
+        if ipynb.stat().st_mtime > source.stat().st_mtime + 1 and _inputs(before) != _inputs(nb):
+            raise PairingConflictError(
+                f"{ipynb} is newer than {source.name} and their cells differ; nothing overwritten. Keep the "
+                f".ipynb's cells: `jupytext --sync {ipynb}`; keep the .py's: delete {ipynb.name}")
+        nb = combine_inputs_with_outputs(nb, before)
+    nb.metadata.update(kernel_metadata())
+    nb.metadata.pop("jupytext", None)
+    if before is not None and before == nb:
+        return False
+    nbformat.write(nb, ipynb)
+    os.utime(ipynb, (source.stat().st_atime, source.stat().st_mtime))  # never newer than its source
+    return True
+
+
+def pair_notebooks(sources: list[Path] | None = None) -> list[Path]:
+    """Pair every ``notebooks/NN_name.py``; returns the ``.ipynb`` files written. A conflict is
+    reported and skipped, so one notebook never blocks the set-up of the others."""
+    written = []
+    for source in sources or sorted(paths.NOTEBOOKS.glob("[0-9][0-9]_*.py")):
+        try:
+            if pair_notebook(source):
+                written.append(source.with_suffix(".ipynb"))
+        except PairingConflictError as err:
+            print(f"warning: {err}", file=sys.stderr)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Install the JupyterLab settings and pair the notebooks; print what was done."""
+    parser = argparse.ArgumentParser(prog="python -m arrank.workbook.lab", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--settings-dir", type=Path, default=None,
+                        help=f"JupyterLab settings directory (default: {lab_settings_dir()})")
+    args = parser.parse_args(argv)
+    print(f"JupyterLab settings: {install_lab_settings(args.settings_dir)}")
+    written = pair_notebooks()
+    print(f"Notebooks: {len(written)} .ipynb written from their .py (not tracked by git)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
