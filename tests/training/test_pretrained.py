@@ -147,3 +147,8 @@ def test_a_gguf_model_whose_package_is_missing_says_how_to_install_it(monkeypatc
     with pytest.raises(FileNotFoundError, match=r"arrank-no-such-model-package==9\.9, which is not installed: "
                                                 r"run `make setup`"):
         models.resolve_model("absent-7b")
+
+
+def test_four_bit_loading_without_unsloth_is_refused_before_loading():
+    with pytest.raises(ValueError, match=r"load_in_4bit=True needs backend='unsloth'.*give load_in_4bit=False"):
+        models.load_pretrained("smollm2-135m", "transformers", 384, load_in_4bit=True)

@@ -239,6 +239,10 @@ def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit
     """
     import os
 
+    if load_in_4bit and resolve_backend(backend) != "unsloth":
+        raise ValueError(f"load_in_4bit=True needs backend='unsloth' (4-bit base weights through bitsandbytes "
+                         f"on an NVIDIA GPU); backend={backend!r} resolves to transformers here: give "
+                         "load_in_4bit=False (16-bit LoRA) or run on a GPU with unsloth installed")
     model_name = resolve_model(model_name)
     if resolve_backend(backend) == "unsloth":
         os.environ.setdefault("UNSLOTH_RETURN_LOGITS", "1")
