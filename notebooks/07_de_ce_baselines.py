@@ -71,12 +71,16 @@ tau = 0.05  # DE softmax temperature
 de_lr = 1.0  # DE SGD learning rate
 de_momentum = 0.9  # DE SGD momentum
 ce_lr = 0.001  # CE Adam learning rate
-ce_weight_decay = 0.001  # CE Adam weight decay (L2 term of the gradient)
+ce_weight_decay = 0.001  # CE weight decay (Appendix B: 0.001), applied as ce_optimizer says
+ce_optimizer = "adamw"  # adamw (decoupled decay: keeps the table) or adam_l2 (Adam's L2 term: erodes absent rows)
+ce_table_init_std = 1.0  # CE table rows start N(0, std^2) (the workbook's choice; the paper gives none)
 de_row_updates = "lazy"  # DE: lazy (rows in the batch only) or dense (torch.optim SGD on the whole table)
 ce_row_updates = "dense"  # CE: dense (torch.optim Adam on the whole table, Appendix B) or lazy
 retrieval = True  # DE extra: full-corpus retrieval R@k over every synset of the hierarchy
 arr_runs = "*"  # 05_train runs plotted in panel (a): a glob on their run names
+from_runs = ""  # a glob on 07 run names: draw Figure 3 from those single-config runs (a sweep's points), no training
 k_max = 10  # R@k for k from 1 to k_max
+on_par_tol = 0.02  # findings: two R@k curves are "on par" within this, "above" beyond it
 threads = 2  # torch CPU threads (the core count)
 subtree = None  # '' for all nouns or a synset; None: animal.n.01 quick, all nouns paper
 min_relevant = None  # queries with at least this many hypernyms; None: 5 quick, 1 paper
@@ -94,7 +98,8 @@ torch.set_num_threads(P["threads"])
 timings: dict[str, float] = {}
 ks = list(range(1, P["k_max"] + 1))
 hyper = {k: P[k] for k in ("de_steps", "ce_steps", "batch_size", "tau", "de_lr", "de_momentum", "ce_lr",
-                           "ce_weight_decay", "de_row_updates", "ce_row_updates")}
+                           "ce_weight_decay", "de_row_updates", "ce_row_updates", "ce_optimizer",
+                           "ce_table_init_std")}
 P
 
 # %% [markdown]
@@ -103,6 +108,7 @@ P
 # pairs of every query (both splits: see above).
 
 # %%
+dataset = {k: P[k] for k in ("subtree", "min_relevant", "n_eval", "seed")}
 with outputs.timed(timings, "data"):
     data = BL.lookup_data(P["subtree"] or None, P["min_relevant"], P["n_eval"], P["seed"])
 print(f"{len(data['df']):,} queries, {len(data['pairs'].query):,} positive pairs (all trained on); "
@@ -118,9 +124,14 @@ print(f"{len(data['df']):,} queries, {len(data['pairs'].query):,} positive pairs
 # %%
 configs = (BL.figure3_configs(P["de_dims"], P["ce_dim"], P["alpha"], P["de_alpha_dim"], P["alphas"])
            if P["model"] == "figure3" else BL.single_config(P["model"], P["n"], P["alpha"]))
+point_runs: list[str] = []
 with outputs.timed(timings, "train_and_evaluate"):
-    results, logs = BL.run_configs(configs, data["pairs"], len(data["names"]), data["eval"], data["rows"],
-                                   hyper, ks, P["seed"], corpus=data["corpus"] if P["retrieval"] else None)
+    if P["from_runs"]:  # Figure 3 from finished single-config runs on the same data
+        results, logs, point_runs = BL.point_results(dataset, P["from_runs"], configs)
+        print(f"{len(results)} configurations from the runs {point_runs}")
+    else:
+        results, logs = BL.run_configs(configs, data["pairs"], len(data["names"]), data["eval"], data["rows"],
+                                       hyper, ks, P["seed"], corpus=data["corpus"] if P["retrieval"] else None)
 outputs.save_table(results, run_dir, "results")
 outputs.save_table(logs, run_dir, "training_log")
 fig = BL.loss_figure(logs)
@@ -136,8 +147,7 @@ results.drop(columns=[c for c in results.columns if c.startswith("n_queries@")])
 # the last figure is the DE's full-corpus retrieval R@k.
 
 # %%
-arr = BL.arr_runs({"subtree": P["subtree"], "min_relevant": P["min_relevant"], "n_eval": P["n_eval"],
-                   "seed": P["seed"]}, len(data["eval"]), pattern=P["arr_runs"])
+arr = BL.arr_runs(dataset, len(data["eval"]), pattern=P["arr_runs"])
 panels = BL.figure3_panels(results, ks, arr, P["model"] == "figure3", P["de_dims"], P["ce_dim"], P["alpha"],
                            P["de_alpha_dim"])
 for name, (table, fig) in panels.items():
@@ -168,7 +178,8 @@ print(f"{len(arr)} ARR run(s) on the same evaluation queries: {list(arr['label']
 
 # %%
 figure3 = P["model"] == "figure3"
-found = BL.findings(results, P["de_dims"], P["ce_dim"], P["alpha"], P["de_alpha_dim"], P["alphas"]) if figure3 else {}
+found = (BL.findings(results, P["de_dims"], P["ce_dim"], P["alpha"], P["de_alpha_dim"], P["alphas"], arr=arr,
+                     tol=P["on_par_tol"]) if figure3 else {})
 found
 
 # %% [markdown]
@@ -176,6 +187,7 @@ found
 
 # %%
 metrics = {**BL.flat_metrics(results), **found, "n_eval_queries": len(data["eval"]),
-           "n_pairs": len(data["pairs"].query), "n_table_rows": len(data["names"]), "n_arr_runs": len(arr)}
+           "n_pairs": len(data["pairs"].query), "n_table_rows": len(data["names"]), "n_arr_runs": len(arr),
+           "from_runs": point_runs}
 outputs.write_results(run_dir, "07_de_ce_baselines", P, metrics, timings)
 {k: v for k, v in metrics.items() if "recall@1" in k or k.startswith("finding")}
