@@ -24,7 +24,9 @@
 # hidden layers of width $2n$ (weights $\mathcal N(0, 1/2n)$, biases 0). Negatives pair each query
 # with the document of a random permutation $\rho$ of the batch:
 # $$\mathcal L_{CE} = -\sum_{i=1}^B\Big(\frac{\lambda(r_i)}{\sum_j\lambda(r_j)}\log\sigma(f(q_i,d_i)) + \frac1B\log\sigma(-f(q_i,d_{\rho(i)}))\Big)$$
-# Adam, learning rate 1e-3, weight decay 1e-3, batch 2048, 20k steps.
+# Adam, learning rate 1e-3, weight decay 1e-3, batch 2048, 20k steps (Appendix B). The weight
+# decay is applied *decoupled* (AdamW, `ce_optimizer = "adamw"`), as optax and Keras apply weight
+# decay; see "Choices" below for why this matters here.
 #
 # **A capacity experiment.** A lookup table cannot embed a synset it never saw, so the baselines
 # train on the pairs of *all* queries, the evaluation queries' pairs included, and are evaluated
@@ -40,10 +42,24 @@
 # `lazy` moves only the rows in the batch (TensorFlow's sparse updates). The DE is *lazy* by
 # default (`de_row_updates`; the same quick-profile results as dense, and a paper-scale run stays
 # under 5 minutes), the CE *dense* (`ce_row_updates`; it fits far better: R@1 1.000 vs 0.897 at
-# n = 32, alpha = 5, see docs/measurements.md). The CE table starts $\mathcal N(0,1)$;
-# weight decay is Adam's L2 term; the CE's random negatives may hit a relevant document (e.g.
-# entity.n.01, relevant to every query), as the formula allows. Batches are drawn epoch by epoch
-# without replacement.
+# n = 32, alpha = 5, see docs/measurements.md). The CE's random negatives may hit a relevant
+# document (e.g. entity.n.01, relevant to every query), as the formula allows. Batches are drawn
+# epoch by epoch without replacement.
+#
+# *How the CE's weight decay enters* (`ce_optimizer`). `adam_l2` reads "Adam, weight decay
+# 0.001" as torch.optim.Adam's `weight_decay`: an L2 term added to the gradient before Adam
+# normalises it. For a table row that is not in the batch that term is the whole gradient, so
+# Adam moves the row about lr = 1e-3 towards 0 every step. At paper scale a row is in a batch
+# about once in 343 steps, and after 20k steps the mean row norm of the CE n = 32 table has
+# fallen from 5.6 to **0.056**: the table is eroded (CE R@1 0.887 at alpha = 5). `adamw`, the
+# default, decays every parameter by the factor 1 - lr * wd per step apart from the Adam step, so
+# an absent row keeps 98 % of its norm over 20k steps (mean row norm 5.4; see results.json's
+# `ce_..._row_norm_mean` and docs/measurements.md). On the quick subtree rows are in most
+# batches and the two readings differ little. *The CE table's init scale* (`ce_table_init_std`,
+# rows $\mathcal N(0, \mathrm{std}^2)$, default 1: with the $\mathcal N(0, 1/2n)$ MLP weights,
+# unit-variance pre-activations) is the workbook's choice; the paper gives none. The DE has no
+# such choice: every row is projected to the unit sphere, so only directions matter, and its
+# row norms stay 1 (results.json: `de_..._row_norm_min`/`_max`).
 #
 # **Profiles.** `quick`: the data of notebook 05's quick profile (the `animal.n.01` subtree,
 # queries with ≥ 5 hypernyms, the same 300 evaluation queries, so its ARR runs plot beside the
@@ -51,7 +67,9 @@
 # all 82,114 noun queries (5000 evaluated) and Appendix B's step counts; a DE run of 50k steps takes
 # about 4 minutes on 2 cores, a CE run of 20k steps under 3, all 15 runs of Figure 3 about 50
 # minutes (docs/measurements.md).
-# `model = "de"` or `"ce"` trains one configuration at `n`, `alpha` (a sweep point).
+# `model = "de"` or `"ce"` trains one configuration at `n`, `alpha` (a sweep point);
+# `from_runs = "paper-fig3-*"` draws Figure 3 and its findings from such finished runs (e.g. the
+# points of `sweeps/fig3_baselines_paper.yaml`) without training.
 
 # %% tags=["parameters"]
 profile = "quick"  # "quick" (animal.n.01 subtree, 3000 steps) or "paper" (all nouns, Appendix B steps)
@@ -127,7 +145,7 @@ configs = (BL.figure3_configs(P["de_dims"], P["ce_dim"], P["alpha"], P["de_alpha
 point_runs: list[str] = []
 with outputs.timed(timings, "train_and_evaluate"):
     if P["from_runs"]:  # Figure 3 from finished single-config runs on the same data
-        results, logs, point_runs = BL.point_results(dataset, P["from_runs"], configs)
+        results, logs, point_runs = BL.point_results({**dataset, **hyper}, P["from_runs"], configs)
         print(f"{len(results)} configurations from the runs {point_runs}")
     else:
         results, logs = BL.run_configs(configs, data["pairs"], len(data["names"]), data["eval"], data["rows"],

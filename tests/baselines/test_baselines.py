@@ -428,6 +428,7 @@ def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
     data = {"subtree": "", "min_relevant": 1, "n_eval": 6, "seed": 0}
 
     def point(name, model, n, alpha, **params):
+        params = {"ce_optimizer": "adamw", **params}
         results, logs = BL.run_configs(BL.single_config(model, n, alpha), pairs, len(nodes), df, rows, hyper,
                                        [1, 2], seed=0, progress=False)
         folder = tmp_path / BL.STEM / name
@@ -442,8 +443,9 @@ def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
     point("p-de-n2-a0", "de", 2, 0.0)
     point("p-other-data", "de", 4, 5.0, seed=1)  # other data: left out
     point("q-de-n4", "de", 4, 5.0)  # name does not match the glob
+    point("p-ce-n4-adam", "ce", 4, 5.0, ce_optimizer="adam_l2")  # other training settings: left out
     configs = BL.figure3_configs([2, 4], 4, 5.0, 2, [0.0, 5.0])
-    results, logs, used = BL.point_results(data, "p-*", configs, root=tmp_path)
+    results, logs, used = BL.point_results({**data, "ce_optimizer": "adamw"}, "p-*", configs, root=tmp_path)
     assert used == ["p-ce-n4", "p-de-n2", "p-de-n2-a0"]
     assert results.index.tolist() == ["de_n2_alpha5", "ce_n4_alpha5", "de_n2_alpha0"]  # no de n4: not run
     assert results.loc["de_n2_alpha5", "panels"] == "a,b" and results.loc["ce_n4_alpha5", "panels"] == "a,c"

@@ -20,8 +20,8 @@ How the weight decay enters is not said; ``optimizer`` names the two readings:
 
 - ``"adamw"`` (default): decoupled weight decay (torch.optim.AdamW; Loshchilov & Hutter): every
   step multiplies each parameter by (1 - lr * weight_decay), apart from the Adam step. This is
-  how the frameworks the paper's authors use apply weight decay (optax ``adamw``, Keras
-  ``AdamW`` / ``weight_decay=``). A table row that is absent from a batch has gradient 0, so it
+  how optax (``adamw``) and Keras (``AdamW``, or any optimiser's ``weight_decay=``) apply weight
+  decay. A table row that is absent from a batch has gradient 0, so it
   only shrinks by (1 - 1e-6) a step: 2 % over 20k steps.
 - ``"adam_l2"``: torch.optim.Adam's ``weight_decay``, an L2 term weight_decay * theta added to
   the gradient *before* Adam normalises it. For a row absent from the batch that term is its

@@ -180,12 +180,13 @@ def run_configs(configs: Sequence[Mapping[str, Any]], pairs: Pairs, n_rows: int,
 STEM = "07_de_ce_baselines"
 
 
-def point_results(dataset: Mapping[str, Any], pattern: str, configs: Sequence[Mapping[str, Any]],
+def point_results(params: Mapping[str, Any], pattern: str, configs: Sequence[Mapping[str, Any]],
                   root: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """Figure 3 from single-configuration runs of this notebook (the points of a sweep such as
     ``sweeps/fig3_baselines_paper.yaml``) instead of training: the finished runs whose names
-    match the glob ``pattern`` and whose params match ``dataset`` (subtree, min_relevant, n_eval,
-    seed); each results row whose (model, n, alpha) is one of ``configs`` gets that config's
+    match the glob ``pattern`` and whose params match ``params`` (the data: subtree,
+    min_relevant, n_eval, seed; and the training settings, so that e.g. a CE run with another
+    ``ce_optimizer`` is left out); each results row whose (model, n, alpha) is one of ``configs`` gets that config's
     panels; of two runs of one config the newer wins. Returns (results, their training logs,
     the run names used); a clear error when no run matches."""
     if not pattern or "/" in pattern:
@@ -201,8 +202,8 @@ def point_results(dataset: Mapping[str, Any], pattern: str, configs: Sequence[Ma
     for run in finished_runs(STEM, root):  # oldest first: a newer run of a config replaces it
         if not fnmatchcase(run.name, pattern):
             continue
-        params = json.loads((run / "results.json").read_text()).get("params", {})
-        if params.get("model") == "figure3" or any(params.get(k) != v for k, v in dataset.items()):
+        ran = json.loads((run / "results.json").read_text()).get("params", {})
+        if ran.get("model") == "figure3" or any(ran.get(k) != v for k, v in params.items()):
             continue
         table = pd.read_csv(run / "results.csv", index_col="config")
         log = pd.read_csv(run / "training_log.csv")
@@ -212,7 +213,7 @@ def point_results(dataset: Mapping[str, Any], pattern: str, configs: Sequence[Ma
                 rows[key]["panels"] = wanted[key]
     if not rows:
         raise ValueError(f"no finished {STEM} run named like {pattern!r} holds a Figure 3 configuration "
-                         f"on this data ({dict(dataset)})")
+                         f"with these params ({dict(params)})")
     order = [k for k in wanted if k in rows]
     results = pd.DataFrame([rows[k] for k in order]).infer_objects()
     results.index.name = "config"
