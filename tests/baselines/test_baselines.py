@@ -451,6 +451,7 @@ def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
     assert results.loc["de_n2_alpha5", "panels"] == "a,b" and results.loc["ce_n4_alpha5", "panels"] == "a,c"
     assert results.loc["de_n2_alpha5", "recall@1"] == de.loc["de_n2_alpha5", "recall@1"]
     assert results["n"].dtype.kind == "i" and set(logs["config"]) == set(results.index)
+    assert BL.panel_table(results, "b", [1])["curve"].tolist() == ["DE n=2 alpha=0", "DE n=2 alpha=5"]  # alpha order
     f = BL.findings(results, [2, 4], 4, 5.0, 2, [0.0, 5.0])
     assert f["finding_de_grows_with_n"] is None and f["finding_alpha_raises_de_small_k"] in (True, False)
     with pytest.raises(ValueError, match=r"no finished 07_de_ce_baselines run named like 'z\*'"):

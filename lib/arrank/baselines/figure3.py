@@ -288,6 +288,8 @@ def recall_curves(results: pd.DataFrame, ks: Sequence[int], vary: str = "n", pre
 def panel_table(results: pd.DataFrame, panel: str, ks: Sequence[int], arr: pd.DataFrame | None = None) -> pd.DataFrame:
     """The curves of one Figure 3 panel ("a", "b" or "c"); panel (a) adds the ARR runs."""
     chosen = results[results["panels"].str.split(",").apply(lambda p: panel in p)]
+    if panel != "a":  # the alpha sweeps: curves in alpha order
+        chosen = chosen.sort_values("alpha", kind="stable")
     curves = recall_curves(chosen, ks, vary="n" if panel == "a" else "alpha")
     if panel == "a" and arr is not None and len(arr):
         extra = [{"curve": r["label"], "model": "arr", "n": None, "alpha": r.get("alpha"), "k": k,
