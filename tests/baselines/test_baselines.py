@@ -139,17 +139,83 @@ def test_lazy_momentum_leaves_untouched_rows_alone():
     assert torch.allclose(buffer[1], torch.full((3,), 1.9))  # 0.9 * 1 + 1
 
 
-def test_lazy_adam_equals_torch_adam_when_every_row_is_in_every_batch():
+@pytest.mark.parametrize("optimizer", CE.OPTIMIZERS)
+def test_lazy_adam_equals_torch_adam_when_every_row_is_in_every_batch(optimizer):
     nodes, df = tiny_tree(2)
     pairs = lookup.positive_pairs(df, lookup.row_index(nodes))
     full = len(pairs.query)
-    (t_lazy, m_lazy), _, _ = CE.train_ce(pairs, len(nodes), 3, 2.0, steps=12, batch_size=full, lr=0.01,
-                                         weight_decay=0.01, row_updates="lazy", progress=False)
-    (t_dense, m_dense), _, _ = CE.train_ce(pairs, len(nodes), 3, 2.0, steps=12, batch_size=full, lr=0.01,
-                                           weight_decay=0.01, row_updates="dense", progress=False)
+    kw = dict(steps=12, batch_size=full, lr=0.01, weight_decay=0.1, optimizer=optimizer, progress=False)
+    (t_lazy, m_lazy), _, _ = CE.train_ce(pairs, len(nodes), 3, 2.0, row_updates="lazy", **kw)
+    (t_dense, m_dense), _, _ = CE.train_ce(pairs, len(nodes), 3, 2.0, row_updates="dense", **kw)
     assert torch.allclose(t_lazy, t_dense, atol=1e-5)
     for a, b in zip(m_lazy.parameters(), m_dense.parameters()):
         assert torch.allclose(a, b, atol=1e-5)
+
+
+def _ce_with_an_absent_row(optimizer: str, steps: int, lr: float, weight_decay: float):
+    """A CE trained on the depth-2 tree over a table with one more row (index 7) that no pair
+    holds; returns (its row at the start, the trained table, facts)."""
+    nodes, df = tiny_tree(2)
+    pairs = lookup.positive_pairs(df, lookup.row_index(nodes))
+    start = CE.init_table(len(nodes) + 1, 4, torch.Generator().manual_seed(0))[-1]  # train_ce's first draw
+    (table, _), _, facts = CE.train_ce(pairs, len(nodes) + 1, 4, 2.0, steps=steps, batch_size=len(pairs.query),
+                                       lr=lr, weight_decay=weight_decay, optimizer=optimizer, progress=False)
+    return start.double(), table, facts
+
+
+def test_adamw_only_decays_a_row_that_is_absent_from_every_batch():
+    # decoupled decay: gradient 0, so Adam's step is 0 and the row is scaled by (1 - lr * wd) a step
+    start, table, facts = _ce_with_an_absent_row("adamw", steps=5, lr=0.1, weight_decay=0.1)
+    assert torch.allclose(table[-1].double(), start * (1 - 0.1 * 0.1) ** 5, rtol=1e-6, atol=1e-7)
+    assert table[-1].norm() > 0.95 * start.norm()
+
+
+def test_adam_l2_erodes_a_row_that_is_absent_from_every_batch():
+    # coupled L2: the row's gradient is wd * theta, which Adam normalises to a step of ~lr to 0
+    start, table, facts = _ce_with_an_absent_row("adam_l2", steps=5, lr=0.1, weight_decay=0.1)
+    theta, m, v = start.clone(), torch.zeros_like(start), torch.zeros_like(start)
+    b1, b2 = CE.BETAS
+    for t in range(1, 6):  # torch.optim.Adam written out for this row
+        g = 0.1 * theta
+        m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
+        theta = theta - 0.1 * (m / (1 - b1 ** t)) / ((v / (1 - b2 ** t)).sqrt() + CE.EPS)
+    assert torch.allclose(table[-1].double(), theta, atol=1e-5)
+    assert table[-1].norm() < start.norm() - 0.5  # 5 steps of ~0.1 on each of its 4 entries
+
+
+def test_row_norm_stats_and_the_ce_facts():
+    table = torch.tensor([[3.0, 4.0], [0.0, 1.0], [6.0, 8.0]])
+    assert lookup.row_norm_stats(table, torch.tensor([0, 2, 0])) == {
+        "row_norm_mean": 7.5, "row_norm_min": 5.0, "row_norm_max": 10.0}  # row 0 counted once
+    with pytest.raises(ValueError, match="at least one row"):
+        lookup.row_norm_stats(table, torch.tensor([], dtype=torch.int64))
+    _, table, facts = _ce_with_an_absent_row("adamw", steps=2, lr=0.01, weight_decay=0.0)
+    norms = table[:-1].norm(dim=1)  # the trained rows: the absent row is not among them
+    assert facts["row_norm_mean"] == pytest.approx(norms.mean().item(), rel=1e-6)
+    assert facts["row_norm_max"] == pytest.approx(norms.max().item(), rel=1e-6)
+
+
+def test_ce_table_init_std_scales_the_same_draw_and_bad_settings_are_refused():
+    a = CE.init_table(5, 3, torch.Generator().manual_seed(2))
+    b = CE.init_table(5, 3, torch.Generator().manual_seed(2), std=32 ** -0.5)
+    assert torch.allclose(b, a * 32 ** -0.5)
+    for std in (0.0, -1.0, float("nan"), float("inf"), "1"):
+        with pytest.raises(ValueError, match="table_init_std=.*finite number > 0"):
+            CE.init_table(5, 3, torch.Generator(), std=std)
+    nodes, df = tiny_tree(2)
+    pairs = lookup.positive_pairs(df, lookup.row_index(nodes))
+    with pytest.raises(ValueError, match=r"optimizer='sgd' is not allowed; choose one of \['adamw', 'adam_l2'\]"):
+        CE.train_ce(pairs, len(nodes), 4, 1.0, steps=1, batch_size=2, optimizer="sgd", progress=False)
+
+
+def test_de_rows_stay_on_the_unit_sphere_and_the_facts_say_so():
+    nodes, df = tiny_tree(3)
+    pairs = lookup.positive_pairs(df, lookup.row_index(nodes))
+    for updates in DE.ROW_UPDATES:  # batches of 8 of the 34 pairs: most rows are absent from a batch
+        table, _, facts = DE.train_de(pairs, len(nodes), 4, 2.0, steps=20, batch_size=8, lr=0.5,
+                                      row_updates=updates, progress=False)
+        assert torch.allclose(table.norm(dim=1), torch.ones(len(nodes)), atol=1e-6)
+        assert abs(facts["row_norm_min"] - 1) < 1e-6 and abs(facts["row_norm_max"] - 1) < 1e-6
 
 
 def test_ce_mlp_shape_and_initialisation():
@@ -171,7 +237,8 @@ def _fit_tiny_tree(model: str, n: int, alpha: float, steps: int, de_lr: float = 
     pairs = lookup.positive_pairs(df, rows)
     hyper = {"de_steps": steps, "ce_steps": steps, "batch_size": len(pairs.query), "tau": DE.TAU,
              "de_lr": de_lr, "de_momentum": DE.MOMENTUM, "ce_lr": CE.LR, "ce_weight_decay": CE.WEIGHT_DECAY,
-             "de_row_updates": "lazy", "ce_row_updates": "dense"}
+             "de_row_updates": "lazy", "ce_row_updates": "dense", "ce_optimizer": CE.OPTIMIZER,
+             "ce_table_init_std": CE.TABLE_INIT_STD}
     results, logs = BL.run_configs(BL.single_config(model, n, alpha), pairs, len(nodes), df, rows, hyper,
                                    [1, 2, 3], seed=seed, corpus=nodes, progress=False)
     return results.iloc[0], logs
@@ -305,9 +372,12 @@ def test_findings_and_flat_metrics():
     results = _results([r("de", 4, 5, .1, .1, .1, .1, .1), r("de", 8, 5, .3, .2, .2, .2, .2),
                         r("ce", 8, 5, .5, .4, .1, .1, .1), r("de", 8, 0, .2, .3, .3, .3, .3)])
     f = BL.findings(results, [4, 8], 8, 5.0, 8, [0.0, 5.0])
-    assert f["finding_de_grows_with_n"] is True and f["finding_ce_above_de_small_k"] is True
+    assert f["finding_de_grows_with_n"] is True and f["finding_ce_above_de"] is False  # CE R@3-5 below
+    assert f["finding_ce_above_de_numbers"] == ("R@1..5: CE n=8 alpha=5 0.500 0.400 0.100 0.100 0.100; "
+                                                "DE n=8 alpha=5 0.300 0.200 0.200 0.200 0.200")
     assert f["finding_alpha_raises_de_small_k"] is False  # R@2: 0.2 at alpha 5 < 0.3 at alpha 0
-    assert f["de_n4_mean_recall@1-5"] == pytest.approx(0.1)
+    assert f["finding_arr_on_par_with_ce"] is None and f["finding_arr_above_de"] is None  # no ARR runs
+    assert f["de_n4_mean_recall@1-5"] == pytest.approx(0.1) and f["on_par_tol"] == 0.02
     flat = BL.flat_metrics(results)
     assert flat["de_n8_alpha5_recall@1"] == 0.3 and flat["ce_n8_alpha5_ndcg"] == 0.9 and "recall@1" not in flat
     single = BL.flat_metrics(results.iloc[:1])
@@ -323,3 +393,66 @@ def test_panel_tables_and_figure():
     assert BL.panel_table(results, "a", [1, 2]).empty
     fig = BL.recall_figure(table, "b")
     assert len(fig.data) == 2 and list(fig.data[1].y) == [0.2, 0.5]
+
+
+def test_on_par_and_above_use_the_tolerance_and_a_tie_at_one_is_not_a_failure():
+    assert BL.on_par([0.90, 0.80], [0.92, 0.79]) and not BL.on_par([0.90, 0.80], [0.93, 0.80])
+    assert BL.above([0.95, 0.80], [0.90, 0.79]) and not BL.above([0.91, 0.80], [0.90, 0.79])  # within tol
+    assert not BL.above([1.0, 0.99], [0.9, 0.999], tol=0.005)  # below at k = 2
+    assert BL.above([1.0, 1.0], [1.0, 0.995], tol=0.01)  # both at 1.000: a tie, not a failure
+    assert not BL.above([1.0, 0.97], [1.0, 0.98], tol=0.02)  # a tie below the ceiling shows nothing
+
+
+def test_findings_compare_the_best_arr_run_with_the_ce_and_the_de():
+    r = lambda model, n, alpha, *rec: {"model": model, "n": n, "alpha": float(alpha), "panels": "a",
+                                       **{f"recall@{k + 1}": v for k, v in enumerate(rec)}}
+    results = _results([r("de", 16, 5, 1.0, .90, .80), r("de", 32, 5, 1.0, .95, .85), r("ce", 32, 5, 1.0, .97, .95),
+                        r("de", 8, 0, .80, .80, .80), r("de", 8, 5, 1.0, .79, .70)])
+    arr = pd.DataFrame([{"label": "ARR weak", "recall@1": .5, "recall@2": .5, "recall@3": .5},
+                        {"label": "ARR best", "recall@1": 1.0, "recall@2": .96, "recall@3": .94}])
+    f = BL.findings(results, [16, 32], 32, 5.0, 8, [0.0, 5.0], arr=arr)
+    assert f["finding_ce_above_de"] is True  # tie at R@1 = 1.000, above at R@3 (0.95 vs 0.85)
+    assert f["finding_arr_on_par_with_ce"] is True  # ARR best: within 0.02 of the CE at every k
+    assert f["finding_arr_above_de"] is True and "ARR best 1.000 0.960 0.940" in f["finding_arr_above_de_numbers"]
+    assert f["finding_alpha_raises_de_small_k"] is True  # R@1 0.80 -> 1.00; R@2 0.80 -> 0.79 is on par
+    assert BL.findings(results, [16, 32], 32, 5.0, 8, [0.0, 5.0], arr=arr, tol=0.005)["finding_arr_on_par_with_ce"] is False
+
+
+def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
+    nodes, df = tiny_tree(2)
+    rows = lookup.row_index(nodes)
+    pairs = lookup.positive_pairs(df, rows)
+    hyper = {"de_steps": 5, "ce_steps": 5, "batch_size": len(pairs.query), "tau": DE.TAU, "de_lr": 0.03,
+             "de_momentum": DE.MOMENTUM, "ce_lr": CE.LR, "ce_weight_decay": CE.WEIGHT_DECAY,
+             "de_row_updates": "lazy", "ce_row_updates": "dense", "ce_optimizer": "adamw", "ce_table_init_std": 1.0}
+    data = {"subtree": "", "min_relevant": 1, "n_eval": 6, "seed": 0}
+
+    def point(name, model, n, alpha, **params):
+        params = {"ce_optimizer": "adamw", **params}
+        results, logs = BL.run_configs(BL.single_config(model, n, alpha), pairs, len(nodes), df, rows, hyper,
+                                       [1, 2], seed=0, progress=False)
+        folder = tmp_path / BL.STEM / name
+        folder.mkdir(parents=True)
+        results.to_csv(folder / "results.csv")
+        logs.to_csv(folder / "training_log.csv", index=False)
+        (folder / "results.json").write_text(json.dumps({"params": {**data, "model": model, **params}}))
+        return results
+
+    de = point("p-de-n2", "de", 2, 5.0)
+    point("p-ce-n4", "ce", 4, 5.0)
+    point("p-de-n2-a0", "de", 2, 0.0)
+    point("p-other-data", "de", 4, 5.0, seed=1)  # other data: left out
+    point("q-de-n4", "de", 4, 5.0)  # name does not match the glob
+    point("p-ce-n4-adam", "ce", 4, 5.0, ce_optimizer="adam_l2")  # other training settings: left out
+    configs = BL.figure3_configs([2, 4], 4, 5.0, 2, [0.0, 5.0])
+    results, logs, used = BL.point_results({**data, "ce_optimizer": "adamw"}, "p-*", configs, root=tmp_path)
+    assert used == ["p-ce-n4", "p-de-n2", "p-de-n2-a0"]
+    assert results.index.tolist() == ["de_n2_alpha5", "ce_n4_alpha5", "de_n2_alpha0"]  # no de n4: not run
+    assert results.loc["de_n2_alpha5", "panels"] == "a,b" and results.loc["ce_n4_alpha5", "panels"] == "a,c"
+    assert results.loc["de_n2_alpha5", "recall@1"] == de.loc["de_n2_alpha5", "recall@1"]
+    assert results["n"].dtype.kind == "i" and set(logs["config"]) == set(results.index)
+    assert BL.panel_table(results, "b", [1])["curve"].tolist() == ["DE n=2 alpha=0", "DE n=2 alpha=5"]  # alpha order
+    f = BL.findings(results, [2, 4], 4, 5.0, 2, [0.0, 5.0])
+    assert f["finding_de_grows_with_n"] is None and f["finding_alpha_raises_de_small_k"] in (True, False)
+    with pytest.raises(ValueError, match=r"no finished 07_de_ce_baselines run named like 'z\*'"):
+        BL.point_results(data, "z*", configs, root=tmp_path)

@@ -15,23 +15,42 @@ with lambda(r) = 1/r^alpha. Taken to the letter: rho may map i to itself or to a
 relevant to q_i too (e.g. entity.n.01, relevant to every query); such pairs still count as
 negatives, as the formula says.
 
-Optimiser (Appendix B): Adam, learning rate 1e-3, weight decay 1e-3 (read as torch.optim.Adam's
-``weight_decay``: an L2 term added to the gradient), 20k steps, batch 2048.
+Optimiser (Appendix B): "Adam, learning rate 0.001, weight decay 0.001", 20k steps, batch 2048.
+How the weight decay enters is not said; ``optimizer`` names the two readings:
 
-The table is not specified by the paper beyond its size; its rows start i.i.d. N(0, 1) (the
-default of torch.nn.Embedding), which with the N(0, 1/(2n)) weights gives pre-activations of
-unit variance. Row updates (``row_updates``): ``"dense"`` (default) runs torch.optim.Adam on the
-whole table, as Appendix B reads: weight decay moves every row every step, and a row that left
-the batch keeps moving along its decaying first moment (Adam normalises the small weight-decay
-gradient, so an absent row drifts towards 0 by up to ~lr per step). ``"lazy"`` applies Adam,
-weight decay included, to the rows in the batch only (the semantics of TensorFlow's LazyAdam and
-of torch.optim.SparseAdam, bias correction by the global step).
+- ``"adamw"`` (default): decoupled weight decay (torch.optim.AdamW; Loshchilov & Hutter): every
+  step multiplies each parameter by (1 - lr * weight_decay), apart from the Adam step. This is
+  how optax (``adamw``) and Keras (``AdamW``, or any optimiser's ``weight_decay=``) apply weight
+  decay. A table row that is absent from a batch has gradient 0, so it
+  only shrinks by (1 - 1e-6) a step: 2 % over 20k steps.
+- ``"adam_l2"``: torch.optim.Adam's ``weight_decay``, an L2 term weight_decay * theta added to
+  the gradient *before* Adam normalises it. For a row absent from the batch that term is its
+  whole gradient, and Adam turns it into a step of about lr towards 0, every step. At paper scale
+  (701,954 pairs, batch 2048) a row is in a batch about once every 343 steps, so the table is
+  eroded: CE n = 32, alpha = 5, 20k steps, the mean row norm falls from 5.6 (the N(0, 1) start)
+  to 0.056 (docs/measurements.md, "Figure 3"); with AdamW it stays at 5.4. On the quick subtree
+  rows are in most batches and the two readings barely differ. Kept to reproduce the erosion.
 
-Measured (notebook 07's quick profile, docs/measurements.md): dense updates fit markedly better
-at every alpha (CE n = 32, alpha = 5, 3000 steps: R@1 1.000 vs 0.897 lazy; alpha = 0: mean
-R@1..5 0.698 vs 0.642), hence the default. Speed: the gradient of the batch's distinct rows is
-written into one reused table-sized buffer and the fused Adam kernel updates the table (137
-steps/s at n = 32, batch 2048 on 2 cores; a fresh table-sized gradient every step ran at 44).
+Table (``table_init_std``): the paper gives only its size. Rows start i.i.d. N(0, std^2); the
+default std = 1 (torch.nn.Embedding's default) with the N(0, 1/(2n)) MLP weights gives
+pre-activations of unit variance. This scale is the workbook's choice, not the paper's: it is a
+parameter because the CE's scores depend on it (measured at paper scale with AdamW, alpha = 5:
+std 1/sqrt(n) gives CVR 0.314, R@1 0.960 against CVR 0.884, R@1 0.976 at std 1). The trained
+table's row norms (``row_norm_mean``, ``_min``, ``_max`` over the rows of the training pairs)
+are returned with the facts, so erosion shows in results.json.
+
+Row updates (``row_updates``): ``"dense"`` (default) runs the optimiser on the whole table, as
+Appendix B reads: weight decay reaches every row every step, and a row that left the batch keeps
+moving along its decaying first moment. ``"lazy"`` applies the optimiser, weight decay included,
+to the rows in the batch only (the semantics of TensorFlow's LazyAdam and of
+torch.optim.SparseAdam, bias correction by the global step).
+
+Measured (notebook 07's quick profile, docs/measurements.md, with ``adam_l2``): dense updates fit
+markedly better at every alpha (CE n = 32, alpha = 5, 3000 steps: R@1 1.000 vs 0.897 lazy;
+alpha = 0: mean R@1..5 0.698 vs 0.642), hence the default. Speed: the gradient of the batch's
+distinct rows is written into one reused table-sized buffer and the fused Adam(W) kernel updates
+the table (137 steps/s at n = 32, batch 2048 on 2 cores; a fresh table-sized gradient every
+step ran at 44).
 """
 
 from __future__ import annotations
@@ -43,7 +62,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from arrank.baselines.lookup import Pairs, batch_indices, check_alpha, check_dim, rank_weights
+from arrank.baselines.lookup import Pairs, batch_indices, check_alpha, check_dim, rank_weights, row_norm_stats
 
 LR = 1e-3
 WEIGHT_DECAY = 1e-3
@@ -52,11 +71,33 @@ BATCH_SIZE = 2048
 BETAS = (0.9, 0.999)
 EPS = 1e-8
 ROW_UPDATES = ("lazy", "dense")
+OPTIMIZERS = ("adamw", "adam_l2")  # decoupled weight decay (default) or Adam's coupled L2 term
+OPTIMIZER = "adamw"
+TABLE_INIT_STD = 1.0
 
 
-def init_table(n_rows: int, n: int, generator: torch.Generator) -> torch.Tensor:
-    """The CE's embedding table: i.i.d. N(0, 1) entries (see the module docstring)."""
-    return torch.randn(n_rows, check_dim(n), generator=generator)
+def check_optimizer(optimizer: object) -> str:
+    """The CE optimiser's name: ``"adamw"`` or ``"adam_l2"`` (module docstring), else a ValueError."""
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer={optimizer!r} is not allowed; choose one of {list(OPTIMIZERS)} "
+                         "(adamw: decoupled weight decay; adam_l2: torch.optim.Adam's L2 term)")
+    return str(optimizer)
+
+
+def init_table(n_rows: int, n: int, generator: torch.Generator, std: float = TABLE_INIT_STD) -> torch.Tensor:
+    """The CE's embedding table: i.i.d. N(0, std^2) entries (see the module docstring); the same
+    generator state gives ``std`` times the std = 1 table."""
+    if not (isinstance(std, (int, float)) and not isinstance(std, bool) and math.isfinite(std) and std > 0):
+        raise ValueError(f"table_init_std={std!r} is not allowed: it must be a finite number > 0")
+    return torch.randn(n_rows, check_dim(n), generator=generator).mul_(float(std))
+
+
+def make_optimizer(params: list[torch.Tensor], optimizer: str, lr: float, weight_decay: float,
+                   fused: bool | None = None) -> torch.optim.Optimizer:
+    """torch.optim.AdamW (``"adamw"``) or torch.optim.Adam with its L2 ``weight_decay``
+    (``"adam_l2"``) over ``params``, betas (0.9, 0.999), eps 1e-8 (Appendix B's Adam)."""
+    kind = torch.optim.AdamW if check_optimizer(optimizer) == "adamw" else torch.optim.Adam
+    return kind(params, lr=lr, betas=BETAS, eps=EPS, weight_decay=weight_decay, fused=fused)
 
 
 def mlp(n: int, generator: torch.Generator) -> torch.nn.Sequential:
@@ -87,12 +128,16 @@ def pair_logits(model: torch.nn.Module, q_emb: torch.Tensor, d_emb: torch.Tensor
 
 def lazy_adam_step(table: torch.Tensor, m: torch.Tensor, v: torch.Tensor, rows: torch.Tensor,
                    grad: torch.Tensor, step: int, lr: float, weight_decay: float,
-                   betas: tuple[float, float] = BETAS, eps: float = EPS) -> None:
-    """torch.optim.Adam's update (L2 ``weight_decay`` added to the gradient, bias correction by
-    ``step``, the global step count) applied to the given ``rows`` of ``table`` only, in place."""
+                   betas: tuple[float, float] = BETAS, eps: float = EPS, decoupled: bool = False) -> None:
+    """torch.optim.Adam's update (L2 ``weight_decay`` added to the gradient), or with
+    ``decoupled`` torch.optim.AdamW's (rows first scaled by 1 - lr * weight_decay), bias
+    correction by ``step``, the global step count, applied to the given ``rows`` of ``table``
+    only, in place."""
     beta1, beta2 = betas
     theta = table.index_select(0, rows)
-    g = grad.add(theta, alpha=weight_decay) if weight_decay else grad
+    if decoupled:
+        theta.mul_(1 - lr * weight_decay)
+    g = grad.add(theta, alpha=weight_decay) if weight_decay and not decoupled else grad
     m_rows = m.index_select(0, rows).mul_(beta1).add_(g, alpha=1 - beta1)
     v_rows = v.index_select(0, rows).mul_(beta2).addcmul_(g, g, value=1 - beta2)
     m.index_copy_(0, rows, m_rows)
@@ -103,28 +148,33 @@ def lazy_adam_step(table: torch.Tensor, m: torch.Tensor, v: torch.Tensor, rows: 
 
 def train_ce(pairs: Pairs, n_rows: int, n: int, alpha: float, steps: int = STEPS,
              batch_size: int = BATCH_SIZE, lr: float = LR, weight_decay: float = WEIGHT_DECAY,
-             seed: int = 0, row_updates: str = "dense", log_every: int = 100,
+             seed: int = 0, row_updates: str = "dense", optimizer: str = OPTIMIZER,
+             table_init_std: float = TABLE_INIT_STD, log_every: int = 100,
              progress: bool = True) -> tuple[tuple[torch.Tensor, torch.nn.Sequential], pd.DataFrame, dict[str, Any]]:
-    """Train a lookup-table CE (section 5.3, Appendix B) on ``pairs`` over a table of ``n_rows``.
+    """Train a lookup-table CE (section 5.3, Appendix B) on ``pairs`` over a table of ``n_rows``,
+    with ``optimizer`` "adamw" (decoupled weight decay, the default: it does not erode the rows
+    that are absent from a batch) or "adam_l2" (module docstring) and the table's rows drawn
+    from N(0, table_init_std^2).
 
     Returns ((table, MLP), a log with the mean loss of every ``log_every`` steps, facts: steps,
-    seconds, steps/s). The same arguments and seed give the same model (CPU).
+    seconds, steps/s and the trained rows' l2 norms ``row_norm_mean``, ``row_norm_min``,
+    ``row_norm_max``). The same arguments and seed give the same model (CPU).
     """
-    n, alpha = check_dim(n), check_alpha(alpha)
+    n, alpha, optimizer = check_dim(n), check_alpha(alpha), check_optimizer(optimizer)
     if row_updates not in ROW_UPDATES:
         raise ValueError(f"row_updates={row_updates!r} is not allowed; choose one of {list(ROW_UPDATES)}")
     if not (lr > 0 and weight_decay >= 0):
         raise ValueError(f"need lr > 0 and weight_decay >= 0; got lr={lr}, weight_decay={weight_decay}")
     gen = torch.Generator().manual_seed(seed)
     batches = batch_indices(len(pairs.query), batch_size, steps, gen)
-    table, model = init_table(n_rows, n, gen), mlp(n, gen)
+    table, model = init_table(n_rows, n, gen, table_init_std), mlp(n, gen)
     weights = rank_weights(pairs.rank, alpha)
     if row_updates == "dense":
         table = torch.nn.Parameter(table)
         table.grad = torch.zeros_like(table)  # one table-sized gradient buffer, reused every step
-        optimizer = torch.optim.Adam([table, *model.parameters()], lr=lr, weight_decay=weight_decay, fused=True)
+        opt = make_optimizer([table, *model.parameters()], optimizer, lr, weight_decay, fused=True)
     else:
-        optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+        opt = make_optimizer(list(model.parameters()), optimizer, lr, weight_decay)
         m, v = torch.zeros_like(table), torch.zeros_like(table)
     log, total, count = [], 0.0, 0
     from tqdm.auto import tqdm
@@ -144,10 +194,11 @@ def train_ce(pairs: Pairs, n_rows: int, n: int, alpha: float, steps: int = STEPS
         loss.backward()
         if row_updates == "dense":  # the whole table's gradient, written into the reused buffer
             table.grad.zero_().index_copy_(0, rows, emb.grad)
-        optimizer.step()
+        opt.step()
         if row_updates == "lazy":
             with torch.no_grad():
-                lazy_adam_step(table, m, v, rows, emb.grad, step, lr, weight_decay)
+                lazy_adam_step(table, m, v, rows, emb.grad, step, lr, weight_decay,
+                               decoupled=optimizer == "adamw")
         total, count = total + loss.item(), count + 1
         if step % log_every == 0 or step == steps:
             log.append({"step": step, "loss": total / count})
@@ -156,8 +207,9 @@ def train_ce(pairs: Pairs, n_rows: int, n: int, alpha: float, steps: int = STEPS
     if not math.isfinite(log[-1]["loss"]):
         raise FloatingPointError(f"CE training diverged (loss {log[-1]['loss']})")
     final = table.detach().clone() if row_updates == "dense" else table
-    return (final, model.eval()), pd.DataFrame(log), {"steps": steps, "train_s": seconds,
-                                                      "steps_per_s": steps / seconds}
+    facts = {"steps": steps, "train_s": seconds, "steps_per_s": steps / seconds,
+             **row_norm_stats(final, torch.cat([pairs.query, pairs.doc]))}
+    return (final, model.eval()), pd.DataFrame(log), facts
 
 
 @torch.no_grad()

@@ -46,7 +46,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from arrank.baselines.lookup import Pairs, batch_indices, check_alpha, check_dim, rank_weights
+from arrank.baselines.lookup import Pairs, batch_indices, check_alpha, check_dim, rank_weights, row_norm_stats
 
 TAU = 0.05
 LR = 1.0
@@ -58,7 +58,9 @@ LOG2E, LN2 = 1.0 / math.log(2.0), math.log(2.0)
 
 
 def init_table(n_rows: int, n: int, generator: torch.Generator) -> torch.Tensor:
-    """The embedding table: i.i.d. N(0, 1) rows projected onto the unit sphere (uniform on it)."""
+    """The embedding table: i.i.d. N(0, 1) rows projected onto the unit sphere (uniform on it).
+    No init scale to choose: Appendix B projects every row to the unit sphere, so only the
+    direction of a row matters, and any scale of the Gaussian gives the same table."""
     n = check_dim(n)
     table = torch.randn(n_rows, n, generator=generator)
     return table / table.norm(dim=1, keepdim=True)
@@ -127,7 +129,9 @@ def train_de(pairs: Pairs, n_rows: int, n: int, alpha: float, steps: int = STEPS
     """Train a lookup-table DE (section 5.3, Appendix B) on ``pairs`` over a table of ``n_rows``.
 
     Returns (the table, a log with the mean loss of every ``log_every`` steps, facts: steps,
-    seconds, steps/s). The same arguments and seed give the same table (CPU).
+    seconds, steps/s and the trained rows' l2 norms ``row_norm_mean``, ``_min``, ``_max``: 1 up
+    to rounding, as the projection makes them). The same arguments and seed give the same table
+    (CPU).
     """
     n, alpha = check_dim(n), check_alpha(alpha)
     if row_updates not in ROW_UPDATES:
@@ -170,7 +174,9 @@ def train_de(pairs: Pairs, n_rows: int, n: int, alpha: float, steps: int = STEPS
     if not math.isfinite(log[-1]["loss"]):
         raise FloatingPointError(f"DE training diverged (loss {log[-1]['loss']}); lower lr or raise tau")
     final = param.data.detach().clone() if row_updates == "dense" else table
-    return final, pd.DataFrame(log), {"steps": steps, "train_s": seconds, "steps_per_s": steps / seconds}
+    facts = {"steps": steps, "train_s": seconds, "steps_per_s": steps / seconds,
+             **row_norm_stats(final, torch.cat([pairs.query, pairs.doc]))}
+    return final, pd.DataFrame(log), facts
 
 
 def de_scores(table: torch.Tensor, q: torch.Tensor, d: torch.Tensor) -> torch.Tensor:

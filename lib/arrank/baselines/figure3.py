@@ -128,7 +128,8 @@ def train_config(config: Mapping[str, Any], pairs: Pairs, n_rows: int, hyper: Ma
                  seed: int, progress: bool = True) -> tuple[Any, pd.DataFrame, dict[str, Any]]:
     """Train the DE or CE of ``config`` (model, n, alpha) with the hyper-parameters ``hyper``
     (de_steps, ce_steps, batch_size, tau, de_lr, de_momentum, ce_lr, ce_weight_decay,
-    de_row_updates, ce_row_updates). Returns (model, loss log, facts)."""
+    de_row_updates, ce_row_updates, ce_optimizer, ce_table_init_std). Returns (model, loss log,
+    facts, the row norms of the trained table among them)."""
     if config["model"] == "de":
         return DE.train_de(pairs, n_rows, config["n"], config["alpha"], steps=hyper["de_steps"],
                            batch_size=hyper["batch_size"], tau=hyper["tau"], lr=hyper["de_lr"],
@@ -138,7 +139,8 @@ def train_config(config: Mapping[str, Any], pairs: Pairs, n_rows: int, hyper: Ma
         return CE.train_ce(pairs, n_rows, config["n"], config["alpha"], steps=hyper["ce_steps"],
                            batch_size=hyper["batch_size"], lr=hyper["ce_lr"],
                            weight_decay=hyper["ce_weight_decay"], seed=seed,
-                           row_updates=hyper["ce_row_updates"], progress=progress)
+                           row_updates=hyper["ce_row_updates"], optimizer=hyper["ce_optimizer"],
+                           table_init_std=hyper["ce_table_init_std"], progress=progress)
     raise ValueError(f"model={config['model']!r} is not allowed; choose one of {list(MODELS)}")
 
 
@@ -171,6 +173,51 @@ def run_configs(configs: Sequence[Mapping[str, Any]], pairs: Pairs, n_rows: int,
                         "eval_s": time.perf_counter() - start})
         logs.append(log.assign(config=key))
     return pd.DataFrame(results).set_index("config"), pd.concat(logs, ignore_index=True)
+
+
+# --------------------------------------------------------------------------- Figure 3 from a sweep's points
+
+STEM = "07_de_ce_baselines"
+
+
+def point_results(params: Mapping[str, Any], pattern: str, configs: Sequence[Mapping[str, Any]],
+                  root: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """Figure 3 from single-configuration runs of this notebook (the points of a sweep such as
+    ``sweeps/fig3_baselines_paper.yaml``) instead of training: the finished runs whose names
+    match the glob ``pattern`` and whose params match ``params`` (the data: subtree,
+    min_relevant, n_eval, seed; and the training settings, so that e.g. a CE run with another
+    ``ce_optimizer`` is left out); each results row whose (model, n, alpha) is one of ``configs`` gets that config's
+    panels; of two runs of one config the newer wins. Returns (results, their training logs,
+    the run names used); a clear error when no run matches."""
+    if not pattern or "/" in pattern:
+        raise ValueError(f"from_runs={pattern!r} must be a glob on {STEM} run names, e.g. 'paper-fig3-*'")
+    from fnmatch import fnmatchcase
+
+    from arrank.workbook.outputs import finished_runs
+
+    wanted = {config_key(c["model"], c["n"], c["alpha"]): ",".join(c["panels"]) for c in configs}
+    rows: dict[str, pd.Series] = {}
+    logs: dict[str, pd.DataFrame] = {}
+    used: dict[str, str] = {}
+    for run in finished_runs(STEM, root):  # oldest first: a newer run of a config replaces it
+        if not fnmatchcase(run.name, pattern):
+            continue
+        ran = json.loads((run / "results.json").read_text()).get("params", {})
+        if ran.get("model") == "figure3" or any(ran.get(k) != v for k, v in params.items()):
+            continue
+        table = pd.read_csv(run / "results.csv", index_col="config")
+        log = pd.read_csv(run / "training_log.csv")
+        for key, row in table.iterrows():
+            if key in wanted:
+                rows[key], logs[key], used[key] = row.copy(), log[log["config"] == key], run.name
+                rows[key]["panels"] = wanted[key]
+    if not rows:
+        raise ValueError(f"no finished {STEM} run named like {pattern!r} holds a Figure 3 configuration "
+                         f"with these params ({dict(params)})")
+    order = [k for k in wanted if k in rows]
+    results = pd.DataFrame([rows[k] for k in order]).infer_objects()
+    results.index.name = "config"
+    return results, pd.concat([logs[k] for k in order], ignore_index=True), sorted(set(used.values()))
 
 
 # --------------------------------------------------------------------------- ARR runs of notebook 05
@@ -221,7 +268,7 @@ def arr_runs(dataset: Mapping[str, Any], n_queries: int, root: Path | None = Non
 
 
 def _curve_name(row: Mapping[str, Any], vary: str) -> str:
-    if vary == "alpha":
+    if vary == "alpha" or row["model"] == "ce":  # the CE's alpha is named in panel (a) too
         return f"{row['model'].upper()} n={row['n']} alpha={row['alpha']:g}"
     return f"{row['model'].upper()} n={row['n']}"
 
@@ -241,6 +288,8 @@ def recall_curves(results: pd.DataFrame, ks: Sequence[int], vary: str = "n", pre
 def panel_table(results: pd.DataFrame, panel: str, ks: Sequence[int], arr: pd.DataFrame | None = None) -> pd.DataFrame:
     """The curves of one Figure 3 panel ("a", "b" or "c"); panel (a) adds the ARR runs."""
     chosen = results[results["panels"].str.split(",").apply(lambda p: panel in p)]
+    if panel != "a":  # the alpha sweeps: curves in alpha order
+        chosen = chosen.sort_values("alpha", kind="stable")
     curves = recall_curves(chosen, ks, vary="n" if panel == "a" else "alpha")
     if panel == "a" and arr is not None and len(arr):
         extra = [{"curve": r["label"], "model": "arr", "n": None, "alpha": r.get("alpha"), "k": k,
@@ -273,7 +322,7 @@ def figure3_panels(results: pd.DataFrame, ks: Sequence[int], arr: pd.DataFrame |
     out: dict[str, tuple[pd.DataFrame, Any]] = {}
     if figure3:
         titles = {"a": f"Figure 3 (a): R@k of DEs (n = {', '.join(map(str, de_dims))}) and a CE (n = {ce_dim}), "
-                       f"alpha = {alpha:g}" + (", and ARR runs" if arr is not None and len(arr) else ""),
+                       f"both at alpha = {alpha:g}" + (", and ARR runs" if arr is not None and len(arr) else ""),
                   "b": f"Figure 3 (b): DE, n = {alpha_dim}, for each alpha",
                   "c": f"Figure 3 (c): CE, n = {ce_dim}, for each alpha"}
         for panel, title in titles.items():
@@ -303,7 +352,8 @@ def loss_figure(logs: pd.DataFrame, title: str = "Training loss"):
 
 # --------------------------------------------------------------------------- results.json and findings
 
-FLAT_FIELDS = ("n_queries", "cvr", "ndcg", "final_loss", "train_s", "steps_per_s")
+FLAT_FIELDS = ("n_queries", "cvr", "ndcg", "final_loss", "train_s", "steps_per_s",
+               "row_norm_mean", "row_norm_min", "row_norm_max")
 
 
 def flat_metrics(results: pd.DataFrame) -> dict[str, Any]:
@@ -321,41 +371,100 @@ def flat_metrics(results: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
+ON_PAR_TOL = 0.02  # "on par": R@k within 0.02 (about 1 standard error of R@1 ~ 0.9 on 300 queries)
+_ROUND = 1e-9  # a difference of exactly tol counts as within it (0.92 - 0.90 > 0.02 in floats)
+
+
 def _mean_small_k(row: Mapping[str, Any], ks: Sequence[int]) -> float:
     return float(np.mean([row[f"recall@{k}"] for k in ks]))
 
 
-def findings(results: pd.DataFrame, de_dims: Sequence[int], ce_dim: int, alpha: float,
-             alpha_dim: int, alphas: Sequence[float], ks: Sequence[int] | None = None) -> dict[str, Any]:
-    """The three qualitative findings of Figure 3 as checks on this run's numbers:
+def on_par(a: Sequence[float], b: Sequence[float], tol: float = ON_PAR_TOL) -> bool:
+    """Two R@k curves (same k) are on par: |a_k - b_k| <= tol at every k."""
+    return all(abs(x - y) <= tol + _ROUND for x, y in zip(a, b, strict=True))
 
-    - ``finding_de_grows_with_n``: at ``alpha``, the DE's mean R@k over ``ks`` rises with every
+
+def above(a: Sequence[float], b: Sequence[float], tol: float = ON_PAR_TOL) -> bool:
+    """Curve a is above curve b: at no k below it by more than tol, and above it by more than
+    tol at some k. Where both are within tol of 1.000 at every k nothing can be above: that tie
+    is not a failure (True)."""
+    diffs = [x - y for x, y in zip(a, b, strict=True)]
+    if any(d < -tol - _ROUND for d in diffs):
+        return False
+    return any(d > tol + _ROUND for d in diffs) or all(min(x, y) >= 1 - tol - _ROUND for x, y in zip(a, b))
+
+
+def _curve_text(name: str, row: Mapping[str, Any], ks: Sequence[int]) -> str:
+    return f"{name} " + " ".join(f"{row[f'recall@{k}']:.3f}" for k in ks)
+
+
+def findings(results: pd.DataFrame, de_dims: Sequence[int], ce_dim: int, alpha: float,
+             alpha_dim: int, alphas: Sequence[float], ks: Sequence[int] | None = None,
+             arr: pd.DataFrame | None = None, tol: float = ON_PAR_TOL) -> dict[str, Any]:
+    """The findings of Figure 3 and section 5.3 ("autoregressive ranking is on par with CEs
+    while being significantly more powerful than DEs"; "an increasing alpha improves Recall@k,
+    particularly for small k") as checks on this run's R@k, k in ``ks`` (default: the k in 1..5
+    that the results hold), "on par" and "above" with the tolerance ``tol`` (``on_par``,
+    ``above``: a tie at R@k = 1.000 is never a failure):
+
+    - ``finding_de_grows_with_n`` (panel a): at ``alpha``, the DE's mean R@k rises with every
       step of ``de_dims`` (sorted);
-    - ``finding_ce_above_de_small_k``: the CE at ``ce_dim`` has a higher R@k than the DE at the
-      same n for each small k (1 and 2);
-    - ``finding_alpha_raises_de_small_k``: the DE at ``alpha_dim`` has a higher R@k at the
-      largest alpha than at the smallest, for each small k.
-    A check whose runs are missing is None. Also returned: the numbers they compare. ``ks``
-    defaults to the k in 1..5 that the results hold; small k likewise.
+    - ``finding_ce_above_de`` (panel a): the CE (``ce_dim``, ``alpha``) above the strongest DE
+      (n = max ``de_dims``, ``alpha``); the paper's two claims together imply it, and both are
+      trained and scored on the same queries (the capacity setting);
+    - ``finding_arr_on_par_with_ce`` / ``finding_arr_above_de`` (panel a): the best ARR run of
+      ``arr`` (highest mean R@k) on par with the CE / above the strongest DE. ARR runs are scored
+      on queries they did not train on, the baselines on queries they did: a harder test for ARR;
+    - ``finding_alpha_raises_de_small_k`` (panel b): the DE at ``alpha_dim`` above itself at the
+      smallest alpha when at the largest, over the small k (1 and 2).
+
+    A check whose runs are missing is None. Each ``finding_X`` comes with ``finding_X_numbers``,
+    the curves it compared, and the DE means ``de_n<n>_mean_recall@1-<k>``.
     """
     ks = ks or [k for k in range(1, 6) if f"recall@{k}" in results.columns]
     small = [k for k in SMALL_KS if f"recall@{k}" in results.columns]
     res = results.set_index(["model", "n", "alpha"])
     get = lambda m, n, a: res.loc[(m, n, float(a))] if (m, n, float(a)) in res.index else None
-    out: dict[str, Any] = {}
+    curve = lambda row, at: [float(row[f"recall@{k}"]) for k in at]
+    out: dict[str, Any] = {"on_par_tol": tol}
+
+    def record(name: str, holds: bool | None, numbers: str) -> None:
+        out[f"finding_{name}"], out[f"finding_{name}_numbers"] = holds, numbers
+
     de = [get("de", n, alpha) for n in sorted(de_dims)]
     if all(r is not None for r in de) and len(de) > 1:
         means = [_mean_small_k(r, ks) for r in de]
-        out["finding_de_grows_with_n"] = all(b > a for a, b in zip(means, means[1:]))
         out.update({f"de_n{n}_mean_recall@1-{max(ks)}": m for n, m in zip(sorted(de_dims), means)})
+        record("de_grows_with_n", all(b > a for a, b in zip(means, means[1:])),
+               f"mean R@1..{max(ks)} " + " / ".join(f"{m:.3f}" for m in means)
+               + f" (n = {' / '.join(map(str, sorted(de_dims)))}, alpha = {alpha:g})")
     else:
-        out["finding_de_grows_with_n"] = None
-    ce, de_same = get("ce", ce_dim, alpha), get("de", ce_dim, alpha)
-    out["finding_ce_above_de_small_k"] = (None if ce is None or de_same is None else
-                                          all(ce[f"recall@{k}"] > de_same[f"recall@{k}"] for k in small))
+        record("de_grows_with_n", None, "runs missing")
+    ce, best_de = get("ce", ce_dim, alpha), get("de", max(de_dims), alpha)
+    ce_name, de_name = f"CE n={ce_dim} alpha={alpha:g}", f"DE n={max(de_dims)} alpha={alpha:g}"
+    if ce is None or best_de is None:
+        record("ce_above_de", None, "runs missing")
+    else:
+        record("ce_above_de", above(curve(ce, ks), curve(best_de, ks), tol),
+               f"R@1..{max(ks)}: {_curve_text(ce_name, ce, ks)}; {_curve_text(de_name, best_de, ks)}")
+    arr_ok = arr is not None and len(arr) and all(f"recall@{k}" in arr.columns for k in ks)
+    best_arr = arr.loc[arr[[f"recall@{k}" for k in ks]].mean(axis=1).idxmax()] if arr_ok else None
+    for name, other, other_name, check in (("arr_on_par_with_ce", ce, ce_name, on_par),
+                                           ("arr_above_de", best_de, de_name, above)):
+        if best_arr is None or other is None:
+            record(name, None, "no ARR run on these evaluation queries" if best_arr is None else "runs missing")
+        else:
+            record(name, check(curve(best_arr, ks), curve(other, ks), tol),
+                   f"R@1..{max(ks)}: {_curve_text(best_arr['label'], best_arr, ks)} (held-out queries); "
+                   f"{_curve_text(other_name, other, ks)}")
     lo, hi = get("de", alpha_dim, min(alphas)), get("de", alpha_dim, max(alphas))
-    out["finding_alpha_raises_de_small_k"] = (None if lo is None or hi is None or min(alphas) == max(alphas) else
-                                              all(hi[f"recall@{k}"] > lo[f"recall@{k}"] for k in small))
+    if lo is None or hi is None or min(alphas) == max(alphas) or not small:
+        record("alpha_raises_de_small_k", None, "runs missing")
+    else:
+        record("alpha_raises_de_small_k", above(curve(hi, small), curve(lo, small), tol),
+               f"DE n={alpha_dim}, R@{','.join(map(str, small))}: alpha {min(alphas):g} "
+               + " ".join(f"{v:.3f}" for v in curve(lo, small)) + f" -> alpha {max(alphas):g} "
+               + " ".join(f"{v:.3f}" for v in curve(hi, small)))
     return out
 
 

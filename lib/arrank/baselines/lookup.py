@@ -106,3 +106,15 @@ def batch_indices(n_pairs: int, batch_size: int, steps: int, generator: torch.Ge
             order, at = torch.randperm(n_pairs, generator=generator), 0
         yield order[at: at + batch_size]
         at += batch_size
+
+
+def row_norm_stats(table: torch.Tensor, rows: torch.Tensor) -> dict[str, float]:
+    """The l2 norms of the table's ``rows`` (each distinct row once; e.g. every row of the
+    training pairs): ``row_norm_mean``, ``row_norm_min``, ``row_norm_max``. A diagnostic of
+    Appendix B's optimisers: the DE's projection keeps them at 1, an optimiser that erodes the
+    CE's table drives them to 0."""
+    if rows.numel() == 0:
+        raise ValueError("row_norm_stats needs at least one row")
+    norms = table.detach().index_select(0, torch.unique(rows)).double().norm(dim=1)
+    return {"row_norm_mean": float(norms.mean()), "row_norm_min": float(norms.min()),
+            "row_norm_max": float(norms.max())}

@@ -142,14 +142,9 @@ def findings_summary(run_name: str = "workbook") -> str:
     results = run_path("07_de_ce_baselines", run_name) / "results.json"
     if results.exists():
         m = json.loads(results.read_text())["metrics"]
-        for key in ("finding_de_grows_with_n", "finding_ce_above_de_small_k", "finding_alpha_raises_de_small_k"):
-            numbers = {"finding_de_grows_with_n": [k for k in m if k.startswith("de_n") and "mean_recall" in k],
-                       "finding_ce_above_de_small_k": ["ce_n32_alpha5_recall@1", "de_n32_alpha5_recall@1",
-                                                       "ce_n32_alpha5_recall@2", "de_n32_alpha5_recall@2"],
-                       "finding_alpha_raises_de_small_k": ["de_n8_alpha0_recall@1", "de_n8_alpha5_recall@1",
-                                                           "de_n8_alpha0_recall@2", "de_n8_alpha5_recall@2"]}[key]
-            text = ", ".join(f"{k} {m[k]:.3f}" for k in numbers if isinstance(m.get(k), (int, float)))
-            lines.append(f"| Figure 3: {key.removeprefix('finding_').replace('_', ' ')} | {m.get(key)} | {text} |")
+        for key in (k for k in m if k.startswith("finding_") and not k.endswith("_numbers")):
+            lines.append(f"| Figure 3: {key.removeprefix('finding_').replace('_', ' ')} | {m[key]} | "
+                         f"{m.get(key + '_numbers', '')} |")
     return "\n".join(lines)
 
 
