@@ -175,6 +175,17 @@ def allowed_text(validator: Validator) -> str:
 SPECS_SUBTREE = text(r"[a-z0-9_.'-]+\.n\.\d\d", "'' (all nouns) or a noun synset name such as 'animal.n.01'",
                      optional=True, empty="all nouns")
 
+# The data and evaluation parameters that 05 (training) and 06 (evaluation) share.
+RUN_DATA: dict[str, Validator] = {
+        "dataset": choice("wordnet", "esci"),
+        "subtree": SPECS_SUBTREE,
+        "min_relevant": integer(1, 30, optional=True),
+        "n_eval": integer(1, 10**5, optional=True),
+        "template": choice(None, "wordnet", "wordnet_short", "esci", "esci_short"),
+        "tokenizer_vocab": integer(300, 100_000),
+        "eval_queries": integer(0, 10**6),
+}
+
 # Per notebook: the notebook-specific parameters (COMMON is added to each).
 SPECS: dict[str, dict[str, Validator]] = {
     "01_de_capacity": {
@@ -236,26 +247,14 @@ SPECS: dict[str, dict[str, Validator]] = {
         "lora_dropout": number(0.0, 1.0),
         "lora_targets": text(what="'all-linear' or comma-separated module names"),
         "load_in_4bit": choice(False, True),
-        "dataset": choice("wordnet", "esci"),
-        "subtree": SPECS_SUBTREE,
-        "min_relevant": integer(1, 30, optional=True),
-        "n_eval": integer(1, 10**5, optional=True),
-        "template": choice(None, "wordnet", "wordnet_short", "esci", "esci_short"),
-        "tokenizer_vocab": integer(300, 100_000),
-        "eval_queries": integer(0, 10**6),
+        **RUN_DATA,
     },
     "06_evaluate": {
         "train_run": text(r"none|latest|[A-Za-z0-9][A-Za-z0-9._=-]{0,99}",
                           "'latest', 'none' (an untrained model) or the run name of a finished 05_train run"),
         "model_name": model_name,
         "backend": choice("auto", "unsloth", "transformers"),
-        "dataset": choice("wordnet", "esci"),
-        "subtree": SPECS_SUBTREE,
-        "min_relevant": integer(1, 30, optional=True),
-        "n_eval": integer(1, 10**5, optional=True),
-        "template": choice(None, "wordnet", "wordnet_short", "esci", "esci_short"),
-        "tokenizer_vocab": integer(300, 100_000),
-        "eval_queries": integer(0, 10**6),
+        **RUN_DATA,
         "include_eos": choice(False, True),
         "method": choice("prefix_shared", "naive"),
         "beam_k": integer(1, 100),
