@@ -107,11 +107,8 @@ with outputs.timed(timings, "data"):
     df = ranking.ranking_dataset(P["dataset"], P["profile"], P["seed"], P["n_eval"], P["template"],
                                  P["subtree"], P["min_relevant"])
 with outputs.timed(timings, "model"):
-    if P["model_name"] == "tiny":
-        texts = ranking.tokenizer_texts(df)
-        model, tok = models.tiny_model_and_tokenizer(texts, P["tokenizer_vocab"], seed=P["seed"])
-    else:
-        model, tok = models.load_pretrained(P["model_name"], P["backend"], hyper["max_length"], P["load_in_4bit"])
+    model, tok = models.untrained_model(P["model_name"], df, P["backend"], hyper["max_length"],
+                                        P["tokenizer_vocab"], P["seed"], P["load_in_4bit"])
     model = models.add_lora(model, P["backend"], P["lora_r"], P["lora_alpha"], P["lora_dropout"],
                             P["lora_targets"], P["seed"])
 trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)

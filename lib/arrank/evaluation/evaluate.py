@@ -187,9 +187,5 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
     df = ranking.ranking_dataset(data["dataset"], data["profile"], data["seed"], data["n_eval"], data["template"],
                                  data["subtree"], data["min_relevant"])
     if p["train_run"] == "none":
-        if p["model_name"] == "tiny":
-            model, tok = models.tiny_model_and_tokenizer(ranking.tokenizer_texts(df), p["tokenizer_vocab"],
-                                                         seed=p["seed"])
-        else:
-            model, tok = models.load_pretrained(p["model_name"], p["backend"], 1024)
+        model, tok = models.untrained_model(p["model_name"], df, p["backend"], 1024, p["tokenizer_vocab"], p["seed"])
     return {"model": model, "tokenizer": tok, "df": df, "source": source, "data": data}

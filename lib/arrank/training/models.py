@@ -148,9 +148,8 @@ def convert_gguf(gguf: Path, folder: Path) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     config = loaded.config
-    for attr in ("quantization_config",):
-        if hasattr(config, attr):
-            delattr(config, attr)
+    if hasattr(config, "quantization_config"):  # the GGUF marker that makes save_pretrained refuse
+        del config.quantization_config
     ids = {"bos": "bos_token", "eos": "eos_token", "padding": "pad_token"}
     for role, token_id in special.items():
         setattr(tokenizer, ids[role], tokenizer.convert_ids_to_tokens(token_id))
@@ -259,6 +258,18 @@ def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return model, tokenizer
+
+
+def untrained_model(model_name: str, df, backend: str, max_length: int, tokenizer_vocab: int, seed: int,
+                    load_in_4bit: bool = False):
+    """The model a run starts from, and its tokenizer: ``"tiny"`` is built (and cached) for the
+    texts of the ranking table ``df`` (``arrank.data.ranking.tokenizer_texts``), any other name is
+    loaded by :func:`load_pretrained`. One rule for notebook 05 and notebook 06's untrained row."""
+    if model_name == "tiny":
+        from arrank.data.ranking import tokenizer_texts
+
+        return tiny_model_and_tokenizer(tokenizer_texts(df), tokenizer_vocab, seed=seed)
+    return load_pretrained(model_name, backend, max_length, load_in_4bit)
 
 
 def add_lora(model, backend: str, r: int, alpha: int, dropout: float, target_modules: str, seed: int = 0):

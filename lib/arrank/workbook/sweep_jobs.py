@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from datetime import datetime
 from pathlib import Path
