@@ -106,15 +106,45 @@ def greedy_decode(model, tokenizer, prompt: str, docids: Sequence[str]) -> dict[
             "docid": _match(gen, table, tokenizer.eos_token_id)}
 
 
+# transformers fills the slots of finished hypotheses it never found with this score (and a copy
+# of another sequence): such a slot is no hypothesis.
+EMPTY_SLOT_SCORE = -1e8
+
+
+def _hypotheses(out, n_prompt: int, table: dict[str, tuple[int, ...]], eos_id: int) -> list[tuple[str | None, float]]:
+    """``generate``'s returned hypotheses as ``(docID or None, log p)``, best first, without the
+    empty slots (score <= ``EMPTY_SLOT_SCORE``)."""
+    ranked = [(_match(seq[n_prompt:].tolist(), table, eos_id), float(score))
+              for seq, score in zip(out.sequences, out.sequences_scores) if float(score) > EMPTY_SLOT_SCORE]
+    return sorted(ranked, key=lambda r: -r[1])
+
+
+def _distinct_docids(ranked: list[tuple[str | None, float]]) -> list[tuple[str, float]]:
+    """The candidates among ``ranked``, each once (its best entry), best first."""
+    seen: dict[str, float] = {}
+    for d, s in ranked:
+        if d is not None and d not in seen:
+            seen[d] = s
+    return list(seen.items())
+
+
 def beam_search(model, tokenizer, prompt: str, docids: Sequence[str], k: int,
                 num_beams: int | None = None, constrained: bool = True) -> list[tuple[str | None, float]]:
-    """The top-k list of beam search with ``num_beams`` (default k) beams: ``[(docID or None,
-    log p(d | q-bar)), ...]`` best first. Constrained to the trie of ``docids`` every entry is a
-    candidate; unconstrained, an entry that is no candidate is ``None`` (an invalid generation)."""
+    """The top-k list of beam search with ``num_beams`` (default k, at least 2) beams: ``[(docID
+    or None, log p(d | q-bar)), ...]`` best first. Constrained to the trie of ``docids``, the list
+    holds k distinct candidates: transformers' beam search keeps a finished hypothesis only when it
+    is among the step's best ``num_beams``, so it can return fewer than k docIDs (the empty slots
+    are padded with copies); the search is then re-run with twice the beams, up to twice the
+    number of candidates (measured enough on every query of the tests' dataset), and the list may
+    be shorter than k only if even that fails. Unconstrained, an entry that is no candidate (or an
+    empty slot: no hypothesis ended within the step budget) is ``None``, scored ``-inf`` if empty.
+    A 1-beam search is transformers' greedy search, which reports no sequence score: 2 beams
+    are the least used."""
     docids = _check_candidates(docids, k)
-    num_beams = k if num_beams is None else num_beams
+    num_beams = max(k, 2) if num_beams is None else num_beams
     if isinstance(num_beams, bool) or not isinstance(num_beams, (int, np.integer)) or num_beams < k:
         raise ValueError(f"num_beams={num_beams!r} must be an integer >= k={k}")
+    num_beams = max(int(num_beams), 2)
     table = docid_table(tokenizer, docids)
     steps = max(len(ids) for ids in table.values())
     ids = prompt_ids(tokenizer, prompt)
@@ -122,9 +152,14 @@ def beam_search(model, tokenizer, prompt: str, docids: Sequence[str], k: int,
     if constrained:
         extra["prefix_allowed_tokens_fn"] = allowed_tokens_fn([prefix_children(table.values())], len(ids),
                                                               tokenizer.eos_token_id)
-    n_prompt, out = _generate(model, tokenizer, ids, steps, num_beams=num_beams,
-                              num_return_sequences=k, length_penalty=0.0, early_stopping=True,
-                              output_scores=True, **extra)
-    ranked = [(_match(seq[n_prompt:].tolist(), table, tokenizer.eos_token_id), float(score))
-              for seq, score in zip(out.sequences, out.sequences_scores)]
-    return sorted(ranked, key=lambda r: -r[1])
+    while True:
+        n_prompt, out = _generate(model, tokenizer, ids, steps, num_beams=num_beams,
+                                  num_return_sequences=num_beams, length_penalty=0.0, early_stopping=True,
+                                  output_scores=True, **extra)
+        ranked = _hypotheses(out, n_prompt, table, tokenizer.eos_token_id)
+        if not constrained:
+            return (ranked + [(None, float("-inf"))] * k)[:k]
+        found = _distinct_docids(ranked)
+        if len(found) >= k or num_beams >= 2 * len(docids):
+            return found[:k]
+        num_beams = min(2 * num_beams, 2 * len(docids))
