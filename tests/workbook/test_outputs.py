@@ -96,3 +96,21 @@ def test_staging_folders_of_dead_runs_become_failed_folders(outputs_root):
     assert len(moved) == 2 and len({p.name for p in moved}) == 2  # same second: the names stay distinct
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == [".b.partial-13"]
     assert [p.name for p in outputs.tidy_partials("05_train", "b", outputs_root)][0].startswith("b.failed-")
+
+
+@pytest.mark.skipif(outputs.png_backend() is None, reason="no Chromium for kaleido")
+def test_figures_share_one_chromium_and_each_png_is_its_own(tmp_path):
+    import plotly.graph_objects as go
+
+    small = go.Figure(go.Scatter(x=[1, 2], y=[1, 2]))
+    wide = go.Figure(go.Bar(x=["a", "b", "c"], y=[3, 1, 2]))
+    outputs.save_figure(small, tmp_path, "small", width=300, height=200)
+    assert outputs._PNG_SERVER  # started by the first PNG, reused by the next
+    outputs.save_figure(wide, tmp_path, "wide", width=640, height=200)
+    sizes = {}
+    for name in ("small", "wide"):
+        head = (tmp_path / f"{name}.png").read_bytes()[:24]
+        assert head[:8] == b"\x89PNG\r\n\x1a\n"
+        sizes[name] = (int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big"))
+        assert (tmp_path / f"{name}.html").exists()
+    assert sizes == {"small": (600, 400), "wide": (1280, 400)}  # scale 2

@@ -18,6 +18,7 @@ are written with the permissions the umask gives (``umask_permissions``), never 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import fcntl
@@ -339,9 +340,26 @@ def png_backend() -> str | None:
     return found
 
 
+def _png_server() -> None:
+    """Start kaleido's Chromium once per process (stopped at exit) so that every PNG after the
+    first reuses it: without it each ``write_image`` starts and stops a Chromium (measured on 2
+    busy cores: 4.4 s a PNG, against 1.3 s with one server)."""
+    import kaleido
+
+    global _PNG_SERVER
+    if not _PNG_SERVER:
+        kaleido.start_sync_server(n=1, silence_warnings=True)
+        atexit.register(kaleido.stop_sync_server, silence_warnings=True)
+        _PNG_SERVER = True
+
+
+_PNG_SERVER = False
+
+
 def save_figure(fig: Any, run_dir: Path, name: str, width: int = 900, height: int = 520) -> list[Path]:
     """Write a plotly figure as ``name.html`` (interactive; plotly.js beside it, works offline)
-    and ``name.png`` (static, via kaleido and Chromium). Returns the paths written.
+    and ``name.png`` (static, via kaleido and Chromium, one Chromium per process). Returns the
+    paths written.
 
     Without a Chromium on the machine the PNG is skipped with a warning saying how to get one.
     """
@@ -353,7 +371,10 @@ def save_figure(fig: Any, run_dir: Path, name: str, width: int = 900, height: in
                       "(as root: apt-get install chromium) or set BROWSER_PATH", stacklevel=2)
         return written
     png = run_dir / f"{name}.png"
-    fig.write_image(png, width=width, height=height, scale=2)
+    _png_server()
+    with warnings.catch_warnings():  # plotly hands the server its request headers, which it ignores
+        warnings.filterwarnings("ignore", message="The kopts argument is ignored")
+        fig.write_image(png, width=width, height=height, scale=2)
     return written + [png]
 
 
