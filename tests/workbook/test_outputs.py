@@ -96,3 +96,16 @@ def test_staging_folders_of_dead_runs_become_failed_folders(outputs_root):
     assert len(moved) == 2 and len({p.name for p in moved}) == 2  # same second: the names stay distinct
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == [".b.partial-13"]
     assert [p.name for p in outputs.tidy_partials("05_train", "b", outputs_root)][0].startswith("b.failed-")
+
+
+def test_one_of_several_processes_outside_the_runner_is_refused(outputs_root, monkeypatch):
+    """Under torchrun, only the runner decides which process writes the run (issue 17)."""
+    from arrank.workbook.params import ParamError
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(ParamError, match=r"05_train is one of 2 processes \(WORLD_SIZE\) but not under the runner.*"
+                                         r"torchrun --nproc_per_node N -m arrank.workbook.run 05_train -p run_name NAME"):
+        outputs.start_run("05_train", {"run_name": "r", "profile": "quick"})
+    assert list(outputs_root.iterdir()) == []
+    monkeypatch.setenv("ARRANK_RUN_DIR", str(outputs_root / "staged"))  # under the runner: its folder
+    assert outputs.start_run("05_train", {"run_name": "r", "profile": "quick"}) == outputs_root / "staged"
