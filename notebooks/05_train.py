@@ -58,7 +58,7 @@ profile = "quick"  # "quick" (tiny model, CPU, minutes), "pretrained" (SmolLM2-1
 seed = 0  # seeds the data, the model initialisation and the item order
 run_name = "auto"  # folder under outputs/05_train/; give a name to resume an interrupted run
 model_name = None  # None: the profile's; tiny, smollm2-135m, paper (Mistral-7B), a hub id, a local folder or .gguf file
-backend = "auto"  # auto (Unsloth with CUDA, else transformers + peft), unsloth or transformers
+backend = "auto"  # auto (Unsloth with CUDA in one process, else transformers + peft), unsloth (one GPU only) or transformers
 scheme = "indicator"  # item weight lambda(r): indicator (NTP), fractional or stepwise
 alpha = 2.0  # fractional: lambda(r) is 1 / r**alpha
 targets = "onehot"  # token targets y(r, t): onehot or trie
@@ -137,7 +137,10 @@ print(f"packing: {layout} ({n_sequences:,} sequences of {len(items) / n_sequence
 # ## 3. Training
 # With a progress bar; checkpoints go to `outputs/05_train/.checkpoints-<run_name>/` with the run's
 # parameters, so re-running an interrupted run with the same `run_name` and parameters resumes from
-# its last checkpoint exactly (other parameters are refused: docs/reliability.md).
+# its last checkpoint exactly (other parameters are refused: docs/reliability.md). Launched by
+# `torchrun --nproc_per_node N -m arrank.workbook.run 05 -p run_name NAME ...`, this cell trains
+# on N processes (DDP): `batch_size` items on each, the run of one process with N × `batch_size`
+# items; process 0 writes the run folder (docs/scale-out.md).
 
 # %%
 checkpoints = run_dir.parent / f".checkpoints-{P['run_name']}"

@@ -114,3 +114,16 @@ def test_figures_share_one_chromium_and_each_png_is_its_own(tmp_path):
         sizes[name] = (int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big"))
         assert (tmp_path / f"{name}.html").exists()
     assert sizes == {"small": (600, 400), "wide": (1280, 400)}  # scale 2
+
+
+def test_one_of_several_processes_outside_the_runner_is_refused(outputs_root, monkeypatch):
+    """Under torchrun, only the runner decides which process writes the run (issue 17)."""
+    from arrank.workbook.params import ParamError
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(ParamError, match=r"05_train is one of 2 processes \(WORLD_SIZE\) but not under the runner.*"
+                                         r"torchrun --nproc_per_node N -m arrank.workbook.run 05_train -p run_name NAME"):
+        outputs.start_run("05_train", {"run_name": "r", "profile": "quick"})
+    assert list(outputs_root.iterdir()) == []
+    monkeypatch.setenv("ARRANK_RUN_DIR", str(outputs_root / "staged"))  # under the runner: its folder
+    assert outputs.start_run("05_train", {"run_name": "r", "profile": "quick"}) == outputs_root / "staged"

@@ -304,3 +304,41 @@ def test_resuming_05_with_other_parameters_is_refused_before_any_kernel(outputs_
     assert f"or delete {folder} to start this name afresh" in err and len(err.splitlines()) == 1
     assert sorted(p.name for p in folder.iterdir()) == before
     assert sorted(p.name for p in (outputs_root / "05_train").iterdir()) == [".checkpoints-r"]
+
+
+def test_what_several_processes_cannot_share_is_refused_before_any_kernel(outputs_root, capsys, monkeypatch):
+    """Issue 17: under torchrun (WORLD_SIZE > 1) Unsloth, run_name=auto and notebooks other than
+    05 are refused at once, exit 2, one message naming the value and what is allowed, nothing
+    written; a RANK outside [0, WORLD_SIZE) is named too. One process: the same arguments pass."""
+    from arrank.training import models
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    cases = [(["05", "-p", "run_name", "r", "-p", "backend", "unsloth"],
+              "error: backend='unsloth' trains on one GPU only (Unsloth does not support multi-GPU training), and "
+              "this is one of 2 processes (WORLD_SIZE): use backend='transformers' or 'auto' (transformers + peft "
+              "under several processes), or launch a single process"),
+             (["05", "-p", "scheme", "fractional"],
+              "error: run_name='auto' under 2 processes: each would stamp its own time, and they must share one "
+              "run name (and its checkpoints); give -p run_name NAME"),
+             (["05", "-p", "run_name", "r", "-p", "load_in_4bit", "true"],
+              "error: load_in_4bit=True loads 4-bit base weights through Unsloth, which trains on one GPU only, and "
+              "this is one of 2 processes: give load_in_4bit=false (16-bit LoRA through transformers + peft) or "
+              "launch a single process"),
+             (["01", "-p", "run_name", "r"],
+              "error: 01_de_capacity runs in one process, and this is one of 2 (WORLD_SIZE=2): only ['05_train'] "
+              "train on several processes; run 01_de_capacity without torchrun / accelerate launch")]
+    for argv, message in cases:
+        assert run.main(argv) == 2
+        assert capsys.readouterr().err == message + "\n"
+    with pytest.raises(RuntimeError, match=r"^backend='unsloth' trains on one GPU only"):
+        models.resolve_backend("unsloth")  # the same refusal where the notebook loads a model
+    assert models.resolve_backend("auto") == "transformers"
+    monkeypatch.setenv("RANK", "2")
+    assert run.main(["05", "-p", "run_name", "r"]) == 2
+    assert capsys.readouterr().err == "error: environment variable RANK=2 must lie in [0, WORLD_SIZE=2)\n"
+    assert list(outputs_root.iterdir()) == []
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    monkeypatch.setenv("RANK", "0")
+    assert run.prepare("05", {"scheme": "fractional"})[2]["run_name"].startswith("quick-")
+    assert run.prepare("05", {"run_name": "r", "backend": "unsloth"})[2]["backend"] == "unsloth"

@@ -185,7 +185,11 @@ def tiny_model_and_tokenizer(texts: list[str], vocab_size: int = 2000, hidden: i
     tokenizer.chat_template = TINY_CHAT_TEMPLATE
     model = build_tiny_model(len(tokenizer), hidden, layers, heads, intermediate, seed, tokenizer)
     if cache:  # reloaded from the folder so that LoRA adapters record it as their base model
-        save_atomic(model, tokenizer, folder)
+        try:
+            save_atomic(model, tokenizer, folder)
+        except OSError:  # another process (torchrun's other ranks) saved it first: load that one
+            if not (folder / "config.json").exists():
+                raise
         return LlamaForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
     return model, tokenizer
 
@@ -209,14 +213,21 @@ def save_atomic(model, tokenizer, folder: Path) -> Path:
 
 
 def resolve_backend(backend: str) -> str:
-    """``auto`` -> ``unsloth`` when CUDA and unsloth are importable, else ``transformers``.
-    ``unsloth`` without CUDA fails at once (Unsloth runs only on NVIDIA GPUs)."""
+    """``auto`` -> ``unsloth`` when CUDA and unsloth are importable and one process trains, else
+    ``transformers``. ``unsloth`` without CUDA fails at once (Unsloth runs only on NVIDIA GPUs),
+    and so does ``unsloth`` under several processes (torchrun: Unsloth trains on one GPU only;
+    ``arrank.workbook.processes``)."""
     import importlib.util
 
     import torch
 
+    from arrank.workbook import processes
+
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r} is not allowed; choose one of {list(BACKENDS)}")
+    refused = processes.unsloth_refusal(backend)
+    if refused:
+        raise RuntimeError(refused)
     has_unsloth = importlib.util.find_spec("unsloth") is not None
     if backend == "unsloth" and not torch.cuda.is_available():
         raise RuntimeError("backend='unsloth' needs an NVIDIA GPU with CUDA, and this machine has none; "
@@ -224,7 +235,8 @@ def resolve_backend(backend: str) -> str:
     if backend == "unsloth" and not has_unsloth:
         raise RuntimeError("backend='unsloth' but unsloth is not installed: pip install -e '.[gpu]'")
     if backend == "auto":
-        return "unsloth" if torch.cuda.is_available() and has_unsloth else "transformers"
+        one = processes.world_size() == 1
+        return "unsloth" if torch.cuda.is_available() and has_unsloth and one else "transformers"
     return backend
 
 

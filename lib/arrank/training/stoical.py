@@ -15,7 +15,8 @@ position s (its first token is ``input_ids[b, s]``) has its step-j target at pos
 
 Normalisation: the summed loss is divided by the number of supervised positions in the batch
 (positions with any target mass > 0, whatever their lambda), or by ``num_items_in_batch`` when
-given (the transformers convention for gradient accumulation). So one-hot targets with lambda = 1
+given (the transformers convention for gradient accumulation and several processes: the count of
+the whole optimizer step, ``arrank.training.train.step_normaliser``). So one-hot targets with lambda = 1
 give exactly the usual mean next-token cross-entropy over the docID tokens, and the denominator is
 the same for every variant (lambda scheme, trie or one-hot), so their losses are comparable.
 """
@@ -103,6 +104,12 @@ def targets_from_labels(labels: torch.Tensor, ignore_index: int = -100) -> tuple
     keep[..., 0] = False
     ids = torch.where(keep, labels, torch.zeros_like(labels)).long().unsqueeze(-1)
     return ids, keep.float().unsqueeze(-1)
+
+
+def supervised_count(target_mass: torch.Tensor) -> int:
+    """How many positions of a (B, T, K) batch of targets are supervised (any mass > 0; position
+    0 never is): the N that :func:`stoical_loss` divides by when no ``num_items_in_batch`` is given."""
+    return int((target_mass[:, 1:] > 0).any(-1).sum())
 
 
 def stoical_loss(logits: torch.Tensor, target_ids: torch.Tensor, target_mass: torch.Tensor,

@@ -31,6 +31,19 @@ the unpacked run, and every lower rank besides. Sequences then share rows (``pac
 ``packing.row_length_for``: about two sequences a row), each seeing only itself, so little is
 padding.
 
+Several processes (``torchrun --nproc_per_node N``; docs/scale-out.md): the Trainer trains with
+DDP (gradients averaged by DDP's all-reduce); accelerate shards the loader's batches, so with B
+items per process, process k's micro-batch is the k-th B-item slice of the 1-process batch of
+N * B, drawn by the same sampler on every process (the weighted one seeded by (seed, epoch), the
+uniform one by accelerate's seedable sampler). The loss of a step is divided by the supervised
+positions of the whole step, all processes and accumulated micro-batches together
+(``step_normaliser``, the Trainer's ``num_items_in_batch`` with ``average_tokens_across_devices``),
+so N processes of B items train the 1-process run of N * B items up to float rounding (measured in
+tests/training/test_distributed.py), and accumulating k micro-batches trains one batch of k times
+the items. Packed, a process's step is ``packed_batch_size(B)`` sequences, so the comparison is
+exact where N times that equals ``packed_batch_size(N * B)``. Process 0 writes the checkpoints'
+parameters and removes the checkpoints at the end; every process resumes from the same folder.
+
 Resuming (docs/reliability.md): ``resume_point`` refuses checkpoints made with other parameters
 (``arrank.workbook.outputs.check_resume``), and the weighted sampler draws each epoch's items from a
 generator seeded by (seed, epoch) only (``epoch_weighted_sampler``), so a run interrupted after a
@@ -53,8 +66,9 @@ import torch
 from arrank.training.encoding import docid_table, prompt_ids
 from arrank.training.packing import (collate_packed, model_mask, pack_items, resolve_packing, row_length_for,
                             sequence_weights)
-from arrank.training.stoical import item_weight, pad_sparse_targets, stoical_loss
+from arrank.training.stoical import item_weight, pad_sparse_targets, stoical_loss, supervised_count
 from arrank.training.trie import one_hot_targets, query_sparse_targets
+from arrank.workbook import processes
 from arrank.workbook.outputs import check_resume, record_resume_params
 
 TARGETS = ("onehot", "trie")
@@ -149,19 +163,44 @@ def _trainer_class():
         """
 
         sample_weights: list[float] | None = None
-        model_accepts_loss_kwargs = False  # the loss is a per-batch mean; no label counting
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            # compute_loss takes num_items_in_batch (the Trainer then leaves the loss of an
+            # accumulated micro-batch undivided: the step's normaliser already covers them all)
+            self.model_accepts_loss_kwargs = True
+
+        def _get_num_items_in_batch(self, batch_samples, device):
+            """N of eq. 2's normaliser for one optimizer step (``step_normaliser``)."""
+            return step_normaliser(self, batch_samples, device)
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             target_ids = inputs.pop("target_ids")
             target_mass = inputs.pop("target_mass")
             weights = inputs.pop("item_weight")
             if "allowed" in inputs:
+                inner = self.accelerator.unwrap_model(model)  # DDP's wrapper has no config to read
                 outputs = model(input_ids=inputs["input_ids"], position_ids=inputs["position_ids"],
-                                attention_mask=model_mask(model, inputs["allowed"]))
+                                attention_mask=model_mask(inner, inputs["allowed"]))
             else:
                 outputs = model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
-            loss = stoical_loss(outputs.logits, target_ids, target_mass, weights)
+            loss = stoical_loss(outputs.logits, target_ids, target_mass, weights, num_items_in_batch)
+            if num_items_in_batch is not None and self.args.average_tokens_across_devices:
+                # DDP averages the processes' gradients; N counts every process's positions, so
+                # the mean of W * (this process's sum / N) is the whole step's sum / N
+                loss = loss * self.accelerator.num_processes
             return (loss, outputs) if return_outputs else loss
+
+        def _load_optimizer_and_scheduler(self, checkpoint):
+            """On resume under several CPU processes (gloo), the optimizer state is loaded onto the
+            CPU: transformers maps it onto ``args.device``, which accelerate names ``cpu:0`` there,
+            a location ``torch.load`` does not know. Every other case is the Trainer's own."""
+            folder = Path(checkpoint) if checkpoint else None
+            if (folder is None or self.args.device.type != "cpu" or self.args.world_size == 1
+                    or not (folder / "optimizer.pt").is_file() or not (folder / "scheduler.pt").is_file()):
+                return super()._load_optimizer_and_scheduler(checkpoint)
+            self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", map_location="cpu", weights_only=True))
+            self.lr_scheduler.load_state_dict(torch.load(folder / "scheduler.pt", weights_only=True))
 
         def _get_train_sampler(self, train_dataset=None):
             if self.sample_weights is None:
@@ -169,6 +208,20 @@ def _trainer_class():
             return epoch_weighted_sampler(self.sample_weights, self.args.seed)
 
     return StoicalTrainer
+
+
+def step_normaliser(trainer, batch_samples: list[dict[str, torch.Tensor]], device) -> torch.Tensor | None:
+    """The N that divides one optimizer step's summed STOICaL loss (eq. 2; ``stoical_loss``):
+    the supervised docID positions of every micro-batch the step accumulates, summed over all
+    processes (accelerate's ``gather``) when ``average_tokens_across_devices`` is on, as the
+    Trainer counts label tokens for its own losses. So B items on each of W processes, or
+    accumulated over W micro-batches, give the loss and gradient of one batch of W * B items."""
+    if not batch_samples or "target_mass" not in batch_samples[0]:
+        return None
+    count = torch.tensor(sum(supervised_count(b["target_mass"]) for b in batch_samples), device=device)
+    if trainer.args.average_tokens_across_devices and trainer.args.world_size > 1:
+        count = trainer.accelerator.gather(count).sum()
+    return count
 
 
 def epoch_seed(seed: int, epoch: int) -> int:
@@ -202,6 +255,7 @@ def training_arguments(output_dir: Path, profile_args: dict[str, Any], seed: int
         logging_steps=min(a["logging_steps"], max(1, a["steps"] // 10)), save_steps=a["save_steps"],
         save_total_limit=1, seed=seed,
         data_seed=seed, report_to=[], remove_unused_columns=False, use_cpu=use_cpu,
+        average_tokens_across_devices=True,  # N of eq. 2 counts every process's positions
         dataloader_num_workers=0, disable_tqdm=False, save_only_model=False)
 
 
@@ -237,7 +291,8 @@ def resume_point(checkpoints: Path, params: dict[str, Any]) -> int:
     check_resume(checkpoints, params)
     found = last_checkpoint(checkpoints)
     if found is None:
-        record_resume_params(checkpoints, params)
+        if processes.is_main():  # under several processes one writes; all resume from the same folder
+            record_resume_params(checkpoints, params)
         return 0
     return int(Path(found).name.split("-")[-1])
 
@@ -307,7 +362,9 @@ def train(model, tokenizer, items: list[dict[str, Any]], hyper: dict[str, Any], 
         trainer.sample_weights = draw
     trainer.train(resume_from_checkpoint=last_checkpoint(checkpoints))
     log = pd.DataFrame([r for r in trainer.state.log_history if "loss" in r])
-    shutil.rmtree(checkpoints, ignore_errors=True)
+    trainer.accelerator.wait_for_everyone()  # under several processes: none still writes a checkpoint
+    if trainer.is_world_process_zero():
+        shutil.rmtree(checkpoints, ignore_errors=True)
     return log[[c for c in ("step", "loss", "learning_rate", "grad_norm", "epoch") if c in log.columns]]
 
 

@@ -36,7 +36,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator
 
-from arrank.workbook import paths
+from arrank.workbook import paths, processes
 from arrank.workbook.params import ParamError
 
 RUN_DIR_ENV = "ARRANK_RUN_DIR"
@@ -301,11 +301,16 @@ def start_run(stem: str, params: dict[str, Any]) -> Path:
 
     Under the runner it is the staging folder the runner made (``ARRANK_RUN_DIR``). Otherwise the
     run directory is created here, and an existing one is an error (``RunExistsError``), so an
-    interactive re-run with the same ``run_name`` never overwrites an earlier run.
+    interactive re-run with the same ``run_name`` never overwrites an earlier run; one of several
+    processes (torchrun) outside the runner is an error (``ParamError``).
     """
     staged = os.environ.get(RUN_DIR_ENV)
     if staged:
         return Path(staged)
+    if processes.world_size() > 1:
+        raise ParamError(f"{stem} is one of {processes.world_size()} processes (WORLD_SIZE) but not under the "
+                         "runner, which decides which process writes the run: launch "
+                         f"`torchrun --nproc_per_node N -m arrank.workbook.run {stem} -p run_name NAME ...`")
     name = resolve_run_name(params["run_name"], params["profile"])
     target = run_path(stem, name)
     writable_folder(target.parent)

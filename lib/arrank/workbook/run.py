@@ -12,6 +12,12 @@ What it does (docs/design.md, "Contracts" and "Known pitfalls"):
 5. one process per run name (``outputs.claim_run``), and a resume only with the parameters the
    checkpoints were made with (``outputs.check_resume``). Every case and what it gives:
    docs/reliability.md.
+6. under ``torchrun --nproc_per_node N`` (05_train only: ``arrank.workbook.processes``) every
+   process runs the notebook, and the Trainer in their kernels trains together (DDP). Process 0
+   does all of the above; process k > 0 claims nothing and writes no run: it stages in
+   ``.<run_name>.rank<k>-<pid>`` beside process 0's staging folder (so both find the same
+   checkpoints folder), which is removed when its notebook finished, or kept as
+   ``<run_name>.rank<k>.failed-<time>`` when it failed (docs/scale-out.md).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from arrank.workbook import paths
+from arrank.workbook import paths, processes
 from arrank.workbook.outputs import (RUN_DIR_ENV, OutputsNotWritableError, RunExistsError, check_resume,
                                      checkpoints_dir, claim_run, failed_path, release_run, resolve_run_name,
                                      run_path, tidy_abandoned, tidy_partials)
@@ -133,6 +139,7 @@ def prepare(notebook: str | Path, overrides: dict[str, Any]) -> tuple[Path, dict
         raise ParamError(f"unknown parameter(s) {unknown} for {source.stem}; allowed: {sorted(defaults)}")
     injected = {k: coerce(k, v, defaults[k]) for k, v in overrides.items()}
     values = validate(source.stem, {**defaults, **injected})
+    processes.check_launch(source.stem, values)  # several processes: 05 only, a run name, no Unsloth
     values["run_name"] = injected["run_name"] = resolve_run_name(values["run_name"], values["profile"])
     return source, injected, resolve_profile(source.stem, values)
 
@@ -152,6 +159,8 @@ def run_notebook(notebook: str | Path, overrides: dict[str, Any] | None = None,
     source, injected, resolved = prepare(notebook, dict(overrides or {}))
     stem, name = source.stem, resolved["run_name"]
     final = run_path(stem, name, outputs_root)
+    if not processes.is_main():
+        return _run_other_rank(source, injected, final)
     lock = claim_run(stem, name, outputs_root)
     try:
         tidy_partials(stem, name, outputs_root)
@@ -166,6 +175,18 @@ def run_notebook(notebook: str | Path, overrides: dict[str, Any] | None = None,
         _publish(stem, staging, final)
     finally:
         release_run(lock, stem, name, outputs_root)
+    return final
+
+
+def _run_other_rank(source: Path, injected: dict[str, Any], final: Path) -> Path:
+    """Process k > 0 of a several-process run: the notebook runs (its kernel trains alongside
+    process 0's) in a staging folder of its own beside process 0's, removed once the notebook
+    finished; a failure keeps it as ``<run_name>.rank<k>.failed-<time>``. Returns ``final``,
+    the run directory that process 0 writes."""
+    staging = final.parent / f".{final.name}.rank{processes.rank()}-{os.getpid()}"
+    staging.mkdir(parents=True)
+    _execute(source, injected, staging, final.with_name(f"{final.name}.rank{processes.rank()}"), False)
+    shutil.rmtree(staging, ignore_errors=True)
     return final
 
 
@@ -316,7 +337,11 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
-    print(f"run written to {final}")
+    if processes.is_main():
+        print(f"run written to {final}")
+    else:
+        print(f"process {processes.rank()} of {processes.world_size()} finished; "
+              f"process 0 writes the run {final}")
     return 0
 
 

@@ -1,0 +1,90 @@
+"""Several processes for one training run: which process this is, and what is allowed.
+
+``torchrun --nproc_per_node N`` and ``accelerate launch`` start N copies of a command with
+``RANK``/``WORLD_SIZE``/``LOCAL_RANK``/``MASTER_ADDR``/``MASTER_PORT`` set; the transformers
+Trainer reads them and trains with DistributedDataParallel (DDP: gradients averaged by DDP's own
+all-reduce). This module only reads those variables, so the runner (``arrank.workbook.run``) can
+decide before any kernel starts that process 0 writes the run and the others write nothing
+(docs/scale-out.md, "Several processes for one training run"), and refuses what cannot work:
+
+- a notebook other than ``05_train`` (only training is spread over processes);
+- ``run_name="auto"``: each process would stamp its own time, and the processes must share one
+  name (its checkpoints folder is where every process resumes from);
+- ``backend="unsloth"``, and ``load_in_4bit=True`` (which loads through Unsloth): Unsloth trains on
+  one GPU only; ``backend="auto"`` resolves to transformers + peft under several processes
+  (``arrank.training.models.resolve_backend``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from arrank.workbook.params import ParamError
+
+MULTI_PROCESS_NOTEBOOKS = ("05_train",)
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ParamError(f"environment variable {name}={raw!r} must be an integer (set by torchrun / "
+                         "accelerate launch)") from None
+
+
+def world_size() -> int:
+    """How many processes train together (``WORLD_SIZE``; 1 when it is not set)."""
+    size = _env_int("WORLD_SIZE", 1)
+    if size < 1:
+        raise ParamError(f"environment variable WORLD_SIZE={size} must be >= 1")
+    return size
+
+
+def rank() -> int:
+    """This process's rank in [0, WORLD_SIZE) (``RANK``; 0 when it is not set)."""
+    r, size = _env_int("RANK", 0), world_size()
+    if not 0 <= r < size:
+        raise ParamError(f"environment variable RANK={r} must lie in [0, WORLD_SIZE={size})")
+    return r
+
+
+def is_main() -> bool:
+    """Whether this process writes (rank 0, or the only process)."""
+    return rank() == 0
+
+
+def unsloth_refusal(backend: str) -> str | None:
+    """Why ``backend`` cannot train under this many processes, or None."""
+    if backend == "unsloth" and world_size() > 1:
+        return (f"backend='unsloth' trains on one GPU only (Unsloth does not support multi-GPU "
+                f"training), and this is one of {world_size()} processes (WORLD_SIZE): use "
+                "backend='transformers' or 'auto' (transformers + peft under several processes), "
+                "or launch a single process")
+    return None
+
+
+def check_launch(stem: str, values: dict[str, Any]) -> None:
+    """Refuse, before any work, a notebook run that several processes cannot share (module
+    docstring); nothing to check for a single process."""
+    size = world_size()
+    rank()  # a RANK outside [0, WORLD_SIZE) is an error here, not in the kernel
+    if size == 1:
+        return
+    if stem not in MULTI_PROCESS_NOTEBOOKS:
+        raise ParamError(f"{stem} runs in one process, and this is one of {size} (WORLD_SIZE={size}): "
+                         f"only {list(MULTI_PROCESS_NOTEBOOKS)} train on several processes; run "
+                         f"{stem} without torchrun / accelerate launch")
+    if values.get("run_name") == "auto":
+        raise ParamError(f"run_name='auto' under {size} processes: each would stamp its own time, and "
+                         "they must share one run name (and its checkpoints); give -p run_name NAME")
+    why = unsloth_refusal(values.get("backend", "auto"))
+    if why:
+        raise ParamError(why)
+    if values.get("load_in_4bit"):
+        raise ParamError(f"load_in_4bit=True loads 4-bit base weights through Unsloth, which trains on one GPU "
+                         f"only, and this is one of {size} processes: give load_in_4bit=false (16-bit LoRA "
+                         "through transformers + peft) or launch a single process")
