@@ -31,8 +31,10 @@
 # **A capacity experiment.** A lookup table cannot embed a synset it never saw, so the baselines
 # train on the pairs of *all* queries, the evaluation queries' pairs included, and are evaluated
 # on the evaluation queries: they show how well a DE or a CE of dimension $n$ can *fit* the
-# rankings, not how they generalise. (The ARR runs of notebook 05 are evaluated on queries they
-# did not train on: a harder test for ARR.) Evaluation is the ARR evaluation (§5.1, the same
+# rankings, not how they generalise. The same question, asked of ARR, is its score on queries it
+# trained on: notebook 05 scores a sample of its training queries beside the held-out ones, and
+# Figure 3 (a) below draws both (the held-out curve is a harder test the tables cannot take: they
+# have no row for a query they never saw). Evaluation is the ARR evaluation (§5.1, the same
 # `arrank.evaluation.metrics` functions): per query, its relevant hypernyms and its negative are scored and
 # ranked; CVR, nDCG and R@k. The negative is a random synset, never trained on as a negative.
 #
@@ -159,11 +161,15 @@ results.drop(columns=[c for c in results.columns if c.startswith("n_queries@")])
 
 # %% [markdown]
 # ## 3. Figure 3
-# (a) R@k against k for the DEs and the CE at the same alpha (`alpha`, named in the CE's curve: the
-# paper's caption gives alpha = 5 to the DEs only), with the finished ARR runs of
-# notebook 05 (those named by `arr_runs`) on the same evaluation queries (dashed; held out from
-# ARR's training, not from the baselines'); (b) the DE's alpha sweep; (c) the CE's. Each panel is also saved as a CSV table;
-# the last figure is the DE's full-corpus retrieval R@k.
+# (a) R@k (percent) against k for the DEs and the CE at the same α (`alpha`, named in the CE's
+# curve: the paper's caption gives α = 5 to the DEs only), all trained and scored on the same
+# queries (solid), with the finished ARR runs of notebook 05 (those named by `arr_runs`) that
+# evaluated the same evaluation queries: each run twice, on a sample of *its training queries*
+# (dashed: the same capacity question as the tables) and on the *held-out* queries it never
+# trained on (dotted: generalisation; a run made before notebook 05 scored training queries has
+# this curve only). (b) The DE's α sweep; (c) the CE's, colours ordered by α. Each panel is also
+# saved as a CSV table (R@k as fractions, `scored_on` says which queries); the last figure is the
+# DE's full-corpus retrieval R@k.
 
 # %%
 arr = BL.arr_runs(dataset, len(data["eval"]), pattern=P["arr_runs"])
@@ -187,8 +193,9 @@ print(f"{len(arr)} ARR run(s) on the same evaluation queries: {list(arr['label']
 # - `finding_de_grows_with_n`: the DE's mean R@1..5 rises with every step of `de_dims`;
 # - `finding_ce_above_de`: the CE above the strongest DE (n = 32), both at `alpha` (the paper's two
 #   claims together imply it);
-# - `finding_arr_on_par_with_ce`, `finding_arr_above_de`: the best ARR run of panel (a) (highest
-#   mean R@1..5) against them. ARR is scored on queries it did not train on: a harder test for ARR;
+# - `finding_arr_on_par_with_ce`, `finding_arr_above_de`: the ARR run of panel (a) with the highest
+#   mean R@1..5 on its training queries, that curve against them: the same capacity question. The
+#   numbers give its held-out curve beside it. None where no ARR run scored its training queries;
 # - `finding_alpha_raises_de_small_k`: the DE at `de_alpha_dim`, largest alpha above smallest, at k = 1, 2.
 #
 # Each comes with `..._numbers`, the curves it compared; None where the run lacks them. In the

@@ -100,6 +100,11 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     assert m["n_queries@1"] == 10 and m["n_items"] > 10  # every rank of every training query
     assert m["packing"] == "per_query" and m["n_sequences"] < m["n_items"]  # packed by default (auto)
     assert m["resumed_from_step"] == 0  # a fresh run (tests/training/test_train.py: kill and resume)
+    # a seeded sample of as many training queries as held out, scored the same way (Figure 3 (a))
+    assert m["train_n_queries"] == 10 and 0.0 <= m["train_cvr"] <= 1.0 and 0.0 < m["train_ndcg"] <= 1.0
+    assert 0.0 <= m["train_recall@1"] <= 1.0 and m["train_n_queries@1"] == 10
+    metrics_rows = __import__("pandas").read_csv(final / "metrics.csv")["run"].tolist()
+    assert metrics_rows == ["held-out queries", "random scores", "training queries (10 sampled)"]
     mask = __import__("os").umask(0)
     __import__("os").umask(mask)  # results and model readable as the umask says, not tempfile's 0600/0700
     assert (final / "results.json").stat().st_mode & 0o777 == 0o666 & ~mask
@@ -171,7 +176,19 @@ def test_08_results(outputs_root, monkeypatch):
         _has_figure(final, name)
 
 
-def test_07_de_ce_baselines(outputs_root):
+def test_07_de_ce_baselines(outputs_root, monkeypatch):
+    # an ARR run of notebook 05 on the same evaluation queries, as 05 writes its results.json (one
+    # made before 05 scored training queries would lack the train_ keys): panel (a) draws both curves
+    from arrank.workbook import outputs
+
+    monkeypatch.setenv("ARRANK_OUTPUTS", str(outputs_root))  # the kernel reads the same outputs folder
+    arr_dir = outputs.run_path("05_train", "arr-frac", outputs_root)
+    arr_dir.mkdir(parents=True)
+    data = {k: TINY["07_de_ce_baselines"][k] for k in ("subtree", "min_relevant", "n_eval")}
+    outputs.write_results(arr_dir, "05_train", {**data, "seed": 0, "scheme": "fractional", "alpha": 2.0,
+                                                "targets": "onehot", "beta": 2.0, "combined": False, "steps": 10},
+                          {"n_queries": 10, **{f"recall@{k}": 0.5 for k in (1, 2, 3)},
+                           **{f"train_recall@{k}": 1.0 for k in (1, 2, 3)}, "train_n_queries": 10}, {})
     final, m = _run("07_de_ce_baselines", outputs_root)
     # de n2/n4 at alpha 5, ce n4 at alpha 5, de n2 at alpha 0, ce n4 at alpha 0: five runs
     assert m["n_eval_queries"] == 10 and m["n_table_rows"] == 82115 and m["n_pairs"] > 10
@@ -179,7 +196,14 @@ def test_07_de_ce_baselines(outputs_root):
         assert m[f"{key}_n_queries"] == 10 and 0.0 <= m[f"{key}_recall@1"] <= 1.0 and 0.0 < m[f"{key}_ndcg"] <= 1.0
     assert 0.0 <= m["de_n4_alpha5_retrieval_recall@1"] <= 1.0 and "ce_n4_alpha5_retrieval_recall@1" not in m
     assert m["finding_de_grows_with_n"] in (True, False) and m["finding_alpha_raises_de_small_k"] in (True, False)
+    # the ARR findings compare its training-query curve, the held-out one beside it
+    assert m["n_arr_runs"] == 1 and m["finding_arr_above_de"] in (True, False)
+    assert m["finding_arr_above_de_numbers"].startswith("R@1..3: ARR Fractional α=2 1.000 1.000 1.000 (its training")
+    assert m["finding_arr_above_de_numbers"].endswith("on held-out queries: ARR Fractional α=2 0.500 0.500 0.500")
     for name in ("figure3a", "figure3b", "figure3c", "retrieval_recall_at_k", "training_loss"):
         _has_figure(final, name)
-    assert (final / "figure3b.csv").read_text().startswith("curve,model,n,alpha,k,recall")
+    assert (final / "figure3b.csv").read_text().startswith("curve,model,n,alpha,k,recall,scored_on")
+    panel_a = __import__("pandas").read_csv(final / "figure3a.csv")
+    assert panel_a.drop_duplicates("curve")["curve"].tolist()[-2:] == [
+        "ARR Fractional α=2 (training queries)", "ARR Fractional α=2 (held-out queries)"]
     assert len((final / "results.csv").read_text().splitlines()) == 1 + 5

@@ -157,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = run_workbook(args.run_name, args.only)
     print(summary(rows))
     print("\nTable 1, quick (workbook sweep; percent):\n" + table1_summary())
-    print("\nCPU-scale reproduction of the paper's findings (held-out queries for ARR):\n" + findings_summary(args.run_name))
+    print("\nCPU-scale reproduction of the paper's findings (Figure 3: ARR on its training queries as the DE / CE, "
+          "its held-out curve beside):\n" + findings_summary(args.run_name))
     print(f"\nresults: {paths.OUTPUTS}/<notebook>/{args.run_name}/ (results.json, figures .html/.png, tables .csv); "
           f"the sweep's runs: {paths.OUTPUTS}/05_train/<sweep point>/")
     failed = [r for r in rows if r["status"].startswith("FAILED")]

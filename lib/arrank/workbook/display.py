@@ -1,0 +1,122 @@
+"""One display convention for every table and figure of the workbook.
+
+- **Percent.** CVR, nDCG and R@k are shown in percent, as in the paper's Tables 1-3 (arXiv
+  2601.05588); results.json and the CSV files that code reads back keep fractions
+  (``percent_table``, ``metric_title``).
+- **Greek letters.** alpha and beta, the item-weight and trie temperatures of section 4, are
+  written α and β in labels and titles (``greek``).
+- **Ordered colours.** A parameter with an order (α, β, the dimension n) gets a sequential colour
+  scale and its legend entries in parameter order (``ordered_colors``); unordered variants a
+  qualitative palette (``QUALITATIVE``).
+- **Readable ticks.** Small numbers such as learning rates in scientific notation
+  (``scientific_axis``), never ``-0.000029``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+
+SYMBOLS = {"alpha": "α", "beta": "β"}
+# A qualitative palette for unordered variants (plotly's D3 without its blue, which the ordered
+# scales use): one colour per variant.
+QUALITATIVE = ("#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+TEMPLATE = "plotly_white"
+
+
+def is_percent_metric(name: str) -> bool:
+    """Whether a metric is shown in percent: cvr, ndcg, recall@k and their prefixed forms
+    (``train_recall@1``, ``beam_recall@5_gold``, ``retrieval_recall@3``)."""
+    return bool(re.fullmatch(r"(\w+_)?(cvr|ndcg|recall@\d+(_\w+)?)", str(name)))
+
+
+def percent(value: Any) -> Any:
+    """A fraction in percent (None and NaN stay as they are)."""
+    return value if value is None or pd.isna(value) else float(value) * 100
+
+
+def percent_table(frame: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
+    """A copy of ``frame`` with its percent metrics (``is_percent_metric``) x100, rounded to
+    ``digits``, and their columns titled as ``metric_title`` says; other columns as they are."""
+    out = frame.copy()
+    cols = [c for c in out.columns if is_percent_metric(c)]
+    out[cols] = out[cols].astype(float).mul(100).round(digits)
+    return out.rename(columns={c: metric_title(c) for c in cols})
+
+
+def metric_title(name: str) -> str:
+    """The display name of a metric with its unit: ``CVR (%)``, ``nDCG (%)``, ``R@5 (%)``,
+    ``training R@1 (%)``; other names as ``greek`` writes them."""
+    m = re.fullmatch(r"(train_)?(cvr|ndcg|recall@(\d+))", str(name))
+    if not m:
+        return greek(str(name))
+    base = {"cvr": "CVR", "ndcg": "nDCG"}.get(m.group(2), f"R@{m.group(3)}")
+    return ("training " if m.group(1) else "") + f"{base} (%)"
+
+
+def greek(text: str) -> str:
+    """``alpha`` and ``beta`` as α and β (whole words, and in ``alpha=2``)."""
+    for word, symbol in SYMBOLS.items():
+        text = re.sub(rf"\b{word}\b", symbol, text)
+    return text
+
+
+def number_text(value: Any) -> str:
+    """2.0 -> '2', 0.5 -> '0.5', True -> 'true' (labels and run names agree on this)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def ordered_colors(values: Iterable[Any], scale: str = "Viridis", lo: float = 0.0, hi: float = 0.9) -> dict[Any, str]:
+    """value -> colour of a sequential plotly colour scale, in sorted order of the distinct
+    ``values`` (the smallest at ``lo``, the largest at ``hi`` of the scale; one value: ``hi``).
+    Viridis stops at 0.9 so that the largest value stays readable on white."""
+    from plotly.colors import sample_colorscale
+
+    distinct = sorted(set(values))
+    if not distinct:
+        return {}
+    if len(distinct) == 1:
+        return {distinct[0]: sample_colorscale(scale, [hi])[0]}
+    where = [lo + (hi - lo) * i / (len(distinct) - 1) for i in range(len(distinct))]
+    return dict(zip(distinct, sample_colorscale(scale, where)))
+
+
+def qualitative_colors(names: Iterable[str]) -> dict[str, str]:
+    """name -> colour of ``QUALITATIVE``, in first-seen order (cycling when there are more)."""
+    distinct = list(dict.fromkeys(names))
+    return {n: QUALITATIVE[i % len(QUALITATIVE)] for i, n in enumerate(distinct)}
+
+
+def scientific_axis(fig, axis: str = "yaxis") -> Any:
+    """Ticks of ``axis`` (a layout key: yaxis, yaxis2, xaxis) in scientific notation: 2e-3, not
+    0.002 or -0.000029."""
+    fig.update_layout({axis: {"exponentformat": "e", "showexponent": "all", "tickformat": ".1e"}})
+    return fig
+
+
+def percent_axis(fig, axis: str = "yaxis", title: str = "R@k (%)", full: bool = True) -> Any:
+    """``axis`` titled ``title``; with ``full`` its range 0-100 (with room for markers at 100)."""
+    fig.update_layout({axis: {"title": title, **({"range": [0, 102]} if full else {})}})
+    return fig
+
+
+def style(fig, title: str | None = None) -> Any:
+    """The workbook's figure style: white template, the title (when given) with α / β."""
+    fig.update_layout(template=TEMPLATE, **({"title": greek(title)} if title is not None else {}))
+    return fig
+
+
+def subtitle(title: str, note: str) -> str:
+    """A plotly title with a smaller second line (what the figure shows, in words)."""
+    return f"{greek(title)}<br><sup>{greek(note)}</sup>"
+
+
+def percent_values(m: Mapping[str, Any], keys: Iterable[str]) -> list[Any]:
+    """``percent(m[k])`` for each key (None when absent)."""
+    return [percent(m.get(k)) for k in keys]
