@@ -91,15 +91,23 @@ table
 
 # %% [markdown]
 # ## 3. Where the scores fall, rank by rank
-# A rank-aware model gives its rank-1 docID the highest mean score, lower ones to lower ranks, and
-# the negative the lowest; NTP training typically sharpens rank 1 and leaves the rest near the
-# negative, which is what CVR counts.
+# The mean score of the docIDs at each gold rank over the held-out queries (rank 1 = each query's
+# most specific hypernym), the negative first; error bars are ±1 standard error of that mean over
+# the queries that have the rank (ranks beyond the minimum list length hold fewer queries). A
+# rank-aware model *tends* to give rank 1 the highest mean and the negative the lowest, but the
+# means pool different docIDs: general hypernyms near the root recur in many queries (and are
+# easy to predict) while rank 1 differs from query to query, so the curve can rise from rank 1
+# to rank 2 even when each query is ranked reasonably. `mean_predicted_rank` (the docID's
+# position within its own query, 1 = top) is the ranking view; the sentence below the figure
+# reads this run's numbers.
 
 # %%
 curve = evaluate.per_rank_scores(scores)
-fig = plots.per_rank_figure({"this model": curve})
+fig = plots.per_rank_figure({"this model": curve},
+                            f"Mean score per gold rank, {plots.scale_text(subject['scale'], len(held_out))}")
 outputs.save_figure(fig, run_dir, "per_rank_scores")
 fig.show()
+print(plots.per_rank_reading(curve))
 curve
 
 # %% [markdown]
@@ -110,7 +118,7 @@ curve
 # %%
 examples = evaluate.violation_examples(records)
 if len(examples):
-    fig = plots.violations_figure(records, examples)
+    fig = plots.violations_figure(records, examples, f"Worst constraint violations, {plots.scale_text(subject['scale'], len(held_out))}")
     outputs.save_figure(fig, run_dir, "violation_examples")
     fig.show()
 examples
@@ -132,7 +140,8 @@ pd.Series(decoded)
 
 # %%
 beam_row = {f"recall@{P['beam_k']}": decoded[f"beam_recall@{P['beam_k']}_gold"]}
-fig = plots.recall_figure({"scorer": result, "random scores": floor, "constrained beam": beam_row})
+fig = plots.recall_figure({"scorer": result, "random scores": floor, "constrained beam": beam_row},
+                          f"R@k, {plots.scale_text(subject['scale'], len(held_out))}")
 outputs.save_figure(fig, run_dir, "recall_at_k")
 fig.show()
 
@@ -140,6 +149,7 @@ fig.show()
 # ## Results
 
 # %%
-metrics = {**result, **decoded, "source": subject["source"], "dataset": data["dataset"]}
+metrics = {**result, **decoded, "source": subject["source"], "dataset": data["dataset"],
+           "model_name": subject["scale"]["model_name"], "steps": subject["scale"]["steps"]}
 outputs.write_results(run_dir, "06_evaluate", P, metrics, timings)
 metrics

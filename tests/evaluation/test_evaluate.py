@@ -87,3 +87,40 @@ def test_esci_ranking_frame_holds_out_test_queries_only():
         ranking.ranking_dataset("esci", "quick", 0, 5, "wordnet")
     with pytest.raises(ValueError, match="dataset='msmarco' is not allowed"):
         ranking.ranking_dataset("msmarco", "quick", 0, 5)
+
+
+def test_per_rank_reading_says_what_the_numbers_show():
+    from arrank.evaluation import plots
+
+    good = evaluate.per_rank_scores(evaluate.scores_frame(_records()))
+    text = plots.per_rank_reading(good)
+    assert text.startswith("Rank 1 has the highest mean score (-1.000)") and "falls with every rank" in text
+    assert "negative is below every rank (mean -4.000)" in text and "position 1.00" in text
+    # rank 2 above rank 1 on average, the negative above rank 3: said, with the numbers
+    flipped = [{"query": "a", "relevant": ["x", "y", "z"], "negative": "n",
+                "scores": {"x": -2.0, "y": -1.0, "z": -4.0, "n": -3.0}}]
+    text = plots.per_rank_reading(evaluate.per_rank_scores(evaluate.scores_frame(flipped)))
+    assert text.startswith("Rank 2, not rank 1, has the highest mean score (-1.000 against rank 1's -2.000)")
+    assert "rises from rank to rank at 1→2" in text and "above rank(s) 3" in text and "position 2.00" in text
+    fig = plots.per_rank_figure({"m": good}, "Mean score per gold rank, " + plots.scale_text(
+        {"run": "r1", "model_name": "tiny", "steps": 400}, 2))
+    assert "r1: tiny, 400 steps, 2 held-out queries" in fig.layout.title.text
+    assert "±1 standard error" in fig.layout.title.text and __import__("numpy").allclose(
+        fig.data[0].error_y.array, good["sem"], equal_nan=True)
+
+
+def test_per_rank_figure_is_redrawn_from_a_finished_06_run(tmp_path):
+    import json
+
+    from arrank.evaluation import plots
+
+    trained = tmp_path / "05_train" / "frac"
+    trained.mkdir(parents=True)
+    (trained / "results.json").write_text(json.dumps({"params": {"profile": "quick", "model_name": "tiny", "steps": None}}))
+    run = tmp_path / "06_evaluate" / "e"
+    run.mkdir(parents=True)
+    evaluate.scores_frame(_records()).to_parquet(run / "per_query_scores.parquet")
+    (run / "results.json").write_text(json.dumps({"metrics": {"n_queries": 2, "source": str(trained)}}))
+    curve, fig, reading = plots.per_rank_from_run(run)
+    assert curve.loc["1", "mean"] == -1.0 and reading.startswith("Rank 1 has the highest")
+    assert "frac: tiny, 1200 steps, 2 held-out queries" in fig.layout.title.text  # the quick profile's steps

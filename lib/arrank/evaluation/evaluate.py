@@ -130,14 +130,21 @@ def scores_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def per_rank_scores(scores: pd.DataFrame, max_rank: int = 10) -> pd.DataFrame:
-    """Mean, standard error and count of the score per gold rank (1..max_rank) and for the
-    negative (rank 0): a rank-aware model's curve falls with the rank and ends above the negative."""
+    """Per gold rank (1..max_rank) and for the negative (rank 0): the mean score over the queries
+    that have that rank, its standard error (std / sqrt(count)), the count, and the mean
+    position the model gives that docID within its own query (``mean_predicted_rank``, 1 = top).
+
+    The means pool different docIDs: rank r is each query's r-th most specific hypernym, and the
+    general ones near the root (``animal.n.01``) recur in many queries while rank 1 differs from
+    query to query, so the mean score per rank need not fall with the rank even when every
+    query is ranked well; the within-query position says how the model ranks."""
     kept = scores[scores["rank"] <= max_rank]
-    out = kept.groupby("rank")["score"].agg(["mean", "std", "count"])
+    out = kept.groupby("rank").agg(mean=("score", "mean"), std=("score", "std"), count=("score", "count"),
+                                   mean_predicted_rank=("predicted_rank", "mean"))
     out["sem"] = out["std"] / np.sqrt(out["count"])
     out.index = ["negative" if r == 0 else str(r) for r in out.index]
     out.index.name = "rank"
-    return out[["mean", "sem", "count"]]
+    return out[["mean", "sem", "count", "mean_predicted_rank"]]
 
 
 def violation_examples(records: list[dict[str, Any]], n: int = 5) -> pd.DataFrame:
@@ -210,6 +217,17 @@ def metrics_table(rows: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     return table
 
 
+def trained_scale(params: Mapping[str, Any], run_name: str) -> dict[str, Any]:
+    """What a figure names of a notebook 05 run: its name, model and optimizer steps (the
+    profile's when its ``steps`` parameter was None)."""
+    from arrank.training.train import hyperparameters
+
+    steps = params.get("steps")
+    if steps is None and params.get("profile"):
+        steps = hyperparameters(params["profile"])["steps"]
+    return {"run": run_name, "model_name": params.get("model_name"), "steps": steps}
+
+
 def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
     """What notebook 06 evaluates, from its parameters ``p`` and the outputs folder ``root``.
 
@@ -218,7 +236,8 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
     held-out queries are exactly the ones that run never trained on. ``train_run="none"``: an
     untrained model (the tiny model at its initialisation, or the pretrained ``model_name`` as it
     is) on the data that ``p`` describes: the baseline row. Returns ``model, tokenizer, df,
-    source`` (the run folder or "untrained") and ``data`` (the data parameters used).
+    source`` (the run folder or "untrained"), ``data`` (the data parameters used) and ``scale``
+    (run: its name or "untrained", model_name, steps: what a figure's title names).
     """
     import json
 
@@ -233,11 +252,13 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
         data = {k: trained.get(k, "wordnet" if k == "dataset" else None) for k in keys}
         model, tok = models.load_trained(run / "model", p["backend"])
         source = str(run)
+        scale = trained_scale(trained, run.name)
     else:
         data = {k: p[k] for k in keys}
         source = "untrained"
+        scale = {"run": "untrained", "model_name": p["model_name"], "steps": 0}
     df = ranking.ranking_dataset(data["dataset"], data["profile"], data["seed"], data["n_eval"], data["template"],
                                  data["subtree"], data["min_relevant"])
     if p["train_run"] == "none":
         model, tok = models.untrained_model(p["model_name"], df, p["backend"], 1024, p["tokenizer_vocab"], p["seed"])
-    return {"model": model, "tokenizer": tok, "df": df, "source": source, "data": data}
+    return {"model": model, "tokenizer": tok, "df": df, "source": source, "data": data, "scale": scale}

@@ -107,14 +107,15 @@ def percent_axis(fig, axis: str = "yaxis", title: str = "R@k (%)", full: bool = 
 
 
 def style(fig, title: str | None = None) -> Any:
-    """The workbook's figure style: white template, the title (when given) with α / β."""
-    fig.update_layout(template=TEMPLATE, **({"title": greek(title)} if title is not None else {}))
+    """The workbook's figure style: white template, and the title when one is given (titles are
+    written with α / β by their callers: ``greek`` would also change run names such as alpha=2)."""
+    fig.update_layout(template=TEMPLATE, **({"title": title} if title is not None else {}))
     return fig
 
 
 def subtitle(title: str, note: str) -> str:
     """A plotly title with a smaller second line (what the figure shows, in words)."""
-    return f"{greek(title)}<br><sup>{greek(note)}</sup>"
+    return f"{title}<br><sup>{note}</sup>"
 
 
 def percent_values(m: Mapping[str, Any], keys: Iterable[str]) -> list[Any]:
