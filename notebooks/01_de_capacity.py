@@ -38,7 +38,7 @@ site_sets = None  # random site sets per (k, n); None: 1 quick, 3 paper
 import plotly.express as px
 import plotly.graph_objects as go
 
-from arrank.workbook import outputs, params
+from arrank.workbook import display, outputs, params
 from arrank import theory
 from arrank.theory import tables
 
@@ -76,7 +76,8 @@ exact.pivot_table(index="n", columns="k", values="exact", aggfunc="min")
 long = exact.groupby(["k", "n"], as_index=False)[["closed_form", "exact"]].min().melt(
     id_vars=["k", "n"], var_name="count", value_name="rankings")
 fig = px.line(long, x="n", y="rankings", color="k", symbol="count", line_dash="count", log_y=True,
-              markers=True, title="Distance permutations of k random sites in R^n: closed form vs exact LP")
+              markers=True, color_discrete_map=display.ordered_colors(long["k"]),
+              title="Distance permutations of k random sites in R^n: closed form vs exact LP")
 fig.update_traces(marker_size=9)
 fig.update_layout(yaxis_title="number of realisable rankings", xaxis_dtick=1)
 outputs.save_figure(fig, run_dir, "exact_vs_closed_form")
@@ -144,6 +145,7 @@ ip_min = ip.groupby(["k", "n"], as_index=False)[
     ["inner_product", "observed_formula", "euclidean_closed_form", "k_factorial"]].min()
 print("exact inner-product counts == observed formula:", bool((ip["inner_product"] == ip["observed_formula"]).all()))
 fig = px.line(ip_min, x="n", y="inner_product", color="k", markers=True, log_y=True,
+              color_discrete_map=display.ordered_colors(ip_min["k"]),
               title="Orderings of <q, d_i> realisable by some q in R^n (random documents, exact LP)")
 fig.update_layout(yaxis_title="number of realisable rankings", xaxis_dtick=1)
 outputs.save_figure(fig, run_dir, "inner_product")

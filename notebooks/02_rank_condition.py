@@ -45,7 +45,7 @@ import plotly.express as px
 
 from arrank.data import docids
 from arrank.training import models, tokenizer
-from arrank.workbook import outputs, params
+from arrank.workbook import display, outputs, params
 from arrank import theory
 from arrank.theory import tables
 from arrank.data import wordnet
@@ -74,6 +74,7 @@ orders
 # %%
 orders["fraction_realisable"] = orders["orderings"] / orders["V_factorial"]
 fig = px.line(orders, x="n", y="fraction_realisable", color="V", markers=True, log_y=True,
+              color_discrete_map=display.ordered_colors(orders["V"]),
               title="Share of the |V|! orderings of E phi realisable by some phi (random E)")
 full = orders[orders["full_rank"]]
 fig.add_scatter(x=full["n"], y=full["fraction_realisable"], mode="markers", name="rank(E') = |V|",

@@ -88,7 +88,7 @@ train_queries = None  # also score a seeded sample of this many training queries
 # %%
 from arrank.evaluation import evaluate
 from arrank.training import models, train
-from arrank.workbook import outputs, params
+from arrank.workbook import display, outputs, params, report
 from arrank.data import ranking
 
 P = params.check_params("05_train", globals())
@@ -148,7 +148,7 @@ with outputs.timed(timings, "train"):
                       packing=layout)
 outputs.save_table(log, run_dir, "training_log")
 models.save_atomic(model, tok, run_dir / "model")
-fig = train.curves_figure(log, f"Training: {P['scheme']} / {P['targets']}")
+fig = train.curves_figure(log, f"Training: {report.loss_label(P)} ({P['model_name']}, {hyper['steps']} steps)")
 outputs.save_figure(fig, run_dir, "training_curves")
 fig.show()
 
@@ -156,7 +156,7 @@ fig.show()
 # ## 4. Evaluation on the held-out queries (section 5.1), and on training queries
 # Each held-out query's relevant docIDs and its negative are scored by the mean log-probability
 # of their tokens after the prompt; CVR, nDCG and R@k as in Table 1. Random scores give the
-# floor every row should be read against. The same metrics on a seeded sample of the queries the
+# floor every row should be read against (percent, as the paper's tables). The same metrics on a seeded sample of the queries the
 # model trained on (`train_queries`, by default as many as held out) answer another question:
 # how well the model *fits* rankings it has seen. That is what the DE and CE lookup tables of
 # Figure 3 (notebook 07) are scored on, so their curves are compared with this row, not with the
@@ -175,8 +175,8 @@ rows = {"held-out queries": result, "random scores": floor}
 if trained:
     rows[f"training queries ({n_train} sampled)"] = evaluate.training_metrics(trained)
 table = evaluate.metrics_table(rows)
-outputs.save_table(table, run_dir, "metrics")
-table
+outputs.save_table(table, run_dir, "metrics")  # fractions, as results.json; shown in percent
+display.percent_table(table)
 
 # %% [markdown]
 # ## Results

@@ -47,10 +47,9 @@ beam_k = 5  # beam size and top-k of beam search
 decode_queries = None  # decode at most this many held-out queries; None: 50 quick, 500 paper
 
 # %%
-import pandas as pd
 
 from arrank.evaluation import evaluate, plots
-from arrank.workbook import outputs, params
+from arrank.workbook import display, outputs, params
 from arrank.data import ranking
 
 P = params.check_params("06_evaluate", globals())
@@ -73,7 +72,7 @@ print(f"model: {subject['source']}\ndata: {data}\n{len(held_out)} held-out queri
       f"{held_out['n_relevant'].sum() + held_out['negative'].notna().sum():,} candidates to score")
 
 # %% [markdown]
-# ## 2. Scores and the metrics of Tables 1-2
+# ## 2. Scores and the metrics of Tables 1-2 (percent, as the paper's tables)
 # Random scores on the same queries are the floor: with few relevant docIDs per query R@k is
 # high by chance, and nDCG is squeezed near 1 (docs/design.md).
 
@@ -86,8 +85,8 @@ scores = evaluate.scores_frame(records)
 scores.to_parquet(run_dir / "per_query_scores.parquet", index=False)
 outputs.save_table(per_query, run_dir, "per_query_metrics")
 table = evaluate.metrics_table({"this model": result, "random scores": floor})
-outputs.save_table(table, run_dir, "metrics")
-table
+outputs.save_table(table, run_dir, "metrics")  # fractions, as results.json; shown in percent
+display.percent_table(table)
 
 # %% [markdown]
 # ## 3. Where the scores fall, rank by rank
@@ -133,7 +132,7 @@ examples
 with outputs.timed(timings, "decode"):
     decoded, beams = evaluate.decode_held_out(model, tok, df, records, P["beam_k"], P["decode_queries"] or None)
 outputs.save_table(beams, run_dir, "decoding")
-pd.Series(decoded)
+display.percent_series(decoded)
 
 # %% [markdown]
 # ## 6. R@k at a glance

@@ -110,7 +110,7 @@ n_eval = None  # evaluation queries; None: 300 quick, 5000 paper
 import torch
 
 from arrank.baselines import figure3 as BL
-from arrank.workbook import outputs, params
+from arrank.workbook import display, outputs, params
 
 P = params.check_params("07_de_ce_baselines", globals())
 run_dir = outputs.start_run("07_de_ce_baselines", P)
@@ -138,8 +138,8 @@ print(f"{len(data['df']):,} queries, {len(data['pairs'].query):,} positive pairs
 # %% [markdown]
 # ## 2. Train and evaluate
 # Each configuration trains with a progress bar, then is evaluated on the evaluation queries
-# (and, for a DE, by full-corpus retrieval). One row per configuration; the training losses
-# follow.
+# (and, for a DE, by full-corpus retrieval). One row per configuration, CVR, nDCG and R@k in
+# percent (`results.csv` keeps fractions); the training losses follow.
 
 # %%
 configs = (BL.figure3_configs(P["de_dims"], P["ce_dim"], P["alpha"], P["de_alpha_dim"], P["alphas"])
@@ -157,7 +157,7 @@ outputs.save_table(logs, run_dir, "training_log")
 fig = BL.loss_figure(logs)
 outputs.save_figure(fig, run_dir, "training_loss")
 fig.show()
-results.drop(columns=[c for c in results.columns if c.startswith("n_queries@")]).round(4)
+display.percent_table(results.drop(columns=[c for c in results.columns if c.startswith("n_queries@")]), 1)
 
 # %% [markdown]
 # ## 3. Figure 3

@@ -198,8 +198,8 @@ def test_07_de_ce_baselines(outputs_root, monkeypatch):
     assert m["finding_de_grows_with_n"] in (True, False) and m["finding_alpha_raises_de_small_k"] in (True, False)
     # the ARR findings compare its training-query curve, the held-out one beside it
     assert m["n_arr_runs"] == 1 and m["finding_arr_above_de"] in (True, False)
-    assert m["finding_arr_above_de_numbers"].startswith("R@1..3: ARR Fractional α=2 1.000 1.000 1.000 (its training")
-    assert m["finding_arr_above_de_numbers"].endswith("on held-out queries: ARR Fractional α=2 0.500 0.500 0.500")
+    assert m["finding_arr_above_de_numbers"].startswith("R@1..3 (%): ARR Fractional α=2 100.0 100.0 100.0 (its training")
+    assert m["finding_arr_above_de_numbers"].endswith("on held-out queries: ARR Fractional α=2 50.0 50.0 50.0")
     for name in ("figure3a", "figure3b", "figure3c", "retrieval_recall_at_k", "training_loss"):
         _has_figure(final, name)
     assert (final / "figure3b.csv").read_text().startswith("curve,model,n,alpha,k,recall,scored_on")

@@ -388,13 +388,18 @@ def test_findings_and_flat_metrics():
                         r("ce", 8, 5, .5, .4, .1, .1, .1), r("de", 8, 0, .2, .3, .3, .3, .3)])
     f = BL.findings(results, [4, 8], 8, 5.0, 8, [0.0, 5.0])
     assert f["finding_de_grows_with_n"] is True and f["finding_ce_above_de"] is False  # CE R@3-5 below
-    assert f["finding_ce_above_de_numbers"] == ("R@1..5: CE n=8 alpha=5 0.500 0.400 0.100 0.100 0.100; "
-                                                "DE n=8 alpha=5 0.300 0.200 0.200 0.200 0.200")
+    assert f["finding_ce_above_de_numbers"] == ("R@1..5 (%): CE n=8 α=5 50.0 40.0 10.0 10.0 10.0; "
+                                                "DE n=8 α=5 30.0 20.0 20.0 20.0 20.0")
+    assert f["finding_de_grows_with_n_numbers"] == "mean R@1..5 (%) 10.0 / 22.0 (n = 4 / 8, α = 5)"
+    assert f["finding_alpha_raises_de_small_k_numbers"] == "DE n=8, R@1,2 (%): α 0 20.0 30.0 -> α 5 30.0 20.0"
     assert f["finding_alpha_raises_de_small_k"] is False  # R@2: 0.2 at alpha 5 < 0.3 at alpha 0
     assert f["finding_arr_on_par_with_ce"] is None and f["finding_arr_above_de"] is None  # no ARR runs
     assert f["de_n4_mean_recall@1-5"] == pytest.approx(0.1) and f["on_par_tol"] == 0.02
     flat = BL.flat_metrics(results)
     assert flat["de_n8_alpha5_recall@1"] == 0.3 and flat["ce_n8_alpha5_ndcg"] == 0.9 and "recall@1" not in flat
+    logs = pd.DataFrame({"step": [1, 2] * 3, "loss": [1.0, 0.5] * 3,
+                         "config": ["de_n8_alpha5"] * 2 + ["ce_n8_alpha5"] * 2 + ["de_n8_alpha0"] * 2})
+    assert [t.name for t in BL.loss_figure(logs).data] == ["DE n=8 α=0", "DE n=8 α=5", "CE n=8 α=5"]
     single = BL.flat_metrics(results.iloc[:1])
     assert single["recall@1"] == 0.1 and single["de_n4_alpha5_recall@1"] == 0.1
 
@@ -452,16 +457,16 @@ def test_findings_compare_the_best_arr_run_with_the_ce_and_the_de():
     assert f["finding_ce_above_de"] is True  # tie at R@1 = 1.000, above at R@3 (0.95 vs 0.85)
     assert f["finding_arr_on_par_with_ce"] is True  # ARR best: within 0.02 of the CE at every k
     assert f["finding_arr_above_de"] is True
-    assert f["finding_arr_above_de_numbers"] == ("R@1..3: ARR best 1.000 0.960 0.940 (its training queries); "
-                                                 "DE n=32 alpha=5 1.000 0.950 0.850; beside it, on held-out "
-                                                 "queries: ARR best 0.500 0.400 0.300")
+    assert f["finding_arr_above_de_numbers"] == ("R@1..3 (%): ARR best 100.0 96.0 94.0 (its training queries); "
+                                                 "DE n=32 α=5 100.0 95.0 85.0; beside it, on held-out "
+                                                 "queries: ARR best 50.0 40.0 30.0")
     assert f["finding_alpha_raises_de_small_k"] is True  # R@1 0.80 -> 1.00; R@2 0.80 -> 0.79 is on par
     assert BL.findings(results, [16, 32], 32, 5.0, 8, [0.0, 5.0], arr=arr, tol=0.005)["finding_arr_on_par_with_ce"] is False
     # runs made before 05 scored training queries: named with their held-out curve, not compared
     old = BL.findings(results, [16, 32], 32, 5.0, 8, [0.0, 5.0], arr=arr.drop(columns=[c for c in arr if "train_" in c]))
     assert old["finding_arr_on_par_with_ce"] is None and old["finding_arr_above_de"] is None
     assert old["finding_arr_above_de_numbers"].startswith("no ARR run scored on its training queries")
-    assert old["finding_arr_above_de_numbers"].endswith("best on held-out queries: ARR weak 0.900 0.900 0.900")
+    assert old["finding_arr_above_de_numbers"].endswith("best on held-out queries: ARR weak 90.0 90.0 90.0")
 
 
 def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):

@@ -26,6 +26,7 @@ import torch
 from arrank.baselines import cross_encoder as CE, dual_encoder as DE
 from arrank.evaluation import metrics
 from arrank.workbook import paths
+from arrank.workbook.display import percent_text
 from arrank.baselines.lookup import Pairs, check_alpha, check_dim
 
 MODELS = ("de", "ce")
@@ -434,12 +435,32 @@ def figure3_panels(results: pd.DataFrame, ks: Sequence[int], arr: pd.DataFrame |
     return out
 
 
-def loss_figure(logs: pd.DataFrame, title: str = "Training loss"):
-    """Plotly training curves (mean loss per logged interval), one line per config."""
-    import plotly.express as px
+def config_label(key: str) -> str:
+    """A config key as a figure names it: ``de_n32_alpha5`` -> ``DE n=32 α=5``."""
+    model, n, alpha = key.split("_", 2)
+    return f"{model.upper()} n={n.removeprefix('n')} α={alpha.removeprefix('alpha')}"
 
-    fig = px.line(logs, x="step", y="loss", color="config", title=title, log_y=True)
-    fig.update_layout(template="plotly_white")
+
+def loss_figure(logs: pd.DataFrame, title: str = "Training loss"):
+    """Plotly training curves (mean loss per logged interval, log scale), one line per config,
+    named ``DE n=32 α=5``, in (model, n, α) order, each model's α on an ordered scale."""
+    import plotly.graph_objects as go
+
+    from arrank.workbook.display import ordered_colors, style
+
+    keys = list(dict.fromkeys(logs["config"]))
+    parsed = {k: (k.split("_")[0], int(k.split("_")[1][1:]), float(k.split("_", 2)[2].removeprefix("alpha")))
+              for k in keys}
+    order = sorted(keys, key=lambda k: ({"de": 0, "ce": 1}.get(parsed[k][0], 2), parsed[k][1], parsed[k][2]))
+    colors = ordered_colors([(m != "de", n, a) for m, n, a in parsed.values()])
+    fig = go.Figure()
+    for key in order:
+        part = logs[logs["config"] == key]
+        m, n, a = parsed[key]
+        fig.add_scatter(x=part["step"], y=part["loss"], mode="lines", name=config_label(key),
+                        line={"color": colors[(m != "de", n, a)], "dash": "solid" if m == "de" else "dash"})
+    style(fig, title)
+    fig.update_layout(xaxis_title="step", yaxis_title="loss", yaxis_type="log")
     return fig
 
 
@@ -488,7 +509,7 @@ def above(a: Sequence[float], b: Sequence[float], tol: float = ON_PAR_TOL) -> bo
 
 
 def _curve_text(name: str, row: Mapping[str, Any], ks: Sequence[int], prefix: str = "recall@") -> str:
-    return f"{name} " + " ".join(f"{row[f'{prefix}{k}']:.3f}" for k in ks)
+    return f"{name} " + percent_text([float(row[f"{prefix}{k}"]) for k in ks])
 
 
 def best_arr_run(arr: pd.DataFrame | None, ks: Sequence[int]) -> tuple[pd.Series | None, str]:
@@ -551,17 +572,17 @@ def findings(results: pd.DataFrame, de_dims: Sequence[int], ce_dim: int, alpha: 
         means = [_mean_small_k(r, ks) for r in de]
         out.update({f"de_n{n}_mean_recall@1-{max(ks)}": m for n, m in zip(sorted(de_dims), means)})
         record("de_grows_with_n", all(b > a for a, b in zip(means, means[1:])),
-               f"mean R@1..{max(ks)} " + " / ".join(f"{m:.3f}" for m in means)
-               + f" (n = {' / '.join(map(str, sorted(de_dims)))}, alpha = {alpha:g})")
+               f"mean R@1..{max(ks)} (%) " + percent_text(means, sep=" / ")
+               + f" (n = {' / '.join(map(str, sorted(de_dims)))}, α = {alpha:g})")
     else:
         record("de_grows_with_n", None, "runs missing")
     ce, best_de = get("ce", ce_dim, alpha), get("de", max(de_dims), alpha)
-    ce_name, de_name = f"CE n={ce_dim} alpha={alpha:g}", f"DE n={max(de_dims)} alpha={alpha:g}"
+    ce_name, de_name = f"CE n={ce_dim} α={alpha:g}", f"DE n={max(de_dims)} α={alpha:g}"
     if ce is None or best_de is None:
         record("ce_above_de", None, "runs missing")
     else:
         record("ce_above_de", above(curve(ce, ks), curve(best_de, ks), tol),
-               f"R@1..{max(ks)}: {_curve_text(ce_name, ce, ks)}; {_curve_text(de_name, best_de, ks)}")
+               f"R@1..{max(ks)} (%): {_curve_text(ce_name, ce, ks)}; {_curve_text(de_name, best_de, ks)}")
     best_arr, missing = best_arr_run(arr, ks)
     for name, other, other_name, check in (("arr_on_par_with_ce", ce, ce_name, on_par),
                                            ("arr_above_de", best_de, de_name, above)):
@@ -570,7 +591,7 @@ def findings(results: pd.DataFrame, de_dims: Sequence[int], ce_dim: int, alpha: 
         else:
             held_out = all(pd.notna(best_arr.get(f"recall@{k}")) for k in ks)
             record(name, check(curve(best_arr, ks, "train_recall@"), curve(other, ks), tol),
-                   f"R@1..{max(ks)}: {_curve_text(best_arr['label'], best_arr, ks, 'train_recall@')} (its training "
+                   f"R@1..{max(ks)} (%): {_curve_text(best_arr['label'], best_arr, ks, 'train_recall@')} (its training "
                    f"queries); {_curve_text(other_name, other, ks)}"
                    + (f"; beside it, on held-out queries: {_curve_text(best_arr['label'], best_arr, ks)}" if held_out else ""))
     lo, hi = get("de", alpha_dim, min(alphas)), get("de", alpha_dim, max(alphas))
@@ -578,9 +599,8 @@ def findings(results: pd.DataFrame, de_dims: Sequence[int], ce_dim: int, alpha: 
         record("alpha_raises_de_small_k", None, "runs missing")
     else:
         record("alpha_raises_de_small_k", above(curve(hi, small), curve(lo, small), tol),
-               f"DE n={alpha_dim}, R@{','.join(map(str, small))}: alpha {min(alphas):g} "
-               + " ".join(f"{v:.3f}" for v in curve(lo, small)) + f" -> alpha {max(alphas):g} "
-               + " ".join(f"{v:.3f}" for v in curve(hi, small)))
+               f"DE n={alpha_dim}, R@{','.join(map(str, small))} (%): α {min(alphas):g} "
+               + percent_text(curve(lo, small)) + f" -> α {max(alphas):g} " + percent_text(curve(hi, small)))
     return out
 
 

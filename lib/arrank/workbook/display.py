@@ -28,13 +28,31 @@ TEMPLATE = "plotly_white"
 
 def is_percent_metric(name: str) -> bool:
     """Whether a metric is shown in percent: cvr, ndcg, recall@k and their prefixed forms
-    (``train_recall@1``, ``beam_recall@5_gold``, ``retrieval_recall@3``)."""
-    return bool(re.fullmatch(r"(\w+_)?(cvr|ndcg|recall@\d+(_\w+)?)", str(name)))
+    (``train_recall@1``, ``beam_recall@5_gold``, ``retrieval_recall@3``), and the decoding rates
+    (``greedy_valid_rate``, ``greedy_top1_rate``, ``beam_invalid_rate_unconstrained``); not a
+    learning rate."""
+    return bool(re.fullmatch(r"(\w+_)?(cvr|ndcg|recall@\d+(_\w+)?)|\w+_(valid|top1|invalid)_rate(_\w+)?", str(name)))
 
 
 def percent(value: Any) -> Any:
     """A fraction in percent (None and NaN stay as they are)."""
     return value if value is None or pd.isna(value) else float(value) * 100
+
+
+def percent_text(values: Any, digits: int = 1, sep: str = " ") -> str:
+    """A fraction, or a sequence of them, as percent numbers in text: 0.9756 -> '97.6';
+    [0.5, 1.0] -> '50.0 100.0'; None -> 'n/a'."""
+    if isinstance(values, (list, tuple)):
+        return sep.join(percent_text(v, digits) for v in values)
+    return "n/a" if values is None or pd.isna(values) else f"{float(values) * 100:.{digits}f}"
+
+
+def percent_series(m: Mapping[str, Any], digits: int = 2) -> pd.Series:
+    """A flat metrics dict for display: its percent metrics x100 under ``metric_title``
+    names, the rest as they are."""
+    return pd.Series({metric_title(k) if is_percent_metric(k) else k:
+                      round(percent(v), digits) if is_percent_metric(k) and isinstance(v, (int, float)) else v
+                      for k, v in m.items()}, dtype=object)
 
 
 def percent_table(frame: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
@@ -48,10 +66,10 @@ def percent_table(frame: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
 
 def metric_title(name: str) -> str:
     """The display name of a metric with its unit: ``CVR (%)``, ``nDCG (%)``, ``R@5 (%)``,
-    ``training R@1 (%)``; other names as ``greek`` writes them."""
+    ``training R@1 (%)``; other percent metrics as ``<name> (%)``; the rest as ``greek`` writes them."""
     m = re.fullmatch(r"(train_)?(cvr|ndcg|recall@(\d+))", str(name))
     if not m:
-        return greek(str(name))
+        return f"{name} (%)" if is_percent_metric(name) else greek(str(name))
     base = {"cvr": "CVR", "ndcg": "nDCG"}.get(m.group(2), f"R@{m.group(3)}")
     return ("training " if m.group(1) else "") + f"{base} (%)"
 
