@@ -37,6 +37,7 @@ site_sets = None  # random site sets per (k, n); None: 1 quick, 3 paper
 # %%
 import plotly.express as px
 import plotly.graph_objects as go
+from IPython.display import Markdown
 
 from arrank.workbook import display, outputs, params
 from arrank import theory
@@ -170,4 +171,12 @@ metrics = {
     "inner_product_matches_observed_formula": bool((ip["inner_product"] == ip["observed_formula"]).all()),
 }
 outputs.write_results(run_dir, "01_de_capacity", P, metrics, timings)
-metrics
+print(f"{len(metrics)} metrics written to {run_dir / 'results.json'}")
+
+# %% [markdown]
+# ## What to look for
+# This run's numbers against section 3.1 (Proposition 3.1), in words: each line says whether
+# the finding holds here and the numbers it rests on.
+
+# %%
+Markdown(display.findings_markdown(tables.capacity_findings(metrics, k_top)))

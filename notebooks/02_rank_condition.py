@@ -42,6 +42,7 @@ import math
 import numpy as np
 import pandas as pd
 import plotly.express as px
+from IPython.display import Markdown
 
 from arrank.data import docids
 from arrank.training import models, tokenizer
@@ -206,4 +207,12 @@ metrics = {
     **tables.docid_rank_metrics(ranks),
 }
 outputs.write_results(run_dir, "02_rank_condition", P, metrics, timings)
-metrics
+print(f"{len(metrics)} metrics written to {run_dir / 'results.json'}")
+
+# %% [markdown]
+# ## What to look for
+# This run's numbers against section 3.2 (the rank(E′) propositions and the remark on real
+# tokenizers), in words.
+
+# %%
+Markdown(display.findings_markdown(tables.rank_condition_findings(metrics)))

@@ -86,9 +86,11 @@ eval_queries = 0  # evaluate on at most this many held-out queries, 0 for all
 train_queries = None  # also score a seeded sample of this many training queries (Figure 3 (a)); None: as many as held out, 0: none
 
 # %%
+from IPython.display import Markdown
+
 from arrank.evaluation import evaluate
 from arrank.training import models, train
-from arrank.workbook import display, outputs, params, report
+from arrank.workbook import display, outputs, params, reading, report
 from arrank.data import ranking
 
 P = params.check_params("05_train", globals())
@@ -185,4 +187,13 @@ display.percent_table(table)
 metrics = {**result, **trained, "n_items": len(items), "packing": layout, "n_sequences": n_sequences,
            "final_loss": train.final_loss(log), "resumed_from_step": resumed_from_step}
 outputs.write_results(run_dir, "05_train", P, metrics, timings)
-metrics
+print(f"{len(metrics)} metrics written to {run_dir / 'results.json'}")
+
+# %% [markdown]
+# ## What to look for
+# This run against the paper's row for its loss variant (Tables 1-3) and section 5.2, in
+# words; the paper's runs are Mistral-7B at 10k steps on 5000 queries, so read the numbers for
+# their direction. Table 1's comparisons between variants need a sweep: notebook 08.
+
+# %%
+Markdown(display.findings_markdown(reading.run_findings(P, metrics, floor)))

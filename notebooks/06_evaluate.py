@@ -48,8 +48,10 @@ decode_queries = None  # decode at most this many held-out queries; None: 50 qui
 
 # %%
 
+from IPython.display import Markdown
+
 from arrank.evaluation import evaluate, plots
-from arrank.workbook import display, outputs, params
+from arrank.workbook import display, outputs, params, reading
 from arrank.data import ranking
 
 P = params.check_params("06_evaluate", globals())
@@ -151,4 +153,14 @@ fig.show()
 metrics = {**result, **decoded, "source": subject["source"], "dataset": data["dataset"],
            "model_name": subject["scale"]["model_name"], "steps": subject["scale"]["steps"]}
 outputs.write_results(run_dir, "06_evaluate", P, metrics, timings)
-metrics
+print(f"{len(metrics)} metrics written to {run_dir / 'results.json'}")
+
+# %% [markdown]
+# ## What to look for
+# The evaluated run against the paper's row for its loss variant and section 5.2, the per-rank
+# scores, and decoding, in words.
+
+# %%
+rows = (reading.run_findings(subject["params"], result, floor) + [display.note(plots.per_rank_reading(curve))]
+        + reading.decoding_findings(decoded, P["beam_k"]))
+Markdown(display.findings_markdown(rows))

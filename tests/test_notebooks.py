@@ -33,6 +33,14 @@ def _run(stem, outputs_root):
     return final, results["metrics"]
 
 
+def _look_for(final, stem):
+    """The text the notebook ends with: its "What to look for" cell's Markdown output."""
+    cells = json.loads((final / f"{stem}.ipynb").read_text())["cells"]
+    assert "What to look for" in "".join(cells[-2]["source"]), "the notebook must end with a 'What to look for' cell"
+    return "".join(o["data"]["text/markdown"] if isinstance(o["data"]["text/markdown"], str) else
+                   "".join(o["data"]["text/markdown"]) for o in cells[-1]["outputs"] if "text/markdown" in o.get("data", {}))
+
+
 def _has_figure(final, name):
     from arrank.workbook.outputs import png_backend
 
@@ -54,6 +62,8 @@ def test_01_de_capacity(outputs_root):
     assert m["exact_min_dimension_k100"] == 99 and m["paper_bound_k100"] == pytest.approx(39.4925, abs=1e-3)
     assert m["inner_product_all_orderings_at_n_k_minus_1"] and m["inner_product_fewer_below_k_minus_1"]
     assert m["inner_product_matches_observed_formula"]
+    text = _look_for(final, "01_de_capacity")
+    assert text.count("holds here") == 4 and "k = 100: the paper's bound 39.5; the exact smallest n from the closed form is 99" in text
     for name in ("exact_vs_closed_form", "monte_carlo", "dimension_bound", "inner_product"):
         _has_figure(final, name)
     assert (final / "exact_vs_closed_form.csv").read_text().startswith("k,n,site_set,exact,closed_form")
@@ -73,6 +83,8 @@ def test_02_rank_condition(outputs_root):
     assert m["smollm2_135m_numeric_rank_e_prime"] == m["smollm2_135m_numeric_v_docids"] == 12  # 0-9 , EOS
     for name in ("token_orderings", "distribution_fit", "sequence_fit"):
         _has_figure(final, name)
+    text = _look_for(final, "02_rank_condition")
+    assert text.count("holds here") == 6 and "|V_docids| = 12, rank 12" in text  # tiny and SmolLM2 remarks too
 
 
 def test_03_wordnet_data(outputs_root):
@@ -83,6 +95,8 @@ def test_03_wordnet_data(outputs_root):
     for name in ("relevant_count_distribution", "depth_distribution", "docid_token_lengths"):
         _has_figure(final, name)
     assert (final / "prompts_sample.csv").exists()
+    text = _look_for(final, "03_wordnet_data")
+    assert text.count("holds here") == 2 and "the paper's scale" in text and "cannot be checked here" in text
 
 
 def test_04_esci_data(outputs_root):
@@ -92,6 +106,8 @@ def test_04_esci_data(outputs_root):
     assert 1 <= m["docid_n_distinct"] <= m["n_titles"]
     for name in ("titles_per_query", "docid_collisions", "token_lengths"):
         _has_figure(final, name)
+    text = _look_for(final, "04_esci_data")
+    assert "mean 7.0 titles per query, at most 7" in text and "the committed fixture" in text
 
 
 def test_05_train_then_06_evaluates_it(outputs_root):
@@ -113,6 +129,9 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     assert (final / "training_log.csv").read_text().startswith("step,loss,learning_rate")
     _has_figure(final, "training_curves")
     assert not any(p.name.startswith(".checkpoints") for p in final.parent.iterdir())
+    text = _look_for(final, "05_train")
+    assert text.startswith(f"- This run, Combined α=2, β=2, in percent on 10 held-out queries: CVR {100 * m['cvr']:.1f}")
+    assert "Table 3: WordNet, combined loss" in text and "On 10 of its training queries" in text
 
     # 06 on that run: same held-out queries and scores, so the same metrics; decoding on top
     final06, m06 = _run("06_evaluate", outputs_root)
@@ -125,6 +144,8 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     assert scores["query"].nunique() == 10 and set(scores["rank"]) >= {0, 1}
     for name in ("per_rank_scores", "recall_at_k"):
         _has_figure(final06, name)
+    text = _look_for(final06, "06_evaluate")
+    assert "has the highest mean score" in text and "Decoding 3 held-out queries" in text
 
 
 def test_05_zero_shot_row_of_a_real_pretrained_llm(outputs_root):
@@ -174,6 +195,8 @@ def test_08_results(outputs_root, monkeypatch):
     assert "| Fractional α=2 | this run | 5.00 | **96.00** | 70.00 | **80.00** |" in (final / "results_table.md").read_text()
     for name in ("recall_curves", "parameter_curves"):
         _has_figure(final, name)
+    text = _look_for(final, "08_results")
+    assert "NTP has the highest CVR; fractional variants at most half of it: holds here (CVR (%): NTP 50.0" in text
 
 
 def test_07_de_ce_baselines(outputs_root, monkeypatch):
@@ -207,3 +230,6 @@ def test_07_de_ce_baselines(outputs_root, monkeypatch):
     assert panel_a.drop_duplicates("curve")["curve"].tolist()[-2:] == [
         "ARR Fractional α=2 (training queries)", "ARR Fractional α=2 (held-out queries)"]
     assert len((final / "results.csv").read_text().splitlines()) == 1 + 5
+    text = _look_for(final, "07_de_ce_baselines")
+    assert "section 5.3: ARR is significantly more powerful than the DEs (on its training queries): " in text
+    assert sum(line.startswith("- ") for line in text.splitlines()) == 5

@@ -507,3 +507,13 @@ def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
     assert f["finding_de_grows_with_n"] is None and f["finding_alpha_raises_de_small_k"] in (True, False)
     with pytest.raises(ValueError, match=r"no finished 07_de_ce_baselines run named like 'z\*'"):
         BL.point_results(data, "z*", configs, root=tmp_path)
+
+
+def test_findings_in_words_name_the_papers_claims():
+    found = {"finding_de_grows_with_n": True, "finding_de_grows_with_n_numbers": "mean R@1..5 (%) 80.0 / 90.0",
+             "finding_arr_above_de": None, "finding_arr_above_de_numbers": "no ARR run on these evaluation queries"}
+    rows = BL.findings_rows(found)
+    assert [(r["paper"], r["holds"]) for r in rows] == [
+        ("Figure 3 (a): the DE's recall grows with its dimension n", True),
+        ("section 5.3: ARR is significantly more powerful than the DEs (on its training queries)", None)]
+    assert rows[1]["numbers"] == "no ARR run on these evaluation queries" and BL.findings_rows({}) == []

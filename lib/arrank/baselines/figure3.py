@@ -604,6 +604,24 @@ def findings(results: pd.DataFrame, de_dims: Sequence[int], ce_dim: int, alpha: 
     return out
 
 
+CLAIMS = {
+    "de_grows_with_n": "Figure 3 (a): the DE's recall grows with its dimension n",
+    "ce_above_de": "Figure 3 (a), implied by section 5.3's two claims: the CE above the strongest DE",
+    "arr_on_par_with_ce": "section 5.3: ARR is on par with the CE (ARR on its training queries, as the CE)",
+    "arr_above_de": "section 5.3: ARR is significantly more powerful than the DEs (on its training queries)",
+    "alpha_raises_de_small_k": "Figure 3 (b): an increasing α improves R@k, particularly for small k (the DE)",
+}
+
+
+def findings_rows(found: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The checks of ``findings`` as "what to look for" rows (``display.finding``): the paper's
+    claim, whether it holds in this run, the numbers compared (percent)."""
+    from arrank.workbook.display import finding
+
+    return [finding(claim, found.get(f"finding_{key}"), found.get(f"finding_{key}_numbers", "not run"))
+            for key, claim in CLAIMS.items() if f"finding_{key}" in found]
+
+
 # --------------------------------------------------------------------------- data
 
 

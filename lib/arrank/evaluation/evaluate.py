@@ -237,7 +237,8 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
     untrained model (the tiny model at its initialisation, or the pretrained ``model_name`` as it
     is) on the data that ``p`` describes: the baseline row. Returns ``model, tokenizer, df,
     source`` (the run folder or "untrained"), ``data`` (the data parameters used) and ``scale``
-    (run: its name or "untrained", model_name, steps: what a figure's title names).
+    (run: its name or "untrained", model_name, steps: what a figure's title names) and ``params``
+    (the 05 run's parameters; untrained: the data, the model and steps = 0).
     """
     import json
 
@@ -253,12 +254,14 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
         model, tok = models.load_trained(run / "model", p["backend"])
         source = str(run)
         scale = trained_scale(trained, run.name)
+        params = trained
     else:
         data = {k: p[k] for k in keys}
         source = "untrained"
         scale = {"run": "untrained", "model_name": p["model_name"], "steps": 0}
+        params = {**data, "model_name": p["model_name"], "steps": 0}
     df = ranking.ranking_dataset(data["dataset"], data["profile"], data["seed"], data["n_eval"], data["template"],
                                  data["subtree"], data["min_relevant"])
     if p["train_run"] == "none":
         model, tok = models.untrained_model(p["model_name"], df, p["backend"], 1024, p["tokenizer_vocab"], p["seed"])
-    return {"model": model, "tokenizer": tok, "df": df, "source": source, "data": data, "scale": scale}
+    return {"model": model, "tokenizer": tok, "df": df, "source": source, "data": data, "scale": scale, "params": params}
