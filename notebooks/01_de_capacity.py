@@ -81,6 +81,7 @@ fig = px.line(long, x="n", y="rankings", color="k", symbol="count", line_dash="c
               title="Distance permutations of k random sites in R^n: closed form vs exact LP")
 fig.update_traces(marker_size=9)
 fig.update_layout(yaxis_title="number of realisable rankings", xaxis_dtick=1)
+display.log_axis(fig, long["rankings"])
 outputs.save_figure(fig, run_dir, "exact_vs_closed_form")
 fig.show()
 
@@ -99,6 +100,7 @@ fig = px.line(mc, x="queries", y="monte_carlo", log_x=True, markers=True,
               title=f"Monte-Carlo count of distance permutations, k={k_mc} sites in R^{n_mc}")
 fig.add_hline(y=int(mc["exact"].iloc[0]), line_dash="dash", annotation_text="exact (LP) = closed form")
 fig.update_layout(yaxis_title="distinct permutations seen", xaxis_title="query points sampled")
+display.log_axis(fig, mc["queries"], "xaxis")
 outputs.save_figure(fig, run_dir, "monte_carlo")
 fig.show()
 mc.tail(3)
@@ -120,7 +122,8 @@ fig.add_scatter(x=bound["k"], y=bound["exact_min_dimension"], name="exact minima
 fig.add_scatter(x=bound["k"], y=bound["paper_bound"], name="paper: no DE below ln(k!)/(2 ln k)")
 fig.update_layout(title="Dimension a dual encoder needs to realise all k! rankings",
                   xaxis_title="number of documents k", yaxis_title="embedding dimension n",
-                  xaxis_type="log", yaxis_type="log")
+                  legend={"x": 0.02, "y": 0.98})
+display.log_axis(display.log_axis(fig, bound["k"], "xaxis"), bound[["exact_min_dimension", "paper_bound"]].to_numpy().ravel())
 outputs.save_figure(fig, run_dir, "dimension_bound")
 fig.show()
 bound.iloc[[0, len(bound) // 2, -1]]
@@ -149,6 +152,7 @@ fig = px.line(ip_min, x="n", y="inner_product", color="k", markers=True, log_y=T
               color_discrete_map=display.ordered_colors(ip_min["k"]),
               title="Orderings of <q, d_i> realisable by some q in R^n (random documents, exact LP)")
 fig.update_layout(yaxis_title="number of realisable rankings", xaxis_dtick=1)
+display.log_axis(fig, ip_min["inner_product"])
 outputs.save_figure(fig, run_dir, "inner_product")
 fig.show()
 ip_min.pivot(index="n", columns="k", values="inner_product")
@@ -171,7 +175,7 @@ metrics = {
     "inner_product_matches_observed_formula": bool((ip["inner_product"] == ip["observed_formula"]).all()),
 }
 outputs.write_results(run_dir, "01_de_capacity", P, metrics, timings)
-print(f"{len(metrics)} metrics written to {run_dir / 'results.json'}")
+print(f"{len(metrics)} metrics written to the run's results.json")
 
 # %% [markdown]
 # ## What to look for

@@ -81,6 +81,7 @@ full = orders[orders["full_rank"]]
 fig.add_scatter(x=full["n"], y=full["fraction_realisable"], mode="markers", name="rank(E') = |V|",
                 marker={"symbol": "circle-open", "size": 16, "color": "black"})
 fig.update_layout(xaxis_dtick=1, yaxis_title="realisable orderings / |V|!", legend_title="|V|")
+display.log_axis(fig, orders["fraction_realisable"])
 outputs.save_figure(fig, run_dir, "token_orderings")
 fig.show()
 
@@ -207,7 +208,7 @@ metrics = {
     **tables.docid_rank_metrics(ranks),
 }
 outputs.write_results(run_dir, "02_rank_condition", P, metrics, timings)
-print(f"{len(metrics)} metrics written to {run_dir / 'results.json'}")
+print(f"{len(metrics)} metrics written to the run's results.json")
 
 # %% [markdown]
 # ## What to look for

@@ -156,7 +156,7 @@ metrics = {
     "mean_docid_tokens": float((lengths["n_tokens"] * lengths["occurrences"]).sum() / lengths["occurrences"].sum()),
 }
 outputs.write_results(run_dir, "03_wordnet_data", P, metrics, timings)
-print(f"{len(metrics)} metrics written to {run_dir / 'results.json'}")
+print(f"{len(metrics)} metrics written to the run's results.json")
 
 # %% [markdown]
 # ## What to look for

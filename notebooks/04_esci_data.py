@@ -145,7 +145,7 @@ metrics = {
     "mean_docid_tokens": float(titles["docid_tokens"].mean()),
 }
 outputs.write_results(run_dir, "04_esci_data", P, metrics, timings)
-print(f"{len(metrics)} metrics written to {run_dir / 'results.json'}")
+print(f"{len(metrics)} metrics written to the run's results.json")
 
 # %% [markdown]
 # ## What to look for

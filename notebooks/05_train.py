@@ -187,7 +187,7 @@ display.percent_table(table)
 metrics = {**result, **trained, "n_items": len(items), "packing": layout, "n_sequences": n_sequences,
            "final_loss": train.final_loss(log), "resumed_from_step": resumed_from_step}
 outputs.write_results(run_dir, "05_train", P, metrics, timings)
-print(f"{len(metrics)} metrics written to {run_dir / 'results.json'}")
+print(f"{len(metrics)} metrics written to the run's results.json")
 
 # %% [markdown]
 # ## What to look for

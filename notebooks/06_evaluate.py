@@ -104,8 +104,8 @@ display.percent_table(table)
 
 # %%
 curve = evaluate.per_rank_scores(scores)
-fig = plots.per_rank_figure({"this model": curve},
-                            f"Mean score per gold rank, {plots.scale_text(subject['scale'], len(held_out))}")
+scale = plots.scale_text(subject["scale"], len(held_out))  # the run and its scale, named in every title
+fig = plots.per_rank_figure({"this model": curve}, scale)
 outputs.save_figure(fig, run_dir, "per_rank_scores")
 fig.show()
 print(plots.per_rank_reading(curve))
@@ -119,7 +119,7 @@ curve
 # %%
 examples = evaluate.violation_examples(records)
 if len(examples):
-    fig = plots.violations_figure(records, examples, f"Worst constraint violations, {plots.scale_text(subject['scale'], len(held_out))}")
+    fig = plots.violations_figure(records, examples, scale)
     outputs.save_figure(fig, run_dir, "violation_examples")
     fig.show()
 examples
@@ -141,8 +141,7 @@ display.percent_series(decoded)
 
 # %%
 beam_row = {f"recall@{P['beam_k']}": decoded[f"beam_recall@{P['beam_k']}_gold"]}
-fig = plots.recall_figure({"scorer": result, "random scores": floor, "constrained beam": beam_row},
-                          f"R@k, {plots.scale_text(subject['scale'], len(held_out))}")
+fig = plots.recall_figure({"scorer": result, "random scores": floor, "constrained beam": beam_row}, scale)
 outputs.save_figure(fig, run_dir, "recall_at_k")
 fig.show()
 
@@ -153,7 +152,7 @@ fig.show()
 metrics = {**result, **decoded, "source": subject["source"], "dataset": data["dataset"],
            "model_name": subject["scale"]["model_name"], "steps": subject["scale"]["steps"]}
 outputs.write_results(run_dir, "06_evaluate", P, metrics, timings)
-print(f"{len(metrics)} metrics written to {run_dir / 'results.json'}")
+print(f"{len(metrics)} metrics written to the run's results.json")
 
 # %% [markdown]
 # ## What to look for

@@ -229,7 +229,7 @@ metrics = {**BL.flat_metrics(results), **found, "n_eval_queries": len(data["eval
            "n_pairs": len(data["pairs"].query), "n_table_rows": len(data["names"]), "n_arr_runs": len(arr),
            "from_runs": point_runs}
 outputs.write_results(run_dir, "07_de_ce_baselines", P, metrics, timings)
-print(f"{len(metrics)} metrics written to {run_dir / 'results.json'}")
+print(f"{len(metrics)} metrics written to the run's results.json")
 
 # %% [markdown]
 # ## What to look for

@@ -71,7 +71,8 @@ display(Markdown(report.markdown(table)))
 # click a legend entry to show or hide it).
 
 # %%
-fig = report.recall_curves(table, f"{S.name}: R@k per variant")
+fig = report.recall_curves(table, f"{S.name}: R@k per variant, held-out queries "
+                                 f"({report.sweep_profile(frame) or 'mixed'} profile)")
 outputs.save_figure(fig, run_dir, "recall_curves")
 fig.show()
 
@@ -103,7 +104,7 @@ metrics = {
     **{f"best_{m}": ", ".join(labels) for m, labels in best.items()},
 }
 outputs.write_results(run_dir, "08_results", P, metrics, timings)
-print(f"{len(metrics)} metrics written to {run_dir / 'results.json'}")
+print(f"{len(metrics)} metrics written to the run's results.json")
 
 # %% [markdown]
 # ## What to look for

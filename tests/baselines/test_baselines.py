@@ -365,6 +365,8 @@ def test_arr_runs_are_picked_up_on_the_same_evaluation_queries(tmp_path):
     write("frac-long", {**frac, "steps": 1200}, 300, {"recall@1": 0.9, "recall@2": 0.8, "n_queries": 300})
     arr = BL.arr_runs(same, 300, root=tmp_path, pattern="frac*")
     assert arr["label"].tolist() == ["ARR Fractional α=2 (steps=None)", "ARR Fractional α=2 (steps=1200)"]
+    write("ntp", {**frac, "scheme": "indicator"}, 300)  # the paper's row order: NTP before fractional
+    assert BL.arr_runs(same, 300, root=tmp_path)["label"].tolist()[0] == "ARR NTP"
     assert arr["train_recall@1"].tolist()[1] == 0.9 and pd.isna(arr["train_recall@1"].tolist()[0])
     only_b = _results([{"model": "de", "n": 8, "alpha": 0.0, "panels": "b", "recall@1": .5, "recall@2": .5}])
     curves = BL.panel_table(only_b, "a", [1, 2], arr)

@@ -101,9 +101,8 @@ def test_per_rank_reading_says_what_the_numbers_show():
                 "scores": {"x": -2.0, "y": -1.0, "z": -4.0, "n": -3.0}}]
     text = plots.per_rank_reading(evaluate.per_rank_scores(evaluate.scores_frame(flipped)))
     assert text.startswith("Rank 2, not rank 1, has the highest mean score (-1.000 against rank 1's -2.000)")
-    assert "rises from rank to rank at 1→2" in text and "above rank(s) 3" in text and "position 2.00" in text
-    fig = plots.per_rank_figure({"m": good}, "Mean score per gold rank, " + plots.scale_text(
-        {"run": "r1", "model_name": "tiny", "steps": 400}, 2))
+    assert "rises with the rank at 1→2 (beyond the error bars; 1 queries have rank 2)" in text and "above rank(s) 3" in text and "position 2.00" in text
+    fig = plots.per_rank_figure({"m": good}, plots.scale_text({"run": "r1", "model_name": "tiny", "steps": 400}, 2))
     assert "r1: tiny, 400 steps, 2 held-out queries" in fig.layout.title.text
     assert "±1 standard error" in fig.layout.title.text and __import__("numpy").allclose(
         fig.data[0].error_y.array, good["sem"], equal_nan=True)

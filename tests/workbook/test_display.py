@@ -47,3 +47,12 @@ def test_scientific_axis():
     assert fig.layout.yaxis2.tickformat == ".1e"
     with pytest.raises(ValueError):
         display.scientific_axis(go.Figure(), "no_such_axis")
+
+
+def test_log_axis_labels_1_2_5_ticks_over_the_range():
+    import plotly.graph_objects as go
+
+    fig = display.log_axis(go.Figure(), [0.35, 2.4, 1.0])
+    assert list(fig.layout.yaxis.tickvals) == [0.2, 0.5, 1.0, 2.0, 5.0] and fig.layout.yaxis.type == "log"
+    assert list(fig.layout.yaxis.ticktext) == ["0.2", "0.5", "1", "2", "5"]
+    assert display.log_axis(go.Figure(), [0, None]).layout.yaxis.type is None  # nothing positive: left alone

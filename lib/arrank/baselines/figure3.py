@@ -240,7 +240,8 @@ def arr_runs(dataset: Mapping[str, Any], n_queries: int, root: Path | None = Non
     """Finished ARR runs (``outputs/05_train/<run>/results.json``, run names matching the glob
     ``pattern``) on the same evaluation queries: their params match ``dataset`` (subtree,
     min_relevant, n_eval, seed) and they evaluated ``n_queries`` queries. One row per run: run,
-    label (the variant, ``arr_label``; made distinct where two runs share it), scheme, alpha,
+    label (the variant, ``arr_label``; made distinct where two runs share it), in the paper's row
+    order (``variant_order``), scheme, alpha,
     targets, beta, combined, sampling, the held-out metrics (cvr, ndcg, recall@k, n_queries) and,
     for runs that scored a sample of their training queries (notebook 05 since issue 16), the
     same under ``train_``. Empty (with a ``label`` column) if none."""
@@ -266,7 +267,18 @@ def arr_runs(dataset: Mapping[str, Any], n_queries: int, root: Path | None = Non
                                                                        and ARR_METRIC(k.removeprefix("train_")))}})
         params.append(p)
     distinct_labels(rows, params)
-    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=["run", "label"])
+    order = sorted(range(len(rows)), key=lambda i: (variant_order(params[i]), rows[i]["run"]))
+    return pd.DataFrame([rows[i] for i in order]) if rows else pd.DataFrame(columns=["run", "label"])
+
+
+def variant_order(p: Mapping[str, Any]) -> tuple:
+    """Sort key of a 05_train run in the paper's row order: zero-shot, NTP, fractional (by α),
+    stepwise, then the trie variants (by β), the combined ones last."""
+    scheme = {"indicator": 0, "fractional": 1, "stepwise": 2}.get(p.get("scheme"), 3)
+    num = lambda v: float(v) if isinstance(v, (int, float)) else 0.0
+    trie = p.get("targets") == "trie"
+    return (p.get("steps") != 0, trie, bool(p.get("combined")), scheme,
+            num(p.get("alpha")) if scheme == 1 else 0.0, num(p.get("beta")) if trie else 0.0)
 
 
 def distinct_labels(rows: list[dict[str, Any]], params: list[Mapping[str, Any]]) -> None:
@@ -446,7 +458,7 @@ def loss_figure(logs: pd.DataFrame, title: str = "Training loss"):
     named ``DE n=32 α=5``, in (model, n, α) order, each model's α on an ordered scale."""
     import plotly.graph_objects as go
 
-    from arrank.workbook.display import ordered_colors, style
+    from arrank.workbook.display import log_axis, ordered_colors, style
 
     keys = list(dict.fromkeys(logs["config"]))
     parsed = {k: (k.split("_")[0], int(k.split("_")[1][1:]), float(k.split("_", 2)[2].removeprefix("alpha")))
@@ -460,8 +472,8 @@ def loss_figure(logs: pd.DataFrame, title: str = "Training loss"):
         fig.add_scatter(x=part["step"], y=part["loss"], mode="lines", name=config_label(key),
                         line={"color": colors[(m != "de", n, a)], "dash": "solid" if m == "de" else "dash"})
     style(fig, title)
-    fig.update_layout(xaxis_title="step", yaxis_title="loss", yaxis_type="log")
-    return fig
+    fig.update_layout(xaxis_title="step", yaxis_title="loss")
+    return log_axis(fig, logs["loss"])
 
 
 # --------------------------------------------------------------------------- results.json and findings

@@ -21,10 +21,10 @@ def scale_text(scale: Mapping[str, Any], n_queries: int) -> str:
     return f"{scale.get('run')}: {scale.get('model_name')}, {trained}, {n_queries} held-out queries"
 
 
-def per_rank_figure(curves: Mapping[str, pd.DataFrame], title: str = "Mean score per gold rank",
-                    note: str = ERROR_BARS):
+def per_rank_figure(curves: Mapping[str, pd.DataFrame], scale: str = "", title: str = "Mean score per gold rank"):
     """One line per model of ``evaluate.per_rank_scores``: the mean score per gold rank (the
-    negative first), ±1 standard error as error bars; ``note`` is the title's second line."""
+    negative first), ±1 standard error as error bars; the title's second line names the run and
+    its scale (``scale_text``) and the third says what the error bars are."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
@@ -35,7 +35,8 @@ def per_rank_figure(curves: Mapping[str, pd.DataFrame], title: str = "Mean score
                         hovertemplate="rank %{x}: mean %{y:.3f} over %{customdata[0]} queries; "
                                       "mean position in its query %{customdata[1]:.2f}<extra></extra>")
     display.style(fig)
-    fig.update_layout(title=display.subtitle(title, note), xaxis_type="category",
+    fig.update_layout(title=display.subtitle(title, f"{scale}<br>{ERROR_BARS}" if scale else ERROR_BARS),
+                      xaxis_type="category", showlegend=len(curves) > 1, margin={"t": 120},
                       xaxis_title="gold rank of the docID (1 = the most specific hypernym; negative: the sampled negative)",
                       yaxis_title="mean score (mean token log-probability)")
     return fig
@@ -56,10 +57,10 @@ def per_rank_reading(curve: pd.DataFrame) -> str:
         lines = [f"Rank {top}, not rank 1, has the highest mean score ({mean[top]:.3f} against rank 1's "
                  f"{mean.iloc[0]:.3f}): on average this model scores a more general hypernym above the most "
                  "specific one, which is what R@1 penalises."]
-    rises = [f"{a}→{b}" for a, b in zip(ranks, ranks[1:]) if mean[b] > mean[a]]
-    lines.append("The mean falls with every rank." if not rises else
-                 f"The mean rises from rank to rank at {', '.join(rises)} (within one standard error where the "
-                 "error bars overlap; the higher ranks hold fewer queries).")
+    sem, count = curve["sem"].fillna(0), curve["count"]
+    rises = [f"{a}→{b} ({'beyond' if mean[b] - mean[a] > sem[a] + sem[b] else 'within'} the error bars; "
+             f"{int(count[b])} queries have rank {b})" for a, b in zip(ranks, ranks[1:]) if mean[b] > mean[a]]
+    lines.append("The mean falls with every rank." if not rises else f"The mean rises with the rank at {', '.join(rises)}.")
     if "negative" in curve.index:
         neg = curve.loc["negative", "mean"]
         above = [r for r in ranks if mean[r] < neg]
@@ -70,7 +71,7 @@ def per_rank_reading(curve: pd.DataFrame) -> str:
     return " ".join(lines)
 
 
-def violations_figure(records: list[dict[str, Any]], examples: pd.DataFrame,
+def violations_figure(records: list[dict[str, Any]], examples: pd.DataFrame, scale: str = "",
                       title: str = "Worst constraint violations"):
     """Every candidate's score for the queries of ``evaluate.violation_examples``: relevant
     docIDs coloured by gold rank (an ordered scale), the negative as a red cross above some positive."""
@@ -88,12 +89,12 @@ def violations_figure(records: list[dict[str, Any]], examples: pd.DataFrame,
         fig.add_scatter(x=[rec["scores"][rec["negative"]]], y=[q], mode="markers", showlegend=False,
                         marker={"symbol": "x", "color": "red", "size": 12}, text=[rec["negative"]],
                         hovertemplate="negative %{text}: %{x:.3f}")
-    display.style(fig, title)
+    display.style(fig, display.subtitle(title, scale) if scale else title)
     fig.update_layout(xaxis_title="score (mean token log-probability)", yaxis_title="query")
     return fig
 
 
-def recall_figure(rows: Mapping[str, Mapping[str, Any]], title: str = "R@k on the held-out queries"):
+def recall_figure(rows: Mapping[str, Mapping[str, Any]], scale: str = "", title: str = "R@k on the held-out queries"):
     """Grouped bars of ``recall@k`` per k in percent, one group member per row (model, floor, beam search)."""
     import plotly.graph_objects as go
 
@@ -101,7 +102,7 @@ def recall_figure(rows: Mapping[str, Mapping[str, Any]], title: str = "R@k on th
     for label, m in rows.items():
         ks = [k for k in m if k.startswith("recall@") and m[k] is not None]
         fig.add_bar(x=[k.replace("recall@", "R@") for k in ks], y=display.percent_values(m, ks), name=label)
-    display.style(fig, title)
+    display.style(fig, display.subtitle(title, scale) if scale else title)
     fig.update_layout(barmode="group")
     return display.percent_axis(fig, "yaxis", "R@k (%)")
 
@@ -122,5 +123,4 @@ def per_rank_from_run(run_dir) -> tuple[pd.DataFrame, Any, str]:
     if "model_name" not in m and source.exists():
         scale = trained_scale(json.loads(source.read_text())["params"], scale["run"])
     curve = per_rank_scores(pd.read_parquet(run_dir / "per_query_scores.parquet"))
-    title = f"Mean score per gold rank, {scale_text(scale, m['n_queries'])}"
-    return curve, per_rank_figure({"this model": curve}, title), per_rank_reading(curve)
+    return curve, per_rank_figure({"this model": curve}, scale_text(scale, m["n_queries"])), per_rank_reading(curve)

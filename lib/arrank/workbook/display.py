@@ -165,3 +165,19 @@ def findings_markdown(rows: Iterable[Mapping[str, Any]], intro: str = "") -> str
         else:
             lines.append(f"- {row['paper']}: {VERDICTS[row['holds']]} ({row['numbers']})")
     return "\n".join(lines) + "\n"
+
+
+def log_axis(fig, values: Iterable[float], axis: str = "yaxis") -> Any:
+    """``axis`` on a log scale with labelled ticks at 1, 2, 5 x 10^k over the range of ``values``
+    (plotly's default labels the minor ticks with bare digits, ``2 3 ... 9``, which read as the
+    wrong numbers); labels as ``0.2``, ``1``, ``5000``."""
+    positive = [float(v) for v in values if v is not None and float(v) > 0]
+    if not positive:
+        return fig
+    import math
+
+    lo, hi = math.floor(math.log10(min(positive))), math.ceil(math.log10(max(positive)))
+    ticks = [m * 10.0 ** e for e in range(lo, hi + 1) for m in (1, 2, 5)]
+    ticks = [t for t in ticks if min(positive) / 2.5 <= t <= max(positive) * 2.5]
+    fig.update_layout({axis: {"type": "log", "tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks]}})
+    return fig
