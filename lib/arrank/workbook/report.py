@@ -19,8 +19,8 @@ from typing import Any
 
 import pandas as pd
 
-from arrank.workbook.display import (SYMBOLS, metric_title, number_text, ordered_colors, percent_text,
-                                     qualitative_colors, style)
+from arrank.workbook.display import (SYMBOLS, metric_title, number_text, ordered_colors, percent_axis,
+                                     percent_text, qualitative_colors, style)
 from arrank.workbook.outputs import run_path, save_table
 from arrank.workbook.sweep import Sweep, point_states, results_path
 
@@ -295,8 +295,8 @@ def recall_curves(table: pd.DataFrame, title: str = "R@k per variant"):
                         line={"dash": "dot" if dashed else "solid", "color": color},
                         visible="legendonly" if row["source"] == "paper" else True)
     style(fig, title)
-    fig.update_layout(xaxis_title="k", yaxis_title="R@k (%)", xaxis={"tickvals": ks})
-    return fig
+    fig.update_layout(xaxis_title="k", xaxis={"tickvals": ks})
+    return percent_axis(fig, "yaxis", "R@k (%)")
 
 
 def parameter_curves(frame: pd.DataFrame, notebook: str, metrics: tuple[str, ...] = ("cvr", "ndcg")):
