@@ -141,10 +141,10 @@ def findings_summary(run_name: str = "workbook") -> str:
         lines.append(f"| Table 1 findings | n/a | {type(err).__name__}: {err} |")
     results = run_path("07_de_ce_baselines", run_name) / "results.json"
     if results.exists():
-        m = json.loads(results.read_text())["metrics"]
-        for key in (k for k in m if k.startswith("finding_") and not k.endswith("_numbers")):
-            lines.append(f"| Figure 3: {key.removeprefix('finding_').replace('_', ' ')} | {m[key]} | "
-                         f"{m.get(key + '_numbers', '')} |")
+        from arrank.baselines.figure3 import findings_rows
+
+        for row in findings_rows(json.loads(results.read_text())["metrics"]):
+            lines.append(f"| {row['paper']} | {row['holds']} | {row['numbers']} |")
     return "\n".join(lines)
 
 
