@@ -110,7 +110,7 @@ n_eval = None  # evaluation queries; None: 300 quick, 5000 paper
 import torch
 from IPython.display import Markdown
 
-from arrank.baselines import figure3 as BL
+from arrank.baselines import figure3 as BL, panels
 from arrank.workbook import display, outputs, params
 
 P = params.check_params("07_de_ce_baselines", globals())
@@ -155,7 +155,7 @@ with outputs.timed(timings, "train_and_evaluate"):
                                        hyper, ks, P["seed"], corpus=data["corpus"] if P["retrieval"] else None)
 outputs.save_table(results, run_dir, "results")
 outputs.save_table(logs, run_dir, "training_log")
-fig = BL.loss_figure(logs)
+fig = panels.loss_figure(logs)
 outputs.save_figure(fig, run_dir, "training_loss")
 fig.show()
 display.percent_table(results.drop(columns=[c for c in results.columns if c.startswith("n_queries@")]), 1)
@@ -173,10 +173,10 @@ display.percent_table(results.drop(columns=[c for c in results.columns if c.star
 # DE's full-corpus retrieval R@k.
 
 # %%
-arr = BL.arr_runs(dataset, len(data["eval"]), pattern=P["arr_runs"])
-panels = BL.figure3_panels(results, ks, arr, P["model"] == "figure3", P["de_dims"], P["ce_dim"], P["alpha"],
-                           P["de_alpha_dim"])
-for name, (table, fig) in panels.items():
+arr = panels.arr_runs(dataset, len(data["eval"]), pattern=P["arr_runs"])
+drawn = panels.figure3_panels(results, ks, arr, P["model"] == "figure3", P["de_dims"], P["ce_dim"], P["alpha"],
+                             P["de_alpha_dim"])
+for name, (table, fig) in drawn.items():
     outputs.save_table(table, run_dir, name)
     outputs.save_figure(fig, run_dir, name)
     fig.show()

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
-from arrank.baselines import figure3 as BL, cross_encoder as CE, dual_encoder as DE, lookup
+from arrank.baselines import figure3 as BL, cross_encoder as CE, dual_encoder as DE, lookup, panels
 
 
 @pytest.fixture(autouse=True)
@@ -354,22 +354,22 @@ def test_arr_runs_are_picked_up_on_the_same_evaluation_queries(tmp_path):
     write("other-data", {**same, "subtree": "canine.n.02", "scheme": "indicator", "targets": "onehot"}, 300)
     write("fewer-queries", {**same, "scheme": "indicator", "targets": "onehot"}, 50)
     write(".staging", {**same, "scheme": "indicator", "targets": "onehot"}, 300)
-    arr = BL.arr_runs(same, 300, root=tmp_path)
+    arr = panels.arr_runs(same, 300, root=tmp_path)
     assert arr["run"].tolist() == ["frac"] and arr["label"].iloc[0] == "ARR Fractional α=2"
     assert "train_recall@1" not in arr.columns and "final_loss" not in arr.columns
-    assert BL.arr_runs({**same, "seed": 1}, 300, root=tmp_path).empty
-    assert BL.arr_runs(same, 300, root=tmp_path, pattern="fewer*").empty  # matches, but 50 queries
+    assert panels.arr_runs({**same, "seed": 1}, 300, root=tmp_path).empty
+    assert panels.arr_runs(same, 300, root=tmp_path, pattern="fewer*").empty  # matches, but 50 queries
     with pytest.raises(ValueError, match="glob on run names"):
-        BL.arr_runs(same, 300, root=tmp_path, pattern="../x")
+        panels.arr_runs(same, 300, root=tmp_path, pattern="../x")
     # a newer run of the same variant with training-query metrics: labels told apart by what differs
     write("frac-long", {**frac, "steps": 1200}, 300, {"recall@1": 0.9, "recall@2": 0.8, "n_queries": 300})
-    arr = BL.arr_runs(same, 300, root=tmp_path, pattern="frac*")
+    arr = panels.arr_runs(same, 300, root=tmp_path, pattern="frac*")
     assert arr["label"].tolist() == ["ARR Fractional α=2 (steps=None)", "ARR Fractional α=2 (steps=1200)"]
     write("ntp", {**frac, "scheme": "indicator"}, 300)  # the paper's row order: NTP before fractional
-    assert BL.arr_runs(same, 300, root=tmp_path)["label"].tolist()[0] == "ARR NTP"
+    assert panels.arr_runs(same, 300, root=tmp_path)["label"].tolist()[0] == "ARR NTP"
     assert arr["train_recall@1"].tolist()[1] == 0.9 and pd.isna(arr["train_recall@1"].tolist()[0])
     only_b = _results([{"model": "de", "n": 8, "alpha": 0.0, "panels": "b", "recall@1": .5, "recall@2": .5}])
-    curves = BL.panel_table(only_b, "a", [1, 2], arr)
+    curves = panels.panel_table(only_b, "a", [1, 2], arr)
     assert curves["curve"].unique().tolist() == ["ARR Fractional α=2 (steps=None) (held-out queries)",
                                                  "ARR Fractional α=2 (steps=1200) (training queries)",
                                                  "ARR Fractional α=2 (steps=1200) (held-out queries)"]
@@ -401,7 +401,7 @@ def test_findings_and_flat_metrics():
     assert flat["de_n8_alpha5_recall@1"] == 0.3 and flat["ce_n8_alpha5_ndcg"] == 0.9 and "recall@1" not in flat
     logs = pd.DataFrame({"step": [1, 2] * 3, "loss": [1.0, 0.5] * 3,
                          "config": ["de_n8_alpha5"] * 2 + ["ce_n8_alpha5"] * 2 + ["de_n8_alpha0"] * 2})
-    assert [t.name for t in BL.loss_figure(logs).data] == ["DE n=8 α=0", "DE n=8 α=5", "CE n=8 α=5"]
+    assert [t.name for t in panels.loss_figure(logs).data] == ["DE n=8 α=0", "DE n=8 α=5", "CE n=8 α=5"]
     single = BL.flat_metrics(results.iloc[:1])
     assert single["recall@1"] == 0.1 and single["de_n4_alpha5_recall@1"] == 0.1
 
@@ -409,12 +409,12 @@ def test_findings_and_flat_metrics():
 def test_panel_tables_and_figure():
     results = _results([{"model": "de", "n": 8, "alpha": a, "panels": "b", "recall@1": a / 10, "recall@2": 0.5}
                         for a in (2.0, 0.0)])
-    table = BL.panel_table(results, "b", [1, 2])
+    table = panels.panel_table(results, "b", [1, 2])
     assert table["curve"].unique().tolist() == ["DE n=8 α=0", "DE n=8 α=2"]  # alpha order
     assert table.loc[(table["curve"] == "DE n=8 α=2") & (table["k"] == 1), "recall"].item() == 0.2  # fractions
     assert set(table["scored_on"]) == {"training queries"}  # the lookup tables score queries they trained on
-    assert BL.panel_table(results, "a", [1, 2]).empty
-    fig = BL.recall_figure(table, "b")
+    assert panels.panel_table(results, "a", [1, 2]).empty
+    fig = panels.recall_figure(table, "b")
     assert len(fig.data) == 2 and list(fig.data[1].y) == [20.0, 50.0]  # percent
     assert fig.data[0].line.color != fig.data[1].line.color and fig.data[0].line.dash == "solid"
 
@@ -424,15 +424,15 @@ def test_panel_a_names_what_each_curve_is_scored_on():
     results = _results([r("de", 32), r("ce", 32), r("de", 4)])
     arr = pd.DataFrame([{"label": "ARR NTP", "alpha": 2.0, "recall@1": .7, "recall@2": .6,
                          "train_recall@1": .95, "train_recall@2": .9}])
-    panels = BL.figure3_panels(results, [1, 2], arr, True, [32, 4], 32, 5.0, 8)
-    table, fig = panels["figure3a"]
+    drawn = panels.figure3_panels(results, [1, 2], arr, True, [32, 4], 32, 5.0, 8)
+    table, fig = drawn["figure3a"]
     assert table["curve"].unique().tolist() == ["DE n=4", "DE n=32", "CE n=32 α=5", "ARR NTP (training queries)",
                                                 "ARR NTP (held-out queries)"]  # parameter order
     dashes = {t.name: t.line.dash for t in fig.data}
     assert dashes["ARR NTP (training queries)"] == "dash" and dashes["ARR NTP (held-out queries)"] == "dot"
     assert dashes["DE n=4"] == "solid" and fig.data[3].line.color == fig.data[4].line.color  # one variant, one colour
-    assert [t.legendgrouptitle.text for t in fig.data] == [BL.BASELINE_GROUP, None, None, BL.ARR_GROUPS["training"],
-                                                           BL.ARR_GROUPS["held-out"]]
+    assert [t.legendgrouptitle.text for t in fig.data] == [panels.BASELINE_GROUP, None, None, panels.ARR_GROUPS["training"],
+                                                           panels.ARR_GROUPS["held-out"]]
     title = fig.layout.title.text
     assert "α = 5" in title and "trained and scored on the same queries" in title and "held-out" in title
     assert list(fig.data[4].y) == [70.0, 60.0] and fig.layout.yaxis.title.text == "R@k (%)"
@@ -504,7 +504,7 @@ def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
     assert results.loc["de_n2_alpha5", "panels"] == "a,b" and results.loc["ce_n4_alpha5", "panels"] == "a,c"
     assert results.loc["de_n2_alpha5", "recall@1"] == de.loc["de_n2_alpha5", "recall@1"]
     assert results["n"].dtype.kind == "i" and set(logs["config"]) == set(results.index)
-    assert BL.panel_table(results, "b", [1])["curve"].tolist() == ["DE n=2 α=0", "DE n=2 α=5"]  # alpha order
+    assert panels.panel_table(results, "b", [1])["curve"].tolist() == ["DE n=2 α=0", "DE n=2 α=5"]  # alpha order
     f = BL.findings(results, [2, 4], 4, 5.0, 2, [0.0, 5.0])
     assert f["finding_de_grows_with_n"] is None and f["finding_alpha_raises_de_small_k"] in (True, False)
     with pytest.raises(ValueError, match=r"no finished 07_de_ce_baselines run named like 'z\*'"):
