@@ -37,8 +37,9 @@ site_sets = None  # random site sets per (k, n); None: 1 quick, 3 paper
 # %%
 import plotly.express as px
 import plotly.graph_objects as go
+from IPython.display import Markdown
 
-from arrank.workbook import outputs, params
+from arrank.workbook import display, outputs, params
 from arrank import theory
 from arrank.theory import tables
 
@@ -76,9 +77,11 @@ exact.pivot_table(index="n", columns="k", values="exact", aggfunc="min")
 long = exact.groupby(["k", "n"], as_index=False)[["closed_form", "exact"]].min().melt(
     id_vars=["k", "n"], var_name="count", value_name="rankings")
 fig = px.line(long, x="n", y="rankings", color="k", symbol="count", line_dash="count", log_y=True,
-              markers=True, title="Distance permutations of k random sites in R^n: closed form vs exact LP")
+              markers=True, color_discrete_map=display.ordered_colors(long["k"]),
+              title="Distance permutations of k random sites in R^n: closed form vs exact LP")
 fig.update_traces(marker_size=9)
 fig.update_layout(yaxis_title="number of realisable rankings", xaxis_dtick=1)
+display.log_axis(fig, long["rankings"])
 outputs.save_figure(fig, run_dir, "exact_vs_closed_form")
 fig.show()
 
@@ -97,6 +100,7 @@ fig = px.line(mc, x="queries", y="monte_carlo", log_x=True, markers=True,
               title=f"Monte-Carlo count of distance permutations, k={k_mc} sites in R^{n_mc}")
 fig.add_hline(y=int(mc["exact"].iloc[0]), line_dash="dash", annotation_text="exact (LP) = closed form")
 fig.update_layout(yaxis_title="distinct permutations seen", xaxis_title="query points sampled")
+display.log_axis(fig, mc["queries"], "xaxis")
 outputs.save_figure(fig, run_dir, "monte_carlo")
 fig.show()
 mc.tail(3)
@@ -118,7 +122,8 @@ fig.add_scatter(x=bound["k"], y=bound["exact_min_dimension"], name="exact minima
 fig.add_scatter(x=bound["k"], y=bound["paper_bound"], name="paper: no DE below ln(k!)/(2 ln k)")
 fig.update_layout(title="Dimension a dual encoder needs to realise all k! rankings",
                   xaxis_title="number of documents k", yaxis_title="embedding dimension n",
-                  xaxis_type="log", yaxis_type="log")
+                  legend={"x": 0.02, "y": 0.98})
+display.log_axis(display.log_axis(fig, bound["k"], "xaxis"), bound[["exact_min_dimension", "paper_bound"]].to_numpy().ravel())
 outputs.save_figure(fig, run_dir, "dimension_bound")
 fig.show()
 bound.iloc[[0, len(bound) // 2, -1]]
@@ -144,8 +149,10 @@ ip_min = ip.groupby(["k", "n"], as_index=False)[
     ["inner_product", "observed_formula", "euclidean_closed_form", "k_factorial"]].min()
 print("exact inner-product counts == observed formula:", bool((ip["inner_product"] == ip["observed_formula"]).all()))
 fig = px.line(ip_min, x="n", y="inner_product", color="k", markers=True, log_y=True,
+              color_discrete_map=display.ordered_colors(ip_min["k"]),
               title="Orderings of <q, d_i> realisable by some q in R^n (random documents, exact LP)")
 fig.update_layout(yaxis_title="number of realisable rankings", xaxis_dtick=1)
+display.log_axis(fig, ip_min["inner_product"])
 outputs.save_figure(fig, run_dir, "inner_product")
 fig.show()
 ip_min.pivot(index="n", columns="k", values="inner_product")
@@ -168,4 +175,12 @@ metrics = {
     "inner_product_matches_observed_formula": bool((ip["inner_product"] == ip["observed_formula"]).all()),
 }
 outputs.write_results(run_dir, "01_de_capacity", P, metrics, timings)
-metrics
+print(f"{len(metrics)} metrics written to the run's results.json")
+
+# %% [markdown]
+# ## What to look for
+# This run's numbers against section 3.1 (Proposition 3.1), in words: each line says whether
+# the finding holds here and the numbers it rests on.
+
+# %%
+Markdown(display.findings_markdown(tables.capacity_findings(metrics, k_top)))

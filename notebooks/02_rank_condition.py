@@ -42,10 +42,11 @@ import math
 import numpy as np
 import pandas as pd
 import plotly.express as px
+from IPython.display import Markdown
 
 from arrank.data import docids
 from arrank.training import models, tokenizer
-from arrank.workbook import outputs, params
+from arrank.workbook import display, outputs, params
 from arrank import theory
 from arrank.theory import tables
 from arrank.data import wordnet
@@ -74,11 +75,13 @@ orders
 # %%
 orders["fraction_realisable"] = orders["orderings"] / orders["V_factorial"]
 fig = px.line(orders, x="n", y="fraction_realisable", color="V", markers=True, log_y=True,
+              color_discrete_map=display.ordered_colors(orders["V"]),
               title="Share of the |V|! orderings of E phi realisable by some phi (random E)")
 full = orders[orders["full_rank"]]
 fig.add_scatter(x=full["n"], y=full["fraction_realisable"], mode="markers", name="rank(E') = |V|",
                 marker={"symbol": "circle-open", "size": 16, "color": "black"})
 fig.update_layout(xaxis_dtick=1, yaxis_title="realisable orderings / |V|!", legend_title="|V|")
+display.log_axis(fig, orders["fraction_realisable"])
 outputs.save_figure(fig, run_dir, "token_orderings")
 fig.show()
 
@@ -205,4 +208,12 @@ metrics = {
     **tables.docid_rank_metrics(ranks),
 }
 outputs.write_results(run_dir, "02_rank_condition", P, metrics, timings)
-metrics
+print(f"{len(metrics)} metrics written to the run's results.json")
+
+# %% [markdown]
+# ## What to look for
+# This run's numbers against section 3.2 (the rank(E′) propositions and the remark on real
+# tokenizers), in words.
+
+# %%
+Markdown(display.findings_markdown(tables.rank_condition_findings(metrics)))

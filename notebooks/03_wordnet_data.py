@@ -41,8 +41,9 @@ tokenizer_vocab = 2000  # vocabulary of the tiny BPE tokenizer
 
 # %%
 import plotly.express as px
+from IPython.display import Markdown
 
-from arrank.workbook import outputs, params
+from arrank.workbook import display, outputs, params
 from arrank.training import tokenizer
 from arrank.data import wordnet as W
 
@@ -155,4 +156,11 @@ metrics = {
     "mean_docid_tokens": float((lengths["n_tokens"] * lengths["occurrences"]).sum() / lengths["occurrences"].sum()),
 }
 outputs.write_results(run_dir, "03_wordnet_data", P, metrics, timings)
-metrics
+print(f"{len(metrics)} metrics written to the run's results.json")
+
+# %% [markdown]
+# ## What to look for
+# This build against section 5.1 and Appendix B (the paper's example and its scale), in words.
+
+# %%
+Markdown(display.findings_markdown(W.dataset_findings(metrics, P)))

@@ -47,8 +47,9 @@ tokenizer_vocab = 2000  # vocabulary of the tiny BPE tokenizer for title/docID l
 from pathlib import Path
 
 import plotly.express as px
+from IPython.display import Markdown
 
-from arrank.workbook import outputs, params, paths
+from arrank.workbook import display, outputs, params, paths
 from arrank.training import tokenizer
 from arrank.data import esci
 
@@ -144,4 +145,11 @@ metrics = {
     "mean_docid_tokens": float(titles["docid_tokens"].mean()),
 }
 outputs.write_results(run_dir, "04_esci_data", P, metrics, timings)
-metrics
+print(f"{len(metrics)} metrics written to the run's results.json")
+
+# %% [markdown]
+# ## What to look for
+# This build against Appendix D.2 and Table 2, in words.
+
+# %%
+Markdown(display.findings_markdown(esci.dataset_findings(metrics, P)))

@@ -83,11 +83,14 @@ n_eval = None  # held-out queries; None: 300 quick, 100 pretrained, 5000 paper
 template = None  # prompt template; None: the short one quick, Appendix D's pretrained and paper (wordnet, esci)
 tokenizer_vocab = 2000  # BPE vocabulary of the tiny model's tokenizer
 eval_queries = 0  # evaluate on at most this many held-out queries, 0 for all
+train_queries = None  # also score a seeded sample of this many training queries (Figure 3 (a)); None: as many as held out, 0: none
 
 # %%
+from IPython.display import Markdown
+
 from arrank.evaluation import evaluate
 from arrank.training import models, train
-from arrank.workbook import outputs, params
+from arrank.workbook import display, outputs, params, reading, report
 from arrank.data import ranking
 
 P = params.check_params("05_train", globals())
@@ -150,31 +153,50 @@ with outputs.timed(timings, "train"):
                       packing=layout)
 outputs.save_table(log, run_dir, "training_log")
 models.save_atomic(model, tok, run_dir / "model")
-fig = train.curves_figure(log, f"Training: {P['scheme']} / {P['targets']}")
+fig = train.curves_figure(log, f"Training: {report.loss_label(P)} ({P['model_name']}, {hyper['steps']} steps)")
 outputs.save_figure(fig, run_dir, "training_curves")
 fig.show()
 
 # %% [markdown]
-# ## 4. Evaluation on the held-out queries (section 5.1)
+# ## 4. Evaluation on the held-out queries (section 5.1), and on training queries
 # Each held-out query's relevant docIDs and its negative are scored by the mean log-probability
 # of their tokens after the prompt; CVR, nDCG and R@k as in Table 1. Random scores give the
-# floor every row should be read against.
+# floor every row should be read against (percent, as the paper's tables). The same metrics on a seeded sample of the queries the
+# model trained on (`train_queries`, by default as many as held out) answer another question:
+# how well the model *fits* rankings it has seen. That is what the DE and CE lookup tables of
+# Figure 3 (notebook 07) are scored on, so their curves are compared with this row, not with the
+# held-out one (results.json: `train_recall@k`, `train_cvr`, `train_ndcg`, `train_n_queries`).
 
 # %%
+ks = ranking.ks_for(P["dataset"])
 with outputs.timed(timings, "evaluate"):
-    result, per_query, _ = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None,
-                                                      ranking.ks_for(P["dataset"]))
-floor = evaluate.random_floor(df, P["seed"], P["eval_queries"] or None, ranking.ks_for(P["dataset"]))
+    result, per_query, _ = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks)
+n_train = evaluate.n_training_queries(P["train_queries"], result["n_queries"])
+with outputs.timed(timings, "evaluate_training"):
+    trained = evaluate.evaluate_training(model, tok, df, n_train, P["seed"], ks) if n_train else {}
+floor = evaluate.random_floor(df, P["seed"], P["eval_queries"] or None, ks)
 outputs.save_table(per_query, run_dir, "per_query")
-table = evaluate.metrics_table({"this run": result, "random scores": floor})
-outputs.save_table(table, run_dir, "metrics")
-table
+rows = {"held-out queries": result, "random scores": floor}
+if trained:
+    rows[f"training queries ({n_train} sampled)"] = evaluate.training_metrics(trained)
+table = evaluate.metrics_table(rows)
+outputs.save_table(table, run_dir, "metrics")  # fractions, as results.json; shown in percent
+display.percent_table(table)
 
 # %% [markdown]
 # ## Results
 
 # %%
-metrics = {**result, "n_items": len(items), "packing": layout, "n_sequences": n_sequences,
+metrics = {**result, **trained, "n_items": len(items), "packing": layout, "n_sequences": n_sequences,
            "final_loss": train.final_loss(log), "resumed_from_step": resumed_from_step}
 outputs.write_results(run_dir, "05_train", P, metrics, timings)
-metrics
+print(f"{len(metrics)} metrics written to the run's results.json")
+
+# %% [markdown]
+# ## What to look for
+# This run against the paper's row for its loss variant (Tables 1-3) and section 5.2, in
+# words; the paper's runs are Mistral-7B at 10k steps on 5000 queries, so read the numbers for
+# their direction. Table 1's comparisons between variants need a sweep: notebook 08.
+
+# %%
+Markdown(display.findings_markdown(reading.run_findings(P, metrics, floor)))

@@ -47,10 +47,11 @@ beam_k = 5  # beam size and top-k of beam search
 decode_queries = None  # decode at most this many held-out queries; None: 50 quick, 500 paper
 
 # %%
-import pandas as pd
+
+from IPython.display import Markdown
 
 from arrank.evaluation import evaluate, plots
-from arrank.workbook import outputs, params
+from arrank.workbook import display, outputs, params, reading
 from arrank.data import ranking
 
 P = params.check_params("06_evaluate", globals())
@@ -73,7 +74,7 @@ print(f"model: {subject['source']}\ndata: {data}\n{len(held_out)} held-out queri
       f"{held_out['n_relevant'].sum() + held_out['negative'].notna().sum():,} candidates to score")
 
 # %% [markdown]
-# ## 2. Scores and the metrics of Tables 1-2
+# ## 2. Scores and the metrics of Tables 1-2 (percent, as the paper's tables)
 # Random scores on the same queries are the floor: with few relevant docIDs per query R@k is
 # high by chance, and nDCG is squeezed near 1 (docs/design.md).
 
@@ -86,20 +87,28 @@ scores = evaluate.scores_frame(records)
 scores.to_parquet(run_dir / "per_query_scores.parquet", index=False)
 outputs.save_table(per_query, run_dir, "per_query_metrics")
 table = evaluate.metrics_table({"this model": result, "random scores": floor})
-outputs.save_table(table, run_dir, "metrics")
-table
+outputs.save_table(table, run_dir, "metrics")  # fractions, as results.json; shown in percent
+display.percent_table(table)
 
 # %% [markdown]
 # ## 3. Where the scores fall, rank by rank
-# A rank-aware model gives its rank-1 docID the highest mean score, lower ones to lower ranks, and
-# the negative the lowest; NTP training typically sharpens rank 1 and leaves the rest near the
-# negative, which is what CVR counts.
+# The mean score of the docIDs at each gold rank over the held-out queries (rank 1 = each query's
+# most specific hypernym), the negative first; error bars are ±1 standard error of that mean over
+# the queries that have the rank (ranks beyond the minimum list length hold fewer queries). A
+# rank-aware model *tends* to give rank 1 the highest mean and the negative the lowest, but the
+# means pool different docIDs: general hypernyms near the root recur in many queries (and are
+# easy to predict) while rank 1 differs from query to query, so the curve can rise from rank 1
+# to rank 2 even when each query is ranked reasonably. `mean_predicted_rank` (the docID's
+# position within its own query, 1 = top) is the ranking view; the sentence below the figure
+# reads this run's numbers.
 
 # %%
 curve = evaluate.per_rank_scores(scores)
-fig = plots.per_rank_figure({"this model": curve})
+scale = plots.scale_text(subject["scale"], len(held_out))  # the run and its scale, named in every title
+fig = plots.per_rank_figure({"this model": curve}, scale)
 outputs.save_figure(fig, run_dir, "per_rank_scores")
 fig.show()
+print(plots.per_rank_reading(curve))
 curve
 
 # %% [markdown]
@@ -110,7 +119,7 @@ curve
 # %%
 examples = evaluate.violation_examples(records)
 if len(examples):
-    fig = plots.violations_figure(records, examples)
+    fig = plots.violations_figure(records, examples, scale)
     outputs.save_figure(fig, run_dir, "violation_examples")
     fig.show()
 examples
@@ -125,14 +134,14 @@ examples
 with outputs.timed(timings, "decode"):
     decoded, beams = evaluate.decode_held_out(model, tok, df, records, P["beam_k"], P["decode_queries"] or None)
 outputs.save_table(beams, run_dir, "decoding")
-pd.Series(decoded)
+display.percent_series(decoded)
 
 # %% [markdown]
 # ## 6. R@k at a glance
 
 # %%
 beam_row = {f"recall@{P['beam_k']}": decoded[f"beam_recall@{P['beam_k']}_gold"]}
-fig = plots.recall_figure({"scorer": result, "random scores": floor, "constrained beam": beam_row})
+fig = plots.recall_figure({"scorer": result, "random scores": floor, "constrained beam": beam_row}, scale)
 outputs.save_figure(fig, run_dir, "recall_at_k")
 fig.show()
 
@@ -140,6 +149,17 @@ fig.show()
 # ## Results
 
 # %%
-metrics = {**result, **decoded, "source": subject["source"], "dataset": data["dataset"]}
+metrics = {**result, **decoded, "source": subject["source"], "dataset": data["dataset"],
+           "model_name": subject["scale"]["model_name"], "steps": subject["scale"]["steps"]}
 outputs.write_results(run_dir, "06_evaluate", P, metrics, timings)
-metrics
+print(f"{len(metrics)} metrics written to the run's results.json")
+
+# %% [markdown]
+# ## What to look for
+# The evaluated run against the paper's row for its loss variant and section 5.2, the per-rank
+# scores, and decoding, in words.
+
+# %%
+rows = (reading.run_findings(subject["params"], result, floor) + [display.note(plots.per_rank_reading(curve))]
+        + reading.decoding_findings(decoded, P["beam_k"]))
+Markdown(display.findings_markdown(rows))

@@ -31,8 +31,10 @@
 # **A capacity experiment.** A lookup table cannot embed a synset it never saw, so the baselines
 # train on the pairs of *all* queries, the evaluation queries' pairs included, and are evaluated
 # on the evaluation queries: they show how well a DE or a CE of dimension $n$ can *fit* the
-# rankings, not how they generalise. (The ARR runs of notebook 05 are evaluated on queries they
-# did not train on: a harder test for ARR.) Evaluation is the ARR evaluation (§5.1, the same
+# rankings, not how they generalise. The same question, asked of ARR, is its score on queries it
+# trained on: notebook 05 scores a sample of its training queries beside the held-out ones, and
+# Figure 3 (a) below draws both (the held-out curve is a harder test the tables cannot take: they
+# have no row for a query they never saw). Evaluation is the ARR evaluation (§5.1, the same
 # `arrank.evaluation.metrics` functions): per query, its relevant hypernyms and its negative are scored and
 # ranked; CVR, nDCG and R@k. The negative is a random synset, never trained on as a negative.
 #
@@ -41,7 +43,7 @@
 # whole table (a row keeps moving on its momentum, or Adam moments, after it left the batch);
 # `lazy` moves only the rows in the batch (TensorFlow's sparse updates). The DE is *lazy* by
 # default (`de_row_updates`; the same quick-profile results as dense, and a paper-scale run stays
-# under 5 minutes), the CE *dense* (`ce_row_updates`; it fits far better: R@1 1.000 vs 0.897 at
+# under 5 minutes), the CE *dense* (`ce_row_updates`; it fits far better: R@1 100.0% vs 89.7% at
 # n = 32, alpha = 5, see docs/measurements.md). The CE's random negatives may hit a relevant
 # document (e.g. entity.n.01, relevant to every query), as the formula allows. Batches are drawn
 # epoch by epoch without replacement.
@@ -51,7 +53,7 @@
 # normalises it. For a table row that is not in the batch that term is the whole gradient, so
 # Adam moves the row about lr = 1e-3 towards 0 every step. At paper scale a row is in a batch
 # about once in 343 steps, and after 20k steps the mean row norm of the CE n = 32 table has
-# fallen from 5.6 to **0.056**: the table is eroded (CE R@1 0.887 at alpha = 5). `adamw`, the
+# fallen from 5.6 to **0.056**: the table is eroded (CE R@1 88.7% at α = 5). `adamw`, the
 # default, decays every parameter by the factor 1 - lr * wd per step apart from the Adam step, so
 # an absent row keeps 98 % of its norm over 20k steps (mean row norm 5.4; see results.json's
 # `ce_..._row_norm_mean` and docs/measurements.md). On the quick subtree rows are in most
@@ -106,9 +108,10 @@ n_eval = None  # evaluation queries; None: 300 quick, 5000 paper
 
 # %%
 import torch
+from IPython.display import Markdown
 
-from arrank.baselines import figure3 as BL
-from arrank.workbook import outputs, params
+from arrank.baselines import figure3 as BL, panels
+from arrank.workbook import display, outputs, params
 
 P = params.check_params("07_de_ce_baselines", globals())
 run_dir = outputs.start_run("07_de_ce_baselines", P)
@@ -136,8 +139,8 @@ print(f"{len(data['df']):,} queries, {len(data['pairs'].query):,} positive pairs
 # %% [markdown]
 # ## 2. Train and evaluate
 # Each configuration trains with a progress bar, then is evaluated on the evaluation queries
-# (and, for a DE, by full-corpus retrieval). One row per configuration; the training losses
-# follow.
+# (and, for a DE, by full-corpus retrieval). One row per configuration, CVR, nDCG and R@k in
+# percent (`results.csv` keeps fractions); the training losses follow.
 
 # %%
 configs = (BL.figure3_configs(P["de_dims"], P["ce_dim"], P["alpha"], P["de_alpha_dim"], P["alphas"])
@@ -152,24 +155,28 @@ with outputs.timed(timings, "train_and_evaluate"):
                                        hyper, ks, P["seed"], corpus=data["corpus"] if P["retrieval"] else None)
 outputs.save_table(results, run_dir, "results")
 outputs.save_table(logs, run_dir, "training_log")
-fig = BL.loss_figure(logs)
+fig = panels.loss_figure(logs)
 outputs.save_figure(fig, run_dir, "training_loss")
 fig.show()
-results.drop(columns=[c for c in results.columns if c.startswith("n_queries@")]).round(4)
+display.percent_table(results.drop(columns=[c for c in results.columns if c.startswith("n_queries@")]), 1)
 
 # %% [markdown]
 # ## 3. Figure 3
-# (a) R@k against k for the DEs and the CE at the same alpha (`alpha`, named in the CE's curve: the
-# paper's caption gives alpha = 5 to the DEs only), with the finished ARR runs of
-# notebook 05 (those named by `arr_runs`) on the same evaluation queries (dashed; held out from
-# ARR's training, not from the baselines'); (b) the DE's alpha sweep; (c) the CE's. Each panel is also saved as a CSV table;
-# the last figure is the DE's full-corpus retrieval R@k.
+# (a) R@k (percent) against k for the DEs and the CE at the same α (`alpha`, named in the CE's
+# curve: the paper's caption gives α = 5 to the DEs only), all trained and scored on the same
+# queries (solid), with the finished ARR runs of notebook 05 (those named by `arr_runs`) that
+# evaluated the same evaluation queries: each run twice, on a sample of *its training queries*
+# (dashed: the same capacity question as the tables) and on the *held-out* queries it never
+# trained on (dotted: generalisation; a run made before notebook 05 scored training queries has
+# this curve only). (b) The DE's α sweep; (c) the CE's, colours ordered by α. Each panel is also
+# saved as a CSV table (R@k as fractions, `scored_on` says which queries); the last figure is the
+# DE's full-corpus retrieval R@k.
 
 # %%
-arr = BL.arr_runs(dataset, len(data["eval"]), pattern=P["arr_runs"])
-panels = BL.figure3_panels(results, ks, arr, P["model"] == "figure3", P["de_dims"], P["ce_dim"], P["alpha"],
-                           P["de_alpha_dim"])
-for name, (table, fig) in panels.items():
+arr = panels.arr_runs(dataset, len(data["eval"]), pattern=P["arr_runs"])
+drawn = panels.figure3_panels(results, ks, arr, P["model"] == "figure3", P["de_dims"], P["ce_dim"], P["alpha"],
+                             P["de_alpha_dim"])
+for name, (table, fig) in drawn.items():
     outputs.save_table(table, run_dir, name)
     outputs.save_figure(fig, run_dir, name)
     fig.show()
@@ -180,36 +187,39 @@ print(f"{len(arr)} ARR run(s) on the same evaluation queries: {list(arr['label']
 # Section 5.3 reads Figure 3 (a) as "autoregressive ranking is on par with CEs while being
 # significantly more powerful than DEs", (b) as "an increasing alpha improves Recall@k,
 # particularly for small k", and the DEs grow with n. The checks compare R@1..5 curves with the
-# tolerance `on_par_tol` (0.02: about one standard error of R@1 on the quick profile's 300 queries):
-# *on par* = within it at every k; *above* = nowhere below by more than it and somewhere above by
-# more than it, a tie at R@k = 1.000 never counting as a failure. The baselines live in the
+# tolerance `on_par_tol` (0.02, i.e. 2 points of R@k: about one standard error of R@1 on the quick
+# profile's 300 queries): *on par* = within it at every k; *above* = nowhere below by more than it
+# and somewhere above by more than it, a tie at R@k = 100% never counting as a failure. The baselines live in the
 # capacity setting (trained and scored on the same queries), so the checks are:
 # - `finding_de_grows_with_n`: the DE's mean R@1..5 rises with every step of `de_dims`;
 # - `finding_ce_above_de`: the CE above the strongest DE (n = 32), both at `alpha` (the paper's two
 #   claims together imply it);
-# - `finding_arr_on_par_with_ce`, `finding_arr_above_de`: the best ARR run of panel (a) (highest
-#   mean R@1..5) against them. ARR is scored on queries it did not train on: a harder test for ARR;
+# - `finding_arr_on_par_with_ce`, `finding_arr_above_de`: the ARR run of panel (a) with the highest
+#   mean R@1..5 on its training queries, that curve against them: the same capacity question. The
+#   numbers give its held-out curve beside it. None where no ARR run scored its training queries;
 # - `finding_alpha_raises_de_small_k`: the DE at `de_alpha_dim`, largest alpha above smallest, at k = 1, 2.
 #
-# Each comes with `..._numbers`, the curves it compared; None where the run lacks them. In the
-# paper-profile run with AdamW (2026-11-23, docs/measurements.md, "Figure 3"):
-# - *DE recall grows with n* holds: mean R@1..5 0.803 / 0.882 / 0.925 / 0.945 for n = 4 / 8 / 16 / 32
-#   (full-corpus retrieval R@1 0.021 / 0.072 / 0.287 / 0.591; n = 4, 16 from the first run, the
+# Each comes with `..._numbers`, the curves it compared (percent); None where the run lacks them.
+# In the paper-profile run with AdamW (2026-11-23, docs/measurements.md, "Figure 3"):
+# - *DE recall grows with n* holds: mean R@1..5 80.3 / 88.2 / 92.5 / 94.5% for n = 4 / 8 / 16 / 32
+#   (full-corpus retrieval R@1 2.1 / 7.2 / 28.7 / 59.1%; n = 4, 16 from the first run, the
 #   DE being unchanged and deterministic: n = 8, 32 re-ran to the same digits);
-# - *a larger alpha raises the DE's R@k for small k* holds: DE n = 8, R@1 0.782 -> 0.997, R@2
-#   0.853 -> 0.961 (alpha 0 -> 5);
-# - *the CE above the DE* does **not** hold: CE n = 32, alpha = 5, R@1..5 0.976 0.872 0.774 0.769
-#   0.792 against the DE n = 32's 1.000 0.999 0.962 0.902 0.861. Decoupled weight decay lifted
-#   the CE's R@1 from 0.887 (Adam + L2: eroded table, mean row norm 0.056) to 0.976, not its
-#   R@2..5. At alpha = 5 the CE's CVR is ~0.9 by the letter of its loss: its permutation
+# - *a larger α raises the DE's R@k for small k* holds: DE n = 8, R@1 78.2 -> 99.7%, R@2
+#   85.3 -> 96.1% (α 0 -> 5);
+# - *the CE above the DE* does **not** hold: CE n = 32, α = 5, R@1..5 97.6 87.2 77.4 76.9
+#   79.2% against the DE n = 32's 100.0 99.9 96.2 90.2 86.1%. Decoupled weight decay lifted
+#   the CE's R@1 from 88.7% (Adam + L2: eroded table, mean row norm 0.056) to 97.6%, not its
+#   R@2..5. At α = 5 the CE's CVR is ~90% by the letter of its loss: its permutation
 #   negatives are mostly the top hypernyms every query shares, pushed below random synsets;
 # - the ARR checks need paper-profile ARR runs (GPU); none exist yet, so they are None.
+# The last cell says each in words for this run.
 
 # %%
 figure3 = P["model"] == "figure3"
 found = (BL.findings(results, P["de_dims"], P["ce_dim"], P["alpha"], P["de_alpha_dim"], P["alphas"], arr=arr,
                      tol=P["on_par_tol"]) if figure3 else {})
-found
+print(f"{sum(found.get(f'finding_{k}') is True for k in BL.CLAIMS)} of {len(BL.CLAIMS)} findings hold here"
+      if figure3 else "one configuration: Figure 3's findings need model = figure3 (or from_runs)")
 
 # %% [markdown]
 # ## Results
@@ -219,4 +229,16 @@ metrics = {**BL.flat_metrics(results), **found, "n_eval_queries": len(data["eval
            "n_pairs": len(data["pairs"].query), "n_table_rows": len(data["names"]), "n_arr_runs": len(arr),
            "from_runs": point_runs}
 outputs.write_results(run_dir, "07_de_ce_baselines", P, metrics, timings)
-{k: v for k, v in metrics.items() if "recall@1" in k or k.startswith("finding")}
+print(f"{len(metrics)} metrics written to the run's results.json")
+
+# %% [markdown]
+# ## What to look for
+# Section 5.3's findings against this run, in words (section 4's checks; R@k in percent). At the
+# quick profile the baselines fit a 3,248-query subtree, so read the numbers for their direction.
+
+# %%
+rows = BL.findings_rows(found) or [display.note("One configuration: Figure 3's findings need model = figure3 "
+                                                "or from_runs; R@k of this run: " + ", ".join(
+                                                    f"{display.metric_title(k)} {display.percent_text(v)}"
+                                                    for k, v in metrics.items() if k.startswith("recall@")))]
+Markdown(display.findings_markdown(rows))

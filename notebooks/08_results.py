@@ -29,7 +29,8 @@ paper_rows = "auto"  # the paper's numbers beside each row: auto (when the sweep
 # %%
 from IPython.display import Markdown, display
 
-from arrank.workbook import outputs, params, report
+from arrank.workbook import outputs, params, reading, report
+from arrank.workbook.display import findings_markdown
 from arrank.workbook import sweep as sweeps
 
 P = params.check_params("08_results", globals())
@@ -70,7 +71,8 @@ display(Markdown(report.markdown(table)))
 # click a legend entry to show or hide it).
 
 # %%
-fig = report.recall_curves(table, f"{S.name}: R@k per variant")
+fig = report.recall_curves(table, f"{S.name}: R@k per variant, held-out queries "
+                                 f"({report.sweep_profile(frame) or 'mixed'} profile)")
 outputs.save_figure(fig, run_dir, "recall_curves")
 fig.show()
 
@@ -102,4 +104,13 @@ metrics = {
     **{f"best_{m}": ", ".join(labels) for m, labels in best.items()},
 }
 outputs.write_results(run_dir, "08_results", P, metrics, timings)
-metrics
+print(f"{len(metrics)} metrics written to the run's results.json")
+
+# %% [markdown]
+# ## What to look for
+# The sweep against Table 1's findings (section 5.2), in words (`report.table1_findings`; the
+# zero-shot row, when the sweep has one, is checked against every fine-tuned row). A quick or
+# pretrained sweep is a CPU-scale reproduction: read it for the direction of each finding.
+
+# %%
+Markdown(findings_markdown(reading.sweep_findings(frame, S.notebook)))

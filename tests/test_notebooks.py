@@ -33,6 +33,14 @@ def _run(stem, outputs_root):
     return final, results["metrics"]
 
 
+def _look_for(final, stem):
+    """The text the notebook ends with: its "What to look for" cell's Markdown output."""
+    cells = json.loads((final / f"{stem}.ipynb").read_text())["cells"]
+    assert "What to look for" in "".join(cells[-2]["source"]), "the notebook must end with a 'What to look for' cell"
+    return "".join(o["data"]["text/markdown"] if isinstance(o["data"]["text/markdown"], str) else
+                   "".join(o["data"]["text/markdown"]) for o in cells[-1]["outputs"] if "text/markdown" in o.get("data", {}))
+
+
 def _has_figure(final, name):
     from arrank.workbook.outputs import png_backend
 
@@ -54,6 +62,8 @@ def test_01_de_capacity(outputs_root):
     assert m["exact_min_dimension_k100"] == 99 and m["paper_bound_k100"] == pytest.approx(39.4925, abs=1e-3)
     assert m["inner_product_all_orderings_at_n_k_minus_1"] and m["inner_product_fewer_below_k_minus_1"]
     assert m["inner_product_matches_observed_formula"]
+    text = _look_for(final, "01_de_capacity")
+    assert text.count("holds here") == 4 and "k = 100: the paper's bound 39.5; the exact smallest n from the closed form is 99" in text
     for name in ("exact_vs_closed_form", "monte_carlo", "dimension_bound", "inner_product"):
         _has_figure(final, name)
     assert (final / "exact_vs_closed_form.csv").read_text().startswith("k,n,site_set,exact,closed_form")
@@ -73,6 +83,8 @@ def test_02_rank_condition(outputs_root):
     assert m["smollm2_135m_numeric_rank_e_prime"] == m["smollm2_135m_numeric_v_docids"] == 12  # 0-9 , EOS
     for name in ("token_orderings", "distribution_fit", "sequence_fit"):
         _has_figure(final, name)
+    text = _look_for(final, "02_rank_condition")
+    assert text.count("holds here") == 6 and "|V_docids| = 12, rank 12" in text  # tiny and SmolLM2 remarks too
 
 
 def test_03_wordnet_data(outputs_root):
@@ -83,6 +95,8 @@ def test_03_wordnet_data(outputs_root):
     for name in ("relevant_count_distribution", "depth_distribution", "docid_token_lengths"):
         _has_figure(final, name)
     assert (final / "prompts_sample.csv").exists()
+    text = _look_for(final, "03_wordnet_data")
+    assert text.count("holds here") == 2 and "the paper's scale" in text and "cannot be checked here" in text
 
 
 def test_04_esci_data(outputs_root):
@@ -92,6 +106,8 @@ def test_04_esci_data(outputs_root):
     assert 1 <= m["docid_n_distinct"] <= m["n_titles"]
     for name in ("titles_per_query", "docid_collisions", "token_lengths"):
         _has_figure(final, name)
+    text = _look_for(final, "04_esci_data")
+    assert "mean 7.0 titles per query, at most 7" in text and "the committed fixture" in text
 
 
 def test_05_train_then_06_evaluates_it(outputs_root):
@@ -100,6 +116,11 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     assert m["n_queries@1"] == 10 and m["n_items"] > 10  # every rank of every training query
     assert m["packing"] == "per_query" and m["n_sequences"] < m["n_items"]  # packed by default (auto)
     assert m["resumed_from_step"] == 0  # a fresh run (tests/training/test_train.py: kill and resume)
+    # a seeded sample of as many training queries as held out, scored the same way (Figure 3 (a))
+    assert m["train_n_queries"] == 10 and 0.0 <= m["train_cvr"] <= 1.0 and 0.0 < m["train_ndcg"] <= 1.0
+    assert 0.0 <= m["train_recall@1"] <= 1.0 and m["train_n_queries@1"] == 10
+    metrics_rows = __import__("pandas").read_csv(final / "metrics.csv")["run"].tolist()
+    assert metrics_rows == ["held-out queries", "random scores", "training queries (10 sampled)"]
     mask = __import__("os").umask(0)
     __import__("os").umask(mask)  # results and model readable as the umask says, not tempfile's 0600/0700
     assert (final / "results.json").stat().st_mode & 0o777 == 0o666 & ~mask
@@ -108,6 +129,9 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     assert (final / "training_log.csv").read_text().startswith("step,loss,learning_rate")
     _has_figure(final, "training_curves")
     assert not any(p.name.startswith(".checkpoints") for p in final.parent.iterdir())
+    text = _look_for(final, "05_train")
+    assert text.startswith(f"- This run, Combined α=2, β=2, in percent on 10 held-out queries: CVR {100 * m['cvr']:.1f}")
+    assert "Table 3: WordNet, combined loss" in text and "On 10 of its training queries" in text
 
     # 06 on that run: same held-out queries and scores, so the same metrics; decoding on top
     final06, m06 = _run("06_evaluate", outputs_root)
@@ -120,6 +144,8 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     assert scores["query"].nunique() == 10 and set(scores["rank"]) >= {0, 1}
     for name in ("per_rank_scores", "recall_at_k"):
         _has_figure(final06, name)
+    text = _look_for(final06, "06_evaluate")
+    assert "has the highest mean score" in text and "Decoding 3 held-out queries" in text
 
 
 def test_05_zero_shot_row_of_a_real_pretrained_llm(outputs_root):
@@ -169,9 +195,23 @@ def test_08_results(outputs_root, monkeypatch):
     assert "| Fractional α=2 | this run | 5.00 | **96.00** | 70.00 | **80.00** |" in (final / "results_table.md").read_text()
     for name in ("recall_curves", "parameter_curves"):
         _has_figure(final, name)
+    text = _look_for(final, "08_results")
+    assert "NTP has the highest CVR; fractional variants at most half of it: holds here (CVR (%): NTP 50.0" in text
 
 
-def test_07_de_ce_baselines(outputs_root):
+def test_07_de_ce_baselines(outputs_root, monkeypatch):
+    # an ARR run of notebook 05 on the same evaluation queries, as 05 writes its results.json (one
+    # made before 05 scored training queries would lack the train_ keys): panel (a) draws both curves
+    from arrank.workbook import outputs
+
+    monkeypatch.setenv("ARRANK_OUTPUTS", str(outputs_root))  # the kernel reads the same outputs folder
+    arr_dir = outputs.run_path("05_train", "arr-frac", outputs_root)
+    arr_dir.mkdir(parents=True)
+    data = {k: TINY["07_de_ce_baselines"][k] for k in ("subtree", "min_relevant", "n_eval")}
+    outputs.write_results(arr_dir, "05_train", {**data, "seed": 0, "scheme": "fractional", "alpha": 2.0,
+                                                "targets": "onehot", "beta": 2.0, "combined": False, "steps": 10},
+                          {"n_queries": 10, **{f"recall@{k}": 0.5 for k in (1, 2, 3)},
+                           **{f"train_recall@{k}": 1.0 for k in (1, 2, 3)}, "train_n_queries": 10}, {})
     final, m = _run("07_de_ce_baselines", outputs_root)
     # de n2/n4 at alpha 5, ce n4 at alpha 5, de n2 at alpha 0, ce n4 at alpha 0: five runs
     assert m["n_eval_queries"] == 10 and m["n_table_rows"] == 82115 and m["n_pairs"] > 10
@@ -179,7 +219,17 @@ def test_07_de_ce_baselines(outputs_root):
         assert m[f"{key}_n_queries"] == 10 and 0.0 <= m[f"{key}_recall@1"] <= 1.0 and 0.0 < m[f"{key}_ndcg"] <= 1.0
     assert 0.0 <= m["de_n4_alpha5_retrieval_recall@1"] <= 1.0 and "ce_n4_alpha5_retrieval_recall@1" not in m
     assert m["finding_de_grows_with_n"] in (True, False) and m["finding_alpha_raises_de_small_k"] in (True, False)
+    # the ARR findings compare its training-query curve, the held-out one beside it
+    assert m["n_arr_runs"] == 1 and m["finding_arr_above_de"] in (True, False)
+    assert m["finding_arr_above_de_numbers"].startswith("R@1..3 (%): ARR Fractional α=2 100.0 100.0 100.0 (its training")
+    assert m["finding_arr_above_de_numbers"].endswith("on held-out queries: ARR Fractional α=2 50.0 50.0 50.0")
     for name in ("figure3a", "figure3b", "figure3c", "retrieval_recall_at_k", "training_loss"):
         _has_figure(final, name)
-    assert (final / "figure3b.csv").read_text().startswith("curve,model,n,alpha,k,recall")
+    assert (final / "figure3b.csv").read_text().startswith("curve,model,n,alpha,k,recall,scored_on")
+    panel_a = __import__("pandas").read_csv(final / "figure3a.csv")
+    assert panel_a.drop_duplicates("curve")["curve"].tolist()[-2:] == [
+        "ARR Fractional α=2 (training queries)", "ARR Fractional α=2 (held-out queries)"]
     assert len((final / "results.csv").read_text().splitlines()) == 1 + 5
+    text = _look_for(final, "07_de_ce_baselines")
+    assert "section 5.3: ARR is significantly more powerful than the DEs (on its training queries): " in text
+    assert sum(line.startswith("- ") for line in text.splitlines()) == 5

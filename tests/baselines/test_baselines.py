@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
-from arrank.baselines import figure3 as BL, cross_encoder as CE, dual_encoder as DE, lookup
+from arrank.baselines import figure3 as BL, cross_encoder as CE, dual_encoder as DE, lookup, panels
 
 
 @pytest.fixture(autouse=True)
@@ -341,23 +341,40 @@ def test_figure3_configs_share_runs_between_panels():
 
 
 def test_arr_runs_are_picked_up_on_the_same_evaluation_queries(tmp_path):
-    def write(name, params, n_queries):
+    def write(name, params, n_queries, train=None):
         folder = tmp_path / "05_train" / name
         folder.mkdir(parents=True)
-        metrics = {"n_queries": n_queries, "cvr": 0.1, "ndcg": 0.9, "recall@1": 0.7, "recall@2": 0.6}
+        metrics = {"n_queries": n_queries, "cvr": 0.1, "ndcg": 0.9, "recall@1": 0.7, "recall@2": 0.6,
+                   **{f"train_{k}": v for k, v in (train or {}).items()}, "final_loss": 1.0}
         (folder / "results.json").write_text(json.dumps({"params": params, "metrics": metrics}))
 
     same = {"subtree": "animal.n.01", "min_relevant": 5, "n_eval": 300, "seed": 0}
-    write("frac", {**same, "scheme": "fractional", "alpha": 2.0, "targets": "onehot", "beta": 2.0}, 300)
+    frac = {**same, "scheme": "fractional", "alpha": 2.0, "targets": "onehot", "beta": 2.0}
+    write("frac", frac, 300)  # a run made before 05 scored training queries: the held-out curve only
     write("other-data", {**same, "subtree": "canine.n.02", "scheme": "indicator", "targets": "onehot"}, 300)
     write("fewer-queries", {**same, "scheme": "indicator", "targets": "onehot"}, 50)
     write(".staging", {**same, "scheme": "indicator", "targets": "onehot"}, 300)
-    arr = BL.arr_runs(same, 300, root=tmp_path)
-    assert arr["run"].tolist() == ["frac"] and arr["label"].iloc[0] == "ARR fractional a=2, onehot [frac]"
-    assert BL.arr_runs({**same, "seed": 1}, 300, root=tmp_path).empty
-    assert BL.arr_runs(same, 300, root=tmp_path, pattern="fewer*").empty  # matches, but 50 queries
+    arr = panels.arr_runs(same, 300, root=tmp_path)
+    assert arr["run"].tolist() == ["frac"] and arr["label"].iloc[0] == "ARR Fractional α=2"
+    assert "train_recall@1" not in arr.columns and "final_loss" not in arr.columns
+    assert panels.arr_runs({**same, "seed": 1}, 300, root=tmp_path).empty
+    assert panels.arr_runs(same, 300, root=tmp_path, pattern="fewer*").empty  # matches, but 50 queries
     with pytest.raises(ValueError, match="glob on run names"):
-        BL.arr_runs(same, 300, root=tmp_path, pattern="../x")
+        panels.arr_runs(same, 300, root=tmp_path, pattern="../x")
+    # a newer run of the same variant with training-query metrics: labels told apart by what differs
+    write("frac-long", {**frac, "steps": 1200}, 300, {"recall@1": 0.9, "recall@2": 0.8, "n_queries": 300})
+    arr = panels.arr_runs(same, 300, root=tmp_path, pattern="frac*")
+    assert arr["label"].tolist() == ["ARR Fractional α=2 (steps=None)", "ARR Fractional α=2 (steps=1200)"]
+    write("ntp", {**frac, "scheme": "indicator"}, 300)  # the paper's row order: NTP before fractional
+    assert panels.arr_runs(same, 300, root=tmp_path)["label"].tolist()[0] == "ARR NTP"
+    assert arr["train_recall@1"].tolist()[1] == 0.9 and pd.isna(arr["train_recall@1"].tolist()[0])
+    only_b = _results([{"model": "de", "n": 8, "alpha": 0.0, "panels": "b", "recall@1": .5, "recall@2": .5}])
+    curves = panels.panel_table(only_b, "a", [1, 2], arr)
+    assert curves["curve"].unique().tolist() == ["ARR Fractional α=2 (steps=None) (held-out queries)",
+                                                 "ARR Fractional α=2 (steps=1200) (training queries)",
+                                                 "ARR Fractional α=2 (steps=1200) (held-out queries)"]
+    assert curves.groupby("scored_on")["recall"].sum().to_dict() == pytest.approx(
+        {"held-out queries": 2 * (0.7 + 0.6), "training queries": 0.9 + 0.8})
 
 
 def _results(rows):
@@ -373,26 +390,52 @@ def test_findings_and_flat_metrics():
                         r("ce", 8, 5, .5, .4, .1, .1, .1), r("de", 8, 0, .2, .3, .3, .3, .3)])
     f = BL.findings(results, [4, 8], 8, 5.0, 8, [0.0, 5.0])
     assert f["finding_de_grows_with_n"] is True and f["finding_ce_above_de"] is False  # CE R@3-5 below
-    assert f["finding_ce_above_de_numbers"] == ("R@1..5: CE n=8 alpha=5 0.500 0.400 0.100 0.100 0.100; "
-                                                "DE n=8 alpha=5 0.300 0.200 0.200 0.200 0.200")
+    assert f["finding_ce_above_de_numbers"] == ("R@1..5 (%): CE n=8 α=5 50.0 40.0 10.0 10.0 10.0; "
+                                                "DE n=8 α=5 30.0 20.0 20.0 20.0 20.0")
+    assert f["finding_de_grows_with_n_numbers"] == "mean R@1..5 (%) 10.0 / 22.0 (n = 4 / 8, α = 5)"
+    assert f["finding_alpha_raises_de_small_k_numbers"] == "DE n=8, R@1,2 (%): α 0 20.0 30.0 -> α 5 30.0 20.0"
     assert f["finding_alpha_raises_de_small_k"] is False  # R@2: 0.2 at alpha 5 < 0.3 at alpha 0
     assert f["finding_arr_on_par_with_ce"] is None and f["finding_arr_above_de"] is None  # no ARR runs
     assert f["de_n4_mean_recall@1-5"] == pytest.approx(0.1) and f["on_par_tol"] == 0.02
     flat = BL.flat_metrics(results)
     assert flat["de_n8_alpha5_recall@1"] == 0.3 and flat["ce_n8_alpha5_ndcg"] == 0.9 and "recall@1" not in flat
+    logs = pd.DataFrame({"step": [1, 2] * 3, "loss": [1.0, 0.5] * 3,
+                         "config": ["de_n8_alpha5"] * 2 + ["ce_n8_alpha5"] * 2 + ["de_n8_alpha0"] * 2})
+    assert [t.name for t in panels.loss_figure(logs).data] == ["DE n=8 α=0", "DE n=8 α=5", "CE n=8 α=5"]
     single = BL.flat_metrics(results.iloc[:1])
     assert single["recall@1"] == 0.1 and single["de_n4_alpha5_recall@1"] == 0.1
 
 
 def test_panel_tables_and_figure():
     results = _results([{"model": "de", "n": 8, "alpha": a, "panels": "b", "recall@1": a / 10, "recall@2": 0.5}
-                        for a in (0.0, 2.0)])
-    table = BL.panel_table(results, "b", [1, 2])
-    assert table["curve"].unique().tolist() == ["DE n=8 alpha=0", "DE n=8 alpha=2"]
-    assert table.loc[(table["curve"] == "DE n=8 alpha=2") & (table["k"] == 1), "recall"].item() == 0.2
-    assert BL.panel_table(results, "a", [1, 2]).empty
-    fig = BL.recall_figure(table, "b")
-    assert len(fig.data) == 2 and list(fig.data[1].y) == [0.2, 0.5]
+                        for a in (2.0, 0.0)])
+    table = panels.panel_table(results, "b", [1, 2])
+    assert table["curve"].unique().tolist() == ["DE n=8 α=0", "DE n=8 α=2"]  # alpha order
+    assert table.loc[(table["curve"] == "DE n=8 α=2") & (table["k"] == 1), "recall"].item() == 0.2  # fractions
+    assert set(table["scored_on"]) == {"training queries"}  # the lookup tables score queries they trained on
+    assert panels.panel_table(results, "a", [1, 2]).empty
+    fig = panels.recall_figure(table, "b")
+    assert len(fig.data) == 2 and list(fig.data[1].y) == [20.0, 50.0]  # percent
+    assert fig.data[0].line.color != fig.data[1].line.color and fig.data[0].line.dash == "solid"
+
+
+def test_panel_a_names_what_each_curve_is_scored_on():
+    r = lambda model, n: {"model": model, "n": n, "alpha": 5.0, "panels": "a", "recall@1": n / 40, "recall@2": .5}
+    results = _results([r("de", 32), r("ce", 32), r("de", 4)])
+    arr = pd.DataFrame([{"label": "ARR NTP", "alpha": 2.0, "recall@1": .7, "recall@2": .6,
+                         "train_recall@1": .95, "train_recall@2": .9}])
+    drawn = panels.figure3_panels(results, [1, 2], arr, True, [32, 4], 32, 5.0, 8)
+    table, fig = drawn["figure3a"]
+    assert table["curve"].unique().tolist() == ["DE n=4", "DE n=32", "CE n=32 α=5", "ARR NTP (training queries)",
+                                                "ARR NTP (held-out queries)"]  # parameter order
+    dashes = {t.name: t.line.dash for t in fig.data}
+    assert dashes["ARR NTP (training queries)"] == "dash" and dashes["ARR NTP (held-out queries)"] == "dot"
+    assert dashes["DE n=4"] == "solid" and fig.data[3].line.color == fig.data[4].line.color  # one variant, one colour
+    assert [t.legendgrouptitle.text for t in fig.data] == [panels.BASELINE_GROUP, None, None, panels.ARR_GROUPS["training"],
+                                                           panels.ARR_GROUPS["held-out"]]
+    title = fig.layout.title.text
+    assert "α = 5" in title and "trained and scored on the same queries" in title and "held-out" in title
+    assert list(fig.data[4].y) == [70.0, 60.0] and fig.layout.yaxis.title.text == "R@k (%)"
 
 
 def test_on_par_and_above_use_the_tolerance_and_a_tie_at_one_is_not_a_failure():
@@ -408,14 +451,24 @@ def test_findings_compare_the_best_arr_run_with_the_ce_and_the_de():
                                        **{f"recall@{k + 1}": v for k, v in enumerate(rec)}}
     results = _results([r("de", 16, 5, 1.0, .90, .80), r("de", 32, 5, 1.0, .95, .85), r("ce", 32, 5, 1.0, .97, .95),
                         r("de", 8, 0, .80, .80, .80), r("de", 8, 5, 1.0, .79, .70)])
-    arr = pd.DataFrame([{"label": "ARR weak", "recall@1": .5, "recall@2": .5, "recall@3": .5},
-                        {"label": "ARR best", "recall@1": 1.0, "recall@2": .96, "recall@3": .94}])
+    curve = lambda prefix, *rec: {f"{prefix}recall@{k + 1}": v for k, v in enumerate(rec)}
+    # the best ARR run on its training queries is compared; on held-out queries it is the weaker one
+    arr = pd.DataFrame([{"label": "ARR weak", **curve("", .9, .9, .9), **curve("train_", .5, .5, .5)},
+                        {"label": "ARR best", **curve("", .5, .4, .3), **curve("train_", 1.0, .96, .94)}])
     f = BL.findings(results, [16, 32], 32, 5.0, 8, [0.0, 5.0], arr=arr)
     assert f["finding_ce_above_de"] is True  # tie at R@1 = 1.000, above at R@3 (0.95 vs 0.85)
     assert f["finding_arr_on_par_with_ce"] is True  # ARR best: within 0.02 of the CE at every k
-    assert f["finding_arr_above_de"] is True and "ARR best 1.000 0.960 0.940" in f["finding_arr_above_de_numbers"]
+    assert f["finding_arr_above_de"] is True
+    assert f["finding_arr_above_de_numbers"] == ("R@1..3 (%): ARR best 100.0 96.0 94.0 (its training queries); "
+                                                 "DE n=32 α=5 100.0 95.0 85.0; beside it, on held-out "
+                                                 "queries: ARR best 50.0 40.0 30.0")
     assert f["finding_alpha_raises_de_small_k"] is True  # R@1 0.80 -> 1.00; R@2 0.80 -> 0.79 is on par
     assert BL.findings(results, [16, 32], 32, 5.0, 8, [0.0, 5.0], arr=arr, tol=0.005)["finding_arr_on_par_with_ce"] is False
+    # runs made before 05 scored training queries: named with their held-out curve, not compared
+    old = BL.findings(results, [16, 32], 32, 5.0, 8, [0.0, 5.0], arr=arr.drop(columns=[c for c in arr if "train_" in c]))
+    assert old["finding_arr_on_par_with_ce"] is None and old["finding_arr_above_de"] is None
+    assert old["finding_arr_above_de_numbers"].startswith("no ARR run scored on its training queries")
+    assert old["finding_arr_above_de_numbers"].endswith("best on held-out queries: ARR weak 90.0 90.0 90.0")
 
 
 def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
@@ -451,8 +504,18 @@ def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
     assert results.loc["de_n2_alpha5", "panels"] == "a,b" and results.loc["ce_n4_alpha5", "panels"] == "a,c"
     assert results.loc["de_n2_alpha5", "recall@1"] == de.loc["de_n2_alpha5", "recall@1"]
     assert results["n"].dtype.kind == "i" and set(logs["config"]) == set(results.index)
-    assert BL.panel_table(results, "b", [1])["curve"].tolist() == ["DE n=2 alpha=0", "DE n=2 alpha=5"]  # alpha order
+    assert panels.panel_table(results, "b", [1])["curve"].tolist() == ["DE n=2 α=0", "DE n=2 α=5"]  # alpha order
     f = BL.findings(results, [2, 4], 4, 5.0, 2, [0.0, 5.0])
     assert f["finding_de_grows_with_n"] is None and f["finding_alpha_raises_de_small_k"] in (True, False)
     with pytest.raises(ValueError, match=r"no finished 07_de_ce_baselines run named like 'z\*'"):
         BL.point_results(data, "z*", configs, root=tmp_path)
+
+
+def test_findings_in_words_name_the_papers_claims():
+    found = {"finding_de_grows_with_n": True, "finding_de_grows_with_n_numbers": "mean R@1..5 (%) 80.0 / 90.0",
+             "finding_arr_above_de": None, "finding_arr_above_de_numbers": "no ARR run on these evaluation queries"}
+    rows = BL.findings_rows(found)
+    assert [(r["paper"], r["holds"]) for r in rows] == [
+        ("Figure 3 (a): the DE's recall grows with its dimension n", True),
+        ("section 5.3: ARR is significantly more powerful than the DEs (on its training queries)", None)]
+    assert rows[1]["numbers"] == "no ARR run on these evaluation queries" and BL.findings_rows({}) == []

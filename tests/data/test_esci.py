@@ -296,3 +296,11 @@ def test_fixture_is_small_deterministic_and_in_the_real_schema(tmp_path):
     pd.testing.assert_frame_equal(products, pd.read_parquet(files["products"]), check_dtype=False)
     assert tuple(examples.columns) == esci.EXAMPLES_COLUMNS and tuple(products.columns) == esci.PRODUCTS_COLUMNS
     assert set(products["product_locale"]) == {"us", "es", "jp"} and 250 <= len(products) <= 400
+
+
+def test_the_esci_notebook_says_what_matches_appendix_d2():
+    m = {"mean_titles_per_query": 7.0, "mean_docid_tokens": 4.0, "mean_title_tokens": 30.0,
+         "docid_colliding_fraction": 0.1, "n_queries": 30, "n_titles": 200}
+    rows = esci.dataset_findings(m, {"step": 5, "depth": 30, "data_dir": "fixture"})
+    assert [r["holds"] for r in rows] == [True, True, None] and "at most 7" in rows[0]["numbers"]
+    assert esci.dataset_findings({**m, "mean_docid_tokens": 12.0}, {"step": 5, "depth": 30, "data_dir": "x"})[1]["holds"] is False

@@ -18,6 +18,23 @@ def test_random_floor_is_seeded_and_uses_held_out_queries_only():
     assert evaluate.random_floor(_df(), limit=1)["n_queries"] == 1
 
 
+def test_training_sample_is_seeded_training_queries_only():
+    df = pd.DataFrame({"query": [f"q{i}" for i in range(20)], "split": ["train", "eval"] * 10})
+    a = evaluate.training_sample(df, 4, seed=1)
+    assert a.equals(evaluate.training_sample(df, 4, seed=1)) and len(a) == 4 and set(a["split"]) == {"train"}
+    assert list(a.index) == sorted(a.index) and not a.equals(evaluate.training_sample(df, 4, seed=2))
+    assert len(evaluate.training_sample(df, 99, seed=1)) == 10  # all of them
+    with pytest.raises(ValueError, match="n=0 training queries"):
+        evaluate.training_sample(df, 0, seed=1)
+    with pytest.raises(ValueError, match="no training"):
+        evaluate.training_sample(df.assign(split="eval"), 3, seed=1)
+    assert evaluate.n_training_queries(None, 300) == 300 and evaluate.n_training_queries(0, 300) == 0
+    with pytest.raises(ValueError, match="train_queries=-1"):
+        evaluate.n_training_queries(-1, 300)
+    assert evaluate.training_metrics({"cvr": 0.5, "train_cvr": 0.1, "train_recall@1": 1.0}) == \
+        {"cvr": 0.1, "recall@1": 1.0}
+
+
 def test_metrics_table_layout_and_errors():
     table = evaluate.metrics_table({"run": {"n_queries": 2, "cvr": 0.5, "ndcg": 0.91234567, "recall@1": 1}})
     assert list(table.columns) == ["cvr", "ndcg", "recall@1"] and table.loc["run", "ndcg"] == 0.9123
@@ -70,3 +87,39 @@ def test_esci_ranking_frame_holds_out_test_queries_only():
         ranking.ranking_dataset("esci", "quick", 0, 5, "wordnet")
     with pytest.raises(ValueError, match="dataset='msmarco' is not allowed"):
         ranking.ranking_dataset("msmarco", "quick", 0, 5)
+
+
+def test_per_rank_reading_says_what_the_numbers_show():
+    from arrank.evaluation import plots
+
+    good = evaluate.per_rank_scores(evaluate.scores_frame(_records()))
+    text = plots.per_rank_reading(good)
+    assert text.startswith("Rank 1 has the highest mean score (-1.000)") and "falls with every rank" in text
+    assert "negative is below every rank (mean -4.000)" in text and "position 1.00" in text
+    # rank 2 above rank 1 on average, the negative above rank 3: said, with the numbers
+    flipped = [{"query": "a", "relevant": ["x", "y", "z"], "negative": "n",
+                "scores": {"x": -2.0, "y": -1.0, "z": -4.0, "n": -3.0}}]
+    text = plots.per_rank_reading(evaluate.per_rank_scores(evaluate.scores_frame(flipped)))
+    assert text.startswith("Rank 2, not rank 1, has the highest mean score (-1.000 against rank 1's -2.000)")
+    assert "rises with the rank at 1→2 (beyond the error bars; 1 queries have rank 2)" in text and "above rank(s) 3" in text and "position 2.00" in text
+    fig = plots.per_rank_figure({"m": good}, plots.scale_text({"run": "r1", "model_name": "tiny", "steps": 400}, 2))
+    assert "r1: tiny, 400 steps, 2 held-out queries" in fig.layout.title.text
+    assert "±1 standard error" in fig.layout.title.text and __import__("numpy").allclose(
+        fig.data[0].error_y.array, good["sem"], equal_nan=True)
+
+
+def test_per_rank_figure_is_redrawn_from_a_finished_06_run(tmp_path):
+    import json
+
+    from arrank.evaluation import plots
+
+    trained = tmp_path / "05_train" / "frac"
+    trained.mkdir(parents=True)
+    (trained / "results.json").write_text(json.dumps({"params": {"profile": "quick", "model_name": "tiny", "steps": None}}))
+    run = tmp_path / "06_evaluate" / "e"
+    run.mkdir(parents=True)
+    evaluate.scores_frame(_records()).to_parquet(run / "per_query_scores.parquet")
+    (run / "results.json").write_text(json.dumps({"metrics": {"n_queries": 2, "source": str(trained)}}))
+    curve, fig, reading = plots.per_rank_from_run(run)
+    assert curve.loc["1", "mean"] == -1.0 and reading.startswith("Rank 1 has the highest")
+    assert "frac: tiny, 1200 steps, 2 held-out queries" in fig.layout.title.text  # the quick profile's steps

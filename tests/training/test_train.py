@@ -210,3 +210,13 @@ def test_unsloth_without_cuda_fails_at_once():
     assert models.resolve_backend("auto") == "transformers"
     with pytest.raises(ValueError, match="backend='jax'"):
         models.resolve_backend("jax")
+
+
+def test_training_curves_show_the_learning_rate_in_scientific_notation():
+    import pandas as pd
+
+    log = pd.DataFrame({"step": [10, 20, 30], "loss": [3.0, 2.0, 1.5], "learning_rate": [2e-3, 1e-3, 2.9e-5]})
+    fig = train.curves_figure(log, "Training: Fractional α=2")
+    assert fig.layout.yaxis2.tickformat == ".1e" and fig.layout.yaxis2.exponentformat == "e"
+    assert fig.layout.yaxis2.rangemode == "tozero" and list(fig.data[1].y) == [2e-3, 1e-3, 2.9e-5]
+    assert fig.layout.title.text == "Training: Fractional α=2"

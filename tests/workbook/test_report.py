@@ -185,6 +185,20 @@ def test_parameter_curves_draw_one_line_per_family(tmp_path, outputs_root):
     assert report.parameter_curves(report.collect(single), single.notebook) is None
     curves = report.recall_curves(report.results_table(report.collect(s)))
     assert [t.name for t in curves.data][:2] == ["NTP", "Fractional α=1"] and list(curves.data[0].x) == [1]
+    assert curves.layout.yaxis.title.text == "R@k (%)" and list(curves.data[1].y) == [50.0]
+
+
+def test_variants_keep_parameter_order_and_ordered_colours():
+    variants = ["NTP", "Fractional α=3", "Fractional α=1", "Trie β=2", "Fractional α=2", "Trie β=1", "Stepwise"]
+    assert report.legend_order(variants) == ["NTP", "Fractional α=1", "Fractional α=2", "Fractional α=3",
+                                             "Trie β=1", "Trie β=2", "Stepwise"]
+    assert report.variant_family("Combined α=2, β=5") == ("Combined α=2, β", 5.0)
+    colors = report.variant_colors(variants)
+    from plotly.colors import unlabel_rgb
+
+    blue = [unlabel_rgb(colors[f"Fractional α={a}"]) for a in (1, 2, 3)]
+    assert blue[0][0] > blue[1][0] > blue[2][0]  # lighter to darker on the Blues scale as α grows
+    assert colors["NTP"] != colors["Stepwise"] and colors["Trie β=1"] != colors["Fractional α=1"]
 
 
 def test_figure3_points_get_baseline_labels_and_curves(outputs_root):
@@ -213,8 +227,13 @@ def _finding_frame(ntp_cvr: float, frac_cvr: float) -> pd.DataFrame:
 
 
 def test_table1_findings_hold_and_fail_on_the_numbers():
-    good = report.table1_findings(_finding_frame(0.9, 0.3)).set_index("check")["holds"]
+    found = report.table1_findings(_finding_frame(0.9, 0.3)).set_index("check")
+    good = found["holds"]
     assert list(good) == [True, True, True, True]
+    assert found["numbers"].tolist() == ["CVR (%): NTP 90.0; Fractional α=2 30.0, Trie β=2 50.0",
+                                         "R@1 (%): NTP 90.0, best 90.0",
+                                         "mean R@2..R@5 (%): fractional α=2 80.0, NTP 70.0",
+                                         "CVR (%): NTP 90.0; Trie β=2 50.0"]
     bad = report.table1_findings(_finding_frame(0.9, 0.6)).set_index("check")["holds"]  # 0.6 > 0.9 / 2
     assert list(bad) == [False, True, True, True]
     assert report.table1_findings(_finding_frame(0.4, 0.3))["holds"].tolist()[0] is False  # trie 0.5 above NTP

@@ -4,7 +4,7 @@ tabulate and plot, beside any ARR runs of notebook 05 on the same data.
 Figure 3: (a) R@k against k for DEs with n in {4, 8, 16, 32} at alpha = 5 and a CE with n = 32
 (and the ARR model); (b) a DE with n = 8 for several alpha; (c) a CE with n = 32 for several alpha.
 The models are in ``arrank.baselines.dual_encoder`` and ``arrank.baselines.cross_encoder``, the pairs in
-``arrank.baselines.lookup``.
+``arrank.baselines.lookup``, the panels (with the ARR runs of notebook 05) in ``arrank.baselines.panels``.
 
 Evaluation is the ARR evaluation of section 5.1 (``arrank.evaluation.metrics``, the same functions): per
 evaluation query, its relevant hypernyms and its negative are scored (DE: inner product, CE: MLP)
@@ -26,6 +26,7 @@ import torch
 from arrank.baselines import cross_encoder as CE, dual_encoder as DE
 from arrank.evaluation import metrics
 from arrank.workbook import paths
+from arrank.workbook.display import percent_text
 from arrank.baselines.lookup import Pairs, check_alpha, check_dim
 
 MODELS = ("de", "ce")
@@ -220,136 +221,6 @@ def point_results(params: Mapping[str, Any], pattern: str, configs: Sequence[Map
     return results, pd.concat([logs[k] for k in order], ignore_index=True), sorted(set(used.values()))
 
 
-# --------------------------------------------------------------------------- ARR runs of notebook 05
-
-
-def arr_label(p: Mapping[str, Any], run_name: str) -> str:
-    """A curve label from a 05_train run's params, e.g. ``ARR fractional a=2, onehot [q-frac2]``."""
-    label = f"ARR {p.get('scheme')}"
-    if p.get("scheme") == "fractional":
-        label += f" a={p.get('alpha'):g}"
-    label += f", {p.get('targets')}"
-    if p.get("targets") == "trie":
-        label += f" b={p.get('beta'):g}"
-    if p.get("combined"):
-        label += " combined"
-    return f"{label} [{run_name}]"
-
-
-def arr_runs(dataset: Mapping[str, Any], n_queries: int, root: Path | None = None,
-             stem: str = "05_train", pattern: str = "*") -> pd.DataFrame:
-    """Finished ARR runs (``outputs/05_train/<run>/results.json``, run names matching the glob
-    ``pattern``) on the same evaluation queries: their params match ``dataset`` (subtree,
-    min_relevant, n_eval, seed) and they evaluated ``n_queries`` queries. One row per run: run,
-    label, scheme, alpha, targets, beta, recall@k... Empty (with a ``label`` column) if none."""
-    if not pattern or "/" in pattern:
-        raise ValueError(f"pattern={pattern!r} must be a glob on run names, e.g. '*' or 'table1_wordnet_quick-*'")
-    from fnmatch import fnmatchcase
-
-    from arrank.workbook.outputs import finished_runs
-
-    rows = []
-    for run in sorted((r for r in finished_runs(stem, root) if fnmatchcase(r.name, pattern)), key=lambda r: r.name):
-        path = run / "results.json"
-        try:
-            result = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        p, m = result.get("params", {}), result.get("metrics", {})
-        if any(p.get(k) != v for k, v in dataset.items()) or m.get("n_queries") != n_queries:
-            continue
-        rows.append({"run": path.parent.name, "label": arr_label(p, path.parent.name),
-                     **{k: p.get(k) for k in ("scheme", "alpha", "targets", "beta", "combined", "sampling")},
-                     **{k: v for k, v in m.items() if k in ("cvr", "ndcg") or k.startswith("recall@")}})
-    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=["run", "label"])
-
-
-# --------------------------------------------------------------------------- Figure 3 tables and plots
-
-
-def _curve_name(row: Mapping[str, Any], vary: str) -> str:
-    if vary == "alpha" or row["model"] == "ce":  # the CE's alpha is named in panel (a) too
-        return f"{row['model'].upper()} n={row['n']} alpha={row['alpha']:g}"
-    return f"{row['model'].upper()} n={row['n']}"
-
-
-def recall_curves(results: pd.DataFrame, ks: Sequence[int], vary: str = "n", prefix: str = "recall@") -> pd.DataFrame:
-    """Long table (curve, model, n, alpha, k, recall) of R@k against k for every result row."""
-    out = []
-    for _, row in results.reset_index().iterrows():
-        for k in ks:
-            value = row.get(f"{prefix}{k}")
-            if value is not None and not pd.isna(value):
-                out.append({"curve": _curve_name(row, vary), "model": row["model"], "n": row["n"],
-                            "alpha": row["alpha"], "k": k, "recall": float(value)})
-    return pd.DataFrame(out, columns=["curve", "model", "n", "alpha", "k", "recall"])
-
-
-def panel_table(results: pd.DataFrame, panel: str, ks: Sequence[int], arr: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The curves of one Figure 3 panel ("a", "b" or "c"); panel (a) adds the ARR runs."""
-    chosen = results[results["panels"].str.split(",").apply(lambda p: panel in p)]
-    if panel != "a":  # the alpha sweeps: curves in alpha order
-        chosen = chosen.sort_values("alpha", kind="stable")
-    curves = recall_curves(chosen, ks, vary="n" if panel == "a" else "alpha")
-    if panel == "a" and arr is not None and len(arr):
-        extra = [{"curve": r["label"], "model": "arr", "n": None, "alpha": r.get("alpha"), "k": k,
-                  "recall": float(r[f"recall@{k}"])}
-                 for _, r in arr.iterrows() for k in ks
-                 if f"recall@{k}" in r and r[f"recall@{k}"] is not None and not pd.isna(r[f"recall@{k}"])]
-        curves = pd.concat([curves, pd.DataFrame(extra, columns=curves.columns)], ignore_index=True)
-    return curves
-
-
-def recall_figure(curves: pd.DataFrame, title: str, y_title: str = "R@k"):
-    """Plotly line plot of R@k against k, one line per curve (ARR runs dashed)."""
-    import plotly.graph_objects as go
-
-    fig = go.Figure()
-    for name, part in curves.groupby("curve", sort=False):
-        fig.add_trace(go.Scatter(x=part["k"], y=part["recall"], mode="lines+markers", name=name,
-                                 line={"dash": "dash" if (part["model"] == "arr").any() else "solid"}))
-    fig.update_layout(title=title, xaxis_title="k", yaxis_title=y_title, yaxis_range=[0, 1.02],
-                      template="plotly_white", legend={"font": {"size": 10}})
-    return fig
-
-
-def figure3_panels(results: pd.DataFrame, ks: Sequence[int], arr: pd.DataFrame | None, figure3: bool,
-                   de_dims: Sequence[int] = (), ce_dim: int = 0, alpha: float = 0.0,
-                   alpha_dim: int = 0) -> dict[str, tuple[pd.DataFrame, Any]]:
-    """name -> (curve table, plotly figure) of the run: Figure 3 (a), (b), (c) when ``figure3``,
-    else one ``recall_at_k`` panel with every trained config (and the ARR runs); plus
-    ``retrieval_recall_at_k`` (DE full-corpus retrieval) when the results hold it."""
-    out: dict[str, tuple[pd.DataFrame, Any]] = {}
-    if figure3:
-        titles = {"a": f"Figure 3 (a): R@k of DEs (n = {', '.join(map(str, de_dims))}) and a CE (n = {ce_dim}), "
-                       f"both at alpha = {alpha:g}" + (", and ARR runs" if arr is not None and len(arr) else ""),
-                  "b": f"Figure 3 (b): DE, n = {alpha_dim}, for each alpha",
-                  "c": f"Figure 3 (c): CE, n = {ce_dim}, for each alpha"}
-        for panel, title in titles.items():
-            table = panel_table(results, panel, ks, arr)
-            out[f"figure3{panel}"] = (table, recall_figure(table, title))
-    else:
-        everything = results.assign(panels="a")
-        table = panel_table(everything, "a", ks, arr)
-        out["recall_at_k"] = (table, recall_figure(table, "R@k of the trained model" +
-                                                   (" and the ARR runs" if arr is not None and len(arr) else "")))
-    if any(c.startswith("retrieval_recall@") for c in results.columns):
-        de = results[results["model"] == "de"]
-        table = recall_curves(de, ks, vary="alpha", prefix="retrieval_recall@")
-        out["retrieval_recall_at_k"] = (table, recall_figure(
-            table, "DE full-corpus retrieval: R@k with every synset of the hierarchy as a candidate"))
-    return out
-
-
-def loss_figure(logs: pd.DataFrame, title: str = "Training loss"):
-    """Plotly training curves (mean loss per logged interval), one line per config."""
-    import plotly.express as px
-
-    fig = px.line(logs, x="step", y="loss", color="config", title=title, log_y=True)
-    fig.update_layout(template="plotly_white")
-    return fig
-
-
 # --------------------------------------------------------------------------- results.json and findings
 
 FLAT_FIELDS = ("n_queries", "cvr", "ndcg", "final_loss", "train_s", "steps_per_s",
@@ -394,8 +265,27 @@ def above(a: Sequence[float], b: Sequence[float], tol: float = ON_PAR_TOL) -> bo
     return any(d > tol + _ROUND for d in diffs) or all(min(x, y) >= 1 - tol - _ROUND for x, y in zip(a, b))
 
 
-def _curve_text(name: str, row: Mapping[str, Any], ks: Sequence[int]) -> str:
-    return f"{name} " + " ".join(f"{row[f'recall@{k}']:.3f}" for k in ks)
+def _curve_text(name: str, row: Mapping[str, Any], ks: Sequence[int], prefix: str = "recall@") -> str:
+    return f"{name} " + percent_text([float(row[f"{prefix}{k}"]) for k in ks])
+
+
+def best_arr_run(arr: pd.DataFrame | None, ks: Sequence[int]) -> tuple[pd.Series | None, str]:
+    """The ARR run (a row of ``arr_runs``) with the highest mean R@k over ``ks`` on its training
+    queries: the one Figure 3's ARR findings compare with the DE and the CE, which are scored on
+    queries they trained on. (None, why) when no run has that curve; runs of notebook 05 made
+    before it scored training queries have the held-out curve only, which answers another
+    question (generalisation), so they are named but not compared."""
+    if arr is None or not len(arr):
+        return None, "no ARR run on these evaluation queries"
+    cols = [f"train_recall@{k}" for k in ks]
+    scored = arr[arr.reindex(columns=cols).notna().all(axis=1)] if set(cols) <= set(arr.columns) else arr.iloc[:0]
+    if scored.empty:
+        held = [c for c in (f"recall@{k}" for k in ks) if c in arr.columns]
+        best = arr.loc[arr[held].mean(axis=1).idxmax()] if len(held) == len(ks) else None
+        return None, ("no ARR run scored on its training queries (notebook 05 runs made before it scored them: "
+                      "re-run them to compare)" + (f"; best on held-out queries: {_curve_text(best['label'], best, ks)}"
+                                                   if best is not None else ""))
+    return scored.loc[scored[cols].mean(axis=1).idxmax()], ""
 
 
 def findings(results: pd.DataFrame, de_dims: Sequence[int], ce_dim: int, alpha: float,
@@ -412,9 +302,12 @@ def findings(results: pd.DataFrame, de_dims: Sequence[int], ce_dim: int, alpha: 
     - ``finding_ce_above_de`` (panel a): the CE (``ce_dim``, ``alpha``) above the strongest DE
       (n = max ``de_dims``, ``alpha``); the paper's two claims together imply it, and both are
       trained and scored on the same queries (the capacity setting);
-    - ``finding_arr_on_par_with_ce`` / ``finding_arr_above_de`` (panel a): the best ARR run of
-      ``arr`` (highest mean R@k) on par with the CE / above the strongest DE. ARR runs are scored
-      on queries they did not train on, the baselines on queries they did: a harder test for ARR;
+    - ``finding_arr_on_par_with_ce`` / ``finding_arr_above_de`` (panel a): the ARR run of ``arr``
+      with the highest mean R@k on its training queries (``best_arr_run``), that curve on par
+      with the CE / above the strongest DE: the same capacity question the lookup tables answer
+      (they are trained and scored on the same queries). The numbers give the run's held-out
+      curve beside it (generalisation, which the tables cannot be asked: they have no row for a
+      query they never saw). None when no ARR run scored its training queries;
     - ``finding_alpha_raises_de_small_k`` (panel b): the DE at ``alpha_dim`` above itself at the
       smallest alpha when at the largest, over the small k (1 and 2).
 
@@ -425,7 +318,7 @@ def findings(results: pd.DataFrame, de_dims: Sequence[int], ce_dim: int, alpha: 
     small = [k for k in SMALL_KS if f"recall@{k}" in results.columns]
     res = results.set_index(["model", "n", "alpha"])
     get = lambda m, n, a: res.loc[(m, n, float(a))] if (m, n, float(a)) in res.index else None
-    curve = lambda row, at: [float(row[f"recall@{k}"]) for k in at]
+    curve = lambda row, at, prefix="recall@": [float(row[f"{prefix}{k}"]) for k in at]
     out: dict[str, Any] = {"on_par_tol": tol}
 
     def record(name: str, holds: bool | None, numbers: str) -> None:
@@ -436,36 +329,54 @@ def findings(results: pd.DataFrame, de_dims: Sequence[int], ce_dim: int, alpha: 
         means = [_mean_small_k(r, ks) for r in de]
         out.update({f"de_n{n}_mean_recall@1-{max(ks)}": m for n, m in zip(sorted(de_dims), means)})
         record("de_grows_with_n", all(b > a for a, b in zip(means, means[1:])),
-               f"mean R@1..{max(ks)} " + " / ".join(f"{m:.3f}" for m in means)
-               + f" (n = {' / '.join(map(str, sorted(de_dims)))}, alpha = {alpha:g})")
+               f"mean R@1..{max(ks)} (%) " + percent_text(means, sep=" / ")
+               + f" (n = {' / '.join(map(str, sorted(de_dims)))}, α = {alpha:g})")
     else:
         record("de_grows_with_n", None, "runs missing")
     ce, best_de = get("ce", ce_dim, alpha), get("de", max(de_dims), alpha)
-    ce_name, de_name = f"CE n={ce_dim} alpha={alpha:g}", f"DE n={max(de_dims)} alpha={alpha:g}"
+    ce_name, de_name = f"CE n={ce_dim} α={alpha:g}", f"DE n={max(de_dims)} α={alpha:g}"
     if ce is None or best_de is None:
         record("ce_above_de", None, "runs missing")
     else:
         record("ce_above_de", above(curve(ce, ks), curve(best_de, ks), tol),
-               f"R@1..{max(ks)}: {_curve_text(ce_name, ce, ks)}; {_curve_text(de_name, best_de, ks)}")
-    arr_ok = arr is not None and len(arr) and all(f"recall@{k}" in arr.columns for k in ks)
-    best_arr = arr.loc[arr[[f"recall@{k}" for k in ks]].mean(axis=1).idxmax()] if arr_ok else None
+               f"R@1..{max(ks)} (%): {_curve_text(ce_name, ce, ks)}; {_curve_text(de_name, best_de, ks)}")
+    best_arr, missing = best_arr_run(arr, ks)
     for name, other, other_name, check in (("arr_on_par_with_ce", ce, ce_name, on_par),
                                            ("arr_above_de", best_de, de_name, above)):
         if best_arr is None or other is None:
-            record(name, None, "no ARR run on these evaluation queries" if best_arr is None else "runs missing")
+            record(name, None, missing if best_arr is None else "runs missing")
         else:
-            record(name, check(curve(best_arr, ks), curve(other, ks), tol),
-                   f"R@1..{max(ks)}: {_curve_text(best_arr['label'], best_arr, ks)} (held-out queries); "
-                   f"{_curve_text(other_name, other, ks)}")
+            held_out = all(pd.notna(best_arr.get(f"recall@{k}")) for k in ks)
+            record(name, check(curve(best_arr, ks, "train_recall@"), curve(other, ks), tol),
+                   f"R@1..{max(ks)} (%): {_curve_text(best_arr['label'], best_arr, ks, 'train_recall@')} (its training "
+                   f"queries); {_curve_text(other_name, other, ks)}"
+                   + (f"; beside it, on held-out queries: {_curve_text(best_arr['label'], best_arr, ks)}" if held_out else ""))
     lo, hi = get("de", alpha_dim, min(alphas)), get("de", alpha_dim, max(alphas))
     if lo is None or hi is None or min(alphas) == max(alphas) or not small:
         record("alpha_raises_de_small_k", None, "runs missing")
     else:
         record("alpha_raises_de_small_k", above(curve(hi, small), curve(lo, small), tol),
-               f"DE n={alpha_dim}, R@{','.join(map(str, small))}: alpha {min(alphas):g} "
-               + " ".join(f"{v:.3f}" for v in curve(lo, small)) + f" -> alpha {max(alphas):g} "
-               + " ".join(f"{v:.3f}" for v in curve(hi, small)))
+               f"DE n={alpha_dim}, R@{','.join(map(str, small))} (%): α {min(alphas):g} "
+               + percent_text(curve(lo, small)) + f" -> α {max(alphas):g} " + percent_text(curve(hi, small)))
     return out
+
+
+CLAIMS = {
+    "de_grows_with_n": "Figure 3 (a): the DE's recall grows with its dimension n",
+    "ce_above_de": "Figure 3 (a), implied by section 5.3's two claims: the CE above the strongest DE",
+    "arr_on_par_with_ce": "section 5.3: ARR is on par with the CE (ARR on its training queries, as the CE)",
+    "arr_above_de": "section 5.3: ARR is significantly more powerful than the DEs (on its training queries)",
+    "alpha_raises_de_small_k": "Figure 3 (b): an increasing α improves R@k, particularly for small k (the DE)",
+}
+
+
+def findings_rows(found: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The checks of ``findings`` as "what to look for" rows (``display.finding``): the paper's
+    claim, whether it holds in this run, the numbers compared (percent)."""
+    from arrank.workbook.display import finding
+
+    return [finding(claim, found.get(f"finding_{key}"), found.get(f"finding_{key}_numbers", "not run"))
+            for key, claim in CLAIMS.items() if f"finding_{key}" in found]
 
 
 # --------------------------------------------------------------------------- data

@@ -479,3 +479,30 @@ def cached_folders(cache_dir: Path | str | None = None) -> list[Path]:
     """Finished dataset folders in the ESCI cache (hidden temporary folders excluded)."""
     folder = Path(cache_dir) if cache_dir is not None else paths.CACHE / "esci"
     return sorted(p for p in folder.glob("[!.]*") if (p / "params.json").is_file())
+
+
+PAPER_STEP, PAPER_DEPTH, PAPER_HELD_OUT = 100, 10_000, 310  # Appendix D.2, Table 2
+
+
+def dataset_findings(m: dict, p: dict) -> list[dict]:
+    """Notebook 04's results.json metrics ``m`` (and its parameters ``p``) against Appendix D.2 and
+    Table 2, in words: rows of ``arrank.workbook.display.finding``."""
+    from arrank.workbook.display import finding
+
+    step, depth = p["step"], p["depth"]
+    most = 1 + depth // step  # the 1st, step-th, 2*step-th, ..., depth-th titles
+    fixture = p.get("data_dir") == "fixture"
+    return [
+        finding(f"Appendix D.2: a query's relevant titles are the 1st, {PAPER_STEP}th, ..., {PAPER_DEPTH:,}th by inner "
+                f"product ({1 + PAPER_DEPTH // PAPER_STEP} per query); here step {step}, depth {depth}",
+                m["mean_titles_per_query"] <= most,
+                f"mean {m['mean_titles_per_query']:.1f} titles per query, at most {most} (fewer where English titles run out)"),
+        finding("docIDs exist because titles are long: a docID takes a few tokens, a title dozens",
+                m["mean_docid_tokens"] * 3 < m["mean_title_tokens"],
+                f"mean {m['mean_docid_tokens']:.1f} tokens per docID, {m['mean_title_tokens']:.1f} per title; "
+                f"{m['docid_colliding_fraction']:.0%} of titles share a docID (the paper's own D.2 prompt shows one such pair)"),
+        finding(f"the paper's data: the real Shopping Queries files, {PAPER_HELD_OUT} held-out queries in Table 2",
+                None if fixture else m["n_queries"] > PAPER_HELD_OUT,
+                f"{'the committed fixture (the real schema, a stand-in): ' if fixture else ''}{m['n_queries']} queries, "
+                f"{m['n_titles']} titles"),
+    ]

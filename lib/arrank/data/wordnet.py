@@ -468,3 +468,26 @@ def dataset_summary(df: pd.DataFrame) -> pd.DataFrame:
         {name: {"queries": len(g), "items": int(g["n_relevant"].sum()),
                 "mean_relevant": float(g["n_relevant"].mean()), "max_relevant": int(g["n_relevant"].max()),
                 "mean_depth": float(g["depth"].mean())} for name, g in parts.items()}, orient="index")
+
+
+PAPER_QUERIES, PAPER_TOP1_ITEMS, PAPER_PER_DOCID_ITEMS = 82_114, 84_000, 700_000  # section 5.1, Appendix B
+
+
+def dataset_findings(m: dict, p: dict) -> list[dict]:
+    """Notebook 03's results.json metrics ``m`` (and its parameters ``p``) against section 5.1 and
+    Appendix B, in words: rows of ``arrank.workbook.display.finding``."""
+    from arrank.workbook.display import finding
+
+    whole = not p.get("subtree") and (p.get("min_relevant") or 1) == 1 and not p.get("max_queries")
+    scale = (f"{m['n_queries']:,} queries, {m['n_items_top1']:,} top-1 and {m['n_items_per_docid']:,} per-docID items"
+             f"{'' if whole else ' in the ' + repr(p.get('subtree')) + ' subtree, min_relevant ' + str(p.get('min_relevant'))}")
+    near = lambda ours, theirs: abs(ours - theirs) <= 0.05 * theirs
+    return [
+        finding("section 5.1's example: the ranked hypernyms of deer.n.01 (ruminant, even-toed ungulate, ..., entity)",
+                m["deer_matches_paper"], "computed over all of WordNet"),
+        finding("held-out queries never appear in training (either view)", m["eval_queries_in_training"] == 0,
+                f"{m['n_eval_queries']:,} held out, {m['eval_queries_in_training']} of them in training items"),
+        finding(f"the paper's scale: all {PAPER_QUERIES:,} noun queries, about 84k top-1 and 700k per-docID items",
+                (near(m["n_queries"], PAPER_QUERIES) and near(m["n_items_per_docid"], PAPER_PER_DOCID_ITEMS)) if whole else None,
+                scale),
+    ]

@@ -3,6 +3,11 @@ negative, for WordNet) by mean token log-probability after the prompt (``arrank.
 CVR, nDCG and R@k (``arrank.evaluation.metrics``), plus the random-scores floor each table should be read
 against, and the decoding view of the same queries (``arrank.evaluation.decoding``).
 
+The same scoring and metrics also run on a seeded sample of the *training* queries
+(``evaluate_training``): how well the model fits the rankings it was trained on, the capacity
+question that the DE / CE lookup tables of Figure 3 answer (they are trained and scored on the same
+queries, ``arrank.baselines.figure3``). results.json records those as ``train_<metric>``.
+
 Datasets are tables in the format of ``arrank.data.ranking`` (WordNet's negative column holds a
 docID; ESCI's is None, so ESCI has no CVR).
 """
@@ -40,18 +45,65 @@ def _records(queries: pd.DataFrame, scores: list[np.ndarray]) -> list[dict[str, 
     return out
 
 
-def evaluate_held_out(model, tokenizer, df: pd.DataFrame, limit: int | None = None,
-                      ks: tuple[int, ...] = metrics.WORDNET_KS, include_eos: bool = False,
-                      method: str = "prefix_shared", progress: bool = True
-                      ) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]]]:
+def training_sample(df: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
+    """A seeded sample of ``n`` training queries (``split == "train"``; all of them when there are
+    fewer), in dataset order: the same queries for the same data, ``n`` and ``seed``."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n={n!r} training queries: must be an integer >= 1")
+    trained = df[df["split"] == "train"]
+    if trained.empty:
+        raise ValueError("the dataset has no training (split == 'train') queries")
+    return trained if n >= len(trained) else trained.sample(n=n, random_state=seed).sort_index()
+
+
+def score_and_evaluate(model, tokenizer, queries: pd.DataFrame, ks: tuple[int, ...] = metrics.WORDNET_KS,
+                       include_eos: bool = False, method: str = "prefix_shared", progress: bool = True
+                       ) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]]]:
     """(metrics dict with the names of Tables 1-2, per-query metrics frame, per-query records with
-    every candidate's score) for the model on the held-out queries."""
-    queries = eval_queries(df, limit)
+    every candidate's score) for the model on the rows of ``queries`` (section 5.1)."""
     items = [(row["prompt"], candidates(row)) for row in queries.to_dict("records")]
     scores = scoring.score_queries(model, tokenizer, items, include_eos=include_eos, method=method,
                                    progress=progress)
     records = _records(queries, scores)
     return metrics.evaluate_queries(records, ks), metrics.per_query_metrics(records, ks), records
+
+
+def evaluate_held_out(model, tokenizer, df: pd.DataFrame, limit: int | None = None,
+                      ks: tuple[int, ...] = metrics.WORDNET_KS, include_eos: bool = False,
+                      method: str = "prefix_shared", progress: bool = True
+                      ) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]]]:
+    """``score_and_evaluate`` on the held-out queries (the first ``limit`` when given)."""
+    return score_and_evaluate(model, tokenizer, eval_queries(df, limit), ks, include_eos, method, progress)
+
+
+def evaluate_training(model, tokenizer, df: pd.DataFrame, n: int, seed: int,
+                      ks: tuple[int, ...] = metrics.WORDNET_KS, include_eos: bool = False,
+                      method: str = "prefix_shared", progress: bool = True) -> dict[str, Any]:
+    """The metrics of ``score_and_evaluate`` on ``training_sample(df, n, seed)``, named
+    ``train_<metric>`` (``train_cvr``, ``train_ndcg``, ``train_recall@k``, ``train_n_queries``, ...):
+    how well the model fits rankings it trained on, Figure 3 (a)'s capacity question."""
+    result, _, _ = score_and_evaluate(model, tokenizer, training_sample(df, n, seed), ks, include_eos, method,
+                                      progress)
+    return {f"{TRAIN_PREFIX}{k}": v for k, v in result.items()}
+
+
+TRAIN_PREFIX = "train_"
+
+
+def training_metrics(m: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``train_<metric>`` entries of a results.json metrics dict, with the prefix removed
+    (empty for a run made before training queries were scored)."""
+    return {k.removeprefix(TRAIN_PREFIX): v for k, v in m.items() if k.startswith(TRAIN_PREFIX)}
+
+
+def n_training_queries(requested: int | None, n_held_out: int) -> int:
+    """How many training queries notebook 05 scores: ``requested`` (0: none), or as many as the
+    held-out queries it scored when None."""
+    if requested is None:
+        return n_held_out
+    if isinstance(requested, bool) or not isinstance(requested, int) or requested < 0:
+        raise ValueError(f"train_queries={requested!r} must be None (as many as the held-out queries) or an integer >= 0")
+    return requested
 
 
 def random_floor(df: pd.DataFrame, seed: int = 0, limit: int | None = None,
@@ -78,14 +130,21 @@ def scores_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def per_rank_scores(scores: pd.DataFrame, max_rank: int = 10) -> pd.DataFrame:
-    """Mean, standard error and count of the score per gold rank (1..max_rank) and for the
-    negative (rank 0): a rank-aware model's curve falls with the rank and ends above the negative."""
+    """Per gold rank (1..max_rank) and for the negative (rank 0): the mean score over the queries
+    that have that rank, its standard error (std / sqrt(count)), the count, and the mean
+    position the model gives that docID within its own query (``mean_predicted_rank``, 1 = top).
+
+    The means pool different docIDs: rank r is each query's r-th most specific hypernym, and the
+    general ones near the root (``animal.n.01``) recur in many queries while rank 1 differs from
+    query to query, so the mean score per rank need not fall with the rank even when every
+    query is ranked well; the within-query position says how the model ranks."""
     kept = scores[scores["rank"] <= max_rank]
-    out = kept.groupby("rank")["score"].agg(["mean", "std", "count"])
+    out = kept.groupby("rank").agg(mean=("score", "mean"), std=("score", "std"), count=("score", "count"),
+                                   mean_predicted_rank=("predicted_rank", "mean"))
     out["sem"] = out["std"] / np.sqrt(out["count"])
     out.index = ["negative" if r == 0 else str(r) for r in out.index]
     out.index.name = "rank"
-    return out[["mean", "sem", "count"]]
+    return out[["mean", "sem", "count", "mean_predicted_rank"]]
 
 
 def violation_examples(records: list[dict[str, Any]], n: int = 5) -> pd.DataFrame:
@@ -158,6 +217,17 @@ def metrics_table(rows: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     return table
 
 
+def trained_scale(params: Mapping[str, Any], run_name: str) -> dict[str, Any]:
+    """What a figure names of a notebook 05 run: its name, model and optimizer steps (the
+    profile's when its ``steps`` parameter was None)."""
+    from arrank.training.train import hyperparameters
+
+    steps = params.get("steps")
+    if steps is None and params.get("profile"):
+        steps = hyperparameters(params["profile"])["steps"]
+    return {"run": run_name, "model_name": params.get("model_name"), "steps": steps}
+
+
 def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
     """What notebook 06 evaluates, from its parameters ``p`` and the outputs folder ``root``.
 
@@ -166,7 +236,9 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
     held-out queries are exactly the ones that run never trained on. ``train_run="none"``: an
     untrained model (the tiny model at its initialisation, or the pretrained ``model_name`` as it
     is) on the data that ``p`` describes: the baseline row. Returns ``model, tokenizer, df,
-    source`` (the run folder or "untrained") and ``data`` (the data parameters used).
+    source`` (the run folder or "untrained"), ``data`` (the data parameters used) and ``scale``
+    (run: its name or "untrained", model_name, steps: what a figure's title names) and ``params``
+    (the 05 run's parameters; untrained: the data, the model and steps = 0).
     """
     import json
 
@@ -181,11 +253,15 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
         data = {k: trained.get(k, "wordnet" if k == "dataset" else None) for k in keys}
         model, tok = models.load_trained(run / "model", p["backend"])
         source = str(run)
+        scale = trained_scale(trained, run.name)
+        params = trained
     else:
         data = {k: p[k] for k in keys}
         source = "untrained"
+        scale = {"run": "untrained", "model_name": p["model_name"], "steps": 0}
+        params = {**data, "model_name": p["model_name"], "steps": 0}
     df = ranking.ranking_dataset(data["dataset"], data["profile"], data["seed"], data["n_eval"], data["template"],
                                  data["subtree"], data["min_relevant"])
     if p["train_run"] == "none":
         model, tok = models.untrained_model(p["model_name"], df, p["backend"], 1024, p["tokenizer_vocab"], p["seed"])
-    return {"model": model, "tokenizer": tok, "df": df, "source": source, "data": data}
+    return {"model": model, "tokenizer": tok, "df": df, "source": source, "data": data, "scale": scale, "params": params}

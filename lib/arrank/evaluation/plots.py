@@ -1,4 +1,6 @@
-"""Figures of the evaluation (notebook 06): per-rank mean scores, violation examples, R@k bars."""
+"""Figures of the evaluation (notebook 06): per-rank mean scores, violation examples, R@k bars;
+each titled with the run and its scale (``scale_text``), in the workbook's display convention
+(``arrank.workbook.display``: R@k in percent)."""
 
 from __future__ import annotations
 
@@ -6,25 +8,73 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from arrank.workbook import display
 
-def per_rank_figure(curves: Mapping[str, pd.DataFrame], title: str = "Mean score per gold rank"):
-    """One line per model of ``evaluate.per_rank_scores`` (mean ± standard error per gold rank,
-    the negative last): a rank-aware model's scores fall with the rank and stay above the negative."""
+ERROR_BARS = "error bars: ±1 standard error of the mean over the queries that have the rank"
+
+
+def scale_text(scale: Mapping[str, Any], n_queries: int) -> str:
+    """The run and its scale for a figure title, e.g. ``table1_wordnet_workbook-scheme=fractional-alpha=2:
+    tiny, 400 steps, 300 held-out queries`` (``evaluate.model_under_test``'s ``scale``)."""
+    steps = scale.get("steps")
+    trained = "untrained" if steps == 0 else (f"{steps} steps" if steps is not None else "the profile's steps")
+    return f"{scale.get('run')}: {scale.get('model_name')}, {trained}, {n_queries} held-out queries"
+
+
+def per_rank_figure(curves: Mapping[str, pd.DataFrame], scale: str = "", title: str = "Mean score per gold rank"):
+    """One line per model of ``evaluate.per_rank_scores``: the mean score per gold rank (the
+    negative first), ±1 standard error as error bars; the title's second line names the run and
+    its scale (``scale_text``) and the third says what the error bars are."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
     for label, frame in curves.items():
         fig.add_scatter(x=list(frame.index), y=frame["mean"], error_y={"type": "data", "array": frame["sem"]},
-                        mode="lines+markers", name=label)
-    fig.update_layout(title=title, xaxis_title="gold rank of the docID (negative: the sampled negative)",
-                      yaxis_title="mean score (mean token log-probability)", xaxis_type="category")
+                        mode="lines+markers", name=label,
+                        customdata=frame[["count", "mean_predicted_rank"]].to_numpy(),
+                        hovertemplate="rank %{x}: mean %{y:.3f} over %{customdata[0]} queries; "
+                                      "mean position in its query %{customdata[1]:.2f}<extra></extra>")
+    display.style(fig)
+    fig.update_layout(title=display.subtitle(title, f"{scale}<br>{ERROR_BARS}" if scale else ERROR_BARS),
+                      xaxis_type="category", showlegend=len(curves) > 1, margin={"t": 120},
+                      xaxis_title="gold rank of the docID (1 = the most specific hypernym; negative: the sampled negative)",
+                      yaxis_title="mean score (mean token log-probability)")
     return fig
 
 
-def violations_figure(records: list[dict[str, Any]], examples: pd.DataFrame,
+def per_rank_reading(curve: pd.DataFrame) -> str:
+    """What the per-rank figure shows for this run, in words from its numbers: which rank has
+    the highest mean score, where the mean rises with the rank instead of falling, where the
+    negative sits, and where the model puts rank 1 within its own query."""
+    ranks = [r for r in curve.index if r != "negative"]
+    if not ranks:
+        return "No relevant docID was scored."
+    mean = curve.loc[ranks, "mean"]
+    top = str(mean.idxmax())
+    if top == ranks[0]:
+        lines = [f"Rank 1 has the highest mean score ({mean.iloc[0]:.3f}), as a rank-aware model should."]
+    else:
+        lines = [f"Rank {top}, not rank 1, has the highest mean score ({mean[top]:.3f} against rank 1's "
+                 f"{mean.iloc[0]:.3f}): on average this model scores a more general hypernym above the most "
+                 "specific one, which is what R@1 penalises."]
+    sem, count = curve["sem"].fillna(0), curve["count"]
+    rises = [f"{a}→{b} ({'beyond' if mean[b] - mean[a] > sem[a] + sem[b] else 'within'} the error bars; "
+             f"{int(count[b])} queries have rank {b})" for a, b in zip(ranks, ranks[1:]) if mean[b] > mean[a]]
+    lines.append("The mean falls with every rank." if not rises else f"The mean rises with the rank at {', '.join(rises)}.")
+    if "negative" in curve.index:
+        neg = curve.loc["negative", "mean"]
+        above = [r for r in ranks if mean[r] < neg]
+        lines.append(f"The negative is below every rank (mean {neg:.3f})." if not above else
+                     f"The negative's mean ({neg:.3f}) is above rank(s) {', '.join(above)}: CVR counts such queries.")
+    lines.append(f"Within its own query, the rank-1 docID sits at position {curve.loc[ranks[0], 'mean_predicted_rank']:.2f} "
+                 "on average (1 = the model's top).")
+    return " ".join(lines)
+
+
+def violations_figure(records: list[dict[str, Any]], examples: pd.DataFrame, scale: str = "",
                       title: str = "Worst constraint violations"):
     """Every candidate's score for the queries of ``evaluate.violation_examples``: relevant
-    docIDs coloured by gold rank, the negative as a red cross above some positive."""
+    docIDs coloured by gold rank (an ordered scale), the negative as a red cross above some positive."""
     import plotly.graph_objects as go
 
     by_query = {r["query"]: r for r in records}
@@ -39,17 +89,38 @@ def violations_figure(records: list[dict[str, Any]], examples: pd.DataFrame,
         fig.add_scatter(x=[rec["scores"][rec["negative"]]], y=[q], mode="markers", showlegend=False,
                         marker={"symbol": "x", "color": "red", "size": 12}, text=[rec["negative"]],
                         hovertemplate="negative %{text}: %{x:.3f}")
-    fig.update_layout(title=title, xaxis_title="score", yaxis_title="query")
+    display.style(fig, display.subtitle(title, scale) if scale else title)
+    fig.update_layout(xaxis_title="score (mean token log-probability)", yaxis_title="query")
     return fig
 
 
-def recall_figure(rows: Mapping[str, Mapping[str, Any]], title: str = "R@k on the held-out queries"):
-    """Grouped bars of ``recall@k`` per k, one group member per row (model, floor, beam search)."""
+def recall_figure(rows: Mapping[str, Mapping[str, Any]], scale: str = "", title: str = "R@k on the held-out queries"):
+    """Grouped bars of ``recall@k`` per k in percent, one group member per row (model, floor, beam search)."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
     for label, m in rows.items():
         ks = [k for k in m if k.startswith("recall@") and m[k] is not None]
-        fig.add_bar(x=[k.replace("recall@", "R@") for k in ks], y=[m[k] for k in ks], name=label)
-    fig.update_layout(title=title, barmode="group", yaxis_title="R@k", yaxis_range=[0, 1])
-    return fig
+        fig.add_bar(x=[k.replace("recall@", "R@") for k in ks], y=display.percent_values(m, ks), name=label)
+    display.style(fig, display.subtitle(title, scale) if scale else title)
+    fig.update_layout(barmode="group")
+    return display.percent_axis(fig, "yaxis", "R@k (%)")
+
+
+def per_rank_from_run(run_dir) -> tuple[pd.DataFrame, Any, str]:
+    """(per-rank table, figure, reading) redrawn from a finished notebook 06 run folder (its
+    ``per_query_scores.parquet`` and results.json), without the model. A run made before 06
+    recorded ``model_name`` and ``steps`` takes them from its 05 run's results.json (``source``)."""
+    import json
+    from pathlib import Path
+
+    from arrank.evaluation.evaluate import per_rank_scores, trained_scale
+
+    run_dir = Path(run_dir)
+    m = json.loads((run_dir / "results.json").read_text())["metrics"]
+    scale = {"run": Path(m["source"]).name, "model_name": m.get("model_name"), "steps": m.get("steps")}
+    source = Path(m["source"]) / "results.json"
+    if "model_name" not in m and source.exists():
+        scale = trained_scale(json.loads(source.read_text())["params"], scale["run"])
+    curve = per_rank_scores(pd.read_parquet(run_dir / "per_query_scores.parquet"))
+    return curve, per_rank_figure({"this model": curve}, scale_text(scale, m["n_queries"])), per_rank_reading(curve)

@@ -130,3 +130,58 @@ def docid_rank_metrics(frame: pd.DataFrame) -> dict[str, int]:
         out.update({f"{model}_{kind}_v_docids": int(row.V_docids), f"{model}_{kind}_n": int(row.n),
                     f"{model}_{kind}_rank_e_prime": int(row.rank_E_prime)})
     return out
+
+
+# --------------------------------------------------------------------------- what to look for
+
+
+def capacity_findings(m: dict, k_top: int) -> list[dict]:
+    """Notebook 01's results.json metrics ``m`` against section 3.1 (Proposition 3.1), in words:
+    rows of ``arrank.workbook.display.finding``; ``k_top`` is the largest k of the bound table."""
+    from arrank.workbook.display import finding
+
+    exact, bound = m[f"exact_min_dimension_k{k_top}"], m[f"paper_bound_k{k_top}"]
+    return [
+        finding("Skala's closed form counts the distance permutations of k sites in general position "
+                "(what Proposition 3.1 rests on)", m["exact_equals_closed_form"] == 1.0 and m["max_exact_over_closed_form"] == 1.0,
+                f"exact LP count = closed form in {m['exact_equals_closed_form']:.0%} of the cases"),
+        finding("sampling query points finds no more rankings than that count",
+                m["max_monte_carlo_over_exact"] <= 1.0, f"largest sampled / exact = {m['max_monte_carlo_over_exact']:.3f}"),
+        finding("Proposition 3.1: a DE needs a dimension growing linearly with k to produce every ranking "
+                "(none below ln k!/(2 ln k))", exact >= bound,
+                f"k = {k_top}: the paper's bound {bound:.1f}; the exact smallest n from the closed form is {exact} = k - 1"),
+        finding("the inner-product score of the experiments behaves alike: all k! orderings only from n = k - 1",
+                m["inner_product_all_orderings_at_n_k_minus_1"] and m["inner_product_fewer_below_k_minus_1"],
+                "exact LP counts for random documents"),
+    ]
+
+
+def rank_condition_findings(m: dict) -> list[dict]:
+    """Notebook 02's results.json metrics ``m`` against section 3.2 (the rank(E') propositions and
+    the remark on real tokenizers), in words: rows of ``arrank.workbook.display.finding``."""
+    from arrank.workbook.display import finding
+
+    rows = [
+        finding("Arbitrary Permutations over Tokens: all |V|! orderings of the logits exactly when rank(E') = |V|",
+                m["rank_rule_holds"], "exact LP counts, random E, every |V| and n of this run"),
+        finding("the condition is rank(E'), not n >= |V|: the affine counterexample misses an ordering",
+                m["counterexample_rank_e_prime"] == 3 and not m["counterexample_order_realisable"],
+                f"n = |V| = 4, rank(E') = {m['counterexample_rank_e_prime']}, "
+                f"{m['counterexample_orderings']} of 24 orderings realisable"),
+        finding("Arbitrary Distributions over Tokens: any strictly positive target is reached when rank(E') = |V|",
+                m["full_rank_max_distribution_error"] < 1e-6 < m["counterexample_adversarial_error"],
+                f"largest error {m['full_rank_max_distribution_error']:.1e} at full rank, "
+                f"{m['counterexample_adversarial_error']:.3f} for the counterexample's target"),
+        finding("Arbitrary Distributions over Sequences: the chain rule reaches any distribution over docIDs",
+                m["sequence_max_error"] < 1e-6,
+                f"largest error {m['sequence_max_error']:.1e}; a DE of the same dimension realises a fraction "
+                f"10^{m['de_log10_fraction_of_rankings']:.1f} of the rankings"),
+    ]
+    for key in sorted(k for k in m if k.endswith("_wordnet_rank_e_prime")):
+        model = key.removesuffix("_wordnet_rank_e_prime")
+        v = m[f"{model}_wordnet_v_docids"]
+        rows.append(finding(f"the paper's remark on real models: WordNet's docID tokens outnumber n + 1, so "
+                            f"rank(E') < |V_docids| ({model})", m[key] < v,
+                            f"|V_docids| = {v:,}, rank(E') = {m[key]} (n = {m[f'{model}_wordnet_n']}); numeric docIDs: "
+                            f"|V_docids| = {m.get(f'{model}_numeric_v_docids')}, rank {m.get(f'{model}_numeric_rank_e_prime')}"))
+    return rows

@@ -386,12 +386,17 @@ def hyperparameters(profile: str, **overrides: Any) -> dict[str, Any]:
 
 
 def curves_figure(log: pd.DataFrame, title: str):
-    """Training loss and learning rate against the step (plotly, two y axes)."""
+    """Training loss and learning rate against the step (plotly, two y axes; the learning rate in
+    scientific notation, e.g. 2.0e-03)."""
     import plotly.graph_objects as go
+
+    from arrank.workbook.display import scientific_axis, style
 
     fig = go.Figure()
     fig.add_scatter(x=log["step"], y=log["loss"], name="STOICaL loss")
     fig.add_scatter(x=log["step"], y=log["learning_rate"], name="learning rate", yaxis="y2")
-    fig.update_layout(title=title, xaxis_title="optimizer step", yaxis_title="loss",
-                      yaxis2={"title": "learning rate", "overlaying": "y", "side": "right"})
-    return fig
+    style(fig, title)
+    fig.update_layout(xaxis_title="optimizer step", yaxis_title="loss",
+                      yaxis2={"title": "learning rate", "overlaying": "y", "side": "right", "rangemode": "tozero"},
+                      legend={"x": 0.5, "xanchor": "center", "y": 1.0, "yanchor": "bottom", "orientation": "h"})
+    return scientific_axis(fig, "yaxis2")

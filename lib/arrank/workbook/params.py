@@ -248,6 +248,7 @@ SPECS: dict[str, dict[str, Validator]] = {
         "lora_targets": text(what="'all-linear' or comma-separated module names"),
         "load_in_4bit": choice(False, True),
         **RUN_DATA,
+        "train_queries": integer(0, 10**6, optional=True),
     },
     "06_evaluate": {
         "train_run": text(r"none|latest|[A-Za-z0-9][A-Za-z0-9._=-]{0,99}",

@@ -19,6 +19,8 @@ from typing import Any
 
 import pandas as pd
 
+from arrank.workbook.display import (SYMBOLS, metric_title, number_text, ordered_colors, percent_axis,
+                                     percent_text, qualitative_colors, style)
 from arrank.workbook.outputs import run_path, save_table
 from arrank.workbook.sweep import Sweep, point_states, results_path
 
@@ -60,18 +62,8 @@ PAPER: dict[str, dict[str, Any]] = {
         "Combined α=2, β=9": [0.0, 99.76, 98.32, 95.72, 94.86, 94.85, 95.19],
         "Combined α=2, β=25": [0.0, 99.71, 97.38, 94.42, 94.64, 94.82, 95.05]}},
 }
-SYMBOLS = {"alpha": "α", "beta": "β"}
 LOWER_IS_BETTER = {"cvr"}
 SOURCES = ("this run", "paper", "random scores")
-
-
-def number_text(value: Any) -> str:
-    """2.0 -> '2', 0.5 -> '0.5', True -> 'true' (labels and run names agree on this)."""
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
 
 
 def loss_label(params: dict[str, Any]) -> str:
@@ -239,25 +231,72 @@ def write_tables(table: pd.DataFrame, run_dir: Path, name: str = "results_table"
     return [save_table(table, run_dir, name), md]
 
 
+FAMILY_SCALES = {"α": "Blues", "β": "Greens"}
+
+
+def variant_family(label: str) -> tuple[str, float | None]:
+    """(family, value) of a variant label: the label with the number of its last α= or β= taken
+    out, and that number: ``Fractional α=2`` -> (``Fractional α``, 2.0); ``Combined α=2, β=5`` ->
+    (``Combined α=2, β``, 5.0); ``NTP`` -> (``NTP``, None)."""
+    found = list(re.finditer(r"([αβ])=([0-9.]+)", label))
+    if not found:
+        return label, None
+    last = found[-1]
+    return label[:last.start()] + last.group(1) + label[last.end():], float(last.group(2))
+
+
+def variant_colors(variants: list[str]) -> dict[str, str]:
+    """A colour per variant: a family of two or more (``variant_family``: Fractional α=1..5, Trie
+    β=1..5) on an ordered scale of its parameter (α blues, β greens, others viridis), every other
+    variant from the qualitative palette."""
+    families: dict[str, list[tuple[float, str]]] = {}
+    for v in variants:
+        family, value = variant_family(v)
+        if value is not None:
+            families.setdefault(family, []).append((value, v))
+    colors: dict[str, str] = {}
+    for family, members in families.items():
+        if len(members) > 1:
+            symbol = next((s for s in FAMILY_SCALES if family.endswith(s) or f"{s}," in family), None)
+            scale = ordered_colors([val for val, _ in members], FAMILY_SCALES.get(symbol, "Viridis"),
+                                   *((0.4, 1.0) if symbol else (0.0, 0.9)))
+            colors.update({v: scale[val] for val, v in members})
+    colors.update(qualitative_colors(v for v in variants if v not in colors))
+    return colors
+
+
+def legend_order(variants: list[str]) -> list[str]:
+    """Variants in first-seen order of their family, by parameter value within a family."""
+    first = {}
+    for i, v in enumerate(variants):
+        first.setdefault(variant_family(v)[0], i)
+    key = lambda v: (first[variant_family(v)[0]], variant_family(v)[1] if variant_family(v)[1] is not None else 0)
+    return sorted(dict.fromkeys(variants), key=key)
+
+
 def recall_curves(table: pd.DataFrame, title: str = "R@k per variant"):
-    """Plotly: R@k against k, one line per variant of this sweep (dashed: the paper's rows and
-    the random floor, when the table has them)."""
-    import plotly.express as px
+    """Plotly: R@k (%) against k, one line per variant of this sweep, in parameter order, α and β
+    families on ordered colour scales (dotted: the paper's rows, hidden until clicked, and the
+    random floor in grey)."""
     import plotly.graph_objects as go
 
     recalls = [m for m in metric_columns(table.columns) if m.startswith("recall@")]
     ks = [int(m.split("@")[1]) for m in recalls]
-    variants, palette = list(dict.fromkeys(table["variant"])), px.colors.qualitative.Dark24
+    order = legend_order(list(table.loc[table["source"] != "random scores", "variant"]))
+    colors = variant_colors(order)
+    rank = {v: i for i, v in enumerate(order)}
+    rows = table.assign(_o=table["variant"].map(rank).fillna(len(rank))).sort_values("_o", kind="stable")
     fig = go.Figure()
-    for _, row in table.iterrows():
+    for _, row in rows.iterrows():
         dashed = row["source"] != "this run"
         name = row["variant"] + ("" if not dashed or row["source"] == "random scores" else f" ({row['source']})")
-        color = "grey" if row["source"] == "random scores" else palette[variants.index(row["variant"]) % len(palette)]
+        color = "grey" if row["source"] == "random scores" else colors[row["variant"]]
         fig.add_scatter(x=ks, y=[row[m] for m in recalls], mode="lines+markers", name=name,
                         line={"dash": "dot" if dashed else "solid", "color": color},
                         visible="legendonly" if row["source"] == "paper" else True)
-    fig.update_layout(title=title, xaxis_title="k", yaxis_title="R@k (%)", xaxis={"tickvals": ks})
-    return fig
+    style(fig, title)
+    fig.update_layout(xaxis_title="k", xaxis={"tickvals": ks})
+    return percent_axis(fig, "yaxis", "R@k (%)")
 
 
 def parameter_curves(frame: pd.DataFrame, notebook: str, metrics: tuple[str, ...] = ("cvr", "ndcg")):
@@ -301,10 +340,10 @@ def parameter_curves(frame: pd.DataFrame, notebook: str, metrics: tuple[str, ...
                                 line={"color": palette[families.index(family) % len(palette)]}, row=r, col=c)
             for label, values in alone.iterrows():
                 fig.add_hline(y=values[m], line_dash="dash", annotation_text=label, row=r, col=c)
-            fig.update_yaxes(title_text=column_title(m).split(" (")[0], row=r, col=1)
+            fig.update_yaxes(title_text=metric_title(m), row=r, col=1)
         fig.update_xaxes(title_text=SYMBOLS.get(x, x), row=len(metrics), col=c)
-    fig.update_layout(title=f"{notebook}: " + " and ".join(column_title(m).split(" (")[0] for m in metrics)
-                      + " against the swept parameters", height=320 * len(metrics) + 120)
+    style(fig, f"{notebook}: " + " and ".join(metric_title(m) for m in metrics) + " against the swept parameters")
+    fig.update_layout(height=320 * len(metrics) + 120)
     return fig
 
 
@@ -343,7 +382,8 @@ def table1_findings(frame: pd.DataFrame, near: float = 0.02) -> pd.DataFrame:
       nDCG and mean R@1..R@5 than it.
 
     One row per check: check, holds (True / False, None when the sweep lacks the variants) and
-    the numbers compared. Fractions, as in results.json."""
+    the numbers compared, in percent as the paper's tables (``near`` is a fraction, as in
+    results.json)."""
     done = frame[frame["state"] == "done"].copy()
     if done.empty:
         raise ValueError("no finished points in this sweep: run it first")
@@ -357,32 +397,36 @@ def table1_findings(frame: pd.DataFrame, near: float = 0.02) -> pd.DataFrame:
     frac2 = frac[get("alpha").loc[frac.index].astype(float) == 2.0] if len(frac) else frac
     trie = done[(targets == "trie") & ~combined]
     by = lambda part: part.groupby("label", sort=False).mean(numeric_only=True)
-    mean25 = lambda part: float(part[[f"recall@{k}" for k in range(2, 6)]].mean(axis=1).mean())
+    r25 = [f"recall@{k}" for k in range(2, 6) if f"recall@{k}" in done]  # the R@2..R@5 the sweep has
+    mean25 = lambda part: float(part[r25].mean(axis=1).mean())
+    pct = lambda value: percent_text(float(value))
     rows = []
     if len(ntp):
         ntp_cvr, variants = float(ntp["cvr"].mean()), by(done)
         others = variants.drop(index=ntp["label"].iloc[0], errors="ignore")
         holds = bool((others["cvr"] < ntp_cvr).all()) and (not len(frac) or bool((by(frac)["cvr"] <= ntp_cvr / 2).all()))
         rows.append({"check": "NTP has the highest CVR; fractional variants at most half of it", "holds": holds,
-                     "numbers": f"NTP {ntp_cvr:.3f}; " + ", ".join(f"{k} {v:.3f}" for k, v in others["cvr"].items())})
+                     "numbers": f"CVR (%): NTP {pct(ntp_cvr)}; " + ", ".join(f"{k} {pct(v)}" for k, v in others["cvr"].items())})
         best_r1 = float(variants["recall@1"].max())
-        rows.append({"check": f"NTP's R@1 is the best or within {near:g} of it",
+        rows.append({"check": f"NTP's R@1 is the best or within {near * 100:g} points of it",
                      "holds": float(ntp["recall@1"].mean()) >= best_r1 - near,
-                     "numbers": f"NTP {float(ntp['recall@1'].mean()):.3f}, best {best_r1:.3f}"})
-        if len(frac2):
+                     "numbers": f"R@1 (%): NTP {pct(ntp['recall@1'].mean())}, best {pct(best_r1)}"})
+        if len(frac2) and r25:
+            span = f"R@2..R@{r25[-1].split('@')[1]}" if len(r25) > 1 else "R@2"
             rows.append({"check": "fractional α=2 has a higher mean R@2..R@5 than NTP",
                          "holds": mean25(frac2) > mean25(ntp),
-                         "numbers": f"fractional α=2 {mean25(frac2):.3f}, NTP {mean25(ntp):.3f}"})
+                         "numbers": f"mean {span} (%): fractional α=2 {pct(mean25(frac2))}, NTP {pct(mean25(ntp))}"})
         if len(trie):
             t = by(trie)["cvr"]
             rows.append({"check": "trie variants lower CVR relative to NTP", "holds": bool((t < ntp_cvr).all()),
-                         "numbers": f"NTP {ntp_cvr:.3f}; " + ", ".join(f"{k} {v:.3f}" for k, v in t.items())})
+                         "numbers": f"CVR (%): NTP {pct(ntp_cvr)}; " + ", ".join(f"{k} {pct(v)}" for k, v in t.items())})
     if len(zero_shot) and len(done):
-        mean15 = lambda part: part[[f"recall@{k}" for k in range(1, 6)]].mean(axis=1)
+        mean15 = lambda part: part[[f"recall@{k}" for k in range(1, 6) if f"recall@{k}" in part]].mean(axis=1)
         tuned = by(done.assign(m15=mean15(done)))
         z_ndcg, z15 = float(zero_shot["ndcg"].mean()), float(mean15(zero_shot).mean())
         rows.append({"check": "every fine-tuned variant beats the zero-shot model (nDCG and mean R@1..R@5)",
                      "holds": bool((tuned["ndcg"] > z_ndcg).all() and (tuned["m15"] > z15).all()),
-                     "numbers": f"zero-shot {z_ndcg:.3f} / {z15:.3f}; " + ", ".join(
-                         f"{k} {r.ndcg:.3f} / {r.m15:.3f}" for k, r in tuned.iterrows())})
+                     "numbers": f"nDCG / mean R@1..R@5 (%): zero-shot {pct(z_ndcg)} / {pct(z15)}; " + ", ".join(
+                         f"{k} {pct(r.ndcg)} / {pct(r.m15)}" for k, r in tuned.iterrows())})
     return pd.DataFrame(rows, columns=["check", "holds", "numbers"])
+

@@ -141,10 +141,10 @@ def findings_summary(run_name: str = "workbook") -> str:
         lines.append(f"| Table 1 findings | n/a | {type(err).__name__}: {err} |")
     results = run_path("07_de_ce_baselines", run_name) / "results.json"
     if results.exists():
-        m = json.loads(results.read_text())["metrics"]
-        for key in (k for k in m if k.startswith("finding_") and not k.endswith("_numbers")):
-            lines.append(f"| Figure 3: {key.removeprefix('finding_').replace('_', ' ')} | {m[key]} | "
-                         f"{m.get(key + '_numbers', '')} |")
+        from arrank.baselines.figure3 import findings_rows
+
+        for row in findings_rows(json.loads(results.read_text())["metrics"]):
+            lines.append(f"| {row['paper']} | {row['holds']} | {row['numbers']} |")
     return "\n".join(lines)
 
 
@@ -157,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = run_workbook(args.run_name, args.only)
     print(summary(rows))
     print("\nTable 1, quick (workbook sweep; percent):\n" + table1_summary())
-    print("\nCPU-scale reproduction of the paper's findings (held-out queries for ARR):\n" + findings_summary(args.run_name))
+    print("\nCPU-scale reproduction of the paper's findings (Figure 3: ARR on its training queries as the DE / CE, "
+          "its held-out curve beside):\n" + findings_summary(args.run_name))
     print(f"\nresults: {paths.OUTPUTS}/<notebook>/{args.run_name}/ (results.json, figures .html/.png, tables .csv); "
           f"the sweep's runs: {paths.OUTPUTS}/05_train/<sweep point>/")
     failed = [r for r in rows if r["status"].startswith("FAILED")]
