@@ -200,18 +200,19 @@ print(f"{len(arr)} ARR run(s) on the same evaluation queries: {list(arr['label']
 # - `finding_alpha_raises_de_small_k`: the DE at `de_alpha_dim`, largest alpha above smallest, at k = 1, 2.
 #
 # Each comes with `..._numbers`, the curves it compared (percent); None where the run lacks them.
-# In the paper-profile run with AdamW (2026-11-23, docs/measurements.md, "Figure 3"):
+# In the paper-profile run with AdamW (all 15 points, 2026-11-23, docs/measurements.md, "Figure 3"):
 # - *DE recall grows with n* holds: mean R@1..5 80.3 / 88.2 / 92.5 / 94.5% for n = 4 / 8 / 16 / 32
-#   (full-corpus retrieval R@1 2.1 / 7.2 / 28.7 / 59.1%; n = 4, 16 from the first run, the
-#   DE being unchanged and deterministic: n = 8, 32 re-ran to the same digits);
-# - *a larger α raises the DE's R@k for small k* holds: DE n = 8, R@1 78.2 -> 99.7%, R@2
-#   85.3 -> 96.1% (α 0 -> 5);
+#   (full-corpus retrieval R@1 2.1 / 7.2 / 28.7 / 59.1%);
+# - *a larger α raises the DE's R@k for small k* holds at small k: DE n = 8, R@1 78.2 -> 99.7%,
+#   R@2 85.3 -> 96.1% (α 0 -> 5); not at large k: R@5 peaks at α = 1 (95.4%) and falls to 77.1%;
 # - *the CE above the DE* does **not** hold: CE n = 32, α = 5, R@1..5 97.6 87.2 77.4 76.9
 #   79.2% against the DE n = 32's 100.0 99.9 96.2 90.2 86.1%. Decoupled weight decay lifted
 #   the CE's R@1 from 88.7% (Adam + L2: eroded table, mean row norm 0.056) to 97.6%, not its
 #   R@2..5. At α = 5 the CE's CVR is ~90% by the letter of its loss: its permutation
 #   negatives are mostly the top hypernyms every query shares, pushed below random synsets;
-# - the ARR checks need paper-profile ARR runs (GPU); none exist yet, so they are None.
+# - the ARR checks need paper-profile ARR runs (GPU); none exist yet, so they are None. At the
+#   quick profile, notebook 05's 1200-step trie β = 2 run on its training queries is above the
+#   DEs and above the CE by 4-17 points at k = 2..5 (README, "Results of the quick workbook").
 # The last cell says each in words for this run.
 
 # %%
