@@ -337,9 +337,9 @@ def train(model, tokenizer, items: list[dict[str, Any]], hyper: dict[str, Any], 
         raise ValueError(f"sampling={sampling!r} is not allowed; choose one of {list(SAMPLINGS)}")
     if not items:
         raise ValueError("no training items")
+    quiet_checkpoint_writes()  # also for the save of the final (or zero-shot) model that follows
     if hyper["steps"] == 0:  # zero-shot: the model as loaded (its LoRA adapters are still zero)
         return pd.DataFrame(columns=["step", "loss", "learning_rate", "grad_norm"])
-    quiet_checkpoint_writes()
     weighted = sampling == "weighted"
     pad = tokenizer.pad_token_id
     if packing_layout(packing, items, model) == "per_query":
