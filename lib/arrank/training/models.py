@@ -194,11 +194,21 @@ def tiny_model_and_tokenizer(texts: list[str], vocab_size: int = 2000, hidden: i
     return model, tokenizer
 
 
+def quiet_model_writes() -> None:
+    """Keep transformers' "Writing model shards" progress bar (one per save: the tiny model's cache,
+    every checkpoint, the final model) out of the notebook's outputs: chatter, not a result. The
+    Trainer's own training progress bar stays."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
 def save_atomic(model, tokenizer, folder: Path) -> Path:
     """``save_pretrained`` model and tokenizer into a temporary folder renamed into place."""
     import shutil
     import tempfile
 
+    quiet_model_writes()
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
     try:

@@ -64,6 +64,7 @@ import pandas as pd
 import torch
 
 from arrank.training.encoding import docid_table, prompt_ids
+from arrank.training.models import quiet_model_writes
 from arrank.training.packing import (collate_packed, model_mask, pack_items, resolve_packing, row_length_for,
                             sequence_weights)
 from arrank.training.stoical import item_weight, pad_sparse_targets, stoical_loss, supervised_count
@@ -337,7 +338,7 @@ def train(model, tokenizer, items: list[dict[str, Any]], hyper: dict[str, Any], 
         raise ValueError(f"sampling={sampling!r} is not allowed; choose one of {list(SAMPLINGS)}")
     if not items:
         raise ValueError("no training items")
-    quiet_checkpoint_writes()  # also for the save of the final (or zero-shot) model that follows
+    quiet_model_writes()  # the Trainer's checkpoints and the final (or zero-shot) model's save
     if hyper["steps"] == 0:  # zero-shot: the model as loaded (its LoRA adapters are still zero)
         return pd.DataFrame(columns=["step", "loss", "learning_rate", "grad_norm"])
     weighted = sampling == "weighted"
@@ -367,14 +368,6 @@ def train(model, tokenizer, items: list[dict[str, Any]], hyper: dict[str, Any], 
     if trainer.is_world_process_zero():
         shutil.rmtree(checkpoints, ignore_errors=True)
     return log[[c for c in ("step", "loss", "learning_rate", "grad_norm", "epoch") if c in log.columns]]
-
-
-def quiet_checkpoint_writes() -> None:
-    """Keep transformers' per-save "Writing model shards" progress bar (one per checkpoint) out of
-    the notebook's outputs: chatter, not a result. The Trainer's own training progress bar stays."""
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
 
 
 def final_loss(log: pd.DataFrame) -> float | None:
