@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from arrank.data import wordnet as W
-from arrank.workbook.wordnet_setup import load_wordnet
+from arrank.common.wordnet_setup import load_wordnet
 
 
 def timed(label: str, fn, *args, **kwargs):

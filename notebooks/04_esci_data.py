@@ -49,7 +49,7 @@ from pathlib import Path
 import plotly.express as px
 from IPython.display import Markdown
 
-from arrank.workbook import display, outputs, params, paths
+from arrank.common import display, findings, outputs, params, paths
 from arrank.training import tokenizer
 from arrank.data import esci
 
@@ -152,4 +152,4 @@ print(f"{len(metrics)} metrics written to the run's results.json")
 # This build against Appendix D.2 and Table 2, in words.
 
 # %%
-Markdown(display.findings_markdown(esci.dataset_findings(metrics, P)))
+Markdown(findings.findings_markdown(esci.dataset_findings(metrics, P)))

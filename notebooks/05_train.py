@@ -90,7 +90,9 @@ from IPython.display import Markdown
 
 from arrank.evaluation import evaluate
 from arrank.training import models, train
-from arrank.workbook import display, outputs, params, reading, report
+from arrank.common import display, findings, outputs, params
+from arrank.results import reading
+from arrank.training.schemes import loss_label
 from arrank.data import ranking
 
 P = params.check_params("05_train", globals())
@@ -153,7 +155,7 @@ with outputs.timed(timings, "train"):
                       packing=layout)
 outputs.save_table(log, run_dir, "training_log")
 models.save_atomic(model, tok, run_dir / "model")
-fig = train.curves_figure(log, f"Training: {report.loss_label(P)} ({P['model_name']}, {hyper['steps']} steps)")
+fig = train.curves_figure(log, f"Training: {loss_label(P)} ({P['model_name']}, {hyper['steps']} steps)")
 outputs.save_figure(fig, run_dir, "training_curves")
 fig.show()
 
@@ -199,4 +201,4 @@ print(f"{len(metrics)} metrics written to the run's results.json")
 # their direction. Table 1's comparisons between variants need a sweep: notebook 08.
 
 # %%
-Markdown(display.findings_markdown(reading.run_findings(P, metrics, floor)))
+Markdown(findings.findings_markdown(reading.run_findings(P, metrics, floor)))

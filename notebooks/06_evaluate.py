@@ -51,7 +51,8 @@ decode_queries = None  # decode at most this many held-out queries; None: 50 qui
 from IPython.display import Markdown
 
 from arrank.evaluation import evaluate, plots
-from arrank.workbook import display, outputs, params, reading
+from arrank.common import display, findings, outputs, params
+from arrank.results import reading
 from arrank.data import ranking
 
 P = params.check_params("06_evaluate", globals())
@@ -160,6 +161,6 @@ print(f"{len(metrics)} metrics written to the run's results.json")
 # scores, and decoding, in words.
 
 # %%
-rows = (reading.run_findings(subject["params"], result, floor) + [display.note(plots.per_rank_reading(curve))]
+rows = (reading.run_findings(subject["params"], result, floor) + [findings.note(plots.per_rank_reading(curve))]
         + reading.decoding_findings(decoded, P["beam_k"]))
-Markdown(display.findings_markdown(rows))
+Markdown(findings.findings_markdown(rows))

@@ -111,7 +111,8 @@ import torch
 from IPython.display import Markdown
 
 from arrank.baselines import figure3 as BL, panels
-from arrank.workbook import display, outputs, params
+from arrank.results import figure3 as F3
+from arrank.common import display, findings, outputs, params
 
 P = params.check_params("07_de_ce_baselines", globals())
 run_dir = outputs.start_run("07_de_ce_baselines", P)
@@ -217,9 +218,9 @@ print(f"{len(arr)} ARR run(s) on the same evaluation queries: {list(arr['label']
 
 # %%
 figure3 = P["model"] == "figure3"
-found = (BL.findings(results, P["de_dims"], P["ce_dim"], P["alpha"], P["de_alpha_dim"], P["alphas"], arr=arr,
+found = (F3.findings(results, P["de_dims"], P["ce_dim"], P["alpha"], P["de_alpha_dim"], P["alphas"], arr=arr,
                      tol=P["on_par_tol"]) if figure3 else {})
-print(f"{sum(found.get(f'finding_{k}') is True for k in BL.CLAIMS)} of {len(BL.CLAIMS)} findings hold here"
+print(f"{sum(found.get(f'finding_{k}') is True for k in F3.CLAIMS)} of {len(F3.CLAIMS)} findings hold here"
       if figure3 else "one configuration: Figure 3's findings need model = figure3 (or from_runs)")
 
 # %% [markdown]
@@ -238,8 +239,8 @@ print(f"{len(metrics)} metrics written to the run's results.json")
 # quick profile the baselines fit a 3,248-query subtree, so read the numbers for their direction.
 
 # %%
-rows = BL.findings_rows(found) or [display.note("One configuration: Figure 3's findings need model = figure3 "
+rows = F3.findings_rows(found) or [findings.note("One configuration: Figure 3's findings need model = figure3 "
                                                 "or from_runs; R@k of this run: " + ", ".join(
                                                     f"{display.metric_title(k)} {display.percent_text(v)}"
                                                     for k, v in metrics.items() if k.startswith("recall@")))]
-Markdown(display.findings_markdown(rows))
+Markdown(findings.findings_markdown(rows))

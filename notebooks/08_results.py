@@ -29,8 +29,9 @@ paper_rows = "auto"  # the paper's numbers beside each row: auto (when the sweep
 # %%
 from IPython.display import Markdown, display
 
-from arrank.workbook import outputs, params, reading, report
-from arrank.workbook.display import findings_markdown
+from arrank.common import findings, outputs, params
+from arrank.results import paper, table1, tables
+from arrank.workbook import report
 from arrank.workbook import sweep as sweeps
 
 P = params.check_params("08_results", globals())
@@ -59,11 +60,11 @@ frame[["run_name", "state", "label", "profile"]]
 
 # %%
 reference = report.paper_reference(S, frame, P["paper_rows"])
-table = report.results_table(frame, reference, report.random_floor(S, frame))
-report.write_tables(table, run_dir, "results_table")
+table = tables.results_table(frame, reference, report.random_floor(S, frame))
+tables.write_tables(table, run_dir, "results_table")
 if reference:
-    print(f"beside each row: the paper's {report.PAPER[reference]['caption']}")
-display(Markdown(report.markdown(table)))
+    print(f"beside each row: the paper's {paper.PAPER[reference]['caption']}")
+display(Markdown(tables.markdown(table)))
 
 # %% [markdown]
 # ## 3. R@k per variant
@@ -71,8 +72,8 @@ display(Markdown(report.markdown(table)))
 # click a legend entry to show or hide it).
 
 # %%
-fig = report.recall_curves(table, f"{S.name}: R@k per variant, held-out queries "
-                                 f"({report.sweep_profile(frame) or 'mixed'} profile)")
+fig = tables.recall_curves(table, f"{S.name}: R@k per variant, held-out queries "
+                                 f"({tables.sweep_profile(frame) or 'mixed'} profile)")
 outputs.save_figure(fig, run_dir, "recall_curves")
 fig.show()
 
@@ -82,7 +83,7 @@ fig.show()
 # Stepwise) are dashed references.
 
 # %%
-fig = report.parameter_curves(frame, S.notebook)
+fig = tables.parameter_curves(frame, S.notebook)
 if fig is None:
     print("no parameter of this sweep takes two or more values within one family: no curve to draw")
 else:
@@ -93,7 +94,7 @@ else:
 # ## Results
 
 # %%
-best = report.best_variants(table)
+best = tables.best_variants(table)
 metrics = {
     "points": len(frame),
     "finished": int((frame["state"] == "done").sum()),
@@ -108,9 +109,9 @@ print(f"{len(metrics)} metrics written to the run's results.json")
 
 # %% [markdown]
 # ## What to look for
-# The sweep against Table 1's findings (section 5.2), in words (`report.table1_findings`; the
+# The sweep against Table 1's findings (section 5.2), in words (`results.table1.table1_findings`; the
 # zero-shot row, when the sweep has one, is checked against every fine-tuned row). A quick or
 # pretrained sweep is a CPU-scale reproduction: read it for the direction of each finding.
 
 # %%
-Markdown(findings_markdown(reading.sweep_findings(frame, S.notebook)))
+Markdown(findings.findings_markdown(table1.sweep_findings(frame, S.notebook)))

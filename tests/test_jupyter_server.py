@@ -15,7 +15,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from arrank.workbook import lab, paths
+from arrank.common import paths
+from arrank.workbook import lab
 
 TOKEN = "arrank-test-token"
 

@@ -42,7 +42,7 @@ def _look_for(final, stem):
 
 
 def _has_figure(final, name):
-    from arrank.workbook.outputs import png_backend
+    from arrank.common.outputs import png_backend
 
     assert (final / f"{name}.html").stat().st_size > 1000
     if png_backend():
@@ -175,7 +175,8 @@ def test_08_results(outputs_root, monkeypatch):
     05_train writes them (the kernel reads the same outputs folder), the paper's rows beside."""
     import pandas as pd
 
-    from arrank.workbook import outputs, sweep
+    from arrank.common import outputs
+    from arrank.workbook import sweep
 
     monkeypatch.setenv("ARRANK_OUTPUTS", str(outputs_root))
     s = sweep.load_sweep(TINY["08_results"]["sweep"])
@@ -202,7 +203,7 @@ def test_08_results(outputs_root, monkeypatch):
 def test_07_de_ce_baselines(outputs_root, monkeypatch):
     # an ARR run of notebook 05 on the same evaluation queries, as 05 writes its results.json (one
     # made before 05 scored training queries would lack the train_ keys): panel (a) draws both curves
-    from arrank.workbook import outputs
+    from arrank.common import outputs
 
     monkeypatch.setenv("ARRANK_OUTPUTS", str(outputs_root))  # the kernel reads the same outputs folder
     arr_dir = outputs.run_path("05_train", "arr-frac", outputs_root)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from arrank.workbook import paths
+from arrank.common import paths
 
 # a design or notes file of the project's workspace, a folder beside the checkout, the paper's
 # LaTeX source by path, an absolute path of the machine this was built on. The words are joined

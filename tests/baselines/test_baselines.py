@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from arrank.baselines import figure3 as BL, cross_encoder as CE, dual_encoder as DE, lookup, panels
+from arrank.results import figure3 as F3
 
 
 @pytest.fixture(autouse=True)
@@ -388,7 +389,7 @@ def test_findings_and_flat_metrics():
                                        **{f"recall@{k + 1}": v for k, v in enumerate(rec)}}
     results = _results([r("de", 4, 5, .1, .1, .1, .1, .1), r("de", 8, 5, .3, .2, .2, .2, .2),
                         r("ce", 8, 5, .5, .4, .1, .1, .1), r("de", 8, 0, .2, .3, .3, .3, .3)])
-    f = BL.findings(results, [4, 8], 8, 5.0, 8, [0.0, 5.0])
+    f = F3.findings(results, [4, 8], 8, 5.0, 8, [0.0, 5.0])
     assert f["finding_de_grows_with_n"] is True and f["finding_ce_above_de"] is False  # CE R@3-5 below
     assert f["finding_ce_above_de_numbers"] == ("R@1..5 (%): CE n=8 α=5 50.0 40.0 10.0 10.0 10.0; "
                                                 "DE n=8 α=5 30.0 20.0 20.0 20.0 20.0")
@@ -439,11 +440,11 @@ def test_panel_a_names_what_each_curve_is_scored_on():
 
 
 def test_on_par_and_above_use_the_tolerance_and_a_tie_at_one_is_not_a_failure():
-    assert BL.on_par([0.90, 0.80], [0.92, 0.79]) and not BL.on_par([0.90, 0.80], [0.93, 0.80])
-    assert BL.above([0.95, 0.80], [0.90, 0.79]) and not BL.above([0.91, 0.80], [0.90, 0.79])  # within tol
-    assert not BL.above([1.0, 0.99], [0.9, 0.999], tol=0.005)  # below at k = 2
-    assert BL.above([1.0, 1.0], [1.0, 0.995], tol=0.01)  # both at 1.000: a tie, not a failure
-    assert not BL.above([1.0, 0.97], [1.0, 0.98], tol=0.02)  # a tie below the ceiling shows nothing
+    assert F3.on_par([0.90, 0.80], [0.92, 0.79]) and not F3.on_par([0.90, 0.80], [0.93, 0.80])
+    assert F3.above([0.95, 0.80], [0.90, 0.79]) and not F3.above([0.91, 0.80], [0.90, 0.79])  # within tol
+    assert not F3.above([1.0, 0.99], [0.9, 0.999], tol=0.005)  # below at k = 2
+    assert F3.above([1.0, 1.0], [1.0, 0.995], tol=0.01)  # both at 1.000: a tie, not a failure
+    assert not F3.above([1.0, 0.97], [1.0, 0.98], tol=0.02)  # a tie below the ceiling shows nothing
 
 
 def test_findings_compare_the_best_arr_run_with_the_ce_and_the_de():
@@ -455,7 +456,7 @@ def test_findings_compare_the_best_arr_run_with_the_ce_and_the_de():
     # the best ARR run on its training queries is compared; on held-out queries it is the weaker one
     arr = pd.DataFrame([{"label": "ARR weak", **curve("", .9, .9, .9), **curve("train_", .5, .5, .5)},
                         {"label": "ARR best", **curve("", .5, .4, .3), **curve("train_", 1.0, .96, .94)}])
-    f = BL.findings(results, [16, 32], 32, 5.0, 8, [0.0, 5.0], arr=arr)
+    f = F3.findings(results, [16, 32], 32, 5.0, 8, [0.0, 5.0], arr=arr)
     assert f["finding_ce_above_de"] is True  # tie at R@1 = 1.000, above at R@3 (0.95 vs 0.85)
     assert f["finding_arr_on_par_with_ce"] is True  # ARR best: within 0.02 of the CE at every k
     assert f["finding_arr_above_de"] is True
@@ -463,9 +464,9 @@ def test_findings_compare_the_best_arr_run_with_the_ce_and_the_de():
                                                  "DE n=32 α=5 100.0 95.0 85.0; beside it, on held-out "
                                                  "queries: ARR best 50.0 40.0 30.0")
     assert f["finding_alpha_raises_de_small_k"] is True  # R@1 0.80 -> 1.00; R@2 0.80 -> 0.79 is on par
-    assert BL.findings(results, [16, 32], 32, 5.0, 8, [0.0, 5.0], arr=arr, tol=0.005)["finding_arr_on_par_with_ce"] is False
+    assert F3.findings(results, [16, 32], 32, 5.0, 8, [0.0, 5.0], arr=arr, tol=0.005)["finding_arr_on_par_with_ce"] is False
     # runs made before 05 scored training queries: named with their held-out curve, not compared
-    old = BL.findings(results, [16, 32], 32, 5.0, 8, [0.0, 5.0], arr=arr.drop(columns=[c for c in arr if "train_" in c]))
+    old = F3.findings(results, [16, 32], 32, 5.0, 8, [0.0, 5.0], arr=arr.drop(columns=[c for c in arr if "train_" in c]))
     assert old["finding_arr_on_par_with_ce"] is None and old["finding_arr_above_de"] is None
     assert old["finding_arr_above_de_numbers"].startswith("no ARR run scored on its training queries")
     assert old["finding_arr_above_de_numbers"].endswith("best on held-out queries: ARR weak 90.0 90.0 90.0")
@@ -505,7 +506,7 @@ def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
     assert results.loc["de_n2_alpha5", "recall@1"] == de.loc["de_n2_alpha5", "recall@1"]
     assert results["n"].dtype.kind == "i" and set(logs["config"]) == set(results.index)
     assert panels.panel_table(results, "b", [1])["curve"].tolist() == ["DE n=2 α=0", "DE n=2 α=5"]  # alpha order
-    f = BL.findings(results, [2, 4], 4, 5.0, 2, [0.0, 5.0])
+    f = F3.findings(results, [2, 4], 4, 5.0, 2, [0.0, 5.0])
     assert f["finding_de_grows_with_n"] is None and f["finding_alpha_raises_de_small_k"] in (True, False)
     with pytest.raises(ValueError, match=r"no finished 07_de_ce_baselines run named like 'z\*'"):
         BL.point_results(data, "z*", configs, root=tmp_path)
@@ -514,8 +515,8 @@ def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
 def test_findings_in_words_name_the_papers_claims():
     found = {"finding_de_grows_with_n": True, "finding_de_grows_with_n_numbers": "mean R@1..5 (%) 80.0 / 90.0",
              "finding_arr_above_de": None, "finding_arr_above_de_numbers": "no ARR run on these evaluation queries"}
-    rows = BL.findings_rows(found)
-    assert [(r["paper"], r["holds"]) for r in rows] == [
+    rows = F3.findings_rows(found)
+    assert [(r.claim, r.holds) for r in rows] == [
         ("Figure 3 (a): the DE's recall grows with its dimension n", True),
         ("section 5.3: ARR is significantly more powerful than the DEs (on its training queries)", None)]
-    assert rows[1]["numbers"] == "no ARR run on these evaluation queries" and BL.findings_rows({}) == []
+    assert rows[1].numbers == "no ARR run on these evaluation queries" and F3.findings_rows({}) == []

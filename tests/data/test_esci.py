@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from arrank.data import embedders
-from arrank.workbook import paths
+from arrank.common import paths
 from arrank.data import esci
 
 PAPER_SPANISH = ('AUKEY USB C Cargador con GAN, Cargador de Pared USB con 60W Power Delivery 3.0, Compatible '
@@ -302,5 +302,5 @@ def test_the_esci_notebook_says_what_matches_appendix_d2():
     m = {"mean_titles_per_query": 7.0, "mean_docid_tokens": 4.0, "mean_title_tokens": 30.0,
          "docid_colliding_fraction": 0.1, "n_queries": 30, "n_titles": 200}
     rows = esci.dataset_findings(m, {"step": 5, "depth": 30, "data_dir": "fixture"})
-    assert [r["holds"] for r in rows] == [True, True, None] and "at most 7" in rows[0]["numbers"]
-    assert esci.dataset_findings({**m, "mean_docid_tokens": 12.0}, {"step": 5, "depth": 30, "data_dir": "x"})[1]["holds"] is False
+    assert [r.holds for r in rows] == [True, True, None] and "at most 7" in rows[0].numbers
+    assert esci.dataset_findings({**m, "mean_docid_tokens": 12.0}, {"step": 5, "depth": 30, "data_dir": "x"})[1].holds is False

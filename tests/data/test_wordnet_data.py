@@ -249,9 +249,9 @@ def test_the_dataset_notebook_says_what_matches_the_paper():
     m = {"deer_matches_paper": True, "eval_queries_in_training": 0, "n_eval_queries": 300, "n_queries": 3248,
          "n_items_top1": 3248, "n_items_per_docid": 30000}
     rows = W.dataset_findings(m, {"subtree": "animal.n.01", "min_relevant": 5, "max_queries": 0})
-    assert [r["holds"] for r in rows] == [True, True, None]  # a subtree is not the paper's scale
+    assert [r.holds for r in rows] == [True, True, None]  # a subtree is not the paper's scale
     whole = W.dataset_findings({**m, "n_queries": 82114, "n_items_per_docid": 701_000},
                                {"subtree": "", "min_relevant": 1, "max_queries": 0})
-    assert whole[2]["holds"] is True
+    assert whole[2].holds is True
     assert W.dataset_findings({**m, "n_queries": 82114, "n_items_per_docid": 400_000},
-                              {"subtree": "", "min_relevant": 1, "max_queries": 0})[2]["holds"] is False
+                              {"subtree": "", "min_relevant": 1, "max_queries": 0})[2].holds is False

@@ -62,7 +62,7 @@ def test_scores_frame_per_rank_means_and_violations():
 
 def test_a_run_folder_without_a_model_or_a_missing_run_is_a_clear_error(tmp_path):
     from arrank.training import models
-    from arrank.workbook import outputs
+    from arrank.common import outputs
 
     with pytest.raises(FileNotFoundError, match="holds no saved model"):
         models.load_trained(tmp_path)

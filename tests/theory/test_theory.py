@@ -469,12 +469,12 @@ def test_the_theory_notebooks_say_in_words_whether_the_papers_findings_hold():
     m = {"exact_equals_closed_form": 1.0, "max_exact_over_closed_form": 1.0, "max_monte_carlo_over_exact": 0.9,
          "exact_min_dimension_k100": 99, "paper_bound_k100": 39.49, "inner_product_all_orderings_at_n_k_minus_1": True,
          "inner_product_fewer_below_k_minus_1": True}
-    assert [r["holds"] for r in tables.capacity_findings(m, 100)] == [True, True, True, True]
-    assert [r["holds"] for r in tables.capacity_findings({**m, "exact_equals_closed_form": 0.9}, 100)][0] is False
+    assert [r.holds for r in tables.capacity_findings(m, 100)] == [True, True, True, True]
+    assert [r.holds for r in tables.capacity_findings({**m, "exact_equals_closed_form": 0.9}, 100)][0] is False
     r = {"rank_rule_holds": True, "counterexample_rank_e_prime": 3, "counterexample_order_realisable": False,
          "counterexample_orderings": 8, "full_rank_max_distribution_error": 1e-12, "counterexample_adversarial_error": 0.3,
          "sequence_max_error": 1e-13, "de_log10_fraction_of_rankings": -80.0, "tiny_wordnet_rank_e_prime": 129,
          "tiny_wordnet_v_docids": 1892, "tiny_wordnet_n": 128, "tiny_numeric_v_docids": 113, "tiny_numeric_rank_e_prime": 113}
     rows = tables.rank_condition_findings(r)
-    assert [x["holds"] for x in rows] == [True] * 5 and "|V_docids| = 1,892, rank(E') = 129 (n = 128)" in rows[-1]["numbers"]
-    assert tables.rank_condition_findings({**r, "counterexample_order_realisable": True})[1]["holds"] is False
+    assert [x.holds for x in rows] == [True] * 5 and "|V_docids| = 1,892, rank(E') = 129 (n = 128)" in rows[-1].numbers
+    assert tables.rank_condition_findings({**r, "counterexample_order_realisable": True})[1].holds is False

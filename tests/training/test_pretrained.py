@@ -14,7 +14,8 @@ import torch
 from arrank.data import ranking
 from arrank.evaluation import scoring
 from arrank.training import encoding, models, train
-from arrank.workbook import named_models, params, run
+from arrank.common import named_models, params
+from arrank.workbook import run
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

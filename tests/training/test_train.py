@@ -162,7 +162,7 @@ def test_each_epoch_of_weighted_sampling_depends_only_on_seed_and_epoch():
 def test_resuming_with_other_parameters_is_refused_and_destroys_nothing(data, tmp_path):
     """Issue 20 item 1: checkpoints of an interrupted run keep its parameters; a resume with
     others is refused with the differences listed and the ways out; the checkpoints stay."""
-    from arrank.workbook.outputs import ResumeError
+    from arrank.common.outputs import ResumeError
 
     df, texts = data
     hyper = {**HYPER, "steps": 10, "save_steps": 5}

@@ -9,7 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from arrank.workbook import lab, paths
+from arrank.common import paths
+from arrank.workbook import lab
 
 SOURCE = paths.NOTEBOOKS / "01_de_capacity.py"
 

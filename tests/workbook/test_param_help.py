@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from arrank.workbook import params, param_help, paths, run
+from arrank.common import params, paths
+from arrank.workbook import param_help, run
 
 STEMS = sorted(p.stem for p in paths.NOTEBOOKS.glob("[0-9][0-9]_*.py"))
 

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from arrank.workbook import outputs, params, paths, run
-from arrank.workbook.outputs import RunExistsError, RunInProgressError
-from arrank.workbook.params import ParamError
+from arrank.common import outputs, params, paths
+from arrank.workbook import run
+from arrank.common.outputs import RunExistsError, RunInProgressError
+from arrank.common.params import ParamError
 
 # the fake notebook's spec, registered in this process, in the kernel and in a runner subprocess
 SPEC = ("{'fail': params.choice(False, True), 'sleep': params.number(0.0), "
@@ -31,7 +32,7 @@ FAKE = textwrap.dedent('''\
 
     # %%
     import time
-    from arrank.workbook import outputs, params
+    from arrank.common import outputs, params
     params.SPECS["99_fake"] = __SPEC__  # the kernel is another process
     P = params.check_params("99_fake", globals())
     run_dir = outputs.start_run("99_fake", P)
@@ -40,7 +41,7 @@ FAKE = textwrap.dedent('''\
         (run_dir / "started").write_text("")
         time.sleep(P["sleep"])
     if P["fail"]:
-        from arrank.workbook.wordnet_setup import HOW_TO, WordNetMissingError
+        from arrank.common.wordnet_setup import HOW_TO, WordNetMissingError
         raise WordNetMissingError(HOW_TO)
     if P["squat"]:  # someone else creates the run directory while this run is going
         (run_dir.parent / P["run_name"]).mkdir()
@@ -150,7 +151,7 @@ def test_successful_run_is_staged_then_renamed(fake_notebook, outputs_root):
 def test_failed_run_is_kept_aside_and_its_whole_error_is_shown(fake_notebook, outputs_root, capsys):
     """Issue 20 item 3: the notebook's exception type and its whole (multi-line) message, not
     the last line of papermill's wrapper."""
-    from arrank.workbook.wordnet_setup import HOW_TO
+    from arrank.common.wordnet_setup import HOW_TO
 
     assert run.main([str(fake_notebook), "-p", "run_name", "bad", "-p", "fail", "true", "--no-progress"]) == 1
     err = capsys.readouterr().err

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from arrank.workbook import outputs, paths, sweep
-from arrank.workbook.params import RUN_NAME
+from arrank.common import outputs, paths
+from arrank.workbook import sweep
+from arrank.common.params import RUN_NAME
 
 
 def write(tmp_path, text, name="s.yaml"):
@@ -227,7 +228,7 @@ def test_a_multi_line_error_comes_back_whole_from_the_log(tmp_path):
     """Issue 20 item 3, for sweeps: the error block a point prints (``run.error_lines``, after its
     traceback) is read back whole into status.json, not its last line."""
     from arrank.workbook import run
-    from arrank.workbook.wordnet_setup import HOW_TO
+    from arrank.common.wordnet_setup import HOW_TO
 
     message = f"05_train failed: WordNetMissingError: {HOW_TO} (the executed notebook is kept in x.failed-1)"
     log = tmp_path / "p.log"

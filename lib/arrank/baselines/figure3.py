@@ -25,12 +25,10 @@ import torch
 
 from arrank.baselines import cross_encoder as CE, dual_encoder as DE
 from arrank.evaluation import metrics
-from arrank.workbook import paths
-from arrank.workbook.display import percent_text
+from arrank.common import paths
 from arrank.baselines.lookup import Pairs, check_alpha, check_dim
 
 MODELS = ("de", "ce")
-SMALL_KS = (1, 2)  # "small k" in the findings of Figure 3
 
 
 def config_key(model: str, n: int, alpha: float) -> str:
@@ -194,7 +192,7 @@ def point_results(params: Mapping[str, Any], pattern: str, configs: Sequence[Map
         raise ValueError(f"from_runs={pattern!r} must be a glob on {STEM} run names, e.g. 'paper-fig3-*'")
     from fnmatch import fnmatchcase
 
-    from arrank.workbook.outputs import finished_runs
+    from arrank.common.outputs import finished_runs
 
     wanted = {config_key(c["model"], c["n"], c["alpha"]): ",".join(c["panels"]) for c in configs}
     rows: dict[str, pd.Series] = {}
@@ -240,143 +238,6 @@ def flat_metrics(results: pd.DataFrame) -> dict[str, Any]:
     if len(results) == 1:
         out.update({c: out[f"{results.index[0]}_{c}"] for c in results.columns if f"{results.index[0]}_{c}" in out})
     return out
-
-
-ON_PAR_TOL = 0.02  # "on par": R@k within 0.02 (about 1 standard error of R@1 ~ 0.9 on 300 queries)
-_ROUND = 1e-9  # a difference of exactly tol counts as within it (0.92 - 0.90 > 0.02 in floats)
-
-
-def _mean_small_k(row: Mapping[str, Any], ks: Sequence[int]) -> float:
-    return float(np.mean([row[f"recall@{k}"] for k in ks]))
-
-
-def on_par(a: Sequence[float], b: Sequence[float], tol: float = ON_PAR_TOL) -> bool:
-    """Two R@k curves (same k) are on par: |a_k - b_k| <= tol at every k."""
-    return all(abs(x - y) <= tol + _ROUND for x, y in zip(a, b, strict=True))
-
-
-def above(a: Sequence[float], b: Sequence[float], tol: float = ON_PAR_TOL) -> bool:
-    """Curve a is above curve b: at no k below it by more than tol, and above it by more than
-    tol at some k. Where both are within tol of 1.000 at every k nothing can be above: that tie
-    is not a failure (True)."""
-    diffs = [x - y for x, y in zip(a, b, strict=True)]
-    if any(d < -tol - _ROUND for d in diffs):
-        return False
-    return any(d > tol + _ROUND for d in diffs) or all(min(x, y) >= 1 - tol - _ROUND for x, y in zip(a, b))
-
-
-def _curve_text(name: str, row: Mapping[str, Any], ks: Sequence[int], prefix: str = "recall@") -> str:
-    return f"{name} " + percent_text([float(row[f"{prefix}{k}"]) for k in ks])
-
-
-def best_arr_run(arr: pd.DataFrame | None, ks: Sequence[int]) -> tuple[pd.Series | None, str]:
-    """The ARR run (a row of ``arr_runs``) with the highest mean R@k over ``ks`` on its training
-    queries: the one Figure 3's ARR findings compare with the DE and the CE, which are scored on
-    queries they trained on. (None, why) when no run has that curve; runs of notebook 05 made
-    before it scored training queries have the held-out curve only, which answers another
-    question (generalisation), so they are named but not compared."""
-    if arr is None or not len(arr):
-        return None, "no ARR run on these evaluation queries"
-    cols = [f"train_recall@{k}" for k in ks]
-    scored = arr[arr.reindex(columns=cols).notna().all(axis=1)] if set(cols) <= set(arr.columns) else arr.iloc[:0]
-    if scored.empty:
-        held = [c for c in (f"recall@{k}" for k in ks) if c in arr.columns]
-        best = arr.loc[arr[held].mean(axis=1).idxmax()] if len(held) == len(ks) else None
-        return None, ("no ARR run scored on its training queries (notebook 05 runs made before it scored them: "
-                      "re-run them to compare)" + (f"; best on held-out queries: {_curve_text(best['label'], best, ks)}"
-                                                   if best is not None else ""))
-    return scored.loc[scored[cols].mean(axis=1).idxmax()], ""
-
-
-def findings(results: pd.DataFrame, de_dims: Sequence[int], ce_dim: int, alpha: float,
-             alpha_dim: int, alphas: Sequence[float], ks: Sequence[int] | None = None,
-             arr: pd.DataFrame | None = None, tol: float = ON_PAR_TOL) -> dict[str, Any]:
-    """The findings of Figure 3 and section 5.3 ("autoregressive ranking is on par with CEs
-    while being significantly more powerful than DEs"; "an increasing alpha improves Recall@k,
-    particularly for small k") as checks on this run's R@k, k in ``ks`` (default: the k in 1..5
-    that the results hold), "on par" and "above" with the tolerance ``tol`` (``on_par``,
-    ``above``: a tie at R@k = 1.000 is never a failure):
-
-    - ``finding_de_grows_with_n`` (panel a): at ``alpha``, the DE's mean R@k rises with every
-      step of ``de_dims`` (sorted);
-    - ``finding_ce_above_de`` (panel a): the CE (``ce_dim``, ``alpha``) above the strongest DE
-      (n = max ``de_dims``, ``alpha``); the paper's two claims together imply it, and both are
-      trained and scored on the same queries (the capacity setting);
-    - ``finding_arr_on_par_with_ce`` / ``finding_arr_above_de`` (panel a): the ARR run of ``arr``
-      with the highest mean R@k on its training queries (``best_arr_run``), that curve on par
-      with the CE / above the strongest DE: the same capacity question the lookup tables answer
-      (they are trained and scored on the same queries). The numbers give the run's held-out
-      curve beside it (generalisation, which the tables cannot be asked: they have no row for a
-      query they never saw). None when no ARR run scored its training queries;
-    - ``finding_alpha_raises_de_small_k`` (panel b): the DE at ``alpha_dim`` above itself at the
-      smallest alpha when at the largest, over the small k (1 and 2).
-
-    A check whose runs are missing is None. Each ``finding_X`` comes with ``finding_X_numbers``,
-    the curves it compared, and the DE means ``de_n<n>_mean_recall@1-<k>``.
-    """
-    ks = ks or [k for k in range(1, 6) if f"recall@{k}" in results.columns]
-    small = [k for k in SMALL_KS if f"recall@{k}" in results.columns]
-    res = results.set_index(["model", "n", "alpha"])
-    get = lambda m, n, a: res.loc[(m, n, float(a))] if (m, n, float(a)) in res.index else None
-    curve = lambda row, at, prefix="recall@": [float(row[f"{prefix}{k}"]) for k in at]
-    out: dict[str, Any] = {"on_par_tol": tol}
-
-    def record(name: str, holds: bool | None, numbers: str) -> None:
-        out[f"finding_{name}"], out[f"finding_{name}_numbers"] = holds, numbers
-
-    de = [get("de", n, alpha) for n in sorted(de_dims)]
-    if all(r is not None for r in de) and len(de) > 1:
-        means = [_mean_small_k(r, ks) for r in de]
-        out.update({f"de_n{n}_mean_recall@1-{max(ks)}": m for n, m in zip(sorted(de_dims), means)})
-        record("de_grows_with_n", all(b > a for a, b in zip(means, means[1:])),
-               f"mean R@1..{max(ks)} (%) " + percent_text(means, sep=" / ")
-               + f" (n = {' / '.join(map(str, sorted(de_dims)))}, α = {alpha:g})")
-    else:
-        record("de_grows_with_n", None, "runs missing")
-    ce, best_de = get("ce", ce_dim, alpha), get("de", max(de_dims), alpha)
-    ce_name, de_name = f"CE n={ce_dim} α={alpha:g}", f"DE n={max(de_dims)} α={alpha:g}"
-    if ce is None or best_de is None:
-        record("ce_above_de", None, "runs missing")
-    else:
-        record("ce_above_de", above(curve(ce, ks), curve(best_de, ks), tol),
-               f"R@1..{max(ks)} (%): {_curve_text(ce_name, ce, ks)}; {_curve_text(de_name, best_de, ks)}")
-    best_arr, missing = best_arr_run(arr, ks)
-    for name, other, other_name, check in (("arr_on_par_with_ce", ce, ce_name, on_par),
-                                           ("arr_above_de", best_de, de_name, above)):
-        if best_arr is None or other is None:
-            record(name, None, missing if best_arr is None else "runs missing")
-        else:
-            held_out = all(pd.notna(best_arr.get(f"recall@{k}")) for k in ks)
-            record(name, check(curve(best_arr, ks, "train_recall@"), curve(other, ks), tol),
-                   f"R@1..{max(ks)} (%): {_curve_text(best_arr['label'], best_arr, ks, 'train_recall@')} (its training "
-                   f"queries); {_curve_text(other_name, other, ks)}"
-                   + (f"; beside it, on held-out queries: {_curve_text(best_arr['label'], best_arr, ks)}" if held_out else ""))
-    lo, hi = get("de", alpha_dim, min(alphas)), get("de", alpha_dim, max(alphas))
-    if lo is None or hi is None or min(alphas) == max(alphas) or not small:
-        record("alpha_raises_de_small_k", None, "runs missing")
-    else:
-        record("alpha_raises_de_small_k", above(curve(hi, small), curve(lo, small), tol),
-               f"DE n={alpha_dim}, R@{','.join(map(str, small))} (%): α {min(alphas):g} "
-               + percent_text(curve(lo, small)) + f" -> α {max(alphas):g} " + percent_text(curve(hi, small)))
-    return out
-
-
-CLAIMS = {
-    "de_grows_with_n": "Figure 3 (a): the DE's recall grows with its dimension n",
-    "ce_above_de": "Figure 3 (a), implied by section 5.3's two claims: the CE above the strongest DE",
-    "arr_on_par_with_ce": "section 5.3: ARR is on par with the CE (ARR on its training queries, as the CE)",
-    "arr_above_de": "section 5.3: ARR is significantly more powerful than the DEs (on its training queries)",
-    "alpha_raises_de_small_k": "Figure 3 (b): an increasing α improves R@k, particularly for small k (the DE)",
-}
-
-
-def findings_rows(found: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The checks of ``findings`` as "what to look for" rows (``display.finding``): the paper's
-    claim, whether it holds in this run, the numbers compared (percent)."""
-    from arrank.workbook.display import finding
-
-    return [finding(claim, found.get(f"finding_{key}"), found.get(f"finding_{key}_numbers", "not run"))
-            for key, claim in CLAIMS.items() if f"finding_{key}" in found]
 
 
 # --------------------------------------------------------------------------- data

@@ -5,7 +5,7 @@ Which queries a curve is scored on is part of its name and of its legend group: 
 lookup tables are trained on every query and scored on the evaluation queries (a capacity
 question); an ARR run of notebook 05 is drawn twice, on a seeded sample of its *training* queries
 (the same question) and on the held-out queries it never trained on. Tables hold R@k as
-fractions (as results.json), figures show percent (``arrank.workbook.display``).
+fractions (as results.json), figures show percent (``arrank.common.display``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from arrank.training.schemes import loss_label, scheme_order
+
 # --------------------------------------------------------------------------- ARR runs of notebook 05
 
 SCORED_ON = {"training": "training queries", "held-out": "held-out queries"}
@@ -24,9 +26,7 @@ ARR_METRIC = lambda c: c in ("cvr", "ndcg", "n_queries") or c.startswith("recall
 
 def arr_label(p: Mapping[str, Any]) -> str:
     """A curve label from a 05_train run's params: ARR and the paper's name of its loss variant
-    (``report.loss_label``), e.g. ``ARR Fractional α=2``, ``ARR Trie β=2``, ``ARR NTP``."""
-    from arrank.workbook.report import loss_label
-
+    (``schemes.loss_label``), e.g. ``ARR Fractional α=2``, ``ARR Trie β=2``, ``ARR NTP``."""
     return f"ARR {loss_label(dict(p))}"
 
 
@@ -44,7 +44,7 @@ def arr_runs(dataset: Mapping[str, Any], n_queries: int, root: Path | None = Non
         raise ValueError(f"pattern={pattern!r} must be a glob on run names, e.g. '*' or 'table1_wordnet_quick-*'")
     from fnmatch import fnmatchcase
 
-    from arrank.workbook.outputs import finished_runs
+    from arrank.common.outputs import finished_runs
 
     rows, params = [], []
     for run in sorted((r for r in finished_runs(stem, root) if fnmatchcase(r.name, pattern)), key=lambda r: r.name):
@@ -69,18 +69,18 @@ def arr_runs(dataset: Mapping[str, Any], n_queries: int, root: Path | None = Non
 def variant_order(p: Mapping[str, Any]) -> tuple:
     """Sort key of a 05_train run in the paper's row order: zero-shot, NTP, fractional (by α),
     stepwise, then the trie variants (by β), the combined ones last."""
-    scheme = {"indicator": 0, "fractional": 1, "stepwise": 2}.get(p.get("scheme"), 3)
+    scheme = scheme_order(p.get("scheme"))
     num = lambda v: float(v) if isinstance(v, (int, float)) else 0.0
     trie = p.get("targets") == "trie"
     return (p.get("steps") != 0, trie, bool(p.get("combined")), scheme,
-            num(p.get("alpha")) if scheme == 1 else 0.0, num(p.get("beta")) if trie else 0.0)
+            num(p.get("alpha")) if p.get("scheme") == "fractional" else 0.0, num(p.get("beta")) if trie else 0.0)
 
 
 def distinct_labels(rows: list[dict[str, Any]], params: list[Mapping[str, Any]]) -> None:
     """Make equal ``label``s distinct, in place: add the parameters in which those runs differ
     (not the run name), e.g. ``ARR NTP (steps=400)`` / ``ARR NTP (steps=1200)``; the run name
     when their parameters are the same."""
-    from arrank.workbook.display import greek, number_text
+    from arrank.common.display import greek, number_text
 
     by_label: dict[str, list[int]] = {}
     for i, row in enumerate(rows):
@@ -154,7 +154,7 @@ def _curve_colors(curves: pd.DataFrame) -> dict[str, str]:
     """Colours: a model's baseline curves on an ordered scale of the parameter they vary (n:
     blues, alpha: viridis; both: viridis in (n, alpha) order), a lone CE dark grey, a lone DE
     blue; the ARR variants a qualitative palette, the same colour for a variant's two curves."""
-    from arrank.workbook.display import ordered_colors, qualitative_colors
+    from arrank.common.display import ordered_colors, qualitative_colors
 
     colors: dict[str, str] = {}
     base = curves[curves["model"] != "arr"].drop_duplicates("curve")
@@ -179,7 +179,7 @@ def recall_figure(curves: pd.DataFrame, title: str, y_title: str = "R@k (%)"):
     queries dashed and on held-out queries dotted (a legend group each)."""
     import plotly.graph_objects as go
 
-    from arrank.workbook.display import percent_axis, style
+    from arrank.common.display import percent_axis, style
 
     colors, seen = _curve_colors(curves), set()
     fig = go.Figure()
@@ -216,7 +216,7 @@ def figure3_panels(results: pd.DataFrame, ks: Sequence[int], arr: pd.DataFrame |
     else one ``recall_at_k`` panel with every trained config (and the ARR runs); plus
     ``retrieval_recall_at_k`` (DE full-corpus retrieval) when the results hold it. Tables hold
     fractions, figures percent."""
-    from arrank.workbook.display import subtitle
+    from arrank.common.display import subtitle
 
     out: dict[str, tuple[pd.DataFrame, Any]] = {}
     with_arr = arr is not None and len(arr)
@@ -253,7 +253,7 @@ def loss_figure(logs: pd.DataFrame, title: str = "Training loss"):
     named ``DE n=32 α=5``, in (model, n, α) order, each model's α on an ordered scale."""
     import plotly.graph_objects as go
 
-    from arrank.workbook.display import log_axis, ordered_colors, style
+    from arrank.common.display import log_axis, ordered_colors, style
 
     keys = list(dict.fromkeys(logs["config"]))
     parsed = {k: (k.split("_")[0], int(k.split("_")[1][1:]), float(k.split("_", 2)[2].removeprefix("alpha")))

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-from arrank.workbook.outputs import umask_permissions, write_json_atomic
+from arrank.common.outputs import umask_permissions, write_json_atomic
 
 
 def params_hash(params: Mapping[str, Any]) -> str:

@@ -34,7 +34,7 @@ import pandas as pd
 
 from arrank.data import docids as dids
 from arrank.data import embedders, prompts
-from arrank.workbook import paths
+from arrank.common import paths
 from arrank.data import cache as dataset_cache
 
 REPOSITORY = "https://github.com/amazon-science/esci-data"
@@ -486,8 +486,8 @@ PAPER_STEP, PAPER_DEPTH, PAPER_HELD_OUT = 100, 10_000, 310  # Appendix D.2, Tabl
 
 def dataset_findings(m: dict, p: dict) -> list[dict]:
     """Notebook 04's results.json metrics ``m`` (and its parameters ``p``) against Appendix D.2 and
-    Table 2, in words: rows of ``arrank.workbook.display.finding``."""
-    from arrank.workbook.display import finding
+    Table 2, in words: ``arrank.common.findings.Finding`` rows."""
+    from arrank.common.findings import finding
 
     step, depth = p["step"], p["depth"]
     most = 1 + depth // step  # the 1st, step-th, 2*step-th, ..., depth-th titles

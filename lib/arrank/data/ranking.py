@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from arrank.workbook import paths
+from arrank.common import paths
 
 DATASETS = ("wordnet", "esci")
 COLUMNS = ["query", "prompt", "relevant", "n_relevant", "negative", "split"]
@@ -39,9 +39,9 @@ def esci_ranking_frame(queries: pd.DataFrame, n_eval: int) -> pd.DataFrame:
 
 
 def esci_build_params(profile: str) -> dict[str, Any]:
-    """Notebook 04's ESCI build parameters of ``profile`` (``arrank.workbook.params.PROFILES``)."""
+    """Notebook 04's ESCI build parameters of ``profile`` (``arrank.common.params.PROFILES``)."""
     from arrank.data import esci
-    from arrank.workbook.params import PROFILES
+    from arrank.common.params import PROFILES
 
     p = PROFILES["04_esci_data"][profile]
     data_dir = esci.FIXTURE_DIR if p["data_dir"] == "fixture" else paths.ROOT / p["data_dir"]

@@ -55,9 +55,9 @@ import numpy as np
 import pandas as pd
 
 from arrank.data import cache as dataset_cache
-from arrank.workbook import paths
+from arrank.common import paths
 from arrank.data.prompts import query_rng, template as prompt_template, wordnet_prompt
-from arrank.workbook.wordnet_setup import load_wordnet
+from arrank.common.wordnet_setup import load_wordnet
 
 ROOT_SYNSET = "entity.n.01"
 PATH_RULES = ("longest", "shortest", "union")
@@ -475,8 +475,8 @@ PAPER_QUERIES, PAPER_TOP1_ITEMS, PAPER_PER_DOCID_ITEMS = 82_114, 84_000, 700_000
 
 def dataset_findings(m: dict, p: dict) -> list[dict]:
     """Notebook 03's results.json metrics ``m`` (and its parameters ``p``) against section 5.1 and
-    Appendix B, in words: rows of ``arrank.workbook.display.finding``."""
-    from arrank.workbook.display import finding
+    Appendix B, in words: ``arrank.common.findings.Finding`` rows."""
+    from arrank.common.findings import finding
 
     whole = not p.get("subtree") and (p.get("min_relevant") or 1) == 1 and not p.get("max_queries")
     scale = (f"{m['n_queries']:,} queries, {m['n_items_top1']:,} top-1 and {m['n_items_per_docid']:,} per-docID items"

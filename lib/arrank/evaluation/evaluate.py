@@ -243,7 +243,7 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
     import json
 
     from arrank.training import models
-    from arrank.workbook import outputs
+    from arrank.common import outputs
     from arrank.data import ranking
 
     keys = ("dataset", "subtree", "min_relevant", "n_eval", "template", "seed", "profile")

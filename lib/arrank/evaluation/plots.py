@@ -1,6 +1,6 @@
 """Figures of the evaluation (notebook 06): per-rank mean scores, violation examples, R@k bars;
 each titled with the run and its scale (``scale_text``), in the workbook's display convention
-(``arrank.workbook.display``: R@k in percent)."""
+(``arrank.common.display``: R@k in percent)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from arrank.workbook import display
+from arrank.common import display
 
 ERROR_BARS = "error bars: ±1 standard error of the mean over the queries that have the rank"
 

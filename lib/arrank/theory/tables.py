@@ -137,8 +137,8 @@ def docid_rank_metrics(frame: pd.DataFrame) -> dict[str, int]:
 
 def capacity_findings(m: dict, k_top: int) -> list[dict]:
     """Notebook 01's results.json metrics ``m`` against section 3.1 (Proposition 3.1), in words:
-    rows of ``arrank.workbook.display.finding``; ``k_top`` is the largest k of the bound table."""
-    from arrank.workbook.display import finding
+    ``arrank.common.findings.Finding`` rows; ``k_top`` is the largest k of the bound table."""
+    from arrank.common.findings import finding
 
     exact, bound = m[f"exact_min_dimension_k{k_top}"], m[f"paper_bound_k{k_top}"]
     return [
@@ -158,8 +158,8 @@ def capacity_findings(m: dict, k_top: int) -> list[dict]:
 
 def rank_condition_findings(m: dict) -> list[dict]:
     """Notebook 02's results.json metrics ``m`` against section 3.2 (the rank(E') propositions and
-    the remark on real tokenizers), in words: rows of ``arrank.workbook.display.finding``."""
-    from arrank.workbook.display import finding
+    the remark on real tokenizers), in words: ``arrank.common.findings.Finding`` rows."""
+    from arrank.common.findings import finding
 
     rows = [
         finding("Arbitrary Permutations over Tokens: all |V|! orderings of the logits exactly when rank(E') = |V|",

@@ -92,11 +92,11 @@ FULL_FINETUNE_WARN = 20_000_000
 
 def resolve_model(model_name: str) -> str:
     """What transformers (or Unsloth) loads for a pretrained ``model_name``: a hub id, or a local
-    model folder. Names are those of ``arrank.workbook.named_models``: an alias gives its hub id;
+    model folder. Names are those of ``arrank.common.named_models``: an alias gives its hub id;
     a GGUF model (a known name, or a ``.gguf`` path) is converted once into a float32 model folder
     under ``data/cache/models/`` (:func:`convert_gguf`) and that folder is returned, so that every
     later load, a LoRA adapter's base model and Unsloth take the ordinary local-folder route."""
-    from arrank.workbook import named_models, paths
+    from arrank.common import named_models, paths
 
     kind = named_models.model_kind(model_name)
     if kind == "tiny":
@@ -171,7 +171,7 @@ def tiny_model_and_tokenizer(texts: list[str], vocab_size: int = 2000, hidden: i
 
     from transformers import AutoTokenizer, LlamaForCausalLM
 
-    from arrank.workbook import paths
+    from arrank.common import paths
     from arrank.data.cache import params_hash
     from arrank.training.tokenizer import train_bpe
 
@@ -204,7 +204,7 @@ def save_atomic(model, tokenizer, folder: Path) -> Path:
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        from arrank.workbook.outputs import umask_permissions
+        from arrank.common.outputs import umask_permissions
 
         umask_permissions(tmp).rename(folder)  # mkdtemp's 0700 would hide the model from other users
     finally:
@@ -216,12 +216,12 @@ def resolve_backend(backend: str) -> str:
     """``auto`` -> ``unsloth`` when CUDA and unsloth are importable and one process trains, else
     ``transformers``. ``unsloth`` without CUDA fails at once (Unsloth runs only on NVIDIA GPUs),
     and so does ``unsloth`` under several processes (torchrun: Unsloth trains on one GPU only;
-    ``arrank.workbook.processes``)."""
+    ``arrank.common.processes``)."""
     import importlib.util
 
     import torch
 
-    from arrank.workbook import processes
+    from arrank.common import processes
 
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r} is not allowed; choose one of {list(BACKENDS)}")
@@ -242,7 +242,7 @@ def resolve_backend(backend: str) -> str:
 
 def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit: bool = False):
     """A pretrained causal LM and its tokenizer through the backend: a hub id, a local folder, or
-    a name of ``arrank.workbook.named_models`` (:func:`resolve_model`), the same route for each.
+    a name of ``arrank.common.named_models`` (:func:`resolve_model`), the same route for each.
 
     Unsloth: ``FastLanguageModel.from_pretrained`` with ``load_in_4bit`` (False = 16-bit LoRA,
     which needs no bitsandbytes) and ``use_exact_model_name`` for a local folder; logits are

@@ -23,36 +23,26 @@ the same for every variant (lambda scheme, trie or one-hot), so their losses are
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import torch
 
-SCHEMES = ("indicator", "fractional", "stepwise")
+from arrank.training import schemes
 
 
-def item_weight(scheme: str, r: int, n_q: int, alpha: float | None = None) -> float:
-    """lambda(r) of section 4.1 for the docID of rank r (1 = most relevant) of a query with n_q docIDs.
 
-    - ``"indicator"``: 1 if r == 1 else 0 (the next-token-prediction top-1 baseline, I_{r=1});
-    - ``"fractional"``: 1 / r**alpha (alpha >= 0 required);
-    - ``"stepwise"``: (n_q - r + 1) / n_q.
-    """
-    if scheme not in SCHEMES:
-        raise ValueError(f"unknown item-weight scheme {scheme!r}; allowed: {', '.join(SCHEMES)}")
+def item_weight(scheme: str, r: int, n_q: int, alpha: float | None = None, **params: float) -> float:
+    """lambda(r) of section 4.1 for the docID of rank r (1 = most relevant) of a query with n_q
+    docIDs, from the registered scheme (``arrank.training.schemes``): ``"indicator"`` 1 if r == 1
+    else 0 (the NTP baseline, I_{r=1}); ``"fractional"`` 1 / r**alpha (alpha >= 0 required);
+    ``"stepwise"`` (n_q - r + 1) / n_q. A scheme's other parameters come by name in ``params``."""
+    found = schemes.scheme(scheme)
     if isinstance(n_q, bool) or not isinstance(n_q, int) or n_q < 1:
         raise ValueError(f"n_q={n_q!r} must be a positive integer (docIDs of the query)")
     if isinstance(r, bool) or not isinstance(r, int) or not 1 <= r <= n_q:
         raise ValueError(f"rank r={r!r} must be an integer in [1, n_q={n_q}]")
-    if scheme == "indicator":
-        return 1.0 if r == 1 else 0.0
-    if scheme == "stepwise":
-        return (n_q - r + 1) / n_q
-    if alpha is None:
-        raise ValueError("the fractional scheme lambda(r) = 1/r**alpha needs alpha (a number >= 0)")
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or math.isnan(alpha) or alpha < 0:
-        raise ValueError(f"alpha={alpha!r} must be a number >= 0 for lambda(r) = 1/r**alpha")
-    return 1.0 / r ** alpha
+    given = {"alpha": alpha, **params}
+    return float(found.weight(r, n_q, **{p: given.get(p) for p in found.params}))
 
 
 def pad_sparse_targets(targets: Sequence[Sequence[Sequence[tuple[int, float]]]], starts: Sequence[int],

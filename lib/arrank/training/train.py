@@ -45,7 +45,7 @@ exact where N times that equals ``packed_batch_size(N * B)``. Process 0 writes t
 parameters and removes the checkpoints at the end; every process resumes from the same folder.
 
 Resuming (docs/reliability.md): ``resume_point`` refuses checkpoints made with other parameters
-(``arrank.workbook.outputs.check_resume``), and the weighted sampler draws each epoch's items from a
+(``arrank.common.outputs.check_resume``), and the weighted sampler draws each epoch's items from a
 generator seeded by (seed, epoch) only (``epoch_weighted_sampler``), so a run interrupted after a
 checkpoint and resumed trains exactly the run it replaces: same items in the same order, same
 losses, same weights.
@@ -68,8 +68,8 @@ from arrank.training.packing import (collate_packed, model_mask, pack_items, res
                             sequence_weights)
 from arrank.training.stoical import item_weight, pad_sparse_targets, stoical_loss, supervised_count
 from arrank.training.trie import one_hot_targets, query_sparse_targets
-from arrank.workbook import processes
-from arrank.workbook.outputs import check_resume, record_resume_params
+from arrank.common import processes
+from arrank.common.outputs import check_resume, record_resume_params
 
 TARGETS = ("onehot", "trie")
 SAMPLINGS = ("uniform", "weighted")
@@ -390,7 +390,7 @@ def curves_figure(log: pd.DataFrame, title: str):
     scientific notation, e.g. 2.0e-03)."""
     import plotly.graph_objects as go
 
-    from arrank.workbook.display import scientific_axis, style
+    from arrank.common.display import scientific_axis, style
 
     fig = go.Figure()
     fig.add_scatter(x=log["step"], y=log["loss"], name="STOICaL loss")

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arrank.workbook import paths
+from arrank.common import paths
 
 SETTINGS_FILE = "arrank-workbook.json"
 LAB_SETTINGS: dict[str, Any] = {

@@ -3,7 +3,7 @@ default (per profile where the profile fills it), what is allowed and what it me
 
 Everything comes from what the runner itself uses: the defaults and the one-line meanings from
 the notebook's ``parameters`` cell (the comment on each line), the allowed values from the spec
-the runner validates with (``arrank.workbook.params.spec_for``), the per-profile values from
+the runner validates with (``arrank.common.params.spec_for``), the per-profile values from
 ``params.PROFILES``.
 """
 
@@ -13,7 +13,7 @@ import io
 import tokenize
 from typing import Any
 
-from arrank.workbook import params
+from arrank.common import params
 
 
 def parameter_comments(cell_source: str) -> dict[str, str]:

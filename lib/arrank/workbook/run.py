@@ -2,7 +2,7 @@
 
 What it does (docs/design.md, "Contracts" and "Known pitfalls"):
 1. reads ``notebooks/<stem>.py`` (the jupytext source) and its ``parameters`` cell;
-2. refuses unknown parameter names and bad values before any kernel starts (``arrank.workbook.params``);
+2. refuses unknown parameter names and bad values before any kernel starts (``arrank.common.params``);
 3. refuses a run directory ``outputs/<stem>/<run_name>/`` that exists: runs are never overwritten;
 4. executes the notebook with papermill in the project's Python kernel, from the repository root,
    staging everything in a hidden ``.<run_name>.partial-<pid>`` folder that is renamed to the run
@@ -12,7 +12,7 @@ What it does (docs/design.md, "Contracts" and "Known pitfalls"):
 5. one process per run name (``outputs.claim_run``), and a resume only with the parameters the
    checkpoints were made with (``outputs.check_resume``). Every case and what it gives:
    docs/reliability.md.
-6. under ``torchrun --nproc_per_node N`` (05_train only: ``arrank.workbook.processes``) every
+6. under ``torchrun --nproc_per_node N`` (05_train only: ``arrank.common.processes``) every
    process runs the notebook, and the Trainer in their kernels trains together (DDP). Process 0
    does all of the above; process k > 0 claims nothing and writes no run: it stages in
    ``.<run_name>.rank<k>-<pid>`` beside process 0's staging folder (so both find the same
@@ -32,12 +32,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from arrank.workbook import paths, processes
-from arrank.workbook.outputs import (RUN_DIR_ENV, OutputsNotWritableError, RunExistsError, check_resume,
+from arrank.common import paths, processes
+from arrank.common.outputs import (RUN_DIR_ENV, OutputsNotWritableError, RunExistsError, check_resume,
                                      checkpoints_dir, claim_run, failed_path, release_run, resolve_run_name,
                                      run_path, tidy_abandoned, tidy_partials)
 from arrank.workbook.param_help import describe_parameters
-from arrank.workbook.params import ParamError, resolve_profile, validate
+from arrank.common.params import ParamError, resolve_profile, validate
 
 KERNEL = "python3"  # the kernel of the interpreter that runs this module (the project's venv)
 

@@ -5,7 +5,7 @@
 A sweep file (YAML) names the notebook, the parameters every point shares, and the grid::
 
     notebook: 05_train            # the notebook each point runs
-    paper: table1                 # optional: the paper table it regenerates (arrank.workbook.report.PAPER)
+    paper: table1                 # optional: the paper table it regenerates (arrank.results.paper.PAPER)
     description: ...              # optional, one line
     fixed: {profile: quick, steps: 600}
     grid:                         # a mapping name -> list of values (their Cartesian product),
@@ -57,10 +57,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
-from arrank.workbook import paths, sweep_jobs
-from arrank.workbook.outputs import (OutputsNotWritableError, RunExistsError, checkpoints_dir, resume_diff, run_path,
+from arrank.common import paths
+from arrank.workbook import sweep_jobs
+from arrank.common.outputs import (OutputsNotWritableError, RunExistsError, checkpoints_dir, resume_diff, run_path,
                                      writable_folder, write_json_atomic)
-from arrank.workbook.params import ParamError, spec_for
+from arrank.common.params import ParamError, spec_for
 from arrank.workbook.run import (RunFailedError, error_lines, find_notebook, interrupt_on_sigterm, prepare,
                                  run_notebook)
 

@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
-from arrank.workbook.outputs import write_json_atomic
+from arrank.common.outputs import write_json_atomic
 
 EXECUTORS = ("subprocess", "local", "slurm")
 RESOURCES = {"partition": str, "gpus_per_node": int, "timeout_min": int, "mem_gb": int, "cpus_per_task": int}

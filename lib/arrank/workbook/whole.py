@@ -24,9 +24,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from arrank.workbook import paths
-from arrank.workbook.outputs import OutputsNotWritableError, RunExistsError, run_path
-from arrank.workbook.params import ParamError
+from arrank.common import paths
+from arrank.common.findings import note
+from arrank.common.outputs import OutputsNotWritableError, RunExistsError, run_path
+from arrank.common.params import ParamError
 from arrank.workbook.run import RunFailedError, run_notebook
 
 WORKBOOK_SWEEP = "sweeps/table1_wordnet_workbook.yaml"
@@ -119,33 +120,32 @@ def summary(rows: list[dict]) -> str:
 
 def table1_summary() -> str:
     """The workbook sweep's table (percent) as Markdown, or a line saying why there is none."""
+    from arrank.results import tables
     from arrank.workbook import report
 
     try:
         frame = report.collect(_sweep())
-        return report.markdown(report.results_table(frame))
+        return tables.markdown(tables.results_table(frame))
     except Exception as err:  # the summary must never hide the stage table above it
         return f"(no Table 1 summary: {type(err).__name__}: {err})"
 
 
 def findings_summary(run_name: str = "workbook") -> str:
     """The CPU-scale reproduction checks: Table 1's findings on the workbook sweep
-    (``report.table1_findings``) and Figure 3's on notebook 07's run, as Markdown."""
+    (``results.table1``) and Figure 3's on notebook 07's run (``results.figure3``), as Markdown."""
+    from arrank.common.findings import findings_markdown
+    from arrank.results.figure3 import findings_rows
+    from arrank.results.table1 import table1_findings
     from arrank.workbook import report
 
-    lines = ["| finding | holds | numbers |", "|---|---|---|"]
     try:
-        for _, row in report.table1_findings(report.collect(_sweep())).iterrows():
-            lines.append(f"| {row['check']} | {row['holds']} | {row['numbers']} |")
+        found = table1_findings(report.collect(_sweep()))
     except Exception as err:  # never hide the stage table above it
-        lines.append(f"| Table 1 findings | n/a | {type(err).__name__}: {err} |")
+        found = [note(f"Table 1 findings: not available ({type(err).__name__}: {err})")]
     results = run_path("07_de_ce_baselines", run_name) / "results.json"
     if results.exists():
-        from arrank.baselines.figure3 import findings_rows
-
-        for row in findings_rows(json.loads(results.read_text())["metrics"]):
-            lines.append(f"| {row['paper']} | {row['holds']} | {row['numbers']} |")
-    return "\n".join(lines)
+        found += findings_rows(json.loads(results.read_text())["metrics"])
+    return findings_markdown(found)
 
 
 def main(argv: list[str] | None = None) -> int:

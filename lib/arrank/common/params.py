@@ -139,8 +139,8 @@ COMMON: dict[str, Validator] = {
 
 def model_name(name: str, value: Any) -> Any:
     """Validator: ``None`` (the profile's model), or a name, hub id, local folder or .gguf file
-    that ``arrank.workbook.named_models.model_kind`` accepts."""
-    from arrank.workbook.named_models import model_kind
+    that ``arrank.common.named_models.model_kind`` accepts."""
+    from arrank.common.named_models import model_kind
 
     if value is None:
         return None
@@ -157,7 +157,7 @@ def optional_model_name(name: str, value: Any) -> Any:
 
 
 def _model_names_text() -> str:
-    from arrank.workbook.named_models import known_names
+    from arrank.common.named_models import known_names
 
     return f"a named model ({', '.join(known_names())}), a hub id (owner/name), a local model folder or a .gguf file"
 
@@ -338,7 +338,7 @@ PROFILES["07_de_ce_baselines"] = {  # quick: the 05 quick data (animal.n.01), pa
     "paper": {"subtree": "", "min_relevant": 1, "n_eval": 5000, "de_steps": 50_000, "ce_steps": 20_000},
 }
 
-# 08_results reads the runs of one sweep (arrank.workbook.sweep) and prints the paper's table (arrank.workbook.report).
+# 08_results reads the runs of one sweep (arrank.workbook.sweep) and prints the paper's table (arrank.results.tables).
 SPECS["08_results"] = {
     "sweep": text(r".+\.ya?ml", "the path of a sweep file (.yaml), e.g. 'sweeps/table1_wordnet_quick.yaml'",
                   optional=True),

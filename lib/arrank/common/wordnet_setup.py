@@ -8,7 +8,7 @@ Order of preference (``ensure_wordnet``):
 3. running as root with apt: ``apt-get install`` those two packages, then step 2;
 4. otherwise a ``WordNetMissingError`` that says exactly how to get it.
 
-Command line: ``python -m arrank.workbook.wordnet_setup`` (used by ``make test`` and ``make workbook``).
+Command line: ``python -m arrank.common.wordnet_setup`` (used by ``make test`` and ``make workbook``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from arrank.workbook.paths import NLTK_DATA
+from arrank.common.paths import NLTK_DATA
 
 DEBIAN_WORDNET = Path("/usr/share/wordnet")
 DEBIAN_LEXNAMES_MAN = Path("/usr/share/man/man5/lexnames.5WN.gz")
@@ -39,7 +39,7 @@ class WordNetMissingError(RuntimeError):
 HOW_TO = (
     "WordNet 3.0 is not available to NLTK. Install it one of these ways, then re-run:\n"
     "  * as root: apt-get update && apt-get install wordnet-base wordnet-sense-index\n"
-    "    (then `python -m arrank.workbook.wordnet_setup` copies it into data/nltk_data), or\n"
+    "    (then `python -m arrank.common.wordnet_setup` copies it into data/nltk_data), or\n"
     "  * python -c \"import nltk; nltk.download('wordnet')\" where NLTK's server is reachable."
 )
 
@@ -127,7 +127,7 @@ def install_from_debian(source: Path = DEBIAN_WORDNET, manpage: Path = DEBIAN_LE
     (tmp / "lexnames").write_text("\n".join(lexnames_from_manpage(_read_manpage(manpage))) + "\n")
     if dest.exists():
         shutil.rmtree(dest)
-    from arrank.workbook.outputs import umask_permissions
+    from arrank.common.outputs import umask_permissions
 
     umask_permissions(tmp).rename(dest)  # mkdtemp's 0700 would hide WordNet from other users
     return dest
@@ -181,7 +181,7 @@ def load_wordnet():
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line entry point: ``python -m arrank.workbook.wordnet_setup [--no-apt]``."""
+    """Command line entry point: ``python -m arrank.common.wordnet_setup [--no-apt]``."""
     argv = sys.argv[1:] if argv is None else argv
     try:
         ensure_wordnet(allow_apt="--no-apt" not in argv)

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from arrank.workbook import display
+from arrank.common import display
 
 
 def test_percent_table_shows_metrics_in_percent_and_keeps_the_rest():

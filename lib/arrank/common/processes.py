@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from arrank.workbook.params import ParamError
+from arrank.common.params import ParamError
 
 MULTI_PROCESS_NOTEBOOKS = ("05_train",)
 

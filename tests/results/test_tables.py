@@ -8,7 +8,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from arrank.workbook import outputs, paths, report, sweep
+from arrank.common import outputs, paths
+from arrank.common.findings import findings_frame
+from arrank.results import paper, table1, tables
+from arrank.training import schemes
+from arrank.workbook import report, sweep
 
 
 def make_sweep(tmp_path, grid, fixed="{profile: quick, steps: 5}", paper="table1", name="rep"):
@@ -41,24 +45,24 @@ def test_three_results_make_the_expected_table(tmp_path, outputs_root):
     frame = report.collect(s)
     assert list(frame["state"]) == ["done", "done", "missing", "done"]
     assert list(frame["label"]) == ["NTP", "Fractional α=2", "Stepwise", "Trie β=2"]
-    table = report.results_table(frame)
+    table = tables.results_table(frame)
     assert list(table.columns) == ["variant", "source", "runs", "cvr", "ndcg", "recall@1", "recall@2", "recall@3"]
     assert list(table["variant"]) == ["NTP", "Fractional α=2", "Trie β=2"]  # the missing point has no row
     assert table.loc[1, ["cvr", "ndcg", "recall@1", "recall@2", "recall@3"]].tolist() == [5.0, 95.0, 70.0, 80.0, 85.0]
     assert math.isnan(table.loc[2, "recall@3"]) and table["runs"].tolist() == [1, 1, 1]
-    assert report.best_variants(table) == {"cvr": ["Fractional α=2"], "ndcg": ["Fractional α=2", "Trie β=2"],
+    assert tables.best_variants(table) == {"cvr": ["Fractional α=2"], "ndcg": ["Fractional α=2", "Trie β=2"],
                                            "recall@1": ["NTP"], "recall@2": ["Fractional α=2"],
                                            "recall@3": ["Fractional α=2"]}
-    assert report.markdown(table).splitlines() == [
+    assert tables.markdown(table).splitlines() == [
         "| variant | CVR % (↓) | nDCG (↑) | R@1 (↑) | R@2 (↑) | R@3 (↑) |",
         "|---|---|---|---|---|---|",
         "| NTP | 50.00 | 90.00 | **90.00** | 60.00 | 55.00 |",
         "| Fractional α=2 | **5.00** | **95.00** | 70.00 | **80.00** | **85.00** |",
         "| Trie β=2 | 25.00 | **95.00** | 85.00 | 65.00 | – |"]
-    csv, md = report.write_tables(table, tmp_path)
+    csv, md = tables.write_tables(table, tmp_path)
     again = pd.read_csv(csv)
     assert again["variant"].tolist() == ["NTP", "Fractional α=2", "Trie β=2"] and again["cvr"].tolist() == [50, 5, 25]
-    assert md.read_text() == report.markdown(table)
+    assert md.read_text() == tables.markdown(table)
 
 
 def test_paper_rows_follow_their_variant_for_the_paper_profile(tmp_path, outputs_root):
@@ -67,11 +71,11 @@ def test_paper_rows_follow_their_variant_for_the_paper_profile(tmp_path, outputs
     finish(s, s.points[1], FRAC, outputs_root)
     frame = report.collect(s)
     assert report.paper_reference(s, frame) == "table1" and report.paper_reference(s, frame, "no") is None
-    table = report.results_table(frame, "table1")
+    table = tables.results_table(frame, "table1")
     assert list(zip(table["variant"], table["source"])) == [
         ("NTP", "this run"), ("NTP", "paper"), ("Fractional α=2", "this run"), ("Fractional α=2", "paper")]
     assert table.loc[1, ["cvr", "ndcg", "recall@1", "recall@2", "recall@3"]].tolist() == [27.66, 94.89, 99.96, 62.43, 55.3]
-    lines = report.markdown(table).splitlines()
+    lines = tables.markdown(table).splitlines()
     assert lines[0].startswith("| variant | source | CVR % (↓)")
     assert lines[3] == "| NTP | paper | 27.66 | 94.89 | **99.96** | 62.43 | 55.30 |"  # best among the paper's rows
     quick = make_sweep(tmp_path, GRID, name="q")
@@ -88,11 +92,11 @@ def test_seeds_are_averaged_with_their_spread(tmp_path, outputs_root):
     s = make_sweep(tmp_path, "{scheme: [indicator, stepwise], seed: [0, 1]}")
     for point, cvr in zip(s.points, [0.4, 0.6, 0.1, 0.1]):
         finish(s, point, {"cvr": cvr, "ndcg": 0.9}, outputs_root)
-    table = report.results_table(report.collect(s))
+    table = tables.results_table(report.collect(s))
     assert table["variant"].tolist() == ["NTP", "Stepwise"] and table["runs"].tolist() == [2, 2]
     assert table["cvr"].tolist() == [50.0, 10.0]
     assert table["cvr sd"].round(4).tolist() == [round(100 * 0.2 / math.sqrt(2), 4), 0.0]
-    assert report.markdown(table).splitlines()[2:] == ["| NTP | 2 | 50.00 ± 14.14 | **90.00 ± 0.00** |",
+    assert tables.markdown(table).splitlines()[2:] == ["| NTP | 2 | 50.00 ± 14.14 | **90.00 ± 0.00** |",
                                                       "| Stepwise | 2 | **10.00 ± 0.00** | **90.00 ± 0.00** |"]
 
 
@@ -103,19 +107,19 @@ def test_the_random_floor_row_comes_from_a_finished_run(tmp_path, outputs_root):
     frame = report.collect(s)
     floor = report.random_floor(s, frame)
     assert floor == {"cvr": 0.87, "ndcg": 0.86, "recall@1": 0.13, "recall@2": 0.27, "recall@3": 0.4}
-    table = report.results_table(frame, floor=floor)
+    table = tables.results_table(frame, floor=floor)
     assert table.iloc[-1]["variant"] == "Random scores" and table.iloc[-1]["cvr"] == 87.0
-    assert report.best_variants(table) == {}  # one row of this run: nothing to compare
+    assert tables.best_variants(table) == {}  # one row of this run: nothing to compare
 
 
 def test_no_finished_point_is_a_clear_error(tmp_path, outputs_root):
     s = make_sweep(tmp_path, GRID)
     with pytest.raises(ValueError, match="no finished points in this sweep: run it first"):
-        report.results_table(report.collect(s))
+        tables.results_table(report.collect(s))
 
 
 def test_labels_are_the_papers_names():
-    label = report.loss_label
+    label = schemes.loss_label
     assert label({"scheme": "indicator", "targets": "onehot", "alpha": 2.0, "beta": 2.0}) == "NTP"
     assert label({"scheme": "fractional", "targets": "onehot", "alpha": 3.0}) == "Fractional α=3"
     assert label({"scheme": "fractional", "targets": "onehot", "alpha": 0.5}) == "Fractional α=0.5"
@@ -125,10 +129,10 @@ def test_labels_are_the_papers_names():
         "Combined α=2, β=25"
     assert label({"scheme": "fractional", "targets": "trie", "alpha": 2.0, "beta": 1.0, "combined": False}) == \
         "Fractional α=2 + trie β=1"
-    assert report.variant_label("05_train", {"scheme": "indicator", "targets": "onehot", "steps": 600, "seed": 1},
+    assert tables.variant_label("05_train", {"scheme": "indicator", "targets": "onehot", "steps": 600, "seed": 1},
                                 ["scheme", "steps", "seed"]) == "NTP (steps=600)"
-    assert report.variant_label("07_x", {"model": "de", "n": 8}, ["model", "n"]) == "model=de, n=8"
-    assert report.variant_label("07_de_ce_baselines", {"model": "ce", "n": 32, "alpha": 0.0}, ["model", "n", "alpha"]) \
+    assert tables.variant_label("07_x", {"model": "de", "n": 8}, ["model", "n"]) == "model=de, n=8"
+    assert tables.variant_label("07_de_ce_baselines", {"model": "ce", "n": 32, "alpha": 0.0}, ["model", "n", "alpha"]) \
         == "CE n=32, α=0"
 
 
@@ -141,8 +145,8 @@ def test_the_paper_sweeps_cover_the_papers_rows(name, key):
         if "dataset" in str(err):
             pytest.skip("05_train has no 'dataset' parameter yet (the ESCI route of Table 2 is being added)")
         raise
-    labels = [report.variant_label(s.notebook, p.resolved, s.grid_keys) for p in s.points]
-    assert labels == list(report.PAPER[key]["rows"])
+    labels = [tables.variant_label(s.notebook, p.resolved, s.grid_keys) for p in s.points]
+    assert labels == list(paper.PAPER[key]["rows"])
 
 
 def _tex_rows(tex, label):
@@ -158,7 +162,7 @@ def _tex_rows(tex, label):
 
 
 def test_the_papers_numbers_match_the_tex():
-    """report.PAPER holds Tables 1-3 as the paper's LaTeX source has them (arXiv 2601.05588, the
+    """paper.PAPER holds Tables 1-3 as the paper's LaTeX source has them (arXiv 2601.05588, the
     source is on arXiv): set ARRANK_PAPER_TEX to the path of its main .tex file to check."""
     tex_path = Path(os.environ.get("ARRANK_PAPER_TEX", ""))
     if not os.environ.get("ARRANK_PAPER_TEX") or not tex_path.is_file():
@@ -166,7 +170,7 @@ def test_the_papers_numbers_match_the_tex():
     tex = tex_path.read_text()
     for key, label in [("table1", "tab:wordnet-results"), ("table2", "tab:esci-results"),
                        ("table3", "tab:wordnet-combined-loss-from-checkpoint")]:
-        assert _tex_rows(tex, label) == list(report.PAPER[key]["rows"].values()), key
+        assert _tex_rows(tex, label) == list(paper.PAPER[key]["rows"].values()), key
 
 
 def test_parameter_curves_draw_one_line_per_family(tmp_path, outputs_root):
@@ -174,7 +178,7 @@ def test_parameter_curves_draw_one_line_per_family(tmp_path, outputs_root):
                              "{targets: [trie], beta: [1, 2]}]")
     for i, point in enumerate(s.points):
         finish(s, point, {"cvr": 0.1 * i, "ndcg": 0.9, "recall@1": 0.5}, outputs_root)
-    fig = report.parameter_curves(report.collect(s), s.notebook)
+    fig = tables.parameter_curves(report.collect(s), s.notebook)
     lines = {(t.name, t.xaxis): (list(t.x), [round(y, 6) for y in t.y]) for t in fig.data}
     assert lines[("Fractional α", "x")] == ([1.0, 2.0, 3.0], [10.0, 20.0, 30.0])  # CVR % against α
     assert lines[("Trie β", "x2")] == ([1.0, 2.0], [40.0, 50.0])  # against β
@@ -182,18 +186,18 @@ def test_parameter_curves_draw_one_line_per_family(tmp_path, outputs_root):
     single = make_sweep(tmp_path, "{scheme: [indicator, stepwise]}", name="single")
     for point in single.points:
         finish(single, point, {"cvr": 0.1, "ndcg": 0.9}, outputs_root)
-    assert report.parameter_curves(report.collect(single), single.notebook) is None
-    curves = report.recall_curves(report.results_table(report.collect(s)))
+    assert tables.parameter_curves(report.collect(single), single.notebook) is None
+    curves = tables.recall_curves(tables.results_table(report.collect(s)))
     assert [t.name for t in curves.data][:2] == ["NTP", "Fractional α=1"] and list(curves.data[0].x) == [1]
     assert curves.layout.yaxis.title.text == "R@k (%)" and list(curves.data[1].y) == [50.0]
 
 
 def test_variants_keep_parameter_order_and_ordered_colours():
     variants = ["NTP", "Fractional α=3", "Fractional α=1", "Trie β=2", "Fractional α=2", "Trie β=1", "Stepwise"]
-    assert report.legend_order(variants) == ["NTP", "Fractional α=1", "Fractional α=2", "Fractional α=3",
+    assert tables.legend_order(variants) == ["NTP", "Fractional α=1", "Fractional α=2", "Fractional α=3",
                                              "Trie β=1", "Trie β=2", "Stepwise"]
-    assert report.variant_family("Combined α=2, β=5") == ("Combined α=2, β", 5.0)
-    colors = report.variant_colors(variants)
+    assert tables.variant_family("Combined α=2, β=5") == ("Combined α=2, β", 5.0)
+    colors = tables.variant_colors(variants)
     from plotly.colors import unlabel_rgb
 
     blue = [unlabel_rgb(colors[f"Fractional α={a}"]) for a in (1, 2, 3)]
@@ -211,7 +215,7 @@ def test_figure3_points_get_baseline_labels_and_curves(outputs_root):
     frame = report.collect(s)
     assert list(frame["label"][:6]) == ["DE n=4, α=5", "DE n=8, α=5", "DE n=16, α=5", "DE n=32, α=5",
                                         "CE n=32, α=5", "DE n=8, α=0"]
-    fig = report.parameter_curves(frame, s.notebook)
+    fig = tables.parameter_curves(frame, s.notebook)
     lines = {(t.name, t.xaxis): list(t.x) for t in fig.data if t.yaxis in ("y", "y2")}
     assert lines[("DE n, α=5", "x")] == [4, 8, 16, 32]
     assert lines[("DE n=8, α", "x2")] == [0, 1, 2, 3, 4, 5] and lines[("CE n=32, α", "x2")] == [0, 1, 2, 3, 4, 5]
@@ -226,17 +230,20 @@ def _finding_frame(ntp_cvr: float, frac_cvr: float) -> pd.DataFrame:
                          row("Trie β=2", "indicator", None, "trie", 0.5, [0.85, 0.75, 0.75, 0.75, 0.75])])
 
 
+def _holds(found):
+    return [f.holds for f in found]
+
+
 def test_table1_findings_hold_and_fail_on_the_numbers():
-    found = report.table1_findings(_finding_frame(0.9, 0.3)).set_index("check")
-    good = found["holds"]
-    assert list(good) == [True, True, True, True]
+    found = findings_frame(table1.table1_findings(_finding_frame(0.9, 0.3))).set_index("claim")
+    assert list(found["verdict"]) == ["holds"] * 4
     assert found["numbers"].tolist() == ["CVR (%): NTP 90.0; Fractional α=2 30.0, Trie β=2 50.0",
                                          "R@1 (%): NTP 90.0, best 90.0",
                                          "mean R@2..R@5 (%): fractional α=2 80.0, NTP 70.0",
                                          "CVR (%): NTP 90.0; Trie β=2 50.0"]
-    bad = report.table1_findings(_finding_frame(0.9, 0.6)).set_index("check")["holds"]  # 0.6 > 0.9 / 2
+    bad = _holds(table1.table1_findings(_finding_frame(0.9, 0.6)))  # 0.6 > 0.9 / 2
     assert list(bad) == [False, True, True, True]
-    assert report.table1_findings(_finding_frame(0.4, 0.3))["holds"].tolist()[0] is False  # trie 0.5 above NTP
+    assert _holds(table1.table1_findings(_finding_frame(0.4, 0.3)))[0] is False  # trie 0.5 above NTP
 
 
 def test_a_zero_shot_row_is_no_loss_variant_and_is_checked_against_the_fine_tuned_ones():
@@ -244,9 +251,9 @@ def test_a_zero_shot_row_is_no_loss_variant_and_is_checked_against_the_fine_tune
     zero = {"state": "done", "label": "Zero-shot", "scheme": "indicator", "alpha": None, "targets": "onehot",
             "combined": False, "steps": 0, "cvr": 0.99, "ndcg": 0.90, "recall@1": 0.95, "recall@2": 0.1,
             "recall@3": 0.1, "recall@4": 0.1, "recall@5": 0.1}
-    holds = report.table1_findings(pd.concat([frame, pd.DataFrame([zero])])).set_index("check")["holds"]
+    holds = pd.Series({f.claim: f.holds for f in table1.table1_findings(pd.concat([frame, pd.DataFrame([zero])]))})
     assert list(holds)[:4] == [True, True, True, True]  # zero-shot's CVR 0.99 and R@1 0.95 not taken as NTP's
     assert holds["every fine-tuned variant beats the zero-shot model (nDCG and mean R@1..R@5)"]
     worse = pd.concat([frame, pd.DataFrame([{**zero, "ndcg": 0.99}])])
-    assert not report.table1_findings(worse)["holds"].iloc[-1]
-    assert report.loss_label({"steps": 0, "scheme": "fractional", "alpha": 2}) == "Zero-shot"
+    assert not _holds(table1.table1_findings(worse))[-1]
+    assert schemes.loss_label({"steps": 0, "scheme": "fractional", "alpha": 2}) == "Zero-shot"

@@ -36,8 +36,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator
 
-from arrank.workbook import paths, processes
-from arrank.workbook.params import ParamError
+from arrank.common import paths, processes
+from arrank.common.params import ParamError
 
 RUN_DIR_ENV = "ARRANK_RUN_DIR"
 RESUME_PARAMS = "params.json"  # the resolved parameters of the run that made the checkpoints

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from arrank.workbook import outputs
+from arrank.common import outputs
 
 
 def test_start_run_creates_then_refuses_existing(outputs_root):
@@ -118,7 +118,7 @@ def test_figures_share_one_chromium_and_each_png_is_its_own(tmp_path):
 
 def test_one_of_several_processes_outside_the_runner_is_refused(outputs_root, monkeypatch):
     """Under torchrun, only the runner decides which process writes the run (issue 17)."""
-    from arrank.workbook.params import ParamError
+    from arrank.common.params import ParamError
 
     monkeypatch.setenv("WORLD_SIZE", "2")
     with pytest.raises(ParamError, match=r"05_train is one of 2 processes \(WORLD_SIZE\) but not under the runner.*"

@@ -141,32 +141,6 @@ def percent_values(m: Mapping[str, Any], keys: Iterable[str]) -> list[Any]:
     return [percent(m.get(k)) for k in keys]
 
 
-VERDICTS = {True: "holds here", False: "does **not** hold here", None: "cannot be checked here"}
-NOTE = "note"
-
-
-def finding(paper: str, holds: bool | None, numbers: str) -> dict[str, Any]:
-    """One row of a "what to look for" cell: the paper's finding (or the fact checked), whether
-    this run agrees (None: it lacks what the check needs) and the numbers compared."""
-    return {"paper": paper, "holds": None if holds is None else bool(holds), "numbers": numbers}
-
-
-def note(text: str) -> dict[str, Any]:
-    """A row of a "what to look for" cell that states numbers and checks nothing."""
-    return {"paper": text, "holds": NOTE, "numbers": ""}
-
-
-def findings_markdown(rows: Iterable[Mapping[str, Any]], intro: str = "") -> str:
-    """The rows of ``finding`` and ``note`` as a Markdown list: ``- <finding>: holds here (numbers)``."""
-    lines = [intro] if intro else []
-    for row in rows:
-        if row["holds"] == NOTE:
-            lines.append(f"- {row['paper']}")
-        else:
-            lines.append(f"- {row['paper']}: {VERDICTS[row['holds']]} ({row['numbers']})")
-    return "\n".join(lines) + "\n"
-
-
 def log_axis(fig, values: Iterable[float], axis: str = "yaxis") -> Any:
     """``axis`` on a log scale with labelled ticks at 1, 2, 5 x 10^k over the range of ``values``
     (plotly's default labels the minor ticks with bare digits, ``2 3 ... 9``, which read as the

@@ -2,8 +2,8 @@ import math
 
 import pytest
 
-from arrank.workbook import params
-from arrank.workbook.params import ParamError
+from arrank.common import params
+from arrank.common.params import ParamError
 
 
 def test_integer_refuses_bool_float_and_out_of_range():
