@@ -46,8 +46,8 @@ import torch
 from arrank.training import models, packing, stoical, train
 from arrank.data import wordnet as W
 
-MAX_LENGTH = train.HYPERPARAMETERS["quick"]["max_length"]  # the quick profile's, as training packs
-PRETRAINED_MAX_LENGTH = train.HYPERPARAMETERS["pretrained"]["max_length"]
+MAX_LENGTH = train.profile_hyperparameters("quick")["max_length"]  # the quick profile's, as training packs
+PRETRAINED_MAX_LENGTH = train.profile_hyperparameters("pretrained")["max_length"]
 
 
 def max_length(a: argparse.Namespace) -> int:

@@ -71,6 +71,12 @@ lr = None  # learning rate; None: 2e-3 quick, 5e-4 pretrained (AdamW), 1e-5 pape
 batch_size = None  # items per device step; None: 64 quick, 4 pretrained, 8 paper
 grad_accum = None  # gradient accumulation; None: 1 quick, 8 paper (global batch 64)
 max_length = None  # longest prompt + docID in tokens; None: 256 quick, 384 pretrained, 1024 paper
+optimizer = None  # adamw or adafactor (Appendix B: beta1 0.9, no relative step); None: adamw quick and pretrained, adafactor paper
+warmup_steps = None  # linear warm-up steps before the cosine decay; None: 100 quick, 10 pretrained, 50 paper
+weight_decay = None  # decoupled weight decay; None: 0.01 quick, 0 pretrained and paper
+max_grad_norm = None  # gradient clipping norm; None: 1.0
+logging_steps = None  # log the loss every this many steps (at most a tenth of the steps); None: 50 quick, 10 pretrained, 50 paper
+save_steps = None  # save a checkpoint every this many steps; None: 300 quick, 50 pretrained, 500 paper
 lora_r = None  # LoRA rank, 0 for full fine-tuning; None: 0 quick, 16 pretrained and paper
 lora_alpha = 32  # LoRA scaling
 lora_dropout = 0.0  # LoRA dropout
@@ -98,8 +104,7 @@ from arrank.data import ranking
 P = params.check_params("05_train", globals())
 run_dir = outputs.start_run("05_train", P)
 timings: dict[str, float] = {}
-hyper = train.hyperparameters(P["profile"], steps=P["steps"], lr=P["lr"], batch_size=P["batch_size"],
-                              grad_accum=P["grad_accum"], max_length=P["max_length"])
+hyper = train.hyperparameters(P)
 P, hyper
 
 # %% [markdown]
@@ -174,6 +179,7 @@ ks = ranking.ks_for(P["dataset"])
 with outputs.timed(timings, "evaluate"):
     result, per_query, _ = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks)
 n_train = evaluate.n_training_queries(P["train_queries"], result["n_queries"])
+P["train_queries"] = n_train  # results.json records the number used, not None
 with outputs.timed(timings, "evaluate_training"):
     trained = evaluate.evaluate_training(model, tok, df, n_train, P["seed"], ks) if n_train else {}
 floor = evaluate.random_floor(df, P["seed"], P["eval_queries"] or None, ks)

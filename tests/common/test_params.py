@@ -27,7 +27,7 @@ def test_number_refuses_nan_and_strings():
 
 def test_choice_names_allowed_values():
     with pytest.raises(ParamError, match=r"profile='fast' is not allowed; choose one of \['quick', 'paper'\]"):
-        params.COMMON["profile"]("profile", "fast")
+        params.spec_for("01_de_capacity")["profile"]("profile", "fast")
 
 
 def test_run_name_refuses_paths():
@@ -62,3 +62,38 @@ def test_check_params_errors():
         params.validate("01_de_capacity", {**_namespace(), "bogus": 1})
     with pytest.raises(ParamError, match="no parameter spec for notebook '99_x'"):
         params.spec_for("99_x")
+
+
+@pytest.mark.parametrize("stem", sorted(params.NOTEBOOKS))
+def test_every_profile_resolves_every_parameter(stem):
+    """What results.json records is complete: in every profile each parameter has a value after
+    resolution (05's train_queries, None = as many as held out, is resolved by the notebook from
+    the queries it evaluated and recorded so)."""
+    from arrank.workbook import run
+
+    for profile in params.profiles_of(stem):
+        resolved = run.prepare(stem, {"profile": profile})[2]
+        unresolved = [k for k, v in resolved.items() if v is None and (stem, k) != ("05_train", "train_queries")]
+        assert not unresolved, (stem, profile, unresolved)
+
+
+def test_training_hyperparameters_come_from_the_definition():
+    from arrank.training import train
+
+    quick = train.profile_hyperparameters("quick")
+    assert (quick["steps"], quick["lr"], quick["optimizer"], quick["save_steps"]) == (1200, 2e-3, "adamw", 300)
+    assert train.profile_hyperparameters("paper")["optimizer"] == "adafactor"
+    with pytest.raises(ValueError, match=r"\['lr'\] are unresolved"):
+        train.hyperparameters({**quick, "lr": None})
+    p = params.resolve_profile("05_train", {**{n: q.default for n, q in params.definition("05_train").items()},
+                                            "profile": "pretrained", "dataset": "esci"})
+    assert (p["template"], p["steps"], p["batch_size"]) == ("esci", 80, 4)  # the template follows the dataset
+
+
+def test_scheme_accepts_what_the_registry_holds():
+    from arrank.training import schemes
+
+    check = params.spec_for("05_train")["scheme"]
+    assert [check("scheme", s) for s in schemes.SCHEMES] == list(schemes.SCHEMES)
+    with pytest.raises(ParamError, match=r"scheme='linear' is not allowed; choose one of \['indicator', 'fractional', 'stepwise'\]"):
+        check("scheme", "linear")

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 HERE = Path(__file__).parent
 B = 4  # items per process and step (unpacked)
 PACKED_B = 9  # items per process and step, packed: 3 packed sequences of about 3 items each
-H = {**train.HYPERPARAMETERS["quick"], "warmup_steps": 1, "lr": 1e-2, "logging_steps": 1, "save_steps": 100,
+H = {**train.profile_hyperparameters("quick"), "warmup_steps": 1, "lr": 1e-2, "logging_steps": 1, "save_steps": 100,
      "steps": 4}
 LOSS_TOL, PARAM_TOL = 1e-5, 1e-4  # measured: 0 and at most 2.3e-7 (float32 sums in another order)
 

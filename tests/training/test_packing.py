@@ -272,7 +272,7 @@ def test_packed_training_lowers_the_loss(data, tmp_path):
     torch.manual_seed(1)
     model = models.build_tiny_model(len(tok), hidden=32, layers=1, heads=2, intermediate=64, seed=1, tokenizer=tok)
     items = train.training_items(df, tok, "fractional", alpha=2.0)
-    hyper = {**train.HYPERPARAMETERS["quick"], "steps": 15, "batch_size": 6, "warmup_steps": 1, "lr": 1e-2,
+    hyper = {**train.profile_hyperparameters("quick"), "steps": 15, "batch_size": 6, "warmup_steps": 1, "lr": 1e-2,
              "logging_steps": 1, "save_steps": 100}
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # auto packs silently

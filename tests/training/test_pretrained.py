@@ -69,7 +69,7 @@ def one_step(smollm2_folder, tmp_path_factory):
     df = ranking.ranking_dataset("wordnet", "pretrained", 0, 4, None, "even-toed_ungulate.n.01", 3)
     df = df[df["split"] == "train"].head(2)
     items = train.training_items(df, tok, "fractional", 2.0, max_length=384)
-    hyper = {**train.hyperparameters("pretrained"), "steps": 1, "batch_size": len(items), "warmup_steps": 0,
+    hyper = {**train.profile_hyperparameters("pretrained"), "steps": 1, "batch_size": len(items), "warmup_steps": 0,
              "lr": 1e-2}
     log = train.train(model, tok, items, hyper, tmp_path_factory.mktemp("ckpt") / "c", seed=0, packing="per_query")
     return model, tok, before, log, df, tmp_path_factory.mktemp("saved")
@@ -126,7 +126,7 @@ def test_bad_model_names_are_refused_before_any_kernel(value, message):
 def test_pretrained_profile_names_the_model_and_the_appendix_d_prompt():
     p = run.prepare("05_train", {"profile": "pretrained"})[2]
     assert (p["model_name"], p["lora_r"], p["subtree"]) == ("smollm2-135m", 16, "animal.n.01")
-    assert ranking.DEFAULT_TEMPLATES["wordnet", "pretrained"] == "wordnet"
+    assert p["template"] == "wordnet" and params.TEMPLATES["pretrained"].esci == "esci"
     assert named_models.model_kind("mistralai/Mistral-7B-Instruct-v0.3") == "hub"
 
 

@@ -6,7 +6,7 @@ import torch
 from arrank.training import models, train
 from arrank.data import wordnet as W
 
-HYPER = {**train.HYPERPARAMETERS["quick"], "steps": 20, "batch_size": 16, "warmup_steps": 2, "lr": 1e-2,
+HYPER = {**train.profile_hyperparameters("quick"), "steps": 20, "batch_size": 16, "warmup_steps": 2, "lr": 1e-2,
          "logging_steps": 2, "save_steps": 100}
 
 

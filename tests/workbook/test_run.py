@@ -33,7 +33,7 @@ FAKE = textwrap.dedent('''\
     # %%
     import time
     from arrank.common import outputs, params
-    params.SPECS["99_fake"] = __SPEC__  # the kernel is another process
+    params.define("99_fake", __SPEC__)  # the kernel is another process
     P = params.check_params("99_fake", globals())
     run_dir = outputs.start_run("99_fake", P)
     (run_dir / "table.csv").write_text("a\\n1\\n")
@@ -52,7 +52,8 @@ FAKE = textwrap.dedent('''\
 
 @pytest.fixture
 def fake_notebook(tmp_path, monkeypatch):
-    monkeypatch.setitem(params.SPECS, "99_fake", eval(SPEC))
+    monkeypatch.setitem(params.NOTEBOOKS, "99_fake", {})
+    params.define("99_fake", eval(SPEC))
     path = tmp_path / "99_fake.py"
     path.write_text(FAKE)
     return path
@@ -61,7 +62,7 @@ def fake_notebook(tmp_path, monkeypatch):
 def start_runner(fake, outputs_root, *args, preexec_fn=None):
     """``python -m arrank.workbook.run FAKE ARGS`` in its own process (with the fake's spec),
     writing to ``outputs_root``."""
-    code = (f"import sys; from arrank.workbook import params, run; params.SPECS['99_fake'] = {SPEC}; "
+    code = (f"import sys; from arrank.common import params; from arrank.workbook import run; params.define('99_fake', {SPEC}); "
             "raise SystemExit(run.main(sys.argv[1:]))")
     env = {**os.environ, "ARRANK_OUTPUTS": str(outputs_root), "PYTHONPATH": os.pathsep.join(sys.path)}
     return subprocess.Popen([sys.executable, "-c", code, str(fake), *args, "--no-progress"], env=env,

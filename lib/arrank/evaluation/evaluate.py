@@ -218,13 +218,10 @@ def metrics_table(rows: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
 
 
 def trained_scale(params: Mapping[str, Any], run_name: str) -> dict[str, Any]:
-    """What a figure names of a notebook 05 run: its name, model and optimizer steps (the
-    profile's when its ``steps`` parameter was None)."""
-    from arrank.training.train import hyperparameters
-
+    """What a figure names of a notebook 05 run: its name, model and optimizer steps as its
+    results.json recorded them (None for a run recorded before parameters were resolved: today's
+    profile value need not be what it ran with)."""
     steps = params.get("steps")
-    if steps is None and params.get("profile"):
-        steps = hyperparameters(params["profile"])["steps"]
     return {"run": run_name, "model_name": params.get("model_name"), "steps": steps}
 
 

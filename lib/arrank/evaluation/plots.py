@@ -17,7 +17,7 @@ def scale_text(scale: Mapping[str, Any], n_queries: int) -> str:
     """The run and its scale for a figure title, e.g. ``table1_wordnet_workbook-scheme=fractional-alpha=2:
     tiny, 400 steps, 300 held-out queries`` (``evaluate.model_under_test``'s ``scale``)."""
     steps = scale.get("steps")
-    trained = "untrained" if steps == 0 else (f"{steps} steps" if steps is not None else "the profile's steps")
+    trained = "untrained" if steps == 0 else (f"{steps} steps" if steps is not None else "steps not recorded")
     return f"{scale.get('run')}: {scale.get('model_name')}, {trained}, {n_queries} held-out queries"
 
 

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from arrank.common import params
 from arrank.common.display import number_text
 
 
@@ -37,6 +38,7 @@ def register(scheme: Scheme) -> Scheme:
     if scheme.name in SCHEMES:
         raise ValueError(f"a scheme named {scheme.name!r} is registered already")
     SCHEMES[scheme.name] = scheme
+    params.register_name("scheme", scheme.name)  # the notebook parameter ``scheme`` accepts it
     return scheme
 
 

@@ -244,7 +244,7 @@ def epoch_weighted_sampler(weights: Sequence[float], seed: int) -> torch.utils.d
 
 
 def training_arguments(output_dir: Path, profile_args: dict[str, Any], seed: int, use_cpu: bool):
-    """transformers TrainingArguments from a profile's hyper-parameters (``HYPERPARAMETERS``)."""
+    """transformers TrainingArguments from a run's training hyper-parameters (``hyperparameters``)."""
     from transformers import TrainingArguments
 
     a = profile_args
@@ -259,19 +259,10 @@ def training_arguments(output_dir: Path, profile_args: dict[str, Any], seed: int
         dataloader_num_workers=0, disable_tqdm=False, save_only_model=False)
 
 
-# Appendix B (paper), the CPU profile of the tiny model (quick) and of a small pretrained LLM.
-HYPERPARAMETERS: dict[str, dict[str, Any]] = {
-    "quick": {"optimizer": "adamw", "lr": 2e-3, "warmup_steps": 100, "weight_decay": 0.01,
-              "max_grad_norm": 1.0, "steps": 1200, "batch_size": 64, "grad_accum": 1,
-              "logging_steps": 50, "save_steps": 300, "max_length": 256},
-    # SmolLM2-135M-Instruct + LoRA r = 16 on a CPU: a point of Table 1 in 10-20 minutes on 2 cores
-    "pretrained": {"optimizer": "adamw", "lr": 5e-4, "warmup_steps": 10, "weight_decay": 0.0,
-                   "max_grad_norm": 1.0, "steps": 80, "batch_size": 4, "grad_accum": 1,
-                   "logging_steps": 10, "save_steps": 50, "max_length": 384},
-    "paper": {"optimizer": "adafactor", "lr": 1e-5, "warmup_steps": 50, "weight_decay": 0.0,
-              "max_grad_norm": 1.0, "steps": 10_000, "batch_size": 8, "grad_accum": 8,
-              "logging_steps": 50, "save_steps": 500, "max_length": 1024},
-}
+# The training hyper-parameters a 05 run reads from its resolved parameters; their values per
+# profile (Appendix B for paper) are the notebook's parameter definitions (arrank.common.params).
+HYPERPARAMETERS = ("optimizer", "lr", "warmup_steps", "weight_decay", "max_grad_norm", "steps", "batch_size",
+                   "grad_accum", "logging_steps", "save_steps", "max_length")
 
 
 def adafactor(model, lr: float):
@@ -378,11 +369,23 @@ def epochs_of(steps: int, batch: int, n_items: int) -> float:
     return steps * batch / max(n_items, 1) if n_items else math.nan
 
 
-def hyperparameters(profile: str, **overrides: Any) -> dict[str, Any]:
-    """``HYPERPARAMETERS[profile]`` with every override that is not None applied."""
-    if profile not in HYPERPARAMETERS:
-        raise ValueError(f"profile={profile!r} is not allowed; choose one of {list(HYPERPARAMETERS)}")
-    return {**HYPERPARAMETERS[profile], **{k: v for k, v in overrides.items() if v is not None}}
+def hyperparameters(params: dict[str, Any]) -> dict[str, Any]:
+    """The training hyper-parameters (``HYPERPARAMETERS``) of a 05 run's resolved parameters, or a
+    clear error naming those left unresolved."""
+    missing = [k for k in HYPERPARAMETERS if params.get(k) is None]
+    if missing:
+        raise ValueError(f"training hyper-parameter(s) {missing} are unresolved: resolve the parameters with "
+                         "arrank.common.params.check_params first")
+    return {k: params[k] for k in HYPERPARAMETERS}
+
+
+def profile_hyperparameters(profile: str) -> dict[str, Any]:
+    """The training hyper-parameters notebook 05 takes in ``profile`` (its parameter definitions)."""
+    from arrank.common.params import ParamError, profile_values, profiles_of
+
+    if profile not in profiles_of("05_train"):
+        raise ParamError(f"profile={profile!r} is not allowed; choose one of {profiles_of('05_train')}")
+    return hyperparameters(profile_values("05_train", profile))
 
 
 def curves_figure(log: pd.DataFrame, title: str):

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from arrank.common import paths, processes
+from arrank.training import schemes  # noqa: F401  (registers the values the 'scheme' parameter accepts)
 from arrank.common.outputs import (RUN_DIR_ENV, OutputsNotWritableError, RunExistsError, check_resume,
                                      checkpoints_dir, claim_run, failed_path, release_run, resolve_run_name,
                                      run_path, tidy_abandoned, tidy_partials)
