@@ -18,6 +18,8 @@ import pytest
 from arrank.common import paths
 from arrank.workbook import lab
 
+pytestmark = pytest.mark.slow  # trains a model or runs notebooks / kernels / sweeps
+
 TOKEN = "arrank-test-token"
 
 

@@ -10,6 +10,8 @@ import pytest
 
 from arrank.workbook import run
 
+pytestmark = pytest.mark.slow  # trains a model or runs notebooks / kernels / sweeps
+
 TINY = {
     "01_de_capacity": {"k_max_exact": 4, "mc_queries": 3000, "k_max_bound": 100},
     "02_rank_condition": {"v_max": 4, "n_targets": 3, "tokenizer_vocab": 500},

@@ -25,7 +25,7 @@ import torch
 from arrank.data import prompts
 from arrank.training import models, train
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]  # slow: trains or runs notebooks
 
 HERE = Path(__file__).parent
 B = 4  # items per process and step (unpacked)

@@ -17,7 +17,7 @@ from arrank.training import encoding, models, train
 from arrank.common import named_models, params
 from arrank.workbook import run
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]  # slow: trains or runs notebooks
 
 PROMPT = "Synset:\ndeer.n.01\n\nHypernyms:\nruminant.n.01 || even-toed_ungulate.n.01\n\nMost specific hypernym:"
 

@@ -6,6 +6,8 @@ import torch
 from arrank.training import models, train
 from arrank.data import wordnet as W
 
+pytestmark = pytest.mark.slow  # trains a model or runs notebooks / kernels / sweeps
+
 HYPER = {**train.profile_hyperparameters("quick"), "steps": 20, "batch_size": 16, "warmup_steps": 2, "lr": 1e-2,
          "logging_steps": 2, "save_steps": 100}
 

@@ -18,6 +18,8 @@ from arrank.workbook import run
 from arrank.common.outputs import RunExistsError, RunInProgressError
 from arrank.common.params import ParamError
 
+pytestmark = pytest.mark.slow  # trains a model or runs notebooks / kernels / sweeps
+
 # the fake notebook's spec, registered in this process, in the kernel and in a runner subprocess
 SPEC = ("{'fail': params.choice(False, True), 'sleep': params.number(0.0), "
         "'squat': params.choice(False, True)}")

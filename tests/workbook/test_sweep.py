@@ -12,6 +12,8 @@ from arrank.common import outputs, paths
 from arrank.workbook import sweep
 from arrank.common.params import RUN_NAME
 
+pytestmark = pytest.mark.slow  # trains a model or runs notebooks / kernels / sweeps
+
 
 def write(tmp_path, text, name="s.yaml"):
     path = tmp_path / name

@@ -21,6 +21,8 @@ import pytest
 
 from arrank.workbook import sweep
 
+pytestmark = pytest.mark.slow  # trains a model or runs notebooks / kernels / sweeps
+
 SBIN = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
 PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "scontrol", "sinfo")
 
