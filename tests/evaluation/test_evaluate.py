@@ -122,4 +122,7 @@ def test_per_rank_figure_is_redrawn_from_a_finished_06_run(tmp_path):
     (run / "results.json").write_text(json.dumps({"metrics": {"n_queries": 2, "source": str(trained)}}))
     curve, fig, reading = plots.per_rank_from_run(run)
     assert curve.loc["1", "mean"] == -1.0 and reading.startswith("Rank 1 has the highest")
-    assert "frac: tiny, 1200 steps, 2 held-out queries" in fig.layout.title.text  # the quick profile's steps
+    # a run recorded before parameters were resolved: today's profile value is not claimed for it
+    assert "frac: tiny, steps not recorded, 2 held-out queries" in fig.layout.title.text
+    (trained / "results.json").write_text(json.dumps({"params": {"profile": "quick", "model_name": "tiny", "steps": 1200}}))
+    assert "frac: tiny, 1200 steps, 2 held-out queries" in plots.per_rank_from_run(run)[1].layout.title.text
