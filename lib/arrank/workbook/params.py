@@ -249,6 +249,7 @@ SPECS: dict[str, dict[str, Validator]] = {
         "load_in_4bit": choice(False, True),
         **RUN_DATA,
         "train_queries": integer(0, 10**6, optional=True),
+        "precision": choice("auto", "fp32", "bf16"),  # arrank.training.precision
     },
     "06_evaluate": {
         "train_run": text(r"none|latest|[A-Za-z0-9][A-Za-z0-9._=-]{0,99}",
@@ -260,6 +261,7 @@ SPECS: dict[str, dict[str, Validator]] = {
         "method": choice("prefix_shared", "naive"),
         "beam_k": integer(1, 100),
         "decode_queries": integer(0, 10**6, optional=True),
+        "precision": choice("auto", "fp32", "bf16"),  # arrank.training.precision
     },
 }
 
@@ -290,6 +292,7 @@ SPECS["07_de_ce_baselines"] = {
     "k_max": integer(1, 50),
     "on_par_tol": number(0.0, 1.0),
     "threads": integer(1, 1024),
+    "precision": choice("auto", "fp32", "bf16"),  # arrank.training.precision
     "subtree": SPECS_SUBTREE,
     "min_relevant": integer(1, 30, optional=True),
     "n_eval": integer(1, 10**5, optional=True),
