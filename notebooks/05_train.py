@@ -45,6 +45,12 @@
 # at the quick budget it left fractional α = 2 at R@1 0.18 where weighted sampling reaches 0.78
 # (docs/measurements.md, "Quick-profile metrics").
 #
+# **Precision.** `auto` trains in bf16 where the hardware runs it natively (a CPU with AVX512-BF16
+# or AMX, a CUDA GPU with bf16) and in fp32 elsewhere, and prints which and why. bf16 is mixed
+# precision: matmuls under bf16 autocast, frozen base weights held in bf16, while trainable
+# weights, the optimizer state, the logits, the log-softmax of eq. 2 and the scores stay fp32.
+# The LM head runs only at the docID positions the loss reads (`arrank.training.supervised_head`).
+#
 # **Packing.** `per_query` trains all items of a query in one sequence: the prompt once, then
 # each docID block behind a block mask (it sees the prompt and itself, its positions restart
 # after the prompt), so every item gets the loss and gradient it gets alone while the prompt is
@@ -90,6 +96,7 @@ template = None  # prompt template; None: the short one quick, Appendix D's pret
 tokenizer_vocab = 2000  # BPE vocabulary of the tiny model's tokenizer
 eval_queries = 0  # evaluate on at most this many held-out queries, 0 for all
 train_queries = None  # also score a seeded sample of this many training queries (Figure 3 (a)); None: as many as held out, 0: none
+precision = "auto"  # auto (bf16 where the CPU or GPU runs it natively, else fp32), fp32 or bf16 (mixed: trainable weights, loss and scores in fp32)
 
 # %%
 from IPython.display import Markdown
@@ -99,6 +106,7 @@ from arrank.training import models, train
 from arrank.common import display, findings, outputs, params
 from arrank.results import reading
 from arrank.training.schemes import loss_label
+from arrank.training import precision as mixed_precision
 from arrank.data import ranking
 
 P = params.check_params("05_train", globals())
@@ -122,8 +130,11 @@ with outputs.timed(timings, "model"):
     model = models.add_lora(model, P["backend"], P["lora_r"], P["lora_alpha"], P["lora_dropout"],
                             P["lora_targets"], P["seed"])
 trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+numerics = mixed_precision.resolve_precision(P["precision"])
+held_bf16 = mixed_precision.prepare_model(model, numerics.used)  # frozen base weights held in bf16
 print(f"{len(df)} queries ({(df['split'] == 'eval').sum()} held out); model {P['model_name']} "
       f"({trainable:,} trainable parameters), backend {models.resolve_backend(P['backend'])}")
+print(f"precision: {numerics.used} ({numerics.reason}); {held_bf16:,} frozen weights held in bf16")
 
 # %% [markdown]
 # ## 2. Items and their targets
@@ -157,7 +168,7 @@ checkpoints = run_dir.parent / f".checkpoints-{P['run_name']}"
 resumed_from_step = train.resume_point(checkpoints, P)  # 0: a fresh start
 with outputs.timed(timings, "train"):
     log = train.train(model, tok, items, hyper, checkpoints, seed=P["seed"], sampling=P["sampling"],
-                      packing=layout)
+                      packing=layout, precision=numerics.used)
 outputs.save_table(log, run_dir, "training_log")
 models.save_atomic(model, tok, run_dir / "model")
 fig = train.curves_figure(log, f"Training: {loss_label(P)} ({P['model_name']}, {hyper['steps']} steps)")
@@ -177,11 +188,13 @@ fig.show()
 # %%
 ks = ranking.ks_for(P["dataset"])
 with outputs.timed(timings, "evaluate"):
-    result, per_query, _ = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks)
+    result, per_query, _ = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks,
+                                                      precision=numerics.used)
 n_train = evaluate.n_training_queries(P["train_queries"], result["n_queries"])
 P["train_queries"] = n_train  # results.json records the number used, not None
 with outputs.timed(timings, "evaluate_training"):
-    trained = evaluate.evaluate_training(model, tok, df, n_train, P["seed"], ks) if n_train else {}
+    trained = (evaluate.evaluate_training(model, tok, df, n_train, P["seed"], ks, precision=numerics.used)
+               if n_train else {})
 floor = evaluate.random_floor(df, P["seed"], P["eval_queries"] or None, ks)
 outputs.save_table(per_query, run_dir, "per_query")
 rows = {"held-out queries": result, "random scores": floor}
@@ -196,7 +209,7 @@ display.percent_table(table)
 
 # %%
 metrics = {**result, **trained, "n_items": len(items), "packing": layout, "n_sequences": n_sequences,
-           "final_loss": train.final_loss(log), "resumed_from_step": resumed_from_step}
+           "final_loss": train.final_loss(log), "resumed_from_step": resumed_from_step, **numerics.record()}
 outputs.write_results(run_dir, "05_train", P, metrics, timings)
 print(f"{len(metrics)} metrics written to the run's results.json")
 

@@ -432,6 +432,8 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
               'evaluate on at most this many held-out queries, 0 for all'),
         "train_queries": Param(integer(0, 10**6, optional=True), None,
               'also score a seeded sample of this many training queries (Figure 3 (a)); None: as many as held out, 0: none'),
+        "precision": Param(choice("auto", "fp32", "bf16"), 'auto',
+              'auto (bf16 where the CPU or GPU runs it natively, else fp32), fp32 or bf16 (mixed: trainable weights, loss and scores in fp32)'),
     },
     "06_evaluate": {
         "profile": Param(PROFILE, 'quick',
@@ -475,6 +477,8 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
         "decode_queries": Param(integer(0, 10**6, optional=True), None,
               'decode at most this many held-out queries; None: 50 quick, 500 paper',
               {'quick': 50, 'pretrained': 30, 'paper': 500}),
+        "precision": Param(choice("auto", "fp32", "bf16"), 'auto',
+              'auto (bf16 where the CPU or GPU runs it natively, else fp32), fp32 or bf16 (scores from fp32 logits)'),
     },
     "07_de_ce_baselines": {
         "profile": Param(PROFILE, 'quick',

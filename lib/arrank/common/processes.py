@@ -88,3 +88,72 @@ def check_launch(stem: str, values: dict[str, Any]) -> None:
         raise ParamError(f"load_in_4bit=True loads 4-bit base weights through Unsloth, which trains on one GPU "
                          f"only, and this is one of {size} processes: give load_in_4bit=false (16-bit LoRA "
                          "through transformers + peft) or launch a single process")
+
+
+# --------------------------------------------------------------------------- threads on a shared CPU
+#
+# The rule (docs/measurements.md, "Threads on a busy machine"): OpenMP workers that spin while
+# they wait for each other collapse as soon as another process wants one of their cores (the
+# tiny model's step at 2 threads went from 146 to 502 ms with one busy process beside it; at 1
+# thread from 246 to 250 ms). So every kernel and sweep point waits passively
+# (:func:`openmp_wait_env`, set before torch starts its thread pool), and a run takes as many
+# threads as cores are free when it starts (:func:`torch_threads`), unless OMP_NUM_THREADS says.
+
+OPENMP_WAIT = {"OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"}  # libgomp; Intel OpenMP
+
+
+def openmp_wait_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with passive OpenMP waiting (``OPENMP_WAIT``) where the caller has not chosen:
+    idle workers sleep instead of spinning on a core another process needs. Read by the OpenMP
+    runtime when torch loads, so it belongs in the environment of a new process (a kernel, a
+    sweep point), not in a running one."""
+    return {**OPENMP_WAIT, **env}
+
+
+def _cpu_ticks() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs from /proc/stat, (0, 0) where unreadable."""
+    try:
+        with open("/proc/stat") as fh:
+            fields = [int(x) for x in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields[:8]) - idle, sum(fields[:8])
+
+
+def free_cores(window_s: float = 0.3) -> float:
+    """Cores this process may use (``os.sched_getaffinity``) minus what other processes kept
+    busy over a ``window_s`` sample of /proc/stat (this process's own CPU time taken out). On a
+    system without /proc/stat: the usable cores."""
+    import time
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    busy0, total0 = _cpu_ticks()
+    own0 = time.process_time()
+    time.sleep(window_s)
+    busy1, total1 = _cpu_ticks()
+    own = time.process_time() - own0
+    if total1 <= total0:
+        return float(cores)
+    ncpu = os.cpu_count() or cores
+    others = (busy1 - busy0) / (total1 - total0) * ncpu - own / window_s
+    return max(0.0, min(float(cores), cores - max(0.0, others)))
+
+
+def torch_threads(env: dict[str, str] | None = None) -> tuple[int, str]:
+    """(torch threads for a run starting now, why): ``OMP_NUM_THREADS`` when set (a sweep with
+    ``--jobs N`` sets cores / N; the caller's choice wins), else the cores free now
+    (:func:`free_cores`, rounded, at least 1)."""
+    env = os.environ if env is None else env
+    given = env.get("OMP_NUM_THREADS")
+    if given:
+        try:
+            n = int(given)
+        except ValueError:
+            raise ParamError(f"environment variable OMP_NUM_THREADS={given!r} must be a positive integer") from None
+        if n < 1:
+            raise ParamError(f"environment variable OMP_NUM_THREADS={given!r} must be a positive integer")
+        return n, f"OMP_NUM_THREADS={n}"
+    free = free_cores()
+    n = max(1, round(free))
+    return n, f"{free:.1f} of {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()} cores free"

@@ -57,33 +57,39 @@ def training_sample(df: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
 
 
 def score_and_evaluate(model, tokenizer, queries: pd.DataFrame, ks: tuple[int, ...] = metrics.WORDNET_KS,
-                       include_eos: bool = False, method: str = "prefix_shared", progress: bool = True
-                       ) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]]]:
+                       include_eos: bool = False, method: str = "prefix_shared", progress: bool = True,
+                       precision: str = "fp32") -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]]]:
     """(metrics dict with the names of Tables 1-2, per-query metrics frame, per-query records with
-    every candidate's score) for the model on the rows of ``queries`` (section 5.1)."""
+    every candidate's score) for the model on the rows of ``queries`` (section 5.1). ``precision``:
+    a resolved ``"fp32"`` or ``"bf16"`` (bf16 autocast, logits and log-probs in float32:
+    ``arrank.training.precision.inference``)."""
+    from arrank.training.precision import inference
+
     items = [(row["prompt"], candidates(row)) for row in queries.to_dict("records")]
-    scores = scoring.score_queries(model, tokenizer, items, include_eos=include_eos, method=method,
-                                   progress=progress)
+    with inference(model, precision):
+        scores = scoring.score_queries(model, tokenizer, items, include_eos=include_eos, method=method,
+                                       progress=progress)
     records = _records(queries, scores)
     return metrics.evaluate_queries(records, ks), metrics.per_query_metrics(records, ks), records
 
 
 def evaluate_held_out(model, tokenizer, df: pd.DataFrame, limit: int | None = None,
                       ks: tuple[int, ...] = metrics.WORDNET_KS, include_eos: bool = False,
-                      method: str = "prefix_shared", progress: bool = True
+                      method: str = "prefix_shared", progress: bool = True, precision: str = "fp32"
                       ) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]]]:
     """``score_and_evaluate`` on the held-out queries (the first ``limit`` when given)."""
-    return score_and_evaluate(model, tokenizer, eval_queries(df, limit), ks, include_eos, method, progress)
+    return score_and_evaluate(model, tokenizer, eval_queries(df, limit), ks, include_eos, method, progress,
+                              precision)
 
 
 def evaluate_training(model, tokenizer, df: pd.DataFrame, n: int, seed: int,
                       ks: tuple[int, ...] = metrics.WORDNET_KS, include_eos: bool = False,
-                      method: str = "prefix_shared", progress: bool = True) -> dict[str, Any]:
+                      method: str = "prefix_shared", progress: bool = True, precision: str = "fp32") -> dict[str, Any]:
     """The metrics of ``score_and_evaluate`` on ``training_sample(df, n, seed)``, named
     ``train_<metric>`` (``train_cvr``, ``train_ndcg``, ``train_recall@k``, ``train_n_queries``, ...):
     how well the model fits rankings it trained on, Figure 3 (a)'s capacity question."""
     result, _, _ = score_and_evaluate(model, tokenizer, training_sample(df, n, seed), ks, include_eos, method,
-                                      progress)
+                                      progress, precision)
     return {f"{TRAIN_PREFIX}{k}": v for k, v in result.items()}
 
 
@@ -166,9 +172,11 @@ def violation_examples(records: list[dict[str, Any]], n: int = 5) -> pd.DataFram
 
 
 def decode_held_out(model, tokenizer, df: pd.DataFrame, records: list[dict[str, Any]], k: int,
-                    limit: int | None = None, progress: bool = True) -> tuple[dict[str, Any], pd.DataFrame]:
+                    limit: int | None = None, progress: bool = True, precision: str = "fp32"
+                    ) -> tuple[dict[str, Any], pd.DataFrame]:
     """Greedy decoding and beam search (``arrank.evaluation.decoding``) on the first ``limit`` held-out
-    queries with at least ``k`` relevant docIDs, over the same candidates as the scorer.
+    queries with at least ``k`` relevant docIDs, over the same candidates as the scorer, in a
+    resolved ``precision`` (``arrank.training.precision.inference``).
 
     Metrics: ``greedy_valid_rate`` (the greedy string is one of the query's candidates),
     ``greedy_top1_rate`` (it is the rank-1 docID), ``beam_recall@k_gold`` (trie-constrained beam
@@ -185,12 +193,16 @@ def decode_held_out(model, tokenizer, df: pd.DataFrame, records: list[dict[str, 
     rows = rows if limit is None else rows[:limit]
     if not rows:
         raise ValueError(f"no scored held-out query has at least k={k} relevant docIDs to decode")
+    from arrank.training.precision import inference
+
     out = []
     for row in tqdm(rows, desc=f"decoding (greedy, beam k={k})", unit="query", disable=not progress):
         cands, gold = candidates(row), list(row["relevant"])
-        greedy = decoding.greedy_decode(model, tokenizer, row["prompt"], cands)
-        beam = [d for d, _ in decoding.beam_search(model, tokenizer, row["prompt"], cands, k)]
-        free = [d for d, _ in decoding.beam_search(model, tokenizer, row["prompt"], cands, k, constrained=False)]
+        with inference(model, precision):
+            greedy = decoding.greedy_decode(model, tokenizer, row["prompt"], cands)
+            beam = [d for d, _ in decoding.beam_search(model, tokenizer, row["prompt"], cands, k)]
+            free = [d for d, _ in decoding.beam_search(model, tokenizer, row["prompt"], cands, k,
+                                                       constrained=False)]
         scorer = by_query[row["query"]]["scores"]
         scorer_top = metrics.predicted_order(list(scorer), list(scorer.values()))[:k]
         out.append({"query": row["query"], "greedy": greedy["text"], "greedy_valid": greedy["docid"] is not None,

@@ -102,6 +102,37 @@ def supervised_count(target_mass: torch.Tensor) -> int:
     return int((target_mass[:, 1:] > 0).any(-1).sum())
 
 
+def supervised_positions(target_mass: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(row, position) indices of every logit eq. 2 reads, in row-major order: ``logits[b, t]``
+    predicts token t + 1, which carries target mass (position 0 never does). These are the only
+    positions the LM head needs to run on (``arrank.training.supervised_head``)."""
+    return (target_mass[:, 1:] > 0).any(-1).nonzero(as_tuple=True)
+
+
+def _check_targets(B: int, T: int, target_ids: torch.Tensor, target_mass: torch.Tensor,
+                   item_weight: torch.Tensor) -> None:
+    """Clear errors for targets and weights that do not fit a (B, T) batch (``stoical_loss``)."""
+    if target_ids.dim() != 3 or tuple(target_ids.shape[:2]) != (B, T):
+        raise ValueError(f"target_ids must be (B={B}, T={T}, K), got shape {tuple(target_ids.shape)}")
+    if tuple(target_mass.shape) != tuple(target_ids.shape):
+        raise ValueError(f"target_mass shape {tuple(target_mass.shape)} != target_ids shape "
+                         f"{tuple(target_ids.shape)}")
+    if target_ids.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"target_ids must hold integer token ids, got dtype {target_ids.dtype}")
+    if not torch.is_floating_point(target_mass):
+        raise ValueError(f"target_mass must be a floating-point tensor, got dtype {target_mass.dtype}")
+    if tuple(item_weight.shape) not in ((B,), (B, T)):
+        raise ValueError(f"item_weight must be (B={B},) or (B={B}, T={T}), got shape "
+                         f"{tuple(item_weight.shape)}")
+    if not torch.isfinite(target_mass).all() or (target_mass < 0).any():
+        raise ValueError("target_mass must be finite and >= 0")
+    if not torch.isfinite(item_weight).all() or (item_weight < 0).any():
+        raise ValueError(f"item_weight must be finite and >= 0 (lambda(r)), got {item_weight.tolist()}")
+    if (target_mass[:, 0] > 0).any():
+        raise ValueError("target_mass at position 0 is nonzero, but no logit predicts the first "
+                         "token: targets follow the labels alignment (row t = token t)")
+
+
 def stoical_loss(logits: torch.Tensor, target_ids: torch.Tensor, target_mass: torch.Tensor,
                  item_weight: torch.Tensor, num_items_in_batch: int | torch.Tensor | None = None) -> torch.Tensor:
     """The STOICaL loss of eq. 2 (section 4) for a batch of (query, docID, rank) items.
@@ -123,46 +154,47 @@ def stoical_loss(logits: torch.Tensor, target_ids: torch.Tensor, target_mass: to
     Only the supervised positions are gathered (one logsumexp over V per position, a gather of K
     logits); no dense vocabulary-sized target is built. Computed in float32 (like transformers).
     A batch with no supervised position gives a zero loss that is still part of the graph.
+    Training computes only those positions' logits in the first place and calls
+    :func:`stoical_loss_at` (``arrank.training.supervised_head``); this function is that loss on
+    full logits.
     """
     if logits.dim() != 3:
         raise ValueError(f"logits must be (B, T, V), got shape {tuple(logits.shape)}")
     B, T, V = logits.shape
-    if target_ids.dim() != 3 or tuple(target_ids.shape[:2]) != (B, T):
-        raise ValueError(f"target_ids must be (B={B}, T={T}, K), got shape {tuple(target_ids.shape)}")
-    if tuple(target_mass.shape) != tuple(target_ids.shape):
-        raise ValueError(f"target_mass shape {tuple(target_mass.shape)} != target_ids shape "
-                         f"{tuple(target_ids.shape)}")
-    if target_ids.dtype not in (torch.int64, torch.int32):
-        raise ValueError(f"target_ids must hold integer token ids, got dtype {target_ids.dtype}")
-    if not torch.is_floating_point(target_mass):
-        raise ValueError(f"target_mass must be a floating-point tensor, got dtype {target_mass.dtype}")
-    if tuple(item_weight.shape) not in ((B,), (B, T)):
-        raise ValueError(f"item_weight must be (B={B},) or (B={B}, T={T}), got shape "
-                         f"{tuple(item_weight.shape)}")
-    if not torch.isfinite(target_mass).all() or (target_mass < 0).any():
-        raise ValueError("target_mass must be finite and >= 0")
-    if not torch.isfinite(item_weight).all() or (item_weight < 0).any():
-        raise ValueError(f"item_weight must be finite and >= 0 (lambda(r)), got {item_weight.tolist()}")
-    if (target_mass[:, 0] > 0).any():
-        raise ValueError("target_mass at position 0 is nonzero, but no logit predicts the first "
-                         "token: targets follow the labels alignment (row t = token t)")
+    _check_targets(B, T, target_ids, target_mass, item_weight)
+    b_idx, t_idx = supervised_positions(target_mass)
+    rows = logits[b_idx.to(logits.device), t_idx.to(logits.device)]
+    return stoical_loss_at(rows, target_ids, target_mass, item_weight, num_items_in_batch, checked=True)
 
-    supervised = (target_mass[:, 1:] > 0).any(-1)                 # (B, T-1)
-    b_idx, t_idx = supervised.nonzero(as_tuple=True)              # N supervised positions
-    rows_idx = (b_idx.to(logits.device), t_idx.to(logits.device))
+
+def stoical_loss_at(rows: torch.Tensor, target_ids: torch.Tensor, target_mass: torch.Tensor,
+                    item_weight: torch.Tensor, num_items_in_batch: int | torch.Tensor | None = None,
+                    checked: bool = False) -> torch.Tensor:
+    """:func:`stoical_loss` (eq. 2) from the logits of the supervised positions only: ``rows`` is
+    (N, V), row n the logits at the n-th pair of :func:`supervised_positions` (``target_mass``),
+    as the model's forward returns them inside ``supervised_head.head_at``. Targets, weights and
+    normaliser as in :func:`stoical_loss`; the log-softmax and the sum run in float32."""
+    B, T = target_ids.shape[:2] if target_ids.dim() == 3 else (-1, -1)
+    if not checked:
+        _check_targets(B, T, target_ids, target_mass, item_weight)
+    b_idx, t_idx = supervised_positions(target_mass)
     n_sup = b_idx.numel()
+    if rows.dim() != 2 or rows.shape[0] != n_sup:
+        raise ValueError(f"rows must be (N={n_sup}, V): the logits of the {n_sup} supervised positions, "
+                         f"got shape {tuple(rows.shape)}")
+    V = rows.shape[1]
     if num_items_in_batch is None:
         denom = float(n_sup)
     else:
         denom = num_items_in_batch
         if torch.is_tensor(denom):
-            denom = denom.to(logits.device, torch.float32)
+            denom = denom.to(rows.device, torch.float32)
         if not (denom > 0):
             raise ValueError(f"num_items_in_batch={num_items_in_batch!r} must be > 0")
     if n_sup == 0:
-        return logits.sum() * 0.0
+        return rows.sum() * 0.0
 
-    rows = logits[rows_idx].float()                               # (N, V): logits[b, t] -> token t+1
+    rows = rows.float()                                           # (N, V): logits[b, t] -> token t+1
     ids = target_ids[b_idx, t_idx + 1].to(rows.device, torch.long)      # (N, K)
     mass = target_mass[b_idx, t_idx + 1].to(rows.device, rows.dtype)    # (N, K)
     if ids.min() < 0 or ids.max() >= V:
@@ -171,5 +203,6 @@ def stoical_loss(logits: torch.Tensor, target_ids: torch.Tensor, target_mass: to
     picked = rows.gather(1, ids)                                  # (N, K)
     ce = mass.sum(-1) * logz - (mass * picked).sum(-1)            # -sum_k m_k log p(id_k)
     weight = item_weight.to(rows.device, rows.dtype)
-    lam = weight[rows_idx[0]] if weight.dim() == 1 else weight[rows_idx[0], rows_idx[1] + 1]
+    b_dev, t_dev = b_idx.to(rows.device), t_idx.to(rows.device)
+    lam = weight[b_dev] if weight.dim() == 1 else weight[b_dev, t_dev + 1]
     return (lam * ce).sum() / denom

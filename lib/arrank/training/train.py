@@ -66,7 +66,10 @@ import torch
 from arrank.training.encoding import docid_table, prompt_ids
 from arrank.training.packing import (collate_packed, model_mask, pack_items, resolve_packing, row_length_for,
                             sequence_weights)
-from arrank.training.stoical import item_weight, pad_sparse_targets, stoical_loss, supervised_count
+from arrank.training.precision import autocast, dtype_of
+from arrank.training.stoical import (item_weight, pad_sparse_targets, stoical_loss, stoical_loss_at,
+                                     supervised_count, supervised_positions)
+from arrank.training.supervised_head import head_at
 from arrank.training.trie import one_hot_targets, query_sparse_targets
 from arrank.common import processes
 from arrank.common.outputs import check_resume, record_resume_params
@@ -159,10 +162,12 @@ def _trainer_class():
         behave like plain transformers. ``sample_weights`` switches to weighted item sampling.
         A packed batch (``arrank.training.packing.collate_packed``) brings a boolean block mask
         ``allowed`` and ``position_ids``; the mask is handed to the model in the form its
-        attention reads (``packing.model_mask``).
+        attention reads (``packing.model_mask``). The LM head runs at the supervised positions
+        only, in float32 (``supervised_head.head_at``), the rest under ``precision_used``.
         """
 
         sample_weights: list[float] | None = None
+        precision_used: str = "fp32"  # arrank.training.precision: "fp32" or "bf16" (autocast)
 
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
@@ -178,13 +183,19 @@ def _trainer_class():
             target_ids = inputs.pop("target_ids")
             target_mass = inputs.pop("target_mass")
             weights = inputs.pop("item_weight")
+            inner = self.accelerator.unwrap_model(model)  # DDP's wrapper has no config to read
             if "allowed" in inputs:
-                inner = self.accelerator.unwrap_model(model)  # DDP's wrapper has no config to read
-                outputs = model(input_ids=inputs["input_ids"], position_ids=inputs["position_ids"],
-                                attention_mask=model_mask(inner, inputs["allowed"]))
+                kwargs = {"position_ids": inputs["position_ids"],
+                          "attention_mask": model_mask(inner, inputs["allowed"])}
             else:
-                outputs = model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
-            loss = stoical_loss(outputs.logits, target_ids, target_mass, weights, num_items_in_batch)
+                kwargs = {"attention_mask": inputs["attention_mask"]}
+            rows = supervised_positions(target_mass)  # the logits eq. 2 reads: the head runs there only
+            with autocast(self.precision_used, inputs["input_ids"].device.type), head_at(inner, rows) as head:
+                outputs = model(input_ids=inputs["input_ids"], **kwargs)
+            if head.used:
+                loss = stoical_loss_at(outputs.logits, target_ids, target_mass, weights, num_items_in_batch)
+            else:  # a forward that bypasses the head module (Unsloth's kernels): full logits
+                loss = stoical_loss(outputs.logits, target_ids, target_mass, weights, num_items_in_batch)
             if num_items_in_batch is not None and self.args.average_tokens_across_devices:
                 # DDP averages the processes' gradients; N counts every process's positions, so
                 # the mean of W * (this process's sum / N) is the whole step's sum / N
@@ -316,16 +327,19 @@ def packed_batch_size(batch_size: int, items: Sequence[dict[str, Any]], n_sequen
 
 def train(model, tokenizer, items: list[dict[str, Any]], hyper: dict[str, Any], checkpoints: Path,
           seed: int = 0, sampling: str = "weighted", callbacks: list | None = None,
-          packing: str = "auto") -> pd.DataFrame:
+          packing: str = "auto", precision: str = "fp32") -> pd.DataFrame:
     """Train with STOICaL; resume from the newest checkpoint in ``checkpoints`` if there is one.
 
     ``packing``: ``"auto"``, ``"per_query"`` or ``"none"`` (module docstring; ``packing_layout``).
+    ``precision``: a resolved precision, ``"fp32"`` or ``"bf16"`` (``arrank.training.precision``:
+    bf16 autocast; call ``precision.prepare_model`` first to hold frozen base weights in bf16).
     Returns the training log (step, loss, learning_rate, grad_norm), empty for ``steps = 0`` (the
     zero-shot row: nothing is trained). The checkpoints folder is removed at the end: the caller
     saves the final model into its run directory.
     """
     if sampling not in SAMPLINGS:
         raise ValueError(f"sampling={sampling!r} is not allowed; choose one of {list(SAMPLINGS)}")
+    dtype_of(precision)  # a resolved precision: fp32 or bf16
     if not items:
         raise ValueError("no training items")
     if hyper["steps"] == 0:  # zero-shot: the model as loaded (its LoRA adapters are still zero)
@@ -343,14 +357,18 @@ def train(model, tokenizer, items: list[dict[str, Any]], hyper: dict[str, Any], 
         dataset, draw = items, [item["weight"] for item in items]
         collator = lambda b: collate(b, pad, weighted)  # noqa: E731
     if not torch.cuda.is_available():
-        # every core, unless OMP_NUM_THREADS says otherwise (a sweep with --jobs N sets cores / N)
-        torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or 0) or os.cpu_count() or 1)
+        # the cores free now, unless OMP_NUM_THREADS says otherwise (a sweep with --jobs N sets
+        # cores / N): spinning OpenMP workers collapse beside a busy process (processes.torch_threads)
+        threads, why = processes.torch_threads()
+        torch.set_num_threads(threads)
+        print(f"torch threads: {threads} ({why})")
     args = training_arguments(checkpoints, hyper, seed, use_cpu=not torch.cuda.is_available())
     optimizers = (adafactor(model, hyper["lr"]), None) if hyper["optimizer"] == "adafactor" else (None, None)
     trainer = _trainer_class()(model=model, args=args, train_dataset=dataset, optimizers=optimizers,
                                data_collator=collator, callbacks=callbacks)
     if weighted:
         trainer.sample_weights = draw
+    trainer.precision_used = precision
     trainer.train(resume_from_checkpoint=last_checkpoint(checkpoints))
     log = pd.DataFrame([r for r in trainer.state.log_history if "loss" in r])
     trainer.accelerator.wait_for_everyone()  # under several processes: none still writes a checkpoint

@@ -203,6 +203,7 @@ def _execute(source: Path, injected: dict[str, Any], staging: Path, final: Path,
         nbformat.write(read_notebook(source), src_ipynb)
         previous = os.environ.get(RUN_DIR_ENV)
         os.environ[RUN_DIR_ENV] = str(staging)
+        os.environ.update(processes.openmp_wait_env(dict(os.environ)))  # the kernel's OpenMP waits passively
         try:
             papermill.execute_notebook(str(src_ipynb), str(staging / f"{source.stem}.ipynb"),
                                        parameters=injected, kernel_name=KERNEL, cwd=str(paths.ROOT),

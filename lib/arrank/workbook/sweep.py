@@ -57,7 +57,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
-from arrank.common import paths
+from arrank.common import paths, processes
 from arrank.workbook import sweep_jobs
 from arrank.common.outputs import (OutputsNotWritableError, RunExistsError, checkpoints_dir, resume_diff, run_path,
                                      writable_folder, write_json_atomic)
@@ -318,7 +318,7 @@ def thread_env(jobs: int) -> dict[str, str]:
     """The environment of a point's process: with ``jobs`` points at once, each gets
     cpu_count // jobs threads (OMP_NUM_THREADS, MKL_NUM_THREADS) unless the caller set them;
     two 2-thread trainings on 2 cores ran 7x slower than one after the other (docs/measurements.md)."""
-    env = dict(os.environ)
+    env = processes.openmp_wait_env(dict(os.environ))  # passive OpenMP waiting in every point
     if jobs > 1:
         threads = str(max(1, (os.cpu_count() or 1) // jobs))
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -408,7 +408,8 @@ def job_executor(sweep: Sweep, root: Path, kind: str, resources: dict[str, Any],
     executor = sweep_jobs.make_executor(kind, folder / "jobs", resources)
     lock = threading.Lock()
     poll = poll_s if poll_s is not None else (0.2 if kind == "local" else 5.0)
-    env = {k: v for k, v in thread_env(jobs).items() if k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    env = {k: v for k, v in thread_env(jobs).items()
+           if k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", *processes.OPENMP_WAIT)}
     import importlib
 
     main = importlib.import_module("arrank.workbook.sweep").job_main  # by module name, also under python -m

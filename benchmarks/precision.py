@@ -1,0 +1,262 @@
+"""bf16 and the LM head at the supervised positions: training step and scoring speed, in one run.
+
+    python benchmarks/precision.py [--threads 2] [--reps 5] [--warmup 2] [--models smollm2-135m tiny]
+                                   [--score-queries 12] [--profile] [--busy 0]
+
+Training step (forward, STOICaL loss, backward, AdamW step; ``arrank.training``), median over
+``--reps`` interleaved repetitions after ``--warmup``, on the same random batch for every variant:
+
+- SmolLM2-135M-Instruct (``smollm2-135m``) + LoRA r = 16 on all linear layers, batch 4 x 256
+  tokens (239 prompt + 17 docID tokens per row: the docID positions are the supervised ones);
+- the quick profile's tiny Llama (hidden 128, 4 layers, full fine-tuning), batch 64 x 36 tokens
+  (30 + 6), as ``benchmarks/stoical_step.py``.
+
+Variants: (a) fp32, logits at every position (the path before issue 29: ``stoical_loss`` on the
+model's full logits); (b) fp32, the head at the supervised positions only
+(``supervised_head.head_at`` + ``stoical_loss_at``); (c) bf16 (``precision.autocast``; frozen
+LoRA base weights held in bf16 by ``precision.prepare_model``), head at the supervised positions
+in float32; (c') for LoRA only: bf16 autocast with the base weights left in float32 (autocast
+casts them every step), to compare the two ways of doing mixed precision.
+
+Also measured in the same run: the 2048 x 2048 matmul peak of fp32 and bf16 at the same thread
+count, each step's model FLOP/s (matmul FLOPs of the linear layers, attention and head actually
+run, forward and backward) as a share of its dtype's peak, the relative difference of the losses
+and gradients of (b), (c) against (a), and the scoring throughput (queries/s) in fp32 and bf16
+on real held-out WordNet queries (``evaluation.evaluate.score_and_evaluate``: prefix-shared, packed
+layout). ``--profile`` prints torch.profiler's five largest self-CPU costs of one bf16 step of
+the first model. ``--busy N`` runs N busy-looping processes beside the whole run.
+
+The last line reads ``step speed-up over fp32 all-logits: <x>x; bf16 step at <y>% of bf16
+matmul peak`` for the first model (targets: x >= 2.5, y >= 30).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+from arrank.training import models, precision, stoical
+from arrank.training.supervised_head import head_at, output_head
+
+SHAPES = {"smollm2-135m": (4, 239, 17), "tiny": (64, 30, 6)}  # batch, prompt tokens, docID tokens
+
+
+def matmul_peak(dtype: torch.dtype, n: int = 2048, reps: int = 5) -> float:
+    """Median FLOP/s of an n x n matmul in ``dtype`` at the current thread count."""
+    a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
+    a @ b
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - t)
+    return 2 * n ** 3 / statistics.median(times)
+
+
+def make_batch(vocab: int, batch: int, prompt: int, docid: int, seed: int = 0):
+    """Random ids; one-hot targets on the docID positions, fractional lambda(r) for random ranks."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(4, vocab, (batch, prompt + docid), generator=g)
+    labels = torch.full_like(ids, -100)
+    labels[:, prompt:] = ids[:, prompt:]
+    t_ids, t_mass = stoical.targets_from_labels(labels)
+    ranks = torch.randint(1, 8, (batch,), generator=g)
+    lam = torch.tensor([stoical.item_weight("fractional", int(r), 7, alpha=2) for r in ranks])
+    return ids, t_ids, t_mass, lam
+
+
+def build(name: str, score_df=None):
+    """(base model, tokenizer or None, LoRA?) for a benchmark model name."""
+    if name == "tiny":
+        from arrank.data.ranking import tokenizer_texts
+
+        model, tok = models.tiny_model_and_tokenizer(tokenizer_texts(score_df), 2000, seed=0)
+        return model, tok, False
+    model, tok = models.load_pretrained(name, "transformers", 512)
+    return model, tok, True
+
+
+def variant_model(base, lora: bool, prec: str):
+    model = copy.deepcopy(base)
+    if lora:
+        model = models.add_lora(model, "transformers", 16, 32, 0.0, "all-linear", seed=0)
+    precision.prepare_model(model, prec)
+    model.train()
+    return model
+
+
+def step_fn(model, opt, batch, mode: str, prec: str):
+    ids, t_ids, t_mass, lam = batch
+    rows = stoical.supervised_positions(t_mass)
+
+    def step() -> tuple[float, list[torch.Tensor]]:
+        opt.zero_grad(set_to_none=True)
+        with precision.autocast(prec):
+            if mode == "all":
+                loss = stoical.stoical_loss(model(input_ids=ids).logits, t_ids, t_mass, lam)
+            else:
+                with head_at(model, rows):
+                    logits = model(input_ids=ids).logits
+                loss = stoical.stoical_loss_at(logits, t_ids, t_mass, lam)
+        loss.backward()
+        grads = [p.grad.detach().clone() for p in model.parameters() if p.requires_grad]
+        opt.step()
+        return loss.item(), grads
+    return step
+
+
+def step_flops(model, batch: int, seq: int, n_sup: int, head_rows: int) -> float:
+    """Matmul FLOPs of one training step: linear layers (forward 2, input gradient 2, weight
+    gradient 2 when trainable, per weight and token), attention (QK^T and AV, forward and the
+    backward's two), the head on ``head_rows`` rows (tied, trainable only in full fine-tuning)."""
+    head = output_head(model)
+    tokens = batch * seq
+    flops = 0.0
+    for m in model.modules():
+        if isinstance(m, torch.nn.Linear) and m is not head:
+            factor = 6 if m.weight.requires_grad else 4
+            flops += factor * m.in_features * m.out_features * tokens
+    cfg = getattr(model, "config", None) or model.get_base_model().config
+    flops += cfg.num_hidden_layers * 3 * 4 * batch * seq * seq * cfg.hidden_size
+    flops += (6 if head.weight.requires_grad else 4) * head.in_features * head.out_features * head_rows
+    return flops
+
+
+def time_steps(steps: dict, warmup: int, reps: int) -> dict[str, float]:
+    times: dict[str, list[float]] = {k: [] for k in steps}
+    names = list(steps)
+    for rep in range(warmup + reps):
+        for name in names[rep % len(names):] + names[: rep % len(names)]:
+            t = time.perf_counter()
+            steps[name]()
+            if rep >= warmup:
+                times[name].append(time.perf_counter() - t)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a - b).norm() / b.norm().clamp_min(1e-30))
+
+
+def bench_model(name: str, a: argparse.Namespace, df, peaks: dict[str, float]) -> dict:
+    base, tok, lora = build(name, df)
+    B, P, D = SHAPES[name]
+    batch = make_batch(base.config.vocab_size, B, P, D)
+    n_sup = stoical.supervised_count(batch[2])
+    plan = {"a_fp32_all": ("all", "fp32"), "b_fp32_rows": ("rows", "fp32"), "c_bf16_rows": ("rows", "bf16")}
+    steps, models_, first = {}, {}, {}
+    for key, (mode, prec) in plan.items():
+        model = variant_model(base, lora, prec)
+        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
+        steps[key] = step_fn(model, opt, batch, mode, prec)
+        models_[key] = model
+    if lora:  # bf16 by autocast alone: base weights float32, cast by autocast every step
+        model = variant_model(base, lora, "fp32")
+        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
+        steps["c2_bf16_autocast_only"] = step_fn(model, opt, batch, "rows", "bf16")
+        models_["c2_bf16_autocast_only"] = model
+    for key, fn in steps.items():  # first step: identical weights; losses and gradients compared
+        first[key] = fn()
+    ref_loss, ref_grads = first["a_fp32_all"]
+    med = time_steps(steps, a.warmup, a.reps)
+    print(f"\n== {name}: batch {B} x {P + D} tokens ({n_sup} supervised positions), "
+          f"{'LoRA r=16' if lora else 'full fine-tuning'}, threads {torch.get_num_threads()}")
+    out = {}
+    for key, t in med.items():
+        prec = "bf16" if "bf16" in key else "fp32"
+        rows = B * (P + D) if key == "a_fp32_all" else n_sup
+        flops = step_flops(models_[key], B, P + D, n_sup, rows)
+        loss, grads = first[key]
+        gdiff = max(rel(g, r) for g, r in zip(grads, ref_grads))
+        share = flops / t / peaks[prec]
+        out[key] = {"s": t, "share": share}
+        print(f"  {key:22s} {t * 1e3:8.1f} ms/step  {flops / t / 1e9:7.1f} GFLOP/s = {100 * share:5.1f}% of "
+              f"{prec} peak   loss rel.diff {abs(loss - ref_loss) / abs(ref_loss):.1e}  grad rel.diff {gdiff:.1e}")
+    print(f"  speed-up over a: b {med['a_fp32_all'] / med['b_fp32_rows']:.2f}x, "
+          f"c {med['a_fp32_all'] / med['c_bf16_rows']:.2f}x"
+          + (f", c' {med['a_fp32_all'] / med['c2_bf16_autocast_only']:.2f}x" if lora else ""))
+    if a.profile and not a.profiled:
+        a.profiled = True
+        profile_step(steps["c_bf16_rows"], name)
+    if df is not None and a.score_queries:
+        score_speed(base, tok, lora, df, a)
+    return out
+
+
+def profile_step(step, name: str) -> None:
+    """torch.profiler's five largest self-CPU costs of one bf16 step."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        step()
+    print(f"  profile of one bf16 step ({name}), five largest self-CPU costs:")
+    table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=5)
+    print("\n".join("    " + ln for ln in table.splitlines()))
+
+
+def score_speed(base, tok, lora: bool, df, a: argparse.Namespace) -> None:
+    """Scoring throughput (queries/s) in fp32 and bf16 on the same held-out queries, and the
+    largest score difference between the two."""
+    from arrank.evaluation import evaluate
+
+    queries = evaluate.eval_queries(df, a.score_queries)
+    res = {}
+    for prec in ("fp32", "bf16", "fp32", "bf16"):  # each twice, the second timed (warm)
+        model = variant_model(base, lora, prec).eval()
+        t = time.perf_counter()
+        _, _, records = evaluate.score_and_evaluate(model, tok, queries, progress=False, precision=prec)
+        res[prec] = (time.perf_counter() - t, records)
+    diff = max(abs(s - res["bf16"][1][i]["scores"][d]) for i, r in enumerate(res["fp32"][1])
+               for d, s in r["scores"].items())
+    n = len(queries)
+    print(f"  scoring {n} held-out queries: fp32 {n / res['fp32'][0]:.2f} q/s, bf16 {n / res['bf16'][0]:.2f} q/s "
+          f"({res['fp32'][0] / res['bf16'][0]:.2f}x); max |score fp32 - bf16| {diff:.3f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--models", nargs="+", default=["smollm2-135m", "tiny"])
+    ap.add_argument("--score-queries", type=int, default=12)
+    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--busy", type=int, default=0)
+    a = ap.parse_args()
+    a.profiled = False
+    torch.set_num_threads(a.threads)
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(a.busy)]
+    try:
+        with open("/proc/loadavg") as fh:
+            print(f"load {fh.read().split()[:4]}, {a.busy} busy process(es) started beside this run")
+        peaks = {"fp32": matmul_peak(torch.float32), "bf16": matmul_peak(torch.bfloat16)}
+        ok, why = precision.bf16_support("cpu")
+        print(f"matmul 2048x2048 at {a.threads} threads: fp32 {peaks['fp32'] / 1e9:.0f} GFLOP/s, "
+              f"bf16 {peaks['bf16'] / 1e9:.0f} GFLOP/s ({peaks['bf16'] / peaks['fp32']:.2f}x); {why}")
+        df = None
+        if a.score_queries or "tiny" in a.models:
+            from arrank.data.ranking import ranking_dataset
+
+            df = ranking_dataset("wordnet", "pretrained", 0, 100, None, "animal.n.01", 5)
+        results = {}
+        for name in a.models:
+            d = df if name != "tiny" else ranking_dataset("wordnet", "quick", 0, 300, None, "animal.n.01", 5)
+            results[name] = bench_model(name, a, d, peaks)
+        main_model = results[a.models[0]]
+        x = main_model["a_fp32_all"]["s"] / main_model["c_bf16_rows"]["s"]
+        y = 100 * main_model["c_bf16_rows"]["share"]
+        print(f"step speed-up over fp32 all-logits: {x:.2f}x; bf16 step at {y:.0f}% of bf16 matmul peak")
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+
+
+if __name__ == "__main__":
+    main()
