@@ -1,5 +1,7 @@
 """Training with STOICaL on a really trained tiny model: items, collator, loss decrease, resume."""
 
+import importlib.util
+
 import pytest
 import torch
 
@@ -212,6 +214,24 @@ def test_unsloth_without_cuda_fails_at_once():
     assert models.resolve_backend("auto") == "transformers"
     with pytest.raises(ValueError, match="backend='jax'"):
         models.resolve_backend("jax")
+
+
+def test_unsloth_cpu_fallback_is_an_explicit_opt_in(monkeypatch):
+    """UNSLOTH_FORCE_CPU=1 lets backend='unsloth' past the CUDA check (then it needs unsloth
+    itself); 'auto' never picks Unsloth on a CPU."""
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    monkeypatch.setenv("UNSLOTH_FORCE_CPU", "1")
+    assert models.unsloth_cpu_opt_in() and models.resolve_backend("auto") == "transformers"
+    if importlib.util.find_spec("unsloth") is None:
+        with pytest.raises(RuntimeError, match="unsloth is not installed"):
+            models.resolve_backend("unsloth")
+    else:
+        assert models.resolve_backend("unsloth") == "unsloth"
+    monkeypatch.setenv("UNSLOTH_FORCE_CPU", "0")
+    assert not models.unsloth_cpu_opt_in()
+    with pytest.raises(RuntimeError, match="needs an NVIDIA GPU"):
+        models.resolve_backend("unsloth")
 
 
 def test_training_curves_show_the_learning_rate_in_scientific_notation():

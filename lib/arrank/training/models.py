@@ -212,9 +212,19 @@ def save_atomic(model, tokenizer, folder: Path) -> Path:
     return folder
 
 
+def unsloth_cpu_opt_in() -> bool:
+    """Whether ``UNSLOTH_FORCE_CPU=1`` asks for Unsloth's CPU fallback (unsloth 2026.10.9 trains
+    LoRA on a CPU when no GPU is found): then ``backend='unsloth'`` runs without CUDA, so the
+    Unsloth code path can be exercised on a CPU machine (docs/gpu.md); ``auto`` never picks it."""
+    import os
+
+    return os.environ.get("UNSLOTH_FORCE_CPU", "") == "1"
+
+
 def resolve_backend(backend: str) -> str:
     """``auto`` -> ``unsloth`` when CUDA and unsloth are importable and one process trains, else
-    ``transformers``. ``unsloth`` without CUDA fails at once (Unsloth runs only on NVIDIA GPUs),
+    ``transformers``. ``unsloth`` without CUDA fails at once (Unsloth trains at speed only on NVIDIA
+    GPUs) unless ``UNSLOTH_FORCE_CPU=1`` asks for its CPU fallback (:func:`unsloth_cpu_opt_in`),
     and so does ``unsloth`` under several processes (torchrun: Unsloth trains on one GPU only;
     ``arrank.common.processes``)."""
     import importlib.util
@@ -229,9 +239,10 @@ def resolve_backend(backend: str) -> str:
     if refused:
         raise RuntimeError(refused)
     has_unsloth = importlib.util.find_spec("unsloth") is not None
-    if backend == "unsloth" and not torch.cuda.is_available():
+    if backend == "unsloth" and not torch.cuda.is_available() and not unsloth_cpu_opt_in():
         raise RuntimeError("backend='unsloth' needs an NVIDIA GPU with CUDA, and this machine has none; "
-                           "use backend='transformers' (or 'auto')")
+                           "use backend='transformers' (or 'auto'), or set UNSLOTH_FORCE_CPU=1 to run "
+                           "Unsloth's CPU fallback (a check of the code path, not a speed route: docs/gpu.md)")
     if backend == "unsloth" and not has_unsloth:
         raise RuntimeError("backend='unsloth' but unsloth is not installed: pip install -e '.[gpu]'")
     if backend == "auto":
