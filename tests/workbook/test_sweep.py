@@ -432,3 +432,74 @@ def test_a_slurm_job_seen_from_a_machine_without_slurm_is_never_submitted_again(
     with pytest.raises(sweep.SweepError, match=r"three-alpha=1: slurm job 4242 UNKNOWN"):
         sweep.run_sweep(three, outputs_root=outputs_root, execute=fake_executor(three, outputs_root, calls=calls))
     assert calls == [] and "4242" in sweep.sweep_jobs.jobs_path(folder).read_text()
+
+
+def _descendants(pid):
+    """Every live process below ``pid`` (children, grandchildren: a point's runner and its kernel)."""
+    found, todo = [], [pid]
+    while todo:
+        here = todo.pop()
+        for task in Path(f"/proc/{here}/task").glob("*"):
+            try:
+                kids = [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                kids = []
+            found += kids
+            todo += kids
+    return found
+
+
+def _cmdline(pid):
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def test_sigterm_to_a_sweep_stops_its_point_records_it_and_the_rerun_goes_at_once(tmp_path, outputs_root):
+    """Issue 27: SIGTERM to the sweep command alone (as Slurm, systemd or kill send it) used to
+    leave its point running unsupervised with status.json saying 'pending'. Now the point's
+    runner and kernel are stopped, the point is 'interrupted' (its run kept as failed), the sweep
+    prints one line and exits 143, and the next call finds the name free at once."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = write(tmp_path, "notebook: 01_de_capacity\nfixed: {k_max_exact: 7, mc_queries: 5000000, site_sets: 3}\n"
+                           "grid: {seed: [0, 1]}\n", "long.yaml")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "arrank.workbook.sweep", str(path), "--outputs-root",
+                             str(outputs_root)], cwd=paths.ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    below = []
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:  # the point's runner has started its kernel
+            below = _descendants(proc.pid)
+            if any("ipykernel" in _cmdline(p) for p in below):
+                break
+            time.sleep(0.3)
+        else:
+            raise AssertionError("the point's kernel did not start within 120 s")
+        time.sleep(1)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 143
+        assert err.splitlines()[-1] == ("interrupted: finished points are kept, Slurm jobs keep running; run the same "
+                                        "command again to go on") and "Traceback" not in err
+        time.sleep(1)
+        assert not [p for p in below if _cmdline(p)]  # the point's runner and kernel are gone
+        status = json.loads((outputs_root / "sweeps" / "long" / "status.json").read_text())
+        assert [p["status"] for p in status["points"]] == ["interrupted", "interrupted"]
+        folder = outputs_root / "01_de_capacity"
+        assert [p.name[:22] for p in folder.iterdir() if not p.name.endswith(".lock")] == ["long-seed=0.failed-202"]
+        assert outputs.run_in_progress("01_de_capacity", "long-seed=0", outputs_root) is None
+        assert sweep.point_states(sweep.load_sweep(path), outputs_root) == ["failed", "missing"]
+    finally:
+        for pid in [proc.pid, *below]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

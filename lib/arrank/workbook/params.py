@@ -129,8 +129,25 @@ def _range_text(lo: Any, hi: Any) -> str:
     return f" in [{lo}, {hi}]"
 
 
-RUN_NAME = text(r"[A-Za-z0-9][A-Za-z0-9._=-]{0,99}",
-                "'auto' or a name of letters, digits, '.', '_', '=', '-' (at most 100, no '/')")
+RUN_NAME_TEXT = ("'auto' or a name of at most 100 letters, digits, '.', '_', '=', '-' that starts with a letter "
+                 "or digit and holds none of the workbook's own markers ('.failed-', '.partial-', '.rank' + digits, "
+                 "a '.lock' ending)")
+RUN_NAME_MARKERS = re.compile(r"\.failed-|\.partial-|\.rank\d|\.lock$")  # outputs: failed, staging, rank, lock
+
+
+def run_name_value(name: str, value: Any) -> Any:
+    """Validator of ``run_name``: ``text``'s checks, a name that cannot be taken for one of the
+    folders and files the runner makes beside a run (``RUN_NAME_MARKERS``; a leading '.' hides
+    a folder, and is refused too)."""
+    value = text(r"[A-Za-z0-9][A-Za-z0-9._=-]{0,99}", RUN_NAME_TEXT)(name, value)
+    if RUN_NAME_MARKERS.search(value):
+        raise ParamError(f"{name}={value!r} collides with the workbook's own markers beside a run: it must be "
+                         f"{RUN_NAME_TEXT}")
+    return value
+
+
+run_name_value.allowed = RUN_NAME_TEXT
+RUN_NAME = run_name_value
 COMMON: dict[str, Validator] = {
     "profile": choice("quick", "paper"),
     "seed": integer(0, 2**32 - 1),
@@ -238,6 +255,7 @@ SPECS: dict[str, dict[str, Validator]] = {
         "sampling": choice("uniform", "weighted"),
         "packing": choice("auto", "per_query", "none"),
         "steps": integer(0, 10**7, optional=True),
+        "save_steps": integer(1, 10**7, optional=True),
         "lr": number(0.0, 10.0, optional=True),
         "batch_size": integer(1, 4096, optional=True),
         "grad_accum": integer(1, 4096, optional=True),

@@ -61,8 +61,8 @@ from arrank.workbook import paths, sweep_jobs
 from arrank.workbook.outputs import (OutputsNotWritableError, RunExistsError, checkpoints_dir, resume_diff, run_path,
                                      writable_folder, write_json_atomic)
 from arrank.workbook.params import ParamError, spec_for
-from arrank.workbook.run import (RunFailedError, error_lines, find_notebook, interrupt_on_sigterm, prepare,
-                                 run_notebook)
+from arrank.workbook.run import (RunFailedError, error_lines, exit_code, find_notebook, interrupt_on_signals,
+                                 prepare, restore_signals, run_notebook)
 
 SWEEPS = paths.ROOT / "sweeps"
 KEYS = {"notebook", "grid", "fixed", "paper", "description", "resources"}
@@ -520,6 +520,7 @@ def _run_points(sweep: Sweep, jobs: int, root: Path, execute: Execute | None, ec
              "job_id": None, "previous_error": previous.get(p.run_name)}
             for p in sweep.points]
     lock, stop = threading.Lock(), threading.Event()
+    caught: list[KeyboardInterrupt] = []  # the interruption (Ctrl-C, SIGTERM, SIGHUP), raised again at the end
     index = {p.run_name: i for i, p in enumerate(sweep.points)}
 
     def say(i: int, word: str, text: str) -> None:
@@ -593,11 +594,12 @@ def _run_points(sweep: Sweep, jobs: int, root: Path, execute: Execute | None, ec
                 future.result()
                 with lock:
                     save()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as err:
+            caught.append(err)
             stop.set()
             for future in futures:
                 future.cancel()
-            _stop_children(running)
+            _stop_children(running, forward=getattr(err, "signum", signal.SIGINT) != signal.SIGINT)
     for row in rows:
         if row["status"] in ("pending", "running") and stop.is_set():
             row["status"] = "interrupted"
@@ -609,30 +611,33 @@ def _run_points(sweep: Sweep, jobs: int, root: Path, execute: Execute | None, ec
          + (f", {counts['submitted']} submitted (queued or running)" if counts["submitted"] else "")
          + f" ({time.perf_counter() - wall:.0f} s); status: {folder / 'status.json'}")
     if stop.is_set():
-        raise KeyboardInterrupt
+        raise caught[0] if caught else KeyboardInterrupt()
     return rows
 
 
-def _stop_children(running: dict[int, subprocess.Popen], grace: float = 20.0) -> None:
-    """Stop the points still running (the processes this sweep started): a Ctrl-C at the terminal
-    reached them already, so wait a little, then interrupt them, then terminate them."""
-    deadline = time.time() + 5
+def _stop_children(running: dict[int, subprocess.Popen], grace: float = 20.0, forward: bool = False) -> None:
+    """Stop the points still running (the processes this sweep started). A Ctrl-C at the terminal
+    reached them already, so wait a little, then interrupt them; a SIGTERM or SIGHUP sent to the
+    sweep alone (``forward``) is passed on to them at once (each keeps its run as failed and stops
+    its kernel). Whatever still runs after ``grace`` seconds is terminated, then killed."""
+    deadline = time.time() + (0 if forward else 5)
     for proc in list(running.values()):
         try:
             proc.wait(timeout=max(0.1, deadline - time.time()))
         except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGINT)
-    deadline = time.time() + grace
-    for proc in list(running.values()):
-        try:
-            proc.wait(timeout=max(0.1, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            proc.terminate()
+            proc.send_signal(signal.SIGTERM if forward else signal.SIGINT)
+    for last in ("terminate", "kill"):
+        deadline = time.time() + grace
+        for proc in list(running.values()):
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                getattr(proc, last)()
 
 
 def run_point(notebook: str, overrides: dict[str, Any], outputs_root: Path | None) -> int:
     """The child process of one point: run it, print the full error on failure (the log keeps it)."""
-    interrupt_on_sigterm()
+    interrupt_on_signals()
     try:
         final = run_notebook(notebook, overrides, outputs_root=outputs_root, progress=False)
     except (ParamError, RunExistsError, OutputsNotWritableError) as err:
@@ -645,7 +650,7 @@ def run_point(notebook: str, overrides: dict[str, Any], outputs_root: Path | Non
         return 1
     except KeyboardInterrupt as err:
         print(error_lines(err or "interrupted", "interrupted: "), flush=True)
-        return 130
+        return exit_code(err)
     print(f"run written to {final}", flush=True)
     return 0
 
@@ -706,6 +711,7 @@ def main(argv: list[str] | None = None) -> int:
                        help="slurm: submit the unfinished points and return; the next call (or --list) follows them")
     args = parser.parse_args(argv)
     flags = {k: getattr(args, k) for k in sweep_jobs.RESOURCES if getattr(args, k) is not None}
+    previous = interrupt_on_signals()  # SIGTERM and SIGHUP stop the sweep as Ctrl-C does
     try:
         if flags and args.executor == "subprocess":
             raise SweepError(f"{sorted(flags)} are job resources: they need --executor local or slurm")
@@ -720,10 +726,12 @@ def main(argv: list[str] | None = None) -> int:
     except (SweepError, sweep_jobs.JobError, OutputsNotWritableError) as err:
         print(error_lines(err), file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
         print("interrupted: finished points are kept, Slurm jobs keep running; run the same command again to go on",
               file=sys.stderr)
-        return 130
+        return exit_code(err)
+    finally:
+        restore_signals(previous)
     return 1 if any(r["status"] == "failed" for r in rows) else 0
 
 
