@@ -401,9 +401,10 @@ def resolve_profile(stem: str, values: dict[str, Any]) -> dict[str, Any]:
     """Fill every parameter that is ``None`` from ``PROFILES[stem][profile]``."""
     defaults = PROFILES.get(stem, {}).get(values["profile"], {})
     out = dict(values)
+    spec = spec_for(stem) if defaults else {}
     for name, value in values.items():
         if value is None and name in defaults:
-            out[name] = spec_for(stem)[name](name, defaults[name])
+            out[name] = spec[name](name, defaults[name])
     return out
 
 

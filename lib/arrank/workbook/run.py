@@ -146,7 +146,13 @@ def prepare(notebook: str | Path, overrides: dict[str, Any]) -> tuple[Path, dict
     Returns (source, injected parameters for papermill, fully resolved parameters).
     """
     source = find_notebook(notebook)
-    defaults = parameters_cell(read_notebook(source), source)
+    return prepare_parsed(source, parameters_cell(read_notebook(source), source), overrides)
+
+
+def prepare_parsed(source: Path, defaults: dict[str, Any],
+                   overrides: dict[str, Any]) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+    """``prepare`` for a notebook whose parameters cell was read already (``defaults``): a sweep
+    reads it once and checks every point with it."""
     unknown = sorted(set(overrides) - set(defaults))
     if unknown:
         raise ParamError(f"unknown parameter(s) {unknown} for {source.stem}; allowed: {sorted(defaults)}")

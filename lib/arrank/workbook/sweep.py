@@ -42,6 +42,7 @@ import argparse
 import hashlib
 import itertools
 import json
+import math
 import os
 import queue
 import re
@@ -62,12 +63,13 @@ from arrank.workbook.outputs import (OutputsNotWritableError, RunExistsError, ch
                                      writable_folder, write_json_atomic)
 from arrank.workbook.params import ParamError, spec_for
 from arrank.workbook.run import (RunFailedError, error_lines, exit_code, find_notebook, interrupt_on_signals,
-                                 prepare, restore_signals, run_notebook)
+                                 parameters_cell, prepare_parsed, read_notebook, restore_signals, run_notebook)
 
 SWEEPS = paths.ROOT / "sweeps"
 KEYS = {"notebook", "grid", "fixed", "paper", "description", "resources"}
 PAPER_KEYS = ("table1", "table2", "table3", "fig3")
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,59}"
+MAX_POINTS = 10_000  # a larger grid is refused before it is expanded (--max-points overrides)
 
 
 class SweepError(ValueError):
@@ -103,13 +105,12 @@ class Sweep:
         return list(dict.fromkeys(k for p in self.points for k in p.grid))
 
 
-def expand_grid(grid: Any, where: str = "grid") -> list[dict[str, Any]]:
-    """The points of a grid: the Cartesian product of a mapping's value lists, or the union (in
-    order, duplicates dropped) of the products of a list of mappings."""
+def grid_parts(grid: Any, where: str = "grid") -> list[dict[str, list[Any]]]:
+    """The grid's mappings (one, or each of a list), checked: non-empty mappings of parameter ->
+    non-empty list of plain values."""
     parts = grid if isinstance(grid, list) else [grid]
     if not parts or grid == {} or grid is None:
         raise SweepError(f"{where} is empty: give a mapping of parameter -> list of values")
-    points: list[dict[str, Any]] = []
     for i, part in enumerate(parts):
         label = f"{where}[{i}]" if isinstance(grid, list) else where
         if not isinstance(part, dict) or not part:
@@ -121,9 +122,37 @@ def expand_grid(grid: Any, where: str = "grid") -> list[dict[str, Any]]:
             bad = [v for v in values if isinstance(v, (list, dict))]
             if bad:
                 raise SweepError(f"{label}.{name} holds {bad[0]!r}: grid values must be plain values")
+    return parts
+
+
+def count_points(grid: Any, where: str = "grid") -> int:
+    """How many points the grid's products hold before duplicates are dropped, computed without
+    expanding them (the sum over its mappings of the product of their list lengths)."""
+    return sum(math.prod(len(values) for values in part.values()) for part in grid_parts(grid, where))
+
+
+def check_size(grid: Any, file: str, max_points: int = MAX_POINTS) -> int:
+    """Refuse (``SweepError``, before anything is expanded) a grid of more than ``max_points``
+    points, with the count, its factors and the way out; returns the count."""
+    n = count_points(grid)
+    if n > max_points:
+        factors = " + ".join(" x ".join(f"{len(v):,} {k}" for k, v in part.items()) for part in grid_parts(grid))
+        raise SweepError(f"{file}: the grid has {n:,} points ({factors}), more than the cap of {max_points:,}: split the "
+                         f"sweep, or pass --max-points {n} to run them all")
+    return n
+
+
+def expand_grid(grid: Any, where: str = "grid") -> list[dict[str, Any]]:
+    """The points of a grid: the Cartesian product of a mapping's value lists, or the union (in
+    order, duplicates dropped: found with a set) of the products of a list of mappings."""
+    points: list[dict[str, Any]] = []
+    seen: set[frozenset] = set()
+    for part in grid_parts(grid, where):
         for combo in itertools.product(*part.values()):
             point = dict(zip(part.keys(), combo))
-            if point not in points:
+            key = frozenset(point.items())
+            if key not in seen:
+                seen.add(key)
                 points.append(point)
     return points
 
@@ -182,11 +211,13 @@ def _check_names(path: Path, fixed: Any, grid_points: list[dict[str, Any]]) -> N
         raise SweepError(f"{path.name}: {both} both fixed and in the grid; keep each in one place")
 
 
-def load_sweep(path: str | Path) -> Sweep:
+def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
     """Read and check a sweep file, expanding its points; nothing runs.
 
-    Every point goes through the runner's own checks (``arrank.workbook.run.prepare``: notebook exists,
-    names known, values allowed), so a bad file fails here with the point and the value named.
+    A grid of more than ``max_points`` points is refused before it is expanded (``check_size``).
+    Every point goes through the runner's own checks (``arrank.workbook.run.prepare_parsed``:
+    names known, values allowed) with the notebook's parameters cell read once, so a bad file
+    fails here with the point and the value named.
     """
     path = Path(path)
     if not path.is_absolute() and not path.exists():
@@ -200,9 +231,12 @@ def load_sweep(path: str | Path) -> Sweep:
         raise SweepError(f"{path.name}: paper={paper!r} is not allowed; choose one of {list(PAPER_KEYS)}")
     if not isinstance(data["notebook"], (str, int)):
         raise SweepError(f"{path.name}: notebook must be a notebook stem such as 05_train, got {data['notebook']!r}")
+    check_size(data["grid"], path.name, max_points)  # before the notebook is read: a refusal takes no time
     try:
-        stem = find_notebook(str(data["notebook"])).stem
+        source = find_notebook(str(data["notebook"]))
+        stem = source.stem
         spec_for(stem)
+        defaults = parameters_cell(read_notebook(source), source)
     except ParamError as err:
         raise SweepError(f"{path.name}: {err}") from None
     fixed = data.get("fixed") or {}
@@ -213,7 +247,7 @@ def load_sweep(path: str | Path) -> Sweep:
         overrides = {**fixed, **values}
         overrides["run_name"] = point_run_name(name, values)
         try:
-            _, _, resolved = prepare(stem, overrides)
+            _, _, resolved = prepare_parsed(source, defaults, overrides)
         except ParamError as err:
             where = ", ".join(f"{k}={v!r}" for k, v in values.items())
             raise SweepError(f"{path.name}: point ({where}): {err}") from None
@@ -249,8 +283,13 @@ def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
     per point; raises when a finished run, or the checkpoints of an interrupted one, were made
     with other parameters than the file gives (a resume would mix two settings)."""
     states, stale = [], []
+    folder = (outputs_root or paths.OUTPUTS) / sweep.notebook
+    present = {p.name for p in folder.iterdir()} if folder.is_dir() else set()  # one listing, not one per point
+    tried = {name.rsplit(".failed-", 1)[0] for name in present if ".failed-" in name}
     for point in sweep.points:
-        if results_path(sweep, point, outputs_root).exists():
+        if point.run_name not in present and f".checkpoints-{point.run_name}" not in present:
+            states.append("failed" if point.run_name in tried else "missing")
+        elif results_path(sweep, point, outputs_root).exists():
             diff = stale_params(sweep, point, outputs_root)
             if diff:
                 stale.append(f"{point.run_name}: " + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items()))
@@ -260,8 +299,7 @@ def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
             if diff:
                 stale.append(f"{point.run_name} (interrupted, its checkpoints): "
                              + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items()))
-            run_dir = run_path(sweep.notebook, point.run_name, outputs_root)
-            states.append("failed" if any(run_dir.parent.glob(f"{run_dir.name}.failed-*")) else "missing")
+            states.append("failed" if point.run_name in tried else "missing")
     if stale:
         raise SweepError(f"{sweep.path.name}: runs of its points were made with other parameters than the file now "
                          "gives (runs are never overwritten, nor resumed with other settings; rename the sweep file, "
@@ -696,6 +734,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=None,
                         help="points run at once (default 1; with --executor slurm, every point is submitted at once)")
     parser.add_argument("--list", action="store_true", help="check the file and list its points and jobs; run nothing")
+    parser.add_argument("--max-points", type=int, default=MAX_POINTS,
+                        help=f"refuse a grid of more points than this (default {MAX_POINTS:,}), before expanding it")
     parser.add_argument("--outputs-root", type=Path, default=None, help="outputs folder (default: outputs/)")
     parser.add_argument("--executor", default="subprocess", choices=sweep_jobs.EXECUTORS,
                         help="subprocess: a child process per point (default); local: one submitit job per point "
@@ -717,7 +757,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SweepError(f"{sorted(flags)} are job resources: they need --executor local or slurm")
         if args.no_wait and args.executor != "slurm":
             raise SweepError("--no-wait needs --executor slurm (local jobs and processes end with this command)")
-        sweep = load_sweep(args.sweep)
+        sweep = load_sweep(args.sweep, args.max_points)
         if args.list:
             print(describe(sweep, args.outputs_root))
             return 0
