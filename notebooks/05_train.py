@@ -73,6 +73,7 @@ combined = False  # Appendix F: the trie of rank r holds d_r .. d_nq only
 sampling = "weighted"  # weighted (draw items in proportion to lambda, default) or uniform (weight lambda)
 packing = "auto"  # per_query (one sequence per query, shared prompt), none, or auto (per_query where possible)
 steps = None  # optimizer steps, 0 for none (zero-shot); None: 1200 quick, 80 pretrained, 10000 paper
+save_steps = None  # optimizer steps between checkpoints (the newest two are kept); None: 300 quick, 50 pretrained, 500 paper
 lr = None  # learning rate; None: 2e-3 quick, 5e-4 pretrained (AdamW), 1e-5 paper (Adafactor)
 batch_size = None  # items per device step; None: 64 quick, 4 pretrained, 8 paper
 grad_accum = None  # gradient accumulation; None: 1 quick, 8 paper (global batch 64)
@@ -82,7 +83,6 @@ warmup_steps = None  # linear warm-up steps before the cosine decay; None: 100 q
 weight_decay = None  # decoupled weight decay; None: 0.01 quick, 0 pretrained and paper
 max_grad_norm = None  # gradient clipping norm; None: 1.0
 logging_steps = None  # log the loss every this many steps (at most a tenth of the steps); None: 50 quick, 10 pretrained, 50 paper
-save_steps = None  # save a checkpoint every this many steps; None: 300 quick, 50 pretrained, 500 paper
 lora_r = None  # LoRA rank, 0 for full fine-tuning; None: 0 quick, 16 pretrained and paper
 lora_alpha = 32  # LoRA scaling
 lora_dropout = 0.0  # LoRA dropout
@@ -158,7 +158,10 @@ print(f"packing: {layout} ({n_sequences:,} sequences of {len(items) / n_sequence
 # ## 3. Training
 # With a progress bar; checkpoints go to `outputs/05_train/.checkpoints-<run_name>/` with the run's
 # parameters, so re-running an interrupted run with the same `run_name` and parameters resumes from
-# its last checkpoint exactly (other parameters are refused: docs/reliability.md). Launched by
+# its last checkpoint exactly (other parameters are refused: docs/reliability.md). A checkpoint
+# is written every `save_steps` steps into a hidden folder and renamed into place with a manifest
+# of its files' sizes and hashes; a resume checks it, sets a damaged one aside and falls back to
+# the previous one (two are kept). A NaN or infinite loss stops training at once. Launched by
 # `torchrun --nproc_per_node N -m arrank.workbook.run 05 -p run_name NAME ...`, this cell trains
 # on N processes (DDP): `batch_size` items on each, the run of one process with N × `batch_size`
 # items; process 0 writes the run folder (docs/scale-out.md).

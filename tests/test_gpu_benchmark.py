@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 
-from arrank.workbook import paths
+from arrank.common import paths
 
 SCRIPT = paths.ROOT / "benchmarks" / "gpu.py"
 

@@ -17,7 +17,7 @@ TINY = {
     "02_rank_condition": {"v_max": 4, "n_targets": 3, "tokenizer_vocab": 500},
     "03_wordnet_data": {"subtree": "canine.n.02", "min_relevant": 1, "n_eval": 20, "tokenizer_vocab": 300},
     "04_esci_data": {"step": 5, "depth": 30, "n_components": 16, "tokenizer_vocab": 300},
-    "05_train": {"subtree": "canine.n.02", "min_relevant": 1, "n_eval": 10, "steps": 10, "batch_size": 16,
+    "05_train": {"subtree": "canine.n.02", "min_relevant": 1, "n_eval": 10, "steps": 10, "save_steps": 4, "batch_size": 16,
                  "tokenizer_vocab": 400, "scheme": "fractional", "targets": "trie", "combined": True},
     "06_evaluate": {"train_run": "latest", "decode_queries": 3, "beam_k": 2},
     "07_de_ce_baselines": {"subtree": "canine.n.02", "min_relevant": 1, "n_eval": 10, "de_steps": 30,
@@ -118,6 +118,7 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     assert m["n_queries@1"] == 10 and m["n_items"] > 10  # every rank of every training query
     assert m["packing"] == "per_query" and m["n_sequences"] < m["n_items"]  # packed by default (auto)
     assert m["resumed_from_step"] == 0  # a fresh run (tests/training/test_train.py: kill and resume)
+    assert m["save_steps"] == 4 and json.loads((final / "results.json").read_text())["params"]["save_steps"] == 4
     # a seeded sample of as many training queries as held out, scored the same way (Figure 3 (a))
     assert m["train_n_queries"] == 10 and 0.0 <= m["train_cvr"] <= 1.0 and 0.0 < m["train_ndcg"] <= 1.0
     assert 0.0 <= m["train_recall@1"] <= 1.0 and m["train_n_queries@1"] == 10

@@ -37,6 +37,18 @@ def test_run_name_refuses_paths():
             params.RUN_NAME("run_name", bad)
 
 
+def test_run_names_that_collide_with_the_workbooks_markers_are_refused_by_the_rule():
+    """Issue 27: '.' was refused with a message listing '.' as allowed; names that read as the
+    runner's own failed / staging / rank folders or lock files were accepted."""
+    for ok in ("x.failed", "lock", "x.locked", "rank1", "a.b-c=1", "x.ranking"):
+        assert params.RUN_NAME("run_name", ok) == ok
+    for bad in (".", "..", ".x", "x.failed-1", "x.partial-123", "zz.lock", "x.rank1", "x.rank1.failed-2"):
+        with pytest.raises(ParamError) as err:
+            params.RUN_NAME("run_name", bad)
+        assert str(err.value).startswith(f"run_name={bad!r}") and "starts with a letter or digit" in str(err.value)
+        assert "'.failed-', '.partial-', '.rank' + digits, a '.lock' ending" in str(err.value)
+
+
 def _namespace(**over):
     ns = {"profile": "quick", "seed": 0, "run_name": "auto", "k_max_exact": None, "mc_queries": None,
           "k_max_bound": None, "site_sets": None}

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from arrank.workbook import paths
+from arrank.common import paths
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("unsloth") is None,
                                 reason="unsloth is not installed (optional; docs/gpu.md: Unsloth on a CPU)")
@@ -43,8 +43,8 @@ df = pd.DataFrame([
     {"query": "cat.n.01", "relevant": ["feline.n.01", "carnivore.n.01"], "split": "train",
      "prompt": "query: cat.n.01 answer:"}])
 items = train.training_items(df, tok, "fractional", alpha=2.0, max_length=64)
-hyper = train.hyperparameters("quick", steps=3, batch_size=4, max_length=64, warmup_steps=0,
-                              logging_steps=1, save_steps=100)
+hyper = {**train.profile_hyperparameters("quick"), "steps": 3, "batch_size": 4, "max_length": 64, "warmup_steps": 0,
+         "logging_steps": 1, "save_steps": 100}
 log = train.train(model, tok, items, hyper, work / "checkpoints", seed=0, sampling="weighted", packing="none")
 lora_b = sum(float(p.detach().float().abs().sum()) for n, p in model.named_parameters() if "lora_B" in n)
 print(json.dumps({"resolved": resolved, "class": type(model).__name__, "losses": log["loss"].tolist(),

@@ -202,6 +202,32 @@ def test_a_second_process_on_the_same_run_name_is_refused_and_ctrl_c_is_one_line
         end([proc.pid, *kernels])
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_end_a_run_as_ctrl_c_does_and_the_rerun_goes_at_once(fake_notebook, outputs_root, sig):
+    """Issue 27: what Slurm, systemd (SIGTERM) or a closing terminal (SIGHUP) send, to the runner
+    alone: one line, exit 128 + the signal, the kernel stopped, the run kept as failed, and the
+    same command runs again at once (the name is free)."""
+    proc = start_runner(fake_notebook, outputs_root, "-p", "run_name", "x", "-p", "sleep", "60")
+    kernels = []
+    try:
+        wait_started(outputs_root, "x")
+        kernels = children(proc.pid)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 128 + sig
+        failed = [p for p in (outputs_root / "99_fake").iterdir() if p.name.startswith("x.failed-")]
+        assert len(failed) == 1 and err == (f"interrupted: 99_fake run 'x' interrupted; what it wrote is kept in "
+                                            f"{failed[0]}. Run the same command again to go on (05_train resumes "
+                                            "from its last checkpoint)\n")
+        time.sleep(1)
+        assert not end(kernels)
+        assert outputs.run_in_progress("99_fake", "x", outputs_root) is None
+        final = run.run_notebook(fake_notebook, {"run_name": "x"}, outputs_root=outputs_root, progress=False)
+        assert (final / "results.json").exists()
+    finally:
+        end([proc.pid, *kernels])
+
+
 def test_a_killed_run_leaves_no_hidden_folder_after_the_next_run(fake_notebook, outputs_root):
     """kill -9 leaves .x.partial-<pid> (nothing can run on SIGKILL); the lock dies with the
     process, and the next run (here of another name) keeps that folder as x.failed-<time>."""

@@ -435,3 +435,119 @@ def test_a_slurm_job_seen_from_a_machine_without_slurm_is_never_submitted_again(
     with pytest.raises(sweep.SweepError, match=r"three-alpha=1: slurm job 4242 UNKNOWN"):
         sweep.run_sweep(three, outputs_root=outputs_root, execute=fake_executor(three, outputs_root, calls=calls))
     assert calls == [] and "4242" in sweep.sweep_jobs.jobs_path(folder).read_text()
+
+
+def _descendants(pid):
+    """Every live process below ``pid`` (children, grandchildren: a point's runner and its kernel)."""
+    found, todo = [], [pid]
+    while todo:
+        here = todo.pop()
+        for task in Path(f"/proc/{here}/task").glob("*"):
+            try:
+                kids = [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                kids = []
+            found += kids
+            todo += kids
+    return found
+
+
+def _cmdline(pid):
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def test_sigterm_to_a_sweep_stops_its_point_records_it_and_the_rerun_goes_at_once(tmp_path, outputs_root):
+    """Issue 27: SIGTERM to the sweep command alone (as Slurm, systemd or kill send it) used to
+    leave its point running unsupervised with status.json saying 'pending'. Now the point's
+    runner and kernel are stopped, the point is 'interrupted' (its run kept as failed), the sweep
+    prints one line and exits 143, and the next call finds the name free at once."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = write(tmp_path, "notebook: 01_de_capacity\nfixed: {k_max_exact: 7, mc_queries: 5000000, site_sets: 3}\n"
+                           "grid: {seed: [0, 1]}\n", "long.yaml")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "arrank.workbook.sweep", str(path), "--outputs-root",
+                             str(outputs_root)], cwd=paths.ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    below = []
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:  # the point's runner has started its kernel
+            below = _descendants(proc.pid)
+            if any("ipykernel" in _cmdline(p) for p in below):
+                break
+            time.sleep(0.3)
+        else:
+            raise AssertionError("the point's kernel did not start within 120 s")
+        time.sleep(1)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 143
+        assert err.splitlines()[-1] == ("interrupted: finished points are kept, Slurm jobs keep running; run the same "
+                                        "command again to go on") and "Traceback" not in err
+        time.sleep(1)
+        assert not [p for p in below if _cmdline(p)]  # the point's runner and kernel are gone
+        status = json.loads((outputs_root / "sweeps" / "long" / "status.json").read_text())
+        assert [p["status"] for p in status["points"]] == ["interrupted", "interrupted"]
+        folder = outputs_root / "01_de_capacity"
+        assert [p.name[:22] for p in folder.iterdir() if not p.name.endswith(".lock")] == ["long-seed=0.failed-202"]
+        assert outputs.run_in_progress("01_de_capacity", "long-seed=0", outputs_root) is None
+        assert sweep.point_states(sweep.load_sweep(path), outputs_root) == ["failed", "missing"]
+    finally:
+        for pid in [proc.pid, *below]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_a_million_point_grid_is_refused_before_it_is_expanded(tmp_path, outputs_root, capsys):
+    """Issue 27: 1000 seeds x 1000 alphas ran --list for over 10 minutes; now it is counted before
+    expansion and refused with the count and the cap (the speed: benchmarks/sweep_grid.py)."""
+    import time
+
+    grid = f"grid: {{seed: {list(range(1000))}, alpha: {[round(0.5 + i / 1000, 3) for i in range(1000)]}}}\n"
+    path = write(tmp_path, BASE + grid, "million.yaml")
+    start = time.perf_counter()
+    assert sweep.main([str(path), "--list", "--outputs-root", str(outputs_root)]) == 2
+    assert time.perf_counter() - start < 30  # about 0.2 s measured; far below the 10 minutes it took
+    assert capsys.readouterr().err == ("error: million.yaml: the grid has 1,000,000 points (1,000 seed x 1,000 alpha), "
+                                       "more than the cap of 10,000: split the sweep, or pass --max-points 1000000 "
+                                       "to run them all\n")
+    assert not any(outputs_root.iterdir())
+
+
+def test_points_are_counted_before_expansion_and_the_cap_can_be_raised(tmp_path, outputs_root, capsys):
+    grid = [{"alpha": [1, 2]}, {"alpha": [1], "seed": [1, 2, 3]}, {"alpha": [2]}]
+    assert sweep.count_points(grid) == 6 and len(sweep.expand_grid(grid)) == 5  # counted before duplicates go
+    path = write(tmp_path, BASE + "grid: {alpha: [1, 2, 3], seed: [0, 1]}\n", "six.yaml")
+    with pytest.raises(sweep.SweepError, match=r"the grid has 6 points \(3 alpha x 2 seed\), more than the cap of 5"):
+        sweep.load_sweep(path, max_points=5)
+    assert sweep.main([str(path), "--list", "--max-points", "5", "--outputs-root", str(outputs_root)]) == 2
+    assert sweep.main([str(path), "--list", "--max-points", "6", "--outputs-root", str(outputs_root)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 2 + 6
+
+
+def test_ten_thousand_points_are_listed(tmp_path, outputs_root, capsys):
+    """The notebook's parameters cell is read once per sweep and every point checked with it; the
+    states come from one listing of the notebook's folder (about 2 s of CPU here for 10,000)."""
+    import time
+
+    grid = f"grid: {{seed: {list(range(100))}, alpha: {[round(0.5 + i / 10, 1) for i in range(100)]}}}\n"
+    path = write(tmp_path, BASE + grid, "tenk.yaml")
+    done = outputs.run_path("05_train", "tenk-seed=3-alpha=0.7", outputs_root)
+    done.mkdir(parents=True)
+    (outputs_root / "05_train" / "tenk-seed=4-alpha=0.7.failed-20260101-000000").mkdir()
+    start = time.perf_counter()
+    assert sweep.main([str(path), "--list", "--outputs-root", str(outputs_root)]) == 0
+    assert time.perf_counter() - start < 60  # generous: the figure is in docs/reliability.md
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("tenk: notebook 05_train, 10000 points") and len(lines) == 10_002
+    assert "  failed   tenk-seed=4-alpha=0.7" in lines and "  missing  tenk-seed=3-alpha=0.7" in lines

@@ -22,3 +22,40 @@ def test_summary_lists_every_stage_and_the_total(tmp_path):
     text = whole.summary([{"notebook": "05", "status": "ran", "seconds": 1.5, "dir": str(tmp_path)},
                              {"notebook": "06", "status": "FAILED: x", "seconds": 2.0, "dir": str(tmp_path / "no")}])
     assert "cvr=0.1235, n=3" in text and text.splitlines()[-1].split()[-1] == "3.5"
+
+
+def test_ctrl_c_during_the_workbook_is_one_line_and_exit_130(tmp_path):
+    """Issue 27: Ctrl-C during ``python -m arrank.workbook`` printed a RunInterruptedError traceback
+    and exited 1; docs/reliability.md promises one line and 130. The interrupted stage is kept
+    as failed, and no process of it is left."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from arrank.common import paths
+
+    outputs = tmp_path / "outputs"
+    env = {**os.environ, "ARRANK_OUTPUTS": str(outputs), "PYTHONPATH": os.pathsep.join(sys.path),
+           "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "arrank.workbook", "--only", "01", "--run-name", "ctrlc"],
+                            cwd=paths.ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not list((outputs / "01_de_capacity").glob(".ctrlc.partial-*")):
+            time.sleep(0.2)
+        time.sleep(2)  # the kernel is starting or running the notebook
+        proc.send_signal(signal.SIGINT)  # what Ctrl-C sends (the kernel has a process group of its own)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    failed = [p for p in (outputs / "01_de_capacity").iterdir() if p.name.startswith("ctrlc.failed-")]
+    assert proc.returncode == 130 and len(failed) == 1, err
+    assert "Traceback" not in err and err.splitlines()[-1] == (f"interrupted: 01_de_capacity run 'ctrlc' interrupted; what it wrote is kept in "
+                                f"{failed[0]}. Run the same command again to go on (05_train resumes from its "
+                                "last checkpoint)")  # the lines before: papermill's progress bar
+    assert not list(Path(outputs / "01_de_capacity").glob(".ctrlc.partial-*"))

@@ -225,9 +225,12 @@ def writable_folder(folder: Path) -> Path:
     return folder
 
 
+RESUME_FREE = ("run_name", "save_steps")  # may differ on a resume: they do not change what is trained
+
+
 def resume_params(params: dict[str, Any]) -> dict[str, Any]:
-    """The parameters that must agree for a resume: all but ``run_name``, as JSON gives them back."""
-    return json.loads(json.dumps({k: v for k, v in params.items() if k != "run_name"}, default=_jsonable))
+    """The parameters that must agree for a resume: all but ``RESUME_FREE``, as JSON gives them back."""
+    return json.loads(json.dumps({k: v for k, v in params.items() if k not in RESUME_FREE}, default=_jsonable))
 
 
 def has_checkpoints(folder: Path) -> bool:

@@ -130,8 +130,25 @@ def _range_text(lo: Any, hi: Any) -> str:
     return f" in [{lo}, {hi}]"
 
 
-RUN_NAME = text(r"[A-Za-z0-9][A-Za-z0-9._=-]{0,99}",
-                "'auto' or a name of letters, digits, '.', '_', '=', '-' (at most 100, no '/')")
+RUN_NAME_TEXT = ("'auto' or a name of at most 100 letters, digits, '.', '_', '=', '-' that starts with a letter "
+                 "or digit and holds none of the workbook's own markers ('.failed-', '.partial-', '.rank' + digits, "
+                 "a '.lock' ending)")
+RUN_NAME_MARKERS = re.compile(r"\.failed-|\.partial-|\.rank\d|\.lock$")  # outputs: failed, staging, rank, lock
+
+
+def run_name_value(name: str, value: Any) -> Any:
+    """Validator of ``run_name``: ``text``'s checks, a name that cannot be taken for one of the
+    folders and files the runner makes beside a run (``RUN_NAME_MARKERS``; a leading '.' hides
+    a folder, and is refused too)."""
+    value = text(r"[A-Za-z0-9][A-Za-z0-9._=-]{0,99}", RUN_NAME_TEXT)(name, value)
+    if RUN_NAME_MARKERS.search(value):
+        raise ParamError(f"{name}={value!r} collides with the workbook's own markers beside a run: it must be "
+                         f"{RUN_NAME_TEXT}")
+    return value
+
+
+run_name_value.allowed = RUN_NAME_TEXT
+RUN_NAME = run_name_value
 SEED = integer(0, 2**32 - 1)
 PROFILE = None  # stands for choice(*the notebook's profiles) in the definitions below
 
@@ -371,6 +388,9 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
         "steps": Param(integer(0, 10**7, optional=True), None,
               'optimizer steps, 0 for none (zero-shot); None: 1200 quick, 80 pretrained, 10000 paper',
               {'quick': 1200, 'pretrained': 80, 'paper': 10000}),
+        "save_steps": Param(integer(1, 10**7, optional=True), None,
+              'optimizer steps between checkpoints (the newest two are kept); None: 300 quick, 50 pretrained, 500 paper',
+              {'quick': 300, 'pretrained': 50, 'paper': 500}),
         "lr": Param(number(0.0, 10.0, optional=True), None,
               'learning rate; None: 2e-3 quick, 5e-4 pretrained (AdamW), 1e-5 paper (Adafactor)',
               {'quick': 0.002, 'pretrained': 0.0005, 'paper': 1e-05}),
@@ -398,9 +418,6 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
         "logging_steps": Param(integer(1, 10**7, optional=True), None,
               'log the loss every this many steps (at most a tenth of the steps); None: 50 quick, 10 pretrained, 50 paper',
               {'quick': 50, 'pretrained': 10, 'paper': 50}),
-        "save_steps": Param(integer(1, 10**7, optional=True), None,
-              'save a checkpoint every this many steps; None: 300 quick, 50 pretrained, 500 paper',
-              {'quick': 300, 'pretrained': 50, 'paper': 500}),
         "lora_r": Param(integer(0, 1024, optional=True), None,
               'LoRA rank, 0 for full fine-tuning; None: 0 quick, 16 pretrained and paper',
               {'quick': 0, 'pretrained': 16, 'paper': 16}),

@@ -63,6 +63,7 @@ from typing import Any, Sequence
 import pandas as pd
 import torch
 
+from arrank.training import checkpoints as ckpt
 from arrank.training.encoding import docid_table, prompt_ids
 from arrank.training.packing import (collate_packed, model_mask, pack_items, resolve_packing, row_length_for,
                             sequence_weights)
@@ -154,8 +155,9 @@ def _trainer_class():
     """The Trainer subclass, defined on first use so importing this module stays light."""
     from transformers import Trainer
 
-    class StoicalTrainer(Trainer):
-        """transformers.Trainer whose loss is STOICaL (eq. 2), for both backends.
+    class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
+        """transformers.Trainer whose loss is STOICaL (eq. 2), for both backends; its checkpoints
+        are transactions and a non-finite loss or gradient norm stops it (``checkpoints``).
 
         The model is called without labels and the loss computed from its logits, so backends
         that fuse or drop logits when labels are passed (Unsloth; set UNSLOTH_RETURN_LOGITS=1)
@@ -264,7 +266,8 @@ def training_arguments(output_dir: Path, profile_args: dict[str, Any], seed: int
         gradient_accumulation_steps=a["grad_accum"], learning_rate=a["lr"], warmup_steps=a["warmup_steps"],
         lr_scheduler_type="cosine", weight_decay=a["weight_decay"], max_grad_norm=a["max_grad_norm"],
         logging_steps=min(a["logging_steps"], max(1, a["steps"] // 10)), save_steps=a["save_steps"],
-        save_total_limit=1, seed=seed,
+        save_total_limit=None, seed=seed,  # checkpoints.commit keeps the newest two
+        logging_nan_inf_filter=False,  # a NaN loss must reach checkpoints.refuse_non_finite, not be averaged away
         data_seed=seed, report_to=[], remove_unused_columns=False, use_cpu=use_cpu,
         average_tokens_across_devices=True,  # N of eq. 2 counts every process's positions
         dataloader_num_workers=0, disable_tqdm=False, save_only_model=False)
@@ -288,10 +291,11 @@ def adafactor(model, lr: float):
 
 def resume_point(checkpoints: Path, params: dict[str, Any]) -> int:
     """The step an interrupted run resumes from (0 for a fresh start), after refusing checkpoints
-    made with other parameters (``ResumeError`` listing them and the ways out); a fresh start
-    records ``params`` beside the checkpoints to come."""
+    made with other parameters (``ResumeError`` listing them and the ways out) and setting aside
+    checkpoints that fail their manifest (``checkpoints.usable_checkpoint``, one line each); a
+    fresh start records ``params`` beside the checkpoints to come."""
     check_resume(checkpoints, params)
-    found = last_checkpoint(checkpoints)
+    found = ckpt.usable_checkpoint(checkpoints, tidy=processes.is_main())
     if found is None:
         if processes.is_main():  # under several processes one writes; all resume from the same folder
             record_resume_params(checkpoints, params)
@@ -300,8 +304,9 @@ def resume_point(checkpoints: Path, params: dict[str, Any]) -> int:
 
 
 def last_checkpoint(folder: Path) -> str | None:
-    """The newest ``checkpoint-N`` folder under ``folder``, to resume an interrupted run."""
-    found = sorted(folder.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1])) if folder.exists() else []
+    """The newest committed ``checkpoint-N`` folder under ``folder`` (unverified; a resume takes
+    ``checkpoints.usable_checkpoint``)."""
+    found = ckpt.checkpoints(folder)
     return str(found[-1]) if found else None
 
 
@@ -343,6 +348,8 @@ def train(model, tokenizer, items: list[dict[str, Any]], hyper: dict[str, Any], 
     if not items:
         raise ValueError("no training items")
     if hyper["steps"] == 0:  # zero-shot: the model as loaded (its LoRA adapters are still zero)
+        if processes.is_main():  # nothing to resume: no .checkpoints-<name>/params.json left behind
+            shutil.rmtree(checkpoints, ignore_errors=True)
         return pd.DataFrame(columns=["step", "loss", "learning_rate", "grad_norm"])
     weighted = sampling == "weighted"
     pad = tokenizer.pad_token_id
@@ -369,7 +376,8 @@ def train(model, tokenizer, items: list[dict[str, Any]], hyper: dict[str, Any], 
     if weighted:
         trainer.sample_weights = draw
     trainer.precision_used = precision
-    trainer.train(resume_from_checkpoint=last_checkpoint(checkpoints))
+    resume = ckpt.usable_checkpoint(checkpoints, tidy=processes.is_main())
+    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     log = pd.DataFrame([r for r in trainer.state.log_history if "loss" in r])
     trainer.accelerator.wait_for_everyone()  # under several processes: none still writes a checkpoint
     if trainer.is_world_process_zero():

@@ -48,7 +48,20 @@ class RunFailedError(RuntimeError):
 
 
 class RunInterruptedError(KeyboardInterrupt):
-    """Ctrl-C (or SIGTERM) stopped a run; the message names the kept folder and how to go on."""
+    """Ctrl-C, SIGTERM or SIGHUP stopped a run; the message names the kept folder and how to go on;
+    ``signum`` is the signal (``exit_code``)."""
+
+    def __init__(self, message: str = "", signum: int = signal.SIGINT):
+        super().__init__(message)
+        self.signum = int(signum)
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # treated as Ctrl-C (SIGINT) by every command
+
+
+def exit_code(err: BaseException) -> int:
+    """128 + the signal that interrupted (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP)."""
+    return 128 + int(getattr(err, "signum", signal.SIGINT))
 
 
 def find_notebook(name: str | Path) -> Path:
@@ -134,7 +147,13 @@ def prepare(notebook: str | Path, overrides: dict[str, Any]) -> tuple[Path, dict
     Returns (source, injected parameters for papermill, fully resolved parameters).
     """
     source = find_notebook(notebook)
-    defaults = parameters_cell(read_notebook(source), source)
+    return prepare_parsed(source, parameters_cell(read_notebook(source), source), overrides)
+
+
+def prepare_parsed(source: Path, defaults: dict[str, Any],
+                   overrides: dict[str, Any]) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+    """``prepare`` for a notebook whose parameters cell was read already (``defaults``): a sweep
+    reads it once and checks every point with it."""
     unknown = sorted(set(overrides) - set(defaults))
     if unknown:
         raise ParamError(f"unknown parameter(s) {unknown} for {source.stem}; allowed: {sorted(defaults)}")
@@ -219,7 +238,8 @@ def _execute(source: Path, injected: dict[str, Any], staging: Path, final: Path,
             if isinstance(err, KeyboardInterrupt) or getattr(err, "ename", None) == "KeyboardInterrupt":
                 raise RunInterruptedError(
                     f"{source.stem} run {final.name!r} interrupted; what it wrote is kept in {failed}. "
-                    "Run the same command again to go on (05_train resumes from its last checkpoint)") from None
+                    "Run the same command again to go on (05_train resumes from its last checkpoint)",
+                    getattr(err, "signum", signal.SIGINT)) from None
             if not isinstance(err, Exception):
                 raise
             raise RunFailedError(f"{source.stem} failed: {describe_error(err)} "
@@ -302,20 +322,34 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def interrupt_on_sigterm() -> Any:
-    """Let SIGTERM (``kill PID``, a sweep stopping its points) end a run as Ctrl-C does: the
-    staging folder is kept as ``<run_name>.failed-<time>`` instead of lingering. Returns the
-    handler it replaced."""
+def interrupt_on_signals() -> dict[int, Any]:
+    """Let SIGTERM (``kill PID``, Slurm, systemd, a sweep stopping its points) and SIGHUP (a
+    closing terminal) end a command as Ctrl-C does: a ``KeyboardInterrupt`` carrying ``signum``
+    (``exit_code``), so staging folders are kept as ``<run_name>.failed-<time>``, children are
+    stopped and the state recorded. A second such signal while the first is handled is ignored.
+    Returns the handlers replaced (``restore_signals``)."""
     def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+        err = KeyboardInterrupt(f"signal {signum}")
+        err.signum = signum
+        raise err
 
-    return signal.signal(signal.SIGTERM, handler)
+    return {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+
+
+def restore_signals(previous: dict[int, Any]) -> None:
+    """Put back the handlers ``interrupt_on_signals`` replaced."""
+    for sig, old in previous.items():
+        signal.signal(sig, old)
+
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point; prints the run directory, or the error in one block and exits
     2 (refused before running: bad parameter, name taken or running, checkpoints of other
-    parameters, outputs not writable), 1 (the notebook failed) or 130 (interrupted)."""
+    parameters, outputs not writable), 1 (the notebook failed) or 128 + the signal when interrupted
+    (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
     names = [name for name, _ in args.parameter]
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -324,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: parameter(s) {twice} given more than once ({given}); give each -p NAME VALUE once",
               file=sys.stderr)
         return 2
-    previous = interrupt_on_sigterm()
+    previous = interrupt_on_signals()
     try:
         final = run_notebook(args.notebook, dict(args.parameter), progress=not args.no_progress)
     except (ParamError, RunExistsError, OutputsNotWritableError) as err:
@@ -336,9 +370,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as err:
         said = err if isinstance(err, RunInterruptedError) else "while no notebook was running; run the same command again"
         print(error_lines(said, "interrupted: "), file=sys.stderr)
-        return 130
+        return exit_code(err)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        restore_signals(previous)
     if processes.is_main():
         print(f"run written to {final}")
     else:

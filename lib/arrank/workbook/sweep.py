@@ -42,6 +42,7 @@ import argparse
 import hashlib
 import itertools
 import json
+import math
 import os
 import queue
 import re
@@ -62,13 +63,14 @@ from arrank.workbook import sweep_jobs
 from arrank.common.outputs import (OutputsNotWritableError, RunExistsError, checkpoints_dir, resume_diff, run_path,
                                      writable_folder, write_json_atomic)
 from arrank.common.params import ParamError, spec_for
-from arrank.workbook.run import (RunFailedError, error_lines, find_notebook, interrupt_on_sigterm, prepare,
-                                 run_notebook)
+from arrank.workbook.run import (RunFailedError, error_lines, exit_code, find_notebook, interrupt_on_signals,
+                                 parameters_cell, prepare_parsed, read_notebook, restore_signals, run_notebook)
 
 SWEEPS = paths.ROOT / "sweeps"
 KEYS = {"notebook", "grid", "fixed", "paper", "description", "resources"}
 PAPER_KEYS = ("table1", "table2", "table3", "fig3")
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,59}"
+MAX_POINTS = 10_000  # a larger grid is refused before it is expanded (--max-points overrides)
 
 
 class SweepError(ValueError):
@@ -104,13 +106,12 @@ class Sweep:
         return list(dict.fromkeys(k for p in self.points for k in p.grid))
 
 
-def expand_grid(grid: Any, where: str = "grid") -> list[dict[str, Any]]:
-    """The points of a grid: the Cartesian product of a mapping's value lists, or the union (in
-    order, duplicates dropped) of the products of a list of mappings."""
+def grid_parts(grid: Any, where: str = "grid") -> list[dict[str, list[Any]]]:
+    """The grid's mappings (one, or each of a list), checked: non-empty mappings of parameter ->
+    non-empty list of plain values."""
     parts = grid if isinstance(grid, list) else [grid]
     if not parts or grid == {} or grid is None:
         raise SweepError(f"{where} is empty: give a mapping of parameter -> list of values")
-    points: list[dict[str, Any]] = []
     for i, part in enumerate(parts):
         label = f"{where}[{i}]" if isinstance(grid, list) else where
         if not isinstance(part, dict) or not part:
@@ -122,9 +123,37 @@ def expand_grid(grid: Any, where: str = "grid") -> list[dict[str, Any]]:
             bad = [v for v in values if isinstance(v, (list, dict))]
             if bad:
                 raise SweepError(f"{label}.{name} holds {bad[0]!r}: grid values must be plain values")
+    return parts
+
+
+def count_points(grid: Any, where: str = "grid") -> int:
+    """How many points the grid's products hold before duplicates are dropped, computed without
+    expanding them (the sum over its mappings of the product of their list lengths)."""
+    return sum(math.prod(len(values) for values in part.values()) for part in grid_parts(grid, where))
+
+
+def check_size(grid: Any, file: str, max_points: int = MAX_POINTS) -> int:
+    """Refuse (``SweepError``, before anything is expanded) a grid of more than ``max_points``
+    points, with the count, its factors and the way out; returns the count."""
+    n = count_points(grid)
+    if n > max_points:
+        factors = " + ".join(" x ".join(f"{len(v):,} {k}" for k, v in part.items()) for part in grid_parts(grid))
+        raise SweepError(f"{file}: the grid has {n:,} points ({factors}), more than the cap of {max_points:,}: split the "
+                         f"sweep, or pass --max-points {n} to run them all")
+    return n
+
+
+def expand_grid(grid: Any, where: str = "grid") -> list[dict[str, Any]]:
+    """The points of a grid: the Cartesian product of a mapping's value lists, or the union (in
+    order, duplicates dropped: found with a set) of the products of a list of mappings."""
+    points: list[dict[str, Any]] = []
+    seen: set[frozenset] = set()
+    for part in grid_parts(grid, where):
         for combo in itertools.product(*part.values()):
             point = dict(zip(part.keys(), combo))
-            if point not in points:
+            key = frozenset(point.items())
+            if key not in seen:
+                seen.add(key)
                 points.append(point)
     return points
 
@@ -183,11 +212,13 @@ def _check_names(path: Path, fixed: Any, grid_points: list[dict[str, Any]]) -> N
         raise SweepError(f"{path.name}: {both} both fixed and in the grid; keep each in one place")
 
 
-def load_sweep(path: str | Path) -> Sweep:
+def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
     """Read and check a sweep file, expanding its points; nothing runs.
 
-    Every point goes through the runner's own checks (``arrank.workbook.run.prepare``: notebook exists,
-    names known, values allowed), so a bad file fails here with the point and the value named.
+    A grid of more than ``max_points`` points is refused before it is expanded (``check_size``).
+    Every point goes through the runner's own checks (``arrank.workbook.run.prepare_parsed``:
+    names known, values allowed) with the notebook's parameters cell read once, so a bad file
+    fails here with the point and the value named.
     """
     path = Path(path)
     if not path.is_absolute() and not path.exists():
@@ -201,9 +232,12 @@ def load_sweep(path: str | Path) -> Sweep:
         raise SweepError(f"{path.name}: paper={paper!r} is not allowed; choose one of {list(PAPER_KEYS)}")
     if not isinstance(data["notebook"], (str, int)):
         raise SweepError(f"{path.name}: notebook must be a notebook stem such as 05_train, got {data['notebook']!r}")
+    check_size(data["grid"], path.name, max_points)  # before the notebook is read: a refusal takes no time
     try:
-        stem = find_notebook(str(data["notebook"])).stem
+        source = find_notebook(str(data["notebook"]))
+        stem = source.stem
         spec_for(stem)
+        defaults = parameters_cell(read_notebook(source), source)
     except ParamError as err:
         raise SweepError(f"{path.name}: {err}") from None
     fixed = data.get("fixed") or {}
@@ -214,7 +248,7 @@ def load_sweep(path: str | Path) -> Sweep:
         overrides = {**fixed, **values}
         overrides["run_name"] = point_run_name(name, values)
         try:
-            _, _, resolved = prepare(stem, overrides)
+            _, _, resolved = prepare_parsed(source, defaults, overrides)
         except ParamError as err:
             where = ", ".join(f"{k}={v!r}" for k, v in values.items())
             raise SweepError(f"{path.name}: point ({where}): {err}") from None
@@ -250,8 +284,13 @@ def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
     per point; raises when a finished run, or the checkpoints of an interrupted one, were made
     with other parameters than the file gives (a resume would mix two settings)."""
     states, stale = [], []
+    folder = (outputs_root or paths.OUTPUTS) / sweep.notebook
+    present = {p.name for p in folder.iterdir()} if folder.is_dir() else set()  # one listing, not one per point
+    tried = {name.rsplit(".failed-", 1)[0] for name in present if ".failed-" in name}
     for point in sweep.points:
-        if results_path(sweep, point, outputs_root).exists():
+        if point.run_name not in present and f".checkpoints-{point.run_name}" not in present:
+            states.append("failed" if point.run_name in tried else "missing")
+        elif results_path(sweep, point, outputs_root).exists():
             diff = stale_params(sweep, point, outputs_root)
             if diff:
                 stale.append(f"{point.run_name}: " + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items()))
@@ -261,8 +300,7 @@ def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
             if diff:
                 stale.append(f"{point.run_name} (interrupted, its checkpoints): "
                              + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items()))
-            run_dir = run_path(sweep.notebook, point.run_name, outputs_root)
-            states.append("failed" if any(run_dir.parent.glob(f"{run_dir.name}.failed-*")) else "missing")
+            states.append("failed" if point.run_name in tried else "missing")
     if stale:
         raise SweepError(f"{sweep.path.name}: runs of its points were made with other parameters than the file now "
                          "gives (runs are never overwritten, nor resumed with other settings; rename the sweep file, "
@@ -522,6 +560,7 @@ def _run_points(sweep: Sweep, jobs: int, root: Path, execute: Execute | None, ec
              "job_id": None, "previous_error": previous.get(p.run_name)}
             for p in sweep.points]
     lock, stop = threading.Lock(), threading.Event()
+    caught: list[KeyboardInterrupt] = []  # the interruption (Ctrl-C, SIGTERM, SIGHUP), raised again at the end
     index = {p.run_name: i for i, p in enumerate(sweep.points)}
 
     def say(i: int, word: str, text: str) -> None:
@@ -595,11 +634,12 @@ def _run_points(sweep: Sweep, jobs: int, root: Path, execute: Execute | None, ec
                 future.result()
                 with lock:
                     save()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as err:
+            caught.append(err)
             stop.set()
             for future in futures:
                 future.cancel()
-            _stop_children(running)
+            _stop_children(running, forward=getattr(err, "signum", signal.SIGINT) != signal.SIGINT)
     for row in rows:
         if row["status"] in ("pending", "running") and stop.is_set():
             row["status"] = "interrupted"
@@ -611,30 +651,33 @@ def _run_points(sweep: Sweep, jobs: int, root: Path, execute: Execute | None, ec
          + (f", {counts['submitted']} submitted (queued or running)" if counts["submitted"] else "")
          + f" ({time.perf_counter() - wall:.0f} s); status: {folder / 'status.json'}")
     if stop.is_set():
-        raise KeyboardInterrupt
+        raise caught[0] if caught else KeyboardInterrupt()
     return rows
 
 
-def _stop_children(running: dict[int, subprocess.Popen], grace: float = 20.0) -> None:
-    """Stop the points still running (the processes this sweep started): a Ctrl-C at the terminal
-    reached them already, so wait a little, then interrupt them, then terminate them."""
-    deadline = time.time() + 5
+def _stop_children(running: dict[int, subprocess.Popen], grace: float = 20.0, forward: bool = False) -> None:
+    """Stop the points still running (the processes this sweep started). A Ctrl-C at the terminal
+    reached them already, so wait a little, then interrupt them; a SIGTERM or SIGHUP sent to the
+    sweep alone (``forward``) is passed on to them at once (each keeps its run as failed and stops
+    its kernel). Whatever still runs after ``grace`` seconds is terminated, then killed."""
+    deadline = time.time() + (0 if forward else 5)
     for proc in list(running.values()):
         try:
             proc.wait(timeout=max(0.1, deadline - time.time()))
         except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGINT)
-    deadline = time.time() + grace
-    for proc in list(running.values()):
-        try:
-            proc.wait(timeout=max(0.1, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            proc.terminate()
+            proc.send_signal(signal.SIGTERM if forward else signal.SIGINT)
+    for last in ("terminate", "kill"):
+        deadline = time.time() + grace
+        for proc in list(running.values()):
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                getattr(proc, last)()
 
 
 def run_point(notebook: str, overrides: dict[str, Any], outputs_root: Path | None) -> int:
     """The child process of one point: run it, print the full error on failure (the log keeps it)."""
-    interrupt_on_sigterm()
+    interrupt_on_signals()
     try:
         final = run_notebook(notebook, overrides, outputs_root=outputs_root, progress=False)
     except (ParamError, RunExistsError, OutputsNotWritableError) as err:
@@ -647,7 +690,7 @@ def run_point(notebook: str, overrides: dict[str, Any], outputs_root: Path | Non
         return 1
     except KeyboardInterrupt as err:
         print(error_lines(err or "interrupted", "interrupted: "), flush=True)
-        return 130
+        return exit_code(err)
     print(f"run written to {final}", flush=True)
     return 0
 
@@ -693,6 +736,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=None,
                         help="points run at once (default 1; with --executor slurm, every point is submitted at once)")
     parser.add_argument("--list", action="store_true", help="check the file and list its points and jobs; run nothing")
+    parser.add_argument("--max-points", type=int, default=MAX_POINTS,
+                        help=f"refuse a grid of more points than this (default {MAX_POINTS:,}), before expanding it")
     parser.add_argument("--outputs-root", type=Path, default=None, help="outputs folder (default: outputs/)")
     parser.add_argument("--executor", default="subprocess", choices=sweep_jobs.EXECUTORS,
                         help="subprocess: a child process per point (default); local: one submitit job per point "
@@ -708,12 +753,13 @@ def main(argv: list[str] | None = None) -> int:
                        help="slurm: submit the unfinished points and return; the next call (or --list) follows them")
     args = parser.parse_args(argv)
     flags = {k: getattr(args, k) for k in sweep_jobs.RESOURCES if getattr(args, k) is not None}
+    previous = interrupt_on_signals()  # SIGTERM and SIGHUP stop the sweep as Ctrl-C does
     try:
         if flags and args.executor == "subprocess":
             raise SweepError(f"{sorted(flags)} are job resources: they need --executor local or slurm")
         if args.no_wait and args.executor != "slurm":
             raise SweepError("--no-wait needs --executor slurm (local jobs and processes end with this command)")
-        sweep = load_sweep(args.sweep)
+        sweep = load_sweep(args.sweep, args.max_points)
         if args.list:
             print(describe(sweep, args.outputs_root))
             return 0
@@ -722,10 +768,12 @@ def main(argv: list[str] | None = None) -> int:
     except (SweepError, sweep_jobs.JobError, OutputsNotWritableError) as err:
         print(error_lines(err), file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
         print("interrupted: finished points are kept, Slurm jobs keep running; run the same command again to go on",
               file=sys.stderr)
-        return 130
+        return exit_code(err)
+    finally:
+        restore_signals(previous)
     return 1 if any(r["status"] == "failed" for r in rows) else 0
 
 

@@ -28,7 +28,8 @@ from arrank.common import paths
 from arrank.common.findings import note
 from arrank.common.outputs import OutputsNotWritableError, RunExistsError, run_path
 from arrank.common.params import ParamError
-from arrank.workbook.run import RunFailedError, run_notebook
+from arrank.workbook.run import (RunFailedError, RunInterruptedError, error_lines, exit_code, interrupt_on_signals, restore_signals,
+                                 run_notebook)
 
 WORKBOOK_SWEEP = "sweeps/table1_wordnet_workbook.yaml"
 
@@ -149,12 +150,22 @@ def findings_summary(run_name: str = "workbook") -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line entry point; exit 1 when a stage failed."""
+    """Command line entry point; exit 1 when a stage failed; Ctrl-C, SIGTERM or SIGHUP: one
+    ``interrupted:`` line (what was kept, how to go on) and 128 + the signal (130 for Ctrl-C)."""
     parser = argparse.ArgumentParser(prog="python -m arrank.workbook", description=__doc__.split("\n")[0])
     parser.add_argument("--run-name", default="workbook", help="run directory name (default: workbook)")
     parser.add_argument("--only", nargs="*", help="notebook stems or number prefixes to run")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    rows = run_workbook(args.run_name, args.only)
+    previous = interrupt_on_signals()
+    try:
+        rows = run_workbook(args.run_name, args.only)
+    except KeyboardInterrupt as err:
+        said = (str(err) if isinstance(err, RunInterruptedError) else
+                "the workbook stopped; finished stages and sweep points are kept: run the same command again to go on")
+        print(error_lines(said, "interrupted: "), file=sys.stderr)
+        return exit_code(err)
+    finally:
+        restore_signals(previous)
     print(summary(rows))
     print("\nTable 1, quick (workbook sweep; percent):\n" + table1_summary())
     print("\nCPU-scale reproduction of the paper's findings (Figure 3: ARR on its training queries as the DE / CE, "

@@ -1,0 +1,208 @@
+"""Checkpoints of notebook 05 as transactions (docs/reliability.md, "Faults").
+
+The Trainer writes a checkpoint into a hidden staging folder ``.partial-checkpoint-N`` beside the
+others; ``commit`` flushes every file to disk (fsync), writes ``manifest.json`` (each file's size
+and sha256) last, and renames the folder to ``checkpoint-N``: a folder of that name is complete.
+``usable_checkpoint`` checks the newest checkpoints against their manifests before a resume; one
+that fails (a file missing, cut short or altered; no manifest) is set aside, renamed
+``broken-checkpoint-N-<time>`` (never deleted), with one line naming it, and the run falls back
+to the previous good checkpoint (two are kept: ``KEEP``) or starts over, saying which.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+from datetime import datetime
+from pathlib import Path
+from typing import Callable
+
+MANIFEST = "manifest.json"
+KEEP = 2  # checkpoints kept: the newest, and one to fall back to when it turns out damaged
+PREFIX = "checkpoint-"
+STAGING = ".partial-checkpoint-"
+BROKEN = "broken-checkpoint-"
+
+
+def step_of(path: Path) -> int:
+    """N of ``checkpoint-N``."""
+    return int(Path(path).name.rsplit("-", 1)[-1])
+
+
+def checkpoints(folder: Path) -> list[Path]:
+    """The committed ``checkpoint-N`` folders under ``folder``, oldest first."""
+    if not Path(folder).is_dir():
+        return []
+    found = [p for p in Path(folder).glob(f"{PREFIX}*") if p.is_dir() and p.name[len(PREFIX):].isdigit()]
+    return sorted(found, key=step_of)
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file, hex."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fsync(path: Path) -> None:
+    """Flush a file or a folder's entries to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_manifest(folder: Path) -> dict[str, dict[str, int | str]]:
+    """fsync every file under ``folder``, then write ``manifest.json`` = {relative path: {size,
+    sha256}} (flushed too) and return its entries."""
+    entries = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST):
+        _fsync(path)
+        entries[path.relative_to(folder).as_posix()] = {"size": path.stat().st_size, "sha256": file_digest(path)}
+    with open(folder / MANIFEST, "w") as fh:
+        json.dump({"files": entries}, fh, indent=1)
+        fh.flush()
+        os.fsync(fh.fileno())
+    for sub in sorted({p.parent for p in folder.rglob("*")} | {folder}):
+        _fsync(sub)
+    return entries
+
+
+def commit(staging: Path, final: Path, keep: int = KEEP) -> Path:
+    """Make a staged checkpoint real: manifest (``write_manifest``), rename ``staging`` (a folder
+    holding the Trainer's ``checkpoint-N``) to ``final``, flush the parent folder, then remove all
+    but the newest ``keep`` checkpoints."""
+    write_manifest(staging)
+    os.rename(staging, final)
+    _fsync(final.parent)
+    for old in checkpoints(final.parent)[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def problem(folder: Path) -> str | None:
+    """What is wrong with a checkpoint folder against its manifest (None when every file it lists
+    is there with its size and sha256)."""
+    try:
+        files = json.loads((folder / MANIFEST).read_text())["files"]
+    except FileNotFoundError:
+        return "it has no manifest.json (cut short while written, or made before checkpoints were verified)"
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        return f"its manifest.json is unreadable ({type(err).__name__})"
+    for name, want in files.items():
+        path = folder / name
+        try:
+            size = path.stat().st_size
+            if size != want["size"]:
+                return f"{name} is {size:,} bytes where the manifest says {want['size']:,}"
+            if file_digest(path) != want["sha256"]:
+                return f"{name} does not match its sha256 in the manifest (altered on disk)"
+        except OSError as err:
+            return f"{name} cannot be read ({err.strerror or err})"
+    return None
+
+
+def set_aside(folder: Path, why: str, say: Callable[[str], None] = print) -> Path:
+    """Rename a bad checkpoint (or staging folder) to ``broken-checkpoint-N-<time>`` beside it
+    and say so in one line; returns the new path."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    step = folder.name.rsplit("-", 1)[-1]
+    target = folder.parent / f"{BROKEN}{step}-{stamp}"
+    n = 1
+    while target.exists():
+        n += 1
+        target = folder.parent / f"{BROKEN}{step}-{stamp}-{n}"
+    os.rename(folder, target)
+    say(f"checkpoint {folder} is unusable: {why}; set aside as {target.name}")
+    return target
+
+
+_VERIFIED: dict[tuple[str, float], bool] = {}  # (path, manifest mtime) -> verified, within one process
+
+
+def usable_checkpoint(folder: Path, say: Callable[[str], None] = print, tidy: bool = True) -> Path | None:
+    """The newest checkpoint under ``folder`` whose files match its manifest, or None (start over).
+
+    With ``tidy`` (process 0) staging folders left by a save that was cut short and checkpoints
+    that fail the check are set aside (``set_aside``), each with one line, and a last line says
+    what the run does: resume from checkpoint M, or start over. Other processes only read."""
+    folder = Path(folder)
+    if tidy and folder.is_dir():
+        for partial in sorted(folder.glob(f"{STAGING}*")):
+            set_aside(partial, "its save was cut short (no manifest written)", say)
+    found = checkpoints(folder)
+    broken = []
+    for candidate in reversed(found):
+        manifest = candidate / MANIFEST
+        key = (str(candidate), manifest.stat().st_mtime if manifest.exists() else -1.0)
+        if _VERIFIED.get(key):
+            return candidate
+        why = problem(candidate)
+        if why is None:
+            _VERIFIED[key] = True
+            if broken:
+                say(f"resuming from the previous good checkpoint {candidate.name} (step {step_of(candidate)})")
+            return candidate
+        broken.append(candidate)
+        if tidy:
+            set_aside(candidate, why, say)
+    if broken:
+        say(f"no good checkpoint left in {folder}: training starts over from step 0")
+    return None
+
+
+class NonFiniteTrainingError(FloatingPointError):
+    """The loss or the gradient norm of a step is not a finite number: the run is stopped."""
+
+
+def refuse_non_finite(loss: float, grad_norm: float | None, step: int, folder: Path) -> None:
+    """Stop training at once (``NonFiniteTrainingError``) when the loss accumulated since the last
+    log or the step's gradient norm is NaN or infinite, naming the step and the last good
+    checkpoint; called before the step's checkpoint would be written, so none holds the damage."""
+    bad = [f"{name} {value}" for name, value in (("loss", loss), ("gradient norm", grad_norm))
+           if value is not None and not math.isfinite(value)]
+    if not bad:
+        return
+    good = checkpoints(folder)
+    where = (f"the last good checkpoint is {good[-1]} (step {step_of(good[-1])}); the same command resumes from it"
+             if good else "there is no checkpoint: the same command starts over")
+    raise NonFiniteTrainingError(
+        f"training stopped at step {step}: {' and '.join(bad)} (not a finite number), so the weights can no longer "
+        f"be trusted and nothing of this run is kept as finished; {where}, and will meet the same unless the "
+        "cause changes (a lower lr, or max_grad_norm; give another run_name for other parameters)")
+
+
+class GuardedCheckpoints:
+    """Trainer hooks (mixed in before ``transformers.Trainer``): every checkpoint is staged in
+    ``.partial-checkpoint-N`` and committed (``commit``: manifest, fsync, rename) by process 0
+    once every process wrote its part, and every optimizer step's loss and gradient norm are
+    checked before the Trainer logs or saves anything (``refuse_non_finite``)."""
+
+    _staging: str | None = None
+
+    def _get_output_dir(self, trial):
+        return self._staging or super()._get_output_dir(trial)
+
+    def _save_checkpoint(self, model, trial) -> None:
+        root, step = Path(self.args.output_dir), self.state.global_step
+        staging = root / f"{STAGING}{step}"
+        self._staging = str(staging)
+        try:
+            super()._save_checkpoint(model, trial)
+        finally:
+            self._staging = None
+        self.accelerator.wait_for_everyone()  # every process wrote its RNG state into the staging folder
+        if self.is_world_process_zero():
+            commit(staging / f"{PREFIX}{step}", root / f"{PREFIX}{step}")
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def _maybe_log_save_evaluate(self, tr_loss, grad_norm, *args, **kwargs):
+        norm = float(grad_norm) if grad_norm is not None else None
+        refuse_non_finite(float(tr_loss), norm, self.state.global_step, Path(self.args.output_dir))
+        return super()._maybe_log_save_evaluate(tr_loss, grad_norm, *args, **kwargs)
