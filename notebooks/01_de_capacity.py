@@ -25,6 +25,12 @@
 # which all $k!$ rankings become realisable, derived from the closed form, and (4) the same count
 # for the inner-product score $\langle q, d\rangle$ that the paper's experiments use.
 
+# %% [markdown]
+# **Changing a parameter:** in JupyterLab, edit its value in the next cell (say `profile = "paper"`)
+# and run all cells; from the command line,
+# `python -m arrank.workbook.run 01 -p profile paper` runs the notebook into
+# `outputs/01_de_capacity/<run_name>/` (`--help` after `01` lists every parameter and its allowed values).
+
 # %% tags=["parameters"]
 profile = "quick"  # "quick" (laptop CPU, about a minute) or "paper" (k up to 7, more samples)
 seed = 0  # seeds every random site set and query sample

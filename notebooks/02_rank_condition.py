@@ -24,6 +24,12 @@
 # 3.4.) Unlike a dual encoder (notebook 01), the required dimension does not grow with the number
 # of documents. This notebook checks each statement numerically, exactly where it can.
 
+# %% [markdown]
+# **Changing a parameter:** in JupyterLab, edit its value in the next cell (say `profile = "paper"`)
+# and run all cells; from the command line,
+# `python -m arrank.workbook.run 02 -p profile paper` runs the notebook into
+# `outputs/02_rank_condition/<run_name>/` (`--help` after `02` lists every parameter and its allowed values).
+
 # %% tags=["parameters"]
 profile = "quick"  # "quick" (laptop CPU, about a minute) or "paper" (|V| up to 7, more targets)
 seed = 0  # seeds every random matrix and target distribution

@@ -25,6 +25,12 @@
 # the 700k-scale data of the item-weighted losses). Held-out evaluation queries never appear in
 # either training view.
 
+# %% [markdown]
+# **Changing a parameter:** in JupyterLab, edit its value in the next cell (say `profile = "paper"`)
+# and run all cells; from the command line,
+# `python -m arrank.workbook.run 03 -p profile paper` runs the notebook into
+# `outputs/03_wordnet_data/<run_name>/` (`--help` after `03` lists every parameter and its allowed values).
+
 # %% tags=["parameters"]
 profile = "quick"  # "quick" (animal.n.01 subtree, CPU) or "paper" (all 82k noun queries)
 seed = 0  # seeds the negatives, the prompt shuffles and the train/eval split

@@ -27,6 +27,12 @@
 # from the esci-data repository, fetched with git lfs) go in `data/esci/` for the paper profile;
 # the code path is the same.
 
+# %% [markdown]
+# **Changing a parameter:** in JupyterLab, edit its value in the next cell (say `profile = "paper"`)
+# and run all cells; from the command line,
+# `python -m arrank.workbook.run 04 -p profile paper` runs the notebook into
+# `outputs/04_esci_data/<run_name>/` (`--help` after `04` lists every parameter and its allowed values).
+
 # %% tags=["parameters"]
 profile = "quick"  # "quick" (the committed fixture, CPU) or "paper" (the real files in data/esci)
 seed = 0  # seeds the embedder, the dictionary learning and the prompt shuffles

@@ -59,6 +59,12 @@
 # weights blocks λ(r)/Σλ. `auto` packs item-level variants where the attention can take the
 # mask (transformers with sdpa or eager; Unsloth falls back to unpacked items with a warning).
 
+# %% [markdown]
+# **Changing a parameter:** in JupyterLab, edit its value in the next cell (say `profile = "pretrained"`)
+# and run all cells; from the command line,
+# `python -m arrank.workbook.run 05 -p profile pretrained` runs the notebook into
+# `outputs/05_train/<run_name>/` (`--help` after `05` lists every parameter and its allowed values).
+
 # %% tags=["parameters"]
 profile = "quick"  # "quick" (tiny model, CPU, minutes), "pretrained" (SmolLM2-135M + LoRA, CPU) or "paper" (Mistral-7B + LoRA, GPU)
 seed = 0  # seeds the data, the model initialisation and the item order

@@ -27,6 +27,12 @@
 # trie**, which returns a ranked top-$k$ list directly, compared with the gold and with the
 # scorer's ranking; and unconstrained beam search, to see how many of its outputs are no docID.
 
+# %% [markdown]
+# **Changing a parameter:** in JupyterLab, edit its value in the next cell (say `profile = "pretrained"`)
+# and run all cells; from the command line,
+# `python -m arrank.workbook.run 06 -p profile pretrained` runs the notebook into
+# `outputs/06_evaluate/<run_name>/` (`--help` after `06` lists every parameter and its allowed values).
+
 # %% tags=["parameters"]
 profile = "quick"  # "quick" (CPU, minutes), "pretrained" (SmolLM2-135M, CPU) or "paper" (the paper's scale, GPU)
 seed = 0  # seeds the untrained model and the random floor

@@ -73,6 +73,12 @@
 # `from_runs = "paper-fig3-*"` draws Figure 3 and its findings from such finished runs (e.g. the
 # points of `sweeps/fig3_baselines_paper.yaml`) without training.
 
+# %% [markdown]
+# **Changing a parameter:** in JupyterLab, edit its value in the next cell (say `profile = "paper"`)
+# and run all cells; from the command line,
+# `python -m arrank.workbook.run 07 -p profile paper` runs the notebook into
+# `outputs/07_de_ce_baselines/<run_name>/` (`--help` after `07` lists every parameter and its allowed values).
+
 # %% tags=["parameters"]
 profile = "quick"  # "quick" (animal.n.01 subtree, 3000 steps) or "paper" (all nouns, Appendix B steps)
 seed = 0  # seeds the data split and negatives, the tables, the batches and the CE permutations

@@ -19,6 +19,12 @@
 #
 # It only reads: a point that has not run (or failed) is listed as missing, never run from here.
 
+# %% [markdown]
+# **Changing a parameter:** in JupyterLab, edit its value in the next cell (say `profile = "paper"`)
+# and run all cells; from the command line,
+# `python -m arrank.workbook.run 08 -p profile paper` runs the notebook into
+# `outputs/08_results/<run_name>/` (`--help` after `08` lists every parameter and its allowed values).
+
 # %% tags=["parameters"]
 profile = "quick"  # picks the default sweep: quick is the workbook's Table 1, paper the GPU Table 1
 seed = 0  # nothing random here; kept by the parameter contract

@@ -156,3 +156,55 @@ def test_running_and_saving_in_the_lab_keeps_git_clean(clone, tmp_path, monkeypa
     check = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(Path(__file__).parent / "test_pairing.py")],
                            env=dict(os.environ, ARRANK_ROOT=str(clone)), capture_output=True, text=True)
     assert check.returncode == 0, check.stdout[-2000:]
+
+
+LAB_TINY_01 = {"k_max_exact = None": "k_max_exact = 4", "mc_queries = None": "mc_queries = 3000",
+               "k_max_bound = None": "k_max_bound = 100"}  # tests/test_notebooks.py's TINY, typed into the cell
+EXPECTED_STDERR: tuple[str, ...] = ()  # deliberate messages a notebook may print to stderr (none in 01)
+
+
+@pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")),
+                    reason="no Chromium (python -m arrank.workbook.bootstrap installs it)")
+def test_a_notebook_runs_in_jupyterlab_in_a_browser_without_stray_stderr(clone, tmp_path, monkeypatch):
+    """JupyterLab in headless Chromium: open notebooks/01_de_capacity.py (the parameters cell edited to
+    the tiny values, as a reader would), Run All Cells; every cell runs, progress bars are widgets
+    (no TqdmWarning), the figures draw, and nothing lands on stderr but a deliberate message."""
+    from playwright.sync_api import sync_playwright
+
+    monkeypatch.setenv("ARRANK_OUTPUTS", str(tmp_path / "outputs"))
+    source = clone / "notebooks" / "01_de_capacity.py"
+    text = source.read_text()
+    for old, new in LAB_TINY_01.items():
+        assert old in text
+        text = text.replace(old, new)
+    source.write_text(text)
+    settings = tmp_path / "settings"
+    lab.install_lab_settings(settings)
+    proc, base = _serve(tmp_path, clone, "jupyterlab", f"--LabApp.app_settings_dir={settings}",
+                        f"--LabApp.user_settings_dir={tmp_path / 'user'}", f"--LabApp.workspaces_dir={tmp_path / 'ws'}")
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=shutil.which("chromium") or shutil.which("chromium-browser"),
+                                        args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(f"{base}/lab/tree/notebooks/01_de_capacity.py?reset&token={TOKEN}")
+            page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=90_000)
+            page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=120_000)
+            page.locator(".lm-MenuBar-item", has_text="Run").first.click()
+            page.locator(".lm-Menu-item", has_text="Run All Cells").first.click()
+            page.wait_for_function(
+                """() => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].map(e => e.textContent);
+                           return p.length > 0 && p.every(t => /\\[\\d+\\]/.test(t)); }""", timeout=240_000)
+            stderr = page.eval_on_selector_all("[data-mime-type='application/vnd.jupyter.stderr']",
+                                               "els => els.map(e => e.innerText)")
+            errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']").count()
+            bars = page.eval_on_selector_all(".jp-OutputArea-output > .jupyter-widgets.widget-hbox",
+                                             "els => els.map(e => e.innerText)")
+            figures = page.locator(".jp-OutputArea-output.jp-RenderedPlotly").count()
+            browser.close()
+    finally:
+        _stop(proc)
+    stray = [s for s in stderr if not any(msg in s for msg in EXPECTED_STDERR)]
+    assert errors == 0 and stray == [], stray
+    assert len(bars) == 3 and all("100%" in b for b in bars), bars  # exact counts, Monte-Carlo, inner
+    assert figures == 4  # products: tqdm as ipywidgets, finished; the four figures by plotly's Lab renderer

@@ -36,11 +36,16 @@ def _run(stem, outputs_root):
 
 
 def _look_for(final, stem):
-    """The text the notebook ends with: its "What to look for" cell's Markdown output."""
-    cells = json.loads((final / f"{stem}.ipynb").read_text())["cells"]
-    assert "What to look for" in "".join(cells[-2]["source"]), "the notebook must end with a 'What to look for' cell"
-    return "".join(o["data"]["text/markdown"] if isinstance(o["data"]["text/markdown"], str) else
-                   "".join(o["data"]["text/markdown"]) for o in cells[-1]["outputs"] if "text/markdown" in o.get("data", {}))
+    """The text the notebook ends with: its "What to look for" cell's Markdown output (only the
+    exercises, Markdown cells, may follow it)."""
+    from arrank.workbook.book.executed import is_look_for_heading, look_for_markdown
+
+    nb = json.loads((final / f"{stem}.ipynb").read_text())
+    heading = next(i for i, c in enumerate(nb["cells"]) if is_look_for_heading(c))
+    assert nb["cells"][heading + 1]["cell_type"] == "code"
+    assert all(c["cell_type"] == "markdown" for c in nb["cells"][heading + 2:]), \
+        "the notebook must end with a 'What to look for' cell, then its exercises"
+    return look_for_markdown(nb)
 
 
 def _has_figure(final, name):

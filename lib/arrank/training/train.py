@@ -351,6 +351,7 @@ def train(model, tokenizer, items: list[dict[str, Any]], hyper: dict[str, Any], 
         if processes.is_main():  # nothing to resume: no .checkpoints-<name>/params.json left behind
             shutil.rmtree(checkpoints, ignore_errors=True)
         return pd.DataFrame(columns=["step", "loss", "learning_rate", "grad_norm"])
+    quiet_checkpoint_writes()
     weighted = sampling == "weighted"
     pad = tokenizer.pad_token_id
     if packing_layout(packing, items, model) == "per_query":
@@ -383,6 +384,14 @@ def train(model, tokenizer, items: list[dict[str, Any]], hyper: dict[str, Any], 
     if trainer.is_world_process_zero():
         shutil.rmtree(checkpoints, ignore_errors=True)
     return log[[c for c in ("step", "loss", "learning_rate", "grad_norm", "epoch") if c in log.columns]]
+
+
+def quiet_checkpoint_writes() -> None:
+    """Keep transformers' per-save "Writing model shards" progress bar (one per checkpoint) out of
+    the notebook's outputs: chatter, not a result. The Trainer's own training progress bar stays."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
 
 
 def final_loss(log: pd.DataFrame) -> float | None:

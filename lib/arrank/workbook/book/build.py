@@ -1,0 +1,163 @@
+"""Build the reading-group book: ``python -m arrank.workbook.book`` (``make book``).
+
+The site goes to ``outputs/book/site/`` (``index.html`` opens from disk), a zip of it to
+``outputs/book/book.zip`` and the generated sources to ``outputs/book/src/``. It renders the
+notebooks ``make workbook`` executed (run name ``workbook``; notebook 05 is the sweep point notebook
+06 evaluates) and never executes a notebook itself: if a stage has not run, it runs ``make
+workbook``'s missing stages first (``--no-run``: build from what there is). A failed build leaves the
+previous site as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from arrank.common import paths
+from arrank.workbook.book.executed import for_the_book
+from arrank.workbook.book.pages import index_page, results_page
+
+SITE_SOURCES = Path(__file__).parent / "site"
+HAND_WRITTEN = ("meetings.md", "running.md")
+MATHJAX_PARTS = ("MathJax.js", "LICENSE", "config", "extensions", "fonts", "jax")
+
+
+class BookError(RuntimeError):
+    """The book cannot be built; the message says why and what to do."""
+
+
+def executed_notebooks(run_name: str = "workbook") -> dict[str, Path]:
+    """Each workbook notebook's executed ``.ipynb`` from ``make workbook``'s run ``run_name``, in
+    paper order (notebook 05: the sweep point that notebook 06 evaluates), whether it exists or not."""
+    from arrank.common.outputs import run_path
+    from arrank.workbook.whole import stages
+
+    found: dict[str, Path] = {}
+    train_run = next(s["overrides"]["train_run"] for s in stages() if s["prefix"] == "06")
+    for stage in stages():
+        if stage["kind"] == "sweep":
+            stem = next(p.stem for p in paths.NOTEBOOKS.glob(f"{stage['prefix']}_*.py"))
+            found[stem] = run_path(stem, train_run) / f"{stem}.ipynb"
+        else:
+            found[stage["name"]] = run_path(stage["name"], run_name) / f"{stage['name']}.ipynb"
+    return found
+
+
+def _finished(ipynb: Path) -> bool:
+    """A run counts when its results.json exists next to the executed notebook."""
+    return ipynb.exists() and (ipynb.parent / "results.json").exists()
+
+
+def _copy_static(static: Path) -> None:
+    """plotly.min.js (from the installed plotly) and MathJax 2 (from jupyter-server-mathjax) into
+    the site's ``_static``: the site loads nothing from outside itself."""
+    import plotly
+    import jupyter_server_mathjax
+
+    static.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", static / "plotly.min.js")
+    mathjax = Path(jupyter_server_mathjax.__file__).parent / "static"
+    for part in MATHJAX_PARTS:
+        src, dst = mathjax / part, static / "mathjax" / part
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("a11y"))
+        else:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+
+
+def write_sources(src: Path, notebooks: dict[str, Path], run_name: str) -> list[str]:
+    """The Sphinx sources of the book in ``src``; returns the notebooks left out (no finished run)."""
+    from arrank.workbook.whole import findings_summary, table1_summary
+
+    (src / "notebooks").mkdir(parents=True)
+    shutil.copy2(SITE_SOURCES / "conf.py", src / "conf.py")
+    for name in HAND_WRITTEN:
+        shutil.copy2(SITE_SOURCES / name, src / name)
+    _copy_static(src / "_static")
+    loaded, missing = {}, []
+    for stem, ipynb in notebooks.items():
+        if not _finished(ipynb):
+            missing.append(stem)
+            continue
+        loaded[stem] = json.loads(ipynb.read_text())
+        (src / "notebooks" / f"{stem}.ipynb").write_text(json.dumps(for_the_book(loaded[stem]), indent=1))
+    pages = [f"notebooks/{stem}" for stem in loaded]
+    (src / "index.md").write_text(index_page((SITE_SOURCES / "landing.md").read_text(), pages, missing))
+    label = f"run `{run_name}` of `make workbook`, quick profile" + (
+        f", {json.loads((notebooks[next(iter(loaded))].parent / 'results.json').read_text())['env'].get('time', '')}"
+        if loaded else "")
+    (src / "results.md").write_text(results_page(loaded, table1_summary(), findings_summary(run_name), label))
+    return missing
+
+
+def sphinx_build(src: Path, site: Path, doctrees: Path) -> str:
+    """Sphinx's HTML builder over ``src`` into ``site``, in a child process; returns its warnings."""
+    cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-d", str(doctrees), str(src), str(site)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
+    if done.returncode != 0:
+        raise BookError(f"sphinx-build failed (exit {done.returncode}):\n{done.stderr.strip()[-3000:]}")
+    return done.stderr.strip()
+
+
+def _replace(staging: Path, dest: Path) -> None:
+    """Move the finished ``site``, ``src`` and ``book.zip`` from ``staging`` into ``dest``, each
+    replacing the previous one only once the new one is complete."""
+    for name in ("site", "src", "book.zip"):
+        old = dest / f".old-{name}-{os.getpid()}"
+        if (dest / name).exists():
+            (dest / name).rename(old)
+        (staging / name).rename(dest / name)
+        shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+
+
+def build_book(run_name: str = "workbook", dest: Path | None = None, run_missing: bool = True) -> Path:
+    """Build the book from the executed workbook (running its missing stages first when
+    ``run_missing``); returns the site's ``index.html``."""
+    dest = dest or paths.OUTPUTS / "book"
+    notebooks = executed_notebooks(run_name)
+    if run_missing and not all(_finished(p) for p in notebooks.values()):
+        from arrank.workbook.whole import run_workbook
+
+        print("the workbook has not run completely: running its missing stages first (make workbook)", flush=True)
+        run_workbook(run_name)
+    if not any(_finished(p) for p in notebooks.values()):
+        raise BookError(f"no executed notebook of run {run_name!r} under {paths.OUTPUTS}: run `make workbook` first")
+    dest.mkdir(parents=True, exist_ok=True)
+    staging = dest / f".staging-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        missing = write_sources(staging / "src", notebooks, run_name)
+        warnings = sphinx_build(staging / "src", staging / "site", staging / "doctrees")
+        shutil.make_archive(str(staging / "book"), "zip", staging / "site")
+        _replace(staging, dest)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    if warnings:
+        print(warnings, file=sys.stderr)
+    if missing:
+        print(f"left out (no finished run): {', '.join(missing)}", file=sys.stderr)
+    return dest / "site" / "index.html"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry point."""
+    parser = argparse.ArgumentParser(prog="python -m arrank.workbook.book", description=__doc__.split("\n")[0])
+    parser.add_argument("--run-name", default="workbook", help="the workbook run to render (default: workbook)")
+    parser.add_argument("--no-run", action="store_true", help="never run the workbook; build from the runs there are")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    start = time.perf_counter()
+    try:
+        index = build_book(args.run_name, run_missing=not args.no_run)
+    except BookError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"book built in {time.perf_counter() - start:.1f} s: open file://{index}\n"
+          f"to share: {index.parent.parent / 'book.zip'} (the same folder, zipped; any static host serves it)")
+    return 0

@@ -1,0 +1,124 @@
+"""An executed notebook made ready for a static page, without executing anything.
+
+papermill keeps a plotly figure only as ``application/vnd.plotly.v1+json``, which static site
+tools drop; a progress bar is an ipywidget (its final state in the notebook's metadata) or text
+with carriage returns on stderr. For the book each figure gains a ``text/html`` fragment that
+draws it with the one ``plotly.min.js`` the site loads in its head (no library inside the page),
+and each progress bar becomes the one line of text it ended as.
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+import re
+from typing import Any
+
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE_MIME = "application/vnd.jupyter.widget-state+json"
+LOOK_FOR = "What to look for"
+
+
+def _text(value: Any) -> str:
+    """A notebook string field, which nbformat stores as a string or a list of lines."""
+    return value if isinstance(value, str) else "".join(value)
+
+
+def plotly_fragment(figure: dict[str, Any], div_id: str) -> str:
+    """An HTML ``<div>`` + ``<script>`` drawing ``figure`` (plotly's JSON) with a page-level
+    ``Plotly`` object: no plotly.js, no MathJax tag, no request."""
+    import plotly.io as pio
+
+    return pio.to_html(figure, include_plotlyjs=False, include_mathjax=False, full_html=False,
+                       div_id=div_id, validate=False, config={"responsive": True})
+
+
+def progress_text(model_id: str, state: dict[str, Any]) -> str | None:
+    """The line a tqdm notebook bar ended as (``desc: 100%|██████████| 15/15 [00:02<00:00]``), from
+    the widget state papermill saved; None when the model is not such a bar."""
+    box = state.get(model_id, {})
+    children = [c.removeprefix("IPY_MODEL_") for c in box.get("state", {}).get("children", [])]
+    parts = [state.get(c, {}) for c in children]
+    if box.get("model_name") != "HBoxModel" or [p.get("model_name") for p in parts] != \
+            ["HTMLModel", "FloatProgressModel", "HTMLModel"]:
+        return None
+    left, bar, right = (p["state"] for p in parts)
+    done = bar.get("value", 0) / bar["max"] if bar.get("max") else 0.0
+    filled = min(10, int(done * 10))
+    text = f"{html.unescape(left.get('value', ''))}|{'█' * filled}{' ' * (10 - filled)}|{html.unescape(right.get('value', ''))}"
+    return text.replace("\u2007", " ")
+
+
+def carriage_returns(text: str) -> str:
+    """Text as a terminal shows it: of each line's ``\\r``-separated rewrites, the last one."""
+    return "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))
+
+
+def is_progress(text: str) -> bool:
+    """True for text that is progress bars only (tqdm's ``NN%|...|`` lines redrawn with ``\\r``)."""
+    lines = [ln for ln in carriage_returns(text).split("\n") if ln.strip()]
+    return "\r" in text and bool(lines) and all(re.search(r"\d+%\|", ln) for ln in lines)
+
+
+def _output(output: dict[str, Any], widgets: dict[str, Any], n: int) -> dict[str, Any] | None:
+    """One output as the book shows it, or None to leave it out."""
+    data = output.get("data", {})
+    if PLOTLY_MIME in data:
+        new = copy.deepcopy(output)
+        new["data"] = {"text/html": plotly_fragment(data[PLOTLY_MIME], f"plotly-figure-{n}"),
+                       PLOTLY_MIME: data[PLOTLY_MIME]}
+        return new
+    if WIDGET_VIEW_MIME in data:
+        text = progress_text(data[WIDGET_VIEW_MIME].get("model_id", ""), widgets)
+        return None if text is None else {"output_type": "stream", "name": "stdout", "text": text + "\n"}
+    if output.get("output_type") == "stream" and output.get("name") == "stderr" and is_progress(_text(output["text"])):
+        return {"output_type": "stream", "name": "stdout", "text": carriage_returns(_text(output["text"]))}
+    return output
+
+
+def for_the_book(nb: dict[str, Any]) -> dict[str, Any]:
+    """A copy of an executed notebook (nbformat JSON as a dict) ready for a static page: plotly
+    figures with an HTML fragment beside their JSON, progress bars as their final line of text,
+    widgets that are not progress bars left out, no widget state (no widget JavaScript)."""
+    out = copy.deepcopy(nb)
+    widgets = out.get("metadata", {}).pop("widgets", {}).get(WIDGET_STATE_MIME, {}).get("state", {})
+    n = 0
+    for cell in out["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        outputs = []
+        for output in cell.get("outputs", []):
+            n += 1
+            new = _output(output, widgets, n)
+            if new is not None:
+                outputs.append(new)
+        cell["outputs"] = outputs
+    return out
+
+
+def is_look_for_heading(cell: dict[str, Any]) -> bool:
+    """A Markdown cell headed "What to look for" (the findings cell of a notebook follows it)."""
+    return cell["cell_type"] == "markdown" and any(
+        line.startswith("#") and LOOK_FOR in line for line in _text(cell["source"]).splitlines())
+
+
+def look_for_markdown(nb: dict[str, Any]) -> str:
+    """The findings a notebook prints under its "What to look for" heading (the Markdown output of
+    the code cell after that Markdown cell); empty when the notebook has none."""
+    cells = nb["cells"]
+    for i, cell in enumerate(cells[:-1]):
+        if is_look_for_heading(cell):
+            return "".join(_text(o["data"]["text/markdown"]) for o in cells[i + 1].get("outputs", [])
+                           if "text/markdown" in o.get("data", {}))
+    return ""
+
+
+def first_heading(nb: dict[str, Any]) -> str:
+    """The title of a notebook: its first Markdown heading, without the ``#``."""
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            for line in _text(cell["source"]).splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    return ""

@@ -1,0 +1,35 @@
+# Sphinx configuration of the reading-group book (copied into outputs/book/src/ by
+# arrank.workbook.book.build). The notebooks are already executed: MyST-NB only renders them.
+project = "Autoregressive Ranking: the workbook"
+author = "the workbook's authors"
+copyright = "the workbook's authors; the paper: arXiv 2601.05588"
+extensions = ["myst_nb"]
+exclude_patterns = ["_build", "**.ipynb_checkpoints"]
+
+nb_execution_mode = "off"            # never execute: the pages show the workbook's own run
+nb_ipywidgets_js = {}                # no widget JavaScript (from a CDN): progress bars are text here
+nb_merge_streams = True
+nb_mime_priority_overrides = [("html", "application/vnd.plotly.v1+json", None)]
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "html_image"]
+myst_heading_anchors = 3
+
+html_theme = "sphinx_book_theme"
+html_title = "Autoregressive Ranking: the workbook"
+html_static_path = ["_static"]
+html_js_files = ["plotly.min.js"]    # one copy of plotly.js for every figure, in each page's head
+html_copy_source = False
+html_show_sourcelink = False
+html_theme_options = {
+    "use_download_button": False,
+    "use_fullscreen_button": False,
+    "show_toc_level": 2,
+}
+# MathJax 2 from the local copy in _static/mathjax (from the PyPI package jupyter-server-mathjax,
+# the MathJax that Jupyter serves): its combined TeX configuration and STIX web fonts, no CDN.
+mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
+mathjax2_config = {"tex2jax": {"inlineMath": [["\\(", "\\)"]], "displayMath": [["\\[", "\\]"]],
+                               "processEscapes": True},
+                   "HTML-CSS": {"availableFonts": [], "webFont": "STIX-Web", "imageFont": None,
+                                "preferredFont": None},
+                   "showMathMenu": False, "messageStyle": "none"}
+suppress_warnings = ["mystnb.unknown_mime_type", "myst.header"]

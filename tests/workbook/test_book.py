@@ -1,0 +1,137 @@
+"""The reading-group book built from a tiny executed workbook and opened in headless Chromium
+(Debian's chromium driven by playwright): every page loads with no JavaScript error and no request
+outside the site, every plotly figure draws its SVG, MathJax typesets, every internal link
+resolves, the exercises' answers stay collapsed until opened."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from arrank.common import paths
+from arrank.workbook import run
+from arrank.workbook.book import build
+
+TINY_BOOK = {  # the smallest parameters tests/test_notebooks.py runs these notebooks with
+    "01_de_capacity": {"k_max_exact": 4, "mc_queries": 3000, "k_max_bound": 100},
+    "04_esci_data": {"step": 5, "depth": 30, "n_components": 16, "tokenizer_vocab": 300},
+}
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def tiny_book(tmp_path_factory):
+    """Notebooks 01 and 04 executed tiny under a temporary outputs/ as run ``workbook``, then the book."""
+    root = tmp_path_factory.mktemp("book")
+    before = paths.OUTPUTS
+    paths.OUTPUTS = root / "outputs"
+    paths.OUTPUTS.mkdir()
+    try:
+        for stem, params in TINY_BOOK.items():
+            run.run_notebook(stem, {**params, "run_name": "workbook"}, progress=False)
+        index = build.build_book("workbook", dest=root / "book", run_missing=False)
+        yield index
+    finally:
+        paths.OUTPUTS = before
+
+
+def test_build_renders_the_executed_notebooks_without_executing(tiny_book):
+    site = tiny_book.parent
+    assert tiny_book.name == "index.html" and (site.parent / "book.zip").stat().st_size > 100_000
+    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
+    assert {"index.html", "results.html", "meetings.html", "running.html",
+            "notebooks/01_de_capacity.html", "notebooks/04_esci_data.html"} <= set(pages)
+    assert not (site / "notebooks" / "05_train.html").exists()  # no run: not in the book, not executed
+    page = (site / "notebooks" / "01_de_capacity.html").read_text()
+    assert page.count('class="plotly-graph-div"') == 4  # the notebook's four figures, as HTML fragments
+    assert "plotly.min.js" in page and "cdn.plot.ly" not in page and "Plotly.newPlot" in page
+    assert "TqdmWarning" not in page and "0%|" not in page  # progress bars: their final line only
+    assert "100%|██████████| 10/10" in page  # exact distance-permutation counts over k = 2..4, n = 1..k
+    src = json.loads((site.parent / "src" / "notebooks" / "01_de_capacity.ipynb").read_text())
+    assert "".join(src["cells"][0]["source"]).startswith("# 01 ")
+    results = (site / "results.html").read_text()
+    assert "What each notebook" in results and "holds here" in results  # 01's findings, as its run printed them
+
+
+def test_failed_build_keeps_the_previous_site(tiny_book, monkeypatch):
+    site = tiny_book.parent
+    before = (site / "index.html").read_bytes()
+
+    def broken(*_):
+        raise build.BookError("sphinx-build failed (exit 2): simulated")
+
+    monkeypatch.setattr(build, "sphinx_build", broken)
+    monkeypatch.setattr(paths, "OUTPUTS", site.parent.parent / "outputs")
+    with pytest.raises(build.BookError, match="simulated"):
+        build.build_book("workbook", dest=site.parent, run_missing=False)
+    assert (site / "index.html").read_bytes() == before
+    assert not list(site.parent.glob(".staging-*")) and not list(site.parent.glob(".old-*"))
+
+
+def test_no_executed_notebook_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "OUTPUTS", tmp_path / "outputs")
+    with pytest.raises(build.BookError, match="no executed notebook of run 'nothing'.*make workbook"):
+        build.build_book("nothing", dest=tmp_path / "book", run_missing=False)
+    assert not (tmp_path / "book" / "site").exists()
+
+
+def _internal_target(site: Path, page: Path, href: str) -> tuple[Path, str] | None:
+    """The file and fragment an internal link points to; None for a link outside the site."""
+    parsed = urlparse(href)
+    if parsed.scheme in ("http", "https", "mailto"):
+        return None
+    path = Path(unquote(parsed.path)) if parsed.scheme == "file" else (page.parent / unquote(parsed.path) if parsed.path else page)
+    return path.resolve(), parsed.fragment
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no Chromium (python -m arrank.workbook.bootstrap installs it)")
+def test_every_page_in_a_real_browser(tiny_book):
+    from playwright.sync_api import sync_playwright
+
+    site = tiny_book.parent.resolve()
+    pages = sorted(p for p in site.rglob("*.html") if p.name not in ("genindex.html", "search.html"))
+    outside, errors, failed, figures = [], [], [], 0
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+        page = browser.new_page()
+        page.on("request", lambda r: None if r.url.startswith(("file://" + str(site), "data:", "about:"))
+                else outside.append(r.url))
+        page.on("requestfailed", lambda r: failed.append(r.url))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        for html in pages:
+            page.goto(html.as_uri(), wait_until="load")
+            divs = page.locator("div.plotly-graph-div")
+            for i in range(divs.count()):  # each figure draws its SVG
+                divs.nth(i).locator("svg.main-svg").first.wait_for(state="attached", timeout=15000)
+            figures += divs.count()
+            if page.locator("span.math, div.math").count():
+                page.locator(".MathJax, .MathJax_Display").first.wait_for(state="attached", timeout=15000)
+            for href in page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))"):
+                target = _internal_target(site, html, href)
+                if target is None:
+                    continue
+                path, fragment = target
+                assert path.is_file(), f"{html.name}: link {href} points to a missing file"
+                if fragment and path.suffix == ".html":
+                    assert re.search(rf'id="{re.escape(fragment)}"', path.read_text()), f"{html.name}: no #{fragment} in {path.name}"
+            details = page.locator("details")
+            for i in range(details.count()):  # the answers: collapsed until their summary is clicked
+                d = details.nth(i)
+                assert d.get_attribute("open") is None
+                assert not d.locator(":scope > :not(summary)").first.is_visible()
+                d.locator("summary").click()
+                assert d.get_attribute("open") is not None
+        opened = [html.name for html in pages if "<details" in html.read_text()]
+        browser.close()
+    assert outside == [] and failed == [] and errors == []
+    assert figures >= 7  # 01's four, 04's three
+    assert "01_de_capacity.html" in opened  # its exercises
