@@ -2,6 +2,7 @@
 
     python benchmarks/precision.py [--threads 2] [--reps 5] [--warmup 2] [--models smollm2-135m tiny]
                                    [--score-queries 12] [--profile] [--busy 0]
+    python benchmarks/precision.py --threads-study [--reps 15]
 
 Training step (forward, STOICaL loss, backward, AdamW step; ``arrank.training``), median over
 ``--reps`` interleaved repetitions after ``--warmup``, on the same random batch for every variant:
@@ -28,6 +29,11 @@ the first model. ``--busy N`` runs N busy-looping processes beside the whole run
 
 The last line reads ``step speed-up over fp32 all-logits: <x>x; bf16 step at <y>% of bf16
 matmul peak`` for the first model (targets: x >= 2.5, y >= 30).
+
+``--threads-study``: the tiny model's step (head at the supervised positions, fp32 and bf16) in
+fresh processes, each setting quiet and with one busy-looping process beside it: 1 or 2 torch
+threads, OpenMP's default waiting or ``OMP_WAIT_POLICY=PASSIVE`` (set before torch loads), and
+two 1-thread processes at once (the sweep's ``--jobs 2``: its steps per second counted over both).
 """
 
 from __future__ import annotations
@@ -162,7 +168,9 @@ def bench_model(name: str, a: argparse.Namespace, df, peaks: dict[str, float]) -
         steps["c2_bf16_autocast_only"] = step_fn(model, opt, batch, "rows", "bf16")
         models_["c2_bf16_autocast_only"] = model
     for key, fn in steps.items():  # first step: identical weights; losses and gradients compared
+        t = time.perf_counter()
         first[key] = fn()
+        print(f"  ({name} {key}: first step {time.perf_counter() - t:.1f} s)", flush=True)
     ref_loss, ref_grads = first["a_fp32_all"]
     med = time_steps(steps, a.warmup, a.reps)
     print(f"\n== {name}: batch {B} x {P + D} tokens ({n_sup} supervised positions), "
@@ -219,6 +227,48 @@ def score_speed(base, tok, lora: bool, df, a: argparse.Namespace) -> None:
           f"({res['fp32'][0] / res['bf16'][0]:.2f}x); max |score fp32 - bf16| {diff:.3f}")
 
 
+def child_step(threads: int, prec: str, reps: int) -> None:
+    """One process's median tiny-model step (ms), printed as ``ms=<value>``."""
+    torch.set_num_threads(threads)
+    base = models.build_tiny_model(vocab_size=2000, hidden=128, layers=4, heads=4, intermediate=384, seed=0)
+    batch = make_batch(2000, *SHAPES["tiny"])
+    model = variant_model(base, False, prec)
+    step = step_fn(model, torch.optim.AdamW(model.parameters(), lr=1e-4), batch, "rows", prec)
+    print(f"ms={1e3 * time_steps({'s': step}, 3, reps)['s']:.1f}", flush=True)
+
+
+def threads_study(reps: int) -> None:
+    """Each thread setting quiet and beside one busy process (module docstring)."""
+    import os
+
+    def run(threads: int, prec: str, policy: str | None, procs: int = 1) -> float:
+        env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "KMP_BLOCKTIME")}
+        env.update({"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)})
+        if policy:
+            env.update({"OMP_WAIT_POLICY": policy, "KMP_BLOCKTIME": "0"})
+        cmd = [sys.executable, __file__, "--child-step", str(threads), prec, "--reps", str(reps)]
+        children = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True) for _ in range(procs)]
+        ms = [float(c.communicate()[0].split("ms=")[-1]) for c in children]
+        return procs / sum(1 / m for m in ms) if procs > 1 else ms[0]  # ms per step, all processes together
+
+    settings = [(1, None, 1), (2, None, 1), (1, "PASSIVE", 1), (2, "PASSIVE", 1), (1, "PASSIVE", 2)]
+    for busy in (0, 1):
+        hog = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
+        try:
+            with open("/proc/loadavg") as fh:
+                load = fh.read().split()[:3]
+            for prec in ("fp32", "bf16"):
+                for threads, policy, procs in settings:
+                    ms = run(threads, prec, policy, procs)
+                    what = f"{procs} x {threads} thread(s)" if procs > 1 else f"{threads} thread(s)"
+                    print(f"{'busy' if busy else 'quiet'} (load {load}) tiny {prec} {what:16s} "
+                          f"wait {policy or 'default':8s} {ms:7.1f} ms/step", flush=True)
+        finally:
+            for p in hog:
+                p.kill()
+                p.wait()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=2)
@@ -228,7 +278,14 @@ def main() -> None:
     ap.add_argument("--score-queries", type=int, default=12)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--busy", type=int, default=0)
+    ap.add_argument("--threads-study", action="store_true")
+    ap.add_argument("--child-step", nargs=2, metavar=("THREADS", "PRECISION"), help=argparse.SUPPRESS)
     a = ap.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)
+    if a.child_step:
+        return child_step(int(a.child_step[0]), a.child_step[1], a.reps)
+    if a.threads_study:
+        return threads_study(a.reps)
     a.profiled = False
     torch.set_num_threads(a.threads)
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(a.busy)]

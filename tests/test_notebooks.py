@@ -123,7 +123,8 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     assert m["n_queries@1"] == 10 and m["n_items"] > 10  # every rank of every training query
     assert m["packing"] == "per_query" and m["n_sequences"] < m["n_items"]  # packed by default (auto)
     assert m["resumed_from_step"] == 0  # a fresh run (tests/training/test_train.py: kill and resume)
-    assert m["save_steps"] == 4 and json.loads((final / "results.json").read_text())["params"]["save_steps"] == 4
+    assert json.loads((final / "results.json").read_text())["params"]["save_steps"] == 4  # recorded as a parameter
+    assert m["precision_used"] in ("fp32", "bf16") and m["precision_reason"].startswith("auto: ")
     # a seeded sample of as many training queries as held out, scored the same way (Figure 3 (a))
     assert m["train_n_queries"] == 10 and 0.0 <= m["train_cvr"] <= 1.0 and 0.0 < m["train_ndcg"] <= 1.0
     assert 0.0 <= m["train_recall@1"] <= 1.0 and m["train_n_queries@1"] == 10
@@ -144,6 +145,7 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     # 06 on that run: same held-out queries and scores, so the same metrics; decoding on top
     final06, m06 = _run("06_evaluate", outputs_root)
     assert m06["source"] == str(final) and m06["dataset"] == "wordnet"
+    assert m06["precision_used"] == m["precision_used"]  # auto picks the same on the same machine
     assert {k: m06[k] for k in m if k.startswith(("cvr", "ndcg", "recall@"))} == \
         {k: m[k] for k in m if k.startswith(("cvr", "ndcg", "recall@"))}
     assert m06["n_decoded"] == 3 and 0.0 <= m06["greedy_valid_rate"] <= 1.0
@@ -224,6 +226,7 @@ def test_07_de_ce_baselines(outputs_root, monkeypatch):
     final, m = _run("07_de_ce_baselines", outputs_root)
     # de n2/n4 at alpha 5, ce n4 at alpha 5, de n2 at alpha 0, ce n4 at alpha 0: five runs
     assert m["n_eval_queries"] == 10 and m["n_table_rows"] == 82115 and m["n_pairs"] > 10
+    assert m["precision_used"] == "fp32" and "the DE and CE baselines train in fp32" in m["precision_reason"]
     for key in ("de_n2_alpha5", "de_n4_alpha5", "de_n2_alpha0", "ce_n4_alpha5", "ce_n4_alpha0"):
         assert m[f"{key}_n_queries"] == 10 and 0.0 <= m[f"{key}_recall@1"] <= 1.0 and 0.0 < m[f"{key}_ndcg"] <= 1.0
     assert 0.0 <= m["de_n4_alpha5_retrieval_recall@1"] <= 1.0 and "ce_n4_alpha5_retrieval_recall@1" not in m

@@ -151,6 +151,21 @@ def score_pairs(model_kind: str, model: Any, q: torch.Tensor, d: torch.Tensor) -
     return CE.ce_scores(table, net, q, d)
 
 
+def baseline_precision(requested: str):
+    """The precision notebook 07 trains and scores the DE and CE in: fp32, whatever ``requested``
+    says (``auto`` | ``fp32`` | ``bf16``, validated and refused where bf16 is unsupported, as in
+    notebooks 05 and 06, so a sweep can set it per point and it is recorded). bf16 does not pay
+    here (docs/measurements.md, "bf16 for the DE and CE"): the DE's hand-written gradient
+    (``dual_encoder.de_loss_and_grad``) mixes dtypes under autocast, and the CE under bf16
+    autocast ran 1.2-1.5x faster but fit far worse (loss 1.33 against 0.63 after 300 steps, n = 32,
+    alpha = 5): at n <= 32 the matmuls are a small part of a step, table updates the rest."""
+    from arrank.training.precision import Precision, resolve_precision
+
+    asked = resolve_precision(requested)
+    why = "the DE and CE baselines train in fp32 (bf16 does not pay at these sizes: docs/measurements.md)"
+    return Precision(requested, "fp32", f"{asked.reason}; {why}" if asked.used == "bf16" else why)
+
+
 def run_configs(configs: Sequence[Mapping[str, Any]], pairs: Pairs, n_rows: int, df_eval: pd.DataFrame,
                 rows: Mapping[str, int], hyper: Mapping[str, Any], ks: Sequence[int], seed: int,
                 corpus: Sequence[str] | None = None, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -120,10 +120,12 @@ def autocast(used: str, device_type: str = "cpu") -> contextlib.AbstractContextM
 
 def frozen_linears(model) -> list[torch.nn.Linear]:
     """Every ``nn.Linear`` of ``model`` whose parameters are all frozen, except the output
-    embedding (``lm_head``): the base layers under LoRA."""
+    embedding (``lm_head``) and LoRA's own layers (``lora_A``/``lora_B``, float32 whether they
+    train in notebook 05 or are loaded frozen in notebook 06, so both score with the same numbers):
+    the base layers under LoRA."""
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-    return [m for m in model.modules() if type(m) is torch.nn.Linear and m is not head
-            and not any(p.requires_grad for p in m.parameters())]
+    return [m for name, m in model.named_modules() if type(m) is torch.nn.Linear and m is not head
+            and ".lora_" not in f".{name}" and not any(p.requires_grad for p in m.parameters())]
 
 
 def prepare_model(model, used: str) -> int:
