@@ -556,6 +556,8 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
               'findings: two R@k curves are "on par" within this, "above" beyond it'),
         "threads": Param(integer(1, 1024), 2,
               'torch CPU threads (the core count)'),
+        "precision": Param(choice("auto", "fp32", "bf16"), 'auto',
+              'auto, fp32 or bf16: accepted and recorded; the DE and CE train in fp32 (bf16 does not pay at these sizes)'),
         "subtree": Param(SPECS_SUBTREE, None,
               "'' for all nouns or a synset; None: animal.n.01 quick, all nouns paper",
               {'quick': 'animal.n.01', 'paper': ''}),
