@@ -114,17 +114,13 @@ def canonical(name: str) -> str:
 
 def travel_bytes(root: Path) -> int:
     """Bytes of the repository that travel with every call: tracked files and untracked files
-    git does not ignore (``git ls-files --cached --others --exclude-standard``), plus a ``shared/``
-    folder inside the checkout where there is one (it travels too)."""
+    git does not ignore (``git ls-files --cached --others --exclude-standard``)."""
     out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                          capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"{root} is not a git checkout ({out.stderr.strip()}): the travelling size is "
                          "measured with git ls-files")
     files = {root / name for name in out.stdout.split("\0") if name}
-    shared = root / "shared"
-    if shared.is_dir():  # ignored or not, it travels (counted once)
-        files |= set(shared.rglob("*"))
     return sum(p.lstat().st_size for p in files if p.is_symlink() or p.is_file())
 
 
