@@ -10,7 +10,7 @@ VENV   ?= $(or $(VIRTUAL_ENV),$(if $(filter-out base,$(CONDA_DEFAULT_ENV)),$(CON
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test test-fast lint workbook book sweep lab sync clean-venv help
+.PHONY: setup test test-fast lint workbook book sweep lab sync gpu-kit clean-venv help
 
 help:
 	@echo "make workbook   set up, then run every notebook in its quick profile (outputs/)"
@@ -21,6 +21,7 @@ help:
 	@echo "make lint       ruff check + ruff format --check (what the pre-commit hook runs)"
 	@echo "make lab        set up, then start JupyterLab (double-click notebooks/NN_name.py: it opens as a notebook)"
 	@echo "make sync       write the local notebooks/NN_name.ipynb from NN_name.py (not tracked by git)"
+	@echo "make gpu-kit    prepare what the calls to a lent GPU machine carry, check the limits, print the calls (docs/gpu.md)"
 	@echo "environment:    $(VENV)  (an active venv / conda env, else .venv; override: make VENV=path ...)"
 
 $(STAMP): requirements.txt requirements-models.txt pyproject.toml
@@ -60,6 +61,9 @@ lab: setup
 
 sync: setup
 	$(PY) -m arrank.workbook.lab
+
+gpu-kit: setup
+	$(PY) gpu/kit.py $(KIT_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -4,6 +4,7 @@ next-token loss, packed per query vs unpacked items; and the loss agreement of t
     python benchmarks/gpu.py --model FOLDER_OR_NAME [--queries 2000] [--batch 8] [--steps 20]
                              [--warmup 3] [--parts b,d,a,c] [--dtype auto] [--json FILE]
     python benchmarks/gpu.py --model tiny --queries 60 --batch 8 --steps 2 --warmup 1   # CPU, toy scale
+    python benchmarks/gpu.py --build-paper-architecture --model /tmp/mistral7b            # the 7B model, GPU
 
 Parts, each in a fresh process (Unsloth patches transformers' model classes when it loads a
 model, so (b) and (d) must not share a process with it; the peak memory is then each part's own):
@@ -265,6 +266,25 @@ def run_part(a: argparse.Namespace) -> dict:
     return result
 
 
+def build_paper_architecture(a: argparse.Namespace) -> None:
+    """The random-weight Mistral-7B-Instruct-v0.3 folder ``--model`` names, built once, with a BPE
+    tokenizer trained on the benchmark's own WordNet texts (docs/gpu.md)."""
+    import torch
+
+    from arrank.training import paper_architecture
+
+    folder = Path(a.model)
+    if (folder / "config.json").exists():
+        print(f"{folder}: already built", flush=True)
+        return
+    t = time.perf_counter()
+    _, texts = dataset(a)
+    paper_architecture.random_paper_model(folder, texts, seed=a.seed,
+                                          device="cuda" if torch.cuda.is_available() else "cpu")
+    size = sum(f.stat().st_size for f in folder.iterdir()) / 2**30
+    print(f"built {folder} ({size:.1f} GiB) in {time.perf_counter() - t:.0f} s", flush=True)
+
+
 def spawn(a: argparse.Namespace, part: str) -> dict:
     """Run ``part`` in a fresh process and read its JSON line; a crash is reported, not raised."""
     args = [sys.executable, __file__, "--part", part, "--model", a.model, "--queries", str(a.queries),
@@ -336,6 +356,9 @@ def main() -> None:
     ap.add_argument("--max-length", type=int, default=1024, help="Appendix B: 1024")
     ap.add_argument("--parts", default=",".join(PARTS), help="a comma-separated subset of b,d,a,c")
     ap.add_argument("--json", type=Path, help="also write every figure to this JSON file")
+    ap.add_argument("--build-paper-architecture", action="store_true",
+                    help="first build Mistral-7B-Instruct-v0.3's architecture, random bf16 weights, into the "
+                         "folder --model names (on CUDA when there; training.paper_architecture), unless it exists")
     ap.add_argument("--part", choices=PARTS, help=argparse.SUPPRESS)
     a = ap.parse_args()
     parts = [p.strip() for p in a.parts.split(",") if p.strip()]
@@ -349,6 +372,8 @@ def main() -> None:
         return
     import torch
 
+    if a.build_paper_architecture:
+        build_paper_architecture(a)
     print(f"model {a.model}, {a.queries} queries, batch {a.batch}, {a.steps} timed steps after {a.warmup}; "
           f"torch {torch.__version__}, "
           f"{torch.cuda.get_device_name() if torch.cuda.is_available() else 'no CUDA: CPU'}", flush=True)
