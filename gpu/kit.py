@@ -454,7 +454,7 @@ def prepare(a: argparse.Namespace) -> tuple[list[Path], Wheels, int]:
         files.append(pack_tree(wordnet, out / "data" / "nltk_data.tar.gz"))
     if not a.no_model:
         sys.path.insert(0, str(ROOT / "lib"))
-        from arrank.workbook import named_models
+        from arrank.common import named_models
 
         gguf = named_models.gguf_file("smollm2-135m")
         manifest = split_file(gguf, out / "pieces", a.piece_mib * MIB)

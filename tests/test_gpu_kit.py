@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from arrank.workbook import paths
+from arrank.common import paths
 
 spec = importlib.util.spec_from_file_location("gpu_kit", paths.ROOT / "gpu" / "kit.py")
 kit = importlib.util.module_from_spec(spec)

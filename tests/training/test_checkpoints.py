@@ -100,7 +100,7 @@ def test_garbled_weights_are_set_aside_and_the_run_resumes_from_the_previous_che
     _garble_tensor_data(folder / "checkpoint-6" / "model.safetensors")
     assert train.resume_point(folder, PARAMS) == 4
     said = capsys.readouterr().out.splitlines()
-    assert said[0].startswith(f"checkpoint {folder / 'checkpoint-6'} is unusable: model.safetensors does not match "
+    assert said[0].startswith(f"{folder / 'checkpoint-6'} is unusable: model.safetensors does not match "
                               "its sha256") and "set aside as broken-checkpoint-6-" in said[0]
     assert said[1] == "resuming from the previous good checkpoint checkpoint-4 (step 4)"
     assert [p.name[:20] for p in folder.glob("broken-*")] == ["broken-checkpoint-6-"]  # kept, not deleted
@@ -165,3 +165,70 @@ def test_steps_zero_leaves_no_checkpoints_folder(data, tmp_path):
     model, tok = _tiny(texts)
     log = train.train(model, tok, train.training_items(df, tok, "indicator"), {**HYPER, "steps": 0}, folder)
     assert log.empty and not folder.exists()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 3 MB tmpfs (as root, where mount is allowed); skipped with the reason elsewhere."""
+    import os
+    import subprocess
+
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _fill(folder):
+    """Write a filler file until the file system is full (ENOSPC); returns it."""
+    filler = folder / "filler"
+    with open(filler, "wb") as fh:
+        try:
+            while True:
+                fh.write(bytes(64 << 10))
+                fh.flush()
+        except OSError:
+            pass
+    return filler
+
+
+def test_a_full_disk_cuts_a_save_short_and_the_rerun_resumes_from_the_last_good_checkpoint(data, small_disk,
+                                                                                          capsys):
+    """Issue 27: on a full disk a checkpoint written in place held only config.json, and every
+    rerun failed ('Can't find a valid checkpoint'). Now the disk fills after the step-2
+    checkpoint; the step-4 save fails inside its staging folder, checkpoint-2 stays whole; once
+    space is free, the rerun sets the cut-short save aside and resumes from step 2."""
+    from transformers import TrainerCallback
+
+    class FillAfterFirstSave(TrainerCallback):
+        def on_save(self, args, state, control, **kw):
+            if state.global_step == 2:
+                _fill(small_disk)
+
+    df, texts = data
+    folder = small_disk / ".checkpoints-full"
+    assert train.resume_point(folder, PARAMS) == 0
+    model, tok = _tiny(texts)
+    items = train.training_items(df, tok, "indicator")
+    with pytest.raises(OSError) as err:
+        train.train(model, tok, items, HYPER, folder, callbacks=[FillAfterFirstSave()])
+    assert str(err.value) == (f"[Errno 28] no space left on the device while writing checkpoint 4 in "
+                              f"{folder / '.partial-checkpoint-4'}: free space (or set ARRANK_OUTPUTS to a larger "
+                              "disk), then run the same command again; it resumes from checkpoint-2")
+    assert [p.name for p in ckpt.checkpoints(folder)] == ["checkpoint-2"] and ckpt.problem(folder / "checkpoint-2") is None
+    assert [p.name for p in folder.glob(".partial-*")] == [".partial-checkpoint-4"]
+
+    (small_disk / "filler").unlink()  # space is free again
+    capsys.readouterr()
+    assert train.resume_point(folder, PARAMS) == 2
+    said = capsys.readouterr().out
+    assert "its save was cut short" in said and "set aside as broken-checkpoint-4-" in said
+    model, tok = _tiny(texts)
+    steps = _Steps()
+    log = train.train(model, tok, items, HYPER, folder, callbacks=[steps])
+    assert steps.seen == [3, 4, 5, 6, 7] and list(log["step"]) == list(range(1, 8)) and not folder.exists()

@@ -48,7 +48,7 @@ def test_bf16_where_unsupported_is_refused_in_one_line():
 
 
 def test_the_notebooks_spec_takes_precision_and_refuses_other_values():
-    from arrank.workbook import params
+    from arrank.common import params
 
     for stem in ("05_train", "06_evaluate", "07_de_ce_baselines"):
         spec = params.spec_for(stem)["precision"]

