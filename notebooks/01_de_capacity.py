@@ -190,3 +190,59 @@ print(f"{len(metrics)} metrics written to the run's results.json")
 
 # %%
 Markdown(findings.findings_markdown(tables.capacity_findings(metrics, k_top)))
+
+# %% [markdown]
+# ## Exercises
+# Predict first, then run the command from the repository root (`python` is the workbook's
+# environment, e.g. `.venv/bin/python`), then open the answer. Each command writes a new run to
+# `outputs/01_de_capacity/<run_name>/` and leaves the others as they are.
+#
+# **1. The paper's bound at ten thousand documents.** At $k = 10\,000$, below which dimension does
+# Proposition 3.1 say a DE must fail, and what is the exact smallest dimension at which it can give
+# every ranking?
+#
+# ```bash
+# python -m arrank.workbook.run 01 -p k_max_bound 10000 -p run_name ex-bound
+# ```
+#
+# <details><summary>Answer</summary>
+#
+# The paper's bound is $\ln k!/(2\ln k) = 4457.4$; the exact smallest dimension is $9999 = k - 1$
+# (`paper_bound_k10000`, `exact_min_dimension_k10000` in results.json). The bound stays at about
+# 45% of the exact answer (42.8% of it at $k = 1000$: 427.9 against 999): both grow linearly, as the
+# paper says, but the bound is loose by a factor of two. The run took 48 s on a shared 2-core machine.
+#
+# </details>
+#
+# **2. Ten times more query points.** The quick run samples up to 20,000 query points around $k = 6$
+# sites in $\mathbb R^2$ and sees 97 of the 101 distance permutations. With 200,000 points, will
+# Monte-Carlo find all 101?
+#
+# ```bash
+# python -m arrank.workbook.run 01 -p mc_queries 200000 -p run_name ex-mc
+# ```
+#
+# <details><summary>Answer</summary>
+#
+# No: 99 of 101 at 200,000 points (`max_monte_carlo_over_exact` 0.980, against 0.960 in the quick
+# run), and never more than the exact count. The cells of the missing permutations are tiny; each
+# sample size is a fresh sample, so the curve is not even monotone (98 at 13,428 points, 96 at
+# 33,038). Only the exact LP count settles what a DE can realise.
+#
+# </details>
+#
+# **3. Seven documents.** With $k = 7$ sites there are $7! = 5040$ rankings. How many can a DE in
+# $\mathbb R^5$ produce, and in $\mathbb R^6$?
+#
+# ```bash
+# python -m arrank.workbook.run 01 -p k_max_exact 7 -p run_name ex-k7
+# ```
+#
+# <details><summary>Answer</summary>
+#
+# 4320 in $\mathbb R^5$ and all 5040 in $\mathbb R^6$: exactly Skala's closed form (the exact LP
+# count equals it in every case). $\mathbb R^5$ misses $\left[{7 \atop 1}\right] = 6! = 720$
+# rankings, the last term of the sum. The LP enumeration grows fast: 22 s for $n = 5$ alone, 210 s
+# for the whole run on a shared 2-core machine.
+#
+# </details>

@@ -223,3 +223,43 @@ print(f"{len(metrics)} metrics written to the run's results.json")
 
 # %%
 Markdown(findings.findings_markdown(tables.rank_condition_findings(metrics)))
+
+# %% [markdown]
+# ## Exercises
+# Predict first, then run the command from the repository root (`python` is the workbook's
+# environment, e.g. `.venv/bin/python`), then open the answer.
+#
+# **1. One dimension short.** Section 4 fits an arbitrary distribution over the 64 docIDs of length 3
+# over $|\mathcal V| = 4$ tokens with $n = 3$ (rank(E′) = 4), to rounding error. With $n = 2$, how
+# close does the idealised ARR get?
+#
+# ```bash
+# python -m arrank.workbook.run 02 -p seq_dim 2 -p model_name '' -p run_name ex-dim2
+# ```
+#
+# <details><summary>Answer</summary>
+#
+# Not close: the largest error over the 64 sequences is 0.049 (`sequence_max_error`), against
+# $4.9 \times 10^{-16}$ at $n = 3$. With rank(E′) = 3 < |V| the next-token distributions live on a
+# lower-dimensional family, so the chain rule cannot reach every target. (`model_name ''` skips the
+# pretrained tokenizer of section 5; the run took 128 s on a shared 2-core machine.)
+#
+# </details>
+#
+# **2. Real docID tokens.** SmolLM2-135M has hidden size $n = 576$, so rank(E′) is at most 577. Its
+# WordNet docIDs (synset names) and numeric docIDs (digits): which of the two token sets can be
+# ordered arbitrarily?
+#
+# ```bash
+# python -m arrank.workbook.run 02
+# ```
+#
+# <details><summary>Answer</summary>
+#
+# Only the numeric one. The workbook's quick run counts 8,786 distinct tokens in SmolLM2's WordNet
+# docIDs against rank(E′) = 577 = n + 1: far from the paper's condition. Its numeric docIDs use 12
+# tokens (the digits, the separator, EOS) with rank 12: every ordering of them is realisable. The
+# tiny model of the quick profile ($n = 128$) is alike: 1,892 WordNet docID tokens at rank 129, 113
+# numeric ones at rank 113.
+#
+# </details>

@@ -21,11 +21,11 @@ from pathlib import Path
 
 from arrank.common import paths
 from arrank.workbook.book.executed import for_the_book
-from arrank.workbook.book.pages import index_page, results_page
+from arrank.workbook.book.pages import index_page, results_page, unlink_missing
 
 SITE_SOURCES = Path(__file__).parent / "site"
 HAND_WRITTEN = ("meetings.md", "running.md")
-MATHJAX_PARTS = ("MathJax.js", "LICENSE", "config", "extensions", "fonts", "jax")
+MATHJAX = "sphinx-mathjax-offline/static/mathjax/tex-svg-full.js"  # MathJax 3.2.2, TeX to SVG, one file
 
 
 class BookError(RuntimeError):
@@ -55,21 +55,15 @@ def _finished(ipynb: Path) -> bool:
 
 
 def _copy_static(static: Path) -> None:
-    """plotly.min.js (from the installed plotly) and MathJax 2 (from jupyter-server-mathjax) into
-    the site's ``_static``: the site loads nothing from outside itself."""
-    import plotly
-    import jupyter_server_mathjax
+    """plotly.min.js (from the installed plotly) and MathJax (one file, from the PyPI package
+    sphinx-mathjax-offline) into the site's ``_static``: the site loads nothing from outside itself."""
+    from importlib.metadata import distribution
 
-    static.mkdir(parents=True, exist_ok=True)
+    import plotly
+
+    (static / "mathjax").mkdir(parents=True, exist_ok=True)
     shutil.copy2(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", static / "plotly.min.js")
-    mathjax = Path(jupyter_server_mathjax.__file__).parent / "static"
-    for part in MATHJAX_PARTS:
-        src, dst = mathjax / part, static / "mathjax" / part
-        if src.is_dir():
-            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("a11y"))
-        else:
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst)
+    shutil.copy2(Path(distribution("sphinx-mathjax-offline").locate_file(MATHJAX)), static / "mathjax" / "tex-svg-full.js")
 
 
 def write_sources(src: Path, notebooks: dict[str, Path], run_name: str) -> list[str]:
@@ -78,8 +72,6 @@ def write_sources(src: Path, notebooks: dict[str, Path], run_name: str) -> list[
 
     (src / "notebooks").mkdir(parents=True)
     shutil.copy2(SITE_SOURCES / "conf.py", src / "conf.py")
-    for name in HAND_WRITTEN:
-        shutil.copy2(SITE_SOURCES / name, src / name)
     _copy_static(src / "_static")
     loaded, missing = {}, []
     for stem, ipynb in notebooks.items():
@@ -88,6 +80,8 @@ def write_sources(src: Path, notebooks: dict[str, Path], run_name: str) -> list[
             continue
         loaded[stem] = json.loads(ipynb.read_text())
         (src / "notebooks" / f"{stem}.ipynb").write_text(json.dumps(for_the_book(loaded[stem]), indent=1))
+    for name in HAND_WRITTEN:
+        (src / name).write_text(unlink_missing((SITE_SOURCES / name).read_text(), missing))
     pages = [f"notebooks/{stem}" for stem in loaded]
     (src / "index.md").write_text(index_page((SITE_SOURCES / "landing.md").read_text(), pages, missing))
     label = f"run `{run_name}` of `make workbook`, quick profile" + (

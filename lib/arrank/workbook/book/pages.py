@@ -4,6 +4,7 @@ findings and figures), never by hand."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from arrank.workbook.book.executed import PLOTLY_MIME, first_heading, look_for_markdown, plotly_fragment
@@ -19,6 +20,14 @@ def index_page(landing: str, pages: list[str], missing: list[str]) -> str:
               "\n".join(pages), "```", "", "```{toctree}", ":maxdepth: 1", ":caption: The group", "",
               "results", "meetings", "running", "```", ""]
     return "\n".join(lines)
+
+
+def unlink_missing(text: str, missing: list[str]) -> str:
+    """A hand-written page's Markdown with each link to a notebook page that is not in the book
+    (``[01](notebooks/01_de_capacity.ipynb)`` for a missing 01) reduced to its text."""
+    for stem in missing:
+        text = re.sub(rf"\[([^\]]*)\]\(notebooks/{re.escape(stem)}\.ipynb\)", r"\1", text)
+    return text
 
 
 def figures_titled(nb: dict[str, Any], words: str) -> list[dict[str, Any]]:

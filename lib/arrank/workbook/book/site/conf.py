@@ -24,12 +24,8 @@ html_theme_options = {
     "use_fullscreen_button": False,
     "show_toc_level": 2,
 }
-# MathJax 2 from the local copy in _static/mathjax (from the PyPI package jupyter-server-mathjax,
-# the MathJax that Jupyter serves): its combined TeX configuration and STIX web fonts, no CDN.
-mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
-mathjax2_config = {"tex2jax": {"inlineMath": [["\\(", "\\)"]], "displayMath": [["\\[", "\\]"]],
-                               "processEscapes": True},
-                   "HTML-CSS": {"availableFonts": [], "webFont": "STIX-Web", "imageFont": None,
-                                "preferredFont": None},
-                   "showMathMenu": False, "messageStyle": "none"}
+# MathJax 3 from the local copy in _static/mathjax (the PyPI package sphinx-mathjax-offline):
+# TeX to SVG in one file, no web fonts, no CDN
+mathjax_path = "mathjax/tex-svg-full.js"
+html_context = {"default_mode": "light"}  # else the theme logs an error on a first visit (empty stored mode)
 suppress_warnings = ["mystnb.unknown_mime_type", "myst.header"]
