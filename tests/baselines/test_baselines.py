@@ -240,7 +240,7 @@ def _fit_tiny_tree(model: str, n: int, alpha: float, steps: int, de_lr: float = 
              "de_lr": de_lr, "de_momentum": DE.MOMENTUM, "ce_lr": CE.LR, "ce_weight_decay": CE.WEIGHT_DECAY,
              "de_row_updates": "lazy", "ce_row_updates": "dense", "ce_optimizer": CE.OPTIMIZER,
              "ce_table_init_std": CE.TABLE_INIT_STD}
-    results, logs = BL.run_configs(BL.single_config(model, n, alpha), pairs, len(nodes), df, rows, hyper,
+    results, logs, _ = BL.run_configs(BL.single_config(model, n, alpha), pairs, len(nodes), df, rows, hyper,
                                    [1, 2, 3], seed=seed, corpus=nodes, progress=False)
     return results.iloc[0], logs
 
@@ -483,7 +483,7 @@ def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
 
     def point(name, model, n, alpha, **params):
         params = {"ce_optimizer": "adamw", **params}
-        results, logs = BL.run_configs(BL.single_config(model, n, alpha), pairs, len(nodes), df, rows, hyper,
+        results, logs, _ = BL.run_configs(BL.single_config(model, n, alpha), pairs, len(nodes), df, rows, hyper,
                                        [1, 2], seed=0, progress=False)
         folder = tmp_path / BL.STEM / name
         folder.mkdir(parents=True)

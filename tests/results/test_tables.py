@@ -97,7 +97,8 @@ def test_seeds_are_averaged_with_their_spread(tmp_path, outputs_root):
     assert table["cvr"].tolist() == [50.0, 10.0]
     assert table["cvr sd"].round(4).tolist() == [round(100 * 0.2 / math.sqrt(2), 4), 0.0]
     assert tables.markdown(table).splitlines()[2:] == ["| NTP | 2 | 50.00 ± 14.14 | **90.00 ± 0.00** |",
-                                                      "| Stepwise | 2 | **10.00 ± 0.00** | **90.00 ± 0.00** |"]
+                                                      "| Stepwise | 2 | **10.00 ± 0.00** | **90.00 ± 0.00** |",
+                                                      "", "± one standard deviation over the seeds of a variant; percent."]
 
 
 def test_the_random_floor_row_comes_from_a_finished_run(tmp_path, outputs_root):
@@ -237,10 +238,11 @@ def _holds(found):
 def test_table1_findings_hold_and_fail_on_the_numbers():
     found = findings_frame(table1.table1_findings(_finding_frame(0.9, 0.3))).set_index("claim")
     assert list(found["verdict"]) == ["holds"] * 4
-    assert found["numbers"].tolist() == ["CVR (%): NTP 90.0; Fractional α=2 30.0, Trie β=2 50.0",
-                                         "R@1 (%): NTP 90.0, best 90.0",
-                                         "mean R@2..R@5 (%): fractional α=2 80.0, NTP 70.0",
-                                         "CVR (%): NTP 90.0; Trie β=2 50.0"]
+    point = "; point estimates, no interval (runs without per-query data)"  # no per-query data: the point verdict
+    assert found["numbers"].tolist() == ["CVR (%): NTP 90.0; Fractional α=2 30.0, Trie β=2 50.0" + point,
+                                         "R@1 (%): NTP 90.0, best 90.0" + point,
+                                         "mean R@2..R@5 (%): fractional α=2 80.0, NTP 70.0" + point,
+                                         "CVR (%): NTP 90.0; Trie β=2 50.0" + point]
     bad = _holds(table1.table1_findings(_finding_frame(0.9, 0.6)))  # 0.6 > 0.9 / 2
     assert list(bad) == [False, True, True, True]
     assert _holds(table1.table1_findings(_finding_frame(0.4, 0.3)))[0] is False  # trie 0.5 above NTP
