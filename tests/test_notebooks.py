@@ -121,6 +121,11 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     assert 0.0 <= m["train_recall@1"] <= 1.0 and m["train_n_queries@1"] == 10
     metrics_rows = __import__("pandas").read_csv(final / "metrics.csv")["run"].tolist()
     assert metrics_rows == ["held-out queries", "random scores", "training queries (10 sampled)"]
+    # the per-query metrics behind the findings' intervals: held-out (08) and training queries (07)
+    held, train = (__import__("pandas").read_csv(final / f"{name}.csv") for name in ("per_query", "per_query_train"))
+    assert len(held) == 10 and len(train) == 10 and set(held["query"]).isdisjoint(train["query"])
+    assert abs(train["violation"].mean() - m["train_cvr"]) < 1e-12
+    assert abs(train["recall@1"].mean() - m["train_recall@1"]) < 1e-12
     mask = __import__("os").umask(0)
     __import__("os").umask(mask)  # results and model readable as the umask says, not tempfile's 0600/0700
     assert (final / "results.json").stat().st_mode & 0o777 == 0o666 & ~mask
@@ -198,6 +203,7 @@ def test_08_results(outputs_root, monkeypatch):
         _has_figure(final, name)
     text = _look_for(final, "08_results")
     assert "NTP has the highest CVR; fractional variants at most half of it: holds here (CVR (%): NTP 50.0" in text
+    assert "point estimates, no interval (runs without per-query data)" in text  # these runs have no per_query.csv
 
 
 def test_07_de_ce_baselines(outputs_root, monkeypatch):
@@ -219,9 +225,17 @@ def test_07_de_ce_baselines(outputs_root, monkeypatch):
     for key in ("de_n2_alpha5", "de_n4_alpha5", "de_n2_alpha0", "ce_n4_alpha5", "ce_n4_alpha0"):
         assert m[f"{key}_n_queries"] == 10 and 0.0 <= m[f"{key}_recall@1"] <= 1.0 and 0.0 < m[f"{key}_ndcg"] <= 1.0
     assert 0.0 <= m["de_n4_alpha5_retrieval_recall@1"] <= 1.0 and "ce_n4_alpha5_retrieval_recall@1" not in m
-    assert m["finding_de_grows_with_n"] in (True, False) and m["finding_alpha_raises_de_small_k"] in (True, False)
+    # decided by intervals over this run's per-query rows (per_query.csv): holds, fails or undecided
+    assert m["finding_de_grows_with_n_verdict"] in ("holds", "fails", "undecided")
+    assert m["finding_alpha_raises_de_small_k_verdict"] in ("holds", "fails", "undecided")
+    assert m["finding_ce_above_de_ci_low"] <= m["finding_ce_above_de_estimate"] <= m["finding_ce_above_de_ci_high"]
+    per_query = __import__("pandas").read_csv(final / "per_query.csv")
+    assert per_query.groupby("config").size().to_dict() == {k: 10 for k in (
+        "de_n2_alpha5", "de_n4_alpha5", "de_n2_alpha0", "ce_n4_alpha5", "ce_n4_alpha0")}
+    assert list(per_query.columns) == ["config", "query", "cvr", "ndcg", "r1", "r2", "r3"]  # k_max 3
     # the ARR findings compare its training-query curve, the held-out one beside it
-    assert m["n_arr_runs"] == 1 and m["finding_arr_above_de"] in (True, False)
+    assert m["n_arr_runs"] == 1 and m["finding_arr_above_de"] in (True, False)  # no per_query_train.csv: the point check
+    assert "finding_arr_above_de_verdict" not in m
     assert m["finding_arr_above_de_numbers"].startswith("R@1..3 (%): ARR Fractional α=2 100.0 100.0 100.0 (its training")
     assert m["finding_arr_above_de_numbers"].endswith("on held-out queries: ARR Fractional α=2 50.0 50.0 50.0")
     for name in ("figure3a", "figure3b", "figure3c", "retrieval_recall_at_k", "training_loss"):
