@@ -202,10 +202,13 @@ with outputs.timed(timings, "evaluate"):
 n_train = evaluate.n_training_queries(P["train_queries"], result["n_queries"])
 P["train_queries"] = n_train  # results.json records the number used, not None
 with outputs.timed(timings, "evaluate_training"):
-    trained = (evaluate.evaluate_training(model, tok, df, n_train, P["seed"], ks, precision=numerics.used)
-               if n_train else {})
+    trained, per_query_train = (evaluate.evaluate_training_queries(model, tok, df, n_train, P["seed"], ks,
+                                                                           precision=numerics.used)
+                                if n_train else ({}, None))
 floor = evaluate.random_floor(df, P["seed"], P["eval_queries"] or None, ks)
-outputs.save_table(per_query, run_dir, "per_query")
+outputs.save_table(per_query, run_dir, "per_query")  # per-query metrics: the intervals of notebook 08's findings
+if per_query_train is not None:
+    outputs.save_table(per_query_train, run_dir, "per_query_train")  # ... and of notebook 07's
 rows = {"held-out queries": result, "random scores": floor}
 if trained:
     rows[f"training queries ({n_train} sampled)"] = evaluate.training_metrics(trained)

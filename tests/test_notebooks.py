@@ -130,6 +130,11 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     assert 0.0 <= m["train_recall@1"] <= 1.0 and m["train_n_queries@1"] == 10
     metrics_rows = __import__("pandas").read_csv(final / "metrics.csv")["run"].tolist()
     assert metrics_rows == ["held-out queries", "random scores", "training queries (10 sampled)"]
+    # the per-query metrics behind the findings' intervals: held-out (08) and training queries (07)
+    held, train = (__import__("pandas").read_csv(final / f"{name}.csv") for name in ("per_query", "per_query_train"))
+    assert len(held) == 10 and len(train) == 10 and set(held["query"]).isdisjoint(train["query"])
+    assert abs(train["violation"].mean() - m["train_cvr"]) < 1e-12
+    assert abs(train["recall@1"].mean() - m["train_recall@1"]) < 1e-12
     mask = __import__("os").umask(0)
     __import__("os").umask(mask)  # results and model readable as the umask says, not tempfile's 0600/0700
     assert (final / "results.json").stat().st_mode & 0o777 == 0o666 & ~mask
@@ -197,17 +202,32 @@ def test_08_results(outputs_root, monkeypatch):
         run_dir.mkdir(parents=True)
         outputs.write_results(run_dir, s.notebook, s.points[i].resolved,
                               {"cvr": cvr, "ndcg": ndcg, "recall@1": r1, "recall@2": r2}, {})
+        if i != 8:  # the per-query rows 05 writes (20 queries, the same means); beta 2 is an older run without
+            ones = lambda p: [1.0] * round(20 * p) + [0.0] * (20 - round(20 * p))
+            pd.DataFrame({"query": [f"q{j}" for j in range(20)], "n_relevant": 5, "n_candidates": 6,
+                          "violation": [v == 1.0 for v in ones(cvr)], "ndcg": ndcg, "recall@1": ones(r1),
+                          "recall@2": ones(r2)}).to_csv(run_dir / "per_query.csv", index=False)
     final, m = _run("08_results", outputs_root)
     assert (m["points"], m["finished"], m["missing"], m["variants"], m["paper_rows"]) == (12, 5, 7, 5, True)
     assert m["best_cvr"] == "Fractional α=1" and m["best_recall@1"] == "NTP" and m["best_recall@2"] == "Fractional α=2"
     table = pd.read_csv(final / "results_table.csv")
     assert table["variant"].tolist()[:4] == ["NTP", "NTP", "Fractional α=1", "Fractional α=1"]
     assert table["source"].tolist()[:2] == ["this run", "paper"] and table["cvr"].tolist()[:3] == [50.0, 27.66, 2.0]
-    assert "| Fractional α=2 | this run | 5.00 | **96.00** | 70.00 | **80.00** |" in (final / "results_table.md").read_text()
+    md = (final / "results_table.md").read_text()
+    assert "| Fractional α=2 | this run | 5.00 ± " in md and "| Trie β=2 | this run | 40.00 | 91.00 | 88.00 | 62.00 |" in md
+    assert "± half the width of the 95% confidence interval" in md and table["cvr ci"].notna().sum() == 4
+    rows = pd.read_csv(final / "per_query.csv")  # the sweep's per-query rows, the format of docs/data
+    assert list(rows.columns) == ["point", "variant", "seed", "query", "cvr", "ndcg", "r1", "r2"] and len(rows) == 80
     for name in ("recall_curves", "parameter_curves"):
         _has_figure(final, name)
     text = _look_for(final, "08_results")
+    # decided by intervals where every variant has per-query rows; with the trie β=2 run among them, by point
     assert "NTP has the highest CVR; fractional variants at most half of it: holds here (CVR (%): NTP 50.0" in text
+    assert "point estimates, no interval (runs without per-query data)" in text
+    # 20 queries, R@2 80 vs 60: 4 queries better, none worse: +20.0 points, BCa interval above 0
+    assert ("fractional α=2 has a higher mean R@2..R@5 than NTP: holds here (mean R@2 (%): fractional α=2 80.0, "
+            "NTP 60.0; 20 queries, paired; 1 / 1 runs, one run each: seed variation not estimated; +20.0 points, "
+            "95% CI [+5.0, +45.0])") in text
 
 
 def test_07_de_ce_baselines(outputs_root, monkeypatch):
@@ -230,9 +250,17 @@ def test_07_de_ce_baselines(outputs_root, monkeypatch):
     for key in ("de_n2_alpha5", "de_n4_alpha5", "de_n2_alpha0", "ce_n4_alpha5", "ce_n4_alpha0"):
         assert m[f"{key}_n_queries"] == 10 and 0.0 <= m[f"{key}_recall@1"] <= 1.0 and 0.0 < m[f"{key}_ndcg"] <= 1.0
     assert 0.0 <= m["de_n4_alpha5_retrieval_recall@1"] <= 1.0 and "ce_n4_alpha5_retrieval_recall@1" not in m
-    assert m["finding_de_grows_with_n"] in (True, False) and m["finding_alpha_raises_de_small_k"] in (True, False)
+    # decided by intervals over this run's per-query rows (per_query.csv): holds, fails or undecided
+    assert m["finding_de_grows_with_n_verdict"] in ("holds", "fails", "undecided")
+    assert m["finding_alpha_raises_de_small_k_verdict"] in ("holds", "fails", "undecided")
+    assert m["finding_ce_above_de_ci_low"] <= m["finding_ce_above_de_estimate"] <= m["finding_ce_above_de_ci_high"]
+    per_query = __import__("pandas").read_csv(final / "per_query.csv")
+    assert per_query.groupby("config").size().to_dict() == {k: 10 for k in (
+        "de_n2_alpha5", "de_n4_alpha5", "de_n2_alpha0", "ce_n4_alpha5", "ce_n4_alpha0")}
+    assert list(per_query.columns) == ["config", "query", "cvr", "ndcg", "r1", "r2", "r3"]  # k_max 3
     # the ARR findings compare its training-query curve, the held-out one beside it
-    assert m["n_arr_runs"] == 1 and m["finding_arr_above_de"] in (True, False)
+    assert m["n_arr_runs"] == 1 and m["finding_arr_above_de"] in (True, False)  # no per_query_train.csv: the point check
+    assert "finding_arr_above_de_verdict" not in m
     assert m["finding_arr_above_de_numbers"].startswith("R@1..3 (%): ARR Fractional α=2 100.0 100.0 100.0 (its training")
     assert m["finding_arr_above_de_numbers"].endswith("on held-out queries: ARR Fractional α=2 50.0 50.0 50.0")
     for name in ("figure3a", "figure3b", "figure3c", "retrieval_recall_at_k", "training_loss"):

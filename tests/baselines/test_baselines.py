@@ -240,7 +240,7 @@ def _fit_tiny_tree(model: str, n: int, alpha: float, steps: int, de_lr: float = 
              "de_lr": de_lr, "de_momentum": DE.MOMENTUM, "ce_lr": CE.LR, "ce_weight_decay": CE.WEIGHT_DECAY,
              "de_row_updates": "lazy", "ce_row_updates": "dense", "ce_optimizer": CE.OPTIMIZER,
              "ce_table_init_std": CE.TABLE_INIT_STD}
-    results, logs = BL.run_configs(BL.single_config(model, n, alpha), pairs, len(nodes), df, rows, hyper,
+    results, logs, _ = BL.run_configs(BL.single_config(model, n, alpha), pairs, len(nodes), df, rows, hyper,
                                    [1, 2, 3], seed=seed, corpus=nodes, progress=False)
     return results.iloc[0], logs
 
@@ -483,11 +483,13 @@ def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
 
     def point(name, model, n, alpha, **params):
         params = {"ce_optimizer": "adamw", **params}
-        results, logs = BL.run_configs(BL.single_config(model, n, alpha), pairs, len(nodes), df, rows, hyper,
-                                       [1, 2], seed=0, progress=False)
+        results, logs, per_query = BL.run_configs(BL.single_config(model, n, alpha), pairs, len(nodes), df, rows,
+                                                  hyper, [1, 2], seed=0, progress=False)
         folder = tmp_path / BL.STEM / name
         folder.mkdir(parents=True)
         results.to_csv(folder / "results.csv")
+        if name != "p-de-n2-a0":  # a run made before per_query.csv was written
+            per_query.to_csv(folder / "per_query.csv", index=False)
         logs.to_csv(folder / "training_log.csv", index=False)
         (folder / "results.json").write_text(json.dumps({"params": {**data, "model": model, **params}}))
         return results
@@ -508,6 +510,9 @@ def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
     assert panels.panel_table(results, "b", [1])["curve"].tolist() == ["DE n=2 α=0", "DE n=2 α=5"]  # alpha order
     f = F3.findings(results, [2, 4], 4, 5.0, 2, [0.0, 5.0])
     assert f["finding_de_grows_with_n"] is None and f["finding_alpha_raises_de_small_k"] in (True, False)
+    per_query = BL.point_per_query({**data, "ce_optimizer": "adamw"}, "p-*", configs, root=tmp_path)
+    assert per_query["config"].unique().tolist() == ["de_n2_alpha5", "ce_n4_alpha5"]  # not the run without the file
+    assert len(per_query) == 2 * len(df[df["split"] == "eval"]) and {"cvr", "ndcg", "r1", "r2"} <= set(per_query)
     with pytest.raises(ValueError, match=r"no finished 07_de_ce_baselines run named like 'z\*'"):
         BL.point_results(data, "z*", configs, root=tmp_path)
 

@@ -5,6 +5,7 @@ import os
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -97,7 +98,8 @@ def test_seeds_are_averaged_with_their_spread(tmp_path, outputs_root):
     assert table["cvr"].tolist() == [50.0, 10.0]
     assert table["cvr sd"].round(4).tolist() == [round(100 * 0.2 / math.sqrt(2), 4), 0.0]
     assert tables.markdown(table).splitlines()[2:] == ["| NTP | 2 | 50.00 ± 14.14 | **90.00 ± 0.00** |",
-                                                      "| Stepwise | 2 | **10.00 ± 0.00** | **90.00 ± 0.00** |"]
+                                                      "| Stepwise | 2 | **10.00 ± 0.00** | **90.00 ± 0.00** |",
+                                                      "", "± one standard deviation over the seeds of a variant; percent."]
 
 
 def test_the_random_floor_row_comes_from_a_finished_run(tmp_path, outputs_root):
@@ -237,10 +239,11 @@ def _holds(found):
 def test_table1_findings_hold_and_fail_on_the_numbers():
     found = findings_frame(table1.table1_findings(_finding_frame(0.9, 0.3))).set_index("claim")
     assert list(found["verdict"]) == ["holds"] * 4
-    assert found["numbers"].tolist() == ["CVR (%): NTP 90.0; Fractional α=2 30.0, Trie β=2 50.0",
-                                         "R@1 (%): NTP 90.0, best 90.0",
-                                         "mean R@2..R@5 (%): fractional α=2 80.0, NTP 70.0",
-                                         "CVR (%): NTP 90.0; Trie β=2 50.0"]
+    point = "; point estimates, no interval (runs without per-query data)"  # no per-query data: the point verdict
+    assert found["numbers"].tolist() == ["CVR (%): NTP 90.0; Fractional α=2 30.0, Trie β=2 50.0" + point,
+                                         "R@1 (%): NTP 90.0, best 90.0" + point,
+                                         "mean R@2..R@5 (%): fractional α=2 80.0, NTP 70.0" + point,
+                                         "CVR (%): NTP 90.0; Trie β=2 50.0" + point]
     bad = _holds(table1.table1_findings(_finding_frame(0.9, 0.6)))  # 0.6 > 0.9 / 2
     assert list(bad) == [False, True, True, True]
     assert _holds(table1.table1_findings(_finding_frame(0.4, 0.3)))[0] is False  # trie 0.5 above NTP
@@ -257,3 +260,98 @@ def test_a_zero_shot_row_is_no_loss_variant_and_is_checked_against_the_fine_tune
     worse = pd.concat([frame, pd.DataFrame([{**zero, "ndcg": 0.99}])])
     assert not _holds(table1.table1_findings(worse))[-1]
     assert schemes.loss_label({"steps": 0, "scheme": "fractional", "alpha": 2}) == "Zero-shot"
+
+
+# --------------------------------------------------------------------------- per-query data and intervals
+
+
+def finish_queries(s, point, root, violation, recall1, seed=0, n_relevant=5):
+    """A finished 05_train run with its per_query.csv (notebook 05's format: one row per held-out
+    query) and the results.json metrics those rows give."""
+    n = len(violation)
+    q = pd.DataFrame({"query": [f"q{i}.n.01" for i in range(n)], "n_relevant": n_relevant, "n_candidates": 6,
+                      "violation": np.asarray(violation, dtype=bool), "ndcg": 0.5 + 0.5 * np.asarray(recall1, float),
+                      "recall@1": np.asarray(recall1, float), "recall@2": 0.5, "recall@3": np.nan})
+    finish(s, point, {"cvr": float(q["violation"].mean()), "ndcg": float(q["ndcg"].mean()),
+                      "recall@1": float(q["recall@1"].mean()), "recall@2": 0.5, "recall@3": None, "n_queries": n},
+           root, seed=seed)
+    q.to_csv(outputs.run_path(s.notebook, point.run_name, root) / "per_query.csv", index=False)
+    return q
+
+
+def test_per_query_rows_of_a_sweep_and_their_csv(tmp_path, outputs_root):
+    s = make_sweep(tmp_path, GRID)
+    rng = np.random.default_rng(0)
+    ntp = finish_queries(s, s.points[0], outputs_root, rng.random(50) < 0.5, rng.random(50) < 0.9)
+    finish_queries(s, s.points[1], outputs_root, rng.random(50) < 0.05, rng.random(50) < 0.7, seed=3)
+    finish(s, s.points[2], NTP, outputs_root)  # an old run: no per_query.csv, left out
+    frame = report.collect(s)
+    rows = report.per_query_frame(s, frame)
+    assert list(rows.columns) == ["point", "variant", "seed", "query", "cvr", "ndcg", "r1", "r2", "r3"]
+    assert len(rows) == 100 and rows["variant"].unique().tolist() == ["NTP", "Fractional α=2"]
+    assert rows["seed"].unique().tolist() == [0, 3] and rows["point"].iloc[0] == s.points[0].run_name
+    first = rows[rows["variant"] == "NTP"]
+    assert first["cvr"].tolist() == ntp["violation"].astype(float).tolist()  # the query's violation as 0 / 1
+    assert first["r1"].tolist() == ntp["recall@1"].tolist() and first["r3"].isna().all()
+    path = tmp_path / "docs" / "data" / "per_query.csv"
+    assert report.write_per_query(rows, path) == path
+    back = pd.read_csv(path)
+    assert back.shape == rows.shape and back["cvr"].tolist() == rows["cvr"].tolist()
+    report.write_per_query(rows, path)  # the same rows again: no change, no error
+    other = rows.assign(r1=1.0)
+    with pytest.raises(FileExistsError, match="exists with other per-query rows: pass overwrite=True"):
+        report.write_per_query(other, path)
+    assert pd.read_csv(path)["r1"].tolist() == rows["r1"].tolist()  # kept
+    report.write_per_query(other, path, overwrite=True)
+    assert pd.read_csv(path)["r1"].eq(1.0).all()
+    assert [p.name for p in path.parent.iterdir()] == ["per_query.csv"]  # no temporary file left
+    with pytest.raises(ValueError, match="at least one row"):
+        report.write_per_query(rows.iloc[:0], tmp_path / "empty.csv")
+    assert not (tmp_path / "empty.csv").exists()
+    fig = tmp_path / "fig.yaml"
+    fig.write_text("notebook: 07_de_ce_baselines\nfixed: {profile: quick}\ngrid: {model: [de]}\n")
+    with pytest.raises(ValueError, match="from a sweep of notebook 05_train, not '07_de_ce_baselines'"):
+        report.per_query_frame(sweep.load_sweep(fig))
+
+
+def test_the_table_shows_each_mean_with_its_interval_half_width(tmp_path, outputs_root):
+    s = make_sweep(tmp_path, GRID)
+    rng = np.random.default_rng(1)
+    finish_queries(s, s.points[0], outputs_root, rng.random(200) < 0.5, rng.random(200) < 0.9)
+    finish_queries(s, s.points[1], outputs_root, np.zeros(200), rng.random(200) < 0.7)
+    frame = report.collect(s)
+    table = tables.results_table(frame, per_query=report.per_query_frame(s, frame))
+    assert [c for c in table.columns if c.endswith(" ci")] == ["cvr ci", "ndcg ci", "recall@1 ci", "recall@2 ci",
+                                                               "recall@3 ci"]
+    assert table["recall@3 ci"].isna().all()  # no query has R@3
+    # about 1.96 standard errors of a proportion of 0.5 on 200 queries: 6.9 points
+    assert 5.5 < table.loc[0, "cvr ci"] < 8.5
+    assert table.loc[1, "cvr ci"] == 0 and table.loc[0, "recall@2 ci"] == 0  # no spread: no width
+    lines = tables.markdown(table).splitlines()
+    assert lines[2].startswith(f"| NTP | {table.loc[0, 'cvr']:.2f} ± {table.loc[0, 'cvr ci']:.2f} |")
+    assert lines[-1].startswith("± half the width of the 95% confidence interval of the mean over the held-out queries")
+
+
+def test_table1_findings_are_decided_by_intervals_with_per_query_data(tmp_path, outputs_root):
+    s = make_sweep(tmp_path, GRID)
+    rng = np.random.default_rng(2)
+    ntp_r1 = rng.random(300) < 0.9
+    frac_r1 = ntp_r1.copy()
+    frac_r1[np.flatnonzero(~ntp_r1)[:6]] = True  # fractional 2 points above NTP at R@1: exactly NTP's tolerance
+    finish_queries(s, s.points[0], outputs_root, rng.random(300) < 0.6, ntp_r1)  # NTP
+    finish_queries(s, s.points[1], outputs_root, rng.random(300) < 0.05, frac_r1)  # fractional
+    finish_queries(s, s.points[3], outputs_root, rng.random(300) < 0.58, rng.random(300) < 0.8)  # trie: CVR ~ NTP's
+    frame = report.collect(s)
+    found = {f.claim: f for f in table1.table1_findings(frame, per_query=report.per_query_frame(s, frame))}
+    cvr = found["NTP has the highest CVR; fractional variants at most half of it"]
+    assert cvr.verdict == "undecided"  # the fractional part holds, the trie part cannot tell 0.58 from 0.6
+    assert "Fractional α=2 CVR at most half NTP's: holds" in cvr.numbers and "Trie β=2 CVR below NTP's: undecided" in cvr.numbers
+    assert found["trie variants lower CVR relative to NTP"].verdict == "undecided"
+    r1 = found["NTP's R@1 is the best or within 2 points of it"]
+    assert r1.verdict == "undecided"  # NTP - trie R@1 ~ +10 holds; NTP - fractional is -2 points, the threshold
+    assert "NTP − Trie β=2 R@1 above −2 points: holds" in r1.numbers
+    frac = found["fractional α=2 has a higher mean R@2..R@5 than NTP"]  # both R@2 = 0.5 on every query
+    assert frac.verdict == "undecided" and frac.interval == (0.0, 0.0)
+    assert "300 queries, paired; 1 / 1 runs" in frac.numbers
+    # without the per-query data: the point verdicts, labelled
+    assert all(f.interval is None and "point estimates" in f.numbers for f in table1.table1_findings(frame))

@@ -59,3 +59,33 @@ def test_ctrl_c_during_the_workbook_is_one_line_and_exit_130(tmp_path):
                                 f"{failed[0]}. Run the same command again to go on (05_train resumes from its "
                                 "last checkpoint)")  # the lines before: papermill's progress bar
     assert not list(Path(outputs / "01_de_capacity").glob(".ctrlc.partial-*"))
+
+
+def test_the_summaries_show_intervals_from_the_sweeps_per_query_rows(tmp_path, outputs_root, monkeypatch):
+    import numpy as np
+    import pandas as pd
+
+    from arrank.common import outputs
+    from arrank.workbook import sweep
+
+    path = tmp_path / "wb.yaml"
+    path.write_text("notebook: 05_train\nfixed: {profile: quick, steps: 5}\n"
+                    "grid: [{scheme: [indicator]}, {scheme: [fractional], alpha: [2]}]\n")
+    s = sweep.load_sweep(path)
+    monkeypatch.setattr(whole, "_sweep", lambda: s)
+    rng = np.random.default_rng(0)
+    for point, p_violation in zip(s.points, (0.6, 0.05)):
+        run_dir = outputs.run_path(s.notebook, point.run_name, outputs_root)
+        run_dir.mkdir(parents=True)
+        q = pd.DataFrame({"query": [f"q{i}" for i in range(100)], "violation": rng.random(100) < p_violation,
+                          "ndcg": 0.9, "recall@1": (rng.random(100) < 0.8).astype(float), "recall@2": 0.5})
+        q.to_csv(run_dir / "per_query.csv", index=False)
+        outputs.write_results(run_dir, s.notebook, point.resolved, {"cvr": float(q["violation"].mean()), "ndcg": 0.9,
+                                                                   "recall@1": float(q["recall@1"].mean()),
+                                                                   "recall@2": 0.5}, {})
+    table = whole.table1_summary()
+    assert "± " in table.splitlines()[2] and "± half the width of the 95% confidence interval" in table
+    text = whole.findings_summary("none")
+    assert "NTP has the highest CVR; fractional variants at most half of it: holds here" in text
+    assert "Fractional α=2 CVR at most half NTP's: holds, " in text and "95% CI [" in text
+    assert "fractional α=2 has a higher mean R@2..R@5 than NTP: **undecided** here" in text  # R@2 0.5 for both

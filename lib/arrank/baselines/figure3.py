@@ -168,16 +168,18 @@ def baseline_precision(requested: str):
 
 def run_configs(configs: Sequence[Mapping[str, Any]], pairs: Pairs, n_rows: int, df_eval: pd.DataFrame,
                 rows: Mapping[str, int], hyper: Mapping[str, Any], ks: Sequence[int], seed: int,
-                corpus: Sequence[str] | None = None, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+                corpus: Sequence[str] | None = None, progress: bool = True
+                ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Train and evaluate every config. Returns (one row per config: model, n, alpha, panels,
     section 5.1 metrics, DE retrieval metrics when ``corpus`` is given, final_loss, train_s,
-    steps_per_s, eval_s; the concatenated loss logs with a ``config`` column)."""
+    steps_per_s, eval_s; the concatenated loss logs with a ``config`` column; the per-query
+    metrics of every config, ``per_query_rows``)."""
     q, d, sizes = candidate_rows(df_eval, rows)
-    results, logs = [], []
+    results, logs, per_query = [], [], []
     for config in configs:
         model, log, facts = train_config(config, pairs, n_rows, hyper, seed, progress)
         start = time.perf_counter()
-        summary, _ = evaluate(df_eval, score_pairs(config["model"], model, q, d), sizes, ks)
+        summary, frame = evaluate(df_eval, score_pairs(config["model"], model, q, d), sizes, ks)
         if config["model"] == "de" and corpus is not None:
             summary.update(retrieval_recall(model, df_eval, rows, corpus, ks))
         key = config_key(config["model"], config["n"], config["alpha"])
@@ -186,7 +188,24 @@ def run_configs(configs: Sequence[Mapping[str, Any]], pairs: Pairs, n_rows: int,
                         "final_loss": float(log["loss"].iloc[-1]), **facts,
                         "eval_s": time.perf_counter() - start})
         logs.append(log.assign(config=key))
-    return pd.DataFrame(results).set_index("config"), pd.concat(logs, ignore_index=True)
+        per_query.append(per_query_rows(frame, key))
+    return (pd.DataFrame(results).set_index("config"), pd.concat(logs, ignore_index=True),
+            pd.concat(per_query, ignore_index=True))
+
+
+PER_QUERY_KS = range(1, 6)  # the R@k Figure 3's findings compare (k <= 5): per_query.csv stays small
+
+
+def per_query_rows(frame: pd.DataFrame, key: str) -> pd.DataFrame:
+    """A config's per-query metrics (``metrics.per_query_metrics``) as the rows of the run's
+    ``per_query.csv``: config, query, cvr (the query's violation, 0 or 1), ndcg, r1..r5 (R@k,
+    NaN where the query has fewer than k relevant docIDs), fractions."""
+    out = pd.DataFrame({"config": key, "query": frame["query"],
+                        "cvr": frame["violation"].astype(float), "ndcg": frame["ndcg"]})
+    for k in PER_QUERY_KS:
+        if f"recall@{k}" in frame.columns:
+            out[f"r{k}"] = frame[f"recall@{k}"].astype(float)
+    return out
 
 
 # --------------------------------------------------------------------------- Figure 3 from a sweep's points
@@ -203,22 +222,11 @@ def point_results(params: Mapping[str, Any], pattern: str, configs: Sequence[Map
     ``ce_optimizer`` is left out); each results row whose (model, n, alpha) is one of ``configs`` gets that config's
     panels; of two runs of one config the newer wins. Returns (results, their training logs,
     the run names used); a clear error when no run matches."""
-    if not pattern or "/" in pattern:
-        raise ValueError(f"from_runs={pattern!r} must be a glob on {STEM} run names, e.g. 'paper-fig3-*'")
-    from fnmatch import fnmatchcase
-
-    from arrank.common.outputs import finished_runs
-
     wanted = {config_key(c["model"], c["n"], c["alpha"]): ",".join(c["panels"]) for c in configs}
     rows: dict[str, pd.Series] = {}
     logs: dict[str, pd.DataFrame] = {}
     used: dict[str, str] = {}
-    for run in finished_runs(STEM, root):  # oldest first: a newer run of a config replaces it
-        if not fnmatchcase(run.name, pattern):
-            continue
-        ran = json.loads((run / "results.json").read_text()).get("params", {})
-        if ran.get("model") == "figure3" or any(ran.get(k) != v for k, v in params.items()):
-            continue
+    for run in _matching_runs(params, pattern, root):  # oldest first: a newer run of a config replaces it
         table = pd.read_csv(run / "results.csv", index_col="config")
         log = pd.read_csv(run / "training_log.csv")
         for key, row in table.iterrows():
@@ -232,6 +240,40 @@ def point_results(params: Mapping[str, Any], pattern: str, configs: Sequence[Map
     results = pd.DataFrame([rows[k] for k in order]).infer_objects()
     results.index.name = "config"
     return results, pd.concat([logs[k] for k in order], ignore_index=True), sorted(set(used.values()))
+
+
+def _matching_runs(params: Mapping[str, Any], pattern: str, root: Path | None = None) -> list[Path]:
+    """The finished single-configuration runs of this notebook named like ``pattern`` whose params
+    match ``params``, oldest first."""
+    if not pattern or "/" in pattern:
+        raise ValueError(f"from_runs={pattern!r} must be a glob on {STEM} run names, e.g. 'paper-fig3-*'")
+    from fnmatch import fnmatchcase
+
+    from arrank.common.outputs import finished_runs
+
+    out = []
+    for run in finished_runs(STEM, root):
+        if not fnmatchcase(run.name, pattern):
+            continue
+        ran = json.loads((run / "results.json").read_text()).get("params", {})
+        if ran.get("model") == "figure3" or any(ran.get(k) != v for k, v in params.items()):
+            continue
+        out.append(run)
+    return out
+
+
+def point_per_query(params: Mapping[str, Any], pattern: str, configs: Sequence[Mapping[str, Any]],
+                    root: Path | None = None) -> pd.DataFrame:
+    """The per-query rows (``per_query_rows``) of the configs of ``point_results``, from the same
+    runs (of two runs of one config the newer wins); runs made before per_query.csv was written
+    give none (empty frame with a ``config`` column)."""
+    wanted = {config_key(c["model"], c["n"], c["alpha"]) for c in configs}
+    found: dict[str, pd.DataFrame] = {}
+    for run in _matching_runs(params, pattern, root):
+        if (run / "per_query.csv").exists():
+            table = pd.read_csv(run / "per_query.csv")
+            found.update({key: part for key, part in table.groupby("config", sort=False) if key in wanted})
+    return pd.concat(found.values(), ignore_index=True) if found else pd.DataFrame(columns=["config"])
 
 
 # --------------------------------------------------------------------------- results.json and findings

@@ -88,9 +88,20 @@ def evaluate_training(model, tokenizer, df: pd.DataFrame, n: int, seed: int,
     """The metrics of ``score_and_evaluate`` on ``training_sample(df, n, seed)``, named
     ``train_<metric>`` (``train_cvr``, ``train_ndcg``, ``train_recall@k``, ``train_n_queries``, ...):
     how well the model fits rankings it trained on, Figure 3 (a)'s capacity question."""
-    result, _, _ = score_and_evaluate(model, tokenizer, training_sample(df, n, seed), ks, include_eos, method,
-                                      progress, precision)
-    return {f"{TRAIN_PREFIX}{k}": v for k, v in result.items()}
+    return evaluate_training_queries(model, tokenizer, df, n, seed, ks, include_eos, method, progress,
+                                     precision)[0]
+
+
+def evaluate_training_queries(model, tokenizer, df: pd.DataFrame, n: int, seed: int,
+                              ks: tuple[int, ...] = metrics.WORDNET_KS, include_eos: bool = False,
+                              method: str = "prefix_shared", progress: bool = True,
+                              precision: str = "fp32") -> tuple[dict[str, Any], pd.DataFrame]:
+    """(``evaluate_training``'s ``train_<metric>`` dict, the per-query metrics frame of the same
+    training queries): notebook 05 saves the frame as ``per_query_train.csv``, the per-query data
+    of Figure 3's interval checks against the DE and CE (``results.figure3``)."""
+    result, per_query, _ = score_and_evaluate(model, tokenizer, training_sample(df, n, seed), ks, include_eos,
+                                              method, progress, precision)
+    return {f"{TRAIN_PREFIX}{k}": v for k, v in result.items()}, per_query
 
 
 TRAIN_PREFIX = "train_"

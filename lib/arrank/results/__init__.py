@@ -3,5 +3,7 @@
 
 ``paper`` holds the paper's own numbers, ``tables`` lays a sweep's runs out as the paper's
 tables and draws them, ``table1`` and ``figure3`` check the paper's findings on them, ``reading``
-reads one training run against its paper row; every check returns ``common.findings.Finding``.
+reads one training run against its paper row; every check returns ``common.findings.Finding``,
+decided by ``statistics`` (paired bootstrap intervals of per-query differences) where the runs
+saved their per-query metrics.
 """

@@ -64,7 +64,8 @@ def best_arr_run(arr: pd.DataFrame | None, ks: Sequence[int]) -> tuple[pd.Series
 
 def findings(results: pd.DataFrame, de_dims: Sequence[int], ce_dim: int, alpha: float,
              alpha_dim: int, alphas: Sequence[float], ks: Sequence[int] | None = None,
-             arr: pd.DataFrame | None = None, tol: float = ON_PAR_TOL) -> dict[str, Any]:
+             arr: pd.DataFrame | None = None, tol: float = ON_PAR_TOL, per_query: pd.DataFrame | None = None,
+             arr_per_query: pd.DataFrame | None = None) -> dict[str, Any]:
     """The findings of Figure 3 and section 5.3 ("autoregressive ranking is on par with CEs
     while being significantly more powerful than DEs"; "an increasing alpha improves Recall@k,
     particularly for small k") as checks on this run's R@k, k in ``ks`` (default: the k in 1..5
@@ -87,6 +88,11 @@ def findings(results: pd.DataFrame, de_dims: Sequence[int], ce_dim: int, alpha: 
 
     A check whose runs are missing is None. Each ``finding_X`` comes with ``finding_X_numbers``,
     the curves it compared, and the DE means ``de_n<n>_mean_recall@1-<k>``.
+
+    With ``per_query`` (the configs' per-query rows, ``baselines.figure3.per_query_rows``) and, for
+    the ARR checks, ``arr_per_query`` (the best ARR run's training queries, ``panels.arr_per_query``)
+    each check is decided by an interval instead (``interval_checks``), and ``finding_X`` is True
+    (holds), False (fails) or None (undecided) with ``finding_X_verdict`` and the interval.
     """
     ks = ks or [k for k in range(1, 6) if f"recall@{k}" in results.columns]
     small = [k for k in SMALL_KS if f"recall@{k}" in results.columns]
@@ -132,6 +138,64 @@ def findings(results: pd.DataFrame, de_dims: Sequence[int], ce_dim: int, alpha: 
         record("alpha_raises_de_small_k", above(curve(hi, small), curve(lo, small), tol),
                f"DE n={alpha_dim}, R@{','.join(map(str, small))} (%): α {min(alphas):g} "
                + percent_text(curve(lo, small)) + f" -> α {max(alphas):g} " + percent_text(curve(hi, small)))
+    if per_query is not None and len(per_query):
+        checked = interval_checks(per_query, de_dims, ce_dim, alpha, alpha_dim, alphas, ks, best_arr, arr_per_query,
+                                  tol, {k.removeprefix("finding_").removesuffix("_numbers"): v for k, v in out.items()
+                                        if k.endswith("_numbers")})
+        for key, f in checked.items():
+            out[f"finding_{key}"], out[f"finding_{key}_numbers"] = f.holds, f.numbers
+            out.update({f"finding_{key}_{field}": value for field, value in f.as_dict().items()
+                        if field in ("verdict", "estimate", "threshold", "side", "ci_low", "ci_high", "level")})
+    return out
+
+
+def interval_checks(per_query: pd.DataFrame, de_dims: Sequence[int], ce_dim: int, alpha: float, alpha_dim: int,
+                    alphas: Sequence[float], ks: Sequence[int], best_arr: pd.Series | None = None,
+                    arr_per_query: pd.DataFrame | None = None, tol: float = ON_PAR_TOL,
+                    numbers: Mapping[str, str] | None = None) -> dict[str, Finding]:
+    """The checks of ``findings`` decided by 95% intervals of per-query differences
+    (``results.statistics``; the configs' rows are paired on the evaluation queries, ARR's
+    training queries against them are independent samples): DE n grows (every step of
+    ``de_dims``: mean R@1..k higher, all must hold), CE above the strongest DE (mean R@1..k
+    difference > 0), ARR on par with the CE (the difference within ±``tol``: both bounds must
+    hold; it fails when the interval lies beyond one), ARR above the strongest DE (> 0), α
+    raises the DE's small-k R@k (mean R@1, R@2 at the largest α minus the smallest > 0). A check
+    whose configs have no per-query rows is left out (the point check stands)."""
+    from arrank.results import statistics as S
+
+    numbers = numbers or {}
+    key = lambda m, n, a: f"{m}_n{n}_alpha{float(a):g}"
+    data = per_query.assign(variant=per_query["config"], point=per_query["config"])
+    span = [f"recall@{k}" for k in ks if f"r{k}" in data.columns]
+    small = [f"recall@{k}" for k in SMALL_KS if f"r{k}" in data.columns]
+    text = lambda ms: f"mean R@{ms[0].split('@')[1]}..{ms[-1].split('@')[1]}" if len(ms) > 1 else f"R@{ms[0].split('@')[1]}"
+    out: dict[str, Finding] = {}
+    dims = sorted(de_dims)
+    des = [key("de", n, alpha) for n in dims]
+    if len(dims) > 1 and S.has_variants(data, *des) and span:
+        out["de_grows_with_n"] = S.combine(CLAIMS["de_grows_with_n"], [
+            (f"DE n={b} − n={a}", S.check("", data, key("de", b, alpha), key("de", a, alpha), span))
+            for a, b in zip(dims, dims[1:])], numbers.get("de_grows_with_n", ""))
+    ce, de_max = key("ce", ce_dim, alpha), key("de", max(dims), alpha)
+    if S.has_variants(data, ce, de_max) and span:
+        out["ce_above_de"] = S.check(CLAIMS["ce_above_de"], data, ce, de_max, span,
+                                     numbers=f"{numbers.get('ce_above_de', '')}; CE − DE, {text(span)}")
+    if best_arr is not None and arr_per_query is not None and len(arr_per_query) and span:
+        arr_data = pd.concat([data, arr_per_query.assign(variant="ARR", point=str(best_arr.get("run", "ARR")))],
+                             ignore_index=True)
+        if S.has_variants(data, ce):
+            out["arr_on_par_with_ce"] = S.combine(CLAIMS["arr_on_par_with_ce"], [
+                (f"ARR − CE above −{tol * 100:g} points", S.check("", arr_data, "ARR", ce, span, -tol, ">")),
+                (f"ARR − CE below +{tol * 100:g} points", S.check("", arr_data, "ARR", ce, span, tol, "<"))],
+                f"{numbers.get('arr_on_par_with_ce', '')}; {text(span)}")
+        if S.has_variants(data, de_max):
+            out["arr_above_de"] = S.check(CLAIMS["arr_above_de"], arr_data, "ARR", de_max, span,
+                                          numbers=f"{numbers.get('arr_above_de', '')}; ARR − DE, {text(span)}")
+    lo, hi = key("de", alpha_dim, min(alphas)), key("de", alpha_dim, max(alphas))
+    if min(alphas) != max(alphas) and small and S.has_variants(data, lo, hi):
+        out["alpha_raises_de_small_k"] = S.check(CLAIMS["alpha_raises_de_small_k"], data, hi, lo, small,
+                                                 numbers=f"{numbers.get('alpha_raises_de_small_k', '')}; "
+                                                         f"α {max(alphas):g} − α {min(alphas):g}, {text(small)}")
     return out
 
 
@@ -146,6 +210,22 @@ CLAIMS = {
 
 def findings_rows(found: Mapping[str, Any]) -> list[Finding]:
     """The checks of ``findings`` as "what to look for" rows (``findings.Finding``): the paper's
-    claim, whether it holds in this run, the numbers compared (percent)."""
-    return [finding(claim, found.get(f"finding_{key}"), found.get(f"finding_{key}_numbers", "not run"))
-            for key, claim in CLAIMS.items() if f"finding_{key}" in found]
+    claim, its verdict in this run (from the interval where ``finding_X_verdict`` is recorded;
+    else the point verdict, its numbers labelled as point estimates), the numbers compared."""
+    from arrank.results.statistics import point_check
+
+    rows = []
+    for key, claim in CLAIMS.items():
+        if f"finding_{key}" not in found:
+            continue
+        get = lambda field: found.get(f"finding_{key}_{field}")
+        numbers = found.get(f"finding_{key}_numbers", "not run")
+        if get("verdict"):
+            interval = (get("ci_low"), get("ci_high")) if get("ci_low") is not None else None
+            rows.append(Finding(claim, get("verdict"), numbers, get("estimate"), get("threshold"), get("side") or ">",
+                                interval, get("level")))
+        elif found[f"finding_{key}"] is None:
+            rows.append(finding(claim, None, numbers))
+        else:
+            rows.append(point_check(claim, found[f"finding_{key}"], numbers))
+    return rows

@@ -56,11 +56,15 @@ def metric_columns(columns: Any) -> list[str]:
     return [c for c in ("cvr", "ndcg") if c in columns] + recalls
 
 
-def results_table(frame: pd.DataFrame, paper: str | None = None, floor: dict[str, float] | None = None) -> pd.DataFrame:
+def results_table(frame: pd.DataFrame, paper: str | None = None, floor: dict[str, float] | None = None,
+                  per_query: pd.DataFrame | None = None) -> pd.DataFrame:
     """The paper's layout: one row per variant (sweep order; mean over seeds), columns variant,
     source, runs, then CVR, nDCG, R@k in percent, and ``<metric> sd`` when a variant has several
-    runs. With ``paper`` (a key of PAPER) the paper's row follows each variant it reports; with
-    ``floor`` a last row holds the random-scores floor."""
+    runs. With ``per_query`` (``arrank.workbook.report.per_query_frame``) also ``<metric> ci``:
+    half the width of the 95% interval of the variant's mean over queries
+    (``statistics.mean_halfwidth``: bootstrap over queries, widened for seed variation), in
+    percent, for the variants it has rows of. With ``paper`` (a key of PAPER) the paper's row
+    follows each variant it reports; with ``floor`` a last row holds the random-scores floor."""
     done = frame[frame["state"] == "done"]
     if done.empty:
         raise ValueError("no finished points in this sweep: run it first (make sweep SWEEP=...)")
@@ -68,12 +72,14 @@ def results_table(frame: pd.DataFrame, paper: str | None = None, floor: dict[str
     grouped = done.groupby("label", sort=False)[metrics]
     means, sds, runs = grouped.mean() * 100, grouped.std() * 100, grouped.size()
     several = bool((runs > 1).any())
+    halfwidths = interval_halfwidths(per_query, list(means.index), metrics)
     reference = PAPER[paper] if paper else None
     rows = []
     for label in means.index:
         row = {"variant": label, "source": "this run", "runs": int(runs[label]), **means.loc[label].to_dict()}
         if several:
             row.update({f"{m} sd": sds.loc[label, m] for m in metrics})
+        row.update({f"{m} ci": v for m, v in halfwidths.get(label, {}).items()})
         rows.append(row)
         if reference and label in reference["rows"]:
             values = dict(zip(reference["columns"], reference["rows"][label]))
@@ -82,8 +88,43 @@ def results_table(frame: pd.DataFrame, paper: str | None = None, floor: dict[str
     if floor:
         rows.append({"variant": "Random scores", "source": "random scores", "runs": None,
                      **{m: floor.get(m, math.nan) * 100 for m in metrics}})
-    columns = ["variant", "source", "runs"] + metrics + ([f"{m} sd" for m in metrics] if several else [])
+    columns = ["variant", "source", "runs"] + metrics + ([f"{m} sd" for m in metrics] if several else []) + \
+        ([f"{m} ci" for m in metrics] if halfwidths else [])
     return pd.DataFrame(rows, columns=columns).round(4)
+
+
+TABLE_RESAMPLES = 1999  # the tables' ± (a display); the findings' intervals use statistics.N_RESAMPLES
+
+
+def interval_halfwidths(per_query: pd.DataFrame | None, labels: list[str], metrics: list[str]) -> dict[str, dict[str, float]]:
+    """label -> metric -> the half-width (percent) of its mean's 95% interval, for the labels
+    and metrics ``per_query`` has values of (``statistics.mean_halfwidth``); {} without it."""
+    from arrank.results import statistics as S
+
+    out: dict[str, dict[str, float]] = {}
+    for label in labels:
+        if not S.has_variants(per_query, label):
+            continue
+        for m in metrics:
+            try:
+                values = S.variant_values(per_query, label, m)
+            except ValueError:  # no values of this metric for this variant (e.g. R@5 of 4-item queries)
+                continue
+            if len(values.by_query) >= 2:
+                out.setdefault(label, {})[m] = 100 * S.mean_halfwidth(values, n_resamples=TABLE_RESAMPLES)
+    return out
+
+
+def caption(table: pd.DataFrame) -> str:
+    """What the table's ``±`` is: the 95% interval's half-width (bootstrap over queries, seed
+    variation in quadrature) where the table has it, else one standard deviation over seeds."""
+    if any(str(c).endswith(" ci") for c in table.columns):
+        return ("± half the width of the 95% confidence interval of the mean over the held-out queries "
+                "(BCa bootstrap over queries; a variant with several seeds also carries their spread, "
+                "docs/findings.md); percent. A row without ± has no per-query data.")
+    if any(str(c).endswith(" sd") for c in table.columns):
+        return "± one standard deviation over the seeds of a variant; percent."
+    return ""
 
 
 def best_variants(table: pd.DataFrame, source: str = "this run") -> dict[str, list[str]]:
@@ -110,12 +151,14 @@ def column_title(metric: str) -> str:
 
 
 def markdown(table: pd.DataFrame) -> str:
-    """The table as Markdown, values to 2 decimals (± sd over seeds), the best value of each
-    column in bold (among this sweep's rows, and separately among the paper's)."""
+    """The table as Markdown, values to 2 decimals (± the 95% interval's half-width where the table
+    has it, else ± sd over seeds), the best value of each column in bold (among this sweep's
+    rows, and separately among the paper's), and the ``caption`` saying what the ± is."""
     metrics = metric_columns(table.columns)
     show_source = table["source"].nunique() > 1
     show_runs = bool((table["runs"].fillna(1) > 1).any())
     best = {s: best_variants(table, s) for s in ("this run", "paper")}
+    has_ci = any(str(c).endswith(" ci") for c in table.columns)  # then ± is the interval only (caption)
     head = ["variant"] + (["source"] if show_source else []) + (["runs"] if show_runs else []) + \
         [column_title(m) for m in metrics]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
@@ -128,14 +171,17 @@ def markdown(table: pd.DataFrame) -> str:
                 cells.append("–")
                 continue
             text = f"{value:.2f}"
-            sd = row.get(f"{m} sd")
-            if sd is not None and pd.notna(sd) and row["runs"] and row["runs"] > 1:
+            ci, sd = row.get(f"{m} ci"), None if has_ci else row.get(f"{m} sd")
+            if ci is not None and pd.notna(ci):
+                text += f" ± {ci:.2f}"
+            elif sd is not None and pd.notna(sd) and row["runs"] and row["runs"] > 1:
                 text += f" ± {sd:.2f}"
             if row["variant"] in best.get(row["source"], {}).get(m, []):
                 text = f"**{text}**"
             cells.append(text)
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    note = caption(table)
+    return "\n".join(lines) + "\n" + (f"\n{note}\n" if note else "")
 
 
 def write_tables(table: pd.DataFrame, run_dir: Path, name: str = "results_table") -> list[Path]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from arrank.common.outputs import run_path
+from arrank.common.outputs import run_path, umask_permissions
 from arrank.results.paper import PAPER
 from arrank.results.tables import metric_columns, sweep_profile, variant_label
 from arrank.workbook.sweep import Sweep, point_states, results_path
@@ -59,3 +59,59 @@ def paper_reference(sweep: Sweep, frame: pd.DataFrame, paper_rows: str = "auto")
                              f"numbers exist for {sorted(PAPER)}")
         return None
     return sweep.paper if paper_rows == "yes" or sweep_profile(frame) == "paper" else None
+
+
+PER_QUERY_COLUMNS = ["point", "variant", "seed", "query", "cvr", "ndcg", "r1", "r2", "r3", "r4", "r5"]
+
+
+def per_query_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: Path | None = None) -> pd.DataFrame:
+    """The held-out per-query metrics of every finished point of a WordNet sweep of notebook 05
+    (each run's ``per_query.csv``), one row per (point, query): ``point`` (run name), ``variant``
+    (the table's row label, as ``collect``), ``seed``, ``query``, ``cvr`` (the fraction of the
+    query's constraint violations: 0 or 1 with WordNet's one negative), ``ndcg``, ``r1``..``r5``
+    (the R@k the runs have; NaN where the query has fewer than k relevant docIDs), fractions.
+    Points whose run has no ``per_query.csv`` (made before notebook 05 wrote it) are left out;
+    the columns are there even when no point has one. ``frame``: ``collect``'s frame, if read."""
+    if sweep.notebook != "05_train":
+        raise ValueError(f"per-query rows are read from a sweep of notebook 05_train, not {sweep.notebook!r}")
+    frame = collect(sweep, outputs_root) if frame is None else frame
+    parts = []
+    for _, row in frame[frame["state"] == "done"].iterrows():
+        path = run_path(sweep.notebook, row["run_name"], outputs_root) / "per_query.csv"
+        if not path.exists():
+            continue
+        q = pd.read_csv(path)
+        seed = json.loads((path.parent / "results.json").read_text())["params"].get("seed")
+        part = pd.DataFrame({"point": row["run_name"], "variant": row["label"], "seed": seed, "query": q["query"],
+                             "cvr": q["violation"].map({True: 1.0, False: 0.0, "True": 1.0, "False": 0.0}),
+                             "ndcg": q["ndcg"]})
+        for k in range(1, 6):
+            if f"recall@{k}" in q.columns:
+                part[f"r{k}"] = q[f"recall@{k}"].astype(float)
+        parts.append(part)
+    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=PER_QUERY_COLUMNS)
+    return out[[c for c in PER_QUERY_COLUMNS if c in out.columns]]
+
+
+def write_per_query(per_query: pd.DataFrame, path: Path, overwrite: bool = False) -> Path:
+    """Write ``per_query_frame``'s rows as one CSV (e.g. ``docs/data/pretrained_table1_per_query.csv``),
+    atomically (a temporary file renamed into place: never half a file). An existing file with
+    other contents is kept and refused unless ``overwrite``; the same contents again is no change."""
+    import os
+    import tempfile
+
+    missing = [c for c in PER_QUERY_COLUMNS[:6] if c not in per_query.columns]
+    if missing or per_query.empty:
+        raise ValueError(f"per-query rows need the columns {PER_QUERY_COLUMNS[:6]} and R@k, and at least one row; "
+                         f"got {len(per_query)} rows, missing {missing}")
+    path = Path(path)
+    text = per_query.to_csv(index=False, float_format="%.6g")
+    if path.exists() and path.read_text() != text and not overwrite:
+        raise FileExistsError(f"{path} exists with other per-query rows: pass overwrite=True to replace it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    umask_permissions(Path(tmp))
+    os.replace(tmp, path)
+    return path

@@ -126,21 +126,24 @@ def table1_summary() -> str:
 
     try:
         frame = report.collect(_sweep())
-        return tables.markdown(tables.results_table(frame))
+        return tables.markdown(tables.results_table(frame, per_query=report.per_query_frame(_sweep(), frame)))
     except Exception as err:  # the summary must never hide the stage table above it
         return f"(no Table 1 summary: {type(err).__name__}: {err})"
 
 
 def findings_summary(run_name: str = "workbook") -> str:
     """The CPU-scale reproduction checks: Table 1's findings on the workbook sweep
-    (``results.table1``) and Figure 3's on notebook 07's run (``results.figure3``), as Markdown."""
+    (``results.table1``, each decided by the interval of its per-query difference) and Figure 3's
+    on notebook 07's run (``results.figure3``, the verdicts and intervals its results.json
+    records), as Markdown: holds / does not hold / undecided, with the interval in words."""
     from arrank.common.findings import findings_markdown
     from arrank.results.figure3 import findings_rows
     from arrank.results.table1 import table1_findings
     from arrank.workbook import report
 
     try:
-        found = table1_findings(report.collect(_sweep()))
+        frame = report.collect(_sweep())
+        found = table1_findings(frame, per_query=report.per_query_frame(_sweep(), frame))
     except Exception as err:  # never hide the stage table above it
         found = [note(f"Table 1 findings: not available ({type(err).__name__}: {err})")]
     results = run_path("07_de_ce_baselines", run_name) / "results.json"
