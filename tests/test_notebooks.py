@@ -170,7 +170,11 @@ def test_05_zero_shot_row_of_a_real_pretrained_llm(outputs_root):
                                           "min_relevant": 3, "n_eval": 4, "eval_queries": 3, "run_name": "zs"},
                              outputs_root=outputs_root, progress=False)
     r = json.loads((final / "results.json").read_text())
-    assert r["params"]["model_name"] == "smollm2-135m" and r["params"]["template"] is None
+    # results.json records every resolved value: Appendix D.1's template, the profile's LoRA and recipe
+    assert r["params"]["model_name"] == "smollm2-135m" and r["params"]["template"] == "wordnet"
+    assert (r["params"]["lora_r"], r["params"]["lr"], r["params"]["batch_size"], r["params"]["max_length"]) == (
+        16, 5e-4, 4, 384)
+    assert [k for k, v in r["params"].items() if v is None] == []
     m = r["metrics"]
     assert m["n_queries"] == 3 and m["final_loss"] is None and 0.0 <= m["cvr"] <= 1.0
     assert (final / "model" / "adapter_config.json").exists()  # LoRA r = 16 adapters, still zero

@@ -99,7 +99,7 @@ def test_tiny_model_learns_its_task_in_bf16(data, tmp_path):
     """A short real training in bf16 (fractional alpha = 2, packed) brings the CVR of the training
     queries far below that of random scores on the same queries (nDCG above), as in fp32."""
     df, texts = data
-    hyper = {**train.HYPERPARAMETERS["quick"], "steps": 60, "batch_size": 16, "warmup_steps": 5, "lr": 1e-2,
+    hyper = {**train.profile_hyperparameters("quick"), "steps": 60, "batch_size": 16, "warmup_steps": 5, "lr": 1e-2,
              "logging_steps": 10, "save_steps": 1000}
     got = {}
     for used in ("bf16", "fp32"):
