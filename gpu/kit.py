@@ -193,7 +193,8 @@ class Wheels:
 def closure(roots: list[str], dest: Path, index_args: tuple[str, ...] = (),
             image: frozenset[str] = IMAGE_PACKAGES, force: tuple[str, ...] = FORCE) -> Wheels:
     """Every wheel the machine lacks for ``roots``: each requirement not held by the image (nor
-    waived) is downloaded once, then its own requirements are followed. A later requirement that
+    waived) is downloaded once (or taken from ``dest`` when an earlier run saved a wheel that
+    meets it), then its own requirements are followed. A later requirement that
     the carried version does not meet is a conflict (the install would hold two versions); one on
     a package the image holds in a known version that does not meet it is reported too."""
     from packaging.requirements import Requirement
@@ -222,7 +223,8 @@ def closure(roots: list[str], dest: Path, index_args: tuple[str, ...] = (),
                 out.conflicts.append(f"{req} (from {parent}) but the image holds {name} {known}")
             out.left.setdefault(name, "held by the image" + (f" ({known})" if known else ""))
             continue
-        wheel = download(req, dest, index_args)
+        wheel = find_wheel(dest, req) if dest.is_dir() else None  # a wheel of an earlier run: no network
+        wheel = wheel or download(req, dest, index_args)
         out.files[name] = wheel
         queue += [(r, wheel.name) for r in wheel_requirements(wheel)]
     return out
