@@ -62,11 +62,11 @@ def packing_bench():
 
 
 def unsloth_refusal() -> str | None:
-    """Why Unsloth's parts cannot run here, or None."""
-    import torch
-
+    """Why Unsloth's parts cannot run here, or None (checked before torch is imported)."""
     if importlib.util.find_spec("unsloth") is None:
         return "unsloth is not installed (the gpu extra; docs/gpu.md)"
+    import torch
+
     if not torch.cuda.is_available() and os.environ.get("UNSLOTH_FORCE_CPU") != "1":
         return "no CUDA device (set UNSLOTH_FORCE_CPU=1 for Unsloth's CPU fallback: a code-path check, not a speed)"
     return None
@@ -214,17 +214,17 @@ def timed(steps: dict, data: dict, a: argparse.Namespace, device) -> dict:
 
 def run_part(a: argparse.Namespace) -> dict:
     """One part in this process (``--part``): its figures as a dict."""
-    import torch
-
-    from arrank.training import packing, train
-
-    torch.manual_seed(a.seed)
     if a.part in ("a", "c"):
         why = unsloth_refusal()
         if why:
             return {"part": a.part, "skipped": why}
         os.environ["UNSLOTH_RETURN_LOGITS"] = "0" if a.part == "c" else "1"
         import unsloth  # noqa: F401  (first, so that it patches transformers before the model loads)
+    import torch
+
+    from arrank.training import packing, train
+
+    torch.manual_seed(a.seed)
     device, _ = device_and_dtype(a)
     df, texts = dataset(a)
     backend = "unsloth" if a.part in ("a", "c") else "transformers"

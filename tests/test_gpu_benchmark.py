@@ -20,8 +20,8 @@ def test_transformers_parts_measure_real_figures_and_packing_keeps_the_loss(tmp_
     out = tmp_path / "gpu.json"
     env = {**os.environ, "PYTHONPATH": str(paths.ROOT / "lib"), "OMP_NUM_THREADS": "1"}
     env.pop("UNSLOTH_FORCE_CPU", None)
-    run = subprocess.run([sys.executable, str(SCRIPT), "--model", "tiny", "--queries", "40", "--batch", "4",
-                          "--steps", "1", "--warmup", "1", "--parts", "b,d,a", "--json", str(out)],
+    run = subprocess.run([sys.executable, str(SCRIPT), "--model", "tiny", "--queries", "30", "--batch", "4",
+                          "--steps", "1", "--warmup", "0", "--parts", "b,d,a", "--json", str(out)],
                          env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     results = json.loads(out.read_text())["results"]
