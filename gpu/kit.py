@@ -365,16 +365,19 @@ def stage_command(call: Call, last: bool) -> str:
 WORK = [
     ("build Mistral-7B-Instruct-v0.3's architecture (random bf16 weights, 14.5 GB) and run the benchmark's "
      "transformers parts (b, d) on it",
-     f"export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 benchmarks/gpu.py --build-paper-architecture "
-     "--model /tmp/mistral7b --parts b,d --steps 20 --json $OUT/gpu-bd.json 2>&1 | tee $OUT/gpu-bd.log",
+     f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 benchmarks/gpu.py "
+     "--build-paper-architecture --model /tmp/mistral7b --parts b,d --steps 20 --json /tmp/kit/gpu-bd.json 2>&1 "
+     "| tee $OUT/gpu-bd.log; status=$?; cp /tmp/kit/gpu-bd.json $OUT/; exit $status",
      "~6-9 min (estimate: 1-2 min to initialise and save 14.5 GB, 2 processes loading it, 23 steps each)"),
-    ("the benchmark's Unsloth parts (a, c) on the same model, and the (a)/(b) loss agreement",
-     f"export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 benchmarks/gpu.py --model /tmp/mistral7b "
-     "--parts a,c --steps 20 --json $OUT/gpu-ac.json 2>&1 | tee $OUT/gpu-ac.log",
+    ("the benchmark's Unsloth parts (a, c) on the same model, merged with (b, d) into one report: the ratios and "
+     "the (a)/(b) loss agreement",
+     f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 benchmarks/gpu.py "
+     "--model /tmp/mistral7b --parts a,c --steps 20 --merge /tmp/kit/gpu-bd.json --json $OUT/gpu.json 2>&1 "
+     "| tee $OUT/gpu-ac.log",
      "~4-7 min (estimate; Unsloth's first load compiles its kernels)"),
     ("notebook 05 through the runner with backend='unsloth' on SmolLM2-135M-Instruct (the joined GGUF), 20 steps, "
      "then notebook 06 on that run",
-     f"export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 -m arrank.workbook.run 05 -p profile pretrained "
+     f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 -m arrank.workbook.run 05 -p profile pretrained "
      f"-p model_name {KIT}/SmolLM2-135M-Instruct.Q4_1.gguf -p backend unsloth -p steps 20 -p run_name gpu-unsloth "
      "2>&1 | tee $OUT/nb05.log; python3 -m arrank.workbook.run 06 -p train_run gpu-unsloth 2>&1 | tee $OUT/nb06.log; "
      "cp outputs/05_train/gpu-unsloth/results.json $OUT/nb05-results.json; "
