@@ -503,7 +503,8 @@ def main() -> None:
         call.files = linked
         call.command = stage_command(call, call.number == len(calls))
         call.expected = "~1-2 min (machine start, transfer, pip install)" if call.number == 1 else "~1 min"
-    work = [Call(len(calls) + i + 1, [], cmd, exp) for i, (_, cmd, exp) in enumerate(WORK)]
+    chosen = WORK[:2] if a.no_model else WORK  # the notebook call needs SmolLM2's GGUF
+    work = [Call(len(calls) + i + 1, [], cmd, exp) for i, (_, cmd, exp) in enumerate(chosen)]
     problems = command_problems(calls + work)
     for call in calls:
         total = repo + call.carried_bytes
@@ -519,7 +520,7 @@ def main() -> None:
               f"({len(call.files)} files, {call.carried_bytes / MIB:.1f} MiB + repository {repo / MIB:.1f} MiB = "
               f"{(call.carried_bytes + repo) / MIB:.1f} of {LIMIT_BYTES / MIB:.0f} MiB); expected {call.expected}")
         print(f"  command: {call.command}")
-    for call, (what, _, _) in zip(work, WORK):
+    for call, (what, _, _) in zip(work, chosen):
         print(f"call {call.number}: carry nothing ({repo / MIB:.1f} MiB); {what}; expected {call.expected}")
         print(f"  command: {call.command}")
     if problems:
