@@ -4,7 +4,8 @@ next-token loss, packed per query vs unpacked items; and the loss agreement of t
     python benchmarks/gpu.py --model FOLDER_OR_NAME [--queries 2000] [--batch 8] [--steps 20]
                              [--warmup 3] [--parts b,d,a,c] [--dtype auto] [--json FILE]
     python benchmarks/gpu.py --model tiny --queries 60 --batch 8 --steps 2 --warmup 1   # CPU, toy scale
-    python benchmarks/gpu.py --build-paper-architecture --model /tmp/mistral7b            # the 7B model, GPU
+    python benchmarks/gpu.py --build-paper-architecture --model /tmp/mistral7b --parts b,d --json /tmp/bd.json
+    python benchmarks/gpu.py --model /tmp/mistral7b --parts a,c --merge /tmp/bd.json   # all four, one report
 
 Parts, each in a fresh process (Unsloth patches transformers' model classes when it loads a
 model, so (b) and (d) must not share a process with it; the peak memory is then each part's own):
@@ -62,11 +63,11 @@ def packing_bench():
 
 
 def unsloth_refusal() -> str | None:
-    """Why Unsloth's parts cannot run here, or None."""
-    import torch
-
+    """Why Unsloth's parts cannot run here, or None (checked before torch is imported)."""
     if importlib.util.find_spec("unsloth") is None:
         return "unsloth is not installed (the gpu extra; docs/gpu.md)"
+    import torch
+
     if not torch.cuda.is_available() and os.environ.get("UNSLOTH_FORCE_CPU") != "1":
         return "no CUDA device (set UNSLOTH_FORCE_CPU=1 for Unsloth's CPU fallback: a code-path check, not a speed)"
     return None
@@ -214,17 +215,17 @@ def timed(steps: dict, data: dict, a: argparse.Namespace, device) -> dict:
 
 def run_part(a: argparse.Namespace) -> dict:
     """One part in this process (``--part``): its figures as a dict."""
-    import torch
-
-    from arrank.training import packing, train
-
-    torch.manual_seed(a.seed)
     if a.part in ("a", "c"):
         why = unsloth_refusal()
         if why:
             return {"part": a.part, "skipped": why}
         os.environ["UNSLOTH_RETURN_LOGITS"] = "0" if a.part == "c" else "1"
         import unsloth  # noqa: F401  (first, so that it patches transformers before the model loads)
+    import torch
+
+    from arrank.training import packing, train
+
+    torch.manual_seed(a.seed)
     device, _ = device_and_dtype(a)
     df, texts = dataset(a)
     backend = "unsloth" if a.part in ("a", "c") else "transformers"
@@ -343,6 +344,18 @@ def report(results: dict) -> None:
         print(f"{name}: {value:.3g}")
 
 
+def merged(a: argparse.Namespace, parts: list[str]) -> dict:
+    """The parts of the earlier run ``--merge`` names that this run does not run again; refused
+    when that run measured another model, data or batch."""
+    if not a.merge.is_file():
+        raise SystemExit(f"--merge {a.merge}: no such file (give the --json file of an earlier run)")
+    earlier = json.loads(a.merge.read_text())
+    same = {k: earlier["args"].get(k) for k in ("model", "queries", "batch", "seed", "max_length")}
+    if same != {k: getattr(a, k) for k in same}:
+        raise SystemExit(f"--merge {a.merge} ran with {same}; this run differs: compare like with like")
+    return {p: r for p, r in earlier["results"].items() if p not in parts}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True, help="tiny, a model folder, or a model_name (smollm2-135m, ...)")
@@ -356,6 +369,8 @@ def main() -> None:
     ap.add_argument("--max-length", type=int, default=1024, help="Appendix B: 1024")
     ap.add_argument("--parts", default=",".join(PARTS), help="a comma-separated subset of b,d,a,c")
     ap.add_argument("--json", type=Path, help="also write every figure to this JSON file")
+    ap.add_argument("--merge", type=Path, help="a --json file of an earlier run on the same model and batch: its "
+                    "parts join this run's report and ratios (parts run now replace them)")
     ap.add_argument("--build-paper-architecture", action="store_true",
                     help="first build Mistral-7B-Instruct-v0.3's architecture, random bf16 weights, into the "
                          "folder --model names (on CUDA when there; training.paper_architecture), unless it exists")
@@ -372,12 +387,12 @@ def main() -> None:
         return
     import torch
 
+    results = merged(a, parts) if a.merge else {}
     if a.build_paper_architecture:
         build_paper_architecture(a)
     print(f"model {a.model}, {a.queries} queries, batch {a.batch}, {a.steps} timed steps after {a.warmup}; "
           f"torch {torch.__version__}, "
           f"{torch.cuda.get_device_name() if torch.cuda.is_available() else 'no CUDA: CPU'}", flush=True)
-    results = {}
     for part in parts:
         results[part] = spawn(a, part)
         print(f"part {part}: " + ("skipped: " + results[part]["skipped"] if "skipped" in results[part]

@@ -193,7 +193,8 @@ class Wheels:
 def closure(roots: list[str], dest: Path, index_args: tuple[str, ...] = (),
             image: frozenset[str] = IMAGE_PACKAGES, force: tuple[str, ...] = FORCE) -> Wheels:
     """Every wheel the machine lacks for ``roots``: each requirement not held by the image (nor
-    waived) is downloaded once, then its own requirements are followed. A later requirement that
+    waived) is downloaded once (or taken from ``dest`` when an earlier run saved a wheel that
+    meets it), then its own requirements are followed. A later requirement that
     the carried version does not meet is a conflict (the install would hold two versions); one on
     a package the image holds in a known version that does not meet it is reported too."""
     from packaging.requirements import Requirement
@@ -222,7 +223,8 @@ def closure(roots: list[str], dest: Path, index_args: tuple[str, ...] = (),
                 out.conflicts.append(f"{req} (from {parent}) but the image holds {name} {known}")
             out.left.setdefault(name, "held by the image" + (f" ({known})" if known else ""))
             continue
-        wheel = download(req, dest, index_args)
+        wheel = find_wheel(dest, req) if dest.is_dir() else None  # a wheel of an earlier run: no network
+        wheel = wheel or download(req, dest, index_args)
         out.files[name] = wheel
         queue += [(r, wheel.name) for r in wheel_requirements(wheel)]
     return out
@@ -363,16 +365,19 @@ def stage_command(call: Call, last: bool) -> str:
 WORK = [
     ("build Mistral-7B-Instruct-v0.3's architecture (random bf16 weights, 14.5 GB) and run the benchmark's "
      "transformers parts (b, d) on it",
-     f"export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 benchmarks/gpu.py --build-paper-architecture "
-     "--model /tmp/mistral7b --parts b,d --steps 20 --json $OUT/gpu-bd.json 2>&1 | tee $OUT/gpu-bd.log",
+     f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 benchmarks/gpu.py "
+     "--build-paper-architecture --model /tmp/mistral7b --parts b,d --steps 20 --json /tmp/kit/gpu-bd.json 2>&1 "
+     "| tee $OUT/gpu-bd.log; status=$?; cp /tmp/kit/gpu-bd.json $OUT/; exit $status",
      "~6-9 min (estimate: 1-2 min to initialise and save 14.5 GB, 2 processes loading it, 23 steps each)"),
-    ("the benchmark's Unsloth parts (a, c) on the same model, and the (a)/(b) loss agreement",
-     f"export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 benchmarks/gpu.py --model /tmp/mistral7b "
-     "--parts a,c --steps 20 --json $OUT/gpu-ac.json 2>&1 | tee $OUT/gpu-ac.log",
+    ("the benchmark's Unsloth parts (a, c) on the same model, merged with (b, d) into one report: the ratios and "
+     "the (a)/(b) loss agreement",
+     f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 benchmarks/gpu.py "
+     "--model /tmp/mistral7b --parts a,c --steps 20 --merge /tmp/kit/gpu-bd.json --json $OUT/gpu.json 2>&1 "
+     "| tee $OUT/gpu-ac.log",
      "~4-7 min (estimate; Unsloth's first load compiles its kernels)"),
     ("notebook 05 through the runner with backend='unsloth' on SmolLM2-135M-Instruct (the joined GGUF), 20 steps, "
      "then notebook 06 on that run",
-     f"export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 -m arrank.workbook.run 05 -p profile pretrained "
+     f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 -m arrank.workbook.run 05 -p profile pretrained "
      f"-p model_name {KIT}/SmolLM2-135M-Instruct.Q4_1.gguf -p backend unsloth -p steps 20 -p run_name gpu-unsloth "
      "2>&1 | tee $OUT/nb05.log; python3 -m arrank.workbook.run 06 -p train_run gpu-unsloth 2>&1 | tee $OUT/nb06.log; "
      "cp outputs/05_train/gpu-unsloth/results.json $OUT/nb05-results.json; "
@@ -498,7 +503,8 @@ def main() -> None:
         call.files = linked
         call.command = stage_command(call, call.number == len(calls))
         call.expected = "~1-2 min (machine start, transfer, pip install)" if call.number == 1 else "~1 min"
-    work = [Call(len(calls) + i + 1, [], cmd, exp) for i, (_, cmd, exp) in enumerate(WORK)]
+    chosen = WORK[:2] if a.no_model else WORK  # the notebook call needs SmolLM2's GGUF
+    work = [Call(len(calls) + i + 1, [], cmd, exp) for i, (_, cmd, exp) in enumerate(chosen)]
     problems = command_problems(calls + work)
     for call in calls:
         total = repo + call.carried_bytes
@@ -514,7 +520,7 @@ def main() -> None:
               f"({len(call.files)} files, {call.carried_bytes / MIB:.1f} MiB + repository {repo / MIB:.1f} MiB = "
               f"{(call.carried_bytes + repo) / MIB:.1f} of {LIMIT_BYTES / MIB:.0f} MiB); expected {call.expected}")
         print(f"  command: {call.command}")
-    for call, (what, _, _) in zip(work, WORK):
+    for call, (what, _, _) in zip(work, chosen):
         print(f"call {call.number}: carry nothing ({repo / MIB:.1f} MiB); {what}; expected {call.expected}")
         print(f"  command: {call.command}")
     if problems:
