@@ -18,13 +18,16 @@ finished exactly when that run's ``results.json`` exists:
 
 - the whole file is checked before anything runs (unknown notebook or parameter, empty grid, a
   value the notebook's spec refuses, two points with the same run name, a finished run made with
-  other parameters than the file now gives);
+  other parameters than the file now gives); a grid of more than ``MAX_POINTS`` (10,000) points is
+  refused before it is expanded (``check_size``; ``--max-points`` raises the cap), and the notebook's
+  parameters cell is read once for all points;
 - finished points are skipped, so re-running a sweep runs only its failed and missing points;
 - each point runs in its own process (``--jobs N`` runs N at once) with its output in
   ``outputs/sweeps/<sweep>/logs/``; a failing point is recorded (its error, its log, and the
   executed notebook the runner keeps in ``<run_name>.failed-<time>/``) and the sweep goes on;
 - ``outputs/sweeps/<sweep>/status.json`` is rewritten after every point, and an interrupted sweep
-  (Ctrl-C) loses nothing that finished: the next run skips it.
+  (Ctrl-C, SIGTERM, SIGHUP: its running points are stopped and marked ``interrupted``; exit 128 +
+  the signal) loses nothing that finished: the next run skips it.
 
 Executors (``--executor``): ``subprocess`` (the default: a child process per point, as above),
 ``local`` and ``slurm``: one submitit job per point (``arrank.workbook.sweep_jobs``), on this machine
