@@ -42,6 +42,7 @@ submits and returns); ``--list`` shows each point's job and its state.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import itertools
 import json
@@ -59,7 +60,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from arrank.workbook import paths, sweep_jobs
 from arrank.workbook.outputs import (OutputsNotWritableError, RunExistsError, checkpoints_dir, resume_diff, run_path,
@@ -531,22 +532,22 @@ def run_sweep(sweep: Sweep, jobs: int | None = 1, outputs_root: Path | None = No
         return _run_points(sweep, jobs, root, execute, echo, executor, resources, wait, poll_s, states, previous)
 
 
-def sweep_lock(sweep: Sweep, folder: Path) -> Any:
-    """An exclusive lock on ``outputs/sweeps/<sweep>/.lock`` for one call (two calls of one sweep
-    at once would run or submit a point twice); a second call fails with a clear error."""
-    import contextlib
-    import fcntl
+@contextlib.contextmanager
+def sweep_lock(sweep: Sweep, folder: Path) -> Iterator[None]:
+    """An exclusive lock (``filelock``) on ``outputs/sweeps/<sweep>/.lock`` for one call (two calls
+    of one sweep at once would run or submit a point twice); a second call fails with a clear error."""
+    from filelock import FileLock, Timeout
 
-    @contextlib.contextmanager
-    def held():
-        with open(folder / ".lock", "a+") as fh:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise SweepError(f"another call of sweep {sweep.name!r} is running (it holds {folder / '.lock'}); "
-                                 "wait for it, or see its points with --list") from None
-            yield
-    return held()
+    lock = FileLock(folder / ".lock", timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise SweepError(f"another call of sweep {sweep.name!r} is running (it holds {folder / '.lock'}); "
+                         "wait for it, or see its points with --list") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _run_points(sweep: Sweep, jobs: int, root: Path, execute: Execute | None, echo: Callable[[str], None],
