@@ -75,11 +75,11 @@ def test_a_run_name_is_claimed_by_one_process_and_given_back(outputs_root):
     assert outputs.run_in_progress("01_de_capacity", "r", outputs_root) == str(os.getpid())
     with pytest.raises(outputs.RunInProgressError, match=rf"01_de_capacity run 'r' is in progress \(pid {os.getpid()}\)"):
         outputs.claim_run("01_de_capacity", "r", outputs_root)  # a second claim, even from this process
-    outputs.release_run(fd, "01_de_capacity", "r", outputs_root)
-    assert not lock.exists() and outputs.run_in_progress("01_de_capacity", "r", outputs_root) is None
+    fd.release()
+    assert outputs.run_in_progress("01_de_capacity", "r", outputs_root) is None  # given back (filelock keeps the file)
     lock.write_text("999999\n")  # the file a killed run leaves: not held, so not in progress
     assert outputs.run_in_progress("01_de_capacity", "r", outputs_root) is None
-    outputs.release_run(outputs.claim_run("01_de_capacity", "r", outputs_root), "01_de_capacity", "r", outputs_root)
+    outputs.claim_run("01_de_capacity", "r", outputs_root).release()
 
 
 def test_staging_folders_of_dead_runs_become_failed_folders(outputs_root):
@@ -91,10 +91,11 @@ def test_staging_folders_of_dead_runs_become_failed_folders(outputs_root):
     try:
         moved = outputs.tidy_abandoned("05_train", outputs_root)
     finally:
-        outputs.release_run(held, "05_train", "b", outputs_root)
+        held.release()
     assert sorted(p.read_text() for p in folder.glob("a.failed-*/x.txt")) == [".a.partial-11", ".a.partial-12"]
     assert len(moved) == 2 and len({p.name for p in moved}) == 2  # same second: the names stay distinct
-    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == [".b.partial-13"]
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".") and not p.name.endswith(".lock")) == [
+        ".b.partial-13"]
     assert [p.name for p in outputs.tidy_partials("05_train", "b", outputs_root)][0].startswith("b.failed-")
 
 

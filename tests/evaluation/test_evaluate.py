@@ -74,6 +74,22 @@ def test_a_run_folder_without_a_model_or_a_missing_run_is_a_clear_error(tmp_path
         outputs.find_run("05_train", "r9", tmp_path)
 
 
+def test_a_damaged_saved_model_is_named_and_nothing_is_evaluated_from_it(tmp_path):
+    """Issue 27: a run's saved model is a result, not derived data: a file against its manifest
+    is named, and 06 reports nothing from it."""
+    from arrank.training import models
+
+    tok = __import__("arrank.training.tokenizer", fromlist=["x"]).train_bpe(["dog.n.01", "cat.n.01"] * 10, 300)
+    model = models.build_tiny_model(len(tok), hidden=16, layers=1, heads=2, intermediate=32, tokenizer=tok)
+    folder = models.save_atomic(model, tok, tmp_path / "model")
+    assert models.load_trained(folder)[0].config.hidden_size == 16
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-64] + bytes(64))
+    with pytest.raises(ValueError, match=rf"the saved model {folder} is damaged: model.safetensors does not match its "
+                                         r"sha256 in the manifest \(altered on disk\); nothing is evaluated from it"):
+        models.load_trained(folder)
+
+
 def test_esci_ranking_frame_holds_out_test_queries_only():
     from arrank.data import ranking
 

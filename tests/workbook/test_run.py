@@ -148,7 +148,8 @@ def test_successful_run_is_staged_then_renamed(fake_notebook, outputs_root):
     final = run.run_notebook(fake_notebook, {"run_name": "ok"}, outputs_root=outputs_root, progress=False)
     assert final == outputs_root / "99_fake" / "ok"
     assert sorted(p.name for p in final.iterdir()) == ["99_fake.ipynb", "results.json", "table.csv"]
-    assert [p.name for p in final.parent.iterdir()] == ["ok"]  # no staging folder left
+    assert sorted(p.name for p in final.parent.iterdir()) == [".ok.lock", "ok"]  # no staging folder (filelock keeps
+    # the lock file, unheld: unlinking a lock file would let two processes lock two files of one name)
 
 
 def test_failed_run_is_kept_aside_and_its_whole_error_is_shown(fake_notebook, outputs_root, capsys):
@@ -158,7 +159,7 @@ def test_failed_run_is_kept_aside_and_its_whole_error_is_shown(fake_notebook, ou
 
     assert run.main([str(fake_notebook), "-p", "run_name", "bad", "-p", "fail", "true", "--no-progress"]) == 1
     err = capsys.readouterr().err
-    names = [p.name for p in (outputs_root / "99_fake").iterdir()]
+    names = [p.name for p in (outputs_root / "99_fake").iterdir() if not p.name.endswith(".lock")]
     assert len(names) == 1 and names[0].startswith("bad.failed-")
     assert not (outputs_root / "99_fake" / "bad").exists()
     failed = outputs_root / "99_fake" / names[0]
@@ -195,7 +196,8 @@ def test_a_second_process_on_the_same_run_name_is_refused_and_ctrl_c_is_one_line
         assert len(failed) == 1 and (failed[0] / "started").exists() and (failed[0] / "kernel.log").exists()
         assert err == (f"interrupted: 99_fake run 'x' interrupted; what it wrote is kept in {failed[0]}. "
                        "Run the same command again to go on (05_train resumes from its last checkpoint)\n")
-        assert sorted(p.name for p in folder.iterdir()) == [failed[0].name]  # no staging folder, no lock
+        assert sorted(p.name for p in folder.iterdir()) == [".x.lock", failed[0].name]  # no staging folder
+        assert outputs.run_in_progress("99_fake", "x", outputs_root) is None  # the lock file stays, unheld
         time.sleep(1)
         assert not end(kernels)  # the kernel was shut down with its runner
     finally:
@@ -243,7 +245,7 @@ def test_a_killed_run_leaves_no_hidden_folder_after_the_next_run(fake_notebook, 
     assert staging.name == f".x.partial-{proc.pid}" and staging.is_dir()
     assert outputs.run_in_progress("99_fake", "x", outputs_root) is None  # its lock file stays, unheld
     final = run.run_notebook(fake_notebook, {"run_name": "y"}, outputs_root=outputs_root, progress=False)
-    names = sorted(p.name for p in final.parent.iterdir())
+    names = sorted(p.name for p in final.parent.iterdir() if not p.name.endswith(".lock"))
     assert len(names) == 2 and names[0].startswith("x.failed-") and names[1] == "y"
     assert (final.parent / names[0] / "started").exists() and (final / "results.json").exists()
 
@@ -258,7 +260,7 @@ def test_a_run_directory_that_appears_meanwhile_keeps_the_run_as_failed(fake_not
     failed = [p for p in folder.iterdir() if p.name.startswith("x.failed-")]
     assert len(failed) == 1 and (failed[0] / "results.json").exists()
     assert sorted(p.name for p in (folder / "x").iterdir()) == ["other.txt"]
-    assert not list(folder.glob(".*"))  # no staging folder, no lock
+    assert [p.name for p in folder.glob(".*")] == [".x.lock"]  # no staging folder; the lock file, unheld
 
 
 @pytest.mark.parametrize("inner", [False, True], ids=["outputs", "outputs-99_fake"])
@@ -333,7 +335,7 @@ def test_resuming_05_with_other_parameters_is_refused_before_any_kernel(outputs_
     assert "run again with the parameters it was made with, or pass another run_name" in err
     assert f"or delete {folder} to start this name afresh" in err and len(err.splitlines()) == 1
     assert sorted(p.name for p in folder.iterdir()) == before
-    assert sorted(p.name for p in (outputs_root / "05_train").iterdir()) == [".checkpoints-r"]
+    assert sorted(p.name for p in (outputs_root / "05_train").iterdir()) == [".checkpoints-r", ".r.lock"]
 
 
 def test_what_several_processes_cannot_share_is_refused_before_any_kernel(outputs_root, capsys, monkeypatch):

@@ -9,8 +9,8 @@ passes it through the ``ARRANK_RUN_DIR`` environment variable; run interactively
 ``start_run`` creates the run directory itself and refuses one that exists.
 
 Reliability (docs/reliability.md): a run name is claimed by one process at a time (``claim_run``,
-an exclusive lock on ``.<run_name>.lock`` that holds the pid and is released by the kernel when
-the process dies); the staging folders of dead runs become ``<run_name>.failed-<time>``
+an exclusive ``filelock`` on ``.<run_name>.lock`` that holds the pid and is released by the kernel
+when the process dies); the staging folders of dead runs become ``<run_name>.failed-<time>``
 (``tidy_partials``); a notebook that checkpoints (05) keeps its resolved parameters beside its
 checkpoints and a resume with other parameters is refused (``check_resume``); files and folders
 are written with the permissions the umask gives (``umask_permissions``), never 0600/0700.
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import errno
 import fcntl
 import glob
 import json
@@ -111,41 +110,31 @@ def _lock_pid(path: Path) -> str:
         return "?"
 
 
-def claim_run(stem: str, run_name: str, root: Path | None = None) -> int:
-    """Claim a run name for this process: an exclusive ``flock`` on ``.<run_name>.lock``, which
-    holds the pid; returns the open descriptor (``release_run`` gives it back). The kernel drops
-    the lock when the process dies, so a killed run never blocks its name. A second process gets
-    ``RunInProgressError`` naming the holder's pid, so two runs never share a name, a staging
-    folder or checkpoints."""
+def claim_run(stem: str, run_name: str, root: Path | None = None) -> Any:
+    """Claim a run name for this process: an exclusive lock (``filelock``: ``flock`` on
+    ``.<run_name>.lock``, which holds the pid); returns the lock, whose ``release()`` gives it
+    back (the file stays: filelock never unlinks a lock file, which would split waiters across two
+    files of one name). The kernel drops the lock when the process dies, so a killed run never
+    blocks its name. A second claim, even from this process, gets ``RunInProgressError`` naming
+    the holder's pid, so two runs never share a name, a staging folder or checkpoints."""
+    from filelock import FileLock, Timeout
+
     path = lock_path(stem, run_name, root)
     writable_folder(path.parent)
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as err:
-            os.close(fd)
-            if err.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
-            raise RunInProgressError(
-                f"{stem} run {run_name!r} is in progress (pid {_lock_pid(path)}): wait for it to finish, "
-                "or pass another run_name (or auto)") from None
-        try:  # the holder before us may have removed the file after we opened it: retry on the new one
-            if os.fstat(fd).st_ino == os.stat(path).st_ino:
-                break
-        except FileNotFoundError:
-            pass
-        os.close(fd)
+    lock = FileLock(path, timeout=0, mode=0o666 & ~_umask(), on_acquired=_write_pid)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise RunInProgressError(
+            f"{stem} run {run_name!r} is in progress (pid {_lock_pid(path)}): wait for it to finish, "
+            "or pass another run_name (or auto)") from None
+    return lock
+
+
+def _write_pid(fd: int) -> None:
+    """What a run's lock file holds: the pid of the process that holds it."""
     os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
-    return fd
-
-
-def release_run(fd: int, stem: str, run_name: str, root: Path | None = None) -> None:
-    """Give back a name claimed by ``claim_run``: remove the lock file, then drop the lock."""
-    with contextlib.suppress(FileNotFoundError):
-        lock_path(stem, run_name, root).unlink()
-    os.close(fd)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
 
 
 def run_in_progress(stem: str, run_name: str, root: Path | None = None) -> str | None:
@@ -198,13 +187,13 @@ def tidy_abandoned(stem: str, root: Path | None = None) -> list[Path]:
     moved = []
     for name in names:
         try:
-            fd = claim_run(stem, name, root)
+            lock = claim_run(stem, name, root)
         except RunInProgressError:
             continue
         try:
             moved += tidy_partials(stem, name, root)
         finally:
-            release_run(fd, stem, name, root)
+            lock.release()
     return moved
 
 

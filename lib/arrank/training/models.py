@@ -370,6 +370,12 @@ def load_trained(folder: Path | str, backend: str = "auto", max_length: int = 10
     if not (folder / "config.json").exists() and not adapter.exists():
         raise FileNotFoundError(f"{folder} holds no saved model (no config.json or adapter_config.json); "
                                 "give a finished notebook 05 run")
+    from arrank.common.manifest import manifest_problem
+
+    why = manifest_problem(folder, required=False)  # a run's result: named, never rebuilt or evaluated
+    if why:
+        raise ValueError(f"the saved model {folder} is damaged: {why}; nothing is evaluated from it: train it again "
+                         "(notebook 05 with another run_name), or restore the run folder from a copy")
     if not adapter.exists():
         from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -44,7 +44,9 @@ the items. Packed, a process's step is ``packed_batch_size(B)`` sequences, so th
 exact where N times that equals ``packed_batch_size(N * B)``. Process 0 writes the checkpoints'
 parameters and removes the checkpoints at the end; every process resumes from the same folder.
 
-Resuming (docs/reliability.md): ``resume_point`` refuses checkpoints made with other parameters
+Resuming (docs/reliability.md): checkpoints are transactions checked against their manifests, the
+newest two kept, and a non-finite loss or gradient norm stops training (``arrank.training.checkpoints``);
+``resume_point`` refuses checkpoints made with other parameters
 (``arrank.common.outputs.check_resume``), and the weighted sampler draws each epoch's items from a
 generator seeded by (seed, epoch) only (``epoch_weighted_sampler``), so a run interrupted after a
 checkpoint and resumed trains exactly the run it replaces: same items in the same order, same

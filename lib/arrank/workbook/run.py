@@ -35,7 +35,7 @@ from typing import Any
 from arrank.common import paths, processes
 from arrank.training import schemes  # noqa: F401  (registers the values the 'scheme' parameter accepts)
 from arrank.common.outputs import (RUN_DIR_ENV, OutputsNotWritableError, RunExistsError, check_resume,
-                                     checkpoints_dir, claim_run, failed_path, release_run, resolve_run_name,
+                                     checkpoints_dir, claim_run, failed_path, resolve_run_name,
                                      run_path, tidy_abandoned, tidy_partials)
 from arrank.workbook.param_help import describe_parameters
 from arrank.common.params import ParamError, resolve_profile, validate
@@ -194,7 +194,7 @@ def run_notebook(notebook: str | Path, overrides: dict[str, Any] | None = None,
         _execute(source, injected, staging, final, progress)
         _publish(stem, staging, final)
     finally:
-        release_run(lock, stem, name, outputs_root)
+        lock.release()
     return final
 
 

@@ -18,13 +18,16 @@ finished exactly when that run's ``results.json`` exists:
 
 - the whole file is checked before anything runs (unknown notebook or parameter, empty grid, a
   value the notebook's spec refuses, two points with the same run name, a finished run made with
-  other parameters than the file now gives);
+  other parameters than the file now gives); a grid of more than ``MAX_POINTS`` (10,000) points is
+  refused before it is expanded (``check_size``; ``--max-points`` raises the cap), and the notebook's
+  parameters cell is read once for all points;
 - finished points are skipped, so re-running a sweep runs only its failed and missing points;
 - each point runs in its own process (``--jobs N`` runs N at once) with its output in
   ``outputs/sweeps/<sweep>/logs/``; a failing point is recorded (its error, its log, and the
   executed notebook the runner keeps in ``<run_name>.failed-<time>/``) and the sweep goes on;
 - ``outputs/sweeps/<sweep>/status.json`` is rewritten after every point, and an interrupted sweep
-  (Ctrl-C) loses nothing that finished: the next run skips it.
+  (Ctrl-C, SIGTERM, SIGHUP: its running points are stopped and marked ``interrupted``; exit 128 +
+  the signal) loses nothing that finished: the next run skips it.
 
 Executors (``--executor``): ``subprocess`` (the default: a child process per point, as above),
 ``local`` and ``slurm``: one submitit job per point (``arrank.workbook.sweep_jobs``), on this machine
@@ -39,6 +42,7 @@ submits and returns); ``--list`` shows each point's job and its state.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import itertools
 import json
@@ -56,7 +60,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from arrank.common import paths, processes
 from arrank.workbook import sweep_jobs
@@ -530,22 +534,22 @@ def run_sweep(sweep: Sweep, jobs: int | None = 1, outputs_root: Path | None = No
         return _run_points(sweep, jobs, root, execute, echo, executor, resources, wait, poll_s, states, previous)
 
 
-def sweep_lock(sweep: Sweep, folder: Path) -> Any:
-    """An exclusive lock on ``outputs/sweeps/<sweep>/.lock`` for one call (two calls of one sweep
-    at once would run or submit a point twice); a second call fails with a clear error."""
-    import contextlib
-    import fcntl
+@contextlib.contextmanager
+def sweep_lock(sweep: Sweep, folder: Path) -> Iterator[None]:
+    """An exclusive lock (``filelock``) on ``outputs/sweeps/<sweep>/.lock`` for one call (two calls
+    of one sweep at once would run or submit a point twice); a second call fails with a clear error."""
+    from filelock import FileLock, Timeout
 
-    @contextlib.contextmanager
-    def held():
-        with open(folder / ".lock", "a+") as fh:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise SweepError(f"another call of sweep {sweep.name!r} is running (it holds {folder / '.lock'}); "
-                                 "wait for it, or see its points with --list") from None
-            yield
-    return held()
+    lock = FileLock(folder / ".lock", timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise SweepError(f"another call of sweep {sweep.name!r} is running (it holds {folder / '.lock'}); "
+                         "wait for it, or see its points with --list") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _run_points(sweep: Sweep, jobs: int, root: Path, execute: Execute | None, echo: Callable[[str], None],
