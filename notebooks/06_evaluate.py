@@ -177,3 +177,60 @@ print(f"{len(metrics)} metrics written to the run's results.json")
 rows = (reading.run_findings(subject["params"], result, floor) + [findings.note(plots.per_rank_reading(curve))]
         + reading.decoding_findings(decoded, P["beam_k"]))
 Markdown(findings.findings_markdown(rows))
+
+# %% [markdown]
+# ## Exercises
+# Predict first, then run the command from the repository root (`python` is the workbook's
+# environment, e.g. `.venv/bin/python`), then open the answer.
+#
+# **1. No training at all.** Evaluate the tiny model as initialised (`train_run = "none"`): predict
+# its CVR and R@1 against the random-scores floor (CVR 87.7%, R@1 10.3%), and how often greedy
+# decoding writes a valid docID.
+#
+# ```bash
+# python -m arrank.workbook.run 06 -p train_run none -p run_name ex-untrained
+# ```
+#
+# <details><summary>Answer</summary>
+#
+# It is the floor: CVR 92.7%, nDCG 88.4%, R@1 11.0% on the 300 held-out queries; greedy decoding
+# never writes a valid docID (0 of 50) and unconstrained beam search gives no docID at all (100%
+# invalid). Beam search constrained to the query's docID trie still returns valid candidates (R@5
+# against the gold list 64.4%): the constraint, not the model, is doing the work. 123 s on a shared
+# 2-core machine.
+#
+# </details>
+#
+# **2. The closing EOS in the score.** A docID's score is the mean log-probability of its tokens;
+# the paper counts the docID tokens only. Count the closing EOS too: predict what moves.
+#
+# ```bash
+# python -m arrank.workbook.run 06 -p train_run "table1_wordnet_workbook-scheme=fractional-alpha=2" -p include_eos true -p run_name ex-eos
+# ```
+#
+# <details><summary>Answer</summary>
+#
+# Little: CVR stays 3.3%, R@1 goes from 38.0% to 37.0%, R@5 from 91.6% to 90.1%, nDCG from 97.9% to
+# 97.7%. Decoding does not use the mean score and is unchanged (greedy valid 80%, unconstrained beam
+# 36% invalid). 74 s on a shared 2-core machine.
+#
+# </details>
+#
+# **3. Beam search without the trie.** Before reading section 5 above: on the workbook's fractional
+# α = 2 run, predict what share of
+# unconstrained beam search's top-5 outputs are not docIDs at all, and how often greedy decoding is
+# valid.
+#
+# ```bash
+# python -m arrank.workbook.run 06 -p train_run "table1_wordnet_workbook-scheme=fractional-alpha=2" -p run_name ex-fractional
+# ```
+#
+# <details><summary>Answer</summary>
+#
+# 36% of the unconstrained outputs are not docIDs (`beam_invalid_rate_unconstrained` 0.36), and
+# greedy decoding is valid for 80% of 50 queries, the gold top docID for 26%. Constrained to the
+# query's trie, beam search reaches R@5 86.8% against the gold list and 97.6% against the scorer's
+# own top 5. These are the workbook's own 06 run (`outputs/06_evaluate/workbook/`); the command
+# repeats it under another name.
+#
+# </details>

@@ -265,3 +265,60 @@ rows = F3.findings_rows(found) or [findings.note("One configuration: Figure 3's 
                                                     f"{display.metric_title(k)} {display.percent_text(v)}"
                                                     for k, v in metrics.items() if k.startswith("recall@")))]
 Markdown(findings.findings_markdown(rows))
+
+# %% [markdown]
+# ## Exercises
+# Predict first, then run the command from the repository root (`python` is the workbook's
+# environment, e.g. `.venv/bin/python`), then open the answer. `-p model de` (or `ce`) trains one
+# lookup table instead of all of Figure 3 (quick: 3000 steps, about 1-3 minutes).
+#
+# **1. More dimensions for the DE.** Panel (a) stops at $n = 32$. Predict where a DE with $n = 64$
+# (α = 5) lands: R@1..R@5 against DE $n = 32$'s 100.0, 99.7, 97.3, 92.9, 91.4%.
+#
+# ```bash
+# python -m arrank.workbook.run 07 -p model de -p n 64 -p threads 1 -p run_name ex-de64
+# ```
+#
+# <details><summary>Answer</summary>
+#
+# 100.0, 99.8, 98.9, 94.7, 92.5% (mean R@1..5 97.2% against 96.3% at $n = 32$): the curve keeps
+# rising with $n$, most at $k = 3$-$5$, as Proposition 3.1 predicts (a larger $n$ realises more
+# rankings). Its training queries are its evaluation queries: a lookup table answers a capacity
+# question. 64 s of training, 150 s for the run on a shared 2-core machine.
+#
+# </details>
+#
+# **2. α = 0 for the DE.** Panel (b): with $\alpha = 0$ every relevant pair weighs the same. Predict R@1
+# and R@2 of DE $n = 8$ against its α = 5 values (100.0% and 97.7% in the workbook's run).
+#
+# ```bash
+# python -m arrank.workbook.run 07 -p model de -p n 8 -p alpha 0 -p threads 1 -p run_name ex-de8-alpha0
+# ```
+#
+# <details><summary>Answer</summary>
+#
+# R@1 93.7% and R@2 90.3% (CVR 9.7%): 6.3 and 7.4 points below α = 5, the same numbers as the
+# α = 0 point of panel (b) in the workbook's run. A flat weight asks the table to put every hypernym
+# first; a steep one (large α) spends its few dimensions on the top of the list, which is the small-k
+# gain the paper reports. 47 s of training on a shared 2-core machine.
+#
+# </details>
+#
+# **3. Weight decay as Adam's L2 term.** Appendix B gives the CE a weight decay of 0.001. Read as
+# `torch.optim.Adam`'s L2 term (`-p ce_optimizer adam_l2`) rather than AdamW's decoupled decay, what
+# happens to the CE's table and its R@1?
+#
+# ```bash
+# python -m arrank.workbook.run 07 -p model ce -p ce_optimizer adam_l2 -p threads 1 -p run_name ex-ce-l2
+# python -m arrank.workbook.run 07 -p profile paper -p model ce -p ce_optimizer adam_l2 -p run_name ex-ce-l2-paper
+# ```
+#
+# <details><summary>Answer</summary>
+#
+# At the quick scale, little: the subtree's rows are in most batches (CE $n = 32$, α = 5: R@1 100.0,
+# R@2 95.0 with Adam + L2 against 98.3, 94.7 with AdamW). At the paper's scale a row is in a batch
+# once every ~343 steps and moves ~lr towards 0 at every other step: the mean row norm falls from 5.6
+# to 0.056 in 20k steps and R@1 is 88.7% against AdamW's 97.6% (docs/measurements.md, "Why the CE
+# changed"; issue 19's measurement of the paper-profile CE).
+#
+# </details>

@@ -134,3 +134,48 @@ print(f"{len(metrics)} metrics written to the run's results.json")
 
 # %%
 Markdown(findings.findings_markdown(table1.sweep_findings(frame, S.notebook, per_query)))
+
+# %% [markdown]
+# ## Exercises
+# Predict first, then run the command from the repository root (`python` is the workbook's
+# environment, e.g. `.venv/bin/python`), then open the answer. This notebook only reads finished
+# runs; it trains nothing.
+#
+# **1. The paper's numbers beside the quick table.** Put the paper's Table 1 (Mistral-7B, all WordNet
+# nouns) beside each row of the workbook's table. Which of the paper's findings would you expect the
+# tiny model to share, and where will it be furthest from the paper?
+#
+# ```bash
+# python -m arrank.workbook.run 08 -p paper_rows yes -p run_name ex-paper-rows
+# ```
+#
+# <details><summary>Answer</summary>
+#
+# All four of the table's findings hold at CPU scale, as in the paper: NTP has the highest CVR, the
+# best R@1, fractional α = 2 a higher mean R@2..R@5 (83.2% against 80.4%) and the trie targets a low
+# CVR. The numbers are another matter: NTP's CVR is 92.3% against the paper's 27.7% (a 7B model
+# brings a prior the tiny model lacks), and the rank-aware rows are far below the paper at R@1
+# (fractional 38.0% against 97.7%, stepwise 2.7% against 51.6%, trie β = 2 56.3% against 99.3%)
+# while trie β = 2 is above it at R@3..R@5 (89.2-93.0% against 57.0-62.5%). 33 s on a shared
+# 2-core machine.
+#
+# </details>
+#
+# **2. A real pretrained LLM.** The `pretrained` profile fine-tunes SmolLM2-135M-Instruct with LoRA on
+# Appendix D's prompts (10-25 minutes per row on 2 cores). Predict: does NTP still have a CVR near
+# the random floor, and does fractional α = 2 still beat NTP at R@2..R@5?
+#
+# ```bash
+# make sweep SWEEP=sweeps/table1_wordnet_pretrained.yaml
+# python -m arrank.workbook.run 08 -p sweep sweeps/table1_wordnet_pretrained.yaml -p run_name ex-pretrained
+# ```
+#
+# <details><summary>Answer</summary>
+#
+# No, and no (README, "A real pretrained LLM on a CPU", 100 held-out queries). NTP's CVR is 7% (the
+# zero-shot instruct model already has 5%), fractional and trie β = 2 cut it to 1%, and NTP keeps the
+# best R@1 (58% against 55% and 48%). Fractional α = 2 is not above NTP at R@2..R@5 at this budget
+# (78.5% against 82.1% on average, within the ±5-point error of 100 queries). A pretrained model
+# brings an order of its own that the tiny model has to learn from scratch.
+#
+# </details>

@@ -196,10 +196,10 @@ def test_a_notebook_runs_in_jupyterlab_in_a_browser_without_stray_stderr(clone, 
                 """() => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].map(e => e.textContent);
                            return p.length > 0 && p.every(t => /\\[\\d+\\]/.test(t)); }""", timeout=240_000)
             stderr = page.eval_on_selector_all("[data-mime-type='application/vnd.jupyter.stderr']",
-                                               "els => els.map(e => e.innerText)")
+                                               "els => els.map(e => e.textContent)")
             errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']").count()
             bars = page.eval_on_selector_all(".jp-OutputArea-output > .jupyter-widgets.widget-hbox",
-                                             "els => els.map(e => e.innerText)")
+                                             "els => els.map(e => e.textContent)")  # off-screen cells too
             figures = page.locator(".jp-OutputArea-output.jp-RenderedPlotly").count()
             browser.close()
     finally:

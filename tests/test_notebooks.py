@@ -143,6 +143,7 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     assert (final / "training_log.csv").read_text().startswith("step,loss,learning_rate")
     _has_figure(final, "training_curves")
     assert not any(p.name.startswith(".checkpoints") for p in final.parent.iterdir())
+    assert "Writing model shards" not in (final / "05_train.ipynb").read_text()  # saving the model: no chatter
     text = _look_for(final, "05_train")
     assert text.startswith(f"- This run, Combined α=2, β=2, in percent on 10 held-out queries: CVR {100 * m['cvr']:.1f}")
     assert "Table 3: WordNet, combined loss" in text and "On 10 of its training queries" in text

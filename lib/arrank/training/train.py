@@ -349,11 +349,11 @@ def train(model, tokenizer, items: list[dict[str, Any]], hyper: dict[str, Any], 
     dtype_of(precision)  # a resolved precision: fp32 or bf16
     if not items:
         raise ValueError("no training items")
+    quiet_checkpoint_writes()  # also for the save of the final (or zero-shot) model that follows
     if hyper["steps"] == 0:  # zero-shot: the model as loaded (its LoRA adapters are still zero)
         if processes.is_main():  # nothing to resume: no .checkpoints-<name>/params.json left behind
             shutil.rmtree(checkpoints, ignore_errors=True)
         return pd.DataFrame(columns=["step", "loss", "learning_rate", "grad_norm"])
-    quiet_checkpoint_writes()
     weighted = sampling == "weighted"
     pad = tokenizer.pad_token_id
     if packing_layout(packing, items, model) == "per_query":

@@ -66,6 +66,12 @@ def _copy_static(static: Path) -> None:
     shutil.copy2(Path(distribution("sphinx-mathjax-offline").locate_file(MATHJAX)), static / "mathjax" / "tex-svg-full.js")
 
 
+def _run_label(run_name: str, results: Path | None) -> str:
+    """How the results page names the run: its name and when its first notebook ran."""
+    when = json.loads(results.read_text())["env"].get("time", "") if results else ""
+    return f"run `{run_name}` of `make workbook`, quick profile" + (f", started {when}" if when else "")
+
+
 def write_sources(src: Path, notebooks: dict[str, Path], run_name: str) -> list[str]:
     """The Sphinx sources of the book in ``src``; returns the notebooks left out (no finished run)."""
     from arrank.workbook.whole import findings_summary, table1_summary
@@ -84,17 +90,16 @@ def write_sources(src: Path, notebooks: dict[str, Path], run_name: str) -> list[
         (src / name).write_text(unlink_missing((SITE_SOURCES / name).read_text(), missing))
     pages = [f"notebooks/{stem}" for stem in loaded]
     (src / "index.md").write_text(index_page((SITE_SOURCES / "landing.md").read_text(), pages, missing))
-    label = f"run `{run_name}` of `make workbook`, quick profile" + (
-        f", {json.loads((notebooks[next(iter(loaded))].parent / 'results.json').read_text())['env'].get('time', '')}"
-        if loaded else "")
-    (src / "results.md").write_text(results_page(loaded, table1_summary(), findings_summary(run_name), label))
+    first = notebooks[next(iter(loaded))].parent / "results.json" if loaded else None
+    (src / "results.md").write_text(results_page(loaded, table1_summary(), findings_summary(run_name),
+                                                 _run_label(run_name, first)))
     return missing
 
 
 def sphinx_build(src: Path, site: Path, doctrees: Path) -> str:
     """Sphinx's HTML builder over ``src`` into ``site``, in a child process; returns its warnings."""
     cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-d", str(doctrees), str(src), str(site)]
-    done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
+    done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         raise BookError(f"sphinx-build failed (exit {done.returncode}):\n{done.stderr.strip()[-3000:]}")
     return done.stderr.strip()

@@ -12,6 +12,7 @@ nb_merge_streams = True
 nb_mime_priority_overrides = [("html", "application/vnd.plotly.v1+json", None)]
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "html_image"]
 myst_heading_anchors = 3
+myst_dmath_double_inline = True      # $$...$$ inside a paragraph, as the notebooks write it (JupyterLab reads it so)
 
 html_theme = "sphinx_book_theme"
 html_title = "Autoregressive Ranking: the workbook"
@@ -23,6 +24,7 @@ html_theme_options = {
     "use_download_button": False,
     "use_fullscreen_button": False,
     "show_toc_level": 2,
+    "navbar_persistent": [],         # no second search box in a header bar (the sidebar has one)
 }
 # MathJax 3 from the local copy in _static/mathjax (the PyPI package sphinx-mathjax-offline):
 # TeX to SVG in one file, no web fonts, no CDN
