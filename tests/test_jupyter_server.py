@@ -201,6 +201,8 @@ def test_a_notebook_runs_in_jupyterlab_in_a_browser_without_stray_stderr(clone, 
             bars = page.eval_on_selector_all(".jp-OutputArea-output > .jupyter-widgets.widget-hbox",
                                              "els => els.map(e => e.textContent)")  # off-screen cells too
             figures = page.locator(".jp-OutputArea-output.jp-RenderedPlotly").count()
+            page.locator(".jp-MarkdownCell").last.scroll_into_view_if_needed()  # the exercises, at the end
+            answers = page.eval_on_selector_all(".jp-RenderedMarkdown details", "els => els.map(e => e.open)")
             browser.close()
     finally:
         _stop(proc)
@@ -208,3 +210,4 @@ def test_a_notebook_runs_in_jupyterlab_in_a_browser_without_stray_stderr(clone, 
     assert errors == 0 and stray == [], stray
     assert len(bars) == 3 and all("100%" in b for b in bars), bars  # exact counts, Monte-Carlo, inner
     assert figures == 4  # products: tqdm as ipywidgets, finished; the four figures by plotly's Lab renderer
+    assert answers == [False, False, False]  # the three exercises' answers, collapsed

@@ -137,3 +137,12 @@ def test_every_page_in_a_real_browser(tiny_book):
     assert outside == [] and failed == [] and errors == []
     assert figures == 4 and maths >= 20  # 01's four figures and its formulas
     assert "01_de_capacity.html" in opened  # its exercises
+
+
+def test_the_book_renders_the_runs_make_workbook_writes(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "OUTPUTS", tmp_path / "outputs")
+    found = build.executed_notebooks("workbook")
+    assert list(found) == sorted(p.stem for p in paths.NOTEBOOKS.glob("[0-9][0-9]_*.py"))  # paper order
+    assert found["01_de_capacity"] == tmp_path / "outputs" / "01_de_capacity" / "workbook" / "01_de_capacity.ipynb"
+    # notebook 05: the workbook sweep's fractional point, the run notebook 06 evaluates
+    assert found["05_train"].parent.name == "table1_wordnet_workbook-scheme=fractional-alpha=2"
