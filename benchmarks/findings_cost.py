@@ -21,13 +21,18 @@ import pandas as pd
 
 from arrank.results import table1, tables
 
-ROWS = [("Zero-shot", {"steps": 0, "scheme": "indicator", "targets": "onehot", "alpha": None}, False),
-        ("NTP", {"steps": 1, "scheme": "indicator", "targets": "onehot", "alpha": None}, True),
-        ("Fractional α=2", {"steps": 1, "scheme": "fractional", "targets": "onehot", "alpha": 2.0}, True),
-        ("Stepwise", {"steps": 1, "scheme": "stepwise", "targets": "onehot", "alpha": None}, False),
-        ("Trie β=2", {"steps": 1, "scheme": "indicator", "targets": "trie", "alpha": None}, False),
-        ("Combined α=2, β=2", {"steps": 1, "scheme": "fractional", "targets": "trie", "alpha": 2.0,
-                               "combined": True}, False)]
+ROWS = [
+    ("Zero-shot", {"steps": 0, "scheme": "indicator", "targets": "onehot", "alpha": None}, False),
+    ("NTP", {"steps": 1, "scheme": "indicator", "targets": "onehot", "alpha": None}, True),
+    ("Fractional α=2", {"steps": 1, "scheme": "fractional", "targets": "onehot", "alpha": 2.0}, True),
+    ("Stepwise", {"steps": 1, "scheme": "stepwise", "targets": "onehot", "alpha": None}, False),
+    ("Trie β=2", {"steps": 1, "scheme": "indicator", "targets": "trie", "alpha": None}, False),
+    (
+        "Combined α=2, β=2",
+        {"steps": 1, "scheme": "fractional", "targets": "trie", "alpha": 2.0, "combined": True},
+        False,
+    ),
+]
 
 
 def synthetic_sweep(n: int, seeds: int, rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -36,13 +41,30 @@ def synthetic_sweep(n: int, seeds: int, rng: np.random.Generator) -> tuple[pd.Da
     for label, params, seeded in ROWS:
         for seed in range(seeds if seeded else 1):
             point = f"{label}-seed{seed}"
-            part = pd.DataFrame({"point": point, "variant": label, "seed": seed, "query": [f"q{i}" for i in range(n)],
-                                 "cvr": (rng.random(n) < 0.3).astype(float), "ndcg": rng.random(n),
-                                 **{f"r{k}": rng.integers(0, k + 1, n) / k for k in range(1, 6)}})
+            part = pd.DataFrame(
+                {
+                    "point": point,
+                    "variant": label,
+                    "seed": seed,
+                    "query": [f"q{i}" for i in range(n)],
+                    "cvr": (rng.random(n) < 0.3).astype(float),
+                    "ndcg": rng.random(n),
+                    **{f"r{k}": rng.integers(0, k + 1, n) / k for k in range(1, 6)},
+                }
+            )
             per_query.append(part)
-            frame.append({"run_name": point, "state": "done", "label": label, "combined": False, **params,
-                          "cvr": part["cvr"].mean(), "ndcg": part["ndcg"].mean(),
-                          **{f"recall@{k}": part[f"r{k}"].mean() for k in range(1, 6)}})
+            frame.append(
+                {
+                    "run_name": point,
+                    "state": "done",
+                    "label": label,
+                    "combined": False,
+                    **params,
+                    "cvr": part["cvr"].mean(),
+                    "ndcg": part["ndcg"].mean(),
+                    **{f"recall@{k}": part[f"r{k}"].mean() for k in range(1, 6)},
+                }
+            )
     return pd.DataFrame(frame), pd.concat(per_query, ignore_index=True)
 
 
@@ -58,9 +80,11 @@ def main() -> None:
     start = time.perf_counter()
     tables.results_table(frame, per_query=per_query)
     table_s = time.perf_counter() - start
-    print(f"{len(frame)} runs of {frame['label'].nunique()} rows, {args.queries} queries each: "
-          f"table1_findings {findings_s:.1f} s ({len(found)} findings), results_table {table_s:.1f} s; "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(
+        f"{len(frame)} runs of {frame['label'].nunique()} rows, {args.queries} queries each: "
+        f"table1_findings {findings_s:.1f} s ({len(found)} findings), results_table {table_s:.1f} s; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
 
 
 if __name__ == "__main__":

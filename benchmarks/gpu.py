@@ -50,8 +50,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PARTS = ("b", "d", "a", "c")
-TITLES = {"a": "Unsloth + LoRA + STOICaL", "b": "transformers + peft + STOICaL",
-          "c": "Unsloth + LoRA + next-token loss", "d": "transformers + peft + STOICaL, packed per query"}
+TITLES = {
+    "a": "Unsloth + LoRA + STOICaL",
+    "b": "transformers + peft + STOICaL",
+    "c": "Unsloth + LoRA + next-token loss",
+    "d": "transformers + peft + STOICaL, packed per query",
+}
 
 
 def packing_bench():
@@ -120,8 +124,11 @@ def make_step(model, tok, layout: str, loss: str, device, row_length: int | None
         if layout == "packed":
             b = packing.collate_packed(batch, tok.pad_token_id, row_length=row_length)
             b = {k: v.to(device) for k, v in b.items()}
-            out = model(input_ids=b["input_ids"], position_ids=b["position_ids"],
-                        attention_mask=packing.model_mask(model, b["allowed"]))
+            out = model(
+                input_ids=b["input_ids"],
+                position_ids=b["position_ids"],
+                attention_mask=packing.model_mask(model, b["allowed"]),
+            )
             n_items, real = sum(len(p["ranks"]) for p in batch), sum(len(p["input_ids"]) for p in batch)
         else:
             b = {k: v.to(device) for k, v in train.collate(batch, tok.pad_token_id).items()}
@@ -131,8 +138,11 @@ def make_step(model, tok, layout: str, loss: str, device, row_length: int | None
                 out = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"], labels=labels)
             else:
                 out = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"])
-        value = out.loss if loss == "ntp" else stoical.stoical_loss(out.logits, b["target_ids"], b["target_mass"],
-                                                                     b["item_weight"])
+        value = (
+            out.loss
+            if loss == "ntp"
+            else stoical.stoical_loss(out.logits, b["target_ids"], b["target_mass"], b["item_weight"])
+        )
         value.backward()
         opt.step()
         return n_items, real, int(b["input_ids"].numel())
@@ -148,10 +158,15 @@ def batch_loss(model, tok, batch, layout: str, device, row_length: int | None = 
 
     with torch.no_grad():
         if layout == "packed":
-            b = {k: v.to(device) for k, v in packing.collate_packed(batch, tok.pad_token_id,
-                                                                     row_length=row_length).items()}
-            logits = model(input_ids=b["input_ids"], position_ids=b["position_ids"],
-                           attention_mask=packing.model_mask(model, b["allowed"])).logits
+            b = {
+                k: v.to(device)
+                for k, v in packing.collate_packed(batch, tok.pad_token_id, row_length=row_length).items()
+            }
+            logits = model(
+                input_ids=b["input_ids"],
+                position_ids=b["position_ids"],
+                attention_mask=packing.model_mask(model, b["allowed"]),
+            ).logits
         else:
             b = {k: v.to(device) for k, v in train.collate(batch, tok.pad_token_id).items()}
             logits = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits
@@ -196,7 +211,7 @@ def timed(steps: dict, data: dict, a: argparse.Namespace, device) -> dict:
     for s in range(a.warmup + a.steps):
         if s == a.warmup:
             how = reset_peak(device)
-        for mode in names[s % len(names):] + names[:s % len(names)]:
+        for mode in names[s % len(names) :] + names[: s % len(names)]:
             if device.type == "cuda":
                 torch.cuda.synchronize()
             t = time.perf_counter()
@@ -207,10 +222,19 @@ def timed(steps: dict, data: dict, a: argparse.Namespace, device) -> dict:
                 seconds[mode] += time.perf_counter() - t
                 counted[mode] = [c + g for c, g in zip(counted[mode], got)]
     peak = peak_mib(device, how, packing_bench())
-    return {m: {"items_per_s": counted[m][0] / seconds[m], "tokens_per_s": counted[m][1] / seconds[m],
-                "padded_tokens_per_s": counted[m][2] / seconds[m], "s_per_step": seconds[m] / a.steps,
-                "items_per_step": counted[m][0] / a.steps, "tokens_per_step": counted[m][1] / a.steps,
-                "peak_mib": peak, "peak_how": how} for m in names}
+    return {
+        m: {
+            "items_per_s": counted[m][0] / seconds[m],
+            "tokens_per_s": counted[m][1] / seconds[m],
+            "padded_tokens_per_s": counted[m][2] / seconds[m],
+            "s_per_step": seconds[m] / a.steps,
+            "items_per_step": counted[m][0] / a.steps,
+            "tokens_per_step": counted[m][1] / a.steps,
+            "peak_mib": peak,
+            "peak_how": how,
+        }
+        for m in names
+    }
 
 
 def run_part(a: argparse.Namespace) -> dict:
@@ -236,19 +260,29 @@ def run_part(a: argparse.Namespace) -> dict:
     packed = packing.pack_items(items, a.max_length)
     bench = packing_bench()
     unpacked_batches, packed_batches = bench.batches(a, items, packed, a.warmup + a.steps)
-    result = {"part": a.part, "title": TITLES[a.part], "backend": backend, "device": str(device),
-              "dtype": str(next(model.parameters()).dtype), "load_s": load_s, "items": len(items),
-              "queries": len(packed), "attention": getattr(model.config, "_attn_implementation", None),
-              "gradient_checkpointing": bool(getattr(model, "is_gradient_checkpointing", False)),
-              "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad)}
+    result = {
+        "part": a.part,
+        "title": TITLES[a.part],
+        "backend": backend,
+        "device": str(device),
+        "dtype": str(next(model.parameters()).dtype),
+        "load_s": load_s,
+        "items": len(items),
+        "queries": len(packed),
+        "attention": getattr(model.config, "_attn_implementation", None),
+        "gradient_checkpointing": bool(getattr(model, "is_gradient_checkpointing", False)),
+        "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
+    }
     if a.part in ("a", "b"):  # the agreement batch first: the base model's loss (LoRA B = 0)
         first = unpacked_batches[0]
         result["loss_onehot"] = batch_loss(model, tok, first, "items", device)
-        trie_items = train.training_items(df, tok, "fractional", alpha=2.0, targets="trie", beta=1.0,
-                                          max_length=a.max_length)
+        trie_items = train.training_items(
+            df, tok, "fractional", alpha=2.0, targets="trie", beta=1.0, max_length=a.max_length
+        )
         by_key = {(it["query"], it["rank"]): it for it in trie_items}
-        result["loss_trie"] = batch_loss(model, tok, [by_key[(it["query"], it["rank"])] for it in first],
-                                         "items", device)
+        result["loss_trie"] = batch_loss(
+            model, tok, [by_key[(it["query"], it["rank"])] for it in first], "items", device
+        )
     if a.part == "d":
         ok, why = packing.mask_support(model)
         if not ok:
@@ -258,8 +292,10 @@ def run_part(a: argparse.Namespace) -> dict:
         held = [it for p in first for it in items if it["query"] == p["query"] and it["rank"] in p["ranks"]]
         result["loss_packed"] = batch_loss(model, tok, first, "packed", device, rows)
         result["loss_unpacked_same_items"] = batch_loss(model, tok, held, "items", device)
-        steps = {"unpacked": make_step(copy.deepcopy(model), tok, "items", "stoical", device),
-                 "packed": make_step(model, tok, "packed", "stoical", device, rows)}
+        steps = {
+            "unpacked": make_step(copy.deepcopy(model), tok, "items", "stoical", device),
+            "packed": make_step(model, tok, "packed", "stoical", device, rows),
+        }
         result["timing"] = timed(steps, {"unpacked": unpacked_batches, "packed": packed_batches}, a, device)
     else:
         step = make_step(model, tok, "items", "ntp" if a.part == "c" else "stoical", device)
@@ -280,22 +316,45 @@ def build_paper_architecture(a: argparse.Namespace) -> None:
         return
     t = time.perf_counter()
     _, texts = dataset(a)
-    paper_architecture.random_paper_model(folder, texts, seed=a.seed,
-                                          device="cuda" if torch.cuda.is_available() else "cpu")
+    paper_architecture.random_paper_model(
+        folder, texts, seed=a.seed, device="cuda" if torch.cuda.is_available() else "cpu"
+    )
     size = sum(f.stat().st_size for f in folder.iterdir()) / 2**30
     print(f"built {folder} ({size:.1f} GiB) in {time.perf_counter() - t:.0f} s", flush=True)
 
 
 def spawn(a: argparse.Namespace, part: str) -> dict:
     """Run ``part`` in a fresh process and read its JSON line; a crash is reported, not raised."""
-    args = [sys.executable, __file__, "--part", part, "--model", a.model, "--queries", str(a.queries),
-            "--batch", str(a.batch), "--steps", str(a.steps), "--warmup", str(a.warmup), "--seed", str(a.seed),
-            "--dtype", a.dtype, "--max-length", str(a.max_length)]
+    args = [
+        sys.executable,
+        __file__,
+        "--part",
+        part,
+        "--model",
+        a.model,
+        "--queries",
+        str(a.queries),
+        "--batch",
+        str(a.batch),
+        "--steps",
+        str(a.steps),
+        "--warmup",
+        str(a.warmup),
+        "--seed",
+        str(a.seed),
+        "--dtype",
+        a.dtype,
+        "--max-length",
+        str(a.max_length),
+    ]
     out = subprocess.run(args, capture_output=True, text=True)
-    lines = [line for line in out.stdout.splitlines() if line.startswith("{\"part\"")]
+    lines = [line for line in out.stdout.splitlines() if line.startswith('{"part"')]
     if out.returncode != 0 or not lines:
-        return {"part": part, "failed": (out.stderr or out.stdout).strip().splitlines()[-1:] or ["no output"],
-                "stderr_tail": out.stderr[-4000:]}
+        return {
+            "part": part,
+            "failed": (out.stderr or out.stdout).strip().splitlines()[-1:] or ["no output"],
+            "stderr_tail": out.stderr[-4000:],
+        }
     return json.loads(lines[-1])
 
 
@@ -305,6 +364,7 @@ def relative(x: float | None, y: float | None) -> float | None:
 
 def summary(results: dict) -> dict:
     """Ratios against the targets of docs/gpu.md, where both sides ran."""
+
     def rate(part: str, mode: str = "unpacked", key: str = "tokens_per_s"):
         return results.get(part, {}).get("timing", {}).get(mode, {}).get(key)
 
@@ -314,8 +374,9 @@ def summary(results: dict) -> dict:
     if rate("a") and rate("c"):
         out["a/c tokens/s (target >= 0.95)"] = rate("a") / rate("c")
     if rate("d", "packed", "items_per_s") and rate("d", "unpacked", "items_per_s"):
-        out["d packed/unpacked items/s (target >= 3)"] = (rate("d", "packed", "items_per_s")
-                                                         / rate("d", "unpacked", "items_per_s"))
+        out["d packed/unpacked items/s (target >= 3)"] = rate("d", "packed", "items_per_s") / rate(
+            "d", "unpacked", "items_per_s"
+        )
     a, b, d = results.get("a", {}), results.get("b", {}), results.get("d", {})
     for kind in ("onehot", "trie"):
         r = relative(a.get(f"loss_{kind}"), b.get(f"loss_{kind}"))
@@ -338,8 +399,10 @@ def report(results: dict) -> None:
             continue
         for mode, t in r["timing"].items():
             label = TITLES[part] if part != "d" else f"transformers + peft + STOICaL, {mode}"
-            print(f"{part:<5} {label:<48} {t['tokens_per_s']:>10.0f} {t['items_per_s']:>9.1f} "
-                  f"{t['s_per_step']:>8.3f} {t['peak_mib']:>9.0f}")
+            print(
+                f"{part:<5} {label:<48} {t['tokens_per_s']:>10.0f} {t['items_per_s']:>9.1f} "
+                f"{t['s_per_step']:>8.3f} {t['peak_mib']:>9.0f}"
+            )
     for name, value in summary(results).items():
         print(f"{name}: {value:.3g}")
 
@@ -364,16 +427,27 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float32"],
-                    help="(b) and (d): auto = bfloat16 on CUDA, float32 on a CPU; Unsloth picks its own")
+    ap.add_argument(
+        "--dtype",
+        default="auto",
+        choices=["auto", "bfloat16", "float32"],
+        help="(b) and (d): auto = bfloat16 on CUDA, float32 on a CPU; Unsloth picks its own",
+    )
     ap.add_argument("--max-length", type=int, default=1024, help="Appendix B: 1024")
     ap.add_argument("--parts", default=",".join(PARTS), help="a comma-separated subset of b,d,a,c")
     ap.add_argument("--json", type=Path, help="also write every figure to this JSON file")
-    ap.add_argument("--merge", type=Path, help="a --json file of an earlier run on the same model and batch: its "
-                    "parts join this run's report and ratios (parts run now replace them)")
-    ap.add_argument("--build-paper-architecture", action="store_true",
-                    help="first build Mistral-7B-Instruct-v0.3's architecture, random bf16 weights, into the "
-                         "folder --model names (on CUDA when there; training.paper_architecture), unless it exists")
+    ap.add_argument(
+        "--merge",
+        type=Path,
+        help="a --json file of an earlier run on the same model and batch: its "
+        "parts join this run's report and ratios (parts run now replace them)",
+    )
+    ap.add_argument(
+        "--build-paper-architecture",
+        action="store_true",
+        help="first build Mistral-7B-Instruct-v0.3's architecture, random bf16 weights, into the "
+        "folder --model names (on CUDA when there; training.paper_architecture), unless it exists",
+    )
     ap.add_argument("--part", choices=PARTS, help=argparse.SUPPRESS)
     a = ap.parse_args()
     parts = [p.strip() for p in a.parts.split(",") if p.strip()]
@@ -390,19 +464,35 @@ def main() -> None:
     results = merged(a, parts) if a.merge else {}
     if a.build_paper_architecture:
         build_paper_architecture(a)
-    print(f"model {a.model}, {a.queries} queries, batch {a.batch}, {a.steps} timed steps after {a.warmup}; "
-          f"torch {torch.__version__}, "
-          f"{torch.cuda.get_device_name() if torch.cuda.is_available() else 'no CUDA: CPU'}", flush=True)
+    print(
+        f"model {a.model}, {a.queries} queries, batch {a.batch}, {a.steps} timed steps after {a.warmup}; "
+        f"torch {torch.__version__}, "
+        f"{torch.cuda.get_device_name() if torch.cuda.is_available() else 'no CUDA: CPU'}",
+        flush=True,
+    )
     for part in parts:
         results[part] = spawn(a, part)
-        print(f"part {part}: " + ("skipped: " + results[part]["skipped"] if "skipped" in results[part]
-                                  else "failed: " + " ".join(results[part]["failed"]) if "failed" in results[part]
-                                  else "done"), flush=True)
+        print(
+            f"part {part}: "
+            + (
+                "skipped: " + results[part]["skipped"]
+                if "skipped" in results[part]
+                else "failed: " + " ".join(results[part]["failed"])
+                if "failed" in results[part]
+                else "done"
+            ),
+            flush=True,
+        )
     report(results)
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)
-        a.json.write_text(json.dumps({"args": vars(a) | {"json": str(a.json)}, "results": results,
-                                      "summary": summary(results)}, indent=1, default=str))
+        a.json.write_text(
+            json.dumps(
+                {"args": vars(a) | {"json": str(a.json)}, "results": results, "summary": summary(results)},
+                indent=1,
+                default=str,
+            )
+        )
     if any("failed" in r for r in results.values()):
         raise SystemExit(1)
 

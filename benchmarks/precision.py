@@ -62,7 +62,7 @@ def matmul_peak(dtype: torch.dtype, n: int = 2048, reps: int = 5) -> float:
         t = time.perf_counter()
         a @ b
         times.append(time.perf_counter() - t)
-    return 2 * n ** 3 / statistics.median(times)
+    return 2 * n**3 / statistics.median(times)
 
 
 def make_batch(vocab: int, batch: int, prompt: int, docid: int, seed: int = 0):
@@ -114,6 +114,7 @@ def step_fn(model, opt, batch, mode: str, prec: str):
         grads = [p.grad.detach().clone() for p in model.parameters() if p.requires_grad]
         opt.step()
         return loss.item(), grads
+
     return step
 
 
@@ -138,7 +139,7 @@ def time_steps(steps: dict, warmup: int, reps: int) -> dict[str, float]:
     times: dict[str, list[float]] = {k: [] for k in steps}
     names = list(steps)
     for rep in range(warmup + reps):
-        for name in names[rep % len(names):] + names[: rep % len(names)]:
+        for name in names[rep % len(names) :] + names[: rep % len(names)]:
             t = time.perf_counter()
             steps[name]()
             if rep >= warmup:
@@ -173,8 +174,10 @@ def bench_model(name: str, a: argparse.Namespace, df, peaks: dict[str, float]) -
         print(f"  ({name} {key}: first step {time.perf_counter() - t:.1f} s)", flush=True)
     ref_loss, ref_grads = first["a_fp32_all"]
     med = time_steps(steps, a.warmup, a.reps)
-    print(f"\n== {name}: batch {B} x {P + D} tokens ({n_sup} supervised positions), "
-          f"{'LoRA r=16' if lora else 'full fine-tuning'}, threads {torch.get_num_threads()}")
+    print(
+        f"\n== {name}: batch {B} x {P + D} tokens ({n_sup} supervised positions), "
+        f"{'LoRA r=16' if lora else 'full fine-tuning'}, threads {torch.get_num_threads()}"
+    )
     out = {}
     for key, t in med.items():
         prec = "bf16" if "bf16" in key else "fp32"
@@ -184,11 +187,15 @@ def bench_model(name: str, a: argparse.Namespace, df, peaks: dict[str, float]) -
         gdiff = max(rel(g, r) for g, r in zip(grads, ref_grads))
         share = flops / t / peaks[prec]
         out[key] = {"s": t, "share": share}
-        print(f"  {key:22s} {t * 1e3:8.1f} ms/step  {flops / t / 1e9:7.1f} GFLOP/s = {100 * share:5.1f}% of "
-              f"{prec} peak   loss rel.diff {abs(loss - ref_loss) / abs(ref_loss):.1e}  grad rel.diff {gdiff:.1e}")
-    print(f"  speed-up over a: b {med['a_fp32_all'] / med['b_fp32_rows']:.2f}x, "
-          f"c {med['a_fp32_all'] / med['c_bf16_rows']:.2f}x"
-          + (f", c' {med['a_fp32_all'] / med['c2_bf16_autocast_only']:.2f}x" if lora else ""))
+        print(
+            f"  {key:22s} {t * 1e3:8.1f} ms/step  {flops / t / 1e9:7.1f} GFLOP/s = {100 * share:5.1f}% of "
+            f"{prec} peak   loss rel.diff {abs(loss - ref_loss) / abs(ref_loss):.1e}  grad rel.diff {gdiff:.1e}"
+        )
+    print(
+        f"  speed-up over a: b {med['a_fp32_all'] / med['b_fp32_rows']:.2f}x, "
+        f"c {med['a_fp32_all'] / med['c_bf16_rows']:.2f}x"
+        + (f", c' {med['a_fp32_all'] / med['c2_bf16_autocast_only']:.2f}x" if lora else "")
+    )
     if a.profile and not a.profiled:
         a.profiled = True
         profile_step(steps["c_bf16_rows"], name)
@@ -220,11 +227,14 @@ def score_speed(base, tok, lora: bool, df, a: argparse.Namespace) -> None:
         t = time.perf_counter()
         _, _, records = evaluate.score_and_evaluate(model, tok, queries, progress=False, precision=prec)
         res[prec] = (time.perf_counter() - t, records)
-    diff = max(abs(s - res["bf16"][1][i]["scores"][d]) for i, r in enumerate(res["fp32"][1])
-               for d, s in r["scores"].items())
+    diff = max(
+        abs(s - res["bf16"][1][i]["scores"][d]) for i, r in enumerate(res["fp32"][1]) for d, s in r["scores"].items()
+    )
     n = len(queries)
-    print(f"  scoring {n} held-out queries: fp32 {n / res['fp32'][0]:.2f} q/s, bf16 {n / res['bf16'][0]:.2f} q/s "
-          f"({res['fp32'][0] / res['bf16'][0]:.2f}x); max |score fp32 - bf16| {diff:.3f}")
+    print(
+        f"  scoring {n} held-out queries: fp32 {n / res['fp32'][0]:.2f} q/s, bf16 {n / res['bf16'][0]:.2f} q/s "
+        f"({res['fp32'][0] / res['bf16'][0]:.2f}x); max |score fp32 - bf16| {diff:.3f}"
+    )
 
 
 def child_step(threads: int, prec: str, reps: int) -> None:
@@ -261,8 +271,11 @@ def threads_study(reps: int) -> None:
                 for threads, policy, procs in settings:
                     ms = run(threads, prec, policy, procs)
                     what = f"{procs} x {threads} thread(s)" if procs > 1 else f"{threads} thread(s)"
-                    print(f"{'busy' if busy else 'quiet'} (load {load}) tiny {prec} {what:16s} "
-                          f"wait {policy or 'default':8s} {ms:7.1f} ms/step", flush=True)
+                    print(
+                        f"{'busy' if busy else 'quiet'} (load {load}) tiny {prec} {what:16s} "
+                        f"wait {policy or 'default':8s} {ms:7.1f} ms/step",
+                        flush=True,
+                    )
         finally:
             for p in hog:
                 p.kill()
@@ -294,8 +307,10 @@ def main() -> None:
             print(f"load {fh.read().split()[:4]}, {a.busy} busy process(es) started beside this run")
         peaks = {"fp32": matmul_peak(torch.float32), "bf16": matmul_peak(torch.bfloat16)}
         ok, why = precision.bf16_support("cpu")
-        print(f"matmul 2048x2048 at {a.threads} threads: fp32 {peaks['fp32'] / 1e9:.0f} GFLOP/s, "
-              f"bf16 {peaks['bf16'] / 1e9:.0f} GFLOP/s ({peaks['bf16'] / peaks['fp32']:.2f}x); {why}")
+        print(
+            f"matmul 2048x2048 at {a.threads} threads: fp32 {peaks['fp32'] / 1e9:.0f} GFLOP/s, "
+            f"bf16 {peaks['bf16'] / 1e9:.0f} GFLOP/s ({peaks['bf16'] / peaks['fp32']:.2f}x); {why}"
+        )
         df = None
         if a.score_queries or "tiny" in a.models:
             from arrank.data.ranking import ranking_dataset

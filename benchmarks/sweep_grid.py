@@ -24,8 +24,9 @@ def sweep_file(folder: Path, name: str, a: int, b: int) -> Path:
     """A sweep of notebook 05 whose grid is a values of seed x b values of alpha."""
     path = folder / f"{name}.yaml"
     alphas = [round(0.5 + i / 1000, 3) for i in range(b)]
-    path.write_text(f"notebook: 05_train\nfixed: {{profile: quick, steps: 5}}\n"
-                    f"grid: {{seed: {list(range(a))}, alpha: {alphas}}}\n")
+    path.write_text(
+        f"notebook: 05_train\nfixed: {{profile: quick, steps: 5}}\ngrid: {{seed: {list(range(a))}, alpha: {alphas}}}\n"
+    )
     return path
 
 
@@ -54,7 +55,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--points", type=int, default=10_000, help="points of the listed grid (a square)")
     args = parser.parse_args()
-    side = int(round(args.points ** 0.5))
+    side = int(round(args.points**0.5))
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         (folder / "outputs").mkdir()
@@ -71,11 +72,15 @@ def main() -> None:
         slow, list_search_s = timed(quadratic_unique, raw)
     assert fast == slow and len(listing.splitlines()) == len(s.points) + 2
     print(f"1,000,000-point grid refused in {refuse_s:.3f} s: {message}")
-    print(f"{len(s.points):,}-point grid: load_sweep (checks every point) {load_s:.2f} s, --list {list_s:.2f} s, "
-          f"together {load_s + list_s:.2f} s (CPU {CPU['load_sweep'] + CPU['describe']:.2f} s; the first load "
-          "includes importing jupytext)")
-    print(f"duplicates of {len(raw):,} points: set {set_s:.3f} s, list search {list_search_s:.2f} s "
-          f"({list_search_s / set_s:.0f}x)")
+    print(
+        f"{len(s.points):,}-point grid: load_sweep (checks every point) {load_s:.2f} s, --list {list_s:.2f} s, "
+        f"together {load_s + list_s:.2f} s (CPU {CPU['load_sweep'] + CPU['describe']:.2f} s; the first load "
+        "includes importing jupytext)"
+    )
+    print(
+        f"duplicates of {len(raw):,} points: set {set_s:.3f} s, list search {list_search_s:.2f} s "
+        f"({list_search_s / set_s:.0f}x)"
+    )
 
 
 if __name__ == "__main__":

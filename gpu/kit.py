@@ -44,26 +44,42 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MIB = 2**20
-LIMIT_BYTES = 64 * MIB          # the working tree that travels in one call, carried paths included
-MAX_CARRY = 8                   # carried paths a call
-MAX_COMMAND = 2000              # characters of a call's command
-CALL_LIMIT_S = 600              # one command's run
-MARGIN_BYTES = 2 * MIB          # room for files that change between the kit and the calls (outputs, edits)
-SITE = "/tmp/site"              # where the wheels are installed on the machine (PYTHONPATH)
-KIT = "/tmp/kit"                # joined files and the staging record on the machine
+LIMIT_BYTES = 64 * MIB  # the working tree that travels in one call, carried paths included
+MAX_CARRY = 8  # carried paths a call
+MAX_COMMAND = 2000  # characters of a call's command
+CALL_LIMIT_S = 600  # one command's run
+MARGIN_BYTES = 2 * MIB  # room for files that change between the kit and the calls (outputs, edits)
+SITE = "/tmp/site"  # where the wheels are installed on the machine (PYTHONPATH)
+KIT = "/tmp/kit"  # joined files and the staging record on the machine
 
 # The machine's Python and platform (the device notes: Python 3.12.3, x86-64, manylinux wheels).
-PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_24_x86_64",
-             "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64")
-MARKER_ENV = {"python_version": "3.12", "python_full_version": "3.12.3", "sys_platform": "linux",
-              "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix",
-              "implementation_name": "cpython", "platform_python_implementation": "CPython",
-              "platform_release": "", "platform_version": "", "implementation_version": "3.12.3",
-              "extra": ""}
+PLATFORMS = (
+    "manylinux_2_28_x86_64",
+    "manylinux_2_27_x86_64",
+    "manylinux_2_24_x86_64",
+    "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64",
+    "manylinux1_x86_64",
+)
+MARKER_ENV = {
+    "python_version": "3.12",
+    "python_full_version": "3.12.3",
+    "sys_platform": "linux",
+    "platform_system": "Linux",
+    "platform_machine": "x86_64",
+    "os_name": "posix",
+    "implementation_name": "cpython",
+    "platform_python_implementation": "CPython",
+    "platform_release": "",
+    "platform_version": "",
+    "implementation_version": "3.12.3",
+    "extra": "",
+}
 
 # What the image holds (the device notes' package list, as read on a machine on 2026-11-17), and
 # the versions that were seen there (2026-11); a requirement on one of these is left to the image.
-IMAGE_PACKAGES = frozenset("""
+IMAGE_PACKAGES = frozenset(
+    """
 absl-py accelerate aiofiles aiohappyeyeballs aiohttp aiosignal annotated-doc anyio attrs botorch build certifi
 charset-normalizer chex click cloudpickle cmake colorama contourpy coverage cuda-bindings cuda-core
 cuda-pathfinder cuda-toolkit cupy-cuda13x cycler cython diffrax e3nn einops equinox etils execnet filelock
@@ -84,20 +100,32 @@ setuptools shellingham simplejson six sortedcontainers statsmodels sympy tabulat
 tensorboard-data-server tensorstore threadpoolctl tifffile tiktoken timm tokenizers toolz torch torchaudio
 torchdiffeq torch-geometric torchmetrics torchvision tqdm transformers treescope triton typer
 typing-extensions typing-inspect urllib3 uvloop wadler-lindig werkzeug wheel wrapt xarray xxhash yarl zipp
-""".split())
-IMAGE_VERSIONS = {"accelerate": "1.15.0", "huggingface-hub": "1.33.0", "numpy": "2.5.2", "safetensors": "0.8.0",
-                  "sentencepiece": "0.2.2", "tokenizers": "0.23.2", "torch": "2.11.0", "torchvision": "0.26.0",
-                  "transformers": "5.17.0", "triton": "3.6.0"}
+""".split()
+)
+IMAGE_VERSIONS = {
+    "accelerate": "1.15.0",
+    "huggingface-hub": "1.33.0",
+    "numpy": "2.5.2",
+    "safetensors": "0.8.0",
+    "sentencepiece": "0.2.2",
+    "tokenizers": "0.23.2",
+    "torch": "2.11.0",
+    "torchvision": "0.26.0",
+    "transformers": "5.17.0",
+    "triton": "3.6.0",
+}
 
 # Requirements left unmet on purpose, with the reason (printed by the kit).
 WAIVED = {
     "certifi": "unsloth 2026.10.9 and unsloth_zoo ask certifi>=2026.10.19, a version the package index "
-               "does not hold (newest: 2026.10.18); the image's certifi serves (CA certificates only)",
+    "does not hold (newest: 2026.10.18); the image's certifi serves (CA certificates only)",
 }
 # The workbook's requirements that the GPU calls do not use.
-NOT_CARRIED = {"jupyterlab": "JupyterLab is not started on the GPU machine",
-               "jupyter-server": "JupyterLab is not started on the GPU machine",
-               "pytest": "the image holds pytest"}
+NOT_CARRIED = {
+    "jupyterlab": "JupyterLab is not started on the GPU machine",
+    "jupyter-server": "JupyterLab is not started on the GPU machine",
+    "pytest": "the image holds pytest",
+}
 UNSLOTH = ("unsloth==2026.10.9", "unsloth_zoo==2026.10.9")
 # Carried although the image holds a version: the project's pin, which Unsloth's floor (peft>=0.18) needs.
 FORCE = ("peft==0.21.2",)
@@ -115,11 +143,15 @@ def canonical(name: str) -> str:
 def travel_bytes(root: Path) -> int:
     """Bytes of the repository that travel with every call: tracked files and untracked files
     git does not ignore (``git ls-files --cached --others --exclude-standard``)."""
-    out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        text=True,
+    )
     if out.returncode != 0:
-        raise SystemExit(f"{root} is not a git checkout ({out.stderr.strip()}): the travelling size is "
-                         "measured with git ls-files")
+        raise SystemExit(
+            f"{root} is not a git checkout ({out.stderr.strip()}): the travelling size is measured with git ls-files"
+        )
     files = {root / name for name in out.stdout.split("\0") if name}
     return sum(p.lstat().st_size for p in files if p.is_symlink() or p.is_file())
 
@@ -167,8 +199,22 @@ def download(req, dest: Path, index_args: tuple[str, ...] = ()) -> Path:
     """``pip download --no-deps`` one requirement as a CPython 3.12 manylinux x86-64 wheel (or a
     pure-Python one) into ``dest``; a clear error naming it when the index has none."""
     dest.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
-           "--implementation", "cp", "--disable-pip-version-check", "-q", "-d", str(dest)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--python-version",
+        "3.12",
+        "--implementation",
+        "cp",
+        "--disable-pip-version-check",
+        "-q",
+        "-d",
+        str(dest),
+    ]
     for platform in PLATFORMS:
         cmd += ["--platform", platform]
     out = subprocess.run(cmd + list(index_args) + [str(req)], capture_output=True, text=True)
@@ -190,8 +236,13 @@ class Wheels:
     required_by: dict[str, list[str]] = field(default_factory=dict)
 
 
-def closure(roots: list[str], dest: Path, index_args: tuple[str, ...] = (),
-            image: frozenset[str] = IMAGE_PACKAGES, force: tuple[str, ...] = FORCE) -> Wheels:
+def closure(
+    roots: list[str],
+    dest: Path,
+    index_args: tuple[str, ...] = (),
+    image: frozenset[str] = IMAGE_PACKAGES,
+    force: tuple[str, ...] = FORCE,
+) -> Wheels:
     """Every wheel the machine lacks for ``roots``: each requirement not held by the image (nor
     waived) is downloaded once (or taken from ``dest`` when an earlier run saved a wheel that
     meets it), then its own requirements are followed. A later requirement that
@@ -266,9 +317,13 @@ def split_file(path: Path, dest: Path, piece_bytes: int) -> dict:
     size, whole = path.stat().st_size, sha256(path)
     if manifest_path.exists():
         old = json.loads(manifest_path.read_text())
-        if (old["sha256"] == whole and old["piece_bytes"] == piece_bytes
-                and all((dest / p["file"]).is_file() and (dest / p["file"]).stat().st_size == p["bytes"]
-                        for p in old["pieces"])):
+        if (
+            old["sha256"] == whole
+            and old["piece_bytes"] == piece_bytes
+            and all(
+                (dest / p["file"]).is_file() and (dest / p["file"]).stat().st_size == p["bytes"] for p in old["pieces"]
+            )
+        ):
             return old
     pieces = []
     with path.open("rb") as fh:
@@ -299,8 +354,10 @@ def join_pieces(manifest: dict, pieces: Path, dest: Path) -> Path | None:
                 shutil.copyfileobj(fh, out, MIB)
     if sha256(tmp) != manifest["sha256"]:
         tmp.unlink()
-        raise SystemExit(f"{manifest['name']}: the joined pieces do not match the sha256 of the file they "
-                         "were cut from; re-run the kit and carry its pieces again")
+        raise SystemExit(
+            f"{manifest['name']}: the joined pieces do not match the sha256 of the file they "
+            "were cut from; re-run the kit and carry its pieces again"
+        )
     tmp.rename(target)
     return target
 
@@ -341,8 +398,10 @@ def plan_calls(files: list[Path], budget: int) -> list[Call]:
     for f in files:
         size = f.stat().st_size
         if size > budget:
-            raise SystemExit(f"{f.name} is {size / MIB:.1f} MiB, more than the {budget / MIB:.1f} MiB a call can "
-                             "carry beside the repository: split it or shrink the repository's travelling files")
+            raise SystemExit(
+                f"{f.name} is {size / MIB:.1f} MiB, more than the {budget / MIB:.1f} MiB a call can "
+                "carry beside the repository: split it or shrink the repository's travelling files"
+            )
         for call in calls:
             if call.carried_bytes + size <= budget:
                 call.files.append(f)
@@ -355,34 +414,42 @@ def plan_calls(files: list[Path], budget: int) -> list[Call]:
 def stage_command(call: Call, last: bool) -> str:
     cmd = f"python3 gpu/kit.py stage .gpu-kit/calls/call{call.number}"
     if last:
-        cmd += (f" && export PYTHONPATH={SITE}:$PWD/lib && nvidia-smi --query-gpu=name,memory.total,driver_version "
-                "--format=csv && python3 -m pip list 2>/dev/null > $OUT/pip-list.txt; python3 -c \"import torch, "
-                "transformers, peft, trl, unsloth, nltk, papermill; print('versions', torch.__version__, "
-                "transformers.__version__, peft.__version__, trl.__version__, unsloth.__version__)\"")
+        cmd += (
+            f" && export PYTHONPATH={SITE}:$PWD/lib && nvidia-smi --query-gpu=name,memory.total,driver_version "
+            '--format=csv && python3 -m pip list 2>/dev/null > $OUT/pip-list.txt; python3 -c "import torch, '
+            "transformers, peft, trl, unsloth, nltk, papermill; print('versions', torch.__version__, "
+            'transformers.__version__, peft.__version__, trl.__version__, unsloth.__version__)"'
+        )
     return cmd
 
 
 WORK = [
-    ("build Mistral-7B-Instruct-v0.3's architecture (random bf16 weights, 14.5 GB) and run the benchmark's "
-     "transformers parts (b, d) on it",
-     f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 benchmarks/gpu.py "
-     "--build-paper-architecture --model /tmp/mistral7b --parts b,d --steps 20 --json /tmp/kit/gpu-bd.json 2>&1 "
-     "| tee $OUT/gpu-bd.log; status=$?; cp /tmp/kit/gpu-bd.json $OUT/; exit $status",
-     "~6-9 min (estimate: 1-2 min to initialise and save 14.5 GB, 2 processes loading it, 23 steps each)"),
-    ("the benchmark's Unsloth parts (a, c) on the same model, merged with (b, d) into one report: the ratios and "
-     "the (a)/(b) loss agreement",
-     f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 benchmarks/gpu.py "
-     "--model /tmp/mistral7b --parts a,c --steps 20 --merge /tmp/kit/gpu-bd.json --json $OUT/gpu.json 2>&1 "
-     "| tee $OUT/gpu-ac.log",
-     "~4-7 min (estimate; Unsloth's first load compiles its kernels)"),
-    ("notebook 05 through the runner with backend='unsloth' on SmolLM2-135M-Instruct (the joined GGUF), 20 steps, "
-     "then notebook 06 on that run",
-     f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 -m arrank.workbook.run 05 -p profile pretrained "
-     f"-p model_name {KIT}/SmolLM2-135M-Instruct.Q4_1.gguf -p backend unsloth -p steps 20 -p run_name gpu-unsloth "
-     "2>&1 | tee $OUT/nb05.log; python3 -m arrank.workbook.run 06 -p train_run gpu-unsloth 2>&1 | tee $OUT/nb06.log; "
-     "cp outputs/05_train/gpu-unsloth/results.json $OUT/nb05-results.json; "
-     "cp outputs/06_evaluate/*/results.json $OUT/ 2>/dev/null; true",
-     "~3-6 min (estimate; not run anywhere yet)"),
+    (
+        "build Mistral-7B-Instruct-v0.3's architecture (random bf16 weights, 14.5 GB) and run the benchmark's "
+        "transformers parts (b, d) on it",
+        f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 benchmarks/gpu.py "
+        "--build-paper-architecture --model /tmp/mistral7b --parts b,d --steps 20 --json /tmp/kit/gpu-bd.json 2>&1 "
+        "| tee $OUT/gpu-bd.log; status=$?; cp /tmp/kit/gpu-bd.json $OUT/; exit $status",
+        "~6-9 min (estimate: 1-2 min to initialise and save 14.5 GB, 2 processes loading it, 23 steps each)",
+    ),
+    (
+        "the benchmark's Unsloth parts (a, c) on the same model, merged with (b, d) into one report: the ratios and "
+        "the (a)/(b) loss agreement",
+        f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 benchmarks/gpu.py "
+        "--model /tmp/mistral7b --parts a,c --steps 20 --merge /tmp/kit/gpu-bd.json --json $OUT/gpu.json 2>&1 "
+        "| tee $OUT/gpu-ac.log",
+        "~4-7 min (estimate; Unsloth's first load compiles its kernels)",
+    ),
+    (
+        "notebook 05 through the runner with backend='unsloth' on SmolLM2-135M-Instruct (the joined GGUF), 20 steps, "
+        "then notebook 06 on that run",
+        f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 -m arrank.workbook.run 05 -p profile pretrained "
+        f"-p model_name {KIT}/SmolLM2-135M-Instruct.Q4_1.gguf -p backend unsloth -p steps 20 -p run_name gpu-unsloth "
+        "2>&1 | tee $OUT/nb05.log; python3 -m arrank.workbook.run 06 -p train_run gpu-unsloth 2>&1 | tee $OUT/nb06.log; "
+        "cp outputs/05_train/gpu-unsloth/results.json $OUT/nb05-results.json; "
+        "cp outputs/06_evaluate/*/results.json $OUT/ 2>/dev/null; true",
+        "~3-6 min (estimate; not run anywhere yet)",
+    ),
 ]
 
 
@@ -407,12 +474,27 @@ def stage(folder: Path) -> None:
     number = int(folder.name.removeprefix("call"))
     missing = [n for n in range(1, number) if n not in record["calls"]]
     if missing:
-        raise SystemExit(f"calls {missing} were not staged on this machine (a fresh machine started after the last "
-                         "one went back): start again from call 1")
+        raise SystemExit(
+            f"calls {missing} were not staged on this machine (a fresh machine started after the last "
+            "one went back): start again from call 1"
+        )
     wheels = sorted(folder.glob("*.whl"))
     if wheels:
-        cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
-               "--no-cache-dir", "--upgrade", "--target", SITE, *map(str, wheels)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-index",
+            "--no-deps",
+            "--no-compile",
+            "--no-cache-dir",
+            "--upgrade",
+            "--target",
+            SITE,
+            *map(str, wheels),
+        ]
         subprocess.run(cmd, check=True)
     for tarball in sorted(folder.glob("*.tar.gz")):
         with tarfile.open(tarball) as tf:
@@ -430,9 +512,11 @@ def stage(folder: Path) -> None:
             joined.append(str(target))
     record["calls"] = sorted(set(record["calls"]) | {number})
     record_path.write_text(json.dumps(record))
-    print(f"staged call {number}: {len(wheels)} wheels into {SITE}, "
-          f"{len(list(folder.glob('*.tar.gz')))} tarballs unpacked, joined: {joined or 'none yet'}; "
-          f"calls staged on this machine: {record['calls']}" + (f" of {plan['calls']}" if plan else ""))
+    print(
+        f"staged call {number}: {len(wheels)} wheels into {SITE}, "
+        f"{len(list(folder.glob('*.tar.gz')))} tarballs unpacked, joined: {joined or 'none yet'}; "
+        f"calls staged on this machine: {record['calls']}" + (f" of {plan['calls']}" if plan else "")
+    )
     if plan and len(record["calls"]) == plan["calls"]:
         print(f"all {plan['calls']} staging calls are in: export PYTHONPATH={SITE}:$PWD/lib")
 
@@ -445,9 +529,12 @@ def prepare(a: argparse.Namespace) -> tuple[list[Path], Wheels, int]:
     out = a.out
     repo = travel_bytes(ROOT)
     budget = LIMIT_BYTES - repo - MARGIN_BYTES
-    print(f"repository travelling size: {repo / MIB:.2f} MiB (git ls-files --cached --others --exclude-standard); "
-          f"per call {LIMIT_BYTES / MIB:.0f} MiB - that - {MARGIN_BYTES / MIB:.0f} MiB margin = "
-          f"{budget / MIB:.1f} MiB to carry", flush=True)
+    print(
+        f"repository travelling size: {repo / MIB:.2f} MiB (git ls-files --cached --others --exclude-standard); "
+        f"per call {LIMIT_BYTES / MIB:.0f} MiB - that - {MARGIN_BYTES / MIB:.0f} MiB margin = "
+        f"{budget / MIB:.1f} MiB to carry",
+        flush=True,
+    )
     roots = list(UNSLOTH) + workbook_requirements(ROOT)
     print(f"wheels for: {', '.join(roots)}", flush=True)
     wheels = closure(roots, out / "wheels")
@@ -484,8 +571,9 @@ def main() -> None:
     for name, why in sorted(wheels.left.items()):
         print(f"  not carried: {name}: {why}")
     if wheels.conflicts:
-        raise SystemExit("version conflicts (one version of each package can be installed):\n  "
-                         + "\n  ".join(wheels.conflicts))
+        raise SystemExit(
+            "version conflicts (one version of each package can be installed):\n  " + "\n  ".join(wheels.conflicts)
+        )
     budget = LIMIT_BYTES - repo - MARGIN_BYTES
     calls = plan_calls(files, budget)
     calls_dir = a.out / "calls"
@@ -512,21 +600,27 @@ def main() -> None:
             problems.append(f"call {call.number}: {total / MIB:.1f} MiB > {LIMIT_BYTES / MIB:.0f} MiB")
     for call in calls:  # each call's folder says how many staging calls there are
         (calls_dir / f"call{call.number}" / "plan.json").write_text(json.dumps({"calls": len(calls)}))
-    print(f"\n{len(wheels.files)} wheels, {sum(p.stat().st_size for p in wheels.files.values()) / MIB:.1f} MiB; "
-          f"{len(calls)} staging calls + {len(work)} work calls. Every call: carry exactly the path named, "
-          f"timeout_s 600; the machine goes back 30 s after a call, so make each call right after the last.\n")
+    print(
+        f"\n{len(wheels.files)} wheels, {sum(p.stat().st_size for p in wheels.files.values()) / MIB:.1f} MiB; "
+        f"{len(calls)} staging calls + {len(work)} work calls. Every call: carry exactly the path named, "
+        f"timeout_s 600; the machine goes back 30 s after a call, so make each call right after the last.\n"
+    )
     for call in calls:
-        print(f"call {call.number}: carry [\".gpu-kit/calls/call{call.number}\"] "
-              f"({len(call.files)} files, {call.carried_bytes / MIB:.1f} MiB + repository {repo / MIB:.1f} MiB = "
-              f"{(call.carried_bytes + repo) / MIB:.1f} of {LIMIT_BYTES / MIB:.0f} MiB); expected {call.expected}")
+        print(
+            f'call {call.number}: carry [".gpu-kit/calls/call{call.number}"] '
+            f"({len(call.files)} files, {call.carried_bytes / MIB:.1f} MiB + repository {repo / MIB:.1f} MiB = "
+            f"{(call.carried_bytes + repo) / MIB:.1f} of {LIMIT_BYTES / MIB:.0f} MiB); expected {call.expected}"
+        )
         print(f"  command: {call.command}")
     for call, (what, _, _) in zip(work, chosen):
         print(f"call {call.number}: carry nothing ({repo / MIB:.1f} MiB); {what}; expected {call.expected}")
         print(f"  command: {call.command}")
     if problems:
         raise SystemExit("the plan breaks the limits, no call should be made:\n  " + "\n  ".join(problems))
-    print(f"\nchecked: every call within {LIMIT_BYTES / MIB:.0f} MiB, 1 carried path (limit {MAX_CARRY}), "
-          f"commands within {MAX_COMMAND} characters")
+    print(
+        f"\nchecked: every call within {LIMIT_BYTES / MIB:.0f} MiB, 1 carried path (limit {MAX_CARRY}), "
+        f"commands within {MAX_COMMAND} characters"
+    )
 
 
 if __name__ == "__main__":

@@ -32,8 +32,9 @@ def arrank_imports(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.startswith("arrank")}
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("arrank"):
-            found |= {f"{node.module}.{a.name}" if is_module(f"{node.module}.{a.name}") else node.module
-                      for a in node.names}
+            found |= {
+                f"{node.module}.{a.name}" if is_module(f"{node.module}.{a.name}") else node.module for a in node.names
+            }
     return found
 
 
@@ -60,8 +61,13 @@ def test_every_module_lives_on_a_floor():
 def test_no_import_points_up():
     """common imports no other floor; a stage imports common and earlier stages; workbook is
     imported by nothing below it."""
-    bad = [f"{m} -> {i}" for m, imports in graph().items() if floor(m) != "arrank"
-           for i in imports if floor(i) != "arrank" and level(i) > level(m)]
+    bad = [
+        f"{m} -> {i}"
+        for m, imports in graph().items()
+        if floor(m) != "arrank"
+        for i in imports
+        if floor(i) != "arrank" and level(i) > level(m)
+    ]
     assert not bad, "upward imports: " + ", ".join(sorted(bad))
 
 

@@ -25,8 +25,7 @@ def test_auto_run_name_uses_profile_and_time():
 def test_write_results_contract(tmp_path):
     import numpy as np
 
-    path = outputs.write_results(tmp_path, "01_de_capacity", {"seed": 0}, {"cvr": np.float64(0.25)},
-                                 {"train": 1.5})
+    path = outputs.write_results(tmp_path, "01_de_capacity", {"seed": 0}, {"cvr": np.float64(0.25)}, {"train": 1.5})
     data = json.loads(path.read_text())
     assert list(data) == ["notebook", "params", "metrics", "timings", "env"]
     assert data["metrics"] == {"cvr": 0.25} and data["env"]["cpu_count"] >= 1
@@ -73,7 +72,9 @@ def test_a_run_name_is_claimed_by_one_process_and_given_back(outputs_root):
     lock = outputs.lock_path("01_de_capacity", "r", outputs_root)
     assert lock.read_text() == f"{os.getpid()}\n"
     assert outputs.run_in_progress("01_de_capacity", "r", outputs_root) == str(os.getpid())
-    with pytest.raises(outputs.RunInProgressError, match=rf"01_de_capacity run 'r' is in progress \(pid {os.getpid()}\)"):
+    with pytest.raises(
+        outputs.RunInProgressError, match=rf"01_de_capacity run 'r' is in progress \(pid {os.getpid()}\)"
+    ):
         outputs.claim_run("01_de_capacity", "r", outputs_root)  # a second claim, even from this process
     fd.release()
     assert outputs.run_in_progress("01_de_capacity", "r", outputs_root) is None  # given back (filelock keeps the file)
@@ -95,7 +96,8 @@ def test_staging_folders_of_dead_runs_become_failed_folders(outputs_root):
     assert sorted(p.read_text() for p in folder.glob("a.failed-*/x.txt")) == [".a.partial-11", ".a.partial-12"]
     assert len(moved) == 2 and len({p.name for p in moved}) == 2  # same second: the names stay distinct
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".") and not p.name.endswith(".lock")) == [
-        ".b.partial-13"]
+        ".b.partial-13"
+    ]
     assert [p.name for p in outputs.tidy_partials("05_train", "b", outputs_root)][0].startswith("b.failed-")
 
 
@@ -122,8 +124,11 @@ def test_one_of_several_processes_outside_the_runner_is_refused(outputs_root, mo
     from arrank.common.params import ParamError
 
     monkeypatch.setenv("WORLD_SIZE", "2")
-    with pytest.raises(ParamError, match=r"05_train is one of 2 processes \(WORLD_SIZE\) but not under the runner.*"
-                                         r"torchrun --nproc_per_node N -m arrank.workbook.run 05_train -p run_name NAME"):
+    with pytest.raises(
+        ParamError,
+        match=r"05_train is one of 2 processes \(WORLD_SIZE\) but not under the runner.*"
+        r"torchrun --nproc_per_node N -m arrank.workbook.run 05_train -p run_name NAME",
+    ):
         outputs.start_run("05_train", {"run_name": "r", "profile": "quick"})
     assert list(outputs_root.iterdir()) == []
     monkeypatch.setenv("ARRANK_RUN_DIR", str(outputs_root / "staged"))  # under the runner: its folder

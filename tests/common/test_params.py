@@ -9,8 +9,12 @@ from arrank.common.params import ParamError
 def test_integer_refuses_bool_float_and_out_of_range():
     check = params.integer(2, 7)
     assert check("k", 5) == 5
-    for bad, msg in [(True, "must be an integer"), (5.0, "must be an integer"), (8, r"out of range.*\[2, 7\]"),
-                     (1, "out of range")]:
+    for bad, msg in [
+        (True, "must be an integer"),
+        (5.0, "must be an integer"),
+        (8, r"out of range.*\[2, 7\]"),
+        (1, "out of range"),
+    ]:
         with pytest.raises(ParamError, match=msg):
             check("k", bad)
 
@@ -50,8 +54,15 @@ def test_run_names_that_collide_with_the_workbooks_markers_are_refused_by_the_ru
 
 
 def _namespace(**over):
-    ns = {"profile": "quick", "seed": 0, "run_name": "auto", "k_max_exact": None, "mc_queries": None,
-          "k_max_bound": None, "site_sets": None}
+    ns = {
+        "profile": "quick",
+        "seed": 0,
+        "run_name": "auto",
+        "k_max_exact": None,
+        "mc_queries": None,
+        "k_max_bound": None,
+        "site_sets": None,
+    }
     ns.update(over)
     return ns
 
@@ -97,8 +108,14 @@ def test_training_hyperparameters_come_from_the_definition():
     assert train.profile_hyperparameters("paper")["optimizer"] == "adafactor"
     with pytest.raises(ValueError, match=r"\['lr'\] are unresolved"):
         train.hyperparameters({**quick, "lr": None})
-    p = params.resolve_profile("05_train", {**{n: q.default for n, q in params.definition("05_train").items()},
-                                            "profile": "pretrained", "dataset": "esci"})
+    p = params.resolve_profile(
+        "05_train",
+        {
+            **{n: q.default for n, q in params.definition("05_train").items()},
+            "profile": "pretrained",
+            "dataset": "esci",
+        },
+    )
     assert (p["template"], p["steps"], p["batch_size"]) == ("esci", 80, 4)  # the template follows the dataset
 
 
@@ -107,5 +124,7 @@ def test_scheme_accepts_what_the_registry_holds():
 
     check = params.spec_for("05_train")["scheme"]
     assert [check("scheme", s) for s in schemes.SCHEMES] == list(schemes.SCHEMES)
-    with pytest.raises(ParamError, match=r"scheme='linear' is not allowed; choose one of \['indicator', 'fractional', 'stepwise'\]"):
+    with pytest.raises(
+        ParamError, match=r"scheme='linear' is not allowed; choose one of \['indicator', 'fractional', 'stepwise'\]"
+    ):
         check("scheme", "linear")

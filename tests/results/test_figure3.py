@@ -4,9 +4,9 @@ import json
 
 import numpy as np
 import pandas as pd
-import pytest
 
-from arrank.baselines import figure3 as BL, panels
+from arrank.baselines import figure3 as BL
+from arrank.baselines import panels
 from arrank.common import outputs
 from arrank.common.findings import findings_markdown
 from arrank.evaluation import metrics
@@ -26,16 +26,30 @@ def results_of(per_query: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for key, part in per_query.groupby("config", sort=False):
         model, n, alpha = key.split("_")
-        rows.append({"config": key, "model": model, "n": int(n[1:]), "alpha": float(alpha[5:]), "panels": "a",
-                     **{f"recall@{k}": part[f"r{k}"].mean() for k in (1, 2, 3)}})
+        rows.append(
+            {
+                "config": key,
+                "model": model,
+                "n": int(n[1:]),
+                "alpha": float(alpha[5:]),
+                "panels": "a",
+                **{f"recall@{k}": part[f"r{k}"].mean() for k in (1, 2, 3)},
+            }
+        )
     return pd.DataFrame(rows).set_index("config")
 
 
 def test_figure3_findings_with_per_query_data_get_intervals_and_three_verdicts():
     rng = np.random.default_rng(0)
-    per_query = pd.concat([config_rows("de_n16_alpha5", rng, 0.5), config_rows("de_n32_alpha5", rng, 0.8),
-                           config_rows("ce_n32_alpha5", rng, 0.81), config_rows("de_n8_alpha0", rng, 0.6),
-                           config_rows("de_n8_alpha5", rng, 0.6)])
+    per_query = pd.concat(
+        [
+            config_rows("de_n16_alpha5", rng, 0.5),
+            config_rows("de_n32_alpha5", rng, 0.8),
+            config_rows("ce_n32_alpha5", rng, 0.81),
+            config_rows("de_n8_alpha0", rng, 0.6),
+            config_rows("de_n8_alpha5", rng, 0.6),
+        ]
+    )
     results = results_of(per_query)
     arr = pd.DataFrame([{"run": "arr-run", "label": "ARR best", **{f"train_recall@{k}": 0.95 for k in (1, 2, 3)}}])
     arr_rows = config_rows("x", rng, 0.95).drop(columns="config").assign(query=lambda d: "t" + d["query"])
@@ -61,8 +75,10 @@ def test_figure3_findings_with_per_query_data_get_intervals_and_three_verdicts()
 
 
 def test_per_query_rows_of_a_config_and_of_an_arr_run(outputs_root):
-    records = [{"query": "a", "relevant": ["x", "y"], "negative": "z", "scores": {"x": 2.0, "y": 0.0, "z": 1.0}},
-               {"query": "b", "relevant": ["x", "y"], "negative": "z", "scores": {"x": 2.0, "y": 1.5, "z": 1.0}}]
+    records = [
+        {"query": "a", "relevant": ["x", "y"], "negative": "z", "scores": {"x": 2.0, "y": 0.0, "z": 1.0}},
+        {"query": "b", "relevant": ["x", "y"], "negative": "z", "scores": {"x": 2.0, "y": 1.5, "z": 1.0}},
+    ]
     frame = metrics.per_query_metrics(records, [1, 2, 3])
     rows = BL.per_query_rows(frame, "de_n8_alpha5")
     assert list(rows.columns) == ["config", "query", "cvr", "ndcg", "r1", "r2", "r3"]

@@ -16,8 +16,10 @@ def per_query(values: dict[str, list[np.ndarray]], column: str = "r1") -> pd.Dat
     rows = []
     for variant, runs in values.items():
         for seed, run in enumerate(runs):
-            rows += [{"point": f"{variant}-seed{seed}", "variant": variant, "seed": seed, "query": f"q{q}",
-                      column: float(v)} for q, v in enumerate(run)]
+            rows += [
+                {"point": f"{variant}-seed{seed}", "variant": variant, "seed": seed, "query": f"q{q}", column: float(v)}
+                for q, v in enumerate(run)
+            ]
     return pd.DataFrame(rows)
 
 
@@ -88,8 +90,16 @@ def test_seed_disagreement_widens_the_interval_by_the_t_quantile():
 
 
 def test_values_average_runs_per_query_and_skip_missing_recall():
-    data = pd.DataFrame({"point": ["p0", "p0", "p1", "p1"], "variant": "A", "seed": [0, 0, 1, 1],
-                         "query": ["x", "y", "x", "y"], "r2": [1.0, 0.5, 0.0, 0.5], "r3": [1.0, np.nan, 1 / 3, np.nan]})
+    data = pd.DataFrame(
+        {
+            "point": ["p0", "p0", "p1", "p1"],
+            "variant": "A",
+            "seed": [0, 0, 1, 1],
+            "query": ["x", "y", "x", "y"],
+            "r2": [1.0, 0.5, 0.0, 0.5],
+            "r3": [1.0, np.nan, 1 / 3, np.nan],
+        }
+    )
     v = S.variant_values(data, "A", ["recall@2", "recall@3"])
     assert v.by_query.to_dict() == pytest.approx({"x": (1.0 + 1 / 6) / 2, "y": 0.5})  # y has R@2 only
     assert sorted(v.run_means) == pytest.approx([(1 / 6 + 0.5) / 2, 0.75])

@@ -51,15 +51,20 @@ def test_three_results_make_the_expected_table(tmp_path, outputs_root):
     assert list(table["variant"]) == ["NTP", "Fractional α=2", "Trie β=2"]  # the missing point has no row
     assert table.loc[1, ["cvr", "ndcg", "recall@1", "recall@2", "recall@3"]].tolist() == [5.0, 95.0, 70.0, 80.0, 85.0]
     assert math.isnan(table.loc[2, "recall@3"]) and table["runs"].tolist() == [1, 1, 1]
-    assert tables.best_variants(table) == {"cvr": ["Fractional α=2"], "ndcg": ["Fractional α=2", "Trie β=2"],
-                                           "recall@1": ["NTP"], "recall@2": ["Fractional α=2"],
-                                           "recall@3": ["Fractional α=2"]}
+    assert tables.best_variants(table) == {
+        "cvr": ["Fractional α=2"],
+        "ndcg": ["Fractional α=2", "Trie β=2"],
+        "recall@1": ["NTP"],
+        "recall@2": ["Fractional α=2"],
+        "recall@3": ["Fractional α=2"],
+    }
     assert tables.markdown(table).splitlines() == [
         "| variant | CVR % (↓) | nDCG (↑) | R@1 (↑) | R@2 (↑) | R@3 (↑) |",
         "|---|---|---|---|---|---|",
         "| NTP | 50.00 | 90.00 | **90.00** | 60.00 | 55.00 |",
         "| Fractional α=2 | **5.00** | **95.00** | 70.00 | **80.00** | **85.00** |",
-        "| Trie β=2 | 25.00 | **95.00** | 85.00 | 65.00 | – |"]
+        "| Trie β=2 | 25.00 | **95.00** | 85.00 | 65.00 | – |",
+    ]
     csv, md = tables.write_tables(table, tmp_path)
     again = pd.read_csv(csv)
     assert again["variant"].tolist() == ["NTP", "Fractional α=2", "Trie β=2"] and again["cvr"].tolist() == [50, 5, 25]
@@ -74,8 +79,18 @@ def test_paper_rows_follow_their_variant_for_the_paper_profile(tmp_path, outputs
     assert report.paper_reference(s, frame) == "table1" and report.paper_reference(s, frame, "no") is None
     table = tables.results_table(frame, "table1")
     assert list(zip(table["variant"], table["source"])) == [
-        ("NTP", "this run"), ("NTP", "paper"), ("Fractional α=2", "this run"), ("Fractional α=2", "paper")]
-    assert table.loc[1, ["cvr", "ndcg", "recall@1", "recall@2", "recall@3"]].tolist() == [27.66, 94.89, 99.96, 62.43, 55.3]
+        ("NTP", "this run"),
+        ("NTP", "paper"),
+        ("Fractional α=2", "this run"),
+        ("Fractional α=2", "paper"),
+    ]
+    assert table.loc[1, ["cvr", "ndcg", "recall@1", "recall@2", "recall@3"]].tolist() == [
+        27.66,
+        94.89,
+        99.96,
+        62.43,
+        55.3,
+    ]
     lines = tables.markdown(table).splitlines()
     assert lines[0].startswith("| variant | source | CVR % (↓)")
     assert lines[3] == "| NTP | paper | 27.66 | 94.89 | **99.96** | 62.43 | 55.30 |"  # best among the paper's rows
@@ -97,15 +112,23 @@ def test_seeds_are_averaged_with_their_spread(tmp_path, outputs_root):
     assert table["variant"].tolist() == ["NTP", "Stepwise"] and table["runs"].tolist() == [2, 2]
     assert table["cvr"].tolist() == [50.0, 10.0]
     assert table["cvr sd"].round(4).tolist() == [round(100 * 0.2 / math.sqrt(2), 4), 0.0]
-    assert tables.markdown(table).splitlines()[2:] == ["| NTP | 2 | 50.00 ± 14.14 | **90.00 ± 0.00** |",
-                                                      "| Stepwise | 2 | **10.00 ± 0.00** | **90.00 ± 0.00** |",
-                                                      "", "± one standard deviation over the seeds of a variant; percent."]
+    assert tables.markdown(table).splitlines()[2:] == [
+        "| NTP | 2 | 50.00 ± 14.14 | **90.00 ± 0.00** |",
+        "| Stepwise | 2 | **10.00 ± 0.00** | **90.00 ± 0.00** |",
+        "",
+        "± one standard deviation over the seeds of a variant; percent.",
+    ]
 
 
 def test_the_random_floor_row_comes_from_a_finished_run(tmp_path, outputs_root):
     s = make_sweep(tmp_path, GRID)
-    finish(s, s.points[1], FRAC, outputs_root, floor={"cvr": 0.87, "ndcg": 0.86, "recall@1": 0.13,
-                                                     "recall@2": 0.27, "recall@3": 0.4})
+    finish(
+        s,
+        s.points[1],
+        FRAC,
+        outputs_root,
+        floor={"cvr": 0.87, "ndcg": 0.86, "recall@1": 0.13, "recall@2": 0.27, "recall@3": 0.4},
+    )
     frame = report.collect(s)
     floor = report.random_floor(s, frame)
     assert floor == {"cvr": 0.87, "ndcg": 0.86, "recall@1": 0.13, "recall@2": 0.27, "recall@3": 0.4}
@@ -127,19 +150,33 @@ def test_labels_are_the_papers_names():
     assert label({"scheme": "fractional", "targets": "onehot", "alpha": 0.5}) == "Fractional α=0.5"
     assert label({"scheme": "stepwise", "targets": "onehot"}) == "Stepwise"
     assert label({"scheme": "indicator", "targets": "trie", "beta": 4.0, "combined": True}) == "Trie β=4"
-    assert label({"scheme": "fractional", "targets": "trie", "alpha": 2.0, "beta": 25.0, "combined": True}) == \
-        "Combined α=2, β=25"
-    assert label({"scheme": "fractional", "targets": "trie", "alpha": 2.0, "beta": 1.0, "combined": False}) == \
-        "Fractional α=2 + trie β=1"
-    assert tables.variant_label("05_train", {"scheme": "indicator", "targets": "onehot", "steps": 600, "seed": 1},
-                                ["scheme", "steps", "seed"]) == "NTP (steps=600)"
+    assert (
+        label({"scheme": "fractional", "targets": "trie", "alpha": 2.0, "beta": 25.0, "combined": True})
+        == "Combined α=2, β=25"
+    )
+    assert (
+        label({"scheme": "fractional", "targets": "trie", "alpha": 2.0, "beta": 1.0, "combined": False})
+        == "Fractional α=2 + trie β=1"
+    )
+    assert (
+        tables.variant_label(
+            "05_train",
+            {"scheme": "indicator", "targets": "onehot", "steps": 600, "seed": 1},
+            ["scheme", "steps", "seed"],
+        )
+        == "NTP (steps=600)"
+    )
     assert tables.variant_label("07_x", {"model": "de", "n": 8}, ["model", "n"]) == "model=de, n=8"
-    assert tables.variant_label("07_de_ce_baselines", {"model": "ce", "n": 32, "alpha": 0.0}, ["model", "n", "alpha"]) \
+    assert (
+        tables.variant_label("07_de_ce_baselines", {"model": "ce", "n": 32, "alpha": 0.0}, ["model", "n", "alpha"])
         == "CE n=32, α=0"
+    )
 
 
-@pytest.mark.parametrize("name, key", [("table1_wordnet_paper", "table1"), ("table2_esci_paper", "table2"),
-                                       ("table3_combined_paper", "table3")])
+@pytest.mark.parametrize(
+    "name, key",
+    [("table1_wordnet_paper", "table1"), ("table2_esci_paper", "table2"), ("table3_combined_paper", "table3")],
+)
 def test_the_paper_sweeps_cover_the_papers_rows(name, key):
     try:
         s = sweep.load_sweep(paths.ROOT / "sweeps" / f"{name}.yaml")
@@ -154,9 +191,11 @@ def test_the_paper_sweeps_cover_the_papers_rows(name, key):
 def _tex_rows(tex, label):
     start = tex.rfind("\\begin{tabular}", 0, tex.index(f"\\label{{{label}}}"))
     rows = []
-    for line in tex[start:tex.index("\\end{tabular}", start)].splitlines():
-        cells = [re.sub(r"\\textbf\{([^}]*)\}", r"\1", c).replace("\\%", "").strip()
-                 for c in line.strip().rstrip("\\").split("&")]
+    for line in tex[start : tex.index("\\end{tabular}", start)].splitlines():
+        cells = [
+            re.sub(r"\\textbf\{([^}]*)\}", r"\1", c).replace("\\%", "").strip()
+            for c in line.strip().rstrip("\\").split("&")
+        ]
         numbers = [float(c) for c in cells if re.fullmatch(r"\d+(\.\d+)?", c)]
         if numbers:
             rows.append(numbers)
@@ -170,14 +209,18 @@ def test_the_papers_numbers_match_the_tex():
     if not os.environ.get("ARRANK_PAPER_TEX") or not tex_path.is_file():
         pytest.skip("ARRANK_PAPER_TEX does not name the paper's LaTeX source")
     tex = tex_path.read_text()
-    for key, label in [("table1", "tab:wordnet-results"), ("table2", "tab:esci-results"),
-                       ("table3", "tab:wordnet-combined-loss-from-checkpoint")]:
+    for key, label in [
+        ("table1", "tab:wordnet-results"),
+        ("table2", "tab:esci-results"),
+        ("table3", "tab:wordnet-combined-loss-from-checkpoint"),
+    ]:
         assert _tex_rows(tex, label) == list(paper.PAPER[key]["rows"].values()), key
 
 
 def test_parameter_curves_draw_one_line_per_family(tmp_path, outputs_root):
-    s = make_sweep(tmp_path, "[{scheme: [indicator]}, {scheme: [fractional], alpha: [1, 2, 3]}, "
-                             "{targets: [trie], beta: [1, 2]}]")
+    s = make_sweep(
+        tmp_path, "[{scheme: [indicator]}, {scheme: [fractional], alpha: [1, 2, 3]}, {targets: [trie], beta: [1, 2]}]"
+    )
     for i, point in enumerate(s.points):
         finish(s, point, {"cvr": 0.1 * i, "ndcg": 0.9, "recall@1": 0.5}, outputs_root)
     fig = tables.parameter_curves(report.collect(s), s.notebook)
@@ -196,8 +239,15 @@ def test_parameter_curves_draw_one_line_per_family(tmp_path, outputs_root):
 
 def test_variants_keep_parameter_order_and_ordered_colours():
     variants = ["NTP", "Fractional α=3", "Fractional α=1", "Trie β=2", "Fractional α=2", "Trie β=1", "Stepwise"]
-    assert tables.legend_order(variants) == ["NTP", "Fractional α=1", "Fractional α=2", "Fractional α=3",
-                                             "Trie β=1", "Trie β=2", "Stepwise"]
+    assert tables.legend_order(variants) == [
+        "NTP",
+        "Fractional α=1",
+        "Fractional α=2",
+        "Fractional α=3",
+        "Trie β=1",
+        "Trie β=2",
+        "Stepwise",
+    ]
     assert tables.variant_family("Combined α=2, β=5") == ("Combined α=2, β", 5.0)
     colors = tables.variant_colors(variants)
     from plotly.colors import unlabel_rgb
@@ -215,8 +265,14 @@ def test_figure3_points_get_baseline_labels_and_curves(outputs_root):
     for i, point in enumerate(s.points):
         finish(s, point, {"cvr": 0.01 * i, "ndcg": 0.9, "recall@1": 0.5, "recall@10": 0.9}, outputs_root)
     frame = report.collect(s)
-    assert list(frame["label"][:6]) == ["DE n=4, α=5", "DE n=8, α=5", "DE n=16, α=5", "DE n=32, α=5",
-                                        "CE n=32, α=5", "DE n=8, α=0"]
+    assert list(frame["label"][:6]) == [
+        "DE n=4, α=5",
+        "DE n=8, α=5",
+        "DE n=16, α=5",
+        "DE n=32, α=5",
+        "CE n=32, α=5",
+        "DE n=8, α=0",
+    ]
     fig = tables.parameter_curves(frame, s.notebook)
     lines = {(t.name, t.xaxis): list(t.x) for t in fig.data if t.yaxis in ("y", "y2")}
     assert lines[("DE n, α=5", "x")] == [4, 8, 16, 32]
@@ -225,11 +281,26 @@ def test_figure3_points_get_baseline_labels_and_curves(outputs_root):
 
 def _finding_frame(ntp_cvr: float, frac_cvr: float) -> pd.DataFrame:
     row = lambda label, scheme, alpha, targets, cvr, r: {
-        "state": "done", "label": label, "scheme": scheme, "alpha": alpha, "targets": targets, "combined": False,
-        "cvr": cvr, "recall@1": r[0], "recall@2": r[1], "recall@3": r[2], "recall@4": r[3], "recall@5": r[4]}
-    return pd.DataFrame([row("NTP", "indicator", None, "onehot", ntp_cvr, [0.90, 0.70, 0.70, 0.70, 0.70]),
-                         row("Fractional α=2", "fractional", 2.0, "onehot", frac_cvr, [0.89, 0.80, 0.80, 0.80, 0.80]),
-                         row("Trie β=2", "indicator", None, "trie", 0.5, [0.85, 0.75, 0.75, 0.75, 0.75])])
+        "state": "done",
+        "label": label,
+        "scheme": scheme,
+        "alpha": alpha,
+        "targets": targets,
+        "combined": False,
+        "cvr": cvr,
+        "recall@1": r[0],
+        "recall@2": r[1],
+        "recall@3": r[2],
+        "recall@4": r[3],
+        "recall@5": r[4],
+    }
+    return pd.DataFrame(
+        [
+            row("NTP", "indicator", None, "onehot", ntp_cvr, [0.90, 0.70, 0.70, 0.70, 0.70]),
+            row("Fractional α=2", "fractional", 2.0, "onehot", frac_cvr, [0.89, 0.80, 0.80, 0.80, 0.80]),
+            row("Trie β=2", "indicator", None, "trie", 0.5, [0.85, 0.75, 0.75, 0.75, 0.75]),
+        ]
+    )
 
 
 def _holds(found):
@@ -240,10 +311,12 @@ def test_table1_findings_hold_and_fail_on_the_numbers():
     found = findings_frame(table1.table1_findings(_finding_frame(0.9, 0.3))).set_index("claim")
     assert list(found["verdict"]) == ["holds"] * 4
     point = "; point estimates, no interval (runs without per-query data)"  # no per-query data: the point verdict
-    assert found["numbers"].tolist() == ["CVR (%): NTP 90.0; Fractional α=2 30.0, Trie β=2 50.0" + point,
-                                         "R@1 (%): NTP 90.0, best 90.0" + point,
-                                         "mean R@2..R@5 (%): fractional α=2 80.0, NTP 70.0" + point,
-                                         "CVR (%): NTP 90.0; Trie β=2 50.0" + point]
+    assert found["numbers"].tolist() == [
+        "CVR (%): NTP 90.0; Fractional α=2 30.0, Trie β=2 50.0" + point,
+        "R@1 (%): NTP 90.0, best 90.0" + point,
+        "mean R@2..R@5 (%): fractional α=2 80.0, NTP 70.0" + point,
+        "CVR (%): NTP 90.0; Trie β=2 50.0" + point,
+    ]
     bad = _holds(table1.table1_findings(_finding_frame(0.9, 0.6)))  # 0.6 > 0.9 / 2
     assert list(bad) == [False, True, True, True]
     assert _holds(table1.table1_findings(_finding_frame(0.4, 0.3)))[0] is False  # trie 0.5 above NTP
@@ -251,9 +324,22 @@ def test_table1_findings_hold_and_fail_on_the_numbers():
 
 def test_a_zero_shot_row_is_no_loss_variant_and_is_checked_against_the_fine_tuned_ones():
     frame = _finding_frame(0.9, 0.3).assign(ndcg=[0.95, 0.97, 0.96], steps=None)
-    zero = {"state": "done", "label": "Zero-shot", "scheme": "indicator", "alpha": None, "targets": "onehot",
-            "combined": False, "steps": 0, "cvr": 0.99, "ndcg": 0.90, "recall@1": 0.95, "recall@2": 0.1,
-            "recall@3": 0.1, "recall@4": 0.1, "recall@5": 0.1}
+    zero = {
+        "state": "done",
+        "label": "Zero-shot",
+        "scheme": "indicator",
+        "alpha": None,
+        "targets": "onehot",
+        "combined": False,
+        "steps": 0,
+        "cvr": 0.99,
+        "ndcg": 0.90,
+        "recall@1": 0.95,
+        "recall@2": 0.1,
+        "recall@3": 0.1,
+        "recall@4": 0.1,
+        "recall@5": 0.1,
+    }
     holds = pd.Series({f.claim: f.holds for f in table1.table1_findings(pd.concat([frame, pd.DataFrame([zero])]))})
     assert list(holds)[:4] == [True, True, True, True]  # zero-shot's CVR 0.99 and R@1 0.95 not taken as NTP's
     assert holds["every fine-tuned variant beats the zero-shot model (nDCG and mean R@1..R@5)"]
@@ -269,12 +355,32 @@ def finish_queries(s, point, root, violation, recall1, seed=0, n_relevant=5):
     """A finished 05_train run with its per_query.csv (notebook 05's format: one row per held-out
     query) and the results.json metrics those rows give."""
     n = len(violation)
-    q = pd.DataFrame({"query": [f"q{i}.n.01" for i in range(n)], "n_relevant": n_relevant, "n_candidates": 6,
-                      "violation": np.asarray(violation, dtype=bool), "ndcg": 0.5 + 0.5 * np.asarray(recall1, float),
-                      "recall@1": np.asarray(recall1, float), "recall@2": 0.5, "recall@3": np.nan})
-    finish(s, point, {"cvr": float(q["violation"].mean()), "ndcg": float(q["ndcg"].mean()),
-                      "recall@1": float(q["recall@1"].mean()), "recall@2": 0.5, "recall@3": None, "n_queries": n},
-           root, seed=seed)
+    q = pd.DataFrame(
+        {
+            "query": [f"q{i}.n.01" for i in range(n)],
+            "n_relevant": n_relevant,
+            "n_candidates": 6,
+            "violation": np.asarray(violation, dtype=bool),
+            "ndcg": 0.5 + 0.5 * np.asarray(recall1, float),
+            "recall@1": np.asarray(recall1, float),
+            "recall@2": 0.5,
+            "recall@3": np.nan,
+        }
+    )
+    finish(
+        s,
+        point,
+        {
+            "cvr": float(q["violation"].mean()),
+            "ndcg": float(q["ndcg"].mean()),
+            "recall@1": float(q["recall@1"].mean()),
+            "recall@2": 0.5,
+            "recall@3": None,
+            "n_queries": n,
+        },
+        root,
+        seed=seed,
+    )
     q.to_csv(outputs.run_path(s.notebook, point.run_name, root) / "per_query.csv", index=False)
     return q
 
@@ -321,8 +427,13 @@ def test_the_table_shows_each_mean_with_its_interval_half_width(tmp_path, output
     finish_queries(s, s.points[1], outputs_root, np.zeros(200), rng.random(200) < 0.7)
     frame = report.collect(s)
     table = tables.results_table(frame, per_query=report.per_query_frame(s, frame))
-    assert [c for c in table.columns if c.endswith(" ci")] == ["cvr ci", "ndcg ci", "recall@1 ci", "recall@2 ci",
-                                                               "recall@3 ci"]
+    assert [c for c in table.columns if c.endswith(" ci")] == [
+        "cvr ci",
+        "ndcg ci",
+        "recall@1 ci",
+        "recall@2 ci",
+        "recall@3 ci",
+    ]
     assert table["recall@3 ci"].isna().all()  # no query has R@3
     # about 1.96 standard errors of a proportion of 0.5 on 200 queries: 6.9 points
     assert 5.5 < table.loc[0, "cvr ci"] < 8.5
@@ -345,7 +456,10 @@ def test_table1_findings_are_decided_by_intervals_with_per_query_data(tmp_path, 
     found = {f.claim: f for f in table1.table1_findings(frame, per_query=report.per_query_frame(s, frame))}
     cvr = found["NTP has the highest CVR; fractional variants at most half of it"]
     assert cvr.verdict == "undecided"  # the fractional part holds, the trie part cannot tell 0.58 from 0.6
-    assert "Fractional α=2 CVR at most half NTP's: holds" in cvr.numbers and "Trie β=2 CVR below NTP's: undecided" in cvr.numbers
+    assert (
+        "Fractional α=2 CVR at most half NTP's: holds" in cvr.numbers
+        and "Trie β=2 CVR below NTP's: undecided" in cvr.numbers
+    )
     assert found["trie variants lower CVR relative to NTP"].verdict == "undecided"
     r1 = found["NTP's R@1 is the best or within 2 points of it"]
     assert r1.verdict == "undecided"  # NTP - trie R@1 ~ +10 holds; NTP - fractional is -2 points, the threshold

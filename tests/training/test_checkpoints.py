@@ -14,22 +14,31 @@ from arrank.training import models, train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-HYPER = {**train.profile_hyperparameters("quick"), "steps": 7, "batch_size": 8, "warmup_steps": 1, "lr": 1e-2,
-         "logging_steps": 1, "save_steps": 2}
+HYPER = {
+    **train.profile_hyperparameters("quick"),
+    "steps": 7,
+    "batch_size": 8,
+    "warmup_steps": 1,
+    "lr": 1e-2,
+    "logging_steps": 1,
+    "save_steps": 2,
+}
 PARAMS = {"run_name": "r", "scheme": "indicator", "seed": 0}
 
 
 @pytest.fixture(scope="module")
 def data():
-    df = W.build_wordnet_dataset(subtree="canine.n.02", min_relevant=1, n_eval=10,
-                                 template="wordnet_short", cache=False)
+    df = W.build_wordnet_dataset(
+        subtree="canine.n.02", min_relevant=1, n_eval=10, template="wordnet_short", cache=False
+    )
     texts = list(df["prompt"]) + sorted({d for r in df["relevant"] for d in r})
     return df, texts
 
 
 def _tiny(texts):
-    return models.tiny_model_and_tokenizer(texts, vocab_size=400, hidden=32, layers=1, heads=2,
-                                           intermediate=64, seed=0, cache=False)
+    return models.tiny_model_and_tokenizer(
+        texts, vocab_size=400, hidden=32, layers=1, heads=2, intermediate=64, seed=0, cache=False
+    )
 
 
 class _Steps:
@@ -89,19 +98,20 @@ def _garble_tensor_data(path):
     """Overwrite 64 bytes of tensor data after the safetensors header, the header left intact."""
     raw = bytearray(path.read_bytes())
     start = 8 + struct.unpack("<Q", raw[:8])[0] + 100
-    raw[start:start + 64] = bytes(range(64))
+    raw[start : start + 64] = bytes(range(64))
     path.write_bytes(bytes(raw))
 
 
-def test_garbled_weights_are_set_aside_and_the_run_resumes_from_the_previous_checkpoint(killed, data, tmp_path,
-                                                                                      capsys):
+def test_garbled_weights_are_set_aside_and_the_run_resumes_from_the_previous_checkpoint(killed, data, tmp_path, capsys):
     df, texts = data
     folder = _copy(killed, tmp_path)
     _garble_tensor_data(folder / "checkpoint-6" / "model.safetensors")
     assert train.resume_point(folder, PARAMS) == 4
     said = capsys.readouterr().out.splitlines()
-    assert said[0].startswith(f"{folder / 'checkpoint-6'} is unusable: model.safetensors does not match "
-                              "its sha256") and "set aside as broken-checkpoint-6-" in said[0]
+    assert (
+        said[0].startswith(f"{folder / 'checkpoint-6'} is unusable: model.safetensors does not match its sha256")
+        and "set aside as broken-checkpoint-6-" in said[0]
+    )
     assert said[1] == "resuming from the previous good checkpoint checkpoint-4 (step 4)"
     assert [p.name[:20] for p in folder.glob("broken-*")] == ["broken-checkpoint-6-"]  # kept, not deleted
     model, tok = _tiny(texts)
@@ -123,8 +133,11 @@ def test_damaged_newest_and_previous_checkpoints_start_over_saying_so(killed, tm
             path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     assert train.resume_point(folder, PARAMS) == 0
     said = capsys.readouterr().out.splitlines()
-    why = ("has no manifest.json" if damage == "no manifest" else
-           f"{'optimizer.pt' if 'optimizer' in damage else 'model.safetensors'} is ")
+    why = (
+        "has no manifest.json"
+        if damage == "no manifest"
+        else f"{'optimizer.pt' if 'optimizer' in damage else 'model.safetensors'} is "
+    )
     assert len(said) == 3 and all(why in line for line in said[:2])
     assert said[2] == f"no good checkpoint left in {folder}: training starts over from step 0"
     assert len(list(folder.glob("broken-checkpoint-*"))) == 2 and not ckpt.checkpoints(folder)
@@ -177,7 +190,9 @@ def small_disk(tmp_path):
     mount.mkdir()
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
     yield mount
@@ -197,8 +212,7 @@ def _fill(folder):
     return filler
 
 
-def test_a_full_disk_cuts_a_save_short_and_the_rerun_resumes_from_the_last_good_checkpoint(data, small_disk,
-                                                                                          capsys):
+def test_a_full_disk_cuts_a_save_short_and_the_rerun_resumes_from_the_last_good_checkpoint(data, small_disk, capsys):
     """Issue 27: on a full disk a checkpoint written in place held only config.json, and every
     rerun failed ('Can't find a valid checkpoint'). Now the disk fills after the step-2
     checkpoint; the step-4 save fails inside its staging folder, checkpoint-2 stays whole; once
@@ -217,10 +231,14 @@ def test_a_full_disk_cuts_a_save_short_and_the_rerun_resumes_from_the_last_good_
     items = train.training_items(df, tok, "indicator")
     with pytest.raises(OSError) as err:
         train.train(model, tok, items, HYPER, folder, callbacks=[FillAfterFirstSave()])
-    assert str(err.value) == (f"[Errno 28] no space left on the device while writing checkpoint 4 in "
-                              f"{folder / '.partial-checkpoint-4'}: free space (or set ARRANK_OUTPUTS to a larger "
-                              "disk), then run the same command again; it resumes from checkpoint-2")
-    assert [p.name for p in ckpt.checkpoints(folder)] == ["checkpoint-2"] and ckpt.problem(folder / "checkpoint-2") is None
+    assert str(err.value) == (
+        f"[Errno 28] no space left on the device while writing checkpoint 4 in "
+        f"{folder / '.partial-checkpoint-4'}: free space (or set ARRANK_OUTPUTS to a larger "
+        "disk), then run the same command again; it resumes from checkpoint-2"
+    )
+    assert [p.name for p in ckpt.checkpoints(folder)] == ["checkpoint-2"] and ckpt.problem(
+        folder / "checkpoint-2"
+    ) is None
     assert [p.name for p in folder.glob(".partial-*")] == [".partial-checkpoint-4"]
 
     (small_disk / "filler").unlink()  # space is free again

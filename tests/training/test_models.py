@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from arrank import theory
 from arrank.data import docids
 from arrank.training import models, tokenizer
-from arrank import theory
 
 TEXTS = ["even-toed_ungulate.n.01", "deer.n.01", "ruminant.n.01", "dog.n.01", "cat.n.01"] * 20
 
@@ -18,7 +18,7 @@ def tok():
 def test_bpe_keeps_docids_whole_pre_tokens(tok):
     alone = tok("deer.n.01", add_special_tokens=False)["input_ids"]
     inside = tok("query: dog.n.01 deer.n.01", add_special_tokens=False)["input_ids"]
-    assert len(alone) >= 1 and inside[-len(alone):] == alone
+    assert len(alone) >= 1 and inside[-len(alone) :] == alone
     assert tok.decode(alone) == "deer.n.01"
 
 
@@ -83,8 +83,11 @@ def test_a_damaged_tiny_model_cache_is_named_set_aside_and_built_again(tmp_path,
     capsys.readouterr()
     again, _ = models.tiny_model_and_tokenizer(TEXTS, **kw)
     said = capsys.readouterr().out.splitlines()
-    why = {"truncated weights": "model.safetensors is ", "garbled weights": "model.safetensors does not match its sha256",
-           "no manifest, truncated": "model.safetensors is "}[damage]
+    why = {
+        "truncated weights": "model.safetensors is ",
+        "garbled weights": "model.safetensors does not match its sha256",
+        "no manifest, truncated": "model.safetensors is ",
+    }[damage]
     assert len(said) == 1 and said[0].startswith(f"{folder} is unusable: {why}")
     assert "the tiny model is built again" in said[0] and "set aside as broken-" in said[0]
     assert len(list(folder.parent.glob("broken-*"))) == 1 and models.model_folder_problem(folder) is None

@@ -8,14 +8,26 @@ import json
 import pytest
 import torch
 
-from arrank.training import models, paper_architecture as PA
+from arrank.training import models
+from arrank.training import paper_architecture as PA
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 TEXTS = [f"query: {w}.n.01 answer:" for w in ("dog", "cat", "deer", "wolf")] * 5 + [
-    "canine.n.02", "feline.n.01", "ruminant.n.01", "carnivore.n.01"]
-SMALL = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
-         "intermediate_size": 96, "num_hidden_layers": 2, "vocab_size": 256}
+    "canine.n.02",
+    "feline.n.01",
+    "ruminant.n.01",
+    "carnivore.n.01",
+]
+SMALL = {
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "intermediate_size": 96,
+    "num_hidden_layers": 2,
+    "vocab_size": 256,
+}
 
 
 def test_config_is_mistral_7b_v03_in_transformers_field_names():
@@ -23,9 +35,15 @@ def test_config_is_mistral_7b_v03_in_transformers_field_names():
 
     assert set(PA.MISTRAL_7B_V03) <= set(MistralConfig().to_dict())  # every name is a real field
     c = PA.mistral_config().to_dict()
-    assert (c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"],
-            c["intermediate_size"], c["vocab_size"], c["max_position_embeddings"]) == (
-        4096, 32, 32, 8, 14336, 32768, 32768)
+    assert (
+        c["hidden_size"],
+        c["num_hidden_layers"],
+        c["num_attention_heads"],
+        c["num_key_value_heads"],
+        c["intermediate_size"],
+        c["vocab_size"],
+        c["max_position_embeddings"],
+    ) == (4096, 32, 32, 8, 14336, 32768, 32768)
     assert c["rope_parameters"]["rope_theta"] == 1e6 and c["sliding_window"] is None
     assert c["rms_norm_eps"] == 1e-5 and c["tie_word_embeddings"] is False and c["dtype"] == "bfloat16"
     # 7.25 B parameters: the published size of Mistral-7B-v0.3 (vocabulary 32,768), counted from

@@ -18,14 +18,17 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 def test_cpu_flags_are_read_from_cpuinfo(tmp_path):
     info = tmp_path / "cpuinfo"
-    info.write_text("processor\t: 0\nmodel name\t: X\nflags\t\t: fpu sse2 avx512f avx512_bf16\n\n"
-                    "processor\t: 1\nflags\t\t: fpu\n")
+    info.write_text(
+        "processor\t: 0\nmodel name\t: X\nflags\t\t: fpu sse2 avx512f avx512_bf16\n\nprocessor\t: 1\nflags\t\t: fpu\n"
+    )
     assert precision.cpu_flags(info) == {"fpu", "sse2", "avx512f", "avx512_bf16"}  # the first processor's
     assert precision.cpu_flags(tmp_path / "missing") == set()
 
 
-@pytest.mark.parametrize("flags,used", [({"avx512f", "avx512_bf16"}, "bf16"), ({"amx_bf16", "amx_tile"}, "bf16"),
-                                        ({"avx2", "avx512f"}, "fp32")])
+@pytest.mark.parametrize(
+    "flags,used",
+    [({"avx512f", "avx512_bf16"}, "bf16"), ({"amx_bf16", "amx_tile"}, "bf16"), ({"avx2", "avx512f"}, "fp32")],
+)
 def test_auto_picks_bf16_only_where_the_cpu_runs_it_natively_and_says_why(flags, used):
     got = precision.resolve_precision("auto", "cpu", flags)
     assert got.used == used and got.requested == "auto"
@@ -59,16 +62,18 @@ def test_the_notebooks_spec_takes_precision_and_refuses_other_values():
 
 @pytest.fixture(scope="module")
 def data():
-    df = W.build_wordnet_dataset(subtree="canine.n.02", min_relevant=1, n_eval=10,
-                                 template="wordnet_short", cache=False)
+    df = W.build_wordnet_dataset(
+        subtree="canine.n.02", min_relevant=1, n_eval=10, template="wordnet_short", cache=False
+    )
     texts = list(df["prompt"]) + sorted({d for r in df["relevant"] for d in r})
     return df, texts
 
 
 def _tiny(texts):
     torch.manual_seed(0)
-    return models.tiny_model_and_tokenizer(texts, vocab_size=400, hidden=32, layers=1, heads=2,
-                                           intermediate=64, seed=0, cache=False)
+    return models.tiny_model_and_tokenizer(
+        texts, vocab_size=400, hidden=32, layers=1, heads=2, intermediate=64, seed=0, cache=False
+    )
 
 
 def test_lora_model_holds_frozen_base_weights_in_bf16_and_trainable_ones_in_fp32(data):
@@ -100,8 +105,15 @@ def test_tiny_model_learns_its_task_in_bf16(data, tmp_path):
     queries far below that of random scores on the same queries, as in fp32 (at 60 steps R@1
     and nDCG are still near the random floor: the loss has learnt the negative first)."""
     df, texts = data
-    hyper = {**train.profile_hyperparameters("quick"), "steps": 60, "batch_size": 16, "warmup_steps": 5, "lr": 1e-2,
-             "logging_steps": 10, "save_steps": 1000}
+    hyper = {
+        **train.profile_hyperparameters("quick"),
+        "steps": 60,
+        "batch_size": 16,
+        "warmup_steps": 5,
+        "lr": 1e-2,
+        "logging_steps": 10,
+        "save_steps": 1000,
+    }
     got = {}
     for used in ("bf16", "fp32"):
         model, tok = _tiny(texts)

@@ -23,13 +23,20 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 @pytest.fixture(scope="module")
 def data():
-    rows = [{"query": q, "relevant": rel, "split": "train",
-             "prompt": prompts.wordnet_prompt(q, rel, prompts.query_rng(0, q), name="wordnet_short")}
-            for q, rel in QUERIES.items()]
+    rows = [
+        {
+            "query": q,
+            "relevant": rel,
+            "split": "train",
+            "prompt": prompts.wordnet_prompt(q, rel, prompts.query_rng(0, q), name="wordnet_short"),
+        }
+        for q, rel in QUERIES.items()
+    ]
     df = pd.DataFrame(rows)
     texts = list(df["prompt"]) + sorted({d for r in QUERIES.values() for d in r})
-    model, tok = models.tiny_model_and_tokenizer(texts, vocab_size=400, hidden=32, layers=2, heads=2,
-                                                 intermediate=64, seed=0, cache=False)
+    model, tok = models.tiny_model_and_tokenizer(
+        texts, vocab_size=400, hidden=32, layers=2, heads=2, intermediate=64, seed=0, cache=False
+    )
     g = torch.Generator().manual_seed(0)
     with torch.no_grad():  # larger weights than the initialisation: gradients well above rounding
         for name, p in model.named_parameters():
@@ -40,8 +47,11 @@ def data():
 
 def _loss_and_grads(model, batch, rows_only: bool, used: str = "fp32"):
     """(loss, flat gradient of the trainable parameters) the old way (full logits) or the new."""
-    kw = ({"position_ids": batch["position_ids"], "attention_mask": packing.model_mask(model, batch["allowed"])}
-          if "allowed" in batch else {"attention_mask": batch["attention_mask"]})
+    kw = (
+        {"position_ids": batch["position_ids"], "attention_mask": packing.model_mask(model, batch["allowed"])}
+        if "allowed" in batch
+        else {"attention_mask": batch["attention_mask"]}
+    )
     targets = (batch["target_ids"], batch["target_mass"], batch["item_weight"])
     params = [p for p in model.parameters() if p.requires_grad]
     with precision.autocast(used):

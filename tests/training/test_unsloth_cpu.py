@@ -15,8 +15,10 @@ import pytest
 
 from arrank.common import paths
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("unsloth") is None,
-                                reason="unsloth is not installed (optional; docs/gpu.md: Unsloth on a CPU)")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("unsloth") is None,
+    reason="unsloth is not installed (optional; docs/gpu.md: Unsloth on a CPU)",
+)
 
 # Build a tiny Llama folder once (first argument), then train it 3 STOICaL steps through the
 # backend named by the second argument: notebook 05's route (load_pretrained, add_lora, train).
@@ -57,8 +59,7 @@ def run(args: list[str], unsloth: bool) -> dict:
     env.pop("UNSLOTH_FORCE_CPU", None)
     if unsloth:
         env["UNSLOTH_FORCE_CPU"] = "1"
-    out = subprocess.run([sys.executable, "-c", SCRIPT, *args], env=env, capture_output=True, text=True,
-                         timeout=600)
+    out = subprocess.run([sys.executable, "-c", SCRIPT, *args], env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
     return json.loads(lines[-1]) if lines else {}
@@ -72,7 +73,7 @@ def test_unsloth_backend_trains_stoical_on_cpu_like_transformers(tmp_path):
     assert u["resolved"] == "unsloth" and t["resolved"] == "transformers"
     assert u["class"].startswith("PeftModel") and u["dtype"] == "torch.bfloat16"
     assert len(u["losses"]) == 3 and all(math.isfinite(x) and x > 0 for x in u["losses"])
-    assert u["losses"][-1] < u["losses"][0]     # 3 steps at lr 2e-3 on 5 items: the loss falls
-    assert u["lora_b"] > 0                       # LoRA's B starts at 0: the adapters trained
+    assert u["losses"][-1] < u["losses"][0]  # 3 steps at lr 2e-3 on 5 items: the loss falls
+    assert u["lora_b"] > 0  # LoRA's B starts at 0: the adapters trained
     # step 1's loss is the base model's on the same batch (B = 0): bf16 (Unsloth) vs float32
     assert abs(u["losses"][0] - t["losses"][0]) / t["losses"][0] < 0.02, (u["losses"], t["losses"])

@@ -23,10 +23,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from arrank.baselines import cross_encoder as CE, dual_encoder as DE
-from arrank.evaluation import metrics
-from arrank.common import paths
+from arrank.baselines import cross_encoder as CE
+from arrank.baselines import dual_encoder as DE
 from arrank.baselines.lookup import Pairs, check_alpha, check_dim
+from arrank.common import paths
+from arrank.evaluation import metrics
 
 MODELS = ("de", "ce")
 
@@ -36,8 +37,9 @@ def config_key(model: str, n: int, alpha: float) -> str:
     return f"{model}_n{n}_alpha{alpha:g}"
 
 
-def figure3_configs(de_dims: Sequence[int], ce_dim: int, alpha: float, alpha_dim: int,
-                    alphas: Sequence[float]) -> list[dict[str, Any]]:
+def figure3_configs(
+    de_dims: Sequence[int], ce_dim: int, alpha: float, alpha_dim: int, alphas: Sequence[float]
+) -> list[dict[str, Any]]:
     """The distinct (model, n, alpha) runs Figure 3 needs, each with the panels it appears in:
     (a) DE n in ``de_dims`` at ``alpha`` and CE ``ce_dim`` at ``alpha``; (b) DE ``alpha_dim`` for
     every alpha in ``alphas``; (c) CE ``ce_dim`` for every alpha in ``alphas``."""
@@ -79,21 +81,31 @@ def score_records(df_eval: pd.DataFrame, scores: torch.Tensor, sizes: np.ndarray
     values = scores.double().numpy()
     ends = np.cumsum(sizes)
     out = []
-    for (query, rel, neg), end, size in zip(df_eval[["query", "relevant", "negative"]].itertuples(index=False), ends, sizes):
-        out.append({"query": query, "relevant": list(rel), "negative": neg,
-                    "scores": dict(zip((*rel, neg), values[end - size: end].tolist()))})
+    for (query, rel, neg), end, size in zip(
+        df_eval[["query", "relevant", "negative"]].itertuples(index=False), ends, sizes
+    ):
+        out.append(
+            {
+                "query": query,
+                "relevant": list(rel),
+                "negative": neg,
+                "scores": dict(zip((*rel, neg), values[end - size : end].tolist())),
+            }
+        )
     return out
 
 
-def evaluate(df_eval: pd.DataFrame, scores: torch.Tensor, sizes: np.ndarray,
-             ks: Iterable[int]) -> tuple[dict[str, Any], pd.DataFrame]:
+def evaluate(
+    df_eval: pd.DataFrame, scores: torch.Tensor, sizes: np.ndarray, ks: Iterable[int]
+) -> tuple[dict[str, Any], pd.DataFrame]:
     """(flat metrics, per-query frame) of section 5.1 for the candidates' scores."""
     frame = metrics.per_query_metrics(score_records(df_eval, scores, sizes), ks)
     return metrics.summarize(frame, ks), frame
 
 
-def retrieval_recall(table: torch.Tensor, df_eval: pd.DataFrame, rows: Mapping[str, int],
-                     corpus: Sequence[str], ks: Sequence[int]) -> dict[str, Any]:
+def retrieval_recall(
+    table: torch.Tensor, df_eval: pd.DataFrame, rows: Mapping[str, int], corpus: Sequence[str], ks: Sequence[int]
+) -> dict[str, Any]:
     """Full-corpus retrieval with a DE: ``retrieval_recall@k`` = mean over the evaluation queries
     with >= k relevant docIDs of R@k (``metrics.recall_at_k``) with every synset of ``corpus``
     but the query as a candidate. Exact: the candidates passed to recall_at_k are the retrieved
@@ -123,23 +135,44 @@ def retrieval_recall(table: torch.Tensor, df_eval: pd.DataFrame, rows: Mapping[s
 # --------------------------------------------------------------------------- one configuration
 
 
-def train_config(config: Mapping[str, Any], pairs: Pairs, n_rows: int, hyper: Mapping[str, Any],
-                 seed: int, progress: bool = True) -> tuple[Any, pd.DataFrame, dict[str, Any]]:
+def train_config(
+    config: Mapping[str, Any], pairs: Pairs, n_rows: int, hyper: Mapping[str, Any], seed: int, progress: bool = True
+) -> tuple[Any, pd.DataFrame, dict[str, Any]]:
     """Train the DE or CE of ``config`` (model, n, alpha) with the hyper-parameters ``hyper``
     (de_steps, ce_steps, batch_size, tau, de_lr, de_momentum, ce_lr, ce_weight_decay,
     de_row_updates, ce_row_updates, ce_optimizer, ce_table_init_std). Returns (model, loss log,
     facts, the row norms of the trained table among them)."""
     if config["model"] == "de":
-        return DE.train_de(pairs, n_rows, config["n"], config["alpha"], steps=hyper["de_steps"],
-                           batch_size=hyper["batch_size"], tau=hyper["tau"], lr=hyper["de_lr"],
-                           momentum=hyper["de_momentum"], seed=seed, row_updates=hyper["de_row_updates"],
-                           progress=progress)
+        return DE.train_de(
+            pairs,
+            n_rows,
+            config["n"],
+            config["alpha"],
+            steps=hyper["de_steps"],
+            batch_size=hyper["batch_size"],
+            tau=hyper["tau"],
+            lr=hyper["de_lr"],
+            momentum=hyper["de_momentum"],
+            seed=seed,
+            row_updates=hyper["de_row_updates"],
+            progress=progress,
+        )
     if config["model"] == "ce":
-        return CE.train_ce(pairs, n_rows, config["n"], config["alpha"], steps=hyper["ce_steps"],
-                           batch_size=hyper["batch_size"], lr=hyper["ce_lr"],
-                           weight_decay=hyper["ce_weight_decay"], seed=seed,
-                           row_updates=hyper["ce_row_updates"], optimizer=hyper["ce_optimizer"],
-                           table_init_std=hyper["ce_table_init_std"], progress=progress)
+        return CE.train_ce(
+            pairs,
+            n_rows,
+            config["n"],
+            config["alpha"],
+            steps=hyper["ce_steps"],
+            batch_size=hyper["batch_size"],
+            lr=hyper["ce_lr"],
+            weight_decay=hyper["ce_weight_decay"],
+            seed=seed,
+            row_updates=hyper["ce_row_updates"],
+            optimizer=hyper["ce_optimizer"],
+            table_init_std=hyper["ce_table_init_std"],
+            progress=progress,
+        )
     raise ValueError(f"model={config['model']!r} is not allowed; choose one of {list(MODELS)}")
 
 
@@ -166,10 +199,18 @@ def baseline_precision(requested: str):
     return Precision(requested, "fp32", f"{asked.reason}; {why}" if asked.used == "bf16" else why)
 
 
-def run_configs(configs: Sequence[Mapping[str, Any]], pairs: Pairs, n_rows: int, df_eval: pd.DataFrame,
-                rows: Mapping[str, int], hyper: Mapping[str, Any], ks: Sequence[int], seed: int,
-                corpus: Sequence[str] | None = None, progress: bool = True
-                ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def run_configs(
+    configs: Sequence[Mapping[str, Any]],
+    pairs: Pairs,
+    n_rows: int,
+    df_eval: pd.DataFrame,
+    rows: Mapping[str, int],
+    hyper: Mapping[str, Any],
+    ks: Sequence[int],
+    seed: int,
+    corpus: Sequence[str] | None = None,
+    progress: bool = True,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Train and evaluate every config. Returns (one row per config: model, n, alpha, panels,
     section 5.1 metrics, DE retrieval metrics when ``corpus`` is given, final_loss, train_s,
     steps_per_s, eval_s; the concatenated loss logs with a ``config`` column; the per-query
@@ -183,14 +224,26 @@ def run_configs(configs: Sequence[Mapping[str, Any]], pairs: Pairs, n_rows: int,
         if config["model"] == "de" and corpus is not None:
             summary.update(retrieval_recall(model, df_eval, rows, corpus, ks))
         key = config_key(config["model"], config["n"], config["alpha"])
-        results.append({"config": key, "model": config["model"], "n": config["n"], "alpha": config["alpha"],
-                        "panels": ",".join(config["panels"]), **summary,
-                        "final_loss": float(log["loss"].iloc[-1]), **facts,
-                        "eval_s": time.perf_counter() - start})
+        results.append(
+            {
+                "config": key,
+                "model": config["model"],
+                "n": config["n"],
+                "alpha": config["alpha"],
+                "panels": ",".join(config["panels"]),
+                **summary,
+                "final_loss": float(log["loss"].iloc[-1]),
+                **facts,
+                "eval_s": time.perf_counter() - start,
+            }
+        )
         logs.append(log.assign(config=key))
         per_query.append(per_query_rows(frame, key))
-    return (pd.DataFrame(results).set_index("config"), pd.concat(logs, ignore_index=True),
-            pd.concat(per_query, ignore_index=True))
+    return (
+        pd.DataFrame(results).set_index("config"),
+        pd.concat(logs, ignore_index=True),
+        pd.concat(per_query, ignore_index=True),
+    )
 
 
 PER_QUERY_KS = range(1, 6)  # the R@k Figure 3's findings compare (k <= 5): per_query.csv stays small
@@ -200,8 +253,9 @@ def per_query_rows(frame: pd.DataFrame, key: str) -> pd.DataFrame:
     """A config's per-query metrics (``metrics.per_query_metrics``) as the rows of the run's
     ``per_query.csv``: config, query, cvr (the query's violation, 0 or 1), ndcg, r1..r5 (R@k,
     NaN where the query has fewer than k relevant docIDs), fractions."""
-    out = pd.DataFrame({"config": key, "query": frame["query"],
-                        "cvr": frame["violation"].astype(float), "ndcg": frame["ndcg"]})
+    out = pd.DataFrame(
+        {"config": key, "query": frame["query"], "cvr": frame["violation"].astype(float), "ndcg": frame["ndcg"]}
+    )
     for k in PER_QUERY_KS:
         if f"recall@{k}" in frame.columns:
             out[f"r{k}"] = frame[f"recall@{k}"].astype(float)
@@ -213,8 +267,9 @@ def per_query_rows(frame: pd.DataFrame, key: str) -> pd.DataFrame:
 STEM = "07_de_ce_baselines"
 
 
-def point_results(params: Mapping[str, Any], pattern: str, configs: Sequence[Mapping[str, Any]],
-                  root: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+def point_results(
+    params: Mapping[str, Any], pattern: str, configs: Sequence[Mapping[str, Any]], root: Path | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """Figure 3 from single-configuration runs of this notebook (the points of a sweep such as
     ``sweeps/fig3_baselines_paper.yaml``) instead of training: the finished runs whose names
     match the glob ``pattern`` and whose params match ``params`` (the data: subtree,
@@ -234,8 +289,10 @@ def point_results(params: Mapping[str, Any], pattern: str, configs: Sequence[Map
                 rows[key], logs[key], used[key] = row.copy(), log[log["config"] == key], run.name
                 rows[key]["panels"] = wanted[key]
     if not rows:
-        raise ValueError(f"no finished {STEM} run named like {pattern!r} holds a Figure 3 configuration "
-                         f"with these params ({dict(params)})")
+        raise ValueError(
+            f"no finished {STEM} run named like {pattern!r} holds a Figure 3 configuration "
+            f"with these params ({dict(params)})"
+        )
     order = [k for k in wanted if k in rows]
     results = pd.DataFrame([rows[k] for k in order]).infer_objects()
     results.index.name = "config"
@@ -262,8 +319,9 @@ def _matching_runs(params: Mapping[str, Any], pattern: str, root: Path | None = 
     return out
 
 
-def point_per_query(params: Mapping[str, Any], pattern: str, configs: Sequence[Mapping[str, Any]],
-                    root: Path | None = None) -> pd.DataFrame:
+def point_per_query(
+    params: Mapping[str, Any], pattern: str, configs: Sequence[Mapping[str, Any]], root: Path | None = None
+) -> pd.DataFrame:
     """The per-query rows (``per_query_rows``) of the configs of ``point_results``, from the same
     runs (of two runs of one config the newer wins); runs made before per_query.csv was written
     give none (empty frame with a ``config`` column)."""
@@ -278,8 +336,17 @@ def point_per_query(params: Mapping[str, Any], pattern: str, configs: Sequence[M
 
 # --------------------------------------------------------------------------- results.json and findings
 
-FLAT_FIELDS = ("n_queries", "cvr", "ndcg", "final_loss", "train_s", "steps_per_s",
-               "row_norm_mean", "row_norm_min", "row_norm_max")
+FLAT_FIELDS = (
+    "n_queries",
+    "cvr",
+    "ndcg",
+    "final_loss",
+    "train_s",
+    "steps_per_s",
+    "row_norm_mean",
+    "row_norm_min",
+    "row_norm_max",
+)
 
 
 def flat_metrics(results: pd.DataFrame) -> dict[str, Any]:
@@ -312,8 +379,11 @@ def table_synsets(subtree: str | None, cache_dir: Path | None = None) -> tuple[l
     if tables is not None:
         return tables["names"]["synset"].tolist(), tables["corpus"]["synset"].tolist()
     names, corpus = W.noun_synset_names(), W.noun_hierarchy(subtree).nodes
-    cache.save_tables(folder, {"names": pd.DataFrame({"synset": names}), "corpus": pd.DataFrame({"synset": corpus})},
-                      {"format": 1, "subtree": subtree, "n_names": len(names), "n_corpus": len(corpus)})
+    cache.save_tables(
+        folder,
+        {"names": pd.DataFrame({"synset": names}), "corpus": pd.DataFrame({"synset": corpus})},
+        {"format": 1, "subtree": subtree, "n_names": len(names), "n_corpus": len(corpus)},
+    )
     return names, corpus
 
 
@@ -323,11 +393,17 @@ def lookup_data(subtree: str | None, min_relevant: int, n_eval: int, seed: int) 
     all 82,115 noun synsets), ``rows`` (name -> row), ``pairs`` (every query's (q, d, r): the
     capacity experiment trains on all queries) and ``corpus`` (the synsets of the hierarchy: the
     candidates of full-corpus retrieval)."""
-    from arrank.data import wordnet as W
     from arrank.baselines.lookup import positive_pairs, row_index
+    from arrank.data import wordnet as W
 
     df = W.build_wordnet_dataset(subtree=subtree, min_relevant=min_relevant, n_eval=n_eval, seed=seed)
     names, corpus = table_synsets(subtree)
     rows = row_index(names)
-    return {"df": df, "eval": df[df["split"] == "eval"].reset_index(drop=True), "names": names,
-            "rows": rows, "pairs": positive_pairs(df, rows), "corpus": corpus}
+    return {
+        "df": df,
+        "eval": df[df["split"] == "eval"].reset_index(drop=True),
+        "names": names,
+        "rows": rows,
+        "pairs": positive_pairs(df, rows),
+        "corpus": corpus,
+    }

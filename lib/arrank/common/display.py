@@ -50,9 +50,15 @@ def percent_text(values: Any, digits: int = 1, sep: str = " ") -> str:
 def percent_series(m: Mapping[str, Any], digits: int = 2) -> pd.Series:
     """A flat metrics dict for display: its percent metrics x100 under ``metric_title``
     names, the rest as they are."""
-    return pd.Series({metric_title(k) if is_percent_metric(k) else k:
-                      round(percent(v), digits) if is_percent_metric(k) and isinstance(v, (int, float)) else v
-                      for k, v in m.items()}, dtype=object)
+    return pd.Series(
+        {
+            metric_title(k) if is_percent_metric(k) else k: round(percent(v), digits)
+            if is_percent_metric(k) and isinstance(v, (int, float))
+            else v
+            for k, v in m.items()
+        },
+        dtype=object,
+    )
 
 
 def percent_table(frame: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
@@ -151,7 +157,7 @@ def log_axis(fig, values: Iterable[float], axis: str = "yaxis") -> Any:
     import math
 
     lo, hi = math.floor(math.log10(min(positive))), math.ceil(math.log10(max(positive)))
-    ticks = [m * 10.0 ** e for e in range(lo, hi + 1) for m in (1, 2, 5)]
+    ticks = [m * 10.0**e for e in range(lo, hi + 1) for m in (1, 2, 5)]
     ticks = [t for t in ticks if min(positive) / 2.5 <= t <= max(positive) * 2.5]
     fig.update_layout({axis: {"type": "log", "tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks]}})
     return fig

@@ -17,8 +17,12 @@ from typing import Any, Iterable, Literal
 
 Verdict = Literal["holds", "fails", "undecided", "unchecked", "note"]
 VERDICTS: tuple[str, ...] = ("holds", "fails", "undecided", "unchecked", "note")
-WORDS = {"holds": "holds here", "fails": "does **not** hold here", "undecided": "**undecided** here",
-         "unchecked": "cannot be checked here"}
+WORDS = {
+    "holds": "holds here",
+    "fails": "does **not** hold here",
+    "undecided": "**undecided** here",
+    "unchecked": "cannot be checked here",
+}
 SIDES = (">", "<")
 
 
@@ -53,8 +57,17 @@ class Finding:
     def as_dict(self) -> dict[str, Any]:
         """Plain fields for a table or JSON (the interval as two columns)."""
         lo, hi = self.interval if self.interval else (None, None)
-        return {"claim": self.claim, "verdict": self.verdict, "numbers": self.numbers, "estimate": self.estimate,
-                "threshold": self.threshold, "side": self.side, "ci_low": lo, "ci_high": hi, "level": self.level}
+        return {
+            "claim": self.claim,
+            "verdict": self.verdict,
+            "numbers": self.numbers,
+            "estimate": self.estimate,
+            "threshold": self.threshold,
+            "side": self.side,
+            "ci_low": lo,
+            "ci_high": hi,
+            "level": self.level,
+        }
 
 
 def finding(claim: str, holds: bool | None, numbers: str) -> Finding:
@@ -67,8 +80,15 @@ def note(text: str) -> Finding:
     return Finding(text, "note")
 
 
-def decide(claim: str, estimate: float, interval: tuple[float, float], threshold: float = 0.0,
-           side: str = ">", numbers: str = "", level: float = 0.95) -> Finding:
+def decide(
+    claim: str,
+    estimate: float,
+    interval: tuple[float, float],
+    threshold: float = 0.0,
+    side: str = ">",
+    numbers: str = "",
+    level: float = 0.95,
+) -> Finding:
     """The three-valued verdict of a claim on ``estimate`` with its ``level`` confidence interval:
     holds when the whole interval is on the claim's ``side`` of ``threshold``, fails when it is
     all on the other side, undecided when it covers the threshold (or touches it)."""
@@ -76,8 +96,11 @@ def decide(claim: str, estimate: float, interval: tuple[float, float], threshold
     if not lo <= hi:
         raise ValueError(f"interval={interval!r} must be (low, high) with low <= high")
     above, below = lo > threshold, hi < threshold
-    verdict = ("holds" if above else "fails" if below else "undecided") if side == ">" else \
-              ("holds" if below else "fails" if above else "undecided")
+    verdict = (
+        ("holds" if above else "fails" if below else "undecided")
+        if side == ">"
+        else ("holds" if below else "fails" if above else "undecided")
+    )
     return Finding(claim, verdict, numbers, float(estimate), float(threshold), side, (lo, hi), level)
 
 
@@ -106,6 +129,7 @@ def findings_frame(rows: Iterable[Finding]):
     """Findings as a pandas DataFrame (one row each, ``Finding.as_dict`` columns)."""
     import pandas as pd
 
-    return pd.DataFrame([f.as_dict() for f in rows],
-                        columns=["claim", "verdict", "numbers", "estimate", "threshold", "side", "ci_low",
-                                 "ci_high", "level"])
+    return pd.DataFrame(
+        [f.as_dict() for f in rows],
+        columns=["claim", "verdict", "numbers", "estimate", "threshold", "side", "ci_low", "ci_high", "level"],
+    )

@@ -74,8 +74,11 @@ def finished_runs(stem: str, root: Path | None = None) -> list[Path]:
     """The finished runs of a notebook (folders with a results.json; staging and failed folders
     start with '.' or end in '.failed-<time>' and are left out), oldest first by results.json time."""
     folder = (root or paths.OUTPUTS) / stem
-    runs = [p.parent for p in folder.glob("*/results.json")
-            if not p.parent.name.startswith(".") and ".failed-" not in p.parent.name]
+    runs = [
+        p.parent
+        for p in folder.glob("*/results.json")
+        if not p.parent.name.startswith(".") and ".failed-" not in p.parent.name
+    ]
     return sorted(runs, key=lambda p: ((p / "results.json").stat().st_mtime, p.name))
 
 
@@ -89,8 +92,10 @@ def find_run(stem: str, name: str, root: Path | None = None) -> Path:
     if match:
         return match[0]
     known = [p.name for p in runs[-10:]]
-    raise FileNotFoundError(f"no finished {stem} run named {name!r} under {(root or paths.OUTPUTS) / stem}; "
-                            f"finished runs: {known or 'none (run that notebook first)'}")
+    raise FileNotFoundError(
+        f"no finished {stem} run named {name!r} under {(root or paths.OUTPUTS) / stem}; "
+        f"finished runs: {known or 'none (run that notebook first)'}"
+    )
 
 
 def checkpoints_dir(stem: str, run_name: str, root: Path | None = None) -> Path:
@@ -127,7 +132,8 @@ def claim_run(stem: str, run_name: str, root: Path | None = None) -> Any:
     except Timeout:
         raise RunInProgressError(
             f"{stem} run {run_name!r} is in progress (pid {_lock_pid(path)}): wait for it to finish, "
-            "or pass another run_name (or auto)") from None
+            "or pass another run_name (or auto)"
+        ) from None
     return lock
 
 
@@ -210,7 +216,8 @@ def writable_folder(folder: Path) -> Path:
         blocked = next((p for p in [folder, *folder.parents] if p.exists()), folder)
         raise OutputsNotWritableError(
             f"cannot write to {blocked} ({err.strerror or err}), where this run writes {folder}: "
-            f"make it writable (e.g. chmod u+w {blocked}) or set ARRANK_OUTPUTS to a writable folder") from None
+            f"make it writable (e.g. chmod u+w {blocked}) or set ARRANK_OUTPUTS to a writable folder"
+        ) from None
     return folder
 
 
@@ -238,8 +245,11 @@ def resume_diff(folder: Path, params: dict[str, Any]) -> dict[str, tuple[Any, An
         then = json.loads((folder / RESUME_PARAMS).read_text())
     except (OSError, ValueError):
         return {"<parameters>": ("not recorded", "given")}
-    return {k: (then.get(k, "<absent>"), now.get(k, "<absent>")) for k in sorted(set(then) | set(now))
-            if then.get(k, "<absent>") != now.get(k, "<absent>")}
+    return {
+        k: (then.get(k, "<absent>"), now.get(k, "<absent>"))
+        for k in sorted(set(then) | set(now))
+        if then.get(k, "<absent>") != now.get(k, "<absent>")
+    }
 
 
 def check_resume(folder: Path, params: dict[str, Any]) -> None:
@@ -253,7 +263,8 @@ def check_resume(folder: Path, params: dict[str, Any]) -> None:
     raise ResumeError(
         f"{folder} holds the checkpoint of an interrupted run (step {steps[-1] if steps else '?'}) made with "
         f"other parameters: {listed}. Resuming would mix two runs. Either run again with the parameters "
-        f"it was made with, or pass another run_name (or auto), or delete {folder} to start this name afresh")
+        f"it was made with, or pass another run_name (or auto), or delete {folder} to start this name afresh"
+    )
 
 
 def record_resume_params(folder: Path, params: dict[str, Any]) -> Path:
@@ -300,22 +311,27 @@ def start_run(stem: str, params: dict[str, Any]) -> Path:
     if staged:
         return Path(staged)
     if processes.world_size() > 1:
-        raise ParamError(f"{stem} is one of {processes.world_size()} processes (WORLD_SIZE) but not under the "
-                         "runner, which decides which process writes the run: launch "
-                         f"`torchrun --nproc_per_node N -m arrank.workbook.run {stem} -p run_name NAME ...`")
+        raise ParamError(
+            f"{stem} is one of {processes.world_size()} processes (WORLD_SIZE) but not under the "
+            "runner, which decides which process writes the run: launch "
+            f"`torchrun --nproc_per_node N -m arrank.workbook.run {stem} -p run_name NAME ...`"
+        )
     name = resolve_run_name(params["run_name"], params["profile"])
     target = run_path(stem, name)
     writable_folder(target.parent)
     holder = run_in_progress(stem, name)
     if holder:
-        raise RunInProgressError(f"{stem} run {name!r} is in progress (pid {holder}) under the runner; "
-                                 "set run_name to a new name (or 'auto')")
+        raise RunInProgressError(
+            f"{stem} run {name!r} is in progress (pid {holder}) under the runner; "
+            "set run_name to a new name (or 'auto')"
+        )
     try:
         target.mkdir()
     except FileExistsError:
         raise RunExistsError(
             f"run directory {target} exists; set run_name to a new name (or 'auto'), "
-            "or delete that directory to run again") from None
+            "or delete that directory to run again"
+        ) from None
     return target
 
 
@@ -364,8 +380,11 @@ def save_figure(fig: Any, run_dir: Path, name: str, width: int = 900, height: in
     fig.write_html(html, include_plotlyjs="directory")
     written = [html]
     if png_backend() is None:
-        warnings.warn(f"no Chromium found, so {name}.png was not written; install it "
-                      "(as root: apt-get install chromium) or set BROWSER_PATH", stacklevel=2)
+        warnings.warn(
+            f"no Chromium found, so {name}.png was not written; install it "
+            "(as root: apt-get install chromium) or set BROWSER_PATH",
+            stacklevel=2,
+        )
         return written
     png = run_dir / f"{name}.png"
     _png_server()
@@ -395,9 +414,15 @@ def env_info() -> dict[str, Any]:
         if mod is not None:
             info[module] = getattr(mod, "__version__", "?")
     try:
-        info["git_commit"] = subprocess.run(
-            ["git", "-C", str(paths.ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, timeout=5).stdout.strip() or None
+        info["git_commit"] = (
+            subprocess.run(
+                ["git", "-C", str(paths.ROOT), "rev-parse", "--short", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            ).stdout.strip()
+            or None
+        )
     except (OSError, subprocess.SubprocessError):
         info["git_commit"] = None
     return info
@@ -423,8 +448,9 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"cannot write {type(value).__name__} to results.json")
 
 
-def write_results(run_dir: Path, notebook: str, params: dict[str, Any], metrics: dict[str, Any],
-                  timings: dict[str, float]) -> Path:
+def write_results(
+    run_dir: Path, notebook: str, params: dict[str, Any], metrics: dict[str, Any], timings: dict[str, float]
+) -> Path:
     """Write ``results.json`` = {"notebook", "params", "metrics", "timings", "env"}.
 
     It is written last by a notebook: a run directory with a results.json is a finished run.
@@ -432,6 +458,5 @@ def write_results(run_dir: Path, notebook: str, params: dict[str, Any], metrics:
     bad = [k for k in metrics if not isinstance(k, str) or "/" in k]
     if bad:
         raise ValueError(f"metric names must be flat strings without '/': {bad}")
-    payload = {"notebook": notebook, "params": params, "metrics": metrics,
-               "timings": timings, "env": env_info()}
+    payload = {"notebook": notebook, "params": params, "metrics": metrics, "timings": timings, "env": env_info()}
     return write_json_atomic(run_dir / "results.json", payload)

@@ -32,8 +32,9 @@ def _env_int(name: str, default: int) -> int:
     try:
         return int(raw)
     except ValueError:
-        raise ParamError(f"environment variable {name}={raw!r} must be an integer (set by torchrun / "
-                         "accelerate launch)") from None
+        raise ParamError(
+            f"environment variable {name}={raw!r} must be an integer (set by torchrun / accelerate launch)"
+        ) from None
 
 
 def world_size() -> int:
@@ -60,10 +61,12 @@ def is_main() -> bool:
 def unsloth_refusal(backend: str) -> str | None:
     """Why ``backend`` cannot train under this many processes, or None."""
     if backend == "unsloth" and world_size() > 1:
-        return (f"backend='unsloth' trains on one GPU only (Unsloth does not support multi-GPU "
-                f"training), and this is one of {world_size()} processes (WORLD_SIZE): use "
-                "backend='transformers' or 'auto' (transformers + peft under several processes), "
-                "or launch a single process")
+        return (
+            f"backend='unsloth' trains on one GPU only (Unsloth does not support multi-GPU "
+            f"training), and this is one of {world_size()} processes (WORLD_SIZE): use "
+            "backend='transformers' or 'auto' (transformers + peft under several processes), "
+            "or launch a single process"
+        )
     return None
 
 
@@ -75,19 +78,25 @@ def check_launch(stem: str, values: dict[str, Any]) -> None:
     if size == 1:
         return
     if stem not in MULTI_PROCESS_NOTEBOOKS:
-        raise ParamError(f"{stem} runs in one process, and this is one of {size} (WORLD_SIZE={size}): "
-                         f"only {list(MULTI_PROCESS_NOTEBOOKS)} train on several processes; run "
-                         f"{stem} without torchrun / accelerate launch")
+        raise ParamError(
+            f"{stem} runs in one process, and this is one of {size} (WORLD_SIZE={size}): "
+            f"only {list(MULTI_PROCESS_NOTEBOOKS)} train on several processes; run "
+            f"{stem} without torchrun / accelerate launch"
+        )
     if values.get("run_name") == "auto":
-        raise ParamError(f"run_name='auto' under {size} processes: each would stamp its own time, and "
-                         "they must share one run name (and its checkpoints); give -p run_name NAME")
+        raise ParamError(
+            f"run_name='auto' under {size} processes: each would stamp its own time, and "
+            "they must share one run name (and its checkpoints); give -p run_name NAME"
+        )
     why = unsloth_refusal(values.get("backend", "auto"))
     if why:
         raise ParamError(why)
     if values.get("load_in_4bit"):
-        raise ParamError(f"load_in_4bit=True loads 4-bit base weights through Unsloth, which trains on one GPU "
-                         f"only, and this is one of {size} processes: give load_in_4bit=false (16-bit LoRA "
-                         "through transformers + peft) or launch a single process")
+        raise ParamError(
+            f"load_in_4bit=True loads 4-bit base weights through Unsloth, which trains on one GPU "
+            f"only, and this is one of {size} processes: give load_in_4bit=false (16-bit LoRA "
+            "through transformers + peft) or launch a single process"
+        )
 
 
 # --------------------------------------------------------------------------- threads on a shared CPU
@@ -156,4 +165,7 @@ def torch_threads(env: dict[str, str] | None = None) -> tuple[int, str]:
         return n, f"OMP_NUM_THREADS={n}"
     free = free_cores()
     n = max(1, round(free))
-    return n, f"{free:.1f} of {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()} cores free"
+    return (
+        n,
+        f"{free:.1f} of {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()} cores free",
+    )

@@ -76,8 +76,8 @@ def wordnet_version() -> str | None:
     if root is None:
         return None
     if not root.is_dir():
-        from nltk.corpus.reader.wordnet import WordNetCorpusReader
         import nltk
+        from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
         return WordNetCorpusReader(nltk.data.find("corpora/wordnet"), None).get_version()
     with open(root / "data.noun", encoding="utf-8", errors="replace") as fh:
@@ -106,8 +106,9 @@ def _read_manpage(path: Path) -> str:
         return fh.read()
 
 
-def install_from_debian(source: Path = DEBIAN_WORDNET, manpage: Path = DEBIAN_LEXNAMES_MAN,
-                        dest_root: Path = NLTK_DATA) -> Path:
+def install_from_debian(
+    source: Path = DEBIAN_WORDNET, manpage: Path = DEBIAN_LEXNAMES_MAN, dest_root: Path = NLTK_DATA
+) -> Path:
     """Copy Debian's WordNet 3.0 files into ``dest_root/corpora/wordnet`` with a generated lexnames.
 
     The copy is built in a temporary folder beside the destination and renamed into place at the
@@ -143,8 +144,12 @@ def apt_install(packages: tuple[str, ...] = DEBIAN_PACKAGES) -> None:
         raise AptUnavailableError(f"cannot apt-get install {list(packages)}: not root, or no apt-get")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     subprocess.run(["apt-get", "update", "-q"], check=True, env=env, stdout=subprocess.DEVNULL)
-    subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages],
-                   check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        ["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages],
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def ensure_wordnet(allow_apt: bool = True, verbose: bool = True) -> str:

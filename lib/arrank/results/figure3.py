@@ -56,16 +56,27 @@ def best_arr_run(arr: pd.DataFrame | None, ks: Sequence[int]) -> tuple[pd.Series
     if scored.empty:
         held = [c for c in (f"recall@{k}" for k in ks) if c in arr.columns]
         best = arr.loc[arr[held].mean(axis=1).idxmax()] if len(held) == len(ks) else None
-        return None, ("no ARR run scored on its training queries (notebook 05 runs made before it scored them: "
-                      "re-run them to compare)" + (f"; best on held-out queries: {_curve_text(best['label'], best, ks)}"
-                                                   if best is not None else ""))
+        return None, (
+            "no ARR run scored on its training queries (notebook 05 runs made before it scored them: "
+            "re-run them to compare)"
+            + (f"; best on held-out queries: {_curve_text(best['label'], best, ks)}" if best is not None else "")
+        )
     return scored.loc[scored[cols].mean(axis=1).idxmax()], ""
 
 
-def findings(results: pd.DataFrame, de_dims: Sequence[int], ce_dim: int, alpha: float,
-             alpha_dim: int, alphas: Sequence[float], ks: Sequence[int] | None = None,
-             arr: pd.DataFrame | None = None, tol: float = ON_PAR_TOL, per_query: pd.DataFrame | None = None,
-             arr_per_query: pd.DataFrame | None = None) -> dict[str, Any]:
+def findings(
+    results: pd.DataFrame,
+    de_dims: Sequence[int],
+    ce_dim: int,
+    alpha: float,
+    alpha_dim: int,
+    alphas: Sequence[float],
+    ks: Sequence[int] | None = None,
+    arr: pd.DataFrame | None = None,
+    tol: float = ON_PAR_TOL,
+    per_query: pd.DataFrame | None = None,
+    arr_per_query: pd.DataFrame | None = None,
+) -> dict[str, Any]:
     """The findings of Figure 3 and section 5.3 ("autoregressive ranking is on par with CEs
     while being significantly more powerful than DEs"; "an increasing alpha improves Recall@k,
     particularly for small k") as checks on this run's R@k, k in ``ks`` (default: the k in 1..5
@@ -108,9 +119,13 @@ def findings(results: pd.DataFrame, de_dims: Sequence[int], ce_dim: int, alpha: 
     if all(r is not None for r in de) and len(de) > 1:
         means = [_mean_small_k(r, ks) for r in de]
         out.update({f"de_n{n}_mean_recall@1-{max(ks)}": m for n, m in zip(sorted(de_dims), means)})
-        record("de_grows_with_n", all(b > a for a, b in zip(means, means[1:])),
-               f"mean R@1..{max(ks)} (%) " + percent_text(means, sep=" / ")
-               + f" (n = {' / '.join(map(str, sorted(de_dims)))}, α = {alpha:g})")
+        record(
+            "de_grows_with_n",
+            all(b > a for a, b in zip(means, means[1:])),
+            f"mean R@1..{max(ks)} (%) "
+            + percent_text(means, sep=" / ")
+            + f" (n = {' / '.join(map(str, sorted(de_dims)))}, α = {alpha:g})",
+        )
     else:
         record("de_grows_with_n", None, "runs missing")
     ce, best_de = get("ce", ce_dim, alpha), get("de", max(de_dims), alpha)
@@ -118,41 +133,82 @@ def findings(results: pd.DataFrame, de_dims: Sequence[int], ce_dim: int, alpha: 
     if ce is None or best_de is None:
         record("ce_above_de", None, "runs missing")
     else:
-        record("ce_above_de", above(curve(ce, ks), curve(best_de, ks), tol),
-               f"R@1..{max(ks)} (%): {_curve_text(ce_name, ce, ks)}; {_curve_text(de_name, best_de, ks)}")
+        record(
+            "ce_above_de",
+            above(curve(ce, ks), curve(best_de, ks), tol),
+            f"R@1..{max(ks)} (%): {_curve_text(ce_name, ce, ks)}; {_curve_text(de_name, best_de, ks)}",
+        )
     best_arr, missing = best_arr_run(arr, ks)
-    for name, other, other_name, check in (("arr_on_par_with_ce", ce, ce_name, on_par),
-                                           ("arr_above_de", best_de, de_name, above)):
+    for name, other, other_name, check in (
+        ("arr_on_par_with_ce", ce, ce_name, on_par),
+        ("arr_above_de", best_de, de_name, above),
+    ):
         if best_arr is None or other is None:
             record(name, None, missing if best_arr is None else "runs missing")
         else:
             held_out = all(pd.notna(best_arr.get(f"recall@{k}")) for k in ks)
-            record(name, check(curve(best_arr, ks, "train_recall@"), curve(other, ks), tol),
-                   f"R@1..{max(ks)} (%): {_curve_text(best_arr['label'], best_arr, ks, 'train_recall@')} (its training "
-                   f"queries); {_curve_text(other_name, other, ks)}"
-                   + (f"; beside it, on held-out queries: {_curve_text(best_arr['label'], best_arr, ks)}" if held_out else ""))
+            record(
+                name,
+                check(curve(best_arr, ks, "train_recall@"), curve(other, ks), tol),
+                f"R@1..{max(ks)} (%): {_curve_text(best_arr['label'], best_arr, ks, 'train_recall@')} (its training "
+                f"queries); {_curve_text(other_name, other, ks)}"
+                + (
+                    f"; beside it, on held-out queries: {_curve_text(best_arr['label'], best_arr, ks)}"
+                    if held_out
+                    else ""
+                ),
+            )
     lo, hi = get("de", alpha_dim, min(alphas)), get("de", alpha_dim, max(alphas))
     if lo is None or hi is None or min(alphas) == max(alphas) or not small:
         record("alpha_raises_de_small_k", None, "runs missing")
     else:
-        record("alpha_raises_de_small_k", above(curve(hi, small), curve(lo, small), tol),
-               f"DE n={alpha_dim}, R@{','.join(map(str, small))} (%): α {min(alphas):g} "
-               + percent_text(curve(lo, small)) + f" -> α {max(alphas):g} " + percent_text(curve(hi, small)))
+        record(
+            "alpha_raises_de_small_k",
+            above(curve(hi, small), curve(lo, small), tol),
+            f"DE n={alpha_dim}, R@{','.join(map(str, small))} (%): α {min(alphas):g} "
+            + percent_text(curve(lo, small))
+            + f" -> α {max(alphas):g} "
+            + percent_text(curve(hi, small)),
+        )
     if per_query is not None and len(per_query):
-        checked = interval_checks(per_query, de_dims, ce_dim, alpha, alpha_dim, alphas, ks, best_arr, arr_per_query,
-                                  tol, {k.removeprefix("finding_").removesuffix("_numbers"): v for k, v in out.items()
-                                        if k.endswith("_numbers")})
+        checked = interval_checks(
+            per_query,
+            de_dims,
+            ce_dim,
+            alpha,
+            alpha_dim,
+            alphas,
+            ks,
+            best_arr,
+            arr_per_query,
+            tol,
+            {k.removeprefix("finding_").removesuffix("_numbers"): v for k, v in out.items() if k.endswith("_numbers")},
+        )
         for key, f in checked.items():
             out[f"finding_{key}"], out[f"finding_{key}_numbers"] = f.holds, f.numbers
-            out.update({f"finding_{key}_{field}": value for field, value in f.as_dict().items()
-                        if field in ("verdict", "estimate", "threshold", "side", "ci_low", "ci_high", "level")})
+            out.update(
+                {
+                    f"finding_{key}_{field}": value
+                    for field, value in f.as_dict().items()
+                    if field in ("verdict", "estimate", "threshold", "side", "ci_low", "ci_high", "level")
+                }
+            )
     return out
 
 
-def interval_checks(per_query: pd.DataFrame, de_dims: Sequence[int], ce_dim: int, alpha: float, alpha_dim: int,
-                    alphas: Sequence[float], ks: Sequence[int], best_arr: pd.Series | None = None,
-                    arr_per_query: pd.DataFrame | None = None, tol: float = ON_PAR_TOL,
-                    numbers: Mapping[str, str] | None = None) -> dict[str, Finding]:
+def interval_checks(
+    per_query: pd.DataFrame,
+    de_dims: Sequence[int],
+    ce_dim: int,
+    alpha: float,
+    alpha_dim: int,
+    alphas: Sequence[float],
+    ks: Sequence[int],
+    best_arr: pd.Series | None = None,
+    arr_per_query: pd.DataFrame | None = None,
+    tol: float = ON_PAR_TOL,
+    numbers: Mapping[str, str] | None = None,
+) -> dict[str, Finding]:
     """The checks of ``findings`` decided by 95% intervals of per-query differences
     (``results.statistics``; the configs' rows are paired on the evaluation queries, ARR's
     training queries against them are independent samples): DE n grows (every step of
@@ -168,34 +224,64 @@ def interval_checks(per_query: pd.DataFrame, de_dims: Sequence[int], ce_dim: int
     data = per_query.assign(variant=per_query["config"], point=per_query["config"])
     span = [f"recall@{k}" for k in ks if f"r{k}" in data.columns]
     small = [f"recall@{k}" for k in SMALL_KS if f"r{k}" in data.columns]
-    text = lambda ms: f"mean R@{ms[0].split('@')[1]}..{ms[-1].split('@')[1]}" if len(ms) > 1 else f"R@{ms[0].split('@')[1]}"
+    text = lambda ms: (
+        f"mean R@{ms[0].split('@')[1]}..{ms[-1].split('@')[1]}" if len(ms) > 1 else f"R@{ms[0].split('@')[1]}"
+    )
     out: dict[str, Finding] = {}
     dims = sorted(de_dims)
     des = [key("de", n, alpha) for n in dims]
     if len(dims) > 1 and S.has_variants(data, *des) and span:
-        out["de_grows_with_n"] = S.combine(CLAIMS["de_grows_with_n"], [
-            (f"DE n={b} − n={a}", S.check("", data, key("de", b, alpha), key("de", a, alpha), span))
-            for a, b in zip(dims, dims[1:])], numbers.get("de_grows_with_n", ""))
+        out["de_grows_with_n"] = S.combine(
+            CLAIMS["de_grows_with_n"],
+            [
+                (f"DE n={b} − n={a}", S.check("", data, key("de", b, alpha), key("de", a, alpha), span))
+                for a, b in zip(dims, dims[1:])
+            ],
+            numbers.get("de_grows_with_n", ""),
+        )
     ce, de_max = key("ce", ce_dim, alpha), key("de", max(dims), alpha)
     if S.has_variants(data, ce, de_max) and span:
-        out["ce_above_de"] = S.check(CLAIMS["ce_above_de"], data, ce, de_max, span,
-                                     numbers=f"{numbers.get('ce_above_de', '')}; CE − DE, {text(span)}")
+        out["ce_above_de"] = S.check(
+            CLAIMS["ce_above_de"],
+            data,
+            ce,
+            de_max,
+            span,
+            numbers=f"{numbers.get('ce_above_de', '')}; CE − DE, {text(span)}",
+        )
     if best_arr is not None and arr_per_query is not None and len(arr_per_query) and span:
-        arr_data = pd.concat([data, arr_per_query.assign(variant="ARR", point=str(best_arr.get("run", "ARR")))],
-                             ignore_index=True)
+        arr_data = pd.concat(
+            [data, arr_per_query.assign(variant="ARR", point=str(best_arr.get("run", "ARR")))], ignore_index=True
+        )
         if S.has_variants(data, ce):
-            out["arr_on_par_with_ce"] = S.combine(CLAIMS["arr_on_par_with_ce"], [
-                (f"ARR − CE above −{tol * 100:g} points", S.check("", arr_data, "ARR", ce, span, -tol, ">")),
-                (f"ARR − CE below +{tol * 100:g} points", S.check("", arr_data, "ARR", ce, span, tol, "<"))],
-                f"{numbers.get('arr_on_par_with_ce', '')}; {text(span)}")
+            out["arr_on_par_with_ce"] = S.combine(
+                CLAIMS["arr_on_par_with_ce"],
+                [
+                    (f"ARR − CE above −{tol * 100:g} points", S.check("", arr_data, "ARR", ce, span, -tol, ">")),
+                    (f"ARR − CE below +{tol * 100:g} points", S.check("", arr_data, "ARR", ce, span, tol, "<")),
+                ],
+                f"{numbers.get('arr_on_par_with_ce', '')}; {text(span)}",
+            )
         if S.has_variants(data, de_max):
-            out["arr_above_de"] = S.check(CLAIMS["arr_above_de"], arr_data, "ARR", de_max, span,
-                                          numbers=f"{numbers.get('arr_above_de', '')}; ARR − DE, {text(span)}")
+            out["arr_above_de"] = S.check(
+                CLAIMS["arr_above_de"],
+                arr_data,
+                "ARR",
+                de_max,
+                span,
+                numbers=f"{numbers.get('arr_above_de', '')}; ARR − DE, {text(span)}",
+            )
     lo, hi = key("de", alpha_dim, min(alphas)), key("de", alpha_dim, max(alphas))
     if min(alphas) != max(alphas) and small and S.has_variants(data, lo, hi):
-        out["alpha_raises_de_small_k"] = S.check(CLAIMS["alpha_raises_de_small_k"], data, hi, lo, small,
-                                                 numbers=f"{numbers.get('alpha_raises_de_small_k', '')}; "
-                                                         f"α {max(alphas):g} − α {min(alphas):g}, {text(small)}")
+        out["alpha_raises_de_small_k"] = S.check(
+            CLAIMS["alpha_raises_de_small_k"],
+            data,
+            hi,
+            lo,
+            small,
+            numbers=f"{numbers.get('alpha_raises_de_small_k', '')}; "
+            f"α {max(alphas):g} − α {min(alphas):g}, {text(small)}",
+        )
     return out
 
 
@@ -218,12 +304,22 @@ def findings_rows(found: Mapping[str, Any]) -> list[Finding]:
     for key, claim in CLAIMS.items():
         if f"finding_{key}" not in found:
             continue
-        get = lambda field: found.get(f"finding_{key}_{field}")
+        get = lambda field, key=key: found.get(f"finding_{key}_{field}")
         numbers = found.get(f"finding_{key}_numbers", "not run")
         if get("verdict"):
             interval = (get("ci_low"), get("ci_high")) if get("ci_low") is not None else None
-            rows.append(Finding(claim, get("verdict"), numbers, get("estimate"), get("threshold"), get("side") or ">",
-                                interval, get("level")))
+            rows.append(
+                Finding(
+                    claim,
+                    get("verdict"),
+                    numbers,
+                    get("estimate"),
+                    get("threshold"),
+                    get("side") or ">",
+                    interval,
+                    get("level"),
+                )
+            )
         elif found[f"finding_{key}"] is None:
             rows.append(finding(claim, None, numbers))
         else:

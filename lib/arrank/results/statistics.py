@@ -93,8 +93,13 @@ def has_variants(per_query: pd.DataFrame | None, *variants: str) -> bool:
     return per_query is not None and len(per_query) > 0 and set(variants) <= set(per_query["variant"])
 
 
-def bootstrap_interval(samples: Sequence[np.ndarray], paired: bool, level: float = LEVEL,
-                       n_resamples: int = N_RESAMPLES, seed: int = RNG_SEED) -> tuple[float, float, float]:
+def bootstrap_interval(
+    samples: Sequence[np.ndarray],
+    paired: bool,
+    level: float = LEVEL,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = RNG_SEED,
+) -> tuple[float, float, float]:
     """(estimate, low, high): the mean of one sample, or the difference of the means of two
     independent samples, with its BCa bootstrap interval (``scipy.stats.bootstrap``). Data with
     no spread (every value equal) give the point itself as the interval."""
@@ -110,13 +115,29 @@ def bootstrap_interval(samples: Sequence[np.ndarray], paired: bool, level: float
     estimate = float(statistic(*arrays))
     if all(np.ptp(a) == 0 for a in arrays):
         return estimate, estimate, estimate
-    res = stats.bootstrap(tuple(arrays), statistic, n_resamples=n_resamples, confidence_level=level,
-                          method="BCa", paired=paired, vectorized=True, batch=max(1, min(n_resamples, 2000)),
-                          rng=np.random.default_rng(seed))
+    res = stats.bootstrap(
+        tuple(arrays),
+        statistic,
+        n_resamples=n_resamples,
+        confidence_level=level,
+        method="BCa",
+        paired=paired,
+        vectorized=True,
+        batch=max(1, min(n_resamples, 2000)),
+        rng=np.random.default_rng(seed),
+    )
     lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
     if not (math.isfinite(lo) and math.isfinite(hi)):  # BCa undefined (e.g. one value differs): percentile
-        res = stats.bootstrap(tuple(arrays), statistic, n_resamples=n_resamples, confidence_level=level,
-                              method="percentile", paired=paired, vectorized=True, rng=np.random.default_rng(seed))
+        res = stats.bootstrap(
+            tuple(arrays),
+            statistic,
+            n_resamples=n_resamples,
+            confidence_level=level,
+            method="percentile",
+            paired=paired,
+            vectorized=True,
+            rng=np.random.default_rng(seed),
+        )
         lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
     return estimate, min(lo, estimate), max(hi, estimate)
 
@@ -133,7 +154,7 @@ def seed_halfwidth(parts: Sequence[tuple[np.ndarray, float]], level: float = LEV
     var = sum(v for v, _ in terms)
     if var == 0:
         return 0.0
-    df = var ** 2 / sum(v ** 2 / d for v, d in terms)
+    df = var**2 / sum(v**2 / d for v, d in terms)
     return float(stats.t.ppf(0.5 + level / 2, df) * math.sqrt(var))
 
 
@@ -156,14 +177,23 @@ class Comparison:
 
     def text(self) -> str:
         """``paired over 300 queries, 2 / 1 runs`` (how the interval was made)."""
-        n = f"{self.n_queries} queries, paired" if self.paired else \
-            f"{self.n_queries[0]} / {self.n_queries[1]} queries, unpaired"
+        n = (
+            f"{self.n_queries} queries, paired"
+            if self.paired
+            else f"{self.n_queries[0]} / {self.n_queries[1]} queries, unpaired"
+        )
         seeds = "seed variation in the interval" if max(self.runs) > 1 else "one run each: seed variation not estimated"
         return f"{n}; {self.runs[0]} / {self.runs[1]} runs, {seeds}"
 
 
-def compare(a: Values, b: Values, weight: float = 1.0, level: float = LEVEL, n_resamples: int = N_RESAMPLES,
-            seed: int = RNG_SEED) -> Comparison:
+def compare(
+    a: Values,
+    b: Values,
+    weight: float = 1.0,
+    level: float = LEVEL,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = RNG_SEED,
+) -> Comparison:
     """The mean of ``a - weight * b`` with its bootstrap interval widened for seed variation (module
     docstring): paired on the common queries when the two share at least two queries, else two
     independent samples."""
@@ -174,8 +204,9 @@ def compare(a: Values, b: Values, weight: float = 1.0, level: float = LEVEL, n_r
         est, lo, hi = bootstrap_interval([diff], True, level, n_resamples, seed)
         n: int | tuple[int, int] = len(common)
     else:
-        est, lo, hi = bootstrap_interval([a.by_query.to_numpy(), weight * b.by_query.to_numpy()], False, level,
-                                         n_resamples, seed)
+        est, lo, hi = bootstrap_interval(
+            [a.by_query.to_numpy(), weight * b.by_query.to_numpy()], False, level, n_resamples, seed
+        )
         n = (len(a.by_query), len(b.by_query))
     lo, hi = widen(est, lo, hi, seed_halfwidth([(a.run_means, 1.0), (b.run_means, weight)], level))
     return Comparison(est, (lo, hi), n, paired, (len(a.run_means), len(b.run_means)), level)
@@ -189,8 +220,13 @@ def mean_halfwidth(values: Values, level: float = LEVEL, n_resamples: int = N_RE
     return (hi - lo) / 2
 
 
-def paired_differences(per_query: pd.DataFrame, a: str | Sequence[str], b: str | Sequence[str],
-                       metrics: str | Sequence[str], weight: float = 1.0) -> np.ndarray:
+def paired_differences(
+    per_query: pd.DataFrame,
+    a: str | Sequence[str],
+    b: str | Sequence[str],
+    metrics: str | Sequence[str],
+    weight: float = 1.0,
+) -> np.ndarray:
     """The per-query differences ``a_q - weight * b_q`` on the queries both variants have (each
     averaged over its runs): the data of a paired check, and of ``queries_to_decide``."""
     va, vb = variant_values(per_query, a, metrics), variant_values(per_query, b, metrics)
@@ -198,14 +234,25 @@ def paired_differences(per_query: pd.DataFrame, a: str | Sequence[str], b: str |
     return va.by_query.loc[common].to_numpy() - weight * vb.by_query.loc[common].to_numpy()
 
 
-def check(claim: str, per_query: pd.DataFrame, a: str | Sequence[str], b: str | Sequence[str],
-          metrics: str | Sequence[str], threshold: float = 0.0, side: str = ">", weight: float = 1.0,
-          numbers: str = "", level: float = LEVEL, n_resamples: int = N_RESAMPLES) -> Finding:
+def check(
+    claim: str,
+    per_query: pd.DataFrame,
+    a: str | Sequence[str],
+    b: str | Sequence[str],
+    metrics: str | Sequence[str],
+    threshold: float = 0.0,
+    side: str = ">",
+    weight: float = 1.0,
+    numbers: str = "",
+    level: float = LEVEL,
+    n_resamples: int = N_RESAMPLES,
+) -> Finding:
     """The claim that the mean per-query ``a - weight * b`` of ``metrics`` is on ``side`` of
     ``threshold``, decided by its interval (``findings.decide``); ``numbers`` is followed by how
     the interval was made (queries, paired or not, runs)."""
-    c = compare(variant_values(per_query, a, metrics), variant_values(per_query, b, metrics), weight, level,
-                n_resamples)
+    c = compare(
+        variant_values(per_query, a, metrics), variant_values(per_query, b, metrics), weight, level, n_resamples
+    )
     return decide(claim, c.estimate, c.interval, threshold, side, "; ".join(p for p in (numbers, c.text()) if p), level)
 
 
@@ -222,11 +269,22 @@ def combine(claim: str, parts: Sequence[tuple[str, Finding]], numbers: str = "")
     if not parts:
         raise ValueError(f"the compound claim {claim!r} has no parts")
     verdicts = [f.verdict for _, f in parts]
-    verdict = ("fails" if "fails" in verdicts else "unchecked" if "unchecked" in verdicts else
-               "holds" if all(v == "holds" for v in verdicts) else "undecided")
+    verdict = (
+        "fails"
+        if "fails" in verdicts
+        else "unchecked"
+        if "unchecked" in verdicts
+        else "holds"
+        if all(v == "holds" for v in verdicts)
+        else "undecided"
+    )
     texts = [f"{name}: {f.verdict}" + (f", {interval_text(f)}" if f.interval else "") for name, f in parts]
-    return Finding(claim, verdict, "; ".join(p for p in (numbers, "; ".join(texts)) if p),
-                   level=next((f.level for _, f in parts if f.level), None))
+    return Finding(
+        claim,
+        verdict,
+        "; ".join(p for p in (numbers, "; ".join(texts)) if p),
+        level=next((f.level for _, f in parts if f.level), None),
+    )
 
 
 def queries_to_decide(differences: Sequence[float] | np.ndarray, threshold: float = 0.0, level: float = LEVEL) -> float:

@@ -18,8 +18,15 @@ from typing import Any
 
 import pandas as pd
 
-from arrank.common.display import (SYMBOLS, metric_title, number_text, ordered_colors, percent_axis,
-                                   qualitative_colors, style)
+from arrank.common.display import (
+    SYMBOLS,
+    metric_title,
+    number_text,
+    ordered_colors,
+    percent_axis,
+    qualitative_colors,
+    style,
+)
 from arrank.common.outputs import save_table
 from arrank.results.paper import LOWER_IS_BETTER, PAPER
 from arrank.training.schemes import loss_label
@@ -35,8 +42,10 @@ def baseline_label(params: dict[str, Any]) -> str:
     return f"{model.upper()} n={number_text(params.get('n'))}, α={number_text(params.get('alpha'))}"
 
 
-LABELLED = {"05_train": ({"scheme", "alpha", "targets", "beta", "combined"}, loss_label),
-            "07_de_ce_baselines": ({"model", "n", "alpha"}, baseline_label)}
+LABELLED = {
+    "05_train": ({"scheme", "alpha", "targets", "beta", "combined"}, loss_label),
+    "07_de_ce_baselines": ({"model", "n", "alpha"}, baseline_label),
+}
 
 
 def variant_label(notebook: str, params: dict[str, Any], varying: list[str]) -> str:
@@ -56,8 +65,12 @@ def metric_columns(columns: Any) -> list[str]:
     return [c for c in ("cvr", "ndcg") if c in columns] + recalls
 
 
-def results_table(frame: pd.DataFrame, paper: str | None = None, floor: dict[str, float] | None = None,
-                  per_query: pd.DataFrame | None = None) -> pd.DataFrame:
+def results_table(
+    frame: pd.DataFrame,
+    paper: str | None = None,
+    floor: dict[str, float] | None = None,
+    per_query: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """The paper's layout: one row per variant (sweep order; mean over seeds), columns variant,
     source, runs, then CVR, nDCG, R@k in percent, and ``<metric> sd`` when a variant has several
     runs. With ``per_query`` (``arrank.workbook.report.per_query_frame``) also ``<metric> ci``:
@@ -83,20 +96,33 @@ def results_table(frame: pd.DataFrame, paper: str | None = None, floor: dict[str
         rows.append(row)
         if reference and label in reference["rows"]:
             values = dict(zip(reference["columns"], reference["rows"][label]))
-            rows.append({"variant": label, "source": "paper", "runs": None,
-                         **{m: values.get(m, math.nan) for m in metrics}})
+            rows.append(
+                {"variant": label, "source": "paper", "runs": None, **{m: values.get(m, math.nan) for m in metrics}}
+            )
     if floor:
-        rows.append({"variant": "Random scores", "source": "random scores", "runs": None,
-                     **{m: floor.get(m, math.nan) * 100 for m in metrics}})
-    columns = ["variant", "source", "runs"] + metrics + ([f"{m} sd" for m in metrics] if several else []) + \
-        ([f"{m} ci" for m in metrics] if halfwidths else [])
+        rows.append(
+            {
+                "variant": "Random scores",
+                "source": "random scores",
+                "runs": None,
+                **{m: floor.get(m, math.nan) * 100 for m in metrics},
+            }
+        )
+    columns = (
+        ["variant", "source", "runs"]
+        + metrics
+        + ([f"{m} sd" for m in metrics] if several else [])
+        + ([f"{m} ci" for m in metrics] if halfwidths else [])
+    )
     return pd.DataFrame(rows, columns=columns).round(4)
 
 
 TABLE_RESAMPLES = 1999  # the tables' ± (a display); the findings' intervals use statistics.N_RESAMPLES
 
 
-def interval_halfwidths(per_query: pd.DataFrame | None, labels: list[str], metrics: list[str]) -> dict[str, dict[str, float]]:
+def interval_halfwidths(
+    per_query: pd.DataFrame | None, labels: list[str], metrics: list[str]
+) -> dict[str, dict[str, float]]:
     """label -> metric -> the half-width (percent) of its mean's 95% interval, for the labels
     and metrics ``per_query`` has values of (``statistics.mean_halfwidth``); {} without it."""
     from arrank.results import statistics as S
@@ -119,9 +145,11 @@ def caption(table: pd.DataFrame) -> str:
     """What the table's ``±`` is: the 95% interval's half-width (bootstrap over queries, seed
     variation in quadrature) where the table has it, else one standard deviation over seeds."""
     if any(str(c).endswith(" ci") for c in table.columns):
-        return ("± half the width of the 95% confidence interval of the mean over the held-out queries "
-                "(BCa bootstrap over queries; a variant with several seeds also carries their spread, "
-                "docs/findings.md); percent. A row without ± has no per-query data.")
+        return (
+            "± half the width of the 95% confidence interval of the mean over the held-out queries "
+            "(BCa bootstrap over queries; a variant with several seeds also carries their spread, "
+            "docs/findings.md); percent. A row without ± has no per-query data."
+        )
     if any(str(c).endswith(" sd") for c in table.columns):
         return "± one standard deviation over the seeds of a variant; percent."
     return ""
@@ -159,12 +187,19 @@ def markdown(table: pd.DataFrame) -> str:
     show_runs = bool((table["runs"].fillna(1) > 1).any())
     best = {s: best_variants(table, s) for s in ("this run", "paper")}
     has_ci = any(str(c).endswith(" ci") for c in table.columns)  # then ± is the interval only (caption)
-    head = ["variant"] + (["source"] if show_source else []) + (["runs"] if show_runs else []) + \
-        [column_title(m) for m in metrics]
+    head = (
+        ["variant"]
+        + (["source"] if show_source else [])
+        + (["runs"] if show_runs else [])
+        + [column_title(m) for m in metrics]
+    )
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for _, row in table.iterrows():
-        cells = [row["variant"]] + ([row["source"]] if show_source else []) + \
-            ([str(int(row["runs"])) if pd.notna(row["runs"]) else ""] if show_runs else [])
+        cells = (
+            [row["variant"]]
+            + ([row["source"]] if show_source else [])
+            + ([str(int(row["runs"])) if pd.notna(row["runs"]) else ""] if show_runs else [])
+        )
         for m in metrics:
             value = row[m]
             if pd.isna(value):
@@ -202,7 +237,7 @@ def variant_family(label: str) -> tuple[str, float | None]:
     if not found:
         return label, None
     last = found[-1]
-    return label[:last.start()] + last.group(1) + label[last.end():], float(last.group(2))
+    return label[: last.start()] + last.group(1) + label[last.end() :], float(last.group(2))
 
 
 def variant_colors(variants: list[str]) -> dict[str, str]:
@@ -218,8 +253,11 @@ def variant_colors(variants: list[str]) -> dict[str, str]:
     for family, members in families.items():
         if len(members) > 1:
             symbol = next((s for s in FAMILY_SCALES if family.endswith(s) or f"{s}," in family), None)
-            scale = ordered_colors([val for val, _ in members], FAMILY_SCALES.get(symbol, "Viridis"),
-                                   *((0.4, 1.0) if symbol else (0.0, 0.9)))
+            scale = ordered_colors(
+                [val for val, _ in members],
+                FAMILY_SCALES.get(symbol, "Viridis"),
+                *((0.4, 1.0) if symbol else (0.0, 0.9)),
+            )
             colors.update({v: scale[val] for val, v in members})
     colors.update(qualitative_colors(v for v in variants if v not in colors))
     return colors
@@ -251,9 +289,14 @@ def recall_curves(table: pd.DataFrame, title: str = "R@k per variant"):
         dashed = row["source"] != "this run"
         name = row["variant"] + ("" if not dashed or row["source"] == "random scores" else f" ({row['source']})")
         color = "grey" if row["source"] == "random scores" else colors[row["variant"]]
-        fig.add_scatter(x=ks, y=[row[m] for m in recalls], mode="lines+markers", name=name,
-                        line={"dash": "dot" if dashed else "solid", "color": color},
-                        visible="legendonly" if row["source"] == "paper" else True)
+        fig.add_scatter(
+            x=ks,
+            y=[row[m] for m in recalls],
+            mode="lines+markers",
+            name=name,
+            line={"dash": "dot" if dashed else "solid", "color": color},
+            visible="legendonly" if row["source"] == "paper" else True,
+        )
     style(fig, title)
     fig.update_layout(xaxis_title="k", xaxis={"tickvals": ks})
     return percent_axis(fig, "yaxis", "R@k (%)")
@@ -268,10 +311,16 @@ def parameter_curves(frame: pd.DataFrame, notebook: str, metrics: tuple[str, ...
 
     done = frame[frame["state"] == "done"]
     metrics = tuple(m for m in metrics if m in done.columns and done[m].notna().any())
-    varying = [c for c in done.columns if c not in {"run_name", "state", "label", "profile"}
-               and c not in metric_columns(done.columns)]
-    numeric = [k for k in varying if k != "seed" and done[k].map(lambda v: isinstance(v, (int, float))
-                                                                  and not isinstance(v, bool)).all()]
+    varying = [
+        c
+        for c in done.columns
+        if c not in {"run_name", "state", "label", "profile"} and c not in metric_columns(done.columns)
+    ]
+    numeric = [
+        k
+        for k in varying
+        if k != "seed" and done[k].map(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)).all()
+    ]
     lines: dict[str, list[tuple[str, pd.DataFrame]]] = {}
     on_a_line: set[str] = set()
     for x in numeric:
@@ -287,17 +336,26 @@ def parameter_curves(frame: pd.DataFrame, notebook: str, metrics: tuple[str, ...
     if not lines or not metrics:
         return None
     xs = list(lines)
-    fig = make_subplots(rows=len(metrics), cols=len(xs), shared_xaxes=True,
-                        column_titles=[f"against {SYMBOLS.get(x, x)}" for x in xs])
+    fig = make_subplots(
+        rows=len(metrics), cols=len(xs), shared_xaxes=True, column_titles=[f"against {SYMBOLS.get(x, x)}" for x in xs]
+    )
     alone = done[~done["label"].isin(on_a_line)].groupby("label", sort=False)[list(metrics)].mean() * 100
     families = list(dict.fromkeys(f for x in xs for f, _ in lines[x]))
     palette = px.colors.qualitative.Plotly
     for c, x in enumerate(xs, start=1):
         for r, m in enumerate(metrics, start=1):
             for family, curve in lines[x]:
-                fig.add_scatter(x=list(curve.index), y=list(curve[m]), mode="lines+markers", name=family,
-                                legendgroup=family, showlegend=(r == 1),
-                                line={"color": palette[families.index(family) % len(palette)]}, row=r, col=c)
+                fig.add_scatter(
+                    x=list(curve.index),
+                    y=list(curve[m]),
+                    mode="lines+markers",
+                    name=family,
+                    legendgroup=family,
+                    showlegend=(r == 1),
+                    line={"color": palette[families.index(family) % len(palette)]},
+                    row=r,
+                    col=c,
+                )
             for label, values in alone.iterrows():
                 fig.add_hline(y=values[m], line_dash="dash", annotation_text=label, row=r, col=c)
             fig.update_yaxes(title_text=metric_title(m), row=r, col=1)

@@ -18,7 +18,8 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-from arrank.common.manifest import MANIFEST, file_digest, fsync_path, manifest_problem, set_aside, write_manifest
+from arrank.common.manifest import MANIFEST, fsync_path, manifest_problem, set_aside, write_manifest
+
 KEEP = 2  # checkpoints kept: the newest, and one to fall back to when it turns out damaged
 PREFIX = "checkpoint-"
 STAGING = ".partial-checkpoint-"
@@ -33,7 +34,7 @@ def checkpoints(folder: Path) -> list[Path]:
     """The committed ``checkpoint-N`` folders under ``folder``, oldest first."""
     if not Path(folder).is_dir():
         return []
-    found = [p for p in Path(folder).glob(f"{PREFIX}*") if p.is_dir() and p.name[len(PREFIX):].isdigit()]
+    found = [p for p in Path(folder).glob(f"{PREFIX}*") if p.is_dir() and p.name[len(PREFIX) :].isdigit()]
     return sorted(found, key=step_of)
 
 
@@ -97,17 +98,24 @@ def refuse_non_finite(loss: float, grad_norm: float | None, step: int, folder: P
     """Stop training at once (``NonFiniteTrainingError``) when the loss accumulated since the last
     log or the step's gradient norm is NaN or infinite, naming the step and the last good
     checkpoint; called before the step's checkpoint would be written, so none holds the damage."""
-    bad = [f"{name} {value}" for name, value in (("loss", loss), ("gradient norm", grad_norm))
-           if value is not None and not math.isfinite(value)]
+    bad = [
+        f"{name} {value}"
+        for name, value in (("loss", loss), ("gradient norm", grad_norm))
+        if value is not None and not math.isfinite(value)
+    ]
     if not bad:
         return
     good = checkpoints(folder)
-    where = (f"the last good checkpoint is {good[-1]} (step {step_of(good[-1])}); the same command resumes from it"
-             if good else "there is no checkpoint: the same command starts over")
+    where = (
+        f"the last good checkpoint is {good[-1]} (step {step_of(good[-1])}); the same command resumes from it"
+        if good
+        else "there is no checkpoint: the same command starts over"
+    )
     raise NonFiniteTrainingError(
         f"training stopped at step {step}: {' and '.join(bad)} (not a finite number), so the weights can no longer "
         f"be trusted and nothing of this run is kept as finished; {where}, and will meet the same unless the "
-        "cause changes (a lower lr, or max_grad_norm; give another run_name for other parameters)")
+        "cause changes (a lower lr, or max_grad_norm; give another run_name for other parameters)"
+    )
 
 
 class GuardedCheckpoints:
@@ -131,9 +139,12 @@ class GuardedCheckpoints:
             if err.errno not in (errno.ENOSPC, errno.EDQUOT):
                 raise
             good = checkpoints(root)
-            raise OSError(err.errno, f"no space left on the device while writing checkpoint {step} in {staging}: free "
-                          "space (or set ARRANK_OUTPUTS to a larger disk), then run the same command again; it resumes "
-                          + (f"from {good[-1].name}" if good else "from the start (no checkpoint was complete)")) from None
+            raise OSError(
+                err.errno,
+                f"no space left on the device while writing checkpoint {step} in {staging}: free "
+                "space (or set ARRANK_OUTPUTS to a larger disk), then run the same command again; it resumes "
+                + (f"from {good[-1].name}" if good else "from the start (no checkpoint was complete)"),
+            ) from None
         finally:
             self._staging = None
         self.accelerator.wait_for_everyone()  # every process wrote its RNG state into the staging folder

@@ -11,8 +11,15 @@ from pathlib import Path
 import numpy as np
 
 
-def build_tiny_model(vocab_size: int, hidden: int = 128, layers: int = 4, heads: int = 4,
-                     intermediate: int = 384, seed: int = 0, tokenizer=None):
+def build_tiny_model(
+    vocab_size: int,
+    hidden: int = 128,
+    layers: int = 4,
+    heads: int = 4,
+    intermediate: int = 384,
+    seed: int = 0,
+    tokenizer=None,
+):
     """A random-initialised Llama-architecture causal LM (transformers), seeded.
 
     Defaults are the CPU-feasible size of docs/design.md (4 layers, hidden 128).
@@ -23,12 +30,22 @@ def build_tiny_model(vocab_size: int, hidden: int = 128, layers: int = 4, heads:
 
     ids = {}
     if tokenizer is not None:
-        ids = {"pad_token_id": tokenizer.pad_token_id, "bos_token_id": tokenizer.bos_token_id,
-               "eos_token_id": tokenizer.eos_token_id}
-    config = LlamaConfig(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers,
-                         num_attention_heads=heads, num_key_value_heads=heads,
-                         intermediate_size=intermediate, max_position_embeddings=2048,
-                         tie_word_embeddings=False, **ids)
+        ids = {
+            "pad_token_id": tokenizer.pad_token_id,
+            "bos_token_id": tokenizer.bos_token_id,
+            "eos_token_id": tokenizer.eos_token_id,
+        }
+    config = LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        intermediate_size=intermediate,
+        max_position_embeddings=2048,
+        tie_word_embeddings=False,
+        **ids,
+    )
     torch.manual_seed(seed)
     return LlamaForCausalLM(config)
 
@@ -143,8 +160,10 @@ def convert_gguf(gguf: Path, folder: Path) -> Path:
     try:
         fields = GGUFReader(str(gguf)).fields
     except Exception as err:  # gguf raises ValueError/IndexError/struct errors on short files
-        raise ValueError(f"{gguf} is not a readable GGUF file ({type(err).__name__}: {err}); "
-                         "is it truncated? reinstall it or give another file") from None
+        raise ValueError(
+            f"{gguf} is not a readable GGUF file ({type(err).__name__}: {err}); "
+            "is it truncated? reinstall it or give another file"
+        ) from None
     special = {}
     for role in ("bos", "eos", "padding"):
         field = fields.get(f"tokenizer.ggml.{role}_token_id")
@@ -166,8 +185,16 @@ def convert_gguf(gguf: Path, folder: Path) -> Path:
     return save_atomic(model, tokenizer, folder)
 
 
-def tiny_model_and_tokenizer(texts: list[str], vocab_size: int = 2000, hidden: int = 128, layers: int = 4,
-                             heads: int = 4, intermediate: int = 384, seed: int = 0, cache: bool = True):
+def tiny_model_and_tokenizer(
+    texts: list[str],
+    vocab_size: int = 2000,
+    hidden: int = 128,
+    layers: int = 4,
+    heads: int = 4,
+    intermediate: int = 384,
+    seed: int = 0,
+    cache: bool = True,
+):
     """``model_name="tiny"``: a BPE tokenizer trained on ``texts`` (the task's prompts and docIDs)
     and a random-initialised Llama of the given size, built once and cached under
     ``data/cache/tiny/<hash>/`` (the hash covers the texts and every size). Returns (model, tokenizer).
@@ -181,11 +208,23 @@ def tiny_model_and_tokenizer(texts: list[str], vocab_size: int = 2000, hidden: i
     from arrank.training.tokenizer import train_bpe
 
     digest = hashlib.sha256("\n".join(texts).encode("utf-8")).hexdigest()
-    key = params_hash({"texts": digest, "vocab_size": vocab_size, "hidden": hidden, "layers": layers,
-                       "heads": heads, "intermediate": intermediate, "seed": seed, "version": 1})
+    key = params_hash(
+        {
+            "texts": digest,
+            "vocab_size": vocab_size,
+            "hidden": hidden,
+            "layers": layers,
+            "heads": heads,
+            "intermediate": intermediate,
+            "seed": seed,
+            "version": 1,
+        }
+    )
     folder = paths.CACHE / "tiny" / key
     if cache and folder.exists():
-        why = model_folder_problem(folder) or (None if (folder / "tokenizer.json").is_file() else "it has no tokenizer.json")
+        why = model_folder_problem(folder) or (
+            None if (folder / "tokenizer.json").is_file() else "it has no tokenizer.json"
+        )
         if why is None:
             return LlamaForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
         from arrank.common.manifest import set_aside
@@ -280,9 +319,11 @@ def resolve_backend(backend: str) -> str:
         raise RuntimeError(refused)
     has_unsloth = importlib.util.find_spec("unsloth") is not None
     if backend == "unsloth" and not torch.cuda.is_available() and not unsloth_cpu_opt_in():
-        raise RuntimeError("backend='unsloth' needs an NVIDIA GPU with CUDA, and this machine has none; "
-                           "use backend='transformers' (or 'auto'), or set UNSLOTH_FORCE_CPU=1 to run "
-                           "Unsloth's CPU fallback (a check of the code path, not a speed route: docs/gpu.md)")
+        raise RuntimeError(
+            "backend='unsloth' needs an NVIDIA GPU with CUDA, and this machine has none; "
+            "use backend='transformers' (or 'auto'), or set UNSLOTH_FORCE_CPU=1 to run "
+            "Unsloth's CPU fallback (a check of the code path, not a speed route: docs/gpu.md)"
+        )
     if backend == "unsloth" and not has_unsloth:
         raise RuntimeError("backend='unsloth' but unsloth is not installed: pip install -e '.[gpu]'")
     if backend == "auto":
@@ -302,17 +343,23 @@ def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit
     import os
 
     if load_in_4bit and resolve_backend(backend) != "unsloth":
-        raise ValueError(f"load_in_4bit=True needs backend='unsloth' (4-bit base weights through bitsandbytes "
-                         f"on an NVIDIA GPU); backend={backend!r} resolves to transformers here: give "
-                         "load_in_4bit=False (16-bit LoRA) or run on a GPU with unsloth installed")
+        raise ValueError(
+            f"load_in_4bit=True needs backend='unsloth' (4-bit base weights through bitsandbytes "
+            f"on an NVIDIA GPU); backend={backend!r} resolves to transformers here: give "
+            "load_in_4bit=False (16-bit LoRA) or run on a GPU with unsloth installed"
+        )
     model_name = resolve_model(model_name)
     if resolve_backend(backend) == "unsloth":
         os.environ.setdefault("UNSLOTH_RETURN_LOGITS", "1")
         from unsloth import FastLanguageModel
 
         model, tokenizer = FastLanguageModel.from_pretrained(
-            model_name=model_name, max_seq_length=max_length, load_in_4bit=load_in_4bit, dtype=None,
-            use_exact_model_name=Path(model_name).is_dir())
+            model_name=model_name,
+            max_seq_length=max_length,
+            load_in_4bit=load_in_4bit,
+            dtype=None,
+            use_exact_model_name=Path(model_name).is_dir(),
+        )
     else:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -323,8 +370,9 @@ def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit
     return model, tokenizer
 
 
-def untrained_model(model_name: str, df, backend: str, max_length: int, tokenizer_vocab: int, seed: int,
-                    load_in_4bit: bool = False):
+def untrained_model(
+    model_name: str, df, backend: str, max_length: int, tokenizer_vocab: int, seed: int, load_in_4bit: bool = False
+):
     """The model a run starts from, and its tokenizer: ``"tiny"`` is built (and cached) for the
     texts of the ranking table ``df`` (``arrank.data.ranking.tokenizer_texts``), any other name is
     loaded by :func:`load_pretrained`. One rule for notebook 05 and notebook 06's untrained row."""
@@ -342,10 +390,13 @@ def add_lora(model, backend: str, r: int, alpha: int, dropout: float, target_mod
     if r == 0:
         n = sum(p.numel() for p in model.parameters())
         if n > FULL_FINETUNE_WARN:
-            warnings.warn(f"lora_r=0: full fine-tuning of all {n / 1e6:.1f} M parameters; AdamW keeps "
-                          f"weights, gradients and two moments, about {16 * n / 2**30:.1f} GiB in float32, "
-                          "and every step updates them all (LoRA r = 16 trains under 5% of them); give "
-                          "lora_r > 0 unless that is what you want", stacklevel=2)
+            warnings.warn(
+                f"lora_r=0: full fine-tuning of all {n / 1e6:.1f} M parameters; AdamW keeps "
+                f"weights, gradients and two moments, about {16 * n / 2**30:.1f} GiB in float32, "
+                "and every step updates them all (LoRA r = 16 trains under 5% of them); give "
+                "lora_r > 0 unless that is what you want",
+                stacklevel=2,
+            )
         return model
     targets = "all-linear" if target_modules == "all-linear" else [m.strip() for m in target_modules.split(",")]
     if resolve_backend(backend) == "unsloth":
@@ -353,12 +404,14 @@ def add_lora(model, backend: str, r: int, alpha: int, dropout: float, target_mod
 
         if targets == "all-linear":
             targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-        return FastLanguageModel.get_peft_model(model, r=r, lora_alpha=alpha, lora_dropout=dropout,
-                                                target_modules=targets, random_state=seed)
+        return FastLanguageModel.get_peft_model(
+            model, r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets, random_state=seed
+        )
     from peft import LoraConfig, get_peft_model
 
-    return get_peft_model(model, LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout,
-                                            target_modules=targets, task_type="CAUSAL_LM"))
+    return get_peft_model(
+        model, LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets, task_type="CAUSAL_LM")
+    )
 
 
 def load_trained(folder: Path | str, backend: str = "auto", max_length: int = 1024):
@@ -368,14 +421,17 @@ def load_trained(folder: Path | str, backend: str = "auto", max_length: int = 10
     folder = Path(folder)
     adapter = folder / "adapter_config.json"
     if not (folder / "config.json").exists() and not adapter.exists():
-        raise FileNotFoundError(f"{folder} holds no saved model (no config.json or adapter_config.json); "
-                                "give a finished notebook 05 run")
+        raise FileNotFoundError(
+            f"{folder} holds no saved model (no config.json or adapter_config.json); give a finished notebook 05 run"
+        )
     from arrank.common.manifest import manifest_problem
 
     why = manifest_problem(folder, required=False)  # a run's result: named, never rebuilt or evaluated
     if why:
-        raise ValueError(f"the saved model {folder} is damaged: {why}; nothing is evaluated from it: train it again "
-                         "(notebook 05 with another run_name), or restore the run folder from a copy")
+        raise ValueError(
+            f"the saved model {folder} is damaged: {why}; nothing is evaluated from it: train it again "
+            "(notebook 05 with another run_name), or restore the run folder from a copy"
+        )
     if not adapter.exists():
         from transformers import AutoModelForCausalLM, AutoTokenizer
 

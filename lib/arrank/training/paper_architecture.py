@@ -20,11 +20,23 @@ from typing import Any
 # 5 keeps rope_theta inside rope_parameters). bf16 weights, untied input and output embeddings, no
 # sliding window: every layer attends to the whole sequence.
 MISTRAL_7B_V03: dict[str, Any] = {
-    "vocab_size": 32768, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
-    "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "hidden_act": "silu",
-    "max_position_embeddings": 32768, "rms_norm_eps": 1e-5, "initializer_range": 0.02,
-    "rope_parameters": {"rope_type": "default", "rope_theta": 1e6}, "sliding_window": None,
-    "tie_word_embeddings": False, "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2,
+    "vocab_size": 32768,
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "hidden_act": "silu",
+    "max_position_embeddings": 32768,
+    "rms_norm_eps": 1e-5,
+    "initializer_range": 0.02,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 1e6},
+    "sliding_window": None,
+    "tie_word_embeddings": False,
+    "attention_dropout": 0.0,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
 }
 
 
@@ -39,16 +51,19 @@ def mistral_config(**overrides: Any):
         raise ValueError(f"unknown MistralConfig fields {unknown}; allowed: {sorted(MISTRAL_7B_V03)}")
     values = {**MISTRAL_7B_V03, **overrides}
     if values["hidden_size"] != values["num_attention_heads"] * values["head_dim"]:
-        raise ValueError(f"hidden_size={values['hidden_size']} must equal num_attention_heads="
-                         f"{values['num_attention_heads']} x head_dim={values['head_dim']}")
+        raise ValueError(
+            f"hidden_size={values['hidden_size']} must equal num_attention_heads="
+            f"{values['num_attention_heads']} x head_dim={values['head_dim']}"
+        )
     config = MistralConfig(**values)
     config.dtype = "bfloat16"
     config.architectures = ["MistralForCausalLM"]
     return config
 
 
-def random_paper_model(folder: Path | str, texts: list[str], seed: int = 0, device: str = "cpu",
-                       **overrides: Any) -> Path:
+def random_paper_model(
+    folder: Path | str, texts: list[str], seed: int = 0, device: str = "cpu", **overrides: Any
+) -> Path:
     """Build Mistral-7B-Instruct-v0.3's architecture (:func:`mistral_config` with ``overrides``)
     with seeded random weights in bf16, and save it with a BPE tokenizer trained on ``texts``
     (the task's prompts and docIDs) into ``folder``, written atomically (``models.save_atomic``):

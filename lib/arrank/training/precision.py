@@ -124,8 +124,14 @@ def frozen_linears(model) -> list[torch.nn.Linear]:
     train in notebook 05 or are loaded frozen in notebook 06, so both score with the same numbers):
     the base layers under LoRA."""
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-    return [m for name, m in model.named_modules() if type(m) is torch.nn.Linear and m is not head
-            and ".lora_" not in f".{name}" and not any(p.requires_grad for p in m.parameters())]
+    return [
+        m
+        for name, m in model.named_modules()
+        if type(m) is torch.nn.Linear
+        and m is not head
+        and ".lora_" not in f".{name}"
+        and not any(p.requires_grad for p in m.parameters())
+    ]
 
 
 def prepare_model(model, used: str) -> int:

@@ -30,7 +30,6 @@ import torch
 from arrank.training import schemes
 
 
-
 def item_weight(scheme: str, r: int, n_q: int, alpha: float | None = None, **params: float) -> float:
     """lambda(r) of section 4.1 for the docID of rank r (1 = most relevant) of a query with n_q
     docIDs, from the registered scheme (``arrank.training.schemes``): ``"indicator"`` 1 if r == 1
@@ -45,8 +44,9 @@ def item_weight(scheme: str, r: int, n_q: int, alpha: float | None = None, **par
     return float(found.weight(r, n_q, **{p: given.get(p) for p in found.params}))
 
 
-def pad_sparse_targets(targets: Sequence[Sequence[Sequence[tuple[int, float]]]], starts: Sequence[int],
-                       seq_len: int, k: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def pad_sparse_targets(
+    targets: Sequence[Sequence[Sequence[tuple[int, float]]]], starts: Sequence[int], seq_len: int, k: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Padded (B, seq_len, K) ``target_ids`` (long) and ``target_mass`` (float32) for a batch.
 
     ``targets[b]`` is item b's list of per-step ``(token id, mass)`` pairs (from ``trie``) and
@@ -70,8 +70,10 @@ def pad_sparse_targets(targets: Sequence[Sequence[Sequence[tuple[int, float]]]],
     for b, (item, start) in enumerate(zip(targets, starts)):
         start = int(start)
         if start < 1 or start + len(item) > seq_len:
-            raise ValueError(f"item {b}: docID of {len(item)} steps starting at position {start} "
-                             f"must lie within positions [1, {seq_len}) (position 0 is never predicted)")
+            raise ValueError(
+                f"item {b}: docID of {len(item)} steps starting at position {start} "
+                f"must lie within positions [1, {seq_len}) (position 0 is never predicted)"
+            )
         for j, step in enumerate(item):
             for slot, (tok, m) in enumerate(step):
                 rows.append(b)
@@ -109,32 +111,38 @@ def supervised_positions(target_mass: torch.Tensor) -> tuple[torch.Tensor, torch
     return (target_mass[:, 1:] > 0).any(-1).nonzero(as_tuple=True)
 
 
-def _check_targets(B: int, T: int, target_ids: torch.Tensor, target_mass: torch.Tensor,
-                   item_weight: torch.Tensor) -> None:
+def _check_targets(
+    B: int, T: int, target_ids: torch.Tensor, target_mass: torch.Tensor, item_weight: torch.Tensor
+) -> None:
     """Clear errors for targets and weights that do not fit a (B, T) batch (``stoical_loss``)."""
     if target_ids.dim() != 3 or tuple(target_ids.shape[:2]) != (B, T):
         raise ValueError(f"target_ids must be (B={B}, T={T}, K), got shape {tuple(target_ids.shape)}")
     if tuple(target_mass.shape) != tuple(target_ids.shape):
-        raise ValueError(f"target_mass shape {tuple(target_mass.shape)} != target_ids shape "
-                         f"{tuple(target_ids.shape)}")
+        raise ValueError(f"target_mass shape {tuple(target_mass.shape)} != target_ids shape {tuple(target_ids.shape)}")
     if target_ids.dtype not in (torch.int64, torch.int32):
         raise ValueError(f"target_ids must hold integer token ids, got dtype {target_ids.dtype}")
     if not torch.is_floating_point(target_mass):
         raise ValueError(f"target_mass must be a floating-point tensor, got dtype {target_mass.dtype}")
     if tuple(item_weight.shape) not in ((B,), (B, T)):
-        raise ValueError(f"item_weight must be (B={B},) or (B={B}, T={T}), got shape "
-                         f"{tuple(item_weight.shape)}")
+        raise ValueError(f"item_weight must be (B={B},) or (B={B}, T={T}), got shape {tuple(item_weight.shape)}")
     if not torch.isfinite(target_mass).all() or (target_mass < 0).any():
         raise ValueError("target_mass must be finite and >= 0")
     if not torch.isfinite(item_weight).all() or (item_weight < 0).any():
         raise ValueError(f"item_weight must be finite and >= 0 (lambda(r)), got {item_weight.tolist()}")
     if (target_mass[:, 0] > 0).any():
-        raise ValueError("target_mass at position 0 is nonzero, but no logit predicts the first "
-                         "token: targets follow the labels alignment (row t = token t)")
+        raise ValueError(
+            "target_mass at position 0 is nonzero, but no logit predicts the first "
+            "token: targets follow the labels alignment (row t = token t)"
+        )
 
 
-def stoical_loss(logits: torch.Tensor, target_ids: torch.Tensor, target_mass: torch.Tensor,
-                 item_weight: torch.Tensor, num_items_in_batch: int | torch.Tensor | None = None) -> torch.Tensor:
+def stoical_loss(
+    logits: torch.Tensor,
+    target_ids: torch.Tensor,
+    target_mass: torch.Tensor,
+    item_weight: torch.Tensor,
+    num_items_in_batch: int | torch.Tensor | None = None,
+) -> torch.Tensor:
     """The STOICaL loss of eq. 2 (section 4) for a batch of (query, docID, rank) items.
 
     ``logits``: (B, T, V), the model's output for ``input_ids`` (B, T) (``logits[:, t]`` predicts
@@ -167,9 +175,14 @@ def stoical_loss(logits: torch.Tensor, target_ids: torch.Tensor, target_mass: to
     return stoical_loss_at(rows, target_ids, target_mass, item_weight, num_items_in_batch, checked=True)
 
 
-def stoical_loss_at(rows: torch.Tensor, target_ids: torch.Tensor, target_mass: torch.Tensor,
-                    item_weight: torch.Tensor, num_items_in_batch: int | torch.Tensor | None = None,
-                    checked: bool = False) -> torch.Tensor:
+def stoical_loss_at(
+    rows: torch.Tensor,
+    target_ids: torch.Tensor,
+    target_mass: torch.Tensor,
+    item_weight: torch.Tensor,
+    num_items_in_batch: int | torch.Tensor | None = None,
+    checked: bool = False,
+) -> torch.Tensor:
     """:func:`stoical_loss` (eq. 2) from the logits of the supervised positions only: ``rows`` is
     (N, V), row n the logits at the n-th pair of :func:`supervised_positions` (``target_mass``),
     as the model's forward returns them inside ``supervised_head.head_at``. Targets, weights and
@@ -180,8 +193,10 @@ def stoical_loss_at(rows: torch.Tensor, target_ids: torch.Tensor, target_mass: t
     b_idx, t_idx = supervised_positions(target_mass)
     n_sup = b_idx.numel()
     if rows.dim() != 2 or rows.shape[0] != n_sup:
-        raise ValueError(f"rows must be (N={n_sup}, V): the logits of the {n_sup} supervised positions, "
-                         f"got shape {tuple(rows.shape)}")
+        raise ValueError(
+            f"rows must be (N={n_sup}, V): the logits of the {n_sup} supervised positions, "
+            f"got shape {tuple(rows.shape)}"
+        )
     V = rows.shape[1]
     if num_items_in_batch is None:
         denom = float(n_sup)
@@ -194,14 +209,14 @@ def stoical_loss_at(rows: torch.Tensor, target_ids: torch.Tensor, target_mass: t
     if n_sup == 0:
         return rows.sum() * 0.0
 
-    rows = rows.float()                                           # (N, V): logits[b, t] -> token t+1
-    ids = target_ids[b_idx, t_idx + 1].to(rows.device, torch.long)      # (N, K)
-    mass = target_mass[b_idx, t_idx + 1].to(rows.device, rows.dtype)    # (N, K)
+    rows = rows.float()  # (N, V): logits[b, t] -> token t+1
+    ids = target_ids[b_idx, t_idx + 1].to(rows.device, torch.long)  # (N, K)
+    mass = target_mass[b_idx, t_idx + 1].to(rows.device, rows.dtype)  # (N, K)
     if ids.min() < 0 or ids.max() >= V:
         raise ValueError(f"target_ids must lie in [0, V={V}), got range [{int(ids.min())}, {int(ids.max())}]")
-    logz = torch.logsumexp(rows, dim=-1)                          # (N,)
-    picked = rows.gather(1, ids)                                  # (N, K)
-    ce = mass.sum(-1) * logz - (mass * picked).sum(-1)            # -sum_k m_k log p(id_k)
+    logz = torch.logsumexp(rows, dim=-1)  # (N,)
+    picked = rows.gather(1, ids)  # (N, K)
+    ce = mass.sum(-1) * logz - (mass * picked).sum(-1)  # -sum_k m_k log p(id_k)
     weight = item_weight.to(rows.device, rows.dtype)
     b_dev, t_dev = b_idx.to(rows.device), t_idx.to(rows.device)
     lam = weight[b_dev] if weight.dim() == 1 else weight[b_dev, t_dev + 1]

@@ -83,14 +83,17 @@ def head_at(model, rows: tuple[torch.Tensor, torch.Tensor] | None = None) -> Ite
     head = output_head(model)
     call = HeadCall()
     if rows is not None and (len(rows) != 2 or rows[0].shape != rows[1].shape or rows[0].dim() != 1):
-        raise ValueError("rows must be two 1-D index tensors of equal length (row, position), "
-                         f"got {[tuple(r.shape) for r in rows]}")
+        raise ValueError(
+            f"rows must be two 1-D index tensors of equal length (row, position), got {[tuple(r.shape) for r in rows]}"
+        )
 
     def forward(hidden: torch.Tensor) -> torch.Tensor:
         if rows is not None:
             if hidden.dim() != 3:
-                raise ValueError(f"head_at: the head got hidden states of shape {tuple(hidden.shape)}, "
-                                 "expected (batch, positions, hidden): was logits_to_keep passed too?")
+                raise ValueError(
+                    f"head_at: the head got hidden states of shape {tuple(hidden.shape)}, "
+                    "expected (batch, positions, hidden): was logits_to_keep passed too?"
+                )
             hidden = hidden[rows[0].to(hidden.device), rows[1].to(hidden.device)]
         call.used, call.rows = True, int(hidden.shape[0]) if rows is not None else 0
         return float32_head(head, hidden, previous)
@@ -104,4 +107,3 @@ def head_at(model, rows: tuple[torch.Tensor, torch.Tensor] | None = None) -> Ite
             del head.forward
         else:
             head.forward = previous
-

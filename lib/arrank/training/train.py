@@ -56,7 +56,6 @@ losses, same weights.
 from __future__ import annotations
 
 import math
-import os
 import shutil
 import warnings
 from pathlib import Path
@@ -65,24 +64,35 @@ from typing import Any, Sequence
 import pandas as pd
 import torch
 
-from arrank.training import checkpoints as ckpt
-from arrank.training.encoding import docid_table, prompt_ids
-from arrank.training.packing import (collate_packed, model_mask, pack_items, resolve_packing, row_length_for,
-                            sequence_weights)
-from arrank.training.precision import autocast, dtype_of
-from arrank.training.stoical import (item_weight, pad_sparse_targets, stoical_loss, stoical_loss_at,
-                                     supervised_count, supervised_positions)
-from arrank.training.supervised_head import head_at
-from arrank.training.trie import one_hot_targets, query_sparse_targets
 from arrank.common import processes
 from arrank.common.outputs import check_resume, record_resume_params
+from arrank.training import checkpoints as ckpt
+from arrank.training.encoding import docid_table, prompt_ids
+from arrank.training.packing import (
+    collate_packed,
+    model_mask,
+    pack_items,
+    resolve_packing,
+    row_length_for,
+    sequence_weights,
+)
+from arrank.training.precision import autocast, dtype_of
+from arrank.training.stoical import (
+    item_weight,
+    pad_sparse_targets,
+    stoical_loss,
+    stoical_loss_at,
+    supervised_count,
+    supervised_positions,
+)
+from arrank.training.supervised_head import head_at
+from arrank.training.trie import one_hot_targets, query_sparse_targets
 
 TARGETS = ("onehot", "trie")
 SAMPLINGS = ("uniform", "weighted")
 
 
-def check_variant(scheme: str, alpha: float | None, targets: str, beta: float | None,
-                  combined: bool) -> None:
+def check_variant(scheme: str, alpha: float | None, targets: str, beta: float | None, combined: bool) -> None:
     """Clear errors for a loss variant outside what section 4 defines."""
     item_weight(scheme, 1, 1, alpha)  # validates scheme and alpha
     if targets not in TARGETS:
@@ -93,27 +103,45 @@ def check_variant(scheme: str, alpha: float | None, targets: str, beta: float | 
         raise ValueError("combined=True (Appendix F) needs targets='trie'")
 
 
-def query_items(prompt: list[int], ranked: Sequence[tuple[int, ...]], scheme: str, alpha: float | None,
-                targets: str, beta: float | None, combined: bool) -> list[dict[str, Any]]:
+def query_items(
+    prompt: list[int],
+    ranked: Sequence[tuple[int, ...]],
+    scheme: str,
+    alpha: float | None,
+    targets: str,
+    beta: float | None,
+    combined: bool,
+) -> list[dict[str, Any]]:
     """The training items of one query: token ids, where the docID starts, its sparse targets per
     step, lambda(r) and r. Items whose lambda(r) is 0 (indicator, r > 1) are not made."""
     n_q = len(ranked)
     if n_q == 0:
         raise ValueError("a query with no relevant docIDs has no training items")
-    sparse = (query_sparse_targets(ranked, beta, combined=combined) if targets == "trie"
-              else [one_hot_targets(d) for d in ranked])
+    sparse = (
+        query_sparse_targets(ranked, beta, combined=combined)
+        if targets == "trie"
+        else [one_hot_targets(d) for d in ranked]
+    )
     items = []
     for r, (docid, steps) in enumerate(zip(ranked, sparse), start=1):
         weight = item_weight(scheme, r, n_q, alpha)
         if weight > 0:
-            items.append({"input_ids": prompt + list(docid), "start": len(prompt), "targets": steps,
-                          "weight": weight, "rank": r})
+            items.append(
+                {"input_ids": prompt + list(docid), "start": len(prompt), "targets": steps, "weight": weight, "rank": r}
+            )
     return items
 
 
-def training_items(df: pd.DataFrame, tokenizer, scheme: str, alpha: float | None = None,
-                   targets: str = "onehot", beta: float | None = None, combined: bool = False,
-                   max_length: int = 1024) -> list[dict[str, Any]]:
+def training_items(
+    df: pd.DataFrame,
+    tokenizer,
+    scheme: str,
+    alpha: float | None = None,
+    targets: str = "onehot",
+    beta: float | None = None,
+    combined: bool = False,
+    max_length: int = 1024,
+) -> list[dict[str, Any]]:
     """Items of every training query of a dataset table (``arrank.data.wordnet`` columns
     ``query, relevant, prompt, split``). A prompt + docID longer than ``max_length`` is an error
     naming the query (a docID is never truncated): shorten the prompt template or raise the limit."""
@@ -124,14 +152,17 @@ def training_items(df: pd.DataFrame, tokenizer, scheme: str, alpha: float | None
     items: list[dict[str, Any]] = []
     for query, relevant, prompt in zip(train["query"], train["relevant"], train["prompt"]):
         if len(relevant) == 0:
-            raise ValueError(f"query {query!r} has an empty relevant list: every training query "
-                             "needs at least one relevant docID")
+            raise ValueError(
+                f"query {query!r} has an empty relevant list: every training query needs at least one relevant docID"
+            )
         ids = docid_table(tokenizer, relevant)
         p_ids = prompt_ids(tokenizer, prompt)
         longest = len(p_ids) + max(len(v) for v in ids.values())
         if longest > max_length:
-            raise ValueError(f"query {query!r}: prompt + docID take {longest} tokens > max_length="
-                             f"{max_length}; use a shorter template or a larger max_length")
+            raise ValueError(
+                f"query {query!r}: prompt + docID take {longest} tokens > max_length="
+                f"{max_length}; use a shorter template or a larger max_length"
+            )
         for item in query_items(p_ids, [ids[d] for d in relevant], scheme, alpha, targets, beta, combined):
             item["query"] = query
             items.append(item)
@@ -145,12 +176,17 @@ def collate(batch: list[dict[str, Any]], pad_id: int, weighted_sampling: bool = 
     input_ids = torch.full((len(batch), seq_len), pad_id, dtype=torch.long)
     mask = torch.zeros((len(batch), seq_len), dtype=torch.long)
     for i, b in enumerate(batch):
-        input_ids[i, :len(b["input_ids"])] = torch.tensor(b["input_ids"])
-        mask[i, :len(b["input_ids"])] = 1
+        input_ids[i, : len(b["input_ids"])] = torch.tensor(b["input_ids"])
+        mask[i, : len(b["input_ids"])] = 1
     target_ids, target_mass = pad_sparse_targets([b["targets"] for b in batch], [b["start"] for b in batch], seq_len)
     weights = torch.tensor([1.0 if weighted_sampling else b["weight"] for b in batch], dtype=torch.float32)
-    return {"input_ids": input_ids, "attention_mask": mask, "target_ids": target_ids,
-            "target_mass": target_mass, "item_weight": weights}
+    return {
+        "input_ids": input_ids,
+        "attention_mask": mask,
+        "target_ids": target_ids,
+        "target_mass": target_mass,
+        "item_weight": weights,
+    }
 
 
 def _trainer_class():
@@ -189,8 +225,10 @@ def _trainer_class():
             weights = inputs.pop("item_weight")
             inner = self.accelerator.unwrap_model(model)  # DDP's wrapper has no config to read
             if "allowed" in inputs:
-                kwargs = {"position_ids": inputs["position_ids"],
-                          "attention_mask": model_mask(inner, inputs["allowed"])}
+                kwargs = {
+                    "position_ids": inputs["position_ids"],
+                    "attention_mask": model_mask(inner, inputs["allowed"]),
+                }
             else:
                 kwargs = {"attention_mask": inputs["attention_mask"]}
             rows = supervised_positions(target_mass)  # the logits eq. 2 reads: the head runs there only
@@ -211,8 +249,13 @@ def _trainer_class():
             CPU: transformers maps it onto ``args.device``, which accelerate names ``cpu:0`` there,
             a location ``torch.load`` does not know. Every other case is the Trainer's own."""
             folder = Path(checkpoint) if checkpoint else None
-            if (folder is None or self.args.device.type != "cpu" or self.args.world_size == 1
-                    or not (folder / "optimizer.pt").is_file() or not (folder / "scheduler.pt").is_file()):
+            if (
+                folder is None
+                or self.args.device.type != "cpu"
+                or self.args.world_size == 1
+                or not (folder / "optimizer.pt").is_file()
+                or not (folder / "scheduler.pt").is_file()
+            ):
                 return super()._load_optimizer_and_scheduler(checkpoint)
             self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", map_location="cpu", weights_only=True))
             self.lr_scheduler.load_state_dict(torch.load(folder / "scheduler.pt", weights_only=True))
@@ -252,8 +295,9 @@ def epoch_weighted_sampler(weights: Sequence[float], seed: int) -> torch.utils.d
     order that depends only on (seed, epoch): the Trainer calls ``set_epoch`` before each epoch,
     also on resume, which then continues the interrupted epoch's order instead of restarting it
     (a generator seeded once, when the sampler is built, would replay epoch 0's order)."""
-    sampler = torch.utils.data.WeightedRandomSampler(weights, len(weights), replacement=True,
-                                                     generator=torch.Generator().manual_seed(seed))
+    sampler = torch.utils.data.WeightedRandomSampler(
+        weights, len(weights), replacement=True, generator=torch.Generator().manual_seed(seed)
+    )
     sampler.set_epoch = lambda epoch: sampler.generator.manual_seed(epoch_seed(seed, epoch))
     return sampler
 
@@ -264,21 +308,46 @@ def training_arguments(output_dir: Path, profile_args: dict[str, Any], seed: int
 
     a = profile_args
     return TrainingArguments(
-        output_dir=str(output_dir), max_steps=a["steps"], per_device_train_batch_size=a["batch_size"],
-        gradient_accumulation_steps=a["grad_accum"], learning_rate=a["lr"], warmup_steps=a["warmup_steps"],
-        lr_scheduler_type="cosine", weight_decay=a["weight_decay"], max_grad_norm=a["max_grad_norm"],
-        logging_steps=min(a["logging_steps"], max(1, a["steps"] // 10)), save_steps=a["save_steps"],
-        save_total_limit=None, seed=seed,  # checkpoints.commit keeps the newest two
+        output_dir=str(output_dir),
+        max_steps=a["steps"],
+        per_device_train_batch_size=a["batch_size"],
+        gradient_accumulation_steps=a["grad_accum"],
+        learning_rate=a["lr"],
+        warmup_steps=a["warmup_steps"],
+        lr_scheduler_type="cosine",
+        weight_decay=a["weight_decay"],
+        max_grad_norm=a["max_grad_norm"],
+        logging_steps=min(a["logging_steps"], max(1, a["steps"] // 10)),
+        save_steps=a["save_steps"],
+        save_total_limit=None,
+        seed=seed,  # checkpoints.commit keeps the newest two
         logging_nan_inf_filter=False,  # a NaN loss must reach checkpoints.refuse_non_finite, not be averaged away
-        data_seed=seed, report_to=[], remove_unused_columns=False, use_cpu=use_cpu,
+        data_seed=seed,
+        report_to=[],
+        remove_unused_columns=False,
+        use_cpu=use_cpu,
         average_tokens_across_devices=True,  # N of eq. 2 counts every process's positions
-        dataloader_num_workers=0, disable_tqdm=False, save_only_model=False)
+        dataloader_num_workers=0,
+        disable_tqdm=False,
+        save_only_model=False,
+    )
 
 
 # The training hyper-parameters a 05 run reads from its resolved parameters; their values per
 # profile (Appendix B for paper) are the notebook's parameter definitions (arrank.common.params).
-HYPERPARAMETERS = ("optimizer", "lr", "warmup_steps", "weight_decay", "max_grad_norm", "steps", "batch_size",
-                   "grad_accum", "logging_steps", "save_steps", "max_length")
+HYPERPARAMETERS = (
+    "optimizer",
+    "lr",
+    "warmup_steps",
+    "weight_decay",
+    "max_grad_norm",
+    "steps",
+    "batch_size",
+    "grad_accum",
+    "logging_steps",
+    "save_steps",
+    "max_length",
+)
 
 
 def adafactor(model, lr: float):
@@ -287,8 +356,9 @@ def adafactor(model, lr: float):
     from transformers.optimization import Adafactor
 
     params = [p for p in model.parameters() if p.requires_grad]
-    return Adafactor(params, lr=lr, beta1=0.9, scale_parameter=False, relative_step=False,
-                     warmup_init=False, weight_decay=0.0)
+    return Adafactor(
+        params, lr=lr, beta1=0.9, scale_parameter=False, relative_step=False, warmup_init=False, weight_decay=0.0
+    )
 
 
 def resume_point(checkpoints: Path, params: dict[str, Any]) -> int:
@@ -322,8 +392,7 @@ def packing_layout(packing: str, items: list[dict[str, Any]], model) -> str:
     return layout
 
 
-def packed_batch_size(batch_size: int, items: Sequence[dict[str, Any]], n_sequences: int,
-                      weighted: bool) -> int:
+def packed_batch_size(batch_size: int, items: Sequence[dict[str, Any]], n_sequences: int, weighted: bool) -> int:
     """Packed sequences per step that carry the expected total loss weight of an unpacked step of
     ``batch_size`` items (module docstring), at least one: batch_size * (mean lambda of an item,
     or 1 when items are drawn in proportion to lambda) / (mean summed lambda of a sequence)."""
@@ -332,9 +401,18 @@ def packed_batch_size(batch_size: int, items: Sequence[dict[str, Any]], n_sequen
     return max(1, round(batch_size * per_item * n_sequences / total))
 
 
-def train(model, tokenizer, items: list[dict[str, Any]], hyper: dict[str, Any], checkpoints: Path,
-          seed: int = 0, sampling: str = "weighted", callbacks: list | None = None,
-          packing: str = "auto", precision: str = "fp32") -> pd.DataFrame:
+def train(
+    model,
+    tokenizer,
+    items: list[dict[str, Any]],
+    hyper: dict[str, Any],
+    checkpoints: Path,
+    seed: int = 0,
+    sampling: str = "weighted",
+    callbacks: list | None = None,
+    packing: str = "auto",
+    precision: str = "fp32",
+) -> pd.DataFrame:
     """Train with STOICaL; resume from the newest checkpoint in ``checkpoints`` if there is one.
 
     ``packing``: ``"auto"``, ``"per_query"`` or ``"none"`` (module docstring; ``packing_layout``).
@@ -374,8 +452,14 @@ def train(model, tokenizer, items: list[dict[str, Any]], hyper: dict[str, Any], 
         print(f"torch threads: {threads} ({why})")
     args = training_arguments(checkpoints, hyper, seed, use_cpu=not torch.cuda.is_available())
     optimizers = (adafactor(model, hyper["lr"]), None) if hyper["optimizer"] == "adafactor" else (None, None)
-    trainer = _trainer_class()(model=model, args=args, train_dataset=dataset, optimizers=optimizers,
-                               data_collator=collator, callbacks=callbacks)
+    trainer = _trainer_class()(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        optimizers=optimizers,
+        data_collator=collator,
+        callbacks=callbacks,
+    )
     if weighted:
         trainer.sample_weights = draw
     trainer.precision_used = precision
@@ -411,8 +495,10 @@ def hyperparameters(params: dict[str, Any]) -> dict[str, Any]:
     clear error naming those left unresolved."""
     missing = [k for k in HYPERPARAMETERS if params.get(k) is None]
     if missing:
-        raise ValueError(f"training hyper-parameter(s) {missing} are unresolved: resolve the parameters with "
-                         "arrank.common.params.check_params first")
+        raise ValueError(
+            f"training hyper-parameter(s) {missing} are unresolved: resolve the parameters with "
+            "arrank.common.params.check_params first"
+        )
     return {k: params[k] for k in HYPERPARAMETERS}
 
 
@@ -436,7 +522,10 @@ def curves_figure(log: pd.DataFrame, title: str):
     fig.add_scatter(x=log["step"], y=log["loss"], name="STOICaL loss")
     fig.add_scatter(x=log["step"], y=log["learning_rate"], name="learning rate", yaxis="y2")
     style(fig, title)
-    fig.update_layout(xaxis_title="optimizer step", yaxis_title="loss",
-                      yaxis2={"title": "learning rate", "overlaying": "y", "side": "right", "rangemode": "tozero"},
-                      legend={"x": 0.5, "xanchor": "center", "y": 1.0, "yanchor": "bottom", "orientation": "h"})
+    fig.update_layout(
+        xaxis_title="optimizer step",
+        yaxis_title="loss",
+        yaxis2={"title": "learning rate", "overlaying": "y", "side": "right", "rangemode": "tozero"},
+        legend={"x": 0.5, "xanchor": "center", "y": 1.0, "yanchor": "bottom", "orientation": "h"},
+    )
     return scientific_axis(fig, "yaxis2")

@@ -13,9 +13,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from arrank.workbook.lab import install_lab_settings, pair_notebooks
 from arrank.common.outputs import png_backend
 from arrank.common.wordnet_setup import AptUnavailableError, WordNetMissingError, apt_install, ensure_wordnet
+from arrank.workbook.lab import install_lab_settings, pair_notebooks
 
 
 def ensure_chromium(verbose: bool = True) -> str | None:
@@ -61,8 +61,10 @@ def main() -> int:
         print(err, file=sys.stderr)
         return 1
     ensure_chromium()
-    print(f"JupyterLab: .py notebooks open as notebooks ({install_lab_settings()}); "
-          f"{len(pair_notebooks())} .ipynb written from their .py")
+    print(
+        f"JupyterLab: .py notebooks open as notebooks ({install_lab_settings()}); "
+        f"{len(pair_notebooks())} .ipynb written from their .py"
+    )
     return 0 if check_gguf_models() else 1
 
 

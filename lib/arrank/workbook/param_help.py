@@ -37,8 +37,10 @@ def profile_defaults(stem: str, name: str, default: Any) -> dict[str, Any]:
     """What each profile gives ``name`` when the notebook leaves it at ``None``
     (``Param.profiles`` of its definition; a per-dataset value as ``wordnet / esci``)."""
     if default is None:
-        return {p: (f"{v.wordnet} / {v.esci}" if isinstance(v, params.ByDataset) else v)
-                for p, v in params.definition(stem)[name].profiles.items()}
+        return {
+            p: (f"{v.wordnet} / {v.esci}" if isinstance(v, params.ByDataset) else v)
+            for p, v in params.definition(stem)[name].profiles.items()
+        }
     return {}
 
 

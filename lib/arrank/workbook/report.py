@@ -25,8 +25,12 @@ def collect(sweep: Sweep, outputs_root: Path | None = None) -> pd.DataFrame:
         if state == "done":
             results = json.loads(results_path(sweep, point, outputs_root).read_text())
             params, metrics = results["params"], results["metrics"]
-        row = {"run_name": point.run_name, "state": state,
-               "label": variant_label(sweep.notebook, params, sweep.grid_keys), "profile": params.get("profile")}
+        row = {
+            "run_name": point.run_name,
+            "state": state,
+            "label": variant_label(sweep.notebook, params, sweep.grid_keys),
+            "profile": params.get("profile"),
+        }
         row.update({k: params.get(k) for k in sweep.grid_keys})
         row.update({k: v for k, v in metrics.items() if k in metric_columns(metrics)})
         rows.append(row)
@@ -55,8 +59,10 @@ def paper_reference(sweep: Sweep, frame: pd.DataFrame, paper_rows: str = "auto")
         return None
     if sweep.paper not in PAPER:
         if paper_rows == "yes":
-            raise ValueError(f"the paper gives no numbers for sweep {sweep.name} (paper: {sweep.paper}); "
-                             f"numbers exist for {sorted(PAPER)}")
+            raise ValueError(
+                f"the paper gives no numbers for sweep {sweep.name} (paper: {sweep.paper}); "
+                f"numbers exist for {sorted(PAPER)}"
+            )
         return None
     return sweep.paper if paper_rows == "yes" or sweep_profile(frame) == "paper" else None
 
@@ -82,9 +88,16 @@ def per_query_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_roo
             continue
         q = pd.read_csv(path)
         seed = json.loads((path.parent / "results.json").read_text())["params"].get("seed")
-        part = pd.DataFrame({"point": row["run_name"], "variant": row["label"], "seed": seed, "query": q["query"],
-                             "cvr": q["violation"].map({True: 1.0, False: 0.0, "True": 1.0, "False": 0.0}),
-                             "ndcg": q["ndcg"]})
+        part = pd.DataFrame(
+            {
+                "point": row["run_name"],
+                "variant": row["label"],
+                "seed": seed,
+                "query": q["query"],
+                "cvr": q["violation"].map({True: 1.0, False: 0.0, "True": 1.0, "False": 0.0}),
+                "ndcg": q["ndcg"],
+            }
+        )
         for k in range(1, 6):
             if f"recall@{k}" in q.columns:
                 part[f"r{k}"] = q[f"recall@{k}"].astype(float)
@@ -102,8 +115,10 @@ def write_per_query(per_query: pd.DataFrame, path: Path, overwrite: bool = False
 
     missing = [c for c in PER_QUERY_COLUMNS[:6] if c not in per_query.columns]
     if missing or per_query.empty:
-        raise ValueError(f"per-query rows need the columns {PER_QUERY_COLUMNS[:6]} and R@k, and at least one row; "
-                         f"got {len(per_query)} rows, missing {missing}")
+        raise ValueError(
+            f"per-query rows need the columns {PER_QUERY_COLUMNS[:6]} and R@k, and at least one row; "
+            f"got {len(per_query)} rows, missing {missing}"
+        )
     path = Path(path)
     text = per_query.to_csv(index=False, float_format="%.6g")
     if path.exists() and path.read_text() != text and not overwrite:

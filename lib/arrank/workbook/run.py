@@ -33,12 +33,22 @@ from pathlib import Path
 from typing import Any
 
 from arrank.common import paths, processes
-from arrank.training import schemes  # noqa: F401  (registers the values the 'scheme' parameter accepts)
-from arrank.common.outputs import (RUN_DIR_ENV, OutputsNotWritableError, RunExistsError, check_resume,
-                                     checkpoints_dir, claim_run, failed_path, resolve_run_name,
-                                     run_path, tidy_abandoned, tidy_partials)
-from arrank.workbook.param_help import describe_parameters
+from arrank.common.outputs import (
+    RUN_DIR_ENV,
+    OutputsNotWritableError,
+    RunExistsError,
+    check_resume,
+    checkpoints_dir,
+    claim_run,
+    failed_path,
+    resolve_run_name,
+    run_path,
+    tidy_abandoned,
+    tidy_partials,
+)
 from arrank.common.params import ParamError, resolve_profile, validate
+from arrank.training import schemes  # noqa: F401  (registers the values the 'scheme' parameter accepts)
+from arrank.workbook.param_help import describe_parameters
 
 KERNEL = "python3"  # the kernel of the interpreter that runs this module (the project's venv)
 
@@ -97,8 +107,7 @@ def parameters_cell(nb: Any, source: Path) -> dict[str, Any]:
         raise ParamError(f"{source.name} must have exactly one cell tagged 'parameters', has {len(cells)}")
     defaults: dict[str, Any] = {}
     for node in ast.parse(cells[0].source).body:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
             raise ParamError(f"{source.name}: the parameters cell may only hold `name = literal` lines")
         try:
             defaults[node.targets[0].id] = ast.literal_eval(node.value)
@@ -150,8 +159,9 @@ def prepare(notebook: str | Path, overrides: dict[str, Any]) -> tuple[Path, dict
     return prepare_parsed(source, parameters_cell(read_notebook(source), source), overrides)
 
 
-def prepare_parsed(source: Path, defaults: dict[str, Any],
-                   overrides: dict[str, Any]) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+def prepare_parsed(
+    source: Path, defaults: dict[str, Any], overrides: dict[str, Any]
+) -> tuple[Path, dict[str, Any], dict[str, Any]]:
     """``prepare`` for a notebook whose parameters cell was read already (``defaults``): a sweep
     reads it once and checks every point with it."""
     unknown = sorted(set(overrides) - set(defaults))
@@ -164,8 +174,12 @@ def prepare_parsed(source: Path, defaults: dict[str, Any],
     return source, injected, resolve_profile(source.stem, values)
 
 
-def run_notebook(notebook: str | Path, overrides: dict[str, Any] | None = None,
-                 outputs_root: Path | None = None, progress: bool = True) -> Path:
+def run_notebook(
+    notebook: str | Path,
+    overrides: dict[str, Any] | None = None,
+    outputs_root: Path | None = None,
+    progress: bool = True,
+) -> Path:
     """Execute a notebook with papermill into a new run directory and return that directory.
 
     Before any kernel starts: the parameters are checked, the run name is claimed for this
@@ -186,8 +200,10 @@ def run_notebook(notebook: str | Path, overrides: dict[str, Any] | None = None,
         tidy_partials(stem, name, outputs_root)
         tidy_abandoned(stem, outputs_root)  # other names' folders, left by runs killed with -9
         if final.exists():
-            raise RunExistsError(f"run directory {final} exists: runs are never overwritten; "
-                                 "pass -p run_name NEW (or auto), or delete that directory")
+            raise RunExistsError(
+                f"run directory {final} exists: runs are never overwritten; "
+                "pass -p run_name NEW (or auto), or delete that directory"
+            )
         check_resume(checkpoints_dir(stem, name, outputs_root), resolved)
         staging = final.parent / f".{final.name}.partial-{os.getpid()}"
         staging.mkdir()
@@ -224,10 +240,16 @@ def _execute(source: Path, injected: dict[str, Any], staging: Path, final: Path,
         os.environ[RUN_DIR_ENV] = str(staging)
         os.environ.update(processes.openmp_wait_env(dict(os.environ)))  # the kernel's OpenMP waits passively
         try:
-            papermill.execute_notebook(str(src_ipynb), str(staging / f"{source.stem}.ipynb"),
-                                       parameters=injected, kernel_name=KERNEL, cwd=str(paths.ROOT),
-                                       progress_bar=progress, report_mode=False,
-                                       kernel_manager_class=kernel_manager(kernel_log))
+            papermill.execute_notebook(
+                str(src_ipynb),
+                str(staging / f"{source.stem}.ipynb"),
+                parameters=injected,
+                kernel_name=KERNEL,
+                cwd=str(paths.ROOT),
+                progress_bar=progress,
+                report_mode=False,
+                kernel_manager_class=kernel_manager(kernel_log),
+            )
             if not (staging / "results.json").exists():
                 raise RunFailedError(f"{source.stem} finished without writing results.json")
         except BaseException as err:
@@ -239,11 +261,13 @@ def _execute(source: Path, injected: dict[str, Any], staging: Path, final: Path,
                 raise RunInterruptedError(
                     f"{source.stem} run {final.name!r} interrupted; what it wrote is kept in {failed}. "
                     "Run the same command again to go on (05_train resumes from its last checkpoint)",
-                    getattr(err, "signum", signal.SIGINT)) from None
+                    getattr(err, "signum", signal.SIGINT),
+                ) from None
             if not isinstance(err, Exception):
                 raise
-            raise RunFailedError(f"{source.stem} failed: {describe_error(err)} "
-                                 f"(the executed notebook is kept in {failed})") from err
+            raise RunFailedError(
+                f"{source.stem} failed: {describe_error(err)} (the executed notebook is kept in {failed})"
+            ) from err
         finally:
             if previous is None:
                 os.environ.pop(RUN_DIR_ENV, None)
@@ -274,8 +298,10 @@ def _publish(stem: str, staging: Path, final: Path) -> None:
     except OSError as err:
         failed = failed_path(final)
         staging.rename(failed)
-        raise RunFailedError(f"{stem} finished, but its run directory {final} could not be written "
-                             f"({err.strerror or err}); the complete run is kept in {failed}") from None
+        raise RunFailedError(
+            f"{stem} finished, but its run directory {final} could not be written "
+            f"({err.strerror or err}); the complete run is kept in {failed}"
+        ) from None
 
 
 def describe_error(err: BaseException) -> str:
@@ -298,14 +324,23 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     """The command line; ``--help`` prints the usage, and with a notebook its parameters
     (``arrank.workbook.param_help``), then exits 0."""
     parser = argparse.ArgumentParser(
-        prog="python -m arrank.workbook.run", add_help=False,
+        prog="python -m arrank.workbook.run",
+        add_help=False,
         description="Execute a workbook notebook with papermill into outputs/<stem>/<run_name>/.",
         epilog="`python -m arrank.workbook.run NOTEBOOK --help` lists the notebook's parameters with their "
-               "defaults per profile, allowed values and meaning; notebooks: "
-               + ", ".join(sorted(p.stem for p in paths.NOTEBOOKS.glob("[0-9]*.py"))))
+        "defaults per profile, allowed values and meaning; notebooks: "
+        + ", ".join(sorted(p.stem for p in paths.NOTEBOOKS.glob("[0-9]*.py"))),
+    )
     parser.add_argument("notebook", nargs="?", help="stem (01_de_capacity), number (01) or path of the notebook")
-    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
-                        metavar=("NAME", "VALUE"), help="set a parameter (repeatable)")
+    parser.add_argument(
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "VALUE"),
+        help="set a parameter (repeatable)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no papermill progress bar")
     parser.add_argument("-h", "--help", action="store_true", help="show this help (and the notebook's parameters)")
     args = parser.parse_args(argv)
@@ -328,6 +363,7 @@ def interrupt_on_signals() -> dict[int, Any]:
     (``exit_code``), so staging folders are kept as ``<run_name>.failed-<time>``, children are
     stopped and the state recorded. A second such signal while the first is handled is ignored.
     Returns the handlers replaced (``restore_signals``)."""
+
     def handler(signum: int, frame: Any) -> None:
         for sig in STOP_SIGNALS:
             signal.signal(sig, signal.SIG_IGN)
@@ -344,7 +380,6 @@ def restore_signals(previous: dict[int, Any]) -> None:
         signal.signal(sig, old)
 
 
-
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point; prints the run directory, or the error in one block and exits
     2 (refused before running: bad parameter, name taken or running, checkpoints of other
@@ -355,8 +390,9 @@ def main(argv: list[str] | None = None) -> int:
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         given = "; ".join(f"{n}: " + ", ".join(repr(v) for k, v in args.parameter if k == n) for n in twice)
-        print(f"error: parameter(s) {twice} given more than once ({given}); give each -p NAME VALUE once",
-              file=sys.stderr)
+        print(
+            f"error: parameter(s) {twice} given more than once ({given}); give each -p NAME VALUE once", file=sys.stderr
+        )
         return 2
     previous = interrupt_on_signals()
     try:
@@ -368,7 +404,9 @@ def main(argv: list[str] | None = None) -> int:
         print(error_lines(err), file=sys.stderr)
         return 1
     except KeyboardInterrupt as err:
-        said = err if isinstance(err, RunInterruptedError) else "while no notebook was running; run the same command again"
+        said = (
+            err if isinstance(err, RunInterruptedError) else "while no notebook was running; run the same command again"
+        )
         print(error_lines(said, "interrupted: "), file=sys.stderr)
         return exit_code(err)
     finally:
@@ -376,8 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     if processes.is_main():
         print(f"run written to {final}")
     else:
-        print(f"process {processes.rank()} of {processes.world_size()} finished; "
-              f"process 0 writes the run {final}")
+        print(f"process {processes.rank()} of {processes.world_size()} finished; process 0 writes the run {final}")
     return 0
 
 

@@ -63,12 +63,29 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from arrank.common import paths, processes
-from arrank.workbook import sweep_jobs
-from arrank.common.outputs import (OutputsNotWritableError, RunExistsError, checkpoints_dir, resume_diff, run_path,
-                                     writable_folder, write_json_atomic)
+from arrank.common.outputs import (
+    OutputsNotWritableError,
+    RunExistsError,
+    checkpoints_dir,
+    resume_diff,
+    run_path,
+    writable_folder,
+    write_json_atomic,
+)
 from arrank.common.params import ParamError, spec_for
-from arrank.workbook.run import (RunFailedError, error_lines, exit_code, find_notebook, interrupt_on_signals,
-                                 parameters_cell, prepare_parsed, read_notebook, restore_signals, run_notebook)
+from arrank.workbook import sweep_jobs
+from arrank.workbook.run import (
+    RunFailedError,
+    error_lines,
+    exit_code,
+    find_notebook,
+    interrupt_on_signals,
+    parameters_cell,
+    prepare_parsed,
+    read_notebook,
+    restore_signals,
+    run_notebook,
+)
 
 SWEEPS = paths.ROOT / "sweeps"
 KEYS = {"notebook", "grid", "fixed", "paper", "description", "resources"}
@@ -122,8 +139,10 @@ def grid_parts(grid: Any, where: str = "grid") -> list[dict[str, list[Any]]]:
             raise SweepError(f"{label} must be a non-empty mapping of parameter -> list of values, got {part!r}")
         for name, values in part.items():
             if not isinstance(values, list) or not values:
-                raise SweepError(f"{label}.{name} must be a non-empty list of values, got {values!r} "
-                                 f"(a single value belongs under 'fixed')")
+                raise SweepError(
+                    f"{label}.{name} must be a non-empty list of values, got {values!r} "
+                    f"(a single value belongs under 'fixed')"
+                )
             bad = [v for v in values if isinstance(v, (list, dict))]
             if bad:
                 raise SweepError(f"{label}.{name} holds {bad[0]!r}: grid values must be plain values")
@@ -142,8 +161,10 @@ def check_size(grid: Any, file: str, max_points: int = MAX_POINTS) -> int:
     n = count_points(grid)
     if n > max_points:
         factors = " + ".join(" x ".join(f"{len(v):,} {k}" for k, v in part.items()) for part in grid_parts(grid))
-        raise SweepError(f"{file}: the grid has {n:,} points ({factors}), more than the cap of {max_points:,}: split the "
-                         f"sweep, or pass --max-points {n} to run them all")
+        raise SweepError(
+            f"{file}: the grid has {n:,} points ({factors}), more than the cap of {max_points:,}: split the "
+            f"sweep, or pass --max-points {n} to run them all"
+        )
     return n
 
 
@@ -260,8 +281,10 @@ def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
     seen: dict[str, Point] = {}
     for point in points:
         if point.run_name in seen:
-            raise SweepError(f"{path.name}: points {seen[point.run_name].grid} and {point.grid} get the same "
-                             f"run name {point.run_name!r}; use values that differ in their run-name form")
+            raise SweepError(
+                f"{path.name}: points {seen[point.run_name].grid} and {point.grid} get the same "
+                f"run name {point.run_name!r}; use values that differ in their run-name form"
+            )
         seen[point.run_name] = point
     try:
         resources = sweep_jobs.check_resources(data.get("resources"), f"{path.name}: resources")
@@ -279,8 +302,11 @@ def stale_params(sweep: Sweep, point: Point, outputs_root: Path | None = None) -
     """{name: (in the finished run, in the sweep now)} for the parameters the sweep sets that a
     finished run of this point was made with other values of; empty when they agree."""
     done = json.loads(results_path(sweep, point, outputs_root).read_text())["params"]
-    return {k: (done.get(k, "<absent>"), point.resolved[k]) for k in point.overrides
-            if k != "run_name" and done.get(k, "<absent>") != point.resolved[k]}
+    return {
+        k: (done.get(k, "<absent>"), point.resolved[k])
+        for k in point.overrides
+        if k != "run_name" and done.get(k, "<absent>") != point.resolved[k]
+    }
 
 
 def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
@@ -297,19 +323,25 @@ def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
         elif results_path(sweep, point, outputs_root).exists():
             diff = stale_params(sweep, point, outputs_root)
             if diff:
-                stale.append(f"{point.run_name}: " + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items()))
+                stale.append(
+                    f"{point.run_name}: " + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items())
+                )
             states.append("done")
         else:
             diff = resume_diff(checkpoints_dir(sweep.notebook, point.run_name, outputs_root), point.resolved)
             if diff:
-                stale.append(f"{point.run_name} (interrupted, its checkpoints): "
-                             + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items()))
+                stale.append(
+                    f"{point.run_name} (interrupted, its checkpoints): "
+                    + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items())
+                )
             states.append("failed" if point.run_name in tried else "missing")
     if stale:
-        raise SweepError(f"{sweep.path.name}: runs of its points were made with other parameters than the file now "
-                         "gives (runs are never overwritten, nor resumed with other settings; rename the sweep file, "
-                         "or delete those runs, or for an interrupted point its .checkpoints-<run_name> folder):\n  "
-                         + "\n  ".join(stale))
+        raise SweepError(
+            f"{sweep.path.name}: runs of its points were made with other parameters than the file now "
+            "gives (runs are never overwritten, nor resumed with other settings; rename the sweep file, "
+            "or delete those runs, or for an interrupted point its .checkpoints-<run_name> folder):\n  "
+            + "\n  ".join(stale)
+        )
     return states
 
 
@@ -341,7 +373,7 @@ def _error_block(log: Path) -> tuple[str | None, str]:
     if not starts:
         return None, tail
     block = [lines[starts[-1]].split(": ", 1)[1]]
-    for ln in lines[starts[-1] + 1:]:
+    for ln in lines[starts[-1] + 1 :]:
         if not ln.startswith("  "):
             break
         block.append(ln[2:])
@@ -368,15 +400,24 @@ def thread_env(jobs: int) -> dict[str, str]:
     return env
 
 
-def subprocess_executor(sweep: Sweep, outputs_root: Path, running: dict[int, subprocess.Popen],
-                        jobs: int = 1) -> Execute:
+def subprocess_executor(
+    sweep: Sweep, outputs_root: Path, running: dict[int, subprocess.Popen], jobs: int = 1
+) -> Execute:
     """Run a point as ``python -m arrank.workbook.sweep --point ...`` with its output in the log file;
     the child is kept in ``running`` so an interrupted sweep can stop it."""
     env = thread_env(jobs)
 
     def execute(point: Point, log: Path) -> int:
-        cmd = [sys.executable, "-m", "arrank.workbook.sweep", "--point", sweep.notebook, json.dumps(point.overrides),
-               "--outputs-root", str(outputs_root)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "arrank.workbook.sweep",
+            "--point",
+            sweep.notebook,
+            json.dumps(point.overrides),
+            "--outputs-root",
+            str(outputs_root),
+        ]
         with open(log, "w") as fh:
             proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=paths.ROOT, env=env)
             running[proc.pid] = proc
@@ -431,17 +472,27 @@ def reconcile_jobs(sweep: Sweep, root: Path, kind: str) -> dict[str, str]:
         if not results_path(sweep, point, root).exists():
             previous[point.run_name] = job_error(entry, state)
     if busy:
-        raise SweepError(f"{sweep.path.name}: points have jobs still queued or running; follow them with the "
-                         f"executor that submitted them (--executor {busy[0].split(': ')[1].split()[0]}), or cancel "
-                         "them first:\n  " + "\n  ".join(busy))
+        raise SweepError(
+            f"{sweep.path.name}: points have jobs still queued or running; follow them with the "
+            f"executor that submitted them (--executor {busy[0].split(': ')[1].split()[0]}), or cancel "
+            "them first:\n  " + "\n  ".join(busy)
+        )
     if jobs != sweep_jobs.read_jobs(folder):
         sweep_jobs.write_jobs(folder, jobs)
     return previous
 
 
-def job_executor(sweep: Sweep, root: Path, kind: str, resources: dict[str, Any], stop: threading.Event,
-                 note: Callable[[Point, str], None], jobs: int = 1, wait: bool = True,
-                 poll_s: float | None = None) -> Execute:
+def job_executor(
+    sweep: Sweep,
+    root: Path,
+    kind: str,
+    resources: dict[str, Any],
+    stop: threading.Event,
+    note: Callable[[Point, str], None],
+    jobs: int = 1,
+    wait: bool = True,
+    poll_s: float | None = None,
+) -> Execute:
     """Run a point as one submitit job (``sweep_jobs``): attach to its job recorded in jobs.json
     if it is still queued or running, else submit it and record the job id before waiting; wait
     until it ends (unless ``wait`` is false). On Ctrl-C a local job is interrupted, a Slurm job is
@@ -450,14 +501,15 @@ def job_executor(sweep: Sweep, root: Path, kind: str, resources: dict[str, Any],
     executor = sweep_jobs.make_executor(kind, folder / "jobs", resources)
     lock = threading.Lock()
     poll = poll_s if poll_s is not None else (0.2 if kind == "local" else 5.0)
-    env = {k: v for k, v in thread_env(jobs).items()
-           if k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", *processes.OPENMP_WAIT)}
+    env = {
+        k: v for k, v in thread_env(jobs).items() if k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", *processes.OPENMP_WAIT)
+    }
     import importlib
 
     main = importlib.import_module("arrank.workbook.sweep").job_main  # by module name, also under python -m
     gpus = resources.get("gpus_per_node", 0)
     slots: queue.Queue[str] = queue.Queue()  # several GPUs in one box: each local point its own GPUs
-    for group in (sweep_jobs.gpu_groups(sweep_jobs.machine_gpus(), gpus) if kind == "local" and gpus else []):
+    for group in sweep_jobs.gpu_groups(sweep_jobs.machine_gpus(), gpus) if kind == "local" and gpus else []:
         slots.put(group)
 
     def record(name: str, entry: dict[str, Any] | None) -> None:
@@ -476,8 +528,9 @@ def job_executor(sweep: Sweep, root: Path, kind: str, resources: dict[str, Any],
             slot = slots.get() if kind == "local" and gpus else None  # preflight: jobs <= slots
             point_env = {**env, "CUDA_VISIBLE_DEVICES": slot} if slot is not None else env
             with lock:  # submissions one at a time: jobs.json names every job submitted
-                job, entry = sweep_jobs.submit(executor, kind, main, sweep.notebook, point.overrides, root, log,
-                                               point_env)
+                job, entry = sweep_jobs.submit(
+                    executor, kind, main, sweep.notebook, point.overrides, root, log, point_env
+                )
             record(point.run_name, entry)
             note(point, f"submitted {kind} job {entry['job_id']}" + (f" on GPU {slot}" if slot is not None else ""))
         else:
@@ -502,10 +555,17 @@ def job_executor(sweep: Sweep, root: Path, kind: str, resources: dict[str, Any],
     return execute
 
 
-def run_sweep(sweep: Sweep, jobs: int | None = 1, outputs_root: Path | None = None, execute: Execute | None = None,
-              echo: Callable[[str], None] = print, executor: str = "subprocess",
-              resources: dict[str, Any] | None = None, wait: bool = True,
-              poll_s: float | None = None) -> list[dict[str, Any]]:
+def run_sweep(
+    sweep: Sweep,
+    jobs: int | None = 1,
+    outputs_root: Path | None = None,
+    execute: Execute | None = None,
+    echo: Callable[[str], None] = print,
+    executor: str = "subprocess",
+    resources: dict[str, Any] | None = None,
+    wait: bool = True,
+    poll_s: float | None = None,
+) -> list[dict[str, Any]]:
     """Run every point of the sweep that has no results.json yet, ``jobs`` at a time; return one
     row per point (run_name, grid, status, seconds, error, log, failed_dir, run_dir, job_id).
 
@@ -544,25 +604,48 @@ def sweep_lock(sweep: Sweep, folder: Path) -> Iterator[None]:
     try:
         lock.acquire()
     except Timeout:
-        raise SweepError(f"another call of sweep {sweep.name!r} is running (it holds {folder / '.lock'}); "
-                         "wait for it, or see its points with --list") from None
+        raise SweepError(
+            f"another call of sweep {sweep.name!r} is running (it holds {folder / '.lock'}); "
+            "wait for it, or see its points with --list"
+        ) from None
     try:
         yield
     finally:
         lock.release()
 
 
-def _run_points(sweep: Sweep, jobs: int, root: Path, execute: Execute | None, echo: Callable[[str], None],
-                executor: str, resources: dict[str, Any], wait: bool, poll_s: float | None, states: list[str],
-                previous: dict[str, str]) -> list[dict[str, Any]]:
+def _run_points(
+    sweep: Sweep,
+    jobs: int,
+    root: Path,
+    execute: Execute | None,
+    echo: Callable[[str], None],
+    executor: str,
+    resources: dict[str, Any],
+    wait: bool,
+    poll_s: float | None,
+    states: list[str],
+    previous: dict[str, str],
+) -> list[dict[str, Any]]:
     """The body of :func:`run_sweep` once the checks passed and the sweep's lock is held."""
     folder = sweep_dir(sweep, root)
     running: dict[int, subprocess.Popen] = {}
     total, width = len(sweep.points), len(str(len(sweep.points)))
-    rows = [{"run_name": p.run_name, "grid": p.grid, "status": "pending", "seconds": None, "error": None,
-             "log": None, "failed_dir": None, "run_dir": str(run_path(sweep.notebook, p.run_name, root)),
-             "job_id": None, "previous_error": previous.get(p.run_name)}
-            for p in sweep.points]
+    rows = [
+        {
+            "run_name": p.run_name,
+            "grid": p.grid,
+            "status": "pending",
+            "seconds": None,
+            "error": None,
+            "log": None,
+            "failed_dir": None,
+            "run_dir": str(run_path(sweep.notebook, p.run_name, root)),
+            "job_id": None,
+            "previous_error": previous.get(p.run_name),
+        }
+        for p in sweep.points
+    ]
     lock, stop = threading.Lock(), threading.Event()
     caught: list[KeyboardInterrupt] = []  # the interruption (Ctrl-C, SIGTERM, SIGHUP), raised again at the end
     index = {p.run_name: i for i, p in enumerate(sweep.points)}
@@ -572,14 +655,21 @@ def _run_points(sweep: Sweep, jobs: int, root: Path, execute: Execute | None, ec
             echo(f"[{i + 1:>{width}}/{total}] {word:<11} {sweep.points[i].run_name}{'  ' + text if text else ''}")
 
     if execute is None and executor != "subprocess":
-        execute = job_executor(sweep, root, executor, resources, stop, lambda p, t: say(index[p.run_name], "job", t),
-                               jobs, wait, poll_s)
+        execute = job_executor(
+            sweep, root, executor, resources, stop, lambda p, t: say(index[p.run_name], "job", t), jobs, wait, poll_s
+        )
     execute = execute or subprocess_executor(sweep, root, running, jobs)
 
     def save() -> None:
-        write_json_atomic(folder / "status.json", {
-            "sweep": str(sweep.path), "notebook": sweep.notebook, "updated": datetime.now().isoformat(timespec="seconds"),
-            "points": rows})
+        write_json_atomic(
+            folder / "status.json",
+            {
+                "sweep": str(sweep.path),
+                "notebook": sweep.notebook,
+                "updated": datetime.now().isoformat(timespec="seconds"),
+                "points": rows,
+            },
+        )
 
     def one(i: int) -> None:
         if stop.is_set():
@@ -614,8 +704,9 @@ def _run_points(sweep: Sweep, jobs: int, root: Path, execute: Execute | None, ec
             row["status"] = "interrupted"
             say(i, "interrupted", f"{seconds:.1f} s")
         else:
-            row.update(status="failed", error=_last_error(log, code),
-                       failed_dir=_newest_failed(Path(row["run_dir"]), start))
+            row.update(
+                status="failed", error=_last_error(log, code), failed_dir=_newest_failed(Path(row["run_dir"]), start)
+            )
             error = row["error"].replace("\n", "\n    ")  # a multi-line message stays one indented block
             say(i, "FAILED", f"{seconds:.1f} s  {error}  (log: {log})")
 
@@ -648,12 +739,15 @@ def _run_points(sweep: Sweep, jobs: int, root: Path, execute: Execute | None, ec
         if row["status"] in ("pending", "running") and stop.is_set():
             row["status"] = "interrupted"
     save()
-    counts = {s: sum(r["status"] == s for r in rows)
-              for s in ("done", "done earlier", "failed", "interrupted", "submitted")}
-    echo(f"sweep {sweep.name}: {counts['done']} ran, {counts['done earlier']} done earlier, {counts['failed']} failed"
-         + (f", {counts['interrupted']} interrupted" if counts["interrupted"] else "")
-         + (f", {counts['submitted']} submitted (queued or running)" if counts["submitted"] else "")
-         + f" ({time.perf_counter() - wall:.0f} s); status: {folder / 'status.json'}")
+    counts = {
+        s: sum(r["status"] == s for r in rows) for s in ("done", "done earlier", "failed", "interrupted", "submitted")
+    }
+    echo(
+        f"sweep {sweep.name}: {counts['done']} ran, {counts['done earlier']} done earlier, {counts['failed']} failed"
+        + (f", {counts['interrupted']} interrupted" if counts["interrupted"] else "")
+        + (f", {counts['submitted']} submitted (queued or running)" if counts["submitted"] else "")
+        + f" ({time.perf_counter() - wall:.0f} s); status: {folder / 'status.json'}"
+    )
     if stop.is_set():
         raise caught[0] if caught else KeyboardInterrupt()
     return rows
@@ -716,14 +810,17 @@ def describe(sweep: Sweep, outputs_root: Path | None = None) -> str:
     for a point with a job in jobs.json, queued / running / ended (its job id and state)."""
     states = point_states(sweep, outputs_root)
     registry = sweep_jobs.read_jobs(sweep_dir(sweep, outputs_root))
-    lines = [f"{sweep.name}: notebook {sweep.notebook}, {len(sweep.points)} points"
-             + (f", paper {sweep.paper}" if sweep.paper else "") + (f"; {sweep.description}" if sweep.description else ""),
-             f"fixed: {sweep.fixed}"]
+    lines = [
+        f"{sweep.name}: notebook {sweep.notebook}, {len(sweep.points)} points"
+        + (f", paper {sweep.paper}" if sweep.paper else "")
+        + (f"; {sweep.description}" if sweep.description else ""),
+        f"fixed: {sweep.fixed}",
+    ]
     for point, state in zip(sweep.points, states):
         entry, job = registry.get(point.run_name), ""
         if entry is not None and state != "done":
             now = sweep_jobs.job_state(entry)
-            state = ("ended" if sweep_jobs.ended(now) else "queued" if now == "PENDING" else "running")
+            state = "ended" if sweep_jobs.ended(now) else "queued" if now == "PENDING" else "running"
             job = f"  ({entry['executor']} job {entry['job_id']} {now}, log {entry['log']})"
         lines.append(f"  {state:<8} {point.run_name}{job}")
     return "\n".join(lines)
@@ -737,24 +834,43 @@ def main(argv: list[str] | None = None) -> int:
         return run_point(argv[1], json.loads(argv[2]), root)
     parser = argparse.ArgumentParser(prog="python -m arrank.workbook.sweep", description=__doc__.split("\n")[0])
     parser.add_argument("sweep", help="the sweep file, e.g. sweeps/table1_wordnet_quick.yaml")
-    parser.add_argument("--jobs", type=int, default=None,
-                        help="points run at once (default 1; with --executor slurm, every point is submitted at once)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="points run at once (default 1; with --executor slurm, every point is submitted at once)",
+    )
     parser.add_argument("--list", action="store_true", help="check the file and list its points and jobs; run nothing")
-    parser.add_argument("--max-points", type=int, default=MAX_POINTS,
-                        help=f"refuse a grid of more points than this (default {MAX_POINTS:,}), before expanding it")
+    parser.add_argument(
+        "--max-points",
+        type=int,
+        default=MAX_POINTS,
+        help=f"refuse a grid of more points than this (default {MAX_POINTS:,}), before expanding it",
+    )
     parser.add_argument("--outputs-root", type=Path, default=None, help="outputs folder (default: outputs/)")
-    parser.add_argument("--executor", default="subprocess", choices=sweep_jobs.EXECUTORS,
-                        help="subprocess: a child process per point (default); local: one submitit job per point "
-                             "on this machine; slurm: one Slurm job per point through submitit")
+    parser.add_argument(
+        "--executor",
+        default="subprocess",
+        choices=sweep_jobs.EXECUTORS,
+        help="subprocess: a child process per point (default); local: one submitit job per point "
+        "on this machine; slurm: one Slurm job per point through submitit",
+    )
     group = parser.add_argument_group("job resources (--executor local|slurm; over the sweep file's 'resources')")
     group.add_argument("--partition", help="Slurm partition")
     group.add_argument("--gpus", type=int, dest="gpus_per_node", help="GPUs per point")
-    group.add_argument("--time", type=int, dest="timeout_min",
-                       help=f"time limit per point in minutes (default {sweep_jobs.DEFAULT_TIMEOUT_MIN})")
+    group.add_argument(
+        "--time",
+        type=int,
+        dest="timeout_min",
+        help=f"time limit per point in minutes (default {sweep_jobs.DEFAULT_TIMEOUT_MIN})",
+    )
     group.add_argument("--mem", type=int, dest="mem_gb", help="memory per point in GB")
     group.add_argument("--cpus", type=int, dest="cpus_per_task", help="CPUs per point")
-    group.add_argument("--no-wait", action="store_true",
-                       help="slurm: submit the unfinished points and return; the next call (or --list) follows them")
+    group.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="slurm: submit the unfinished points and return; the next call (or --list) follows them",
+    )
     args = parser.parse_args(argv)
     flags = {k: getattr(args, k) for k in sweep_jobs.RESOURCES if getattr(args, k) is not None}
     previous = interrupt_on_signals()  # SIGTERM and SIGHUP stop the sweep as Ctrl-C does
@@ -767,14 +883,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.list:
             print(describe(sweep, args.outputs_root))
             return 0
-        rows = run_sweep(sweep, args.jobs, args.outputs_root, executor=args.executor, resources=flags,
-                         wait=not args.no_wait)
+        rows = run_sweep(
+            sweep, args.jobs, args.outputs_root, executor=args.executor, resources=flags, wait=not args.no_wait
+        )
     except (SweepError, sweep_jobs.JobError, OutputsNotWritableError) as err:
         print(error_lines(err), file=sys.stderr)
         return 2
     except KeyboardInterrupt as err:
-        print("interrupted: finished points are kept, Slurm jobs keep running; run the same command again to go on",
-              file=sys.stderr)
+        print(
+            "interrupted: finished points are kept, Slurm jobs keep running; run the same command again to go on",
+            file=sys.stderr,
+        )
         return exit_code(err)
     finally:
         restore_signals(previous)

@@ -28,8 +28,15 @@ from arrank.common import paths
 from arrank.common.findings import note
 from arrank.common.outputs import OutputsNotWritableError, RunExistsError, run_path
 from arrank.common.params import ParamError
-from arrank.workbook.run import (RunFailedError, RunInterruptedError, error_lines, exit_code, interrupt_on_signals, restore_signals,
-                                 run_notebook)
+from arrank.workbook.run import (
+    RunFailedError,
+    RunInterruptedError,
+    error_lines,
+    exit_code,
+    interrupt_on_signals,
+    restore_signals,
+    run_notebook,
+)
 
 WORKBOOK_SWEEP = "sweeps/table1_wordnet_workbook.yaml"
 
@@ -56,8 +63,13 @@ def stages() -> list[dict[str, Any]]:
         if source.stem.startswith("05"):
             out.append({"name": f"sweep {sweep.name}", "kind": "sweep", "overrides": {}, "prefix": "05"})
             continue
-        overrides = ({"train_run": fractional} if source.stem.startswith("06") else
-                     {"arr_runs": f"{sweep.name}-*"} if source.stem.startswith("07") else {})
+        overrides = (
+            {"train_run": fractional}
+            if source.stem.startswith("06")
+            else {"arr_runs": f"{sweep.name}-*"}
+            if source.stem.startswith("07")
+            else {}
+        )
         out.append({"name": source.stem, "kind": "notebook", "overrides": overrides, "prefix": source.stem[:2]})
     return out
 
@@ -77,8 +89,9 @@ def _run_sweep_stage() -> str:
     return f"FAILED: points {failed} (logs in outputs/sweeps/{sweep.name}/logs/)" if failed else "ran"
 
 
-def run_workbook(run_name: str = "workbook", only: list[str] | None = None,
-                 extra: dict[str, str] | None = None) -> list[dict]:
+def run_workbook(
+    run_name: str = "workbook", only: list[str] | None = None, extra: dict[str, str] | None = None
+) -> list[dict]:
     """Run (or skip, when finished earlier) each stage; return one status row per stage."""
     rows = []
     for stage in stages():
@@ -94,13 +107,20 @@ def run_workbook(run_name: str = "workbook", only: list[str] | None = None,
                 status = "done earlier"
             else:
                 try:
-                    run_notebook(stage["name"], {"profile": "quick", "run_name": run_name,
-                                                 **stage["overrides"], **(extra or {})})
+                    run_notebook(
+                        stage["name"], {"profile": "quick", "run_name": run_name, **stage["overrides"], **(extra or {})}
+                    )
                     status = "ran"
                 except (RunFailedError, ParamError, RunExistsError, OutputsNotWritableError) as err:
                     status = f"FAILED: {err}"
-        rows.append({"notebook": stage["name"], "status": status,
-                     "seconds": round(time.perf_counter() - start, 1), "dir": str(target)})
+        rows.append(
+            {
+                "notebook": stage["name"],
+                "status": status,
+                "seconds": round(time.perf_counter() - start, 1),
+                "dir": str(target),
+            }
+        )
     return rows
 
 
@@ -163,18 +183,25 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rows = run_workbook(args.run_name, args.only)
     except KeyboardInterrupt as err:
-        said = (str(err) if isinstance(err, RunInterruptedError) else
-                "the workbook stopped; finished stages and sweep points are kept: run the same command again to go on")
+        said = (
+            str(err)
+            if isinstance(err, RunInterruptedError)
+            else "the workbook stopped; finished stages and sweep points are kept: run the same command again to go on"
+        )
         print(error_lines(said, "interrupted: "), file=sys.stderr)
         return exit_code(err)
     finally:
         restore_signals(previous)
     print(summary(rows))
     print("\nTable 1, quick (workbook sweep; percent):\n" + table1_summary())
-    print("\nCPU-scale reproduction of the paper's findings (Figure 3: ARR on its training queries as the DE / CE, "
-          "its held-out curve beside):\n" + findings_summary(args.run_name))
-    print(f"\nresults: {paths.OUTPUTS}/<notebook>/{args.run_name}/ (results.json, figures .html/.png, tables .csv); "
-          f"the sweep's runs: {paths.OUTPUTS}/05_train/<sweep point>/")
+    print(
+        "\nCPU-scale reproduction of the paper's findings (Figure 3: ARR on its training queries as the DE / CE, "
+        "its held-out curve beside):\n" + findings_summary(args.run_name)
+    )
+    print(
+        f"\nresults: {paths.OUTPUTS}/<notebook>/{args.run_name}/ (results.json, figures .html/.png, tables .csv); "
+        f"the sweep's runs: {paths.OUTPUTS}/05_train/<sweep point>/"
+    )
     failed = [r for r in rows if r["status"].startswith("FAILED")]
     for row in failed:
         print(f"{row['notebook']}: {row['status']}", file=sys.stderr)
