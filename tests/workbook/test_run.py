@@ -375,7 +375,7 @@ def test_resuming_05_with_other_parameters_is_refused_before_any_kernel(outputs_
     err = capsys.readouterr().err
     assert err.startswith(
         f"error: {folder} holds the checkpoint of an interrupted run (step 300) made with other "
-        "parameters: alpha was 2.0, now 3.0, lr was None, now 0.0001, scheme was 'indicator', "
+        "parameters: alpha was 2.0, now 3.0, lr was 0.002, now 0.0001, scheme was 'indicator', "
         "now 'fractional'. Resuming would mix two runs."
     )
     assert "run again with the parameters it was made with, or pass another run_name" in err

@@ -257,7 +257,7 @@ def test_an_interrupted_point_whose_file_was_edited_is_refused_before_anything_r
     calls = []
     with pytest.raises(
         sweep.SweepError,
-        match=r"three-alpha=2 \(interrupted, its checkpoints\): lr was None, "
+        match=r"three-alpha=2 \(interrupted, its checkpoints\): lr was 0.002, "
         r"now 0.0001",
     ) as err:
         sweep.run_sweep(changed, outputs_root=outputs_root, execute=fake_executor(changed, outputs_root, calls=calls))

@@ -276,6 +276,9 @@ def save_atomic(model, tokenizer, folder: Path) -> Path:
     import shutil
     import tempfile
 
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # transformers' "Writing model shards" bar: chatter, not a result
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
     try:
