@@ -213,7 +213,7 @@ Markdown(findings.findings_markdown(W.dataset_findings(metrics, P)))
 #
 # 3,029 queries instead of 3,248, with 6.90 relevant docIDs on average instead of 7.11 (at most 11
 # instead of 12); 20,888 per-docID training items instead of 23,105. The paper's deer.n.01 example is
-# unchanged (it has one path). About 0.6 minutes on a shared 2-core machine.
+# unchanged (it has one path). 71 s on a shared 2-core machine.
 #
 # </details>
 #
