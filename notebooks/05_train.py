@@ -46,7 +46,8 @@
 # (docs/measurements.md, "Quick-profile metrics").
 #
 # **Precision.** `auto` trains in bf16 where the hardware runs it natively (a CPU with AVX512-BF16
-# or AMX, a CUDA GPU with bf16) and in fp32 elsewhere, and prints which and why. bf16 is mixed
+# or AMX, a CUDA GPU with bf16) and the model is wide enough for bf16 to pay (SmolLM2, Mistral;
+# not the quick profile's tiny model), in fp32 elsewhere, and prints which and why. bf16 is mixed
 # precision: matmuls under bf16 autocast, frozen base weights held in bf16, while trainable
 # weights, the optimizer state, the logits, the log-softmax of eq. 2 and the scores stay fp32.
 # The LM head runs only at the docID positions the loss reads (`arrank.training.supervised_head`).
@@ -90,7 +91,7 @@ template = None  # prompt template; None: the short one quick, Appendix D's pret
 tokenizer_vocab = 2000  # BPE vocabulary of the tiny model's tokenizer
 eval_queries = 0  # evaluate on at most this many held-out queries, 0 for all
 train_queries = None  # also score a seeded sample of this many training queries (Figure 3 (a)); None: as many as held out, 0: none
-precision = "auto"  # auto (bf16 where the CPU or GPU runs it natively, else fp32), fp32 or bf16 (mixed: trainable weights, loss and scores in fp32)
+precision = "auto"  # auto (bf16 where the CPU or GPU runs it natively and the model is not tiny, else fp32), fp32 or bf16 (mixed: trainable weights, loss and scores in fp32)
 
 # %%
 from IPython.display import Markdown
@@ -123,7 +124,7 @@ with outputs.timed(timings, "model"):
     model = models.add_lora(model, P["backend"], P["lora_r"], P["lora_alpha"], P["lora_dropout"],
                             P["lora_targets"], P["seed"])
 trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-numerics = mixed_precision.resolve_precision(P["precision"])
+numerics = mixed_precision.resolve_precision(P["precision"], hidden_size=mixed_precision.hidden_size(model))
 held_bf16 = mixed_precision.prepare_model(model, numerics.used)  # frozen base weights held in bf16
 print(f"{len(df)} queries ({(df['split'] == 'eval').sum()} held out); model {P['model_name']} "
       f"({trainable:,} trainable parameters), backend {models.resolve_backend(P['backend'])}")

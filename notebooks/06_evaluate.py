@@ -45,7 +45,7 @@ include_eos = False  # count the docID's closing EOS in its mean score (the pape
 method = "prefix_shared"  # prefix_shared (one prompt pass per query) or naive (one pass per candidate)
 beam_k = 5  # beam size and top-k of beam search
 decode_queries = None  # decode at most this many held-out queries; None: 50 quick, 500 paper
-precision = "auto"  # auto (bf16 where the CPU or GPU runs it natively, else fp32), fp32 or bf16 (scores from fp32 logits)
+precision = "auto"  # auto (bf16 where the CPU or GPU runs it natively and the model is not tiny, else fp32), fp32 or bf16 (scores from fp32 logits)
 
 # %%
 
@@ -70,7 +70,7 @@ P
 with outputs.timed(timings, "load"):
     subject = evaluate.model_under_test(P, outputs.outputs_root(run_dir))
 model, tok, df, data = subject["model"], subject["tokenizer"], subject["df"], subject["data"]
-numerics = mixed_precision.resolve_precision(P["precision"])
+numerics = mixed_precision.resolve_precision(P["precision"], hidden_size=mixed_precision.hidden_size(model))
 mixed_precision.prepare_model(model, numerics.used)  # frozen weights held in bf16
 print(f"precision: {numerics.used} ({numerics.reason})")
 ks = ranking.ks_for(data["dataset"])
