@@ -14,10 +14,11 @@ Training step (forward, STOICaL loss, backward, AdamW step; ``arrank.training``)
 
 Variants: (a) fp32, logits at every position (the path before issue 29: ``stoical_loss`` on the
 model's full logits); (b) fp32, the head at the supervised positions only
-(``supervised_head.head_at`` + ``stoical_loss_at``); (c) bf16 (``precision.autocast``; frozen
-LoRA base weights held in bf16 by ``precision.prepare_model``), head at the supervised positions
-in float32; (c') for LoRA only: bf16 autocast with the base weights left in float32 (autocast
-casts them every step), to compare the two ways of doing mixed precision.
+(``supervised_head.head_at`` + ``stoical_loss_at``); (c) bf16 as the workbook trains
+(``precision.mixed``: autocast, peft's float32 cast of LoRA inputs off; frozen LoRA base weights
+held in bf16 by ``precision.prepare_model``), head at the supervised positions in float32. For
+LoRA also the other ways of mixed precision: (c2) plain autocast with the base weights left in
+float32 (cast every forward); (c3) base weights held in bf16 but peft's input cast kept.
 
 Also measured in the same run: the 2048 x 2048 matmul peak of fp32 and bf16 at the same thread
 count, each step's model FLOP/s (matmul FLOPs of the linear layers, attention and head actually
@@ -88,22 +89,40 @@ def build(name: str, score_df=None):
     return model, tok, True
 
 
-def variant_model(base, lora: bool, prec: str):
-    model = copy.deepcopy(base)
-    if lora:
-        model = models.add_lora(model, "transformers", 16, 32, 0.0, "all-linear", seed=0)
-    precision.prepare_model(model, prec)
+def with_lora(base, lora: bool):
+    """The model every variant copies: ``base``, with LoRA r = 16 adapters when ``lora`` (their
+    B starts at zero; moved off it so the first step's gradients reach A too)."""
+    if not lora:
+        return base
+    model = models.add_lora(copy.deepcopy(base), "transformers", 16, 32, 0.0, "all-linear", seed=0)
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.copy_(torch.randn(p.shape, generator=g) * 1e-3)
+    return model
+
+
+def variant_model(start, prec: str, hold_bf16: bool = True):
+    """A copy of ``start`` prepared for ``prec`` (frozen base weights held in bf16 unless not
+    ``hold_bf16``: then autocast casts them every forward)."""
+    model = copy.deepcopy(start)
+    if hold_bf16:
+        precision.prepare_model(model, prec)
     model.train()
     return model
 
 
-def step_fn(model, opt, batch, mode: str, prec: str):
+def step_fn(model, opt, batch, mode: str, prec: str, peft_cast: bool = False):
+    """One training step of a variant; ``step(capture=True)`` also returns the gradients.
+    ``peft_cast``: keep peft's cast of each LoRA input to float32 (plain autocast)."""
     ids, t_ids, t_mass, lam = batch
     rows = stoical.supervised_positions(t_mass)
+    context = (lambda: precision.autocast(prec)) if peft_cast else (lambda: precision.mixed(model, prec))
 
-    def step() -> tuple[float, list[torch.Tensor]]:
+    def step(capture: bool = False):
         opt.zero_grad(set_to_none=True)
-        with precision.autocast(prec):
+        with context():
             if mode == "all":
                 loss = stoical.stoical_loss(model(input_ids=ids).logits, t_ids, t_mass, lam)
             else:
@@ -111,7 +130,7 @@ def step_fn(model, opt, batch, mode: str, prec: str):
                     logits = model(input_ids=ids).logits
                 loss = stoical.stoical_loss_at(logits, t_ids, t_mass, lam)
         loss.backward()
-        grads = [p.grad.detach().clone() for p in model.parameters() if p.requires_grad]
+        grads = [p.grad.detach().clone() for p in model.parameters() if p.requires_grad] if capture else None
         opt.step()
         return loss.item(), grads
 
@@ -156,21 +175,25 @@ def bench_model(name: str, a: argparse.Namespace, df, peaks: dict[str, float]) -
     B, P, D = SHAPES[name]
     batch = make_batch(base.config.vocab_size, B, P, D)
     n_sup = stoical.supervised_count(batch[2])
-    plan = {"a_fp32_all": ("all", "fp32"), "b_fp32_rows": ("rows", "fp32"), "c_bf16_rows": ("rows", "bf16")}
+    # key: (logits, precision, frozen base weights held in bf16, peft's float32 input cast kept)
+    plan = {
+        "a_fp32_all": ("all", "fp32", True, False),
+        "b_fp32_rows": ("rows", "fp32", True, False),
+        "c_bf16_rows": ("rows", "bf16", True, False),
+    }
+    if lora:  # the two other ways of mixed precision with LoRA, for comparison
+        plan["c2_bf16_autocast_only"] = ("rows", "bf16", False, True)  # base fp32, cast every step
+        plan["c3_bf16_peft_cast"] = ("rows", "bf16", True, True)  # activations cast up per adapter
+    start = with_lora(base, lora)
     steps, models_, first = {}, {}, {}
-    for key, (mode, prec) in plan.items():
-        model = variant_model(base, lora, prec)
+    for key, (mode, prec, hold, peft_cast) in plan.items():
+        model = variant_model(start, prec, hold)
         opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
-        steps[key] = step_fn(model, opt, batch, mode, prec)
+        steps[key] = step_fn(model, opt, batch, mode, prec, peft_cast)
         models_[key] = model
-    if lora:  # bf16 by autocast alone: base weights float32, cast by autocast every step
-        model = variant_model(base, lora, "fp32")
-        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
-        steps["c2_bf16_autocast_only"] = step_fn(model, opt, batch, "rows", "bf16")
-        models_["c2_bf16_autocast_only"] = model
     for key, fn in steps.items():  # first step: identical weights; losses and gradients compared
         t = time.perf_counter()
-        first[key] = fn()
+        first[key] = fn(capture=True)
         print(f"  ({name} {key}: first step {time.perf_counter() - t:.1f} s)", flush=True)
     ref_loss, ref_grads = first["a_fp32_all"]
     med = time_steps(steps, a.warmup, a.reps)
@@ -192,9 +215,8 @@ def bench_model(name: str, a: argparse.Namespace, df, peaks: dict[str, float]) -
             f"{prec} peak   loss rel.diff {abs(loss - ref_loss) / abs(ref_loss):.1e}  grad rel.diff {gdiff:.1e}"
         )
     print(
-        f"  speed-up over a: b {med['a_fp32_all'] / med['b_fp32_rows']:.2f}x, "
-        f"c {med['a_fp32_all'] / med['c_bf16_rows']:.2f}x"
-        + (f", c' {med['a_fp32_all'] / med['c2_bf16_autocast_only']:.2f}x" if lora else "")
+        "  speed-up over a: "
+        + ", ".join(f"{k.split('_')[0]} {med['a_fp32_all'] / t:.2f}x" for k, t in med.items() if k != "a_fp32_all")
     )
     if a.profile and not a.profiled:
         a.profiled = True
@@ -222,8 +244,9 @@ def score_speed(base, tok, lora: bool, df, a: argparse.Namespace) -> None:
 
     queries = evaluate.eval_queries(df, a.score_queries)
     res = {}
+    start = with_lora(base, lora)
     for prec in ("fp32", "bf16", "fp32", "bf16"):  # each twice, the second timed (warm)
-        model = variant_model(base, lora, prec).eval()
+        model = variant_model(start, prec).eval()
         t = time.perf_counter()
         _, _, records = evaluate.score_and_evaluate(model, tok, queries, progress=False, precision=prec)
         res[prec] = (time.perf_counter() - t, records)
@@ -242,7 +265,7 @@ def child_step(threads: int, prec: str, reps: int) -> None:
     torch.set_num_threads(threads)
     base = models.build_tiny_model(vocab_size=2000, hidden=128, layers=4, heads=4, intermediate=384, seed=0)
     batch = make_batch(2000, *SHAPES["tiny"])
-    model = variant_model(base, False, prec)
+    model = variant_model(base, prec)
     step = step_fn(model, torch.optim.AdamW(model.parameters(), lr=1e-4), batch, "rows", prec)
     print(f"ms={1e3 * time_steps({'s': step}, 3, reps)['s']:.1f}", flush=True)
 

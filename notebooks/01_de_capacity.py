@@ -45,8 +45,8 @@ import plotly.express as px
 import plotly.graph_objects as go
 from IPython.display import Markdown
 
-from arrank import theory
 from arrank.common import display, findings, outputs, params
+from arrank import theory
 from arrank.theory import tables
 
 P = params.check_params("01_de_capacity", globals())
@@ -80,23 +80,11 @@ print(f"exact == closed form for {exact_matches:.0%} of {len(exact)} (k, n, site
 exact.pivot_table(index="n", columns="k", values="exact", aggfunc="min")
 
 # %%
-long = (
-    exact.groupby(["k", "n"], as_index=False)[["closed_form", "exact"]]
-    .min()
-    .melt(id_vars=["k", "n"], var_name="count", value_name="rankings")
-)
-fig = px.line(
-    long,
-    x="n",
-    y="rankings",
-    color="k",
-    symbol="count",
-    line_dash="count",
-    log_y=True,
-    markers=True,
-    color_discrete_map=display.ordered_colors(long["k"]),
-    title="Distance permutations of k random sites in R^n: closed form vs exact LP",
-)
+long = exact.groupby(["k", "n"], as_index=False)[["closed_form", "exact"]].min().melt(
+    id_vars=["k", "n"], var_name="count", value_name="rankings")
+fig = px.line(long, x="n", y="rankings", color="k", symbol="count", line_dash="count", log_y=True,
+              markers=True, color_discrete_map=display.ordered_colors(long["k"]),
+              title="Distance permutations of k random sites in R^n: closed form vs exact LP")
 fig.update_traces(marker_size=9)
 fig.update_layout(yaxis_title="number of realisable rankings", xaxis_dtick=1)
 display.log_axis(fig, long["rankings"])
@@ -114,14 +102,8 @@ k_mc, n_mc = P["k_max_exact"], 2
 with outputs.timed(timings, "monte_carlo"):
     mc = tables.monte_carlo_curve(k_mc, n_mc, P["mc_queries"], P["seed"])
 outputs.save_table(mc, run_dir, "monte_carlo")
-fig = px.line(
-    mc,
-    x="queries",
-    y="monte_carlo",
-    log_x=True,
-    markers=True,
-    title=f"Monte-Carlo count of distance permutations, k={k_mc} sites in R^{n_mc}",
-)
+fig = px.line(mc, x="queries", y="monte_carlo", log_x=True, markers=True,
+              title=f"Monte-Carlo count of distance permutations, k={k_mc} sites in R^{n_mc}")
 fig.add_hline(y=int(mc["exact"].iloc[0]), line_dash="dash", annotation_text="exact (LP) = closed form")
 fig.update_layout(yaxis_title="distinct permutations seen", xaxis_title="query points sampled")
 display.log_axis(fig, mc["queries"], "xaxis")
@@ -144,15 +126,10 @@ outputs.save_table(bound, run_dir, "dimension_bound")
 fig = go.Figure()
 fig.add_scatter(x=bound["k"], y=bound["exact_min_dimension"], name="exact minimal n (= k-1, from Skala's formula)")
 fig.add_scatter(x=bound["k"], y=bound["paper_bound"], name="paper: no DE below ln(k!)/(2 ln k)")
-fig.update_layout(
-    title="Dimension a dual encoder needs to realise all k! rankings",
-    xaxis_title="number of documents k",
-    yaxis_title="embedding dimension n",
-    legend={"x": 0.02, "y": 0.98},
-)
-display.log_axis(
-    display.log_axis(fig, bound["k"], "xaxis"), bound[["exact_min_dimension", "paper_bound"]].to_numpy().ravel()
-)
+fig.update_layout(title="Dimension a dual encoder needs to realise all k! rankings",
+                  xaxis_title="number of documents k", yaxis_title="embedding dimension n",
+                  legend={"x": 0.02, "y": 0.98})
+display.log_axis(display.log_axis(fig, bound["k"], "xaxis"), bound[["exact_min_dimension", "paper_bound"]].to_numpy().ravel())
 outputs.save_figure(fig, run_dir, "dimension_bound")
 fig.show()
 bound.iloc[[0, len(bound) // 2, -1]]
@@ -175,19 +152,11 @@ with outputs.timed(timings, "inner_product_counts"):
     ip = tables.inner_product_counts(P["k_max_exact"], P["site_sets"], P["seed"])
 outputs.save_table(ip, run_dir, "inner_product")
 ip_min = ip.groupby(["k", "n"], as_index=False)[
-    ["inner_product", "observed_formula", "euclidean_closed_form", "k_factorial"]
-].min()
+    ["inner_product", "observed_formula", "euclidean_closed_form", "k_factorial"]].min()
 print("exact inner-product counts == observed formula:", bool((ip["inner_product"] == ip["observed_formula"]).all()))
-fig = px.line(
-    ip_min,
-    x="n",
-    y="inner_product",
-    color="k",
-    markers=True,
-    log_y=True,
-    color_discrete_map=display.ordered_colors(ip_min["k"]),
-    title="Orderings of <q, d_i> realisable by some q in R^n (random documents, exact LP)",
-)
+fig = px.line(ip_min, x="n", y="inner_product", color="k", markers=True, log_y=True,
+              color_discrete_map=display.ordered_colors(ip_min["k"]),
+              title="Orderings of <q, d_i> realisable by some q in R^n (random documents, exact LP)")
 fig.update_layout(yaxis_title="number of realisable rankings", xaxis_dtick=1)
 display.log_axis(fig, ip_min["inner_product"])
 outputs.save_figure(fig, run_dir, "inner_product")

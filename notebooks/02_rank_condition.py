@@ -50,11 +50,12 @@ import pandas as pd
 import plotly.express as px
 from IPython.display import Markdown
 
-from arrank import theory
-from arrank.common import display, findings, outputs, params
-from arrank.data import docids, wordnet
-from arrank.theory import tables
+from arrank.data import docids
 from arrank.training import models, tokenizer
+from arrank.common import display, findings, outputs, params
+from arrank import theory
+from arrank.theory import tables
+from arrank.data import wordnet
 
 P = params.check_params("02_rank_condition", globals())
 run_dir = outputs.start_run("02_rank_condition", P)
@@ -79,24 +80,12 @@ orders
 
 # %%
 orders["fraction_realisable"] = orders["orderings"] / orders["V_factorial"]
-fig = px.line(
-    orders,
-    x="n",
-    y="fraction_realisable",
-    color="V",
-    markers=True,
-    log_y=True,
-    color_discrete_map=display.ordered_colors(orders["V"]),
-    title="Share of the |V|! orderings of E phi realisable by some phi (random E)",
-)
+fig = px.line(orders, x="n", y="fraction_realisable", color="V", markers=True, log_y=True,
+              color_discrete_map=display.ordered_colors(orders["V"]),
+              title="Share of the |V|! orderings of E phi realisable by some phi (random E)")
 full = orders[orders["full_rank"]]
-fig.add_scatter(
-    x=full["n"],
-    y=full["fraction_realisable"],
-    mode="markers",
-    name="rank(E') = |V|",
-    marker={"symbol": "circle-open", "size": 16, "color": "black"},
-)
+fig.add_scatter(x=full["n"], y=full["fraction_realisable"], mode="markers", name="rank(E') = |V|",
+                marker={"symbol": "circle-open", "size": 16, "color": "black"})
 fig.update_layout(xaxis_dtick=1, yaxis_title="realisable orderings / |V|!", legend_title="|V|")
 display.log_axis(fig, orders["fraction_realisable"])
 outputs.save_figure(fig, run_dir, "token_orderings")
@@ -133,26 +122,12 @@ with outputs.timed(timings, "distribution_fit"):
     fits = tables.distribution_fit_table(P["v_max"], P["n_targets"], P["seed"])
 adversarial = np.array([0.1, 0.1, 0.7, 0.1])  # the midpoint token (row 2) above both ends
 _, adversarial_error = theory.solve_phi_for_distribution(E_bad, adversarial)
-fits.loc[len(fits)] = {
-    "case": "counterexample, target (0.1, 0.1, 0.7, 0.1)",
-    "V": 4,
-    "n": 4,
-    "rank_E_prime": 3,
-    "full_rank": False,
-    "targets": 1,
-    "max_error": adversarial_error,
-    "median_error": adversarial_error,
-    "min_error": adversarial_error,
-}
+fits.loc[len(fits)] = {"case": "counterexample, target (0.1, 0.1, 0.7, 0.1)", "V": 4, "n": 4,
+                       "rank_E_prime": 3, "full_rank": False, "targets": 1, "max_error": adversarial_error,
+                       "median_error": adversarial_error, "min_error": adversarial_error}
 outputs.save_table(fits, run_dir, "distribution_fit")
-fig = px.bar(
-    fits,
-    x="case",
-    y="max_error",
-    log_y=True,
-    color="full_rank",
-    title="Largest |softmax(E phi) - p| over target distributions p",
-)
+fig = px.bar(fits, x="case", y="max_error", log_y=True, color="full_rank",
+             title="Largest |softmax(E phi) - p| over target distributions p")
 fig.update_layout(xaxis_title="", yaxis_title="max abs error", legend_title="rank(E') = |V|")
 fig.update_yaxes(exponentformat="power")
 outputs.save_figure(fig, run_dir, "distribution_fit")
@@ -176,18 +151,11 @@ k_docs = V**L
 de_log10_fraction = theory.log10_de_fraction_realisable(n, k_docs)
 print(f"rank(E') = {theory.augmented_rank(E_seq)} (|V| = {V}); prefixes solved: {seq['n_prefixes']}")
 print(f"max |model - target| over all {k_docs} sequences: {seq['max_abs_error']:.2e}")
-print(
-    f"DE in R^{n}: at most skala_count({n}, {k_docs}) = {theory.skala_count(n, k_docs):,} rankings "
-    f"of {k_docs}! ~ 10^{math.lgamma(k_docs + 1) / math.log(10):.1f}; fraction 10^{de_log10_fraction:.1f}"
-)
-fig = px.scatter(
-    x=target.ravel(),
-    y=seq["model"].ravel(),
-    log_x=True,
-    log_y=True,
-    labels={"x": "target probability", "y": "idealised ARR probability"},
-    title=f"Idealised ARR (n={n}) vs an arbitrary distribution over {k_docs} docIDs",
-)
+print(f"DE in R^{n}: at most skala_count({n}, {k_docs}) = {theory.skala_count(n, k_docs):,} rankings "
+      f"of {k_docs}! ~ 10^{math.lgamma(k_docs + 1) / math.log(10):.1f}; fraction 10^{de_log10_fraction:.1f}")
+fig = px.scatter(x=target.ravel(), y=seq["model"].ravel(), log_x=True, log_y=True,
+                 labels={"x": "target probability", "y": "idealised ARR probability"},
+                 title=f"Idealised ARR (n={n}) vs an arbitrary distribution over {k_docs} docIDs")
 outputs.save_figure(fig, run_dir, "sequence_fit")
 fig.show()
 

@@ -50,8 +50,8 @@ import plotly.express as px
 from IPython.display import Markdown
 
 from arrank.common import findings, outputs, params
-from arrank.data import wordnet as W
 from arrank.training import tokenizer
+from arrank.data import wordnet as W
 
 P = params.check_params("03_wordnet_data", globals())
 run_dir = outputs.start_run("03_wordnet_data", P)
@@ -65,16 +65,10 @@ P
 
 # %%
 with outputs.timed(timings, "build"):
-    df = W.build_wordnet_dataset(
-        path_rule=P["path_rule"],
-        include_root=P["include_root"],
-        subtree=P["subtree"] or None,
-        max_queries=P["max_queries"] or None,
-        min_relevant=P["min_relevant"],
-        n_eval=P["n_eval"],
-        template=P["template"],
-        seed=P["seed"],
-    )
+    df = W.build_wordnet_dataset(path_rule=P["path_rule"], include_root=P["include_root"],
+                                 subtree=P["subtree"] or None, max_queries=P["max_queries"] or None,
+                                 min_relevant=P["min_relevant"], n_eval=P["n_eval"],
+                                 template=P["template"], seed=P["seed"])
 top1, per_docid = W.top1_view(df), W.per_docid_view(df)
 summary = W.dataset_summary(df)
 outputs.save_table(summary, run_dir, "summary")
@@ -87,10 +81,8 @@ summary
 # %%
 train_queries = set(df.loc[df["split"] == "train", "query"])
 eval_queries = set(df.loc[df["split"] == "eval", "query"])
-overlap = len(
-    eval_queries
-    & (set(top1.loc[top1["split"] == "train", "query"]) | set(per_docid.loc[per_docid["split"] == "train", "query"]))
-)
+overlap = len(eval_queries & (set(top1.loc[top1["split"] == "train", "query"])
+                              | set(per_docid.loc[per_docid["split"] == "train", "query"])))
 print(f"{len(train_queries)} train / {len(eval_queries)} eval queries; eval queries in training items: {overlap}")
 print(f"top-1 view: {len(top1):,} items; per-docID view: {len(per_docid):,} items")
 
@@ -118,7 +110,8 @@ counts = W.relevant_count_distribution(df)
 depths = W.depth_distribution(df)
 outputs.save_table(counts, run_dir, "relevant_count_distribution")
 outputs.save_table(depths, run_dir, "depth_distribution")
-fig = px.bar(counts, x=counts.columns[0], y=counts.columns[1], title="Number of relevant docIDs (hypernyms) per query")
+fig = px.bar(counts, x=counts.columns[0], y=counts.columns[1],
+             title="Number of relevant docIDs (hypernyms) per query")
 outputs.save_figure(fig, run_dir, "relevant_count_distribution")
 fig.show()
 fig = px.bar(depths, x=depths.columns[0], y=depths.columns[1], title="Depth of the query synsets")
@@ -136,12 +129,8 @@ else:
 lengths = W.docid_token_lengths(df, tok)
 length_dist = W.token_length_distribution(lengths)
 outputs.save_table(length_dist, run_dir, "docid_token_lengths")
-fig = px.bar(
-    length_dist,
-    x=length_dist.columns[0],
-    y=length_dist.columns[1],
-    title=f"docID length in tokens ({P['tokenizer_name']} tokenizer, EOS not counted)",
-)
+fig = px.bar(length_dist, x=length_dist.columns[0], y=length_dist.columns[1],
+             title=f"docID length in tokens ({P['tokenizer_name']} tokenizer, EOS not counted)")
 outputs.save_figure(fig, run_dir, "docid_token_lengths")
 fig.show()
 
@@ -158,22 +147,8 @@ print(sample["prompt"].iloc[0])
 # ## Results
 
 # %%
-paper_deer = [
-    "ruminant",
-    "even-toed_ungulate",
-    "ungulate",
-    "placental",
-    "mammal",
-    "vertebrate",
-    "chordate",
-    "animal",
-    "organism",
-    "living_thing",
-    "whole",
-    "object",
-    "physical_entity",
-    "entity",
-]
+paper_deer = ["ruminant", "even-toed_ungulate", "ungulate", "placental", "mammal", "vertebrate", "chordate",
+              "animal", "organism", "living_thing", "whole", "object", "physical_entity", "entity"]
 metrics = {
     "n_queries": len(df),
     "n_train_queries": len(train_queries),

@@ -56,8 +56,8 @@ import plotly.express as px
 from IPython.display import Markdown
 
 from arrank.common import findings, outputs, params, paths
-from arrank.data import esci
 from arrank.training import tokenizer
+from arrank.data import esci
 
 P = params.check_params("04_esci_data", globals())
 run_dir = outputs.start_run("04_esci_data", P)
@@ -74,19 +74,10 @@ P
 
 # %%
 with outputs.timed(timings, "build"):
-    tables = esci.build_esci_dataset(
-        source,
-        embedder=P["embedder"],
-        step=P["step"],
-        depth=P["depth"],
-        n_components=P["n_components"],
-        nnz=P["nnz"],
-        template=P["template"],
-        seed=P["seed"],
-        max_queries=P["max_queries"] or None,
-        collisions=P["collisions"],
-        filter_titles=P["filter_titles"],
-    )
+    tables = esci.build_esci_dataset(source, embedder=P["embedder"], step=P["step"], depth=P["depth"],
+                                     n_components=P["n_components"], nnz=P["nnz"], template=P["template"],
+                                     seed=P["seed"], max_queries=P["max_queries"] or None,
+                                     collisions=P["collisions"], filter_titles=P["filter_titles"])
 queries, titles, stats = tables["queries"], tables["titles"], tables["stats"].iloc[0]
 outputs.save_table(tables["stats"], run_dir, "stats")
 stats.to_frame("value")
@@ -130,13 +121,8 @@ tables["trie_corpus"], tables["trie_queries"]
 tok = tokenizer.train_bpe(list(titles["title"]), P["tokenizer_vocab"])
 titles["title_tokens"] = [len(tok(t, add_special_tokens=False)["input_ids"]) for t in titles["title"]]
 titles["docid_tokens"] = [len(tok(d, add_special_tokens=False)["input_ids"]) for d in titles["docid"]]
-fig = px.histogram(
-    titles.melt(value_vars=["title_tokens", "docid_tokens"], var_name="text", value_name="tokens"),
-    x="tokens",
-    color="text",
-    barmode="overlay",
-    title="Length in tokens: titles vs docIDs",
-)
+fig = px.histogram(titles.melt(value_vars=["title_tokens", "docid_tokens"], var_name="text", value_name="tokens"),
+                   x="tokens", color="text", barmode="overlay", title="Length in tokens: titles vs docIDs")
 outputs.save_figure(fig, run_dir, "token_lengths")
 fig.show()
 

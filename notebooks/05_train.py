@@ -46,7 +46,8 @@
 # (docs/measurements.md, "Quick-profile metrics").
 #
 # **Precision.** `auto` trains in bf16 where the hardware runs it natively (a CPU with AVX512-BF16
-# or AMX, a CUDA GPU with bf16) and in fp32 elsewhere, and prints which and why. bf16 is mixed
+# or AMX, a CUDA GPU with bf16) and the model is wide enough for bf16 to pay (SmolLM2, Mistral;
+# not the quick profile's tiny model), in fp32 elsewhere, and prints which and why. bf16 is mixed
 # precision: matmuls under bf16 autocast, frozen base weights held in bf16, while trainable
 # weights, the optimizer state, the logits, the log-softmax of eq. 2 and the scores stay fp32.
 # The LM head runs only at the docID positions the loss reads (`arrank.training.supervised_head`).
@@ -70,9 +71,7 @@ profile = "quick"  # "quick" (tiny model, CPU, minutes), "pretrained" (SmolLM2-1
 seed = 0  # seeds the data, the model initialisation and the item order
 run_name = "auto"  # folder under outputs/05_train/; give a name to resume an interrupted run
 model_name = None  # None: the profile's; tiny, smollm2-135m, paper (Mistral-7B), a hub id, a local folder or .gguf file
-backend = (
-    "auto"  # auto (Unsloth with CUDA in one process, else transformers + peft), unsloth (one GPU only) or transformers
-)
+backend = "auto"  # auto (Unsloth with CUDA in one process, else transformers + peft), unsloth (one GPU only) or transformers
 scheme = "indicator"  # item weight lambda(r): indicator (NTP), fractional or stepwise
 alpha = 2.0  # fractional: lambda(r) is 1 / r**alpha
 targets = "onehot"  # token targets y(r, t): onehot or trie
@@ -81,9 +80,7 @@ combined = False  # Appendix F: the trie of rank r holds d_r .. d_nq only
 sampling = "weighted"  # weighted (draw items in proportion to lambda, default) or uniform (weight lambda)
 packing = "auto"  # per_query (one sequence per query, shared prompt), none, or auto (per_query where possible)
 steps = None  # optimizer steps, 0 for none (zero-shot); None: 1200 quick, 80 pretrained, 10000 paper
-save_steps = (
-    None  # optimizer steps between checkpoints (the newest two are kept); None: 300 quick, 50 pretrained, 500 paper
-)
+save_steps = None  # optimizer steps between checkpoints (the newest two are kept); None: 300 quick, 50 pretrained, 500 paper
 lr = None  # learning rate; None: 2e-3 quick, 5e-4 pretrained (AdamW), 1e-5 paper (Adafactor)
 batch_size = None  # items per device step; None: 64 quick, 4 pretrained, 8 paper
 grad_accum = None  # gradient accumulation; None: 1 quick, 8 paper (global batch 64)
@@ -92,9 +89,7 @@ optimizer = None  # adamw or adafactor (Appendix B: beta1 0.9, no relative step)
 warmup_steps = None  # linear warm-up steps before the cosine decay; None: 100 quick, 10 pretrained, 50 paper
 weight_decay = None  # decoupled weight decay; None: 0.01 quick, 0 pretrained and paper
 max_grad_norm = None  # gradient clipping norm; None: 1.0
-logging_steps = (
-    None  # log the loss every this many steps (at most a tenth of the steps); None: 50 quick, 10 pretrained, 50 paper
-)
+logging_steps = None  # log the loss every this many steps (at most a tenth of the steps); None: 50 quick, 10 pretrained, 50 paper
 lora_r = None  # LoRA rank, 0 for full fine-tuning; None: 0 quick, 16 pretrained and paper
 lora_alpha = 32  # LoRA scaling
 lora_dropout = 0.0  # LoRA dropout
@@ -107,21 +102,19 @@ n_eval = None  # held-out queries; None: 300 quick, 100 pretrained, 5000 paper
 template = None  # prompt template; None: the short one quick, Appendix D's pretrained and paper (wordnet, esci)
 tokenizer_vocab = 2000  # BPE vocabulary of the tiny model's tokenizer
 eval_queries = 0  # evaluate on at most this many held-out queries, 0 for all
-train_queries = (
-    None  # also score a seeded sample of this many training queries (Figure 3 (a)); None: as many as held out, 0: none
-)
-precision = "auto"  # auto (bf16 where the CPU or GPU runs it natively, else fp32), fp32 or bf16 (mixed: trainable weights, loss and scores in fp32)
+train_queries = None  # also score a seeded sample of this many training queries (Figure 3 (a)); None: as many as held out, 0: none
+precision = "auto"  # auto (bf16 where the CPU or GPU runs it natively and the model is not tiny, else fp32), fp32 or bf16 (mixed: trainable weights, loss and scores in fp32)
 
 # %%
 from IPython.display import Markdown
 
-from arrank.common import display, findings, outputs, params
-from arrank.data import ranking
 from arrank.evaluation import evaluate
-from arrank.results import reading
 from arrank.training import models, train
-from arrank.training import precision as mixed_precision
+from arrank.common import display, findings, outputs, params
+from arrank.results import reading
 from arrank.training.schemes import loss_label
+from arrank.training import precision as mixed_precision
+from arrank.data import ranking
 
 P = params.check_params("05_train", globals())
 run_dir = outputs.start_run("05_train", P)
@@ -136,23 +129,18 @@ P, hyper
 
 # %%
 with outputs.timed(timings, "data"):
-    df = ranking.ranking_dataset(
-        P["dataset"], P["profile"], P["seed"], P["n_eval"], P["template"], P["subtree"], P["min_relevant"]
-    )
+    df = ranking.ranking_dataset(P["dataset"], P["profile"], P["seed"], P["n_eval"], P["template"],
+                                 P["subtree"], P["min_relevant"])
 with outputs.timed(timings, "model"):
-    model, tok = models.untrained_model(
-        P["model_name"], df, P["backend"], hyper["max_length"], P["tokenizer_vocab"], P["seed"], P["load_in_4bit"]
-    )
-    model = models.add_lora(
-        model, P["backend"], P["lora_r"], P["lora_alpha"], P["lora_dropout"], P["lora_targets"], P["seed"]
-    )
+    model, tok = models.untrained_model(P["model_name"], df, P["backend"], hyper["max_length"],
+                                        P["tokenizer_vocab"], P["seed"], P["load_in_4bit"])
+    model = models.add_lora(model, P["backend"], P["lora_r"], P["lora_alpha"], P["lora_dropout"],
+                            P["lora_targets"], P["seed"])
 trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-numerics = mixed_precision.resolve_precision(P["precision"])
+numerics = mixed_precision.resolve_precision(P["precision"], hidden_size=mixed_precision.hidden_size(model))
 held_bf16 = mixed_precision.prepare_model(model, numerics.used)  # frozen base weights held in bf16
-print(
-    f"{len(df)} queries ({(df['split'] == 'eval').sum()} held out); model {P['model_name']} "
-    f"({trainable:,} trainable parameters), backend {models.resolve_backend(P['backend'])}"
-)
+print(f"{len(df)} queries ({(df['split'] == 'eval').sum()} held out); model {P['model_name']} "
+      f"({trainable:,} trainable parameters), backend {models.resolve_backend(P['backend'])}")
 print(f"precision: {numerics.used} ({numerics.reason}); {held_bf16:,} frozen weights held in bf16")
 
 # %% [markdown]
@@ -162,13 +150,10 @@ print(f"precision: {numerics.used} ({numerics.reason}); {held_bf16:,} frozen wei
 
 # %%
 with outputs.timed(timings, "items"):
-    items = train.training_items(
-        df, tok, P["scheme"], P["alpha"], P["targets"], P["beta"], P["combined"], hyper["max_length"]
-    )
+    items = train.training_items(df, tok, P["scheme"], P["alpha"], P["targets"], P["beta"], P["combined"],
+                                 hyper["max_length"])
 example = max(items, key=lambda i: len(i["targets"][0]))
-print(
-    f"{len(items):,} items, {train.epochs_of(hyper['steps'], hyper['batch_size'] * hyper['grad_accum'], len(items)):.2f} epochs"
-)
+print(f"{len(items):,} items, {train.epochs_of(hyper['steps'], hyper['batch_size'] * hyper['grad_accum'], len(items)):.2f} epochs")
 print(f"example: {example['query']} rank {example['rank']}, lambda = {example['weight']:.4f}")
 for t, step in enumerate(example["targets"][:3]):
     print(f"  step {t}: " + ", ".join(f"{tok.convert_ids_to_tokens(i)} {m:.3f}" for i, m in step))
@@ -192,17 +177,8 @@ print(f"packing: {layout} ({n_sequences:,} sequences of {len(items) / n_sequence
 checkpoints = run_dir.parent / f".checkpoints-{P['run_name']}"
 resumed_from_step = train.resume_point(checkpoints, P)  # 0: a fresh start
 with outputs.timed(timings, "train"):
-    log = train.train(
-        model,
-        tok,
-        items,
-        hyper,
-        checkpoints,
-        seed=P["seed"],
-        sampling=P["sampling"],
-        packing=layout,
-        precision=numerics.used,
-    )
+    log = train.train(model, tok, items, hyper, checkpoints, seed=P["seed"], sampling=P["sampling"],
+                      packing=layout, precision=numerics.used)
 outputs.save_table(log, run_dir, "training_log")
 models.save_atomic(model, tok, run_dir / "model")
 fig = train.curves_figure(log, f"Training: {loss_label(P)} ({P['model_name']}, {hyper['steps']} steps)")
@@ -222,17 +198,14 @@ fig.show()
 # %%
 ks = ranking.ks_for(P["dataset"])
 with outputs.timed(timings, "evaluate"):
-    result, per_query, _ = evaluate.evaluate_held_out(
-        model, tok, df, P["eval_queries"] or None, ks, precision=numerics.used
-    )
+    result, per_query, _ = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks,
+                                                      precision=numerics.used)
 n_train = evaluate.n_training_queries(P["train_queries"], result["n_queries"])
 P["train_queries"] = n_train  # results.json records the number used, not None
 with outputs.timed(timings, "evaluate_training"):
-    trained, per_query_train = (
-        evaluate.evaluate_training_queries(model, tok, df, n_train, P["seed"], ks, precision=numerics.used)
-        if n_train
-        else ({}, None)
-    )
+    trained, per_query_train = (evaluate.evaluate_training_queries(model, tok, df, n_train, P["seed"], ks,
+                                                                           precision=numerics.used)
+                                if n_train else ({}, None))
 floor = evaluate.random_floor(df, P["seed"], P["eval_queries"] or None, ks)
 outputs.save_table(per_query, run_dir, "per_query")  # per-query metrics: the intervals of notebook 08's findings
 if per_query_train is not None:
@@ -248,16 +221,8 @@ display.percent_table(table)
 # ## Results
 
 # %%
-metrics = {
-    **result,
-    **trained,
-    "n_items": len(items),
-    "packing": layout,
-    "n_sequences": n_sequences,
-    "final_loss": train.final_loss(log),
-    "resumed_from_step": resumed_from_step,
-    **numerics.record(),
-}
+metrics = {**result, **trained, "n_items": len(items), "packing": layout, "n_sequences": n_sequences,
+           "final_loss": train.final_loss(log), "resumed_from_step": resumed_from_step, **numerics.record()}
 outputs.write_results(run_dir, "05_train", P, metrics, timings)
 print(f"{len(metrics)} metrics written to the run's results.json")
 

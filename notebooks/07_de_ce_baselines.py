@@ -108,9 +108,7 @@ from_runs = ""  # a glob on 07 run names: draw Figure 3 from those single-config
 k_max = 10  # R@k for k from 1 to k_max
 on_par_tol = 0.02  # findings: two R@k curves are "on par" within this, "above" beyond it
 threads = 2  # torch CPU threads (the core count)
-precision = (
-    "auto"  # auto, fp32 or bf16: accepted and recorded; the DE and CE train in fp32 (bf16 does not pay at these sizes)
-)
+precision = "auto"  # auto, fp32 or bf16: accepted and recorded; the DE and CE train in fp32 (bf16 does not pay at these sizes)
 subtree = None  # '' for all nouns or a synset; None: animal.n.01 quick, all nouns paper
 min_relevant = None  # queries with at least this many hypernyms; None: 5 quick, 1 paper
 n_eval = None  # evaluation queries; None: 300 quick, 5000 paper
@@ -119,10 +117,9 @@ n_eval = None  # evaluation queries; None: 300 quick, 5000 paper
 import torch
 from IPython.display import Markdown
 
-from arrank.baselines import figure3 as BL
-from arrank.baselines import panels
-from arrank.common import display, findings, outputs, params
+from arrank.baselines import figure3 as BL, panels
 from arrank.results import figure3 as F3
+from arrank.common import display, findings, outputs, params
 
 P = params.check_params("07_de_ce_baselines", globals())
 run_dir = outputs.start_run("07_de_ce_baselines", P)
@@ -131,23 +128,9 @@ numerics = BL.baseline_precision(P["precision"])
 print(f"precision: {numerics.used} ({numerics.reason})")
 timings: dict[str, float] = {}
 ks = list(range(1, P["k_max"] + 1))
-hyper = {
-    k: P[k]
-    for k in (
-        "de_steps",
-        "ce_steps",
-        "batch_size",
-        "tau",
-        "de_lr",
-        "de_momentum",
-        "ce_lr",
-        "ce_weight_decay",
-        "de_row_updates",
-        "ce_row_updates",
-        "ce_optimizer",
-        "ce_table_init_std",
-    )
-}
+hyper = {k: P[k] for k in ("de_steps", "ce_steps", "batch_size", "tau", "de_lr", "de_momentum", "ce_lr",
+                           "ce_weight_decay", "de_row_updates", "ce_row_updates", "ce_optimizer",
+                           "ce_table_init_std")}
 P
 
 # %% [markdown]
@@ -159,11 +142,9 @@ P
 dataset = {k: P[k] for k in ("subtree", "min_relevant", "n_eval", "seed")}
 with outputs.timed(timings, "data"):
     data = BL.lookup_data(P["subtree"] or None, P["min_relevant"], P["n_eval"], P["seed"])
-print(
-    f"{len(data['df']):,} queries, {len(data['pairs'].query):,} positive pairs (all trained on); "
-    f"{len(data['eval']):,} evaluation queries; table of {len(data['names']):,} rows; "
-    f"retrieval corpus of {len(data['corpus']):,} synsets"
-)
+print(f"{len(data['df']):,} queries, {len(data['pairs'].query):,} positive pairs (all trained on); "
+      f"{len(data['eval']):,} evaluation queries; table of {len(data['names']):,} rows; "
+      f"retrieval corpus of {len(data['corpus']):,} synsets")
 
 # %% [markdown]
 # ## 2. Train and evaluate
@@ -172,11 +153,8 @@ print(
 # percent (`results.csv` keeps fractions); the training losses follow.
 
 # %%
-configs = (
-    BL.figure3_configs(P["de_dims"], P["ce_dim"], P["alpha"], P["de_alpha_dim"], P["alphas"])
-    if P["model"] == "figure3"
-    else BL.single_config(P["model"], P["n"], P["alpha"])
-)
+configs = (BL.figure3_configs(P["de_dims"], P["ce_dim"], P["alpha"], P["de_alpha_dim"], P["alphas"])
+           if P["model"] == "figure3" else BL.single_config(P["model"], P["n"], P["alpha"]))
 point_runs: list[str] = []
 with outputs.timed(timings, "train_and_evaluate"):
     if P["from_runs"]:  # Figure 3 from finished single-config runs on the same data
@@ -184,17 +162,9 @@ with outputs.timed(timings, "train_and_evaluate"):
         per_query = BL.point_per_query({**dataset, **hyper}, P["from_runs"], configs)
         print(f"{len(results)} configurations from the runs {point_runs}")
     else:
-        results, logs, per_query = BL.run_configs(
-            configs,
-            data["pairs"],
-            len(data["names"]),
-            data["eval"],
-            data["rows"],
-            hyper,
-            ks,
-            P["seed"],
-            corpus=data["corpus"] if P["retrieval"] else None,
-        )
+        results, logs, per_query = BL.run_configs(configs, data["pairs"], len(data["names"]), data["eval"],
+                                                  data["rows"], hyper, ks, P["seed"],
+                                                  corpus=data["corpus"] if P["retrieval"] else None)
 outputs.save_table(results, run_dir, "results")
 outputs.save_table(per_query, run_dir, "per_query")  # per-query R@1..5 of each config: the findings' intervals
 outputs.save_table(logs, run_dir, "training_log")
@@ -217,9 +187,8 @@ display.percent_table(results.drop(columns=[c for c in results.columns if c.star
 
 # %%
 arr = panels.arr_runs(dataset, len(data["eval"]), pattern=P["arr_runs"])
-drawn = panels.figure3_panels(
-    results, ks, arr, P["model"] == "figure3", P["de_dims"], P["ce_dim"], P["alpha"], P["de_alpha_dim"]
-)
+drawn = panels.figure3_panels(results, ks, arr, P["model"] == "figure3", P["de_dims"], P["ce_dim"], P["alpha"],
+                             P["de_alpha_dim"])
 for name, (table, fig) in drawn.items():
     outputs.save_table(table, run_dir, name)
     outputs.save_figure(fig, run_dir, name)
@@ -268,42 +237,20 @@ print(f"{len(arr)} ARR run(s) on the same evaluation queries: {list(arr['label']
 # %%
 figure3 = P["model"] == "figure3"
 best_arr, _ = F3.best_arr_run(arr, [k for k in ks if k <= 5])
-found = (
-    F3.findings(
-        results,
-        P["de_dims"],
-        P["ce_dim"],
-        P["alpha"],
-        P["de_alpha_dim"],
-        P["alphas"],
-        arr=arr,
-        tol=P["on_par_tol"],
-        per_query=per_query,
-        arr_per_query=panels.arr_per_query(best_arr["run"] if best_arr is not None else None),
-    )
-    if figure3
-    else {}
-)
-print(
-    f"{sum(found.get(f'finding_{k}') is True for k in F3.CLAIMS)} of {len(F3.CLAIMS)} findings hold here"
-    if figure3
-    else "one configuration: Figure 3's findings need model = figure3 (or from_runs)"
-)
+found = (F3.findings(results, P["de_dims"], P["ce_dim"], P["alpha"], P["de_alpha_dim"], P["alphas"], arr=arr,
+                     tol=P["on_par_tol"], per_query=per_query,
+                     arr_per_query=panels.arr_per_query(best_arr["run"] if best_arr is not None else None))
+         if figure3 else {})
+print(f"{sum(found.get(f'finding_{k}') is True for k in F3.CLAIMS)} of {len(F3.CLAIMS)} findings hold here"
+      if figure3 else "one configuration: Figure 3's findings need model = figure3 (or from_runs)")
 
 # %% [markdown]
 # ## Results
 
 # %%
-metrics = {
-    **BL.flat_metrics(results),
-    **found,
-    "n_eval_queries": len(data["eval"]),
-    "n_pairs": len(data["pairs"].query),
-    "n_table_rows": len(data["names"]),
-    "n_arr_runs": len(arr),
-    "from_runs": point_runs,
-    **numerics.record(),
-}
+metrics = {**BL.flat_metrics(results), **found, "n_eval_queries": len(data["eval"]),
+           "n_pairs": len(data["pairs"].query), "n_table_rows": len(data["names"]), "n_arr_runs": len(arr),
+           "from_runs": point_runs, **numerics.record()}
 outputs.write_results(run_dir, "07_de_ce_baselines", P, metrics, timings)
 print(f"{len(metrics)} metrics written to the run's results.json")
 
@@ -313,17 +260,10 @@ print(f"{len(metrics)} metrics written to the run's results.json")
 # quick profile the baselines fit a 3,248-query subtree, so read the numbers for their direction.
 
 # %%
-rows = F3.findings_rows(found) or [
-    findings.note(
-        "One configuration: Figure 3's findings need model = figure3 "
-        "or from_runs; R@k of this run: "
-        + ", ".join(
-            f"{display.metric_title(k)} {display.percent_text(v)}"
-            for k, v in metrics.items()
-            if k.startswith("recall@")
-        )
-    )
-]
+rows = F3.findings_rows(found) or [findings.note("One configuration: Figure 3's findings need model = figure3 "
+                                                "or from_runs; R@k of this run: " + ", ".join(
+                                                    f"{display.metric_title(k)} {display.percent_text(v)}"
+                                                    for k, v in metrics.items() if k.startswith("recall@")))]
 Markdown(findings.findings_markdown(rows))
 
 # %% [markdown]

@@ -86,9 +86,8 @@ display(Markdown(tables.markdown(table)))
 # click a legend entry to show or hide it).
 
 # %%
-fig = tables.recall_curves(
-    table, f"{S.name}: R@k per variant, held-out queries ({tables.sweep_profile(frame) or 'mixed'} profile)"
-)
+fig = tables.recall_curves(table, f"{S.name}: R@k per variant, held-out queries "
+                                 f"({tables.sweep_profile(frame) or 'mixed'} profile)")
 outputs.save_figure(fig, run_dir, "recall_curves")
 fig.show()
 

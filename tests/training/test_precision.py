@@ -37,6 +37,13 @@ def test_auto_picks_bf16_only_where_the_cpu_runs_it_natively_and_says_why(flags,
     assert precision.resolve_precision("fp32", "cpu", flags).used == "fp32"
 
 
+def test_auto_keeps_fp32_for_a_model_too_narrow_for_bf16_to_pay():
+    tiny = precision.resolve_precision("auto", "cpu", {"avx512_bf16"}, hidden_size=128)
+    assert tiny.used == "fp32" and "hidden size 128 is below 512" in tiny.reason
+    assert precision.resolve_precision("auto", "cpu", {"avx512_bf16"}, hidden_size=576).used == "bf16"
+    assert precision.resolve_precision("bf16", "cpu", {"avx512_bf16"}, hidden_size=128).used == "bf16"  # asked
+
+
 def test_bf16_where_unsupported_is_refused_in_one_line():
     with pytest.raises(ValueError) as err:
         precision.resolve_precision("bf16", "cpu", {"avx2", "avx512f"})

@@ -586,7 +586,7 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
         "precision": Param(
             choice("auto", "fp32", "bf16"),
             "auto",
-            "auto (bf16 where the CPU or GPU runs it natively, else fp32), fp32 or bf16 (mixed: trainable weights, loss and scores in fp32)",
+            "auto (bf16 where the CPU or GPU runs it natively and the model is not tiny, else fp32), fp32 or bf16 (mixed: trainable weights, loss and scores in fp32)",
         ),
     },
     "06_evaluate": {
@@ -665,7 +665,7 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
         "precision": Param(
             choice("auto", "fp32", "bf16"),
             "auto",
-            "auto (bf16 where the CPU or GPU runs it natively, else fp32), fp32 or bf16 (scores from fp32 logits)",
+            "auto (bf16 where the CPU or GPU runs it natively and the model is not tiny, else fp32), fp32 or bf16 (scores from fp32 logits)",
         ),
     },
     "07_de_ce_baselines": {

@@ -19,7 +19,8 @@ Mixed precision as done here (the usual recipe, e.g. the transformers Trainer's 
 
 ``auto`` (:func:`resolve_precision`) picks bf16 where the hardware runs it natively (a CPU with
 AVX512-BF16 or AMX, read from /proc/cpuinfo and torch's own checks; a CUDA GPU that supports
-bf16) and fp32 elsewhere, and says which and why; ``bf16`` where it would be emulated is refused
+bf16) and the model is wide enough for it to pay (hidden size >= ``AUTO_MIN_HIDDEN``; the quick
+profile's tiny model is not), and fp32 elsewhere, and says which and why; ``bf16`` where it would be emulated is refused
 with a one-line error naming the missing flags.
 """
 
@@ -86,10 +87,19 @@ def bf16_support(device: str = "cpu", flags: set[str] | None = None) -> tuple[bo
     return False, f"CPU has neither {' nor '.join(CPU_BF16_FLAGS)} (bf16 would be emulated, slower than fp32)"
 
 
-def resolve_precision(requested: str, device: str | None = None, flags: set[str] | None = None) -> Precision:
-    """``auto`` -> bf16 where ``device`` (default: cuda when available, else cpu) runs it natively,
-    else fp32; ``fp32`` as asked; ``bf16`` as asked where supported, else a ValueError naming why
-    (bf16 emulated in software is slower than fp32: refused rather than silently slow)."""
+# auto keeps fp32 for models narrower than this: the quick profile's tiny Llama (hidden 128)
+# trained no faster in bf16 and scored slower (docs/measurements.md, "bf16 and the LM head")
+AUTO_MIN_HIDDEN = 512
+
+
+def resolve_precision(
+    requested: str, device: str | None = None, flags: set[str] | None = None, hidden_size: int | None = None
+) -> Precision:
+    """``auto`` -> bf16 where ``device`` (default: cuda when available, else cpu) runs it natively
+    and the model (``hidden_size``, when given) is wide enough for bf16 matmuls to pay
+    (``AUTO_MIN_HIDDEN``), else fp32; ``fp32`` as asked; ``bf16`` as asked where supported, else a
+    ValueError naming why (bf16 emulated in software is slower than fp32: refused rather than
+    silently slow)."""
     if requested not in PRECISIONS:
         raise ValueError(f"precision={requested!r} is not allowed; choose one of {list(PRECISIONS)}")
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -100,7 +110,20 @@ def resolve_precision(requested: str, device: str | None = None, flags: set[str]
         if not ok:
             raise ValueError(f"precision='bf16' is not supported here: {why}; use precision='auto' or 'fp32'")
         return Precision(requested, "bf16", f"asked for bf16 ({why})")
+    if ok and hidden_size is not None and hidden_size < AUTO_MIN_HIDDEN:
+        return Precision(
+            requested,
+            "fp32",
+            f"auto: {why}, but the model's hidden size {hidden_size} is below "
+            f"{AUTO_MIN_HIDDEN}: its matmuls are too small for bf16 to pay",
+        )
     return Precision(requested, "bf16" if ok else "fp32", f"auto: {why}")
+
+
+def hidden_size(model) -> int | None:
+    """The hidden size of a transformers model (peft-wrapped or not), None when it names none."""
+    config = getattr(model, "config", None)
+    return getattr(config, "hidden_size", None)
 
 
 def dtype_of(used: str) -> torch.dtype:
@@ -116,6 +139,33 @@ def autocast(used: str, device_type: str = "cpu") -> contextlib.AbstractContextM
     if dtype_of(used) == torch.float32:
         return contextlib.nullcontext()
     return torch.autocast(device_type=device_type, dtype=torch.bfloat16)
+
+
+@contextlib.contextmanager
+def mixed(model, used: str, device_type: str = "cpu") -> Iterator[None]:
+    """:func:`autocast` for a forward of ``model``, with peft's cast of a LoRA layer's input to
+    its adapter's float32 dtype switched off under bf16: the adapters' matmuls then run in bf16
+    like the base layers' (autocast casts their float32 weights once per forward; gradients
+    reach the float32 weights), instead of casting every activation up to float32 and back."""
+    with autocast(used, device_type):
+        if dtype_of(used) == torch.bfloat16 and _has_peft_layers(model):
+            from peft.helpers import disable_input_dtype_casting
+
+            with disable_input_dtype_casting(model):
+                yield
+        else:
+            yield
+
+
+def _has_peft_layers(model) -> bool:
+    """Whether ``model`` holds peft adapter layers (checked without importing peft otherwise)."""
+    import sys
+
+    if "peft" not in sys.modules:
+        return False
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    return any(isinstance(m, BaseTunerLayer) for m in model.modules())
 
 
 def frozen_linears(model) -> list[torch.nn.Linear]:
@@ -155,5 +205,5 @@ def inference(model, used: str) -> Iterator[None]:
     from arrank.training.supervised_head import head_at
 
     device = next(model.parameters()).device.type
-    with autocast(used, device), head_at(model):
+    with mixed(model, used, device), head_at(model):
         yield

@@ -76,7 +76,7 @@ from arrank.training.packing import (
     row_length_for,
     sequence_weights,
 )
-from arrank.training.precision import autocast, dtype_of
+from arrank.training.precision import dtype_of, mixed
 from arrank.training.stoical import (
     item_weight,
     pad_sparse_targets,
@@ -232,7 +232,7 @@ def _trainer_class():
             else:
                 kwargs = {"attention_mask": inputs["attention_mask"]}
             rows = supervised_positions(target_mass)  # the logits eq. 2 reads: the head runs there only
-            with autocast(self.precision_used, inputs["input_ids"].device.type), head_at(inner, rows) as head:
+            with mixed(inner, self.precision_used, inputs["input_ids"].device.type), head_at(inner, rows) as head:
                 outputs = model(input_ids=inputs["input_ids"], **kwargs)
             if head.used:
                 loss = stoical_loss_at(outputs.logits, target_ids, target_mass, weights, num_items_in_batch)

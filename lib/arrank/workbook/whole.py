@@ -74,6 +74,17 @@ def stages() -> list[dict[str, Any]]:
     return out
 
 
+def workbook_jobs(points: int) -> int:
+    """How many of the workbook sweep's points run at once: one per usable core (at most one per
+    point), each with one torch thread (``sweep.thread_env``). One-thread processes never wait on
+    each other, so a busy process beside them costs each its share of a core, where a 2-thread
+    training stalls (the rule of docs/measurements.md, "Threads on a busy machine")."""
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, points))
+
+
 def _run_sweep_stage() -> str:
     """Run the workbook sweep's unfinished points; 'ran', 'done earlier' or 'FAILED: ...'."""
     from arrank.workbook.sweep import SweepError, point_states, run_sweep
@@ -82,7 +93,7 @@ def _run_sweep_stage() -> str:
     try:
         if all(s == "done" for s in point_states(sweep)):
             return "done earlier"
-        rows = run_sweep(sweep)
+        rows = run_sweep(sweep, jobs=workbook_jobs(len(sweep.points)))
     except (SweepError, OutputsNotWritableError) as err:  # stale runs, unwritable outputs: said, not raised
         return f"FAILED: {err}"
     failed = [r["run_name"] for r in rows if r["status"] == "failed"]
