@@ -56,7 +56,9 @@ def test_build_renders_the_executed_notebooks_without_executing(tiny_book):
     assert "TqdmWarning" not in page and "|          | 0/" not in page  # progress bars: their final line only
     assert "exact distance-permutation counts: 100%|██████████| 6/6 [" in page  # (k, n): k = 2..4, n < k
     src = json.loads((site.parent / "src" / "notebooks" / "01_de_capacity.ipynb").read_text())
-    assert "".join(src["cells"][0]["source"]).startswith("# 01 ")
+    ran = json.loads((site.parent.parent / "outputs" / "01_de_capacity" / "workbook" / "01_de_capacity.ipynb").read_text())
+    counts = [[c.get("execution_count") for c in nb["cells"]] for nb in (src, ran)]
+    assert counts[0] == counts[1] and "".join(src["cells"][0]["source"]).startswith("# 01 ")  # the run's cells
     results = (site / "results.html").read_text()
     assert "What each notebook" in results and "holds here" in results  # 01's findings, as its run printed them
 
@@ -83,7 +85,7 @@ def test_no_executed_notebook_is_a_clear_error(tmp_path, monkeypatch):
     assert not (tmp_path / "book" / "site").exists()
 
 
-def _internal_target(site: Path, page: Path, href: str) -> tuple[Path, str] | None:
+def _internal_target(page: Path, href: str) -> tuple[Path, str] | None:
     """The file and fragment an internal link points to; None for a link outside the site."""
     parsed = urlparse(href)
     if parsed.scheme in ("http", "https", "mailto"):
@@ -129,7 +131,7 @@ def test_every_page_in_a_real_browser(tiny_book):
             )
             maths += page.locator("mjx-container svg").count()
             for href in page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))"):
-                target = _internal_target(site, html, href)
+                target = _internal_target(html, href)
                 if target is None:
                     continue
                 path, fragment = target
