@@ -56,7 +56,9 @@ def test_build_renders_the_executed_notebooks_without_executing(tiny_book):
     assert "TqdmWarning" not in page and "|          | 0/" not in page  # progress bars: their final line only
     assert "exact distance-permutation counts: 100%|██████████| 6/6 [" in page  # (k, n): k = 2..4, n < k
     src = json.loads((site.parent / "src" / "notebooks" / "01_de_capacity.ipynb").read_text())
-    ran = json.loads((site.parent.parent / "outputs" / "01_de_capacity" / "workbook" / "01_de_capacity.ipynb").read_text())
+    ran = json.loads(
+        (site.parent.parent / "outputs" / "01_de_capacity" / "workbook" / "01_de_capacity.ipynb").read_text()
+    )
     counts = [[c.get("execution_count") for c in nb["cells"]] for nb in (src, ran)]
     assert counts[0] == counts[1] and "".join(src["cells"][0]["source"]).startswith("# 01 ")  # the run's cells
     results = (site / "results.html").read_text()
