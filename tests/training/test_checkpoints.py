@@ -8,6 +8,7 @@ import struct
 import pytest
 import torch
 
+from arrank.common import manifest as manifest_mod
 from arrank.data import wordnet as W
 from arrank.training import checkpoints as ckpt
 from arrank.training import models, train
@@ -90,7 +91,10 @@ def test_checkpoints_are_committed_with_a_manifest_and_two_are_kept(killed):
     manifest = json.loads((folder / "checkpoint-6" / ckpt.MANIFEST).read_text())["files"]
     assert {"model.safetensors", "optimizer.pt", "scheduler.pt", "trainer_state.json"} <= set(manifest)
     weights = folder / "checkpoint-6" / "model.safetensors"
-    assert manifest["model.safetensors"] == {"size": weights.stat().st_size, "sha256": ckpt.file_digest(weights)}
+    assert manifest["model.safetensors"] == {
+        "size": weights.stat().st_size,
+        "sha256": manifest_mod.file_digest(weights),
+    }
     assert ckpt.problem(folder / "checkpoint-6") is None
 
 
