@@ -10,15 +10,18 @@ VENV   ?= $(or $(VIRTUAL_ENV),$(if $(filter-out base,$(CONDA_DEFAULT_ENV)),$(CON
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test workbook book sweep lab sync clean-venv help
+.PHONY: setup test test-fast lint workbook book sweep lab sync gpu-kit clean-venv help
 
 help:
 	@echo "make workbook   set up, then run every notebook in its quick profile (outputs/)"
 	@echo "make book       the executed workbook as a static website (outputs/book/site/; runs make workbook's missing stages first)"
 	@echo "make sweep SWEEP=sweeps/NAME.yaml [JOBS=N] [EXECUTOR=local|slurm]   run a sweep's unfinished points"
-	@echo "make test       set up, then run the tests"
+	@echo "make test       set up, then run the tests (the whole suite, under 10 minutes)"
+	@echo "make test-fast  the tests that neither train nor run notebooks (pytest -m 'not slow', about a minute)"
+	@echo "make lint       ruff check + ruff format --check (what the pre-commit hook runs)"
 	@echo "make lab        set up, then start JupyterLab (double-click notebooks/NN_name.py: it opens as a notebook)"
 	@echo "make sync       write the local notebooks/NN_name.ipynb from NN_name.py (not tracked by git)"
+	@echo "make gpu-kit    prepare what the calls to a lent GPU machine carry, check the limits, print the calls (docs/gpu.md)"
 	@echo "environment:    $(VENV)  (an active venv / conda env, else .venv; override: make VENV=path ...)"
 
 $(STAMP): requirements.txt requirements-models.txt pyproject.toml
@@ -36,6 +39,13 @@ setup: $(STAMP)
 test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check lib tests benchmarks notebooks docs
+	$(VENV)/bin/ruff format --check lib tests benchmarks notebooks docs
+
 workbook: setup
 	$(PY) -m arrank.workbook $(WORKBOOK_ARGS)
 
@@ -51,6 +61,9 @@ lab: setup
 
 sync: setup
 	$(PY) -m arrank.workbook.lab
+
+gpu-kit: setup
+	$(PY) gpu/kit.py $(KIT_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

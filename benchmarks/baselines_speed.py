@@ -17,7 +17,9 @@ import time
 
 import torch
 
-from arrank.baselines import figure3, cross_encoder as CE, dual_encoder as DE
+from arrank.baselines import cross_encoder as CE
+from arrank.baselines import dual_encoder as DE
+from arrank.baselines import figure3
 from arrank.baselines.lookup import batch_indices, rank_weights
 
 
@@ -56,19 +58,29 @@ def main() -> None:
     torch.set_num_threads(a.threads)
     data = figure3.lookup_data(None, 1, 5000, 0)
     pairs, n_rows = data["pairs"], len(data["names"])
-    print(f"{len(data['df']):,} queries, {len(pairs.query):,} pairs, table {n_rows:,} rows, "
-          f"batch {a.batch}, {a.threads} threads, {a.steps} timed steps")
+    print(
+        f"{len(data['df']):,} queries, {len(pairs.query):,} pairs, table {n_rows:,} rows, "
+        f"batch {a.batch}, {a.threads} threads, {a.steps} timed steps"
+    )
     print(f"{'model':<6}{'n':>4}{'rows':>7}{'steps/s':>10}{'paper run (min)':>17}")
     for n in [int(x) for x in a.dims.split(",")]:
         for mode in ("lazy", "dense"):
-            r = rate(lambda s: DE.train_de(pairs, n_rows, n, 5.0, steps=s, batch_size=a.batch,
-                                           row_updates=mode, progress=False), a.steps)
+            r = rate(
+                lambda s, n=n, mode=mode: DE.train_de(
+                    pairs, n_rows, n, 5.0, steps=s, batch_size=a.batch, row_updates=mode, progress=False
+                ),
+                a.steps,
+            )
             print(f"{'DE':<6}{n:>4}{mode:>7}{r:>10.1f}{DE.STEPS / r / 60:>17.2f}", flush=True)
         r = naive_de_steps(pairs, n_rows, n, a.naive_steps, a.batch)
         print(f"{'DE':<6}{n:>4}{'naive':>7}{r:>10.1f}{DE.STEPS / r / 60:>17.2f}", flush=True)
     for mode in ("lazy", "dense"):
-        r = rate(lambda s: CE.train_ce(pairs, n_rows, 32, 5.0, steps=s, batch_size=a.batch,
-                                       row_updates=mode, progress=False), a.steps)
+        r = rate(
+            lambda s, mode=mode: CE.train_ce(
+                pairs, n_rows, 32, 5.0, steps=s, batch_size=a.batch, row_updates=mode, progress=False
+            ),
+            a.steps,
+        )
         print(f"{'CE':<6}{32:>4}{mode:>7}{r:>10.1f}{CE.STEPS / r / 60:>17.2f}", flush=True)
 
 

@@ -34,8 +34,9 @@ COMMON = ["--no-progress", "-p", "eval_queries", "50", "-p", "scheme", "fraction
 def launch(args: list[str], env: dict[str, str], kill_when: Path | None = None) -> tuple[int, float]:
     """Run a command; with ``kill_when``, SIGTERM it a few seconds after that path exists."""
     start = time.perf_counter()
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     if kill_when is not None:
         while proc.poll() is None and not kill_when.exists():
             time.sleep(0.5)
@@ -43,8 +44,10 @@ def launch(args: list[str], env: dict[str, str], kill_when: Path | None = None) 
         proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate()
     wall = time.perf_counter() - start
-    print(f"{wall:6.1f} s rc {proc.returncode}: {' '.join(args[2:])}\n  " + "\n  ".join(out.strip().splitlines()[-2:]),
-          flush=True)
+    print(
+        f"{wall:6.1f} s rc {proc.returncode}: {' '.join(args[2:])}\n  " + "\n  ".join(out.strip().splitlines()[-2:]),
+        flush=True,
+    )
     return proc.returncode, wall
 
 
@@ -57,8 +60,10 @@ def compare(a: Path, b: Path) -> None:
     assert list(la["step"]) == list(lb["step"]), "the logs have other steps"
     for column in ("loss", "grad_norm"):
         diff = (la[column] - lb[column]).abs()
-        print(f"max |{column} difference| {diff.max():.3g} over {len(la)} logged steps; per step: "
-              + " ".join(f"{s}:{d:.1g}" for s, d in zip(la["step"], diff)))
+        print(
+            f"max |{column} difference| {diff.max():.3g} over {len(la)} logged steps; per step: "
+            + " ".join(f"{s}:{d:.1g}" for s, d in zip(la["step"], diff))
+        )
     wa, wb = load_file(a / "model" / "model.safetensors"), load_file(b / "model" / "model.safetensors")
     print(f"max |parameter difference| {max((wa[k] - wb[k]).abs().max().item() for k in wa):.3g}")
     ma = json.loads((a / "results.json").read_text())["metrics"]
@@ -90,13 +95,31 @@ def main() -> None:
         print("== 2 processes x B against 1 process x 2B")
         compare(folder / "ddp", folder / "one")
         if args.kill_after:
-            assert launch([*torchrun, *run[1:], "-p", "run_name", "ddpfull", "-p", "batch_size", str(args.batch)],
-                          env)[0] == 0
+            assert (
+                launch([*torchrun, *run[1:], "-p", "run_name", "ddpfull", "-p", "batch_size", str(args.batch)], env)[0]
+                == 0
+            )
             print("== 2 processes, killed and resumed, against 2 processes never interrupted")
             compare(folder / "ddp", folder / "ddpfull")
         if args.accumulate:
-            assert launch([*run, "-p", "run_name", "accumulated", "-p", "batch_size", str(args.batch),
-                           "-p", "grad_accum", "2"], env)[0] == 0
+            assert (
+                launch(
+                    [
+                        *run,
+                        "-p",
+                        "run_name",
+                        "accumulated",
+                        "-p",
+                        "batch_size",
+                        str(args.batch),
+                        "-p",
+                        "grad_accum",
+                        "2",
+                    ],
+                    env,
+                )[0]
+                == 0
+            )
             print("== 1 process, B x 2 accumulated, against 2 processes x B")
             compare(folder / "accumulated", folder / ("ddpfull" if args.kill_after else "ddp"))
             print("== 1 process, B x 2 accumulated, against 1 process x 2B")

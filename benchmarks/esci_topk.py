@@ -15,8 +15,7 @@ import time
 
 import numpy as np
 
-from arrank.data import docids
-from arrank.data import esci
+from arrank.data import docids, esci
 
 
 def unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
@@ -41,16 +40,20 @@ def main() -> None:
     idx, _, pos = esci.ranked_titles(Q, T, a.step, a.depth, device=a.device, query_block=a.query_block)
     dt = time.perf_counter() - t
     pairs = a.queries * a.titles
-    print(f"rank selection [{a.device}]: {a.queries} x {a.titles} x {a.dim}, {len(pos)} positions: "
-          f"{dt:.2f}s = {pairs / dt / 1e9:.2f} G pairs/s; 97k x 1.2M would take ~{97e3 * 1.2e6 / pairs * dt / 60:.1f} min")
+    print(
+        f"rank selection [{a.device}]: {a.queries} x {a.titles} x {a.dim}, {len(pos)} positions: "
+        f"{dt:.2f}s = {pairs / dt / 1e9:.2f} G pairs/s; 97k x 1.2M would take ~{97e3 * 1.2e6 / pairs * dt / 60:.1f} min"
+    )
     if a.device != "cpu":
         ref, _, _ = esci.ranked_titles(Q[:64], T, a.step, a.depth)
         print("torch == numpy on 64 queries:", bool(np.array_equal(ref, idx[:64])))
     t = time.perf_counter()
     ids, _ = docids.sparse_docids(T[: a.dict_samples], seed=0)
     dt = time.perf_counter() - t
-    print(f"dictionary + OMP on {a.dict_samples} titles: {dt:.1f}s; "
-          f"{docids.collision_summary(ids)['n_distinct']} distinct docIDs")
+    print(
+        f"dictionary + OMP on {a.dict_samples} titles: {dt:.1f}s; "
+        f"{docids.collision_summary(ids)['n_distinct']} distinct docIDs"
+    )
 
 
 if __name__ == "__main__":

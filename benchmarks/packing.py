@@ -43,11 +43,11 @@ import time
 import numpy as np
 import torch
 
-from arrank.training import models, packing, stoical, train
 from arrank.data import wordnet as W
+from arrank.training import models, packing, stoical, train
 
-MAX_LENGTH = train.HYPERPARAMETERS["quick"]["max_length"]  # the quick profile's, as training packs
-PRETRAINED_MAX_LENGTH = train.HYPERPARAMETERS["pretrained"]["max_length"]
+MAX_LENGTH = train.profile_hyperparameters("quick")["max_length"]  # the quick profile's, as training packs
+PRETRAINED_MAX_LENGTH = train.profile_hyperparameters("pretrained")["max_length"]
 
 
 def max_length(a: argparse.Namespace) -> int:
@@ -80,8 +80,8 @@ def batches(a: argparse.Namespace, items: list, packed: list, n: int):
     for item in items:
         by_query.setdefault(item["query"], []).append(item)
     flat = [it for i in order for it in by_query[packed[i]["query"]] if it["rank"] in packed[i]["ranks"]]
-    unpacked = [flat[s * a.batch:(s + 1) * a.batch] for s in range(n)]
-    packs = [[packed[i] for i in order[s * per_step:(s + 1) * per_step]] for s in range(n)]
+    unpacked = [flat[s * a.batch : (s + 1) * a.batch] for s in range(n)]
+    packs = [[packed[i] for i in order[s * per_step : (s + 1) * per_step]] for s in range(n)]
     if len(unpacked[-1]) < a.batch or len(packs[-1]) < per_step:
         raise ValueError(f"--queries {a.queries} holds too few items for {n} steps of {a.batch}")
     return unpacked, packs
@@ -96,8 +96,11 @@ def step_fn(model, tok, mode: str, row_length: int | None = None):
         opt.zero_grad(set_to_none=True)
         if mode == "packed":
             b = packing.collate_packed(batch, tok.pad_token_id, row_length=row_length)
-            logits = model(input_ids=b["input_ids"], position_ids=b["position_ids"],
-                           attention_mask=packing.model_mask(model, b["allowed"])).logits
+            logits = model(
+                input_ids=b["input_ids"],
+                position_ids=b["position_ids"],
+                attention_mask=packing.model_mask(model, b["allowed"]),
+            ).logits
             n_items = sum(len(p["ranks"]) for p in batch)
         else:
             b = train.collate(batch, tok.pad_token_id)
@@ -128,7 +131,7 @@ def memory_run(a: argparse.Namespace) -> None:
     except OSError:
         how = "ru_maxrss over the whole process (peak reset refused)"
     before = status_kib("VmRSS")
-    for batch in (packs if a.mode == "packed" else unpacked):
+    for batch in packs if a.mode == "packed" else unpacked:
         step(batch)
     peak = status_kib("VmHWM") if how.startswith("VmHWM") else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"mode": a.mode, "rss_before_kib": before, "peak_kib": peak, "how": how}))
@@ -157,19 +160,23 @@ def main() -> None:
     if not ok:
         raise SystemExit(f"the {a.model} model cannot take the packed mask: {why}")
     n_prompt = statistics.mean(p["prompt_length"] + 1 for p in packed)
-    print(f"set-up {time.perf_counter() - t:.1f} s: {len(items):,} items of {len(packed):,} queries "
-          f"(template {a.template!r}, mean prompt {n_prompt:.0f} tokens, mean n_q "
-          f"{len(items) / len(packed):.2f}), model {a.model}, attention {base.config._attn_implementation}, "
-          f"threads {torch.get_num_threads()}, torch {torch.__version__}")
+    print(
+        f"set-up {time.perf_counter() - t:.1f} s: {len(items):,} items of {len(packed):,} queries "
+        f"(template {a.template!r}, mean prompt {n_prompt:.0f} tokens, mean n_q "
+        f"{len(items) / len(packed):.2f}), model {a.model}, attention {base.config._attn_implementation}, "
+        f"threads {torch.get_num_threads()}, torch {torch.__version__}"
+    )
     unpacked, packs = batches(a, items, packed, a.warmup + a.steps)
-    steps = {"unpacked": step_fn(copy.deepcopy(base), tok, "unpacked"),
-             "packed": step_fn(copy.deepcopy(base), tok, "packed", packing.row_length_for(packed, max_length(a)))}
+    steps = {
+        "unpacked": step_fn(copy.deepcopy(base), tok, "unpacked"),
+        "packed": step_fn(copy.deepcopy(base), tok, "packed", packing.row_length_for(packed, max_length(a))),
+    }
     data = {"unpacked": unpacked, "packed": packs}
     seconds = {m: 0.0 for m in steps}
     counted = {m: [0, 0] for m in steps}
     names = list(steps)
     for s in range(a.warmup + a.steps):
-        for mode in names[s % 2:] + names[:s % 2]:
+        for mode in names[s % 2 :] + names[: s % 2]:
             t = time.perf_counter()
             n_items, n_tokens = steps[mode](data[mode][s])
             dt = time.perf_counter() - t
@@ -180,19 +187,42 @@ def main() -> None:
     rate = {m: counted[m][0] / seconds[m] for m in steps}
     print(f"{'mode':<9} {'items/step':>10} {'tokens/step':>12} {'s/step':>7} {'items/s':>8}")
     for m in names:
-        print(f"{m:<9} {counted[m][0] / a.steps:>10.1f} {counted[m][1] / a.steps:>12.0f} "
-              f"{seconds[m] / a.steps:>7.3f} {rate[m]:>8.1f}")
+        print(
+            f"{m:<9} {counted[m][0] / a.steps:>10.1f} {counted[m][1] / a.steps:>12.0f} "
+            f"{seconds[m] / a.steps:>7.3f} {rate[m]:>8.1f}"
+        )
     print(f"speed-up packed / unpacked (items/s): {rate['packed'] / rate['unpacked']:.2f}x  (target >= 3x)")
     if a.no_memory:
         return
     for mode in names:
-        args = [sys.executable, __file__, "--mode", mode, "--queries", str(a.queries), "--template", a.template,
-                "--batch", str(a.batch), "--steps", str(a.steps), "--warmup", str(a.warmup),
-                "--threads", str(a.threads), "--seed", str(a.seed), "--model", a.model]
+        args = [
+            sys.executable,
+            __file__,
+            "--mode",
+            mode,
+            "--queries",
+            str(a.queries),
+            "--template",
+            a.template,
+            "--batch",
+            str(a.batch),
+            "--steps",
+            str(a.steps),
+            "--warmup",
+            str(a.warmup),
+            "--threads",
+            str(a.threads),
+            "--seed",
+            str(a.seed),
+            "--model",
+            a.model,
+        ]
         out = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
-        print(f"peak memory {mode:<9} ({out['how']}): {out['peak_kib'] / 1024:7.1f} MiB; "
-              f"before the steps {out['rss_before_kib'] / 1024:7.1f} MiB; added by the steps "
-              f"{(out['peak_kib'] - out['rss_before_kib']) / 1024:6.1f} MiB")
+        print(
+            f"peak memory {mode:<9} ({out['how']}): {out['peak_kib'] / 1024:7.1f} MiB; "
+            f"before the steps {out['rss_before_kib'] / 1024:7.1f} MiB; added by the steps "
+            f"{(out['peak_kib'] - out['rss_before_kib']) / 1024:6.1f} MiB"
+        )
 
 
 if __name__ == "__main__":

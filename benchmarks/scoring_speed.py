@@ -28,10 +28,10 @@ import time
 import numpy as np
 import torch
 
-from arrank.training import encoding, models
 from arrank.data import prompts
-from arrank.evaluation import scoring
 from arrank.data.wordnet import noun_synset_names
+from arrank.evaluation import scoring
+from arrank.training import encoding, models
 
 
 def tiny_setup(vocab: int, seed: int, device: str):
@@ -65,10 +65,12 @@ def run_case(model, tok, names: list[str], template: str, nq: int, a: argparse.N
         ids = encoding.prompt_ids(tok, text)
         cands = [encoding.docid_ids(tok, d) for d in docids]
         runs = [("naive", scoring.score_naive, (model, ids, cands, a.include_eos))]
-        runs += [(lay, scoring.score_prefix_shared, (model, ids, cands, a.include_eos, a.batch_size, lay))
-                 for lay in ("packed", "one_pass", "padded")]
+        runs += [
+            (lay, scoring.score_prefix_shared, (model, ids, cands, a.include_eos, a.batch_size, lay))
+            for lay in ("packed", "one_pass", "padded")
+        ]
         res = {}
-        for label, fn, args in runs[q % 4:] + runs[: q % 4]:  # rotate the order
+        for label, fn, args in runs[q % 4 :] + runs[: q % 4]:  # rotate the order
             res[label] = timed(fn, *args)
         diffs += [float(np.abs(res["naive"][1] - res[lay][1]).max()) for lay in ("packed", "one_pass", "padded")]
         if q >= a.warmup:
@@ -76,10 +78,16 @@ def run_case(model, tok, names: list[str], template: str, nq: int, a: argparse.N
                 ms[label].append(res[label][0])
             p_lens.append(len(ids))
     med = {k: statistics.median(v) for k, v in ms.items()}
-    return {"template": template, "n_q": nq, "prompt_tokens": int(statistics.median(p_lens)),
-            **{f"{k}_ms": v for k, v in med.items()}, "speedup_packed": med["naive"] / med["packed"],
-            "speedup_one_pass": med["naive"] / med["one_pass"],
-            "speedup_padded": med["naive"] / med["padded"], "max_diff": max(diffs)}
+    return {
+        "template": template,
+        "n_q": nq,
+        "prompt_tokens": int(statistics.median(p_lens)),
+        **{f"{k}_ms": v for k, v in med.items()},
+        "speedup_packed": med["naive"] / med["packed"],
+        "speedup_one_pass": med["naive"] / med["one_pass"],
+        "speedup_padded": med["naive"] / med["padded"],
+        "max_diff": max(diffs),
+    }
 
 
 def main() -> None:
@@ -98,19 +106,26 @@ def main() -> None:
     torch.set_num_threads(a.threads)
     t = time.perf_counter()
     model, tok, names = tiny_setup(a.vocab, a.seed, a.device)
-    print(f"set-up {time.perf_counter() - t:.1f} s: vocab {len(tok)}, device {a.device}, "
-          f"threads {torch.get_num_threads()}, torch {torch.__version__}, "
-          f"{a.queries} timed queries after {a.warmup} warm-up, include_eos={a.include_eos}")
-    print(f"{'template':<14} {'n_q':>4} {'prompt tok':>10} {'naive ms/q':>11} {'packed ms/q':>12} "
-          f"{'speed-up':>9} {'1-pass ms/q':>12} {'speed-up':>9} {'padded ms/q':>12} {'speed-up':>9} "
-          f"{'max|diff|':>10}")
+    print(
+        f"set-up {time.perf_counter() - t:.1f} s: vocab {len(tok)}, device {a.device}, "
+        f"threads {torch.get_num_threads()}, torch {torch.__version__}, "
+        f"{a.queries} timed queries after {a.warmup} warm-up, include_eos={a.include_eos}"
+    )
+    print(
+        f"{'template':<14} {'n_q':>4} {'prompt tok':>10} {'naive ms/q':>11} {'packed ms/q':>12} "
+        f"{'speed-up':>9} {'1-pass ms/q':>12} {'speed-up':>9} {'padded ms/q':>12} {'speed-up':>9} "
+        f"{'max|diff|':>10}"
+    )
     for template in a.templates:
         for nq in a.nq:
             r = run_case(model, tok, names, template, nq, a)
-            print(f"{r['template']:<14} {r['n_q']:>4} {r['prompt_tokens']:>10} {r['naive_ms']:>11.1f} "
-                  f"{r['packed_ms']:>12.1f} {r['speedup_packed']:>8.1f}x {r['one_pass_ms']:>12.1f} "
-                  f"{r['speedup_one_pass']:>8.1f}x {r['padded_ms']:>12.1f} "
-                  f"{r['speedup_padded']:>8.1f}x {r['max_diff']:>10.1e}", flush=True)
+            print(
+                f"{r['template']:<14} {r['n_q']:>4} {r['prompt_tokens']:>10} {r['naive_ms']:>11.1f} "
+                f"{r['packed_ms']:>12.1f} {r['speedup_packed']:>8.1f}x {r['one_pass_ms']:>12.1f} "
+                f"{r['speedup_one_pass']:>8.1f}x {r['padded_ms']:>12.1f} "
+                f"{r['speedup_padded']:>8.1f}x {r['max_diff']:>10.1e}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ def make_batch(a: argparse.Namespace, seed: int = 0):
     T = a.prompt + a.docid
     input_ids = torch.randint(4, a.vocab, (a.batch, T), generator=g)
     labels = torch.full_like(input_ids, -100)
-    labels[:, a.prompt:] = input_ids[:, a.prompt:]
+    labels[:, a.prompt :] = input_ids[:, a.prompt :]
     one_ids, one_mass = stoical.targets_from_labels(labels)
     # trie-like targets: the teacher-forced token plus 0..k-1 other valid tokens with random masses
     steps = []
@@ -64,6 +64,7 @@ def step_fn(model, opt, input_ids, labels, targets):
         loss.backward()
         opt.step()
         return loss.item()
+
     return step
 
 
@@ -73,8 +74,7 @@ def trie_collate_cost(a: argparse.Namespace, queries: int = 64, n_q: int = 7) ->
     batches = []
     for _ in range(queries):
         first = torch.randint(4, 40, (n_q,), generator=g).tolist()  # shared first tokens -> deeper tries
-        batches.append([[f] + torch.randint(4, a.vocab, (a.docid - 2,), generator=g).tolist() + [2]
-                        for f in first])
+        batches.append([[f] + torch.randint(4, a.vocab, (a.docid - 2,), generator=g).tolist() + [2] for f in first])
     t0 = time.perf_counter()
     for docids in batches:
         unique = list(dict.fromkeys(tuple(d) for d in docids))
@@ -116,7 +116,7 @@ def main() -> None:
     times: dict[str, list[float]] = {name: [] for name in variants}
     names = list(variants)
     for rep in range(a.warmup + a.reps):
-        order = names[rep % 3:] + names[: rep % 3]
+        order = names[rep % 3 :] + names[: rep % 3]
         for name in order:
             t0 = time.perf_counter()
             variants[name]()
@@ -126,12 +126,16 @@ def main() -> None:
 
     tokens = a.batch * (a.prompt + a.docid)
     med = {name: statistics.median(ts) for name, ts in times.items()}
-    print(f"model {a.model}, batch {a.batch} x ({a.prompt} prompt + {a.docid} docID) tokens, vocab {a.vocab}, k {a.k}, "
-          f"threads {a.threads}, {a.reps} reps after {a.warmup} warm-up")
+    print(
+        f"model {a.model}, batch {a.batch} x ({a.prompt} prompt + {a.docid} docID) tokens, vocab {a.vocab}, k {a.k}, "
+        f"threads {a.threads}, {a.reps} reps after {a.warmup} warm-up"
+    )
     for name, m in med.items():
         print(f"  {name:18s} median {m * 1e3:7.1f} ms/step  ({tokens / m:,.0f} tokens/s)")
-    print(f"ratio b/a = {med['b_stoical_onehot'] / med['a_plain_ce']:.3f}   "
-          f"ratio c/a = {med['c_stoical_trie'] / med['a_plain_ce']:.3f}   (target <= 1.05)")
+    print(
+        f"ratio b/a = {med['b_stoical_onehot'] / med['a_plain_ce']:.3f}   "
+        f"ratio c/a = {med['c_stoical_trie'] / med['a_plain_ce']:.3f}   (target <= 1.05)"
+    )
     cost = trie_collate_cost(a)
     print(f"collator: combined trie targets for 64 queries x 7 docIDs: {cost * 1e3:.1f} ms")
 

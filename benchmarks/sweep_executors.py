@@ -30,8 +30,9 @@ def one_sweep(executor: str, points: int, folder: Path, sweep_file: Path | None 
     if path is None:
         path = folder / "bench.yaml"
         values = ", ".join(str(20 + i) for i in range(points))
-        path.write_text(f"notebook: 01_de_capacity\nfixed: {{k_max_exact: 3, mc_queries: 300}}\n"
-                        f"grid: {{k_max_bound: [{values}]}}\n")
+        path.write_text(
+            f"notebook: 01_de_capacity\nfixed: {{k_max_exact: 3, mc_queries: 300}}\ngrid: {{k_max_bound: [{values}]}}\n"
+        )
     s = sweep.load_sweep(path)
     start = time.perf_counter()
     rows = sweep.run_sweep(s, jobs=1, outputs_root=folder / "outputs", echo=lambda _: None, executor=executor)
@@ -57,15 +58,22 @@ def main() -> None:
                 wall, seconds = one_sweep(executor, args.points, Path(tmp), args.sweep)
             walls[executor].append(wall)
             per_point[executor] += seconds
-            print(f"round {r + 1} {executor:<10} {wall:6.1f} s for {len(seconds)} points; per point "
-                  + " ".join(f"{x:.1f}" for x in seconds), flush=True)
+            print(
+                f"round {r + 1} {executor:<10} {wall:6.1f} s for {len(seconds)} points; per point "
+                + " ".join(f"{x:.1f}" for x in seconds),
+                flush=True,
+            )
     n = len(per_point["local"])
     mean = {k: sum(v) / n for k, v in walls.items()}
     for k in walls:
-        print(f"{k:<10} wall per point {mean[k]:.2f} s (median of the points' own seconds "
-              f"{statistics.median(per_point[k]):.2f} s)")
-    print(f"local job overhead per point: {mean['local'] - mean['subprocess']:+.2f} s "
-          f"({100 * (mean['local'] / mean['subprocess'] - 1):+.1f} %)")
+        print(
+            f"{k:<10} wall per point {mean[k]:.2f} s (median of the points' own seconds "
+            f"{statistics.median(per_point[k]):.2f} s)"
+        )
+    print(
+        f"local job overhead per point: {mean['local'] - mean['subprocess']:+.2f} s "
+        f"({100 * (mean['local'] / mean['subprocess'] - 1):+.1f} %)"
+    )
 
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from arrank.common.wordnet_setup import load_wordnet
 from arrank.data import wordnet as W
-from arrank.workbook.wordnet_setup import load_wordnet
 
 
 def timed(label: str, fn, *args, **kwargs):
@@ -38,15 +38,23 @@ def main() -> None:
     top1 = timed("top-1 view", W.top1_view, df)
     items = timed("per-docID view", W.per_docid_view, df)
     print(f"{'BUILD TOTAL (queries + both views)':<46} {time.perf_counter() - start:7.2f} s")
-    print(f"noun synsets {len(nouns)}, queries {len(df)} (eval {(df['split'] == 'eval').sum()}), "
-          f"top-1 view rows {len(top1)}, per-docID view rows {len(items)}")
+    print(
+        f"noun synsets {len(nouns)}, queries {len(df)} (eval {(df['split'] == 'eval').sum()}), "
+        f"top-1 view rows {len(top1)}, per-docID view rows {len(items)}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         timed("build again + write Parquet cache", W.build_wordnet_dataset, cache_dir=Path(tmp), **options)
         timed("re-read Parquet cache", W.build_wordnet_dataset, cache_dir=Path(tmp), **options)
-    sub = timed("build animal.n.01 subtree, min_relevant=5", W.build_wordnet_dataset,
-                subtree="animal.n.01", min_relevant=5, n_eval=0.1, cache=False, **options)
-    print(f"animal.n.01 (min_relevant=5, 10% eval): queries {len(sub)}, "
-          f"per-docID items {len(W.per_docid_view(sub))}")
+    sub = timed(
+        "build animal.n.01 subtree, min_relevant=5",
+        W.build_wordnet_dataset,
+        subtree="animal.n.01",
+        min_relevant=5,
+        n_eval=0.1,
+        cache=False,
+        **options,
+    )
+    print(f"animal.n.01 (min_relevant=5, 10% eval): queries {len(sub)}, per-docID items {len(W.per_docid_view(sub))}")
     print(W.dataset_summary(df).to_string())
 
 

@@ -45,7 +45,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 from IPython.display import Markdown
 
-from arrank.workbook import display, outputs, params
+from arrank.common import display, findings, outputs, params
 from arrank import theory
 from arrank.theory import tables
 
@@ -189,7 +189,7 @@ print(f"{len(metrics)} metrics written to the run's results.json")
 # the finding holds here and the numbers it rests on.
 
 # %%
-Markdown(display.findings_markdown(tables.capacity_findings(metrics, k_top)))
+Markdown(findings.findings_markdown(tables.capacity_findings(metrics, k_top)))
 
 # %% [markdown]
 # ## Exercises

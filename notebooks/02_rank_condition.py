@@ -52,7 +52,7 @@ from IPython.display import Markdown
 
 from arrank.data import docids
 from arrank.training import models, tokenizer
-from arrank.workbook import display, outputs, params
+from arrank.common import display, findings, outputs, params
 from arrank import theory
 from arrank.theory import tables
 from arrank.data import wordnet
@@ -222,7 +222,7 @@ print(f"{len(metrics)} metrics written to the run's results.json")
 # tokenizers), in words.
 
 # %%
-Markdown(display.findings_markdown(tables.rank_condition_findings(metrics)))
+Markdown(findings.findings_markdown(tables.rank_condition_findings(metrics)))
 
 # %% [markdown]
 # ## Exercises

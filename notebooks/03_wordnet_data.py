@@ -49,7 +49,7 @@ tokenizer_vocab = 2000  # vocabulary of the tiny BPE tokenizer
 import plotly.express as px
 from IPython.display import Markdown
 
-from arrank.workbook import display, outputs, params
+from arrank.common import findings, outputs, params
 from arrank.training import tokenizer
 from arrank.data import wordnet as W
 
@@ -169,7 +169,7 @@ print(f"{len(metrics)} metrics written to the run's results.json")
 # This build against section 5.1 and Appendix B (the paper's example and its scale), in words.
 
 # %%
-Markdown(display.findings_markdown(W.dataset_findings(metrics, P)))
+Markdown(findings.findings_markdown(W.dataset_findings(metrics, P)))
 
 # %% [markdown]
 # ## Exercises

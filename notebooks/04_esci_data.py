@@ -55,7 +55,7 @@ from pathlib import Path
 import plotly.express as px
 from IPython.display import Markdown
 
-from arrank.workbook import display, outputs, params, paths
+from arrank.common import findings, outputs, params, paths
 from arrank.training import tokenizer
 from arrank.data import esci
 
@@ -158,7 +158,7 @@ print(f"{len(metrics)} metrics written to the run's results.json")
 # This build against Appendix D.2 and Table 2, in words.
 
 # %%
-Markdown(display.findings_markdown(esci.dataset_findings(metrics, P)))
+Markdown(findings.findings_markdown(esci.dataset_findings(metrics, P)))
 
 # %% [markdown]
 # ## Exercises

@@ -45,6 +45,13 @@
 # at the quick budget it left fractional α = 2 at R@1 0.18 where weighted sampling reaches 0.78
 # (docs/measurements.md, "Quick-profile metrics").
 #
+# **Precision.** `auto` trains in bf16 where the hardware runs it natively (a CPU with AVX512-BF16
+# or AMX, a CUDA GPU with bf16) and the model is wide enough for bf16 to pay (SmolLM2, Mistral;
+# not the quick profile's tiny model), in fp32 elsewhere, and prints which and why. bf16 is mixed
+# precision: matmuls under bf16 autocast, frozen base weights held in bf16, while trainable
+# weights, the optimizer state, the logits, the log-softmax of eq. 2 and the scores stay fp32.
+# The LM head runs only at the docID positions the loss reads (`arrank.training.supervised_head`).
+#
 # **Packing.** `per_query` trains all items of a query in one sequence: the prompt once, then
 # each docID block behind a block mask (it sees the prompt and itself, its positions restart
 # after the prompt), so every item gets the loss and gradient it gets alone while the prompt is
@@ -73,10 +80,16 @@ combined = False  # Appendix F: the trie of rank r holds d_r .. d_nq only
 sampling = "weighted"  # weighted (draw items in proportion to lambda, default) or uniform (weight lambda)
 packing = "auto"  # per_query (one sequence per query, shared prompt), none, or auto (per_query where possible)
 steps = None  # optimizer steps, 0 for none (zero-shot); None: 1200 quick, 80 pretrained, 10000 paper
+save_steps = None  # optimizer steps between checkpoints (the newest two are kept); None: 300 quick, 50 pretrained, 500 paper
 lr = None  # learning rate; None: 2e-3 quick, 5e-4 pretrained (AdamW), 1e-5 paper (Adafactor)
 batch_size = None  # items per device step; None: 64 quick, 4 pretrained, 8 paper
 grad_accum = None  # gradient accumulation; None: 1 quick, 8 paper (global batch 64)
 max_length = None  # longest prompt + docID in tokens; None: 256 quick, 384 pretrained, 1024 paper
+optimizer = None  # adamw or adafactor (Appendix B: beta1 0.9, no relative step); None: adamw quick and pretrained, adafactor paper
+warmup_steps = None  # linear warm-up steps before the cosine decay; None: 100 quick, 10 pretrained, 50 paper
+weight_decay = None  # decoupled weight decay; None: 0.01 quick, 0 pretrained and paper
+max_grad_norm = None  # gradient clipping norm; None: 1.0
+logging_steps = None  # log the loss every this many steps (at most a tenth of the steps); None: 50 quick, 10 pretrained, 50 paper
 lora_r = None  # LoRA rank, 0 for full fine-tuning; None: 0 quick, 16 pretrained and paper
 lora_alpha = 32  # LoRA scaling
 lora_dropout = 0.0  # LoRA dropout
@@ -90,20 +103,23 @@ template = None  # prompt template; None: the short one quick, Appendix D's pret
 tokenizer_vocab = 2000  # BPE vocabulary of the tiny model's tokenizer
 eval_queries = 0  # evaluate on at most this many held-out queries, 0 for all
 train_queries = None  # also score a seeded sample of this many training queries (Figure 3 (a)); None: as many as held out, 0: none
+precision = "auto"  # auto (bf16 where the CPU or GPU runs it natively and the model is not tiny, else fp32), fp32 or bf16 (mixed: trainable weights, loss and scores in fp32)
 
 # %%
 from IPython.display import Markdown
 
 from arrank.evaluation import evaluate
 from arrank.training import models, train
-from arrank.workbook import display, outputs, params, reading, report
+from arrank.common import display, findings, outputs, params
+from arrank.results import reading
+from arrank.training.schemes import loss_label
+from arrank.training import precision as mixed_precision
 from arrank.data import ranking
 
 P = params.check_params("05_train", globals())
 run_dir = outputs.start_run("05_train", P)
 timings: dict[str, float] = {}
-hyper = train.hyperparameters(P["profile"], steps=P["steps"], lr=P["lr"], batch_size=P["batch_size"],
-                              grad_accum=P["grad_accum"], max_length=P["max_length"])
+hyper = train.hyperparameters(P)
 P, hyper
 
 # %% [markdown]
@@ -121,8 +137,11 @@ with outputs.timed(timings, "model"):
     model = models.add_lora(model, P["backend"], P["lora_r"], P["lora_alpha"], P["lora_dropout"],
                             P["lora_targets"], P["seed"])
 trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+numerics = mixed_precision.resolve_precision(P["precision"], hidden_size=mixed_precision.hidden_size(model))
+held_bf16 = mixed_precision.prepare_model(model, numerics.used)  # frozen base weights held in bf16
 print(f"{len(df)} queries ({(df['split'] == 'eval').sum()} held out); model {P['model_name']} "
       f"({trainable:,} trainable parameters), backend {models.resolve_backend(P['backend'])}")
+print(f"precision: {numerics.used} ({numerics.reason}); {held_bf16:,} frozen weights held in bf16")
 
 # %% [markdown]
 # ## 2. Items and their targets
@@ -146,7 +165,10 @@ print(f"packing: {layout} ({n_sequences:,} sequences of {len(items) / n_sequence
 # ## 3. Training
 # With a progress bar; checkpoints go to `outputs/05_train/.checkpoints-<run_name>/` with the run's
 # parameters, so re-running an interrupted run with the same `run_name` and parameters resumes from
-# its last checkpoint exactly (other parameters are refused: docs/reliability.md). Launched by
+# its last checkpoint exactly (other parameters are refused: docs/reliability.md). A checkpoint
+# is written every `save_steps` steps into a hidden folder and renamed into place with a manifest
+# of its files' sizes and hashes; a resume checks it, sets a damaged one aside and falls back to
+# the previous one (two are kept). A NaN or infinite loss stops training at once. Launched by
 # `torchrun --nproc_per_node N -m arrank.workbook.run 05 -p run_name NAME ...`, this cell trains
 # on N processes (DDP): `batch_size` items on each, the run of one process with N × `batch_size`
 # items; process 0 writes the run folder (docs/scale-out.md).
@@ -156,10 +178,10 @@ checkpoints = run_dir.parent / f".checkpoints-{P['run_name']}"
 resumed_from_step = train.resume_point(checkpoints, P)  # 0: a fresh start
 with outputs.timed(timings, "train"):
     log = train.train(model, tok, items, hyper, checkpoints, seed=P["seed"], sampling=P["sampling"],
-                      packing=layout)
+                      packing=layout, precision=numerics.used)
 outputs.save_table(log, run_dir, "training_log")
 models.save_atomic(model, tok, run_dir / "model")
-fig = train.curves_figure(log, f"Training: {report.loss_label(P)} ({P['model_name']}, {hyper['steps']} steps)")
+fig = train.curves_figure(log, f"Training: {loss_label(P)} ({P['model_name']}, {hyper['steps']} steps)")
 outputs.save_figure(fig, run_dir, "training_curves")
 fig.show()
 
@@ -176,12 +198,18 @@ fig.show()
 # %%
 ks = ranking.ks_for(P["dataset"])
 with outputs.timed(timings, "evaluate"):
-    result, per_query, _ = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks)
+    result, per_query, _ = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks,
+                                                      precision=numerics.used)
 n_train = evaluate.n_training_queries(P["train_queries"], result["n_queries"])
+P["train_queries"] = n_train  # results.json records the number used, not None
 with outputs.timed(timings, "evaluate_training"):
-    trained = evaluate.evaluate_training(model, tok, df, n_train, P["seed"], ks) if n_train else {}
+    trained, per_query_train = (evaluate.evaluate_training_queries(model, tok, df, n_train, P["seed"], ks,
+                                                                           precision=numerics.used)
+                                if n_train else ({}, None))
 floor = evaluate.random_floor(df, P["seed"], P["eval_queries"] or None, ks)
-outputs.save_table(per_query, run_dir, "per_query")
+outputs.save_table(per_query, run_dir, "per_query")  # per-query metrics: the intervals of notebook 08's findings
+if per_query_train is not None:
+    outputs.save_table(per_query_train, run_dir, "per_query_train")  # ... and of notebook 07's
 rows = {"held-out queries": result, "random scores": floor}
 if trained:
     rows[f"training queries ({n_train} sampled)"] = evaluate.training_metrics(trained)
@@ -194,7 +222,7 @@ display.percent_table(table)
 
 # %%
 metrics = {**result, **trained, "n_items": len(items), "packing": layout, "n_sequences": n_sequences,
-           "final_loss": train.final_loss(log), "resumed_from_step": resumed_from_step}
+           "final_loss": train.final_loss(log), "resumed_from_step": resumed_from_step, **numerics.record()}
 outputs.write_results(run_dir, "05_train", P, metrics, timings)
 print(f"{len(metrics)} metrics written to the run's results.json")
 
@@ -205,7 +233,7 @@ print(f"{len(metrics)} metrics written to the run's results.json")
 # their direction. Table 1's comparisons between variants need a sweep: notebook 08.
 
 # %%
-Markdown(display.findings_markdown(reading.run_findings(P, metrics, floor)))
+Markdown(findings.findings_markdown(reading.run_findings(P, metrics, floor)))
 
 # %% [markdown]
 # ## Exercises

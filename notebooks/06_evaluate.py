@@ -51,13 +51,16 @@ include_eos = False  # count the docID's closing EOS in its mean score (the pape
 method = "prefix_shared"  # prefix_shared (one prompt pass per query) or naive (one pass per candidate)
 beam_k = 5  # beam size and top-k of beam search
 decode_queries = None  # decode at most this many held-out queries; None: 50 quick, 500 paper
+precision = "auto"  # auto (bf16 where the CPU or GPU runs it natively and the model is not tiny, else fp32), fp32 or bf16 (scores from fp32 logits)
 
 # %%
 
 from IPython.display import Markdown
 
 from arrank.evaluation import evaluate, plots
-from arrank.workbook import display, outputs, params, reading
+from arrank.common import display, findings, outputs, params
+from arrank.results import reading
+from arrank.training import precision as mixed_precision
 from arrank.data import ranking
 
 P = params.check_params("06_evaluate", globals())
@@ -74,6 +77,9 @@ P
 with outputs.timed(timings, "load"):
     subject = evaluate.model_under_test(P, outputs.outputs_root(run_dir))
 model, tok, df, data = subject["model"], subject["tokenizer"], subject["df"], subject["data"]
+numerics = mixed_precision.resolve_precision(P["precision"], hidden_size=mixed_precision.hidden_size(model))
+mixed_precision.prepare_model(model, numerics.used)  # frozen weights held in bf16
+print(f"precision: {numerics.used} ({numerics.reason})")
 ks = ranking.ks_for(data["dataset"])
 held_out = evaluate.eval_queries(df, P["eval_queries"] or None)
 print(f"model: {subject['source']}\ndata: {data}\n{len(held_out)} held-out queries, "
@@ -87,7 +93,8 @@ print(f"model: {subject['source']}\ndata: {data}\n{len(held_out)} held-out queri
 # %%
 with outputs.timed(timings, "score"):
     result, per_query, records = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks,
-                                                            P["include_eos"], P["method"])
+                                                            P["include_eos"], P["method"],
+                                                            precision=numerics.used)
 floor = evaluate.random_floor(df, P["seed"], P["eval_queries"] or None, ks)
 scores = evaluate.scores_frame(records)
 scores.to_parquet(run_dir / "per_query_scores.parquet", index=False)
@@ -138,7 +145,8 @@ examples
 
 # %%
 with outputs.timed(timings, "decode"):
-    decoded, beams = evaluate.decode_held_out(model, tok, df, records, P["beam_k"], P["decode_queries"] or None)
+    decoded, beams = evaluate.decode_held_out(model, tok, df, records, P["beam_k"], P["decode_queries"] or None,
+                                              precision=numerics.used)
 outputs.save_table(beams, run_dir, "decoding")
 display.percent_series(decoded)
 
@@ -156,7 +164,7 @@ fig.show()
 
 # %%
 metrics = {**result, **decoded, "source": subject["source"], "dataset": data["dataset"],
-           "model_name": subject["scale"]["model_name"], "steps": subject["scale"]["steps"]}
+           "model_name": subject["scale"]["model_name"], "steps": subject["scale"]["steps"], **numerics.record()}
 outputs.write_results(run_dir, "06_evaluate", P, metrics, timings)
 print(f"{len(metrics)} metrics written to the run's results.json")
 
@@ -166,9 +174,9 @@ print(f"{len(metrics)} metrics written to the run's results.json")
 # scores, and decoding, in words.
 
 # %%
-rows = (reading.run_findings(subject["params"], result, floor) + [display.note(plots.per_rank_reading(curve))]
+rows = (reading.run_findings(subject["params"], result, floor) + [findings.note(plots.per_rank_reading(curve))]
         + reading.decoding_findings(decoded, P["beam_k"]))
-Markdown(display.findings_markdown(rows))
+Markdown(findings.findings_markdown(rows))
 
 # %% [markdown]
 # ## Exercises

@@ -108,6 +108,7 @@ from_runs = ""  # a glob on 07 run names: draw Figure 3 from those single-config
 k_max = 10  # R@k for k from 1 to k_max
 on_par_tol = 0.02  # findings: two R@k curves are "on par" within this, "above" beyond it
 threads = 2  # torch CPU threads (the core count)
+precision = "auto"  # auto, fp32 or bf16: accepted and recorded; the DE and CE train in fp32 (bf16 does not pay at these sizes)
 subtree = None  # '' for all nouns or a synset; None: animal.n.01 quick, all nouns paper
 min_relevant = None  # queries with at least this many hypernyms; None: 5 quick, 1 paper
 n_eval = None  # evaluation queries; None: 300 quick, 5000 paper
@@ -117,11 +118,14 @@ import torch
 from IPython.display import Markdown
 
 from arrank.baselines import figure3 as BL, panels
-from arrank.workbook import display, outputs, params
+from arrank.results import figure3 as F3
+from arrank.common import display, findings, outputs, params
 
 P = params.check_params("07_de_ce_baselines", globals())
 run_dir = outputs.start_run("07_de_ce_baselines", P)
 torch.set_num_threads(P["threads"])
+numerics = BL.baseline_precision(P["precision"])
+print(f"precision: {numerics.used} ({numerics.reason})")
 timings: dict[str, float] = {}
 ks = list(range(1, P["k_max"] + 1))
 hyper = {k: P[k] for k in ("de_steps", "ce_steps", "batch_size", "tau", "de_lr", "de_momentum", "ce_lr",
@@ -155,11 +159,14 @@ point_runs: list[str] = []
 with outputs.timed(timings, "train_and_evaluate"):
     if P["from_runs"]:  # Figure 3 from finished single-config runs on the same data
         results, logs, point_runs = BL.point_results({**dataset, **hyper}, P["from_runs"], configs)
+        per_query = BL.point_per_query({**dataset, **hyper}, P["from_runs"], configs)
         print(f"{len(results)} configurations from the runs {point_runs}")
     else:
-        results, logs = BL.run_configs(configs, data["pairs"], len(data["names"]), data["eval"], data["rows"],
-                                       hyper, ks, P["seed"], corpus=data["corpus"] if P["retrieval"] else None)
+        results, logs, per_query = BL.run_configs(configs, data["pairs"], len(data["names"]), data["eval"],
+                                                  data["rows"], hyper, ks, P["seed"],
+                                                  corpus=data["corpus"] if P["retrieval"] else None)
 outputs.save_table(results, run_dir, "results")
+outputs.save_table(per_query, run_dir, "per_query")  # per-query R@1..5 of each config: the findings' intervals
 outputs.save_table(logs, run_dir, "training_log")
 fig = panels.loss_figure(logs)
 outputs.save_figure(fig, run_dir, "training_loss")
@@ -206,6 +213,12 @@ print(f"{len(arr)} ARR run(s) on the same evaluation queries: {list(arr['label']
 # - `finding_alpha_raises_de_small_k`: the DE at `de_alpha_dim`, largest alpha above smallest, at k = 1, 2.
 #
 # Each comes with `..._numbers`, the curves it compared (percent); None where the run lacks them.
+# Where the run has per-query metrics (this run's `per_query.csv`; the ARR run's
+# `per_query_train.csv`), each check is decided by the 95% bootstrap interval of the per-query
+# difference of mean R@1..5 instead (`results.statistics`, docs/findings.md): *above* = the
+# interval above 0; *on par* = the interval within ±`on_par_tol`; *grows with n* = every step
+# above 0. The verdict is then holds, fails or **undecided** (the interval covers the threshold);
+# without per-query data the point verdict stands, labelled as point estimates.
 # In the paper-profile run with AdamW (all 15 points, 2026-11-23, docs/measurements.md, "Figure 3"):
 # - *DE recall grows with n* holds: mean R@1..5 80.3 / 88.2 / 92.5 / 94.5% for n = 4 / 8 / 16 / 32
 #   (full-corpus retrieval R@1 2.1 / 7.2 / 28.7 / 59.1%);
@@ -223,9 +236,12 @@ print(f"{len(arr)} ARR run(s) on the same evaluation queries: {list(arr['label']
 
 # %%
 figure3 = P["model"] == "figure3"
-found = (BL.findings(results, P["de_dims"], P["ce_dim"], P["alpha"], P["de_alpha_dim"], P["alphas"], arr=arr,
-                     tol=P["on_par_tol"]) if figure3 else {})
-print(f"{sum(found.get(f'finding_{k}') is True for k in BL.CLAIMS)} of {len(BL.CLAIMS)} findings hold here"
+best_arr, _ = F3.best_arr_run(arr, [k for k in ks if k <= 5])
+found = (F3.findings(results, P["de_dims"], P["ce_dim"], P["alpha"], P["de_alpha_dim"], P["alphas"], arr=arr,
+                     tol=P["on_par_tol"], per_query=per_query,
+                     arr_per_query=panels.arr_per_query(best_arr["run"] if best_arr is not None else None))
+         if figure3 else {})
+print(f"{sum(found.get(f'finding_{k}') is True for k in F3.CLAIMS)} of {len(F3.CLAIMS)} findings hold here"
       if figure3 else "one configuration: Figure 3's findings need model = figure3 (or from_runs)")
 
 # %% [markdown]
@@ -234,7 +250,7 @@ print(f"{sum(found.get(f'finding_{k}') is True for k in BL.CLAIMS)} of {len(BL.C
 # %%
 metrics = {**BL.flat_metrics(results), **found, "n_eval_queries": len(data["eval"]),
            "n_pairs": len(data["pairs"].query), "n_table_rows": len(data["names"]), "n_arr_runs": len(arr),
-           "from_runs": point_runs}
+           "from_runs": point_runs, **numerics.record()}
 outputs.write_results(run_dir, "07_de_ce_baselines", P, metrics, timings)
 print(f"{len(metrics)} metrics written to the run's results.json")
 
@@ -244,11 +260,11 @@ print(f"{len(metrics)} metrics written to the run's results.json")
 # quick profile the baselines fit a 3,248-query subtree, so read the numbers for their direction.
 
 # %%
-rows = BL.findings_rows(found) or [display.note("One configuration: Figure 3's findings need model = figure3 "
+rows = F3.findings_rows(found) or [findings.note("One configuration: Figure 3's findings need model = figure3 "
                                                 "or from_runs; R@k of this run: " + ", ".join(
                                                     f"{display.metric_title(k)} {display.percent_text(v)}"
                                                     for k, v in metrics.items() if k.startswith("recall@")))]
-Markdown(display.findings_markdown(rows))
+Markdown(findings.findings_markdown(rows))
 
 # %% [markdown]
 # ## Exercises

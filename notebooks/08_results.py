@@ -35,8 +35,9 @@ paper_rows = "auto"  # the paper's numbers beside each row: auto (when the sweep
 # %%
 from IPython.display import Markdown, display
 
-from arrank.workbook import outputs, params, reading, report
-from arrank.workbook.display import findings_markdown
+from arrank.common import findings, outputs, params
+from arrank.results import paper, table1, tables
+from arrank.workbook import report
 from arrank.workbook import sweep as sweeps
 
 P = params.check_params("08_results", globals())
@@ -60,16 +61,24 @@ frame[["run_name", "state", "label", "profile"]]
 
 # %% [markdown]
 # ## 2. The table (percent; CVR lower is better, the rest higher)
-# Variants in sweep order, averaged over seeds when the sweep varies the seed (± one standard
-# deviation). Written as `results_table.csv` and `results_table.md`.
+# Variants in sweep order, averaged over seeds when the sweep varies the seed. Each value carries
+# ± half the width of its 95% confidence interval: a bootstrap over the held-out queries of the
+# runs' per-query metrics, widened by the spread between seeds where a variant has several
+# (docs/findings.md); runs made before notebook 05 saved `per_query.csv` show ± one standard
+# deviation over seeds instead (the caption says which). Written as `results_table.csv` and
+# `results_table.md`, the per-query rows as `per_query.csv` (point, variant, seed, query, cvr,
+# ndcg, r1..r5: fractions).
 
 # %%
 reference = report.paper_reference(S, frame, P["paper_rows"])
-table = report.results_table(frame, reference, report.random_floor(S, frame))
-report.write_tables(table, run_dir, "results_table")
+per_query = report.per_query_frame(S, frame) if S.notebook == "05_train" else None
+if per_query is not None and len(per_query):
+    report.write_per_query(per_query, run_dir / "per_query.csv")
+table = tables.results_table(frame, reference, report.random_floor(S, frame), per_query)
+tables.write_tables(table, run_dir, "results_table")
 if reference:
-    print(f"beside each row: the paper's {report.PAPER[reference]['caption']}")
-display(Markdown(report.markdown(table)))
+    print(f"beside each row: the paper's {paper.PAPER[reference]['caption']}")
+display(Markdown(tables.markdown(table)))
 
 # %% [markdown]
 # ## 3. R@k per variant
@@ -77,8 +86,8 @@ display(Markdown(report.markdown(table)))
 # click a legend entry to show or hide it).
 
 # %%
-fig = report.recall_curves(table, f"{S.name}: R@k per variant, held-out queries "
-                                 f"({report.sweep_profile(frame) or 'mixed'} profile)")
+fig = tables.recall_curves(table, f"{S.name}: R@k per variant, held-out queries "
+                                 f"({tables.sweep_profile(frame) or 'mixed'} profile)")
 outputs.save_figure(fig, run_dir, "recall_curves")
 fig.show()
 
@@ -88,7 +97,7 @@ fig.show()
 # Stepwise) are dashed references.
 
 # %%
-fig = report.parameter_curves(frame, S.notebook)
+fig = tables.parameter_curves(frame, S.notebook)
 if fig is None:
     print("no parameter of this sweep takes two or more values within one family: no curve to draw")
 else:
@@ -99,7 +108,7 @@ else:
 # ## Results
 
 # %%
-best = report.best_variants(table)
+best = tables.best_variants(table)
 metrics = {
     "points": len(frame),
     "finished": int((frame["state"] == "done").sum()),
@@ -114,12 +123,17 @@ print(f"{len(metrics)} metrics written to the run's results.json")
 
 # %% [markdown]
 # ## What to look for
-# The sweep against Table 1's findings (section 5.2), in words (`report.table1_findings`; the
-# zero-shot row, when the sweep has one, is checked against every fine-tuned row). A quick or
-# pretrained sweep is a CPU-scale reproduction: read it for the direction of each finding.
+# The sweep against Table 1's findings (section 5.2), in words (`results.table1.table1_findings`; the
+# zero-shot row, when the sweep has one, is checked against every fine-tuned row). Each is decided
+# by the 95% interval of the per-query difference it is about (`results.statistics`,
+# docs/findings.md): it **holds** when the interval lies on the claim's side of its threshold,
+# does **not** hold when it lies on the other side, and is **undecided** when it covers the
+# threshold: the runs cannot tell the difference from noise, and more queries (or seeds) would. A
+# claim about several variants holds when every part holds, fails when one fails. Runs without
+# per-query data give the point verdict, labelled as point estimates.
 
 # %%
-Markdown(findings_markdown(reading.sweep_findings(frame, S.notebook)))
+Markdown(findings.findings_markdown(table1.sweep_findings(frame, S.notebook, per_query)))
 
 # %% [markdown]
 # ## Exercises

@@ -8,7 +8,7 @@ import pytest
 @pytest.fixture
 def outputs_root(tmp_path, monkeypatch):
     """A temporary outputs/ root; also used by start_run() through ARRANK_OUTPUTS-free patching."""
-    from arrank.workbook import paths
+    from arrank.common import paths
 
     root = tmp_path / "outputs"
     root.mkdir()

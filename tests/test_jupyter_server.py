@@ -15,7 +15,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from arrank.workbook import lab, paths
+from arrank.common import paths
+from arrank.workbook import lab
+
+pytestmark = pytest.mark.slow  # trains a model or runs notebooks / kernels / sweeps
 
 TOKEN = "arrank-test-token"
 
@@ -28,8 +31,9 @@ def _free_port() -> int:
 
 def _call(url: str, method: str = "GET", body: dict | None = None) -> dict:
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method,
-                                 headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url, data=data, method=method, headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(req, timeout=60) as resp:
         return json.loads(resp.read())
 
@@ -39,10 +43,22 @@ def _serve(tmp_path: Path, root: Path, module: str, *args: str):
     port = _free_port()
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_DATA_DIR=str(tmp_path / "data"))
     proc = subprocess.Popen(
-        [sys.executable, "-m", module, "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-         f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}", *args,
-         *(["--allow-root"] if os.geteuid() == 0 else [])],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        [
+            sys.executable,
+            "-m",
+            module,
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--IdentityProvider.token={TOKEN}",
+            f"--ServerApp.root_dir={root}",
+            *args,
+            *(["--allow-root"] if os.geteuid() == 0 else []),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -91,8 +107,14 @@ def test_lab_settings_open_py_files_as_notebooks(tmp_path):
     settings_dir = tmp_path / "settings"
     written = lab.install_lab_settings(settings_dir)
     assert written == settings_dir / "overrides.d" / "arrank-workbook.json"
-    proc, base = _serve(tmp_path, paths.ROOT, "jupyterlab", f"--LabApp.app_settings_dir={settings_dir}",
-                        f"--LabApp.user_settings_dir={tmp_path / 'user'}", f"--LabApp.workspaces_dir={tmp_path / 'ws'}")
+    proc, base = _serve(
+        tmp_path,
+        paths.ROOT,
+        "jupyterlab",
+        f"--LabApp.app_settings_dir={settings_dir}",
+        f"--LabApp.user_settings_dir={tmp_path / 'user'}",
+        f"--LabApp.workspaces_dir={tmp_path / 'ws'}",
+    )
     try:
         plugin = _call(f"{base}/lab/api/settings/@jupyterlab/docmanager-extension:plugin")
         assert plugin["schema"]["properties"]["defaultViewers"]["default"]["python"] == "Jupytext Notebook"
@@ -137,8 +159,9 @@ def test_running_and_saving_in_the_lab_keeps_git_clean(clone, tmp_path, monkeypa
         url = f"{base}/api/contents/notebooks/04_esci_data.py"
         model = _call(f"{url}?type=notebook&content=1")
         nb = nbformat.from_dict(model["content"])
-        client = NotebookClient(nb, kernel_name="python3", timeout=300,
-                                resources={"metadata": {"path": str(clone / "notebooks")}})
+        client = NotebookClient(
+            nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(clone / "notebooks")}}
+        )
         client.execute()
         spec = KernelSpecManager().get_kernel_spec("python3")  # JupyterLab writes the kernel's spec
         nb.metadata.kernelspec = {"display_name": spec.display_name, "language": spec.language, "name": "python3"}
@@ -150,18 +173,35 @@ def test_running_and_saving_in_the_lab_keeps_git_clean(clone, tmp_path, monkeypa
     saved = nbformat.read(clone / "notebooks" / "04_esci_data.ipynb", as_version=4)
     assert any(c.get("outputs") for c in saved.cells if c.cell_type == "code")  # outputs kept locally
     assert _git(clone, "status", "--porcelain", "--untracked-files=all") == ""
-    check = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(Path(__file__).parent / "test_pairing.py")],
-                           env=dict(os.environ, ARRANK_ROOT=str(clone)), capture_output=True, text=True)
+    check = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            str(Path(__file__).parent / "test_pairing.py"),
+        ],
+        env=dict(os.environ, ARRANK_ROOT=str(clone)),
+        capture_output=True,
+        text=True,
+    )
     assert check.returncode == 0, check.stdout[-2000:]
 
 
-LAB_TINY_01 = {"k_max_exact = None": "k_max_exact = 4", "mc_queries = None": "mc_queries = 3000",
-               "k_max_bound = None": "k_max_bound = 100"}  # tests/test_notebooks.py's TINY, typed into the cell
+LAB_TINY_01 = {
+    "k_max_exact = None": "k_max_exact = 4",
+    "mc_queries = None": "mc_queries = 3000",
+    "k_max_bound = None": "k_max_bound = 100",
+}  # tests/test_notebooks.py's TINY, typed into the cell
 EXPECTED_STDERR: tuple[str, ...] = ()  # deliberate messages a notebook may print to stderr (none in 01)
 
 
-@pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")),
-                    reason="no Chromium (python -m arrank.workbook.bootstrap installs it)")
+@pytest.mark.skipif(
+    not (shutil.which("chromium") or shutil.which("chromium-browser")),
+    reason="no Chromium (python -m arrank.workbook.bootstrap installs it)",
+)
 def test_a_notebook_runs_in_jupyterlab_in_a_browser_without_stray_stderr(clone, tmp_path, monkeypatch):
     """JupyterLab in headless Chromium: open notebooks/01_de_capacity.py (the parameters cell edited to
     the tiny values, as a reader would), Run All Cells; every cell runs, progress bars are widgets
@@ -177,12 +217,19 @@ def test_a_notebook_runs_in_jupyterlab_in_a_browser_without_stray_stderr(clone, 
     source.write_text(text)
     settings = tmp_path / "settings"
     lab.install_lab_settings(settings)
-    proc, base = _serve(tmp_path, clone, "jupyterlab", f"--LabApp.app_settings_dir={settings}",
-                        f"--LabApp.user_settings_dir={tmp_path / 'user'}", f"--LabApp.workspaces_dir={tmp_path / 'ws'}")
+    proc, base = _serve(
+        tmp_path,
+        clone,
+        "jupyterlab",
+        f"--LabApp.app_settings_dir={settings}",
+        f"--LabApp.user_settings_dir={tmp_path / 'user'}",
+        f"--LabApp.workspaces_dir={tmp_path / 'ws'}",
+    )
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=shutil.which("chromium") or shutil.which("chromium-browser"),
-                                        args=["--no-sandbox"])
+            browser = p.chromium.launch(
+                executable_path=shutil.which("chromium") or shutil.which("chromium-browser"), args=["--no-sandbox"]
+            )
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto(f"{base}/lab/tree/notebooks/01_de_capacity.py?reset&token={TOKEN}")
             page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=90_000)
@@ -191,12 +238,16 @@ def test_a_notebook_runs_in_jupyterlab_in_a_browser_without_stray_stderr(clone, 
             page.locator(".lm-Menu-item", has_text="Run All Cells").first.click()
             page.wait_for_function(
                 """() => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].map(e => e.textContent);
-                           return p.length > 0 && p.every(t => /\\[\\d+\\]/.test(t)); }""", timeout=240_000)
-            stderr = page.eval_on_selector_all("[data-mime-type='application/vnd.jupyter.stderr']",
-                                               "els => els.map(e => e.textContent)")
+                           return p.length > 0 && p.every(t => /\\[\\d+\\]/.test(t)); }""",
+                timeout=240_000,
+            )
+            stderr = page.eval_on_selector_all(
+                "[data-mime-type='application/vnd.jupyter.stderr']", "els => els.map(e => e.textContent)"
+            )
             errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']").count()
-            bars = page.eval_on_selector_all(".jp-OutputArea-output > .jupyter-widgets.widget-hbox",
-                                             "els => els.map(e => e.textContent)")  # off-screen cells too
+            bars = page.eval_on_selector_all(
+                ".jp-OutputArea-output > .jupyter-widgets.widget-hbox", "els => els.map(e => e.textContent)"
+            )  # off-screen cells too
             figures = page.locator(".jp-OutputArea-output.jp-RenderedPlotly").count()
             page.locator(".jp-MarkdownCell").last.scroll_into_view_if_needed()  # the exercises, at the end
             answers = page.eval_on_selector_all(".jp-RenderedMarkdown details", "els => els.map(e => e.open)")

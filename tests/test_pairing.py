@@ -8,7 +8,8 @@ import jupytext
 import pytest
 from jupytext.config import load_jupytext_config
 
-from arrank.workbook import lab, params, paths, run
+from arrank.common import params, paths
+from arrank.workbook import lab, run
 
 SOURCES = sorted(paths.NOTEBOOKS.glob("[0-9][0-9]_*.py"))
 

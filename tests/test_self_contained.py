@@ -7,15 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from arrank.workbook import paths
+from arrank.common import paths
 
 # a design or notes file of the project's workspace, a folder beside the checkout, the paper's
 # LaTeX source by path, an absolute path of the machine this was built on. The words are joined
 # from parts so that this file names no such path itself.
 DESIGN, BESIDE, NOTES = "DESIGN" + ".md", "sha" + "red", "cpu-" + "feasibility"
 TEX, WORKSPACE = "autoregressive_ranking" + ".tex", "/" + "work" + "/"
-OUTSIDE = re.compile("|".join([re.escape(DESIGN), rf"\b{BESIDE}/", rf"[\"']{BESIDE}[\"']", NOTES,
-                               re.escape(TEX), WORKSPACE]))
+OUTSIDE = re.compile(
+    "|".join([re.escape(DESIGN), rf"\b{BESIDE}/", rf"[\"']{BESIDE}[\"']", NOTES, re.escape(TEX), WORKSPACE])
+)
 THIS = Path(__file__).resolve().relative_to(paths.ROOT).as_posix()
 
 
@@ -39,8 +40,14 @@ def test_no_tracked_file_refers_outside_the_repository():
 
 
 def test_the_pattern_catches_what_it_is_for():
-    for bad in (f"see {DESIGN}", f"(notes/{NOTES}.md)", f'ROOT / "{BESIDE}" / "paper"',
-                f"../{BESIDE}/paper/x", f"{WORKSPACE}main/.venv/bin/python", TEX):
+    for bad in (
+        f"see {DESIGN}",
+        f"(notes/{NOTES}.md)",
+        f'ROOT / "{BESIDE}" / "paper"',
+        f"../{BESIDE}/paper/x",
+        f"{WORKSPACE}main/.venv/bin/python",
+        TEX,
+    ):
         assert OUTSIDE.search(bad), bad
     for fine in ("docs/design.md", "shared prompt", "prefix-shared scoring", "arXiv 2601.05588"):
         assert not OUTSIDE.search(fine), fine
@@ -50,6 +57,10 @@ def test_design_notes_are_in_the_repository():
     text = (paths.ROOT / "docs" / "design.md").read_text()
     for section in ("## Layout", "## Contracts", "## Conventions", "## Known pitfalls"):
         assert section in text
-    cited = set(re.findall(r"docs/design\.md", "\n".join((paths.ROOT / f).read_text(errors="replace")
-                                                       for f in _tracked() if f.endswith((".py", ".md")))))
+    cited = set(
+        re.findall(
+            r"docs/design\.md",
+            "\n".join((paths.ROOT / f).read_text(errors="replace") for f in _tracked() if f.endswith((".py", ".md"))),
+        )
+    )
     assert cited  # the code points at it, and it exists

@@ -12,7 +12,11 @@ import pandas as pd
 import pytest
 import torch
 
-from arrank.baselines import figure3 as BL, cross_encoder as CE, dual_encoder as DE, lookup, panels
+from arrank.baselines import cross_encoder as CE
+from arrank.baselines import dual_encoder as DE
+from arrank.baselines import figure3 as BL
+from arrank.baselines import lookup, panels
+from arrank.results import figure3 as F3
 
 
 @pytest.fixture(autouse=True)
@@ -30,11 +34,17 @@ def tiny_tree(depth: int = 3) -> tuple[list[str], pd.DataFrame]:
     child of the root ("r1" for the queries below "r0", and the reverse): a document of the
     training pairs, so the in-batch softmax does place it (a leaf negative would never be a
     document, and a softmax loss leaves its score free)."""
-    nodes = ["r"] + [f"r{i:0{level}b}" for level in range(1, depth + 1) for i in range(2 ** level)]
+    nodes = ["r"] + [f"r{i:0{level}b}" for level in range(1, depth + 1) for i in range(2**level)]
     rows = []
     for x in nodes[1:]:
-        rows.append({"query": x, "relevant": [x[:i] for i in range(len(x) - 1, 0, -1)],
-                     "negative": "r1" if x[1] == "0" else "r0", "split": "eval"})
+        rows.append(
+            {
+                "query": x,
+                "relevant": [x[:i] for i in range(len(x) - 1, 0, -1)],
+                "negative": "r1" if x[1] == "0" else "r0",
+                "split": "eval",
+            }
+        )
     return nodes, pd.DataFrame(rows)
 
 
@@ -70,8 +80,9 @@ def test_de_loss_matches_a_hand_computation_on_a_batch_of_3():
     tau, ranks = 0.05, [1, 2, 3]
     dot = lambda a, b: sum(x * y for x, y in zip(a, b))
     # log softmax of the positive, per pair, written out
-    ell = [dot(qs[i], ds[i]) / tau - math.log(sum(math.exp(dot(qs[i], ds[j]) / tau) for j in range(3)))
-           for i in range(3)]
+    ell = [
+        dot(qs[i], ds[i]) / tau - math.log(sum(math.exp(dot(qs[i], ds[j]) / tau) for j in range(3))) for i in range(3)
+    ]
     for alpha in (0.0, 1.0, 2.0):
         expected = -(1 / 3) * sum(ell[i] / ranks[i] ** alpha for i in range(3))
         lam = lookup.rank_weights(torch.tensor(ranks), alpha, torch.float64)
@@ -79,8 +90,10 @@ def test_de_loss_matches_a_hand_computation_on_a_batch_of_3():
     # alpha only rescales each pair's term by 1/r^alpha: L(2) - L(0) is the hand value
     l0 = -(ell[0] + ell[1] + ell[2]) / 3
     l2 = -(ell[0] + ell[1] / 4 + ell[2] / 9) / 3
-    diff = (DE.de_loss(q, d, lookup.rank_weights(torch.tensor(ranks), 2.0, torch.float64), tau)
-            - DE.de_loss(q, d, torch.ones(3, dtype=torch.float64), tau)).item()
+    diff = (
+        DE.de_loss(q, d, lookup.rank_weights(torch.tensor(ranks), 2.0, torch.float64), tau)
+        - DE.de_loss(q, d, torch.ones(3, dtype=torch.float64), tau)
+    ).item()
     assert diff == pytest.approx(l2 - l0, rel=1e-12) and diff < 0  # every ell < 0: weights < 1 lower L
 
 
@@ -88,10 +101,13 @@ def test_ce_loss_matches_a_hand_computation_on_a_batch_of_3():
     pos, neg, ranks = [2.0, -1.0, 0.5], [0.3, 1.2, -0.7], [1, 2, 3]
     log_sigmoid = lambda x: math.log(1 / (1 + math.exp(-x)))
     for alpha in (0.0, 1.0, 3.0):
-        lam = [1 / r ** alpha for r in ranks]
+        lam = [1 / r**alpha for r in ranks]
         expected = -sum(lam[i] / sum(lam) * log_sigmoid(pos[i]) + log_sigmoid(-neg[i]) / 3 for i in range(3))
-        got = CE.ce_loss(torch.tensor(pos, dtype=torch.float64), torch.tensor(neg, dtype=torch.float64),
-                         lookup.rank_weights(torch.tensor(ranks), alpha, torch.float64))
+        got = CE.ce_loss(
+            torch.tensor(pos, dtype=torch.float64),
+            torch.tensor(neg, dtype=torch.float64),
+            lookup.rank_weights(torch.tensor(ranks), alpha, torch.float64),
+        )
         assert got.item() == pytest.approx(expected, rel=1e-12)
 
 
@@ -121,8 +137,7 @@ def test_lazy_momentum_equals_torch_sgd_when_every_row_is_in_every_batch():
     pairs = lookup.positive_pairs(df, lookup.row_index(nodes))
     full = len(pairs.query)  # full batch: every node is a query or a document in every step
     lazy, _, _ = DE.train_de(pairs, len(nodes), 4, 1.0, steps=15, batch_size=full, progress=False)
-    dense, _, _ = DE.train_de(pairs, len(nodes), 4, 1.0, steps=15, batch_size=full, row_updates="dense",
-                              progress=False)
+    dense, _, _ = DE.train_de(pairs, len(nodes), 4, 1.0, steps=15, batch_size=full, row_updates="dense", progress=False)
     assert torch.allclose(lazy, dense, atol=1e-5)
     assert torch.allclose(lazy.norm(dim=1), torch.ones(len(nodes)), atol=1e-6)  # projected rows
 
@@ -158,8 +173,18 @@ def _ce_with_an_absent_row(optimizer: str, steps: int, lr: float, weight_decay: 
     nodes, df = tiny_tree(2)
     pairs = lookup.positive_pairs(df, lookup.row_index(nodes))
     start = CE.init_table(len(nodes) + 1, 4, torch.Generator().manual_seed(0))[-1]  # train_ce's first draw
-    (table, _), _, facts = CE.train_ce(pairs, len(nodes) + 1, 4, 2.0, steps=steps, batch_size=len(pairs.query),
-                                       lr=lr, weight_decay=weight_decay, optimizer=optimizer, progress=False)
+    (table, _), _, facts = CE.train_ce(
+        pairs,
+        len(nodes) + 1,
+        4,
+        2.0,
+        steps=steps,
+        batch_size=len(pairs.query),
+        lr=lr,
+        weight_decay=weight_decay,
+        optimizer=optimizer,
+        progress=False,
+    )
     return start.double(), table, facts
 
 
@@ -178,7 +203,7 @@ def test_adam_l2_erodes_a_row_that_is_absent_from_every_batch():
     for t in range(1, 6):  # torch.optim.Adam written out for this row
         g = 0.1 * theta
         m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
-        theta = theta - 0.1 * (m / (1 - b1 ** t)) / ((v / (1 - b2 ** t)).sqrt() + CE.EPS)
+        theta = theta - 0.1 * (m / (1 - b1**t)) / ((v / (1 - b2**t)).sqrt() + CE.EPS)
     assert torch.allclose(table[-1].double(), theta, atol=1e-5)
     assert table[-1].norm() < start.norm() - 0.5  # 5 steps of ~0.1 on each of its 4 entries
 
@@ -186,7 +211,10 @@ def test_adam_l2_erodes_a_row_that_is_absent_from_every_batch():
 def test_row_norm_stats_and_the_ce_facts():
     table = torch.tensor([[3.0, 4.0], [0.0, 1.0], [6.0, 8.0]])
     assert lookup.row_norm_stats(table, torch.tensor([0, 2, 0])) == {
-        "row_norm_mean": 7.5, "row_norm_min": 5.0, "row_norm_max": 10.0}  # row 0 counted once
+        "row_norm_mean": 7.5,
+        "row_norm_min": 5.0,
+        "row_norm_max": 10.0,
+    }  # row 0 counted once
     with pytest.raises(ValueError, match="at least one row"):
         lookup.row_norm_stats(table, torch.tensor([], dtype=torch.int64))
     _, table, facts = _ce_with_an_absent_row("adamw", steps=2, lr=0.01, weight_decay=0.0)
@@ -197,8 +225,8 @@ def test_row_norm_stats_and_the_ce_facts():
 
 def test_ce_table_init_std_scales_the_same_draw_and_bad_settings_are_refused():
     a = CE.init_table(5, 3, torch.Generator().manual_seed(2))
-    b = CE.init_table(5, 3, torch.Generator().manual_seed(2), std=32 ** -0.5)
-    assert torch.allclose(b, a * 32 ** -0.5)
+    b = CE.init_table(5, 3, torch.Generator().manual_seed(2), std=32**-0.5)
+    assert torch.allclose(b, a * 32**-0.5)
     for std in (0.0, -1.0, float("nan"), float("inf"), "1"):
         with pytest.raises(ValueError, match="table_init_std=.*finite number > 0"):
             CE.init_table(5, 3, torch.Generator(), std=std)
@@ -212,8 +240,9 @@ def test_de_rows_stay_on_the_unit_sphere_and_the_facts_say_so():
     nodes, df = tiny_tree(3)
     pairs = lookup.positive_pairs(df, lookup.row_index(nodes))
     for updates in DE.ROW_UPDATES:  # batches of 8 of the 34 pairs: most rows are absent from a batch
-        table, _, facts = DE.train_de(pairs, len(nodes), 4, 2.0, steps=20, batch_size=8, lr=0.5,
-                                      row_updates=updates, progress=False)
+        table, _, facts = DE.train_de(
+            pairs, len(nodes), 4, 2.0, steps=20, batch_size=8, lr=0.5, row_updates=updates, progress=False
+        )
         assert torch.allclose(table.norm(dim=1), torch.ones(len(nodes)), atol=1e-6)
         assert abs(facts["row_norm_min"] - 1) < 1e-6 and abs(facts["row_norm_max"] - 1) < 1e-6
 
@@ -235,12 +264,32 @@ def _fit_tiny_tree(model: str, n: int, alpha: float, steps: int, de_lr: float = 
     nodes, df = tiny_tree(3)
     rows = lookup.row_index(nodes)
     pairs = lookup.positive_pairs(df, rows)
-    hyper = {"de_steps": steps, "ce_steps": steps, "batch_size": len(pairs.query), "tau": DE.TAU,
-             "de_lr": de_lr, "de_momentum": DE.MOMENTUM, "ce_lr": CE.LR, "ce_weight_decay": CE.WEIGHT_DECAY,
-             "de_row_updates": "lazy", "ce_row_updates": "dense", "ce_optimizer": CE.OPTIMIZER,
-             "ce_table_init_std": CE.TABLE_INIT_STD}
-    results, logs = BL.run_configs(BL.single_config(model, n, alpha), pairs, len(nodes), df, rows, hyper,
-                                   [1, 2, 3], seed=seed, corpus=nodes, progress=False)
+    hyper = {
+        "de_steps": steps,
+        "ce_steps": steps,
+        "batch_size": len(pairs.query),
+        "tau": DE.TAU,
+        "de_lr": de_lr,
+        "de_momentum": DE.MOMENTUM,
+        "ce_lr": CE.LR,
+        "ce_weight_decay": CE.WEIGHT_DECAY,
+        "de_row_updates": "lazy",
+        "ce_row_updates": "dense",
+        "ce_optimizer": CE.OPTIMIZER,
+        "ce_table_init_std": CE.TABLE_INIT_STD,
+    }
+    results, logs, _ = BL.run_configs(
+        BL.single_config(model, n, alpha),
+        pairs,
+        len(nodes),
+        df,
+        rows,
+        hyper,
+        [1, 2, 3],
+        seed=seed,
+        corpus=nodes,
+        progress=False,
+    )
     return results.iloc[0], logs
 
 
@@ -344,8 +393,15 @@ def test_arr_runs_are_picked_up_on_the_same_evaluation_queries(tmp_path):
     def write(name, params, n_queries, train=None):
         folder = tmp_path / "05_train" / name
         folder.mkdir(parents=True)
-        metrics = {"n_queries": n_queries, "cvr": 0.1, "ndcg": 0.9, "recall@1": 0.7, "recall@2": 0.6,
-                   **{f"train_{k}": v for k, v in (train or {}).items()}, "final_loss": 1.0}
+        metrics = {
+            "n_queries": n_queries,
+            "cvr": 0.1,
+            "ndcg": 0.9,
+            "recall@1": 0.7,
+            "recall@2": 0.6,
+            **{f"train_{k}": v for k, v in (train or {}).items()},
+            "final_loss": 1.0,
+        }
         (folder / "results.json").write_text(json.dumps({"params": params, "metrics": metrics}))
 
     same = {"subtree": "animal.n.01", "min_relevant": 5, "n_eval": 300, "seed": 0}
@@ -368,13 +424,16 @@ def test_arr_runs_are_picked_up_on_the_same_evaluation_queries(tmp_path):
     write("ntp", {**frac, "scheme": "indicator"}, 300)  # the paper's row order: NTP before fractional
     assert panels.arr_runs(same, 300, root=tmp_path)["label"].tolist()[0] == "ARR NTP"
     assert arr["train_recall@1"].tolist()[1] == 0.9 and pd.isna(arr["train_recall@1"].tolist()[0])
-    only_b = _results([{"model": "de", "n": 8, "alpha": 0.0, "panels": "b", "recall@1": .5, "recall@2": .5}])
+    only_b = _results([{"model": "de", "n": 8, "alpha": 0.0, "panels": "b", "recall@1": 0.5, "recall@2": 0.5}])
     curves = panels.panel_table(only_b, "a", [1, 2], arr)
-    assert curves["curve"].unique().tolist() == ["ARR Fractional α=2 (steps=None) (held-out queries)",
-                                                 "ARR Fractional α=2 (steps=1200) (training queries)",
-                                                 "ARR Fractional α=2 (steps=1200) (held-out queries)"]
+    assert curves["curve"].unique().tolist() == [
+        "ARR Fractional α=2 (steps=None) (held-out queries)",
+        "ARR Fractional α=2 (steps=1200) (training queries)",
+        "ARR Fractional α=2 (steps=1200) (held-out queries)",
+    ]
     assert curves.groupby("scored_on")["recall"].sum().to_dict() == pytest.approx(
-        {"held-out queries": 2 * (0.7 + 0.6), "training queries": 0.9 + 0.8})
+        {"held-out queries": 2 * (0.7 + 0.6), "training queries": 0.9 + 0.8}
+    )
 
 
 def _results(rows):
@@ -384,14 +443,27 @@ def _results(rows):
 
 
 def test_findings_and_flat_metrics():
-    r = lambda model, n, alpha, *rec: {"model": model, "n": n, "alpha": float(alpha), "panels": "a", "ndcg": 0.9,
-                                       **{f"recall@{k + 1}": v for k, v in enumerate(rec)}}
-    results = _results([r("de", 4, 5, .1, .1, .1, .1, .1), r("de", 8, 5, .3, .2, .2, .2, .2),
-                        r("ce", 8, 5, .5, .4, .1, .1, .1), r("de", 8, 0, .2, .3, .3, .3, .3)])
-    f = BL.findings(results, [4, 8], 8, 5.0, 8, [0.0, 5.0])
+    r = lambda model, n, alpha, *rec: {
+        "model": model,
+        "n": n,
+        "alpha": float(alpha),
+        "panels": "a",
+        "ndcg": 0.9,
+        **{f"recall@{k + 1}": v for k, v in enumerate(rec)},
+    }
+    results = _results(
+        [
+            r("de", 4, 5, 0.1, 0.1, 0.1, 0.1, 0.1),
+            r("de", 8, 5, 0.3, 0.2, 0.2, 0.2, 0.2),
+            r("ce", 8, 5, 0.5, 0.4, 0.1, 0.1, 0.1),
+            r("de", 8, 0, 0.2, 0.3, 0.3, 0.3, 0.3),
+        ]
+    )
+    f = F3.findings(results, [4, 8], 8, 5.0, 8, [0.0, 5.0])
     assert f["finding_de_grows_with_n"] is True and f["finding_ce_above_de"] is False  # CE R@3-5 below
-    assert f["finding_ce_above_de_numbers"] == ("R@1..5 (%): CE n=8 α=5 50.0 40.0 10.0 10.0 10.0; "
-                                                "DE n=8 α=5 30.0 20.0 20.0 20.0 20.0")
+    assert f["finding_ce_above_de_numbers"] == (
+        "R@1..5 (%): CE n=8 α=5 50.0 40.0 10.0 10.0 10.0; DE n=8 α=5 30.0 20.0 20.0 20.0 20.0"
+    )
     assert f["finding_de_grows_with_n_numbers"] == "mean R@1..5 (%) 10.0 / 22.0 (n = 4 / 8, α = 5)"
     assert f["finding_alpha_raises_de_small_k_numbers"] == "DE n=8, R@1,2 (%): α 0 20.0 30.0 -> α 5 30.0 20.0"
     assert f["finding_alpha_raises_de_small_k"] is False  # R@2: 0.2 at alpha 5 < 0.3 at alpha 0
@@ -399,16 +471,22 @@ def test_findings_and_flat_metrics():
     assert f["de_n4_mean_recall@1-5"] == pytest.approx(0.1) and f["on_par_tol"] == 0.02
     flat = BL.flat_metrics(results)
     assert flat["de_n8_alpha5_recall@1"] == 0.3 and flat["ce_n8_alpha5_ndcg"] == 0.9 and "recall@1" not in flat
-    logs = pd.DataFrame({"step": [1, 2] * 3, "loss": [1.0, 0.5] * 3,
-                         "config": ["de_n8_alpha5"] * 2 + ["ce_n8_alpha5"] * 2 + ["de_n8_alpha0"] * 2})
+    logs = pd.DataFrame(
+        {
+            "step": [1, 2] * 3,
+            "loss": [1.0, 0.5] * 3,
+            "config": ["de_n8_alpha5"] * 2 + ["ce_n8_alpha5"] * 2 + ["de_n8_alpha0"] * 2,
+        }
+    )
     assert [t.name for t in panels.loss_figure(logs).data] == ["DE n=8 α=0", "DE n=8 α=5", "CE n=8 α=5"]
     single = BL.flat_metrics(results.iloc[:1])
     assert single["recall@1"] == 0.1 and single["de_n4_alpha5_recall@1"] == 0.1
 
 
 def test_panel_tables_and_figure():
-    results = _results([{"model": "de", "n": 8, "alpha": a, "panels": "b", "recall@1": a / 10, "recall@2": 0.5}
-                        for a in (2.0, 0.0)])
+    results = _results(
+        [{"model": "de", "n": 8, "alpha": a, "panels": "b", "recall@1": a / 10, "recall@2": 0.5} for a in (2.0, 0.0)]
+    )
     table = panels.panel_table(results, "b", [1, 2])
     assert table["curve"].unique().tolist() == ["DE n=8 α=0", "DE n=8 α=2"]  # alpha order
     assert table.loc[(table["curve"] == "DE n=8 α=2") & (table["k"] == 1), "recall"].item() == 0.2  # fractions
@@ -420,52 +498,95 @@ def test_panel_tables_and_figure():
 
 
 def test_panel_a_names_what_each_curve_is_scored_on():
-    r = lambda model, n: {"model": model, "n": n, "alpha": 5.0, "panels": "a", "recall@1": n / 40, "recall@2": .5}
+    r = lambda model, n: {"model": model, "n": n, "alpha": 5.0, "panels": "a", "recall@1": n / 40, "recall@2": 0.5}
     results = _results([r("de", 32), r("ce", 32), r("de", 4)])
-    arr = pd.DataFrame([{"label": "ARR NTP", "alpha": 2.0, "recall@1": .7, "recall@2": .6,
-                         "train_recall@1": .95, "train_recall@2": .9}])
+    arr = pd.DataFrame(
+        [
+            {
+                "label": "ARR NTP",
+                "alpha": 2.0,
+                "recall@1": 0.7,
+                "recall@2": 0.6,
+                "train_recall@1": 0.95,
+                "train_recall@2": 0.9,
+            }
+        ]
+    )
     drawn = panels.figure3_panels(results, [1, 2], arr, True, [32, 4], 32, 5.0, 8)
     table, fig = drawn["figure3a"]
-    assert table["curve"].unique().tolist() == ["DE n=4", "DE n=32", "CE n=32 α=5", "ARR NTP (training queries)",
-                                                "ARR NTP (held-out queries)"]  # parameter order
+    assert table["curve"].unique().tolist() == [
+        "DE n=4",
+        "DE n=32",
+        "CE n=32 α=5",
+        "ARR NTP (training queries)",
+        "ARR NTP (held-out queries)",
+    ]  # parameter order
     dashes = {t.name: t.line.dash for t in fig.data}
     assert dashes["ARR NTP (training queries)"] == "dash" and dashes["ARR NTP (held-out queries)"] == "dot"
     assert dashes["DE n=4"] == "solid" and fig.data[3].line.color == fig.data[4].line.color  # one variant, one colour
-    assert [t.legendgrouptitle.text for t in fig.data] == [panels.BASELINE_GROUP, None, None, panels.ARR_GROUPS["training"],
-                                                           panels.ARR_GROUPS["held-out"]]
+    assert [t.legendgrouptitle.text for t in fig.data] == [
+        panels.BASELINE_GROUP,
+        None,
+        None,
+        panels.ARR_GROUPS["training"],
+        panels.ARR_GROUPS["held-out"],
+    ]
     title = fig.layout.title.text
     assert "α = 5" in title and "trained and scored on the same queries" in title and "held-out" in title
     assert list(fig.data[4].y) == [70.0, 60.0] and fig.layout.yaxis.title.text == "R@k (%)"
 
 
 def test_on_par_and_above_use_the_tolerance_and_a_tie_at_one_is_not_a_failure():
-    assert BL.on_par([0.90, 0.80], [0.92, 0.79]) and not BL.on_par([0.90, 0.80], [0.93, 0.80])
-    assert BL.above([0.95, 0.80], [0.90, 0.79]) and not BL.above([0.91, 0.80], [0.90, 0.79])  # within tol
-    assert not BL.above([1.0, 0.99], [0.9, 0.999], tol=0.005)  # below at k = 2
-    assert BL.above([1.0, 1.0], [1.0, 0.995], tol=0.01)  # both at 1.000: a tie, not a failure
-    assert not BL.above([1.0, 0.97], [1.0, 0.98], tol=0.02)  # a tie below the ceiling shows nothing
+    assert F3.on_par([0.90, 0.80], [0.92, 0.79]) and not F3.on_par([0.90, 0.80], [0.93, 0.80])
+    assert F3.above([0.95, 0.80], [0.90, 0.79]) and not F3.above([0.91, 0.80], [0.90, 0.79])  # within tol
+    assert not F3.above([1.0, 0.99], [0.9, 0.999], tol=0.005)  # below at k = 2
+    assert F3.above([1.0, 1.0], [1.0, 0.995], tol=0.01)  # both at 1.000: a tie, not a failure
+    assert not F3.above([1.0, 0.97], [1.0, 0.98], tol=0.02)  # a tie below the ceiling shows nothing
 
 
 def test_findings_compare_the_best_arr_run_with_the_ce_and_the_de():
-    r = lambda model, n, alpha, *rec: {"model": model, "n": n, "alpha": float(alpha), "panels": "a",
-                                       **{f"recall@{k + 1}": v for k, v in enumerate(rec)}}
-    results = _results([r("de", 16, 5, 1.0, .90, .80), r("de", 32, 5, 1.0, .95, .85), r("ce", 32, 5, 1.0, .97, .95),
-                        r("de", 8, 0, .80, .80, .80), r("de", 8, 5, 1.0, .79, .70)])
+    r = lambda model, n, alpha, *rec: {
+        "model": model,
+        "n": n,
+        "alpha": float(alpha),
+        "panels": "a",
+        **{f"recall@{k + 1}": v for k, v in enumerate(rec)},
+    }
+    results = _results(
+        [
+            r("de", 16, 5, 1.0, 0.90, 0.80),
+            r("de", 32, 5, 1.0, 0.95, 0.85),
+            r("ce", 32, 5, 1.0, 0.97, 0.95),
+            r("de", 8, 0, 0.80, 0.80, 0.80),
+            r("de", 8, 5, 1.0, 0.79, 0.70),
+        ]
+    )
     curve = lambda prefix, *rec: {f"{prefix}recall@{k + 1}": v for k, v in enumerate(rec)}
     # the best ARR run on its training queries is compared; on held-out queries it is the weaker one
-    arr = pd.DataFrame([{"label": "ARR weak", **curve("", .9, .9, .9), **curve("train_", .5, .5, .5)},
-                        {"label": "ARR best", **curve("", .5, .4, .3), **curve("train_", 1.0, .96, .94)}])
-    f = BL.findings(results, [16, 32], 32, 5.0, 8, [0.0, 5.0], arr=arr)
+    arr = pd.DataFrame(
+        [
+            {"label": "ARR weak", **curve("", 0.9, 0.9, 0.9), **curve("train_", 0.5, 0.5, 0.5)},
+            {"label": "ARR best", **curve("", 0.5, 0.4, 0.3), **curve("train_", 1.0, 0.96, 0.94)},
+        ]
+    )
+    f = F3.findings(results, [16, 32], 32, 5.0, 8, [0.0, 5.0], arr=arr)
     assert f["finding_ce_above_de"] is True  # tie at R@1 = 1.000, above at R@3 (0.95 vs 0.85)
     assert f["finding_arr_on_par_with_ce"] is True  # ARR best: within 0.02 of the CE at every k
     assert f["finding_arr_above_de"] is True
-    assert f["finding_arr_above_de_numbers"] == ("R@1..3 (%): ARR best 100.0 96.0 94.0 (its training queries); "
-                                                 "DE n=32 α=5 100.0 95.0 85.0; beside it, on held-out "
-                                                 "queries: ARR best 50.0 40.0 30.0")
+    assert f["finding_arr_above_de_numbers"] == (
+        "R@1..3 (%): ARR best 100.0 96.0 94.0 (its training queries); "
+        "DE n=32 α=5 100.0 95.0 85.0; beside it, on held-out "
+        "queries: ARR best 50.0 40.0 30.0"
+    )
     assert f["finding_alpha_raises_de_small_k"] is True  # R@1 0.80 -> 1.00; R@2 0.80 -> 0.79 is on par
-    assert BL.findings(results, [16, 32], 32, 5.0, 8, [0.0, 5.0], arr=arr, tol=0.005)["finding_arr_on_par_with_ce"] is False
+    assert (
+        F3.findings(results, [16, 32], 32, 5.0, 8, [0.0, 5.0], arr=arr, tol=0.005)["finding_arr_on_par_with_ce"]
+        is False
+    )
     # runs made before 05 scored training queries: named with their held-out curve, not compared
-    old = BL.findings(results, [16, 32], 32, 5.0, 8, [0.0, 5.0], arr=arr.drop(columns=[c for c in arr if "train_" in c]))
+    old = F3.findings(
+        results, [16, 32], 32, 5.0, 8, [0.0, 5.0], arr=arr.drop(columns=[c for c in arr if "train_" in c])
+    )
     assert old["finding_arr_on_par_with_ce"] is None and old["finding_arr_above_de"] is None
     assert old["finding_arr_above_de_numbers"].startswith("no ARR run scored on its training queries")
     assert old["finding_arr_above_de_numbers"].endswith("best on held-out queries: ARR weak 90.0 90.0 90.0")
@@ -475,18 +596,32 @@ def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
     nodes, df = tiny_tree(2)
     rows = lookup.row_index(nodes)
     pairs = lookup.positive_pairs(df, rows)
-    hyper = {"de_steps": 5, "ce_steps": 5, "batch_size": len(pairs.query), "tau": DE.TAU, "de_lr": 0.03,
-             "de_momentum": DE.MOMENTUM, "ce_lr": CE.LR, "ce_weight_decay": CE.WEIGHT_DECAY,
-             "de_row_updates": "lazy", "ce_row_updates": "dense", "ce_optimizer": "adamw", "ce_table_init_std": 1.0}
+    hyper = {
+        "de_steps": 5,
+        "ce_steps": 5,
+        "batch_size": len(pairs.query),
+        "tau": DE.TAU,
+        "de_lr": 0.03,
+        "de_momentum": DE.MOMENTUM,
+        "ce_lr": CE.LR,
+        "ce_weight_decay": CE.WEIGHT_DECAY,
+        "de_row_updates": "lazy",
+        "ce_row_updates": "dense",
+        "ce_optimizer": "adamw",
+        "ce_table_init_std": 1.0,
+    }
     data = {"subtree": "", "min_relevant": 1, "n_eval": 6, "seed": 0}
 
     def point(name, model, n, alpha, **params):
         params = {"ce_optimizer": "adamw", **params}
-        results, logs = BL.run_configs(BL.single_config(model, n, alpha), pairs, len(nodes), df, rows, hyper,
-                                       [1, 2], seed=0, progress=False)
+        results, logs, per_query = BL.run_configs(
+            BL.single_config(model, n, alpha), pairs, len(nodes), df, rows, hyper, [1, 2], seed=0, progress=False
+        )
         folder = tmp_path / BL.STEM / name
         folder.mkdir(parents=True)
         results.to_csv(folder / "results.csv")
+        if name != "p-de-n2-a0":  # a run made before per_query.csv was written
+            per_query.to_csv(folder / "per_query.csv", index=False)
         logs.to_csv(folder / "training_log.csv", index=False)
         (folder / "results.json").write_text(json.dumps({"params": {**data, "model": model, **params}}))
         return results
@@ -505,17 +640,25 @@ def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
     assert results.loc["de_n2_alpha5", "recall@1"] == de.loc["de_n2_alpha5", "recall@1"]
     assert results["n"].dtype.kind == "i" and set(logs["config"]) == set(results.index)
     assert panels.panel_table(results, "b", [1])["curve"].tolist() == ["DE n=2 α=0", "DE n=2 α=5"]  # alpha order
-    f = BL.findings(results, [2, 4], 4, 5.0, 2, [0.0, 5.0])
+    f = F3.findings(results, [2, 4], 4, 5.0, 2, [0.0, 5.0])
     assert f["finding_de_grows_with_n"] is None and f["finding_alpha_raises_de_small_k"] in (True, False)
+    per_query = BL.point_per_query({**data, "ce_optimizer": "adamw"}, "p-*", configs, root=tmp_path)
+    assert per_query["config"].unique().tolist() == ["de_n2_alpha5", "ce_n4_alpha5"]  # not the run without the file
+    assert len(per_query) == 2 * len(df[df["split"] == "eval"]) and {"cvr", "ndcg", "r1", "r2"} <= set(per_query)
     with pytest.raises(ValueError, match=r"no finished 07_de_ce_baselines run named like 'z\*'"):
         BL.point_results(data, "z*", configs, root=tmp_path)
 
 
 def test_findings_in_words_name_the_papers_claims():
-    found = {"finding_de_grows_with_n": True, "finding_de_grows_with_n_numbers": "mean R@1..5 (%) 80.0 / 90.0",
-             "finding_arr_above_de": None, "finding_arr_above_de_numbers": "no ARR run on these evaluation queries"}
-    rows = BL.findings_rows(found)
-    assert [(r["paper"], r["holds"]) for r in rows] == [
+    found = {
+        "finding_de_grows_with_n": True,
+        "finding_de_grows_with_n_numbers": "mean R@1..5 (%) 80.0 / 90.0",
+        "finding_arr_above_de": None,
+        "finding_arr_above_de_numbers": "no ARR run on these evaluation queries",
+    }
+    rows = F3.findings_rows(found)
+    assert [(r.claim, r.holds) for r in rows] == [
         ("Figure 3 (a): the DE's recall grows with its dimension n", True),
-        ("section 5.3: ARR is significantly more powerful than the DEs (on its training queries)", None)]
-    assert rows[1]["numbers"] == "no ARR run on these evaluation queries" and BL.findings_rows({}) == []
+        ("section 5.3: ARR is significantly more powerful than the DEs (on its training queries)", None),
+    ]
+    assert rows[1].numbers == "no ARR run on these evaluation queries" and F3.findings_rows({}) == []

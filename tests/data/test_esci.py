@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from arrank.data import embedders
-from arrank.workbook import paths
+from arrank.common import paths
 from arrank.data import esci
 
 PAPER_SPANISH = ('AUKEY USB C Cargador con GAN, Cargador de Pared USB con 60W Power Delivery 3.0, Compatible '
@@ -140,7 +140,7 @@ def test_cache_folder_and_reload(built, tmp_path):
     tables, cache = built
     (folder,) = esci.cached_folders(cache)
     assert sorted(p.name for p in cache.iterdir()) == [folder.name]  # no temporary folder left
-    assert {p.name for p in folder.iterdir()} == {f"{n}.parquet" for n in tables} | {"params.json"}
+    assert {p.name for p in folder.iterdir()} == {f"{n}.parquet" for n in tables} | {"params.json", "manifest.json"}
     meta = esci.load_params(folder)
     assert meta["params"]["step"] == 5 and meta["files"].keys() == {"examples", "products"}
     again = esci.build_esci_dataset(esci.FIXTURE_DIR, step=5, depth=60, cache_dir=cache)
@@ -149,6 +149,23 @@ def test_cache_folder_and_reload(built, tmp_path):
     fresh = esci.build_esci_dataset(esci.FIXTURE_DIR, step=5, depth=60, cache=False)  # deterministic
     for name in tables:
         pd.testing.assert_frame_equal(fresh[name], tables[name], check_dtype=False)
+
+
+def test_a_truncated_cache_is_named_set_aside_and_built_again(built, tmp_path, capsys):
+    import shutil
+
+    tables, cache = built
+    copy = shutil.copytree(cache, tmp_path / "c")
+    (folder,) = esci.cached_folders(copy)
+    titles = folder / "titles.parquet"
+    titles.write_bytes(titles.read_bytes()[:200])
+    capsys.readouterr()
+    again = esci.build_esci_dataset(esci.FIXTURE_DIR, step=5, depth=60, cache_dir=copy)
+    for name in tables:
+        pd.testing.assert_frame_equal(again[name], tables[name], check_dtype=False)
+    said = capsys.readouterr().out
+    assert said.startswith(f"{folder} is unusable: titles.parquet is 200 bytes where the manifest says ")
+    assert esci.cached_folders(copy) == [folder] and len(list(copy.glob("broken-*"))) == 1
 
 
 def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
@@ -255,8 +272,13 @@ def test_git_lfs_pointer_instead_of_parquet_says_so(tmp_path):
                                          r"file: run `git lfs install && git lfs pull`"):
         esci.build_esci_dataset(folder, cache_dir=tmp_path / "c")
     (folder / esci.PRODUCTS_FILE).write_bytes(real[: len(real) // 2])  # a truncated download
-    with pytest.raises(ValueError, match=r"products.parquet is not a readable parquet file \(\w+"):
+    with pytest.raises(ValueError, match=r"products.parquet is not a readable parquet file \(\w+") as err:
         esci.load_esci(folder)
+    assert str(err.value).endswith(f"it is source data, not rebuilt here: fetch it again with `git lfs pull` in your "
+                                   f"clone of {esci.REPOSITORY} (folder shopping_queries_dataset/), then copy "
+                                   f"{esci.PRODUCTS_FILE} into {folder.resolve()}")
+    assert esci.restore_command(esci.FIXTURE_DIR / esci.PRODUCTS_FILE) == (
+        "restore the committed fixture with `git checkout -- data/fixtures/esci_fixture/" + esci.PRODUCTS_FILE + "`")
     assert not (tmp_path / "c").exists()
 
 
@@ -302,5 +324,5 @@ def test_the_esci_notebook_says_what_matches_appendix_d2():
     m = {"mean_titles_per_query": 7.0, "mean_docid_tokens": 4.0, "mean_title_tokens": 30.0,
          "docid_colliding_fraction": 0.1, "n_queries": 30, "n_titles": 200}
     rows = esci.dataset_findings(m, {"step": 5, "depth": 30, "data_dir": "fixture"})
-    assert [r["holds"] for r in rows] == [True, True, None] and "at most 7" in rows[0]["numbers"]
-    assert esci.dataset_findings({**m, "mean_docid_tokens": 12.0}, {"step": 5, "depth": 30, "data_dir": "x"})[1]["holds"] is False
+    assert [r.holds for r in rows] == [True, True, None] and "at most 7" in rows[0].numbers
+    assert esci.dataset_findings({**m, "mean_docid_tokens": 12.0}, {"step": 5, "depth": 30, "data_dir": "x"})[1].holds is False

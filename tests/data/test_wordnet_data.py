@@ -181,7 +181,7 @@ def test_cache_is_written_once_and_reused(tmp_path, monkeypatch):
     built = W.build_wordnet_dataset(subtree="canine.n.02", n_eval=20, cache_dir=cache_dir)
     folder = cache_dir / built.attrs["hash"]
     assert sorted(p.name for p in cache_dir.iterdir()) == [folder.name]
-    assert sorted(p.name for p in folder.iterdir()) == ["params.json", "queries.parquet"]
+    assert sorted(p.name for p in folder.iterdir()) == ["manifest.json", "params.json", "queries.parquet"]
 
     def no_build(params):
         raise AssertionError("the cached dataset should have been read")
@@ -190,6 +190,33 @@ def test_cache_is_written_once_and_reused(tmp_path, monkeypatch):
     again = W.build_wordnet_dataset(subtree="canine.n.02", n_eval=20, cache_dir=cache_dir)
     pd.testing.assert_frame_equal(built, again)
     assert W.dataset_fingerprint(built) == W.dataset_fingerprint(again)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbled", "no params.json"])
+def test_a_damaged_cache_is_named_set_aside_and_built_again(tmp_path, capsys, damage):
+    """Issue 27: a truncated queries.parquet gave an ArrowInvalid traceback naming nothing. The
+    cache is derived from WordNet: it is named in one line, set aside (kept) and built again."""
+    cache_dir = tmp_path / "wn"
+    built = W.build_wordnet_dataset(subtree="canine.n.02", n_eval=20, cache_dir=cache_dir)
+    folder = cache_dir / built.attrs["hash"]
+    table = folder / "queries.parquet"
+    raw = table.read_bytes()
+    if damage == "truncated":
+        table.write_bytes(raw[: len(raw) // 2])
+    elif damage == "garbled":  # the same size, other bytes: only the manifest's hash tells
+        table.write_bytes(raw[:100] + bytes(200) + raw[300:])
+    else:
+        (folder / "params.json").unlink()
+    capsys.readouterr()
+    again = W.build_wordnet_dataset(subtree="canine.n.02", n_eval=20, cache_dir=cache_dir)
+    pd.testing.assert_frame_equal(built, again)
+    said = capsys.readouterr().out.splitlines()
+    why = {"truncated": "queries.parquet is ", "garbled": "queries.parquet does not match its sha256",
+           "no params.json": "it has no params.json"}[damage]
+    assert len(said) == 1 and said[0].startswith(f"{folder} is unusable: {why}")
+    assert "it is derived data and is built again now; set aside as broken-" in said[0]
+    broken = [p for p in cache_dir.iterdir() if p.name.startswith(f"broken-{folder.name}-")]
+    assert len(broken) == 1 and (folder / "params.json").is_file()  # kept aside; the rebuilt one in place
 
 
 def test_failure_mid_build_leaves_no_folder(tmp_path, monkeypatch):
@@ -249,9 +276,9 @@ def test_the_dataset_notebook_says_what_matches_the_paper():
     m = {"deer_matches_paper": True, "eval_queries_in_training": 0, "n_eval_queries": 300, "n_queries": 3248,
          "n_items_top1": 3248, "n_items_per_docid": 30000}
     rows = W.dataset_findings(m, {"subtree": "animal.n.01", "min_relevant": 5, "max_queries": 0})
-    assert [r["holds"] for r in rows] == [True, True, None]  # a subtree is not the paper's scale
+    assert [r.holds for r in rows] == [True, True, None]  # a subtree is not the paper's scale
     whole = W.dataset_findings({**m, "n_queries": 82114, "n_items_per_docid": 701_000},
                                {"subtree": "", "min_relevant": 1, "max_queries": 0})
-    assert whole[2]["holds"] is True
+    assert whole[2].holds is True
     assert W.dataset_findings({**m, "n_queries": 82114, "n_items_per_docid": 400_000},
-                              {"subtree": "", "min_relevant": 1, "max_queries": 0})[2]["holds"] is False
+                              {"subtree": "", "min_relevant": 1, "max_queries": 0})[2].holds is False

@@ -7,19 +7,19 @@ from __future__ import annotations
 import pytest
 import torch
 
+from arrank.data import wordnet as W
 from arrank.evaluation import decoding
 from arrank.training import models
 from arrank.training.encoding import docid_table, prompt_ids
-from arrank.data import wordnet as W
 
 
 @pytest.fixture(scope="module")
 def setup():
-    df = W.build_wordnet_dataset(subtree="canine.n.02", min_relevant=3, n_eval=5,
-                                 template="wordnet_short", cache=False)
+    df = W.build_wordnet_dataset(subtree="canine.n.02", min_relevant=3, n_eval=5, template="wordnet_short", cache=False)
     texts = list(df["prompt"]) + sorted({d for r in df["relevant"] for d in r} | set(df["negative"]))
-    model, tok = models.tiny_model_and_tokenizer(texts, vocab_size=300, hidden=32, layers=2, heads=2,
-                                                 intermediate=64, seed=0, cache=False)
+    model, tok = models.tiny_model_and_tokenizer(
+        texts, vocab_size=300, hidden=32, layers=2, heads=2, intermediate=64, seed=0, cache=False
+    )
     g = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -78,11 +78,22 @@ def test_constrained_lists_hold_k_distinct_candidates_where_k_beams_find_fewer(s
         docids = list(row.relevant) + [row.negative]
         truth = brute_force(model, tok, row.prompt, docids)
         k = len(docids)
-        n_prompt, out = decoding._generate(model, tok, prompt_ids(tok, row.prompt), 20, num_beams=k,
-                                           num_return_sequences=k, length_penalty=0.0, early_stopping=True,
-                                           output_scores=True, prefix_allowed_tokens_fn=decoding.allowed_tokens_fn(
-                                               [decoding.prefix_children(docid_table(tok, docids).values())],
-                                               len(prompt_ids(tok, row.prompt)), tok.eos_token_id))
+        n_prompt, out = decoding._generate(
+            model,
+            tok,
+            prompt_ids(tok, row.prompt),
+            20,
+            num_beams=k,
+            num_return_sequences=k,
+            length_penalty=0.0,
+            early_stopping=True,
+            output_scores=True,
+            prefix_allowed_tokens_fn=decoding.allowed_tokens_fn(
+                [decoding.prefix_children(docid_table(tok, docids).values())],
+                len(prompt_ids(tok, row.prompt)),
+                tok.eos_token_id,
+            ),
+        )
         short += len(decoding._hypotheses(out, n_prompt, docid_table(tok, docids), tok.eos_token_id)) < k
         got = decoding.beam_search(model, tok, row.prompt, docids, k=k)
         assert [d for d, _ in got] == sorted(truth, key=lambda d: -truth[d])
@@ -96,7 +107,7 @@ def test_k_1_runs_two_beams_and_scores_its_candidate(setup):
     candidate: beam search is approximate; here it is not)."""
     model, tok, prompt, docids, _ = setup
     truth = brute_force(model, tok, prompt, docids)
-    (top, score), = decoding.beam_search(model, tok, prompt, docids, k=1)
+    ((top, score),) = decoding.beam_search(model, tok, prompt, docids, k=1)
     assert top in truth and abs(score - truth[top]) < 1e-4
     assert [(top, score)] == decoding.beam_search(model, tok, prompt, docids, k=1, num_beams=2)
 

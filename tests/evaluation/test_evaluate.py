@@ -7,9 +7,15 @@ from arrank.evaluation import evaluate
 
 
 def _df():
-    return pd.DataFrame({"query": ["a", "b", "c"], "split": ["eval", "eval", "train"],
-                         "relevant": [["x", "y", "z"], ["u", "v"], ["w"]], "negative": ["n", "m", "o"],
-                         "prompt": ["p"] * 3})
+    return pd.DataFrame(
+        {
+            "query": ["a", "b", "c"],
+            "split": ["eval", "eval", "train"],
+            "relevant": [["x", "y", "z"], ["u", "v"], ["w"]],
+            "negative": ["n", "m", "o"],
+            "prompt": ["p"] * 3,
+        }
+    )
 
 
 def test_random_floor_is_seeded_and_uses_held_out_queries_only():
@@ -31,8 +37,10 @@ def test_training_sample_is_seeded_training_queries_only():
     assert evaluate.n_training_queries(None, 300) == 300 and evaluate.n_training_queries(0, 300) == 0
     with pytest.raises(ValueError, match="train_queries=-1"):
         evaluate.n_training_queries(-1, 300)
-    assert evaluate.training_metrics({"cvr": 0.5, "train_cvr": 0.1, "train_recall@1": 1.0}) == \
-        {"cvr": 0.1, "recall@1": 1.0}
+    assert evaluate.training_metrics({"cvr": 0.5, "train_cvr": 0.1, "train_recall@1": 1.0}) == {
+        "cvr": 0.1,
+        "recall@1": 1.0,
+    }
 
 
 def test_metrics_table_layout_and_errors():
@@ -43,9 +51,15 @@ def test_metrics_table_layout_and_errors():
 
 
 def _records():
-    return [{"query": "a", "relevant": ["x", "y", "z"], "negative": "n",
-             "scores": {"x": -1.0, "y": -2.0, "z": -4.0, "n": -3.0}},
-            {"query": "b", "relevant": ["u", "v"], "negative": "m", "scores": {"u": -1.0, "v": -2.0, "m": -5.0}}]
+    return [
+        {
+            "query": "a",
+            "relevant": ["x", "y", "z"],
+            "negative": "n",
+            "scores": {"x": -1.0, "y": -2.0, "z": -4.0, "n": -3.0},
+        },
+        {"query": "b", "relevant": ["u", "v"], "negative": "m", "scores": {"u": -1.0, "v": -2.0, "m": -5.0}},
+    ]
 
 
 def test_scores_frame_per_rank_means_and_violations():
@@ -55,14 +69,22 @@ def test_scores_frame_per_rank_means_and_violations():
     assert list(curve.index) == ["negative", "1", "2", "3"]
     assert curve.loc["1", "mean"] == -1.0 and curve.loc["negative", "mean"] == -4.0
     worst = evaluate.violation_examples(_records())
-    assert worst.to_dict("records") == [{"query": "a", "negative": "n", "negative_score": -3.0,
-                                         "lowest_positive": "z", "positive_rank": 3,
-                                         "positive_score": -4.0, "margin": 1.0}]
+    assert worst.to_dict("records") == [
+        {
+            "query": "a",
+            "negative": "n",
+            "negative_score": -3.0,
+            "lowest_positive": "z",
+            "positive_rank": 3,
+            "positive_score": -4.0,
+            "margin": 1.0,
+        }
+    ]
 
 
 def test_a_run_folder_without_a_model_or_a_missing_run_is_a_clear_error(tmp_path):
+    from arrank.common import outputs
     from arrank.training import models
-    from arrank.workbook import outputs
 
     with pytest.raises(FileNotFoundError, match="holds no saved model"):
         models.load_trained(tmp_path)
@@ -74,12 +96,37 @@ def test_a_run_folder_without_a_model_or_a_missing_run_is_a_clear_error(tmp_path
         outputs.find_run("05_train", "r9", tmp_path)
 
 
+def test_a_damaged_saved_model_is_named_and_nothing_is_evaluated_from_it(tmp_path):
+    """Issue 27: a run's saved model is a result, not derived data: a file against its manifest
+    is named, and 06 reports nothing from it."""
+    from arrank.training import models
+
+    tok = __import__("arrank.training.tokenizer", fromlist=["x"]).train_bpe(["dog.n.01", "cat.n.01"] * 10, 300)
+    model = models.build_tiny_model(len(tok), hidden=16, layers=1, heads=2, intermediate=32, tokenizer=tok)
+    folder = models.save_atomic(model, tok, tmp_path / "model")
+    assert models.load_trained(folder)[0].config.hidden_size == 16
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-64] + bytes(64))
+    with pytest.raises(
+        ValueError,
+        match=rf"the saved model {folder} is damaged: model.safetensors does not match its "
+        r"sha256 in the manifest \(altered on disk\); nothing is evaluated from it",
+    ):
+        models.load_trained(folder)
+
+
 def test_esci_ranking_frame_holds_out_test_queries_only():
     from arrank.data import ranking
 
-    q = pd.DataFrame({"query_id": [3, 1, 2, 4], "query": ["c", "a", "b", "d"],
-                      "split": ["test", "train", "test", "test"], "prompt": ["p"] * 4,
-                      "gold": [["1,2"], ["3", "4"], ["5"], ["6"]]})
+    q = pd.DataFrame(
+        {
+            "query_id": [3, 1, 2, 4],
+            "query": ["c", "a", "b", "d"],
+            "split": ["test", "train", "test", "test"],
+            "prompt": ["p"] * 4,
+            "gold": [["1,2"], ["3", "4"], ["5"], ["6"]],
+        }
+    )
     f = ranking.esci_ranking_frame(q, n_eval=2)
     assert f["split"].tolist() == ["train", "eval", "eval"] and f["query"].tolist() == ["1: a", "2: b", "3: c"]
     assert f["negative"].isna().all() and f["n_relevant"].tolist() == [2, 1, 1]
@@ -97,15 +144,26 @@ def test_per_rank_reading_says_what_the_numbers_show():
     assert text.startswith("Rank 1 has the highest mean score (-1.000)") and "falls with every rank" in text
     assert "negative is below every rank (mean -4.000)" in text and "position 1.00" in text
     # rank 2 above rank 1 on average, the negative above rank 3: said, with the numbers
-    flipped = [{"query": "a", "relevant": ["x", "y", "z"], "negative": "n",
-                "scores": {"x": -2.0, "y": -1.0, "z": -4.0, "n": -3.0}}]
+    flipped = [
+        {
+            "query": "a",
+            "relevant": ["x", "y", "z"],
+            "negative": "n",
+            "scores": {"x": -2.0, "y": -1.0, "z": -4.0, "n": -3.0},
+        }
+    ]
     text = plots.per_rank_reading(evaluate.per_rank_scores(evaluate.scores_frame(flipped)))
     assert text.startswith("Rank 2, not rank 1, has the highest mean score (-1.000 against rank 1's -2.000)")
-    assert "rises with the rank at 1→2 (beyond the error bars; 1 queries have rank 2)" in text and "above rank(s) 3" in text and "position 2.00" in text
+    assert (
+        "rises with the rank at 1→2 (beyond the error bars; 1 queries have rank 2)" in text
+        and "above rank(s) 3" in text
+        and "position 2.00" in text
+    )
     fig = plots.per_rank_figure({"m": good}, plots.scale_text({"run": "r1", "model_name": "tiny", "steps": 400}, 2))
     assert "r1: tiny, 400 steps, 2 held-out queries" in fig.layout.title.text
     assert "±1 standard error" in fig.layout.title.text and __import__("numpy").allclose(
-        fig.data[0].error_y.array, good["sem"], equal_nan=True)
+        fig.data[0].error_y.array, good["sem"], equal_nan=True
+    )
 
 
 def test_per_rank_figure_is_redrawn_from_a_finished_06_run(tmp_path):
@@ -115,11 +173,18 @@ def test_per_rank_figure_is_redrawn_from_a_finished_06_run(tmp_path):
 
     trained = tmp_path / "05_train" / "frac"
     trained.mkdir(parents=True)
-    (trained / "results.json").write_text(json.dumps({"params": {"profile": "quick", "model_name": "tiny", "steps": None}}))
+    (trained / "results.json").write_text(
+        json.dumps({"params": {"profile": "quick", "model_name": "tiny", "steps": None}})
+    )
     run = tmp_path / "06_evaluate" / "e"
     run.mkdir(parents=True)
     evaluate.scores_frame(_records()).to_parquet(run / "per_query_scores.parquet")
     (run / "results.json").write_text(json.dumps({"metrics": {"n_queries": 2, "source": str(trained)}}))
     curve, fig, reading = plots.per_rank_from_run(run)
     assert curve.loc["1", "mean"] == -1.0 and reading.startswith("Rank 1 has the highest")
-    assert "frac: tiny, 1200 steps, 2 held-out queries" in fig.layout.title.text  # the quick profile's steps
+    # a run recorded before parameters were resolved: today's profile value is not claimed for it
+    assert "frac: tiny, steps not recorded, 2 held-out queries" in fig.layout.title.text
+    (trained / "results.json").write_text(
+        json.dumps({"params": {"profile": "quick", "model_name": "tiny", "steps": 1200}})
+    )
+    assert "frac: tiny, 1200 steps, 2 held-out queries" in plots.per_rank_from_run(run)[1].layout.title.text

@@ -27,13 +27,16 @@ def test_order_is_score_descending_then_docid_ascending():
     assert M.predicted_order(["x", "y", "z"], [-np.inf, -3.0, -1.0]) == ["z", "y", "x"]
 
 
-@pytest.mark.parametrize("docids, scores, match", [
-    (["a", "a"], [1.0, 2.0], "duplicate docIDs"),
-    (["a", "b"], [1.0], "2 docIDs but 1 scores"),
-    (["a", "b"], [1.0, float("nan")], "NaN at positions \\[1\\]"),
-    (["a", 1], [1.0, 1.0], "mutually comparable"),
-    ([], [], "empty"),
-])
+@pytest.mark.parametrize(
+    "docids, scores, match",
+    [
+        (["a", "a"], [1.0, 2.0], "duplicate docIDs"),
+        (["a", "b"], [1.0], "2 docIDs but 1 scores"),
+        (["a", "b"], [1.0, float("nan")], "NaN at positions \\[1\\]"),
+        (["a", 1], [1.0, 1.0], "mutually comparable"),
+        ([], [], "empty"),
+    ],
+)
 def test_order_errors(docids, scores, match):
     with pytest.raises(ValueError, match=match):
         M.predicted_order(docids, scores)
@@ -86,14 +89,17 @@ def test_ndcg_ties_break_by_docid_not_by_sklearns_average():
     assert M.ndcg(gains, scores) == 1.0
 
 
-@pytest.mark.parametrize("gains, scores, match", [
-    ([1.0, 0.0], [1.0], "2 gains but 1 scores"),
-    ([0.0, 0.0], [1.0, 2.0], "every gain is 0"),
-    ([1.0, -1.0], [1.0, 2.0], "finite and >= 0"),
-    ([1.0, np.inf], [1.0, 2.0], "finite and >= 0"),
-    ([1.0, 0.0], [np.nan, 2.0], "scores contains NaN"),
-    ([[1.0, 0.0]], [[1.0, 2.0]], "one-dimensional"),
-])
+@pytest.mark.parametrize(
+    "gains, scores, match",
+    [
+        ([1.0, 0.0], [1.0], "2 gains but 1 scores"),
+        ([0.0, 0.0], [1.0, 2.0], "every gain is 0"),
+        ([1.0, -1.0], [1.0, 2.0], "finite and >= 0"),
+        ([1.0, np.inf], [1.0, 2.0], "finite and >= 0"),
+        ([1.0, 0.0], [np.nan, 2.0], "scores contains NaN"),
+        ([[1.0, 0.0]], [[1.0, 2.0]], "one-dimensional"),
+    ],
+)
 def test_ndcg_errors(gains, scores, match):
     with pytest.raises(ValueError, match=match):
         M.ndcg(gains, scores)
@@ -133,18 +139,21 @@ def test_recall_ties_follow_predicted_order():
     assert M.recall_at_k(["a", "b"], {"b": 0.0, "a": 0.0, "z": 0.0}, 1) == 1.0
 
 
-@pytest.mark.parametrize("gold, scores, k, match", [
-    (GOLD, SCORES, 0, "k must be >= 1"),
-    (GOLD, SCORES, -1, "k must be >= 1"),
-    (GOLD, SCORES, 1.0, "k must be an int"),
-    (GOLD, SCORES, True, "k must be an int"),
-    (GOLD, SCORES, 5, "larger than the number of candidates \\(4\\)"),
-    (GOLD, {**SCORES, "c": float("nan")}, 1, "NaN"),
-    (["a", "x"], SCORES, 1, "gold docIDs missing from the scores: \\['x'\\]"),
-    (["a", "a"], SCORES, 1, "duplicate docIDs among gold_order"),
-    (GOLD, pd.Series([1.0, 2.0, 3.0], index=["a", "b", "a"]), 1, "duplicate docIDs"),
-    (GOLD, [1.0, 2.0, 3.0], 1, "must be a mapping"),
-])
+@pytest.mark.parametrize(
+    "gold, scores, k, match",
+    [
+        (GOLD, SCORES, 0, "k must be >= 1"),
+        (GOLD, SCORES, -1, "k must be >= 1"),
+        (GOLD, SCORES, 1.0, "k must be an int"),
+        (GOLD, SCORES, True, "k must be an int"),
+        (GOLD, SCORES, 5, "larger than the number of candidates \\(4\\)"),
+        (GOLD, {**SCORES, "c": float("nan")}, 1, "NaN"),
+        (["a", "x"], SCORES, 1, "gold docIDs missing from the scores: \\['x'\\]"),
+        (["a", "a"], SCORES, 1, "duplicate docIDs among gold_order"),
+        (GOLD, pd.Series([1.0, 2.0, 3.0], index=["a", "b", "a"]), 1, "duplicate docIDs"),
+        (GOLD, [1.0, 2.0, 3.0], 1, "must be a mapping"),
+    ],
+)
 def test_recall_errors(gold, scores, k, match):
     with pytest.raises(ValueError, match=match):
         M.recall_at_k(gold, scores, k)
@@ -183,14 +192,21 @@ def test_cvr():
 # --------------------------------------------------------------------------- aggregation
 WORDNET_RECORDS = [
     # perfect: no violation, nDCG 1, R@1 = R@2 = 1, only 2 relevant -> skipped for k >= 3
-    {"query": "q1", "relevant": ["a", "b"], "negative": "n",
-     "scores": {"n": -3.0, "b": -2.0, "a": -1.0}},
+    {"query": "q1", "relevant": ["a", "b"], "negative": "n", "scores": {"n": -3.0, "b": -2.0, "a": -1.0}},
     # negative first, then the positives in order
-    {"query": "q2", "relevant": ["a", "b", "c"], "negative": "n",
-     "scores": {"a": -1.0, "b": -2.0, "c": -3.0, "n": -0.1}},
+    {
+        "query": "q2",
+        "relevant": ["a", "b", "c"],
+        "negative": "n",
+        "scores": {"a": -1.0, "b": -2.0, "c": -3.0, "n": -0.1},
+    },
     # negative between positives: predicted y, w, x, z
-    {"query": "q3", "relevant": ["x", "y", "z"], "negative": "w",
-     "scores": {"x": -2.0, "y": -1.0, "w": -1.5, "z": -3.0}},
+    {
+        "query": "q3",
+        "relevant": ["x", "y", "z"],
+        "negative": "w",
+        "scores": {"x": -2.0, "y": -1.0, "w": -1.5, "z": -3.0},
+    },
 ]
 G3 = [LOG(4), LOG(3), LOG(2), 0.0]
 NDCG_Q2 = dcg([0.0, LOG(4), LOG(3), LOG(2)]) / dcg(G3)
@@ -199,8 +215,19 @@ NDCG_Q3 = dcg([LOG(3), 0.0, LOG(4), LOG(2)]) / dcg(G3)
 
 def test_evaluate_wordnet_style_queries():
     out = M.evaluate_queries(WORDNET_RECORDS, ks=(1, 2, 3, 4))
-    assert list(out) == ["n_queries", "cvr", "ndcg", "recall@1", "n_queries@1", "recall@2",
-                         "n_queries@2", "recall@3", "n_queries@3", "recall@4", "n_queries@4"]
+    assert list(out) == [
+        "n_queries",
+        "cvr",
+        "ndcg",
+        "recall@1",
+        "n_queries@1",
+        "recall@2",
+        "n_queries@2",
+        "recall@3",
+        "n_queries@3",
+        "recall@4",
+        "n_queries@4",
+    ]
     assert out["n_queries"] == 3
     assert out["cvr"] == pytest.approx(2 / 3)
     assert out["ndcg"] == pytest.approx((1.0 + NDCG_Q2 + NDCG_Q3) / 3, rel=1e-12)
@@ -211,14 +238,14 @@ def test_evaluate_wordnet_style_queries():
     assert out["recall@4"] is None and out["n_queries@4"] == 0
     assert all(type(v) in (int, float) for v in out.values() if v is not None)  # JSON-ready
     # default ks are WordNet's 1-5
-    assert [k for k in M.evaluate_queries(WORDNET_RECORDS) if k.startswith("recall@")] == \
-        [f"recall@{k}" for k in range(1, 6)]
+    assert [k for k in M.evaluate_queries(WORDNET_RECORDS) if k.startswith("recall@")] == [
+        f"recall@{k}" for k in range(1, 6)
+    ]
 
 
 def test_per_query_frame():
     df = M.per_query_metrics(WORDNET_RECORDS, ks=(1, 3))
-    assert list(df.columns) == ["query", "n_relevant", "n_candidates", "violation", "ndcg",
-                                "recall@1", "recall@3"]
+    assert list(df.columns) == ["query", "n_relevant", "n_candidates", "violation", "ndcg", "recall@1", "recall@3"]
     assert df["query"].tolist() == ["q1", "q2", "q3"]
     assert df["violation"].tolist() == [False, True, True]
     np.testing.assert_allclose(df["ndcg"], [1.0, NDCG_Q2, NDCG_Q3], rtol=1e-12)
@@ -250,28 +277,36 @@ def test_extra_candidates_count_as_irrelevant():
     assert row["ndcg"] == pytest.approx(dcg([0.0, LOG(2), 0.0]) / dcg([LOG(2)]), rel=1e-12)
 
 
-@pytest.mark.parametrize("records, ks, match", [
-    ([], (1,), "no queries"),
-    (WORDNET_RECORDS, (), "ks is empty"),
-    (WORDNET_RECORDS, (0,), "every k must be an int >= 1"),
-    (WORDNET_RECORDS, (1, 1), "duplicate k"),
-    ([WORDNET_RECORDS[0], {"relevant": ["a"], "scores": {"a": 0.0}}], (1,), "evaluate them apart"),
-    ([{"query": "q", "relevant": ["a"], "negative": "a", "scores": {"a": 0.0}}], (1,),
-     "query 'q': the negative 'a' is also relevant"),
-    ([{"relevant": ["a"], "negative": "n", "scores": {"a": 0.0}}], (1,),
-     "docIDs missing from the scores: \\['n'\\]"),
-    ([{"relevant": [], "scores": {"a": 0.0}}], (1,), "no relevant document"),
-    ([{"relevant": ["a"]}], (1,), "lacks the key 'scores'"),
-    ([{"relevant": ["a", "a"], "scores": {"a": 0.0}}], (1,), "duplicate docIDs"),
-])
+@pytest.mark.parametrize(
+    "records, ks, match",
+    [
+        ([], (1,), "no queries"),
+        (WORDNET_RECORDS, (), "ks is empty"),
+        (WORDNET_RECORDS, (0,), "every k must be an int >= 1"),
+        (WORDNET_RECORDS, (1, 1), "duplicate k"),
+        ([WORDNET_RECORDS[0], {"relevant": ["a"], "scores": {"a": 0.0}}], (1,), "evaluate them apart"),
+        (
+            [{"query": "q", "relevant": ["a"], "negative": "a", "scores": {"a": 0.0}}],
+            (1,),
+            "query 'q': the negative 'a' is also relevant",
+        ),
+        (
+            [{"relevant": ["a"], "negative": "n", "scores": {"a": 0.0}}],
+            (1,),
+            "docIDs missing from the scores: \\['n'\\]",
+        ),
+        ([{"relevant": [], "scores": {"a": 0.0}}], (1,), "no relevant document"),
+        ([{"relevant": ["a"]}], (1,), "lacks the key 'scores'"),
+        ([{"relevant": ["a", "a"], "scores": {"a": 0.0}}], (1,), "duplicate docIDs"),
+    ],
+)
 def test_evaluate_errors(records, ks, match):
     with pytest.raises(ValueError, match=match):
         M.evaluate_queries(records, ks=ks)
 
 
 def test_dataframe_nan_negative_means_none():
-    df = pd.DataFrame({"relevant": [["a", "b"]], "negative": [np.nan],
-                       "scores": [{"a": 1.0, "b": 0.0}]})
+    df = pd.DataFrame({"relevant": [["a", "b"]], "negative": [np.nan], "scores": [{"a": 1.0, "b": 0.0}]})
     assert "cvr" not in M.evaluate_queries(df, ks=(1,))
 
 
@@ -283,8 +318,7 @@ def test_permuting_candidates_never_changes_a_metric():
         relevant = [f"d{j:02d}" for j in rng.permutation(20)[:n_q]]
         cands = relevant + ["neg"]
         scores = rng.integers(-3, 1, size=len(cands)).astype(float)  # many ties
-        records.append({"query": i, "relevant": relevant, "negative": "neg",
-                        "scores": dict(zip(cands, scores))})
+        records.append({"query": i, "relevant": relevant, "negative": "neg", "scores": dict(zip(cands, scores))})
     ks = (1, 2, 3, 4, 5)
     ref_frame = M.per_query_metrics(records, ks)
     ref = M.evaluate_queries(records, ks)
@@ -299,7 +333,8 @@ def test_permuting_candidates_never_changes_a_metric():
         assert M.evaluate_queries(shuffled, ks) == ref
         rec = shuffled[0]
         ids, vals = list(rec["scores"]), list(rec["scores"].values())
-        assert M.predicted_order(ids, vals) == M.predicted_order(list(records[0]["scores"]),
-                                                                 list(records[0]["scores"].values()))
+        assert M.predicted_order(ids, vals) == M.predicted_order(
+            list(records[0]["scores"]), list(records[0]["scores"].values())
+        )
     # and with ties the input order would matter: the test data does exercise ties
     assert any(len(set(r["scores"].values())) < len(r["scores"]) for r in records)

@@ -60,11 +60,11 @@ def plain_logprobs(model, prompt: list[int], cand: list[int]) -> np.ndarray:
 
 
 CASES = [  # (prompt length, docID token counts per candidate)
-    (1, [3]),                      # n_q = 1, a one-token prompt
-    (7, [1]),                      # n_q = 1, a one-token docID (only the prompt's logits)
-    (12, [1, 1, 1]),               # all one-token docIDs: no candidate pass at all
-    (25, [4, 1, 6, 2, 2, 9]),      # mixed lengths
-    (60, [5] * 10),                # equal lengths
+    (1, [3]),  # n_q = 1, a one-token prompt
+    (7, [1]),  # n_q = 1, a one-token docID (only the prompt's logits)
+    (12, [1, 1, 1]),  # all one-token docIDs: no candidate pass at all
+    (25, [4, 1, 6, 2, 2, 9]),  # mixed lengths
+    (60, [5] * 10),  # equal lengths
     (33, [2, 8, 3, 3, 1, 7, 4, 5, 6, 2, 2, 3, 9, 1, 4, 4, 6]),
 ]
 
@@ -81,8 +81,9 @@ def test_prefix_shared_equals_naive(model, case, layout, include_eos):
     prompt, cands = rand_ids(rng, n_prompt), candidate_set(rng, lengths)
     naive = scoring.score_naive(model, prompt, cands, include_eos=include_eos)
     for batch_size in (None, 1, 4):
-        shared = scoring.score_prefix_shared(model, prompt, cands, include_eos=include_eos,
-                                             batch_size=batch_size, layout=layout)
+        shared = scoring.score_prefix_shared(
+            model, prompt, cands, include_eos=include_eos, batch_size=batch_size, layout=layout
+        )
         assert shared.shape == (len(cands),) and shared.dtype == np.float64
         assert np.abs(shared - naive).max() <= TOL, (batch_size, shared - naive)
 
@@ -133,8 +134,10 @@ def test_score_is_mean_of_plain_forward_logprobs(model):
     prompt, cands = rand_ids(rng, 18), candidate_set(rng, [4, 1, 6])
     for include_eos in (False, True):
         want = [plain_logprobs(model, prompt, c)[: None if include_eos else -1].mean() for c in cands]
-        for got in (scoring.score_naive(model, prompt, cands, include_eos),
-                    scoring.score_prefix_shared(model, prompt, cands, include_eos)):
+        for got in (
+            scoring.score_naive(model, prompt, cands, include_eos),
+            scoring.score_prefix_shared(model, prompt, cands, include_eos),
+        ):
             np.testing.assert_allclose(got, want, atol=TOL, rtol=0)
 
 
@@ -180,13 +183,24 @@ def test_cuda_matches_cpu(model):
 # --------------------------------------------------------------------------- score_queries
 
 
-NAMES = ["dog.n.01", "canine.n.02", "carnivore.n.01", "placental.n.01", "mammal.n.01",
-         "vertebrate.n.01", "animal.n.01", "cat.n.01", "cats.n.01", "feline.n.01", "organism.n.01"]
+NAMES = [
+    "dog.n.01",
+    "canine.n.02",
+    "carnivore.n.01",
+    "placental.n.01",
+    "mammal.n.01",
+    "vertebrate.n.01",
+    "animal.n.01",
+    "cat.n.01",
+    "cats.n.01",
+    "feline.n.01",
+    "organism.n.01",
+]
 
 
 @pytest.fixture(scope="module")
 def tok_model():
-    from arrank.data.prompts import wordnet_prompt, query_rng
+    from arrank.data.prompts import query_rng, wordnet_prompt
     from arrank.training.tokenizer import train_bpe
 
     texts = NAMES + [wordnet_prompt("dog.n.01", NAMES, query_rng(0, "x"), name="wordnet_short")]
@@ -195,13 +209,16 @@ def tok_model():
 
 
 def test_score_queries_matches_low_level(tok_model):
-    from arrank.training.encoding import docid_ids, prompt_ids
     from arrank.data.prompts import query_rng, wordnet_prompt
+    from arrank.training.encoding import docid_ids, prompt_ids
 
     tok, model = tok_model
     items = []
-    for q, docs in [("dog.n.01", NAMES[1:7]), ("cat.n.01", ["feline.n.01"]),
-                    ("cats.n.01", ["cat.n.01", "animal.n.01", "organism.n.01"])]:
+    for q, docs in [
+        ("dog.n.01", NAMES[1:7]),
+        ("cat.n.01", ["feline.n.01"]),
+        ("cats.n.01", ["cat.n.01", "animal.n.01", "organism.n.01"]),
+    ]:
         items.append((wordnet_prompt(q, docs, query_rng(0, q), name="wordnet_short"), list(docs)))
     shared = scoring.score_queries(model, tok, items, progress=False)
     naive = scoring.score_queries(model, tok, items, method="naive", progress=False)
@@ -217,8 +234,7 @@ def test_score_queries_matches_low_level(tok_model):
 def test_score_queries_errors(tok_model):
     tok, model = tok_model
     with pytest.raises(ValueError, match=r"duplicate candidate docIDs: \['cat.n.01', 'dog.n.01'\]"):
-        scoring.score_queries(model, tok, [("p", ["dog.n.01", "cat.n.01", "dog.n.01", "cat.n.01"])],
-                              progress=False)
+        scoring.score_queries(model, tok, [("p", ["dog.n.01", "cat.n.01", "dog.n.01", "cat.n.01"])], progress=False)
     with pytest.raises(ValueError, match="item 1 .*empty candidate list"):
         scoring.score_queries(model, tok, [("p", ["dog.n.01"]), ("q", [])], progress=False)
     with pytest.raises(ValueError, match="item 0 .*encodes to no tokens"):
@@ -248,8 +264,9 @@ def test_low_level_errors(model):
             fn(model, [], ok)
         assert np.isfinite(fn(model, prompt, [[EOS]], include_eos=True)).all()  # EOS alone is scorable
         # another end token named explicitly (score_queries passes the tokenizer's EOS)
-        np.testing.assert_allclose(fn(model, prompt, [[8, 9, 11]], eos_id=11),
-                                   fn(model, prompt, [[8, 9, EOS]]), atol=TOL, rtol=0)
+        np.testing.assert_allclose(
+            fn(model, prompt, [[8, 9, 11]], eos_id=11), fn(model, prompt, [[8, 9, EOS]]), atol=TOL, rtol=0
+        )
     with pytest.raises(ValueError, match="batch_size"):
         scoring.score_prefix_shared(model, prompt, ok, batch_size=0)
     with pytest.raises(ValueError, match="layout"):

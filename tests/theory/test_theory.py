@@ -23,8 +23,9 @@ def _token_margin(E: np.ndarray, order: tuple[int, ...]) -> float:
     rows = [(E[b] - E[a]) / np.linalg.norm(E[b] - E[a]) for a, b in zip(order, order[1:])]
     A = np.hstack([np.array(rows), np.ones((len(rows), 1))])
     n = E.shape[1]
-    res = linprog(np.r_[np.zeros(n), -1.0], A_ub=A, b_ub=np.zeros(len(rows)),
-                  bounds=[(-1, 1)] * n + [(None, 1)], method="highs")
+    res = linprog(
+        np.r_[np.zeros(n), -1.0], A_ub=A, b_ub=np.zeros(len(rows)), bounds=[(-1, 1)] * n + [(None, 1)], method="highs"
+    )
     assert res.status == 0
     return float(res.x[-1])
 
@@ -62,8 +63,8 @@ def test_skala_count_reaches_factorial_exactly_from_k_minus_1():
 
 def test_skala_count_large_k_against_elementary_symmetric_closed_form():
     k = 3000
-    e1 = k * (k - 1) // 2                                   # sum of 0..k-1
-    e2 = (e1 ** 2 - (k - 1) * k * (2 * k - 1) // 6) // 2    # sum_{a<b} a*b
+    e1 = k * (k - 1) // 2  # sum of 0..k-1
+    e2 = (e1**2 - (k - 1) * k * (2 * k - 1) // 6) // 2  # sum_{a<b} a*b
     assert th.skala_count(2, k) == 1 + e1 + e2
 
 
@@ -89,8 +90,7 @@ def test_stirling_bottom_matches_row():
 
 def test_paper_bound_below_exact_dimension():
     assert th.paper_dimension_bound(2) == pytest.approx(0.5)
-    assert th.paper_dimension_bound(10) == pytest.approx(math.log(math.factorial(10))
-                                                         / (2 * math.log(10)))
+    assert th.paper_dimension_bound(10) == pytest.approx(math.log(math.factorial(10)) / (2 * math.log(10)))
     for k in range(2, 1001):
         assert th.paper_dimension_bound(k) < th.exact_min_dimension(k)
 
@@ -144,8 +144,7 @@ def test_collinear_sites_in_the_plane_give_the_1d_count(k):
 def test_hand_checked_1d_example():
     # sites 0, 1, 3: bisectors at 0.5, 1.5, 2 split the line into 4 intervals.
     sites = np.array([[0.0], [1.0], [3.0]])
-    assert th.realisable_distance_permutations(sites) == [
-        (0, 1, 2), (1, 0, 2), (1, 2, 0), (2, 1, 0)]
+    assert th.realisable_distance_permutations(sites) == [(0, 1, 2), (1, 0, 2), (1, 2, 0), (2, 1, 0)]
 
 
 def test_coincident_and_single_sites():
@@ -213,8 +212,8 @@ def test_token_counts_fewer_when_n_small():
         E = rng.standard_normal((5, n))
         assert th.augmented_rank(E) == n + 1 < 5
         counts.append(th.count_token_permutations(E))
-    assert counts[0] == 2                     # a line: one order and its reverse
-    assert counts[1] == 2 * math.comb(5, 2)   # a rotating direction swaps each pair twice
+    assert counts[0] == 2  # a line: one order and its reverse
+    assert counts[1] == 2 * math.comb(5, 2)  # a rotating direction swaps each pair twice
     assert counts[2] < math.factorial(5)
 
 
@@ -232,8 +231,7 @@ def test_affine_counterexample():
         realisable = th.realisable_token_permutations(E)
         # row 2 is the midpoint of rows 0 and 1: its logit always lies between theirs.
         assert len(realisable) == 8 < math.factorial(4)
-        assert all(min(o.index(0), o.index(1)) < o.index(2) < max(o.index(0), o.index(1))
-                   for o in realisable)
+        assert all(min(o.index(0), o.index(1)) < o.index(2) < max(o.index(0), o.index(1)) for o in realisable)
         h = th.null_vector_h(E)
         assert np.linalg.norm(h) == pytest.approx(1.0)
         assert np.max(np.abs(h @ np.hstack([E, np.ones((4, 1))]))) < 1e-10
@@ -285,17 +283,15 @@ def test_docid_token_rank_svd_and_gram_paths():
     rng = _rng(70)
     M = rng.standard_normal((300, 20)).astype(np.float32)
     small = th.docid_token_rank(M, [5, 9, 9, 40, 41, 42, 100, 7, 8, 1, 2, 3, 250, 299, 0])
-    assert small == {**small, "n_docid_tokens": 14, "n": 20, "rank_e_prime": 14,
-                     "full_rank": True, "method": "svd"}
+    assert small == {**small, "n_docid_tokens": 14, "n": 20, "rank_e_prime": 14, "full_rank": True, "method": "svd"}
     big = th.docid_token_rank(M, np.arange(100))
-    assert (big["n_docid_tokens"], big["rank_e_prime"], big["full_rank"], big["method"]) == (
-        100, 21, False, "gram")
+    assert (big["n_docid_tokens"], big["rank_e_prime"], big["full_rank"], big["method"]) == (100, 21, False, "gram")
 
 
 def test_docid_token_rank_detects_affine_dependency_in_gram_path():
     rng = _rng(71)
     base = rng.standard_normal((4, 10))
-    w = rng.dirichlet(np.ones(4), size=50)       # affine combinations of 4 points
+    w = rng.dirichlet(np.ones(4), size=50)  # affine combinations of 4 points
     M = np.vstack([w @ base, rng.standard_normal((5, 10))])
     r = th.docid_token_rank(M, np.arange(50))
     assert (r["method"], r["rank_e_prime"]) == ("gram", 4)
@@ -392,15 +388,18 @@ def test_sequence_distribution_fit_bad_input():
 # ------------------------------------------------------------------------- bad input
 
 
-@pytest.mark.parametrize("n, k, exc, msg", [
-    (0, 3, ValueError, "n must be an integer >= 1, got 0"),
-    (-2, 3, ValueError, "n must be an integer >= 1"),
-    (2, 0, ValueError, "k must be an integer >= 1, got 0"),
-    (1.5, 3, TypeError, "n must be an integer"),
-    (2, 3.0, TypeError, "k must be an integer"),
-    (True, 3, TypeError, "type bool"),
-    (2, "4", TypeError, "k must be an integer"),
-])
+@pytest.mark.parametrize(
+    "n, k, exc, msg",
+    [
+        (0, 3, ValueError, "n must be an integer >= 1, got 0"),
+        (-2, 3, ValueError, "n must be an integer >= 1"),
+        (2, 0, ValueError, "k must be an integer >= 1, got 0"),
+        (1.5, 3, TypeError, "n must be an integer"),
+        (2, 3.0, TypeError, "k must be an integer"),
+        (True, 3, TypeError, "type bool"),
+        (2, "4", TypeError, "k must be an integer"),
+    ],
+)
 def test_skala_count_bad_arguments(n, k, exc, msg):
     with pytest.raises(exc, match=msg):
         th.skala_count(n, k)
@@ -421,10 +420,15 @@ def test_scalar_helpers_bad_arguments():
         th.stirling1_unsigned_row(-1)
 
 
-@pytest.mark.parametrize("func", [th.count_distance_permutations,
-                                  th.count_token_permutations,
-                                  th.realisable_distance_permutations,
-                                  th.realisable_token_permutations])
+@pytest.mark.parametrize(
+    "func",
+    [
+        th.count_distance_permutations,
+        th.count_token_permutations,
+        th.realisable_distance_permutations,
+        th.realisable_token_permutations,
+    ],
+)
 def test_exact_counters_bad_arrays(func):
     with pytest.raises(ValueError, match="2-D"):
         func(np.zeros(4))
@@ -466,15 +470,32 @@ def test_observed_inner_product_formula_matches_exact_counts(k):
 def test_the_theory_notebooks_say_in_words_whether_the_papers_findings_hold():
     from arrank.theory import tables
 
-    m = {"exact_equals_closed_form": 1.0, "max_exact_over_closed_form": 1.0, "max_monte_carlo_over_exact": 0.9,
-         "exact_min_dimension_k100": 99, "paper_bound_k100": 39.49, "inner_product_all_orderings_at_n_k_minus_1": True,
-         "inner_product_fewer_below_k_minus_1": True}
-    assert [r["holds"] for r in tables.capacity_findings(m, 100)] == [True, True, True, True]
-    assert [r["holds"] for r in tables.capacity_findings({**m, "exact_equals_closed_form": 0.9}, 100)][0] is False
-    r = {"rank_rule_holds": True, "counterexample_rank_e_prime": 3, "counterexample_order_realisable": False,
-         "counterexample_orderings": 8, "full_rank_max_distribution_error": 1e-12, "counterexample_adversarial_error": 0.3,
-         "sequence_max_error": 1e-13, "de_log10_fraction_of_rankings": -80.0, "tiny_wordnet_rank_e_prime": 129,
-         "tiny_wordnet_v_docids": 1892, "tiny_wordnet_n": 128, "tiny_numeric_v_docids": 113, "tiny_numeric_rank_e_prime": 113}
+    m = {
+        "exact_equals_closed_form": 1.0,
+        "max_exact_over_closed_form": 1.0,
+        "max_monte_carlo_over_exact": 0.9,
+        "exact_min_dimension_k100": 99,
+        "paper_bound_k100": 39.49,
+        "inner_product_all_orderings_at_n_k_minus_1": True,
+        "inner_product_fewer_below_k_minus_1": True,
+    }
+    assert [r.holds for r in tables.capacity_findings(m, 100)] == [True, True, True, True]
+    assert [r.holds for r in tables.capacity_findings({**m, "exact_equals_closed_form": 0.9}, 100)][0] is False
+    r = {
+        "rank_rule_holds": True,
+        "counterexample_rank_e_prime": 3,
+        "counterexample_order_realisable": False,
+        "counterexample_orderings": 8,
+        "full_rank_max_distribution_error": 1e-12,
+        "counterexample_adversarial_error": 0.3,
+        "sequence_max_error": 1e-13,
+        "de_log10_fraction_of_rankings": -80.0,
+        "tiny_wordnet_rank_e_prime": 129,
+        "tiny_wordnet_v_docids": 1892,
+        "tiny_wordnet_n": 128,
+        "tiny_numeric_v_docids": 113,
+        "tiny_numeric_rank_e_prime": 113,
+    }
     rows = tables.rank_condition_findings(r)
-    assert [x["holds"] for x in rows] == [True] * 5 and "|V_docids| = 1,892, rank(E') = 129 (n = 128)" in rows[-1]["numbers"]
-    assert tables.rank_condition_findings({**r, "counterexample_order_realisable": True})[1]["holds"] is False
+    assert [x.holds for x in rows] == [True] * 5 and "|V_docids| = 1,892, rank(E') = 129 (n = 128)" in rows[-1].numbers
+    assert tables.rank_condition_findings({**r, "counterexample_order_realisable": True})[1].holds is False

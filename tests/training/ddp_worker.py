@@ -29,8 +29,10 @@ def _recording(batches: list) -> None:
 
     plain, packed = train.collate, train.collate_packed
     train.collate = lambda b, *a, **k: (batches.append([[i["query"], i["rank"]] for i in b]), plain(b, *a, **k))[1]
-    train.collate_packed = lambda b, *a, **k: (batches.append([[s["query"], s["ranks"]] for s in b]),
-                                               packed(b, *a, **k))[1]
+    train.collate_packed = lambda b, *a, **k: (
+        batches.append([[s["query"], s["ranks"]] for s in b]),
+        packed(b, *a, **k),
+    )[1]
 
 
 class _StopAt:
@@ -61,15 +63,23 @@ def run_config(folder: Path, cfg: dict[str, Any], rank: int) -> dict[str, Any]:
     try:
         callbacks = [_StopAt(cfg["stop_at"])] if cfg.get("stop_at") else None
         try:
-            log = train.train(model, tok, items, cfg["hyper"], checkpoints, seed=0, sampling=cfg["sampling"],
-                              callbacks=callbacks, packing=cfg["packing"])
+            log = train.train(
+                model,
+                tok,
+                items,
+                cfg["hyper"],
+                checkpoints,
+                seed=0,
+                sampling=cfg["sampling"],
+                callbacks=callbacks,
+                packing=cfg["packing"],
+            )
         except KeyboardInterrupt:
             log = None
     finally:
         train.collate, train.collate_packed = saved
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    return {"log": None if log is None else log.to_dict("list"), "state": state, "batches": batches,
-            "rank": rank}
+    return {"log": None if log is None else log.to_dict("list"), "state": state, "batches": batches, "rank": rank}
 
 
 def main(folder: Path) -> None:

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from arrank import theory
 from arrank.data import docids
 from arrank.training import models, tokenizer
-from arrank import theory
 
 TEXTS = ["even-toed_ungulate.n.01", "deer.n.01", "ruminant.n.01", "dog.n.01", "cat.n.01"] * 20
 
@@ -18,7 +18,7 @@ def tok():
 def test_bpe_keeps_docids_whole_pre_tokens(tok):
     alone = tok("deer.n.01", add_special_tokens=False)["input_ids"]
     inside = tok("query: dog.n.01 deer.n.01", add_special_tokens=False)["input_ids"]
-    assert len(alone) >= 1 and inside[-len(alone):] == alone
+    assert len(alone) >= 1 and inside[-len(alone) :] == alone
     assert tok.decode(alone) == "deer.n.01"
 
 
@@ -55,3 +55,40 @@ def test_load_embeddings_errors(tmp_path):
         models.load_output_embeddings(tmp_path / "absent")
     with pytest.raises(FileNotFoundError, match="no \\*.safetensors"):
         models.load_output_embeddings(tmp_path)
+
+
+@pytest.mark.parametrize("damage", ["truncated weights", "garbled weights", "no manifest, truncated"])
+def test_a_damaged_tiny_model_cache_is_named_set_aside_and_built_again(tmp_path, monkeypatch, capsys, damage):
+    """Issue 27: a truncated model.safetensors in data/cache gave a SafetensorError naming nothing.
+    The cached tiny model is derived (tokenizer and seeded weights from the task's texts): it is
+    named in one line, set aside, and built again, with the same weights."""
+    import torch
+
+    from arrank.common import manifest, paths
+
+    monkeypatch.setattr(paths, "CACHE", tmp_path / "cache")
+    kw = dict(vocab_size=300, hidden=16, layers=1, heads=2, intermediate=32, seed=3)
+    model, _ = models.tiny_model_and_tokenizer(TEXTS, **kw)
+    before = [t.clone() for t in model.state_dict().values()]  # the loaded weights map the file
+    (folder,) = (tmp_path / "cache" / "tiny").iterdir()
+    assert models.model_folder_problem(folder) is None and (folder / manifest.MANIFEST).is_file()
+    weights = folder / "model.safetensors"
+    raw = weights.read_bytes()
+    if damage == "garbled weights":  # the header intact, tensor data changed: only the hash tells
+        weights.write_bytes(raw[:-64] + bytes(64))
+    else:
+        weights.write_bytes(raw[: len(raw) - 1000])
+    if damage.startswith("no manifest"):  # a folder saved before manifests: its own header tells
+        (folder / manifest.MANIFEST).unlink()
+    capsys.readouterr()
+    again, _ = models.tiny_model_and_tokenizer(TEXTS, **kw)
+    said = capsys.readouterr().out.splitlines()
+    why = {
+        "truncated weights": "model.safetensors is ",
+        "garbled weights": "model.safetensors does not match its sha256",
+        "no manifest, truncated": "model.safetensors is ",
+    }[damage]
+    assert len(said) == 1 and said[0].startswith(f"{folder} is unusable: {why}")
+    assert "the tiny model is built again" in said[0] and "set aside as broken-" in said[0]
+    assert len(list(folder.parent.glob("broken-*"))) == 1 and models.model_folder_problem(folder) is None
+    assert all(torch.equal(a, b) for a, b in zip(before, again.state_dict().values()))

@@ -1,27 +1,40 @@
 """Training with STOICaL on a really trained tiny model: items, collator, loss decrease, resume."""
 
+import importlib.util
+
 import pytest
 import torch
 
-from arrank.training import models, train
 from arrank.data import wordnet as W
+from arrank.training import models, train
 
-HYPER = {**train.HYPERPARAMETERS["quick"], "steps": 20, "batch_size": 16, "warmup_steps": 2, "lr": 1e-2,
-         "logging_steps": 2, "save_steps": 100}
+pytestmark = pytest.mark.slow  # trains a model or runs notebooks / kernels / sweeps
+
+HYPER = {
+    **train.profile_hyperparameters("quick"),
+    "steps": 20,
+    "batch_size": 16,
+    "warmup_steps": 2,
+    "lr": 1e-2,
+    "logging_steps": 2,
+    "save_steps": 100,
+}
 
 
 @pytest.fixture(scope="module")
 def data():
-    df = W.build_wordnet_dataset(subtree="canine.n.02", min_relevant=1, n_eval=10,
-                                 template="wordnet_short", cache=False)
+    df = W.build_wordnet_dataset(
+        subtree="canine.n.02", min_relevant=1, n_eval=10, template="wordnet_short", cache=False
+    )
     texts = list(df["prompt"]) + sorted({d for r in df["relevant"] for d in r})
     return df, texts
 
 
 def _tiny(texts, seed=0):
     torch.manual_seed(seed)
-    return models.tiny_model_and_tokenizer(texts, vocab_size=400, hidden=32, layers=1, heads=2,
-                                           intermediate=64, seed=seed, cache=False)
+    return models.tiny_model_and_tokenizer(
+        texts, vocab_size=400, hidden=32, layers=1, heads=2, intermediate=64, seed=seed, cache=False
+    )
 
 
 def test_items_per_scheme(data):
@@ -45,8 +58,8 @@ def test_collate_masks_the_prompt(data):
     batch = train.collate(items, tok.pad_token_id)
     for b, item in enumerate(items):
         supervised = batch["target_mass"][b].sum(-1)
-        assert torch.allclose(supervised[item["start"]:len(item["input_ids"])], torch.ones(len(item["targets"])))
-        assert supervised[:item["start"]].sum() == 0 and supervised[len(item["input_ids"]):].sum() == 0
+        assert torch.allclose(supervised[item["start"] : len(item["input_ids"])], torch.ones(len(item["targets"])))
+        assert supervised[: item["start"]].sum() == 0 and supervised[len(item["input_ids"]) :].sum() == 0
     assert torch.allclose(batch["item_weight"], torch.tensor([i["weight"] for i in items]))
     assert torch.all(train.collate(items, tok.pad_token_id, weighted_sampling=True)["item_weight"] == 1)
 
@@ -76,6 +89,7 @@ def test_interrupted_run_resumes_from_its_checkpoint(data, tmp_path):
     with pytest.raises(KeyboardInterrupt):
         train.train(model, tok, items, hyper, tmp_path / "ckpt", callbacks=[Stop()])
     assert train.last_checkpoint(tmp_path / "ckpt").endswith("checkpoint-5")
+
     class Count(TrainerCallback):
         steps: list[int] = []
 
@@ -112,8 +126,8 @@ def test_kill_and_resume_trains_exactly_the_uninterrupted_run(data, tmp_path):
     16 a step) and resumed, the run has the same log, weights and held-out metrics as one that
     was never interrupted. Before the fix the weighted sampler replayed epoch 0's order on
     resume, and losses differed from step 16 on."""
-    from arrank.evaluation import evaluate
     from arrank.data import ranking
+    from arrank.evaluation import evaluate
 
     df, texts = data
     hyper = {**HYPER, "steps": 20, "save_steps": 15, "logging_steps": 1}
@@ -140,8 +154,10 @@ def test_kill_and_resume_trains_exactly_the_uninterrupted_run(data, tmp_path):
     after = _weights(resumed)
     assert after.keys() == full.keys() and all(torch.equal(after[k], full[k]) for k in full)
     ks = ranking.ks_for("wordnet")
-    assert (evaluate.evaluate_held_out(resumed, tok, df, ks=ks, progress=False)[0]
-            == evaluate.evaluate_held_out(model, tok, df, ks=ks, progress=False)[0])
+    assert (
+        evaluate.evaluate_held_out(resumed, tok, df, ks=ks, progress=False)[0]
+        == evaluate.evaluate_held_out(model, tok, df, ks=ks, progress=False)[0]
+    )
 
 
 def test_each_epoch_of_weighted_sampling_depends_only_on_seed_and_epoch():
@@ -162,7 +178,7 @@ def test_each_epoch_of_weighted_sampling_depends_only_on_seed_and_epoch():
 def test_resuming_with_other_parameters_is_refused_and_destroys_nothing(data, tmp_path):
     """Issue 20 item 1: checkpoints of an interrupted run keep its parameters; a resume with
     others is refused with the differences listed and the ways out; the checkpoints stay."""
-    from arrank.workbook.outputs import ResumeError
+    from arrank.common.outputs import ResumeError
 
     df, texts = data
     hyper = {**HYPER, "steps": 10, "save_steps": 5}
@@ -177,8 +193,7 @@ def test_resuming_with_other_parameters_is_refused_and_destroys_nothing(data, tm
     with pytest.raises(ResumeError) as err:
         train.resume_point(ckpt, after)
     message = str(err.value)
-    assert ("alpha was 2.0, now 3.0, lr was None, now 0.0001, scheme was 'indicator', now 'fractional'"
-            in message)
+    assert "alpha was 2.0, now 3.0, lr was None, now 0.0001, scheme was 'indicator', now 'fractional'" in message
     assert "(step 5)" in message and "another run_name" in message and f"delete {ckpt}" in message
     assert train.last_checkpoint(ckpt).endswith("checkpoint-5")  # nothing destroyed
     assert train.resume_point(ckpt, {**before, "run_name": "same-params"}) == 5  # same parameters: resumes
@@ -210,6 +225,24 @@ def test_unsloth_without_cuda_fails_at_once():
     assert models.resolve_backend("auto") == "transformers"
     with pytest.raises(ValueError, match="backend='jax'"):
         models.resolve_backend("jax")
+
+
+def test_unsloth_cpu_fallback_is_an_explicit_opt_in(monkeypatch):
+    """UNSLOTH_FORCE_CPU=1 lets backend='unsloth' past the CUDA check (then it needs unsloth
+    itself); 'auto' never picks Unsloth on a CPU."""
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    monkeypatch.setenv("UNSLOTH_FORCE_CPU", "1")
+    assert models.unsloth_cpu_opt_in() and models.resolve_backend("auto") == "transformers"
+    if importlib.util.find_spec("unsloth") is None:
+        with pytest.raises(RuntimeError, match="unsloth is not installed"):
+            models.resolve_backend("unsloth")
+    else:
+        assert models.resolve_backend("unsloth") == "unsloth"
+    monkeypatch.setenv("UNSLOTH_FORCE_CPU", "0")
+    assert not models.unsloth_cpu_opt_in()
+    with pytest.raises(RuntimeError, match="needs an NVIDIA GPU"):
+        models.resolve_backend("unsloth")
 
 
 def test_training_curves_show_the_learning_rate_in_scientific_notation():

@@ -19,13 +19,13 @@ TOY = [DOG, CAT, CATS, DEER, FISH]  # rank order: dog=1, cat=2, cats=3, deer=4, 
 
 
 def mu_exact(beta):
-    return [F(1, r ** beta) for r in range(1, 6)]
+    return [F(1, r**beta) for r in range(1, 6)]
 
 
 def expected_rows(beta):
     """Hand-derived targets for every docID path (non-combined), as {token: Fraction} per step."""
     m1, m2, m3, m4, m5 = mu_exact(beta)
-    root = {D: m1 + m4, C: m2 + m3, FF: m5}   # step 1: d -> dog+deer, c -> cat+cats, f -> fish
+    root = {D: m1 + m4, C: m2 + m3, FF: m5}  # step 1: d -> dog+deer, c -> cat+cats, f -> fish
     h = sum(root.values())
     root = {k: v / h for k, v in root.items()}
     after_d = {OG: m1 / (m1 + m4), EER: m4 / (m1 + m4)}
@@ -109,8 +109,9 @@ def test_combined_variant_drops_higher_ranked_docids():
     want = dense([{D: F(5, 9), FF: F(4, 9)}, {EER: F(1)}, {EOS: F(1)}])  # dog dropped
     torch.testing.assert_close(deer, want, rtol=0, atol=1e-12)
     # rank 1: combined == plain
-    torch.testing.assert_close(trie.target_distributions(TOY, mu, DOG, V, combined=True),
-                               trie.target_distributions(TOY, mu, DOG, V))
+    torch.testing.assert_close(
+        trie.target_distributions(TOY, mu, DOG, V, combined=True), trie.target_distributions(TOY, mu, DOG, V)
+    )
     # the query helper agrees
     per_rank = trie.query_sparse_targets(TOY, 1, combined=True)
     assert [[t for t, _ in row] for row in per_rank[2]] == [[D, C, FF], [AT], [S], [EOS]]
@@ -142,8 +143,7 @@ def test_beta_large_gives_one_hot_rows():
     # e.g. for "cats" step 1 -> d (dog is rank 1), step 3 -> EOS (cat is rank 2 < 3)
     want_cats = dense([{D: F(1)}, {AT: F(1)}, {EOS: F(1)}, {EOS: F(1)}])
     for beta in (math.inf, 40, 1000):
-        torch.testing.assert_close(rows_dense(trie.query_sparse_targets(TOY, beta)[2]), want_cats,
-                                   rtol=0, atol=1e-6)
+        torch.testing.assert_close(rows_dense(trie.query_sparse_targets(TOY, beta)[2]), want_cats, rtol=0, atol=1e-6)
 
 
 def test_beta_zero_counts_docids():
@@ -159,13 +159,16 @@ def test_build_trie_structure():
     assert tuple(DOG) not in t  # full docIDs are leaves
 
 
-@pytest.mark.parametrize("docids, match", [
-    ([], "non-empty"),
-    ([DOG, CAT, DOG], "duplicate"),
-    ([DOG, [C, AT]], "EOS"),
-    ([DOG, [C, EOS, AT, EOS]], "before its end"),
-    ([DOG, []], "empty"),
-])
+@pytest.mark.parametrize(
+    "docids, match",
+    [
+        ([], "non-empty"),
+        ([DOG, CAT, DOG], "duplicate"),
+        ([DOG, [C, AT]], "EOS"),
+        ([DOG, [C, EOS, AT, EOS]], "before its end"),
+        ([DOG, []], "empty"),
+    ],
+)
 def test_bad_docids_raise(docids, match):
     with pytest.raises(ValueError, match=match):
         trie.sparse_targets(docids, [1.0] * len(docids), DOG)

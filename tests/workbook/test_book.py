@@ -13,7 +13,8 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from arrank.workbook import paths, run
+from arrank.common import paths
+from arrank.workbook import run
 from arrank.workbook.book import build
 
 TINY_BOOK = {  # the smallest parameters tests/test_notebooks.py runs it with (one notebook keeps make test short)
@@ -45,8 +46,9 @@ def test_build_renders_the_executed_notebooks_without_executing(tiny_book):
     site = tiny_book.parent
     assert tiny_book.name == "index.html" and (site.parent / "book.zip").stat().st_size > 100_000
     pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html") if "_static" not in p.parts)
-    assert {"index.html", "results.html", "meetings.html", "running.html",
-            "notebooks/01_de_capacity.html"} <= set(pages)
+    assert {"index.html", "results.html", "meetings.html", "running.html", "notebooks/01_de_capacity.html"} <= set(
+        pages
+    )
     assert not (site / "notebooks" / "05_train.html").exists()  # no run: not in the book, not executed
     page = (site / "notebooks" / "01_de_capacity.html").read_text()
     assert page.count('class="plotly-graph-div"') == 4  # the notebook's four figures, as HTML fragments
@@ -54,7 +56,9 @@ def test_build_renders_the_executed_notebooks_without_executing(tiny_book):
     assert "TqdmWarning" not in page and "|          | 0/" not in page  # progress bars: their final line only
     assert "exact distance-permutation counts: 100%|██████████| 6/6 [" in page  # (k, n): k = 2..4, n < k
     src = json.loads((site.parent / "src" / "notebooks" / "01_de_capacity.ipynb").read_text())
-    ran = json.loads((site.parent.parent / "outputs" / "01_de_capacity" / "workbook" / "01_de_capacity.ipynb").read_text())
+    ran = json.loads(
+        (site.parent.parent / "outputs" / "01_de_capacity" / "workbook" / "01_de_capacity.ipynb").read_text()
+    )
     counts = [[c.get("execution_count") for c in nb["cells"]] for nb in (src, ran)]
     assert counts[0] == counts[1] and "".join(src["cells"][0]["source"]).startswith("# 01 ")  # the run's cells
     results = (site / "results.html").read_text()
@@ -88,7 +92,11 @@ def _internal_target(page: Path, href: str) -> tuple[Path, str] | None:
     parsed = urlparse(href)
     if parsed.scheme in ("http", "https", "mailto"):
         return None
-    path = Path(unquote(parsed.path)) if parsed.scheme == "file" else (page.parent / unquote(parsed.path) if parsed.path else page)
+    path = (
+        Path(unquote(parsed.path))
+        if parsed.scheme == "file"
+        else (page.parent / unquote(parsed.path) if parsed.path else page)
+    )
     return path.resolve(), parsed.fragment
 
 
@@ -97,14 +105,19 @@ def test_every_page_in_a_real_browser(tiny_book):
     from playwright.sync_api import sync_playwright
 
     site = tiny_book.parent.resolve()
-    pages = sorted(p for p in site.rglob("*.html")  # every page (_static holds the themes' template bits)
-                   if "_static" not in p.relative_to(site).parts)
+    pages = sorted(
+        p
+        for p in site.rglob("*.html")  # every page (_static holds the themes' template bits)
+        if "_static" not in p.relative_to(site).parts
+    )
     outside, errors, failed, figures, maths = [], [], [], 0, 0
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
         page = browser.new_page()
-        page.on("request", lambda r: None if r.url.startswith(("file://" + str(site), "data:", "about:"))
-                else outside.append(r.url))
+        page.on(
+            "request",
+            lambda r: None if r.url.startswith(("file://" + str(site), "data:", "about:")) else outside.append(r.url),
+        )
         page.on("requestfailed", lambda r: failed.append(r.url))
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -116,7 +129,8 @@ def test_every_page_in_a_real_browser(tiny_book):
             figures += divs.count()
             page.wait_for_function(  # MathJax typesets every formula of the page (as SVG)
                 "document.querySelectorAll('mjx-container svg').length >= document.querySelectorAll('span.math, div.math').length",
-                timeout=15000)
+                timeout=15000,
+            )
             maths += page.locator("mjx-container svg").count()
             for href in page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))"):
                 target = _internal_target(html, href)
@@ -125,7 +139,9 @@ def test_every_page_in_a_real_browser(tiny_book):
                 path, fragment = target
                 assert path.is_file(), f"{html.name}: link {href} points to a missing file"
                 if fragment and path.suffix == ".html":
-                    assert re.search(rf'id="{re.escape(fragment)}"', path.read_text()), f"{html.name}: no #{fragment} in {path.name}"
+                    assert re.search(rf'id="{re.escape(fragment)}"', path.read_text()), (
+                        f"{html.name}: no #{fragment} in {path.name}"
+                    )
             details = page.locator("details")
             for i in range(details.count()):  # the answers: collapsed until their summary is clicked
                 d = details.nth(i)

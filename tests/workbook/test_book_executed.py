@@ -21,8 +21,13 @@ def _bar_state(desc: str, value: float, total: float, right: str) -> dict:
 
 def _nb(outputs: list[dict], widgets: dict | None = None) -> dict:
     meta = {"widgets": {executed.WIDGET_STATE_MIME: {"state": widgets, "version_major": 2}}} if widgets else {}
-    return {"cells": [{"cell_type": "markdown", "source": ["# 09 · A title\n", "text"]},
-                      {"cell_type": "code", "source": "x", "outputs": outputs}], "metadata": meta}
+    return {
+        "cells": [
+            {"cell_type": "markdown", "source": ["# 09 · A title\n", "text"]},
+            {"cell_type": "code", "source": "x", "outputs": outputs},
+        ],
+        "metadata": meta,
+    }
 
 
 def test_plotly_json_gains_an_html_fragment_without_the_library():
@@ -37,11 +42,14 @@ def test_plotly_json_gains_an_html_fragment_without_the_library():
 
 def test_a_progress_widget_becomes_its_final_line():
     state = _bar_state("counts: 100%", 15.0, 15.0, " 15/15 [00:02&lt;00:00, 16.48it/s]")
-    view = {"output_type": "display_data", "data": {executed.WIDGET_VIEW_MIME: {"model_id": "box"},
-                                                      "text/plain": "counts:   0%|   | 0/15"}}
+    view = {
+        "output_type": "display_data",
+        "data": {executed.WIDGET_VIEW_MIME: {"model_id": "box"}, "text/plain": "counts:   0%|   | 0/15"},
+    }
     out = executed.for_the_book(_nb([view], state))
     assert out["cells"][1]["outputs"] == [
-        {"output_type": "stream", "name": "stdout", "text": "counts: 100%|██████████| 15/15 [00:02<00:00, 16.48it/s]\n"}]
+        {"output_type": "stream", "name": "stdout", "text": "counts: 100%|██████████| 15/15 [00:02<00:00, 16.48it/s]\n"}
+    ]
     assert "widgets" not in out["metadata"]  # no widget state: MyST-NB adds no widget JavaScript
     half = executed.progress_text("box", _bar_state("d: 50%", 2.0, 4.0, " 2/4"))
     assert half == "d: 50%|█████     | 2/4"
@@ -57,19 +65,38 @@ def test_other_widgets_are_left_out_and_the_input_is_untouched():
 def test_stderr_progress_keeps_its_last_redraw_and_other_stderr_stays():
     bar = "run:   0%|   | 0/4\rrun:  50%|█████     | 2/4\rrun: 100%|██████████| 4/4\n"
     warning = "UserWarning: something real\n"
-    out = executed.for_the_book(_nb([{"output_type": "stream", "name": "stderr", "text": bar},
-                                     {"output_type": "stream", "name": "stderr", "text": warning}]))
-    assert out["cells"][1]["outputs"][0] == {"output_type": "stream", "name": "stdout", "text": "run: 100%|██████████| 4/4\n"}
+    out = executed.for_the_book(
+        _nb(
+            [
+                {"output_type": "stream", "name": "stderr", "text": bar},
+                {"output_type": "stream", "name": "stderr", "text": warning},
+            ]
+        )
+    )
+    assert out["cells"][1]["outputs"][0] == {
+        "output_type": "stream",
+        "name": "stdout",
+        "text": "run: 100%|██████████| 4/4\n",
+    }
     assert out["cells"][1]["outputs"][1]["text"] == warning and out["cells"][1]["outputs"][1]["name"] == "stderr"
     assert not executed.is_progress(warning) and not executed.is_progress("50%| no carriage return\n")
 
 
 def test_look_for_and_title():
-    nb = {"cells": [{"cell_type": "markdown", "source": "# 07 · Baselines\nmore"},
-                    {"cell_type": "markdown", "source": "## What to look for\nthe paper says"},
-                    {"cell_type": "code", "source": "", "outputs": [
-                        {"output_type": "execute_result", "data": {"text/markdown": ["- a: **holds here**\n", "- b"]}}]},
-                    {"cell_type": "markdown", "source": "## Exercises"}]}
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "source": "# 07 · Baselines\nmore"},
+            {"cell_type": "markdown", "source": "## What to look for\nthe paper says"},
+            {
+                "cell_type": "code",
+                "source": "",
+                "outputs": [
+                    {"output_type": "execute_result", "data": {"text/markdown": ["- a: **holds here**\n", "- b"]}}
+                ],
+            },
+            {"cell_type": "markdown", "source": "## Exercises"},
+        ]
+    }
     assert executed.look_for_markdown(nb) == "- a: **holds here**\n- b"
     assert executed.first_heading(nb) == "07 · Baselines"
     assert executed.look_for_markdown({"cells": nb["cells"][:1]}) == ""

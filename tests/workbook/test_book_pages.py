@@ -23,21 +23,43 @@ def test_links_to_notebooks_not_in_the_book_become_text():
 def test_index_lists_the_pages_and_what_is_missing():
     page = pages.index_page("# Title\n", ["notebooks/01_de_capacity"], ["05_train"])
     assert page.startswith("# Title\n") and "*Not in this book (no finished run): 05_train.*" in page
-    assert "```{toctree}\n:maxdepth: 1\n:caption: The notebooks, in paper order\n\nnotebooks/01_de_capacity\n```" in page
+    assert (
+        "```{toctree}\n:maxdepth: 1\n:caption: The notebooks, in paper order\n\nnotebooks/01_de_capacity\n```" in page
+    )
     assert page.count("```{toctree}") == 2 and "results\nmeetings\nrunning" in page
 
 
 def test_results_page_is_read_from_the_run():
-    nb07 = {"cells": [
-        {"cell_type": "markdown", "source": "# 07 · Baselines"},
-        {"cell_type": "code", "source": "", "outputs": [
-            {"output_type": "display_data", "data": {PLOTLY_MIME: _fig("Figure 3 (a): R@k")}},
-            {"output_type": "display_data", "data": {PLOTLY_MIME: _fig("training loss")}}]},
-        {"cell_type": "markdown", "source": "## What to look for"},
-        {"cell_type": "code", "source": "", "outputs": [
-            {"output_type": "execute_result", "data": {"text/markdown": "- DE recall grows with n: **holds here**"}}]}]}
-    page = pages.results_page({"07_de_ce_baselines": nb07}, "| variant | CVR |\n|---|---|\n| NTP | 92.33 |",
-                              "| finding | holds |\n|---|---|\n| x | yes |", "run `workbook`")
+    nb07 = {
+        "cells": [
+            {"cell_type": "markdown", "source": "# 07 · Baselines"},
+            {
+                "cell_type": "code",
+                "source": "",
+                "outputs": [
+                    {"output_type": "display_data", "data": {PLOTLY_MIME: _fig("Figure 3 (a): R@k")}},
+                    {"output_type": "display_data", "data": {PLOTLY_MIME: _fig("training loss")}},
+                ],
+            },
+            {"cell_type": "markdown", "source": "## What to look for"},
+            {
+                "cell_type": "code",
+                "source": "",
+                "outputs": [
+                    {
+                        "output_type": "execute_result",
+                        "data": {"text/markdown": "- DE recall grows with n: **holds here**"},
+                    }
+                ],
+            },
+        ]
+    }
+    page = pages.results_page(
+        {"07_de_ce_baselines": nb07},
+        "| variant | CVR |\n|---|---|\n| NTP | 92.33 |",
+        "| finding | holds |\n|---|---|\n| x | yes |",
+        "run `workbook`",
+    )
     assert "| NTP | 92.33 |" in page and "| x | yes |" in page and "run `workbook`" in page
     assert page.count("```{raw} html") == 1 and 'id="results-figure3-0"' in page  # Figure 3 only, not the loss
     assert "### 07 · Baselines" in page and "- DE recall grows with n: **holds here**" in page

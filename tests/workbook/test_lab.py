@@ -9,7 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from arrank.workbook import lab, paths
+from arrank.common import paths
+from arrank.workbook import lab
 
 SOURCE = paths.NOTEBOOKS / "01_de_capacity.py"
 
@@ -18,7 +19,8 @@ def test_install_lab_settings_is_idempotent_and_leaves_user_overrides(tmp_path):
     (tmp_path / "overrides.json").write_text('{"x": 1}')
     target = lab.install_lab_settings(tmp_path)
     assert json.loads(target.read_text())["@jupyterlab/docmanager-extension:plugin"] == {
-        "defaultViewers": {"python": "Jupytext Notebook"}}
+        "defaultViewers": {"python": "Jupytext Notebook"}
+    }
     mtime = target.stat().st_mtime_ns
     assert lab.install_lab_settings(tmp_path) == target and target.stat().st_mtime_ns == mtime
     assert (tmp_path / "overrides.json").read_text() == '{"x": 1}'

@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from arrank.workbook import params, param_help, paths, run
+from arrank.common import params, paths
+from arrank.workbook import param_help, run
 
 STEMS = sorted(p.stem for p in paths.NOTEBOOKS.glob("[0-9][0-9]_*.py"))
 
@@ -53,20 +54,28 @@ def test_allowed_text_says_what_the_validator_accepts():
     assert params.allowed_text(params.choice("a", "b")) == "one of 'a', 'b'"
 
 
-def test_05_comments_agree_with_the_training_hyperparameters():
-    """05's steps / lr / batch_size / grad_accum / max_length come from the training profile table,
-    not from params.PROFILES: the help shows them through the comment, which must be right."""
-    from arrank.training.train import HYPERPARAMETERS
-
-    source = run.find_notebook("05")
+@pytest.mark.parametrize("stem", sorted(params.NOTEBOOKS))
+def test_each_parameters_cell_is_held_to_its_definition(stem):
+    """The parameters cell of every notebook names the definition's parameters in its order,
+    with the same literal defaults, and the comment on each line is the definition's meaning."""
+    source = run.find_notebook(stem)
     cell = next(c for c in run.read_notebook(source).cells if "parameters" in c.metadata.get("tags", []))
-    comments = param_help.parameter_comments(cell.source)
+    definition = params.definition(stem)
+    assert list(run.parameters_cell(run.read_notebook(source), source)) == list(definition)
+    assert run.parameters_cell(run.read_notebook(source), source) == {n: p.default for n, p in definition.items()}
+    assert param_help.parameter_comments(cell.source) == {n: p.help for n, p in definition.items()}
+
+
+def test_05_comments_agree_with_the_profile_values():
+    """05's comments name the profile values of steps / lr / batch_size / grad_accum / max_length:
+    they must be the ones the definition resolves."""
     checked = 0
-    for name in ("steps", "lr", "batch_size", "grad_accum", "max_length"):
-        for value, profile in re.findall(r"([0-9][0-9.e+-]*) (quick|pretrained|paper)", comments[name]):
-            assert float(value) == HYPERPARAMETERS[profile][name], f"05 comment on {name}: {value} {profile}"
+    for name in ("steps", "lr", "batch_size", "grad_accum", "max_length", "warmup_steps", "save_steps"):
+        param = params.definition("05_train")[name]
+        for value, profile in re.findall(r"([0-9][0-9.e+-]*) (quick|pretrained|paper)", param.help):
+            assert float(value) == param.profiles[profile], f"05 comment on {name}: {value} {profile}"
             checked += 1
-    assert checked >= 13
+    assert checked >= 17
 
 
 def test_help_without_a_notebook_lists_the_notebooks(capsys):

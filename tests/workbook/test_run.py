@@ -13,14 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from arrank.workbook import outputs, params, paths, run
-from arrank.workbook.outputs import RunExistsError, RunInProgressError
-from arrank.workbook.params import ParamError
+from arrank.common import outputs, params, paths
+from arrank.common.outputs import RunExistsError, RunInProgressError
+from arrank.common.params import ParamError
+from arrank.workbook import run
+
+pytestmark = pytest.mark.slow  # trains a model or runs notebooks / kernels / sweeps
 
 # the fake notebook's spec, registered in this process, in the kernel and in a runner subprocess
-SPEC = ("{'fail': params.choice(False, True), 'sleep': params.number(0.0), "
-        "'squat': params.choice(False, True)}")
-FAKE = textwrap.dedent('''\
+SPEC = "{'fail': params.choice(False, True), 'sleep': params.number(0.0), 'squat': params.choice(False, True)}"
+FAKE = textwrap.dedent("""\
     # %% tags=["parameters"]
     profile = "quick"
     seed = 0
@@ -31,8 +33,8 @@ FAKE = textwrap.dedent('''\
 
     # %%
     import time
-    from arrank.workbook import outputs, params
-    params.SPECS["99_fake"] = __SPEC__  # the kernel is another process
+    from arrank.common import outputs, params
+    params.define("99_fake", __SPEC__)  # the kernel is another process
     P = params.check_params("99_fake", globals())
     run_dir = outputs.start_run("99_fake", P)
     (run_dir / "table.csv").write_text("a\\n1\\n")
@@ -40,18 +42,19 @@ FAKE = textwrap.dedent('''\
         (run_dir / "started").write_text("")
         time.sleep(P["sleep"])
     if P["fail"]:
-        from arrank.workbook.wordnet_setup import HOW_TO, WordNetMissingError
+        from arrank.common.wordnet_setup import HOW_TO, WordNetMissingError
         raise WordNetMissingError(HOW_TO)
     if P["squat"]:  # someone else creates the run directory while this run is going
         (run_dir.parent / P["run_name"]).mkdir()
         (run_dir.parent / P["run_name"] / "other.txt").write_text("not this run's")
     outputs.write_results(run_dir, "99_fake", P, {"answer": 42}, {})
-''').replace("__SPEC__", SPEC)
+""").replace("__SPEC__", SPEC)
 
 
 @pytest.fixture
 def fake_notebook(tmp_path, monkeypatch):
-    monkeypatch.setitem(params.SPECS, "99_fake", eval(SPEC))
+    monkeypatch.setitem(params.NOTEBOOKS, "99_fake", {})
+    params.define("99_fake", eval(SPEC))
     path = tmp_path / "99_fake.py"
     path.write_text(FAKE)
     return path
@@ -60,12 +63,21 @@ def fake_notebook(tmp_path, monkeypatch):
 def start_runner(fake, outputs_root, *args, preexec_fn=None):
     """``python -m arrank.workbook.run FAKE ARGS`` in its own process (with the fake's spec),
     writing to ``outputs_root``."""
-    code = (f"import sys; from arrank.workbook import params, run; params.SPECS['99_fake'] = {SPEC}; "
-            "raise SystemExit(run.main(sys.argv[1:]))")
+    code = (
+        f"import sys; from arrank.common import params; from arrank.workbook import run; params.define('99_fake', {SPEC}); "
+        "raise SystemExit(run.main(sys.argv[1:]))"
+    )
     env = {**os.environ, "ARRANK_OUTPUTS": str(outputs_root), "PYTHONPATH": os.pathsep.join(sys.path)}
-    return subprocess.Popen([sys.executable, "-c", code, str(fake), *args, "--no-progress"], env=env,
-                            cwd=paths.ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, preexec_fn=preexec_fn)
+    return subprocess.Popen(
+        [sys.executable, "-c", code, str(fake), *args, "--no-progress"],
+        env=env,
+        cwd=paths.ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=preexec_fn,
+    )
 
 
 def wait_started(outputs_root, name, timeout=90):
@@ -100,17 +112,22 @@ def end(pids):
 
 
 def test_unknown_parameter_is_refused_before_running(outputs_root):
-    with pytest.raises(ParamError, match=r"unknown parameter\(s\) \['k_max'\] for 01_de_capacity; allowed: .*k_max_exact"):
+    with pytest.raises(
+        ParamError, match=r"unknown parameter\(s\) \['k_max'\] for 01_de_capacity; allowed: .*k_max_exact"
+    ):
         run.run_notebook("01_de_capacity", {"k_max": "3"}, outputs_root=outputs_root)
     assert list(outputs_root.iterdir()) == []
 
 
-@pytest.mark.parametrize("name, value, message", [
-    ("k_max_exact", "9", r"k_max_exact=9 is out of range: allowed in \[2, 7\]"),
-    ("profile", "fast", r"profile='fast' is not allowed"),
-    ("seed", "x", r"seed='x' must be a number"),
-    ("run_name", "../up", r"run_name='../up' must be"),
-])
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        ("k_max_exact", "9", r"k_max_exact=9 is out of range: allowed in \[2, 7\]"),
+        ("profile", "fast", r"profile='fast' is not allowed"),
+        ("seed", "x", r"seed='x' must be a number"),
+        ("run_name", "../up", r"run_name='../up' must be"),
+    ],
+)
 def test_bad_values_are_refused(outputs_root, name, value, message):
     with pytest.raises(ParamError, match=message):
         run.run_notebook("01", {name: value}, outputs_root=outputs_root)
@@ -144,29 +161,31 @@ def test_successful_run_is_staged_then_renamed(fake_notebook, outputs_root):
     final = run.run_notebook(fake_notebook, {"run_name": "ok"}, outputs_root=outputs_root, progress=False)
     assert final == outputs_root / "99_fake" / "ok"
     assert sorted(p.name for p in final.iterdir()) == ["99_fake.ipynb", "results.json", "table.csv"]
-    assert [p.name for p in final.parent.iterdir()] == ["ok"]  # no staging folder left
+    assert sorted(p.name for p in final.parent.iterdir()) == [".ok.lock", "ok"]  # no staging folder (filelock keeps
+    # the lock file, unheld: unlinking a lock file would let two processes lock two files of one name)
 
 
 def test_failed_run_is_kept_aside_and_its_whole_error_is_shown(fake_notebook, outputs_root, capsys):
     """Issue 20 item 3: the notebook's exception type and its whole (multi-line) message, not
     the last line of papermill's wrapper."""
-    from arrank.workbook.wordnet_setup import HOW_TO
+    from arrank.common.wordnet_setup import HOW_TO
 
     assert run.main([str(fake_notebook), "-p", "run_name", "bad", "-p", "fail", "true", "--no-progress"]) == 1
     err = capsys.readouterr().err
-    names = [p.name for p in (outputs_root / "99_fake").iterdir()]
+    names = [p.name for p in (outputs_root / "99_fake").iterdir() if not p.name.endswith(".lock")]
     assert len(names) == 1 and names[0].startswith("bad.failed-")
     assert not (outputs_root / "99_fake" / "bad").exists()
     failed = outputs_root / "99_fake" / names[0]
     message = f"99_fake failed: WordNetMissingError: {HOW_TO} (the executed notebook is kept in {failed})"
     assert err == run.error_lines(message) + "\n"
     assert "Traceback" not in err and "PapermillExecutionError" not in err
-    assert err.splitlines()[0] == ("error: 99_fake failed: WordNetMissingError: WordNet 3.0 is not available to "
-                                   "NLTK. Install it one of these ways, then re-run:")
+    assert err.splitlines()[0] == (
+        "error: 99_fake failed: WordNetMissingError: WordNet 3.0 is not available to "
+        "NLTK. Install it one of these ways, then re-run:"
+    )
 
 
-def test_a_second_process_on_the_same_run_name_is_refused_and_ctrl_c_is_one_line(fake_notebook, outputs_root,
-                                                                                  capsys):
+def test_a_second_process_on_the_same_run_name_is_refused_and_ctrl_c_is_one_line(fake_notebook, outputs_root, capsys):
     """Issue 20 item 5 and Ctrl-C: while one runner works on 'x', a second one is refused with
     its pid before touching anything; SIGINT then ends the first with one line, exit 130, and
     its staging folder kept as x.failed-<time> (no hidden .partial left)."""
@@ -189,11 +208,42 @@ def test_a_second_process_on_the_same_run_name_is_refused_and_ctrl_c_is_one_line
         folder = outputs_root / "99_fake"
         failed = [p for p in folder.iterdir() if p.name.startswith("x.failed-")]
         assert len(failed) == 1 and (failed[0] / "started").exists() and (failed[0] / "kernel.log").exists()
-        assert err == (f"interrupted: 99_fake run 'x' interrupted; what it wrote is kept in {failed[0]}. "
-                       "Run the same command again to go on (05_train resumes from its last checkpoint)\n")
-        assert sorted(p.name for p in folder.iterdir()) == [failed[0].name]  # no staging folder, no lock
+        assert err == (
+            f"interrupted: 99_fake run 'x' interrupted; what it wrote is kept in {failed[0]}. "
+            "Run the same command again to go on (05_train resumes from its last checkpoint)\n"
+        )
+        assert sorted(p.name for p in folder.iterdir()) == [".x.lock", failed[0].name]  # no staging folder
+        assert outputs.run_in_progress("99_fake", "x", outputs_root) is None  # the lock file stays, unheld
         time.sleep(1)
         assert not end(kernels)  # the kernel was shut down with its runner
+    finally:
+        end([proc.pid, *kernels])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_end_a_run_as_ctrl_c_does_and_the_rerun_goes_at_once(fake_notebook, outputs_root, sig):
+    """Issue 27: what Slurm, systemd (SIGTERM) or a closing terminal (SIGHUP) send, to the runner
+    alone: one line, exit 128 + the signal, the kernel stopped, the run kept as failed, and the
+    same command runs again at once (the name is free)."""
+    proc = start_runner(fake_notebook, outputs_root, "-p", "run_name", "x", "-p", "sleep", "60")
+    kernels = []
+    try:
+        wait_started(outputs_root, "x")
+        kernels = children(proc.pid)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 128 + sig
+        failed = [p for p in (outputs_root / "99_fake").iterdir() if p.name.startswith("x.failed-")]
+        assert len(failed) == 1 and err == (
+            f"interrupted: 99_fake run 'x' interrupted; what it wrote is kept in "
+            f"{failed[0]}. Run the same command again to go on (05_train resumes "
+            "from its last checkpoint)\n"
+        )
+        time.sleep(1)
+        assert not end(kernels)
+        assert outputs.run_in_progress("99_fake", "x", outputs_root) is None
+        final = run.run_notebook(fake_notebook, {"run_name": "x"}, outputs_root=outputs_root, progress=False)
+        assert (final / "results.json").exists()
     finally:
         end([proc.pid, *kernels])
 
@@ -213,7 +263,7 @@ def test_a_killed_run_leaves_no_hidden_folder_after_the_next_run(fake_notebook, 
     assert staging.name == f".x.partial-{proc.pid}" and staging.is_dir()
     assert outputs.run_in_progress("99_fake", "x", outputs_root) is None  # its lock file stays, unheld
     final = run.run_notebook(fake_notebook, {"run_name": "y"}, outputs_root=outputs_root, progress=False)
-    names = sorted(p.name for p in final.parent.iterdir())
+    names = sorted(p.name for p in final.parent.iterdir() if not p.name.endswith(".lock"))
     assert len(names) == 2 and names[0].startswith("x.failed-") and names[1] == "y"
     assert (final.parent / names[0] / "started").exists() and (final / "results.json").exists()
 
@@ -221,14 +271,17 @@ def test_a_killed_run_leaves_no_hidden_folder_after_the_next_run(fake_notebook, 
 def test_a_run_directory_that_appears_meanwhile_keeps_the_run_as_failed(fake_notebook, outputs_root):
     """Issue 20 item 5: the final rename fails for real (the directory was created during the
     run); the finished run is kept as x.failed-<time>, the other directory untouched."""
-    with pytest.raises(run.RunFailedError, match=r"99_fake finished, but its run directory .*/x could not be "
-                                                 r"written \(Directory not empty\); the complete run is kept in "):
+    with pytest.raises(
+        run.RunFailedError,
+        match=r"99_fake finished, but its run directory .*/x could not be "
+        r"written \(Directory not empty\); the complete run is kept in ",
+    ):
         run.run_notebook(fake_notebook, {"run_name": "x", "squat": True}, outputs_root=outputs_root, progress=False)
     folder = outputs_root / "99_fake"
     failed = [p for p in folder.iterdir() if p.name.startswith("x.failed-")]
     assert len(failed) == 1 and (failed[0] / "results.json").exists()
     assert sorted(p.name for p in (folder / "x").iterdir()) == ["other.txt"]
-    assert not list(folder.glob(".*"))  # no staging folder, no lock
+    assert [p.name for p in folder.glob(".*")] == [".x.lock"]  # no staging folder; the lock file, unheld
 
 
 @pytest.mark.parametrize("inner", [False, True], ids=["outputs", "outputs-99_fake"])
@@ -245,9 +298,11 @@ def test_unwritable_outputs_give_one_line_and_exit_2(fake_notebook, tmp_path, ob
         proc = start_runner(fake_notebook, root, "-p", "run_name", "x", preexec_fn=obey_permissions)
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 2, err
-        assert err == (f"error: cannot write to {blocked} (Permission denied), where this run writes "
-                       f"{root / '99_fake'}: make it writable (e.g. chmod u+w {blocked}) or set ARRANK_OUTPUTS "
-                       "to a writable folder\n")
+        assert err == (
+            f"error: cannot write to {blocked} (Permission denied), where this run writes "
+            f"{root / '99_fake'}: make it writable (e.g. chmod u+w {blocked}) or set ARRANK_OUTPUTS "
+            "to a writable folder\n"
+        )
         assert os.listdir(blocked) == []  # nothing written, nothing half-made
     finally:
         blocked.chmod(0o755)
@@ -256,9 +311,13 @@ def test_unwritable_outputs_give_one_line_and_exit_2(fake_notebook, tmp_path, ob
 def test_empty_free_text_parameters_are_refused_before_any_kernel(outputs_root, capsys):
     """Issue 20 item 4: '' or blank text fails at once naming the parameter and what is allowed,
     where '' means nothing (02's model_name, subtree: documented meanings) it is kept."""
-    for stem, name, value in [("05_train", "model_name", ""), ("06_evaluate", "model_name", "  "),
-                              ("05_train", "lora_targets", ""), ("02_rank_condition", "model_name", " "),
-                              ("03_wordnet_data", "tokenizer_name", "")]:
+    for stem, name, value in [
+        ("05_train", "model_name", ""),
+        ("06_evaluate", "model_name", "  "),
+        ("05_train", "lora_targets", ""),
+        ("02_rank_condition", "model_name", " "),
+        ("03_wordnet_data", "tokenizer_name", ""),
+    ]:
         with pytest.raises(ParamError, match=rf"{name}={value!r} is empty: it must be "):
             run.run_notebook(stem, {name: value}, outputs_root=outputs_root)
     with pytest.raises(ParamError, match=r"model_name=' tiny' has spaces around it: it must be one of \['tiny'"):
@@ -272,8 +331,9 @@ def test_empty_free_text_parameters_are_refused_before_any_kernel(outputs_root, 
 
 def test_a_parameter_given_twice_is_named(capsys):
     assert run.main(["01", "-p", "seed", "1", "-p", "k_max_exact", "4", "-p", "seed", "2"]) == 2
-    assert capsys.readouterr().err == ("error: parameter(s) ['seed'] given more than once (seed: '1', '2'); "
-                                       "give each -p NAME VALUE once\n")
+    assert capsys.readouterr().err == (
+        "error: parameter(s) ['seed'] given more than once (seed: '1', '2'); give each -p NAME VALUE once\n"
+    )
 
 
 def _interrupted_05_checkpoints(outputs_root, name, **given):
@@ -293,17 +353,35 @@ def test_resuming_05_with_other_parameters_is_refused_before_any_kernel(outputs_
     the checkpoints untouched."""
     folder = _interrupted_05_checkpoints(outputs_root, "r", steps=450)
     before = sorted(p.name for p in folder.iterdir())
-    argv = ["05", "-p", "run_name", "r", "-p", "steps", "450", "-p", "scheme", "fractional", "-p", "alpha", "3",
-            "-p", "lr", "1e-4"]
+    argv = [
+        "05",
+        "-p",
+        "run_name",
+        "r",
+        "-p",
+        "steps",
+        "450",
+        "-p",
+        "scheme",
+        "fractional",
+        "-p",
+        "alpha",
+        "3",
+        "-p",
+        "lr",
+        "1e-4",
+    ]
     assert run.main(argv) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"error: {folder} holds the checkpoint of an interrupted run (step 300) made with other "
-                          "parameters: alpha was 2.0, now 3.0, lr was None, now 0.0001, scheme was 'indicator', "
-                          "now 'fractional'. Resuming would mix two runs.")
+    assert err.startswith(
+        f"error: {folder} holds the checkpoint of an interrupted run (step 300) made with other "
+        "parameters: alpha was 2.0, now 3.0, lr was 0.002, now 0.0001, scheme was 'indicator', "
+        "now 'fractional'. Resuming would mix two runs."
+    )
     assert "run again with the parameters it was made with, or pass another run_name" in err
     assert f"or delete {folder} to start this name afresh" in err and len(err.splitlines()) == 1
     assert sorted(p.name for p in folder.iterdir()) == before
-    assert sorted(p.name for p in (outputs_root / "05_train").iterdir()) == [".checkpoints-r"]
+    assert sorted(p.name for p in (outputs_root / "05_train").iterdir()) == [".checkpoints-r", ".r.lock"]
 
 
 def test_what_several_processes_cannot_share_is_refused_before_any_kernel(outputs_root, capsys, monkeypatch):
@@ -314,20 +392,30 @@ def test_what_several_processes_cannot_share_is_refused_before_any_kernel(output
 
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "1")
-    cases = [(["05", "-p", "run_name", "r", "-p", "backend", "unsloth"],
-              "error: backend='unsloth' trains on one GPU only (Unsloth does not support multi-GPU training), and "
-              "this is one of 2 processes (WORLD_SIZE): use backend='transformers' or 'auto' (transformers + peft "
-              "under several processes), or launch a single process"),
-             (["05", "-p", "scheme", "fractional"],
-              "error: run_name='auto' under 2 processes: each would stamp its own time, and they must share one "
-              "run name (and its checkpoints); give -p run_name NAME"),
-             (["05", "-p", "run_name", "r", "-p", "load_in_4bit", "true"],
-              "error: load_in_4bit=True loads 4-bit base weights through Unsloth, which trains on one GPU only, and "
-              "this is one of 2 processes: give load_in_4bit=false (16-bit LoRA through transformers + peft) or "
-              "launch a single process"),
-             (["01", "-p", "run_name", "r"],
-              "error: 01_de_capacity runs in one process, and this is one of 2 (WORLD_SIZE=2): only ['05_train'] "
-              "train on several processes; run 01_de_capacity without torchrun / accelerate launch")]
+    cases = [
+        (
+            ["05", "-p", "run_name", "r", "-p", "backend", "unsloth"],
+            "error: backend='unsloth' trains on one GPU only (Unsloth does not support multi-GPU training), and "
+            "this is one of 2 processes (WORLD_SIZE): use backend='transformers' or 'auto' (transformers + peft "
+            "under several processes), or launch a single process",
+        ),
+        (
+            ["05", "-p", "scheme", "fractional"],
+            "error: run_name='auto' under 2 processes: each would stamp its own time, and they must share one "
+            "run name (and its checkpoints); give -p run_name NAME",
+        ),
+        (
+            ["05", "-p", "run_name", "r", "-p", "load_in_4bit", "true"],
+            "error: load_in_4bit=True loads 4-bit base weights through Unsloth, which trains on one GPU only, and "
+            "this is one of 2 processes: give load_in_4bit=false (16-bit LoRA through transformers + peft) or "
+            "launch a single process",
+        ),
+        (
+            ["01", "-p", "run_name", "r"],
+            "error: 01_de_capacity runs in one process, and this is one of 2 (WORLD_SIZE=2): only ['05_train'] "
+            "train on several processes; run 01_de_capacity without torchrun / accelerate launch",
+        ),
+    ]
     for argv, message in cases:
         assert run.main(argv) == 2
         assert capsys.readouterr().err == message + "\n"

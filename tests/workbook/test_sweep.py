@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from arrank.workbook import outputs, paths, sweep
-from arrank.workbook.params import RUN_NAME
+from arrank.common import outputs, paths
+from arrank.common.params import RUN_NAME
+from arrank.workbook import sweep
+
+pytestmark = pytest.mark.slow  # trains a model or runs notebooks / kernels / sweeps
 
 
 def write(tmp_path, text, name="s.yaml"):
@@ -23,25 +26,31 @@ fixed: {profile: quick, steps: 5}
 """
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("notebook: 99_nothing\ngrid: {alpha: [1]}\n", r"notebook '99_nothing' not found.*known notebooks"),
-    (BASE + "grid: {alphas: [1, 2]}\n", r"unknown parameter\(s\) \['alphas'\] for 05_train; allowed"),
-    (BASE + "grid: {}\n", r"grid is empty"),
-    (BASE + "grid: []\n", r"grid is empty"),
-    (BASE + "grid: {alpha: []}\n", r"grid.alpha must be a non-empty list"),
-    (BASE + "grid: {alpha: 2}\n", r"grid.alpha must be a non-empty list of values, got 2 \(a single value belongs under 'fixed'\)"),
-    (BASE + "grid: {alpha: [1, two]}\n", r"point \(alpha='two'\): alpha='two' must be a number"),
-    (BASE + "grid: {combined: [true, maybe]}\n", r"combined='maybe' must be true or false"),
-    (BASE + "grid: {batch_size: [1.5]}\n", r"batch_size=1.5 must be an integer"),
-    (BASE + "grid: [{alpha: [1]}, {}]\n", r"grid\[1\] must be a non-empty mapping"),
-    (BASE + "grid: {alpha: [[1, 2]]}\n", r"grid.alpha holds \[1, 2\]: grid values must be plain values"),
-    (BASE + "grid: {run_name: [a]}\n", r"run_name may not be in 'grid'"),
-    (BASE + "grid: {steps: [5, 6]}\n", r"\['steps'\] both fixed and in the grid"),
-    ("notebook: 05_train\ngrids: {alpha: [1]}\n", r"unknown key\(s\) \['grids'\]"),
-    ("notebook: 05_train\n", r"has no 'grid'"),
-    (BASE + "paper: table9\ngrid: {alpha: [1]}\n", r"paper='table9' is not allowed"),
-    (BASE + "grid: {alpha: [1\n", r"is not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("notebook: 99_nothing\ngrid: {alpha: [1]}\n", r"notebook '99_nothing' not found.*known notebooks"),
+        (BASE + "grid: {alphas: [1, 2]}\n", r"unknown parameter\(s\) \['alphas'\] for 05_train; allowed"),
+        (BASE + "grid: {}\n", r"grid is empty"),
+        (BASE + "grid: []\n", r"grid is empty"),
+        (BASE + "grid: {alpha: []}\n", r"grid.alpha must be a non-empty list"),
+        (
+            BASE + "grid: {alpha: 2}\n",
+            r"grid.alpha must be a non-empty list of values, got 2 \(a single value belongs under 'fixed'\)",
+        ),
+        (BASE + "grid: {alpha: [1, two]}\n", r"point \(alpha='two'\): alpha='two' must be a number"),
+        (BASE + "grid: {combined: [true, maybe]}\n", r"combined='maybe' must be true or false"),
+        (BASE + "grid: {batch_size: [1.5]}\n", r"batch_size=1.5 must be an integer"),
+        (BASE + "grid: [{alpha: [1]}, {}]\n", r"grid\[1\] must be a non-empty mapping"),
+        (BASE + "grid: {alpha: [[1, 2]]}\n", r"grid.alpha holds \[1, 2\]: grid values must be plain values"),
+        (BASE + "grid: {run_name: [a]}\n", r"run_name may not be in 'grid'"),
+        (BASE + "grid: {steps: [5, 6]}\n", r"\['steps'\] both fixed and in the grid"),
+        ("notebook: 05_train\ngrids: {alpha: [1]}\n", r"unknown key\(s\) \['grids'\]"),
+        ("notebook: 05_train\n", r"has no 'grid'"),
+        (BASE + "paper: table9\ngrid: {alpha: [1]}\n", r"paper='table9' is not allowed"),
+        (BASE + "grid: {alpha: [1\n", r"is not valid YAML"),
+    ],
+)
 def test_bad_sweep_files_fail_before_anything_runs(tmp_path, outputs_root, text, expected):
     path = write(tmp_path, text)
     with pytest.raises(sweep.SweepError, match=expected):
@@ -56,18 +65,32 @@ def test_a_missing_sweep_file_lists_the_sweeps(tmp_path):
 
 
 def test_grid_expansion_is_the_union_of_products_in_file_order():
-    grid = [{"scheme": ["indicator"]}, {"scheme": ["fractional"], "alpha": [1, 2]},
-            {"targets": ["trie"], "beta": [1, 2]}, {"scheme": ["fractional"], "alpha": [2]}]
+    grid = [
+        {"scheme": ["indicator"]},
+        {"scheme": ["fractional"], "alpha": [1, 2]},
+        {"targets": ["trie"], "beta": [1, 2]},
+        {"scheme": ["fractional"], "alpha": [2]},
+    ]
     assert sweep.expand_grid(grid) == [
-        {"scheme": "indicator"}, {"scheme": "fractional", "alpha": 1}, {"scheme": "fractional", "alpha": 2},
-        {"targets": "trie", "beta": 1}, {"targets": "trie", "beta": 2}]  # the repeated point is kept once
+        {"scheme": "indicator"},
+        {"scheme": "fractional", "alpha": 1},
+        {"scheme": "fractional", "alpha": 2},
+        {"targets": "trie", "beta": 1},
+        {"targets": "trie", "beta": 2},
+    ]  # the repeated point is kept once
     assert sweep.expand_grid({"a": [1, 2], "b": ["x", "y"]}) == [
-        {"a": 1, "b": "x"}, {"a": 1, "b": "y"}, {"a": 2, "b": "x"}, {"a": 2, "b": "y"}]
+        {"a": 1, "b": "x"},
+        {"a": 1, "b": "y"},
+        {"a": 2, "b": "x"},
+        {"a": 2, "b": "y"},
+    ]
 
 
 def test_run_names_are_deterministic_and_valid(tmp_path):
     assert sweep.point_run_name("t1", {"scheme": "fractional", "alpha": 2.0}) == "t1-scheme=fractional-alpha=2"
-    assert sweep.point_run_name("t1", {"combined": True, "lr": 0.5, "steps": None}) == "t1-combined=true-lr=0.5-steps=none"
+    assert (
+        sweep.point_run_name("t1", {"combined": True, "lr": 0.5, "steps": None}) == "t1-combined=true-lr=0.5-steps=none"
+    )
     long = sweep.point_run_name("x" * 60, {"subtree": "a" * 30, "lora_targets": "q_proj,k_proj,v_proj"})
     again = sweep.point_run_name("x" * 60, {"subtree": "a" * 30, "lora_targets": "q_proj,k_proj,v_proj"})
     other = sweep.point_run_name("x" * 60, {"subtree": "a" * 30, "lora_targets": "q_proj,k_proj,o_proj"})
@@ -100,6 +123,7 @@ def test_committed_sweep_files_are_valid(path):
 
 # --- the runner's bookkeeping, with an in-process executor --------------------------------------
 
+
 def fake_executor(s, root, fail=(), interrupt=None, calls=None):
     """Does what the runner does: a finished point gets results.json; a failing one a
     ``<run>.failed-<time>`` folder and an ``error:`` line in its log."""
@@ -131,8 +155,12 @@ def three(tmp_path):
 def test_a_failing_point_is_recorded_the_sweep_goes_on_and_the_next_run_retries_only_it(three, outputs_root):
     names = [p.run_name for p in three.points]
     lines, calls = [], []
-    rows = sweep.run_sweep(three, outputs_root=outputs_root, echo=lines.append,
-                           execute=fake_executor(three, outputs_root, fail={names[1]}, calls=calls))
+    rows = sweep.run_sweep(
+        three,
+        outputs_root=outputs_root,
+        echo=lines.append,
+        execute=fake_executor(three, outputs_root, fail={names[1]}, calls=calls),
+    )
     assert calls == names  # the point after the failure still ran
     assert [r["status"] for r in rows] == ["done", "failed", "done"]
     assert rows[1]["error"] == "05_train failed (ValueError: bad point); kept in " + rows[1]["failed_dir"]
@@ -146,18 +174,22 @@ def test_a_failing_point_is_recorded_the_sweep_goes_on_and_the_next_run_retries_
 
     calls.clear()
     lines.clear()
-    rows = sweep.run_sweep(three, outputs_root=outputs_root, echo=lines.append,
-                           execute=fake_executor(three, outputs_root, calls=calls))
+    rows = sweep.run_sweep(
+        three, outputs_root=outputs_root, echo=lines.append, execute=fake_executor(three, outputs_root, calls=calls)
+    )
     assert calls == [names[1]]  # only the failed point is retried
     assert [r["status"] for r in rows] == ["done earlier", "done", "done earlier"]
-    assert lines[:3] == ["[1/3] skipped     three-alpha=1  (results.json exists)",
-                         "[3/3] skipped     three-alpha=3  (results.json exists)",
-                         "[2/3] running     three-alpha=2  (retry of a failed point)"]
+    assert lines[:3] == [
+        "[1/3] skipped     three-alpha=1  (results.json exists)",
+        "[3/3] skipped     three-alpha=3  (results.json exists)",
+        "[2/3] running     three-alpha=2  (retry of a failed point)",
+    ]
     assert (outputs_root / "05_train" / names[0] / "results.json").stat().st_mtime_ns == first_results
 
     calls.clear()
-    rows = sweep.run_sweep(three, outputs_root=outputs_root, echo=lambda _: None,
-                           execute=fake_executor(three, outputs_root, calls=calls))
+    rows = sweep.run_sweep(
+        three, outputs_root=outputs_root, echo=lambda _: None, execute=fake_executor(three, outputs_root, calls=calls)
+    )
     assert calls == [] and {r["status"] for r in rows} == {"done earlier"}
 
 
@@ -171,8 +203,9 @@ def test_parallel_points_share_the_cores(monkeypatch):
 
 
 def test_parallel_jobs_run_every_point(three, outputs_root):
-    rows = sweep.run_sweep(three, jobs=3, outputs_root=outputs_root, echo=lambda _: None,
-                           execute=fake_executor(three, outputs_root))
+    rows = sweep.run_sweep(
+        three, jobs=3, outputs_root=outputs_root, echo=lambda _: None, execute=fake_executor(three, outputs_root)
+    )
     assert [r["status"] for r in rows] == ["done"] * 3
     with pytest.raises(sweep.SweepError, match="jobs=0"):
         sweep.run_sweep(three, jobs=0, outputs_root=outputs_root)
@@ -181,20 +214,26 @@ def test_parallel_jobs_run_every_point(three, outputs_root):
 def test_an_interrupted_sweep_keeps_what_finished(three, outputs_root):
     names = [p.run_name for p in three.points]
     with pytest.raises(KeyboardInterrupt):
-        sweep.run_sweep(three, outputs_root=outputs_root, echo=lambda _: None,
-                        execute=fake_executor(three, outputs_root, interrupt=names[1]))
+        sweep.run_sweep(
+            three,
+            outputs_root=outputs_root,
+            echo=lambda _: None,
+            execute=fake_executor(three, outputs_root, interrupt=names[1]),
+        )
     status = json.loads((outputs_root / "sweeps" / "three" / "status.json").read_text())
     assert [p["status"] for p in status["points"]] == ["done", "interrupted", "interrupted"]
     calls = []
-    rows = sweep.run_sweep(three, outputs_root=outputs_root, echo=lambda _: None,
-                           execute=fake_executor(three, outputs_root, calls=calls))
+    rows = sweep.run_sweep(
+        three, outputs_root=outputs_root, echo=lambda _: None, execute=fake_executor(three, outputs_root, calls=calls)
+    )
     assert calls == names[1:] and [r["status"] for r in rows] == ["done earlier", "done", "done"]
 
 
 def test_a_finished_run_made_with_other_parameters_stops_the_sweep_before_it_runs(tmp_path, three, outputs_root):
     sweep.run_sweep(three, outputs_root=outputs_root, echo=lambda _: None, execute=fake_executor(three, outputs_root))
-    changed = sweep.load_sweep(write(tmp_path, BASE.replace("steps: 5", "steps: 6") + "grid: {alpha: [1, 2, 3]}\n",
-                                     "three.yaml"))
+    changed = sweep.load_sweep(
+        write(tmp_path, BASE.replace("steps: 5", "steps: 6") + "grid: {alpha: [1, 2, 3]}\n", "three.yaml")
+    )
     calls = []
     with pytest.raises(sweep.SweepError, match=r"three-alpha=1: steps was 5, now 6"):
         sweep.run_sweep(changed, outputs_root=outputs_root, execute=fake_executor(changed, outputs_root, calls=calls))
@@ -212,11 +251,15 @@ def test_an_interrupted_point_whose_file_was_edited_is_refused_before_anything_r
     assert train.resume_point(folder, point.resolved) == 0
     (folder / "checkpoint-300").mkdir()  # what the Trainer leaves (the check reads only the name)
     assert sweep.point_states(three, outputs_root) == ["missing"] * 3  # unchanged file: resumable
-    changed = sweep.load_sweep(write(tmp_path, BASE.replace("steps: 5", "steps: 5, lr: 0.0001")
-                                     + "grid: {alpha: [1, 2, 3]}\n", "three.yaml"))
+    changed = sweep.load_sweep(
+        write(tmp_path, BASE.replace("steps: 5", "steps: 5, lr: 0.0001") + "grid: {alpha: [1, 2, 3]}\n", "three.yaml")
+    )
     calls = []
-    with pytest.raises(sweep.SweepError, match=r"three-alpha=2 \(interrupted, its checkpoints\): lr was None, "
-                                               r"now 0.0001") as err:
+    with pytest.raises(
+        sweep.SweepError,
+        match=r"three-alpha=2 \(interrupted, its checkpoints\): lr was 0.002, "
+        r"now 0.0001",
+    ) as err:
         sweep.run_sweep(changed, outputs_root=outputs_root, execute=fake_executor(changed, outputs_root, calls=calls))
     assert "its .checkpoints-<run_name> folder" in str(err.value)
     assert calls == [] and (folder / "checkpoint-300").is_dir()
@@ -226,13 +269,14 @@ def test_an_interrupted_point_whose_file_was_edited_is_refused_before_anything_r
 def test_a_multi_line_error_comes_back_whole_from_the_log(tmp_path):
     """Issue 20 item 3, for sweeps: the error block a point prints (``run.error_lines``, after its
     traceback) is read back whole into status.json, not its last line."""
+    from arrank.common.wordnet_setup import HOW_TO
     from arrank.workbook import run
-    from arrank.workbook.wordnet_setup import HOW_TO
 
     message = f"05_train failed: WordNetMissingError: {HOW_TO} (the executed notebook is kept in x.failed-1)"
     log = tmp_path / "p.log"
-    log.write_text("Traceback (most recent call last):\n  File ...\nerror: old line\n" + run.error_lines(message)
-                   + "\n")
+    log.write_text(
+        "Traceback (most recent call last):\n  File ...\nerror: old line\n" + run.error_lines(message) + "\n"
+    )
     assert sweep._last_error(log, 1) == message and len(message.splitlines()) == 4
 
 
@@ -245,22 +289,33 @@ def test_unwritable_outputs_stop_the_sweep_with_one_line(tmp_path, three, output
 
     outputs_root.chmod(0o555)
     try:
-        proc = subprocess.run([sys.executable, "-m", "arrank.workbook.sweep", str(three.path), "--outputs-root",
-                               str(outputs_root)], capture_output=True, text=True, cwd=paths.ROOT,
-                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-                              preexec_fn=obey_permissions, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "arrank.workbook.sweep", str(three.path), "--outputs-root", str(outputs_root)],
+            capture_output=True,
+            text=True,
+            cwd=paths.ROOT,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+            preexec_fn=obey_permissions,
+            timeout=120,
+        )
     finally:
         outputs_root.chmod(0o755)
     assert proc.returncode == 2, proc.stderr
     blocked, target = outputs_root, outputs_root / "sweeps" / "three" / "logs"
-    assert proc.stderr == (f"error: cannot write to {blocked} (Permission denied), where this run writes {target}: "
-                           f"make it writable (e.g. chmod u+w {blocked}) or set ARRANK_OUTPUTS to a writable folder\n")
+    assert proc.stderr == (
+        f"error: cannot write to {blocked} (Permission denied), where this run writes {target}: "
+        f"make it writable (e.g. chmod u+w {blocked}) or set ARRANK_OUTPUTS to a writable folder\n"
+    )
     assert list(outputs_root.iterdir()) == []
 
 
 def test_list_shows_each_point_and_its_state(three, outputs_root, capsys):
-    sweep.run_sweep(three, outputs_root=outputs_root, echo=lambda _: None,
-                    execute=fake_executor(three, outputs_root, fail={three.points[2].run_name}))
+    sweep.run_sweep(
+        three,
+        outputs_root=outputs_root,
+        echo=lambda _: None,
+        execute=fake_executor(three, outputs_root, fail={three.points[2].run_name}),
+    )
     assert sweep.main([str(three.path), "--list", "--outputs-root", str(outputs_root)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("three: notebook 05_train, 3 points")
@@ -269,11 +324,16 @@ def test_list_shows_each_point_and_its_state(three, outputs_root, capsys):
 
 # --- real runs: notebook 03 in processes, one point fails inside the notebook -------------------
 
+
 def test_real_sweep_records_a_failing_notebook_and_retries_it(tmp_path, outputs_root):
-    path = write(tmp_path, """notebook: 03_wordnet_data
+    path = write(
+        tmp_path,
+        """notebook: 03_wordnet_data
 fixed: {min_relevant: 1, n_eval: 20, tokenizer_vocab: 300}
 grid: {subtree: [canine.n.02, nosuch.n.01]}
-""", "real.yaml")
+""",
+        "real.yaml",
+    )
     s = sweep.load_sweep(path)
     good, bad = (outputs_root / "03_wordnet_data" / p.run_name for p in s.points)
     rows = sweep.run_sweep(s, jobs=2, outputs_root=outputs_root, echo=lambda _: None)
@@ -290,12 +350,15 @@ grid: {subtree: [canine.n.02, nosuch.n.01]}
 
 # --- jobs through submitit (issue 17): bad input, the job registry, real local jobs -------------
 
+
 def test_an_unknown_executor_is_refused_before_anything_runs(three, outputs_root, capsys):
     with pytest.raises(SystemExit) as exit_:
         sweep.main([str(three.path), "--executor", "pbs", "--outputs-root", str(outputs_root)])
     assert exit_.value.code == 2
-    assert re.search(r"argument --executor: invalid choice: 'pbs' \(choose from '?subprocess'?, '?local'?, '?slurm'?\)",
-                     capsys.readouterr().err)
+    assert re.search(
+        r"argument --executor: invalid choice: 'pbs' \(choose from '?subprocess'?, '?local'?, '?slurm'?\)",
+        capsys.readouterr().err,
+    )
     with pytest.raises(sweep.sweep_jobs.JobError, match=r"executor='pbs' is not known; choose one of \['subprocess', "):
         sweep.run_sweep(three, outputs_root=outputs_root, executor="pbs")
     assert not any(outputs_root.iterdir())
@@ -304,36 +367,49 @@ def test_an_unknown_executor_is_refused_before_anything_runs(three, outputs_root
 def test_slurm_without_sbatch_is_refused_and_nothing_is_submitted(three, outputs_root, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert sweep.main([str(three.path), "--executor", "slurm", "--outputs-root", str(outputs_root)]) == 2
-    assert capsys.readouterr().err.startswith("error: executor='slurm' needs Slurm's sbatch on PATH, and it is not "
-                                              "there: run the sweep on the cluster's login node")
+    assert capsys.readouterr().err.startswith(
+        "error: executor='slurm' needs Slurm's sbatch on PATH, and it is not "
+        "there: run the sweep on the cluster's login node"
+    )
     assert not (outputs_root / "sweeps" / "three" / "jobs.json").exists()
     assert not (outputs_root / "sweeps" / "three" / "status.json").exists()
 
 
 def test_more_gpus_than_this_machine_has_are_refused(three, outputs_root):
     gpus = sweep.sweep_jobs.machine_gpus()
-    with pytest.raises(sweep.sweep_jobs.JobError, match=rf"gpus_per_node={gpus + 1} cannot be given: this machine "
-                                                        rf"has {gpus} GPU\(s\)"):
+    with pytest.raises(
+        sweep.sweep_jobs.JobError,
+        match=rf"gpus_per_node={gpus + 1} cannot be given: this machine "
+        rf"has {gpus} GPU\(s\)",
+    ):
         sweep.run_sweep(three, outputs_root=outputs_root, executor="local", resources={"gpus_per_node": gpus + 1})
     assert not (outputs_root / "sweeps" / "three" / "status.json").exists()
 
 
-@pytest.mark.parametrize("resources, expected", [
-    ("{gpus: 1}", r"resources: unknown key\(s\) \['gpus'\]; allowed: \['cpus_per_task', 'gpus_per_node'"),
-    ("{gpus_per_node: -1}", r"resources.gpus_per_node=-1 must be an integer >= 0"),
-    ("{timeout_min: 0}", r"resources.timeout_min=0 must be an integer >= 1"),
-    ("{mem_gb: 2.5}", r"resources.mem_gb=2.5 must be an integer >= 1"),
-    ("{partition: 'a b'}", r"resources.partition='a b' must be a Slurm partition name"),
-    ("[1]", r"resources must be a mapping"),
-])
+@pytest.mark.parametrize(
+    "resources, expected",
+    [
+        ("{gpus: 1}", r"resources: unknown key\(s\) \['gpus'\]; allowed: \['cpus_per_task', 'gpus_per_node'"),
+        ("{gpus_per_node: -1}", r"resources.gpus_per_node=-1 must be an integer >= 0"),
+        ("{timeout_min: 0}", r"resources.timeout_min=0 must be an integer >= 1"),
+        ("{mem_gb: 2.5}", r"resources.mem_gb=2.5 must be an integer >= 1"),
+        ("{partition: 'a b'}", r"resources.partition='a b' must be a Slurm partition name"),
+        ("[1]", r"resources must be a mapping"),
+    ],
+)
 def test_bad_resources_in_a_sweep_file_are_refused(tmp_path, resources, expected):
     with pytest.raises(sweep.SweepError, match=expected):
         sweep.load_sweep(write(tmp_path, BASE + f"resources: {resources}\ngrid: {{alpha: [1]}}\n"))
 
 
 def test_resources_come_from_the_file_and_flags_and_need_a_job_executor(tmp_path, outputs_root, capsys):
-    s = sweep.load_sweep(write(tmp_path, BASE + "resources: {partition: gpu, gpus_per_node: 1, timeout_min: 600}\n"
-                                         "grid: {alpha: [1]}\n", "res.yaml"))
+    s = sweep.load_sweep(
+        write(
+            tmp_path,
+            BASE + "resources: {partition: gpu, gpus_per_node: 1, timeout_min: 600}\ngrid: {alpha: [1]}\n",
+            "res.yaml",
+        )
+    )
     assert s.resources == {"partition": "gpu", "gpus_per_node": 1, "timeout_min": 600}
     executor = sweep.sweep_jobs.make_executor("local", tmp_path / "jobs", {**s.resources, "mem_gb": 4})
     assert executor._executor.parameters["timeout_min"] == 600 and executor._executor.parameters["gpus_per_node"] == 1
@@ -352,8 +428,9 @@ def test_a_second_call_of_a_running_sweep_is_refused(three, outputs_root):
         with pytest.raises(sweep.SweepError, match=r"another call of sweep 'three' is running"):
             sweep.run_sweep(three, outputs_root=outputs_root, execute=fake_executor(three, outputs_root, calls=calls))
         assert calls == []
-    rows = sweep.run_sweep(three, outputs_root=outputs_root, echo=lambda _: None,
-                           execute=fake_executor(three, outputs_root))  # the lock is released
+    rows = sweep.run_sweep(
+        three, outputs_root=outputs_root, echo=lambda _: None, execute=fake_executor(three, outputs_root)
+    )  # the lock is released
     assert [r["status"] for r in rows] == ["done"] * 3
 
 
@@ -366,8 +443,17 @@ def test_a_job_still_running_is_not_run_again_by_another_executor(three, outputs
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         folder = outputs_root / "sweeps" / "three"
-        sweep.sweep_jobs.write_jobs(folder, {three.points[0].run_name: {
-            "job_id": str(proc.pid), "executor": "local", "log": str(folder / "x.log"), "submitted": "now"}})
+        sweep.sweep_jobs.write_jobs(
+            folder,
+            {
+                three.points[0].run_name: {
+                    "job_id": str(proc.pid),
+                    "executor": "local",
+                    "log": str(folder / "x.log"),
+                    "submitted": "now",
+                }
+            },
+        )
         calls = []
         with pytest.raises(sweep.SweepError, match=rf"three-alpha=1: local job {proc.pid} RUNNING"):
             sweep.run_sweep(three, outputs_root=outputs_root, execute=fake_executor(three, outputs_root, calls=calls))
@@ -379,8 +465,9 @@ def test_a_job_still_running_is_not_run_again_by_another_executor(three, outputs
     # the job is gone without results: recorded with its log's error, and the point runs again
     (folder / "x.log").write_text("error: 05_train failed: killed\n")
     lines, calls = [], []
-    rows = sweep.run_sweep(three, outputs_root=outputs_root, echo=lines.append,
-                           execute=fake_executor(three, outputs_root, calls=calls))
+    rows = sweep.run_sweep(
+        three, outputs_root=outputs_root, echo=lines.append, execute=fake_executor(three, outputs_root, calls=calls)
+    )
     assert rows[0]["previous_error"] == f"05_train failed: killed (local job {proc.pid} ended)"
     assert lines[0] == f"[1/3] FAILED      three-alpha=1  earlier: 05_train failed: killed (local job {proc.pid} ended)"
     assert calls == [p.run_name for p in three.points] and sweep.sweep_jobs.read_jobs(folder) == {}
@@ -390,10 +477,14 @@ def test_local_jobs_run_points_attach_on_the_next_call_and_record_failures(tmp_p
     """Real submitit local jobs of notebook 03: the first call submits both points and returns
     (wait=False); the second attaches to the same jobs (no second submission), records the good
     point done and the failing one with the notebook's error; jobs.json is empty after."""
-    path = write(tmp_path, """notebook: 03_wordnet_data
+    path = write(
+        tmp_path,
+        """notebook: 03_wordnet_data
 fixed: {min_relevant: 1, n_eval: 20, tokenizer_vocab: 300}
 grid: {subtree: [canine.n.02, nosuch.n.01]}
-""", "loc.yaml")
+""",
+        "loc.yaml",
+    )
     s = sweep.load_sweep(path)
     folder = outputs_root / "sweeps" / "loc"
     rows = sweep.run_sweep(s, jobs=2, outputs_root=outputs_root, echo=lambda _: None, executor="local", wait=False)
@@ -403,7 +494,9 @@ grid: {subtree: [canine.n.02, nosuch.n.01]}
     lines = []
     rows = sweep.run_sweep(s, jobs=2, outputs_root=outputs_root, echo=lines.append, executor="local")
     assert [r["job_id"] for r in rows] == [submitted[p.run_name]["job_id"] for p in s.points]  # attached
-    assert sum("attached to local job" in line for line in lines) == 2 and not any("submitted local job" in ln for ln in lines)
+    assert sum("attached to local job" in line for line in lines) == 2 and not any(
+        "submitted local job" in ln for ln in lines
+    )
     assert [r["status"] for r in rows] == ["done", "failed"]
     assert rows[1]["error"].startswith("03_wordnet_data failed: ValueError: unknown synset 'nosuch.n.01'")
     assert "unknown synset 'nosuch.n.01'" in Path(rows[1]["log"]).read_text()
@@ -417,18 +510,161 @@ def test_several_gpus_in_one_box_give_each_local_point_its_own():
     assert sweep.sweep_jobs.gpu_groups(3, 2) == ["0,1"] and sweep.sweep_jobs.gpu_groups(4, 0) == []
     have = sweep.sweep_jobs.machine_gpus()
     if have:
-        with pytest.raises(sweep.sweep_jobs.JobError, match=rf"jobs={have + 1} points at once with gpus_per_node=1 "
-                                                            rf"each need {have + 1} GPUs; this machine has {have}"):
+        with pytest.raises(
+            sweep.sweep_jobs.JobError,
+            match=rf"jobs={have + 1} points at once with gpus_per_node=1 "
+            rf"each need {have + 1} GPUs; this machine has {have}",
+        ):
             sweep.sweep_jobs.preflight("local", {"gpus_per_node": 1}, jobs=have + 1)
 
 
-def test_a_slurm_job_seen_from_a_machine_without_slurm_is_never_submitted_again(three, outputs_root, tmp_path,
-                                                                                 monkeypatch):
+def test_a_slurm_job_seen_from_a_machine_without_slurm_is_never_submitted_again(
+    three, outputs_root, tmp_path, monkeypatch
+):
     folder = outputs_root / "sweeps" / "three"
-    sweep.sweep_jobs.write_jobs(folder, {three.points[0].run_name: {
-        "job_id": "4242", "executor": "slurm", "log": str(folder / "x.log"), "submitted": "now"}})
+    sweep.sweep_jobs.write_jobs(
+        folder,
+        {
+            three.points[0].run_name: {
+                "job_id": "4242",
+                "executor": "slurm",
+                "log": str(folder / "x.log"),
+                "submitted": "now",
+            }
+        },
+    )
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     calls = []
     with pytest.raises(sweep.SweepError, match=r"three-alpha=1: slurm job 4242 UNKNOWN"):
         sweep.run_sweep(three, outputs_root=outputs_root, execute=fake_executor(three, outputs_root, calls=calls))
     assert calls == [] and "4242" in sweep.sweep_jobs.jobs_path(folder).read_text()
+
+
+def _descendants(pid):
+    """Every live process below ``pid`` (children, grandchildren: a point's runner and its kernel)."""
+    found, todo = [], [pid]
+    while todo:
+        here = todo.pop()
+        for task in Path(f"/proc/{here}/task").glob("*"):
+            try:
+                kids = [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                kids = []
+            found += kids
+            todo += kids
+    return found
+
+
+def _cmdline(pid):
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def test_sigterm_to_a_sweep_stops_its_point_records_it_and_the_rerun_goes_at_once(tmp_path, outputs_root):
+    """Issue 27: SIGTERM to the sweep command alone (as Slurm, systemd or kill send it) used to
+    leave its point running unsupervised with status.json saying 'pending'. Now the point's
+    runner and kernel are stopped, the point is 'interrupted' (its run kept as failed), the sweep
+    prints one line and exits 143, and the next call finds the name free at once."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = write(
+        tmp_path,
+        "notebook: 01_de_capacity\nfixed: {k_max_exact: 7, mc_queries: 5000000, site_sets: 3}\ngrid: {seed: [0, 1]}\n",
+        "long.yaml",
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arrank.workbook.sweep", str(path), "--outputs-root", str(outputs_root)],
+        cwd=paths.ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    below = []
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:  # the point's runner has started its kernel
+            below = _descendants(proc.pid)
+            if any("ipykernel" in _cmdline(p) for p in below):
+                break
+            time.sleep(0.3)
+        else:
+            raise AssertionError("the point's kernel did not start within 120 s")
+        time.sleep(1)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 143
+        assert (
+            err.splitlines()[-1]
+            == ("interrupted: finished points are kept, Slurm jobs keep running; run the same command again to go on")
+            and "Traceback" not in err
+        )
+        time.sleep(1)
+        assert not [p for p in below if _cmdline(p)]  # the point's runner and kernel are gone
+        status = json.loads((outputs_root / "sweeps" / "long" / "status.json").read_text())
+        assert [p["status"] for p in status["points"]] == ["interrupted", "interrupted"]
+        folder = outputs_root / "01_de_capacity"
+        assert [p.name[:22] for p in folder.iterdir() if not p.name.endswith(".lock")] == ["long-seed=0.failed-202"]
+        assert outputs.run_in_progress("01_de_capacity", "long-seed=0", outputs_root) is None
+        assert sweep.point_states(sweep.load_sweep(path), outputs_root) == ["failed", "missing"]
+    finally:
+        for pid in [proc.pid, *below]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_a_million_point_grid_is_refused_before_it_is_expanded(tmp_path, outputs_root, capsys):
+    """Issue 27: 1000 seeds x 1000 alphas ran --list for over 10 minutes; now it is counted before
+    expansion and refused with the count and the cap (the speed: benchmarks/sweep_grid.py)."""
+    import time
+
+    grid = f"grid: {{seed: {list(range(1000))}, alpha: {[round(0.5 + i / 1000, 3) for i in range(1000)]}}}\n"
+    path = write(tmp_path, BASE + grid, "million.yaml")
+    start = time.perf_counter()
+    assert sweep.main([str(path), "--list", "--outputs-root", str(outputs_root)]) == 2
+    assert time.perf_counter() - start < 30  # about 0.2 s measured; far below the 10 minutes it took
+    assert capsys.readouterr().err == (
+        "error: million.yaml: the grid has 1,000,000 points (1,000 seed x 1,000 alpha), "
+        "more than the cap of 10,000: split the sweep, or pass --max-points 1000000 "
+        "to run them all\n"
+    )
+    assert not any(outputs_root.iterdir())
+
+
+def test_points_are_counted_before_expansion_and_the_cap_can_be_raised(tmp_path, outputs_root, capsys):
+    grid = [{"alpha": [1, 2]}, {"alpha": [1], "seed": [1, 2, 3]}, {"alpha": [2]}]
+    assert sweep.count_points(grid) == 6 and len(sweep.expand_grid(grid)) == 5  # counted before duplicates go
+    path = write(tmp_path, BASE + "grid: {alpha: [1, 2, 3], seed: [0, 1]}\n", "six.yaml")
+    with pytest.raises(sweep.SweepError, match=r"the grid has 6 points \(3 alpha x 2 seed\), more than the cap of 5"):
+        sweep.load_sweep(path, max_points=5)
+    assert sweep.main([str(path), "--list", "--max-points", "5", "--outputs-root", str(outputs_root)]) == 2
+    assert sweep.main([str(path), "--list", "--max-points", "6", "--outputs-root", str(outputs_root)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 2 + 6
+
+
+def test_ten_thousand_points_are_listed(tmp_path, outputs_root, capsys):
+    """The notebook's parameters cell is read once per sweep and every point checked with it; the
+    states come from one listing of the notebook's folder (about 2 s of CPU here for 10,000)."""
+    import time
+
+    grid = f"grid: {{seed: {list(range(100))}, alpha: {[round(0.5 + i / 10, 1) for i in range(100)]}}}\n"
+    path = write(tmp_path, BASE + grid, "tenk.yaml")
+    done = outputs.run_path("05_train", "tenk-seed=3-alpha=0.7", outputs_root)
+    done.mkdir(parents=True)
+    (outputs_root / "05_train" / "tenk-seed=4-alpha=0.7.failed-20260101-000000").mkdir()
+    start = time.perf_counter()
+    assert sweep.main([str(path), "--list", "--outputs-root", str(outputs_root)]) == 0
+    assert time.perf_counter() - start < 60  # generous: the figure is in docs/reliability.md
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("tenk: notebook 05_train, 10000 points") and len(lines) == 10_002
+    assert "  failed   tenk-seed=4-alpha=0.7" in lines and "  missing  tenk-seed=3-alpha=0.7" in lines

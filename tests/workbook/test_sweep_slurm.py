@@ -21,6 +21,8 @@ import pytest
 
 from arrank.workbook import sweep
 
+pytestmark = pytest.mark.slow  # trains a model or runs notebooks / kernels / sweeps
+
 SBIN = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
 PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "scontrol", "sinfo")
 
@@ -66,8 +68,10 @@ def why_not() -> str | None:
     """Why a single-node Slurm cannot start here, or None when it can."""
     missing = [p for p in PROGRAMS if shutil.which(p, path=SBIN) is None]
     if missing:
-        return (f"Slurm is not installed ({', '.join(missing)} missing): apt-get install slurm-wlm munge "
-                "(.ci/run does, as root)")
+        return (
+            f"Slurm is not installed ({', '.join(missing)} missing): apt-get install slurm-wlm munge "
+            "(.ci/run does, as root)"
+        )
     if os.geteuid() != 0:
         return "slurmd runs jobs as their user and must start as root; this test runs as uid " + str(os.geteuid())
     return None
@@ -115,16 +119,40 @@ def slurm(tmp_path_factory, monkeypatch):
     logs = [folder / "munged.log", folder / "slurmctld.log", folder / "slurmd.log"]
     procs: list[subprocess.Popen] = []
     try:
-        procs.append(subprocess.Popen([shutil.which("munged", path=SBIN), "-F", "--force",
-                                       f"--socket={folder}/munge.sock", f"--key-file={key}",
-                                       f"--pid-file={folder}/munged.pid", f"--log-file={logs[0]}",
-                                       f"--seed-file={folder}/munge.seed"], env=env,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
+        procs.append(
+            subprocess.Popen(
+                [
+                    shutil.which("munged", path=SBIN),
+                    "-F",
+                    "--force",
+                    f"--socket={folder}/munge.sock",
+                    f"--key-file={key}",
+                    f"--pid-file={folder}/munged.pid",
+                    f"--log-file={logs[0]}",
+                    f"--seed-file={folder}/munge.seed",
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.STDOUT,
+            )
+        )
         _wait(lambda: (folder / "munge.sock").exists(), 10, "munged's socket", logs)
-        procs.append(subprocess.Popen([shutil.which("slurmctld", path=SBIN), "-D", "-i", "-f", str(conf)], env=env,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
-        procs.append(subprocess.Popen([shutil.which("slurmd", path=SBIN), "-D", "-N", "localhost", "-f", str(conf)],
-                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
+        procs.append(
+            subprocess.Popen(
+                [shutil.which("slurmctld", path=SBIN), "-D", "-i", "-f", str(conf)],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.STDOUT,
+            )
+        )
+        procs.append(
+            subprocess.Popen(
+                [shutil.which("slurmd", path=SBIN), "-D", "-N", "localhost", "-f", str(conf)],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.STDOUT,
+            )
+        )
 
         def idle() -> bool:
             out = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, env=env).stdout
@@ -137,8 +165,10 @@ def slurm(tmp_path_factory, monkeypatch):
         if ids:
             subprocess.run(["scancel", *ids], capture_output=True, env=env)
             deadline = time.time() + 20
-            while time.time() < deadline and subprocess.run(["squeue", "-h"], capture_output=True, text=True,
-                                                            env=env).stdout.strip():
+            while (
+                time.time() < deadline
+                and subprocess.run(["squeue", "-h"], capture_output=True, text=True, env=env).stdout.strip()
+            ):
                 time.sleep(0.5)
         _stop(procs)
 
@@ -150,28 +180,37 @@ def squeue_ids() -> list[str]:
 
 def test_slurm_cancelled_job_is_recorded_and_only_its_point_reruns(slurm, tmp_path, outputs_root):
     path = tmp_path / "cap.yaml"
-    path.write_text("notebook: 01_de_capacity\nfixed: {k_max_exact: 3, mc_queries: 300}\n"
-                    "grid: {k_max_bound: [20, 21]}\n")
+    path.write_text(
+        "notebook: 01_de_capacity\nfixed: {k_max_exact: 3, mc_queries: 300}\ngrid: {k_max_bound: [20, 21]}\n"
+    )
     s = sweep.load_sweep(path)
     folder = outputs_root / "sweeps" / "cap"
 
     # a GPU count the cluster cannot give: refused before anything is submitted
-    with pytest.raises(sweep.sweep_jobs.JobError, match=r"gpus_per_node=1 cannot be given: the most GPUs one node of "
-                                                        r"this cluster has is 0 \(sinfo GRES\)"):
+    with pytest.raises(
+        sweep.sweep_jobs.JobError,
+        match=r"gpus_per_node=1 cannot be given: the most GPUs one node of "
+        r"this cluster has is 0 \(sinfo GRES\)",
+    ):
         sweep.run_sweep(s, outputs_root=outputs_root, executor="slurm", resources={"gpus_per_node": 1})
-    with pytest.raises(sweep.sweep_jobs.JobError, match=r"partition='gpu' is not a partition of this cluster; "
-                                                        r"sinfo lists \['debug'\]"):
+    with pytest.raises(
+        sweep.sweep_jobs.JobError,
+        match=r"partition='gpu' is not a partition of this cluster; "
+        r"sinfo lists \['debug'\]",
+    ):
         sweep.run_sweep(s, outputs_root=outputs_root, executor="slurm", resources={"partition": "gpu"})
     assert squeue_ids() == [] and not (folder / "jobs.json").exists()
 
     # call 1: submit both points and return; jobs.json and --list name the jobs
     resources = {"partition": "debug", "cpus_per_task": 1, "timeout_min": 10}
-    rows = sweep.run_sweep(s, outputs_root=outputs_root, echo=lambda _: None, executor="slurm", resources=resources,
-                           wait=False)
+    rows = sweep.run_sweep(
+        s, outputs_root=outputs_root, echo=lambda _: None, executor="slurm", resources=resources, wait=False
+    )
     ids = [r["job_id"] for r in rows]
     assert [r["status"] for r in rows] == ["submitted", "submitted"] and sorted(squeue_ids()) == sorted(ids)
     assert {k: v["job_id"] for k, v in sweep.sweep_jobs.read_jobs(folder).items()} == {
-        p.run_name: i for p, i in zip(s.points, ids)}
+        p.run_name: i for p, i in zip(s.points, ids)
+    }
     listing = sweep.describe(s, outputs_root).splitlines()
     for line, job_id in zip(listing[2:], ids):
         assert line.split()[0] in ("queued", "running") and f"(slurm job {job_id} " in line
@@ -179,12 +218,14 @@ def test_slurm_cancelled_job_is_recorded_and_only_its_point_reruns(slurm, tmp_pa
     # scancel the second job; call 2 records it, attaches to the first job, reruns only the second point
     subprocess.run(["scancel", ids[1]], check=True)
     lines: list[str] = []
-    rows = sweep.run_sweep(s, outputs_root=outputs_root, echo=lines.append, executor="slurm", resources=resources,
-                           poll_s=0.5)
+    rows = sweep.run_sweep(
+        s, outputs_root=outputs_root, echo=lines.append, executor="slurm", resources=resources, poll_s=0.5
+    )
     assert [r["status"] for r in rows] == ["done", "done"], lines
     assert rows[0]["job_id"] == ids[0] and rows[1]["job_id"] not in ids  # the first point was not submitted again
-    assert rows[1]["previous_error"].endswith(f"(slurm job {ids[1]} ended CANCELLED)") \
-        or rows[1]["previous_error"].startswith(f"slurm job {ids[1]} ended CANCELLED")
+    assert rows[1]["previous_error"].endswith(f"(slurm job {ids[1]} ended CANCELLED)") or rows[1][
+        "previous_error"
+    ].startswith(f"slurm job {ids[1]} ended CANCELLED")
     assert any(f"attached to slurm job {ids[0]}" in ln for ln in lines)
     assert sum("submitted slurm job" in ln for ln in lines) == 1
     assert len(list((folder / "jobs").glob("*_submitted.pkl"))) == 3  # 2 + the rerun, nothing twice

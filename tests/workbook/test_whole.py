@@ -14,11 +14,114 @@ def test_stages_run_05_through_the_sweep_and_06_on_its_fractional_point():
     six = st[5]
     assert six["name"] == "06_evaluate" and six["overrides"]["train_run"] in {p.run_name for p in sweep.points}
     assert "fractional" in six["overrides"]["train_run"]
-    assert st[6]["name"].startswith("07") and st[6]["overrides"] == {"arr_runs": f"{sweep.name}-*"}  # its ARR curves only
+    assert st[6]["name"].startswith("07") and st[6]["overrides"] == {
+        "arr_runs": f"{sweep.name}-*"
+    }  # its ARR curves only
 
 
 def test_summary_lists_every_stage_and_the_total(tmp_path):
     (tmp_path / "results.json").write_text('{"metrics": {"cvr": 0.123456, "n": 3}}')
-    text = whole.summary([{"notebook": "05", "status": "ran", "seconds": 1.5, "dir": str(tmp_path)},
-                             {"notebook": "06", "status": "FAILED: x", "seconds": 2.0, "dir": str(tmp_path / "no")}])
+    text = whole.summary(
+        [
+            {"notebook": "05", "status": "ran", "seconds": 1.5, "dir": str(tmp_path)},
+            {"notebook": "06", "status": "FAILED: x", "seconds": 2.0, "dir": str(tmp_path / "no")},
+        ]
+    )
     assert "cvr=0.1235, n=3" in text and text.splitlines()[-1].split()[-1] == "3.5"
+
+
+def test_ctrl_c_during_the_workbook_is_one_line_and_exit_130(tmp_path):
+    """Issue 27: Ctrl-C during ``python -m arrank.workbook`` printed a RunInterruptedError traceback
+    and exited 1; docs/reliability.md promises one line and 130. The interrupted stage is kept
+    as failed, and no process of it is left."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from arrank.common import paths
+
+    outputs = tmp_path / "outputs"
+    env = {
+        **os.environ,
+        "ARRANK_OUTPUTS": str(outputs),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+        "OMP_NUM_THREADS": "1",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arrank.workbook", "--only", "01", "--run-name", "ctrlc"],
+        cwd=paths.ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not list((outputs / "01_de_capacity").glob(".ctrlc.partial-*")):
+            time.sleep(0.2)
+        time.sleep(2)  # the kernel is starting or running the notebook
+        proc.send_signal(signal.SIGINT)  # what Ctrl-C sends (the kernel has a process group of its own)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    failed = [p for p in (outputs / "01_de_capacity").iterdir() if p.name.startswith("ctrlc.failed-")]
+    assert proc.returncode == 130 and len(failed) == 1, err
+    assert "Traceback" not in err and err.splitlines()[-1] == (
+        f"interrupted: 01_de_capacity run 'ctrlc' interrupted; what it wrote is kept in "
+        f"{failed[0]}. Run the same command again to go on (05_train resumes from its "
+        "last checkpoint)"
+    )  # the lines before: papermill's progress bar
+    assert not list(Path(outputs / "01_de_capacity").glob(".ctrlc.partial-*"))
+
+
+def test_the_summaries_show_intervals_from_the_sweeps_per_query_rows(tmp_path, outputs_root, monkeypatch):
+    import numpy as np
+    import pandas as pd
+
+    from arrank.common import outputs
+    from arrank.workbook import sweep
+
+    path = tmp_path / "wb.yaml"
+    path.write_text(
+        "notebook: 05_train\nfixed: {profile: quick, steps: 5}\n"
+        "grid: [{scheme: [indicator]}, {scheme: [fractional], alpha: [2]}]\n"
+    )
+    s = sweep.load_sweep(path)
+    monkeypatch.setattr(whole, "_sweep", lambda: s)
+    rng = np.random.default_rng(0)
+    for point, p_violation in zip(s.points, (0.6, 0.05)):
+        run_dir = outputs.run_path(s.notebook, point.run_name, outputs_root)
+        run_dir.mkdir(parents=True)
+        q = pd.DataFrame(
+            {
+                "query": [f"q{i}" for i in range(100)],
+                "violation": rng.random(100) < p_violation,
+                "ndcg": 0.9,
+                "recall@1": (rng.random(100) < 0.8).astype(float),
+                "recall@2": 0.5,
+            }
+        )
+        q.to_csv(run_dir / "per_query.csv", index=False)
+        outputs.write_results(
+            run_dir,
+            s.notebook,
+            point.resolved,
+            {
+                "cvr": float(q["violation"].mean()),
+                "ndcg": 0.9,
+                "recall@1": float(q["recall@1"].mean()),
+                "recall@2": 0.5,
+            },
+            {},
+        )
+    table = whole.table1_summary()
+    assert "± " in table.splitlines()[2] and "± half the width of the 95% confidence interval" in table
+    text = whole.findings_summary("none")
+    assert "NTP has the highest CVR; fractional variants at most half of it: holds here" in text
+    assert "Fractional α=2 CVR at most half NTP's: holds, " in text and "95% CI [" in text
+    assert "fractional α=2 has a higher mean R@2..R@5 than NTP: **undecided** here" in text  # R@2 0.5 for both

@@ -79,8 +79,10 @@ TABLE_INIT_STD = 1.0
 def check_optimizer(optimizer: object) -> str:
     """The CE optimiser's name: ``"adamw"`` or ``"adam_l2"`` (module docstring), else a ValueError."""
     if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer={optimizer!r} is not allowed; choose one of {list(OPTIMIZERS)} "
-                         "(adamw: decoupled weight decay; adam_l2: torch.optim.Adam's L2 term)")
+        raise ValueError(
+            f"optimizer={optimizer!r} is not allowed; choose one of {list(OPTIMIZERS)} "
+            "(adamw: decoupled weight decay; adam_l2: torch.optim.Adam's L2 term)"
+        )
     return str(optimizer)
 
 
@@ -92,8 +94,9 @@ def init_table(n_rows: int, n: int, generator: torch.Generator, std: float = TAB
     return torch.randn(n_rows, check_dim(n), generator=generator).mul_(float(std))
 
 
-def make_optimizer(params: list[torch.Tensor], optimizer: str, lr: float, weight_decay: float,
-                   fused: bool | None = None) -> torch.optim.Optimizer:
+def make_optimizer(
+    params: list[torch.Tensor], optimizer: str, lr: float, weight_decay: float, fused: bool | None = None
+) -> torch.optim.Optimizer:
     """torch.optim.AdamW (``"adamw"``) or torch.optim.Adam with its L2 ``weight_decay``
     (``"adam_l2"``) over ``params``, betas (0.9, 0.999), eps 1e-8 (Appendix B's Adam)."""
     kind = torch.optim.AdamW if check_optimizer(optimizer) == "adamw" else torch.optim.Adam
@@ -126,9 +129,19 @@ def pair_logits(model: torch.nn.Module, q_emb: torch.Tensor, d_emb: torch.Tensor
     return model(torch.cat([q_emb, d_emb], dim=1)).squeeze(1)
 
 
-def lazy_adam_step(table: torch.Tensor, m: torch.Tensor, v: torch.Tensor, rows: torch.Tensor,
-                   grad: torch.Tensor, step: int, lr: float, weight_decay: float,
-                   betas: tuple[float, float] = BETAS, eps: float = EPS, decoupled: bool = False) -> None:
+def lazy_adam_step(
+    table: torch.Tensor,
+    m: torch.Tensor,
+    v: torch.Tensor,
+    rows: torch.Tensor,
+    grad: torch.Tensor,
+    step: int,
+    lr: float,
+    weight_decay: float,
+    betas: tuple[float, float] = BETAS,
+    eps: float = EPS,
+    decoupled: bool = False,
+) -> None:
     """torch.optim.Adam's update (L2 ``weight_decay`` added to the gradient), or with
     ``decoupled`` torch.optim.AdamW's (rows first scaled by 1 - lr * weight_decay), bias
     correction by ``step``, the global step count, applied to the given ``rows`` of ``table``
@@ -142,15 +155,26 @@ def lazy_adam_step(table: torch.Tensor, m: torch.Tensor, v: torch.Tensor, rows: 
     v_rows = v.index_select(0, rows).mul_(beta2).addcmul_(g, g, value=1 - beta2)
     m.index_copy_(0, rows, m_rows)
     v.index_copy_(0, rows, v_rows)
-    denom = v_rows.sqrt().div_(math.sqrt(1 - beta2 ** step)).add_(eps)
-    table.index_copy_(0, rows, theta.addcdiv_(m_rows, denom, value=-lr / (1 - beta1 ** step)))
+    denom = v_rows.sqrt().div_(math.sqrt(1 - beta2**step)).add_(eps)
+    table.index_copy_(0, rows, theta.addcdiv_(m_rows, denom, value=-lr / (1 - beta1**step)))
 
 
-def train_ce(pairs: Pairs, n_rows: int, n: int, alpha: float, steps: int = STEPS,
-             batch_size: int = BATCH_SIZE, lr: float = LR, weight_decay: float = WEIGHT_DECAY,
-             seed: int = 0, row_updates: str = "dense", optimizer: str = OPTIMIZER,
-             table_init_std: float = TABLE_INIT_STD, log_every: int = 100,
-             progress: bool = True) -> tuple[tuple[torch.Tensor, torch.nn.Sequential], pd.DataFrame, dict[str, Any]]:
+def train_ce(
+    pairs: Pairs,
+    n_rows: int,
+    n: int,
+    alpha: float,
+    steps: int = STEPS,
+    batch_size: int = BATCH_SIZE,
+    lr: float = LR,
+    weight_decay: float = WEIGHT_DECAY,
+    seed: int = 0,
+    row_updates: str = "dense",
+    optimizer: str = OPTIMIZER,
+    table_init_std: float = TABLE_INIT_STD,
+    log_every: int = 100,
+    progress: bool = True,
+) -> tuple[tuple[torch.Tensor, torch.nn.Sequential], pd.DataFrame, dict[str, Any]]:
     """Train a lookup-table CE (section 5.3, Appendix B) on ``pairs`` over a table of ``n_rows``,
     with ``optimizer`` "adamw" (decoupled weight decay, the default: it does not erode the rows
     that are absent from a batch) or "adam_l2" (module docstring) and the table's rows drawn
@@ -180,8 +204,12 @@ def train_ce(pairs: Pairs, n_rows: int, n: int, alpha: float, steps: int = STEPS
     from tqdm.auto import tqdm
 
     start = time.perf_counter()
-    for step, idx in enumerate(tqdm(batches, total=steps, desc=f"CE n={n} alpha={alpha:g}",
-                                    unit="step", mininterval=2.0, disable=not progress), start=1):
+    for step, idx in enumerate(
+        tqdm(
+            batches, total=steps, desc=f"CE n={n} alpha={alpha:g}", unit="step", mininterval=2.0, disable=not progress
+        ),
+        start=1,
+    ):
         q, d, B = pairs.query.index_select(0, idx), pairs.doc.index_select(0, idx), idx.numel()
         rho = torch.randperm(B, generator=gen)
         model.zero_grad(set_to_none=True)
@@ -197,8 +225,7 @@ def train_ce(pairs: Pairs, n_rows: int, n: int, alpha: float, steps: int = STEPS
         opt.step()
         if row_updates == "lazy":
             with torch.no_grad():
-                lazy_adam_step(table, m, v, rows, emb.grad, step, lr, weight_decay,
-                               decoupled=optimizer == "adamw")
+                lazy_adam_step(table, m, v, rows, emb.grad, step, lr, weight_decay, decoupled=optimizer == "adamw")
         total, count = total + loss.item(), count + 1
         if step % log_every == 0 or step == steps:
             log.append({"step": step, "loss": total / count})
@@ -207,14 +234,27 @@ def train_ce(pairs: Pairs, n_rows: int, n: int, alpha: float, steps: int = STEPS
     if not math.isfinite(log[-1]["loss"]):
         raise FloatingPointError(f"CE training diverged (loss {log[-1]['loss']})")
     final = table.detach().clone() if row_updates == "dense" else table
-    facts = {"steps": steps, "train_s": seconds, "steps_per_s": steps / seconds,
-             **row_norm_stats(final, torch.cat([pairs.query, pairs.doc]))}
+    facts = {
+        "steps": steps,
+        "train_s": seconds,
+        "steps_per_s": steps / seconds,
+        **row_norm_stats(final, torch.cat([pairs.query, pairs.doc])),
+    }
     return (final, model.eval()), pd.DataFrame(log), facts
 
 
 @torch.no_grad()
-def ce_scores(table: torch.Tensor, model: torch.nn.Module, q: torch.Tensor, d: torch.Tensor,
-              block: int = 65_536) -> torch.Tensor:
+def ce_scores(
+    table: torch.Tensor, model: torch.nn.Module, q: torch.Tensor, d: torch.Tensor, block: int = 65_536
+) -> torch.Tensor:
     """f_MLP(concat(E(q_i), E(d_i))) for aligned row tensors q, d (the CE's score), by blocks."""
-    return torch.cat([pair_logits(model, table.index_select(0, q[s: s + block]), table.index_select(0, d[s: s + block]))
-                      for s in range(0, q.numel(), block)]) if q.numel() else torch.zeros(0)
+    return (
+        torch.cat(
+            [
+                pair_logits(model, table.index_select(0, q[s : s + block]), table.index_select(0, d[s : s + block]))
+                for s in range(0, q.numel(), block)
+            ]
+        )
+        if q.numel()
+        else torch.zeros(0)
+    )

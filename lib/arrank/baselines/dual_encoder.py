@@ -74,8 +74,9 @@ def de_loss(q_emb: torch.Tensor, d_emb: torch.Tensor, weights: torch.Tensor, tau
     return -(weights * torch.log_softmax(logits, dim=1).diagonal()).mean()
 
 
-def de_loss_and_grad(table: torch.Tensor, q: torch.Tensor, d: torch.Tensor, weights: torch.Tensor,
-                     tau: float = TAU) -> tuple[float, torch.Tensor, torch.Tensor]:
+def de_loss_and_grad(
+    table: torch.Tensor, q: torch.Tensor, d: torch.Tensor, weights: torch.Tensor, tau: float = TAU
+) -> tuple[float, torch.Tensor, torch.Tensor]:
     """(L_DE, rows, dL/dE[rows]) for the batch of pairs (q[i], d[i]) with lambda(r_i) = weights[i].
 
     Same value as ``de_loss(table[q], table[d], weights, tau)``, computed over the distinct
@@ -113,8 +114,9 @@ def project_rows(x: torch.Tensor) -> torch.Tensor:
     return x.div_(x.norm(dim=1, keepdim=True).clamp_min_(1e-12))
 
 
-def lazy_momentum_step(table: torch.Tensor, buffer: torch.Tensor, rows: torch.Tensor, grad: torch.Tensor,
-                       lr: float, momentum: float) -> None:
+def lazy_momentum_step(
+    table: torch.Tensor, buffer: torch.Tensor, rows: torch.Tensor, grad: torch.Tensor, lr: float, momentum: float
+) -> None:
     """SGD with momentum on the touched ``rows`` only (buffer = momentum * buffer + grad;
     row -= lr * buffer; row projected to the unit sphere), in place; other rows untouched."""
     buf = buffer.index_select(0, rows).mul_(momentum).add_(grad)
@@ -122,10 +124,21 @@ def lazy_momentum_step(table: torch.Tensor, buffer: torch.Tensor, rows: torch.Te
     table.index_copy_(0, rows, project_rows(table.index_select(0, rows).sub_(buf, alpha=lr)))
 
 
-def train_de(pairs: Pairs, n_rows: int, n: int, alpha: float, steps: int = STEPS,
-             batch_size: int = BATCH_SIZE, tau: float = TAU, lr: float = LR, momentum: float = MOMENTUM,
-             seed: int = 0, row_updates: str = "lazy", log_every: int = 100,
-             progress: bool = True) -> tuple[torch.Tensor, pd.DataFrame, dict[str, Any]]:
+def train_de(
+    pairs: Pairs,
+    n_rows: int,
+    n: int,
+    alpha: float,
+    steps: int = STEPS,
+    batch_size: int = BATCH_SIZE,
+    tau: float = TAU,
+    lr: float = LR,
+    momentum: float = MOMENTUM,
+    seed: int = 0,
+    row_updates: str = "lazy",
+    log_every: int = 100,
+    progress: bool = True,
+) -> tuple[torch.Tensor, pd.DataFrame, dict[str, Any]]:
     """Train a lookup-table DE (section 5.3, Appendix B) on ``pairs`` over a table of ``n_rows``.
 
     Returns (the table, a log with the mean loss of every ``log_every`` steps, facts: steps,
@@ -152,19 +165,33 @@ def train_de(pairs: Pairs, n_rows: int, n: int, alpha: float, steps: int = STEPS
     from tqdm.auto import tqdm
 
     start = time.perf_counter()
-    for step, idx in enumerate(tqdm(batches, total=steps, desc=f"DE n={n} alpha={alpha:g}",
-                                    unit="step", mininterval=2.0, disable=not progress), start=1):
+    for step, idx in enumerate(
+        tqdm(
+            batches, total=steps, desc=f"DE n={n} alpha={alpha:g}", unit="step", mininterval=2.0, disable=not progress
+        ),
+        start=1,
+    ):
         if row_updates == "dense":
             with torch.no_grad():
-                loss, rows, grad = de_loss_and_grad(param.data, pairs.query.index_select(0, idx),
-                                                    pairs.doc.index_select(0, idx), weights.index_select(0, idx), tau)
+                loss, rows, grad = de_loss_and_grad(
+                    param.data,
+                    pairs.query.index_select(0, idx),
+                    pairs.doc.index_select(0, idx),
+                    weights.index_select(0, idx),
+                    tau,
+                )
                 param.grad.zero_().index_copy_(0, rows, grad)
             optimizer.step()
             with torch.no_grad():
                 project_rows(param.data)
         else:
-            loss, rows, grad = de_loss_and_grad(table, pairs.query.index_select(0, idx),
-                                                pairs.doc.index_select(0, idx), weights.index_select(0, idx), tau)
+            loss, rows, grad = de_loss_and_grad(
+                table,
+                pairs.query.index_select(0, idx),
+                pairs.doc.index_select(0, idx),
+                weights.index_select(0, idx),
+                tau,
+            )
             lazy_momentum_step(table, buffer, rows, grad, lr, momentum)
         total, count = total + loss, count + 1
         if step % log_every == 0 or step == steps:
@@ -174,8 +201,12 @@ def train_de(pairs: Pairs, n_rows: int, n: int, alpha: float, steps: int = STEPS
     if not math.isfinite(log[-1]["loss"]):
         raise FloatingPointError(f"DE training diverged (loss {log[-1]['loss']}); lower lr or raise tau")
     final = param.data.detach().clone() if row_updates == "dense" else table
-    facts = {"steps": steps, "train_s": seconds, "steps_per_s": steps / seconds,
-             **row_norm_stats(final, torch.cat([pairs.query, pairs.doc]))}
+    facts = {
+        "steps": steps,
+        "train_s": seconds,
+        "steps_per_s": steps / seconds,
+        **row_norm_stats(final, torch.cat([pairs.query, pairs.doc])),
+    }
     return final, pd.DataFrame(log), facts
 
 
@@ -184,8 +215,9 @@ def de_scores(table: torch.Tensor, q: torch.Tensor, d: torch.Tensor) -> torch.Te
     return (table.index_select(0, q) * table.index_select(0, d)).sum(1)
 
 
-def retrieve(table: torch.Tensor, q: torch.Tensor, corpus: torch.Tensor, k: int,
-             block: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
+def retrieve(
+    table: torch.Tensor, q: torch.Tensor, corpus: torch.Tensor, k: int, block: int = 256
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Full-corpus retrieval: for each query row, the corpus rows with the k highest inner
     products (ties at the k-th score all kept: returns (rows, scores) padded with -1 / -inf),
     the query itself excluded. Exact, by blocks of queries."""
@@ -196,7 +228,7 @@ def retrieve(table: torch.Tensor, q: torch.Tensor, corpus: torch.Tensor, k: int,
     column[corpus] = torch.arange(corpus.numel())
     out_rows, out_scores = [], []
     for start in range(0, q.numel(), block):
-        qb = q[start: start + block]
+        qb = q[start : start + block]
         s = table.index_select(0, qb) @ C.T
         own = column[qb]
         inside = torch.nonzero(own >= 0).squeeze(1)

@@ -23,14 +23,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from arrank.baselines import cross_encoder as CE, dual_encoder as DE
-from arrank.evaluation import metrics
-from arrank.workbook import paths
-from arrank.workbook.display import percent_text
+from arrank.baselines import cross_encoder as CE
+from arrank.baselines import dual_encoder as DE
 from arrank.baselines.lookup import Pairs, check_alpha, check_dim
+from arrank.common import paths
+from arrank.evaluation import metrics
 
 MODELS = ("de", "ce")
-SMALL_KS = (1, 2)  # "small k" in the findings of Figure 3
 
 
 def config_key(model: str, n: int, alpha: float) -> str:
@@ -38,8 +37,9 @@ def config_key(model: str, n: int, alpha: float) -> str:
     return f"{model}_n{n}_alpha{alpha:g}"
 
 
-def figure3_configs(de_dims: Sequence[int], ce_dim: int, alpha: float, alpha_dim: int,
-                    alphas: Sequence[float]) -> list[dict[str, Any]]:
+def figure3_configs(
+    de_dims: Sequence[int], ce_dim: int, alpha: float, alpha_dim: int, alphas: Sequence[float]
+) -> list[dict[str, Any]]:
     """The distinct (model, n, alpha) runs Figure 3 needs, each with the panels it appears in:
     (a) DE n in ``de_dims`` at ``alpha`` and CE ``ce_dim`` at ``alpha``; (b) DE ``alpha_dim`` for
     every alpha in ``alphas``; (c) CE ``ce_dim`` for every alpha in ``alphas``."""
@@ -81,21 +81,31 @@ def score_records(df_eval: pd.DataFrame, scores: torch.Tensor, sizes: np.ndarray
     values = scores.double().numpy()
     ends = np.cumsum(sizes)
     out = []
-    for (query, rel, neg), end, size in zip(df_eval[["query", "relevant", "negative"]].itertuples(index=False), ends, sizes):
-        out.append({"query": query, "relevant": list(rel), "negative": neg,
-                    "scores": dict(zip((*rel, neg), values[end - size: end].tolist()))})
+    for (query, rel, neg), end, size in zip(
+        df_eval[["query", "relevant", "negative"]].itertuples(index=False), ends, sizes
+    ):
+        out.append(
+            {
+                "query": query,
+                "relevant": list(rel),
+                "negative": neg,
+                "scores": dict(zip((*rel, neg), values[end - size : end].tolist())),
+            }
+        )
     return out
 
 
-def evaluate(df_eval: pd.DataFrame, scores: torch.Tensor, sizes: np.ndarray,
-             ks: Iterable[int]) -> tuple[dict[str, Any], pd.DataFrame]:
+def evaluate(
+    df_eval: pd.DataFrame, scores: torch.Tensor, sizes: np.ndarray, ks: Iterable[int]
+) -> tuple[dict[str, Any], pd.DataFrame]:
     """(flat metrics, per-query frame) of section 5.1 for the candidates' scores."""
     frame = metrics.per_query_metrics(score_records(df_eval, scores, sizes), ks)
     return metrics.summarize(frame, ks), frame
 
 
-def retrieval_recall(table: torch.Tensor, df_eval: pd.DataFrame, rows: Mapping[str, int],
-                     corpus: Sequence[str], ks: Sequence[int]) -> dict[str, Any]:
+def retrieval_recall(
+    table: torch.Tensor, df_eval: pd.DataFrame, rows: Mapping[str, int], corpus: Sequence[str], ks: Sequence[int]
+) -> dict[str, Any]:
     """Full-corpus retrieval with a DE: ``retrieval_recall@k`` = mean over the evaluation queries
     with >= k relevant docIDs of R@k (``metrics.recall_at_k``) with every synset of ``corpus``
     but the query as a candidate. Exact: the candidates passed to recall_at_k are the retrieved
@@ -125,23 +135,44 @@ def retrieval_recall(table: torch.Tensor, df_eval: pd.DataFrame, rows: Mapping[s
 # --------------------------------------------------------------------------- one configuration
 
 
-def train_config(config: Mapping[str, Any], pairs: Pairs, n_rows: int, hyper: Mapping[str, Any],
-                 seed: int, progress: bool = True) -> tuple[Any, pd.DataFrame, dict[str, Any]]:
+def train_config(
+    config: Mapping[str, Any], pairs: Pairs, n_rows: int, hyper: Mapping[str, Any], seed: int, progress: bool = True
+) -> tuple[Any, pd.DataFrame, dict[str, Any]]:
     """Train the DE or CE of ``config`` (model, n, alpha) with the hyper-parameters ``hyper``
     (de_steps, ce_steps, batch_size, tau, de_lr, de_momentum, ce_lr, ce_weight_decay,
     de_row_updates, ce_row_updates, ce_optimizer, ce_table_init_std). Returns (model, loss log,
     facts, the row norms of the trained table among them)."""
     if config["model"] == "de":
-        return DE.train_de(pairs, n_rows, config["n"], config["alpha"], steps=hyper["de_steps"],
-                           batch_size=hyper["batch_size"], tau=hyper["tau"], lr=hyper["de_lr"],
-                           momentum=hyper["de_momentum"], seed=seed, row_updates=hyper["de_row_updates"],
-                           progress=progress)
+        return DE.train_de(
+            pairs,
+            n_rows,
+            config["n"],
+            config["alpha"],
+            steps=hyper["de_steps"],
+            batch_size=hyper["batch_size"],
+            tau=hyper["tau"],
+            lr=hyper["de_lr"],
+            momentum=hyper["de_momentum"],
+            seed=seed,
+            row_updates=hyper["de_row_updates"],
+            progress=progress,
+        )
     if config["model"] == "ce":
-        return CE.train_ce(pairs, n_rows, config["n"], config["alpha"], steps=hyper["ce_steps"],
-                           batch_size=hyper["batch_size"], lr=hyper["ce_lr"],
-                           weight_decay=hyper["ce_weight_decay"], seed=seed,
-                           row_updates=hyper["ce_row_updates"], optimizer=hyper["ce_optimizer"],
-                           table_init_std=hyper["ce_table_init_std"], progress=progress)
+        return CE.train_ce(
+            pairs,
+            n_rows,
+            config["n"],
+            config["alpha"],
+            steps=hyper["ce_steps"],
+            batch_size=hyper["batch_size"],
+            lr=hyper["ce_lr"],
+            weight_decay=hyper["ce_weight_decay"],
+            seed=seed,
+            row_updates=hyper["ce_row_updates"],
+            optimizer=hyper["ce_optimizer"],
+            table_init_std=hyper["ce_table_init_std"],
+            progress=progress,
+        )
     raise ValueError(f"model={config['model']!r} is not allowed; choose one of {list(MODELS)}")
 
 
@@ -153,27 +184,82 @@ def score_pairs(model_kind: str, model: Any, q: torch.Tensor, d: torch.Tensor) -
     return CE.ce_scores(table, net, q, d)
 
 
-def run_configs(configs: Sequence[Mapping[str, Any]], pairs: Pairs, n_rows: int, df_eval: pd.DataFrame,
-                rows: Mapping[str, int], hyper: Mapping[str, Any], ks: Sequence[int], seed: int,
-                corpus: Sequence[str] | None = None, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+def baseline_precision(requested: str):
+    """The precision notebook 07 trains and scores the DE and CE in: fp32, whatever ``requested``
+    says (``auto`` | ``fp32`` | ``bf16``, validated and refused where bf16 is unsupported, as in
+    notebooks 05 and 06, so a sweep can set it per point and it is recorded). bf16 does not pay
+    here (docs/measurements.md, "bf16 for the DE and CE"): the DE's hand-written gradient
+    (``dual_encoder.de_loss_and_grad``) mixes dtypes under autocast, and the CE under bf16
+    autocast ran 1.2-1.5x faster but fit far worse (loss 1.33 against 0.63 after 300 steps, n = 32,
+    alpha = 5): at n <= 32 the matmuls are a small part of a step, table updates the rest."""
+    from arrank.training.precision import Precision, resolve_precision
+
+    asked = resolve_precision(requested)
+    why = "the DE and CE baselines train in fp32 (bf16 does not pay at these sizes: docs/measurements.md)"
+    return Precision(requested, "fp32", f"{asked.reason}; {why}" if asked.used == "bf16" else why)
+
+
+def run_configs(
+    configs: Sequence[Mapping[str, Any]],
+    pairs: Pairs,
+    n_rows: int,
+    df_eval: pd.DataFrame,
+    rows: Mapping[str, int],
+    hyper: Mapping[str, Any],
+    ks: Sequence[int],
+    seed: int,
+    corpus: Sequence[str] | None = None,
+    progress: bool = True,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Train and evaluate every config. Returns (one row per config: model, n, alpha, panels,
     section 5.1 metrics, DE retrieval metrics when ``corpus`` is given, final_loss, train_s,
-    steps_per_s, eval_s; the concatenated loss logs with a ``config`` column)."""
+    steps_per_s, eval_s; the concatenated loss logs with a ``config`` column; the per-query
+    metrics of every config, ``per_query_rows``)."""
     q, d, sizes = candidate_rows(df_eval, rows)
-    results, logs = [], []
+    results, logs, per_query = [], [], []
     for config in configs:
         model, log, facts = train_config(config, pairs, n_rows, hyper, seed, progress)
         start = time.perf_counter()
-        summary, _ = evaluate(df_eval, score_pairs(config["model"], model, q, d), sizes, ks)
+        summary, frame = evaluate(df_eval, score_pairs(config["model"], model, q, d), sizes, ks)
         if config["model"] == "de" and corpus is not None:
             summary.update(retrieval_recall(model, df_eval, rows, corpus, ks))
         key = config_key(config["model"], config["n"], config["alpha"])
-        results.append({"config": key, "model": config["model"], "n": config["n"], "alpha": config["alpha"],
-                        "panels": ",".join(config["panels"]), **summary,
-                        "final_loss": float(log["loss"].iloc[-1]), **facts,
-                        "eval_s": time.perf_counter() - start})
+        results.append(
+            {
+                "config": key,
+                "model": config["model"],
+                "n": config["n"],
+                "alpha": config["alpha"],
+                "panels": ",".join(config["panels"]),
+                **summary,
+                "final_loss": float(log["loss"].iloc[-1]),
+                **facts,
+                "eval_s": time.perf_counter() - start,
+            }
+        )
         logs.append(log.assign(config=key))
-    return pd.DataFrame(results).set_index("config"), pd.concat(logs, ignore_index=True)
+        per_query.append(per_query_rows(frame, key))
+    return (
+        pd.DataFrame(results).set_index("config"),
+        pd.concat(logs, ignore_index=True),
+        pd.concat(per_query, ignore_index=True),
+    )
+
+
+PER_QUERY_KS = range(1, 6)  # the R@k Figure 3's findings compare (k <= 5): per_query.csv stays small
+
+
+def per_query_rows(frame: pd.DataFrame, key: str) -> pd.DataFrame:
+    """A config's per-query metrics (``metrics.per_query_metrics``) as the rows of the run's
+    ``per_query.csv``: config, query, cvr (the query's violation, 0 or 1), ndcg, r1..r5 (R@k,
+    NaN where the query has fewer than k relevant docIDs), fractions."""
+    out = pd.DataFrame(
+        {"config": key, "query": frame["query"], "cvr": frame["violation"].astype(float), "ndcg": frame["ndcg"]}
+    )
+    for k in PER_QUERY_KS:
+        if f"recall@{k}" in frame.columns:
+            out[f"r{k}"] = frame[f"recall@{k}"].astype(float)
+    return out
 
 
 # --------------------------------------------------------------------------- Figure 3 from a sweep's points
@@ -181,8 +267,9 @@ def run_configs(configs: Sequence[Mapping[str, Any]], pairs: Pairs, n_rows: int,
 STEM = "07_de_ce_baselines"
 
 
-def point_results(params: Mapping[str, Any], pattern: str, configs: Sequence[Mapping[str, Any]],
-                  root: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+def point_results(
+    params: Mapping[str, Any], pattern: str, configs: Sequence[Mapping[str, Any]], root: Path | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """Figure 3 from single-configuration runs of this notebook (the points of a sweep such as
     ``sweeps/fig3_baselines_paper.yaml``) instead of training: the finished runs whose names
     match the glob ``pattern`` and whose params match ``params`` (the data: subtree,
@@ -190,22 +277,11 @@ def point_results(params: Mapping[str, Any], pattern: str, configs: Sequence[Map
     ``ce_optimizer`` is left out); each results row whose (model, n, alpha) is one of ``configs`` gets that config's
     panels; of two runs of one config the newer wins. Returns (results, their training logs,
     the run names used); a clear error when no run matches."""
-    if not pattern or "/" in pattern:
-        raise ValueError(f"from_runs={pattern!r} must be a glob on {STEM} run names, e.g. 'paper-fig3-*'")
-    from fnmatch import fnmatchcase
-
-    from arrank.workbook.outputs import finished_runs
-
     wanted = {config_key(c["model"], c["n"], c["alpha"]): ",".join(c["panels"]) for c in configs}
     rows: dict[str, pd.Series] = {}
     logs: dict[str, pd.DataFrame] = {}
     used: dict[str, str] = {}
-    for run in finished_runs(STEM, root):  # oldest first: a newer run of a config replaces it
-        if not fnmatchcase(run.name, pattern):
-            continue
-        ran = json.loads((run / "results.json").read_text()).get("params", {})
-        if ran.get("model") == "figure3" or any(ran.get(k) != v for k, v in params.items()):
-            continue
+    for run in _matching_runs(params, pattern, root):  # oldest first: a newer run of a config replaces it
         table = pd.read_csv(run / "results.csv", index_col="config")
         log = pd.read_csv(run / "training_log.csv")
         for key, row in table.iterrows():
@@ -213,18 +289,64 @@ def point_results(params: Mapping[str, Any], pattern: str, configs: Sequence[Map
                 rows[key], logs[key], used[key] = row.copy(), log[log["config"] == key], run.name
                 rows[key]["panels"] = wanted[key]
     if not rows:
-        raise ValueError(f"no finished {STEM} run named like {pattern!r} holds a Figure 3 configuration "
-                         f"with these params ({dict(params)})")
+        raise ValueError(
+            f"no finished {STEM} run named like {pattern!r} holds a Figure 3 configuration "
+            f"with these params ({dict(params)})"
+        )
     order = [k for k in wanted if k in rows]
     results = pd.DataFrame([rows[k] for k in order]).infer_objects()
     results.index.name = "config"
     return results, pd.concat([logs[k] for k in order], ignore_index=True), sorted(set(used.values()))
 
 
+def _matching_runs(params: Mapping[str, Any], pattern: str, root: Path | None = None) -> list[Path]:
+    """The finished single-configuration runs of this notebook named like ``pattern`` whose params
+    match ``params``, oldest first."""
+    if not pattern or "/" in pattern:
+        raise ValueError(f"from_runs={pattern!r} must be a glob on {STEM} run names, e.g. 'paper-fig3-*'")
+    from fnmatch import fnmatchcase
+
+    from arrank.common.outputs import finished_runs
+
+    out = []
+    for run in finished_runs(STEM, root):
+        if not fnmatchcase(run.name, pattern):
+            continue
+        ran = json.loads((run / "results.json").read_text()).get("params", {})
+        if ran.get("model") == "figure3" or any(ran.get(k) != v for k, v in params.items()):
+            continue
+        out.append(run)
+    return out
+
+
+def point_per_query(
+    params: Mapping[str, Any], pattern: str, configs: Sequence[Mapping[str, Any]], root: Path | None = None
+) -> pd.DataFrame:
+    """The per-query rows (``per_query_rows``) of the configs of ``point_results``, from the same
+    runs (of two runs of one config the newer wins); runs made before per_query.csv was written
+    give none (empty frame with a ``config`` column)."""
+    wanted = {config_key(c["model"], c["n"], c["alpha"]) for c in configs}
+    found: dict[str, pd.DataFrame] = {}
+    for run in _matching_runs(params, pattern, root):
+        if (run / "per_query.csv").exists():
+            table = pd.read_csv(run / "per_query.csv")
+            found.update({key: part for key, part in table.groupby("config", sort=False) if key in wanted})
+    return pd.concat(found.values(), ignore_index=True) if found else pd.DataFrame(columns=["config"])
+
+
 # --------------------------------------------------------------------------- results.json and findings
 
-FLAT_FIELDS = ("n_queries", "cvr", "ndcg", "final_loss", "train_s", "steps_per_s",
-               "row_norm_mean", "row_norm_min", "row_norm_max")
+FLAT_FIELDS = (
+    "n_queries",
+    "cvr",
+    "ndcg",
+    "final_loss",
+    "train_s",
+    "steps_per_s",
+    "row_norm_mean",
+    "row_norm_min",
+    "row_norm_max",
+)
 
 
 def flat_metrics(results: pd.DataFrame) -> dict[str, Any]:
@@ -242,143 +364,6 @@ def flat_metrics(results: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
-ON_PAR_TOL = 0.02  # "on par": R@k within 0.02 (about 1 standard error of R@1 ~ 0.9 on 300 queries)
-_ROUND = 1e-9  # a difference of exactly tol counts as within it (0.92 - 0.90 > 0.02 in floats)
-
-
-def _mean_small_k(row: Mapping[str, Any], ks: Sequence[int]) -> float:
-    return float(np.mean([row[f"recall@{k}"] for k in ks]))
-
-
-def on_par(a: Sequence[float], b: Sequence[float], tol: float = ON_PAR_TOL) -> bool:
-    """Two R@k curves (same k) are on par: |a_k - b_k| <= tol at every k."""
-    return all(abs(x - y) <= tol + _ROUND for x, y in zip(a, b, strict=True))
-
-
-def above(a: Sequence[float], b: Sequence[float], tol: float = ON_PAR_TOL) -> bool:
-    """Curve a is above curve b: at no k below it by more than tol, and above it by more than
-    tol at some k. Where both are within tol of 1.000 at every k nothing can be above: that tie
-    is not a failure (True)."""
-    diffs = [x - y for x, y in zip(a, b, strict=True)]
-    if any(d < -tol - _ROUND for d in diffs):
-        return False
-    return any(d > tol + _ROUND for d in diffs) or all(min(x, y) >= 1 - tol - _ROUND for x, y in zip(a, b))
-
-
-def _curve_text(name: str, row: Mapping[str, Any], ks: Sequence[int], prefix: str = "recall@") -> str:
-    return f"{name} " + percent_text([float(row[f"{prefix}{k}"]) for k in ks])
-
-
-def best_arr_run(arr: pd.DataFrame | None, ks: Sequence[int]) -> tuple[pd.Series | None, str]:
-    """The ARR run (a row of ``arr_runs``) with the highest mean R@k over ``ks`` on its training
-    queries: the one Figure 3's ARR findings compare with the DE and the CE, which are scored on
-    queries they trained on. (None, why) when no run has that curve; runs of notebook 05 made
-    before it scored training queries have the held-out curve only, which answers another
-    question (generalisation), so they are named but not compared."""
-    if arr is None or not len(arr):
-        return None, "no ARR run on these evaluation queries"
-    cols = [f"train_recall@{k}" for k in ks]
-    scored = arr[arr.reindex(columns=cols).notna().all(axis=1)] if set(cols) <= set(arr.columns) else arr.iloc[:0]
-    if scored.empty:
-        held = [c for c in (f"recall@{k}" for k in ks) if c in arr.columns]
-        best = arr.loc[arr[held].mean(axis=1).idxmax()] if len(held) == len(ks) else None
-        return None, ("no ARR run scored on its training queries (notebook 05 runs made before it scored them: "
-                      "re-run them to compare)" + (f"; best on held-out queries: {_curve_text(best['label'], best, ks)}"
-                                                   if best is not None else ""))
-    return scored.loc[scored[cols].mean(axis=1).idxmax()], ""
-
-
-def findings(results: pd.DataFrame, de_dims: Sequence[int], ce_dim: int, alpha: float,
-             alpha_dim: int, alphas: Sequence[float], ks: Sequence[int] | None = None,
-             arr: pd.DataFrame | None = None, tol: float = ON_PAR_TOL) -> dict[str, Any]:
-    """The findings of Figure 3 and section 5.3 ("autoregressive ranking is on par with CEs
-    while being significantly more powerful than DEs"; "an increasing alpha improves Recall@k,
-    particularly for small k") as checks on this run's R@k, k in ``ks`` (default: the k in 1..5
-    that the results hold), "on par" and "above" with the tolerance ``tol`` (``on_par``,
-    ``above``: a tie at R@k = 1.000 is never a failure):
-
-    - ``finding_de_grows_with_n`` (panel a): at ``alpha``, the DE's mean R@k rises with every
-      step of ``de_dims`` (sorted);
-    - ``finding_ce_above_de`` (panel a): the CE (``ce_dim``, ``alpha``) above the strongest DE
-      (n = max ``de_dims``, ``alpha``); the paper's two claims together imply it, and both are
-      trained and scored on the same queries (the capacity setting);
-    - ``finding_arr_on_par_with_ce`` / ``finding_arr_above_de`` (panel a): the ARR run of ``arr``
-      with the highest mean R@k on its training queries (``best_arr_run``), that curve on par
-      with the CE / above the strongest DE: the same capacity question the lookup tables answer
-      (they are trained and scored on the same queries). The numbers give the run's held-out
-      curve beside it (generalisation, which the tables cannot be asked: they have no row for a
-      query they never saw). None when no ARR run scored its training queries;
-    - ``finding_alpha_raises_de_small_k`` (panel b): the DE at ``alpha_dim`` above itself at the
-      smallest alpha when at the largest, over the small k (1 and 2).
-
-    A check whose runs are missing is None. Each ``finding_X`` comes with ``finding_X_numbers``,
-    the curves it compared, and the DE means ``de_n<n>_mean_recall@1-<k>``.
-    """
-    ks = ks or [k for k in range(1, 6) if f"recall@{k}" in results.columns]
-    small = [k for k in SMALL_KS if f"recall@{k}" in results.columns]
-    res = results.set_index(["model", "n", "alpha"])
-    get = lambda m, n, a: res.loc[(m, n, float(a))] if (m, n, float(a)) in res.index else None
-    curve = lambda row, at, prefix="recall@": [float(row[f"{prefix}{k}"]) for k in at]
-    out: dict[str, Any] = {"on_par_tol": tol}
-
-    def record(name: str, holds: bool | None, numbers: str) -> None:
-        out[f"finding_{name}"], out[f"finding_{name}_numbers"] = holds, numbers
-
-    de = [get("de", n, alpha) for n in sorted(de_dims)]
-    if all(r is not None for r in de) and len(de) > 1:
-        means = [_mean_small_k(r, ks) for r in de]
-        out.update({f"de_n{n}_mean_recall@1-{max(ks)}": m for n, m in zip(sorted(de_dims), means)})
-        record("de_grows_with_n", all(b > a for a, b in zip(means, means[1:])),
-               f"mean R@1..{max(ks)} (%) " + percent_text(means, sep=" / ")
-               + f" (n = {' / '.join(map(str, sorted(de_dims)))}, α = {alpha:g})")
-    else:
-        record("de_grows_with_n", None, "runs missing")
-    ce, best_de = get("ce", ce_dim, alpha), get("de", max(de_dims), alpha)
-    ce_name, de_name = f"CE n={ce_dim} α={alpha:g}", f"DE n={max(de_dims)} α={alpha:g}"
-    if ce is None or best_de is None:
-        record("ce_above_de", None, "runs missing")
-    else:
-        record("ce_above_de", above(curve(ce, ks), curve(best_de, ks), tol),
-               f"R@1..{max(ks)} (%): {_curve_text(ce_name, ce, ks)}; {_curve_text(de_name, best_de, ks)}")
-    best_arr, missing = best_arr_run(arr, ks)
-    for name, other, other_name, check in (("arr_on_par_with_ce", ce, ce_name, on_par),
-                                           ("arr_above_de", best_de, de_name, above)):
-        if best_arr is None or other is None:
-            record(name, None, missing if best_arr is None else "runs missing")
-        else:
-            held_out = all(pd.notna(best_arr.get(f"recall@{k}")) for k in ks)
-            record(name, check(curve(best_arr, ks, "train_recall@"), curve(other, ks), tol),
-                   f"R@1..{max(ks)} (%): {_curve_text(best_arr['label'], best_arr, ks, 'train_recall@')} (its training "
-                   f"queries); {_curve_text(other_name, other, ks)}"
-                   + (f"; beside it, on held-out queries: {_curve_text(best_arr['label'], best_arr, ks)}" if held_out else ""))
-    lo, hi = get("de", alpha_dim, min(alphas)), get("de", alpha_dim, max(alphas))
-    if lo is None or hi is None or min(alphas) == max(alphas) or not small:
-        record("alpha_raises_de_small_k", None, "runs missing")
-    else:
-        record("alpha_raises_de_small_k", above(curve(hi, small), curve(lo, small), tol),
-               f"DE n={alpha_dim}, R@{','.join(map(str, small))} (%): α {min(alphas):g} "
-               + percent_text(curve(lo, small)) + f" -> α {max(alphas):g} " + percent_text(curve(hi, small)))
-    return out
-
-
-CLAIMS = {
-    "de_grows_with_n": "Figure 3 (a): the DE's recall grows with its dimension n",
-    "ce_above_de": "Figure 3 (a), implied by section 5.3's two claims: the CE above the strongest DE",
-    "arr_on_par_with_ce": "section 5.3: ARR is on par with the CE (ARR on its training queries, as the CE)",
-    "arr_above_de": "section 5.3: ARR is significantly more powerful than the DEs (on its training queries)",
-    "alpha_raises_de_small_k": "Figure 3 (b): an increasing α improves R@k, particularly for small k (the DE)",
-}
-
-
-def findings_rows(found: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The checks of ``findings`` as "what to look for" rows (``display.finding``): the paper's
-    claim, whether it holds in this run, the numbers compared (percent)."""
-    from arrank.workbook.display import finding
-
-    return [finding(claim, found.get(f"finding_{key}"), found.get(f"finding_{key}_numbers", "not run"))
-            for key, claim in CLAIMS.items() if f"finding_{key}" in found]
-
-
 # --------------------------------------------------------------------------- data
 
 
@@ -390,12 +375,15 @@ def table_synsets(subtree: str | None, cache_dir: Path | None = None) -> tuple[l
     from arrank.data import wordnet as W
 
     folder = Path(cache_dir or paths.CACHE / "lookup") / cache.params_hash({"format": 1, "subtree": subtree})
-    if cache.is_complete(folder):
-        tables = cache.read_tables(folder)
+    tables = cache.cached_tables(folder, names=["names", "corpus"])
+    if tables is not None:
         return tables["names"]["synset"].tolist(), tables["corpus"]["synset"].tolist()
     names, corpus = W.noun_synset_names(), W.noun_hierarchy(subtree).nodes
-    cache.save_tables(folder, {"names": pd.DataFrame({"synset": names}), "corpus": pd.DataFrame({"synset": corpus})},
-                      {"format": 1, "subtree": subtree, "n_names": len(names), "n_corpus": len(corpus)})
+    cache.save_tables(
+        folder,
+        {"names": pd.DataFrame({"synset": names}), "corpus": pd.DataFrame({"synset": corpus})},
+        {"format": 1, "subtree": subtree, "n_names": len(names), "n_corpus": len(corpus)},
+    )
     return names, corpus
 
 
@@ -405,11 +393,17 @@ def lookup_data(subtree: str | None, min_relevant: int, n_eval: int, seed: int) 
     all 82,115 noun synsets), ``rows`` (name -> row), ``pairs`` (every query's (q, d, r): the
     capacity experiment trains on all queries) and ``corpus`` (the synsets of the hierarchy: the
     candidates of full-corpus retrieval)."""
-    from arrank.data import wordnet as W
     from arrank.baselines.lookup import positive_pairs, row_index
+    from arrank.data import wordnet as W
 
     df = W.build_wordnet_dataset(subtree=subtree, min_relevant=min_relevant, n_eval=n_eval, seed=seed)
     names, corpus = table_synsets(subtree)
     rows = row_index(names)
-    return {"df": df, "eval": df[df["split"] == "eval"].reset_index(drop=True), "names": names,
-            "rows": rows, "pairs": positive_pairs(df, rows), "corpus": corpus}
+    return {
+        "df": df,
+        "eval": df[df["split"] == "eval"].reset_index(drop=True),
+        "names": names,
+        "rows": rows,
+        "pairs": positive_pairs(df, rows),
+        "corpus": corpus,
+    }

@@ -41,10 +41,17 @@ def check_dim(n: object) -> int:
 
 def check_alpha(alpha: object) -> float:
     """alpha of lambda(r) = 1/r^alpha: a finite number >= 0 (0 gives the unweighted loss)."""
-    if (isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or math.isnan(alpha)
-            or math.isinf(alpha) or alpha < 0):
-        raise ValueError(f"alpha={alpha!r} is not allowed: lambda(r) = 1/r**alpha needs a finite "
-                         "number alpha >= 0 (alpha = 0 gives the plain, unweighted loss)")
+    if (
+        isinstance(alpha, bool)
+        or not isinstance(alpha, numbers.Real)
+        or math.isnan(alpha)
+        or math.isinf(alpha)
+        or alpha < 0
+    ):
+        raise ValueError(
+            f"alpha={alpha!r} is not allowed: lambda(r) = 1/r**alpha needs a finite "
+            "number alpha >= 0 (alpha = 0 gives the plain, unweighted loss)"
+        )
     return float(alpha)
 
 
@@ -75,8 +82,9 @@ def positive_pairs(df: pd.DataFrame, rows: Mapping[str, int]) -> Pairs:
     queries = _rows_of(list(df["query"]), rows, "query synset")
     docs = _rows_of([d for rel in df["relevant"] for d in rel], rows, "relevant synset")
     ranks = np.arange(int(n_rel.sum())) - np.repeat(np.cumsum(n_rel) - n_rel, n_rel) + 1
-    return Pairs(torch.from_numpy(np.repeat(queries, n_rel)), torch.from_numpy(docs),
-                 torch.from_numpy(ranks.astype(np.int64)))
+    return Pairs(
+        torch.from_numpy(np.repeat(queries, n_rel)), torch.from_numpy(docs), torch.from_numpy(ranks.astype(np.int64))
+    )
 
 
 def rank_weights(rank: torch.Tensor, alpha: float, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -96,15 +104,17 @@ def batch_indices(n_pairs: int, batch_size: int, steps: int, generator: torch.Ge
     if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
         raise ValueError(f"batch_size={batch_size!r} is not allowed: it must be an integer >= 1")
     if batch_size > n_pairs:
-        raise ValueError(f"batch_size={batch_size} is larger than the number of training pairs "
-                         f"({n_pairs}); use a batch of at most {n_pairs} pairs")
+        raise ValueError(
+            f"batch_size={batch_size} is larger than the number of training pairs "
+            f"({n_pairs}); use a batch of at most {n_pairs} pairs"
+        )
     if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
         raise ValueError(f"steps={steps!r} is not allowed: it must be an integer >= 1")
     order, at = torch.randperm(n_pairs, generator=generator), 0
     for _ in range(steps):
         if at + batch_size > n_pairs:
             order, at = torch.randperm(n_pairs, generator=generator), 0
-        yield order[at: at + batch_size]
+        yield order[at : at + batch_size]
         at += batch_size
 
 
@@ -116,5 +126,8 @@ def row_norm_stats(table: torch.Tensor, rows: torch.Tensor) -> dict[str, float]:
     if rows.numel() == 0:
         raise ValueError("row_norm_stats needs at least one row")
     norms = table.detach().index_select(0, torch.unique(rows)).double().norm(dim=1)
-    return {"row_norm_mean": float(norms.mean()), "row_norm_min": float(norms.min()),
-            "row_norm_max": float(norms.max())}
+    return {
+        "row_norm_mean": float(norms.mean()),
+        "row_norm_min": float(norms.min()),
+        "row_norm_max": float(norms.max()),
+    }

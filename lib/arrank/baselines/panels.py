@@ -5,7 +5,7 @@ Which queries a curve is scored on is part of its name and of its legend group: 
 lookup tables are trained on every query and scored on the evaluation queries (a capacity
 question); an ARR run of notebook 05 is drawn twice, on a seeded sample of its *training* queries
 (the same question) and on the held-out queries it never trained on. Tables hold R@k as
-fractions (as results.json), figures show percent (``arrank.workbook.display``).
+fractions (as results.json), figures show percent (``arrank.common.display``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from arrank.training.schemes import loss_label, scheme_order
+
 # --------------------------------------------------------------------------- ARR runs of notebook 05
 
 SCORED_ON = {"training": "training queries", "held-out": "held-out queries"}
@@ -24,14 +26,13 @@ ARR_METRIC = lambda c: c in ("cvr", "ndcg", "n_queries") or c.startswith("recall
 
 def arr_label(p: Mapping[str, Any]) -> str:
     """A curve label from a 05_train run's params: ARR and the paper's name of its loss variant
-    (``report.loss_label``), e.g. ``ARR Fractional α=2``, ``ARR Trie β=2``, ``ARR NTP``."""
-    from arrank.workbook.report import loss_label
-
+    (``schemes.loss_label``), e.g. ``ARR Fractional α=2``, ``ARR Trie β=2``, ``ARR NTP``."""
     return f"ARR {loss_label(dict(p))}"
 
 
-def arr_runs(dataset: Mapping[str, Any], n_queries: int, root: Path | None = None,
-             stem: str = "05_train", pattern: str = "*") -> pd.DataFrame:
+def arr_runs(
+    dataset: Mapping[str, Any], n_queries: int, root: Path | None = None, stem: str = "05_train", pattern: str = "*"
+) -> pd.DataFrame:
     """Finished ARR runs (``outputs/05_train/<run>/results.json``, run names matching the glob
     ``pattern``) on the same evaluation queries: their params match ``dataset`` (subtree,
     min_relevant, n_eval, seed) and they evaluated ``n_queries`` queries. One row per run: run,
@@ -44,7 +45,7 @@ def arr_runs(dataset: Mapping[str, Any], n_queries: int, root: Path | None = Non
         raise ValueError(f"pattern={pattern!r} must be a glob on run names, e.g. '*' or 'table1_wordnet_quick-*'")
     from fnmatch import fnmatchcase
 
-    from arrank.workbook.outputs import finished_runs
+    from arrank.common.outputs import finished_runs
 
     rows, params = [], []
     for run in sorted((r for r in finished_runs(stem, root) if fnmatchcase(r.name, pattern)), key=lambda r: r.name):
@@ -56,31 +57,58 @@ def arr_runs(dataset: Mapping[str, Any], n_queries: int, root: Path | None = Non
         p, m = result.get("params", {}), result.get("metrics", {})
         if any(p.get(k) != v for k, v in dataset.items()) or m.get("n_queries") != n_queries:
             continue
-        rows.append({"run": path.parent.name, "label": arr_label(p),
-                     **{k: p.get(k) for k in ("scheme", "alpha", "targets", "beta", "combined", "sampling")},
-                     **{k: v for k, v in m.items() if ARR_METRIC(k) or (k.startswith("train_")
-                                                                       and ARR_METRIC(k.removeprefix("train_")))}})
+        rows.append(
+            {
+                "run": path.parent.name,
+                "label": arr_label(p),
+                **{k: p.get(k) for k in ("scheme", "alpha", "targets", "beta", "combined", "sampling")},
+                **{
+                    k: v
+                    for k, v in m.items()
+                    if ARR_METRIC(k) or (k.startswith("train_") and ARR_METRIC(k.removeprefix("train_")))
+                },
+            }
+        )
         params.append(p)
     distinct_labels(rows, params)
     order = sorted(range(len(rows)), key=lambda i: (variant_order(params[i]), rows[i]["run"]))
     return pd.DataFrame([rows[i] for i in order]) if rows else pd.DataFrame(columns=["run", "label"])
 
 
+def arr_per_query(run: str | None, root: Path | None = None, stem: str = "05_train") -> pd.DataFrame | None:
+    """The per-query metrics of an ARR run on its training queries (``per_query_train.csv``,
+    notebook 05) as ``baselines.figure3.per_query_rows`` gives the DE / CE's: query, cvr, ndcg,
+    r1..r5. None when there is no such run or it was made before notebook 05 saved them."""
+    from arrank.baselines.figure3 import per_query_rows
+    from arrank.common.outputs import run_path
+
+    path = run_path(stem, run, root) / "per_query_train.csv" if run else None
+    if path is None or not path.exists():
+        return None
+    return per_query_rows(pd.read_csv(path), run).drop(columns="config")
+
+
 def variant_order(p: Mapping[str, Any]) -> tuple:
     """Sort key of a 05_train run in the paper's row order: zero-shot, NTP, fractional (by α),
     stepwise, then the trie variants (by β), the combined ones last."""
-    scheme = {"indicator": 0, "fractional": 1, "stepwise": 2}.get(p.get("scheme"), 3)
+    scheme = scheme_order(p.get("scheme"))
     num = lambda v: float(v) if isinstance(v, (int, float)) else 0.0
     trie = p.get("targets") == "trie"
-    return (p.get("steps") != 0, trie, bool(p.get("combined")), scheme,
-            num(p.get("alpha")) if scheme == 1 else 0.0, num(p.get("beta")) if trie else 0.0)
+    return (
+        p.get("steps") != 0,
+        trie,
+        bool(p.get("combined")),
+        scheme,
+        num(p.get("alpha")) if p.get("scheme") == "fractional" else 0.0,
+        num(p.get("beta")) if trie else 0.0,
+    )
 
 
 def distinct_labels(rows: list[dict[str, Any]], params: list[Mapping[str, Any]]) -> None:
     """Make equal ``label``s distinct, in place: add the parameters in which those runs differ
     (not the run name), e.g. ``ARR NTP (steps=400)`` / ``ARR NTP (steps=1200)``; the run name
     when their parameters are the same."""
-    from arrank.workbook.display import greek, number_text
+    from arrank.common.display import greek, number_text
 
     by_label: dict[str, list[int]] = {}
     for i, row in enumerate(rows):
@@ -97,8 +125,10 @@ def distinct_labels(rows: list[dict[str, Any]], params: list[Mapping[str, Any]])
 
 CURVE_COLUMNS = ["curve", "model", "n", "alpha", "k", "recall", "scored_on"]
 BASELINE_GROUP = "DE and CE: trained and scored on the same queries"
-ARR_GROUPS = {"training": "ARR: scored on its training queries (dashed)",
-              "held-out": "ARR: scored on held-out queries (dotted)"}
+ARR_GROUPS = {
+    "training": "ARR: scored on its training queries (dashed)",
+    "held-out": "ARR: scored on held-out queries (dotted)",
+}
 
 
 def _curve_name(row: Mapping[str, Any], vary: str) -> str:
@@ -115,9 +145,17 @@ def recall_curves(results: pd.DataFrame, ks: Sequence[int], vary: str = "n", pre
         for k in ks:
             value = row.get(f"{prefix}{k}")
             if value is not None and not pd.isna(value):
-                out.append({"curve": _curve_name(row, vary), "model": row["model"], "n": row["n"],
-                            "alpha": row["alpha"], "k": k, "recall": float(value),
-                            "scored_on": SCORED_ON["training"]})
+                out.append(
+                    {
+                        "curve": _curve_name(row, vary),
+                        "model": row["model"],
+                        "n": row["n"],
+                        "alpha": row["alpha"],
+                        "k": k,
+                        "recall": float(value),
+                        "scored_on": SCORED_ON["training"],
+                    }
+                )
     return pd.DataFrame(out, columns=CURVE_COLUMNS)
 
 
@@ -131,8 +169,17 @@ def arr_curves(arr: pd.DataFrame | None, ks: Sequence[int]) -> pd.DataFrame:
             for k in ks:
                 value = r.get(f"{prefix}{k}")
                 if value is not None and not pd.isna(value):
-                    out.append({"curve": f"{r['label']} ({SCORED_ON[kind]})", "model": "arr", "n": None,
-                                "alpha": r.get("alpha"), "k": k, "recall": float(value), "scored_on": SCORED_ON[kind]})
+                    out.append(
+                        {
+                            "curve": f"{r['label']} ({SCORED_ON[kind]})",
+                            "model": "arr",
+                            "n": None,
+                            "alpha": r.get("alpha"),
+                            "k": k,
+                            "recall": float(value),
+                            "scored_on": SCORED_ON[kind],
+                        }
+                    )
     return pd.DataFrame(out, columns=CURVE_COLUMNS)
 
 
@@ -141,8 +188,11 @@ def panel_table(results: pd.DataFrame, panel: str, ks: Sequence[int], arr: pd.Da
     the CE, then the ARR runs (``arr_curves``); (b), (c) by alpha. R@k as fractions."""
     chosen = results[results["panels"].str.split(",").apply(lambda p: panel in p)]
     order = ["model_rank", "n", "alpha"] if panel == "a" else ["model_rank", "alpha"]
-    chosen = (chosen.assign(model_rank=chosen["model"].map({"de": 0, "ce": 1}))
-              .sort_values(order, kind="stable").drop(columns="model_rank"))
+    chosen = (
+        chosen.assign(model_rank=chosen["model"].map({"de": 0, "ce": 1}))
+        .sort_values(order, kind="stable")
+        .drop(columns="model_rank")
+    )
     curves = recall_curves(chosen, ks, vary="n" if panel == "a" else "alpha")
     if panel == "a":
         extra = arr_curves(arr, ks)
@@ -154,7 +204,7 @@ def _curve_colors(curves: pd.DataFrame) -> dict[str, str]:
     """Colours: a model's baseline curves on an ordered scale of the parameter they vary (n:
     blues, alpha: viridis; both: viridis in (n, alpha) order), a lone CE dark grey, a lone DE
     blue; the ARR variants a qualitative palette, the same colour for a variant's two curves."""
-    from arrank.workbook.display import ordered_colors, qualitative_colors
+    from arrank.common.display import ordered_colors, qualitative_colors
 
     colors: dict[str, str] = {}
     base = curves[curves["model"] != "arr"].drop_duplicates("curve")
@@ -179,7 +229,7 @@ def recall_figure(curves: pd.DataFrame, title: str, y_title: str = "R@k (%)"):
     queries dashed and on held-out queries dotted (a legend group each)."""
     import plotly.graph_objects as go
 
-    from arrank.workbook.display import percent_axis, style
+    from arrank.common.display import percent_axis, style
 
     colors, seen = _curve_colors(curves), set()
     fig = go.Figure()
@@ -187,15 +237,23 @@ def recall_figure(curves: pd.DataFrame, title: str, y_title: str = "R@k (%)"):
         arr = (part["model"] == "arr").any()
         kind = "held-out" if part["scored_on"].iloc[0] == SCORED_ON["held-out"] else "training"
         group = ARR_GROUPS[kind] if arr else BASELINE_GROUP
-        fig.add_trace(go.Scatter(x=part["k"], y=part["recall"] * 100, mode="lines+markers", name=name,
-                                 legendgroup=group, legendgrouptitle_text=None if group in seen else group,
-                                 line={"color": colors[name],
-                                       "dash": ("dot" if kind == "held-out" else "dash") if arr else "solid"}))
+        fig.add_trace(
+            go.Scatter(
+                x=part["k"],
+                y=part["recall"] * 100,
+                mode="lines+markers",
+                name=name,
+                legendgroup=group,
+                legendgrouptitle_text=None if group in seen else group,
+                line={"color": colors[name], "dash": ("dot" if kind == "held-out" else "dash") if arr else "solid"},
+            )
+        )
         seen.add(group)
     style(fig, title)
     percent_axis(fig, "yaxis", y_title)
-    fig.update_layout(xaxis={"title": "k", "dtick": 1}, legend={"font": {"size": 11}, "groupclick": "toggleitem",
-                                                             "tracegroupgap": 12})
+    fig.update_layout(
+        xaxis={"title": "k", "dtick": 1}, legend={"font": {"size": 11}, "groupclick": "toggleitem", "tracegroupgap": 12}
+    )
     return fig
 
 
@@ -204,28 +262,46 @@ def panel_a_note(arr: pd.DataFrame | None) -> str:
     note = "DE, CE: trained and scored on the same queries (a capacity test: can the table fit the rankings?)"
     if arr is None or not len(arr):
         return note
-    trained = any(c.startswith("train_recall@") for c in arr.columns) and arr.filter(like="train_recall@").notna().any().any()
-    return (note + "<br>ARR: " + ("on a sample of its training queries (dashed: the same question) and " if trained else "")
-            + "on held-out queries it never trained on (dotted: a harder test)")
+    trained = (
+        any(c.startswith("train_recall@") for c in arr.columns) and arr.filter(like="train_recall@").notna().any().any()
+    )
+    return (
+        note
+        + "<br>ARR: "
+        + ("on a sample of its training queries (dashed: the same question) and " if trained else "")
+        + "on held-out queries it never trained on (dotted: a harder test)"
+    )
 
 
-def figure3_panels(results: pd.DataFrame, ks: Sequence[int], arr: pd.DataFrame | None, figure3: bool,
-                   de_dims: Sequence[int] = (), ce_dim: int = 0, alpha: float = 0.0,
-                   alpha_dim: int = 0) -> dict[str, tuple[pd.DataFrame, Any]]:
+def figure3_panels(
+    results: pd.DataFrame,
+    ks: Sequence[int],
+    arr: pd.DataFrame | None,
+    figure3: bool,
+    de_dims: Sequence[int] = (),
+    ce_dim: int = 0,
+    alpha: float = 0.0,
+    alpha_dim: int = 0,
+) -> dict[str, tuple[pd.DataFrame, Any]]:
     """name -> (curve table, plotly figure) of the run: Figure 3 (a), (b), (c) when ``figure3``,
     else one ``recall_at_k`` panel with every trained config (and the ARR runs); plus
     ``retrieval_recall_at_k`` (DE full-corpus retrieval) when the results hold it. Tables hold
     fractions, figures percent."""
-    from arrank.workbook.display import subtitle
+    from arrank.common.display import subtitle
 
     out: dict[str, tuple[pd.DataFrame, Any]] = {}
     with_arr = arr is not None and len(arr)
     if figure3:
         dims = ", ".join(map(str, sorted(de_dims)))
-        titles = {"a": subtitle(f"Figure 3 (a): R@k of DEs (n = {dims}) and a CE (n = {ce_dim}), both at α = {alpha:g}"
-                                + (", and ARR" if with_arr else ""), panel_a_note(arr)),
-                  "b": subtitle(f"Figure 3 (b): DE, n = {alpha_dim}, for each α", BASELINE_GROUP),
-                  "c": subtitle(f"Figure 3 (c): CE, n = {ce_dim}, for each α", BASELINE_GROUP)}
+        titles = {
+            "a": subtitle(
+                f"Figure 3 (a): R@k of DEs (n = {dims}) and a CE (n = {ce_dim}), both at α = {alpha:g}"
+                + (", and ARR" if with_arr else ""),
+                panel_a_note(arr),
+            ),
+            "b": subtitle(f"Figure 3 (b): DE, n = {alpha_dim}, for each α", BASELINE_GROUP),
+            "c": subtitle(f"Figure 3 (c): CE, n = {ce_dim}, for each α", BASELINE_GROUP),
+        }
         for panel, title in titles.items():
             table = panel_table(results, panel, ks, arr)
             out[f"figure3{panel}"] = (table, recall_figure(table, title))
@@ -237,8 +313,12 @@ def figure3_panels(results: pd.DataFrame, ks: Sequence[int], arr: pd.DataFrame |
     if any(c.startswith("retrieval_recall@") for c in results.columns):
         de = results[results["model"] == "de"].sort_values(["n", "alpha"], kind="stable")
         table = recall_curves(de, ks, vary="alpha", prefix="retrieval_recall@")
-        out["retrieval_recall_at_k"] = (table, recall_figure(table, subtitle(
-            "DE full-corpus retrieval", "R@k with every synset of the hierarchy as a candidate")))
+        out["retrieval_recall_at_k"] = (
+            table,
+            recall_figure(
+                table, subtitle("DE full-corpus retrieval", "R@k with every synset of the hierarchy as a candidate")
+            ),
+        )
     return out
 
 
@@ -253,19 +333,25 @@ def loss_figure(logs: pd.DataFrame, title: str = "Training loss"):
     named ``DE n=32 α=5``, in (model, n, α) order, each model's α on an ordered scale."""
     import plotly.graph_objects as go
 
-    from arrank.workbook.display import log_axis, ordered_colors, style
+    from arrank.common.display import log_axis, ordered_colors, style
 
     keys = list(dict.fromkeys(logs["config"]))
-    parsed = {k: (k.split("_")[0], int(k.split("_")[1][1:]), float(k.split("_", 2)[2].removeprefix("alpha")))
-              for k in keys}
+    parsed = {
+        k: (k.split("_")[0], int(k.split("_")[1][1:]), float(k.split("_", 2)[2].removeprefix("alpha"))) for k in keys
+    }
     order = sorted(keys, key=lambda k: ({"de": 0, "ce": 1}.get(parsed[k][0], 2), parsed[k][1], parsed[k][2]))
     colors = ordered_colors([(m != "de", n, a) for m, n, a in parsed.values()])
     fig = go.Figure()
     for key in order:
         part = logs[logs["config"] == key]
         m, n, a = parsed[key]
-        fig.add_scatter(x=part["step"], y=part["loss"], mode="lines", name=config_label(key),
-                        line={"color": colors[(m != "de", n, a)], "dash": "solid" if m == "de" else "dash"})
+        fig.add_scatter(
+            x=part["step"],
+            y=part["loss"],
+            mode="lines",
+            name=config_label(key),
+            line={"color": colors[(m != "de", n, a)], "dash": "solid" if m == "de" else "dash"},
+        )
     style(fig, title)
     fig.update_layout(xaxis_title="step", yaxis_title="loss")
     return log_axis(fig, logs["loss"])

@@ -1,8 +1,11 @@
 """Cached datasets under data/cache: a folder per parameter set, named by a short hash.
 
-A dataset folder holds one ``<table>.parquet`` per table and a ``params.json``. It is written into
-a hidden temporary folder beside its final name and renamed into place, so a half-written dataset
-never sits under the hash's name (issue: "nothing half-written left in data/cache").
+A dataset folder holds one ``<table>.parquet`` per table, a ``manifest.json`` (each file's size
+and sha256: ``arrank.common.manifest``) and a ``params.json``. It is written into a hidden
+temporary folder beside its final name and renamed into place, so a half-written dataset never
+sits under the hash's name (issue: "nothing half-written left in data/cache"). A folder that
+fails to load later (a file cut short or altered, a table missing) is derived data: ``cached_tables``
+sets it aside as ``broken-<hash>-<time>`` with one line naming it, and the caller builds it again.
 """
 
 from __future__ import annotations
@@ -13,11 +16,12 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import pandas as pd
 
-from arrank.workbook.outputs import umask_permissions, write_json_atomic
+from arrank.common.manifest import manifest_problem, set_aside, write_manifest
+from arrank.common.outputs import umask_permissions, write_json_atomic
 
 
 def params_hash(params: Mapping[str, Any]) -> str:
@@ -35,6 +39,7 @@ def save_tables(target: Path, tables: Mapping[str, pd.DataFrame], meta: Mapping[
     try:
         for name, df in tables.items():
             df.to_parquet(tmp / f"{name}.parquet", index=False)
+        write_manifest(tmp)
         write_json_atomic(tmp / "params.json", dict(meta))
         umask_permissions(tmp)  # mkdtemp makes it 0700
         try:
@@ -62,6 +67,28 @@ def read_tables(target: Path, list_columns: Iterable[str] = ()) -> dict[str, pd.
             df[col] = [list(v) for v in df[col]]
         tables[path.stem] = df
     return tables
+
+
+def cached_tables(target: Path, list_columns: Iterable[str] = (), names: Iterable[str] = (),
+                  say: Callable[[str], None] = print) -> dict[str, pd.DataFrame] | None:
+    """The tables of the cache folder ``target`` (``read_tables``), or None when there is nothing
+    to use: no folder, or one that fails to load (no params.json, a file against its manifest, an
+    unreadable parquet file, one of ``names`` missing), which is then set aside with one line
+    (``arrank.common.manifest.set_aside``) so that the caller builds it again."""
+    if not target.exists():
+        return None
+    why = "it has no params.json (cut short)" if not is_complete(target) else manifest_problem(target, required=False)
+    if why is None:
+        try:
+            tables = read_tables(target, list_columns)
+            missing = sorted(set(names) - set(tables))
+            if not missing:
+                return tables
+            why = f"its table(s) {missing} are missing"
+        except Exception as err:  # pyarrow raises ArrowInvalid, OSError, ... on a damaged file
+            why = f"it cannot be read ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
+    set_aside(target, f"{why}; it is derived data and is built again now", say)
+    return None
 
 
 def read_params(target: Path) -> dict[str, Any]:

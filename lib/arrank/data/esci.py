@@ -34,7 +34,7 @@ import pandas as pd
 
 from arrank.data import docids as dids
 from arrank.data import embedders, prompts
-from arrank.workbook import paths
+from arrank.common import paths
 from arrank.data import cache as dataset_cache
 
 REPOSITORY = "https://github.com/amazon-science/esci-data"
@@ -101,8 +101,18 @@ def read_parquet_file(path: Path) -> pd.DataFrame:
     try:
         return pd.read_parquet(path)
     except Exception as err:  # pyarrow's errors name neither the file nor what to do
-        raise ValueError(f"{path} is not a readable parquet file ({type(err).__name__}: {err}); "
-                         f"the ESCI files of {REPOSITORY} are parquet files fetched with git lfs") from err
+        raise ValueError(f"{path} is not a readable parquet file ({type(err).__name__}: {err}); it is source "
+                         f"data, not rebuilt here: {restore_command(path)}") from err
+
+
+def restore_command(path: Path) -> str:
+    """How to get a damaged ESCI source file back: the committed fixture from git, the real files
+    from the dataset's repository (git lfs)."""
+    path = Path(path).resolve()
+    if path.is_relative_to(FIXTURE_DIR.resolve()):
+        return f"restore the committed fixture with `git checkout -- {path.relative_to(paths.ROOT.resolve())}`"
+    return (f"fetch it again with `git lfs pull` in your clone of {REPOSITORY} (folder shopping_queries_dataset/), "
+            f"then copy {path.name} into {path.parent}")
 
 
 # --- English filter (section 5.1: "we filter out all non-English queries and product titles") --
@@ -394,8 +404,9 @@ def build_esci_dataset(data_dir: Path | str | None = None, embedder: str = "tfid
             "files": {n: p.stat().st_size for n, p in files.items()},
             "embedder_files": embedders.fingerprint(embedder)}
     target = folder / dataset_cache.params_hash(meta)
-    if cache and dataset_cache.is_complete(target):
-        return dataset_cache.read_tables(target, LIST_COLUMNS)
+    cached = dataset_cache.cached_tables(target, LIST_COLUMNS, ["queries", "titles", "stats"]) if cache else None
+    if cached is not None:
+        return cached
     tables = _build(data_dir, params, device)
     if cache:
         meta["stats"] = tables["stats"].iloc[0].to_dict()
@@ -478,7 +489,7 @@ def load_params(target: Path) -> dict[str, Any]:
 def cached_folders(cache_dir: Path | str | None = None) -> list[Path]:
     """Finished dataset folders in the ESCI cache (hidden temporary folders excluded)."""
     folder = Path(cache_dir) if cache_dir is not None else paths.CACHE / "esci"
-    return sorted(p for p in folder.glob("[!.]*") if (p / "params.json").is_file())
+    return sorted(p for p in folder.glob("[!.]*") if (p / "params.json").is_file() and not p.name.startswith("broken-"))
 
 
 PAPER_STEP, PAPER_DEPTH, PAPER_HELD_OUT = 100, 10_000, 310  # Appendix D.2, Table 2
@@ -486,8 +497,8 @@ PAPER_STEP, PAPER_DEPTH, PAPER_HELD_OUT = 100, 10_000, 310  # Appendix D.2, Tabl
 
 def dataset_findings(m: dict, p: dict) -> list[dict]:
     """Notebook 04's results.json metrics ``m`` (and its parameters ``p``) against Appendix D.2 and
-    Table 2, in words: rows of ``arrank.workbook.display.finding``."""
-    from arrank.workbook.display import finding
+    Table 2, in words: ``arrank.common.findings.Finding`` rows."""
+    from arrank.common.findings import finding
 
     step, depth = p["step"], p["depth"]
     most = 1 + depth // step  # the 1st, step-th, 2*step-th, ..., depth-th titles

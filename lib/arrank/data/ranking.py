@@ -17,7 +17,8 @@ from typing import Any
 
 import pandas as pd
 
-from arrank.workbook import paths
+from arrank.common import paths
+from arrank.common.params import TEMPLATES
 
 DATASETS = ("wordnet", "esci")
 COLUMNS = ["query", "prompt", "relevant", "n_relevant", "negative", "split"]
@@ -39,32 +40,26 @@ def esci_ranking_frame(queries: pd.DataFrame, n_eval: int) -> pd.DataFrame:
 
 
 def esci_build_params(profile: str) -> dict[str, Any]:
-    """Notebook 04's ESCI build parameters of ``profile`` (``arrank.workbook.params.PROFILES``)."""
+    """Notebook 04's ESCI build parameters of ``profile`` (its parameter definition)."""
+    from arrank.common.params import profile_values
     from arrank.data import esci
-    from arrank.workbook.params import PROFILES
 
-    p = PROFILES["04_esci_data"][profile]
+    p = profile_values("04_esci_data", profile)
     data_dir = esci.FIXTURE_DIR if p["data_dir"] == "fixture" else paths.ROOT / p["data_dir"]
     return {"data_dir": data_dir, "step": p["step"], "depth": p["depth"], "n_components": p["n_components"]}
-
-
-# The prompt template when none is given: the short one for the tiny model of the quick profile,
-# Appendix D's word for word (D.1 WordNet, D.2 ESCI) for the pretrained and paper profiles.
-DEFAULT_TEMPLATES = {("wordnet", "quick"): "wordnet_short", ("wordnet", "paper"): "wordnet",
-                     ("wordnet", "pretrained"): "wordnet", ("esci", "quick"): "esci_short",
-                     ("esci", "paper"): "esci", ("esci", "pretrained"): "esci"}
 
 
 def ranking_dataset(dataset: str, profile: str, seed: int, n_eval: int, template: str | None = None,
                     subtree: str | None = None, min_relevant: int = 1) -> pd.DataFrame:
     """The ``dataset`` ("wordnet" | "esci") in the common format. ``template``: the prompt
-    template (None: ``DEFAULT_TEMPLATES``); ``subtree``/``min_relevant``: WordNet only."""
+    template (None: the profile's, ``arrank.common.params.TEMPLATES``); ``subtree``/``min_relevant``:
+    WordNet only."""
     if dataset not in DATASETS:
         raise ValueError(f"dataset={dataset!r} is not allowed; choose one of {list(DATASETS)}")
-    template = template or DEFAULT_TEMPLATES[dataset, profile]
+    template = template or getattr(TEMPLATES[profile], dataset)
     if not template.startswith(dataset):
         raise ValueError(f"template={template!r} does not fit dataset={dataset!r}; choose one of "
-                         f"{[t for (d, _), t in DEFAULT_TEMPLATES.items() if d == dataset]}")
+                         f"{sorted({getattr(t, dataset) for t in TEMPLATES.values()})}")
     if dataset == "wordnet":
         from arrank.data import wordnet
 

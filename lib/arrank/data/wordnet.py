@@ -55,9 +55,9 @@ import numpy as np
 import pandas as pd
 
 from arrank.data import cache as dataset_cache
-from arrank.workbook import paths
+from arrank.common import paths
 from arrank.data.prompts import query_rng, template as prompt_template, wordnet_prompt
-from arrank.workbook.wordnet_setup import load_wordnet
+from arrank.common.wordnet_setup import load_wordnet
 
 ROOT_SYNSET = "entity.n.01"
 PATH_RULES = ("longest", "shortest", "union")
@@ -339,10 +339,6 @@ def _write_cache(df: pd.DataFrame, params: dict[str, Any], folder: Path) -> None
     dataset_cache.save_tables(folder, {"queries": df}, {**params, "hash": folder.name, "n_queries": len(df)})
 
 
-def _read_cache(folder: Path) -> pd.DataFrame:
-    return dataset_cache.read_tables(folder, ["relevant"])["queries"][QUERY_COLUMNS]
-
-
 def build_wordnet_dataset(path_rule: str = "longest", include_root: bool = True,
                           subtree: str | None = None, max_queries: int | None = None,
                           min_relevant: int = 1, n_eval: int | float = 5000,
@@ -371,8 +367,9 @@ def build_wordnet_dataset(path_rule: str = "longest", include_root: bool = True,
               "min_relevant": min_relevant, "n_eval": n_eval, "template": template, "seed": seed}
     _validate(params)
     folder = Path(cache_dir or paths.CACHE / "wordnet") / dataset_cache.params_hash(params)
-    if cache and dataset_cache.is_complete(folder):
-        df = _read_cache(folder)
+    tables = dataset_cache.cached_tables(folder, ["relevant"], ["queries"]) if cache else None
+    if tables is not None:
+        df = tables["queries"][QUERY_COLUMNS]
     else:
         df = _build(params)
         if cache:
@@ -475,8 +472,8 @@ PAPER_QUERIES, PAPER_TOP1_ITEMS, PAPER_PER_DOCID_ITEMS = 82_114, 84_000, 700_000
 
 def dataset_findings(m: dict, p: dict) -> list[dict]:
     """Notebook 03's results.json metrics ``m`` (and its parameters ``p``) against section 5.1 and
-    Appendix B, in words: rows of ``arrank.workbook.display.finding``."""
-    from arrank.workbook.display import finding
+    Appendix B, in words: ``arrank.common.findings.Finding`` rows."""
+    from arrank.common.findings import finding
 
     whole = not p.get("subtree") and (p.get("min_relevant") or 1) == 1 and not p.get("max_queries")
     scale = (f"{m['n_queries']:,} queries, {m['n_items_top1']:,} top-1 and {m['n_items_per_docid']:,} per-docID items"

@@ -27,8 +27,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from arrank.training.encoding import docid_table, prompt_ids
 from arrank.evaluation.scoring import eval_mode, model_device
+from arrank.training.encoding import docid_table, prompt_ids
 
 
 def prefix_children(docids: Sequence[Sequence[int]]) -> dict[tuple[int, ...], list[int]]:
@@ -44,8 +44,9 @@ def prefix_children(docids: Sequence[Sequence[int]]) -> dict[tuple[int, ...], li
     return {p: sorted(c) for p, c in children.items()}
 
 
-def allowed_tokens_fn(tries: Sequence[dict[tuple[int, ...], list[int]]], prompt_length: int,
-                      fallback: int) -> Callable[[int, torch.Tensor], list[int]]:
+def allowed_tokens_fn(
+    tries: Sequence[dict[tuple[int, ...], list[int]]], prompt_length: int, fallback: int
+) -> Callable[[int, torch.Tensor], list[int]]:
     """``prefix_allowed_tokens_fn`` for ``generate``: the tokens the trie of batch row ``batch_id``
     allows after what was generated past ``prompt_length``. Never returns an empty list (recent
     transformers reject it): a prefix outside the trie (a finished hypothesis padded on) gets
@@ -77,7 +78,7 @@ def _match(generated: Sequence[int], table: dict[str, tuple[int, ...]], eos_id: 
     """The candidate whose ids (with EOS) the generation starts with up to its first EOS, else None."""
     gen = list(generated)
     if eos_id in gen:
-        gen = gen[:gen.index(eos_id) + 1]
+        gen = gen[: gen.index(eos_id) + 1]
     by_ids = {ids: d for d, ids in table.items()}
     return by_ids.get(tuple(gen))
 
@@ -87,9 +88,16 @@ def _generate(model, tokenizer, prompt: Sequence[int], max_new_tokens: int, **kw
     ids = torch.tensor([list(prompt)], device=model_device(model))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     with eval_mode(model), torch.no_grad():
-        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False,
-                             max_new_tokens=max_new_tokens, eos_token_id=tokenizer.eos_token_id,
-                             pad_token_id=pad, return_dict_in_generate=True, **kwargs)
+        out = model.generate(
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            do_sample=False,
+            max_new_tokens=max_new_tokens,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=pad,
+            return_dict_in_generate=True,
+            **kwargs,
+        )
     return ids.shape[1], out
 
 
@@ -102,8 +110,10 @@ def greedy_decode(model, tokenizer, prompt: str, docids: Sequence[str]) -> dict[
     steps = max(len(ids) for ids in table.values())
     n_prompt, out = _generate(model, tokenizer, prompt_ids(tokenizer, prompt), steps, num_beams=1)
     gen = out.sequences[0, n_prompt:].tolist()
-    return {"text": tokenizer.decode(gen, skip_special_tokens=True).strip(),
-            "docid": _match(gen, table, tokenizer.eos_token_id)}
+    return {
+        "text": tokenizer.decode(gen, skip_special_tokens=True).strip(),
+        "docid": _match(gen, table, tokenizer.eos_token_id),
+    }
 
 
 # transformers fills the slots of finished hypotheses it never found with this score (and a copy
@@ -114,8 +124,11 @@ EMPTY_SLOT_SCORE = -1e8
 def _hypotheses(out, n_prompt: int, table: dict[str, tuple[int, ...]], eos_id: int) -> list[tuple[str | None, float]]:
     """``generate``'s returned hypotheses as ``(docID or None, log p)``, best first, without the
     empty slots (score <= ``EMPTY_SLOT_SCORE``)."""
-    ranked = [(_match(seq[n_prompt:].tolist(), table, eos_id), float(score))
-              for seq, score in zip(out.sequences, out.sequences_scores) if float(score) > EMPTY_SLOT_SCORE]
+    ranked = [
+        (_match(seq[n_prompt:].tolist(), table, eos_id), float(score))
+        for seq, score in zip(out.sequences, out.sequences_scores)
+        if float(score) > EMPTY_SLOT_SCORE
+    ]
     return sorted(ranked, key=lambda r: -r[1])
 
 
@@ -128,8 +141,9 @@ def _distinct_docids(ranked: list[tuple[str | None, float]]) -> list[tuple[str, 
     return list(seen.items())
 
 
-def beam_search(model, tokenizer, prompt: str, docids: Sequence[str], k: int,
-                num_beams: int | None = None, constrained: bool = True) -> list[tuple[str | None, float]]:
+def beam_search(
+    model, tokenizer, prompt: str, docids: Sequence[str], k: int, num_beams: int | None = None, constrained: bool = True
+) -> list[tuple[str | None, float]]:
     """The top-k list of beam search with ``num_beams`` (default k, at least 2) beams: ``[(docID
     or None, log p(d | q-bar)), ...]`` best first. Constrained to the trie of ``docids``, the list
     holds k distinct candidates: transformers' beam search keeps a finished hypothesis only when it
@@ -150,12 +164,22 @@ def beam_search(model, tokenizer, prompt: str, docids: Sequence[str], k: int,
     ids = prompt_ids(tokenizer, prompt)
     extra: dict[str, Any] = {}
     if constrained:
-        extra["prefix_allowed_tokens_fn"] = allowed_tokens_fn([prefix_children(table.values())], len(ids),
-                                                              tokenizer.eos_token_id)
+        extra["prefix_allowed_tokens_fn"] = allowed_tokens_fn(
+            [prefix_children(table.values())], len(ids), tokenizer.eos_token_id
+        )
     while True:
-        n_prompt, out = _generate(model, tokenizer, ids, steps, num_beams=num_beams,
-                                  num_return_sequences=num_beams, length_penalty=0.0, early_stopping=True,
-                                  output_scores=True, **extra)
+        n_prompt, out = _generate(
+            model,
+            tokenizer,
+            ids,
+            steps,
+            num_beams=num_beams,
+            num_return_sequences=num_beams,
+            length_penalty=0.0,
+            early_stopping=True,
+            output_scores=True,
+            **extra,
+        )
         ranked = _hypotheses(out, n_prompt, table, tokenizer.eos_token_id)
         if not constrained:
             return (ranked + [(None, float("-inf"))] * k)[:k]

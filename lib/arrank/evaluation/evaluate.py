@@ -40,8 +40,14 @@ def _records(queries: pd.DataFrame, scores: list[np.ndarray]) -> list[dict[str, 
     out = []
     for row, s in zip(queries.to_dict("records"), scores):
         negative = row.get("negative") if isinstance(row.get("negative"), str) else None
-        out.append({"query": row["query"], "relevant": list(row["relevant"]), "negative": negative,
-                    "scores": dict(zip(candidates(row), map(float, s)))})
+        out.append(
+            {
+                "query": row["query"],
+                "relevant": list(row["relevant"]),
+                "negative": negative,
+                "scores": dict(zip(candidates(row), map(float, s))),
+            }
+        )
     return out
 
 
@@ -56,35 +62,83 @@ def training_sample(df: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
     return trained if n >= len(trained) else trained.sample(n=n, random_state=seed).sort_index()
 
 
-def score_and_evaluate(model, tokenizer, queries: pd.DataFrame, ks: tuple[int, ...] = metrics.WORDNET_KS,
-                       include_eos: bool = False, method: str = "prefix_shared", progress: bool = True
-                       ) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]]]:
+def score_and_evaluate(
+    model,
+    tokenizer,
+    queries: pd.DataFrame,
+    ks: tuple[int, ...] = metrics.WORDNET_KS,
+    include_eos: bool = False,
+    method: str = "prefix_shared",
+    progress: bool = True,
+    precision: str = "fp32",
+) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]]]:
     """(metrics dict with the names of Tables 1-2, per-query metrics frame, per-query records with
-    every candidate's score) for the model on the rows of ``queries`` (section 5.1)."""
+    every candidate's score) for the model on the rows of ``queries`` (section 5.1). ``precision``:
+    a resolved ``"fp32"`` or ``"bf16"`` (bf16 autocast, logits and log-probs in float32:
+    ``arrank.training.precision.inference``)."""
+    from arrank.training.precision import inference
+
     items = [(row["prompt"], candidates(row)) for row in queries.to_dict("records")]
-    scores = scoring.score_queries(model, tokenizer, items, include_eos=include_eos, method=method,
-                                   progress=progress)
+    with inference(model, precision):
+        scores = scoring.score_queries(
+            model, tokenizer, items, include_eos=include_eos, method=method, progress=progress
+        )
     records = _records(queries, scores)
     return metrics.evaluate_queries(records, ks), metrics.per_query_metrics(records, ks), records
 
 
-def evaluate_held_out(model, tokenizer, df: pd.DataFrame, limit: int | None = None,
-                      ks: tuple[int, ...] = metrics.WORDNET_KS, include_eos: bool = False,
-                      method: str = "prefix_shared", progress: bool = True
-                      ) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]]]:
+def evaluate_held_out(
+    model,
+    tokenizer,
+    df: pd.DataFrame,
+    limit: int | None = None,
+    ks: tuple[int, ...] = metrics.WORDNET_KS,
+    include_eos: bool = False,
+    method: str = "prefix_shared",
+    progress: bool = True,
+    precision: str = "fp32",
+) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]]]:
     """``score_and_evaluate`` on the held-out queries (the first ``limit`` when given)."""
-    return score_and_evaluate(model, tokenizer, eval_queries(df, limit), ks, include_eos, method, progress)
+    return score_and_evaluate(model, tokenizer, eval_queries(df, limit), ks, include_eos, method, progress, precision)
 
 
-def evaluate_training(model, tokenizer, df: pd.DataFrame, n: int, seed: int,
-                      ks: tuple[int, ...] = metrics.WORDNET_KS, include_eos: bool = False,
-                      method: str = "prefix_shared", progress: bool = True) -> dict[str, Any]:
+def evaluate_training(
+    model,
+    tokenizer,
+    df: pd.DataFrame,
+    n: int,
+    seed: int,
+    ks: tuple[int, ...] = metrics.WORDNET_KS,
+    include_eos: bool = False,
+    method: str = "prefix_shared",
+    progress: bool = True,
+    precision: str = "fp32",
+) -> dict[str, Any]:
     """The metrics of ``score_and_evaluate`` on ``training_sample(df, n, seed)``, named
     ``train_<metric>`` (``train_cvr``, ``train_ndcg``, ``train_recall@k``, ``train_n_queries``, ...):
     how well the model fits rankings it trained on, Figure 3 (a)'s capacity question."""
-    result, _, _ = score_and_evaluate(model, tokenizer, training_sample(df, n, seed), ks, include_eos, method,
-                                      progress)
-    return {f"{TRAIN_PREFIX}{k}": v for k, v in result.items()}
+    return evaluate_training_queries(model, tokenizer, df, n, seed, ks, include_eos, method, progress, precision)[0]
+
+
+def evaluate_training_queries(
+    model,
+    tokenizer,
+    df: pd.DataFrame,
+    n: int,
+    seed: int,
+    ks: tuple[int, ...] = metrics.WORDNET_KS,
+    include_eos: bool = False,
+    method: str = "prefix_shared",
+    progress: bool = True,
+    precision: str = "fp32",
+) -> tuple[dict[str, Any], pd.DataFrame]:
+    """(``evaluate_training``'s ``train_<metric>`` dict, the per-query metrics frame of the same
+    training queries): notebook 05 saves the frame as ``per_query_train.csv``, the per-query data
+    of Figure 3's interval checks against the DE and CE (``results.figure3``)."""
+    result, per_query, _ = score_and_evaluate(
+        model, tokenizer, training_sample(df, n, seed), ks, include_eos, method, progress, precision
+    )
+    return {f"{TRAIN_PREFIX}{k}": v for k, v in result.items()}, per_query
 
 
 TRAIN_PREFIX = "train_"
@@ -102,12 +156,15 @@ def n_training_queries(requested: int | None, n_held_out: int) -> int:
     if requested is None:
         return n_held_out
     if isinstance(requested, bool) or not isinstance(requested, int) or requested < 0:
-        raise ValueError(f"train_queries={requested!r} must be None (as many as the held-out queries) or an integer >= 0")
+        raise ValueError(
+            f"train_queries={requested!r} must be None (as many as the held-out queries) or an integer >= 0"
+        )
     return requested
 
 
-def random_floor(df: pd.DataFrame, seed: int = 0, limit: int | None = None,
-                 ks: tuple[int, ...] = metrics.WORDNET_KS) -> dict[str, Any]:
+def random_floor(
+    df: pd.DataFrame, seed: int = 0, limit: int | None = None, ks: tuple[int, ...] = metrics.WORDNET_KS
+) -> dict[str, Any]:
     """The metrics of random scores on the same held-out queries (docs/design.md:
     R@k has a high floor when n_q is small, and nDCG is squeezed near 1)."""
     queries = eval_queries(df, limit)
@@ -124,8 +181,10 @@ def scores_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
         order = metrics.predicted_order(list(rec["scores"]), list(rec["scores"].values()))
         position = {d: i + 1 for i, d in enumerate(order)}
         gold = {d: r + 1 for r, d in enumerate(rec["relevant"])}
-        rows += [{"query": rec["query"], "docid": d, "rank": gold.get(d, 0), "score": s,
-                  "predicted_rank": position[d]} for d, s in rec["scores"].items()]
+        rows += [
+            {"query": rec["query"], "docid": d, "rank": gold.get(d, 0), "score": s, "predicted_rank": position[d]}
+            for d, s in rec["scores"].items()
+        ]
     return pd.DataFrame(rows, columns=["query", "docid", "rank", "score", "predicted_rank"])
 
 
@@ -139,8 +198,12 @@ def per_rank_scores(scores: pd.DataFrame, max_rank: int = 10) -> pd.DataFrame:
     query to query, so the mean score per rank need not fall with the rank even when every
     query is ranked well; the within-query position says how the model ranks."""
     kept = scores[scores["rank"] <= max_rank]
-    out = kept.groupby("rank").agg(mean=("score", "mean"), std=("score", "std"), count=("score", "count"),
-                                   mean_predicted_rank=("predicted_rank", "mean"))
+    out = kept.groupby("rank").agg(
+        mean=("score", "mean"),
+        std=("score", "std"),
+        count=("score", "count"),
+        mean_predicted_rank=("predicted_rank", "mean"),
+    )
     out["sem"] = out["std"] / np.sqrt(out["count"])
     out.index = ["negative" if r == 0 else str(r) for r in out.index]
     out.index.name = "rank"
@@ -157,18 +220,37 @@ def violation_examples(records: list[dict[str, Any]], n: int = 5) -> pd.DataFram
         neg = rec["scores"][rec["negative"]]
         worst = min(rec["relevant"], key=lambda d: rec["scores"][d])
         if neg > rec["scores"][worst]:
-            rows.append({"query": rec["query"], "negative": rec["negative"], "negative_score": neg,
-                         "lowest_positive": worst, "positive_rank": rec["relevant"].index(worst) + 1,
-                         "positive_score": rec["scores"][worst], "margin": neg - rec["scores"][worst]})
-    frame = pd.DataFrame(rows, columns=["query", "negative", "negative_score", "lowest_positive",
-                                        "positive_rank", "positive_score", "margin"])
+            rows.append(
+                {
+                    "query": rec["query"],
+                    "negative": rec["negative"],
+                    "negative_score": neg,
+                    "lowest_positive": worst,
+                    "positive_rank": rec["relevant"].index(worst) + 1,
+                    "positive_score": rec["scores"][worst],
+                    "margin": neg - rec["scores"][worst],
+                }
+            )
+    frame = pd.DataFrame(
+        rows,
+        columns=["query", "negative", "negative_score", "lowest_positive", "positive_rank", "positive_score", "margin"],
+    )
     return frame.sort_values("margin", ascending=False).head(n).reset_index(drop=True)
 
 
-def decode_held_out(model, tokenizer, df: pd.DataFrame, records: list[dict[str, Any]], k: int,
-                    limit: int | None = None, progress: bool = True) -> tuple[dict[str, Any], pd.DataFrame]:
+def decode_held_out(
+    model,
+    tokenizer,
+    df: pd.DataFrame,
+    records: list[dict[str, Any]],
+    k: int,
+    limit: int | None = None,
+    progress: bool = True,
+    precision: str = "fp32",
+) -> tuple[dict[str, Any], pd.DataFrame]:
     """Greedy decoding and beam search (``arrank.evaluation.decoding``) on the first ``limit`` held-out
-    queries with at least ``k`` relevant docIDs, over the same candidates as the scorer.
+    queries with at least ``k`` relevant docIDs, over the same candidates as the scorer, in a
+    resolved ``precision`` (``arrank.training.precision.inference``).
 
     Metrics: ``greedy_valid_rate`` (the greedy string is one of the query's candidates),
     ``greedy_top1_rate`` (it is the rank-1 docID), ``beam_recall@k_gold`` (trie-constrained beam
@@ -185,26 +267,38 @@ def decode_held_out(model, tokenizer, df: pd.DataFrame, records: list[dict[str, 
     rows = rows if limit is None else rows[:limit]
     if not rows:
         raise ValueError(f"no scored held-out query has at least k={k} relevant docIDs to decode")
+    from arrank.training.precision import inference
+
     out = []
     for row in tqdm(rows, desc=f"decoding (greedy, beam k={k})", unit="query", disable=not progress):
         cands, gold = candidates(row), list(row["relevant"])
-        greedy = decoding.greedy_decode(model, tokenizer, row["prompt"], cands)
-        beam = [d for d, _ in decoding.beam_search(model, tokenizer, row["prompt"], cands, k)]
-        free = [d for d, _ in decoding.beam_search(model, tokenizer, row["prompt"], cands, k, constrained=False)]
+        with inference(model, precision):
+            greedy = decoding.greedy_decode(model, tokenizer, row["prompt"], cands)
+            beam = [d for d, _ in decoding.beam_search(model, tokenizer, row["prompt"], cands, k)]
+            free = [d for d, _ in decoding.beam_search(model, tokenizer, row["prompt"], cands, k, constrained=False)]
         scorer = by_query[row["query"]]["scores"]
         scorer_top = metrics.predicted_order(list(scorer), list(scorer.values()))[:k]
-        out.append({"query": row["query"], "greedy": greedy["text"], "greedy_valid": greedy["docid"] is not None,
-                    "greedy_top1": greedy["docid"] == gold[0], "beam": beam,
-                    "beam_recall_gold": len(set(beam) & set(gold[:k])) / k,
-                    "beam_recall_scorer": len(set(beam) & set(scorer_top)) / k,
-                    "unconstrained_invalid": sum(d is None for d in free) / k})
+        out.append(
+            {
+                "query": row["query"],
+                "greedy": greedy["text"],
+                "greedy_valid": greedy["docid"] is not None,
+                "greedy_top1": greedy["docid"] == gold[0],
+                "beam": beam,
+                "beam_recall_gold": len(set(beam) & set(gold[:k])) / k,
+                "beam_recall_scorer": len(set(beam) & set(scorer_top)) / k,
+                "unconstrained_invalid": sum(d is None for d in free) / k,
+            }
+        )
     frame = pd.DataFrame(out)
-    result = {"greedy_valid_rate": float(frame["greedy_valid"].mean()),
-              "greedy_top1_rate": float(frame["greedy_top1"].mean()),
-              f"beam_recall@{k}_gold": float(frame["beam_recall_gold"].mean()),
-              f"beam_recall@{k}_scorer": float(frame["beam_recall_scorer"].mean()),
-              "beam_invalid_rate_unconstrained": float(frame["unconstrained_invalid"].mean()),
-              "n_decoded": len(frame)}
+    result = {
+        "greedy_valid_rate": float(frame["greedy_valid"].mean()),
+        "greedy_top1_rate": float(frame["greedy_top1"].mean()),
+        f"beam_recall@{k}_gold": float(frame["beam_recall_gold"].mean()),
+        f"beam_recall@{k}_scorer": float(frame["beam_recall_scorer"].mean()),
+        "beam_invalid_rate_unconstrained": float(frame["unconstrained_invalid"].mean()),
+        "n_decoded": len(frame),
+    }
     return result, frame
 
 
@@ -218,13 +312,10 @@ def metrics_table(rows: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
 
 
 def trained_scale(params: Mapping[str, Any], run_name: str) -> dict[str, Any]:
-    """What a figure names of a notebook 05 run: its name, model and optimizer steps (the
-    profile's when its ``steps`` parameter was None)."""
-    from arrank.training.train import hyperparameters
-
+    """What a figure names of a notebook 05 run: its name, model and optimizer steps as its
+    results.json recorded them (None for a run recorded before parameters were resolved: today's
+    profile value need not be what it ran with)."""
     steps = params.get("steps")
-    if steps is None and params.get("profile"):
-        steps = hyperparameters(params["profile"])["steps"]
     return {"run": run_name, "model_name": params.get("model_name"), "steps": steps}
 
 
@@ -242,9 +333,9 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
     """
     import json
 
-    from arrank.training import models
-    from arrank.workbook import outputs
+    from arrank.common import outputs
     from arrank.data import ranking
+    from arrank.training import models
 
     keys = ("dataset", "subtree", "min_relevant", "n_eval", "template", "seed", "profile")
     if p["train_run"] != "none":
@@ -260,8 +351,23 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
         source = "untrained"
         scale = {"run": "untrained", "model_name": p["model_name"], "steps": 0}
         params = {**data, "model_name": p["model_name"], "steps": 0}
-    df = ranking.ranking_dataset(data["dataset"], data["profile"], data["seed"], data["n_eval"], data["template"],
-                                 data["subtree"], data["min_relevant"])
+    df = ranking.ranking_dataset(
+        data["dataset"],
+        data["profile"],
+        data["seed"],
+        data["n_eval"],
+        data["template"],
+        data["subtree"],
+        data["min_relevant"],
+    )
     if p["train_run"] == "none":
         model, tok = models.untrained_model(p["model_name"], df, p["backend"], 1024, p["tokenizer_vocab"], p["seed"])
-    return {"model": model, "tokenizer": tok, "df": df, "source": source, "data": data, "scale": scale, "params": params}
+    return {
+        "model": model,
+        "tokenizer": tok,
+        "df": df,
+        "source": source,
+        "data": data,
+        "scale": scale,
+        "params": params,
+    }

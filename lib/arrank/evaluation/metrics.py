@@ -143,8 +143,9 @@ def _dcg(gains_in_rank_order: np.ndarray) -> float:
     return float(np.sum(gains_in_rank_order / discounts))
 
 
-def ndcg(gains: Sequence[float] | np.ndarray, scores: Sequence[float] | np.ndarray,
-         docids: Sequence[DocId] | None = None) -> float:
+def ndcg(
+    gains: Sequence[float] | np.ndarray, scores: Sequence[float] | np.ndarray, docids: Sequence[DocId] | None = None
+) -> float:
     """nDCG of one query (section 5.1): gold ``gains`` vs predicted ``scores`` (aligned arrays).
 
     DCG = sum_i gain(pi_hat[i]) / log2(i + 2) over the whole list (linear gains, no cutoff),
@@ -171,8 +172,7 @@ def ndcg(gains: Sequence[float] | np.ndarray, scores: Sequence[float] | np.ndarr
 
 
 # --------------------------------------------------------------------------- R@k
-def recall_at_k(gold_order: Sequence[DocId], scores: Mapping[DocId, float] | pd.Series,
-                k: int) -> float | None:
+def recall_at_k(gold_order: Sequence[DocId], scores: Mapping[DocId, float] | pd.Series, k: int) -> float | None:
     """R@k of section 5.1: ``|gold_order[:k] ∩ pi_hat[:k]| / k``.
 
     ``gold_order``: the relevant docIDs, rank 1 first. ``scores``: docid -> predicted score for
@@ -262,9 +262,13 @@ def _query_row(i: int, rec: Mapping[str, Any], ks: list[int]) -> dict[str, Any]:
     # Gains: gold_gains over relevant (+ negative); any other candidate is irrelevant (gain 0).
     gain_of = dict(zip(relevant, gold_gains(len(relevant), with_negative=False)))
     score_of = dict(zip(cand, values))
-    row: dict[str, Any] = {QUERY: qid, "n_relevant": len(relevant), "n_candidates": len(cand),
-                           "violation": None, "ndcg": ndcg([gain_of.get(d, 0.0) for d in cand],
-                                                           values, docids=cand)}
+    row: dict[str, Any] = {
+        QUERY: qid,
+        "n_relevant": len(relevant),
+        "n_candidates": len(cand),
+        "violation": None,
+        "ndcg": ndcg([gain_of.get(d, 0.0) for d in cand], values, docids=cand),
+    }
     if negative is not None:
         row["violation"] = violates_constraint([score_of[d] for d in relevant], score_of[negative])
     for k in ks:
@@ -273,8 +277,9 @@ def _query_row(i: int, rec: Mapping[str, Any], ks: list[int]) -> dict[str, Any]:
     return row
 
 
-def per_query_metrics(records: Iterable[Mapping[str, Any]] | pd.DataFrame,
-                      ks: Iterable[int] = WORDNET_KS) -> pd.DataFrame:
+def per_query_metrics(
+    records: Iterable[Mapping[str, Any]] | pd.DataFrame, ks: Iterable[int] = WORDNET_KS
+) -> pd.DataFrame:
     """One row per query (for plots): ``query, n_relevant, n_candidates, violation, ndcg,
     recall@k...``. ``recall@k`` is NaN where the query has fewer than k relevant documents;
     ``violation`` is None where the query has no negative.
@@ -291,8 +296,9 @@ def per_query_metrics(records: Iterable[Mapping[str, Any]] | pd.DataFrame,
     has_neg = {r["violation"] is not None for r in rows}
     if len(has_neg) > 1:
         raise ValueError("some queries have a negative and others do not; evaluate them apart")
-    return pd.DataFrame(rows, columns=[QUERY, "n_relevant", "n_candidates", "violation", "ndcg"]
-                        + [f"recall@{k}" for k in ks])
+    return pd.DataFrame(
+        rows, columns=[QUERY, "n_relevant", "n_candidates", "violation", "ndcg"] + [f"recall@{k}" for k in ks]
+    )
 
 
 def summarize(frame: pd.DataFrame, ks: Iterable[int] = WORDNET_KS) -> dict[str, float | int | None]:
@@ -314,8 +320,9 @@ def summarize(frame: pd.DataFrame, ks: Iterable[int] = WORDNET_KS) -> dict[str, 
     return out
 
 
-def evaluate_queries(records: Iterable[Mapping[str, Any]] | pd.DataFrame,
-                     ks: Iterable[int] = WORDNET_KS) -> dict[str, float | int | None]:
+def evaluate_queries(
+    records: Iterable[Mapping[str, Any]] | pd.DataFrame, ks: Iterable[int] = WORDNET_KS
+) -> dict[str, float | int | None]:
     """Section 5.1 metrics over many queries as the flat dict of Tables 1-2 (fractions, not %):
     ``n_queries, cvr, ndcg, recall@k, n_queries@k``. WordNet: ``ks=WORDNET_KS`` (1-5) with a
     negative per record; ESCI: ``ks=ESCI_KS`` (1, 2, 5, 10, 25, 50), no negative, so no ``cvr``.

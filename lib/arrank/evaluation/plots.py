@@ -1,6 +1,6 @@
 """Figures of the evaluation (notebook 06): per-rank mean scores, violation examples, R@k bars;
 each titled with the run and its scale (``scale_text``), in the workbook's display convention
-(``arrank.workbook.display``: R@k in percent)."""
+(``arrank.common.display``: R@k in percent)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from arrank.workbook import display
+from arrank.common import display
 
 ERROR_BARS = "error bars: ±1 standard error of the mean over the queries that have the rank"
 
@@ -17,7 +17,7 @@ def scale_text(scale: Mapping[str, Any], n_queries: int) -> str:
     """The run and its scale for a figure title, e.g. ``table1_wordnet_workbook-scheme=fractional-alpha=2:
     tiny, 400 steps, 300 held-out queries`` (``evaluate.model_under_test``'s ``scale``)."""
     steps = scale.get("steps")
-    trained = "untrained" if steps == 0 else (f"{steps} steps" if steps is not None else "the profile's steps")
+    trained = "untrained" if steps == 0 else (f"{steps} steps" if steps is not None else "steps not recorded")
     return f"{scale.get('run')}: {scale.get('model_name')}, {trained}, {n_queries} held-out queries"
 
 
@@ -29,16 +29,25 @@ def per_rank_figure(curves: Mapping[str, pd.DataFrame], scale: str = "", title: 
 
     fig = go.Figure()
     for label, frame in curves.items():
-        fig.add_scatter(x=list(frame.index), y=frame["mean"], error_y={"type": "data", "array": frame["sem"]},
-                        mode="lines+markers", name=label,
-                        customdata=frame[["count", "mean_predicted_rank"]].to_numpy(),
-                        hovertemplate="rank %{x}: mean %{y:.3f} over %{customdata[0]} queries; "
-                                      "mean position in its query %{customdata[1]:.2f}<extra></extra>")
+        fig.add_scatter(
+            x=list(frame.index),
+            y=frame["mean"],
+            error_y={"type": "data", "array": frame["sem"]},
+            mode="lines+markers",
+            name=label,
+            customdata=frame[["count", "mean_predicted_rank"]].to_numpy(),
+            hovertemplate="rank %{x}: mean %{y:.3f} over %{customdata[0]} queries; "
+            "mean position in its query %{customdata[1]:.2f}<extra></extra>",
+        )
     display.style(fig)
-    fig.update_layout(title=display.subtitle(title, f"{scale}<br>{ERROR_BARS}" if scale else ERROR_BARS),
-                      xaxis_type="category", showlegend=len(curves) > 1, margin={"t": 120},
-                      xaxis_title="gold rank of the docID (1 = the most specific hypernym; negative: the sampled negative)",
-                      yaxis_title="mean score (mean token log-probability)")
+    fig.update_layout(
+        title=display.subtitle(title, f"{scale}<br>{ERROR_BARS}" if scale else ERROR_BARS),
+        xaxis_type="category",
+        showlegend=len(curves) > 1,
+        margin={"t": 120},
+        xaxis_title="gold rank of the docID (1 = the most specific hypernym; negative: the sampled negative)",
+        yaxis_title="mean score (mean token log-probability)",
+    )
     return fig
 
 
@@ -54,25 +63,39 @@ def per_rank_reading(curve: pd.DataFrame) -> str:
     if top == ranks[0]:
         lines = [f"Rank 1 has the highest mean score ({mean.iloc[0]:.3f}), as a rank-aware model should."]
     else:
-        lines = [f"Rank {top}, not rank 1, has the highest mean score ({mean[top]:.3f} against rank 1's "
-                 f"{mean.iloc[0]:.3f}): on average this model scores a more general hypernym above the most "
-                 "specific one, which is what R@1 penalises."]
+        lines = [
+            f"Rank {top}, not rank 1, has the highest mean score ({mean[top]:.3f} against rank 1's "
+            f"{mean.iloc[0]:.3f}): on average this model scores a more general hypernym above the most "
+            "specific one, which is what R@1 penalises."
+        ]
     sem, count = curve["sem"].fillna(0), curve["count"]
-    rises = [f"{a}→{b} ({'beyond' if mean[b] - mean[a] > sem[a] + sem[b] else 'within'} the error bars; "
-             f"{int(count[b])} queries have rank {b})" for a, b in zip(ranks, ranks[1:]) if mean[b] > mean[a]]
-    lines.append("The mean falls with every rank." if not rises else f"The mean rises with the rank at {', '.join(rises)}.")
+    rises = [
+        f"{a}→{b} ({'beyond' if mean[b] - mean[a] > sem[a] + sem[b] else 'within'} the error bars; "
+        f"{int(count[b])} queries have rank {b})"
+        for a, b in zip(ranks, ranks[1:])
+        if mean[b] > mean[a]
+    ]
+    lines.append(
+        "The mean falls with every rank." if not rises else f"The mean rises with the rank at {', '.join(rises)}."
+    )
     if "negative" in curve.index:
         neg = curve.loc["negative", "mean"]
         above = [r for r in ranks if mean[r] < neg]
-        lines.append(f"The negative is below every rank (mean {neg:.3f})." if not above else
-                     f"The negative's mean ({neg:.3f}) is above rank(s) {', '.join(above)}: CVR counts such queries.")
-    lines.append(f"Within its own query, the rank-1 docID sits at position {curve.loc[ranks[0], 'mean_predicted_rank']:.2f} "
-                 "on average (1 = the model's top).")
+        lines.append(
+            f"The negative is below every rank (mean {neg:.3f})."
+            if not above
+            else f"The negative's mean ({neg:.3f}) is above rank(s) {', '.join(above)}: CVR counts such queries."
+        )
+    lines.append(
+        f"Within its own query, the rank-1 docID sits at position {curve.loc[ranks[0], 'mean_predicted_rank']:.2f} "
+        "on average (1 = the model's top)."
+    )
     return " ".join(lines)
 
 
-def violations_figure(records: list[dict[str, Any]], examples: pd.DataFrame, scale: str = "",
-                      title: str = "Worst constraint violations"):
+def violations_figure(
+    records: list[dict[str, Any]], examples: pd.DataFrame, scale: str = "", title: str = "Worst constraint violations"
+):
     """Every candidate's score for the queries of ``evaluate.violation_examples``: relevant
     docIDs coloured by gold rank (an ordered scale), the negative as a red cross above some positive."""
     import plotly.graph_objects as go
@@ -82,13 +105,29 @@ def violations_figure(records: list[dict[str, Any]], examples: pd.DataFrame, sca
     for q in examples["query"]:
         rec = by_query[q]
         pos = rec["relevant"]
-        fig.add_scatter(x=[rec["scores"][d] for d in pos], y=[q] * len(pos), mode="markers",
-                        marker={"color": list(range(1, len(pos) + 1)), "colorscale": "Viridis", "size": 9,
-                                "colorbar": {"title": "gold rank"}}, text=pos, showlegend=False,
-                        hovertemplate="%{text}: %{x:.3f}")
-        fig.add_scatter(x=[rec["scores"][rec["negative"]]], y=[q], mode="markers", showlegend=False,
-                        marker={"symbol": "x", "color": "red", "size": 12}, text=[rec["negative"]],
-                        hovertemplate="negative %{text}: %{x:.3f}")
+        fig.add_scatter(
+            x=[rec["scores"][d] for d in pos],
+            y=[q] * len(pos),
+            mode="markers",
+            marker={
+                "color": list(range(1, len(pos) + 1)),
+                "colorscale": "Viridis",
+                "size": 9,
+                "colorbar": {"title": "gold rank"},
+            },
+            text=pos,
+            showlegend=False,
+            hovertemplate="%{text}: %{x:.3f}",
+        )
+        fig.add_scatter(
+            x=[rec["scores"][rec["negative"]]],
+            y=[q],
+            mode="markers",
+            showlegend=False,
+            marker={"symbol": "x", "color": "red", "size": 12},
+            text=[rec["negative"]],
+            hovertemplate="negative %{text}: %{x:.3f}",
+        )
     display.style(fig, display.subtitle(title, scale) if scale else title)
     fig.update_layout(xaxis_title="score (mean token log-probability)", yaxis_title="query")
     return fig

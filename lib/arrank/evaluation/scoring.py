@@ -67,8 +67,13 @@ def _check_ids(ids: Sequence[int], vocab_size: int | None, what: str) -> None:
             raise ValueError(f"{what} holds token id {t}, outside the vocabulary [0, {vocab_size})")
 
 
-def scored_tokens(model, prompt: Sequence[int], candidates: Sequence[Sequence[int]],
-                  include_eos: bool = False, eos_id: int | None = None) -> list[list[int]]:
+def scored_tokens(
+    model,
+    prompt: Sequence[int],
+    candidates: Sequence[Sequence[int]],
+    include_eos: bool = False,
+    eos_id: int | None = None,
+) -> list[list[int]]:
     """The tokens T(d) whose log-probs make each candidate's score (section 5.1), after checks.
 
     Each candidate is ``docid_ids`` (docID tokens + EOS). With ``include_eos=False`` (default) its
@@ -77,8 +82,10 @@ def scored_tokens(model, prompt: Sequence[int], candidates: Sequence[Sequence[in
     with no tokens (or only EOS when EOS is excluded), ids outside the vocabulary.
     """
     if len(prompt) == 0:
-        raise ValueError("the prompt has no tokens: the first docID token is predicted from the "
-                         "prompt's last position (section 5.1), so a prompt is required")
+        raise ValueError(
+            "the prompt has no tokens: the first docID token is predicted from the "
+            "prompt's last position (section 5.1), so a prompt is required"
+        )
     if len(candidates) == 0:
         raise ValueError("no candidates to score: a query needs at least one candidate docID")
     vocab = getattr(getattr(model, "config", None), "vocab_size", None)
@@ -92,9 +99,11 @@ def scored_tokens(model, prompt: Sequence[int], candidates: Sequence[Sequence[in
         _check_ids(cand, vocab, f"candidate {i}")
         if not include_eos:
             if eos and cand[-1] not in eos:
-                raise ValueError(f"candidate {i} does not end with EOS {sorted(eos)} (ids {cand}); "
-                                 "candidates are docid_ids (docID + EOS), and include_eos=False drops "
-                                 "that EOS: pass include_eos=True to score every token")
+                raise ValueError(
+                    f"candidate {i} does not end with EOS {sorted(eos)} (ids {cand}); "
+                    "candidates are docid_ids (docID + EOS), and include_eos=False drops "
+                    "that EOS: pass include_eos=True to score every token"
+                )
             cand = cand[:-1]
             if not cand:
                 raise ValueError(f"candidate {i} is only EOS: it has no docID tokens to score")
@@ -136,8 +145,9 @@ def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 # --------------------------------------------------------------------------- the two scorers
 
 
-def score_naive(model, prompt: list[int], candidates: list[list[int]],
-                include_eos: bool = False, *, eos_id: int | None = None) -> np.ndarray:
+def score_naive(
+    model, prompt: list[int], candidates: list[list[int]], include_eos: bool = False, *, eos_id: int | None = None
+) -> np.ndarray:
     """Section 5.1 score of each candidate, one forward pass per candidate over prompt + candidate.
 
     ``candidates`` are ``encoding.docid_ids`` lists (docID tokens + EOS). Default
@@ -178,8 +188,9 @@ def expand_cache(model, cache, batch: int):
     return DynamicCache(ddp_cache_data=layers, config=model.config)
 
 
-def score_candidate_batch(model, cache, n_prompt: int, first_logprobs: torch.Tensor,
-                          targets: list[list[int]]) -> torch.Tensor:
+def score_candidate_batch(
+    model, cache, n_prompt: int, first_logprobs: torch.Tensor, targets: list[list[int]]
+) -> torch.Tensor:
     """Scores of a batch of candidates behind a cached prompt of ``n_prompt`` tokens (float64 [B]).
 
     Token 0 of each candidate is scored from the prompt's last log-probs; tokens 1.. from one
@@ -195,22 +206,26 @@ def score_candidate_batch(model, cache, n_prompt: int, first_logprobs: torch.Ten
     if width > 0:
         pad = getattr(model.config, "pad_token_id", None)
         pad = pad if isinstance(pad, int) else 0
-        inputs = torch.tensor([t[:-1] + [pad] * (width + 1 - len(t)) for t in targets],
-                              dtype=torch.long, device=device)
-        nexts = torch.tensor([t[1:] + [0] * (width + 1 - len(t)) for t in targets],
-                             dtype=torch.long, device=device)
+        inputs = torch.tensor([t[:-1] + [pad] * (width + 1 - len(t)) for t in targets], dtype=torch.long, device=device)
+        nexts = torch.tensor([t[1:] + [0] * (width + 1 - len(t)) for t in targets], dtype=torch.long, device=device)
         valid = torch.arange(width, device=device)[None, :] < (lengths[:, None] - 1)
         mask = torch.cat([torch.ones((B, n_prompt), dtype=torch.long, device=device), valid.long()], 1)
         positions = (n_prompt + torch.arange(width, device=device))[None, :].expand(B, -1)
-        logits = model(input_ids=inputs, attention_mask=mask, position_ids=positions,
-                       past_key_values=expand_cache(model, cache, B), use_cache=True).logits
+        logits = model(
+            input_ids=inputs,
+            attention_mask=mask,
+            position_ids=positions,
+            past_key_values=expand_cache(model, cache, B),
+            use_cache=True,
+        ).logits
         lp = token_logprobs(logits, nexts).double()
         total = total + (lp * valid).sum(dim=1)
     return total / lengths.double()
 
 
-def score_candidate_pack(model, cache, n_prompt: int, first_logprobs: torch.Tensor,
-                         targets: list[list[int]]) -> torch.Tensor:
+def score_candidate_pack(
+    model, cache, n_prompt: int, first_logprobs: torch.Tensor, targets: list[list[int]]
+) -> torch.Tensor:
     """Scores of candidates packed into ONE row behind a cached prompt (float64 [B]).
 
     The inputs ``tgt[:-1]`` of all candidates are concatenated; a 4-D mask lets each candidate's
@@ -230,9 +245,13 @@ def score_candidate_pack(model, cache, n_prompt: int, first_logprobs: torch.Tens
         owner = torch.repeat_interleave(torch.arange(len(targets), device=device), lengths - 1)
         allowed = row_mask(n_prompt, blocks)[n_prompt:].to(device)  # the block rows: (Q, P + Q)
         positions = row_positions(n_prompt, blocks)[n_prompt:].to(device)
-        logits = model(input_ids=torch.tensor([inputs], dtype=torch.long, device=device),
-                       attention_mask=model_mask(model, allowed[None, None]), position_ids=positions[None, :],
-                       past_key_values=expand_cache(model, cache, 1), use_cache=True).logits[0]
+        logits = model(
+            input_ids=torch.tensor([inputs], dtype=torch.long, device=device),
+            attention_mask=model_mask(model, allowed[None, None]),
+            position_ids=positions[None, :],
+            past_key_values=expand_cache(model, cache, 1),
+            use_cache=True,
+        ).logits[0]
         lp = token_logprobs(logits, nexts).double()
         total = total.index_add(0, owner, lp)
     return total / lengths.double()
@@ -252,12 +271,18 @@ def score_one_pass(model, prompt: list[int], targets: list[list[int]]) -> torch.
     row = list(prompt) + [x for t in targets for x in t[:-1]]
     if blocks:
         allowed = row_mask(P, blocks).to(device)[None, None]
-        kw = {"attention_mask": model_mask(model, allowed),
-              "position_ids": row_positions(P, blocks).to(device)[None, :]}
+        kw = {
+            "attention_mask": model_mask(model, allowed),
+            "position_ids": row_positions(P, blocks).to(device)[None, :],
+        }
     else:
         kw = {}
-    logits = model(input_ids=torch.tensor([row], dtype=torch.long, device=device), use_cache=False,
-                   logits_to_keep=len(row) - P + 1, **kw).logits[0]
+    logits = model(
+        input_ids=torch.tensor([row], dtype=torch.long, device=device),
+        use_cache=False,
+        logits_to_keep=len(row) - P + 1,
+        **kw,
+    ).logits[0]
     firsts = torch.tensor([t[0] for t in targets], dtype=torch.long, device=device)
     total = torch.log_softmax(logits[0].float(), dim=-1)[firsts].double()
     if blocks:
@@ -284,9 +309,16 @@ def resolve_layout(model, layout: str) -> str:
     return layout
 
 
-def score_prefix_shared(model, prompt: list[int], candidates: list[list[int]],
-                        include_eos: bool = False, batch_size: int | None = None,
-                        layout: str = "auto", *, eos_id: int | None = None) -> np.ndarray:
+def score_prefix_shared(
+    model,
+    prompt: list[int],
+    candidates: list[list[int]],
+    include_eos: bool = False,
+    batch_size: int | None = None,
+    layout: str = "auto",
+    *,
+    eos_id: int | None = None,
+) -> np.ndarray:
     """Section 5.1 score of each candidate, with the prompt's key/value cache shared.
 
     Same inputs, default (``include_eos=False``: EOS not scored) and output as ``score_naive``, and
@@ -299,8 +331,7 @@ def score_prefix_shared(model, prompt: list[int], candidates: list[list[int]],
     that reads 4-D masks (sdpa or eager). ``"auto"`` (default) picks packed when the model allows it.
     """
     targets = scored_tokens(model, prompt, candidates, include_eos, eos_id)
-    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
-                                   or batch_size < 1):
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
         raise ValueError(f"batch_size={batch_size!r} must be a positive integer or None")
     layout = resolve_layout(model, layout)
     step = batch_size or len(targets)
@@ -308,12 +339,12 @@ def score_prefix_shared(model, prompt: list[int], candidates: list[list[int]],
     with eval_mode(model):
         if layout == "one_pass":
             for s in range(0, len(targets), step):
-                parts.append(score_one_pass(model, prompt, targets[s: s + step]))
+                parts.append(score_one_pass(model, prompt, targets[s : s + step]))
             return torch.cat(parts).cpu().numpy()
         run = score_candidate_pack if layout == "packed" else score_candidate_batch
         first, cache = prompt_cache(model, prompt)
         for s in range(0, len(targets), step):
-            parts.append(run(model, cache, len(prompt), first, targets[s: s + step]))
+            parts.append(run(model, cache, len(prompt), first, targets[s : s + step]))
     return torch.cat(parts).cpu().numpy()
 
 
@@ -325,8 +356,7 @@ def check_item(index: int, item) -> tuple[str, list[str]]:
     try:
         prompt, docids = item
     except (TypeError, ValueError):
-        raise ValueError(f"item {index} must be a (prompt, candidate docIDs) pair, "
-                         f"got {item!r:.80}") from None
+        raise ValueError(f"item {index} must be a (prompt, candidate docIDs) pair, got {item!r:.80}") from None
     if not isinstance(prompt, str):
         raise TypeError(f"item {index}: the prompt must be a str, got {type(prompt).__name__}")
     if isinstance(docids, str):
@@ -337,14 +367,20 @@ def check_item(index: int, item) -> tuple[str, list[str]]:
     seen: set[str] = set()
     dups = sorted({d for d in docids if d in seen or seen.add(d)})
     if dups:
-        raise ValueError(f"item {index} (prompt {prompt[-60:]!r}) lists duplicate candidate docIDs: "
-                         f"{dups}")
+        raise ValueError(f"item {index} (prompt {prompt[-60:]!r}) lists duplicate candidate docIDs: {dups}")
     return prompt, docids
 
 
-def score_queries(model, tokenizer, items: Sequence[tuple[str, list[str]]], include_eos: bool = False,
-                  method: str = "prefix_shared", progress: bool = True,
-                  batch_size: int | None = None, layout: str = "auto") -> list[np.ndarray]:
+def score_queries(
+    model,
+    tokenizer,
+    items: Sequence[tuple[str, list[str]]],
+    include_eos: bool = False,
+    method: str = "prefix_shared",
+    progress: bool = True,
+    batch_size: int | None = None,
+    layout: str = "auto",
+) -> list[np.ndarray]:
     """Section 5.1 scores of every query's candidate docIDs, one float64 array per item, aligned
     with the item's docID order.
 
@@ -364,8 +400,7 @@ def score_queries(model, tokenizer, items: Sequence[tuple[str, list[str]]], incl
     items = list(items)
     checked = [check_item(i, it) for i, it in enumerate(items)]
     results = []
-    for i, (prompt, docids) in enumerate(tqdm(checked, desc=f"scoring ({method})", unit="query",
-                                             disable=not progress)):
+    for i, (prompt, docids) in enumerate(tqdm(checked, desc=f"scoring ({method})", unit="query", disable=not progress)):
         try:
             table = docid_table(tokenizer, docids)
         except ValueError as err:
@@ -375,6 +410,7 @@ def score_queries(model, tokenizer, items: Sequence[tuple[str, list[str]]], incl
         if method == "naive":
             results.append(score_naive(model, ids, cands, include_eos, eos_id=tokenizer.eos_token_id))
         else:
-            results.append(score_prefix_shared(model, ids, cands, include_eos, batch_size, layout,
-                                               eos_id=tokenizer.eos_token_id))
+            results.append(
+                score_prefix_shared(model, ids, cands, include_eos, batch_size, layout, eos_id=tokenizer.eos_token_id)
+            )
     return results

@@ -16,16 +16,31 @@ so the compiled numbering of section 3 is
 are in Appendix A.  The public functions are importable from ``arrank.theory`` itself.
 """
 
-from arrank.theory.capacity import (count_distance_permutations, de_fraction_realisable,
-                                    exact_min_dimension, log10_de_fraction_realisable,
-                                    monte_carlo_distance_permutations, observed_inner_product_count,
-                                    paper_dimension_bound, realisable_distance_permutations,
-                                    skala_count, stirling1_unsigned_row)
+from arrank.theory.capacity import (
+    count_distance_permutations,
+    de_fraction_realisable,
+    exact_min_dimension,
+    log10_de_fraction_realisable,
+    monte_carlo_distance_permutations,
+    observed_inner_product_count,
+    paper_dimension_bound,
+    realisable_distance_permutations,
+    skala_count,
+    stirling1_unsigned_row,
+)
 from arrank.theory.orderings import LP_MARGIN_TOL, MAX_EXACT_K
-from arrank.theory.rank_condition import (affine_counterexample, augmented_rank, count_token_permutations,
-                                          docid_token_ids, docid_token_rank, null_vector_h, realisable_token_permutations,
-                                          sequence_distribution_fit, solve_phi_for_distribution,
-                                          unrealisable_permutation)
+from arrank.theory.rank_condition import (
+    affine_counterexample,
+    augmented_rank,
+    count_token_permutations,
+    docid_token_ids,
+    docid_token_rank,
+    null_vector_h,
+    realisable_token_permutations,
+    sequence_distribution_fit,
+    solve_phi_for_distribution,
+    unrealisable_permutation,
+)
 
 __all__ = [
     "MAX_EXACT_K",

@@ -16,7 +16,6 @@ import numpy as np
 
 from arrank.theory.orderings import _check_exact_k, _check_int, _check_matrix, _realisable_orders, _unit_rows
 
-
 # ------------------------------------------------------------ Skala counts (Prop. 3.1)
 
 
@@ -135,7 +134,7 @@ def log10_de_fraction_realisable(n: int, k: int) -> float:
 def _normalised_sites(sites: np.ndarray) -> np.ndarray:
     """Centre the sites and scale them to unit RMS radius (no-op scale if all coincide)."""
     centred = sites - sites.mean(axis=0)
-    radius = math.sqrt(float(np.mean(np.sum(centred ** 2, axis=1))))
+    radius = math.sqrt(float(np.mean(np.sum(centred**2, axis=1))))
     return centred / radius if radius > 0 else centred
 
 
@@ -144,9 +143,9 @@ def _distance_system(sites: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     ||q - a||^2 < ||q - b||^2  <=>  2 (b - a) . q < ||b||^2 - ||a||^2.
     """
-    sq = np.sum(sites ** 2, axis=1)
+    sq = np.sum(sites**2, axis=1)
     diff = 2.0 * (sites[None, :, :] - sites[:, None, :])  # [a, b] -> 2 (s_b - s_a)
-    rhs = sq[None, :] - sq[:, None]                        # [a, b] -> |s_b|^2 - |s_a|^2
+    rhs = sq[None, :] - sq[:, None]  # [a, b] -> |s_b|^2 - |s_a|^2
     return _unit_rows(diff, rhs)
 
 
@@ -163,6 +162,7 @@ def realisable_distance_permutations(sites: np.ndarray) -> list[tuple[int, ...]]
 
     def key(q: np.ndarray) -> np.ndarray:  # rows of q -> squared distances to the sites
         return np.sum((q[:, None, :] - unit[None, :, :]) ** 2, axis=2)
+
     return _realisable_orders(G, h, (None, None), key)
 
 
@@ -181,8 +181,9 @@ def count_distance_permutations(sites: np.ndarray) -> int:
     return len(realisable_distance_permutations(sites))
 
 
-def monte_carlo_distance_permutations(sites: np.ndarray, n_queries: int,
-                                      seed: int | None = 0, chunk_size: int = 65536) -> int:
+def monte_carlo_distance_permutations(
+    sites: np.ndarray, n_queries: int, seed: int | None = 0, chunk_size: int = 65536
+) -> int:
     """Distinct distance permutations seen from ``n_queries`` random query points (a lower bound).
 
     Queries are Gaussian around the sites' centroid, with standard deviation R * s where R is
@@ -215,5 +216,3 @@ def _strict_orders(queries: np.ndarray, sites: np.ndarray) -> set[tuple[int, ...
     strict = np.all(np.diff(sorted_d2, axis=1) > 0, axis=1)
     unique = np.unique(perms[strict], axis=0)
     return {tuple(int(i) for i in row) for row in unique}
-
-

@@ -33,8 +33,7 @@ _HIGHS_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_toler
 def _check_int(name: str, value: Any, minimum: int) -> int:
     """Return ``value`` as an int, or raise TypeError/ValueError naming it and the allowed range."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer >= {minimum}, got {value!r} "
-                        f"of type {type(value).__name__}")
+        raise TypeError(f"{name} must be an integer >= {minimum}, got {value!r} of type {type(value).__name__}")
     if value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
     return int(value)
@@ -46,14 +45,12 @@ def _check_matrix(name: str, value: Any, min_rows: int = 1, convert: bool = True
         arr = np.asarray(value)
     except Exception as exc:  # pragma: no cover - exotic inputs (e.g. bf16 tensors)
         raise TypeError(f"{name} must be convertible to a numpy array: {exc}") from exc
-    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer)
-                                 or np.issubdtype(arr.dtype, np.floating)):
+    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
         raise TypeError(f"{name} must hold real numbers (int or float), got dtype {arr.dtype}")
     if arr.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array (rows x n), got shape {arr.shape}")
     if arr.shape[0] < min_rows or arr.shape[1] < 1:
-        raise ValueError(f"{name} must have at least {min_rows} row(s) and 1 column, "
-                         f"got shape {arr.shape}")
+        raise ValueError(f"{name} must have at least {min_rows} row(s) and 1 column, got shape {arr.shape}")
     if convert:
         arr = arr.astype(np.float64, copy=False)
     if not np.all(np.isfinite(arr)):
@@ -67,7 +64,8 @@ def _check_exact_k(name: str, k: int) -> None:
         raise ValueError(
             f"{name} has {k} rows; exact counts are limited to k <= {MAX_EXACT_K} because the "
             f"number of candidate orders grows as k! and each surviving prefix needs one LP "
-            f"(use skala_count / monte_carlo_distance_permutations for larger k)")
+            f"(use skala_count / monte_carlo_distance_permutations for larger k)"
+        )
 
 
 def _check_distribution(p: Any, shape: tuple[int, ...], name: str = "p") -> np.ndarray:
@@ -95,9 +93,9 @@ def _check_distribution(p: Any, shape: tuple[int, ...], name: str = "p") -> np.n
 # distance permutations: the radius of a ball inside the cell).
 
 
-def _max_margin(G: np.ndarray, h: np.ndarray, pairs: Sequence[tuple[int, int]],
-                x_bounds: tuple[float | None, float | None]
-                ) -> tuple[float, np.ndarray, np.ndarray]:
+def _max_margin(
+    G: np.ndarray, h: np.ndarray, pairs: Sequence[tuple[int, int]], x_bounds: tuple[float | None, float | None]
+) -> tuple[float, np.ndarray, np.ndarray]:
     """Solve the margin LP for the given (before, after) pairs; return (t*, x*, duals >= 0)."""
     d = G.shape[2]
     rows = np.array([G[a, b] for a, b in pairs])
@@ -106,8 +104,7 @@ def _max_margin(G: np.ndarray, h: np.ndarray, pairs: Sequence[tuple[int, int]],
     c = np.zeros(d + 1)
     c[-1] = -1.0
     bounds = [x_bounds] * d + [(None, 1.0)]
-    res = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs",
-                  options=_HIGHS_OPTIONS)
+    res = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs", options=_HIGHS_OPTIONS)
     if res.status != 0:  # pragma: no cover - the LP is always feasible and bounded
         raise RuntimeError(f"margin LP failed: {res.message}")
     return float(res.x[-1]), res.x[:-1], -res.ineqlin.marginals
@@ -120,9 +117,9 @@ def _prefix_pairs(prefix: tuple[int, ...], rest: Sequence[int]) -> list[tuple[in
     return pairs
 
 
-def _witness_orders(G: np.ndarray, h: np.ndarray, points: np.ndarray,
-                    key: Callable[[np.ndarray], np.ndarray],
-                    box: float | None) -> list[tuple[int, ...]]:
+def _witness_orders(
+    G: np.ndarray, h: np.ndarray, points: np.ndarray, key: Callable[[np.ndarray], np.ndarray], box: float | None
+) -> list[tuple[int, ...]]:
     """The full orders realised by the points (rows) with every consecutive margin > the tol.
 
     A point that satisfies an order with margin > LP_MARGIN_TOL shows that the LP optimum of
@@ -140,8 +137,9 @@ def _witness_orders(G: np.ndarray, h: np.ndarray, points: np.ndarray,
     return [tuple(int(i) for i in row) for row in orders[good]]
 
 
-def _probe_points(G: np.ndarray, h: np.ndarray, x: np.ndarray, t: float,
-                  rest: Sequence[int], depth: int = 3) -> np.ndarray:
+def _probe_points(
+    G: np.ndarray, h: np.ndarray, x: np.ndarray, t: float, rest: Sequence[int], depth: int = 3
+) -> np.ndarray:
     """x moved across up to ``depth`` bisectors of pairs of remaining items at once.
 
     The LP solution x realises one continuation of the prefix; crossing the hyperplane
@@ -180,8 +178,9 @@ def _dual_core(pairs: list[tuple[int, int]], duals: np.ndarray) -> list[tuple[in
     return [pair for pair, y in zip(pairs, duals) if y > 1e-9 * max(1.0, float(duals.max()))]
 
 
-def _rejected_by_core(cores: list[list[tuple[int, int]]], implied: np.ndarray,
-                      confirm: Callable[[list[tuple[int, int]]], bool]) -> bool:
+def _rejected_by_core(
+    cores: list[list[tuple[int, int]]], implied: np.ndarray, confirm: Callable[[list[tuple[int, int]]], bool]
+) -> bool:
     """True if a confirmed core lies inside ``implied``; unconfirmable cores are dropped."""
     for core in list(cores):
         if all(implied[a, b] for a, b in core):
@@ -191,9 +190,9 @@ def _rejected_by_core(cores: list[list[tuple[int, int]]], implied: np.ndarray,
     return False
 
 
-def _realisable_orders(G: np.ndarray, h: np.ndarray,
-                       x_bounds: tuple[float | None, float | None],
-                       key: Callable[[np.ndarray], np.ndarray]) -> list[tuple[int, ...]]:
+def _realisable_orders(
+    G: np.ndarray, h: np.ndarray, x_bounds: tuple[float | None, float | None], key: Callable[[np.ndarray], np.ndarray]
+) -> list[tuple[int, ...]]:
     """All strictly realisable orders, depth-first by prefix with pruning of infeasible prefixes.
 
     A prefix pi_1..pi_j survives iff pi_1 < ... < pi_j < every remaining item is feasible;
@@ -250,5 +249,3 @@ def _unit_rows(diff: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarra
     norms = np.linalg.norm(diff, axis=-1)
     safe = np.where(norms > 0, norms, 1.0)
     return diff / safe[..., None], rhs / safe
-
-

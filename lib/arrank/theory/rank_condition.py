@@ -17,8 +17,14 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import logsumexp, softmax
 
-from arrank.theory.orderings import _check_distribution, _check_exact_k, _check_int, _check_matrix, _realisable_orders, _unit_rows
-
+from arrank.theory.orderings import (
+    _check_distribution,
+    _check_exact_k,
+    _check_int,
+    _check_matrix,
+    _realisable_orders,
+    _unit_rows,
+)
 
 # ------------------------------------------ token orderings (Prop. 3.3, Arbitrary Permutations)
 
@@ -41,6 +47,7 @@ def realisable_token_permutations(E: np.ndarray) -> list[tuple[int, ...]]:
 
     def key(phi: np.ndarray) -> np.ndarray:  # rows of phi -> negated logits
         return -(phi @ E.T)
+
     return _realisable_orders(G, h, (-1.0, 1.0), key)
 
 
@@ -75,8 +82,7 @@ def augmented_rank(E: np.ndarray, tol: float | None = None) -> int:
     return int(np.linalg.matrix_rank(_augment(E), tol=tol))
 
 
-def _gram_rank_augmented(rows: np.ndarray, tol: float | None,
-                         chunk: int = 4096) -> tuple[int, float]:
+def _gram_rank_augmented(rows: np.ndarray, tol: float | None, chunk: int = 4096) -> tuple[int, float]:
     """rank([rows 1]) for tall ``rows`` from the eigenvalues of the (n+1) x (n+1) Gram matrix.
 
     The Gram matrix is accumulated in float64 one block of rows at a time (no full float64
@@ -86,7 +92,7 @@ def _gram_rank_augmented(rows: np.ndarray, tol: float | None,
     cols = rows.shape[1] + 1
     gram = np.zeros((cols, cols))
     for start in range(0, rows.shape[0], chunk):
-        block = _augment(np.asarray(rows[start:start + chunk], dtype=np.float64))
+        block = _augment(np.asarray(rows[start : start + chunk], dtype=np.float64))
         gram += block.T @ block
     sing = np.sqrt(np.clip(np.linalg.eigvalsh(gram), 0.0, None))
     if tol is None:
@@ -117,8 +123,9 @@ def docid_token_ids(tokenizer, docids: Iterable[str], with_eos: bool = True) -> 
     return sorted(ids)
 
 
-def docid_token_rank(embedding_matrix: np.ndarray, token_ids: Sequence[int],
-                     tol: float | None = None) -> dict[str, Any]:
+def docid_token_rank(
+    embedding_matrix: np.ndarray, token_ids: Sequence[int], tol: float | None = None
+) -> dict[str, Any]:
     """rank(E'_docids) for the rows ``token_ids`` of a |V| x n embedding matrix (section 3.2).
 
     Returns {"n_docid_tokens": |V_docids| (distinct ids), "n": n, "rank_e_prime": rank(E'),
@@ -135,8 +142,14 @@ def docid_token_rank(embedding_matrix: np.ndarray, token_ids: Sequence[int],
         (rank, thr), method = _svd_rank_augmented(rows, tol), "svd"
     else:
         (rank, thr), method = _gram_rank_augmented(rows, tol), "gram"
-    return {"n_docid_tokens": len(ids), "n": rows.shape[1], "rank_e_prime": rank,
-            "full_rank": rank == len(ids), "method": method, "tol": thr}
+    return {
+        "n_docid_tokens": len(ids),
+        "n": rows.shape[1],
+        "rank_e_prime": rank,
+        "full_rank": rank == len(ids),
+        "method": method,
+        "tol": thr,
+    }
 
 
 def _check_token_ids(token_ids: Sequence[int], shape: tuple[int, ...]) -> np.ndarray:
@@ -145,13 +158,11 @@ def _check_token_ids(token_ids: Sequence[int], shape: tuple[int, ...]) -> np.nda
         raise ValueError(f"embedding_matrix must be a 2-D array (|V| x n), got shape {shape}")
     ids = np.asarray(token_ids)
     if ids.ndim != 1 or ids.size == 0:
-        raise ValueError(f"token_ids must be a non-empty 1-D sequence of ints, got shape "
-                         f"{ids.shape}")
+        raise ValueError(f"token_ids must be a non-empty 1-D sequence of ints, got shape {ids.shape}")
     if ids.dtype == bool or not np.issubdtype(ids.dtype, np.integer):
         raise TypeError(f"token_ids must be ints, got dtype {ids.dtype}")
     if ids.min() < 0 or ids.max() >= shape[0]:
-        raise ValueError(f"token_ids must lie in [0, {shape[0] - 1}], got range "
-                         f"[{ids.min()}, {ids.max()}]")
+        raise ValueError(f"token_ids must lie in [0, {shape[0] - 1}], got range [{ids.min()}, {ids.max()}]")
     return np.unique(ids)
 
 
@@ -166,8 +177,10 @@ def null_vector_h(E: np.ndarray) -> np.ndarray:
     e_prime = _augment(E)
     rank = int(np.linalg.matrix_rank(e_prime))
     if rank == E.shape[0]:
-        raise ValueError(f"rank(E') = {rank} equals |V| = {E.shape[0]}: no nonzero h with "
-                         f"h^T E' = 0 exists (Prop. 3.2 condition holds)")
+        raise ValueError(
+            f"rank(E') = {rank} equals |V| = {E.shape[0]}: no nonzero h with "
+            f"h^T E' = 0 exists (Prop. 3.2 condition holds)"
+        )
     u, _, _ = np.linalg.svd(e_prime, full_matrices=True)
     h = u[:, -1]
     return h if h[np.argmax(np.abs(h))] > 0 else -h
@@ -231,8 +244,14 @@ def solve_phi_for_distribution(E: np.ndarray, p: np.ndarray) -> tuple[np.ndarray
     if np.linalg.matrix_rank(e_prime) == E.shape[0]:
         phi = phi_ls
     else:
-        res = minimize(_cross_entropy, phi_ls, args=(E, p), jac=True, method="L-BFGS-B",
-                       options={"maxiter": 10000, "ftol": 1e-15, "gtol": 1e-12})
+        res = minimize(
+            _cross_entropy,
+            phi_ls,
+            args=(E, p),
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": 10000, "ftol": 1e-15, "gtol": 1e-12},
+        )
         phi = res.x
     return phi, float(np.max(np.abs(softmax(E @ phi) - p)))
 
@@ -262,5 +281,9 @@ def sequence_distribution_fit(E: np.ndarray, target: np.ndarray, L: int) -> dict
             q = softmax(E @ phi)
             model[prefix] = model[prefix] * q.reshape((V,) + (1,) * (L - length - 1))
             n_prefixes, worst = n_prefixes + 1, max(worst, err)
-    return {"model": model, "max_abs_error": float(np.max(np.abs(model - target))),
-            "n_prefixes": n_prefixes, "max_conditional_error": worst}
+    return {
+        "model": model,
+        "max_abs_error": float(np.max(np.abs(model - target))),
+        "n_prefixes": n_prefixes,
+        "max_conditional_error": worst,
+    }

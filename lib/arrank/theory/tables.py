@@ -18,8 +18,11 @@ from arrank import theory
 
 def closed_form_table(k_max: int) -> pd.DataFrame:
     """skala_count(n, k) for 2 <= k <= k_max, 1 <= n <= k-1, beside k! (Proposition 3.1)."""
-    rows = [{"k": k, "n": n, "skala_count": theory.skala_count(n, k), "k_factorial": math.factorial(k)}
-            for k in range(2, k_max + 1) for n in range(1, k)]
+    rows = [
+        {"k": k, "n": n, "skala_count": theory.skala_count(n, k), "k_factorial": math.factorial(k)}
+        for k in range(2, k_max + 1)
+        for n in range(1, k)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -33,9 +36,16 @@ def exact_distance_counts(k_max: int, site_sets: int, seed: int) -> pd.DataFrame
         sites = rng.standard_normal((k, n))
         start = time.perf_counter()
         exact = theory.count_distance_permutations(sites)
-        rows.append({"k": k, "n": n, "site_set": s, "exact": exact,
-                     "closed_form": theory.skala_count(n, k),
-                     "seconds": round(time.perf_counter() - start, 3)})
+        rows.append(
+            {
+                "k": k,
+                "n": n,
+                "site_set": s,
+                "exact": exact,
+                "closed_form": theory.skala_count(n, k),
+                "seconds": round(time.perf_counter() - start, 3),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -45,9 +55,15 @@ def monte_carlo_curve(k: int, n: int, max_queries: int, seed: int, points: int =
     sites = np.random.default_rng(seed).standard_normal((k, n))
     exact = theory.count_distance_permutations(sites)
     sizes = np.unique(np.geomspace(10, max_queries, points).astype(int))
-    rows = [{"queries": int(q), "monte_carlo": theory.monte_carlo_distance_permutations(sites, int(q), seed),
-             "exact": exact, "closed_form": theory.skala_count(n, k)}
-            for q in tqdm(sizes, desc=f"Monte-Carlo k={k}, n={n}")]
+    rows = [
+        {
+            "queries": int(q),
+            "monte_carlo": theory.monte_carlo_distance_permutations(sites, int(q), seed),
+            "exact": exact,
+            "closed_form": theory.skala_count(n, k),
+        }
+        for q in tqdm(sizes, desc=f"Monte-Carlo k={k}, n={n}")
+    ]
     return pd.DataFrame(rows)
 
 
@@ -55,8 +71,14 @@ def dimension_bound_table(k_max: int, points: int = 60) -> pd.DataFrame:
     """For k on a log grid up to k_max: the paper's bound ln(k!)/(2 ln k) under which no n-dim DE
     solves the complete ranking task, and the exact smallest n at which skala_count(n, k) = k!."""
     ks = np.unique(np.geomspace(2, k_max, points).astype(int))
-    rows = [{"k": int(k), "paper_bound": theory.paper_dimension_bound(int(k)),
-             "exact_min_dimension": theory.exact_min_dimension(int(k))} for k in ks]
+    rows = [
+        {
+            "k": int(k),
+            "paper_bound": theory.paper_dimension_bound(int(k)),
+            "exact_min_dimension": theory.exact_min_dimension(int(k)),
+        }
+        for k in ks
+    ]
     return pd.DataFrame(rows)
 
 
@@ -68,10 +90,17 @@ def inner_product_counts(k_max: int, site_sets: int, seed: int) -> pd.DataFrame:
     rows = []
     for k, n, s in tqdm(grid, desc="exact inner-product orderings"):
         docs = rng.standard_normal((k, n))
-        rows.append({"k": k, "n": n, "site_set": s,
-                     "inner_product": theory.count_token_permutations(docs),
-                     "observed_formula": theory.observed_inner_product_count(n, k),
-                     "euclidean_closed_form": theory.skala_count(n, k), "k_factorial": math.factorial(k)})
+        rows.append(
+            {
+                "k": k,
+                "n": n,
+                "site_set": s,
+                "inner_product": theory.count_token_permutations(docs),
+                "observed_formula": theory.observed_inner_product_count(n, k),
+                "euclidean_closed_form": theory.skala_count(n, k),
+                "k_factorial": math.factorial(k),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -85,9 +114,17 @@ def token_permutation_table(v_max: int, seed: int) -> pd.DataFrame:
         E = rng.standard_normal((v, n))
         count = theory.count_token_permutations(E)
         rank = theory.augmented_rank(E)
-        rows.append({"V": v, "n": n, "rank_E_prime": rank, "orderings": count,
-                     "V_factorial": math.factorial(v), "all_orderings": count == math.factorial(v),
-                     "full_rank": rank == v})
+        rows.append(
+            {
+                "V": v,
+                "n": n,
+                "rank_E_prime": rank,
+                "orderings": count,
+                "V_factorial": math.factorial(v),
+                "all_orderings": count == math.factorial(v),
+                "full_rank": rank == v,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -102,9 +139,19 @@ def distribution_fit_table(v_max: int, n_targets: int, seed: int) -> pd.DataFram
         v = E.shape[0]
         errors = [theory.solve_phi_for_distribution(E, rng.dirichlet(np.ones(v)))[1] for _ in range(n_targets)]
         rank = theory.augmented_rank(E)
-        rows.append({"case": label, "V": v, "n": E.shape[1], "rank_E_prime": rank, "full_rank": rank == v,
-                     "targets": n_targets, "max_error": float(np.max(errors)),
-                     "median_error": float(np.median(errors)), "min_error": float(np.min(errors))})
+        rows.append(
+            {
+                "case": label,
+                "V": v,
+                "n": E.shape[1],
+                "rank_E_prime": rank,
+                "full_rank": rank == v,
+                "targets": n_targets,
+                "max_error": float(np.max(errors)),
+                "median_error": float(np.median(errors)),
+                "min_error": float(np.min(errors)),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -114,8 +161,16 @@ def docid_rank_table(E: np.ndarray, tokenizer, docid_sets: dict[str, list[str]])
     rows = []
     for label, docids in docid_sets.items():
         info = theory.docid_token_rank(E, theory.docid_token_ids(tokenizer, docids))
-        rows.append({"docids": label, "count": len(docids), "V_docids": info["n_docid_tokens"],
-                     "n": info["n"], "rank_E_prime": info["rank_e_prime"], "full_rank": info["full_rank"]})
+        rows.append(
+            {
+                "docids": label,
+                "count": len(docids),
+                "V_docids": info["n_docid_tokens"],
+                "n": info["n"],
+                "rank_E_prime": info["rank_e_prime"],
+                "full_rank": info["full_rank"],
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -127,8 +182,13 @@ def docid_rank_metrics(frame: pd.DataFrame) -> dict[str, int]:
     for row in frame.itertuples(index=False):
         model = str(row.model).split()[0].replace("-", "_").replace("/", "_").replace(".", "_")
         kind = "wordnet" if str(row.docids).startswith("WordNet") else "numeric"
-        out.update({f"{model}_{kind}_v_docids": int(row.V_docids), f"{model}_{kind}_n": int(row.n),
-                    f"{model}_{kind}_rank_e_prime": int(row.rank_E_prime)})
+        out.update(
+            {
+                f"{model}_{kind}_v_docids": int(row.V_docids),
+                f"{model}_{kind}_n": int(row.n),
+                f"{model}_{kind}_rank_e_prime": int(row.rank_E_prime),
+            }
+        )
     return out
 
 
@@ -137,51 +197,76 @@ def docid_rank_metrics(frame: pd.DataFrame) -> dict[str, int]:
 
 def capacity_findings(m: dict, k_top: int) -> list[dict]:
     """Notebook 01's results.json metrics ``m`` against section 3.1 (Proposition 3.1), in words:
-    rows of ``arrank.workbook.display.finding``; ``k_top`` is the largest k of the bound table."""
-    from arrank.workbook.display import finding
+    ``arrank.common.findings.Finding`` rows; ``k_top`` is the largest k of the bound table."""
+    from arrank.common.findings import finding
 
     exact, bound = m[f"exact_min_dimension_k{k_top}"], m[f"paper_bound_k{k_top}"]
     return [
-        finding("Skala's closed form counts the distance permutations of k sites in general position "
-                "(what Proposition 3.1 rests on)", m["exact_equals_closed_form"] == 1.0 and m["max_exact_over_closed_form"] == 1.0,
-                f"exact LP count = closed form in {m['exact_equals_closed_form']:.0%} of the cases"),
-        finding("sampling query points finds no more rankings than that count",
-                m["max_monte_carlo_over_exact"] <= 1.0, f"largest sampled / exact = {m['max_monte_carlo_over_exact']:.3f}"),
-        finding("Proposition 3.1: a DE needs a dimension growing linearly with k to produce every ranking "
-                "(none below ln k!/(2 ln k))", exact >= bound,
-                f"k = {k_top}: the paper's bound {bound:.1f}; the exact smallest n from the closed form is {exact} = k - 1"),
-        finding("the inner-product score of the experiments behaves alike: all k! orderings only from n = k - 1",
-                m["inner_product_all_orderings_at_n_k_minus_1"] and m["inner_product_fewer_below_k_minus_1"],
-                "exact LP counts for random documents"),
+        finding(
+            "Skala's closed form counts the distance permutations of k sites in general position "
+            "(what Proposition 3.1 rests on)",
+            m["exact_equals_closed_form"] == 1.0 and m["max_exact_over_closed_form"] == 1.0,
+            f"exact LP count = closed form in {m['exact_equals_closed_form']:.0%} of the cases",
+        ),
+        finding(
+            "sampling query points finds no more rankings than that count",
+            m["max_monte_carlo_over_exact"] <= 1.0,
+            f"largest sampled / exact = {m['max_monte_carlo_over_exact']:.3f}",
+        ),
+        finding(
+            "Proposition 3.1: a DE needs a dimension growing linearly with k to produce every ranking "
+            "(none below ln k!/(2 ln k))",
+            exact >= bound,
+            f"k = {k_top}: the paper's bound {bound:.1f}; the exact smallest n from the closed form is {exact} = k - 1",
+        ),
+        finding(
+            "the inner-product score of the experiments behaves alike: all k! orderings only from n = k - 1",
+            m["inner_product_all_orderings_at_n_k_minus_1"] and m["inner_product_fewer_below_k_minus_1"],
+            "exact LP counts for random documents",
+        ),
     ]
 
 
 def rank_condition_findings(m: dict) -> list[dict]:
     """Notebook 02's results.json metrics ``m`` against section 3.2 (the rank(E') propositions and
-    the remark on real tokenizers), in words: rows of ``arrank.workbook.display.finding``."""
-    from arrank.workbook.display import finding
+    the remark on real tokenizers), in words: ``arrank.common.findings.Finding`` rows."""
+    from arrank.common.findings import finding
 
     rows = [
-        finding("Arbitrary Permutations over Tokens: all |V|! orderings of the logits exactly when rank(E') = |V|",
-                m["rank_rule_holds"], "exact LP counts, random E, every |V| and n of this run"),
-        finding("the condition is rank(E'), not n >= |V|: the affine counterexample misses an ordering",
-                m["counterexample_rank_e_prime"] == 3 and not m["counterexample_order_realisable"],
-                f"n = |V| = 4, rank(E') = {m['counterexample_rank_e_prime']}, "
-                f"{m['counterexample_orderings']} of 24 orderings realisable"),
-        finding("Arbitrary Distributions over Tokens: any strictly positive target is reached when rank(E') = |V|",
-                m["full_rank_max_distribution_error"] < 1e-6 < m["counterexample_adversarial_error"],
-                f"largest error {m['full_rank_max_distribution_error']:.1e} at full rank, "
-                f"{m['counterexample_adversarial_error']:.3f} for the counterexample's target"),
-        finding("Arbitrary Distributions over Sequences: the chain rule reaches any distribution over docIDs",
-                m["sequence_max_error"] < 1e-6,
-                f"largest error {m['sequence_max_error']:.1e}; a DE of the same dimension realises a fraction "
-                f"10^{m['de_log10_fraction_of_rankings']:.1f} of the rankings"),
+        finding(
+            "Arbitrary Permutations over Tokens: all |V|! orderings of the logits exactly when rank(E') = |V|",
+            m["rank_rule_holds"],
+            "exact LP counts, random E, every |V| and n of this run",
+        ),
+        finding(
+            "the condition is rank(E'), not n >= |V|: the affine counterexample misses an ordering",
+            m["counterexample_rank_e_prime"] == 3 and not m["counterexample_order_realisable"],
+            f"n = |V| = 4, rank(E') = {m['counterexample_rank_e_prime']}, "
+            f"{m['counterexample_orderings']} of 24 orderings realisable",
+        ),
+        finding(
+            "Arbitrary Distributions over Tokens: any strictly positive target is reached when rank(E') = |V|",
+            m["full_rank_max_distribution_error"] < 1e-6 < m["counterexample_adversarial_error"],
+            f"largest error {m['full_rank_max_distribution_error']:.1e} at full rank, "
+            f"{m['counterexample_adversarial_error']:.3f} for the counterexample's target",
+        ),
+        finding(
+            "Arbitrary Distributions over Sequences: the chain rule reaches any distribution over docIDs",
+            m["sequence_max_error"] < 1e-6,
+            f"largest error {m['sequence_max_error']:.1e}; a DE of the same dimension realises a fraction "
+            f"10^{m['de_log10_fraction_of_rankings']:.1f} of the rankings",
+        ),
     ]
     for key in sorted(k for k in m if k.endswith("_wordnet_rank_e_prime")):
         model = key.removesuffix("_wordnet_rank_e_prime")
         v = m[f"{model}_wordnet_v_docids"]
-        rows.append(finding(f"the paper's remark on real models: WordNet's docID tokens outnumber n + 1, so "
-                            f"rank(E') < |V_docids| ({model})", m[key] < v,
-                            f"|V_docids| = {v:,}, rank(E') = {m[key]} (n = {m[f'{model}_wordnet_n']}); numeric docIDs: "
-                            f"|V_docids| = {m.get(f'{model}_numeric_v_docids')}, rank {m.get(f'{model}_numeric_rank_e_prime')}"))
+        rows.append(
+            finding(
+                f"the paper's remark on real models: WordNet's docID tokens outnumber n + 1, so "
+                f"rank(E') < |V_docids| ({model})",
+                m[key] < v,
+                f"|V_docids| = {v:,}, rank(E') = {m[key]} (n = {m[f'{model}_wordnet_n']}); numeric docIDs: "
+                f"|V_docids| = {m.get(f'{model}_numeric_v_docids')}, rank {m.get(f'{model}_numeric_rank_e_prime')}",
+            )
+        )
     return rows

@@ -16,8 +16,9 @@ from typing import Sequence
 def prompt_ids(tokenizer, prompt: str) -> list[int]:
     """Token ids of the augmented prompt, ending where the docID's first token is predicted."""
     if getattr(tokenizer, "chat_template", None):
-        ids = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=True,
-                                            add_generation_prompt=True)
+        ids = tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}], tokenize=True, add_generation_prompt=True
+        )
         return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
     bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
     return bos + tokenizer(prompt, add_special_tokens=False)["input_ids"]

@@ -11,8 +11,15 @@ from pathlib import Path
 import numpy as np
 
 
-def build_tiny_model(vocab_size: int, hidden: int = 128, layers: int = 4, heads: int = 4,
-                     intermediate: int = 384, seed: int = 0, tokenizer=None):
+def build_tiny_model(
+    vocab_size: int,
+    hidden: int = 128,
+    layers: int = 4,
+    heads: int = 4,
+    intermediate: int = 384,
+    seed: int = 0,
+    tokenizer=None,
+):
     """A random-initialised Llama-architecture causal LM (transformers), seeded.
 
     Defaults are the CPU-feasible size of docs/design.md (4 layers, hidden 128).
@@ -23,12 +30,22 @@ def build_tiny_model(vocab_size: int, hidden: int = 128, layers: int = 4, heads:
 
     ids = {}
     if tokenizer is not None:
-        ids = {"pad_token_id": tokenizer.pad_token_id, "bos_token_id": tokenizer.bos_token_id,
-               "eos_token_id": tokenizer.eos_token_id}
-    config = LlamaConfig(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers,
-                         num_attention_heads=heads, num_key_value_heads=heads,
-                         intermediate_size=intermediate, max_position_embeddings=2048,
-                         tie_word_embeddings=False, **ids)
+        ids = {
+            "pad_token_id": tokenizer.pad_token_id,
+            "bos_token_id": tokenizer.bos_token_id,
+            "eos_token_id": tokenizer.eos_token_id,
+        }
+    config = LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        intermediate_size=intermediate,
+        max_position_embeddings=2048,
+        tie_word_embeddings=False,
+        **ids,
+    )
     torch.manual_seed(seed)
     return LlamaForCausalLM(config)
 
@@ -92,11 +109,11 @@ FULL_FINETUNE_WARN = 20_000_000
 
 def resolve_model(model_name: str) -> str:
     """What transformers (or Unsloth) loads for a pretrained ``model_name``: a hub id, or a local
-    model folder. Names are those of ``arrank.workbook.named_models``: an alias gives its hub id;
+    model folder. Names are those of ``arrank.common.named_models``: an alias gives its hub id;
     a GGUF model (a known name, or a ``.gguf`` path) is converted once into a float32 model folder
     under ``data/cache/models/`` (:func:`convert_gguf`) and that folder is returned, so that every
     later load, a LoRA adapter's base model and Unsloth take the ordinary local-folder route."""
-    from arrank.workbook import named_models, paths
+    from arrank.common import named_models, paths
 
     kind = named_models.model_kind(model_name)
     if kind == "tiny":
@@ -111,6 +128,11 @@ def resolve_model(model_name: str) -> str:
     else:
         gguf = Path(model_name).expanduser().resolve()
         folder = paths.CACHE / "models" / f"{gguf.stem}-{gguf.stat().st_size}-{int(gguf.stat().st_mtime)}"
+    why = model_folder_problem(folder) if folder.exists() else None
+    if why:  # derived from the GGUF file: set aside and converted again
+        from arrank.common.manifest import set_aside
+
+        set_aside(folder, f"{why}; it is converted again from {gguf.name}")
     if not (folder / "config.json").exists():
         try:
             convert_gguf(gguf, folder)
@@ -138,8 +160,10 @@ def convert_gguf(gguf: Path, folder: Path) -> Path:
     try:
         fields = GGUFReader(str(gguf)).fields
     except Exception as err:  # gguf raises ValueError/IndexError/struct errors on short files
-        raise ValueError(f"{gguf} is not a readable GGUF file ({type(err).__name__}: {err}); "
-                         "is it truncated? reinstall it or give another file") from None
+        raise ValueError(
+            f"{gguf} is not a readable GGUF file ({type(err).__name__}: {err}); "
+            "is it truncated? reinstall it or give another file"
+        ) from None
     special = {}
     for role in ("bos", "eos", "padding"):
         field = fields.get(f"tokenizer.ggml.{role}_token_id")
@@ -161,8 +185,16 @@ def convert_gguf(gguf: Path, folder: Path) -> Path:
     return save_atomic(model, tokenizer, folder)
 
 
-def tiny_model_and_tokenizer(texts: list[str], vocab_size: int = 2000, hidden: int = 128, layers: int = 4,
-                             heads: int = 4, intermediate: int = 384, seed: int = 0, cache: bool = True):
+def tiny_model_and_tokenizer(
+    texts: list[str],
+    vocab_size: int = 2000,
+    hidden: int = 128,
+    layers: int = 4,
+    heads: int = 4,
+    intermediate: int = 384,
+    seed: int = 0,
+    cache: bool = True,
+):
     """``model_name="tiny"``: a BPE tokenizer trained on ``texts`` (the task's prompts and docIDs)
     and a random-initialised Llama of the given size, built once and cached under
     ``data/cache/tiny/<hash>/`` (the hash covers the texts and every size). Returns (model, tokenizer).
@@ -171,16 +203,33 @@ def tiny_model_and_tokenizer(texts: list[str], vocab_size: int = 2000, hidden: i
 
     from transformers import AutoTokenizer, LlamaForCausalLM
 
-    from arrank.workbook import paths
+    from arrank.common import paths
     from arrank.data.cache import params_hash
     from arrank.training.tokenizer import train_bpe
 
     digest = hashlib.sha256("\n".join(texts).encode("utf-8")).hexdigest()
-    key = params_hash({"texts": digest, "vocab_size": vocab_size, "hidden": hidden, "layers": layers,
-                       "heads": heads, "intermediate": intermediate, "seed": seed, "version": 1})
+    key = params_hash(
+        {
+            "texts": digest,
+            "vocab_size": vocab_size,
+            "hidden": hidden,
+            "layers": layers,
+            "heads": heads,
+            "intermediate": intermediate,
+            "seed": seed,
+            "version": 1,
+        }
+    )
     folder = paths.CACHE / "tiny" / key
-    if cache and (folder / "config.json").exists() and (folder / "tokenizer.json").exists():
-        return LlamaForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+    if cache and folder.exists():
+        why = model_folder_problem(folder) or (
+            None if (folder / "tokenizer.json").is_file() else "it has no tokenizer.json"
+        )
+        if why is None:
+            return LlamaForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+        from arrank.common.manifest import set_aside
+
+        set_aside(folder, f"{why}; the tiny model is built again (the same seed gives the same weights)")
     tokenizer = train_bpe(texts, vocab_size)
     tokenizer.chat_template = TINY_CHAT_TEMPLATE
     model = build_tiny_model(len(tokenizer), hidden, layers, heads, intermediate, seed, tokenizer)
@@ -194,44 +243,77 @@ def tiny_model_and_tokenizer(texts: list[str], vocab_size: int = 2000, hidden: i
     return model, tokenizer
 
 
-def quiet_model_writes() -> None:
-    """Keep transformers' "Writing model shards" progress bar (one per save: the tiny model's cache,
-    every checkpoint, the final model) out of the notebook's outputs: chatter, not a result. The
-    Trainer's own training progress bar stays."""
-    from transformers.utils import logging as hf_logging
+def model_folder_problem(folder: Path) -> str | None:
+    """What makes a saved model folder unusable, in words, or None: a file against the folder's
+    manifest (``save_atomic`` writes one); without a manifest (a folder saved before them), no
+    readable config.json, or a safetensors file shorter or longer than its own header says."""
+    from arrank.common.manifest import MANIFEST, manifest_problem
 
-    hf_logging.disable_progress_bar()
+    folder = Path(folder)
+    if (folder / MANIFEST).exists():
+        return manifest_problem(folder)
+    try:
+        json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError) as err:
+        return f"its config.json is missing or unreadable ({type(err).__name__})"
+    for path in sorted(folder.glob("*.safetensors")):
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+            try:
+                n = int.from_bytes(head, "little")
+                header = json.loads(fh.read(n)) if len(head) == 8 and n < (1 << 30) else None
+                end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+            except (ValueError, TypeError, AttributeError, KeyError):
+                return f"{path.name} has no readable safetensors header"
+        if path.stat().st_size != 8 + n + end:
+            return f"{path.name} is {path.stat().st_size:,} bytes where its header says {8 + n + end:,}"
+    return None
 
 
 def save_atomic(model, tokenizer, folder: Path) -> Path:
-    """``save_pretrained`` model and tokenizer into a temporary folder renamed into place."""
+    """``save_pretrained`` model and tokenizer into a temporary folder, a manifest of its files
+    (``arrank.common.manifest``: sizes and sha256, flushed to disk), then renamed into place."""
     import shutil
     import tempfile
 
-    quiet_model_writes()
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # transformers' "Writing model shards" bar: chatter, not a result
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        from arrank.workbook.outputs import umask_permissions
+        from arrank.common.manifest import write_manifest
+        from arrank.common.outputs import umask_permissions
 
+        write_manifest(tmp)
         umask_permissions(tmp).rename(folder)  # mkdtemp's 0700 would hide the model from other users
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return folder
 
 
+def unsloth_cpu_opt_in() -> bool:
+    """Whether ``UNSLOTH_FORCE_CPU=1`` asks for Unsloth's CPU fallback (unsloth 2026.10.9 trains
+    LoRA on a CPU when no GPU is found): then ``backend='unsloth'`` runs without CUDA, so the
+    Unsloth code path can be exercised on a CPU machine (docs/gpu.md); ``auto`` never picks it."""
+    import os
+
+    return os.environ.get("UNSLOTH_FORCE_CPU", "") == "1"
+
+
 def resolve_backend(backend: str) -> str:
     """``auto`` -> ``unsloth`` when CUDA and unsloth are importable and one process trains, else
-    ``transformers``. ``unsloth`` without CUDA fails at once (Unsloth runs only on NVIDIA GPUs),
+    ``transformers``. ``unsloth`` without CUDA fails at once (Unsloth trains at speed only on NVIDIA
+    GPUs) unless ``UNSLOTH_FORCE_CPU=1`` asks for its CPU fallback (:func:`unsloth_cpu_opt_in`),
     and so does ``unsloth`` under several processes (torchrun: Unsloth trains on one GPU only;
-    ``arrank.workbook.processes``)."""
+    ``arrank.common.processes``)."""
     import importlib.util
 
     import torch
 
-    from arrank.workbook import processes
+    from arrank.common import processes
 
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r} is not allowed; choose one of {list(BACKENDS)}")
@@ -239,9 +321,12 @@ def resolve_backend(backend: str) -> str:
     if refused:
         raise RuntimeError(refused)
     has_unsloth = importlib.util.find_spec("unsloth") is not None
-    if backend == "unsloth" and not torch.cuda.is_available():
-        raise RuntimeError("backend='unsloth' needs an NVIDIA GPU with CUDA, and this machine has none; "
-                           "use backend='transformers' (or 'auto')")
+    if backend == "unsloth" and not torch.cuda.is_available() and not unsloth_cpu_opt_in():
+        raise RuntimeError(
+            "backend='unsloth' needs an NVIDIA GPU with CUDA, and this machine has none; "
+            "use backend='transformers' (or 'auto'), or set UNSLOTH_FORCE_CPU=1 to run "
+            "Unsloth's CPU fallback (a check of the code path, not a speed route: docs/gpu.md)"
+        )
     if backend == "unsloth" and not has_unsloth:
         raise RuntimeError("backend='unsloth' but unsloth is not installed: pip install -e '.[gpu]'")
     if backend == "auto":
@@ -252,7 +337,7 @@ def resolve_backend(backend: str) -> str:
 
 def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit: bool = False):
     """A pretrained causal LM and its tokenizer through the backend: a hub id, a local folder, or
-    a name of ``arrank.workbook.named_models`` (:func:`resolve_model`), the same route for each.
+    a name of ``arrank.common.named_models`` (:func:`resolve_model`), the same route for each.
 
     Unsloth: ``FastLanguageModel.from_pretrained`` with ``load_in_4bit`` (False = 16-bit LoRA,
     which needs no bitsandbytes) and ``use_exact_model_name`` for a local folder; logits are
@@ -261,17 +346,23 @@ def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit
     import os
 
     if load_in_4bit and resolve_backend(backend) != "unsloth":
-        raise ValueError(f"load_in_4bit=True needs backend='unsloth' (4-bit base weights through bitsandbytes "
-                         f"on an NVIDIA GPU); backend={backend!r} resolves to transformers here: give "
-                         "load_in_4bit=False (16-bit LoRA) or run on a GPU with unsloth installed")
+        raise ValueError(
+            f"load_in_4bit=True needs backend='unsloth' (4-bit base weights through bitsandbytes "
+            f"on an NVIDIA GPU); backend={backend!r} resolves to transformers here: give "
+            "load_in_4bit=False (16-bit LoRA) or run on a GPU with unsloth installed"
+        )
     model_name = resolve_model(model_name)
     if resolve_backend(backend) == "unsloth":
         os.environ.setdefault("UNSLOTH_RETURN_LOGITS", "1")
         from unsloth import FastLanguageModel
 
         model, tokenizer = FastLanguageModel.from_pretrained(
-            model_name=model_name, max_seq_length=max_length, load_in_4bit=load_in_4bit, dtype=None,
-            use_exact_model_name=Path(model_name).is_dir())
+            model_name=model_name,
+            max_seq_length=max_length,
+            load_in_4bit=load_in_4bit,
+            dtype=None,
+            use_exact_model_name=Path(model_name).is_dir(),
+        )
     else:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -282,8 +373,9 @@ def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit
     return model, tokenizer
 
 
-def untrained_model(model_name: str, df, backend: str, max_length: int, tokenizer_vocab: int, seed: int,
-                    load_in_4bit: bool = False):
+def untrained_model(
+    model_name: str, df, backend: str, max_length: int, tokenizer_vocab: int, seed: int, load_in_4bit: bool = False
+):
     """The model a run starts from, and its tokenizer: ``"tiny"`` is built (and cached) for the
     texts of the ranking table ``df`` (``arrank.data.ranking.tokenizer_texts``), any other name is
     loaded by :func:`load_pretrained`. One rule for notebook 05 and notebook 06's untrained row."""
@@ -301,10 +393,13 @@ def add_lora(model, backend: str, r: int, alpha: int, dropout: float, target_mod
     if r == 0:
         n = sum(p.numel() for p in model.parameters())
         if n > FULL_FINETUNE_WARN:
-            warnings.warn(f"lora_r=0: full fine-tuning of all {n / 1e6:.1f} M parameters; AdamW keeps "
-                          f"weights, gradients and two moments, about {16 * n / 2**30:.1f} GiB in float32, "
-                          "and every step updates them all (LoRA r = 16 trains under 5% of them); give "
-                          "lora_r > 0 unless that is what you want", stacklevel=2)
+            warnings.warn(
+                f"lora_r=0: full fine-tuning of all {n / 1e6:.1f} M parameters; AdamW keeps "
+                f"weights, gradients and two moments, about {16 * n / 2**30:.1f} GiB in float32, "
+                "and every step updates them all (LoRA r = 16 trains under 5% of them); give "
+                "lora_r > 0 unless that is what you want",
+                stacklevel=2,
+            )
         return model
     targets = "all-linear" if target_modules == "all-linear" else [m.strip() for m in target_modules.split(",")]
     if resolve_backend(backend) == "unsloth":
@@ -312,12 +407,14 @@ def add_lora(model, backend: str, r: int, alpha: int, dropout: float, target_mod
 
         if targets == "all-linear":
             targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-        return FastLanguageModel.get_peft_model(model, r=r, lora_alpha=alpha, lora_dropout=dropout,
-                                                target_modules=targets, random_state=seed)
+        return FastLanguageModel.get_peft_model(
+            model, r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets, random_state=seed
+        )
     from peft import LoraConfig, get_peft_model
 
-    return get_peft_model(model, LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout,
-                                            target_modules=targets, task_type="CAUSAL_LM"))
+    return get_peft_model(
+        model, LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets, task_type="CAUSAL_LM")
+    )
 
 
 def load_trained(folder: Path | str, backend: str = "auto", max_length: int = 1024):
@@ -327,8 +424,17 @@ def load_trained(folder: Path | str, backend: str = "auto", max_length: int = 10
     folder = Path(folder)
     adapter = folder / "adapter_config.json"
     if not (folder / "config.json").exists() and not adapter.exists():
-        raise FileNotFoundError(f"{folder} holds no saved model (no config.json or adapter_config.json); "
-                                "give a finished notebook 05 run")
+        raise FileNotFoundError(
+            f"{folder} holds no saved model (no config.json or adapter_config.json); give a finished notebook 05 run"
+        )
+    from arrank.common.manifest import manifest_problem
+
+    why = manifest_problem(folder, required=False)  # a run's result: named, never rebuilt or evaluated
+    if why:
+        raise ValueError(
+            f"the saved model {folder} is damaged: {why}; nothing is evaluated from it: train it again "
+            "(notebook 05 with another run_name), or restore the run folder from a copy"
+        )
     if not adapter.exists():
         from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -73,8 +73,8 @@ def segments_mask(segments: Sequence[Segment], length: int | None = None) -> tor
     L = used if length is None else length
     if L < used:
         raise ValueError(f"length={length} is shorter than the row's {used} tokens")
-    seg_t = torch.tensor(seg + [-1] * (L - used), dtype=torch.long)   # -1: padding
-    blk_t = torch.tensor(blk + [-2] * (L - used), dtype=torch.long)   # -1: prompt, b >= 0: block b
+    seg_t = torch.tensor(seg + [-1] * (L - used), dtype=torch.long)  # -1: padding
+    blk_t = torch.tensor(blk + [-2] * (L - used), dtype=torch.long)  # -1: prompt, b >= 0: block b
     idx = torch.arange(L)
     causal = idx[None, :] <= idx[:, None]
     same_seq = (seg_t[None, :] == seg_t[:, None]) & (seg_t[:, None] >= 0)
@@ -124,16 +124,21 @@ def mask_support(model) -> tuple[bool, str]:
     if config is None:
         return False, f"{type(model).__name__} has no transformers config"
     if hasattr(config, "unsloth_version"):
-        return False, ("the model is patched by Unsloth, whose attention kernels take the lengths of "
-                       "independent sequences, not a shared-prompt 4-D mask")
+        return False, (
+            "the model is patched by Unsloth, whose attention kernels take the lengths of "
+            "independent sequences, not a shared-prompt 4-D mask"
+        )
     impl = getattr(config, "_attn_implementation", None) or "eager"
     if impl not in MASK_ATTENTION:
-        return False, (f"attention implementation {impl!r} does not read a custom 4-D mask "
-                       f"(packing needs one of {list(MASK_ATTENTION)})")
+        return False, (
+            f"attention implementation {impl!r} does not read a custom 4-D mask "
+            f"(packing needs one of {list(MASK_ATTENTION)})"
+        )
     window = getattr(config, "sliding_window", None)
     if window:
-        return False, (f"the model has sliding-window attention (window {window}), which a custom "
-                       "4-D mask would replace")
+        return False, (
+            f"the model has sliding-window attention (window {window}), which a custom 4-D mask would replace"
+        )
     return True, ""
 
 
@@ -145,8 +150,7 @@ def model_mask(model, allowed: torch.Tensor) -> torch.Tensor:
     if not ok:
         raise ValueError(f"this model cannot take a packed mask: {why}")
     if allowed.dtype != torch.bool or allowed.dim() != 4:
-        raise ValueError(f"allowed must be a boolean (B, 1, Q, K) tensor, got {allowed.dtype} "
-                         f"{tuple(allowed.shape)}")
+        raise ValueError(f"allowed must be a boolean (B, 1, Q, K) tensor, got {allowed.dtype} {tuple(allowed.shape)}")
     if (model.config._attn_implementation or "eager") == "sdpa":
         return allowed
     dtype = model.get_input_embeddings().weight.dtype
@@ -205,21 +209,36 @@ def pack_items(items: Sequence[dict[str, Any]], max_length: int) -> list[dict[st
         start, ids = item["start"], list(item["input_ids"])
         query = item.get("query", n)
         if start < 1 or start >= len(ids):
-            raise ValueError(f"item {n} (query {query!r}): start={start} must leave a prompt token "
-                             f"before the docID and docID tokens after it ({len(ids)} tokens)")
-        prompt, block = ids[:start - 1], ids[start - 1:]  # block = last prompt token + docID
+            raise ValueError(
+                f"item {n} (query {query!r}): start={start} must leave a prompt token "
+                f"before the docID and docID tokens after it ({len(ids)} tokens)"
+            )
+        prompt, block = ids[: start - 1], ids[start - 1 :]  # block = last prompt token + docID
         if len(item["targets"]) != len(block) - 1:
-            raise ValueError(f"item {n} (query {query!r}): {len(item['targets'])} target steps for "
-                             f"{len(block) - 1} docID tokens")
+            raise ValueError(
+                f"item {n} (query {query!r}): {len(item['targets'])} target steps for {len(block) - 1} docID tokens"
+            )
         if len(ids) > max_length:
-            raise ValueError(f"query {query!r}: prompt + docID of rank {item.get('rank')} take "
-                             f"{len(ids)} tokens > max_length={max_length}; a docID is "
-                             "never truncated: use a shorter template or a larger max_length")
-        same_query = (current is not None and current["query"] == query
-                      and current["input_ids"][:current["prompt_length"]] == prompt)
+            raise ValueError(
+                f"query {query!r}: prompt + docID of rank {item.get('rank')} take "
+                f"{len(ids)} tokens > max_length={max_length}; a docID is "
+                "never truncated: use a shorter template or a larger max_length"
+            )
+        same_query = (
+            current is not None
+            and current["query"] == query
+            and current["input_ids"][: current["prompt_length"]] == prompt
+        )
         if not same_query or len(current["input_ids"]) + len(block) > max_length:
-            current = {"input_ids": list(prompt), "prompt_length": len(prompt), "block_lengths": [],
-                       "targets": [], "weights": [], "ranks": [], "query": query}
+            current = {
+                "input_ids": list(prompt),
+                "prompt_length": len(prompt),
+                "block_lengths": [],
+                "targets": [],
+                "weights": [],
+                "ranks": [],
+                "query": query,
+            }
             packed.append(current)
         current["input_ids"] += block
         current["block_lengths"].append(len(block))
@@ -260,8 +279,9 @@ def row_length_for(packed: Sequence[dict[str, Any]], max_length: int) -> int:
     return min(max_length, max(max(lengths), round(2 * sum(lengths) / len(lengths))))
 
 
-def collate_packed(batch: list[dict[str, Any]], pad_id: int, weight_scale: float | None = None,
-                   row_length: int | None = None) -> dict[str, torch.Tensor]:
+def collate_packed(
+    batch: list[dict[str, Any]], pad_id: int, weight_scale: float | None = None, row_length: int | None = None
+) -> dict[str, torch.Tensor]:
     """Right-padded ``input_ids``, the boolean block mask ``allowed`` (R, 1, L, L), ``position_ids``,
     the padded sparse targets and per-position weights ``item_weight`` (R, L) of packed sequences.
 
@@ -290,20 +310,26 @@ def collate_packed(batch: list[dict[str, Any]], pad_id: int, weight_scale: float
         for i in row:
             b = batch[i]
             n, P = len(b["input_ids"]), b["prompt_length"]
-            input_ids[r, at:at + n] = torch.tensor(b["input_ids"])
+            input_ids[r, at : at + n] = torch.tensor(b["input_ids"])
             total = sum(b["weights"])
             if total <= 0:
                 raise ValueError(f"packed sequence of query {b['query']!r} has total weight 0")
             factor = 1.0 if weight_scale is None else weight_scale / total
             lam = torch.tensor([w * factor for w in b["weights"]], dtype=torch.float32)
-            weights[r, at + P:at + n] = torch.repeat_interleave(lam, torch.tensor(b["block_lengths"]))
+            weights[r, at + P : at + n] = torch.repeat_interleave(lam, torch.tensor(b["block_lengths"]))
             steps += [[]] * P + list(b["targets"])  # no target on prompts and on each copy of p
             at += n
         targets.append(steps)
     # position 0 is a prompt token (never a target): start at 1 so no target ever lands there
     target_ids, target_mass = pad_sparse_targets([t[1:] for t in targets], [1] * R, L)
-    return {"input_ids": input_ids, "allowed": allowed, "position_ids": positions,
-            "target_ids": target_ids, "target_mass": target_mass, "item_weight": weights}
+    return {
+        "input_ids": input_ids,
+        "allowed": allowed,
+        "position_ids": positions,
+        "target_ids": target_ids,
+        "target_mass": target_mass,
+        "item_weight": weights,
+    }
 
 
 def sequence_weights(packed: Sequence[dict[str, Any]]) -> list[float]:

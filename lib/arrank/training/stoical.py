@@ -23,40 +23,30 @@ the same for every variant (lambda scheme, trie or one-hot), so their losses are
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import torch
 
-SCHEMES = ("indicator", "fractional", "stepwise")
+from arrank.training import schemes
 
 
-def item_weight(scheme: str, r: int, n_q: int, alpha: float | None = None) -> float:
-    """lambda(r) of section 4.1 for the docID of rank r (1 = most relevant) of a query with n_q docIDs.
-
-    - ``"indicator"``: 1 if r == 1 else 0 (the next-token-prediction top-1 baseline, I_{r=1});
-    - ``"fractional"``: 1 / r**alpha (alpha >= 0 required);
-    - ``"stepwise"``: (n_q - r + 1) / n_q.
-    """
-    if scheme not in SCHEMES:
-        raise ValueError(f"unknown item-weight scheme {scheme!r}; allowed: {', '.join(SCHEMES)}")
+def item_weight(scheme: str, r: int, n_q: int, alpha: float | None = None, **params: float) -> float:
+    """lambda(r) of section 4.1 for the docID of rank r (1 = most relevant) of a query with n_q
+    docIDs, from the registered scheme (``arrank.training.schemes``): ``"indicator"`` 1 if r == 1
+    else 0 (the NTP baseline, I_{r=1}); ``"fractional"`` 1 / r**alpha (alpha >= 0 required);
+    ``"stepwise"`` (n_q - r + 1) / n_q. A scheme's other parameters come by name in ``params``."""
+    found = schemes.scheme(scheme)
     if isinstance(n_q, bool) or not isinstance(n_q, int) or n_q < 1:
         raise ValueError(f"n_q={n_q!r} must be a positive integer (docIDs of the query)")
     if isinstance(r, bool) or not isinstance(r, int) or not 1 <= r <= n_q:
         raise ValueError(f"rank r={r!r} must be an integer in [1, n_q={n_q}]")
-    if scheme == "indicator":
-        return 1.0 if r == 1 else 0.0
-    if scheme == "stepwise":
-        return (n_q - r + 1) / n_q
-    if alpha is None:
-        raise ValueError("the fractional scheme lambda(r) = 1/r**alpha needs alpha (a number >= 0)")
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or math.isnan(alpha) or alpha < 0:
-        raise ValueError(f"alpha={alpha!r} must be a number >= 0 for lambda(r) = 1/r**alpha")
-    return 1.0 / r ** alpha
+    given = {"alpha": alpha, **params}
+    return float(found.weight(r, n_q, **{p: given.get(p) for p in found.params}))
 
 
-def pad_sparse_targets(targets: Sequence[Sequence[Sequence[tuple[int, float]]]], starts: Sequence[int],
-                       seq_len: int, k: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def pad_sparse_targets(
+    targets: Sequence[Sequence[Sequence[tuple[int, float]]]], starts: Sequence[int], seq_len: int, k: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Padded (B, seq_len, K) ``target_ids`` (long) and ``target_mass`` (float32) for a batch.
 
     ``targets[b]`` is item b's list of per-step ``(token id, mass)`` pairs (from ``trie``) and
@@ -80,8 +70,10 @@ def pad_sparse_targets(targets: Sequence[Sequence[Sequence[tuple[int, float]]]],
     for b, (item, start) in enumerate(zip(targets, starts)):
         start = int(start)
         if start < 1 or start + len(item) > seq_len:
-            raise ValueError(f"item {b}: docID of {len(item)} steps starting at position {start} "
-                             f"must lie within positions [1, {seq_len}) (position 0 is never predicted)")
+            raise ValueError(
+                f"item {b}: docID of {len(item)} steps starting at position {start} "
+                f"must lie within positions [1, {seq_len}) (position 0 is never predicted)"
+            )
         for j, step in enumerate(item):
             for slot, (tok, m) in enumerate(step):
                 rows.append(b)
@@ -112,8 +104,45 @@ def supervised_count(target_mass: torch.Tensor) -> int:
     return int((target_mass[:, 1:] > 0).any(-1).sum())
 
 
-def stoical_loss(logits: torch.Tensor, target_ids: torch.Tensor, target_mass: torch.Tensor,
-                 item_weight: torch.Tensor, num_items_in_batch: int | torch.Tensor | None = None) -> torch.Tensor:
+def supervised_positions(target_mass: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(row, position) indices of every logit eq. 2 reads, in row-major order: ``logits[b, t]``
+    predicts token t + 1, which carries target mass (position 0 never does). These are the only
+    positions the LM head needs to run on (``arrank.training.supervised_head``)."""
+    return (target_mass[:, 1:] > 0).any(-1).nonzero(as_tuple=True)
+
+
+def _check_targets(
+    B: int, T: int, target_ids: torch.Tensor, target_mass: torch.Tensor, item_weight: torch.Tensor
+) -> None:
+    """Clear errors for targets and weights that do not fit a (B, T) batch (``stoical_loss``)."""
+    if target_ids.dim() != 3 or tuple(target_ids.shape[:2]) != (B, T):
+        raise ValueError(f"target_ids must be (B={B}, T={T}, K), got shape {tuple(target_ids.shape)}")
+    if tuple(target_mass.shape) != tuple(target_ids.shape):
+        raise ValueError(f"target_mass shape {tuple(target_mass.shape)} != target_ids shape {tuple(target_ids.shape)}")
+    if target_ids.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"target_ids must hold integer token ids, got dtype {target_ids.dtype}")
+    if not torch.is_floating_point(target_mass):
+        raise ValueError(f"target_mass must be a floating-point tensor, got dtype {target_mass.dtype}")
+    if tuple(item_weight.shape) not in ((B,), (B, T)):
+        raise ValueError(f"item_weight must be (B={B},) or (B={B}, T={T}), got shape {tuple(item_weight.shape)}")
+    if not torch.isfinite(target_mass).all() or (target_mass < 0).any():
+        raise ValueError("target_mass must be finite and >= 0")
+    if not torch.isfinite(item_weight).all() or (item_weight < 0).any():
+        raise ValueError(f"item_weight must be finite and >= 0 (lambda(r)), got {item_weight.tolist()}")
+    if (target_mass[:, 0] > 0).any():
+        raise ValueError(
+            "target_mass at position 0 is nonzero, but no logit predicts the first "
+            "token: targets follow the labels alignment (row t = token t)"
+        )
+
+
+def stoical_loss(
+    logits: torch.Tensor,
+    target_ids: torch.Tensor,
+    target_mass: torch.Tensor,
+    item_weight: torch.Tensor,
+    num_items_in_batch: int | torch.Tensor | None = None,
+) -> torch.Tensor:
     """The STOICaL loss of eq. 2 (section 4) for a batch of (query, docID, rank) items.
 
     ``logits``: (B, T, V), the model's output for ``input_ids`` (B, T) (``logits[:, t]`` predicts
@@ -133,53 +162,62 @@ def stoical_loss(logits: torch.Tensor, target_ids: torch.Tensor, target_mass: to
     Only the supervised positions are gathered (one logsumexp over V per position, a gather of K
     logits); no dense vocabulary-sized target is built. Computed in float32 (like transformers).
     A batch with no supervised position gives a zero loss that is still part of the graph.
+    Training computes only those positions' logits in the first place and calls
+    :func:`stoical_loss_at` (``arrank.training.supervised_head``); this function is that loss on
+    full logits.
     """
     if logits.dim() != 3:
         raise ValueError(f"logits must be (B, T, V), got shape {tuple(logits.shape)}")
     B, T, V = logits.shape
-    if target_ids.dim() != 3 or tuple(target_ids.shape[:2]) != (B, T):
-        raise ValueError(f"target_ids must be (B={B}, T={T}, K), got shape {tuple(target_ids.shape)}")
-    if tuple(target_mass.shape) != tuple(target_ids.shape):
-        raise ValueError(f"target_mass shape {tuple(target_mass.shape)} != target_ids shape "
-                         f"{tuple(target_ids.shape)}")
-    if target_ids.dtype not in (torch.int64, torch.int32):
-        raise ValueError(f"target_ids must hold integer token ids, got dtype {target_ids.dtype}")
-    if not torch.is_floating_point(target_mass):
-        raise ValueError(f"target_mass must be a floating-point tensor, got dtype {target_mass.dtype}")
-    if tuple(item_weight.shape) not in ((B,), (B, T)):
-        raise ValueError(f"item_weight must be (B={B},) or (B={B}, T={T}), got shape "
-                         f"{tuple(item_weight.shape)}")
-    if not torch.isfinite(target_mass).all() or (target_mass < 0).any():
-        raise ValueError("target_mass must be finite and >= 0")
-    if not torch.isfinite(item_weight).all() or (item_weight < 0).any():
-        raise ValueError(f"item_weight must be finite and >= 0 (lambda(r)), got {item_weight.tolist()}")
-    if (target_mass[:, 0] > 0).any():
-        raise ValueError("target_mass at position 0 is nonzero, but no logit predicts the first "
-                         "token: targets follow the labels alignment (row t = token t)")
+    _check_targets(B, T, target_ids, target_mass, item_weight)
+    b_idx, t_idx = supervised_positions(target_mass)
+    rows = logits[b_idx.to(logits.device), t_idx.to(logits.device)]
+    return stoical_loss_at(rows, target_ids, target_mass, item_weight, num_items_in_batch, checked=True)
 
-    supervised = (target_mass[:, 1:] > 0).any(-1)                 # (B, T-1)
-    b_idx, t_idx = supervised.nonzero(as_tuple=True)              # N supervised positions
-    rows_idx = (b_idx.to(logits.device), t_idx.to(logits.device))
+
+def stoical_loss_at(
+    rows: torch.Tensor,
+    target_ids: torch.Tensor,
+    target_mass: torch.Tensor,
+    item_weight: torch.Tensor,
+    num_items_in_batch: int | torch.Tensor | None = None,
+    checked: bool = False,
+) -> torch.Tensor:
+    """:func:`stoical_loss` (eq. 2) from the logits of the supervised positions only: ``rows`` is
+    (N, V), row n the logits at the n-th pair of :func:`supervised_positions` (``target_mass``),
+    as the model's forward returns them inside ``supervised_head.head_at``. Targets, weights and
+    normaliser as in :func:`stoical_loss`; the log-softmax and the sum run in float32."""
+    B, T = target_ids.shape[:2] if target_ids.dim() == 3 else (-1, -1)
+    if not checked:
+        _check_targets(B, T, target_ids, target_mass, item_weight)
+    b_idx, t_idx = supervised_positions(target_mass)
     n_sup = b_idx.numel()
+    if rows.dim() != 2 or rows.shape[0] != n_sup:
+        raise ValueError(
+            f"rows must be (N={n_sup}, V): the logits of the {n_sup} supervised positions, "
+            f"got shape {tuple(rows.shape)}"
+        )
+    V = rows.shape[1]
     if num_items_in_batch is None:
         denom = float(n_sup)
     else:
         denom = num_items_in_batch
         if torch.is_tensor(denom):
-            denom = denom.to(logits.device, torch.float32)
+            denom = denom.to(rows.device, torch.float32)
         if not (denom > 0):
             raise ValueError(f"num_items_in_batch={num_items_in_batch!r} must be > 0")
     if n_sup == 0:
-        return logits.sum() * 0.0
+        return rows.sum() * 0.0
 
-    rows = logits[rows_idx].float()                               # (N, V): logits[b, t] -> token t+1
-    ids = target_ids[b_idx, t_idx + 1].to(rows.device, torch.long)      # (N, K)
-    mass = target_mass[b_idx, t_idx + 1].to(rows.device, rows.dtype)    # (N, K)
+    rows = rows.float()  # (N, V): logits[b, t] -> token t+1
+    ids = target_ids[b_idx, t_idx + 1].to(rows.device, torch.long)  # (N, K)
+    mass = target_mass[b_idx, t_idx + 1].to(rows.device, rows.dtype)  # (N, K)
     if ids.min() < 0 or ids.max() >= V:
         raise ValueError(f"target_ids must lie in [0, V={V}), got range [{int(ids.min())}, {int(ids.max())}]")
-    logz = torch.logsumexp(rows, dim=-1)                          # (N,)
-    picked = rows.gather(1, ids)                                  # (N, K)
-    ce = mass.sum(-1) * logz - (mass * picked).sum(-1)            # -sum_k m_k log p(id_k)
+    logz = torch.logsumexp(rows, dim=-1)  # (N,)
+    picked = rows.gather(1, ids)  # (N, K)
+    ce = mass.sum(-1) * logz - (mass * picked).sum(-1)  # -sum_k m_k log p(id_k)
     weight = item_weight.to(rows.device, rows.dtype)
-    lam = weight[rows_idx[0]] if weight.dim() == 1 else weight[rows_idx[0], rows_idx[1] + 1]
+    b_dev, t_dev = b_idx.to(rows.device), t_idx.to(rows.device)
+    lam = weight[b_dev] if weight.dim() == 1 else weight[b_dev, t_dev + 1]
     return (lam * ce).sum() / denom

@@ -25,8 +25,6 @@ def train_bpe(texts: Iterable[str], vocab_size: int, special_tokens: tuple[str, 
     pad, bos, eos, unk = special_tokens[:4]
     tok = Tokenizer(models.BPE(unk_token=unk))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(special_tokens),
-                                  show_progress=False)
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(special_tokens), show_progress=False)
     tok.train_from_iterator(texts, trainer=trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=pad, bos_token=bos,
-                                   eos_token=eos, unk_token=unk)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=pad, bos_token=bos, eos_token=eos, unk_token=unk)

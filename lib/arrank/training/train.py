@@ -44,8 +44,10 @@ the items. Packed, a process's step is ``packed_batch_size(B)`` sequences, so th
 exact where N times that equals ``packed_batch_size(N * B)``. Process 0 writes the checkpoints'
 parameters and removes the checkpoints at the end; every process resumes from the same folder.
 
-Resuming (docs/reliability.md): ``resume_point`` refuses checkpoints made with other parameters
-(``arrank.workbook.outputs.check_resume``), and the weighted sampler draws each epoch's items from a
+Resuming (docs/reliability.md): checkpoints are transactions checked against their manifests, the
+newest two kept, and a non-finite loss or gradient norm stops training (``arrank.training.checkpoints``);
+``resume_point`` refuses checkpoints made with other parameters
+(``arrank.common.outputs.check_resume``), and the weighted sampler draws each epoch's items from a
 generator seeded by (seed, epoch) only (``epoch_weighted_sampler``), so a run interrupted after a
 checkpoint and resumed trains exactly the run it replaces: same items in the same order, same
 losses, same weights.
@@ -54,7 +56,6 @@ losses, same weights.
 from __future__ import annotations
 
 import math
-import os
 import shutil
 import warnings
 from pathlib import Path
@@ -63,21 +64,35 @@ from typing import Any, Sequence
 import pandas as pd
 import torch
 
+from arrank.common import processes
+from arrank.common.outputs import check_resume, record_resume_params
+from arrank.training import checkpoints as ckpt
 from arrank.training.encoding import docid_table, prompt_ids
-from arrank.training.models import quiet_model_writes
-from arrank.training.packing import (collate_packed, model_mask, pack_items, resolve_packing, row_length_for,
-                            sequence_weights)
-from arrank.training.stoical import item_weight, pad_sparse_targets, stoical_loss, supervised_count
+from arrank.training.packing import (
+    collate_packed,
+    model_mask,
+    pack_items,
+    resolve_packing,
+    row_length_for,
+    sequence_weights,
+)
+from arrank.training.precision import dtype_of, mixed
+from arrank.training.stoical import (
+    item_weight,
+    pad_sparse_targets,
+    stoical_loss,
+    stoical_loss_at,
+    supervised_count,
+    supervised_positions,
+)
+from arrank.training.supervised_head import head_at
 from arrank.training.trie import one_hot_targets, query_sparse_targets
-from arrank.workbook import processes
-from arrank.workbook.outputs import check_resume, record_resume_params
 
 TARGETS = ("onehot", "trie")
 SAMPLINGS = ("uniform", "weighted")
 
 
-def check_variant(scheme: str, alpha: float | None, targets: str, beta: float | None,
-                  combined: bool) -> None:
+def check_variant(scheme: str, alpha: float | None, targets: str, beta: float | None, combined: bool) -> None:
     """Clear errors for a loss variant outside what section 4 defines."""
     item_weight(scheme, 1, 1, alpha)  # validates scheme and alpha
     if targets not in TARGETS:
@@ -88,27 +103,45 @@ def check_variant(scheme: str, alpha: float | None, targets: str, beta: float | 
         raise ValueError("combined=True (Appendix F) needs targets='trie'")
 
 
-def query_items(prompt: list[int], ranked: Sequence[tuple[int, ...]], scheme: str, alpha: float | None,
-                targets: str, beta: float | None, combined: bool) -> list[dict[str, Any]]:
+def query_items(
+    prompt: list[int],
+    ranked: Sequence[tuple[int, ...]],
+    scheme: str,
+    alpha: float | None,
+    targets: str,
+    beta: float | None,
+    combined: bool,
+) -> list[dict[str, Any]]:
     """The training items of one query: token ids, where the docID starts, its sparse targets per
     step, lambda(r) and r. Items whose lambda(r) is 0 (indicator, r > 1) are not made."""
     n_q = len(ranked)
     if n_q == 0:
         raise ValueError("a query with no relevant docIDs has no training items")
-    sparse = (query_sparse_targets(ranked, beta, combined=combined) if targets == "trie"
-              else [one_hot_targets(d) for d in ranked])
+    sparse = (
+        query_sparse_targets(ranked, beta, combined=combined)
+        if targets == "trie"
+        else [one_hot_targets(d) for d in ranked]
+    )
     items = []
     for r, (docid, steps) in enumerate(zip(ranked, sparse), start=1):
         weight = item_weight(scheme, r, n_q, alpha)
         if weight > 0:
-            items.append({"input_ids": prompt + list(docid), "start": len(prompt), "targets": steps,
-                          "weight": weight, "rank": r})
+            items.append(
+                {"input_ids": prompt + list(docid), "start": len(prompt), "targets": steps, "weight": weight, "rank": r}
+            )
     return items
 
 
-def training_items(df: pd.DataFrame, tokenizer, scheme: str, alpha: float | None = None,
-                   targets: str = "onehot", beta: float | None = None, combined: bool = False,
-                   max_length: int = 1024) -> list[dict[str, Any]]:
+def training_items(
+    df: pd.DataFrame,
+    tokenizer,
+    scheme: str,
+    alpha: float | None = None,
+    targets: str = "onehot",
+    beta: float | None = None,
+    combined: bool = False,
+    max_length: int = 1024,
+) -> list[dict[str, Any]]:
     """Items of every training query of a dataset table (``arrank.data.wordnet`` columns
     ``query, relevant, prompt, split``). A prompt + docID longer than ``max_length`` is an error
     naming the query (a docID is never truncated): shorten the prompt template or raise the limit."""
@@ -119,14 +152,17 @@ def training_items(df: pd.DataFrame, tokenizer, scheme: str, alpha: float | None
     items: list[dict[str, Any]] = []
     for query, relevant, prompt in zip(train["query"], train["relevant"], train["prompt"]):
         if len(relevant) == 0:
-            raise ValueError(f"query {query!r} has an empty relevant list: every training query "
-                             "needs at least one relevant docID")
+            raise ValueError(
+                f"query {query!r} has an empty relevant list: every training query needs at least one relevant docID"
+            )
         ids = docid_table(tokenizer, relevant)
         p_ids = prompt_ids(tokenizer, prompt)
         longest = len(p_ids) + max(len(v) for v in ids.values())
         if longest > max_length:
-            raise ValueError(f"query {query!r}: prompt + docID take {longest} tokens > max_length="
-                             f"{max_length}; use a shorter template or a larger max_length")
+            raise ValueError(
+                f"query {query!r}: prompt + docID take {longest} tokens > max_length="
+                f"{max_length}; use a shorter template or a larger max_length"
+            )
         for item in query_items(p_ids, [ids[d] for d in relevant], scheme, alpha, targets, beta, combined):
             item["query"] = query
             items.append(item)
@@ -140,30 +176,38 @@ def collate(batch: list[dict[str, Any]], pad_id: int, weighted_sampling: bool = 
     input_ids = torch.full((len(batch), seq_len), pad_id, dtype=torch.long)
     mask = torch.zeros((len(batch), seq_len), dtype=torch.long)
     for i, b in enumerate(batch):
-        input_ids[i, :len(b["input_ids"])] = torch.tensor(b["input_ids"])
-        mask[i, :len(b["input_ids"])] = 1
+        input_ids[i, : len(b["input_ids"])] = torch.tensor(b["input_ids"])
+        mask[i, : len(b["input_ids"])] = 1
     target_ids, target_mass = pad_sparse_targets([b["targets"] for b in batch], [b["start"] for b in batch], seq_len)
     weights = torch.tensor([1.0 if weighted_sampling else b["weight"] for b in batch], dtype=torch.float32)
-    return {"input_ids": input_ids, "attention_mask": mask, "target_ids": target_ids,
-            "target_mass": target_mass, "item_weight": weights}
+    return {
+        "input_ids": input_ids,
+        "attention_mask": mask,
+        "target_ids": target_ids,
+        "target_mass": target_mass,
+        "item_weight": weights,
+    }
 
 
 def _trainer_class():
     """The Trainer subclass, defined on first use so importing this module stays light."""
     from transformers import Trainer
 
-    class StoicalTrainer(Trainer):
-        """transformers.Trainer whose loss is STOICaL (eq. 2), for both backends.
+    class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
+        """transformers.Trainer whose loss is STOICaL (eq. 2), for both backends; its checkpoints
+        are transactions and a non-finite loss or gradient norm stops it (``checkpoints``).
 
         The model is called without labels and the loss computed from its logits, so backends
         that fuse or drop logits when labels are passed (Unsloth; set UNSLOTH_RETURN_LOGITS=1)
         behave like plain transformers. ``sample_weights`` switches to weighted item sampling.
         A packed batch (``arrank.training.packing.collate_packed``) brings a boolean block mask
         ``allowed`` and ``position_ids``; the mask is handed to the model in the form its
-        attention reads (``packing.model_mask``).
+        attention reads (``packing.model_mask``). The LM head runs at the supervised positions
+        only, in float32 (``supervised_head.head_at``), the rest under ``precision_used``.
         """
 
         sample_weights: list[float] | None = None
+        precision_used: str = "fp32"  # arrank.training.precision: "fp32" or "bf16" (autocast)
 
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
@@ -179,13 +223,21 @@ def _trainer_class():
             target_ids = inputs.pop("target_ids")
             target_mass = inputs.pop("target_mass")
             weights = inputs.pop("item_weight")
+            inner = self.accelerator.unwrap_model(model)  # DDP's wrapper has no config to read
             if "allowed" in inputs:
-                inner = self.accelerator.unwrap_model(model)  # DDP's wrapper has no config to read
-                outputs = model(input_ids=inputs["input_ids"], position_ids=inputs["position_ids"],
-                                attention_mask=model_mask(inner, inputs["allowed"]))
+                kwargs = {
+                    "position_ids": inputs["position_ids"],
+                    "attention_mask": model_mask(inner, inputs["allowed"]),
+                }
             else:
-                outputs = model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
-            loss = stoical_loss(outputs.logits, target_ids, target_mass, weights, num_items_in_batch)
+                kwargs = {"attention_mask": inputs["attention_mask"]}
+            rows = supervised_positions(target_mass)  # the logits eq. 2 reads: the head runs there only
+            with mixed(inner, self.precision_used, inputs["input_ids"].device.type), head_at(inner, rows) as head:
+                outputs = model(input_ids=inputs["input_ids"], **kwargs)
+            if head.used:
+                loss = stoical_loss_at(outputs.logits, target_ids, target_mass, weights, num_items_in_batch)
+            else:  # a forward that bypasses the head module (Unsloth's kernels): full logits
+                loss = stoical_loss(outputs.logits, target_ids, target_mass, weights, num_items_in_batch)
             if num_items_in_batch is not None and self.args.average_tokens_across_devices:
                 # DDP averages the processes' gradients; N counts every process's positions, so
                 # the mean of W * (this process's sum / N) is the whole step's sum / N
@@ -197,8 +249,13 @@ def _trainer_class():
             CPU: transformers maps it onto ``args.device``, which accelerate names ``cpu:0`` there,
             a location ``torch.load`` does not know. Every other case is the Trainer's own."""
             folder = Path(checkpoint) if checkpoint else None
-            if (folder is None or self.args.device.type != "cpu" or self.args.world_size == 1
-                    or not (folder / "optimizer.pt").is_file() or not (folder / "scheduler.pt").is_file()):
+            if (
+                folder is None
+                or self.args.device.type != "cpu"
+                or self.args.world_size == 1
+                or not (folder / "optimizer.pt").is_file()
+                or not (folder / "scheduler.pt").is_file()
+            ):
                 return super()._load_optimizer_and_scheduler(checkpoint)
             self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", map_location="cpu", weights_only=True))
             self.lr_scheduler.load_state_dict(torch.load(folder / "scheduler.pt", weights_only=True))
@@ -238,41 +295,59 @@ def epoch_weighted_sampler(weights: Sequence[float], seed: int) -> torch.utils.d
     order that depends only on (seed, epoch): the Trainer calls ``set_epoch`` before each epoch,
     also on resume, which then continues the interrupted epoch's order instead of restarting it
     (a generator seeded once, when the sampler is built, would replay epoch 0's order)."""
-    sampler = torch.utils.data.WeightedRandomSampler(weights, len(weights), replacement=True,
-                                                     generator=torch.Generator().manual_seed(seed))
+    sampler = torch.utils.data.WeightedRandomSampler(
+        weights, len(weights), replacement=True, generator=torch.Generator().manual_seed(seed)
+    )
     sampler.set_epoch = lambda epoch: sampler.generator.manual_seed(epoch_seed(seed, epoch))
     return sampler
 
 
 def training_arguments(output_dir: Path, profile_args: dict[str, Any], seed: int, use_cpu: bool):
-    """transformers TrainingArguments from a profile's hyper-parameters (``HYPERPARAMETERS``)."""
+    """transformers TrainingArguments from a run's training hyper-parameters (``hyperparameters``)."""
     from transformers import TrainingArguments
 
     a = profile_args
     return TrainingArguments(
-        output_dir=str(output_dir), max_steps=a["steps"], per_device_train_batch_size=a["batch_size"],
-        gradient_accumulation_steps=a["grad_accum"], learning_rate=a["lr"], warmup_steps=a["warmup_steps"],
-        lr_scheduler_type="cosine", weight_decay=a["weight_decay"], max_grad_norm=a["max_grad_norm"],
-        logging_steps=min(a["logging_steps"], max(1, a["steps"] // 10)), save_steps=a["save_steps"],
-        save_total_limit=1, seed=seed,
-        data_seed=seed, report_to=[], remove_unused_columns=False, use_cpu=use_cpu,
+        output_dir=str(output_dir),
+        max_steps=a["steps"],
+        per_device_train_batch_size=a["batch_size"],
+        gradient_accumulation_steps=a["grad_accum"],
+        learning_rate=a["lr"],
+        warmup_steps=a["warmup_steps"],
+        lr_scheduler_type="cosine",
+        weight_decay=a["weight_decay"],
+        max_grad_norm=a["max_grad_norm"],
+        logging_steps=min(a["logging_steps"], max(1, a["steps"] // 10)),
+        save_steps=a["save_steps"],
+        save_total_limit=None,
+        seed=seed,  # checkpoints.commit keeps the newest two
+        logging_nan_inf_filter=False,  # a NaN loss must reach checkpoints.refuse_non_finite, not be averaged away
+        data_seed=seed,
+        report_to=[],
+        remove_unused_columns=False,
+        use_cpu=use_cpu,
         average_tokens_across_devices=True,  # N of eq. 2 counts every process's positions
-        dataloader_num_workers=0, disable_tqdm=False, save_only_model=False)
+        dataloader_num_workers=0,
+        disable_tqdm=False,
+        save_only_model=False,
+    )
 
 
-# Appendix B (paper), the CPU profile of the tiny model (quick) and of a small pretrained LLM.
-HYPERPARAMETERS: dict[str, dict[str, Any]] = {
-    "quick": {"optimizer": "adamw", "lr": 2e-3, "warmup_steps": 100, "weight_decay": 0.01,
-              "max_grad_norm": 1.0, "steps": 1200, "batch_size": 64, "grad_accum": 1,
-              "logging_steps": 50, "save_steps": 300, "max_length": 256},
-    # SmolLM2-135M-Instruct + LoRA r = 16 on a CPU: a point of Table 1 in 10-20 minutes on 2 cores
-    "pretrained": {"optimizer": "adamw", "lr": 5e-4, "warmup_steps": 10, "weight_decay": 0.0,
-                   "max_grad_norm": 1.0, "steps": 80, "batch_size": 4, "grad_accum": 1,
-                   "logging_steps": 10, "save_steps": 50, "max_length": 384},
-    "paper": {"optimizer": "adafactor", "lr": 1e-5, "warmup_steps": 50, "weight_decay": 0.0,
-              "max_grad_norm": 1.0, "steps": 10_000, "batch_size": 8, "grad_accum": 8,
-              "logging_steps": 50, "save_steps": 500, "max_length": 1024},
-}
+# The training hyper-parameters a 05 run reads from its resolved parameters; their values per
+# profile (Appendix B for paper) are the notebook's parameter definitions (arrank.common.params).
+HYPERPARAMETERS = (
+    "optimizer",
+    "lr",
+    "warmup_steps",
+    "weight_decay",
+    "max_grad_norm",
+    "steps",
+    "batch_size",
+    "grad_accum",
+    "logging_steps",
+    "save_steps",
+    "max_length",
+)
 
 
 def adafactor(model, lr: float):
@@ -281,16 +356,18 @@ def adafactor(model, lr: float):
     from transformers.optimization import Adafactor
 
     params = [p for p in model.parameters() if p.requires_grad]
-    return Adafactor(params, lr=lr, beta1=0.9, scale_parameter=False, relative_step=False,
-                     warmup_init=False, weight_decay=0.0)
+    return Adafactor(
+        params, lr=lr, beta1=0.9, scale_parameter=False, relative_step=False, warmup_init=False, weight_decay=0.0
+    )
 
 
 def resume_point(checkpoints: Path, params: dict[str, Any]) -> int:
     """The step an interrupted run resumes from (0 for a fresh start), after refusing checkpoints
-    made with other parameters (``ResumeError`` listing them and the ways out); a fresh start
-    records ``params`` beside the checkpoints to come."""
+    made with other parameters (``ResumeError`` listing them and the ways out) and setting aside
+    checkpoints that fail their manifest (``checkpoints.usable_checkpoint``, one line each); a
+    fresh start records ``params`` beside the checkpoints to come."""
     check_resume(checkpoints, params)
-    found = last_checkpoint(checkpoints)
+    found = ckpt.usable_checkpoint(checkpoints, tidy=processes.is_main())
     if found is None:
         if processes.is_main():  # under several processes one writes; all resume from the same folder
             record_resume_params(checkpoints, params)
@@ -299,8 +376,9 @@ def resume_point(checkpoints: Path, params: dict[str, Any]) -> int:
 
 
 def last_checkpoint(folder: Path) -> str | None:
-    """The newest ``checkpoint-N`` folder under ``folder``, to resume an interrupted run."""
-    found = sorted(folder.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1])) if folder.exists() else []
+    """The newest committed ``checkpoint-N`` folder under ``folder`` (unverified; a resume takes
+    ``checkpoints.usable_checkpoint``)."""
+    found = ckpt.checkpoints(folder)
     return str(found[-1]) if found else None
 
 
@@ -314,8 +392,7 @@ def packing_layout(packing: str, items: list[dict[str, Any]], model) -> str:
     return layout
 
 
-def packed_batch_size(batch_size: int, items: Sequence[dict[str, Any]], n_sequences: int,
-                      weighted: bool) -> int:
+def packed_batch_size(batch_size: int, items: Sequence[dict[str, Any]], n_sequences: int, weighted: bool) -> int:
     """Packed sequences per step that carry the expected total loss weight of an unpacked step of
     ``batch_size`` items (module docstring), at least one: batch_size * (mean lambda of an item,
     or 1 when items are drawn in proportion to lambda) / (mean summed lambda of a sequence)."""
@@ -324,22 +401,36 @@ def packed_batch_size(batch_size: int, items: Sequence[dict[str, Any]], n_sequen
     return max(1, round(batch_size * per_item * n_sequences / total))
 
 
-def train(model, tokenizer, items: list[dict[str, Any]], hyper: dict[str, Any], checkpoints: Path,
-          seed: int = 0, sampling: str = "weighted", callbacks: list | None = None,
-          packing: str = "auto") -> pd.DataFrame:
+def train(
+    model,
+    tokenizer,
+    items: list[dict[str, Any]],
+    hyper: dict[str, Any],
+    checkpoints: Path,
+    seed: int = 0,
+    sampling: str = "weighted",
+    callbacks: list | None = None,
+    packing: str = "auto",
+    precision: str = "fp32",
+) -> pd.DataFrame:
     """Train with STOICaL; resume from the newest checkpoint in ``checkpoints`` if there is one.
 
     ``packing``: ``"auto"``, ``"per_query"`` or ``"none"`` (module docstring; ``packing_layout``).
+    ``precision``: a resolved precision, ``"fp32"`` or ``"bf16"`` (``arrank.training.precision``:
+    bf16 autocast; call ``precision.prepare_model`` first to hold frozen base weights in bf16).
     Returns the training log (step, loss, learning_rate, grad_norm), empty for ``steps = 0`` (the
     zero-shot row: nothing is trained). The checkpoints folder is removed at the end: the caller
     saves the final model into its run directory.
     """
     if sampling not in SAMPLINGS:
         raise ValueError(f"sampling={sampling!r} is not allowed; choose one of {list(SAMPLINGS)}")
+    dtype_of(precision)  # a resolved precision: fp32 or bf16
     if not items:
         raise ValueError("no training items")
-    quiet_model_writes()  # the Trainer's checkpoints and the final (or zero-shot) model's save
+    quiet_checkpoint_writes()  # also for the save of the final (or zero-shot) model that follows
     if hyper["steps"] == 0:  # zero-shot: the model as loaded (its LoRA adapters are still zero)
+        if processes.is_main():  # nothing to resume: no .checkpoints-<name>/params.json left behind
+            shutil.rmtree(checkpoints, ignore_errors=True)
         return pd.DataFrame(columns=["step", "loss", "learning_rate", "grad_norm"])
     weighted = sampling == "weighted"
     pad = tokenizer.pad_token_id
@@ -354,20 +445,39 @@ def train(model, tokenizer, items: list[dict[str, Any]], hyper: dict[str, Any], 
         dataset, draw = items, [item["weight"] for item in items]
         collator = lambda b: collate(b, pad, weighted)  # noqa: E731
     if not torch.cuda.is_available():
-        # every core, unless OMP_NUM_THREADS says otherwise (a sweep with --jobs N sets cores / N)
-        torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or 0) or os.cpu_count() or 1)
+        # the cores free now, unless OMP_NUM_THREADS says otherwise (a sweep with --jobs N sets
+        # cores / N): spinning OpenMP workers collapse beside a busy process (processes.torch_threads)
+        threads, why = processes.torch_threads()
+        torch.set_num_threads(threads)
+        print(f"torch threads: {threads} ({why})")
     args = training_arguments(checkpoints, hyper, seed, use_cpu=not torch.cuda.is_available())
     optimizers = (adafactor(model, hyper["lr"]), None) if hyper["optimizer"] == "adafactor" else (None, None)
-    trainer = _trainer_class()(model=model, args=args, train_dataset=dataset, optimizers=optimizers,
-                               data_collator=collator, callbacks=callbacks)
+    trainer = _trainer_class()(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        optimizers=optimizers,
+        data_collator=collator,
+        callbacks=callbacks,
+    )
     if weighted:
         trainer.sample_weights = draw
-    trainer.train(resume_from_checkpoint=last_checkpoint(checkpoints))
+    trainer.precision_used = precision
+    resume = ckpt.usable_checkpoint(checkpoints, tidy=processes.is_main())
+    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     log = pd.DataFrame([r for r in trainer.state.log_history if "loss" in r])
     trainer.accelerator.wait_for_everyone()  # under several processes: none still writes a checkpoint
     if trainer.is_world_process_zero():
         shutil.rmtree(checkpoints, ignore_errors=True)
     return log[[c for c in ("step", "loss", "learning_rate", "grad_norm", "epoch") if c in log.columns]]
+
+
+def quiet_checkpoint_writes() -> None:
+    """Keep transformers' per-save "Writing model shards" progress bar (one per checkpoint) out of
+    the notebook's outputs: chatter, not a result. The Trainer's own training progress bar stays."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
 
 
 def final_loss(log: pd.DataFrame) -> float | None:
@@ -380,11 +490,25 @@ def epochs_of(steps: int, batch: int, n_items: int) -> float:
     return steps * batch / max(n_items, 1) if n_items else math.nan
 
 
-def hyperparameters(profile: str, **overrides: Any) -> dict[str, Any]:
-    """``HYPERPARAMETERS[profile]`` with every override that is not None applied."""
-    if profile not in HYPERPARAMETERS:
-        raise ValueError(f"profile={profile!r} is not allowed; choose one of {list(HYPERPARAMETERS)}")
-    return {**HYPERPARAMETERS[profile], **{k: v for k, v in overrides.items() if v is not None}}
+def hyperparameters(params: dict[str, Any]) -> dict[str, Any]:
+    """The training hyper-parameters (``HYPERPARAMETERS``) of a 05 run's resolved parameters, or a
+    clear error naming those left unresolved."""
+    missing = [k for k in HYPERPARAMETERS if params.get(k) is None]
+    if missing:
+        raise ValueError(
+            f"training hyper-parameter(s) {missing} are unresolved: resolve the parameters with "
+            "arrank.common.params.check_params first"
+        )
+    return {k: params[k] for k in HYPERPARAMETERS}
+
+
+def profile_hyperparameters(profile: str) -> dict[str, Any]:
+    """The training hyper-parameters notebook 05 takes in ``profile`` (its parameter definitions)."""
+    from arrank.common.params import ParamError, profile_values, profiles_of
+
+    if profile not in profiles_of("05_train"):
+        raise ParamError(f"profile={profile!r} is not allowed; choose one of {profiles_of('05_train')}")
+    return hyperparameters(profile_values("05_train", profile))
 
 
 def curves_figure(log: pd.DataFrame, title: str):
@@ -392,13 +516,16 @@ def curves_figure(log: pd.DataFrame, title: str):
     scientific notation, e.g. 2.0e-03)."""
     import plotly.graph_objects as go
 
-    from arrank.workbook.display import scientific_axis, style
+    from arrank.common.display import scientific_axis, style
 
     fig = go.Figure()
     fig.add_scatter(x=log["step"], y=log["loss"], name="STOICaL loss")
     fig.add_scatter(x=log["step"], y=log["learning_rate"], name="learning rate", yaxis="y2")
     style(fig, title)
-    fig.update_layout(xaxis_title="optimizer step", yaxis_title="loss",
-                      yaxis2={"title": "learning rate", "overlaying": "y", "side": "right", "rangemode": "tozero"},
-                      legend={"x": 0.5, "xanchor": "center", "y": 1.0, "yanchor": "bottom", "orientation": "h"})
+    fig.update_layout(
+        xaxis_title="optimizer step",
+        yaxis_title="loss",
+        yaxis2={"title": "learning rate", "overlaying": "y", "side": "right", "rangemode": "tozero"},
+        legend={"x": 0.5, "xanchor": "center", "y": 1.0, "yanchor": "bottom", "orientation": "h"},
+    )
     return scientific_axis(fig, "yaxis2")

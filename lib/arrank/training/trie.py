@@ -43,15 +43,19 @@ def _as_docids(docids: Sequence[Sequence[int]]) -> list[DocId]:
     eos = out[0][-1]
     for i, seq in enumerate(out):
         if seq[-1] != eos:
-            raise ValueError(f"docids[{i}]={seq} does not end with the EOS id {eos} that docids[0] "
-                             "ends with; every docID must end with the same EOS id (section 4.2)")
+            raise ValueError(
+                f"docids[{i}]={seq} does not end with the EOS id {eos} that docids[0] "
+                "ends with; every docID must end with the same EOS id (section 4.2)"
+            )
         if eos in seq[:-1]:
             raise ValueError(f"docids[{i}]={seq} holds the EOS id {eos} before its end")
     seen: dict[DocId, int] = {}
     for i, seq in enumerate(out):
         if seq in seen:
-            raise ValueError(f"duplicate docID {seq} at positions {seen[seq]} and {i}; the docIDs "
-                             "of one query must be distinct (deduplicate them first)")
+            raise ValueError(
+                f"duplicate docID {seq} at positions {seen[seq]} and {i}; the docIDs "
+                "of one query must be distinct (deduplicate them first)"
+            )
         seen[seq] = i
     return out
 
@@ -83,7 +87,7 @@ def trie_scores(n: int, beta: float) -> list[float]:
     _check_beta(beta)
     if math.isinf(beta):
         return [1.0] + [0.0] * (n - 1)
-    return [1.0 / r ** beta for r in range(1, n + 1)]
+    return [1.0 / r**beta for r in range(1, n + 1)]
 
 
 def _check_beta(beta: float) -> None:
@@ -96,8 +100,10 @@ def _path_index(seqs: list[DocId], path: Sequence[int]) -> int:
     try:
         return seqs.index(key)
     except ValueError:
-        raise ValueError(f"path {key} is not one of the docids; the teacher-forced path must be one "
-                         "of the query's docIDs (ending with EOS)") from None
+        raise ValueError(
+            f"path {key} is not one of the docids; the teacher-forced path must be one "
+            "of the query's docIDs (ending with EOS)"
+        ) from None
 
 
 def _walk(trie: Trie, path: DocId, lo: int, log_mu: Sequence[float] | None) -> list[StepTargets]:
@@ -121,9 +127,11 @@ def _walk(trie: Trie, path: DocId, lo: int, log_mu: Sequence[float] | None) -> l
             logs[tok] = m if m == -math.inf else m + math.log(sum(math.exp(v - m) for v in vals))
         top = max(logs.values())
         if top == -math.inf:
-            raise ValueError(f"mu is 0 for every docID below the prefix {path[:t]}: no target "
-                             "distribution is defined there (for the beta=inf limit use "
-                             "query_sparse_targets(docids, math.inf))")
+            raise ValueError(
+                f"mu is 0 for every docID below the prefix {path[:t]}: no target "
+                "distribution is defined there (for the beta=inf limit use "
+                "query_sparse_targets(docids, math.inf))"
+            )
         weights = {tok: math.exp(v - top) for tok, v in logs.items()}
         total = sum(weights.values())
         rows.append([(tok, weights[tok] / total) for tok in sorted(weights)])
@@ -140,8 +148,9 @@ def _log_mu(mu: Sequence[float], n: int) -> list[float]:
     return [math.log(m) if m > 0 else -math.inf for m in vals]
 
 
-def sparse_targets(docids: Sequence[Sequence[int]], mu: Sequence[float], path: Sequence[int], *,
-                   combined: bool = False) -> list[StepTargets]:
+def sparse_targets(
+    docids: Sequence[Sequence[int]], mu: Sequence[float], path: Sequence[int], *, combined: bool = False
+) -> list[StepTargets]:
     """y(r, t) of section 4.2 in sparse form: one list of ``(token id, mass)`` pairs per step of
     ``path`` (sorted by token id, masses summing to 1).
 
@@ -155,9 +164,15 @@ def sparse_targets(docids: Sequence[Sequence[int]], mu: Sequence[float], path: S
     return _walk(build_trie(seqs), seqs[r0], r0 if combined else 0, log_mu)
 
 
-def target_distributions(docids: Sequence[Sequence[int]], mu: Sequence[float], path: Sequence[int],
-                         vocab_size: int, *, combined: bool = False,
-                         dtype: torch.dtype | None = None) -> torch.Tensor:
+def target_distributions(
+    docids: Sequence[Sequence[int]],
+    mu: Sequence[float],
+    path: Sequence[int],
+    vocab_size: int,
+    *,
+    combined: bool = False,
+    dtype: torch.dtype | None = None,
+) -> torch.Tensor:
     """Dense y(r, t) (section 4.2): a (len(path), vocab_size) tensor whose row t is the normalised
     target over the vocabulary at step t given ``path[:t]``; each valid next token gets the summed
     ``mu`` of the docIDs below it (marginalisation over the prefix tree), other tokens get 0.
@@ -185,8 +200,9 @@ def one_hot_targets(path: Sequence[int]) -> list[StepTargets]:
     return [[(int(tok), 1.0)] for tok in path]
 
 
-def query_sparse_targets(docids: Sequence[Sequence[int]], beta: float, *,
-                         combined: bool = False) -> list[list[StepTargets]]:
+def query_sparse_targets(
+    docids: Sequence[Sequence[int]], beta: float, *, combined: bool = False
+) -> list[list[StepTargets]]:
     """Sparse y(r, t) for every docID of one query at once: element r-1 is the list of per-step
     targets of the item of rank r (path = ``docids[r-1]``), with mu(r) = 1/r**beta (section 4.2).
 

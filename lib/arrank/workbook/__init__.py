@@ -1,9 +1,7 @@
-"""The machinery every notebook shares (the workbook's contracts, not the paper's science).
+"""The top floor: what runs notebooks and sweeps (imported by nothing below it).
 
-``paths`` and ``params`` (parameter specs and profiles), ``outputs`` (run folders, results.json,
-figures), ``run`` (one notebook through papermill: ``python -m arrank.workbook.run``), ``sweep``
-(YAML sweeps: ``python -m arrank.workbook.sweep``), ``report`` (sweeps -> the paper's Tables 1-3),
-``bootstrap`` and ``wordnet_setup`` (offline set-up: ``python -m arrank.workbook.bootstrap``) and
-``whole`` (every notebook in order: ``python -m arrank.workbook``); ``processes`` (which of
-several torchrun processes this is, and what they cannot share).
+``run`` (one notebook through papermill: ``python -m arrank.workbook.run``), ``sweep`` and
+``sweep_jobs`` (YAML sweeps: ``python -m arrank.workbook.sweep``), ``report`` (a sweep's runs
+collected for ``arrank.results``), ``whole`` (every notebook in order: ``python -m arrank.workbook``),
+``bootstrap`` (offline set-up), ``lab`` (JupyterLab), ``param_help`` (``--help``).
 """

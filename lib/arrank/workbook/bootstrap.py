@@ -1,5 +1,5 @@
 """Machine set-up that pip cannot do: WordNet 3.0 for NLTK, a Chromium for PNG figures, a
-check of the offline pretrained models (the GGUF files of ``arrank.workbook.named_models``), and
+check of the offline pretrained models (the GGUF files of ``arrank.common.named_models``), and
 JupyterLab's settings plus the local ``.ipynb`` of every notebook (``arrank.workbook.lab``).
 
 ``python -m arrank.workbook.bootstrap`` is called by ``make test`` and ``make workbook`` after the virtual
@@ -13,9 +13,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from arrank.common.outputs import png_backend
+from arrank.common.wordnet_setup import AptUnavailableError, WordNetMissingError, apt_install, ensure_wordnet
 from arrank.workbook.lab import install_lab_settings, pair_notebooks
-from arrank.workbook.outputs import png_backend
-from arrank.workbook.wordnet_setup import AptUnavailableError, WordNetMissingError, apt_install, ensure_wordnet
 
 
 def ensure_chromium(verbose: bool = True) -> str | None:
@@ -37,7 +37,7 @@ def ensure_chromium(verbose: bool = True) -> str | None:
 def check_gguf_models(verbose: bool = True) -> bool:
     """Each offline pretrained model's GGUF file is installed and intact (size and sha256 as its
     package recorded them); it is converted into a model folder on first use (about 20 s)."""
-    from arrank.workbook.named_models import GGUF_MODELS, gguf_file
+    from arrank.common.named_models import GGUF_MODELS, gguf_file
 
     ok = True
     for name in GGUF_MODELS:
@@ -61,8 +61,10 @@ def main() -> int:
         print(err, file=sys.stderr)
         return 1
     ensure_chromium()
-    print(f"JupyterLab: .py notebooks open as notebooks ({install_lab_settings()}); "
-          f"{len(pair_notebooks())} .ipynb written from their .py")
+    print(
+        f"JupyterLab: .py notebooks open as notebooks ({install_lab_settings()}); "
+        f"{len(pair_notebooks())} .ipynb written from their .py"
+    )
     return 0 if check_gguf_models() else 1
 
 

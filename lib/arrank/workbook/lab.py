@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arrank.workbook import paths
+from arrank.common import paths
 
 SETTINGS_FILE = "arrank-workbook.json"
 LAB_SETTINGS: dict[str, Any] = {
@@ -60,8 +60,10 @@ def kernel_metadata() -> dict[str, Any]:
     from ipykernel.kernelspec import get_kernel_dict
 
     spec = get_kernel_dict()
-    return {"kernelspec": {"display_name": spec["display_name"], "language": spec["language"], "name": "python3"},
-            "language_info": json.loads(json.dumps(IPythonKernel.language_info))}
+    return {
+        "kernelspec": {"display_name": spec["display_name"], "language": spec["language"], "name": "python3"},
+        "language_info": json.loads(json.dumps(IPythonKernel.language_info)),
+    }
 
 
 def _inputs(nb: Any) -> list[tuple[str, str]]:
@@ -84,7 +86,8 @@ def pair_notebook(source: Path) -> bool:
         if ipynb.stat().st_mtime > source.stat().st_mtime + 1 and _inputs(before) != _inputs(nb):
             raise PairingConflictError(
                 f"{ipynb} is newer than {source.name} and their cells differ; nothing overwritten. Keep the "
-                f".ipynb's cells: `jupytext --sync {ipynb}`; keep the .py's: delete {ipynb.name}")
+                f".ipynb's cells: `jupytext --sync {ipynb}`; keep the .py's: delete {ipynb.name}"
+            )
         nb = combine_inputs_with_outputs(nb, before)
     nb.metadata.update(kernel_metadata())
     nb.metadata.pop("jupytext", None)
@@ -111,8 +114,9 @@ def pair_notebooks(sources: list[Path] | None = None) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     """Install the JupyterLab settings and pair the notebooks; print what was done."""
     parser = argparse.ArgumentParser(prog="python -m arrank.workbook.lab", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--settings-dir", type=Path, default=None,
-                        help=f"JupyterLab settings directory (default: {lab_settings_dir()})")
+    parser.add_argument(
+        "--settings-dir", type=Path, default=None, help=f"JupyterLab settings directory (default: {lab_settings_dir()})"
+    )
     args = parser.parse_args(argv)
     print(f"JupyterLab settings: {install_lab_settings(args.settings_dir)}")
     written = pair_notebooks()

@@ -1,10 +1,10 @@
 """``python -m arrank.workbook.run NOTEBOOK --help``: a notebook's parameters, each with its
 default (per profile where the profile fills it), what is allowed and what it means.
 
-Everything comes from what the runner itself uses: the defaults and the one-line meanings from
-the notebook's ``parameters`` cell (the comment on each line), the allowed values from the spec
-the runner validates with (``arrank.workbook.params.spec_for``), the per-profile values from
-``params.PROFILES``.
+Everything comes from what the runner itself uses: the notebook's parameter definition
+(``arrank.common.params.NOTEBOOKS``: meaning, validator, per-profile values) and the defaults of
+its ``parameters`` cell, which ``tests/workbook/test_param_help.py`` holds to that definition (the
+same names in the same order, the same literals, the comment on each line = the meaning).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import io
 import tokenize
 from typing import Any
 
-from arrank.workbook import params
+from arrank.common import params
 
 
 def parameter_comments(cell_source: str) -> dict[str, str]:
@@ -34,26 +34,27 @@ def parameter_comments(cell_source: str) -> dict[str, str]:
 
 
 def profile_defaults(stem: str, name: str, default: Any) -> dict[str, Any]:
-    """What ``params.PROFILES`` fills in for ``name`` in each profile that fills it, when the
-    notebook leaves it at ``None`` (05's training hyper-parameters are filled by the notebook
-    from ``arrank.training.train.HYPERPARAMETERS`` instead: their comment gives the values)."""
-    if default is not None:
-        return {}
-    profiles = params.PROFILES.get(stem, {})
-    return {p: profiles[p][name] for p in params.profiles_of(stem) if name in profiles.get(p, {})}
+    """What each profile gives ``name`` when the notebook leaves it at ``None``
+    (``Param.profiles`` of its definition; a per-dataset value as ``wordnet / esci``)."""
+    if default is None:
+        return {
+            p: (f"{v.wordnet} / {v.esci}" if isinstance(v, params.ByDataset) else v)
+            for p, v in params.definition(stem)[name].profiles.items()
+        }
+    return {}
 
 
 def describe_parameters(stem: str, cell_source: str, defaults: dict[str, Any]) -> str:
-    """The parameter help of notebook ``stem``, from its parameters cell (``cell_source``, and
-    the ``defaults`` the runner parsed from it), as ``run NOTEBOOK --help`` prints it."""
-    meanings = parameter_comments(cell_source)
-    spec = params.spec_for(stem)
+    """The parameter help of notebook ``stem`` from its definition (``params.NOTEBOOKS``: meaning,
+    allowed values, profile values) and the ``defaults`` the runner parsed from its parameters
+    cell, as ``run NOTEBOOK --help`` prints it."""
+    definition, spec = params.definition(stem), params.spec_for(stem)
     lines = [f"parameters of {stem} (set with -p NAME VALUE; profiles: {', '.join(params.profiles_of(stem))}):", ""]
     for name, default in defaults.items():
         per_profile = profile_defaults(stem, name, default)
         by_profile = "  (" + " | ".join(f"{p}: {v!r}" for p, v in per_profile.items()) + ")" if per_profile else ""
         lines.append(f"  {name} = {default!r}{by_profile}")
-        if meanings.get(name):
-            lines.append(f"      {meanings[name]}")
+        if definition[name].help:
+            lines.append(f"      {definition[name].help}")
         lines.append(f"      allowed: {params.allowed_text(spec[name])}")
     return "\n".join(lines)

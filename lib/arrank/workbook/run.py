@@ -2,7 +2,7 @@
 
 What it does (docs/design.md, "Contracts" and "Known pitfalls"):
 1. reads ``notebooks/<stem>.py`` (the jupytext source) and its ``parameters`` cell;
-2. refuses unknown parameter names and bad values before any kernel starts (``arrank.workbook.params``);
+2. refuses unknown parameter names and bad values before any kernel starts (``arrank.common.params``);
 3. refuses a run directory ``outputs/<stem>/<run_name>/`` that exists: runs are never overwritten;
 4. executes the notebook with papermill in the project's Python kernel, from the repository root,
    staging everything in a hidden ``.<run_name>.partial-<pid>`` folder that is renamed to the run
@@ -12,7 +12,7 @@ What it does (docs/design.md, "Contracts" and "Known pitfalls"):
 5. one process per run name (``outputs.claim_run``), and a resume only with the parameters the
    checkpoints were made with (``outputs.check_resume``). Every case and what it gives:
    docs/reliability.md.
-6. under ``torchrun --nproc_per_node N`` (05_train only: ``arrank.workbook.processes``) every
+6. under ``torchrun --nproc_per_node N`` (05_train only: ``arrank.common.processes``) every
    process runs the notebook, and the Trainer in their kernels trains together (DDP). Process 0
    does all of the above; process k > 0 claims nothing and writes no run: it stages in
    ``.<run_name>.rank<k>-<pid>`` beside process 0's staging folder (so both find the same
@@ -32,12 +32,23 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from arrank.workbook import paths, processes
-from arrank.workbook.outputs import (RUN_DIR_ENV, OutputsNotWritableError, RunExistsError, check_resume,
-                                     checkpoints_dir, claim_run, failed_path, release_run, resolve_run_name,
-                                     run_path, tidy_abandoned, tidy_partials)
+from arrank.common import paths, processes
+from arrank.common.outputs import (
+    RUN_DIR_ENV,
+    OutputsNotWritableError,
+    RunExistsError,
+    check_resume,
+    checkpoints_dir,
+    claim_run,
+    failed_path,
+    resolve_run_name,
+    run_path,
+    tidy_abandoned,
+    tidy_partials,
+)
+from arrank.common.params import ParamError, resolve_profile, validate
+from arrank.training import schemes  # noqa: F401  (registers the values the 'scheme' parameter accepts)
 from arrank.workbook.param_help import describe_parameters
-from arrank.workbook.params import ParamError, resolve_profile, validate
 
 KERNEL = "python3"  # the kernel of the interpreter that runs this module (the project's venv)
 
@@ -47,7 +58,20 @@ class RunFailedError(RuntimeError):
 
 
 class RunInterruptedError(KeyboardInterrupt):
-    """Ctrl-C (or SIGTERM) stopped a run; the message names the kept folder and how to go on."""
+    """Ctrl-C, SIGTERM or SIGHUP stopped a run; the message names the kept folder and how to go on;
+    ``signum`` is the signal (``exit_code``)."""
+
+    def __init__(self, message: str = "", signum: int = signal.SIGINT):
+        super().__init__(message)
+        self.signum = int(signum)
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # treated as Ctrl-C (SIGINT) by every command
+
+
+def exit_code(err: BaseException) -> int:
+    """128 + the signal that interrupted (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP)."""
+    return 128 + int(getattr(err, "signum", signal.SIGINT))
 
 
 def find_notebook(name: str | Path) -> Path:
@@ -83,8 +107,7 @@ def parameters_cell(nb: Any, source: Path) -> dict[str, Any]:
         raise ParamError(f"{source.name} must have exactly one cell tagged 'parameters', has {len(cells)}")
     defaults: dict[str, Any] = {}
     for node in ast.parse(cells[0].source).body:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
             raise ParamError(f"{source.name}: the parameters cell may only hold `name = literal` lines")
         try:
             defaults[node.targets[0].id] = ast.literal_eval(node.value)
@@ -133,7 +156,14 @@ def prepare(notebook: str | Path, overrides: dict[str, Any]) -> tuple[Path, dict
     Returns (source, injected parameters for papermill, fully resolved parameters).
     """
     source = find_notebook(notebook)
-    defaults = parameters_cell(read_notebook(source), source)
+    return prepare_parsed(source, parameters_cell(read_notebook(source), source), overrides)
+
+
+def prepare_parsed(
+    source: Path, defaults: dict[str, Any], overrides: dict[str, Any]
+) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+    """``prepare`` for a notebook whose parameters cell was read already (``defaults``): a sweep
+    reads it once and checks every point with it."""
     unknown = sorted(set(overrides) - set(defaults))
     if unknown:
         raise ParamError(f"unknown parameter(s) {unknown} for {source.stem}; allowed: {sorted(defaults)}")
@@ -144,8 +174,12 @@ def prepare(notebook: str | Path, overrides: dict[str, Any]) -> tuple[Path, dict
     return source, injected, resolve_profile(source.stem, values)
 
 
-def run_notebook(notebook: str | Path, overrides: dict[str, Any] | None = None,
-                 outputs_root: Path | None = None, progress: bool = True) -> Path:
+def run_notebook(
+    notebook: str | Path,
+    overrides: dict[str, Any] | None = None,
+    outputs_root: Path | None = None,
+    progress: bool = True,
+) -> Path:
     """Execute a notebook with papermill into a new run directory and return that directory.
 
     Before any kernel starts: the parameters are checked, the run name is claimed for this
@@ -166,15 +200,17 @@ def run_notebook(notebook: str | Path, overrides: dict[str, Any] | None = None,
         tidy_partials(stem, name, outputs_root)
         tidy_abandoned(stem, outputs_root)  # other names' folders, left by runs killed with -9
         if final.exists():
-            raise RunExistsError(f"run directory {final} exists: runs are never overwritten; "
-                                 "pass -p run_name NEW (or auto), or delete that directory")
+            raise RunExistsError(
+                f"run directory {final} exists: runs are never overwritten; "
+                "pass -p run_name NEW (or auto), or delete that directory"
+            )
         check_resume(checkpoints_dir(stem, name, outputs_root), resolved)
         staging = final.parent / f".{final.name}.partial-{os.getpid()}"
         staging.mkdir()
         _execute(source, injected, staging, final, progress)
         _publish(stem, staging, final)
     finally:
-        release_run(lock, stem, name, outputs_root)
+        lock.release()
     return final
 
 
@@ -202,11 +238,18 @@ def _execute(source: Path, injected: dict[str, Any], staging: Path, final: Path,
         nbformat.write(read_notebook(source), src_ipynb)
         previous = os.environ.get(RUN_DIR_ENV)
         os.environ[RUN_DIR_ENV] = str(staging)
+        os.environ.update(processes.openmp_wait_env(dict(os.environ)))  # the kernel's OpenMP waits passively
         try:
-            papermill.execute_notebook(str(src_ipynb), str(staging / f"{source.stem}.ipynb"),
-                                       parameters=injected, kernel_name=KERNEL, cwd=str(paths.ROOT),
-                                       progress_bar=progress, report_mode=False,
-                                       kernel_manager_class=kernel_manager(kernel_log))
+            papermill.execute_notebook(
+                str(src_ipynb),
+                str(staging / f"{source.stem}.ipynb"),
+                parameters=injected,
+                kernel_name=KERNEL,
+                cwd=str(paths.ROOT),
+                progress_bar=progress,
+                report_mode=False,
+                kernel_manager_class=kernel_manager(kernel_log),
+            )
             if not (staging / "results.json").exists():
                 raise RunFailedError(f"{source.stem} finished without writing results.json")
         except BaseException as err:
@@ -217,11 +260,14 @@ def _execute(source: Path, injected: dict[str, Any], staging: Path, final: Path,
             if isinstance(err, KeyboardInterrupt) or getattr(err, "ename", None) == "KeyboardInterrupt":
                 raise RunInterruptedError(
                     f"{source.stem} run {final.name!r} interrupted; what it wrote is kept in {failed}. "
-                    "Run the same command again to go on (05_train resumes from its last checkpoint)") from None
+                    "Run the same command again to go on (05_train resumes from its last checkpoint)",
+                    getattr(err, "signum", signal.SIGINT),
+                ) from None
             if not isinstance(err, Exception):
                 raise
-            raise RunFailedError(f"{source.stem} failed: {describe_error(err)} "
-                                 f"(the executed notebook is kept in {failed})") from err
+            raise RunFailedError(
+                f"{source.stem} failed: {describe_error(err)} (the executed notebook is kept in {failed})"
+            ) from err
         finally:
             if previous is None:
                 os.environ.pop(RUN_DIR_ENV, None)
@@ -252,8 +298,10 @@ def _publish(stem: str, staging: Path, final: Path) -> None:
     except OSError as err:
         failed = failed_path(final)
         staging.rename(failed)
-        raise RunFailedError(f"{stem} finished, but its run directory {final} could not be written "
-                             f"({err.strerror or err}); the complete run is kept in {failed}") from None
+        raise RunFailedError(
+            f"{stem} finished, but its run directory {final} could not be written "
+            f"({err.strerror or err}); the complete run is kept in {failed}"
+        ) from None
 
 
 def describe_error(err: BaseException) -> str:
@@ -276,14 +324,23 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     """The command line; ``--help`` prints the usage, and with a notebook its parameters
     (``arrank.workbook.param_help``), then exits 0."""
     parser = argparse.ArgumentParser(
-        prog="python -m arrank.workbook.run", add_help=False,
+        prog="python -m arrank.workbook.run",
+        add_help=False,
         description="Execute a workbook notebook with papermill into outputs/<stem>/<run_name>/.",
         epilog="`python -m arrank.workbook.run NOTEBOOK --help` lists the notebook's parameters with their "
-               "defaults per profile, allowed values and meaning; notebooks: "
-               + ", ".join(sorted(p.stem for p in paths.NOTEBOOKS.glob("[0-9]*.py"))))
+        "defaults per profile, allowed values and meaning; notebooks: "
+        + ", ".join(sorted(p.stem for p in paths.NOTEBOOKS.glob("[0-9]*.py"))),
+    )
     parser.add_argument("notebook", nargs="?", help="stem (01_de_capacity), number (01) or path of the notebook")
-    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
-                        metavar=("NAME", "VALUE"), help="set a parameter (repeatable)")
+    parser.add_argument(
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "VALUE"),
+        help="set a parameter (repeatable)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no papermill progress bar")
     parser.add_argument("-h", "--help", action="store_true", help="show this help (and the notebook's parameters)")
     args = parser.parse_args(argv)
@@ -300,29 +357,44 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def interrupt_on_sigterm() -> Any:
-    """Let SIGTERM (``kill PID``, a sweep stopping its points) end a run as Ctrl-C does: the
-    staging folder is kept as ``<run_name>.failed-<time>`` instead of lingering. Returns the
-    handler it replaced."""
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
+def interrupt_on_signals() -> dict[int, Any]:
+    """Let SIGTERM (``kill PID``, Slurm, systemd, a sweep stopping its points) and SIGHUP (a
+    closing terminal) end a command as Ctrl-C does: a ``KeyboardInterrupt`` carrying ``signum``
+    (``exit_code``), so staging folders are kept as ``<run_name>.failed-<time>``, children are
+    stopped and the state recorded. A second such signal while the first is handled is ignored.
+    Returns the handlers replaced (``restore_signals``)."""
 
-    return signal.signal(signal.SIGTERM, handler)
+    def handler(signum: int, frame: Any) -> None:
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+        err = KeyboardInterrupt(f"signal {signum}")
+        err.signum = signum
+        raise err
+
+    return {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+
+
+def restore_signals(previous: dict[int, Any]) -> None:
+    """Put back the handlers ``interrupt_on_signals`` replaced."""
+    for sig, old in previous.items():
+        signal.signal(sig, old)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point; prints the run directory, or the error in one block and exits
     2 (refused before running: bad parameter, name taken or running, checkpoints of other
-    parameters, outputs not writable), 1 (the notebook failed) or 130 (interrupted)."""
+    parameters, outputs not writable), 1 (the notebook failed) or 128 + the signal when interrupted
+    (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
     names = [name for name, _ in args.parameter]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         given = "; ".join(f"{n}: " + ", ".join(repr(v) for k, v in args.parameter if k == n) for n in twice)
-        print(f"error: parameter(s) {twice} given more than once ({given}); give each -p NAME VALUE once",
-              file=sys.stderr)
+        print(
+            f"error: parameter(s) {twice} given more than once ({given}); give each -p NAME VALUE once", file=sys.stderr
+        )
         return 2
-    previous = interrupt_on_sigterm()
+    previous = interrupt_on_signals()
     try:
         final = run_notebook(args.notebook, dict(args.parameter), progress=not args.no_progress)
     except (ParamError, RunExistsError, OutputsNotWritableError) as err:
@@ -332,16 +404,17 @@ def main(argv: list[str] | None = None) -> int:
         print(error_lines(err), file=sys.stderr)
         return 1
     except KeyboardInterrupt as err:
-        said = err if isinstance(err, RunInterruptedError) else "while no notebook was running; run the same command again"
+        said = (
+            err if isinstance(err, RunInterruptedError) else "while no notebook was running; run the same command again"
+        )
         print(error_lines(said, "interrupted: "), file=sys.stderr)
-        return 130
+        return exit_code(err)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        restore_signals(previous)
     if processes.is_main():
         print(f"run written to {final}")
     else:
-        print(f"process {processes.rank()} of {processes.world_size()} finished; "
-              f"process 0 writes the run {final}")
+        print(f"process {processes.rank()} of {processes.world_size()} finished; process 0 writes the run {final}")
     return 0
 
 

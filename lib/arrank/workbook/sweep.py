@@ -5,7 +5,7 @@
 A sweep file (YAML) names the notebook, the parameters every point shares, and the grid::
 
     notebook: 05_train            # the notebook each point runs
-    paper: table1                 # optional: the paper table it regenerates (arrank.workbook.report.PAPER)
+    paper: table1                 # optional: the paper table it regenerates (arrank.results.paper.PAPER)
     description: ...              # optional, one line
     fixed: {profile: quick, steps: 600}
     grid:                         # a mapping name -> list of values (their Cartesian product),
@@ -18,13 +18,16 @@ finished exactly when that run's ``results.json`` exists:
 
 - the whole file is checked before anything runs (unknown notebook or parameter, empty grid, a
   value the notebook's spec refuses, two points with the same run name, a finished run made with
-  other parameters than the file now gives);
+  other parameters than the file now gives); a grid of more than ``MAX_POINTS`` (10,000) points is
+  refused before it is expanded (``check_size``; ``--max-points`` raises the cap), and the notebook's
+  parameters cell is read once for all points;
 - finished points are skipped, so re-running a sweep runs only its failed and missing points;
 - each point runs in its own process (``--jobs N`` runs N at once) with its output in
   ``outputs/sweeps/<sweep>/logs/``; a failing point is recorded (its error, its log, and the
   executed notebook the runner keeps in ``<run_name>.failed-<time>/``) and the sweep goes on;
 - ``outputs/sweeps/<sweep>/status.json`` is rewritten after every point, and an interrupted sweep
-  (Ctrl-C) loses nothing that finished: the next run skips it.
+  (Ctrl-C, SIGTERM, SIGHUP: its running points are stopped and marked ``interrupted``; exit 128 +
+  the signal) loses nothing that finished: the next run skips it.
 
 Executors (``--executor``): ``subprocess`` (the default: a child process per point, as above),
 ``local`` and ``slurm``: one submitit job per point (``arrank.workbook.sweep_jobs``), on this machine
@@ -39,9 +42,11 @@ submits and returns); ``--list`` shows each point's job and its state.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import itertools
 import json
+import math
 import os
 import queue
 import re
@@ -55,19 +60,38 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-from arrank.workbook import paths, sweep_jobs
-from arrank.workbook.outputs import (OutputsNotWritableError, RunExistsError, checkpoints_dir, resume_diff, run_path,
-                                     writable_folder, write_json_atomic)
-from arrank.workbook.params import ParamError, spec_for
-from arrank.workbook.run import (RunFailedError, error_lines, find_notebook, interrupt_on_sigterm, prepare,
-                                 run_notebook)
+from arrank.common import paths, processes
+from arrank.common.outputs import (
+    OutputsNotWritableError,
+    RunExistsError,
+    checkpoints_dir,
+    resume_diff,
+    run_path,
+    writable_folder,
+    write_json_atomic,
+)
+from arrank.common.params import ParamError, spec_for
+from arrank.workbook import sweep_jobs
+from arrank.workbook.run import (
+    RunFailedError,
+    error_lines,
+    exit_code,
+    find_notebook,
+    interrupt_on_signals,
+    parameters_cell,
+    prepare_parsed,
+    read_notebook,
+    restore_signals,
+    run_notebook,
+)
 
 SWEEPS = paths.ROOT / "sweeps"
 KEYS = {"notebook", "grid", "fixed", "paper", "description", "resources"}
 PAPER_KEYS = ("table1", "table2", "table3", "fig3")
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,59}"
+MAX_POINTS = 10_000  # a larger grid is refused before it is expanded (--max-points overrides)
 
 
 class SweepError(ValueError):
@@ -103,27 +127,58 @@ class Sweep:
         return list(dict.fromkeys(k for p in self.points for k in p.grid))
 
 
-def expand_grid(grid: Any, where: str = "grid") -> list[dict[str, Any]]:
-    """The points of a grid: the Cartesian product of a mapping's value lists, or the union (in
-    order, duplicates dropped) of the products of a list of mappings."""
+def grid_parts(grid: Any, where: str = "grid") -> list[dict[str, list[Any]]]:
+    """The grid's mappings (one, or each of a list), checked: non-empty mappings of parameter ->
+    non-empty list of plain values."""
     parts = grid if isinstance(grid, list) else [grid]
     if not parts or grid == {} or grid is None:
         raise SweepError(f"{where} is empty: give a mapping of parameter -> list of values")
-    points: list[dict[str, Any]] = []
     for i, part in enumerate(parts):
         label = f"{where}[{i}]" if isinstance(grid, list) else where
         if not isinstance(part, dict) or not part:
             raise SweepError(f"{label} must be a non-empty mapping of parameter -> list of values, got {part!r}")
         for name, values in part.items():
             if not isinstance(values, list) or not values:
-                raise SweepError(f"{label}.{name} must be a non-empty list of values, got {values!r} "
-                                 f"(a single value belongs under 'fixed')")
+                raise SweepError(
+                    f"{label}.{name} must be a non-empty list of values, got {values!r} "
+                    f"(a single value belongs under 'fixed')"
+                )
             bad = [v for v in values if isinstance(v, (list, dict))]
             if bad:
                 raise SweepError(f"{label}.{name} holds {bad[0]!r}: grid values must be plain values")
+    return parts
+
+
+def count_points(grid: Any, where: str = "grid") -> int:
+    """How many points the grid's products hold before duplicates are dropped, computed without
+    expanding them (the sum over its mappings of the product of their list lengths)."""
+    return sum(math.prod(len(values) for values in part.values()) for part in grid_parts(grid, where))
+
+
+def check_size(grid: Any, file: str, max_points: int = MAX_POINTS) -> int:
+    """Refuse (``SweepError``, before anything is expanded) a grid of more than ``max_points``
+    points, with the count, its factors and the way out; returns the count."""
+    n = count_points(grid)
+    if n > max_points:
+        factors = " + ".join(" x ".join(f"{len(v):,} {k}" for k, v in part.items()) for part in grid_parts(grid))
+        raise SweepError(
+            f"{file}: the grid has {n:,} points ({factors}), more than the cap of {max_points:,}: split the "
+            f"sweep, or pass --max-points {n} to run them all"
+        )
+    return n
+
+
+def expand_grid(grid: Any, where: str = "grid") -> list[dict[str, Any]]:
+    """The points of a grid: the Cartesian product of a mapping's value lists, or the union (in
+    order, duplicates dropped: found with a set) of the products of a list of mappings."""
+    points: list[dict[str, Any]] = []
+    seen: set[frozenset] = set()
+    for part in grid_parts(grid, where):
         for combo in itertools.product(*part.values()):
             point = dict(zip(part.keys(), combo))
-            if point not in points:
+            key = frozenset(point.items())
+            if key not in seen:
+                seen.add(key)
                 points.append(point)
     return points
 
@@ -182,11 +237,13 @@ def _check_names(path: Path, fixed: Any, grid_points: list[dict[str, Any]]) -> N
         raise SweepError(f"{path.name}: {both} both fixed and in the grid; keep each in one place")
 
 
-def load_sweep(path: str | Path) -> Sweep:
+def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
     """Read and check a sweep file, expanding its points; nothing runs.
 
-    Every point goes through the runner's own checks (``arrank.workbook.run.prepare``: notebook exists,
-    names known, values allowed), so a bad file fails here with the point and the value named.
+    A grid of more than ``max_points`` points is refused before it is expanded (``check_size``).
+    Every point goes through the runner's own checks (``arrank.workbook.run.prepare_parsed``:
+    names known, values allowed) with the notebook's parameters cell read once, so a bad file
+    fails here with the point and the value named.
     """
     path = Path(path)
     if not path.is_absolute() and not path.exists():
@@ -200,9 +257,12 @@ def load_sweep(path: str | Path) -> Sweep:
         raise SweepError(f"{path.name}: paper={paper!r} is not allowed; choose one of {list(PAPER_KEYS)}")
     if not isinstance(data["notebook"], (str, int)):
         raise SweepError(f"{path.name}: notebook must be a notebook stem such as 05_train, got {data['notebook']!r}")
+    check_size(data["grid"], path.name, max_points)  # before the notebook is read: a refusal takes no time
     try:
-        stem = find_notebook(str(data["notebook"])).stem
+        source = find_notebook(str(data["notebook"]))
+        stem = source.stem
         spec_for(stem)
+        defaults = parameters_cell(read_notebook(source), source)
     except ParamError as err:
         raise SweepError(f"{path.name}: {err}") from None
     fixed = data.get("fixed") or {}
@@ -213,7 +273,7 @@ def load_sweep(path: str | Path) -> Sweep:
         overrides = {**fixed, **values}
         overrides["run_name"] = point_run_name(name, values)
         try:
-            _, _, resolved = prepare(stem, overrides)
+            _, _, resolved = prepare_parsed(source, defaults, overrides)
         except ParamError as err:
             where = ", ".join(f"{k}={v!r}" for k, v in values.items())
             raise SweepError(f"{path.name}: point ({where}): {err}") from None
@@ -221,8 +281,10 @@ def load_sweep(path: str | Path) -> Sweep:
     seen: dict[str, Point] = {}
     for point in points:
         if point.run_name in seen:
-            raise SweepError(f"{path.name}: points {seen[point.run_name].grid} and {point.grid} get the same "
-                             f"run name {point.run_name!r}; use values that differ in their run-name form")
+            raise SweepError(
+                f"{path.name}: points {seen[point.run_name].grid} and {point.grid} get the same "
+                f"run name {point.run_name!r}; use values that differ in their run-name form"
+            )
         seen[point.run_name] = point
     try:
         resources = sweep_jobs.check_resources(data.get("resources"), f"{path.name}: resources")
@@ -240,8 +302,11 @@ def stale_params(sweep: Sweep, point: Point, outputs_root: Path | None = None) -
     """{name: (in the finished run, in the sweep now)} for the parameters the sweep sets that a
     finished run of this point was made with other values of; empty when they agree."""
     done = json.loads(results_path(sweep, point, outputs_root).read_text())["params"]
-    return {k: (done.get(k, "<absent>"), point.resolved[k]) for k in point.overrides
-            if k != "run_name" and done.get(k, "<absent>") != point.resolved[k]}
+    return {
+        k: (done.get(k, "<absent>"), point.resolved[k])
+        for k in point.overrides
+        if k != "run_name" and done.get(k, "<absent>") != point.resolved[k]
+    }
 
 
 def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
@@ -249,24 +314,34 @@ def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
     per point; raises when a finished run, or the checkpoints of an interrupted one, were made
     with other parameters than the file gives (a resume would mix two settings)."""
     states, stale = [], []
+    folder = (outputs_root or paths.OUTPUTS) / sweep.notebook
+    present = {p.name for p in folder.iterdir()} if folder.is_dir() else set()  # one listing, not one per point
+    tried = {name.rsplit(".failed-", 1)[0] for name in present if ".failed-" in name}
     for point in sweep.points:
-        if results_path(sweep, point, outputs_root).exists():
+        if point.run_name not in present and f".checkpoints-{point.run_name}" not in present:
+            states.append("failed" if point.run_name in tried else "missing")
+        elif results_path(sweep, point, outputs_root).exists():
             diff = stale_params(sweep, point, outputs_root)
             if diff:
-                stale.append(f"{point.run_name}: " + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items()))
+                stale.append(
+                    f"{point.run_name}: " + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items())
+                )
             states.append("done")
         else:
             diff = resume_diff(checkpoints_dir(sweep.notebook, point.run_name, outputs_root), point.resolved)
             if diff:
-                stale.append(f"{point.run_name} (interrupted, its checkpoints): "
-                             + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items()))
-            run_dir = run_path(sweep.notebook, point.run_name, outputs_root)
-            states.append("failed" if any(run_dir.parent.glob(f"{run_dir.name}.failed-*")) else "missing")
+                stale.append(
+                    f"{point.run_name} (interrupted, its checkpoints): "
+                    + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items())
+                )
+            states.append("failed" if point.run_name in tried else "missing")
     if stale:
-        raise SweepError(f"{sweep.path.name}: runs of its points were made with other parameters than the file now "
-                         "gives (runs are never overwritten, nor resumed with other settings; rename the sweep file, "
-                         "or delete those runs, or for an interrupted point its .checkpoints-<run_name> folder):\n  "
-                         + "\n  ".join(stale))
+        raise SweepError(
+            f"{sweep.path.name}: runs of its points were made with other parameters than the file now "
+            "gives (runs are never overwritten, nor resumed with other settings; rename the sweep file, "
+            "or delete those runs, or for an interrupted point its .checkpoints-<run_name> folder):\n  "
+            + "\n  ".join(stale)
+        )
     return states
 
 
@@ -298,7 +373,7 @@ def _error_block(log: Path) -> tuple[str | None, str]:
     if not starts:
         return None, tail
     block = [lines[starts[-1]].split(": ", 1)[1]]
-    for ln in lines[starts[-1] + 1:]:
+    for ln in lines[starts[-1] + 1 :]:
         if not ln.startswith("  "):
             break
         block.append(ln[2:])
@@ -317,7 +392,7 @@ def thread_env(jobs: int) -> dict[str, str]:
     """The environment of a point's process: with ``jobs`` points at once, each gets
     cpu_count // jobs threads (OMP_NUM_THREADS, MKL_NUM_THREADS) unless the caller set them;
     two 2-thread trainings on 2 cores ran 7x slower than one after the other (docs/measurements.md)."""
-    env = dict(os.environ)
+    env = processes.openmp_wait_env(dict(os.environ))  # passive OpenMP waiting in every point
     if jobs > 1:
         threads = str(max(1, (os.cpu_count() or 1) // jobs))
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -325,15 +400,24 @@ def thread_env(jobs: int) -> dict[str, str]:
     return env
 
 
-def subprocess_executor(sweep: Sweep, outputs_root: Path, running: dict[int, subprocess.Popen],
-                        jobs: int = 1) -> Execute:
+def subprocess_executor(
+    sweep: Sweep, outputs_root: Path, running: dict[int, subprocess.Popen], jobs: int = 1
+) -> Execute:
     """Run a point as ``python -m arrank.workbook.sweep --point ...`` with its output in the log file;
     the child is kept in ``running`` so an interrupted sweep can stop it."""
     env = thread_env(jobs)
 
     def execute(point: Point, log: Path) -> int:
-        cmd = [sys.executable, "-m", "arrank.workbook.sweep", "--point", sweep.notebook, json.dumps(point.overrides),
-               "--outputs-root", str(outputs_root)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "arrank.workbook.sweep",
+            "--point",
+            sweep.notebook,
+            json.dumps(point.overrides),
+            "--outputs-root",
+            str(outputs_root),
+        ]
         with open(log, "w") as fh:
             proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=paths.ROOT, env=env)
             running[proc.pid] = proc
@@ -388,17 +472,27 @@ def reconcile_jobs(sweep: Sweep, root: Path, kind: str) -> dict[str, str]:
         if not results_path(sweep, point, root).exists():
             previous[point.run_name] = job_error(entry, state)
     if busy:
-        raise SweepError(f"{sweep.path.name}: points have jobs still queued or running; follow them with the "
-                         f"executor that submitted them (--executor {busy[0].split(': ')[1].split()[0]}), or cancel "
-                         "them first:\n  " + "\n  ".join(busy))
+        raise SweepError(
+            f"{sweep.path.name}: points have jobs still queued or running; follow them with the "
+            f"executor that submitted them (--executor {busy[0].split(': ')[1].split()[0]}), or cancel "
+            "them first:\n  " + "\n  ".join(busy)
+        )
     if jobs != sweep_jobs.read_jobs(folder):
         sweep_jobs.write_jobs(folder, jobs)
     return previous
 
 
-def job_executor(sweep: Sweep, root: Path, kind: str, resources: dict[str, Any], stop: threading.Event,
-                 note: Callable[[Point, str], None], jobs: int = 1, wait: bool = True,
-                 poll_s: float | None = None) -> Execute:
+def job_executor(
+    sweep: Sweep,
+    root: Path,
+    kind: str,
+    resources: dict[str, Any],
+    stop: threading.Event,
+    note: Callable[[Point, str], None],
+    jobs: int = 1,
+    wait: bool = True,
+    poll_s: float | None = None,
+) -> Execute:
     """Run a point as one submitit job (``sweep_jobs``): attach to its job recorded in jobs.json
     if it is still queued or running, else submit it and record the job id before waiting; wait
     until it ends (unless ``wait`` is false). On Ctrl-C a local job is interrupted, a Slurm job is
@@ -407,13 +501,15 @@ def job_executor(sweep: Sweep, root: Path, kind: str, resources: dict[str, Any],
     executor = sweep_jobs.make_executor(kind, folder / "jobs", resources)
     lock = threading.Lock()
     poll = poll_s if poll_s is not None else (0.2 if kind == "local" else 5.0)
-    env = {k: v for k, v in thread_env(jobs).items() if k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    env = {
+        k: v for k, v in thread_env(jobs).items() if k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", *processes.OPENMP_WAIT)
+    }
     import importlib
 
     main = importlib.import_module("arrank.workbook.sweep").job_main  # by module name, also under python -m
     gpus = resources.get("gpus_per_node", 0)
     slots: queue.Queue[str] = queue.Queue()  # several GPUs in one box: each local point its own GPUs
-    for group in (sweep_jobs.gpu_groups(sweep_jobs.machine_gpus(), gpus) if kind == "local" and gpus else []):
+    for group in sweep_jobs.gpu_groups(sweep_jobs.machine_gpus(), gpus) if kind == "local" and gpus else []:
         slots.put(group)
 
     def record(name: str, entry: dict[str, Any] | None) -> None:
@@ -432,8 +528,9 @@ def job_executor(sweep: Sweep, root: Path, kind: str, resources: dict[str, Any],
             slot = slots.get() if kind == "local" and gpus else None  # preflight: jobs <= slots
             point_env = {**env, "CUDA_VISIBLE_DEVICES": slot} if slot is not None else env
             with lock:  # submissions one at a time: jobs.json names every job submitted
-                job, entry = sweep_jobs.submit(executor, kind, main, sweep.notebook, point.overrides, root, log,
-                                               point_env)
+                job, entry = sweep_jobs.submit(
+                    executor, kind, main, sweep.notebook, point.overrides, root, log, point_env
+                )
             record(point.run_name, entry)
             note(point, f"submitted {kind} job {entry['job_id']}" + (f" on GPU {slot}" if slot is not None else ""))
         else:
@@ -458,10 +555,17 @@ def job_executor(sweep: Sweep, root: Path, kind: str, resources: dict[str, Any],
     return execute
 
 
-def run_sweep(sweep: Sweep, jobs: int | None = 1, outputs_root: Path | None = None, execute: Execute | None = None,
-              echo: Callable[[str], None] = print, executor: str = "subprocess",
-              resources: dict[str, Any] | None = None, wait: bool = True,
-              poll_s: float | None = None) -> list[dict[str, Any]]:
+def run_sweep(
+    sweep: Sweep,
+    jobs: int | None = 1,
+    outputs_root: Path | None = None,
+    execute: Execute | None = None,
+    echo: Callable[[str], None] = print,
+    executor: str = "subprocess",
+    resources: dict[str, Any] | None = None,
+    wait: bool = True,
+    poll_s: float | None = None,
+) -> list[dict[str, Any]]:
     """Run every point of the sweep that has no results.json yet, ``jobs`` at a time; return one
     row per point (run_name, grid, status, seconds, error, log, failed_dir, run_dir, job_id).
 
@@ -490,36 +594,60 @@ def run_sweep(sweep: Sweep, jobs: int | None = 1, outputs_root: Path | None = No
         return _run_points(sweep, jobs, root, execute, echo, executor, resources, wait, poll_s, states, previous)
 
 
-def sweep_lock(sweep: Sweep, folder: Path) -> Any:
-    """An exclusive lock on ``outputs/sweeps/<sweep>/.lock`` for one call (two calls of one sweep
-    at once would run or submit a point twice); a second call fails with a clear error."""
-    import contextlib
-    import fcntl
+@contextlib.contextmanager
+def sweep_lock(sweep: Sweep, folder: Path) -> Iterator[None]:
+    """An exclusive lock (``filelock``) on ``outputs/sweeps/<sweep>/.lock`` for one call (two calls
+    of one sweep at once would run or submit a point twice); a second call fails with a clear error."""
+    from filelock import FileLock, Timeout
 
-    @contextlib.contextmanager
-    def held():
-        with open(folder / ".lock", "a+") as fh:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise SweepError(f"another call of sweep {sweep.name!r} is running (it holds {folder / '.lock'}); "
-                                 "wait for it, or see its points with --list") from None
-            yield
-    return held()
+    lock = FileLock(folder / ".lock", timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise SweepError(
+            f"another call of sweep {sweep.name!r} is running (it holds {folder / '.lock'}); "
+            "wait for it, or see its points with --list"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
-def _run_points(sweep: Sweep, jobs: int, root: Path, execute: Execute | None, echo: Callable[[str], None],
-                executor: str, resources: dict[str, Any], wait: bool, poll_s: float | None, states: list[str],
-                previous: dict[str, str]) -> list[dict[str, Any]]:
+def _run_points(
+    sweep: Sweep,
+    jobs: int,
+    root: Path,
+    execute: Execute | None,
+    echo: Callable[[str], None],
+    executor: str,
+    resources: dict[str, Any],
+    wait: bool,
+    poll_s: float | None,
+    states: list[str],
+    previous: dict[str, str],
+) -> list[dict[str, Any]]:
     """The body of :func:`run_sweep` once the checks passed and the sweep's lock is held."""
     folder = sweep_dir(sweep, root)
     running: dict[int, subprocess.Popen] = {}
     total, width = len(sweep.points), len(str(len(sweep.points)))
-    rows = [{"run_name": p.run_name, "grid": p.grid, "status": "pending", "seconds": None, "error": None,
-             "log": None, "failed_dir": None, "run_dir": str(run_path(sweep.notebook, p.run_name, root)),
-             "job_id": None, "previous_error": previous.get(p.run_name)}
-            for p in sweep.points]
+    rows = [
+        {
+            "run_name": p.run_name,
+            "grid": p.grid,
+            "status": "pending",
+            "seconds": None,
+            "error": None,
+            "log": None,
+            "failed_dir": None,
+            "run_dir": str(run_path(sweep.notebook, p.run_name, root)),
+            "job_id": None,
+            "previous_error": previous.get(p.run_name),
+        }
+        for p in sweep.points
+    ]
     lock, stop = threading.Lock(), threading.Event()
+    caught: list[KeyboardInterrupt] = []  # the interruption (Ctrl-C, SIGTERM, SIGHUP), raised again at the end
     index = {p.run_name: i for i, p in enumerate(sweep.points)}
 
     def say(i: int, word: str, text: str) -> None:
@@ -527,14 +655,21 @@ def _run_points(sweep: Sweep, jobs: int, root: Path, execute: Execute | None, ec
             echo(f"[{i + 1:>{width}}/{total}] {word:<11} {sweep.points[i].run_name}{'  ' + text if text else ''}")
 
     if execute is None and executor != "subprocess":
-        execute = job_executor(sweep, root, executor, resources, stop, lambda p, t: say(index[p.run_name], "job", t),
-                               jobs, wait, poll_s)
+        execute = job_executor(
+            sweep, root, executor, resources, stop, lambda p, t: say(index[p.run_name], "job", t), jobs, wait, poll_s
+        )
     execute = execute or subprocess_executor(sweep, root, running, jobs)
 
     def save() -> None:
-        write_json_atomic(folder / "status.json", {
-            "sweep": str(sweep.path), "notebook": sweep.notebook, "updated": datetime.now().isoformat(timespec="seconds"),
-            "points": rows})
+        write_json_atomic(
+            folder / "status.json",
+            {
+                "sweep": str(sweep.path),
+                "notebook": sweep.notebook,
+                "updated": datetime.now().isoformat(timespec="seconds"),
+                "points": rows,
+            },
+        )
 
     def one(i: int) -> None:
         if stop.is_set():
@@ -569,8 +704,9 @@ def _run_points(sweep: Sweep, jobs: int, root: Path, execute: Execute | None, ec
             row["status"] = "interrupted"
             say(i, "interrupted", f"{seconds:.1f} s")
         else:
-            row.update(status="failed", error=_last_error(log, code),
-                       failed_dir=_newest_failed(Path(row["run_dir"]), start))
+            row.update(
+                status="failed", error=_last_error(log, code), failed_dir=_newest_failed(Path(row["run_dir"]), start)
+            )
             error = row["error"].replace("\n", "\n    ")  # a multi-line message stays one indented block
             say(i, "FAILED", f"{seconds:.1f} s  {error}  (log: {log})")
 
@@ -593,46 +729,53 @@ def _run_points(sweep: Sweep, jobs: int, root: Path, execute: Execute | None, ec
                 future.result()
                 with lock:
                     save()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as err:
+            caught.append(err)
             stop.set()
             for future in futures:
                 future.cancel()
-            _stop_children(running)
+            _stop_children(running, forward=getattr(err, "signum", signal.SIGINT) != signal.SIGINT)
     for row in rows:
         if row["status"] in ("pending", "running") and stop.is_set():
             row["status"] = "interrupted"
     save()
-    counts = {s: sum(r["status"] == s for r in rows)
-              for s in ("done", "done earlier", "failed", "interrupted", "submitted")}
-    echo(f"sweep {sweep.name}: {counts['done']} ran, {counts['done earlier']} done earlier, {counts['failed']} failed"
-         + (f", {counts['interrupted']} interrupted" if counts["interrupted"] else "")
-         + (f", {counts['submitted']} submitted (queued or running)" if counts["submitted"] else "")
-         + f" ({time.perf_counter() - wall:.0f} s); status: {folder / 'status.json'}")
+    counts = {
+        s: sum(r["status"] == s for r in rows) for s in ("done", "done earlier", "failed", "interrupted", "submitted")
+    }
+    echo(
+        f"sweep {sweep.name}: {counts['done']} ran, {counts['done earlier']} done earlier, {counts['failed']} failed"
+        + (f", {counts['interrupted']} interrupted" if counts["interrupted"] else "")
+        + (f", {counts['submitted']} submitted (queued or running)" if counts["submitted"] else "")
+        + f" ({time.perf_counter() - wall:.0f} s); status: {folder / 'status.json'}"
+    )
     if stop.is_set():
-        raise KeyboardInterrupt
+        raise caught[0] if caught else KeyboardInterrupt()
     return rows
 
 
-def _stop_children(running: dict[int, subprocess.Popen], grace: float = 20.0) -> None:
-    """Stop the points still running (the processes this sweep started): a Ctrl-C at the terminal
-    reached them already, so wait a little, then interrupt them, then terminate them."""
-    deadline = time.time() + 5
+def _stop_children(running: dict[int, subprocess.Popen], grace: float = 20.0, forward: bool = False) -> None:
+    """Stop the points still running (the processes this sweep started). A Ctrl-C at the terminal
+    reached them already, so wait a little, then interrupt them; a SIGTERM or SIGHUP sent to the
+    sweep alone (``forward``) is passed on to them at once (each keeps its run as failed and stops
+    its kernel). Whatever still runs after ``grace`` seconds is terminated, then killed."""
+    deadline = time.time() + (0 if forward else 5)
     for proc in list(running.values()):
         try:
             proc.wait(timeout=max(0.1, deadline - time.time()))
         except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGINT)
-    deadline = time.time() + grace
-    for proc in list(running.values()):
-        try:
-            proc.wait(timeout=max(0.1, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            proc.terminate()
+            proc.send_signal(signal.SIGTERM if forward else signal.SIGINT)
+    for last in ("terminate", "kill"):
+        deadline = time.time() + grace
+        for proc in list(running.values()):
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                getattr(proc, last)()
 
 
 def run_point(notebook: str, overrides: dict[str, Any], outputs_root: Path | None) -> int:
     """The child process of one point: run it, print the full error on failure (the log keeps it)."""
-    interrupt_on_sigterm()
+    interrupt_on_signals()
     try:
         final = run_notebook(notebook, overrides, outputs_root=outputs_root, progress=False)
     except (ParamError, RunExistsError, OutputsNotWritableError) as err:
@@ -645,7 +788,7 @@ def run_point(notebook: str, overrides: dict[str, Any], outputs_root: Path | Non
         return 1
     except KeyboardInterrupt as err:
         print(error_lines(err or "interrupted", "interrupted: "), flush=True)
-        return 130
+        return exit_code(err)
     print(f"run written to {final}", flush=True)
     return 0
 
@@ -667,14 +810,17 @@ def describe(sweep: Sweep, outputs_root: Path | None = None) -> str:
     for a point with a job in jobs.json, queued / running / ended (its job id and state)."""
     states = point_states(sweep, outputs_root)
     registry = sweep_jobs.read_jobs(sweep_dir(sweep, outputs_root))
-    lines = [f"{sweep.name}: notebook {sweep.notebook}, {len(sweep.points)} points"
-             + (f", paper {sweep.paper}" if sweep.paper else "") + (f"; {sweep.description}" if sweep.description else ""),
-             f"fixed: {sweep.fixed}"]
+    lines = [
+        f"{sweep.name}: notebook {sweep.notebook}, {len(sweep.points)} points"
+        + (f", paper {sweep.paper}" if sweep.paper else "")
+        + (f"; {sweep.description}" if sweep.description else ""),
+        f"fixed: {sweep.fixed}",
+    ]
     for point, state in zip(sweep.points, states):
         entry, job = registry.get(point.run_name), ""
         if entry is not None and state != "done":
             now = sweep_jobs.job_state(entry)
-            state = ("ended" if sweep_jobs.ended(now) else "queued" if now == "PENDING" else "running")
+            state = "ended" if sweep_jobs.ended(now) else "queued" if now == "PENDING" else "running"
             job = f"  ({entry['executor']} job {entry['job_id']} {now}, log {entry['log']})"
         lines.append(f"  {state:<8} {point.run_name}{job}")
     return "\n".join(lines)
@@ -688,42 +834,69 @@ def main(argv: list[str] | None = None) -> int:
         return run_point(argv[1], json.loads(argv[2]), root)
     parser = argparse.ArgumentParser(prog="python -m arrank.workbook.sweep", description=__doc__.split("\n")[0])
     parser.add_argument("sweep", help="the sweep file, e.g. sweeps/table1_wordnet_quick.yaml")
-    parser.add_argument("--jobs", type=int, default=None,
-                        help="points run at once (default 1; with --executor slurm, every point is submitted at once)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="points run at once (default 1; with --executor slurm, every point is submitted at once)",
+    )
     parser.add_argument("--list", action="store_true", help="check the file and list its points and jobs; run nothing")
+    parser.add_argument(
+        "--max-points",
+        type=int,
+        default=MAX_POINTS,
+        help=f"refuse a grid of more points than this (default {MAX_POINTS:,}), before expanding it",
+    )
     parser.add_argument("--outputs-root", type=Path, default=None, help="outputs folder (default: outputs/)")
-    parser.add_argument("--executor", default="subprocess", choices=sweep_jobs.EXECUTORS,
-                        help="subprocess: a child process per point (default); local: one submitit job per point "
-                             "on this machine; slurm: one Slurm job per point through submitit")
+    parser.add_argument(
+        "--executor",
+        default="subprocess",
+        choices=sweep_jobs.EXECUTORS,
+        help="subprocess: a child process per point (default); local: one submitit job per point "
+        "on this machine; slurm: one Slurm job per point through submitit",
+    )
     group = parser.add_argument_group("job resources (--executor local|slurm; over the sweep file's 'resources')")
     group.add_argument("--partition", help="Slurm partition")
     group.add_argument("--gpus", type=int, dest="gpus_per_node", help="GPUs per point")
-    group.add_argument("--time", type=int, dest="timeout_min",
-                       help=f"time limit per point in minutes (default {sweep_jobs.DEFAULT_TIMEOUT_MIN})")
+    group.add_argument(
+        "--time",
+        type=int,
+        dest="timeout_min",
+        help=f"time limit per point in minutes (default {sweep_jobs.DEFAULT_TIMEOUT_MIN})",
+    )
     group.add_argument("--mem", type=int, dest="mem_gb", help="memory per point in GB")
     group.add_argument("--cpus", type=int, dest="cpus_per_task", help="CPUs per point")
-    group.add_argument("--no-wait", action="store_true",
-                       help="slurm: submit the unfinished points and return; the next call (or --list) follows them")
+    group.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="slurm: submit the unfinished points and return; the next call (or --list) follows them",
+    )
     args = parser.parse_args(argv)
     flags = {k: getattr(args, k) for k in sweep_jobs.RESOURCES if getattr(args, k) is not None}
+    previous = interrupt_on_signals()  # SIGTERM and SIGHUP stop the sweep as Ctrl-C does
     try:
         if flags and args.executor == "subprocess":
             raise SweepError(f"{sorted(flags)} are job resources: they need --executor local or slurm")
         if args.no_wait and args.executor != "slurm":
             raise SweepError("--no-wait needs --executor slurm (local jobs and processes end with this command)")
-        sweep = load_sweep(args.sweep)
+        sweep = load_sweep(args.sweep, args.max_points)
         if args.list:
             print(describe(sweep, args.outputs_root))
             return 0
-        rows = run_sweep(sweep, args.jobs, args.outputs_root, executor=args.executor, resources=flags,
-                         wait=not args.no_wait)
+        rows = run_sweep(
+            sweep, args.jobs, args.outputs_root, executor=args.executor, resources=flags, wait=not args.no_wait
+        )
     except (SweepError, sweep_jobs.JobError, OutputsNotWritableError) as err:
         print(error_lines(err), file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted: finished points are kept, Slurm jobs keep running; run the same command again to go on",
-              file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:
+        print(
+            "interrupted: finished points are kept, Slurm jobs keep running; run the same command again to go on",
+            file=sys.stderr,
+        )
+        return exit_code(err)
+    finally:
+        restore_signals(previous)
     return 1 if any(r["status"] == "failed" for r in rows) else 0
 
 

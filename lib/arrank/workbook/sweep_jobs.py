@@ -22,13 +22,27 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
-from arrank.workbook.outputs import write_json_atomic
+from arrank.common.outputs import write_json_atomic
 
 EXECUTORS = ("subprocess", "local", "slurm")
 RESOURCES = {"partition": str, "gpus_per_node": int, "timeout_min": int, "mem_gb": int, "cpus_per_task": int}
 DEFAULT_TIMEOUT_MIN = 24 * 60  # submitit's own default (5 min on Slurm) would kill a training point
-ENDED = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADLINE",
-         "PREEMPTED", "REVOKED", "SPECIAL_EXIT", "FINISHED", "INTERRUPTED", "GONE"}
+ENDED = {
+    "COMPLETED",
+    "CANCELLED",
+    "FAILED",
+    "TIMEOUT",
+    "OUT_OF_MEMORY",
+    "NODE_FAIL",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "PREEMPTED",
+    "REVOKED",
+    "SPECIAL_EXIT",
+    "FINISHED",
+    "INTERRUPTED",
+    "GONE",
+}
 
 
 class JobError(ValueError):
@@ -106,23 +120,29 @@ def preflight(kind: str, resources: dict[str, Any], jobs: int = 1) -> None:
     gpus = resources.get("gpus_per_node", 0)
     if kind == "slurm":
         if shutil.which("sbatch") is None:
-            raise JobError("executor='slurm' needs Slurm's sbatch on PATH, and it is not there: run the sweep on "
-                           "the cluster's login node, or use --executor local (this machine) or subprocess")
+            raise JobError(
+                "executor='slurm' needs Slurm's sbatch on PATH, and it is not there: run the sweep on "
+                "the cluster's login node, or use --executor local (this machine) or subprocess"
+            )
         found = partition_gpus(resources.get("partition"))
         part = resources.get("partition")
         if part is not None and part not in found:
             raise JobError(f"partition={part!r} is not a partition of this cluster; sinfo lists {sorted(found)}")
         most = max(found.values(), default=0)
         if gpus > most:
-            raise JobError(f"gpus_per_node={gpus} cannot be given: the most GPUs one node of "
-                           f"{'partition ' + repr(part) if part else 'this cluster'} has is {most} (sinfo GRES); "
-                           "ask for fewer, or name a GPU partition")
+            raise JobError(
+                f"gpus_per_node={gpus} cannot be given: the most GPUs one node of "
+                f"{'partition ' + repr(part) if part else 'this cluster'} has is {most} (sinfo GRES); "
+                "ask for fewer, or name a GPU partition"
+            )
     elif kind == "local" and gpus > 0 and gpus * jobs > machine_gpus():
         have = machine_gpus()
         if gpus > have:
             raise JobError(f"gpus_per_node={gpus} cannot be given: this machine has {have} GPU(s)")
-        raise JobError(f"jobs={jobs} points at once with gpus_per_node={gpus} each need {gpus * jobs} GPUs; this "
-                       f"machine has {have}: use --jobs {have // gpus} or fewer")
+        raise JobError(
+            f"jobs={jobs} points at once with gpus_per_node={gpus} each need {gpus * jobs} GPUs; this "
+            f"machine has {have}: use --jobs {have // gpus} or fewer"
+        )
 
 
 def make_executor(kind: str, folder: Path, resources: dict[str, Any]) -> Any:
@@ -130,8 +150,11 @@ def make_executor(kind: str, folder: Path, resources: dict[str, Any]) -> Any:
     import submitit
 
     executor = submitit.AutoExecutor(folder=folder, cluster=kind)
-    params: dict[str, Any] = {"timeout_min": resources.get("timeout_min", DEFAULT_TIMEOUT_MIN), "nodes": 1,
-                              "tasks_per_node": 1}
+    params: dict[str, Any] = {
+        "timeout_min": resources.get("timeout_min", DEFAULT_TIMEOUT_MIN),
+        "nodes": 1,
+        "tasks_per_node": 1,
+    }
     for key in ("gpus_per_node", "mem_gb", "cpus_per_task"):
         if key in resources:
             params[key] = resources[key]
@@ -142,6 +165,7 @@ def make_executor(kind: str, folder: Path, resources: dict[str, Any]) -> Any:
 
 
 # --- the job registry: outputs/sweeps/<sweep>/jobs.json ----------------------------------------
+
 
 def jobs_path(folder: Path) -> Path:
     """``jobs.json`` next to ``status.json``: {run_name: {job_id, executor, log, folder, submitted}}."""
@@ -221,11 +245,24 @@ def wait_for(entry: dict[str, Any], stop: Callable[[], bool], poll_s: float, job
         time.sleep(poll_s)
 
 
-def submit(executor: Any, kind: str, main: Callable[..., int], notebook: str, overrides: dict[str, Any],
-           outputs_root: Path, log: Path, env: dict[str, str]) -> tuple[Any, dict[str, Any]]:
+def submit(
+    executor: Any,
+    kind: str,
+    main: Callable[..., int],
+    notebook: str,
+    overrides: dict[str, Any],
+    outputs_root: Path,
+    log: Path,
+    env: dict[str, str],
+) -> tuple[Any, dict[str, Any]]:
     """Submit one point as one job running ``main`` (``sweep.job_main``); return submitit's handle
     and the registry entry."""
     job = executor.submit(main, notebook, overrides, str(outputs_root), str(log), env)
-    entry = {"job_id": str(job.job_id), "executor": kind, "log": str(log), "folder": str(executor.folder),
-             "submitted": datetime.now().isoformat(timespec="seconds")}
+    entry = {
+        "job_id": str(job.job_id),
+        "executor": kind,
+        "log": str(log),
+        "folder": str(executor.folder),
+        "submitted": datetime.now().isoformat(timespec="seconds"),
+    }
     return job, entry

@@ -24,10 +24,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from arrank.workbook import paths
-from arrank.workbook.outputs import OutputsNotWritableError, RunExistsError, run_path
-from arrank.workbook.params import ParamError
-from arrank.workbook.run import RunFailedError, run_notebook
+from arrank.common import paths
+from arrank.common.findings import note
+from arrank.common.outputs import OutputsNotWritableError, RunExistsError, run_path
+from arrank.common.params import ParamError
+from arrank.workbook.run import (
+    RunFailedError,
+    RunInterruptedError,
+    error_lines,
+    exit_code,
+    interrupt_on_signals,
+    restore_signals,
+    run_notebook,
+)
 
 WORKBOOK_SWEEP = "sweeps/table1_wordnet_workbook.yaml"
 
@@ -54,10 +63,26 @@ def stages() -> list[dict[str, Any]]:
         if source.stem.startswith("05"):
             out.append({"name": f"sweep {sweep.name}", "kind": "sweep", "overrides": {}, "prefix": "05"})
             continue
-        overrides = ({"train_run": fractional} if source.stem.startswith("06") else
-                     {"arr_runs": f"{sweep.name}-*"} if source.stem.startswith("07") else {})
+        overrides = (
+            {"train_run": fractional}
+            if source.stem.startswith("06")
+            else {"arr_runs": f"{sweep.name}-*"}
+            if source.stem.startswith("07")
+            else {}
+        )
         out.append({"name": source.stem, "kind": "notebook", "overrides": overrides, "prefix": source.stem[:2]})
     return out
+
+
+def workbook_jobs(points: int) -> int:
+    """How many of the workbook sweep's points run at once: one per usable core (at most one per
+    point), each with one torch thread (``sweep.thread_env``). One-thread processes never wait on
+    each other, so a busy process beside them costs each its share of a core, where a 2-thread
+    training stalls (the rule of docs/measurements.md, "Threads on a busy machine")."""
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, points))
 
 
 def _run_sweep_stage() -> str:
@@ -68,15 +93,16 @@ def _run_sweep_stage() -> str:
     try:
         if all(s == "done" for s in point_states(sweep)):
             return "done earlier"
-        rows = run_sweep(sweep)
+        rows = run_sweep(sweep, jobs=workbook_jobs(len(sweep.points)))
     except (SweepError, OutputsNotWritableError) as err:  # stale runs, unwritable outputs: said, not raised
         return f"FAILED: {err}"
     failed = [r["run_name"] for r in rows if r["status"] == "failed"]
     return f"FAILED: points {failed} (logs in outputs/sweeps/{sweep.name}/logs/)" if failed else "ran"
 
 
-def run_workbook(run_name: str = "workbook", only: list[str] | None = None,
-                 extra: dict[str, str] | None = None) -> list[dict]:
+def run_workbook(
+    run_name: str = "workbook", only: list[str] | None = None, extra: dict[str, str] | None = None
+) -> list[dict]:
     """Run (or skip, when finished earlier) each stage; return one status row per stage."""
     rows = []
     for stage in stages():
@@ -92,13 +118,20 @@ def run_workbook(run_name: str = "workbook", only: list[str] | None = None,
                 status = "done earlier"
             else:
                 try:
-                    run_notebook(stage["name"], {"profile": "quick", "run_name": run_name,
-                                                 **stage["overrides"], **(extra or {})})
+                    run_notebook(
+                        stage["name"], {"profile": "quick", "run_name": run_name, **stage["overrides"], **(extra or {})}
+                    )
                     status = "ran"
                 except (RunFailedError, ParamError, RunExistsError, OutputsNotWritableError) as err:
                     status = f"FAILED: {err}"
-        rows.append({"notebook": stage["name"], "status": status,
-                     "seconds": round(time.perf_counter() - start, 1), "dir": str(target)})
+        rows.append(
+            {
+                "notebook": stage["name"],
+                "status": status,
+                "seconds": round(time.perf_counter() - start, 1),
+                "dir": str(target),
+            }
+        )
     return rows
 
 
@@ -119,48 +152,67 @@ def summary(rows: list[dict]) -> str:
 
 def table1_summary() -> str:
     """The workbook sweep's table (percent) as Markdown, or a line saying why there is none."""
+    from arrank.results import tables
     from arrank.workbook import report
 
     try:
         frame = report.collect(_sweep())
-        return report.markdown(report.results_table(frame))
+        return tables.markdown(tables.results_table(frame, per_query=report.per_query_frame(_sweep(), frame)))
     except Exception as err:  # the summary must never hide the stage table above it
         return f"(no Table 1 summary: {type(err).__name__}: {err})"
 
 
 def findings_summary(run_name: str = "workbook") -> str:
     """The CPU-scale reproduction checks: Table 1's findings on the workbook sweep
-    (``report.table1_findings``) and Figure 3's on notebook 07's run, as Markdown."""
+    (``results.table1``, each decided by the interval of its per-query difference) and Figure 3's
+    on notebook 07's run (``results.figure3``, the verdicts and intervals its results.json
+    records), as Markdown: holds / does not hold / undecided, with the interval in words."""
+    from arrank.common.findings import findings_markdown
+    from arrank.results.figure3 import findings_rows
+    from arrank.results.table1 import table1_findings
     from arrank.workbook import report
 
-    lines = ["| finding | holds | numbers |", "|---|---|---|"]
     try:
-        for _, row in report.table1_findings(report.collect(_sweep())).iterrows():
-            lines.append(f"| {row['check']} | {row['holds']} | {row['numbers']} |")
+        frame = report.collect(_sweep())
+        found = table1_findings(frame, per_query=report.per_query_frame(_sweep(), frame))
     except Exception as err:  # never hide the stage table above it
-        lines.append(f"| Table 1 findings | n/a | {type(err).__name__}: {err} |")
+        found = [note(f"Table 1 findings: not available ({type(err).__name__}: {err})")]
     results = run_path("07_de_ce_baselines", run_name) / "results.json"
     if results.exists():
-        from arrank.baselines.figure3 import findings_rows
-
-        for row in findings_rows(json.loads(results.read_text())["metrics"]):
-            lines.append(f"| {row['paper']} | {row['holds']} | {row['numbers']} |")
-    return "\n".join(lines)
+        found += findings_rows(json.loads(results.read_text())["metrics"])
+    return findings_markdown(found)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line entry point; exit 1 when a stage failed."""
+    """Command line entry point; exit 1 when a stage failed; Ctrl-C, SIGTERM or SIGHUP: one
+    ``interrupted:`` line (what was kept, how to go on) and 128 + the signal (130 for Ctrl-C)."""
     parser = argparse.ArgumentParser(prog="python -m arrank.workbook", description=__doc__.split("\n")[0])
     parser.add_argument("--run-name", default="workbook", help="run directory name (default: workbook)")
     parser.add_argument("--only", nargs="*", help="notebook stems or number prefixes to run")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    rows = run_workbook(args.run_name, args.only)
+    previous = interrupt_on_signals()
+    try:
+        rows = run_workbook(args.run_name, args.only)
+    except KeyboardInterrupt as err:
+        said = (
+            str(err)
+            if isinstance(err, RunInterruptedError)
+            else "the workbook stopped; finished stages and sweep points are kept: run the same command again to go on"
+        )
+        print(error_lines(said, "interrupted: "), file=sys.stderr)
+        return exit_code(err)
+    finally:
+        restore_signals(previous)
     print(summary(rows))
     print("\nTable 1, quick (workbook sweep; percent):\n" + table1_summary())
-    print("\nCPU-scale reproduction of the paper's findings (Figure 3: ARR on its training queries as the DE / CE, "
-          "its held-out curve beside):\n" + findings_summary(args.run_name))
-    print(f"\nresults: {paths.OUTPUTS}/<notebook>/{args.run_name}/ (results.json, figures .html/.png, tables .csv); "
-          f"the sweep's runs: {paths.OUTPUTS}/05_train/<sweep point>/")
+    print(
+        "\nCPU-scale reproduction of the paper's findings (Figure 3: ARR on its training queries as the DE / CE, "
+        "its held-out curve beside):\n" + findings_summary(args.run_name)
+    )
+    print(
+        f"\nresults: {paths.OUTPUTS}/<notebook>/{args.run_name}/ (results.json, figures .html/.png, tables .csv); "
+        f"the sweep's runs: {paths.OUTPUTS}/05_train/<sweep point>/"
+    )
     failed = [r for r in rows if r["status"].startswith("FAILED")]
     for row in failed:
         print(f"{row['notebook']}: {row['status']}", file=sys.stderr)

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from arrank.workbook import paths
+from arrank.common import paths
 from arrank.workbook.book.executed import for_the_book
 from arrank.workbook.book.pages import index_page, results_page, unlink_missing
 
@@ -35,7 +35,7 @@ class BookError(RuntimeError):
 def executed_notebooks(run_name: str = "workbook") -> dict[str, Path]:
     """Each workbook notebook's executed ``.ipynb`` from ``make workbook``'s run ``run_name``, in
     paper order (notebook 05: the sweep point that notebook 06 evaluates), whether it exists or not."""
-    from arrank.workbook.outputs import run_path
+    from arrank.common.outputs import run_path
     from arrank.workbook.whole import stages
 
     found: dict[str, Path] = {}
@@ -63,7 +63,9 @@ def _copy_static(static: Path) -> None:
 
     (static / "mathjax").mkdir(parents=True, exist_ok=True)
     shutil.copy2(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", static / "plotly.min.js")
-    shutil.copy2(Path(distribution("sphinx-mathjax-offline").locate_file(MATHJAX)), static / "mathjax" / "tex-svg-full.js")
+    shutil.copy2(
+        Path(distribution("sphinx-mathjax-offline").locate_file(MATHJAX)), static / "mathjax" / "tex-svg-full.js"
+    )
 
 
 def _run_label(run_name: str, results: Path | None) -> str:
@@ -91,8 +93,9 @@ def write_sources(src: Path, notebooks: dict[str, Path], run_name: str) -> list[
     pages = [f"notebooks/{stem}" for stem in loaded]
     (src / "index.md").write_text(index_page((SITE_SOURCES / "landing.md").read_text(), pages, missing))
     first = notebooks[next(iter(loaded))].parent / "results.json" if loaded else None
-    (src / "results.md").write_text(results_page(loaded, table1_summary(), findings_summary(run_name),
-                                                 _run_label(run_name, first)))
+    (src / "results.md").write_text(
+        results_page(loaded, table1_summary(), findings_summary(run_name), _run_label(run_name, first))
+    )
     return missing
 
 
@@ -157,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     except BookError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    print(f"book built in {time.perf_counter() - start:.1f} s: open file://{index}\n"
-          f"to share: {index.parent.parent / 'book.zip'} (the same folder, zipped; any static host serves it)")
+    print(
+        f"book built in {time.perf_counter() - start:.1f} s: open file://{index}\n"
+        f"to share: {index.parent.parent / 'book.zip'} (the same folder, zipped; any static host serves it)"
+    )
     return 0

@@ -30,8 +30,15 @@ def plotly_fragment(figure: dict[str, Any], div_id: str) -> str:
     ``Plotly`` object: no plotly.js, no MathJax tag, no request."""
     import plotly.io as pio
 
-    return pio.to_html(figure, include_plotlyjs=False, include_mathjax=False, full_html=False,
-                       div_id=div_id, validate=False, config={"responsive": True})
+    return pio.to_html(
+        figure,
+        include_plotlyjs=False,
+        include_mathjax=False,
+        full_html=False,
+        div_id=div_id,
+        validate=False,
+        config={"responsive": True},
+    )
 
 
 def progress_text(model_id: str, state: dict[str, Any]) -> str | None:
@@ -40,8 +47,11 @@ def progress_text(model_id: str, state: dict[str, Any]) -> str | None:
     box = state.get(model_id, {})
     children = [c.removeprefix("IPY_MODEL_") for c in box.get("state", {}).get("children", [])]
     parts = [state.get(c, {}) for c in children]
-    if box.get("model_name") != "HBoxModel" or [p.get("model_name") for p in parts] != \
-            ["HTMLModel", "FloatProgressModel", "HTMLModel"]:
+    if box.get("model_name") != "HBoxModel" or [p.get("model_name") for p in parts] != [
+        "HTMLModel",
+        "FloatProgressModel",
+        "HTMLModel",
+    ]:
         return None
     left, bar, right = (p["state"] for p in parts)
     done = bar.get("value", 0) / bar["max"] if bar.get("max") else 0.0
@@ -66,8 +76,10 @@ def _output(output: dict[str, Any], widgets: dict[str, Any], n: int) -> dict[str
     data = output.get("data", {})
     if PLOTLY_MIME in data:
         new = copy.deepcopy(output)
-        new["data"] = {"text/html": plotly_fragment(data[PLOTLY_MIME], f"plotly-figure-{n}"),
-                       PLOTLY_MIME: data[PLOTLY_MIME]}
+        new["data"] = {
+            "text/html": plotly_fragment(data[PLOTLY_MIME], f"plotly-figure-{n}"),
+            PLOTLY_MIME: data[PLOTLY_MIME],
+        }
         return new
     if WIDGET_VIEW_MIME in data:
         text = progress_text(data[WIDGET_VIEW_MIME].get("model_id", ""), widgets)
@@ -100,7 +112,8 @@ def for_the_book(nb: dict[str, Any]) -> dict[str, Any]:
 def is_look_for_heading(cell: dict[str, Any]) -> bool:
     """A Markdown cell headed "What to look for" (the findings cell of a notebook follows it)."""
     return cell["cell_type"] == "markdown" and any(
-        line.startswith("#") and LOOK_FOR in line for line in _text(cell["source"]).splitlines())
+        line.startswith("#") and LOOK_FOR in line for line in _text(cell["source"]).splitlines()
+    )
 
 
 def look_for_markdown(nb: dict[str, Any]) -> str:
@@ -109,8 +122,11 @@ def look_for_markdown(nb: dict[str, Any]) -> str:
     cells = nb["cells"]
     for i, cell in enumerate(cells[:-1]):
         if is_look_for_heading(cell):
-            return "".join(_text(o["data"]["text/markdown"]) for o in cells[i + 1].get("outputs", [])
-                           if "text/markdown" in o.get("data", {}))
+            return "".join(
+                _text(o["data"]["text/markdown"])
+                for o in cells[i + 1].get("outputs", [])
+                if "text/markdown" in o.get("data", {})
+            )
     return ""
 
 

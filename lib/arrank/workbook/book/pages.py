@@ -16,9 +16,24 @@ def index_page(landing: str, pages: list[str], missing: list[str]) -> str:
     lines = [landing.rstrip(), ""]
     if missing:
         lines += [f"*Not in this book (no finished run): {', '.join(missing)}.*", ""]
-    lines += ["```{toctree}", ":maxdepth: 1", ":caption: The notebooks, in paper order", "",
-              "\n".join(pages), "```", "", "```{toctree}", ":maxdepth: 1", ":caption: The group", "",
-              "results", "meetings", "running", "```", ""]
+    lines += [
+        "```{toctree}",
+        ":maxdepth: 1",
+        ":caption: The notebooks, in paper order",
+        "",
+        "\n".join(pages),
+        "```",
+        "",
+        "```{toctree}",
+        ":maxdepth: 1",
+        ":caption: The group",
+        "",
+        "results",
+        "meetings",
+        "running",
+        "```",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -51,20 +66,39 @@ def results_page(notebooks: dict[str, dict[str, Any]], table1: str, findings: st
     """The results page: Table 1 (``table1``: Markdown, from the workbook sweep's results.json
     files), Figure 3 (the figures notebook 07 drew), the findings table ``make workbook`` prints
     (``findings``) and each notebook's "What to look for" findings as its run printed them."""
-    out = ["# The results of this run", "",
-           f"Everything on this page is read from the workbook's outputs ({run_label}): the run's "
-           "`results.json` files and what the executed notebooks printed and drew. CVR, nDCG and R@k "
-           "are in percent; CVR is better lower, the others higher.", "",
-           "## Table 1 at CPU scale (WordNet, held-out queries)", "", table1.strip() or "*No Table 1 run.*", ""]
+    out = [
+        "# The results of this run",
+        "",
+        f"Everything on this page is read from the workbook's outputs ({run_label}): the run's "
+        "`results.json` files and what the executed notebooks printed and drew. CVR, nDCG and R@k "
+        "are in percent; CVR is better lower, the others higher.",
+        "",
+        "## Table 1 at CPU scale (WordNet, held-out queries)",
+        "",
+        table1.strip() or "*No Table 1 run.*",
+        "",
+    ]
     t1 = figures_titled(notebooks.get("08_results", {"cells": []}), "R@k per variant")
     out += [_raw_figure(fig, f"results-table1-{i}") for i, fig in enumerate(t1)]
     out += ["## Figure 3: ARR beside dual and cross encoders", ""]
     f3 = figures_titled(notebooks.get("07_de_ce_baselines", {"cells": []}), "Figure 3")
     out += [_raw_figure(fig, f"results-figure3-{i}") for i, fig in enumerate(f3)] or ["*No Figure 3 run.*", ""]
-    out += ["## The paper's findings, checked at CPU scale", "", findings.strip(), "",
-            "## What each notebook's run shows", ""]
+    out += [
+        "## The paper's findings, checked at CPU scale",
+        "",
+        findings.strip(),
+        "",
+        "## What each notebook's run shows",
+        "",
+    ]
     for stem, nb in notebooks.items():
         text = look_for_markdown(nb).strip()
-        out += [f"### {first_heading(nb) or stem}", "",
-                f"From [its page](notebooks/{stem}.ipynb), \"What to look for\":", "", text or "*(nothing printed)*", ""]
+        out += [
+            f"### {first_heading(nb) or stem}",
+            "",
+            f'From [its page](notebooks/{stem}.ipynb), "What to look for":',
+            "",
+            text or "*(nothing printed)*",
+            "",
+        ]
     return "\n".join(out)

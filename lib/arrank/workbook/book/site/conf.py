@@ -6,25 +6,25 @@ copyright = "the workbook's authors; the paper: arXiv 2601.05588"
 extensions = ["myst_nb"]
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 
-nb_execution_mode = "off"            # never execute: the pages show the workbook's own run
-nb_ipywidgets_js = {}                # no widget JavaScript (from a CDN): progress bars are text here
+nb_execution_mode = "off"  # never execute: the pages show the workbook's own run
+nb_ipywidgets_js = {}  # no widget JavaScript (from a CDN): progress bars are text here
 nb_merge_streams = True
 nb_mime_priority_overrides = [("html", "application/vnd.plotly.v1+json", None)]
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "html_image"]
 myst_heading_anchors = 3
-myst_dmath_double_inline = True      # $$...$$ inside a paragraph, as the notebooks write it (JupyterLab reads it so)
+myst_dmath_double_inline = True  # $$...$$ inside a paragraph, as the notebooks write it (JupyterLab reads it so)
 
 html_theme = "sphinx_book_theme"
 html_title = "Autoregressive Ranking: the workbook"
 html_static_path = ["_static"]
-html_js_files = ["plotly.min.js"]    # one copy of plotly.js for every figure, in each page's head
+html_js_files = ["plotly.min.js"]  # one copy of plotly.js for every figure, in each page's head
 html_copy_source = False
 html_show_sourcelink = False
 html_theme_options = {
     "use_download_button": False,
     "use_fullscreen_button": False,
     "show_toc_level": 2,
-    "navbar_persistent": [],         # no second search box in a header bar (the sidebar has one)
+    "navbar_persistent": [],  # no second search box in a header bar (the sidebar has one)
 }
 # MathJax 3 from the local copy in _static/mathjax (the PyPI package sphinx-mathjax-offline):
 # TeX to SVG in one file, no web fonts, no CDN

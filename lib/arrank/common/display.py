@@ -50,9 +50,15 @@ def percent_text(values: Any, digits: int = 1, sep: str = " ") -> str:
 def percent_series(m: Mapping[str, Any], digits: int = 2) -> pd.Series:
     """A flat metrics dict for display: its percent metrics x100 under ``metric_title``
     names, the rest as they are."""
-    return pd.Series({metric_title(k) if is_percent_metric(k) else k:
-                      round(percent(v), digits) if is_percent_metric(k) and isinstance(v, (int, float)) else v
-                      for k, v in m.items()}, dtype=object)
+    return pd.Series(
+        {
+            metric_title(k) if is_percent_metric(k) else k: round(percent(v), digits)
+            if is_percent_metric(k) and isinstance(v, (int, float))
+            else v
+            for k, v in m.items()
+        },
+        dtype=object,
+    )
 
 
 def percent_table(frame: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
@@ -141,32 +147,6 @@ def percent_values(m: Mapping[str, Any], keys: Iterable[str]) -> list[Any]:
     return [percent(m.get(k)) for k in keys]
 
 
-VERDICTS = {True: "holds here", False: "does **not** hold here", None: "cannot be checked here"}
-NOTE = "note"
-
-
-def finding(paper: str, holds: bool | None, numbers: str) -> dict[str, Any]:
-    """One row of a "what to look for" cell: the paper's finding (or the fact checked), whether
-    this run agrees (None: it lacks what the check needs) and the numbers compared."""
-    return {"paper": paper, "holds": None if holds is None else bool(holds), "numbers": numbers}
-
-
-def note(text: str) -> dict[str, Any]:
-    """A row of a "what to look for" cell that states numbers and checks nothing."""
-    return {"paper": text, "holds": NOTE, "numbers": ""}
-
-
-def findings_markdown(rows: Iterable[Mapping[str, Any]], intro: str = "") -> str:
-    """The rows of ``finding`` and ``note`` as a Markdown list: ``- <finding>: holds here (numbers)``."""
-    lines = [intro] if intro else []
-    for row in rows:
-        if row["holds"] == NOTE:
-            lines.append(f"- {row['paper']}")
-        else:
-            lines.append(f"- {row['paper']}: {VERDICTS[row['holds']]} ({row['numbers']})")
-    return "\n".join(lines) + "\n"
-
-
 def log_axis(fig, values: Iterable[float], axis: str = "yaxis") -> Any:
     """``axis`` on a log scale with labelled ticks at 1, 2, 5 x 10^k over the range of ``values``
     (plotly's default labels the minor ticks with bare digits, ``2 3 ... 9``, which read as the
@@ -177,7 +157,7 @@ def log_axis(fig, values: Iterable[float], axis: str = "yaxis") -> Any:
     import math
 
     lo, hi = math.floor(math.log10(min(positive))), math.ceil(math.log10(max(positive)))
-    ticks = [m * 10.0 ** e for e in range(lo, hi + 1) for m in (1, 2, 5)]
+    ticks = [m * 10.0**e for e in range(lo, hi + 1) for m in (1, 2, 5)]
     ticks = [t for t in ticks if min(positive) / 2.5 <= t <= max(positive) * 2.5]
     fig.update_layout({axis: {"type": "log", "tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks]}})
     return fig

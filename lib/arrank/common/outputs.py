@@ -9,8 +9,8 @@ passes it through the ``ARRANK_RUN_DIR`` environment variable; run interactively
 ``start_run`` creates the run directory itself and refuses one that exists.
 
 Reliability (docs/reliability.md): a run name is claimed by one process at a time (``claim_run``,
-an exclusive lock on ``.<run_name>.lock`` that holds the pid and is released by the kernel when
-the process dies); the staging folders of dead runs become ``<run_name>.failed-<time>``
+an exclusive ``filelock`` on ``.<run_name>.lock`` that holds the pid and is released by the kernel
+when the process dies); the staging folders of dead runs become ``<run_name>.failed-<time>``
 (``tidy_partials``); a notebook that checkpoints (05) keeps its resolved parameters beside its
 checkpoints and a resume with other parameters is refused (``check_resume``); files and folders
 are written with the permissions the umask gives (``umask_permissions``), never 0600/0700.
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import errno
 import fcntl
 import glob
 import json
@@ -36,8 +35,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator
 
-from arrank.workbook import paths, processes
-from arrank.workbook.params import ParamError
+from arrank.common import paths, processes
+from arrank.common.params import ParamError
 
 RUN_DIR_ENV = "ARRANK_RUN_DIR"
 RESUME_PARAMS = "params.json"  # the resolved parameters of the run that made the checkpoints
@@ -75,8 +74,11 @@ def finished_runs(stem: str, root: Path | None = None) -> list[Path]:
     """The finished runs of a notebook (folders with a results.json; staging and failed folders
     start with '.' or end in '.failed-<time>' and are left out), oldest first by results.json time."""
     folder = (root or paths.OUTPUTS) / stem
-    runs = [p.parent for p in folder.glob("*/results.json")
-            if not p.parent.name.startswith(".") and ".failed-" not in p.parent.name]
+    runs = [
+        p.parent
+        for p in folder.glob("*/results.json")
+        if not p.parent.name.startswith(".") and ".failed-" not in p.parent.name
+    ]
     return sorted(runs, key=lambda p: ((p / "results.json").stat().st_mtime, p.name))
 
 
@@ -90,8 +92,10 @@ def find_run(stem: str, name: str, root: Path | None = None) -> Path:
     if match:
         return match[0]
     known = [p.name for p in runs[-10:]]
-    raise FileNotFoundError(f"no finished {stem} run named {name!r} under {(root or paths.OUTPUTS) / stem}; "
-                            f"finished runs: {known or 'none (run that notebook first)'}")
+    raise FileNotFoundError(
+        f"no finished {stem} run named {name!r} under {(root or paths.OUTPUTS) / stem}; "
+        f"finished runs: {known or 'none (run that notebook first)'}"
+    )
 
 
 def checkpoints_dir(stem: str, run_name: str, root: Path | None = None) -> Path:
@@ -111,41 +115,32 @@ def _lock_pid(path: Path) -> str:
         return "?"
 
 
-def claim_run(stem: str, run_name: str, root: Path | None = None) -> int:
-    """Claim a run name for this process: an exclusive ``flock`` on ``.<run_name>.lock``, which
-    holds the pid; returns the open descriptor (``release_run`` gives it back). The kernel drops
-    the lock when the process dies, so a killed run never blocks its name. A second process gets
-    ``RunInProgressError`` naming the holder's pid, so two runs never share a name, a staging
-    folder or checkpoints."""
+def claim_run(stem: str, run_name: str, root: Path | None = None) -> Any:
+    """Claim a run name for this process: an exclusive lock (``filelock``: ``flock`` on
+    ``.<run_name>.lock``, which holds the pid); returns the lock, whose ``release()`` gives it
+    back (the file stays: filelock never unlinks a lock file, which would split waiters across two
+    files of one name). The kernel drops the lock when the process dies, so a killed run never
+    blocks its name. A second claim, even from this process, gets ``RunInProgressError`` naming
+    the holder's pid, so two runs never share a name, a staging folder or checkpoints."""
+    from filelock import FileLock, Timeout
+
     path = lock_path(stem, run_name, root)
     writable_folder(path.parent)
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as err:
-            os.close(fd)
-            if err.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
-            raise RunInProgressError(
-                f"{stem} run {run_name!r} is in progress (pid {_lock_pid(path)}): wait for it to finish, "
-                "or pass another run_name (or auto)") from None
-        try:  # the holder before us may have removed the file after we opened it: retry on the new one
-            if os.fstat(fd).st_ino == os.stat(path).st_ino:
-                break
-        except FileNotFoundError:
-            pass
-        os.close(fd)
+    lock = FileLock(path, timeout=0, mode=0o666 & ~_umask(), on_acquired=_write_pid)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise RunInProgressError(
+            f"{stem} run {run_name!r} is in progress (pid {_lock_pid(path)}): wait for it to finish, "
+            "or pass another run_name (or auto)"
+        ) from None
+    return lock
+
+
+def _write_pid(fd: int) -> None:
+    """What a run's lock file holds: the pid of the process that holds it."""
     os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
-    return fd
-
-
-def release_run(fd: int, stem: str, run_name: str, root: Path | None = None) -> None:
-    """Give back a name claimed by ``claim_run``: remove the lock file, then drop the lock."""
-    with contextlib.suppress(FileNotFoundError):
-        lock_path(stem, run_name, root).unlink()
-    os.close(fd)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
 
 
 def run_in_progress(stem: str, run_name: str, root: Path | None = None) -> str | None:
@@ -198,13 +193,13 @@ def tidy_abandoned(stem: str, root: Path | None = None) -> list[Path]:
     moved = []
     for name in names:
         try:
-            fd = claim_run(stem, name, root)
+            lock = claim_run(stem, name, root)
         except RunInProgressError:
             continue
         try:
             moved += tidy_partials(stem, name, root)
         finally:
-            release_run(fd, stem, name, root)
+            lock.release()
     return moved
 
 
@@ -221,13 +216,17 @@ def writable_folder(folder: Path) -> Path:
         blocked = next((p for p in [folder, *folder.parents] if p.exists()), folder)
         raise OutputsNotWritableError(
             f"cannot write to {blocked} ({err.strerror or err}), where this run writes {folder}: "
-            f"make it writable (e.g. chmod u+w {blocked}) or set ARRANK_OUTPUTS to a writable folder") from None
+            f"make it writable (e.g. chmod u+w {blocked}) or set ARRANK_OUTPUTS to a writable folder"
+        ) from None
     return folder
 
 
+RESUME_FREE = ("run_name", "save_steps")  # may differ on a resume: they do not change what is trained
+
+
 def resume_params(params: dict[str, Any]) -> dict[str, Any]:
-    """The parameters that must agree for a resume: all but ``run_name``, as JSON gives them back."""
-    return json.loads(json.dumps({k: v for k, v in params.items() if k != "run_name"}, default=_jsonable))
+    """The parameters that must agree for a resume: all but ``RESUME_FREE``, as JSON gives them back."""
+    return json.loads(json.dumps({k: v for k, v in params.items() if k not in RESUME_FREE}, default=_jsonable))
 
 
 def has_checkpoints(folder: Path) -> bool:
@@ -246,8 +245,11 @@ def resume_diff(folder: Path, params: dict[str, Any]) -> dict[str, tuple[Any, An
         then = json.loads((folder / RESUME_PARAMS).read_text())
     except (OSError, ValueError):
         return {"<parameters>": ("not recorded", "given")}
-    return {k: (then.get(k, "<absent>"), now.get(k, "<absent>")) for k in sorted(set(then) | set(now))
-            if then.get(k, "<absent>") != now.get(k, "<absent>")}
+    return {
+        k: (then.get(k, "<absent>"), now.get(k, "<absent>"))
+        for k in sorted(set(then) | set(now))
+        if then.get(k, "<absent>") != now.get(k, "<absent>")
+    }
 
 
 def check_resume(folder: Path, params: dict[str, Any]) -> None:
@@ -261,7 +263,8 @@ def check_resume(folder: Path, params: dict[str, Any]) -> None:
     raise ResumeError(
         f"{folder} holds the checkpoint of an interrupted run (step {steps[-1] if steps else '?'}) made with "
         f"other parameters: {listed}. Resuming would mix two runs. Either run again with the parameters "
-        f"it was made with, or pass another run_name (or auto), or delete {folder} to start this name afresh")
+        f"it was made with, or pass another run_name (or auto), or delete {folder} to start this name afresh"
+    )
 
 
 def record_resume_params(folder: Path, params: dict[str, Any]) -> Path:
@@ -308,22 +311,27 @@ def start_run(stem: str, params: dict[str, Any]) -> Path:
     if staged:
         return Path(staged)
     if processes.world_size() > 1:
-        raise ParamError(f"{stem} is one of {processes.world_size()} processes (WORLD_SIZE) but not under the "
-                         "runner, which decides which process writes the run: launch "
-                         f"`torchrun --nproc_per_node N -m arrank.workbook.run {stem} -p run_name NAME ...`")
+        raise ParamError(
+            f"{stem} is one of {processes.world_size()} processes (WORLD_SIZE) but not under the "
+            "runner, which decides which process writes the run: launch "
+            f"`torchrun --nproc_per_node N -m arrank.workbook.run {stem} -p run_name NAME ...`"
+        )
     name = resolve_run_name(params["run_name"], params["profile"])
     target = run_path(stem, name)
     writable_folder(target.parent)
     holder = run_in_progress(stem, name)
     if holder:
-        raise RunInProgressError(f"{stem} run {name!r} is in progress (pid {holder}) under the runner; "
-                                 "set run_name to a new name (or 'auto')")
+        raise RunInProgressError(
+            f"{stem} run {name!r} is in progress (pid {holder}) under the runner; "
+            "set run_name to a new name (or 'auto')"
+        )
     try:
         target.mkdir()
     except FileExistsError:
         raise RunExistsError(
             f"run directory {target} exists; set run_name to a new name (or 'auto'), "
-            "or delete that directory to run again") from None
+            "or delete that directory to run again"
+        ) from None
     return target
 
 
@@ -372,8 +380,11 @@ def save_figure(fig: Any, run_dir: Path, name: str, width: int = 900, height: in
     fig.write_html(html, include_plotlyjs="directory")
     written = [html]
     if png_backend() is None:
-        warnings.warn(f"no Chromium found, so {name}.png was not written; install it "
-                      "(as root: apt-get install chromium) or set BROWSER_PATH", stacklevel=2)
+        warnings.warn(
+            f"no Chromium found, so {name}.png was not written; install it "
+            "(as root: apt-get install chromium) or set BROWSER_PATH",
+            stacklevel=2,
+        )
         return written
     png = run_dir / f"{name}.png"
     _png_server()
@@ -403,9 +414,15 @@ def env_info() -> dict[str, Any]:
         if mod is not None:
             info[module] = getattr(mod, "__version__", "?")
     try:
-        info["git_commit"] = subprocess.run(
-            ["git", "-C", str(paths.ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, timeout=5).stdout.strip() or None
+        info["git_commit"] = (
+            subprocess.run(
+                ["git", "-C", str(paths.ROOT), "rev-parse", "--short", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            ).stdout.strip()
+            or None
+        )
     except (OSError, subprocess.SubprocessError):
         info["git_commit"] = None
     return info
@@ -431,8 +448,9 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"cannot write {type(value).__name__} to results.json")
 
 
-def write_results(run_dir: Path, notebook: str, params: dict[str, Any], metrics: dict[str, Any],
-                  timings: dict[str, float]) -> Path:
+def write_results(
+    run_dir: Path, notebook: str, params: dict[str, Any], metrics: dict[str, Any], timings: dict[str, float]
+) -> Path:
     """Write ``results.json`` = {"notebook", "params", "metrics", "timings", "env"}.
 
     It is written last by a notebook: a run directory with a results.json is a finished run.
@@ -440,6 +458,5 @@ def write_results(run_dir: Path, notebook: str, params: dict[str, Any], metrics:
     bad = [k for k in metrics if not isinstance(k, str) or "/" in k]
     if bad:
         raise ValueError(f"metric names must be flat strings without '/': {bad}")
-    payload = {"notebook": notebook, "params": params, "metrics": metrics,
-               "timings": timings, "env": env_info()}
+    payload = {"notebook": notebook, "params": params, "metrics": metrics, "timings": timings, "env": env_info()}
     return write_json_atomic(run_dir / "results.json", payload)

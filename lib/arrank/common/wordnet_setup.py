@@ -8,7 +8,7 @@ Order of preference (``ensure_wordnet``):
 3. running as root with apt: ``apt-get install`` those two packages, then step 2;
 4. otherwise a ``WordNetMissingError`` that says exactly how to get it.
 
-Command line: ``python -m arrank.workbook.wordnet_setup`` (used by ``make test`` and ``make workbook``).
+Command line: ``python -m arrank.common.wordnet_setup`` (used by ``make test`` and ``make workbook``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from arrank.workbook.paths import NLTK_DATA
+from arrank.common.paths import NLTK_DATA
 
 DEBIAN_WORDNET = Path("/usr/share/wordnet")
 DEBIAN_LEXNAMES_MAN = Path("/usr/share/man/man5/lexnames.5WN.gz")
@@ -39,7 +39,7 @@ class WordNetMissingError(RuntimeError):
 HOW_TO = (
     "WordNet 3.0 is not available to NLTK. Install it one of these ways, then re-run:\n"
     "  * as root: apt-get update && apt-get install wordnet-base wordnet-sense-index\n"
-    "    (then `python -m arrank.workbook.wordnet_setup` copies it into data/nltk_data), or\n"
+    "    (then `python -m arrank.common.wordnet_setup` copies it into data/nltk_data), or\n"
     "  * python -c \"import nltk; nltk.download('wordnet')\" where NLTK's server is reachable."
 )
 
@@ -76,8 +76,8 @@ def wordnet_version() -> str | None:
     if root is None:
         return None
     if not root.is_dir():
-        from nltk.corpus.reader.wordnet import WordNetCorpusReader
         import nltk
+        from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
         return WordNetCorpusReader(nltk.data.find("corpora/wordnet"), None).get_version()
     with open(root / "data.noun", encoding="utf-8", errors="replace") as fh:
@@ -106,8 +106,9 @@ def _read_manpage(path: Path) -> str:
         return fh.read()
 
 
-def install_from_debian(source: Path = DEBIAN_WORDNET, manpage: Path = DEBIAN_LEXNAMES_MAN,
-                        dest_root: Path = NLTK_DATA) -> Path:
+def install_from_debian(
+    source: Path = DEBIAN_WORDNET, manpage: Path = DEBIAN_LEXNAMES_MAN, dest_root: Path = NLTK_DATA
+) -> Path:
     """Copy Debian's WordNet 3.0 files into ``dest_root/corpora/wordnet`` with a generated lexnames.
 
     The copy is built in a temporary folder beside the destination and renamed into place at the
@@ -127,7 +128,7 @@ def install_from_debian(source: Path = DEBIAN_WORDNET, manpage: Path = DEBIAN_LE
     (tmp / "lexnames").write_text("\n".join(lexnames_from_manpage(_read_manpage(manpage))) + "\n")
     if dest.exists():
         shutil.rmtree(dest)
-    from arrank.workbook.outputs import umask_permissions
+    from arrank.common.outputs import umask_permissions
 
     umask_permissions(tmp).rename(dest)  # mkdtemp's 0700 would hide WordNet from other users
     return dest
@@ -143,8 +144,12 @@ def apt_install(packages: tuple[str, ...] = DEBIAN_PACKAGES) -> None:
         raise AptUnavailableError(f"cannot apt-get install {list(packages)}: not root, or no apt-get")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     subprocess.run(["apt-get", "update", "-q"], check=True, env=env, stdout=subprocess.DEVNULL)
-    subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages],
-                   check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        ["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages],
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def ensure_wordnet(allow_apt: bool = True, verbose: bool = True) -> str:
@@ -181,7 +186,7 @@ def load_wordnet():
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line entry point: ``python -m arrank.workbook.wordnet_setup [--no-apt]``."""
+    """Command line entry point: ``python -m arrank.common.wordnet_setup [--no-apt]``."""
     argv = sys.argv[1:] if argv is None else argv
     try:
         ensure_wordnet(allow_apt="--no-apt" not in argv)

@@ -3,12 +3,21 @@
 import pandas as pd
 import pytest
 
-from arrank.workbook import display
+from arrank.common import display
 
 
 def test_percent_table_shows_metrics_in_percent_and_keeps_the_rest():
-    frame = pd.DataFrame({"cvr": [0.0433], "ndcg": [0.97951], "recall@1": [0.3633], "train_recall@1": [0.9],
-                          "n_queries": [300], "final_loss": [0.123]}, index=["run"])
+    frame = pd.DataFrame(
+        {
+            "cvr": [0.0433],
+            "ndcg": [0.97951],
+            "recall@1": [0.3633],
+            "train_recall@1": [0.9],
+            "n_queries": [300],
+            "final_loss": [0.123],
+        },
+        index=["run"],
+    )
     shown = display.percent_table(frame)
     assert list(shown.columns) == ["CVR (%)", "nDCG (%)", "R@1 (%)", "training R@1 (%)", "n_queries", "final_loss"]
     assert shown.iloc[0].tolist() == [4.33, 97.95, 36.33, 90.0, 300, 0.123]
@@ -16,12 +25,23 @@ def test_percent_table_shows_metrics_in_percent_and_keeps_the_rest():
 
 
 def test_which_metrics_are_percent_and_their_titles():
-    assert all(display.is_percent_metric(m) for m in ("cvr", "recall@10", "beam_recall@5_gold", "greedy_valid_rate",
-                                                      "beam_invalid_rate_unconstrained", "retrieval_recall@3"))
+    assert all(
+        display.is_percent_metric(m)
+        for m in (
+            "cvr",
+            "recall@10",
+            "beam_recall@5_gold",
+            "greedy_valid_rate",
+            "beam_invalid_rate_unconstrained",
+            "retrieval_recall@3",
+        )
+    )
     assert not any(display.is_percent_metric(m) for m in ("learning_rate", "n_queries@1", "final_loss", "recall@1-5"))
     assert display.metric_title("greedy_top1_rate") == "greedy_top1_rate (%)"
-    assert display.percent_series({"greedy_valid_rate": 0.9, "n_decoded": 30}).to_dict() == \
-        {"greedy_valid_rate (%)": 90.0, "n_decoded": 30}
+    assert display.percent_series({"greedy_valid_rate": 0.9, "n_decoded": 30}).to_dict() == {
+        "greedy_valid_rate (%)": 90.0,
+        "n_decoded": 30,
+    }
     assert display.percent_text([0.97561, None, 1]) == "97.6 n/a 100.0"
 
 

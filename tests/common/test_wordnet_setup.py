@@ -2,11 +2,16 @@
 
 import pytest
 
-from arrank.workbook import wordnet_setup as ws
+from arrank.common import wordnet_setup as ws
 
-MANPAGE_SNIPPET = "".join(f"{i:02d}\t{name}\tsome description\n" for i, name in enumerate(
-    ["adj.all", "adj.pert", "adv.all", "noun.Tops"] + [f"noun.x{i}" for i in range(26)]
-    + [f"verb.y{i}" for i in range(15)]))
+MANPAGE_SNIPPET = "".join(
+    f"{i:02d}\t{name}\tsome description\n"
+    for i, name in enumerate(
+        ["adj.all", "adj.pert", "adv.all", "noun.Tops"]
+        + [f"noun.x{i}" for i in range(26)]
+        + [f"verb.y{i}" for i in range(15)]
+    )
+)
 
 
 def test_lexnames_from_manpage_text():

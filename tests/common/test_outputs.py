@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from arrank.workbook import outputs
+from arrank.common import outputs
 
 
 def test_start_run_creates_then_refuses_existing(outputs_root):
@@ -25,8 +25,7 @@ def test_auto_run_name_uses_profile_and_time():
 def test_write_results_contract(tmp_path):
     import numpy as np
 
-    path = outputs.write_results(tmp_path, "01_de_capacity", {"seed": 0}, {"cvr": np.float64(0.25)},
-                                 {"train": 1.5})
+    path = outputs.write_results(tmp_path, "01_de_capacity", {"seed": 0}, {"cvr": np.float64(0.25)}, {"train": 1.5})
     data = json.loads(path.read_text())
     assert list(data) == ["notebook", "params", "metrics", "timings", "env"]
     assert data["metrics"] == {"cvr": 0.25} and data["env"]["cpu_count"] >= 1
@@ -73,13 +72,15 @@ def test_a_run_name_is_claimed_by_one_process_and_given_back(outputs_root):
     lock = outputs.lock_path("01_de_capacity", "r", outputs_root)
     assert lock.read_text() == f"{os.getpid()}\n"
     assert outputs.run_in_progress("01_de_capacity", "r", outputs_root) == str(os.getpid())
-    with pytest.raises(outputs.RunInProgressError, match=rf"01_de_capacity run 'r' is in progress \(pid {os.getpid()}\)"):
+    with pytest.raises(
+        outputs.RunInProgressError, match=rf"01_de_capacity run 'r' is in progress \(pid {os.getpid()}\)"
+    ):
         outputs.claim_run("01_de_capacity", "r", outputs_root)  # a second claim, even from this process
-    outputs.release_run(fd, "01_de_capacity", "r", outputs_root)
-    assert not lock.exists() and outputs.run_in_progress("01_de_capacity", "r", outputs_root) is None
+    fd.release()
+    assert outputs.run_in_progress("01_de_capacity", "r", outputs_root) is None  # given back (filelock keeps the file)
     lock.write_text("999999\n")  # the file a killed run leaves: not held, so not in progress
     assert outputs.run_in_progress("01_de_capacity", "r", outputs_root) is None
-    outputs.release_run(outputs.claim_run("01_de_capacity", "r", outputs_root), "01_de_capacity", "r", outputs_root)
+    outputs.claim_run("01_de_capacity", "r", outputs_root).release()
 
 
 def test_staging_folders_of_dead_runs_become_failed_folders(outputs_root):
@@ -91,10 +92,12 @@ def test_staging_folders_of_dead_runs_become_failed_folders(outputs_root):
     try:
         moved = outputs.tidy_abandoned("05_train", outputs_root)
     finally:
-        outputs.release_run(held, "05_train", "b", outputs_root)
+        held.release()
     assert sorted(p.read_text() for p in folder.glob("a.failed-*/x.txt")) == [".a.partial-11", ".a.partial-12"]
     assert len(moved) == 2 and len({p.name for p in moved}) == 2  # same second: the names stay distinct
-    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == [".b.partial-13"]
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".") and not p.name.endswith(".lock")) == [
+        ".b.partial-13"
+    ]
     assert [p.name for p in outputs.tidy_partials("05_train", "b", outputs_root)][0].startswith("b.failed-")
 
 
@@ -118,11 +121,14 @@ def test_figures_share_one_chromium_and_each_png_is_its_own(tmp_path):
 
 def test_one_of_several_processes_outside_the_runner_is_refused(outputs_root, monkeypatch):
     """Under torchrun, only the runner decides which process writes the run (issue 17)."""
-    from arrank.workbook.params import ParamError
+    from arrank.common.params import ParamError
 
     monkeypatch.setenv("WORLD_SIZE", "2")
-    with pytest.raises(ParamError, match=r"05_train is one of 2 processes \(WORLD_SIZE\) but not under the runner.*"
-                                         r"torchrun --nproc_per_node N -m arrank.workbook.run 05_train -p run_name NAME"):
+    with pytest.raises(
+        ParamError,
+        match=r"05_train is one of 2 processes \(WORLD_SIZE\) but not under the runner.*"
+        r"torchrun --nproc_per_node N -m arrank.workbook.run 05_train -p run_name NAME",
+    ):
         outputs.start_run("05_train", {"run_name": "r", "profile": "quick"})
     assert list(outputs_root.iterdir()) == []
     monkeypatch.setenv("ARRANK_RUN_DIR", str(outputs_root / "staged"))  # under the runner: its folder

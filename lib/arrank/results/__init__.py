@@ -1,0 +1,9 @@
+"""Results (notebooks 07 and 08): section 5.2's Tables 1-3 and section 5.3's Figure 3 of arXiv
+2601.05588 as the workbook reproduces them.
+
+``paper`` holds the paper's own numbers, ``tables`` lays a sweep's runs out as the paper's
+tables and draws them, ``table1`` and ``figure3`` check the paper's findings on them, ``reading``
+reads one training run against its paper row; every check returns ``common.findings.Finding``,
+decided by ``statistics`` (paired bootstrap intervals of per-query differences) where the runs
+saved their per-query metrics.
+"""

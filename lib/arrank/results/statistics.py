@@ -1,0 +1,305 @@
+"""Intervals and three-valued verdicts for the paper's findings (arXiv 2601.05588, sections 5.2-5.3).
+
+Every comparison the workbook makes between two variants (Tables 1-3, Figure 3) is a comparison
+of a metric over queries. This module turns the per-query metrics of the runs behind each
+variant (one row per run and query, the format of ``arrank.workbook.report.per_query_frame``:
+``point, variant, seed, query, cvr, ndcg, r1..r5``, fractions) into a 95% confidence interval and
+``common.findings.decide``'s verdict: holds / fails / undecided.
+
+The statistic (docs/findings.md):
+
+- **Per-query values.** A metric is one column (``cvr``: the query's constraint violation, 0 or 1;
+  ``ndcg``; ``r<k>``: R@k) or the mean of several (``r2..r5`` for "mean R@2..R@5"; a query that
+  lacks R@k because it has fewer than k relevant docIDs is averaged over the R@k it has). A
+  variant with several runs (seeds) is first averaged per query over its runs.
+- **Paired bootstrap over queries.** Two variants scored on the same queries are compared by
+  the per-query differences ``a_q - w * b_q`` (``w = 1``, or e.g. 1/2 for "at most half of
+  it"); ``scipy.stats.bootstrap`` resamples queries (one-sample on the differences, BCa, 9,999
+  resamples, a fixed generator seed so a verdict is reproducible). BCa rather than percentile:
+  per-query metrics are bounded and discrete (CVR and R@1 are 0 or 1 per query), so the
+  bootstrap distribution of their mean is skewed near 0 and 1; BCa corrects for that skew and
+  bias (second-order accurate), the percentile interval does not. Variants scored on different
+  queries (ARR on its training sample against the DE/CE on the evaluation queries, Figure 3) are
+  two independent samples: the same bootstrap with ``paired=False`` on the difference of means.
+- **Seeds.** The query bootstrap holds the training runs fixed. Where a variant has ``S >= 2``
+  runs, the spread of its runs' means ``s^2`` (each run's mean over its queries) estimates how
+  much retraining would move it; the seed-averaged mean has variance ``s^2 / S``. The interval is
+  widened on each side in quadrature: ``half' = sqrt(half^2 + (t * se_seed)^2)`` with
+  ``se_seed^2 = s_a^2 / S_a + w^2 s_b^2 / S_b`` and ``t`` the Student quantile at the
+  Welch-Satterthwaite degrees of freedom (1 with two seeds: t = 12.7, an honest price for
+  estimating a variance from two runs). A variant with one run contributes nothing: its seed
+  variation is not estimated, and the numbers say so.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from arrank.common.findings import Finding, decide, finding, interval_text
+
+LEVEL = 0.95
+N_RESAMPLES = 9999
+RNG_SEED = 0  # the bootstrap's generator seed: the same data always give the same interval
+METRIC_COLUMNS = {"cvr": "cvr", "ndcg": "ndcg", **{f"recall@{k}": f"r{k}" for k in range(1, 51)}}
+POINT_ESTIMATE = "point estimates, no interval (runs without per-query data)"
+
+
+def column(metric: str) -> str:
+    """The per-query column of a metric: ``cvr``, ``ndcg``, ``recall@k`` -> ``rk``."""
+    if metric in METRIC_COLUMNS.values():
+        return metric
+    if metric not in METRIC_COLUMNS:
+        raise ValueError(f"metric={metric!r} is not allowed; choose cvr, ndcg or recall@k")
+    return METRIC_COLUMNS[metric]
+
+
+@dataclass(frozen=True)
+class Values:
+    """One variant's per-query values: ``by_query`` (query -> mean over the variant's runs) and
+    ``run_means`` (each run's mean over its queries, for the seed variation)."""
+
+    by_query: pd.Series
+    run_means: np.ndarray
+
+
+def variant_values(per_query: pd.DataFrame, variants: str | Sequence[str], metrics: str | Sequence[str]) -> Values:
+    """The per-query values of ``metrics`` (one, or the mean of several per query) of the rows of
+    ``variants`` (one label, or several pooled as runs of one variant), averaged per query over
+    the runs (``point``). Queries without any of the metrics (R@k of a query with fewer than k
+    relevant docIDs) are left out. A clear error when the variant has no rows."""
+    names = [variants] if isinstance(variants, str) else list(variants)
+    cols = [column(m) for m in ([metrics] if isinstance(metrics, str) else metrics)]
+    missing = [c for c in cols if c not in per_query.columns]
+    if missing:
+        raise ValueError(f"the per-query data have no column {missing}; they have {list(per_query.columns)}")
+    rows = per_query[per_query["variant"].isin(names)]
+    values = rows[cols].astype(float).mean(axis=1, skipna=True)
+    keep = values.notna()
+    if not keep.any():
+        raise ValueError(f"no per-query values of {cols} for the variant(s) {names}")
+    rows, values = rows[keep], values[keep]
+    by_query = values.groupby(rows["query"].to_numpy(), sort=True).mean()
+    run_means = values.groupby(rows["point"].to_numpy(), sort=True).mean().to_numpy()
+    return Values(by_query, run_means)
+
+
+def has_variants(per_query: pd.DataFrame | None, *variants: str) -> bool:
+    """Whether ``per_query`` holds rows of every one of ``variants``."""
+    return per_query is not None and len(per_query) > 0 and set(variants) <= set(per_query["variant"])
+
+
+def bootstrap_interval(
+    samples: Sequence[np.ndarray],
+    paired: bool,
+    level: float = LEVEL,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = RNG_SEED,
+) -> tuple[float, float, float]:
+    """(estimate, low, high): the mean of one sample, or the difference of the means of two
+    independent samples, with its BCa bootstrap interval (``scipy.stats.bootstrap``). Data with
+    no spread (every value equal) give the point itself as the interval."""
+    from scipy import stats
+
+    arrays = [np.asarray(s, dtype=float) for s in samples]
+    if any(len(a) < 2 for a in arrays):
+        raise ValueError(f"a bootstrap interval needs at least 2 queries per sample, got {[len(a) for a in arrays]}")
+    if len(arrays) == 1:
+        statistic = lambda x, axis=-1: np.mean(x, axis=axis)
+    else:
+        statistic = lambda x, y, axis=-1: np.mean(x, axis=axis) - np.mean(y, axis=axis)
+    estimate = float(statistic(*arrays))
+    if all(np.ptp(a) == 0 for a in arrays):
+        return estimate, estimate, estimate
+    res = stats.bootstrap(
+        tuple(arrays),
+        statistic,
+        n_resamples=n_resamples,
+        confidence_level=level,
+        method="BCa",
+        paired=paired,
+        vectorized=True,
+        batch=max(1, min(n_resamples, 2000)),
+        rng=np.random.default_rng(seed),
+    )
+    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    if not (math.isfinite(lo) and math.isfinite(hi)):  # BCa undefined (e.g. one value differs): percentile
+        res = stats.bootstrap(
+            tuple(arrays),
+            statistic,
+            n_resamples=n_resamples,
+            confidence_level=level,
+            method="percentile",
+            paired=paired,
+            vectorized=True,
+            rng=np.random.default_rng(seed),
+        )
+        lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    return estimate, min(lo, estimate), max(hi, estimate)
+
+
+def seed_halfwidth(parts: Sequence[tuple[np.ndarray, float]], level: float = LEVEL) -> float:
+    """The half-width the seed variation adds: ``t * sqrt(sum w^2 s^2 / S)`` over the (run means,
+    weight w) of each variant with S >= 2 runs, t at the Welch-Satterthwaite degrees of
+    freedom; 0 when no variant has two runs."""
+    from scipy import stats
+
+    terms = [(w * w * float(np.var(m, ddof=1)) / len(m), len(m) - 1) for m, w in parts if len(m) >= 2]
+    if not terms:
+        return 0.0
+    var = sum(v for v, _ in terms)
+    if var == 0:
+        return 0.0
+    df = var**2 / sum(v**2 / d for v, d in terms)
+    return float(stats.t.ppf(0.5 + level / 2, df) * math.sqrt(var))
+
+
+def widen(estimate: float, low: float, high: float, extra: float) -> tuple[float, float]:
+    """Each side of (low, high) around ``estimate`` widened by ``extra`` in quadrature."""
+    return (estimate - math.hypot(estimate - low, extra), estimate + math.hypot(high - estimate, extra))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A difference ``a - w * b`` of a metric between two variants, with its interval: how many
+    queries (paired: the common ones), how many runs each variant had."""
+
+    estimate: float
+    interval: tuple[float, float]
+    n_queries: int | tuple[int, int]
+    paired: bool
+    runs: tuple[int, int]
+    level: float
+
+    def text(self) -> str:
+        """``paired over 300 queries, 2 / 1 runs`` (how the interval was made)."""
+        n = (
+            f"{self.n_queries} queries, paired"
+            if self.paired
+            else f"{self.n_queries[0]} / {self.n_queries[1]} queries, unpaired"
+        )
+        seeds = "seed variation in the interval" if max(self.runs) > 1 else "one run each: seed variation not estimated"
+        return f"{n}; {self.runs[0]} / {self.runs[1]} runs, {seeds}"
+
+
+def compare(
+    a: Values,
+    b: Values,
+    weight: float = 1.0,
+    level: float = LEVEL,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = RNG_SEED,
+) -> Comparison:
+    """The mean of ``a - weight * b`` with its bootstrap interval widened for seed variation (module
+    docstring): paired on the common queries when the two share at least two queries, else two
+    independent samples."""
+    common = a.by_query.index.intersection(b.by_query.index)
+    paired = len(common) >= 2
+    if paired:
+        diff = a.by_query.loc[common].to_numpy() - weight * b.by_query.loc[common].to_numpy()
+        est, lo, hi = bootstrap_interval([diff], True, level, n_resamples, seed)
+        n: int | tuple[int, int] = len(common)
+    else:
+        est, lo, hi = bootstrap_interval(
+            [a.by_query.to_numpy(), weight * b.by_query.to_numpy()], False, level, n_resamples, seed
+        )
+        n = (len(a.by_query), len(b.by_query))
+    lo, hi = widen(est, lo, hi, seed_halfwidth([(a.run_means, 1.0), (b.run_means, weight)], level))
+    return Comparison(est, (lo, hi), n, paired, (len(a.run_means), len(b.run_means)), level)
+
+
+def mean_halfwidth(values: Values, level: float = LEVEL, n_resamples: int = N_RESAMPLES, seed: int = RNG_SEED) -> float:
+    """Half the width of the interval of a variant's mean (bootstrap over queries, widened for
+    seed variation): the ``±`` of the tables."""
+    est, lo, hi = bootstrap_interval([values.by_query.to_numpy()], True, level, n_resamples, seed)
+    lo, hi = widen(est, lo, hi, seed_halfwidth([(values.run_means, 1.0)], level))
+    return (hi - lo) / 2
+
+
+def paired_differences(
+    per_query: pd.DataFrame,
+    a: str | Sequence[str],
+    b: str | Sequence[str],
+    metrics: str | Sequence[str],
+    weight: float = 1.0,
+) -> np.ndarray:
+    """The per-query differences ``a_q - weight * b_q`` on the queries both variants have (each
+    averaged over its runs): the data of a paired check, and of ``queries_to_decide``."""
+    va, vb = variant_values(per_query, a, metrics), variant_values(per_query, b, metrics)
+    common = va.by_query.index.intersection(vb.by_query.index)
+    return va.by_query.loc[common].to_numpy() - weight * vb.by_query.loc[common].to_numpy()
+
+
+def check(
+    claim: str,
+    per_query: pd.DataFrame,
+    a: str | Sequence[str],
+    b: str | Sequence[str],
+    metrics: str | Sequence[str],
+    threshold: float = 0.0,
+    side: str = ">",
+    weight: float = 1.0,
+    numbers: str = "",
+    level: float = LEVEL,
+    n_resamples: int = N_RESAMPLES,
+) -> Finding:
+    """The claim that the mean per-query ``a - weight * b`` of ``metrics`` is on ``side`` of
+    ``threshold``, decided by its interval (``findings.decide``); ``numbers`` is followed by how
+    the interval was made (queries, paired or not, runs)."""
+    c = compare(
+        variant_values(per_query, a, metrics), variant_values(per_query, b, metrics), weight, level, n_resamples
+    )
+    return decide(claim, c.estimate, c.interval, threshold, side, "; ".join(p for p in (numbers, c.text()) if p), level)
+
+
+def point_check(claim: str, holds: bool | None, numbers: str) -> Finding:
+    """The fallback for runs without per-query data: the point verdict of ``findings.finding``,
+    its numbers labelled as point estimates."""
+    return finding(claim, holds, f"{numbers}; {POINT_ESTIMATE}" if numbers else POINT_ESTIMATE)
+
+
+def combine(claim: str, parts: Sequence[tuple[str, Finding]], numbers: str = "") -> Finding:
+    """A claim over several comparisons: holds if every part holds, fails if any part fails,
+    undecided otherwise (unchecked when a part is); the parts' verdicts and intervals are in
+    the numbers (``name: holds, +3.2 points, 95% CI [+1.1, +5.0]``)."""
+    if not parts:
+        raise ValueError(f"the compound claim {claim!r} has no parts")
+    verdicts = [f.verdict for _, f in parts]
+    verdict = (
+        "fails"
+        if "fails" in verdicts
+        else "unchecked"
+        if "unchecked" in verdicts
+        else "holds"
+        if all(v == "holds" for v in verdicts)
+        else "undecided"
+    )
+    texts = [f"{name}: {f.verdict}" + (f", {interval_text(f)}" if f.interval else "") for name, f in parts]
+    return Finding(
+        claim,
+        verdict,
+        "; ".join(p for p in (numbers, "; ".join(texts)) if p),
+        level=next((f.level for _, f in parts if f.level), None),
+    )
+
+
+def queries_to_decide(differences: Sequence[float] | np.ndarray, threshold: float = 0.0, level: float = LEVEL) -> float:
+    """How many queries a paired comparison needs for its interval to exclude ``threshold``, if
+    the mean and spread of the per-query ``differences`` stay as measured: the n with
+    ``z * sd / sqrt(n) < |mean - threshold|`` (normal approximation of the bootstrap interval),
+    i.e. ``ceil((z * sd / |mean - threshold|)^2)``; ``inf`` when the mean is the threshold."""
+    from scipy import stats
+
+    d = np.asarray(differences, dtype=float)
+    d = d[np.isfinite(d)]
+    if len(d) < 2:
+        raise ValueError(f"queries_to_decide needs at least 2 differences, got {len(d)}")
+    gap, sd = abs(float(d.mean()) - threshold), float(d.std(ddof=1))
+    if gap == 0:
+        return math.inf
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    return float(max(2, math.ceil((z * sd / gap) ** 2)))

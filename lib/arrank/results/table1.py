@@ -1,0 +1,164 @@
+"""Table 1's findings (section 5.2 of arXiv 2601.05588) checked on a WordNet sweep's collected
+points: one ``Finding`` per check (notebook 08's "what to look for")."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pandas as pd
+
+from arrank.common.display import percent_text
+from arrank.common.findings import Finding, note
+from arrank.results import statistics as S
+
+
+def table1_findings(frame: pd.DataFrame, near: float = 0.02, per_query: pd.DataFrame | None = None) -> list[Finding]:
+    """The CPU-scale reproduction checks of Table 1's findings (section 5.2) on a WordNet sweep's
+    collected runs (``collect``; one row per finished point, mean over seeds per variant):
+
+    - NTP (indicator, one-hot) has the highest CVR of all variants, and every fractional variant
+      has at most half of it;
+    - fractional alpha = 2 has a higher mean of R@2..R@5 than NTP;
+    - NTP's R@1 is the best or within ``near`` (absolute) of the best;
+    - every trie variant has a lower CVR than NTP;
+    - where the sweep has a zero-shot row (``steps = 0``, the model before fine-tuning, which is no
+      loss variant and is left out of the checks above): every fine-tuned variant has a higher
+      nDCG and mean R@1..R@5 than it.
+
+    With ``per_query`` (``arrank.workbook.report.per_query_frame``) each comparison is decided by
+    the interval of its per-query difference (``results.statistics``): holds / fails /
+    undecided, a claim over several variants holding when every part holds and failing when one
+    fails (``statistics.combine``); a check whose variants have no per-query rows falls back to
+    the point verdict, labelled as point estimates. One ``Finding`` per check the sweep has the
+    variants for, with the numbers compared in percent as the paper's tables (``near`` is a
+    fraction, as in results.json)."""
+    done = frame[frame["state"] == "done"].copy()
+    if done.empty:
+        raise ValueError("no finished points in this sweep: run it first")
+    zero = done["steps"].eq(0) if "steps" in done else pd.Series(False, index=done.index)
+    zero_shot, done = done[zero], done[~zero]
+    get = lambda col, default=None: done[col] if col in done else pd.Series(default, index=done.index)
+    scheme, targets = get("scheme", "indicator").fillna("indicator"), get("targets", "onehot").fillna("onehot")
+    combined = get("combined", False).fillna(False).astype(bool)
+    ntp = done[(scheme == "indicator") & (targets == "onehot") & ~combined]
+    frac = done[(scheme == "fractional") & (targets == "onehot") & ~combined]
+    frac2 = frac[get("alpha").loc[frac.index].astype(float) == 2.0] if len(frac) else frac
+    trie = done[(targets == "trie") & ~combined]
+    by = lambda part: part.groupby("label", sort=False).mean(numeric_only=True)
+    r25 = [f"recall@{k}" for k in range(2, 6) if f"recall@{k}" in done]  # the R@2..R@5 the sweep has
+    mean25 = lambda part: float(part[r25].mean(axis=1).mean())
+    pct = lambda value: percent_text(float(value))
+    labels = lambda part: list(dict.fromkeys(part["label"]))
+    rows = []
+
+    def decided(
+        claim: str, holds: bool, numbers: str, parts: list[tuple[str, Any, Any, Any, float, str, float]]
+    ) -> Finding:
+        """The interval verdict of the parts (name, a, b, metrics, threshold, side, weight) when
+        the per-query data have their variants, else the point verdict ``holds``."""
+        names = {
+            v for _, a, b, *_ in parts for v in ([a] if isinstance(a, str) else a) + ([b] if isinstance(b, str) else b)
+        }
+        if not parts or not S.has_variants(per_query, *names):
+            return S.point_check(claim, holds, numbers)
+        found = [
+            (name, S.check(name, per_query, a, b, m, threshold, side, weight))
+            for name, a, b, m, threshold, side, weight in parts
+        ]
+        if len(found) == 1:
+            return replace(found[0][1], claim=claim, numbers=f"{numbers}; {found[0][1].numbers}")
+        return S.combine(claim, found, numbers)
+
+    if len(ntp):
+        ntp_cvr, variants = float(ntp["cvr"].mean()), by(done)
+        ntp_labels = labels(ntp)
+        others = variants.drop(index=ntp_labels, errors="ignore")
+        holds = bool((others["cvr"] < ntp_cvr).all()) and (
+            not len(frac) or bool((by(frac)["cvr"] <= ntp_cvr / 2).all())
+        )
+        parts = [(f"{v} CVR below NTP's", v, ntp_labels, "cvr", 0.0, "<", 1.0) for v in others.index]
+        parts += [(f"{v} CVR at most half NTP's", v, ntp_labels, "cvr", 0.0, "<", 0.5) for v in labels(frac)]
+        rows.append(
+            decided(
+                "NTP has the highest CVR; fractional variants at most half of it",
+                holds,
+                f"CVR (%): NTP {pct(ntp_cvr)}; " + ", ".join(f"{k} {pct(v)}" for k, v in others["cvr"].items()),
+                parts,
+            )
+        )
+        best_r1 = float(variants["recall@1"].max())
+        rows.append(
+            decided(
+                f"NTP's R@1 is the best or within {near * 100:g} points of it",
+                float(ntp["recall@1"].mean()) >= best_r1 - near,
+                f"R@1 (%): NTP {pct(ntp['recall@1'].mean())}, best {pct(best_r1)}",
+                [
+                    (f"NTP − {v} R@1 above −{near * 100:g} points", ntp_labels, v, "recall@1", -near, ">", 1.0)
+                    for v in others.index
+                ],
+            )
+        )
+        if len(frac2) and r25:
+            span = f"R@2..R@{r25[-1].split('@')[1]}" if len(r25) > 1 else "R@2"
+            rows.append(
+                decided(
+                    "fractional α=2 has a higher mean R@2..R@5 than NTP",
+                    mean25(frac2) > mean25(ntp),
+                    f"mean {span} (%): fractional α=2 {pct(mean25(frac2))}, NTP {pct(mean25(ntp))}",
+                    [(f"fractional α=2 − NTP, mean {span}", labels(frac2), ntp_labels, r25, 0.0, ">", 1.0)],
+                )
+            )
+        if len(trie):
+            t = by(trie)["cvr"]
+            rows.append(
+                decided(
+                    "trie variants lower CVR relative to NTP",
+                    bool((t < ntp_cvr).all()),
+                    f"CVR (%): NTP {pct(ntp_cvr)}; " + ", ".join(f"{k} {pct(v)}" for k, v in t.items()),
+                    [(f"{v} CVR below NTP's", v, ntp_labels, "cvr", 0.0, "<", 1.0) for v in t.index],
+                )
+            )
+    if len(zero_shot) and len(done):
+        r15 = [f"recall@{k}" for k in range(1, 6) if f"recall@{k}" in done]
+        mean15 = lambda part: part[[c for c in r15 if c in part]].mean(axis=1)
+        tuned = by(done.assign(m15=mean15(done)))
+        z_ndcg, z15 = float(zero_shot["ndcg"].mean()), float(mean15(zero_shot).mean())
+        zero_labels = labels(zero_shot)
+        parts = [
+            p
+            for v in tuned.index
+            for p in (
+                (f"{v} − zero-shot nDCG", v, zero_labels, "ndcg", 0.0, ">", 1.0),
+                (f"{v} − zero-shot mean R@1..R@5", v, zero_labels, r15, 0.0, ">", 1.0),
+            )
+        ]
+        rows.append(
+            decided(
+                "every fine-tuned variant beats the zero-shot model (nDCG and mean R@1..R@5)",
+                bool((tuned["ndcg"] > z_ndcg).all() and (tuned["m15"] > z15).all()),
+                f"nDCG / mean R@1..R@5 (%): zero-shot {pct(z_ndcg)} / {pct(z15)}; "
+                + ", ".join(f"{k} {pct(r.ndcg)} / {pct(r.m15)}" for k, r in tuned.iterrows()),
+                parts,
+            )
+        )
+    return rows
+
+
+def sweep_findings(frame: Any, notebook: str, per_query: pd.DataFrame | None = None) -> list[Finding]:
+    """A sweep's collected points (``arrank.workbook.report.collect``) against Table 1's findings
+    (``table1_findings``: NTP's CVR and R@1, fractional α=2 at R@2..R@5, trie CVR, the zero-shot
+    row), with intervals where ``per_query`` has the runs' per-query metrics; a note where no
+    Table 1 finding applies to the sweep."""
+    if notebook != "05_train" or frame.empty or not (frame["state"] == "done").any():
+        return [
+            note(
+                f"No Table 1 finding applies to this sweep ({notebook}, "
+                f"{int((frame['state'] == 'done').sum()) if len(frame) else 0} finished points)"
+                + ("; Figure 3's findings: notebook 07 with from_runs." if notebook == "07_de_ce_baselines" else ".")
+            )
+        ]
+    checks = table1_findings(frame, per_query=per_query)
+    if not checks:
+        return [note("This sweep has no NTP row, which every Table 1 finding compares with.")]
+    return checks

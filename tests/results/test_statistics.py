@@ -1,0 +1,157 @@
+"""Intervals and three-valued verdicts of the findings (arrank.results.statistics)."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from arrank.common.findings import decide, findings_markdown
+from arrank.results import statistics as S
+
+
+def per_query(values: dict[str, list[np.ndarray]], column: str = "r1") -> pd.DataFrame:
+    """Rows of ``report.per_query_frame``'s format: variant -> one array of per-query values per run."""
+    rows = []
+    for variant, runs in values.items():
+        for seed, run in enumerate(runs):
+            rows += [
+                {"point": f"{variant}-seed{seed}", "variant": variant, "seed": seed, "query": f"q{q}", column: float(v)}
+                for q, v in enumerate(run)
+            ]
+    return pd.DataFrame(rows)
+
+
+def bernoulli_pair(rng, n: int, pa: float, pb: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-query 0/1 outcomes of two variants on the same queries (correlated, as two models on
+    one query are): b copies a's uniform draw half of the time."""
+    u = rng.random(n)
+    v = np.where(rng.random(n) < 0.5, u, rng.random(n))
+    return (u < pa).astype(float), (v < pb).astype(float)
+
+
+def test_a_known_large_difference_holds_and_the_wrong_direction_fails():
+    a, b = bernoulli_pair(np.random.default_rng(0), 300, 0.85, 0.55)
+    data = per_query({"A": [a], "B": [b]})
+    found = S.check("A beats B at R@1", data, "A", "B", "recall@1")
+    assert found.verdict == "holds" and found.estimate == pytest.approx(a.mean() - b.mean())
+    lo, hi = found.interval
+    assert 0 < lo < found.estimate < hi and hi - lo < 0.2  # about 4 standard errors of 0.025
+    assert "300 queries, paired" in found.numbers
+    assert S.check("B beats A", data, "B", "A", "recall@1").verdict == "fails"
+    assert S.check("A below B", data, "A", "B", "recall@1", side="<").verdict == "fails"
+
+
+def test_identical_pairs_are_undecided():
+    a, _ = bernoulli_pair(np.random.default_rng(1), 200, 0.7, 0.7)
+    data = per_query({"A": [a], "B": [a.copy()]})
+    found = S.check("A beats B", data, "A", "B", "recall@1")
+    assert found.verdict == "undecided" and found.interval == (0.0, 0.0) and found.estimate == 0.0
+    assert "**undecided** here" in findings_markdown([found])
+
+
+def test_a_small_difference_on_few_queries_is_undecided():
+    rng = np.random.default_rng(2)
+    a, b = bernoulli_pair(rng, 40, 0.62, 0.60)
+    found = S.check("A beats B", per_query({"A": [a], "B": [b]}), "A", "B", "recall@1")
+    assert found.verdict == "undecided" and found.interval[0] < 0 < found.interval[1]
+
+
+def test_the_interval_covers_the_true_difference_at_about_the_nominal_rate():
+    # 200 simulated datasets of 100 paired 0/1 queries, true difference 0.75 - 0.65 = 0.10. The
+    # count of covering intervals is Binomial(200, 0.95) if the interval is right: sd 3.1, so
+    # 3 sd is 181..199 of 200 (0.904..0.996).
+    rng = np.random.default_rng(3)
+    covered = 0
+    for _ in range(200):
+        a, b = bernoulli_pair(rng, 100, 0.75, 0.65)
+        _, lo, hi = S.bootstrap_interval([a - b], True, n_resamples=999, seed=int(rng.integers(1 << 31)))
+        covered += lo <= 0.10 <= hi
+    assert 181 <= covered <= 199, covered
+
+
+def test_seed_disagreement_widens_the_interval_by_the_t_quantile():
+    rng = np.random.default_rng(4)
+    a, b = bernoulli_pair(rng, 300, 0.8, 0.6)
+    agree = per_query({"A": [a, a], "B": [b]})
+    shifted = np.where(rng.random(300) < 0.2, 0.0, a)  # a second seed 15-ish points lower
+    disagree = per_query({"A": [a, shifted], "B": [b]})
+    narrow = S.compare(S.variant_values(agree, "A", "r1"), S.variant_values(agree, "B", "r1"))
+    wide = S.compare(S.variant_values(disagree, "A", "r1"), S.variant_values(disagree, "B", "r1"))
+    assert narrow.runs == (2, 1) and wide.runs == (2, 1)
+    width = lambda c: c.interval[1] - c.interval[0]
+    assert width(wide) > 3 * width(narrow)
+    # the seed half-width alone: two run means 0.5 and 0.7, se = sqrt(0.02 / 2) = 0.1, t(0.975, 1 df) = 12.71
+    assert S.seed_halfwidth([(np.array([0.5, 0.7]), 1.0)]) == pytest.approx(stats.t.ppf(0.975, 1) * 0.1)
+    assert S.seed_halfwidth([(np.array([0.5]), 1.0)]) == 0.0  # one run: not estimated
+    assert S.widen(0.1, 0.05, 0.2, 0.0) == (0.05, 0.2)
+    assert S.widen(0.0, -0.3, 0.4, 0.4) == pytest.approx((-0.5, 0.4 * math.sqrt(2)))
+
+
+def test_values_average_runs_per_query_and_skip_missing_recall():
+    data = pd.DataFrame(
+        {
+            "point": ["p0", "p0", "p1", "p1"],
+            "variant": "A",
+            "seed": [0, 0, 1, 1],
+            "query": ["x", "y", "x", "y"],
+            "r2": [1.0, 0.5, 0.0, 0.5],
+            "r3": [1.0, np.nan, 1 / 3, np.nan],
+        }
+    )
+    v = S.variant_values(data, "A", ["recall@2", "recall@3"])
+    assert v.by_query.to_dict() == pytest.approx({"x": (1.0 + 1 / 6) / 2, "y": 0.5})  # y has R@2 only
+    assert sorted(v.run_means) == pytest.approx([(1 / 6 + 0.5) / 2, 0.75])
+    with pytest.raises(ValueError, match="metric='mrr' is not allowed"):
+        S.variant_values(data, "A", "mrr")
+    with pytest.raises(ValueError, match=r"no per-query values of \['r2'\] for the variant\(s\) \['B'\]"):
+        S.variant_values(data, "B", "recall@2")
+
+
+def test_queries_on_disjoint_sets_are_compared_as_independent_samples():
+    rng = np.random.default_rng(5)
+    a, b = (rng.random(200) < 0.9).astype(float), (rng.random(150) < 0.5).astype(float)
+    data = pd.concat([per_query({"A": [a]}), per_query({"B": [b]}).assign(query=lambda d: "t" + d["query"])])
+    c = S.compare(S.variant_values(data, "A", "r1"), S.variant_values(data, "B", "r1"))
+    assert not c.paired and c.n_queries == (200, 150) and c.interval[0] > 0.25
+    assert c.estimate == pytest.approx(a.mean() - b.mean())
+
+
+def test_compound_claims_hold_only_when_every_part_holds():
+    holds, fails = decide("", 0.1, (0.05, 0.15)), decide("", -0.1, (-0.15, -0.05))
+    undecided = decide("", 0.01, (-0.02, 0.04))
+    assert S.combine("all", [("a", holds), ("b", holds)]).verdict == "holds"
+    assert S.combine("all", [("a", holds), ("b", undecided)]).verdict == "undecided"
+    assert S.combine("all", [("a", undecided), ("b", fails)]).verdict == "fails"
+    text = S.combine("all", [("a", holds), ("b", fails)], "numbers").numbers
+    assert text == "numbers; a: holds, +10.0 points, 95% CI [+5.0, +15.0]; b: fails, -10.0 points, 95% CI [-15.0, -5.0]"
+    with pytest.raises(ValueError, match="has no parts"):
+        S.combine("none", [])
+
+
+def test_weighted_differences_check_at_most_half():
+    # CVR: B (NTP) 0.6, A 0.2: A <= B / 2 holds (0.2 - 0.3 < 0); with A at 0.35 it fails
+    rng = np.random.default_rng(6)
+    b = (rng.random(400) < 0.6).astype(float)
+    for pa, verdict in ((0.2, "holds"), (0.45, "fails")):
+        a = (rng.random(400) < pa).astype(float)
+        found = S.check("half", per_query({"A": [a], "B": [b]}, "cvr"), "A", "B", "cvr", side="<", weight=0.5)
+        assert found.verdict == verdict and found.estimate == pytest.approx(a.mean() - b.mean() / 2)
+
+
+def test_queries_to_decide_from_the_measured_effect_and_spread():
+    rng = np.random.default_rng(7)
+    d = rng.normal(0.02, 0.5, 1000)
+    n = S.queries_to_decide(d)
+    assert n == math.ceil((stats.norm.ppf(0.975) * d.std(ddof=1) / abs(d.mean())) ** 2)
+    assert 1000 < n < 10000  # about (1.96 * 0.5 / 0.02)^2 = 2401 for the true mean and sd
+    assert S.queries_to_decide(np.array([0.1, -0.1, 0.1, -0.1])) == math.inf
+    assert S.queries_to_decide(np.array([0.3, 0.1]), threshold=0.2) == math.inf
+    # at the n it gives, an interval from that many queries excludes the threshold
+    big = rng.normal(0.1, 0.5, 5000)
+    need = int(S.queries_to_decide(big))
+    _, lo, _ = S.bootstrap_interval([rng.normal(big.mean(), big.std(), need * 2)], True, n_resamples=999)
+    assert lo > 0
+    with pytest.raises(ValueError, match="at least 2 differences"):
+        S.queries_to_decide([0.1])

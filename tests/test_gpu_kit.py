@@ -1,0 +1,178 @@
+"""gpu/kit.py: the repository's travelling size, the wheels' closure (real pip against a local
+folder of wheels: no network), files cut into pieces and joined again, the calls under the
+limit, and the staging of a call as the GPU machine runs it (into temporary folders)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from arrank.common import paths
+
+spec = importlib.util.spec_from_file_location("gpu_kit", paths.ROOT / "gpu" / "kit.py")
+kit = importlib.util.module_from_spec(spec)
+sys.modules["gpu_kit"] = kit  # dataclasses look their module up there
+spec.loader.exec_module(kit)
+
+
+def make_wheel(
+    folder: Path,
+    name: str,
+    version: str,
+    requires: list[str] = (),
+    tag: str = "py3-none-any",
+    module: str | None = None,
+) -> Path:
+    """A real (tiny) wheel: METADATA with Requires-Dist lines, WHEEL, RECORD and one module."""
+    folder.mkdir(parents=True, exist_ok=True)
+    dist = f"{name.replace('-', '_')}-{version}"
+    path = folder / f"{dist}-{tag}.whl"
+    meta = "Metadata-Version: 2.1\nName: %s\nVersion: %s\n%s" % (
+        name,
+        version,
+        "".join(f"Requires-Dist: {r}\n" for r in requires),
+    )
+    files = {
+        f"{dist}.dist-info/METADATA": meta,
+        f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: %s\n" % tag,
+        f"{module or name.replace('-', '_')}.py": f"VERSION = {version!r}\n",
+    }
+    record = (
+        "".join(
+            f"{n},sha256={__import__('base64').urlsafe_b64encode(hashlib.sha256(c.encode()).digest()).rstrip(b'=').decode()},{len(c.encode())}\n"
+            for n, c in files.items()
+        )
+        + f"{dist}.dist-info/RECORD,,\n"
+    )
+    with zipfile.ZipFile(path, "w") as zf:
+        for n, c in files.items():
+            zf.writestr(n, c)
+        zf.writestr(f"{dist}.dist-info/RECORD", record)
+    return path
+
+
+def test_travel_bytes_counts_tracked_and_untracked_files_but_not_ignored_ones(tmp_path):
+    with pytest.raises(SystemExit, match="is not a git checkout"):
+        kit.travel_bytes(tmp_path)
+    run = lambda *a: subprocess.run(["git", "-C", str(tmp_path), *a], check=True, capture_output=True)  # noqa: E731
+    run("init", "-q")
+    (tmp_path / ".gitignore").write_text("big/\n")  # 5 bytes
+    (tmp_path / "tracked.txt").write_bytes(b"x" * 100)
+    run("add", ".gitignore", "tracked.txt")
+    (tmp_path / "untracked.txt").write_bytes(b"y" * 30)
+    (tmp_path / "big").mkdir()
+    (tmp_path / "big" / "wheel.whl").write_bytes(b"z" * 5000)  # ignored: does not travel
+    assert kit.travel_bytes(tmp_path) == 5 + 100 + 30
+
+
+def test_markers_are_evaluated_for_cpython_312_on_linux(tmp_path):
+    wheel = make_wheel(
+        tmp_path,
+        "alpha",
+        "1.0",
+        [
+            "beta>=1",
+            'win-only; sys_platform == "win32"',
+            'old-py; python_version < "3.12"',
+            'new-py; python_version >= "3.12"',
+            'extra-only; extra == "studio"',
+        ],
+    )
+    assert [r.name for r in kit.wheel_requirements(wheel)] == ["beta", "new-py"]
+
+
+def test_closure_downloads_what_the_image_lacks_once_and_reports_conflicts(tmp_path):
+    index = tmp_path / "index"
+    make_wheel(index, "alpha", "1.0", ["beta>=1", "numpy>=1", "certifi>=2099.1", "gamma<2"])
+    make_wheel(index, "beta", "1.0", ["gamma"])
+    make_wheel(index, "beta", "2.0", ["gamma"])  # the newest that meets beta>=1 is taken
+    make_wheel(index, "gamma", "1.5")
+    make_wheel(index, "gamma", "3.0")
+    args = ("--no-index", "--find-links", str(index))
+    got = kit.closure(["alpha==1.0"], tmp_path / "dl", args, image=frozenset({"numpy", "certifi"}), force=())
+    assert sorted(p.name for p in got.files.values()) == [
+        "alpha-1.0-py3-none-any.whl",
+        "beta-2.0-py3-none-any.whl",
+        "gamma-1.5-py3-none-any.whl",
+    ]
+    assert got.left["numpy"] == "held by the image (2.5.2)" and got.left["certifi"].startswith("waived")
+    assert got.conflicts == []
+    make_wheel(index, "delta", "1.0", ["gamma>=2"])  # gamma 1.5 is carried: a second version would be needed
+    got = kit.closure(["alpha==1.0", "delta"], tmp_path / "dl", args, image=frozenset({"numpy"}), force=())
+    assert got.conflicts == ["gamma>=2 (from delta-1.0-py3-none-any.whl) but gamma-1.5-py3-none-any.whl is carried"]
+    make_wheel(index, "epsilon", "1.0", ["torch<2"])  # the image's torch is 2.11.0
+    got = kit.closure(["epsilon"], tmp_path / "dl", args, image=frozenset({"torch"}), force=())
+    assert got.conflicts == ["torch<2 (from epsilon-1.0-py3-none-any.whl) but the image holds torch 2.11.0"]
+    with pytest.raises(SystemExit, match="no CPython 3.12 manylinux x86-64 wheel for zeta==1"):
+        kit.closure(["zeta==1"], tmp_path / "dl", args, force=())
+
+
+def test_split_and_join_give_the_same_bytes_and_refuse_corrupt_pieces(tmp_path):
+    data = bytes(range(256)) * 13 + b"tail"  # 3332 bytes
+    (tmp_path / "model.gguf").write_bytes(data)
+    manifest = kit.split_file(tmp_path / "model.gguf", tmp_path / "pieces", 1000)
+    assert [p["bytes"] for p in manifest["pieces"]] == [1000, 1000, 1000, 332]
+    assert manifest["sha256"] == hashlib.sha256(data).hexdigest()
+    assert kit.split_file(tmp_path / "model.gguf", tmp_path / "pieces", 1000) == manifest  # kept as it is
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    for p in manifest["pieces"][:3]:
+        (partial / p["file"]).write_bytes((tmp_path / "pieces" / p["file"]).read_bytes())
+    assert kit.join_pieces(manifest, partial, tmp_path / "out") is None  # one piece missing
+    joined = kit.join_pieces(manifest, tmp_path / "pieces", tmp_path / "out")
+    assert joined.read_bytes() == data
+    (tmp_path / "pieces" / manifest["pieces"][1]["file"]).write_bytes(b"\0" * 1000)  # a corrupt piece
+    with pytest.raises(SystemExit, match="do not match the sha256"):
+        kit.join_pieces(manifest, tmp_path / "pieces", tmp_path / "out2")
+    assert not (tmp_path / "out2" / "model.gguf").exists() and list((tmp_path / "out2").iterdir()) == []
+
+
+def test_calls_stay_under_the_budget_and_an_oversized_file_is_named(tmp_path):
+    files = []
+    for name, size in (("a", 40), ("b", 30), ("c", 25), ("d", 50), ("e", 5)):
+        (tmp_path / name).write_bytes(b"x" * size)
+        files.append(tmp_path / name)
+    calls = kit.plan_calls(files, 60)
+    assert [[f.name for f in c.files] for c in calls] == [["a", "e"], ["b", "c"], ["d"]]  # first fit, in order
+    assert all(c.carried_bytes <= 60 for c in calls)
+    with pytest.raises(SystemExit, match="d is 0.0 MiB, more than the 0.0 MiB a call can carry"):
+        kit.plan_calls(files, 45)
+    long = kit.Call(1, [], "x" * 2001)
+    assert kit.command_problems([long]) == ["call 1: its command has 2001 characters > 2000"]
+
+
+def test_stage_installs_wheels_unpacks_data_joins_pieces_and_knows_a_fresh_machine(tmp_path, monkeypatch):
+    monkeypatch.setattr(kit, "SITE", str(tmp_path / "site"))
+    monkeypatch.setattr(kit, "KIT", str(tmp_path / "kit"))
+    monkeypatch.setattr(kit, "ROOT", tmp_path / "repo")
+    (tmp_path / "repo" / "data" / "nltk_data").mkdir(parents=True)
+    (tmp_path / "repo" / "data" / "nltk_data" / "lexnames").write_text("noun.Tops\n")
+    (tmp_path / "model.bin").write_bytes(b"m" * 2500)
+    calls = tmp_path / "calls"
+    manifest = kit.split_file(tmp_path / "model.bin", tmp_path / "pieces", 1000)
+    one, two = calls / "call1", calls / "call2"
+    make_wheel(one, "kitprobe", "1.0", ["absent-dependency"])  # --no-deps: installs alone
+    kit.pack_tree(tmp_path / "repo" / "data" / "nltk_data", one / "nltk_data.tar.gz")
+    (tmp_path / "repo" / "data" / "nltk_data" / "lexnames").unlink()  # the machine's copy lacks it
+    two.mkdir(parents=True)
+    for folder, pieces in ((one, manifest["pieces"][:2]), (two, manifest["pieces"][2:])):
+        for p in pieces:
+            (folder / p["file"]).write_bytes((tmp_path / "pieces" / p["file"]).read_bytes())
+        (folder / "plan.json").write_text(json.dumps({"calls": 2}))
+    (two / "model.bin.pieces.json").write_text(json.dumps(manifest))
+    with pytest.raises(SystemExit, match=r"calls \[1\] were not staged on this machine"):
+        kit.stage(two)
+    kit.stage(one)
+    assert (tmp_path / "site" / "kitprobe.py").read_text() == "VERSION = '1.0'\n"
+    assert (tmp_path / "repo" / "data" / "nltk_data" / "lexnames").read_text() == "noun.Tops\n"
+    assert not (tmp_path / "kit" / "model.bin").exists()  # one piece still to come
+    kit.stage(two)
+    assert (tmp_path / "kit" / "model.bin").read_bytes() == b"m" * 2500
+    assert json.loads((tmp_path / "kit" / "staged.json").read_text()) == {"calls": [1, 2]}

@@ -1,0 +1,256 @@
+"""Checkpoints as transactions and training that refuses garbage (issue 27), by fault injection
+on a really trained tiny model: garbled and truncated weights and optimizer state, a save cut
+short, a checkpoint without its manifest, a NaN in the weights."""
+
+import json
+import struct
+
+import pytest
+import torch
+
+from arrank.common import manifest as manifest_mod
+from arrank.data import wordnet as W
+from arrank.training import checkpoints as ckpt
+from arrank.training import models, train
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+HYPER = {
+    **train.profile_hyperparameters("quick"),
+    "steps": 7,
+    "batch_size": 8,
+    "warmup_steps": 1,
+    "lr": 1e-2,
+    "logging_steps": 1,
+    "save_steps": 2,
+}
+PARAMS = {"run_name": "r", "scheme": "indicator", "seed": 0}
+
+
+@pytest.fixture(scope="module")
+def data():
+    df = W.build_wordnet_dataset(
+        subtree="canine.n.02", min_relevant=1, n_eval=10, template="wordnet_short", cache=False
+    )
+    texts = list(df["prompt"]) + sorted({d for r in df["relevant"] for d in r})
+    return df, texts
+
+
+def _tiny(texts):
+    return models.tiny_model_and_tokenizer(
+        texts, vocab_size=400, hidden=32, layers=1, heads=2, intermediate=64, seed=0, cache=False
+    )
+
+
+class _Steps:
+    """Callbacks: record the steps trained; optionally raise KeyboardInterrupt after step ``stop``
+    or put a NaN into a weight before step ``nan_at`` (the fault injected)."""
+
+    def __new__(cls, stop=None, nan_at=None):
+        from transformers import TrainerCallback
+
+        class Steps(TrainerCallback):
+            seen: list[int] = []
+
+            def on_step_begin(self, args, state, control, model=None, **kw):
+                if nan_at is not None and state.global_step + 1 == nan_at:
+                    with torch.no_grad():
+                        next(model.parameters()).view(-1)[0] = float("nan")
+
+            def on_step_end(self, args, state, control, **kw):
+                self.seen.append(state.global_step)
+                if state.global_step == stop:
+                    raise KeyboardInterrupt(f"simulated kill after step {stop}")
+
+        return Steps()
+
+
+@pytest.fixture(scope="module")
+def killed(data, tmp_path_factory):
+    """A run killed after step 7 (checkpoints at 2, 4, 6; the newest two kept), as a folder to copy."""
+    df, texts = data
+    folder = tmp_path_factory.mktemp("killed") / "ckpt"
+    assert train.resume_point(folder, PARAMS) == 0
+    model, tok = _tiny(texts)
+    items = train.training_items(df, tok, "indicator")
+    with pytest.raises(KeyboardInterrupt):
+        train.train(model, tok, items, {**HYPER, "steps": 10}, folder, callbacks=[_Steps(stop=7)])
+    return folder, items, tok
+
+
+def _copy(killed, tmp_path):
+    import shutil
+
+    return shutil.copytree(killed[0], tmp_path / "ckpt")
+
+
+def test_checkpoints_are_committed_with_a_manifest_and_two_are_kept(killed):
+    folder = killed[0]
+    assert [p.name for p in ckpt.checkpoints(folder)] == ["checkpoint-4", "checkpoint-6"]
+    assert not list(folder.glob(".partial-*"))  # every staging folder was renamed into place
+    manifest = json.loads((folder / "checkpoint-6" / ckpt.MANIFEST).read_text())["files"]
+    assert {"model.safetensors", "optimizer.pt", "scheduler.pt", "trainer_state.json"} <= set(manifest)
+    weights = folder / "checkpoint-6" / "model.safetensors"
+    assert manifest["model.safetensors"] == {
+        "size": weights.stat().st_size,
+        "sha256": manifest_mod.file_digest(weights),
+    }
+    assert ckpt.problem(folder / "checkpoint-6") is None
+
+
+def _garble_tensor_data(path):
+    """Overwrite 64 bytes of tensor data after the safetensors header, the header left intact."""
+    raw = bytearray(path.read_bytes())
+    start = 8 + struct.unpack("<Q", raw[:8])[0] + 100
+    raw[start : start + 64] = bytes(range(64))
+    path.write_bytes(bytes(raw))
+
+
+def test_garbled_weights_are_set_aside_and_the_run_resumes_from_the_previous_checkpoint(killed, data, tmp_path, capsys):
+    df, texts = data
+    folder = _copy(killed, tmp_path)
+    _garble_tensor_data(folder / "checkpoint-6" / "model.safetensors")
+    assert train.resume_point(folder, PARAMS) == 4
+    said = capsys.readouterr().out.splitlines()
+    assert (
+        said[0].startswith(f"{folder / 'checkpoint-6'} is unusable: model.safetensors does not match its sha256")
+        and "set aside as broken-checkpoint-6-" in said[0]
+    )
+    assert said[1] == "resuming from the previous good checkpoint checkpoint-4 (step 4)"
+    assert [p.name[:20] for p in folder.glob("broken-*")] == ["broken-checkpoint-6-"]  # kept, not deleted
+    model, tok = _tiny(texts)
+    steps = _Steps()
+    log = train.train(model, tok, killed[1], {**HYPER, "steps": 6}, folder, callbacks=[steps])
+    assert steps.seen == [5, 6] and list(log["step"]) == list(range(1, 7))
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+@pytest.mark.parametrize("damage", ["truncated optimizer", "truncated weights", "no manifest"])
+def test_damaged_newest_and_previous_checkpoints_start_over_saying_so(killed, tmp_path, capsys, damage):
+    folder = _copy(killed, tmp_path)
+    for step in (4, 6):
+        target = folder / f"checkpoint-{step}"
+        if damage == "no manifest":
+            (target / ckpt.MANIFEST).unlink()
+        else:
+            path = target / ("optimizer.pt" if "optimizer" in damage else "model.safetensors")
+            path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    assert train.resume_point(folder, PARAMS) == 0
+    said = capsys.readouterr().out.splitlines()
+    why = (
+        "has no manifest.json"
+        if damage == "no manifest"
+        else f"{'optimizer.pt' if 'optimizer' in damage else 'model.safetensors'} is "
+    )
+    assert len(said) == 3 and all(why in line for line in said[:2])
+    assert said[2] == f"no good checkpoint left in {folder}: training starts over from step 0"
+    assert len(list(folder.glob("broken-checkpoint-*"))) == 2 and not ckpt.checkpoints(folder)
+
+
+def test_a_save_cut_short_is_set_aside(killed, tmp_path, capsys):
+    """What a full disk or a kill in the middle of a save leaves: the staging folder, with part
+    of a checkpoint in it. The committed checkpoints are untouched."""
+    folder = _copy(killed, tmp_path)
+    (folder / ".partial-checkpoint-8" / "checkpoint-8").mkdir(parents=True)
+    (folder / ".partial-checkpoint-8" / "checkpoint-8" / "config.json").write_text("{}")
+    assert train.resume_point(folder, PARAMS) == 6
+    said = capsys.readouterr().out
+    assert "its save was cut short" in said and "set aside as broken-checkpoint-8-" in said
+    assert not list(folder.glob(".partial-*"))
+
+
+def test_a_nan_stops_training_at_once_naming_the_step_and_the_last_good_checkpoint(data, tmp_path):
+    df, texts = data
+    folder = tmp_path / "ckpt"
+    model, tok = _tiny(texts)
+    items = train.training_items(df, tok, "indicator")
+    with pytest.raises(ckpt.NonFiniteTrainingError) as err:
+        train.train(model, tok, items, {**HYPER, "steps": 10}, folder, callbacks=[_Steps(nan_at=6)])
+    message = str(err.value)
+    assert message.startswith("training stopped at step 6: loss nan")
+    assert f"the last good checkpoint is {folder / 'checkpoint-4'} (step 4)" in message
+    # the step-6 checkpoint, which would hold the NaN weights, was never written
+    assert [p.name for p in ckpt.checkpoints(folder)] == ["checkpoint-2", "checkpoint-4"]
+    assert not list(folder.glob(".partial-*"))
+
+
+def test_steps_zero_leaves_no_checkpoints_folder(data, tmp_path):
+    df, texts = data
+    folder = tmp_path / ".checkpoints-zero"
+    assert train.resume_point(folder, PARAMS) == 0
+    assert (folder / "params.json").is_file()
+    model, tok = _tiny(texts)
+    log = train.train(model, tok, train.training_items(df, tok, "indicator"), {**HYPER, "steps": 0}, folder)
+    assert log.empty and not folder.exists()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 3 MB tmpfs (as root, where mount is allowed); skipped with the reason elsewhere."""
+    import os
+    import subprocess
+
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _fill(folder):
+    """Write a filler file until the file system is full (ENOSPC); returns it."""
+    filler = folder / "filler"
+    with open(filler, "wb") as fh:
+        try:
+            while True:
+                fh.write(bytes(64 << 10))
+                fh.flush()
+        except OSError:
+            pass
+    return filler
+
+
+def test_a_full_disk_cuts_a_save_short_and_the_rerun_resumes_from_the_last_good_checkpoint(data, small_disk, capsys):
+    """Issue 27: on a full disk a checkpoint written in place held only config.json, and every
+    rerun failed ('Can't find a valid checkpoint'). Now the disk fills after the step-2
+    checkpoint; the step-4 save fails inside its staging folder, checkpoint-2 stays whole; once
+    space is free, the rerun sets the cut-short save aside and resumes from step 2."""
+    from transformers import TrainerCallback
+
+    class FillAfterFirstSave(TrainerCallback):
+        def on_save(self, args, state, control, **kw):
+            if state.global_step == 2:
+                _fill(small_disk)
+
+    df, texts = data
+    folder = small_disk / ".checkpoints-full"
+    assert train.resume_point(folder, PARAMS) == 0
+    model, tok = _tiny(texts)
+    items = train.training_items(df, tok, "indicator")
+    with pytest.raises(OSError) as err:
+        train.train(model, tok, items, HYPER, folder, callbacks=[FillAfterFirstSave()])
+    assert str(err.value) == (
+        f"[Errno 28] no space left on the device while writing checkpoint 4 in "
+        f"{folder / '.partial-checkpoint-4'}: free space (or set ARRANK_OUTPUTS to a larger "
+        "disk), then run the same command again; it resumes from checkpoint-2"
+    )
+    assert [p.name for p in ckpt.checkpoints(folder)] == ["checkpoint-2"] and ckpt.problem(
+        folder / "checkpoint-2"
+    ) is None
+    assert [p.name for p in folder.glob(".partial-*")] == [".partial-checkpoint-4"]
+
+    (small_disk / "filler").unlink()  # space is free again
+    capsys.readouterr()
+    assert train.resume_point(folder, PARAMS) == 2
+    said = capsys.readouterr().out
+    assert "its save was cut short" in said and "set aside as broken-checkpoint-4-" in said
+    model, tok = _tiny(texts)
+    steps = _Steps()
+    log = train.train(model, tok, items, HYPER, folder, callbacks=[steps])
+    assert steps.seen == [3, 4, 5, 6, 7] and list(log["step"]) == list(range(1, 8)) and not folder.exists()

@@ -1,0 +1,145 @@
+"""The LM head at the supervised positions only (arrank.training.supervised_head): the same loss
+and gradients as STOICaL on full logits, for unpacked items, packed rows (4-D mask), a LoRA model
+and the NTP variant, and the head's float32 rule under bf16 autocast."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+
+from arrank.data import prompts
+from arrank.training import models, packing, precision, stoical, train
+from arrank.training.supervised_head import head_at, output_head
+
+QUERIES = {
+    "dog.n.01": ["canine.n.02", "carnivore.n.01", "placental.n.01", "mammal.n.01"],
+    "cat.n.01": ["feline.n.01", "carnivore.n.01"],
+    "robin.n.01": ["thrush.n.03", "oscine.n.01", "passerine.n.01"],
+}
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture(scope="module")
+def data():
+    rows = [
+        {
+            "query": q,
+            "relevant": rel,
+            "split": "train",
+            "prompt": prompts.wordnet_prompt(q, rel, prompts.query_rng(0, q), name="wordnet_short"),
+        }
+        for q, rel in QUERIES.items()
+    ]
+    df = pd.DataFrame(rows)
+    texts = list(df["prompt"]) + sorted({d for r in QUERIES.values() for d in r})
+    model, tok = models.tiny_model_and_tokenizer(
+        texts, vocab_size=400, hidden=32, layers=2, heads=2, intermediate=64, seed=0, cache=False
+    )
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # larger weights than the initialisation: gradients well above rounding
+        for name, p in model.named_parameters():
+            if "norm" not in name:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.2)
+    return df, model.float(), tok
+
+
+def _loss_and_grads(model, batch, rows_only: bool, used: str = "fp32"):
+    """(loss, flat gradient of the trainable parameters) the old way (full logits) or the new."""
+    kw = (
+        {"position_ids": batch["position_ids"], "attention_mask": packing.model_mask(model, batch["allowed"])}
+        if "allowed" in batch
+        else {"attention_mask": batch["attention_mask"]}
+    )
+    targets = (batch["target_ids"], batch["target_mass"], batch["item_weight"])
+    params = [p for p in model.parameters() if p.requires_grad]
+    with precision.autocast(used):
+        if rows_only:
+            with head_at(model, stoical.supervised_positions(batch["target_mass"])) as call:
+                logits = model(input_ids=batch["input_ids"], **kw).logits
+            assert call.used and logits.shape == (call.rows, model.config.vocab_size)
+            loss = stoical.stoical_loss_at(logits, *targets)
+        else:
+            loss = stoical.stoical_loss(model(input_ids=batch["input_ids"], **kw).logits, *targets)
+    grads = torch.autograd.grad(loss, params)
+    return loss.detach(), torch.cat([g.flatten() for g in grads])
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, rel: float) -> float:
+    """|a - b| relative to the scale of b (norm), asserted below ``rel``; returns it."""
+    d = float((a - b).norm() / b.norm())
+    assert d <= rel, d
+    return d
+
+
+def _batches(df, tok, model, scheme="fractional"):
+    items = train.training_items(df, tok, scheme, alpha=2.0, targets="trie", beta=2.0)
+    yield "unpacked", train.collate(items, tok.pad_token_id)
+    if scheme != "indicator":
+        seqs = packing.pack_items(items, 1024)
+        yield "packed", packing.collate_packed(seqs, tok.pad_token_id, row_length=packing.row_length_for(seqs, 1024))
+
+
+@pytest.mark.parametrize("scheme", ["fractional", "indicator"])
+def test_head_at_supervised_positions_gives_the_full_logits_loss_and_gradients(data, scheme):
+    df, model, tok = data
+    for layout, batch in _batches(df, tok, model, scheme):
+        n_sup = stoical.supervised_count(batch["target_mass"])
+        assert n_sup < batch["input_ids"].numel() / 2, layout  # the head runs on far fewer rows
+        loss_all, g_all = _loss_and_grads(model, batch, rows_only=False)
+        loss_rows, g_rows = _loss_and_grads(model, batch, rows_only=True)
+        assert abs(loss_rows - loss_all) <= 1e-6 * abs(loss_all), layout
+        _close(g_rows, g_all, 1e-5)
+        assert g_all.abs().max() > 1e-2  # a gradient that is there to compare
+
+
+def test_head_at_works_through_a_lora_model(data):
+    df, base, tok = data
+    import copy
+
+    model = models.add_lora(copy.deepcopy(base), "transformers", 4, 8, 0.0, "all-linear", seed=0)
+    with torch.no_grad():  # LoRA B starts at zero: move it so the adapters carry gradient both ways
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.copy_(torch.randn(p.shape, generator=torch.Generator().manual_seed(1)) * 0.1)
+    assert type(output_head(model)) is torch.nn.Linear  # all-linear LoRA leaves the head alone
+    batch = next(b for layout, b in _batches(df, tok, model) if layout == "packed")
+    loss_all, g_all = _loss_and_grads(model, batch, rows_only=False)
+    loss_rows, g_rows = _loss_and_grads(model, batch, rows_only=True)
+    assert g_all.numel() < sum(p.numel() for p in base.parameters())  # only the adapters train
+    assert abs(loss_rows - loss_all) <= 1e-6 * abs(loss_all)
+    _close(g_rows, g_all, 1e-5)
+
+
+def test_head_is_restored_and_float32_under_bf16_autocast(data):
+    df, model, tok = data
+    head = output_head(model)
+    ids = torch.tensor([[5, 6, 7, 8]])
+    with torch.no_grad(), precision.autocast("bf16"):
+        plain = model(input_ids=ids).logits
+        with head_at(model) as call:
+            kept = model(input_ids=ids).logits
+    assert plain.dtype == torch.bfloat16 and kept.dtype == torch.float32 and call.used
+    assert "forward" not in head.__dict__  # the override is gone after the block
+    # computed in float32, not bf16 logits cast up: most values are not representable in bf16
+    assert (kept.to(torch.bfloat16).float() != kept).float().mean() > 0.9
+    with torch.no_grad():
+        want = model(input_ids=ids).logits  # float32 model, no autocast
+    assert (kept - want).abs().max() <= 0.05 * want.abs().max()  # bf16 hidden states: close
+    with pytest.raises(ValueError, match="two 1-D index tensors"):
+        with head_at(model, (torch.tensor([0]),)):
+            pass
+
+
+def test_bf16_loss_and_gradients_agree_with_fp32_relative_to_their_scale(data):
+    """Mixed precision (matmuls in bf16, head, log-softmax and sum in float32) on the same packed
+    batch: the loss within 1% of the fp32 loss, the gradient within 5% (relative norm; bf16 keeps
+    8 significant bits, about 0.4% per rounding, accumulated over the layers)."""
+    df, model, tok = data
+    batch = next(b for layout, b in _batches(df, tok, model) if layout == "packed")
+    loss32, g32 = _loss_and_grads(model, batch, rows_only=True)
+    loss16, g16 = _loss_and_grads(model, batch, rows_only=True, used="bf16")
+    assert abs(loss16 - loss32) <= 1e-2 * abs(loss32)
+    d = _close(g16, g32, 5e-2)
+    assert d > 0  # bf16 really ran (the same numbers would mean autocast did nothing)
