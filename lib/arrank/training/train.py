@@ -54,7 +54,6 @@ losses, same weights.
 from __future__ import annotations
 
 import math
-import os
 import shutil
 import warnings
 from pathlib import Path
