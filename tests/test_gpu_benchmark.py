@@ -11,7 +11,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from arrank.common import paths
+
+pytestmark = pytest.mark.slow  # trains the tiny model through benchmarks/gpu.py
 
 SCRIPT = paths.ROOT / "benchmarks" / "gpu.py"
 

@@ -16,6 +16,8 @@ import pytest
 
 from arrank.common import paths
 
+pytestmark = pytest.mark.slow  # runs pip over a folder of built wheels
+
 spec = importlib.util.spec_from_file_location("gpu_kit", paths.ROOT / "gpu" / "kit.py")
 kit = importlib.util.module_from_spec(spec)
 sys.modules["gpu_kit"] = kit  # dataclasses look their module up there

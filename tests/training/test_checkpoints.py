@@ -13,7 +13,7 @@ from arrank.data import wordnet as W
 from arrank.training import checkpoints as ckpt
 from arrank.training import models, train
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]  # slow: trains the tiny model
 
 HYPER = {
     **train.profile_hyperparameters("quick"),

@@ -107,6 +107,7 @@ def test_lora_model_holds_frozen_base_weights_in_bf16_and_trainable_ones_in_fp32
     assert all(s["exp_avg"].dtype == torch.float32 for s in opt.state.values())  # optimizer state: fp32
 
 
+@pytest.mark.slow  # runs the workbook / trains the tiny model
 def test_tiny_model_learns_its_task_in_bf16(data, tmp_path):
     """A short real training in bf16 (fractional alpha = 2, packed) brings the CVR of the training
     queries far below that of random scores on the same queries, as in fp32 (at 60 steps R@1

@@ -17,6 +17,8 @@ from arrank.common import paths
 from arrank.workbook import run
 from arrank.workbook.book import build
 
+pytestmark = pytest.mark.slow  # runs a notebook and builds the book in a browser
+
 TINY_BOOK = {  # the smallest parameters tests/test_notebooks.py runs it with (one notebook keeps make test short)
     "01_de_capacity": {"k_max_exact": 4, "mc_queries": 3000, "k_max_bound": 100},
 }

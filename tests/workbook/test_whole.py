@@ -1,5 +1,7 @@
 """The workbook's stages: notebooks 01-08 in order, notebook 05 through the workbook sweep."""
 
+import pytest
+
 from arrank.workbook import whole
 
 
@@ -30,6 +32,7 @@ def test_summary_lists_every_stage_and_the_total(tmp_path):
     assert "cvr=0.1235, n=3" in text and text.splitlines()[-1].split()[-1] == "3.5"
 
 
+@pytest.mark.slow  # runs the workbook / trains the tiny model
 def test_ctrl_c_during_the_workbook_is_one_line_and_exit_130(tmp_path):
     """Issue 27: Ctrl-C during ``python -m arrank.workbook`` printed a RunInterruptedError traceback
     and exited 1; docs/reliability.md promises one line and 130. The interrupted stage is kept
