@@ -7,11 +7,11 @@ import struct
 
 import pytest
 import torch
+from tiny_setup import tiny_model as _tiny
 
 from arrank.common import manifest as manifest_mod
-from arrank.data import wordnet as W
 from arrank.training import checkpoints as ckpt
-from arrank.training import models, train
+from arrank.training import train
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]  # slow: trains the tiny model
 
@@ -25,21 +25,6 @@ HYPER = {
     "save_steps": 2,
 }
 PARAMS = {"run_name": "r", "scheme": "indicator", "seed": 0}
-
-
-@pytest.fixture(scope="module")
-def data():
-    df = W.build_wordnet_dataset(
-        subtree="canine.n.02", min_relevant=1, n_eval=10, template="wordnet_short", cache=False
-    )
-    texts = list(df["prompt"]) + sorted({d for r in df["relevant"] for d in r})
-    return df, texts
-
-
-def _tiny(texts):
-    return models.tiny_model_and_tokenizer(
-        texts, vocab_size=400, hidden=32, layers=1, heads=2, intermediate=64, seed=0, cache=False
-    )
 
 
 class _Steps:

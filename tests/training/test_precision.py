@@ -8,8 +8,8 @@ import copy
 
 import pytest
 import torch
+from tiny_setup import tiny_model as _tiny
 
-from arrank.data import wordnet as W
 from arrank.evaluation import evaluate
 from arrank.training import models, precision, train
 
@@ -65,22 +65,6 @@ def test_the_notebooks_spec_takes_precision_and_refuses_other_values():
         assert [spec("precision", v) for v in ("auto", "fp32", "bf16")] == ["auto", "fp32", "bf16"]
         with pytest.raises(params.ParamError, match="precision='half' is not allowed"):
             spec("precision", "half")
-
-
-@pytest.fixture(scope="module")
-def data():
-    df = W.build_wordnet_dataset(
-        subtree="canine.n.02", min_relevant=1, n_eval=10, template="wordnet_short", cache=False
-    )
-    texts = list(df["prompt"]) + sorted({d for r in df["relevant"] for d in r})
-    return df, texts
-
-
-def _tiny(texts):
-    torch.manual_seed(0)
-    return models.tiny_model_and_tokenizer(
-        texts, vocab_size=400, hidden=32, layers=1, heads=2, intermediate=64, seed=0, cache=False
-    )
 
 
 def test_lora_model_holds_frozen_base_weights_in_bf16_and_trainable_ones_in_fp32(data):

@@ -4,8 +4,8 @@ import importlib.util
 
 import pytest
 import torch
+from tiny_setup import tiny_model as _tiny
 
-from arrank.data import wordnet as W
 from arrank.training import models, train
 
 pytestmark = pytest.mark.slow  # trains a model or runs notebooks / kernels / sweeps
@@ -19,22 +19,6 @@ HYPER = {
     "logging_steps": 2,
     "save_steps": 100,
 }
-
-
-@pytest.fixture(scope="module")
-def data():
-    df = W.build_wordnet_dataset(
-        subtree="canine.n.02", min_relevant=1, n_eval=10, template="wordnet_short", cache=False
-    )
-    texts = list(df["prompt"]) + sorted({d for r in df["relevant"] for d in r})
-    return df, texts
-
-
-def _tiny(texts, seed=0):
-    torch.manual_seed(seed)
-    return models.tiny_model_and_tokenizer(
-        texts, vocab_size=400, hidden=32, layers=1, heads=2, intermediate=64, seed=seed, cache=False
-    )
 
 
 def test_items_per_scheme(data):
