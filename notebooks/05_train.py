@@ -137,11 +137,9 @@ with outputs.timed(timings, "model"):
     model = models.add_lora(model, P["backend"], P["lora_r"], P["lora_alpha"], P["lora_dropout"],
                             P["lora_targets"], P["seed"])
 trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-numerics = mixed_precision.resolve_precision(P["precision"], hidden_size=mixed_precision.hidden_size(model))
-held_bf16 = mixed_precision.prepare_model(model, numerics.used)  # frozen base weights held in bf16
 print(f"{len(df)} queries ({(df['split'] == 'eval').sum()} held out); model {P['model_name']} "
       f"({trainable:,} trainable parameters), backend {models.resolve_backend(P['backend'])}")
-print(f"precision: {numerics.used} ({numerics.reason}); {held_bf16:,} frozen weights held in bf16")
+numerics = mixed_precision.apply_precision(model, P["precision"])  # frozen base weights in bf16 where bf16 is used
 
 # %% [markdown]
 # ## 2. Items and their targets

@@ -77,9 +77,7 @@ P
 with outputs.timed(timings, "load"):
     subject = evaluate.model_under_test(P, outputs.outputs_root(run_dir))
 model, tok, df, data = subject["model"], subject["tokenizer"], subject["df"], subject["data"]
-numerics = mixed_precision.resolve_precision(P["precision"], hidden_size=mixed_precision.hidden_size(model))
-mixed_precision.prepare_model(model, numerics.used)  # frozen weights held in bf16
-print(f"precision: {numerics.used} ({numerics.reason})")
+numerics = mixed_precision.apply_precision(model, P["precision"])  # frozen weights in bf16 where bf16 is used
 ks = ranking.ks_for(data["dataset"])
 held_out = evaluate.eval_queries(df, P["eval_queries"] or None)
 print(f"model: {subject['source']}\ndata: {data}\n{len(held_out)} held-out queries, "

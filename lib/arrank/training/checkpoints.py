@@ -130,9 +130,9 @@ class GuardedCheckpoints:
         return self._staging or super()._get_output_dir(trial)
 
     def _save_checkpoint(self, model, trial) -> None:
-        from transformers.utils import logging as hf_logging
+        from arrank.training.models import quiet_saves
 
-        hf_logging.disable_progress_bar()  # "Writing model shards" per checkpoint: chatter in a notebook's outputs
+        quiet_saves()
         root, step = Path(self.args.output_dir), self.state.global_step
         staging = root / f"{STAGING}{step}"
         self._staging = str(staging)

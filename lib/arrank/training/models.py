@@ -270,15 +270,22 @@ def model_folder_problem(folder: Path) -> str | None:
     return None
 
 
+def quiet_saves() -> None:
+    """Keep transformers' "Writing model shards" progress bar (one per save: each checkpoint, the
+    model cache, the run's model) out of a notebook's outputs: chatter, not a result. The
+    Trainer's own training progress bar stays."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
 def save_atomic(model, tokenizer, folder: Path) -> Path:
     """``save_pretrained`` model and tokenizer into a temporary folder, a manifest of its files
     (``arrank.common.manifest``: sizes and sha256, flushed to disk), then renamed into place."""
     import shutil
     import tempfile
 
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()  # transformers' "Writing model shards" bar: chatter, not a result
+    quiet_saves()
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
     try:

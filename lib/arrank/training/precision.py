@@ -197,6 +197,16 @@ def prepare_model(model, used: str) -> int:
     return sum(m.weight.numel() for m in linears)
 
 
+def apply_precision(model, requested: str) -> Precision:
+    """Resolve ``requested`` (auto / fp32 / bf16) for ``model`` (``resolve_precision``), hold its
+    frozen base weights in bf16 where bf16 is used (``prepare_model``) and say so in one line:
+    what notebooks 05 and 06 do before training or scoring."""
+    numerics = resolve_precision(requested, hidden_size=hidden_size(model))
+    held = prepare_model(model, numerics.used)
+    print(f"precision: {numerics.used} ({numerics.reason}); {held:,} frozen weights held in bf16")
+    return numerics
+
+
 @contextlib.contextmanager
 def inference(model, used: str) -> Iterator[None]:
     """Scoring (section 5.1) and decoding in a resolved precision: autocast, and the head in

@@ -427,7 +427,6 @@ def train(
     dtype_of(precision)  # a resolved precision: fp32 or bf16
     if not items:
         raise ValueError("no training items")
-    quiet_checkpoint_writes()  # also for the save of the final (or zero-shot) model that follows
     if hyper["steps"] == 0:  # zero-shot: the model as loaded (its LoRA adapters are still zero)
         if processes.is_main():  # nothing to resume: no .checkpoints-<name>/params.json left behind
             shutil.rmtree(checkpoints, ignore_errors=True)
@@ -470,14 +469,6 @@ def train(
     if trainer.is_world_process_zero():
         shutil.rmtree(checkpoints, ignore_errors=True)
     return log[[c for c in ("step", "loss", "learning_rate", "grad_norm", "epoch") if c in log.columns]]
-
-
-def quiet_checkpoint_writes() -> None:
-    """Keep transformers' per-save "Writing model shards" progress bar (one per checkpoint) out of
-    the notebook's outputs: chatter, not a result. The Trainer's own training progress bar stays."""
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
 
 
 def final_loss(log: pd.DataFrame) -> float | None:
