@@ -68,7 +68,8 @@
 
 # %% tags=["parameters"]
 profile = "quick"  # "quick" (tiny model, CPU, minutes), "pretrained" (SmolLM2-135M + LoRA, CPU) or "paper" (Mistral-7B + LoRA, GPU)
-seed = 0  # seeds the data, the model initialisation and the item order
+seed = 0  # seeds the model initialisation and the item order (and the data, unless data_seed is given)
+data_seed = None  # seeds the held-out split, the negatives and the prompts' order; None: the seed (fix it to compare seeds on the same queries)
 run_name = "auto"  # folder under outputs/05_train/; give a name to resume an interrupted run
 model_name = None  # None: the profile's; tiny, smollm2-135m, paper (Mistral-7B), a hub id, a local folder or .gguf file
 backend = "auto"  # auto (Unsloth with CUDA in one process, else transformers + peft), unsloth (one GPU only) or transformers
@@ -129,7 +130,7 @@ P, hyper
 
 # %%
 with outputs.timed(timings, "data"):
-    df = ranking.ranking_dataset(P["dataset"], P["profile"], P["seed"], P["n_eval"], P["template"],
+    df = ranking.ranking_dataset(P["dataset"], P["profile"], P["data_seed"], P["n_eval"], P["template"],
                                  P["subtree"], P["min_relevant"])
 with outputs.timed(timings, "model"):
     model, tok = models.untrained_model(P["model_name"], df, P["backend"], hyper["max_length"],
@@ -201,10 +202,10 @@ with outputs.timed(timings, "evaluate"):
 n_train = evaluate.n_training_queries(P["train_queries"], result["n_queries"])
 P["train_queries"] = n_train  # results.json records the number used, not None
 with outputs.timed(timings, "evaluate_training"):
-    trained, per_query_train = (evaluate.evaluate_training_queries(model, tok, df, n_train, P["seed"], ks,
+    trained, per_query_train = (evaluate.evaluate_training_queries(model, tok, df, n_train, P["data_seed"], ks,
                                                                            precision=numerics.used)
                                 if n_train else ({}, None))
-floor = evaluate.random_floor(df, P["seed"], P["eval_queries"] or None, ks)
+floor = evaluate.random_floor(df, P["data_seed"], P["eval_queries"] or None, ks)
 outputs.save_table(per_query, run_dir, "per_query")  # per-query metrics: the intervals of notebook 08's findings
 if per_query_train is not None:
     outputs.save_table(per_query_train, run_dir, "per_query_train")  # ... and of notebook 07's

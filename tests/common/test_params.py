@@ -128,3 +128,15 @@ def test_scheme_accepts_what_the_registry_holds():
         ParamError, match=r"scheme='linear' is not allowed; choose one of \['indicator', 'fractional', 'stepwise'\]"
     ):
         check("scheme", "linear")
+
+
+def test_data_seed_is_the_seed_unless_given():
+    """05's data_seed (the held-out split, negatives, prompts) follows the seed when left at None,
+    so a sweep over seeds with data_seed fixed compares every seed on the same queries."""
+    from arrank.workbook import run
+
+    assert run.prepare("05_train", {"profile": "quick", "seed": 3})[2]["data_seed"] == 3
+    fixed = run.prepare("05_train", {"profile": "pretrained", "seed": 3, "data_seed": 0})[2]
+    assert (fixed["seed"], fixed["data_seed"]) == (3, 0)
+    with pytest.raises(ParamError, match=r"data_seed=-1 is out of range"):
+        run.prepare("05_train", {"profile": "quick", "data_seed": -1})

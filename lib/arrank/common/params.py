@@ -232,7 +232,8 @@ def register_name(kind: str, name: str) -> None:
 class Param:
     """One notebook parameter: its validator, the literal of the notebook's parameters cell,
     its meaning (the comment on that line; ``--help`` prints it) and, for a parameter left at
-    ``None``, the value each profile gives it (a ``ByDataset`` where it depends on ``dataset``)."""
+    ``None``, the value each profile gives it (a ``ByDataset`` where it depends on ``dataset``, a
+    ``SameAs`` where it is another parameter's value)."""
 
     check: Validator | None
     default: Any
@@ -249,6 +250,19 @@ class ByDataset:
 
     def pick(self, values: Mapping[str, Any]) -> Any:
         return getattr(self, values.get("dataset") or "wordnet")
+
+
+@dataclass(frozen=True)
+class SameAs:
+    """A profile value that is another parameter's value (05's ``data_seed``: the ``seed``)."""
+
+    name: str
+
+    def pick(self, values: Mapping[str, Any]) -> Any:
+        return values.get(self.name)
+
+
+EVERY_PROFILE = ("quick", "pretrained", "paper")
 
 
 # The prompt template a 05/06 run uses when it names none: the short one for the tiny model of
@@ -433,7 +447,13 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
             "quick",
             '"quick" (tiny model, CPU, minutes), "pretrained" (SmolLM2-135M + LoRA, CPU) or "paper" (Mistral-7B + LoRA, GPU)',
         ),
-        "seed": Param(SEED, 0, "seeds the data, the model initialisation and the item order"),
+        "seed": Param(SEED, 0, "seeds the model initialisation and the item order (and the data, unless data_seed is given)"),
+        "data_seed": Param(
+            integer(0, 2**32 - 1, optional=True),
+            None,
+            "seeds the held-out split, the negatives and the prompts' order; None: the seed (fix it to compare seeds on the same queries)",
+            {p: SameAs("seed") for p in EVERY_PROFILE},
+        ),
         "run_name": Param(RUN_NAME, "auto", "folder under outputs/05_train/; give a name to resume an interrupted run"),
         "model_name": Param(
             model_name,
@@ -820,12 +840,12 @@ def spec_for(stem: str) -> dict[str, Validator]:
 
 def profile_values(stem: str, profile: str, values: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What each parameter left at ``None`` takes in ``profile`` (``ByDataset`` picked by
-    ``values['dataset']``, WordNet when none is given)."""
+    ``values['dataset']``, WordNet when none is given; ``SameAs`` from the named value)."""
     out = {}
     for name, param in definition(stem).items():
         if profile in param.profiles:
             value = param.profiles[profile]
-            out[name] = value.pick(values or {}) if isinstance(value, ByDataset) else value
+            out[name] = value.pick(values or {}) if isinstance(value, (ByDataset, SameAs)) else value
     return out
 
 

@@ -323,7 +323,7 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
     """What notebook 06 evaluates, from its parameters ``p`` and the outputs folder ``root``.
 
     ``train_run`` names a finished notebook 05 run (or "latest"): its saved model, and its data
-    parameters (dataset, subtree, min_relevant, n_eval, template, seed, profile) so that the
+    parameters (dataset, subtree, min_relevant, n_eval, template, data_seed or seed, profile) so that the
     held-out queries are exactly the ones that run never trained on. ``train_run="none"``: an
     untrained model (the tiny model at its initialisation, or the pretrained ``model_name`` as it
     is) on the data that ``p`` describes: the baseline row. Returns ``model, tokenizer, df,
@@ -342,6 +342,7 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
         run = outputs.find_run("05_train", p["train_run"], root)
         trained = json.loads((run / "results.json").read_text())["params"]
         data = {k: trained.get(k, "wordnet" if k == "dataset" else None) for k in keys}
+        data["seed"] = trained.get("data_seed", data["seed"])  # the seed of its data, when it had one
         model, tok = models.load_trained(run / "model", p["backend"])
         source = str(run)
         scale = trained_scale(trained, run.name)
