@@ -447,7 +447,9 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
             "quick",
             '"quick" (tiny model, CPU, minutes), "pretrained" (SmolLM2-135M + LoRA, CPU) or "paper" (Mistral-7B + LoRA, GPU)',
         ),
-        "seed": Param(SEED, 0, "seeds the model initialisation and the item order (and the data, unless data_seed is given)"),
+        "seed": Param(
+            SEED, 0, "seeds the model initialisation and the item order (and the data, unless data_seed is given)"
+        ),
         "data_seed": Param(
             integer(0, 2**32 - 1, optional=True),
             None,

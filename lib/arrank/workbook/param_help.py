@@ -38,7 +38,13 @@ def profile_defaults(stem: str, name: str, default: Any) -> dict[str, Any]:
     (``Param.profiles`` of its definition; a per-dataset value as ``wordnet / esci``)."""
     if default is None:
         return {
-            p: (f"{v.wordnet} / {v.esci}" if isinstance(v, params.ByDataset) else f"= {v.name}" if isinstance(v, params.SameAs) else v)
+            p: (
+                f"{v.wordnet} / {v.esci}"
+                if isinstance(v, params.ByDataset)
+                else f"= {v.name}"
+                if isinstance(v, params.SameAs)
+                else v
+            )
             for p, v in params.definition(stem)[name].profiles.items()
         }
     return {}
