@@ -107,7 +107,7 @@ arr_runs = "*"  # 05_train runs plotted in panel (a): a glob on their run names
 from_runs = ""  # a glob on 07 run names: draw Figure 3 from those single-config runs (a sweep's points), no training
 k_max = 10  # R@k for k from 1 to k_max
 on_par_tol = 0.02  # findings: two R@k curves are "on par" within this, "above" beyond it
-threads = 2  # torch CPU threads (the core count)
+threads = 2  # CPU cores: Figure 3's configs train in this many 1-thread processes at once; a single de or ce run uses this many threads
 precision = "auto"  # auto, fp32 or bf16: accepted and recorded; the DE and CE train in fp32 (bf16 does not pay at these sizes)
 subtree = None  # '' for all nouns or a synset; None: animal.n.01 quick, all nouns paper
 min_relevant = None  # queries with at least this many hypernyms; None: 5 quick, 1 paper
@@ -148,8 +148,9 @@ print(f"{len(data['df']):,} queries, {len(data['pairs'].query):,} positive pairs
 
 # %% [markdown]
 # ## 2. Train and evaluate
-# Each configuration trains with a progress bar, then is evaluated on the evaluation queries
-# (and, for a DE, by full-corpus retrieval). One row per configuration, CVR, nDCG and R@k in
+# Each configuration trains, then is evaluated on the evaluation queries (and, for a DE, by
+# full-corpus retrieval); with `threads` > 1 the configurations run that many at once, one
+# thread each, a progress bar counting them. One row per configuration, CVR, nDCG and R@k in
 # percent (`results.csv` keeps fractions); the training losses follow.
 
 # %%
@@ -164,7 +165,8 @@ with outputs.timed(timings, "train_and_evaluate"):
     else:
         results, logs, per_query = BL.run_configs(configs, data["pairs"], len(data["names"]), data["eval"],
                                                   data["rows"], hyper, ks, P["seed"],
-                                                  corpus=data["corpus"] if P["retrieval"] else None)
+                                                  corpus=data["corpus"] if P["retrieval"] else None,
+                                                  workers=P["threads"])
 outputs.save_table(results, run_dir, "results")
 outputs.save_table(per_query, run_dir, "per_query")  # per-query R@1..5 of each config: the findings' intervals
 outputs.save_table(logs, run_dir, "training_log")

@@ -199,6 +199,46 @@ def baseline_precision(requested: str):
     return Precision(requested, "fp32", f"{asked.reason}; {why}" if asked.used == "bf16" else why)
 
 
+def run_config(
+    config: Mapping[str, Any],
+    pairs: Pairs,
+    n_rows: int,
+    df_eval: pd.DataFrame,
+    rows: Mapping[str, int],
+    hyper: Mapping[str, Any],
+    ks: Sequence[int],
+    seed: int,
+    corpus: Sequence[str] | None = None,
+    progress: bool = True,
+) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
+    """Train and evaluate one config: (its row of ``run_configs``' table, its loss log with a
+    ``config`` column, its per-query metrics)."""
+    q, d, sizes = candidate_rows(df_eval, rows)
+    model, log, facts = train_config(config, pairs, n_rows, hyper, seed, progress)
+    start = time.perf_counter()
+    summary, frame = evaluate(df_eval, score_pairs(config["model"], model, q, d), sizes, ks)
+    if config["model"] == "de" and corpus is not None:
+        summary.update(retrieval_recall(model, df_eval, rows, corpus, ks))
+    key = config_key(config["model"], config["n"], config["alpha"])
+    result = {
+        "config": key,
+        "model": config["model"],
+        "n": config["n"],
+        "alpha": config["alpha"],
+        "panels": ",".join(config["panels"]),
+        **summary,
+        "final_loss": float(log["loss"].iloc[-1]),
+        **facts,
+        "eval_s": time.perf_counter() - start,
+    }
+    return result, log.assign(config=key), per_query_rows(frame, key)
+
+
+def _one_thread() -> None:
+    """A worker process of ``run_configs``: one torch thread (one core per worker)."""
+    torch.set_num_threads(1)
+
+
 def run_configs(
     configs: Sequence[Mapping[str, Any]],
     pairs: Pairs,
@@ -210,37 +250,38 @@ def run_configs(
     seed: int,
     corpus: Sequence[str] | None = None,
     progress: bool = True,
+    workers: int = 1,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Train and evaluate every config. Returns (one row per config: model, n, alpha, panels,
-    section 5.1 metrics, DE retrieval metrics when ``corpus`` is given, final_loss, train_s,
-    steps_per_s, eval_s; the concatenated loss logs with a ``config`` column; the per-query
-    metrics of every config, ``per_query_rows``)."""
-    q, d, sizes = candidate_rows(df_eval, rows)
-    results, logs, per_query = [], [], []
-    for config in configs:
-        model, log, facts = train_config(config, pairs, n_rows, hyper, seed, progress)
-        start = time.perf_counter()
-        summary, frame = evaluate(df_eval, score_pairs(config["model"], model, q, d), sizes, ks)
-        if config["model"] == "de" and corpus is not None:
-            summary.update(retrieval_recall(model, df_eval, rows, corpus, ks))
-        key = config_key(config["model"], config["n"], config["alpha"])
-        results.append(
-            {
-                "config": key,
-                "model": config["model"],
-                "n": config["n"],
-                "alpha": config["alpha"],
-                "panels": ",".join(config["panels"]),
-                **summary,
-                "final_loss": float(log["loss"].iloc[-1]),
-                **facts,
-                "eval_s": time.perf_counter() - start,
-            }
-        )
-        logs.append(log.assign(config=key))
-        per_query.append(per_query_rows(frame, key))
+    """Train and evaluate every config (``run_config``). Returns (one row per config: model, n,
+    alpha, panels, section 5.1 metrics, DE retrieval metrics when ``corpus`` is given,
+    final_loss, train_s, steps_per_s, eval_s; the concatenated loss logs with a ``config``
+    column; the per-query metrics of every config, ``per_query_rows``), in the order of ``configs``.
+
+    ``workers > 1``: the configs run in that many worker processes of one thread each (spawned,
+    so no OpenMP state is forked), a progress bar over configs. Each config is seeded by
+    ``seed`` alone, so its result does not depend on which worker ran it or when. One 1-thread
+    process per core is faster than one process with a thread per core at these sizes, and it
+    degrades gracefully beside a busy process (docs/measurements.md)."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers={workers!r} must be an integer >= 1")
+    args = (pairs, n_rows, df_eval, rows, hyper, ks, seed, corpus)
+    if workers == 1 or len(configs) < 2:
+        done = [run_config(c, *args, progress=progress) for c in configs]
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        from tqdm.auto import tqdm
+
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(min(workers, len(configs)), mp_context=context, initializer=_one_thread) as pool:
+            futures = [pool.submit(run_config, c, *args, progress=False) for c in configs]
+            for f in tqdm(futures, desc=f"configs ({workers} workers)", disable=not progress):
+                f.result()
+        done = [f.result() for f in futures]
+    results, logs, per_query = zip(*done)
     return (
-        pd.DataFrame(results).set_index("config"),
+        pd.DataFrame(list(results)).set_index("config"),
         pd.concat(logs, ignore_index=True),
         pd.concat(per_query, ignore_index=True),
     )

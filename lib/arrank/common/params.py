@@ -760,7 +760,11 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
         "on_par_tol": Param(
             number(0.0, 1.0), 0.02, 'findings: two R@k curves are "on par" within this, "above" beyond it'
         ),
-        "threads": Param(integer(1, 1024), 2, "torch CPU threads (the core count)"),
+        "threads": Param(
+            integer(1, 1024),
+            2,
+            "CPU cores: Figure 3's configs train in this many 1-thread processes at once; a single de or ce run uses this many threads",
+        ),
         "precision": Param(
             choice("auto", "fp32", "bf16"),
             "auto",
