@@ -178,6 +178,9 @@ resumed_from_step = train.resume_point(checkpoints, P)  # 0: a fresh start
 with outputs.timed(timings, "train"):
     log = train.train(model, tok, items, hyper, checkpoints, seed=P["seed"], sampling=P["sampling"],
                       packing=layout, precision=numerics.used)
+seen = train.queries_seen(items, hyper, P["seed"], P["sampling"], layout) or {}  # replayed: what the steps drew
+if seen:
+    print(f"trained on {seen['sequences']:,} sequences from {seen['queries']:,} distinct training queries")
 outputs.save_table(log, run_dir, "training_log")
 models.save_atomic(model, tok, run_dir / "model")
 fig = train.curves_figure(log, f"Training: {loss_label(P)} ({P['model_name']}, {hyper['steps']} steps)")
@@ -221,7 +224,8 @@ display.percent_table(table)
 
 # %%
 metrics = {**result, **trained, "n_items": len(items), "packing": layout, "n_sequences": n_sequences,
-           "final_loss": train.final_loss(log), "resumed_from_step": resumed_from_step, **numerics.record()}
+           **{f"{k}_trained": v for k, v in seen.items()}, "final_loss": train.final_loss(log),
+           "resumed_from_step": resumed_from_step, **numerics.record()}
 outputs.write_results(run_dir, "05_train", P, metrics, timings)
 print(f"{len(metrics)} metrics written to the run's results.json")
 

@@ -58,6 +58,32 @@ def test_twenty_steps_lower_the_loss(data, tmp_path):
     assert not (tmp_path / "ckpt").exists()  # checkpoints are removed once training finished
 
 
+@pytest.mark.parametrize("packing", ["none", "per_query"])
+def test_queries_seen_replays_what_training_draws(data, tmp_path, monkeypatch, packing):
+    """``trained_sequences`` replays, in order, the sequences of the batches the Trainer really
+    collates (recorded by wrapping the collators), packed or not, across an epoch's short last
+    batch; the Trainer may collate one batch more than it trains on (accelerate's look-ahead)."""
+    df, texts = data
+    model, tok = _tiny(texts)
+    items = train.training_items(df, tok, "fractional", alpha=1.0)
+    seen = []
+    for name in ("collate", "collate_packed"):
+        real = getattr(train, name)
+        monkeypatch.setattr(
+            train, name, lambda b, *a, _real=real, **k: (seen.extend(x["query"] for x in b), _real(b, *a, **k))[1]
+        )
+    n_sequences = len(train.pack_items(items, HYPER["max_length"])) if packing == "per_query" else len(items)
+    batch = train.packed_batch_size(16, items, n_sequences, True) if packing == "per_query" else 16
+    hyper = {**HYPER, "steps": n_sequences // batch + 2}  # into the second epoch
+    train.train(model, tok, items, hyper, tmp_path / "ckpt", seed=3, packing=packing)
+    dataset, drawn = train.trained_sequences(items, hyper, 3, packing)
+    assert [dataset[i]["query"] for i in drawn] == seen[: len(drawn)] and len(seen) - len(drawn) in (0, batch)
+    assert n_sequences < len(drawn) < hyper["steps"] * batch  # an epoch ended with a short batch
+    counted = train.queries_seen(items, hyper, 3, "weighted", packing)
+    assert counted == {"sequences": len(drawn), "queries": len(set(seen[: len(drawn)]))}
+    assert train.queries_seen(items, hyper, 3, "uniform", packing) is None
+
+
 def test_interrupted_run_resumes_from_its_checkpoint(data, tmp_path):
     from transformers import TrainerCallback
 

@@ -471,6 +471,48 @@ def train(
     return log[[c for c in ("step", "loss", "learning_rate", "grad_norm", "epoch") if c in log.columns]]
 
 
+def trained_sequences(
+    items: list[dict[str, Any]], hyper: dict[str, Any], seed: int, packing: str
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """What ``train`` with weighted sampling draws in ``hyper['steps']`` steps on one process,
+    replayed without training: (the dataset: items, or packed sequences under
+    ``packing="per_query"``; the indices of the sequences trained on, in order). Each epoch is
+    ``epoch_weighted_sampler``'s draws cut into batches, its last batch possibly short, and a step
+    takes ``grad_accum`` batches (fewer at an epoch's end), as the Trainer does."""
+    if packing == "per_query":
+        dataset = pack_items(items, hyper["max_length"])
+        batch = packed_batch_size(hyper["batch_size"], items, len(dataset), True)
+        draw = sequence_weights(dataset)
+    else:
+        dataset, batch, draw = items, hyper["batch_size"], [item["weight"] for item in items]
+    drawn, steps, epoch = [], 0, 0
+    while steps < hyper["steps"]:
+        sampler = epoch_weighted_sampler(draw, seed)
+        sampler.set_epoch(epoch)
+        order = list(sampler)
+        batches = [order[i : i + batch] for i in range(0, len(order), batch)]
+        for i in range(0, len(batches), hyper["grad_accum"]):
+            if steps == hyper["steps"]:
+                break
+            drawn += [x for b in batches[i : i + hyper["grad_accum"]] for x in b]
+            steps += 1
+        epoch += 1
+    return dataset, drawn
+
+
+def queries_seen(
+    items: list[dict[str, Any]], hyper: dict[str, Any], seed: int, sampling: str, packing: str
+) -> dict[str, int] | None:
+    """How much of the training data ``train`` sees (``trained_sequences``): ``sequences`` drawn
+    (items, or packed sequences) and distinct training ``queries`` among them. Weighted sampling
+    only (the default; its draws are a function of the seed); None for uniform sampling, whose
+    order is the Trainer's own shuffle."""
+    if sampling != "weighted":
+        return None
+    dataset, drawn = trained_sequences(items, hyper, seed, packing)
+    return {"sequences": len(drawn), "queries": len({dataset[i]["query"] for i in drawn})}
+
+
 def final_loss(log: pd.DataFrame) -> float | None:
     """The last logged training loss, None when nothing was trained (``steps = 0``)."""
     return float(log["loss"].iloc[-1]) if len(log) else None
