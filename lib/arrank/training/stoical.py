@@ -16,7 +16,7 @@ position s (its first token is ``input_ids[b, s]``) has its step-j target at pos
 Normalisation: the summed loss is divided by the number of supervised positions in the batch
 (positions with any target mass > 0, whatever their lambda), or by ``num_items_in_batch`` when
 given (the transformers convention for gradient accumulation and several processes: the count of
-the whole optimizer step, ``arrank.training.train.step_normaliser``). So one-hot targets with lambda = 1
+the whole optimizer step, ``arrank.training.trainer.step_normaliser``). So one-hot targets with lambda = 1
 give exactly the usual mean next-token cross-entropy over the docID tokens, and the denominator is
 the same for every variant (lambda scheme, trie or one-hot), so their losses are comparable.
 """

@@ -1,5 +1,5 @@
 """Fine-tuning with the STOICaL loss (section 4, eq. 2; Appendix B; Appendix F): items, targets,
-the data collator, one Trainer subclass for both backends, and the training entry point.
+the data collator and the training entry point (its Trainer subclass: ``arrank.training.trainer``).
 
 An item is (q, d_r, r): the augmented prompt of query q followed by the docID of rank r and EOS
 (``arrank.training.encoding``). Its sparse targets y(r, t) (one-hot, or marginalised over the query's
@@ -37,7 +37,7 @@ items per process, process k's micro-batch is the k-th B-item slice of the 1-pro
 N * B, drawn by the same sampler on every process (the weighted one seeded by (seed, epoch), the
 uniform one by accelerate's seedable sampler). The loss of a step is divided by the supervised
 positions of the whole step, all processes and accumulated micro-batches together
-(``step_normaliser``, the Trainer's ``num_items_in_batch`` with ``average_tokens_across_devices``),
+(``trainer.step_normaliser``, the Trainer's ``num_items_in_batch`` with ``average_tokens_across_devices``),
 so N processes of B items train the 1-process run of N * B items up to float rounding (measured in
 tests/training/test_distributed.py), and accumulating k micro-batches trains one batch of k times
 the items. Packed, a process's step is ``packed_batch_size(B)`` sequences, so the comparison is
@@ -48,7 +48,7 @@ Resuming (docs/reliability.md): checkpoints are transactions checked against the
 newest two kept, and a non-finite loss or gradient norm stops training (``arrank.training.checkpoints``);
 ``resume_point`` refuses checkpoints made with other parameters
 (``arrank.common.outputs.check_resume``), and the weighted sampler draws each epoch's items from a
-generator seeded by (seed, epoch) only (``epoch_weighted_sampler``), so a run interrupted after a
+generator seeded by (seed, epoch) only (``sampling.epoch_weighted_sampler``), so a run interrupted after a
 checkpoint and resumed trains exactly the run it replaces: same items in the same order, same
 losses, same weights.
 """
@@ -70,22 +70,14 @@ from arrank.training import checkpoints as ckpt
 from arrank.training.encoding import docid_table, prompt_ids
 from arrank.training.packing import (
     collate_packed,
-    model_mask,
     pack_items,
     resolve_packing,
     row_length_for,
     sequence_weights,
 )
-from arrank.training.precision import dtype_of, mixed
-from arrank.training.stoical import (
-    item_weight,
-    pad_sparse_targets,
-    stoical_loss,
-    stoical_loss_at,
-    supervised_count,
-    supervised_positions,
-)
-from arrank.training.supervised_head import head_at
+from arrank.training.precision import dtype_of
+from arrank.training.sampling import epoch_seed, epoch_weighted_sampler  # noqa: F401 (part of this module's API)
+from arrank.training.stoical import item_weight, pad_sparse_targets
 from arrank.training.trie import one_hot_targets, query_sparse_targets
 
 TARGETS = ("onehot", "trie")
@@ -187,119 +179,6 @@ def collate(batch: list[dict[str, Any]], pad_id: int, weighted_sampling: bool = 
         "target_mass": target_mass,
         "item_weight": weights,
     }
-
-
-def _trainer_class():
-    """The Trainer subclass, defined on first use so importing this module stays light."""
-    from transformers import Trainer
-
-    class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
-        """transformers.Trainer whose loss is STOICaL (eq. 2), for both backends; its checkpoints
-        are transactions and a non-finite loss or gradient norm stops it (``checkpoints``).
-
-        The model is called without labels and the loss computed from its logits, so backends
-        that fuse or drop logits when labels are passed (Unsloth; set UNSLOTH_RETURN_LOGITS=1)
-        behave like plain transformers. ``sample_weights`` switches to weighted item sampling.
-        A packed batch (``arrank.training.packing.collate_packed``) brings a boolean block mask
-        ``allowed`` and ``position_ids``; the mask is handed to the model in the form its
-        attention reads (``packing.model_mask``). The LM head runs at the supervised positions
-        only, in float32 (``supervised_head.head_at``), the rest under ``precision_used``.
-        """
-
-        sample_weights: list[float] | None = None
-        precision_used: str = "fp32"  # arrank.training.precision: "fp32" or "bf16" (autocast)
-
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            # compute_loss takes num_items_in_batch (the Trainer then leaves the loss of an
-            # accumulated micro-batch undivided: the step's normaliser already covers them all)
-            self.model_accepts_loss_kwargs = True
-
-        def _get_num_items_in_batch(self, batch_samples, device):
-            """N of eq. 2's normaliser for one optimizer step (``step_normaliser``)."""
-            return step_normaliser(self, batch_samples, device)
-
-        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-            target_ids = inputs.pop("target_ids")
-            target_mass = inputs.pop("target_mass")
-            weights = inputs.pop("item_weight")
-            inner = self.accelerator.unwrap_model(model)  # DDP's wrapper has no config to read
-            if "allowed" in inputs:
-                kwargs = {
-                    "position_ids": inputs["position_ids"],
-                    "attention_mask": model_mask(inner, inputs["allowed"]),
-                }
-            else:
-                kwargs = {"attention_mask": inputs["attention_mask"]}
-            rows = supervised_positions(target_mass)  # the logits eq. 2 reads: the head runs there only
-            with mixed(inner, self.precision_used, inputs["input_ids"].device.type), head_at(inner, rows) as head:
-                outputs = model(input_ids=inputs["input_ids"], **kwargs)
-            if head.used:
-                loss = stoical_loss_at(outputs.logits, target_ids, target_mass, weights, num_items_in_batch)
-            else:  # a forward that bypasses the head module (Unsloth's kernels): full logits
-                loss = stoical_loss(outputs.logits, target_ids, target_mass, weights, num_items_in_batch)
-            if num_items_in_batch is not None and self.args.average_tokens_across_devices:
-                # DDP averages the processes' gradients; N counts every process's positions, so
-                # the mean of W * (this process's sum / N) is the whole step's sum / N
-                loss = loss * self.accelerator.num_processes
-            return (loss, outputs) if return_outputs else loss
-
-        def _load_optimizer_and_scheduler(self, checkpoint):
-            """On resume under several CPU processes (gloo), the optimizer state is loaded onto the
-            CPU: transformers maps it onto ``args.device``, which accelerate names ``cpu:0`` there,
-            a location ``torch.load`` does not know. Every other case is the Trainer's own."""
-            folder = Path(checkpoint) if checkpoint else None
-            if (
-                folder is None
-                or self.args.device.type != "cpu"
-                or self.args.world_size == 1
-                or not (folder / "optimizer.pt").is_file()
-                or not (folder / "scheduler.pt").is_file()
-            ):
-                return super()._load_optimizer_and_scheduler(checkpoint)
-            self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", map_location="cpu", weights_only=True))
-            self.lr_scheduler.load_state_dict(torch.load(folder / "scheduler.pt", weights_only=True))
-
-        def _get_train_sampler(self, train_dataset=None):
-            if self.sample_weights is None:
-                return super()._get_train_sampler(train_dataset)
-            return epoch_weighted_sampler(self.sample_weights, self.args.seed)
-
-    return StoicalTrainer
-
-
-def step_normaliser(trainer, batch_samples: list[dict[str, torch.Tensor]], device) -> torch.Tensor | None:
-    """The N that divides one optimizer step's summed STOICaL loss (eq. 2; ``stoical_loss``):
-    the supervised docID positions of every micro-batch the step accumulates, summed over all
-    processes (accelerate's ``gather``) when ``average_tokens_across_devices`` is on, as the
-    Trainer counts label tokens for its own losses. So B items on each of W processes, or
-    accumulated over W micro-batches, give the loss and gradient of one batch of W * B items."""
-    if not batch_samples or "target_mass" not in batch_samples[0]:
-        return None
-    count = torch.tensor(sum(supervised_count(b["target_mass"]) for b in batch_samples), device=device)
-    if trainer.args.average_tokens_across_devices and trainer.args.world_size > 1:
-        count = trainer.accelerator.gather(count).sum()
-    return count
-
-
-def epoch_seed(seed: int, epoch: int) -> int:
-    """The generator seed of one epoch of weighted sampling: ``seed`` for epoch 0 (as before), a
-    32-bit mix of (seed, epoch) after it (torch's CPU generator keeps only 32 bits of a seed)."""
-    import numpy as np
-
-    return seed if epoch == 0 else int(np.random.SeedSequence([seed, epoch]).generate_state(1)[0])
-
-
-def epoch_weighted_sampler(weights: Sequence[float], seed: int) -> torch.utils.data.WeightedRandomSampler:
-    """Draw ``len(weights)`` items an epoch with replacement, in proportion to ``weights``, in an
-    order that depends only on (seed, epoch): the Trainer calls ``set_epoch`` before each epoch,
-    also on resume, which then continues the interrupted epoch's order instead of restarting it
-    (a generator seeded once, when the sampler is built, would replay epoch 0's order)."""
-    sampler = torch.utils.data.WeightedRandomSampler(
-        weights, len(weights), replacement=True, generator=torch.Generator().manual_seed(seed)
-    )
-    sampler.set_epoch = lambda epoch: sampler.generator.manual_seed(epoch_seed(seed, epoch))
-    return sampler
 
 
 def training_arguments(output_dir: Path, profile_args: dict[str, Any], seed: int, use_cpu: bool):
@@ -451,7 +330,9 @@ def train(
         print(f"torch threads: {threads} ({why})")
     args = training_arguments(checkpoints, hyper, seed, use_cpu=not torch.cuda.is_available())
     optimizers = (adafactor(model, hyper["lr"]), None) if hyper["optimizer"] == "adafactor" else (None, None)
-    trainer = _trainer_class()(
+    from arrank.training.trainer import StoicalTrainer  # imports transformers: on first use
+
+    trainer = StoicalTrainer(
         model=model,
         args=args,
         train_dataset=dataset,

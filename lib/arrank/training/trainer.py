@@ -1,0 +1,104 @@
+"""The Trainer subclass of STOICaL training (section 4, eq. 2), for both backends: its loss, its
+step normaliser, its weighted sampler and its guarded checkpoints. ``arrank.training.train``
+imports it on first use: importing transformers is the slow part of importing this module."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from transformers import Trainer
+
+from arrank.training import checkpoints as ckpt
+from arrank.training.packing import model_mask
+from arrank.training.precision import mixed
+from arrank.training.sampling import epoch_weighted_sampler
+from arrank.training.stoical import stoical_loss, stoical_loss_at, supervised_count, supervised_positions
+from arrank.training.supervised_head import head_at
+
+
+class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
+    """transformers.Trainer whose loss is STOICaL (eq. 2), for both backends; its checkpoints
+    are transactions and a non-finite loss or gradient norm stops it (``checkpoints``).
+
+    The model is called without labels and the loss computed from its logits, so backends
+    that fuse or drop logits when labels are passed (Unsloth; set UNSLOTH_RETURN_LOGITS=1)
+    behave like plain transformers. ``sample_weights`` switches to weighted item sampling.
+    A packed batch (``arrank.training.packing.collate_packed``) brings a boolean block mask
+    ``allowed`` and ``position_ids``; the mask is handed to the model in the form its
+    attention reads (``packing.model_mask``). The LM head runs at the supervised positions
+    only, in float32 (``supervised_head.head_at``), the rest under ``precision_used``.
+    """
+
+    sample_weights: list[float] | None = None
+    precision_used: str = "fp32"  # arrank.training.precision: "fp32" or "bf16" (autocast)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # compute_loss takes num_items_in_batch (the Trainer then leaves the loss of an
+        # accumulated micro-batch undivided: the step's normaliser already covers them all)
+        self.model_accepts_loss_kwargs = True
+
+    def _get_num_items_in_batch(self, batch_samples, device):
+        """N of eq. 2's normaliser for one optimizer step (``step_normaliser``)."""
+        return step_normaliser(self, batch_samples, device)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        target_ids = inputs.pop("target_ids")
+        target_mass = inputs.pop("target_mass")
+        weights = inputs.pop("item_weight")
+        inner = self.accelerator.unwrap_model(model)  # DDP's wrapper has no config to read
+        if "allowed" in inputs:
+            kwargs = {
+                "position_ids": inputs["position_ids"],
+                "attention_mask": model_mask(inner, inputs["allowed"]),
+            }
+        else:
+            kwargs = {"attention_mask": inputs["attention_mask"]}
+        rows = supervised_positions(target_mass)  # the logits eq. 2 reads: the head runs there only
+        with mixed(inner, self.precision_used, inputs["input_ids"].device.type), head_at(inner, rows) as head:
+            outputs = model(input_ids=inputs["input_ids"], **kwargs)
+        if head.used:
+            loss = stoical_loss_at(outputs.logits, target_ids, target_mass, weights, num_items_in_batch)
+        else:  # a forward that bypasses the head module (Unsloth's kernels): full logits
+            loss = stoical_loss(outputs.logits, target_ids, target_mass, weights, num_items_in_batch)
+        if num_items_in_batch is not None and self.args.average_tokens_across_devices:
+            # DDP averages the processes' gradients; N counts every process's positions, so
+            # the mean of W * (this process's sum / N) is the whole step's sum / N
+            loss = loss * self.accelerator.num_processes
+        return (loss, outputs) if return_outputs else loss
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        """On resume under several CPU processes (gloo), the optimizer state is loaded onto the
+        CPU: transformers maps it onto ``args.device``, which accelerate names ``cpu:0`` there,
+        a location ``torch.load`` does not know. Every other case is the Trainer's own."""
+        folder = Path(checkpoint) if checkpoint else None
+        if (
+            folder is None
+            or self.args.device.type != "cpu"
+            or self.args.world_size == 1
+            or not (folder / "optimizer.pt").is_file()
+            or not (folder / "scheduler.pt").is_file()
+        ):
+            return super()._load_optimizer_and_scheduler(checkpoint)
+        self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", map_location="cpu", weights_only=True))
+        self.lr_scheduler.load_state_dict(torch.load(folder / "scheduler.pt", weights_only=True))
+
+    def _get_train_sampler(self, train_dataset=None):
+        if self.sample_weights is None:
+            return super()._get_train_sampler(train_dataset)
+        return epoch_weighted_sampler(self.sample_weights, self.args.seed)
+
+
+def step_normaliser(trainer, batch_samples: list[dict[str, torch.Tensor]], device) -> torch.Tensor | None:
+    """The N that divides one optimizer step's summed STOICaL loss (eq. 2; ``stoical_loss``):
+    the supervised docID positions of every micro-batch the step accumulates, summed over all
+    processes (accelerate's ``gather``) when ``average_tokens_across_devices`` is on, as the
+    Trainer counts label tokens for its own losses. So B items on each of W processes, or
+    accumulated over W micro-batches, give the loss and gradient of one batch of W * B items."""
+    if not batch_samples or "target_mass" not in batch_samples[0]:
+        return None
+    count = torch.tensor(sum(supervised_count(b["target_mass"]) for b in batch_samples), device=device)
+    if trainer.args.average_tokens_across_devices and trainer.args.world_size > 1:
+        count = trainer.accelerator.gather(count).sum()
+    return count
