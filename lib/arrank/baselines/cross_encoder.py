@@ -27,15 +27,13 @@ How the weight decay enters is not said; ``optimizer`` names the two readings:
   the gradient *before* Adam normalises it. For a row absent from the batch that term is its
   whole gradient, and Adam turns it into a step of about lr towards 0, every step. At paper scale
   (701,954 pairs, batch 2048) a row is in a batch about once every 343 steps, so the table is
-  eroded: CE n = 32, alpha = 5, 20k steps, the mean row norm falls from 5.6 (the N(0, 1) start)
-  to 0.056 (docs/measurements.md, "Figure 3"); with AdamW it stays at 5.4. On the quick subtree
+  eroded at paper scale (docs/measurements.md, "Figure 3"), where AdamW keeps them. On the quick subtree
   rows are in most batches and the two readings barely differ. Kept to reproduce the erosion.
 
 Table (``table_init_std``): the paper gives only its size. Rows start i.i.d. N(0, std^2); the
 default std = 1 (torch.nn.Embedding's default) with the N(0, 1/(2n)) MLP weights gives
 pre-activations of unit variance. This scale is the workbook's choice, not the paper's: it is a
-parameter because the CE's scores depend on it (measured at paper scale with AdamW, alpha = 5:
-std 1/sqrt(n) gives CVR 0.314, R@1 0.960 against CVR 0.884, R@1 0.976 at std 1). The trained
+parameter because the CE's scores depend on it (docs/measurements.md, "Figure 3"). The trained
 table's row norms (``row_norm_mean``, ``_min``, ``_max`` over the rows of the training pairs)
 are returned with the facts, so erosion shows in results.json.
 
@@ -45,12 +43,10 @@ moving along its decaying first moment. ``"lazy"`` applies the optimiser, weight
 to the rows in the batch only (the semantics of TensorFlow's LazyAdam and of
 torch.optim.SparseAdam, bias correction by the global step).
 
-Measured (notebook 07's quick profile, docs/measurements.md, with ``adam_l2``): dense updates fit
-markedly better at every alpha (CE n = 32, alpha = 5, 3000 steps: R@1 1.000 vs 0.897 lazy;
-alpha = 0: mean R@1..5 0.698 vs 0.642), hence the default. Speed: the gradient of the batch's
-distinct rows is written into one reused table-sized buffer and the fused Adam(W) kernel updates
-the table (137 steps/s at n = 32, batch 2048 on 2 cores; a fresh table-sized gradient every
-step ran at 44).
+Dense updates fit markedly better at every alpha in notebook 07's quick profile
+(docs/measurements.md), hence the default. Speed: the gradient of the batch's distinct rows is
+written into one reused table-sized buffer and the fused Adam(W) kernel updates the table (a
+fresh table-sized gradient every step ran about three times slower).
 """
 
 from __future__ import annotations

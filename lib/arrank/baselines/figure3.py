@@ -190,8 +190,8 @@ def baseline_precision(requested: str):
     notebooks 05 and 06, so a sweep can set it per point and it is recorded). bf16 does not pay
     here (docs/measurements.md, "bf16 for the DE and CE"): the DE's hand-written gradient
     (``dual_encoder.de_loss_and_grad``) mixes dtypes under autocast, and the CE under bf16
-    autocast ran 1.2-1.5x faster but fit far worse (loss 1.33 against 0.63 after 300 steps, n = 32,
-    alpha = 5): at n <= 32 the matmuls are a small part of a step, table updates the rest."""
+    autocast ran a little faster but fit far worse: at n <= 32 the matmuls are a small part of a
+    step, table updates the rest."""
     from arrank.training.precision import Precision, resolve_precision
 
     asked = resolve_precision(requested)

@@ -355,8 +355,8 @@ def png_backend() -> str | None:
 
 def _png_server() -> None:
     """Start kaleido's Chromium once per process (stopped at exit) so that every PNG after the
-    first reuses it: without it each ``write_image`` starts and stops a Chromium (measured on 2
-    busy cores: 4.4 s a PNG, against 1.3 s with one server)."""
+    first reuses it: without it each ``write_image`` starts and stops a Chromium, several times
+    slower a PNG (docs/measurements.md)."""
     import kaleido
 
     global _PNG_SERVER

@@ -102,9 +102,8 @@ def check_launch(stem: str, values: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- threads on a shared CPU
 #
 # The rule (docs/measurements.md, "Threads on a busy machine"): OpenMP workers that spin while
-# they wait for each other collapse as soon as another process wants one of their cores (the
-# tiny model's step at 2 threads went from 146 to 502 ms with one busy process beside it; at 1
-# thread from 246 to 250 ms). So every kernel and sweep point waits passively
+# they wait for each other collapse as soon as another process wants one of their cores, where
+# one thread per process barely slows down. So every kernel and sweep point waits passively
 # (:func:`openmp_wait_env`, set before torch starts its thread pool), and a run takes as many
 # threads as cores are free when it starts (:func:`torch_threads`), unless OMP_NUM_THREADS says.
 

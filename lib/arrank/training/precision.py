@@ -1,9 +1,8 @@
 """Numerical precision of training and scoring: ``precision`` = ``auto`` | ``fp32`` | ``bf16``.
 
-bf16 halves the bytes of every matmul operand and, on hardware with bf16 units, runs matmuls
-faster: a 2-thread 2048 x 2048 matmul here (AMD EPYC, AVX512-BF16) 2.3x faster than in fp32, on
-a CPU with AMX about 6.5x; CUDA GPUs of compute capability >= 8.0 have bf16 tensor cores. Where
-the hardware has no bf16 units, bf16 is emulated and slower than fp32.
+bf16 halves the bytes of every matmul operand and, on hardware with bf16 units (CPUs with
+AVX512-BF16 or AMX, CUDA GPUs of compute capability >= 8.0), runs matmuls faster (the figures:
+docs/measurements.md). Where the hardware has no bf16 units, bf16 is emulated and slower than fp32.
 
 Mixed precision as done here (the usual recipe, e.g. the transformers Trainer's ``bf16=True``):
 
