@@ -155,3 +155,32 @@ def test_queries_to_decide_from_the_measured_effect_and_spread():
     assert lo > 0
     with pytest.raises(ValueError, match="at least 2 differences"):
         S.queries_to_decide([0.1])
+
+
+def test_budget_to_decide_names_the_queries_and_seeds_that_would_decide():
+    """A 10-point effect on 2,000 queries, two seeds a variant that disagree by about 4 points:
+    the seed half-width (t at about 2 Welch degrees of freedom) is wider than the gap, so no number
+    of queries decides it; more seeds do, and at the number given the interval of runs with the
+    measured spreads excludes 0."""
+    rng = np.random.default_rng(11)
+    a, b = bernoulli_pair(rng, 2000, 0.80, 0.70)
+    a2 = np.where(rng.random(2000) < 0.05, 0.0, a)  # a second seed about 4 points lower
+    b2 = np.where(rng.random(2000) < 0.05, 0.0, b)
+    data = per_query({"A": [a, a2], "B": [b, b2]})
+    budget = S.budget_to_decide(data, "A", "B", "r1")
+    va, vb = S.variant_values(data, "A", "r1"), S.variant_values(data, "B", "r1")
+    d = va.by_query.to_numpy() - vb.by_query.to_numpy()
+    assert budget.gap == pytest.approx(abs(d.mean()))
+    assert budget.query_halfwidth == pytest.approx(stats.norm.ppf(0.975) * d.std(ddof=1) / math.sqrt(2000))
+    assert budget.seed_halfwidth == pytest.approx(S.seed_halfwidth([(va.run_means, 1.0), (vb.run_means, 1.0)]))
+    assert budget.seed_halfwidth > budget.gap and budget.queries == math.inf  # seeds, not queries, limit it
+    assert 2 < budget.seeds < 1000
+    S_ = int(budget.seeds)  # S runs each with the measured spreads: the seed term then fits under the gap
+    var = [float(np.var(m, ddof=1)) for m in (va.run_means, vb.run_means)]
+    v = sum(var) / S_
+    df = v**2 / sum((x / S_) ** 2 / (S_ - 1) for x in var)
+    assert math.hypot(budget.query_halfwidth, stats.t.ppf(0.975, df) * math.sqrt(v)) < budget.gap
+    one = S.budget_to_decide(per_query({"A": [a], "B": [b]}), "A", "B", "r1")
+    assert math.isnan(one.seeds) and one.seed_halfwidth == 0.0
+    assert one.queries == S.queries_to_decide(a - b)  # no seed term: the queries of queries_to_decide
+    assert "queries needed" in budget.text() and "seeds a variant" in budget.text()

@@ -460,7 +460,9 @@ def test_table1_findings_are_decided_by_intervals_with_per_query_data(tmp_path, 
         "Fractional α=2 CVR at most half NTP's: holds" in cvr.numbers
         and "Trie β=2 CVR below NTP's: undecided" in cvr.numbers
     )
-    assert found["trie variants lower CVR relative to NTP"].verdict == "undecided"
+    trie = found["trie variants lower CVR relative to NTP"]
+    assert trie.verdict == "undecided" and "to decide: gap to the threshold" in trie.numbers
+    assert "queries needed" in trie.numbers  # one run each: no seed count to give
     r1 = found["NTP's R@1 is the best or within 2 points of it"]
     assert r1.verdict == "undecided"  # NTP - trie R@1 ~ +10 holds; NTP - fractional is -2 points, the threshold
     assert "NTP − Trie β=2 R@1 above −2 points: holds" in r1.numbers

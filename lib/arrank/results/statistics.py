@@ -303,3 +303,66 @@ def queries_to_decide(differences: Sequence[float] | np.ndarray, threshold: floa
         return math.inf
     z = float(stats.norm.ppf(0.5 + level / 2))
     return float(max(2, math.ceil((z * sd / gap) ** 2)))
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What would decide an undecided paired comparison if the measured effect and spreads stay
+    as they are: the half-widths now (over queries, from the seeds) and the queries and seeds per
+    variant that would bring the interval off the threshold (``inf``: not by that alone)."""
+
+    gap: float
+    query_halfwidth: float
+    seed_halfwidth: float
+    queries: float
+    seeds: float
+
+    def text(self) -> str:
+        q = "never" if math.isinf(self.queries) else f"{self.queries:,.0f}"
+        s = "no number of seeds" if math.isinf(self.seeds) else f"{self.seeds:.0f} seeds a variant"
+        return (
+            f"gap to the threshold {self.gap * 100:.1f} points; half-widths: queries {self.query_halfwidth * 100:.1f}, "
+            f"seeds {self.seed_halfwidth * 100:.1f}; with today's seeds, queries needed: {q}; "
+            f"with today's queries: {s}"
+        )
+
+
+def budget_to_decide(
+    per_query: pd.DataFrame,
+    a: str | Sequence[str],
+    b: str | Sequence[str],
+    metrics: str | Sequence[str],
+    threshold: float = 0.0,
+    level: float = LEVEL,
+    max_seeds: int = 1000,
+) -> Budget:
+    """The budget that would decide ``a - b`` (``check``'s comparison, weight 1) from today's
+    per-query differences and run means: ``queries``, the number of common queries at which the
+    query half-width (``z * sd / sqrt(n)``) plus today's seed half-width, in quadrature, falls
+    below the gap; ``seeds``, the runs per variant at which today's query half-width plus the
+    seed half-width (``t * sqrt(s_a^2 / S + s_b^2 / S)``, Welch degrees of freedom ``2 (S - 1)``
+    for equal spreads or less) falls below it. A variant with one run has no measured spread:
+    then ``seeds`` is ``nan``."""
+    from scipy import stats
+
+    va, vb = variant_values(per_query, a, metrics), variant_values(per_query, b, metrics)
+    common = va.by_query.index.intersection(vb.by_query.index)
+    d = va.by_query.loc[common].to_numpy() - vb.by_query.loc[common].to_numpy()
+    gap, sd = abs(float(d.mean()) - threshold), float(d.std(ddof=1))
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    q_half = z * sd / math.sqrt(len(d))
+    s_half = seed_halfwidth([(va.run_means, 1.0), (vb.run_means, 1.0)], level)
+    queries = math.inf if s_half >= gap or gap == 0 else float(max(2, math.ceil((z * sd) ** 2 / (gap**2 - s_half**2))))
+    if min(len(va.run_means), len(vb.run_means)) < 2:
+        seeds = math.nan
+    else:
+        var = [float(np.var(m, ddof=1)) for m in (va.run_means, vb.run_means)]
+        seeds = math.inf
+        for S in range(2, max_seeds + 1):
+            v = sum(var) / S
+            df = v**2 / sum((x / S) ** 2 / (S - 1) for x in var) if v > 0 else math.inf
+            half = float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(v) if v > 0 else 0.0
+            if math.hypot(q_half, half) < gap:
+                seeds = float(S)
+                break
+    return Budget(gap, q_half, s_half, queries, seeds)

@@ -29,7 +29,8 @@ def table1_findings(frame: pd.DataFrame, near: float = 0.02, per_query: pd.DataF
     With ``per_query`` (``arrank.workbook.report.per_query_frame``) each comparison is decided by
     the interval of its per-query difference (``results.statistics``): holds / fails /
     undecided, a claim over several variants holding when every part holds and failing when one
-    fails (``statistics.combine``); a check whose variants have no per-query rows falls back to
+    fails (``statistics.combine``); an undecided single comparison says what budget would decide
+    it (``statistics.budget_to_decide``: queries, seeds); a check whose variants have no per-query rows falls back to
     the point verdict, labelled as point estimates. One ``Finding`` per check the sweep has the
     variants for, with the numbers compared in percent as the paper's tables (``near`` is a
     fraction, as in results.json)."""
@@ -67,7 +68,12 @@ def table1_findings(frame: pd.DataFrame, near: float = 0.02, per_query: pd.DataF
             for name, a, b, m, threshold, side, weight in parts
         ]
         if len(found) == 1:
-            return replace(found[0][1], claim=claim, numbers=f"{numbers}; {found[0][1].numbers}")
+            one = found[0][1]
+            name, a, b, m, threshold, _, weight = parts[0]
+            if one.verdict == "undecided" and weight == 1.0:  # what would decide it, at today's effect and spreads
+                budget = S.budget_to_decide(per_query, a, b, m, threshold)
+                return replace(one, claim=claim, numbers=f"{numbers}; {one.numbers}; to decide: {budget.text()}")
+            return replace(one, claim=claim, numbers=f"{numbers}; {one.numbers}")
         return S.combine(claim, found, numbers)
 
     if len(ntp):
