@@ -189,6 +189,17 @@ def test_05_train_then_06_evaluates_it(outputs_root):
         _has_figure(final06, name)
     text = _look_for(final06, "06_evaluate")
     assert "has the highest mean score" in text and "Decoding 3 held-out queries" in text
+    # results.json records every resolved value: re-running from them reproduces the run
+    recorded = json.loads((final / "results.json").read_text())["params"]
+    again = run.run_notebook(
+        "05_train", {**recorded, "run_name": "smoke-again"}, outputs_root=outputs_root, progress=False
+    )
+    m2 = json.loads((again / "results.json").read_text())["metrics"]
+    assert {k: m2[k] for k in m if k.startswith(("cvr", "ndcg", "recall@", "train_"))} == {
+        k: m[k] for k in m if k.startswith(("cvr", "ndcg", "recall@", "train_"))
+    }
+    assert abs(m2["final_loss"] - m["final_loss"]) <= 1e-6 * abs(m["final_loss"])
+    assert m["sequences_trained"] == m2["sequences_trained"] > 0 and 0 < m["queries_trained"] <= 10 * 16
 
 
 def test_05_zero_shot_row_of_a_real_pretrained_llm(outputs_root):
