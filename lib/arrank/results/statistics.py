@@ -319,7 +319,10 @@ class Budget:
 
     def text(self) -> str:
         q = "never" if math.isinf(self.queries) else f"{self.queries:,.0f}"
-        s = "no number of seeds" if math.isinf(self.seeds) else f"{self.seeds:.0f} seeds a variant"
+        if math.isnan(self.seeds):
+            s = "seeds not estimated (a variant with one run)"
+        else:
+            s = "no number of seeds" if math.isinf(self.seeds) else f"{self.seeds:.0f} seeds a variant"
         return (
             f"gap to the threshold {self.gap * 100:.1f} points; half-widths: queries {self.query_halfwidth * 100:.1f}, "
             f"seeds {self.seed_halfwidth * 100:.1f}; with today's seeds, queries needed: {q}; "
@@ -346,8 +349,7 @@ def budget_to_decide(
     from scipy import stats
 
     va, vb = variant_values(per_query, a, metrics), variant_values(per_query, b, metrics)
-    common = va.by_query.index.intersection(vb.by_query.index)
-    d = va.by_query.loc[common].to_numpy() - vb.by_query.loc[common].to_numpy()
+    d = paired_differences(per_query, a, b, metrics)
     gap, sd = abs(float(d.mean()) - threshold), float(d.std(ddof=1))
     z = float(stats.norm.ppf(0.5 + level / 2))
     q_half = z * sd / math.sqrt(len(d))

@@ -280,6 +280,20 @@ def packed_batch_size(batch_size: int, items: Sequence[dict[str, Any]], n_sequen
     return max(1, round(batch_size * per_item * n_sequences / total))
 
 
+def training_dataset(
+    items: list[dict[str, Any]], hyper: dict[str, Any], layout: str, weighted: bool
+) -> tuple[list[dict[str, Any]], int, list[float]]:
+    """What ``train`` samples from under a resolved ``layout`` (``"per_query"`` or ``"none"``):
+    (the dataset: items, or packed sequences; sequences per device step: ``batch_size``, or
+    ``packed_batch_size`` packed; the weights a weighted draw uses: lambda(r) per item, or
+    ``sequence_weights`` per packed sequence)."""
+    if layout == "per_query":
+        dataset = pack_items(items, hyper["max_length"])
+        batch = packed_batch_size(hyper["batch_size"], items, len(dataset), weighted)
+        return dataset, batch, sequence_weights(dataset)
+    return items, hyper["batch_size"], [item["weight"] for item in items]
+
+
 def train(
     model,
     tokenizer,
@@ -312,15 +326,14 @@ def train(
         return pd.DataFrame(columns=["step", "loss", "learning_rate", "grad_norm"])
     weighted = sampling == "weighted"
     pad = tokenizer.pad_token_id
-    if packing_layout(packing, items, model) == "per_query":
-        dataset = pack_items(items, hyper["max_length"])
-        hyper = {**hyper, "batch_size": packed_batch_size(hyper["batch_size"], items, len(dataset), weighted)}
-        draw = sequence_weights(dataset)
+    layout = packing_layout(packing, items, model)
+    dataset, batch, draw = training_dataset(items, hyper, layout, weighted)
+    hyper = {**hyper, "batch_size": batch}
+    if layout == "per_query":
         scale = sum(draw) / len(draw) if weighted else None
         rows = row_length_for(dataset, hyper["max_length"])
         collator = lambda b: collate_packed(b, pad, scale, rows)  # noqa: E731
     else:
-        dataset, draw = items, [item["weight"] for item in items]
         collator = lambda b: collate(b, pad, weighted)  # noqa: E731
     if not torch.cuda.is_available():
         # the cores free now, unless OMP_NUM_THREADS says otherwise (a sweep with --jobs N sets
@@ -360,12 +373,7 @@ def trained_sequences(
     ``packing="per_query"``; the indices of the sequences trained on, in order). Each epoch is
     ``epoch_weighted_sampler``'s draws cut into batches, its last batch possibly short, and a step
     takes ``grad_accum`` batches (fewer at an epoch's end), as the Trainer does."""
-    if packing == "per_query":
-        dataset = pack_items(items, hyper["max_length"])
-        batch = packed_batch_size(hyper["batch_size"], items, len(dataset), True)
-        draw = sequence_weights(dataset)
-    else:
-        dataset, batch, draw = items, hyper["batch_size"], [item["weight"] for item in items]
+    dataset, batch, draw = training_dataset(items, hyper, packing, True)
     drawn, steps, epoch = [], 0, 0
     while steps < hyper["steps"]:
         sampler = epoch_weighted_sampler(draw, seed)
