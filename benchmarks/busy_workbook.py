@@ -60,6 +60,8 @@ def main() -> None:
     a = parser.parse_args()
     if a.busy < 1:
         raise SystemExit(f"--busy must be >= 1, got {a.busy}")
+    # WordNet into data/nltk_data, as `make workbook` does before it runs (idempotent)
+    subprocess.run([sys.executable, "-m", "arrank.common.wordnet_setup"], check=True)
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="busy-workbook-") as tmp:
         quiet_wall, quiet_out = run_workbook(Path(tmp) / "quiet", a.only, busy=0)
