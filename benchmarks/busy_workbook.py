@@ -26,10 +26,14 @@ from pathlib import Path
 def stage_times(summary: str) -> dict[str, float]:
     """Stage name -> wall seconds, read from the workbook's closing summary table (fixed columns:
     name 36 characters, status 13, seconds 7; ``arrank.workbook.whole.summary``)."""
-    times = {}
-    for line in summary.splitlines():
+    times: dict[str, float] = {}
+    lines = summary.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("stage ")), len(lines))
+    for line in lines[start + 1 :]:
         name, seconds = line[:36].strip(), line[51:58].strip()
-        if name and name not in ("stage", "total") and re.fullmatch(r"\d+(\.\d+)?", seconds):
+        if name == "total":  # the table ends here (Table 1 and the findings follow)
+            break
+        if re.fullmatch(r"\d+(\.\d+)?", seconds):
             times[name] = float(seconds)
     return times
 

@@ -1,7 +1,7 @@
 """bf16 and the LM head at the supervised positions: training step and scoring speed, in one run.
 
     python benchmarks/precision.py [--threads 2] [--reps 5] [--warmup 2] [--models smollm2-135m tiny]
-                                   [--score-queries 12] [--profile] [--busy 0]
+                                   [--score-queries 12] [--profile] [--busy 0] [--rows 4]
     python benchmarks/precision.py --threads-study [--reps 15]
     python benchmarks/precision.py --baselines 300 --threads 1
 
@@ -17,9 +17,13 @@ Variants: (a) fp32, logits at every position (the path before issue 29: ``stoica
 model's full logits); (b) fp32, the head at the supervised positions only
 (``supervised_head.head_at`` + ``stoical_loss_at``); (c) bf16 as the workbook trains
 (``precision.mixed``: autocast, peft's float32 cast of LoRA inputs off; frozen LoRA base weights
-held in bf16 by ``precision.prepare_model``), head at the supervised positions in float32. For
-LoRA also the other ways of mixed precision: (c2) plain autocast with the base weights left in
-float32 (cast every forward); (c3) base weights held in bf16 but peft's input cast kept.
+held in bf16 by ``precision.prepare_model``), head at the supervised positions in float32; (d)
+as (c), with the tokens every row opens with run once for the batch and the rows behind their
+expanded key/value cache (``training.shared_prefix``: the SmolLM2 batch's first 102 tokens are the
+same in every row, as the chat template's system turn and the D.1 instruction are in WordNet's
+prompts), the way the workbook trains. For LoRA also the other ways of mixed precision: (c2)
+plain autocast with the base weights left in float32 (cast every forward); (c3) base weights
+held in bf16 but peft's input cast kept.
 
 Also measured in the same run: the 2048 x 2048 matmul peak of fp32 and bf16 at the same thread
 count, each step's model FLOP/s (matmul FLOPs of the linear layers, attention and head actually
@@ -31,7 +35,9 @@ layout). ``--profile`` prints torch.profiler's five largest self-CPU costs of on
 the first model. ``--busy N`` runs N busy-looping processes beside the whole run.
 
 The last line reads ``step speed-up over fp32 all-logits: <x>x; bf16 step at <y>% of bf16
-matmul peak`` for the first model (targets: x >= 2.5, y >= 30).
+matmul peak`` for the first model's training step as the workbook runs it ((d), or (c) for a model
+whose batch shares no prefix; targets: x >= 2.5, y >= 30). FLOP/s count the FLOPs run, so (d)'s
+share of the peak does not gain from the FLOPs it leaves out.
 
 ``--threads-study``: the tiny model's step (head at the supervised positions, fp32 and bf16) in
 fresh processes, each setting quiet and with one busy-looping process beside it: 1 or 2 torch
@@ -51,9 +57,13 @@ import time
 import torch
 
 from arrank.training import models, precision, stoical
+from arrank.training.shared_prefix import prefix_cache
 from arrank.training.supervised_head import head_at, output_head
 
-SHAPES = {"smollm2-135m": (4, 239, 17), "tiny": (64, 30, 6)}  # batch, prompt tokens, docID tokens
+# batch, prompt tokens, docID tokens, tokens every prompt opens with (SmolLM2: the chat template's
+# system turn and the D.1 instruction, 102 tokens; the quick profile's short template opens with
+# two shared tokens, below shared_prefix.MIN_SHARED: its batches run unshared)
+SHAPES = {"smollm2-135m": (4, 239, 17, 102), "tiny": (64, 30, 6, 0)}
 
 
 def matmul_peak(dtype: torch.dtype, n: int = 2048, reps: int = 5) -> float:
@@ -75,10 +85,12 @@ def update_peaks(peaks: dict[str, float]) -> None:
         peaks[key] = max(peaks.get(key, 0.0), matmul_peak(dtype))
 
 
-def make_batch(vocab: int, batch: int, prompt: int, docid: int, seed: int = 0):
-    """Random ids; one-hot targets on the docID positions, fractional lambda(r) for random ranks."""
+def make_batch(vocab: int, batch: int, prompt: int, docid: int, shared: int = 0, seed: int = 0):
+    """Random ids, the first ``shared`` the same in every row; one-hot targets on the docID
+    positions, fractional lambda(r) for random ranks."""
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(4, vocab, (batch, prompt + docid), generator=g)
+    ids[:, :shared] = ids[0, :shared]
     labels = torch.full_like(ids, -100)
     labels[:, prompt:] = ids[:, prompt:]
     t_ids, t_mass = stoical.targets_from_labels(labels)
@@ -122,11 +134,14 @@ def variant_model(start, prec: str, hold_bf16: bool = True):
     return model
 
 
-def step_fn(model, opt, batch, mode: str, prec: str, peft_cast: bool = False):
+def step_fn(model, opt, batch, mode: str, prec: str, peft_cast: bool = False, shared: int = 0):
     """One training step of a variant; ``step(capture=True)`` also returns the gradients.
-    ``peft_cast``: keep peft's cast of each LoRA input to float32 (plain autocast)."""
+    ``peft_cast``: keep peft's cast of each LoRA input to float32 (plain autocast). Mode
+    ``"shared"``: the rows' first ``shared`` tokens run once (``shared_prefix.prefix_cache``), the
+    rest of each row behind the expanded cache, as ``trainer.StoicalTrainer`` trains."""
     ids, t_ids, t_mass, lam = batch
     rows = stoical.supervised_positions(t_mass)
+    rows_after = stoical.supervised_positions(t_mass[:, shared:])
     context = (lambda: precision.autocast(prec)) if peft_cast else (lambda: precision.mixed(model, prec))
 
     def step(capture: bool = False):
@@ -134,6 +149,13 @@ def step_fn(model, opt, batch, mode: str, prec: str, peft_cast: bool = False):
         with context():
             if mode == "all":
                 loss = stoical.stoical_loss(model(input_ids=ids).logits, t_ids, t_mass, lam)
+            elif mode == "shared":
+                cache = prefix_cache(model, ids[:1, :shared], ids.shape[0])
+                mask = torch.ones(ids.shape, dtype=torch.long)
+                with head_at(model, rows_after):
+                    rest = ids[:, shared:]
+                    logits = model(input_ids=rest, attention_mask=mask, past_key_values=cache, use_cache=True).logits
+                loss = stoical.stoical_loss_at(logits, t_ids[:, shared:], t_mass[:, shared:], lam)
             else:
                 with head_at(model, rows):
                     logits = model(input_ids=ids).logits
@@ -146,19 +168,21 @@ def step_fn(model, opt, batch, mode: str, prec: str, peft_cast: bool = False):
     return step
 
 
-def step_flops(model, batch: int, seq: int, n_sup: int, head_rows: int) -> float:
-    """Matmul FLOPs of one training step: linear layers (forward 2, input gradient 2, weight
-    gradient 2 when trainable, per weight and token), attention (QK^T and AV, forward and the
-    backward's two), the head on ``head_rows`` rows (tied, trainable only in full fine-tuning)."""
+def step_flops(model, batch: int, seq: int, n_sup: int, head_rows: int, shared: int = 0) -> float:
+    """Matmul FLOPs of one training step as run: linear layers (forward 2, input gradient 2,
+    weight gradient 2 when trainable, per weight and token), attention (QK^T and AV, forward and
+    the backward's two, per query-key pair), the head on ``head_rows`` rows (tied, trainable only
+    in full fine-tuning). ``shared``: the first tokens run once for the batch, not per row."""
     head = output_head(model)
-    tokens = batch * seq
+    tokens = batch * (seq - shared) + shared
+    pairs = batch * (seq - shared) * seq + shared * shared
     flops = 0.0
     for m in model.modules():
         if isinstance(m, torch.nn.Linear) and m is not head:
             factor = 6 if m.weight.requires_grad else 4
             flops += factor * m.in_features * m.out_features * tokens
     cfg = getattr(model, "config", None) or model.get_base_model().config
-    flops += cfg.num_hidden_layers * 3 * 4 * batch * seq * seq * cfg.hidden_size
+    flops += cfg.num_hidden_layers * 3 * 4 * pairs * cfg.hidden_size
     flops += (6 if head.weight.requires_grad else 4) * head.in_features * head.out_features * head_rows
     return flops
 
@@ -181,8 +205,9 @@ def rel(a: torch.Tensor, b: torch.Tensor) -> float:
 
 def bench_model(name: str, a: argparse.Namespace, df, peaks: dict[str, float]) -> dict:
     base, tok, lora = build(name, df)
-    B, P, D = SHAPES[name]
-    batch = make_batch(base.config.vocab_size, B, P, D)
+    B, P, D, S = SHAPES[name]
+    B = a.rows if a.rows and name != "tiny" else B
+    batch = make_batch(base.config.vocab_size, B, P, D, S)
     n_sup = stoical.supervised_count(batch[2])
     # key: (logits, precision, frozen base weights held in bf16, peft's float32 input cast kept)
     plan = {
@@ -193,12 +218,14 @@ def bench_model(name: str, a: argparse.Namespace, df, peaks: dict[str, float]) -
     if lora:  # the two other ways of mixed precision with LoRA, for comparison
         plan["c2_bf16_autocast_only"] = ("rows", "bf16", False, True)  # base fp32, cast every step
         plan["c3_bf16_peft_cast"] = ("rows", "bf16", True, True)  # activations cast up per adapter
+    if S:  # as the workbook trains: bf16, head at the supervised rows, the shared opening run once
+        plan["d_bf16_rows_shared"] = ("shared", "bf16", True, False)
     start = with_lora(base, lora)
     steps, models_, first = {}, {}, {}
     for key, (mode, prec, hold, peft_cast) in plan.items():
         model = variant_model(start, prec, hold)
         opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
-        steps[key] = step_fn(model, opt, batch, mode, prec, peft_cast)
+        steps[key] = step_fn(model, opt, batch, mode, prec, peft_cast, S)
         models_[key] = model
     for key, fn in steps.items():  # first step: identical weights; losses and gradients compared
         t = time.perf_counter()
@@ -208,16 +235,20 @@ def bench_model(name: str, a: argparse.Namespace, df, peaks: dict[str, float]) -
     med = time_steps(steps, a.warmup, a.reps)
     update_peaks(peaks)
     print(
-        f"\n== {name}: batch {B} x {P + D} tokens ({n_sup} supervised positions), "
+        f"\n== {name}: batch {B} x {P + D} tokens ({n_sup} supervised positions, {S} shared by every row), "
         f"{'LoRA r=16' if lora else 'full fine-tuning'}, threads {torch.get_num_threads()}"
     )
     out = {}
     for key, t in med.items():
         prec = "bf16" if "bf16" in key else "fp32"
         rows = B * (P + D) if key == "a_fp32_all" else n_sup
-        flops = step_flops(models_[key], B, P + D, n_sup, rows)
+        flops = step_flops(models_[key], B, P + D, n_sup, rows, S if "shared" in key else 0)
         loss, grads = first[key]
         gdiff = rel(torch.cat([g.flatten() for g in grads]), torch.cat([r.flatten() for r in ref_grads]))
+        if key == "d_bf16_rows_shared":  # against (c): the same numerics but the prefix in every row
+            c_loss, c_grads = first["c_bf16_rows"]
+            vs_c = rel(torch.cat([g.flatten() for g in grads]), torch.cat([r.flatten() for r in c_grads]))
+            print(f"  (d against c: loss rel.diff {abs(loss - c_loss) / abs(c_loss):.1e}, grad rel.diff {vs_c:.1e})")
         share = flops / t / peaks[prec]
         out[key] = {"s": t, "share": share}
         print(
@@ -230,7 +261,7 @@ def bench_model(name: str, a: argparse.Namespace, df, peaks: dict[str, float]) -
     )
     if a.profile and not a.profiled:
         a.profiled = True
-        profile_step(steps["c_bf16_rows"], name)
+        profile_step(steps["d_bf16_rows_shared" if S else "c_bf16_rows"], name)
     if df is not None and a.score_queries:
         score_speed(base, tok, lora, df, a)
     return out
@@ -356,6 +387,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--models", nargs="+", default=["smollm2-135m", "tiny"])
     ap.add_argument("--score-queries", type=int, default=12)
+    ap.add_argument("--rows", type=int, default=None, help="rows of SmolLM2's batch (default 4, the issue's shape)")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--busy", type=int, default=0)
     ap.add_argument("--threads-study", action="store_true")
@@ -403,8 +435,9 @@ def main() -> None:
             f"bf16 {peaks['bf16'] / 1e9:.0f} GFLOP/s (shares above use the peaks known when each model finished)"
         )
         main_model = results[a.models[0]]
-        x = main_model["a_fp32_all"]["s"] / main_model["c_bf16_rows"]["s"]
-        y = 100 * main_model["c_bf16_rows"]["share"]
+        final = "d_bf16_rows_shared" if "d_bf16_rows_shared" in main_model else "c_bf16_rows"
+        x = main_model["a_fp32_all"]["s"] / main_model[final]["s"]
+        y = 100 * main_model[final]["share"]
         print(f"step speed-up over fp32 all-logits: {x:.2f}x; bf16 step at {y:.0f}% of bf16 matmul peak")
     finally:
         for p in busy:

@@ -110,7 +110,7 @@ precision = "auto"  # auto (bf16 where the CPU or GPU runs it natively and the m
 from IPython.display import Markdown
 
 from arrank.evaluation import evaluate
-from arrank.training import models, train
+from arrank.training import models, shared_prefix, train
 from arrank.common import display, findings, outputs, params
 from arrank.results import reading
 from arrank.training.schemes import loss_label
@@ -159,6 +159,8 @@ for t, step in enumerate(example["targets"][:3]):
 layout = train.packing_layout(P["packing"], items, model)
 n_sequences = len(train.pack_items(items, hyper["max_length"])) if layout == "per_query" else len(items)
 print(f"packing: {layout} ({n_sequences:,} sequences of {len(items) / n_sequences:.2f} items on average)")
+prefix_shared = shared_prefix.items_shared(model, items)  # the prompts' common opening: run once per batch
+print(f"shared prompt opening: {prefix_shared} tokens run once per batch")
 
 # %% [markdown]
 # ## 3. Training
@@ -225,7 +227,7 @@ display.percent_table(table)
 # %%
 metrics = {**result, **trained, "n_items": len(items), "packing": layout, "n_sequences": n_sequences,
            **{f"{k}_trained": v for k, v in seen.items()}, "final_loss": train.final_loss(log),
-           "resumed_from_step": resumed_from_step, **numerics.record()}
+           "resumed_from_step": resumed_from_step, "prefix_shared_tokens": prefix_shared, **numerics.record()}
 outputs.write_results(run_dir, "05_train", P, metrics, timings)
 print(f"{len(metrics)} metrics written to the run's results.json")
 

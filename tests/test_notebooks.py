@@ -147,6 +147,7 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     assert m["n_queries@1"] == 10 and m["n_items"] > 10  # every rank of every training query
     assert m["packing"] == "per_query" and m["n_sequences"] < m["n_items"]  # packed by default (auto)
     assert m["resumed_from_step"] == 0  # a fresh run (tests/training/test_train.py: kill and resume)
+    assert m["prefix_shared_tokens"] == 0  # the quick short template shares fewer than MIN_SHARED opening tokens
     assert json.loads((final / "results.json").read_text())["params"]["save_steps"] == 4  # recorded as a parameter
     assert m["precision_used"] in ("fp32", "bf16") and m["precision_reason"].startswith("auto: ")
     # a seeded sample of as many training queries as held out, scored the same way (Figure 3 (a))

@@ -60,7 +60,8 @@ def configs(processes: int) -> list[dict]:
 
 
 def ranking_table(n_queries: int = 64) -> pd.DataFrame:
-    """A ranking table as ``training_items`` reads it (WordNet-like names, the short prompt): query
+    """A ranking table as ``training_items`` reads it (WordNet-like names, the D.1 prompt, whose
+    opening every batch runs once: ``training.shared_prefix``, under DDP too): query
     i has 1-5 relevant docIDs in rank order, drawn from 12 that share prefixes (non-trivial tries)."""
     pool = [f"{a}_{b}.n.01" for a in ("canine", "feline", "placental") for b in ("dog", "cat", "wolf", "bear")]
     rng = np.random.default_rng(0)
@@ -73,7 +74,7 @@ def ranking_table(n_queries: int = 64) -> pd.DataFrame:
                 "query": q,
                 "relevant": relevant,
                 "split": "train",
-                "prompt": prompts.wordnet_prompt(q, relevant, prompts.query_rng(0, q), name="wordnet_short"),
+                "prompt": prompts.wordnet_prompt(q, relevant, prompts.query_rng(0, q)),
             }
         )
     return pd.DataFrame(rows)

@@ -43,6 +43,7 @@ import numpy as np
 import torch
 
 from arrank.training.packing import mask_support, model_mask, row_mask, row_positions
+from arrank.training.shared_prefix import expand_cache
 
 METHODS = ("prefix_shared", "naive")
 
@@ -174,18 +175,6 @@ def prompt_cache(model, prompt: Sequence[int]):
     ids = torch.tensor([list(prompt)], dtype=torch.long, device=device)
     out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
     return torch.log_softmax(out.logits[0, -1].float(), dim=-1), out.past_key_values
-
-
-def expand_cache(model, cache, batch: int):
-    """A fresh ``DynamicCache`` holding the prompt's keys/values for ``batch`` rows.
-
-    The prompt cache itself is left untouched (its tensors are expanded, not repeated in place as
-    ``batch_repeat_interleave`` would do), so it can serve any number of candidate batches.
-    """
-    from transformers import DynamicCache
-
-    layers = [(k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v, *_ in cache]
-    return DynamicCache(ddp_cache_data=layers, config=model.config)
 
 
 def score_candidate_batch(

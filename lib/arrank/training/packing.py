@@ -280,7 +280,11 @@ def row_length_for(packed: Sequence[dict[str, Any]], max_length: int) -> int:
 
 
 def collate_packed(
-    batch: list[dict[str, Any]], pad_id: int, weight_scale: float | None = None, row_length: int | None = None
+    batch: list[dict[str, Any]],
+    pad_id: int,
+    weight_scale: float | None = None,
+    row_length: int | None = None,
+    share_prefix: bool = False,
 ) -> dict[str, torch.Tensor]:
     """Right-padded ``input_ids``, the boolean block mask ``allowed`` (R, 1, L, L), ``position_ids``,
     the padded sparse targets and per-position weights ``item_weight`` (R, L) of packed sequences.
@@ -291,21 +295,33 @@ def collate_packed(
     ``weight_scale`` c (weighted sampling: sequences drawn with probability proportional to their
     summed lambda, Lambda) each block carries c * lambda(r) / Lambda instead, so the expected
     gradient is the one of uniform draws; c = the mean Lambda keeps the loss on the same scale.
+
+    ``share_prefix``: the tokens every sequence's prompt opens with
+    (``shared_prefix.shared_length``) leave the sequences and come as ``prefix_ids`` (1, P), run
+    once by the Trainer; ``allowed`` is then (R, 1, L, P + L), every real token seeing the P
+    prefix columns, and position ids start at P.
     """
+    from arrank.training.shared_prefix import shared_length
     from arrank.training.stoical import pad_sparse_targets
 
+    shared = shared_length([b["input_ids"] for b in batch], [b["prompt_length"] for b in batch]) if share_prefix else 0
+    prefix = list(batch[0]["input_ids"][:shared])
+    if shared:
+        batch = [
+            {**b, "input_ids": b["input_ids"][shared:], "prompt_length": b["prompt_length"] - shared} for b in batch
+        ]
     rows = fill_rows([len(b["input_ids"]) for b in batch], row_length)
     L = max(sum(len(batch[i]["input_ids"]) for i in row) for row in rows)
     R = len(rows)
     input_ids = torch.full((R, L), pad_id, dtype=torch.long)
-    allowed = torch.zeros((R, 1, L, L), dtype=torch.bool)
+    allowed = torch.zeros((R, 1, L, shared + L), dtype=torch.bool)
     positions = torch.zeros((R, L), dtype=torch.long)
     weights = torch.zeros((R, L), dtype=torch.float32)
     targets: list[list] = []
     for r, row in enumerate(rows):
         segments = [(batch[i]["prompt_length"], batch[i]["block_lengths"]) for i in row]
-        allowed[r, 0] = segments_mask(segments, L)
-        positions[r] = segments_positions(segments, L)
+        allowed[r, 0, :, shared:] = segments_mask(segments, L)
+        positions[r] = segments_positions(segments, L) + shared
         at, steps = 0, []
         for i in row:
             b = batch[i]
@@ -319,10 +335,11 @@ def collate_packed(
             weights[r, at + P : at + n] = torch.repeat_interleave(lam, torch.tensor(b["block_lengths"]))
             steps += [[]] * P + list(b["targets"])  # no target on prompts and on each copy of p
             at += n
+        allowed[r, 0, :at, :shared] = True  # every real token sees the shared prefix; padding only itself
         targets.append(steps)
-    # position 0 is a prompt token (never a target): start at 1 so no target ever lands there
+    # position 0 is a prompt token or a block's copy of p (never a target): start at 1
     target_ids, target_mass = pad_sparse_targets([t[1:] for t in targets], [1] * R, L)
-    return {
+    out = {
         "input_ids": input_ids,
         "allowed": allowed,
         "position_ids": positions,
@@ -330,6 +347,9 @@ def collate_packed(
         "target_mass": target_mass,
         "item_weight": weights,
     }
+    if shared:
+        out["prefix_ids"] = torch.tensor([prefix], dtype=torch.long)
+    return out
 
 
 def sequence_weights(packed: Sequence[dict[str, Any]]) -> list[float]:

@@ -77,6 +77,7 @@ from arrank.training.packing import (
 )
 from arrank.training.precision import dtype_of
 from arrank.training.sampling import epoch_seed, epoch_weighted_sampler  # noqa: F401 (part of this module's API)
+from arrank.training.shared_prefix import prefix_support, shared_length
 from arrank.training.stoical import item_weight, pad_sparse_targets
 from arrank.training.trie import one_hot_targets, query_sparse_targets
 
@@ -161,24 +162,38 @@ def training_items(
     return items
 
 
-def collate(batch: list[dict[str, Any]], pad_id: int, weighted_sampling: bool = False) -> dict[str, torch.Tensor]:
+def collate(
+    batch: list[dict[str, Any]], pad_id: int, weighted_sampling: bool = False, share_prefix: bool = False
+) -> dict[str, torch.Tensor]:
     """Right-padded ``input_ids``/``attention_mask`` and the padded sparse targets of a batch.
-    ``item_weight`` is lambda(r), or 1 when items were drawn with probability proportional to it."""
-    seq_len = max(len(b["input_ids"]) for b in batch)
+    ``item_weight`` is lambda(r), or 1 when items were drawn with probability proportional to it.
+
+    ``share_prefix``: the tokens every item opens with (``shared_prefix.shared_length``; each
+    item keeps at least its last prompt token) leave the rows and come as ``prefix_ids`` (1, P),
+    run once by the Trainer (``shared_prefix.prefix_cache``); ``attention_mask`` then covers
+    prefix + rows, (B, P + L), and the targets sit at the rows' positions."""
+    shared = shared_length([b["input_ids"] for b in batch], [b["start"] - 1 for b in batch]) if share_prefix else 0
+    rows = [b["input_ids"][shared:] for b in batch]
+    seq_len = max(len(r) for r in rows)
     input_ids = torch.full((len(batch), seq_len), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(batch), seq_len), dtype=torch.long)
-    for i, b in enumerate(batch):
-        input_ids[i, : len(b["input_ids"])] = torch.tensor(b["input_ids"])
-        mask[i, : len(b["input_ids"])] = 1
-    target_ids, target_mass = pad_sparse_targets([b["targets"] for b in batch], [b["start"] for b in batch], seq_len)
+    mask = torch.zeros((len(batch), shared + seq_len), dtype=torch.long)
+    mask[:, :shared] = 1
+    for i, row in enumerate(rows):
+        input_ids[i, : len(row)] = torch.tensor(row)
+        mask[i, shared : shared + len(row)] = 1
+    starts = [b["start"] - shared for b in batch]
+    target_ids, target_mass = pad_sparse_targets([b["targets"] for b in batch], starts, seq_len)
     weights = torch.tensor([1.0 if weighted_sampling else b["weight"] for b in batch], dtype=torch.float32)
-    return {
+    out = {
         "input_ids": input_ids,
         "attention_mask": mask,
         "target_ids": target_ids,
         "target_mass": target_mass,
         "item_weight": weights,
     }
+    if shared:
+        out["prefix_ids"] = torch.tensor([list(batch[0]["input_ids"][:shared])], dtype=torch.long)
+    return out
 
 
 def training_arguments(output_dir: Path, profile_args: dict[str, Any], seed: int, use_cpu: bool):
@@ -329,12 +344,14 @@ def train(
     layout = packing_layout(packing, items, model)
     dataset, batch, draw = training_dataset(items, hyper, layout, weighted)
     hyper = {**hyper, "batch_size": batch}
+    share, why = prefix_support(model)
+    print(f"shared prompt prefix: {'run once per batch' if share else 'off'} ({why})")
     if layout == "per_query":
         scale = sum(draw) / len(draw) if weighted else None
         rows = row_length_for(dataset, hyper["max_length"])
-        collator = lambda b: collate_packed(b, pad, scale, rows)  # noqa: E731
+        collator = lambda b: collate_packed(b, pad, scale, rows, share)  # noqa: E731
     else:
-        collator = lambda b: collate(b, pad, weighted)  # noqa: E731
+        collator = lambda b: collate(b, pad, weighted, share)  # noqa: E731
     if not torch.cuda.is_available():
         # the cores free now, unless OMP_NUM_THREADS says otherwise (a sweep with --jobs N sets
         # cores / N): spinning OpenMP workers collapse beside a busy process (processes.torch_threads)

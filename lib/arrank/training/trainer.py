@@ -13,6 +13,7 @@ from arrank.training import checkpoints as ckpt
 from arrank.training.packing import model_mask
 from arrank.training.precision import mixed
 from arrank.training.sampling import epoch_weighted_sampler
+from arrank.training.shared_prefix import prefix_cache
 from arrank.training.stoical import stoical_loss, stoical_loss_at, supervised_count, supervised_positions
 from arrank.training.supervised_head import head_at
 
@@ -27,7 +28,9 @@ class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
     A packed batch (``arrank.training.packing.collate_packed``) brings a boolean block mask
     ``allowed`` and ``position_ids``; the mask is handed to the model in the form its
     attention reads (``packing.model_mask``). The LM head runs at the supervised positions
-    only, in float32 (``supervised_head.head_at``), the rest under ``precision_used``.
+    only, in float32 (``supervised_head.head_at``), the rest under ``precision_used``. A batch
+    with ``prefix_ids`` (``shared_prefix``) runs that prefix once through the decoder and hands
+    its cache, expanded to every row, to the forward over the rows.
     """
 
     sample_weights: list[float] | None = None
@@ -55,9 +58,14 @@ class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
             }
         else:
             kwargs = {"attention_mask": inputs["attention_mask"]}
+        prefix = inputs.pop("prefix_ids", None)  # the batch's shared opening (shared_prefix), run once
         rows = supervised_positions(target_mass)  # the logits eq. 2 reads: the head runs there only
-        with mixed(inner, self.precision_used, inputs["input_ids"].device.type), head_at(inner, rows) as head:
-            outputs = model(input_ids=inputs["input_ids"], **kwargs)
+        with mixed(inner, self.precision_used, inputs["input_ids"].device.type):
+            if prefix is not None:
+                kwargs["past_key_values"] = prefix_cache(inner, prefix, inputs["input_ids"].shape[0])
+                kwargs["use_cache"] = True
+            with head_at(inner, rows) as head:
+                outputs = model(input_ids=inputs["input_ids"], **kwargs)
         if head.used:
             loss = stoical_loss_at(outputs.logits, target_ids, target_mass, weights, num_items_in_batch)
         else:  # a forward that bypasses the head module (Unsloth's kernels): full logits

@@ -1,0 +1,129 @@
+"""The batch's shared prompt opening run once (arrank.training.shared_prefix): through the real
+Trainer's loss, the same loss and gradients as the batch with the prefix in every row, unpacked,
+packed and under LoRA; the prefix found is the longest one the prompts share."""
+
+from __future__ import annotations
+
+import copy
+
+import pandas as pd
+import pytest
+import torch
+
+from arrank.data import prompts
+from arrank.training import models, packing, train
+from arrank.training.shared_prefix import MIN_SHARED, prefix_support, shared_length
+
+QUERIES = {
+    "dog.n.01": ["canine.n.02", "carnivore.n.01", "placental.n.01", "mammal.n.01"],
+    "cat.n.01": ["feline.n.01", "carnivore.n.01"],
+    "robin.n.01": ["thrush.n.03", "oscine.n.01", "passerine.n.01"],
+}
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture(scope="module")
+def data():
+    rows = [
+        {
+            "query": q,
+            "relevant": rel,
+            "split": "train",
+            "prompt": prompts.wordnet_prompt(q, rel, prompts.query_rng(0, q)),  # D.1: a long shared opening
+        }
+        for q, rel in QUERIES.items()
+    ]
+    df = pd.DataFrame(rows)
+    texts = list(df["prompt"]) + sorted({d for r in QUERIES.values() for d in r})
+    model, tok = models.tiny_model_and_tokenizer(
+        texts, vocab_size=400, hidden=32, layers=2, heads=2, intermediate=64, seed=0, cache=False
+    )
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # larger weights than the initialisation: gradients well above rounding
+        for name, p in model.named_parameters():
+            if "norm" not in name:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.2)
+    items = train.training_items(df, tok, "fractional", alpha=2.0, targets="trie", beta=2.0)
+    return model.float(), tok, items
+
+
+@pytest.fixture(scope="module")
+def trainer_for(tmp_path_factory):
+    """A real StoicalTrainer around a model (its compute_loss is what training runs)."""
+    from arrank.training.trainer import StoicalTrainer
+
+    hyper = train.profile_hyperparameters("quick")
+    args = train.training_arguments(tmp_path_factory.mktemp("ckpt"), hyper, 0, use_cpu=True)
+    return lambda model: StoicalTrainer(model=model, args=args, train_dataset=[{}])
+
+
+def _loss_and_grads(trainer, batch):
+    params = [p for p in trainer.model.parameters() if p.requires_grad]
+    loss = trainer.compute_loss(trainer.model, dict(batch))
+    grads = torch.autograd.grad(loss, params)
+    return float(loss.detach()), torch.cat([g.flatten() for g in grads])
+
+
+def _batches(items, pad, share):
+    yield "unpacked", train.collate(items, pad, share_prefix=share)
+    seqs = packing.pack_items(items, 1024)
+    yield "packed", packing.collate_packed(seqs, pad, row_length=packing.row_length_for(seqs, 1024), share_prefix=share)
+
+
+def _same(trainer, items, pad):
+    for (layout, plain), (_, shared) in zip(_batches(items, pad, False), _batches(items, pad, True)):
+        assert "prefix_ids" in shared and "prefix_ids" not in plain, layout
+        assert shared["input_ids"].numel() < plain["input_ids"].numel(), layout  # fewer tokens in the rows
+        loss, grads = _loss_and_grads(trainer, plain)
+        loss_s, grads_s = _loss_and_grads(trainer, shared)
+        assert abs(loss_s - loss) <= 1e-6 * abs(loss), layout
+        assert float((grads_s - grads).norm() / grads.norm()) <= 1e-5, layout
+        assert grads.abs().max() > 1e-2  # a gradient that is there to compare
+
+
+def test_shared_prefix_gives_the_same_loss_and_gradients(data, trainer_for):
+    model, tok, items = data
+    assert prefix_support(model)[0]
+    _same(trainer_for(model), items, tok.pad_token_id)
+
+
+def test_shared_prefix_works_through_a_lora_model(data, trainer_for):
+    base, tok, items = data
+    model = models.add_lora(copy.deepcopy(base), "transformers", 4, 8, 0.0, "all-linear", seed=0)
+    with torch.no_grad():  # LoRA B starts at zero: move it so the adapters carry gradient both ways
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.copy_(torch.randn(p.shape, generator=torch.Generator().manual_seed(1)) * 0.1)
+    _same(trainer_for(model), items, tok.pad_token_id)
+
+
+def test_the_prefix_is_the_longest_opening_every_prompt_shares(data):
+    _, tok, items = data
+    batch = train.collate(items, tok.pad_token_id, share_prefix=True)
+    n = batch["prefix_ids"].shape[1]
+    assert n >= MIN_SHARED
+    prompts_ = [it["input_ids"][: it["start"]] for it in items]
+    assert all(p[:n] == prompts_[0][:n] for p in prompts_)  # shared by all
+    assert len({tuple(p[: n + 1]) for p in prompts_}) > 1  # and one token more is not
+    # the rows: each item without the prefix, its targets moved with it
+    assert batch["attention_mask"].shape[1] == n + batch["input_ids"].shape[1]
+    first = items[0]
+    assert batch["input_ids"][0, : len(first["input_ids"]) - n].tolist() == first["input_ids"][n:]
+
+
+def test_shared_length():
+    a = list(range(20))
+    assert shared_length([a, a[:12] + [99] * 8], [19, 19]) == 12
+    assert shared_length([a, a], [10, 15]) == 10  # capped by the smallest limit
+    assert shared_length([a, a[: MIN_SHARED - 1] + [99]], [19, 19]) == 0  # too short to pay
+    assert shared_length([a], [19]) == 0  # one sequence: nothing to share
+    with pytest.raises(ValueError, match="2 sequences but 1 limits"):
+        shared_length([a, a], [3])
+
+
+def test_no_sharing_under_gradient_checkpointing(data):
+    model = copy.deepcopy(data[0])
+    model.gradient_checkpointing_enable()
+    ok, why = prefix_support(model)
+    assert not ok and "gradient checkpointing" in why
