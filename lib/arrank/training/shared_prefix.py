@@ -10,7 +10,9 @@ loss reads its logits), and its key/value cache is expanded to every row as a vi
 (:func:`prefix_cache`); the rows carry the rest of each sequence, with position ids offset by
 the prefix length and a mask whose first columns are the prefix. Autograd sums the rows'
 gradients into the one prefix pass, so the loss and the gradients are those of the batch with the
-prefix copied into every row, up to float rounding (tests/training/test_shared_prefix.py).
+prefix copied into every row, up to float rounding (tests/training/test_shared_prefix.py). One
+difference where dropout is on (``lora_dropout`` > 0; 0 in every profile): the prefix then gets
+one dropout draw for the batch instead of one per row, the same expected gradient from fewer draws.
 
 The collators strip the prefix (``train.collate`` and ``packing.collate_packed`` with
 ``share_prefix=True``: ``prefix_ids`` in the batch), the Trainer runs it
