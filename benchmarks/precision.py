@@ -137,7 +137,7 @@ def variant_model(start, prec: str, hold_bf16: bool = True):
 def step_fn(model, opt, batch, mode: str, prec: str, peft_cast: bool = False, shared: int = 0):
     """One training step of a variant; ``step(capture=True)`` also returns the gradients.
     ``peft_cast``: keep peft's cast of each LoRA input to float32 (plain autocast). Mode
-    ``"shared"``: the rows' first ``shared`` tokens run once (``shared_prefix.prefix_cache``), the
+    ``"prefix"``: the rows' first ``shared`` tokens run once (``shared_prefix.prefix_cache``), the
     rest of each row behind the expanded cache, as ``trainer.StoicalTrainer`` trains."""
     ids, t_ids, t_mass, lam = batch
     rows = stoical.supervised_positions(t_mass)
@@ -149,7 +149,7 @@ def step_fn(model, opt, batch, mode: str, prec: str, peft_cast: bool = False, sh
         with context():
             if mode == "all":
                 loss = stoical.stoical_loss(model(input_ids=ids).logits, t_ids, t_mass, lam)
-            elif mode == "shared":
+            elif mode == "prefix":
                 cache = prefix_cache(model, ids[:1, :shared], ids.shape[0])
                 mask = torch.ones(ids.shape, dtype=torch.long)
                 with head_at(model, rows_after):
@@ -219,7 +219,7 @@ def bench_model(name: str, a: argparse.Namespace, df, peaks: dict[str, float]) -
         plan["c2_bf16_autocast_only"] = ("rows", "bf16", False, True)  # base fp32, cast every step
         plan["c3_bf16_peft_cast"] = ("rows", "bf16", True, True)  # activations cast up per adapter
     if S:  # as the workbook trains: bf16, head at the supervised rows, the shared opening run once
-        plan["d_bf16_rows_shared"] = ("shared", "bf16", True, False)
+        plan["d_bf16_rows_prefix"] = ("prefix", "bf16", True, False)
     start = with_lora(base, lora)
     steps, models_, first = {}, {}, {}
     for key, (mode, prec, hold, peft_cast) in plan.items():
@@ -242,10 +242,10 @@ def bench_model(name: str, a: argparse.Namespace, df, peaks: dict[str, float]) -
     for key, t in med.items():
         prec = "bf16" if "bf16" in key else "fp32"
         rows = B * (P + D) if key == "a_fp32_all" else n_sup
-        flops = step_flops(models_[key], B, P + D, n_sup, rows, S if "shared" in key else 0)
+        flops = step_flops(models_[key], B, P + D, n_sup, rows, S if key.startswith("d_") else 0)
         loss, grads = first[key]
         gdiff = rel(torch.cat([g.flatten() for g in grads]), torch.cat([r.flatten() for r in ref_grads]))
-        if key == "d_bf16_rows_shared":  # against (c): the same numerics but the prefix in every row
+        if key == "d_bf16_rows_prefix":  # against (c): the same numerics but the prefix in every row
             c_loss, c_grads = first["c_bf16_rows"]
             vs_c = rel(torch.cat([g.flatten() for g in grads]), torch.cat([r.flatten() for r in c_grads]))
             print(f"  (d against c: loss rel.diff {abs(loss - c_loss) / abs(c_loss):.1e}, grad rel.diff {vs_c:.1e})")
@@ -261,7 +261,7 @@ def bench_model(name: str, a: argparse.Namespace, df, peaks: dict[str, float]) -
     )
     if a.profile and not a.profiled:
         a.profiled = True
-        profile_step(steps["d_bf16_rows_shared" if S else "c_bf16_rows"], name)
+        profile_step(steps["d_bf16_rows_prefix" if S else "c_bf16_rows"], name)
     if df is not None and a.score_queries:
         score_speed(base, tok, lora, df, a)
     return out
@@ -435,7 +435,7 @@ def main() -> None:
             f"bf16 {peaks['bf16'] / 1e9:.0f} GFLOP/s (shares above use the peaks known when each model finished)"
         )
         main_model = results[a.models[0]]
-        final = "d_bf16_rows_shared" if "d_bf16_rows_shared" in main_model else "c_bf16_rows"
+        final = "d_bf16_rows_prefix" if "d_bf16_rows_prefix" in main_model else "c_bf16_rows"
         x = main_model["a_fp32_all"]["s"] / main_model[final]["s"]
         y = 100 * main_model[final]["share"]
         print(f"step speed-up over fp32 all-logits: {x:.2f}x; bf16 step at {y:.0f}% of bf16 matmul peak")

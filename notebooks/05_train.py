@@ -110,7 +110,7 @@ precision = "auto"  # auto (bf16 where the CPU or GPU runs it natively and the m
 from IPython.display import Markdown
 
 from arrank.evaluation import evaluate
-from arrank.training import models, shared_prefix, train
+from arrank.training import models, train
 from arrank.common import display, findings, outputs, params
 from arrank.results import reading
 from arrank.training.schemes import loss_label
@@ -159,7 +159,7 @@ for t, step in enumerate(example["targets"][:3]):
 layout = train.packing_layout(P["packing"], items, model)
 n_sequences = len(train.pack_items(items, hyper["max_length"])) if layout == "per_query" else len(items)
 print(f"packing: {layout} ({n_sequences:,} sequences of {len(items) / n_sequences:.2f} items on average)")
-prefix_shared = shared_prefix.items_shared(model, items)  # the prompts' common opening: run once per batch
+prefix_shared = train.shared_opening(model, items)  # the prompts' common opening: run once per batch
 print(f"shared prompt opening: {prefix_shared} tokens run once per batch")
 
 # %% [markdown]

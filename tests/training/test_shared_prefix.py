@@ -12,7 +12,8 @@ import torch
 
 from arrank.data import prompts
 from arrank.training import models, packing, train
-from arrank.training.shared_prefix import MIN_SHARED, prefix_support, shared_length
+from arrank.training.packing import prefix_support
+from arrank.training.shared_prefix import MIN_SHARED, shared_length
 
 QUERIES = {
     "dog.n.01": ["canine.n.02", "carnivore.n.01", "placental.n.01", "mammal.n.01"],
@@ -65,14 +66,16 @@ def _loss_and_grads(trainer, batch):
     return float(loss.detach()), torch.cat([g.flatten() for g in grads])
 
 
-def _batches(items, pad, share):
+def _batches(items, pad, share, max_length=1024):
     yield "unpacked", train.collate(items, pad, share_prefix=share)
-    seqs = packing.pack_items(items, 1024)
-    yield "packed", packing.collate_packed(seqs, pad, row_length=packing.row_length_for(seqs, 1024), share_prefix=share)
+    seqs = packing.pack_items(items, max_length)
+    rows = packing.row_length_for(seqs, max_length)
+    yield "packed", packing.collate_packed(seqs, pad, row_length=rows, share_prefix=share)
 
 
-def _same(trainer, items, pad):
-    for (layout, plain), (_, shared) in zip(_batches(items, pad, False), _batches(items, pad, True)):
+def _same(trainer, items, pad, max_length=1024):
+    pairs = zip(_batches(items, pad, False, max_length), _batches(items, pad, True, max_length))
+    for (layout, plain), (_, shared) in pairs:
         assert "prefix_ids" in shared and "prefix_ids" not in plain, layout
         assert shared["input_ids"].numel() < plain["input_ids"].numel(), layout  # fewer tokens in the rows
         loss, grads = _loss_and_grads(trainer, plain)
@@ -96,6 +99,25 @@ def test_shared_prefix_works_through_a_lora_model(data, trainer_for):
             if "lora_B" in name:
                 p.copy_(torch.randn(p.shape, generator=torch.Generator().manual_seed(1)) * 0.1)
     _same(trainer_for(model), items, tok.pad_token_id)
+
+
+def test_shared_prefix_at_its_cap_and_under_eager_attention(data, trainer_for):
+    """One query's items share their whole prompt: unpacked, all of it but its last token leaves
+    the rows (the cap, start - 1); packed into sequences of about one block, each sequence's
+    remaining prompt is empty. The same under eager attention (an additive float mask)."""
+    model, tok, items = data
+    one = [it for it in items if it["query"] == "dog.n.01"]
+    assert len(one) == 4
+    eager = copy.deepcopy(model)
+    eager.config._attn_implementation = "eager"
+    short = max(len(it["input_ids"]) for it in one) + 1  # one block a sequence: the prefix repeats
+    for m in (model, eager):
+        _same(trainer_for(m), one, tok.pad_token_id, max_length=short)
+    batch = train.collate(one, tok.pad_token_id, share_prefix=True)
+    assert batch["prefix_ids"].shape[1] == one[0]["start"] - 1 and batch["input_ids"][:, 0].unique().numel() == 1
+    seqs = packing.pack_items(one, short)
+    packed = packing.collate_packed(seqs, tok.pad_token_id, share_prefix=True)
+    assert len(seqs) >= 2 and packed["prefix_ids"].shape[1] == seqs[0]["prompt_length"]  # nothing left of it
 
 
 def test_the_prefix_is_the_longest_opening_every_prompt_shares(data):

@@ -41,6 +41,8 @@ from typing import Any, Sequence
 
 import torch
 
+from arrank.training.shared_prefix import shared_length
+
 PACKINGS = ("auto", "per_query", "none")
 MASK_ATTENTION = ("sdpa", "eager")
 
@@ -140,6 +142,19 @@ def mask_support(model) -> tuple[bool, str]:
             f"the model has sliding-window attention (window {window}), which a custom 4-D mask would replace"
         )
     return True, ""
+
+
+def prefix_support(model) -> tuple[bool, str]:
+    """(whether training runs a batch's shared prompt opening once for ``model``
+    (``arrank.training.shared_prefix``), why or why not): where the packed mask works
+    (:func:`mask_support`: its rows read the prefix through the same kind of custom mask and
+    cache) and the model does not checkpoint its activations (that turns the decoder's cache off)."""
+    ok, why = mask_support(model)
+    if not ok:
+        return False, why
+    if getattr(model, "is_gradient_checkpointing", False):
+        return False, "gradient checkpointing turns the decoder's key/value cache off"
+    return True, "the decoder's key/value cache of the prefix serves every row"
 
 
 def model_mask(model, allowed: torch.Tensor) -> torch.Tensor:
@@ -301,7 +316,6 @@ def collate_packed(
     once by the Trainer; ``allowed`` is then (R, 1, L, P + L), every real token seeing the P
     prefix columns, and position ids start at P.
     """
-    from arrank.training.shared_prefix import shared_length
     from arrank.training.stoical import pad_sparse_targets
 
     shared = shared_length([b["input_ids"] for b in batch], [b["prompt_length"] for b in batch]) if share_prefix else 0

@@ -17,8 +17,8 @@ one dropout draw for the batch instead of one per row, the same expected gradien
 The collators strip the prefix (``train.collate`` and ``packing.collate_packed`` with
 ``share_prefix=True``: ``prefix_ids`` in the batch), the Trainer runs it
 (``trainer.StoicalTrainer.compute_loss``). It is used where the packed mask is
-(``packing.mask_support``: transformers with ``sdpa`` or ``eager`` attention, no sliding window,
-not Unsloth), the same models whose custom masks and caches the scoring of section 5.1 already
+(``packing.prefix_support``: transformers with ``sdpa`` or ``eager`` attention, no sliding window,
+not Unsloth, no gradient checkpointing), the same models whose custom masks and caches the scoring of section 5.1 already
 relies on. What it saves is measured in docs/measurements.md (benchmarks/precision.py).
 """
 
@@ -27,8 +27,6 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
-
-from arrank.training.packing import mask_support
 
 # below this many shared tokens the prefix's own forward call costs about what it saves
 MIN_SHARED = 8
@@ -60,10 +58,11 @@ def decoder_of(model) -> torch.nn.Module:
 
 
 def expand_cache(model, cache, batch: int):
-    """A fresh ``DynamicCache`` holding ``cache``'s keys/values for ``batch`` rows, as views
-    (``expand``: no copy; gradients from every row flow back into the one prefix). The cache
-    itself is left untouched, so it can serve any number of batches (transformers 5.17: iterating
-    a cache yields ``(keys, values, ...)`` per layer, each [1, kv_heads, seq, head_dim])."""
+    """A fresh ``DynamicCache`` holding ``cache``'s keys/values for ``batch`` rows (``expand``;
+    the new cache's first ``update`` concatenates them with the rows' own keys and values, one
+    copy per layer; gradients from every row flow back into the one prefix). The cache itself is
+    left untouched, so it can serve any number of batches (transformers 5.17: iterating a cache
+    yields ``(keys, values, ...)`` per layer, each [1, kv_heads, seq, head_dim])."""
     from transformers import DynamicCache
 
     layers = [(k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v, *_ in cache]
@@ -83,24 +82,3 @@ def prefix_cache(model, prefix_ids: torch.Tensor, rows: int):
             "(gradient checkpointing turns caching off): train with share_prefix off"
         )
     return expand_cache(model, cache, rows)
-
-
-def prefix_support(model) -> tuple[bool, str]:
-    """(whether training runs the batch's shared prefix once for ``model``, why or why not): where
-    the packed mask works (``packing.mask_support``) and the model does not checkpoint its
-    activations (gradient checkpointing turns the decoder's cache off)."""
-    ok, why = mask_support(model)
-    if not ok:
-        return False, why
-    if getattr(model, "is_gradient_checkpointing", False):
-        return False, "gradient checkpointing turns the decoder's key/value cache off"
-    return True, "the decoder's key/value cache of the prefix serves every row"
-
-
-def items_shared(model, items: Sequence[dict]) -> int:
-    """Tokens every batch of ``items`` (``train.query_items``) runs once under ``model``: the
-    opening all their prompts share (a batch shares at least that), 0 where the model does not
-    take a shared prefix (:func:`prefix_support`) or the opening is shorter than ``MIN_SHARED``."""
-    if not items or not prefix_support(model)[0]:
-        return 0
-    return shared_length([it["input_ids"] for it in items], [it["start"] - 1 for it in items])

@@ -71,13 +71,14 @@ from arrank.training.encoding import docid_table, prompt_ids
 from arrank.training.packing import (
     collate_packed,
     pack_items,
+    prefix_support,
     resolve_packing,
     row_length_for,
     sequence_weights,
 )
 from arrank.training.precision import dtype_of
 from arrank.training.sampling import epoch_seed, epoch_weighted_sampler  # noqa: F401 (part of this module's API)
-from arrank.training.shared_prefix import prefix_support, shared_length
+from arrank.training.shared_prefix import shared_length
 from arrank.training.stoical import item_weight, pad_sparse_targets
 from arrank.training.trie import one_hot_targets, query_sparse_targets
 
@@ -417,6 +418,16 @@ def queries_seen(
         return None
     dataset, drawn = trained_sequences(items, hyper, seed, packing)
     return {"sequences": len(drawn), "queries": len({dataset[i]["query"] for i in drawn})}
+
+
+def shared_opening(model, items: Sequence[dict[str, Any]]) -> int:
+    """Tokens of the opening all ``items``' prompts share, which ``train`` runs once per batch
+    of two or more sequences (``shared_prefix``; a batch may share more); 0 where ``model`` does
+    not take a shared prefix (``packing.prefix_support``) or the opening is shorter than
+    ``shared_prefix.MIN_SHARED``. Notebook 05 records it as ``prefix_shared_tokens``."""
+    if not items or not prefix_support(model)[0]:
+        return 0
+    return shared_length([it["input_ids"] for it in items], [it["start"] - 1 for it in items])
 
 
 def final_loss(log: pd.DataFrame) -> float | None:

@@ -61,7 +61,7 @@ class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
         prefix = inputs.pop("prefix_ids", None)  # the batch's shared opening (shared_prefix), run once
         rows = supervised_positions(target_mass)  # the logits eq. 2 reads: the head runs there only
         with mixed(inner, self.precision_used, inputs["input_ids"].device.type):
-            if prefix is not None:
+            if prefix is not None:  # through the unwrapped model: under DDP the gradient hooks sit on the parameters
                 kwargs["past_key_values"] = prefix_cache(inner, prefix, inputs["input_ids"].shape[0])
                 kwargs["use_cache"] = True
             with head_at(inner, rows) as head:
