@@ -2,6 +2,7 @@
 
     python benchmarks/precision.py [--threads 2] [--reps 5] [--warmup 2] [--models smollm2-135m tiny]
                                    [--score-queries 12] [--profile] [--busy 0] [--rows 4]
+                                   [--lora-targets all-linear]
     python benchmarks/precision.py --threads-study [--reps 15]
     python benchmarks/precision.py --baselines 300 --threads 1
 
@@ -110,12 +111,12 @@ def build(name: str, score_df=None):
     return model, tok, True
 
 
-def with_lora(base, lora: bool):
-    """The model every variant copies: ``base``, with LoRA r = 16 adapters when ``lora`` (their
-    B starts at zero; moved off it so the first step's gradients reach A too)."""
+def with_lora(base, lora: bool, targets: str = "all-linear"):
+    """The model every variant copies: ``base``, with LoRA r = 16 adapters on ``targets`` when
+    ``lora`` (their B starts at zero; moved off it so the first step's gradients reach A too)."""
     if not lora:
         return base
-    model = models.add_lora(copy.deepcopy(base), "transformers", 16, 32, 0.0, "all-linear", seed=0)
+    model = models.add_lora(copy.deepcopy(base), "transformers", 16, 32, 0.0, targets, seed=0)
     g = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -220,7 +221,7 @@ def bench_model(name: str, a: argparse.Namespace, df, peaks: dict[str, float]) -
         plan["c3_bf16_peft_cast"] = ("rows", "bf16", True, True)  # activations cast up per adapter
     if S:  # as the workbook trains: bf16, head at the supervised rows, the shared opening run once
         plan["d_bf16_rows_prefix"] = ("prefix", "bf16", True, False)
-    start = with_lora(base, lora)
+    start = with_lora(base, lora, a.lora_targets)
     steps, models_, first = {}, {}, {}
     for key, (mode, prec, hold, peft_cast) in plan.items():
         model = variant_model(start, prec, hold)
@@ -285,7 +286,7 @@ def score_speed(base, tok, lora: bool, df, a: argparse.Namespace) -> None:
 
     queries = evaluate.eval_queries(df, a.score_queries)
     res = {}
-    start = with_lora(base, lora)
+    start = with_lora(base, lora, a.lora_targets)
     for prec in ("fp32", "bf16", "fp32", "bf16"):  # each twice, the second timed (warm)
         model = variant_model(start, prec).eval()
         t = time.perf_counter()
@@ -388,6 +389,9 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", default=["smollm2-135m", "tiny"])
     ap.add_argument("--score-queries", type=int, default=12)
     ap.add_argument("--rows", type=int, default=None, help="rows of SmolLM2's batch (default 4, the issue's shape)")
+    ap.add_argument(
+        "--lora-targets", default="all-linear", help="LoRA target modules (default all-linear, the workbook's)"
+    )
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--busy", type=int, default=0)
     ap.add_argument("--threads-study", action="store_true")
