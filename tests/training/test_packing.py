@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from tiny_setup import ranked_queries_model
 
-from arrank.data import prompts
 from arrank.training import models, packing, stoical, train
 
 # Queries with their relevant docIDs in rank order (shared prefixes make the tries non-trivial).
@@ -31,27 +31,8 @@ def data():
     """A dataset table as ``training_items`` reads it, with the Appendix D.1 prompt, and the tiny
     model (BPE tokenizer + Llama) with large weights so that a wrong mask or position moves every
     loss far beyond the tolerance (checked in ``test_exactness_has_power``)."""
-    rows = [
-        {
-            "query": q,
-            "relevant": rel,
-            "split": "train",
-            "prompt": prompts.wordnet_prompt(q, rel, prompts.query_rng(0, q), name="wordnet"),
-        }
-        for q, rel in QUERIES.items()
-    ]
-    df = pd.DataFrame(rows)
-    texts = list(df["prompt"]) + sorted({d for r in QUERIES.values() for d in r})
     torch.manual_seed(0)
-    model, tok = models.tiny_model_and_tokenizer(
-        texts, vocab_size=400, hidden=32, layers=2, heads=2, intermediate=64, seed=0, cache=False
-    )
-    g = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" not in name:
-                p.copy_(torch.randn(p.shape, generator=g) * 0.2)
-    return df, model.float(), tok
+    return ranked_queries_model(QUERIES, "wordnet")
 
 
 # --------------------------------------------------------------------------- the mask

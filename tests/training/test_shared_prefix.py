@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import copy
 
-import pandas as pd
 import pytest
 import torch
+from tiny_setup import ranked_queries_model
 
-from arrank.data import prompts
 from arrank.training import models, packing, train
 from arrank.training.packing import prefix_support
 from arrank.training.shared_prefix import MIN_SHARED, shared_length
@@ -26,27 +25,9 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 @pytest.fixture(scope="module")
 def data():
-    rows = [
-        {
-            "query": q,
-            "relevant": rel,
-            "split": "train",
-            "prompt": prompts.wordnet_prompt(q, rel, prompts.query_rng(0, q)),  # D.1: a long shared opening
-        }
-        for q, rel in QUERIES.items()
-    ]
-    df = pd.DataFrame(rows)
-    texts = list(df["prompt"]) + sorted({d for r in QUERIES.values() for d in r})
-    model, tok = models.tiny_model_and_tokenizer(
-        texts, vocab_size=400, hidden=32, layers=2, heads=2, intermediate=64, seed=0, cache=False
-    )
-    g = torch.Generator().manual_seed(0)
-    with torch.no_grad():  # larger weights than the initialisation: gradients well above rounding
-        for name, p in model.named_parameters():
-            if "norm" not in name:
-                p.copy_(torch.randn(p.shape, generator=g) * 0.2)
+    df, model, tok = ranked_queries_model(QUERIES, "wordnet")  # D.1: a long shared opening
     items = train.training_items(df, tok, "fractional", alpha=2.0, targets="trie", beta=2.0)
-    return model.float(), tok, items
+    return model, tok, items
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,10 @@ and the NTP variant, and the head's float32 rule under bf16 autocast."""
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 import torch
+from tiny_setup import ranked_queries_model
 
-from arrank.data import prompts
 from arrank.training import models, packing, precision, stoical, train
 from arrank.training.supervised_head import head_at, output_head
 
@@ -23,26 +22,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 @pytest.fixture(scope="module")
 def data():
-    rows = [
-        {
-            "query": q,
-            "relevant": rel,
-            "split": "train",
-            "prompt": prompts.wordnet_prompt(q, rel, prompts.query_rng(0, q), name="wordnet_short"),
-        }
-        for q, rel in QUERIES.items()
-    ]
-    df = pd.DataFrame(rows)
-    texts = list(df["prompt"]) + sorted({d for r in QUERIES.values() for d in r})
-    model, tok = models.tiny_model_and_tokenizer(
-        texts, vocab_size=400, hidden=32, layers=2, heads=2, intermediate=64, seed=0, cache=False
-    )
-    g = torch.Generator().manual_seed(0)
-    with torch.no_grad():  # larger weights than the initialisation: gradients well above rounding
-        for name, p in model.named_parameters():
-            if "norm" not in name:
-                p.copy_(torch.randn(p.shape, generator=g) * 0.2)
-    return df, model.float(), tok
+    return ranked_queries_model(QUERIES, "wordnet_short")
 
 
 def _loss_and_grads(model, batch, rows_only: bool, used: str = "fp32"):

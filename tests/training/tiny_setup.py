@@ -21,3 +21,34 @@ def tiny_model(texts, seed=0):
     return models.tiny_model_and_tokenizer(
         texts, vocab_size=400, hidden=32, layers=1, heads=2, intermediate=64, seed=seed, cache=False
     )
+
+
+def ranked_queries_model(queries, template):
+    """A ranking table of ``queries`` ({query: relevant docIDs in rank order}, every one a training
+    query, prompts from ``template``) and a two-layer tiny Llama with its BPE of 400 tokens, its
+    weights redrawn large (std 0.2) so that a wrong mask, position or target moves losses and
+    gradients far beyond rounding: (table, float32 model, tokenizer)."""
+    import pandas as pd
+
+    from arrank.data import prompts
+
+    rows = [
+        {
+            "query": q,
+            "relevant": rel,
+            "split": "train",
+            "prompt": prompts.wordnet_prompt(q, rel, prompts.query_rng(0, q), name=template),
+        }
+        for q, rel in queries.items()
+    ]
+    df = pd.DataFrame(rows)
+    texts = list(df["prompt"]) + sorted({d for r in queries.values() for d in r})
+    model, tok = models.tiny_model_and_tokenizer(
+        texts, vocab_size=400, hidden=32, layers=2, heads=2, intermediate=64, seed=0, cache=False
+    )
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" not in name:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.2)
+    return df, model.float(), tok
