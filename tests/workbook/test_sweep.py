@@ -147,6 +147,18 @@ def fake_executor(s, root, fail=(), interrupt=None, calls=None):
     return execute
 
 
+def fake_job(folder, run_name, job_id, kind):
+    """What a submitted job leaves for a point (its attempt's log, and the file submitit names
+    after the job id), standing for a job this test cannot submit; returns the log."""
+    log = folder / "logs" / f"{run_name}.20200101-000000.log"
+    log.parent.mkdir(parents=True)
+    log.touch()
+    jobs = sweep.sweep_jobs.job_folder(log, kind)
+    jobs.mkdir(parents=True)
+    (jobs / f"{job_id}_submitted.pkl").touch()
+    return log
+
+
 @pytest.fixture
 def three(tmp_path):
     return sweep.load_sweep(write(tmp_path, BASE + "grid: {alpha: [1, 2, 3]}\n", "three.yaml"))
@@ -371,7 +383,7 @@ def test_slurm_without_sbatch_is_refused_and_nothing_is_submitted(three, outputs
         "error: executor='slurm' needs Slurm's sbatch on PATH, and it is not "
         "there: run the sweep on the cluster's login node"
     )
-    assert not (outputs_root / "sweeps" / "three" / "jobs.json").exists()
+    assert not (outputs_root / "sweeps" / "three" / "jobs").exists()
     assert not (outputs_root / "sweeps" / "three" / "status.json").exists()
 
 
@@ -435,7 +447,7 @@ def test_a_second_call_of_a_running_sweep_is_refused(three, outputs_root):
 
 
 def test_a_job_still_running_is_not_run_again_by_another_executor(three, outputs_root):
-    """jobs.json names a live job (a real process) for a point: a call with another executor
+    """A point's newest attempt is a live job (a real process): a call with another executor
     refuses, naming the job; nothing runs."""
     import subprocess
     import sys
@@ -443,17 +455,7 @@ def test_a_job_still_running_is_not_run_again_by_another_executor(three, outputs
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         folder = outputs_root / "sweeps" / "three"
-        sweep.sweep_jobs.write_jobs(
-            folder,
-            {
-                three.points[0].run_name: {
-                    "job_id": str(proc.pid),
-                    "executor": "local",
-                    "log": str(folder / "x.log"),
-                    "submitted": "now",
-                }
-            },
-        )
+        log = fake_job(folder, three.points[0].run_name, str(proc.pid), "local")
         calls = []
         with pytest.raises(sweep.SweepError, match=rf"three-alpha=1: local job {proc.pid} RUNNING"):
             sweep.run_sweep(three, outputs_root=outputs_root, execute=fake_executor(three, outputs_root, calls=calls))
@@ -463,20 +465,20 @@ def test_a_job_still_running_is_not_run_again_by_another_executor(three, outputs
         proc.kill()
         proc.wait()
     # the job is gone without results: recorded with its log's error, and the point runs again
-    (folder / "x.log").write_text("error: 05_train failed: killed\n")
+    log.write_text("error: 05_train failed: killed\n")
     lines, calls = [], []
     rows = sweep.run_sweep(
         three, outputs_root=outputs_root, echo=lines.append, execute=fake_executor(three, outputs_root, calls=calls)
     )
     assert rows[0]["previous_error"] == f"05_train failed: killed (local job {proc.pid} ended)"
     assert lines[0] == f"[1/3] FAILED      three-alpha=1  earlier: 05_train failed: killed (local job {proc.pid} ended)"
-    assert calls == [p.run_name for p in three.points] and sweep.sweep_jobs.read_jobs(folder) == {}
+    assert calls == [p.run_name for p in three.points] and sweep.sweep_jobs.current_jobs(folder) == {}
 
 
 def test_local_jobs_run_points_attach_on_the_next_call_and_record_failures(tmp_path, outputs_root):
     """Real submitit local jobs of notebook 03: the first call submits both points and returns
     (wait=False); the second attaches to the same jobs (no second submission), records the good
-    point done and the failing one with the notebook's error; jobs.json is empty after."""
+    point done and the failing one with the notebook's error; no job is left running after."""
     path = write(
         tmp_path,
         """notebook: 03_wordnet_data
@@ -489,20 +491,38 @@ grid: {subtree: [canine.n.02, nosuch.n.01]}
     folder = outputs_root / "sweeps" / "loc"
     rows = sweep.run_sweep(s, jobs=2, outputs_root=outputs_root, echo=lambda _: None, executor="local", wait=False)
     assert [r["status"] for r in rows] == ["submitted", "submitted"]
-    submitted = sweep.sweep_jobs.read_jobs(folder)
-    assert [submitted[p.run_name]["job_id"] for p in s.points] == [r["job_id"] for r in rows]
+    submitted = sweep.sweep_jobs.current_jobs(folder)  # found from the logs and submitit's own files
+    assert [submitted[p.run_name].job_id for p in s.points] == [r["job_id"] for r in rows]
     lines = []
     rows = sweep.run_sweep(s, jobs=2, outputs_root=outputs_root, echo=lines.append, executor="local")
-    assert [r["job_id"] for r in rows] == [submitted[p.run_name]["job_id"] for p in s.points]  # attached
+    assert [r["job_id"] for r in rows] == [submitted[p.run_name].job_id for p in s.points]  # attached
     assert sum("attached to local job" in line for line in lines) == 2 and not any(
         "submitted local job" in ln for ln in lines
     )
     assert [r["status"] for r in rows] == ["done", "failed"]
     assert rows[1]["error"].startswith("03_wordnet_data failed: ValueError: unknown synset 'nosuch.n.01'")
     assert "unknown synset 'nosuch.n.01'" in Path(rows[1]["log"]).read_text()
-    assert sweep.sweep_jobs.read_jobs(folder) == {}
+    assert all(sweep.sweep_jobs.job_state(j) == "GONE" for j in sweep.sweep_jobs.current_jobs(folder).values())
     assert sweep.point_states(s, outputs_root) == ["done", "failed"]
-    assert len(list((folder / "jobs").glob("*_submitted.pkl"))) == 2  # one job per point, none twice
+    assert len(list((folder / "jobs").rglob("*_submitted.pkl"))) == 2  # one job per point, none twice
+
+
+def test_a_points_current_job_is_the_job_of_its_newest_attempt(tmp_path):
+    """The newest log decides: a later subprocess attempt hides an earlier job (its error is not
+    reported again), a run name that another one starts with keeps its own job."""
+    jobs = sweep.sweep_jobs
+    log = fake_job(tmp_path, "s-alpha=1", "11", "local")
+    longer = tmp_path / "logs" / "s-alpha=1.5.20200101-000000.log"
+    jobs.job_folder(longer, "slurm").mkdir(parents=True)
+    (jobs.job_folder(longer, "slurm") / "12_submitted.pkl").touch()
+    longer.touch()
+    assert jobs.current_jobs(tmp_path) == {
+        "s-alpha=1": jobs.Job("11", "local", log),
+        "s-alpha=1.5": jobs.Job("12", "slurm", longer),
+    }
+    assert jobs.current_jobs(tmp_path)["s-alpha=1"].submitted == "2020-01-01T00:00:00"
+    (tmp_path / "logs" / "s-alpha=1.20200101-000001.log").touch()  # a subprocess attempt, one second later
+    assert list(jobs.current_jobs(tmp_path)) == ["s-alpha=1.5"]
 
 
 def test_several_gpus_in_one_box_give_each_local_point_its_own():
@@ -522,22 +542,14 @@ def test_a_slurm_job_seen_from_a_machine_without_slurm_is_never_submitted_again(
     three, outputs_root, tmp_path, monkeypatch
 ):
     folder = outputs_root / "sweeps" / "three"
-    sweep.sweep_jobs.write_jobs(
-        folder,
-        {
-            three.points[0].run_name: {
-                "job_id": "4242",
-                "executor": "slurm",
-                "log": str(folder / "x.log"),
-                "submitted": "now",
-            }
-        },
-    )
+    log = fake_job(folder, three.points[0].run_name, "4242", "slurm")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     calls = []
     with pytest.raises(sweep.SweepError, match=r"three-alpha=1: slurm job 4242 UNKNOWN"):
         sweep.run_sweep(three, outputs_root=outputs_root, execute=fake_executor(three, outputs_root, calls=calls))
-    assert calls == [] and "4242" in sweep.sweep_jobs.jobs_path(folder).read_text()
+    assert calls == [] and sweep.sweep_jobs.current_jobs(folder) == {
+        three.points[0].run_name: sweep.sweep_jobs.Job("4242", "slurm", log)
+    }
 
 
 def _descendants(pid):

@@ -199,16 +199,16 @@ def test_slurm_cancelled_job_is_recorded_and_only_its_point_reruns(slurm, tmp_pa
         r"sinfo lists \['debug'\]",
     ):
         sweep.run_sweep(s, outputs_root=outputs_root, executor="slurm", resources={"partition": "gpu"})
-    assert squeue_ids() == [] and not (folder / "jobs.json").exists()
+    assert squeue_ids() == [] and not (folder / "jobs").exists()
 
-    # call 1: submit both points and return; jobs.json and --list name the jobs
+    # call 1: submit both points and return; submitit's files and --list name the jobs
     resources = {"partition": "debug", "cpus_per_task": 1, "timeout_min": 10}
     rows = sweep.run_sweep(
         s, outputs_root=outputs_root, echo=lambda _: None, executor="slurm", resources=resources, wait=False
     )
     ids = [r["job_id"] for r in rows]
     assert [r["status"] for r in rows] == ["submitted", "submitted"] and sorted(squeue_ids()) == sorted(ids)
-    assert {k: v["job_id"] for k, v in sweep.sweep_jobs.read_jobs(folder).items()} == {
+    assert {k: v.job_id for k, v in sweep.sweep_jobs.current_jobs(folder).items()} == {
         p.run_name: i for p, i in zip(s.points, ids)
     }
     listing = sweep.describe(s, outputs_root).splitlines()
@@ -228,12 +228,13 @@ def test_slurm_cancelled_job_is_recorded_and_only_its_point_reruns(slurm, tmp_pa
     ].startswith(f"slurm job {ids[1]} ended CANCELLED")
     assert any(f"attached to slurm job {ids[0]}" in ln for ln in lines)
     assert sum("submitted slurm job" in ln for ln in lines) == 1
-    assert len(list((folder / "jobs").glob("*_submitted.pkl"))) == 3  # 2 + the rerun, nothing twice
+    assert len(list((folder / "jobs").rglob("*_submitted.pkl"))) == 3  # 2 + the rerun, nothing twice
     status = (folder / "status.json").read_text()
     assert f"slurm job {ids[1]} ended CANCELLED" in status
-    assert sweep.sweep_jobs.read_jobs(folder) == {} and squeue_ids() == []
+    current = sweep.sweep_jobs.current_jobs(folder)  # each point's newest job: the attached one, the rerun
+    assert [current[p.run_name].job_id for p in s.points] == [ids[0], rows[1]["job_id"]] and squeue_ids() == []
 
     # call 3: nothing left to do, nothing submitted
     rows = sweep.run_sweep(s, outputs_root=outputs_root, echo=lambda _: None, executor="slurm", resources=resources)
     assert [r["status"] for r in rows] == ["done earlier", "done earlier"]
-    assert len(list((folder / "jobs").glob("*_submitted.pkl"))) == 3
+    assert len(list((folder / "jobs").rglob("*_submitted.pkl"))) == 3

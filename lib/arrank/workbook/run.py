@@ -232,12 +232,14 @@ def _execute(source: Path, injected: dict[str, Any], staging: Path, final: Path,
     import nbformat
     import papermill
 
+    from arrank.workbook.kernel_log import KERNEL_LOG_ENV, KernelLogToFile
+
     with tempfile.TemporaryDirectory() as tmp:
         src_ipynb = Path(tmp) / f"{source.stem}.ipynb"
         kernel_log = Path(tmp) / "kernel.log"
         nbformat.write(read_notebook(source), src_ipynb)
-        previous = os.environ.get(RUN_DIR_ENV)
-        os.environ[RUN_DIR_ENV] = str(staging)
+        previous = {name: os.environ.get(name) for name in (RUN_DIR_ENV, KERNEL_LOG_ENV)}
+        os.environ.update({RUN_DIR_ENV: str(staging), KERNEL_LOG_ENV: str(kernel_log)})
         os.environ.update(processes.openmp_wait_env(dict(os.environ)))  # the kernel's OpenMP waits passively
         try:
             papermill.execute_notebook(
@@ -248,7 +250,7 @@ def _execute(source: Path, injected: dict[str, Any], staging: Path, final: Path,
                 cwd=str(paths.ROOT),
                 progress_bar=progress,
                 report_mode=False,
-                kernel_manager_class=kernel_manager(kernel_log),
+                kernel_manager_class=KernelLogToFile,
             )
             if not (staging / "results.json").exists():
                 raise RunFailedError(f"{source.stem} finished without writing results.json")
@@ -269,25 +271,11 @@ def _execute(source: Path, injected: dict[str, Any], staging: Path, final: Path,
                 f"{source.stem} failed: {describe_error(err)} (the executed notebook is kept in {failed})"
             ) from err
         finally:
-            if previous is None:
-                os.environ.pop(RUN_DIR_ENV, None)
-            else:
-                os.environ[RUN_DIR_ENV] = previous
-
-
-def kernel_manager(stderr_path: Path) -> type:
-    """The kernel manager class papermill starts the kernel with: the kernel process's own
-    stderr (its start-up warnings, the traceback of a kernel stopped in the middle of a cell)
-    goes to ``stderr_path`` instead of the terminal, so an interrupted run ends in one line. The
-    notebook's own output and errors are unaffected (they travel over the kernel's channels)."""
-    from jupyter_client.manager import AsyncKernelManager
-
-    class KernelLogToFile(AsyncKernelManager):
-        async def start_kernel(self, **kw: Any) -> None:
-            with open(stderr_path, "ab") as log:
-                await super().start_kernel(**{**kw, "stderr": log})
-
-    return KernelLogToFile
+            for name, value in previous.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 def _publish(stem: str, staging: Path, final: Path) -> None:

@@ -33,8 +33,8 @@ Executors (``--executor``): ``subprocess`` (the default: a child process per poi
 ``local`` and ``slurm``: one submitit job per point (``arrank.workbook.sweep_jobs``), on this machine
 or a Slurm cluster, with resources from the file (``resources: {partition: gpu, gpus_per_node: 1,
 timeout_min: 600, mem_gb: 32, cpus_per_task: 8}``) or the flags ``--partition --gpus --time --mem
---cpus``. Job ids are kept in ``outputs/sweeps/<sweep>/jobs.json``: a second call attaches to a
-queued or running job instead of submitting its point again, a job that ended without results is
+--cpus``. A point's job is found from its newest log and submitit's own files (no registry): a
+second call attaches to a queued or running job instead of submitting its point again, a job that ended without results is
 recorded (its error) and its point runs again; Ctrl-C leaves Slurm jobs running (``--no-wait``
 submits and returns); ``--list`` shows each point's job and its state.
 """
@@ -441,44 +441,37 @@ class JobRun:
     left: str | None = None
 
 
-def job_error(entry: dict[str, Any], state: str) -> str:
+def job_error(job: sweep_jobs.Job, state: str) -> str:
     """Why a job ended without the point's results.json: the error block of its log, and the job
     (``slurm job 12 ended CANCELLED``)."""
-    log = Path(entry["log"])
-    where = f"{entry['executor']} job {entry['job_id']} ended" + ("" if state == "GONE" else f" {state}")
-    block, tail = _error_block(log)
+    where = f"{job.executor} job {job.job_id} ended" + ("" if state == "GONE" else f" {state}")
+    block, tail = _error_block(job.log)
     if block:
         return f"{block} ({where})"
-    return f"{where} without results" + (f"; its log ends: {tail}" if tail else f"; no output in {log}")
+    return f"{where} without results" + (f"; its log ends: {tail}" if tail else f"; no output in {job.log}")
 
 
 def reconcile_jobs(sweep: Sweep, root: Path, kind: str) -> dict[str, str]:
-    """Before a call runs anything: drop from ``jobs.json`` the jobs that ended; return
-    {run_name: error} for those that ended without results (recorded, and run again now).
-    Refuses a call whose executor differs from a job still queued or running (it would run the
-    point twice)."""
-    folder = sweep_dir(sweep, root)
-    jobs, previous, busy = sweep_jobs.read_jobs(folder), {}, []
+    """Before a call runs anything: {run_name: error} for the points whose newest attempt is a job
+    that ended without results (recorded, and run again now). Refuses a call whose executor
+    differs from a job still queued or running (it would run the point twice)."""
+    current, previous, busy = sweep_jobs.current_jobs(sweep_dir(sweep, root)), {}, []
     for point in sweep.points:
-        entry = jobs.get(point.run_name)
-        if entry is None:
+        job = current.get(point.run_name)
+        if job is None or results_path(sweep, point, root).exists():
             continue
-        state = sweep_jobs.job_state(entry)
+        state = sweep_jobs.job_state(job)
         if not sweep_jobs.ended(state):
-            if entry["executor"] != kind:
-                busy.append(f"{point.run_name}: {entry['executor']} job {entry['job_id']} {state}")
+            if job.executor != kind:
+                busy.append(f"{point.run_name}: {job.executor} job {job.job_id} {state}")
             continue
-        del jobs[point.run_name]
-        if not results_path(sweep, point, root).exists():
-            previous[point.run_name] = job_error(entry, state)
+        previous[point.run_name] = job_error(job, state)
     if busy:
         raise SweepError(
             f"{sweep.path.name}: points have jobs still queued or running; follow them with the "
             f"executor that submitted them (--executor {busy[0].split(': ')[1].split()[0]}), or cancel "
             "them first:\n  " + "\n  ".join(busy)
         )
-    if jobs != sweep_jobs.read_jobs(folder):
-        sweep_jobs.write_jobs(folder, jobs)
     return previous
 
 
@@ -493,13 +486,11 @@ def job_executor(
     wait: bool = True,
     poll_s: float | None = None,
 ) -> Execute:
-    """Run a point as one submitit job (``sweep_jobs``): attach to its job recorded in jobs.json
-    if it is still queued or running, else submit it and record the job id before waiting; wait
-    until it ends (unless ``wait`` is false). On Ctrl-C a local job is interrupted, a Slurm job is
-    left to run (the next call attaches to it)."""
+    """Run a point as one submitit job (``sweep_jobs``): attach to the job of its newest attempt
+    if that is still queued or running, else submit it; wait until it ends (unless ``wait`` is
+    false). On Ctrl-C a local job is interrupted, a Slurm job is left to run (the next call
+    attaches to it)."""
     folder = sweep_dir(sweep, root)
-    executor = sweep_jobs.make_executor(kind, folder / "jobs", resources)
-    lock = threading.Lock()
     poll = poll_s if poll_s is not None else (0.2 if kind == "local" else 5.0)
     env = {
         k: v for k, v in thread_env(jobs).items() if k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", *processes.OPENMP_WAIT)
@@ -512,45 +503,32 @@ def job_executor(
     for group in sweep_jobs.gpu_groups(sweep_jobs.machine_gpus(), gpus) if kind == "local" and gpus else []:
         slots.put(group)
 
-    def record(name: str, entry: dict[str, Any] | None) -> None:
-        with lock:
-            registry = sweep_jobs.read_jobs(folder)
-            if entry is None:
-                registry.pop(name, None)
-            else:
-                registry[name] = entry
-            sweep_jobs.write_jobs(folder, registry)
-
     def execute(point: Point, log: Path) -> JobRun:
-        entry, job = sweep_jobs.read_jobs(folder).get(point.run_name), None
-        slot = None
-        if entry is None:
+        job, handle, slot = sweep_jobs.current_jobs(folder).get(point.run_name), None, None
+        if job is not None and not sweep_jobs.ended(sweep_jobs.job_state(job)):
+            note(point, f"attached to {kind} job {job.job_id} (submitted {job.submitted})")
+        else:
             slot = slots.get() if kind == "local" and gpus else None  # preflight: jobs <= slots
             point_env = {**env, "CUDA_VISIBLE_DEVICES": slot} if slot is not None else env
-            with lock:  # submissions one at a time: jobs.json names every job submitted
-                job, entry = sweep_jobs.submit(
-                    executor, kind, main, sweep.notebook, point.overrides, root, log, point_env
-                )
-            record(point.run_name, entry)
-            note(point, f"submitted {kind} job {entry['job_id']}" + (f" on GPU {slot}" if slot is not None else ""))
-        else:
-            note(point, f"attached to {kind} job {entry['job_id']} (submitted {entry['submitted']})")
+            handle, job = sweep_jobs.submit(
+                kind, resources, main, sweep.notebook, point.overrides, root, log, point_env
+            )
+            note(point, f"submitted {kind} job {job.job_id}" + (f" on GPU {slot}" if slot is not None else ""))
         try:
             if not wait:
-                return JobRun(entry["job_id"], Path(entry["log"]), None, left=sweep_jobs.job_state(entry))
-            state = sweep_jobs.wait_for(entry, stop.is_set, poll, job)
+                return JobRun(job.job_id, job.log, None, left=sweep_jobs.job_state(job))
+            state = sweep_jobs.wait_for(job, stop.is_set, poll, handle)
             if not sweep_jobs.ended(state):
                 if kind == "slurm":
-                    return JobRun(entry["job_id"], Path(entry["log"]), None, left=state)
-                sweep_jobs.cancel(entry)
+                    return JobRun(job.job_id, job.log, None, left=state)
+                sweep_jobs.cancel(job)
                 deadline = time.time() + 30
-                state = sweep_jobs.wait_for(entry, lambda: time.time() > deadline, poll, job)
+                state = sweep_jobs.wait_for(job, lambda: time.time() > deadline, poll, handle)
         finally:
             if slot is not None:
                 slots.put(slot)
-        record(point.run_name, None)
         ok = results_path(sweep, point, root).exists()
-        return JobRun(entry["job_id"], Path(entry["log"]), 0 if ok else job_error(entry, state))
+        return JobRun(job.job_id, job.log, 0 if ok else job_error(job, state))
 
     return execute
 
@@ -675,7 +653,7 @@ def _run_points(
         if stop.is_set():
             return
         point, row = sweep.points[i], rows[i]
-        log = folder / "logs" / f"{point.run_name}.{datetime.now().strftime('%Y%m%d-%H%M%S')}.log"
+        log = sweep_jobs.attempt_log(folder, point.run_name)
         row.update(status="running", log=str(log))
         say(i, "running", "(retry of a failed point)" if states[i] == "failed" else "")
         start, wall = time.time(), time.perf_counter()
@@ -807,9 +785,9 @@ def job_main(notebook: str, overrides: dict[str, Any], outputs_root: str, log: s
 
 def describe(sweep: Sweep, outputs_root: Path | None = None) -> str:
     """The points of a sweep with their state (the ``--list`` output): done, failed, missing, or
-    for a point with a job in jobs.json, queued / running / ended (its job id and state)."""
+    for a point whose newest attempt is a job, queued / running / ended (its job id and state)."""
     states = point_states(sweep, outputs_root)
-    registry = sweep_jobs.read_jobs(sweep_dir(sweep, outputs_root))
+    current = sweep_jobs.current_jobs(sweep_dir(sweep, outputs_root))
     lines = [
         f"{sweep.name}: notebook {sweep.notebook}, {len(sweep.points)} points"
         + (f", paper {sweep.paper}" if sweep.paper else "")
@@ -817,12 +795,12 @@ def describe(sweep: Sweep, outputs_root: Path | None = None) -> str:
         f"fixed: {sweep.fixed}",
     ]
     for point, state in zip(sweep.points, states):
-        entry, job = registry.get(point.run_name), ""
-        if entry is not None and state != "done":
-            now = sweep_jobs.job_state(entry)
+        job, text = current.get(point.run_name), ""
+        if job is not None and state != "done":
+            now = sweep_jobs.job_state(job)
             state = "ended" if sweep_jobs.ended(now) else "queued" if now == "PENDING" else "running"
-            job = f"  ({entry['executor']} job {entry['job_id']} {now}, log {entry['log']})"
-        lines.append(f"  {state:<8} {point.run_name}{job}")
+            text = f"  ({job.executor} job {job.job_id} {now}, log {job.log})"
+        lines.append(f"  {state:<8} {point.run_name}{text}")
     return "\n".join(lines)
 
 

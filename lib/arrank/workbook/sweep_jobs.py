@@ -2,13 +2,14 @@
 point, on a Slurm cluster (``--executor slurm``) or on this machine (``--executor local``,
 submitit's LocalExecutor, the same code path without a cluster).
 
-The sweep keeps its promises (``arrank.workbook.sweep``): each submitted job's id is written to
-``outputs/sweeps/<sweep>/jobs.json`` (next to ``status.json``) before anything waits on it, so a
-second call attaches to a queued or running job instead of submitting the point again; a job that
+The sweep keeps its promises (``arrank.workbook.sweep``) with no job registry of its own: an
+attempt at a point is its log (``outputs/sweeps/<sweep>/logs/<run_name>.<time>.log``, created
+before the job is submitted) and, for a job, submitit's folder ``jobs/<executor>/<log stem>/``,
+where submitit writes ``<job id>_submitted.pkl`` (with the pickled call, its result and the job's
+stderr before the log opens). So a second call finds the job of a point's newest attempt and
+attaches to it while it is queued or running instead of submitting the point again; a job that
 ended without the point's ``results.json`` (failed, cancelled, timed out) is recorded with its
-error and the point runs again on the next call. A point's output goes to the sweep's log
-(``outputs/sweeps/<sweep>/logs/<run_name>.<time>.log``); submitit's own files (the pickled call,
-its result, the job's stderr before the log opens) are under ``outputs/sweeps/<sweep>/jobs/``.
+error and the point runs again.
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ import re
 import shutil
 import subprocess
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
-
-from arrank.common.outputs import write_json_atomic
 
 EXECUTORS = ("subprocess", "local", "slurm")
 RESOURCES = {"partition": str, "gpus_per_node": int, "timeout_min": int, "mem_gb": int, "cpus_per_task": int}
@@ -164,26 +164,61 @@ def make_executor(kind: str, folder: Path, resources: dict[str, Any]) -> Any:
     return executor
 
 
-# --- the job registry: outputs/sweeps/<sweep>/jobs.json ----------------------------------------
+# --- a point's current job, read from files that exist anyway -----------------------------------
+# Every attempt at a point has its log, logs/<run_name>.<time>.log (a job attempt creates it before
+# submitting), and a job attempt has submitit's folder jobs/<executor>/<log stem>/, where submitit
+# itself writes <job id>_submitted.pkl once the job is queued. The newest log is the point's
+# current attempt and submitit's file name gives its job: no registry of our own to keep in step.
+
+LOG_NAME = re.compile(r"(?P<run_name>.+)\.(?P<time>\d{8}-\d{6})\.log")
+LOG_TIME = "%Y%m%d-%H%M%S"
 
 
-def jobs_path(folder: Path) -> Path:
-    """``jobs.json`` next to ``status.json``: {run_name: {job_id, executor, log, folder, submitted}}."""
-    return folder / "jobs.json"
+@dataclass(frozen=True)
+class Job:
+    """A point's job: its id (Slurm's, or the local controller's process id), the executor that
+    submitted it, and the log it writes."""
+
+    job_id: str
+    executor: str
+    log: Path
+
+    @property
+    def submitted(self) -> str:
+        """When its attempt began (the time in its log's name)."""
+        return datetime.strptime(LOG_NAME.fullmatch(self.log.name)["time"], LOG_TIME).isoformat()
 
 
-def read_jobs(folder: Path) -> dict[str, dict[str, Any]]:
-    """The jobs this sweep submitted and has not seen end (empty when there is no file)."""
-    import json
-
-    path = jobs_path(folder)
-    return json.loads(path.read_text()) if path.exists() else {}
+def attempt_log(folder: Path, run_name: str) -> Path:
+    """The log of a new attempt at a point: ``<sweep folder>/logs/<run_name>.<time>.log``."""
+    return folder / "logs" / f"{run_name}.{datetime.now().strftime(LOG_TIME)}.log"
 
 
-def write_jobs(folder: Path, jobs: dict[str, dict[str, Any]]) -> None:
-    """Rewrite ``jobs.json`` atomically (an interrupted write leaves the previous file)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(jobs_path(folder), jobs)
+def job_folder(log: Path, kind: str) -> Path:
+    """submitit's folder for the job of the attempt that writes ``log``."""
+    return log.parent.parent / "jobs" / kind / log.stem
+
+
+def job_of(log: Path) -> Job | None:
+    """The job of the attempt that writes ``log`` (None for a subprocess attempt, or a submission
+    that never reached the queue)."""
+    for kind in ("local", "slurm"):
+        found = list(job_folder(log, kind).glob("*_submitted.pkl"))
+        if found:
+            newest = max(found, key=lambda p: p.stat().st_mtime)
+            return Job(newest.name.split("_", 1)[0], kind, log)
+    return None
+
+
+def current_jobs(folder: Path) -> dict[str, Job]:
+    """{run_name: job} for the points whose newest attempt is a job (one listing of the logs)."""
+    newest: dict[str, Path] = {}
+    for log in (folder / "logs").glob("*.log"):
+        match = LOG_NAME.fullmatch(log.name)
+        if match and log.name > newest.get(match["run_name"], Path()).name:
+            newest[match["run_name"]] = log
+    jobs = {name: job_of(log) for name, log in newest.items()}
+    return {name: job for name, job in jobs.items() if job is not None}
 
 
 def _local_state(pid: str) -> str:
@@ -208,10 +243,12 @@ def _slurm_state(job_id: str) -> str:
     return out.split()[0] if out else "GONE"
 
 
-def job_state(entry: dict[str, Any]) -> str:
-    """The state of a recorded job: a Slurm state word (PENDING, RUNNING, COMPLETED, CANCELLED...),
-    or for local jobs RUNNING / GONE."""
-    return _slurm_state(entry["job_id"]) if entry["executor"] == "slurm" else _local_state(entry["job_id"])
+def job_state(job: Job) -> str:
+    """A job's state: a Slurm state word (PENDING, RUNNING, COMPLETED, CANCELLED...), or for local
+    jobs RUNNING / GONE. Not submitit's ``Job.state``: for Slurm it asks only ``sacct`` (UNKNOWN
+    forever on a cluster without accounting), and it cannot tell whether a local job that another
+    process submitted still runs."""
+    return _slurm_state(job.job_id) if job.executor == "slurm" else _local_state(job.job_id)
 
 
 def ended(state: str) -> bool:
@@ -219,50 +256,46 @@ def ended(state: str) -> bool:
     return state in ENDED
 
 
-def cancel(entry: dict[str, Any]) -> None:
+def cancel(job: Job) -> None:
     """Interrupt a job (scancel; SIGINT to a local job's controller) so it stops as Ctrl-C would."""
-    if entry["executor"] == "slurm":
-        subprocess.run(["scancel", entry["job_id"]], capture_output=True, timeout=60)
+    if job.executor == "slurm":
+        subprocess.run(["scancel", job.job_id], capture_output=True, timeout=60)
     else:
         import signal
 
         try:
-            os.kill(int(entry["job_id"]), signal.SIGINT)
+            os.kill(int(job.job_id), signal.SIGINT)
         except ProcessLookupError:
             pass
 
 
-def wait_for(entry: dict[str, Any], stop: Callable[[], bool], poll_s: float, job: Any = None) -> str:
+def wait_for(job: Job, stop: Callable[[], bool], poll_s: float, handle: Any = None) -> str:
     """Poll a job until it ends (its final state) or ``stop()`` is true (its state then). A local
     job submitted by this process is polled through its submitit handle (no zombie is left)."""
     while True:
-        if job is not None and entry["executor"] == "local":
-            state = "GONE" if job.done() else "RUNNING"
+        if handle is not None and job.executor == "local":
+            state = "GONE" if handle.done() else "RUNNING"
         else:
-            state = job_state(entry)
+            state = job_state(job)
         if ended(state) or stop():
             return state
         time.sleep(poll_s)
 
 
 def submit(
-    executor: Any,
     kind: str,
+    resources: dict[str, Any],
     main: Callable[..., int],
     notebook: str,
     overrides: dict[str, Any],
     outputs_root: Path,
     log: Path,
     env: dict[str, str],
-) -> tuple[Any, dict[str, Any]]:
-    """Submit one point as one job running ``main`` (``sweep.job_main``); return submitit's handle
-    and the registry entry."""
-    job = executor.submit(main, notebook, overrides, str(outputs_root), str(log), env)
-    entry = {
-        "job_id": str(job.job_id),
-        "executor": kind,
-        "log": str(log),
-        "folder": str(executor.folder),
-        "submitted": datetime.now().isoformat(timespec="seconds"),
-    }
-    return job, entry
+) -> tuple[Any, Job]:
+    """Submit one attempt at a point as one job running ``main`` (``sweep.job_main``), its log
+    created first so that the attempt is the point's newest; return submitit's handle and the job."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.touch()
+    executor = make_executor(kind, job_folder(log, kind), resources)
+    handle = executor.submit(main, notebook, overrides, str(outputs_root), str(log), env)
+    return handle, Job(str(handle.job_id), kind, log)
