@@ -111,7 +111,7 @@ def test_tiny_model_learns_its_task_in_bf16(data, tmp_path):
         model, tok = _tiny(texts)
         items = train.training_items(df, tok, "fractional", alpha=2.0)
         log = train.train(model, tok, items, hyper, tmp_path / used, seed=0, precision=used)
-        got[used] = evaluate.evaluate_training(model, tok, df, 60, 0, progress=False, precision=used)
+        got[used] = evaluate.evaluate_training_queries(model, tok, df, 60, 0, progress=False, precision=used)[0]
         assert log["loss"].iloc[-1] < 0.5 * log["loss"].iloc[0], used
     floor = evaluate.random_floor(evaluate.training_sample(df, 60, 0).assign(split="eval"), 0)  # same queries
     assert got["bf16"]["train_n_queries"] == floor["n_queries"] == 60

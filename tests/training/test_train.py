@@ -6,7 +6,7 @@ import pytest
 import torch
 from tiny_setup import tiny_model as _tiny
 
-from arrank.training import models, train
+from arrank.training import checkpoints, models, train
 
 pytestmark = pytest.mark.slow  # trains a model or runs notebooks / kernels / sweeps
 
@@ -98,7 +98,7 @@ def test_interrupted_run_resumes_from_its_checkpoint(data, tmp_path):
     items = train.training_items(df, tok, "indicator")
     with pytest.raises(KeyboardInterrupt):
         train.train(model, tok, items, hyper, tmp_path / "ckpt", callbacks=[Stop()])
-    assert train.last_checkpoint(tmp_path / "ckpt").endswith("checkpoint-5")
+    assert checkpoints.checkpoints(tmp_path / "ckpt")[-1].name == "checkpoint-5"
 
     class Count(TrainerCallback):
         steps: list[int] = []
@@ -205,7 +205,7 @@ def test_resuming_with_other_parameters_is_refused_and_destroys_nothing(data, tm
     message = str(err.value)
     assert "alpha was 2.0, now 3.0, lr was None, now 0.0001, scheme was 'indicator', now 'fractional'" in message
     assert "(step 5)" in message and "another run_name" in message and f"delete {ckpt}" in message
-    assert train.last_checkpoint(ckpt).endswith("checkpoint-5")  # nothing destroyed
+    assert checkpoints.checkpoints(ckpt)[-1].name == "checkpoint-5"  # nothing destroyed
     assert train.resume_point(ckpt, {**before, "run_name": "same-params"}) == 5  # same parameters: resumes
     (ckpt / "params.json").unlink()  # checkpoints whose parameters were never recorded cannot be trusted
     with pytest.raises(ResumeError, match="<parameters> was 'not recorded'"):

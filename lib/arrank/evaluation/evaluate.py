@@ -4,7 +4,7 @@ CVR, nDCG and R@k (``arrank.evaluation.metrics``), plus the random-scores floor 
 against, and the decoding view of the same queries (``arrank.evaluation.decoding``).
 
 The same scoring and metrics also run on a seeded sample of the *training* queries
-(``evaluate_training``): how well the model fits the rankings it was trained on, the capacity
+(``evaluate_training_queries``): how well the model fits the rankings it was trained on, the capacity
 question that the DE / CE lookup tables of Figure 3 answer (they are trained and scored on the same
 queries, ``arrank.baselines.figure3``). results.json records those as ``train_<metric>``.
 
@@ -102,24 +102,6 @@ def evaluate_held_out(
     return score_and_evaluate(model, tokenizer, eval_queries(df, limit), ks, include_eos, method, progress, precision)
 
 
-def evaluate_training(
-    model,
-    tokenizer,
-    df: pd.DataFrame,
-    n: int,
-    seed: int,
-    ks: tuple[int, ...] = metrics.WORDNET_KS,
-    include_eos: bool = False,
-    method: str = "prefix_shared",
-    progress: bool = True,
-    precision: str = "fp32",
-) -> dict[str, Any]:
-    """The metrics of ``score_and_evaluate`` on ``training_sample(df, n, seed)``, named
-    ``train_<metric>`` (``train_cvr``, ``train_ndcg``, ``train_recall@k``, ``train_n_queries``, ...):
-    how well the model fits rankings it trained on, Figure 3 (a)'s capacity question."""
-    return evaluate_training_queries(model, tokenizer, df, n, seed, ks, include_eos, method, progress, precision)[0]
-
-
 def evaluate_training_queries(
     model,
     tokenizer,
@@ -132,8 +114,10 @@ def evaluate_training_queries(
     progress: bool = True,
     precision: str = "fp32",
 ) -> tuple[dict[str, Any], pd.DataFrame]:
-    """(``evaluate_training``'s ``train_<metric>`` dict, the per-query metrics frame of the same
-    training queries): notebook 05 saves the frame as ``per_query_train.csv``, the per-query data
+    """The metrics of ``score_and_evaluate`` on ``training_sample(df, n, seed)``, named
+    ``train_<metric>`` (``train_cvr``, ``train_ndcg``, ``train_recall@k``, ``train_n_queries``, ...):
+    how well the model fits rankings it trained on, Figure 3 (a)'s capacity question; and the
+    per-query metrics frame of the same queries: notebook 05 saves the frame as ``per_query_train.csv``, the per-query data
     of Figure 3's interval checks against the DE and CE (``results.figure3``)."""
     result, per_query, _ = score_and_evaluate(
         model, tokenizer, training_sample(df, n, seed), ks, include_eos, method, progress, precision

@@ -270,13 +270,6 @@ def resume_point(checkpoints: Path, params: dict[str, Any]) -> int:
     return int(Path(found).name.split("-")[-1])
 
 
-def last_checkpoint(folder: Path) -> str | None:
-    """The newest committed ``checkpoint-N`` folder under ``folder`` (unverified; a resume takes
-    ``checkpoints.usable_checkpoint``)."""
-    found = ckpt.checkpoints(folder)
-    return str(found[-1]) if found else None
-
-
 def packing_layout(packing: str, items: list[dict[str, Any]], model) -> str:
     """The layout ``packing`` gives for these items and this model: ``"per_query"`` or ``"none"``
     (``packing.resolve_packing``); a ``"per_query"`` the model cannot take falls back to

@@ -164,11 +164,7 @@ def make_executor(kind: str, folder: Path, resources: dict[str, Any]) -> Any:
     return executor
 
 
-# --- a point's current job, read from files that exist anyway -----------------------------------
-# Every attempt at a point has its log, logs/<run_name>.<time>.log (a job attempt creates it before
-# submitting), and a job attempt has submitit's folder jobs/<executor>/<log stem>/, where submitit
-# itself writes <job id>_submitted.pkl once the job is queued. The newest log is the point's
-# current attempt and submitit's file name gives its job: no registry of our own to keep in step.
+# --- a point's current job: the job of its newest attempt (see the module docstring) --------
 
 LOG_NAME = re.compile(r"(?P<run_name>.+)\.(?P<time>\d{8}-\d{6})\.log")
 LOG_TIME = "%Y%m%d-%H%M%S"
