@@ -2,10 +2,10 @@
 next-token loss, packed per query vs unpacked items; and the loss agreement of the two backends.
 
     python benchmarks/gpu.py --model FOLDER_OR_NAME [--queries 2000] [--batch 8] [--steps 20]
-                             [--warmup 3] [--parts b,d,a,c] [--dtype auto] [--json FILE]
+                             [--warmup 3] [--parts b,d,e,a,c] [--dtype auto] [--json FILE]
     python benchmarks/gpu.py --model tiny --queries 60 --batch 8 --steps 2 --warmup 1   # CPU, toy scale
     python benchmarks/gpu.py --build-paper-architecture --model /tmp/mistral7b --parts b,d --json /tmp/bd.json
-    python benchmarks/gpu.py --model /tmp/mistral7b --parts a,c --merge /tmp/bd.json   # all four, one report
+    python benchmarks/gpu.py --model /tmp/mistral7b --parts e,a,c --merge /tmp/bd.json   # all five, one report
 
 Parts, each in a fresh process (Unsloth patches transformers' model classes when it loads a
 model, so (b) and (d) must not share a process with it; the peak memory is then each part's own):
@@ -22,6 +22,11 @@ model, so (b) and (d) must not share a process with it; the peak memory is then 
   prompt (``packing.pack_items``, ``packing.collate_packed``, rows shared as training shares them)
   against ``train.collate`` items, steps interleaved; plus the STOICaL loss of the first packed
   batch against the loss of exactly the items it holds, unpacked (equal up to float rounding).
+- (e) the workbook's own step against (d)'s packed step: ``StoicalTrainer.compute_loss``, as
+  notebook 05 trains, on the same packed batches: the batch's shared prompt opening run once
+  (``shared_prefix``, where ``packing.prefix_support`` allows), the LM head at the supervised
+  positions only (``supervised_head.head_at``), ``precision.mixed`` (bf16 for a bf16 model).
+  Steps interleaved; plus the loss of the first batch both ways (equal up to rounding).
 
 Loss agreement (a) vs (b): the STOICaL loss of the same first batch, before any update (LoRA's B
 is zero, so both are the base model's), with one-hot and with trie targets (beta = 1).
@@ -49,12 +54,13 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-PARTS = ("b", "d", "a", "c")
+PARTS = ("b", "d", "e", "a", "c")
 TITLES = {
     "a": "Unsloth + LoRA + STOICaL",
     "b": "transformers + peft + STOICaL",
     "c": "Unsloth + LoRA + next-token loss",
     "d": "transformers + peft + STOICaL, packed per query",
+    "e": "the workbook's own step (StoicalTrainer)",
 }
 
 
@@ -148,6 +154,44 @@ def make_step(model, tok, layout: str, loss: str, device, row_length: int | None
         return n_items, real, int(b["input_ids"].numel())
 
     return step
+
+
+def workbook_step(model, tok, device, row_length: int):
+    """(a training step, the loss of a batch without an update) as notebook 05 trains: packed
+    sequences collated with the batch's shared opening split off where ``packing.prefix_support``
+    allows, the loss from ``StoicalTrainer.compute_loss`` (head at the supervised positions,
+    ``precision.mixed``: bf16 for a bf16 model); and whether the opening is shared, with why."""
+    import tempfile
+
+    import torch
+    from transformers import TrainingArguments
+
+    from arrank.training import packing
+    from arrank.training.trainer import StoicalTrainer
+
+    share, why = packing.prefix_support(model)
+    args = TrainingArguments(output_dir=tempfile.mkdtemp(), report_to=[], use_cpu=device.type == "cpu")
+    trainer = StoicalTrainer(model=model, args=args)
+    trainer.precision_used = "bf16" if next(model.parameters()).dtype == torch.bfloat16 else "fp32"
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
+
+    def inputs(batch) -> dict:
+        b = packing.collate_packed(batch, tok.pad_token_id, row_length=row_length, share_prefix=share)
+        return {k: v.to(device) for k, v in b.items()}
+
+    def step(batch) -> tuple[int, int, int]:
+        opt.zero_grad(set_to_none=True)
+        b = inputs(batch)
+        padded = int(b["input_ids"].numel()) + (int(b["prefix_ids"].numel()) if "prefix_ids" in b else 0)
+        trainer.compute_loss(model, b).backward()
+        opt.step()
+        return sum(len(p["ranks"]) for p in batch), sum(len(p["input_ids"]) for p in batch), padded
+
+    def loss(batch) -> float:
+        with torch.no_grad():
+            return float(trainer.compute_loss(model, inputs(batch)))
+
+    return step, loss, (share, why)
 
 
 def batch_loss(model, tok, batch, layout: str, device, row_length: int | None = None) -> float:
@@ -297,6 +341,19 @@ def run_part(a: argparse.Namespace) -> dict:
             "packed": make_step(model, tok, "packed", "stoical", device, rows),
         }
         result["timing"] = timed(steps, {"unpacked": unpacked_batches, "packed": packed_batches}, a, device)
+    elif a.part == "e":
+        ok, why = packing.mask_support(model)
+        if not ok:
+            return {**result, "skipped": f"the model cannot take the packed mask: {why}"}
+        rows = packing.row_length_for(packed, a.max_length)
+        plain = make_step(copy.deepcopy(model), tok, "packed", "stoical", device, rows)
+        result["loss_packed"] = batch_loss(model, tok, packed_batches[0], "packed", device, rows)
+        step, loss, (shared, why) = workbook_step(model, tok, device, rows)
+        result["loss_workbook"] = loss(packed_batches[0])
+        result["shared_prefix"] = {"on": shared, "why": why}
+        result["timing"] = timed(
+            {"packed": plain, "workbook": step}, {"packed": packed_batches, "workbook": packed_batches}, a, device
+        )
     else:
         step = make_step(model, tok, "items", "ntp" if a.part == "c" else "stoical", device)
         result["timing"] = timed({"unpacked": step}, {"unpacked": unpacked_batches}, a, device)
@@ -385,6 +442,12 @@ def summary(results: dict) -> dict:
     r = relative(d.get("loss_packed"), d.get("loss_unpacked_same_items"))
     if r is not None:
         out["|loss packed - loss unpacked| / loss unpacked (same items)"] = r
+    if rate("e", "workbook") and rate("e", "packed"):
+        out["e workbook/packed tokens/s"] = rate("e", "workbook") / rate("e", "packed")
+    e = results.get("e", {})
+    r = relative(e.get("loss_workbook"), e.get("loss_packed"))
+    if r is not None:
+        out["|loss workbook - loss packed| / loss packed (same batch)"] = r
     return out
 
 
@@ -398,7 +461,9 @@ def report(results: dict) -> None:
             print(f"{part:<5} {TITLES[part]:<48} skipped: {r.get('skipped') or r.get('failed')}")
             continue
         for mode, t in r["timing"].items():
-            label = TITLES[part] if part != "d" else f"transformers + peft + STOICaL, {mode}"
+            label = {"d": f"transformers + peft + STOICaL, {mode}", "e": f"{mode} step (d's, or the workbook's)"}.get(
+                part, TITLES[part]
+            )
             print(
                 f"{part:<5} {label:<48} {t['tokens_per_s']:>10.0f} {t['items_per_s']:>9.1f} "
                 f"{t['s_per_step']:>8.3f} {t['peak_mib']:>9.0f}"
@@ -431,10 +496,10 @@ def main() -> None:
         "--dtype",
         default="auto",
         choices=["auto", "bfloat16", "float32"],
-        help="(b) and (d): auto = bfloat16 on CUDA, float32 on a CPU; Unsloth picks its own",
+        help="(b), (d) and (e): auto = bfloat16 on CUDA, float32 on a CPU; Unsloth picks its own",
     )
     ap.add_argument("--max-length", type=int, default=1024, help="Appendix B: 1024")
-    ap.add_argument("--parts", default=",".join(PARTS), help="a comma-separated subset of b,d,a,c")
+    ap.add_argument("--parts", default=",".join(PARTS), help="a comma-separated subset of " + ",".join(PARTS))
     ap.add_argument("--json", type=Path, help="also write every figure to this JSON file")
     ap.add_argument(
         "--merge",

@@ -433,12 +433,12 @@ WORK = [
         "~6-9 min (estimate: 1-2 min to initialise and save 14.5 GB, 2 processes loading it, 23 steps each)",
     ),
     (
-        "the benchmark's Unsloth parts (a, c) on the same model, merged with (b, d) into one report: the ratios and "
-        "the (a)/(b) loss agreement",
+        "the workbook's own step (e) and the benchmark's Unsloth parts (a, c) on the same model, merged with (b, d) "
+        "into one report: the ratios and the (a)/(b) loss agreement",
         f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 benchmarks/gpu.py "
-        "--model /tmp/mistral7b --parts a,c --steps 20 --merge /tmp/kit/gpu-bd.json --json $OUT/gpu.json 2>&1 "
+        "--model /tmp/mistral7b --parts e,a,c --steps 20 --merge /tmp/kit/gpu-bd.json --json $OUT/gpu.json 2>&1 "
         "| tee $OUT/gpu-ac.log",
-        "~4-7 min (estimate; Unsloth's first load compiles its kernels)",
+        "~5-8.5 min (estimate; (e) loads the model once more; Unsloth's first load compiles its kernels)",
     ),
     (
         "notebook 05 through the runner with backend='unsloth' on SmolLM2-135M-Instruct (the joined GGUF), 20 steps, "

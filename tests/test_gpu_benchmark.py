@@ -1,6 +1,6 @@
 """benchmarks/gpu.py at toy scale on the CPU: its transformers parts (b: transformers + peft +
-STOICaL; d: packed per query vs unpacked items) on the tiny model, and the Unsloth parts
-skipped with their reason where unsloth is not installed. The GPU figures are docs/gpu.md's."""
+STOICaL; d: packed per query vs unpacked items; e: the workbook's own step) on the tiny model,
+and the Unsloth parts skipped with their reason where unsloth is not installed. The GPU figures are docs/gpu.md's."""
 
 from __future__ import annotations
 
@@ -75,6 +75,25 @@ def test_transformers_parts_measure_real_figures_and_packing_keeps_the_loss(tmp_
         assert "part a: skipped: unsloth is not installed" in run.stdout
 
 
+def test_the_workbooks_own_step_keeps_the_loss_and_runs_the_shared_opening_once(tmp_path):
+    """Part (e): StoicalTrainer.compute_loss on (d)'s packed batches (16 items: several queries a
+    batch, so that their prompts' common opening is split off and run once)."""
+    out = tmp_path / "e.json"
+    env = {**os.environ, "PYTHONPATH": str(paths.ROOT / "lib"), "OMP_NUM_THREADS": "1"}
+    args = ["--model", "tiny", "--queries", "60", "--batch", "16", "--steps", "1", "--warmup", "0", "--parts", "e"]
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), *args, "--json", str(out)], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    e = json.loads(out.read_text())["results"]["e"]
+    assert e["shared_prefix"]["on"] and set(e["timing"]) == {"packed", "workbook"}
+    assert e["loss_packed"] > 0 and math.isclose(e["loss_workbook"], e["loss_packed"], rel_tol=1e-5)
+    padded = {m: t["padded_tokens_per_s"] * t["s_per_step"] for m, t in e["timing"].items()}
+    assert padded["workbook"] < 0.9 * padded["packed"]  # the opening counted once, not once per row
+    assert e["timing"]["workbook"]["items_per_step"] == e["timing"]["packed"]["items_per_step"] > 8
+    assert "e workbook/packed tokens/s" in run.stdout
+
+
 def test_a_later_run_merges_an_earlier_one_of_the_same_model_and_batch(tmp_path):
     """Parts measured in two calls (the GPU kit's calls 5 and 6) give one report and its ratios."""
     env = {**os.environ, "PYTHONPATH": str(paths.ROOT / "lib"), "OMP_NUM_THREADS": "1"}
@@ -132,4 +151,4 @@ def test_bad_parts_are_refused_with_the_allowed_ones():
         text=True,
         timeout=120,
     )
-    assert run.returncode != 0 and "--parts 'b,x': each part must be one of ['b', 'd', 'a', 'c']" in run.stderr
+    assert run.returncode != 0 and "--parts 'b,x': each part must be one of ['b', 'd', 'e', 'a', 'c']" in run.stderr
