@@ -812,6 +812,18 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
 }
 
 
+def define(stem: str, checks: Mapping[str, Validator]) -> dict[str, Param]:
+    """Register a minimal definition for a notebook made on the fly (a test, an experiment):
+    ``profile`` (quick | paper), ``seed``, ``run_name`` and ``checks`` (name -> validator)."""
+    NOTEBOOKS[stem] = {
+        "profile": Param(PROFILE, "quick", ""),
+        "seed": Param(SEED, 0, ""),
+        "run_name": Param(RUN_NAME, "auto", ""),
+        **{name: Param(check, None, "") for name, check in checks.items()},
+    }
+    return NOTEBOOKS[stem]
+
+
 def profiles_of(stem: str) -> list[str]:
     """The profiles a notebook accepts (quick and paper for every notebook; 05, 06 and the ESCI
     build of 04 also ``pretrained``): those its parameters name, in the order first named."""
