@@ -8,17 +8,12 @@ import copy
 
 import pytest
 import torch
+from tiny_setup import THREE_QUERIES as QUERIES
 from tiny_setup import ranked_queries_model
 
 from arrank.training import models, packing, train
 from arrank.training.packing import prefix_support
 from arrank.training.shared_prefix import MIN_SHARED, shared_length
-
-QUERIES = {
-    "dog.n.01": ["canine.n.02", "carnivore.n.01", "placental.n.01", "mammal.n.01"],
-    "cat.n.01": ["feline.n.01", "carnivore.n.01"],
-    "robin.n.01": ["thrush.n.03", "oscine.n.01", "passerine.n.01"],
-}
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -6,16 +6,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from tiny_setup import THREE_QUERIES as QUERIES
 from tiny_setup import ranked_queries_model
 
 from arrank.training import models, packing, precision, stoical, train
 from arrank.training.supervised_head import head_at, output_head
-
-QUERIES = {
-    "dog.n.01": ["canine.n.02", "carnivore.n.01", "placental.n.01", "mammal.n.01"],
-    "cat.n.01": ["feline.n.01", "carnivore.n.01"],
-    "robin.n.01": ["thrush.n.03", "oscine.n.01", "passerine.n.01"],
-}
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

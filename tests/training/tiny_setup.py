@@ -23,6 +23,14 @@ def tiny_model(texts, seed=0):
     )
 
 
+# three training queries with their WordNet hypernyms in rank order (2 to 4 docIDs each)
+THREE_QUERIES = {
+    "dog.n.01": ["canine.n.02", "carnivore.n.01", "placental.n.01", "mammal.n.01"],
+    "cat.n.01": ["feline.n.01", "carnivore.n.01"],
+    "robin.n.01": ["thrush.n.03", "oscine.n.01", "passerine.n.01"],
+}
+
+
 def ranked_queries_model(queries, template):
     """A ranking table of ``queries`` ({query: relevant docIDs in rank order}, every one a training
     query, prompts from ``template``) and a two-layer tiny Llama with its BPE of 400 tokens, its

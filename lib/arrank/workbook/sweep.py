@@ -504,7 +504,7 @@ def job_executor(
         slots.put(group)
 
     def execute(point: Point, log: Path) -> JobRun:
-        job, handle, slot = sweep_jobs.current_jobs(folder).get(point.run_name), None, None
+        job, handle, slot = sweep_jobs.current_jobs(folder, point.run_name).get(point.run_name), None, None
         if job is not None and not sweep_jobs.ended(sweep_jobs.job_state(job)):
             note(point, f"attached to {kind} job {job.job_id} (submitted {job.submitted})")
         else:

@@ -14,6 +14,7 @@ error and the point runs again.
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shutil
@@ -206,10 +207,11 @@ def job_of(log: Path) -> Job | None:
     return None
 
 
-def current_jobs(folder: Path) -> dict[str, Job]:
-    """{run_name: job} for the points whose newest attempt is a job (one listing of the logs)."""
+def current_jobs(folder: Path, run_name: str | None = None) -> dict[str, Job]:
+    """{run_name: job} for the points whose newest attempt is a job (one listing of the logs; of
+    one point's logs only when ``run_name`` is given)."""
     newest: dict[str, Path] = {}
-    for log in (folder / "logs").glob("*.log"):
+    for log in (folder / "logs").glob(f"{glob.escape(run_name)}.*.log" if run_name else "*.log"):
         match = LOG_NAME.fullmatch(log.name)
         if match and log.name > newest.get(match["run_name"], Path()).name:
             newest[match["run_name"]] = log
