@@ -1,21 +1,17 @@
 """Notebook parameters: what each notebook accepts, what values are allowed, and profile defaults.
 
-Contract (docs/design.md): the first code cell of a notebook is tagged ``parameters`` and holds plain
-literals, including ``profile`` ("quick" | "paper"), ``seed`` and ``run_name``. Right after it the
-notebook calls ``check_params(stem, globals())``, which validates every value and fills each
-parameter left at ``None`` from the notebook's profile. The runner (``arrank.workbook.run``) uses the same
-specs to refuse unknown names and bad values before a kernel is even started.
-
-A spec maps a parameter name to a validator: a function ``(name, value) -> value`` that returns the
-(possibly normalised) value or raises ``ParamError`` naming the bad value and what is allowed; its
-``allowed`` attribute says the same in words (``allowed_text``; ``run NOTEBOOK --help`` prints it).
+``check_params(stem, globals())`` validates a notebook's parameters cell and fills each ``None``
+from its profile; the runner and ``run NOTEBOOK --help`` read the same specs (docs/design.md,
+"Contracts"). A validator is a function ``(name, value) -> value`` that returns the (possibly
+normalised) value or raises ``ParamError`` naming the bad value and what is allowed; its
+``allowed`` attribute says the same in words (``allowed_text``).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 Validator = Callable[[str, Any], Any]
 
@@ -36,36 +32,38 @@ def choice(*allowed: Any) -> Validator:
     return check
 
 
-def integer(lo: int | None = None, hi: int | None = None, optional: bool = False) -> Validator:
-    """Validator: an int in [lo, hi] (bools are refused); ``None`` too when ``optional``."""
+def _or_none(check: Validator, allowed: str, optional: bool) -> Validator:
+    """``check``, letting ``None`` (the profile's value) through when ``optional``."""
+
+    def checked(name: str, value: Any) -> Any:
+        return None if value is None and optional else check(name, value)
+
+    checked.allowed = allowed + (", or None (from the profile)" if optional else "")
+    return checked
+
+
+def _ranged(what: str, types: type | tuple[type, ...], lo: Any, hi: Any, optional: bool, convert: type) -> Validator:
+    """Validator of ``integer`` and ``number``: a value of ``types`` (no bool, no NaN) in [lo, hi]."""
+    what += _range_text(lo, hi)
 
     def check(name: str, value: Any) -> Any:
-        if value is None and optional:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ParamError(f"{name}={value!r} must be an integer{_range_text(lo, hi)}")
+        if isinstance(value, bool) or not isinstance(value, types) or value != value:
+            raise ParamError(f"{name}={value!r} must be {what}")
         if (lo is not None and value < lo) or (hi is not None and value > hi):
             raise ParamError(f"{name}={value!r} is out of range: allowed{_range_text(lo, hi)}")
-        return value
+        return convert(value)
 
-    check.allowed = f"an integer{_range_text(lo, hi)}" + (", or None (from the profile)" if optional else "")
-    return check
+    return _or_none(check, what, optional)
+
+
+def integer(lo: int | None = None, hi: int | None = None, optional: bool = False) -> Validator:
+    """Validator: an int in [lo, hi] (bools are refused); ``None`` too when ``optional``."""
+    return _ranged("an integer", int, lo, hi, optional, int)
 
 
 def number(lo: float | None = None, hi: float | None = None, optional: bool = False) -> Validator:
-    """Validator: a finite real number in [lo, hi]; ``None`` too when ``optional``."""
-
-    def check(name: str, value: Any) -> Any:
-        if value is None and optional:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-            raise ParamError(f"{name}={value!r} must be a number{_range_text(lo, hi)}")
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            raise ParamError(f"{name}={value!r} is out of range: allowed{_range_text(lo, hi)}")
-        return float(value)
-
-    check.allowed = f"a number{_range_text(lo, hi)}" + (", or None (from the profile)" if optional else "")
-    return check
+    """Validator: a finite real number in [lo, hi], as a float; ``None`` too when ``optional``."""
+    return _ranged("a number", (int, float), lo, hi, optional, float)
 
 
 def text(
@@ -77,8 +75,6 @@ def text(
     what is allowed), unless ``empty`` says what ``''`` means: then ``''`` is allowed."""
 
     def check(name: str, value: Any) -> Any:
-        if value is None and optional:
-            return None
         if not isinstance(value, str):
             raise ParamError(f"{name}={value!r} must be {what}")
         if value == "" and empty is not None:
@@ -91,34 +87,30 @@ def text(
             raise ParamError(f"{name}={value!r} must be {what}")
         return value
 
-    check.allowed = what + (", or None (from the profile)" if optional else "")
-    return check
+    return _or_none(check, what, optional)
 
 
 def number_list(lo: float | None = None, integers: bool = False) -> Validator:
     """Validator: a non-empty list of numbers >= lo (ints when ``integers``), given as a list or
     as a comma-separated string (``-p alphas 0,1,2`` on the command line); returns a list."""
+    what = f"a non-empty list of {'integers' if integers else 'numbers'}{_range_text(lo, None)}"
+    item_check = integer(lo) if integers else number(lo)
 
     def check(name: str, value: Any) -> Any:
-        what = f"a non-empty list of {'integers' if integers else 'numbers'}{_range_text(lo, None)}"
         items = value.split(",") if isinstance(value, str) else value
         if not isinstance(items, (list, tuple)) or not items:
             raise ParamError(f"{name}={value!r} must be {what}, e.g. [4, 8] or '4,8'")
         out = []
         for item in items:
             try:
-                x = (int(item) if integers else float(item)) if isinstance(item, str) else item
-            except ValueError:
-                raise ParamError(f"{name}={value!r} must be {what}: {item!r} is not a number") from None
-            ok = not isinstance(x, bool) and isinstance(x, int if integers else (int, float)) and x == x
-            if not ok or (lo is not None and x < lo):
-                raise ParamError(f"{name}={value!r} must be {what}: {item!r} is not allowed")
-            out.append(x if integers else float(x))
+                x = (int if integers else float)(item) if isinstance(item, str) else item
+                out.append(item_check(name, x))
+            except ValueError as err:
+                why = "is not a number" if not isinstance(err, ParamError) else "is not allowed"
+                raise ParamError(f"{name}={value!r} must be {what}: {item!r} {why}") from None
         return out
 
-    check.allowed = (
-        f"a non-empty list of {'integers' if integers else 'numbers'}{_range_text(lo, None)}, e.g. [4, 8] or '4,8'"
-    )
+    check.allowed = what + ", e.g. [4, 8] or '4,8'"
     return check
 
 
@@ -138,13 +130,13 @@ RUN_NAME_TEXT = (
     "a '.lock' ending)"
 )
 RUN_NAME_MARKERS = re.compile(r"\.failed-|\.partial-|\.rank\d|\.lock$")  # outputs: failed, staging, rank, lock
+_RUN_NAME_TEXT_CHECK = text(r"[A-Za-z0-9][A-Za-z0-9._=-]{0,99}", RUN_NAME_TEXT)
 
 
 def run_name_value(name: str, value: Any) -> Any:
-    """Validator of ``run_name``: ``text``'s checks, a name that cannot be taken for one of the
-    folders and files the runner makes beside a run (``RUN_NAME_MARKERS``; a leading '.' hides
-    a folder, and is refused too)."""
-    value = text(r"[A-Za-z0-9][A-Za-z0-9._=-]{0,99}", RUN_NAME_TEXT)(name, value)
+    """Validator of ``run_name``: ``text``'s checks, and no name that could be taken for a folder
+    or file the runner makes beside a run (``RUN_NAME_MARKERS``, or a leading '.')."""
+    value = _RUN_NAME_TEXT_CHECK(name, value)
     if RUN_NAME_MARKERS.search(value):
         raise ParamError(
             f"{name}={value!r} collides with the workbook's own markers beside a run: it must be {RUN_NAME_TEXT}"
@@ -193,18 +185,9 @@ def allowed_text(validator: Validator) -> str:
     return allowed() if callable(allowed) else allowed
 
 
-SPECS_SUBTREE = text(
-    r"[a-z0-9_.'-]+\.n\.\d\d",
-    "'' (all nouns) or a noun synset name such as 'animal.n.01'",
-    optional=True,
-    empty="all nouns",
-)
-
-
 def registered(kind: str, what: str) -> Validator:
-    """Validator: one of the names a stage registered under ``kind`` (``REGISTRIES``), e.g. the
-    item-weight schemes of ``arrank.training.schemes``: the allowed values live with the code
-    that gives them meaning, and this ground floor never imports a stage."""
+    """Validator: one of the names a stage registered under ``kind`` (``register_name``), e.g. the
+    item-weight schemes of ``arrank.training.schemes``: this ground floor never imports a stage."""
 
     def check(name: str, value: Any) -> Any:
         names = REGISTRIES.get(kind)
@@ -223,9 +206,9 @@ REGISTRIES: dict[str, list[str]] = {}
 
 def register_name(kind: str, name: str) -> None:
     """Add ``name`` to the allowed values of ``registered(kind)`` validators."""
-    REGISTRIES.setdefault(kind, [])
-    if name not in REGISTRIES[kind]:
-        REGISTRIES[kind].append(name)
+    names = REGISTRIES.setdefault(kind, [])
+    if name not in names:
+        names.append(name)
 
 
 @dataclass(frozen=True)
@@ -273,63 +256,107 @@ TEMPLATES = {
     "paper": ByDataset("wordnet", "esci"),
 }
 
+# Validators that several notebooks share.
+SPECS_SUBTREE = text(
+    r"[a-z0-9_.'-]+\.n\.\d\d",
+    "'' (all nouns) or a noun synset name such as 'animal.n.01'",
+    optional=True,
+    empty="all nouns",
+)
+MIN_RELEVANT = integer(1, 30, optional=True)
+N_EVAL = integer(1, 10**5, optional=True)
+TEMPLATE = choice(None, "wordnet", "wordnet_short", "esci", "esci_short")
+PRECISION = choice("auto", "fp32", "bf16")
+BACKEND = choice("auto", "unsloth", "transformers")
+DATASET = choice("wordnet", "esci")
+TOKENIZER_VOCAB = integer(300, 100_000)
+MODELS = {"quick": "tiny", "pretrained": "smollm2-135m", "paper": "paper"}
+
+
+def profiled(check: Validator, help: str, profiles: Mapping[str, Any]) -> Param:
+    """A parameter the notebook leaves at ``None``, which takes the value of its profile."""
+    return Param(check, None, help, profiles)
+
+
+def basics(stem: str, profile: str, seed: str, run_name: str | None = None) -> dict[str, Param]:
+    """``profile``, ``seed`` and ``run_name`` (every notebook has them) with their meanings."""
+    return {
+        "profile": Param(PROFILE, "quick", profile),
+        "seed": Param(SEED, 0, seed),
+        "run_name": Param(
+            RUN_NAME,
+            "auto",
+            f"folder under outputs/{stem}/; auto: profile and date-time" if run_name is None else run_name,
+        ),
+    }
+
+
+def wordnet_queries(subtree: str, min_relevant: str, n_eval: str, profiles: Iterable[str] = EVERY_PROFILE) -> dict:
+    """``subtree``, ``min_relevant`` and ``n_eval`` of 05, 06 and 07 with their meanings, and the
+    values of ``profiles`` (07 has no pretrained profile)."""
+
+    def param(check: Validator, help: str, **values: Any) -> Param:
+        return Param(check, None, help, {p: v for p, v in values.items() if p in profiles})
+
+    return {
+        "subtree": param(SPECS_SUBTREE, subtree, quick="animal.n.01", pretrained="animal.n.01", paper=""),
+        "min_relevant": param(MIN_RELEVANT, min_relevant, quick=5, pretrained=5, paper=1),
+        "n_eval": param(N_EVAL, n_eval, quick=300, pretrained=100, paper=5000),
+    }
+
+
 # Per notebook: every parameter, in the order of its parameters cell. Training hyper-parameters
 # (05): Appendix B for paper; quick is the tiny model on a CPU; pretrained SmolLM2-135M-Instruct +
 # LoRA on a CPU, the paper's recipe at small scale. 07: Appendix B's DE / CE recipe.
 NOTEBOOKS: dict[str, dict[str, Param]] = {
     "01_de_capacity": {
-        "profile": Param(PROFILE, "quick", '"quick" (laptop CPU, about a minute) or "paper" (k up to 7, more samples)'),
-        "seed": Param(SEED, 0, "seeds every random site set and query sample"),
-        "run_name": Param(RUN_NAME, "auto", "folder under outputs/01_de_capacity/; auto: profile and date-time"),
-        "k_max_exact": Param(
+        **basics(
+            "01_de_capacity",
+            '"quick" (laptop CPU, about a minute) or "paper" (k up to 7, more samples)',
+            "seeds every random site set and query sample",
+        ),
+        "k_max_exact": profiled(
             integer(2, 7, optional=True),
-            None,
             "largest number of sites k for exact LP counts (2..7); None: 6 quick, 7 paper",
             {"quick": 6, "paper": 7},
         ),
-        "mc_queries": Param(
+        "mc_queries": profiled(
             integer(1, 10**8, optional=True),
-            None,
             "largest Monte-Carlo sample of query points; None: 20k quick, 500k paper",
             {"quick": 20000, "paper": 500000},
         ),
-        "k_max_bound": Param(
+        "k_max_bound": profiled(
             integer(2, 10**6, optional=True),
-            None,
             "largest k in the dimension-bound figure; None: 1000",
             {"quick": 1000, "paper": 1000},
         ),
-        "site_sets": Param(
+        "site_sets": profiled(
             integer(1, 100, optional=True),
-            None,
             "random site sets per (k, n); None: 1 quick, 3 paper",
             {"quick": 1, "paper": 3},
         ),
     },
     "02_rank_condition": {
-        "profile": Param(
-            PROFILE, "quick", '"quick" (laptop CPU, about a minute) or "paper" (|V| up to 7, more targets)'
+        **basics(
+            "02_rank_condition",
+            '"quick" (laptop CPU, about a minute) or "paper" (|V| up to 7, more targets)',
+            "seeds every random matrix and target distribution",
         ),
-        "seed": Param(SEED, 0, "seeds every random matrix and target distribution"),
-        "run_name": Param(RUN_NAME, "auto", "folder under outputs/02_rank_condition/; auto: profile and date-time"),
-        "v_max": Param(
+        "v_max": profiled(
             integer(2, 7, optional=True),
-            None,
             "largest vocabulary |V| for exact ordering counts (2..7); None: 6 quick, 7 paper",
             {"quick": 6, "paper": 7},
         ),
-        "n_targets": Param(
+        "n_targets": profiled(
             integer(1, 10**5, optional=True),
-            None,
             "random target distributions per case; None: 20 quick, 200 paper",
             {"quick": 20, "paper": 200},
         ),
         "seq_vocab": Param(integer(2, 6), 4, "Corollary: docID tokens |V|"),
         "seq_len": Param(integer(1, 4), 3, "Corollary: docID length L (|V|^L sequences)"),
         "seq_dim": Param(integer(1, 64), 3, "Corollary: model dimension n; full rank(E') needs n of at least |V| - 1"),
-        "tokenizer_vocab": Param(
+        "tokenizer_vocab": profiled(
             integer(300, 100_000, optional=True),
-            None,
             "BPE vocabulary of the tiny model's tokenizer; None: 2000",
             {"quick": 2000, "paper": 2000},
         ),
@@ -340,32 +367,26 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
         ),
     },
     "03_wordnet_data": {
-        "profile": Param(PROFILE, "quick", '"quick" (animal.n.01 subtree, CPU) or "paper" (all 82k noun queries)'),
-        "seed": Param(SEED, 0, "seeds the negatives, the prompt shuffles and the train/eval split"),
-        "run_name": Param(RUN_NAME, "auto", "folder under outputs/03_wordnet_data/; auto: profile and date-time"),
-        "subtree": Param(
+        **basics(
+            "03_wordnet_data",
+            '"quick" (animal.n.01 subtree, CPU) or "paper" (all 82k noun queries)',
+            "seeds the negatives, the prompt shuffles and the train/eval split",
+        ),
+        "subtree": profiled(
             SPECS_SUBTREE,
-            None,
             "'' for all nouns, or a synset whose hyponyms are the queries; None: from profile",
             {"quick": "animal.n.01", "paper": ""},
         ),
-        "min_relevant": Param(
-            integer(1, 30, optional=True),
-            None,
+        "min_relevant": profiled(
+            MIN_RELEVANT,
             "keep queries with at least this many relevant docIDs; None: 5 quick, 1 paper",
             {"quick": 5, "paper": 1},
         ),
-        "max_queries": Param(
-            integer(0, 10**6, optional=True),
-            None,
-            "seeded sample of queries, 0 for all; None: 0",
-            {"quick": 0, "paper": 0},
+        "max_queries": profiled(
+            integer(0, 10**6, optional=True), "seeded sample of queries, 0 for all; None: 0", {"quick": 0, "paper": 0}
         ),
-        "n_eval": Param(
-            integer(1, 10**5, optional=True),
-            None,
-            "held-out evaluation queries; None: 300 quick, 5000 paper (Table 1)",
-            {"quick": 300, "paper": 5000},
+        "n_eval": profiled(
+            N_EVAL, "held-out evaluation queries; None: 300 quick, 5000 paper (Table 1)", {"quick": 300, "paper": 5000}
         ),
         "path_rule": Param(
             choice("longest", "shortest", "union"),
@@ -383,17 +404,16 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
             "tiny",
             "docID length statistics: tiny (BPE trained on this data) or a local folder",
         ),
-        "tokenizer_vocab": Param(integer(300, 100_000), 2000, "vocabulary of the tiny BPE tokenizer"),
+        "tokenizer_vocab": Param(TOKENIZER_VOCAB, 2000, "vocabulary of the tiny BPE tokenizer"),
     },
     "04_esci_data": {
-        "profile": Param(
-            PROFILE, "quick", '"quick" (the committed fixture, CPU) or "paper" (the real files in data/esci)'
+        **basics(
+            "04_esci_data",
+            '"quick" (the committed fixture, CPU) or "paper" (the real files in data/esci)',
+            "seeds the embedder, the dictionary learning and the prompt shuffles",
         ),
-        "seed": Param(SEED, 0, "seeds the embedder, the dictionary learning and the prompt shuffles"),
-        "run_name": Param(RUN_NAME, "auto", "folder under outputs/04_esci_data/; auto: profile and date-time"),
-        "data_dir": Param(
+        "data_dir": profiled(
             text(what="'fixture' or the folder holding the two ESCI parquet files", optional=True),
-            None,
             "fixture, or the folder of the two ESCI parquet files; None: from profile",
             {"quick": "fixture", "pretrained": "fixture", "paper": "data/esci"},
         ),
@@ -404,21 +424,18 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
             "tfidf",
             "tfidf, tfidf:DIM, precomputed:FOLDER or st:MODEL (sentence-transformers)",
         ),
-        "step": Param(
+        "step": profiled(
             integer(1, 10**5, optional=True),
-            None,
             "take every step-th title by inner product; None: 5 quick, 100 paper",
             {"quick": 5, "pretrained": 5, "paper": 100},
         ),
-        "depth": Param(
+        "depth": profiled(
             integer(1, 10**6, optional=True),
-            None,
             "down to this rank; None: 60 quick, 10000 paper",
             {"quick": 60, "pretrained": 60, "paper": 10000},
         ),
-        "n_components": Param(
+        "n_components": profiled(
             integer(2, 10_000, optional=True),
-            None,
             "dictionary atoms (docID alphabet); None: 32 quick, 100 paper",
             {"quick": 32, "pretrained": 32, "paper": 100},
         ),
@@ -438,7 +455,7 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
             "prompt: esci (Appendix D.2 word for word) or esci_short (tiny models)",
         ),
         "tokenizer_vocab": Param(
-            integer(300, 100_000), 2000, "vocabulary of the tiny BPE tokenizer for title/docID length statistics"
+            TOKENIZER_VOCAB, 2000, "vocabulary of the tiny BPE tokenizer for title/docID length statistics"
         ),
     },
     "05_train": {
@@ -450,21 +467,19 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
         "seed": Param(
             SEED, 0, "seeds the model initialisation and the item order (and the data, unless data_seed is given)"
         ),
-        "data_seed": Param(
+        "data_seed": profiled(
             integer(0, 2**32 - 1, optional=True),
-            None,
             "seeds the held-out split, the negatives and the prompts' order; None: the seed (fix it to compare seeds on the same queries)",
             {p: SameAs("seed") for p in EVERY_PROFILE},
         ),
         "run_name": Param(RUN_NAME, "auto", "folder under outputs/05_train/; give a name to resume an interrupted run"),
-        "model_name": Param(
+        "model_name": profiled(
             model_name,
-            None,
             "None: the profile's; tiny, smollm2-135m, paper (Mistral-7B), a hub id, a local folder or .gguf file",
-            {"quick": "tiny", "pretrained": "smollm2-135m", "paper": "paper"},
+            MODELS,
         ),
         "backend": Param(
-            choice("auto", "unsloth", "transformers"),
+            BACKEND,
             "auto",
             "auto (Unsloth with CUDA in one process, else transformers + peft), unsloth (one GPU only) or transformers",
         ),
@@ -487,75 +502,63 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
             "auto",
             "per_query (one sequence per query, shared prompt), none, or auto (per_query where possible)",
         ),
-        "steps": Param(
+        "steps": profiled(
             integer(0, 10**7, optional=True),
-            None,
             "optimizer steps, 0 for none (zero-shot); None: 1200 quick, 80 pretrained, 10000 paper",
             {"quick": 1200, "pretrained": 80, "paper": 10000},
         ),
-        "save_steps": Param(
+        "save_steps": profiled(
             integer(1, 10**7, optional=True),
-            None,
             "optimizer steps between checkpoints (the newest two are kept); None: 300 quick, 50 pretrained, 500 paper",
             {"quick": 300, "pretrained": 50, "paper": 500},
         ),
-        "lr": Param(
+        "lr": profiled(
             number(0.0, 10.0, optional=True),
-            None,
             "learning rate; None: 2e-3 quick, 5e-4 pretrained (AdamW), 1e-5 paper (Adafactor)",
             {"quick": 0.002, "pretrained": 0.0005, "paper": 1e-05},
         ),
-        "batch_size": Param(
+        "batch_size": profiled(
             integer(1, 4096, optional=True),
-            None,
             "items per device step; None: 64 quick, 4 pretrained, 8 paper",
             {"quick": 64, "pretrained": 4, "paper": 8},
         ),
-        "grad_accum": Param(
+        "grad_accum": profiled(
             integer(1, 4096, optional=True),
-            None,
             "gradient accumulation; None: 1 quick, 8 paper (global batch 64)",
             {"quick": 1, "pretrained": 1, "paper": 8},
         ),
-        "max_length": Param(
+        "max_length": profiled(
             integer(16, 131_072, optional=True),
-            None,
             "longest prompt + docID in tokens; None: 256 quick, 384 pretrained, 1024 paper",
             {"quick": 256, "pretrained": 384, "paper": 1024},
         ),
-        "optimizer": Param(
+        "optimizer": profiled(
             choice(None, "adamw", "adafactor"),
-            None,
             "adamw or adafactor (Appendix B: beta1 0.9, no relative step); None: adamw quick and pretrained, adafactor paper",
             {"quick": "adamw", "pretrained": "adamw", "paper": "adafactor"},
         ),
-        "warmup_steps": Param(
+        "warmup_steps": profiled(
             integer(0, 10**7, optional=True),
-            None,
             "linear warm-up steps before the cosine decay; None: 100 quick, 10 pretrained, 50 paper",
             {"quick": 100, "pretrained": 10, "paper": 50},
         ),
-        "weight_decay": Param(
+        "weight_decay": profiled(
             number(0.0, 1.0, optional=True),
-            None,
             "decoupled weight decay; None: 0.01 quick, 0 pretrained and paper",
             {"quick": 0.01, "pretrained": 0.0, "paper": 0.0},
         ),
-        "max_grad_norm": Param(
+        "max_grad_norm": profiled(
             number(0.0, 1e6, optional=True),
-            None,
             "gradient clipping norm; None: 1.0",
             {"quick": 1.0, "pretrained": 1.0, "paper": 1.0},
         ),
-        "logging_steps": Param(
+        "logging_steps": profiled(
             integer(1, 10**7, optional=True),
-            None,
             "log the loss every this many steps (at most a tenth of the steps); None: 50 quick, 10 pretrained, 50 paper",
             {"quick": 50, "pretrained": 10, "paper": 50},
         ),
-        "lora_r": Param(
+        "lora_r": profiled(
             integer(0, 1024, optional=True),
-            None,
             "LoRA rank, 0 for full fine-tuning; None: 0 quick, 16 pretrained and paper",
             {"quick": 0, "pretrained": 16, "paper": 16},
         ),
@@ -570,35 +573,19 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
             choice(False, True), False, "Unsloth: 4-bit base weights (needs bitsandbytes); False is 16-bit LoRA"
         ),
         "dataset": Param(
-            choice("wordnet", "esci"),
-            "wordnet",
-            "wordnet (Table 1) or esci (Table 2; data and docIDs of notebook 04's profile)",
+            DATASET, "wordnet", "wordnet (Table 1) or esci (Table 2; data and docIDs of notebook 04's profile)"
         ),
-        "subtree": Param(
-            SPECS_SUBTREE,
-            None,
+        **wordnet_queries(
             "WordNet subtree of the queries; None: animal.n.01 quick and pretrained, all nouns paper",
-            {"quick": "animal.n.01", "pretrained": "animal.n.01", "paper": ""},
-        ),
-        "min_relevant": Param(
-            integer(1, 30, optional=True),
-            None,
             "queries with at least this many hypernyms; None: 5 quick, 1 paper",
-            {"quick": 5, "pretrained": 5, "paper": 1},
-        ),
-        "n_eval": Param(
-            integer(1, 10**5, optional=True),
-            None,
             "held-out queries; None: 300 quick, 100 pretrained, 5000 paper",
-            {"quick": 300, "pretrained": 100, "paper": 5000},
         ),
-        "template": Param(
-            choice(None, "wordnet", "wordnet_short", "esci", "esci_short"),
-            None,
+        "template": profiled(
+            TEMPLATE,
             "prompt template; None: the short one quick, Appendix D's pretrained and paper (wordnet, esci)",
             TEMPLATES,
         ),
-        "tokenizer_vocab": Param(integer(300, 100_000), 2000, "BPE vocabulary of the tiny model's tokenizer"),
+        "tokenizer_vocab": Param(TOKENIZER_VOCAB, 2000, "BPE vocabulary of the tiny model's tokenizer"),
         "eval_queries": Param(integer(0, 10**6), 0, "evaluate on at most this many held-out queries, 0 for all"),
         "train_queries": Param(
             integer(0, 10**6, optional=True),
@@ -606,19 +593,18 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
             "also score a seeded sample of this many training queries (Figure 3 (a)); None: as many as held out, 0: none",
         ),
         "precision": Param(
-            choice("auto", "fp32", "bf16"),
+            PRECISION,
             "auto",
             "auto (bf16 where the CPU or GPU runs it natively and the model is not tiny, else fp32), fp32 or bf16 (mixed: trainable weights, loss and scores in fp32)",
         ),
     },
     "06_evaluate": {
-        "profile": Param(
-            PROFILE,
-            "quick",
+        **basics(
+            "06_evaluate",
             '"quick" (CPU, minutes), "pretrained" (SmolLM2-135M, CPU) or "paper" (the paper\'s scale, GPU)',
+            "seeds the untrained model and the random floor",
+            "folder under outputs/06_evaluate/",
         ),
-        "seed": Param(SEED, 0, "seeds the untrained model and the random floor"),
-        "run_name": Param(RUN_NAME, "auto", "folder under outputs/06_evaluate/"),
         "train_run": Param(
             text(
                 r"none|latest|[A-Za-z0-9][A-Za-z0-9._=-]{0,99}",
@@ -627,47 +613,22 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
             "latest",
             "run name of a finished 05_train run, latest, or none (an untrained model)",
         ),
-        "model_name": Param(
+        "model_name": profiled(
             model_name,
-            None,
             "train_run none: None (the profile's), tiny (random init), smollm2-135m, a hub id or local folder",
-            {"quick": "tiny", "pretrained": "smollm2-135m", "paper": "paper"},
+            MODELS,
         ),
-        "backend": Param(
-            choice("auto", "unsloth", "transformers"),
-            "auto",
-            "auto, unsloth or transformers (loading a pretrained model or an adapter)",
-        ),
-        "dataset": Param(
-            choice("wordnet", "esci"), "wordnet", "train_run none: wordnet or esci (a trained run brings its own data)"
-        ),
-        "subtree": Param(
-            SPECS_SUBTREE,
-            None,
+        "backend": Param(BACKEND, "auto", "auto, unsloth or transformers (loading a pretrained model or an adapter)"),
+        "dataset": Param(DATASET, "wordnet", "train_run none: wordnet or esci (a trained run brings its own data)"),
+        **wordnet_queries(
             "train_run none: WordNet subtree; None: animal.n.01 quick, all nouns paper",
-            {"quick": "animal.n.01", "pretrained": "animal.n.01", "paper": ""},
-        ),
-        "min_relevant": Param(
-            integer(1, 30, optional=True),
-            None,
             "train_run none: queries with at least this many hypernyms",
-            {"quick": 5, "pretrained": 5, "paper": 1},
-        ),
-        "n_eval": Param(
-            integer(1, 10**5, optional=True),
-            None,
             "train_run none: held-out queries; None: 300 quick, 5000 paper",
-            {"quick": 300, "pretrained": 100, "paper": 5000},
         ),
-        "template": Param(
-            choice(None, "wordnet", "wordnet_short", "esci", "esci_short"),
-            None,
-            "train_run none: prompt template; None: short quick, Appendix D paper",
-            TEMPLATES,
+        "template": profiled(
+            TEMPLATE, "train_run none: prompt template; None: short quick, Appendix D paper", TEMPLATES
         ),
-        "tokenizer_vocab": Param(
-            integer(300, 100_000), 2000, "train_run none: BPE vocabulary of the untrained tiny model"
-        ),
+        "tokenizer_vocab": Param(TOKENIZER_VOCAB, 2000, "train_run none: BPE vocabulary of the untrained tiny model"),
         "eval_queries": Param(integer(0, 10**6), 0, "score at most this many held-out queries, 0 for all"),
         "include_eos": Param(
             choice(False, True), False, "count the docID's closing EOS in its mean score (the paper: docID tokens only)"
@@ -678,24 +639,23 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
             "prefix_shared (one prompt pass per query) or naive (one pass per candidate)",
         ),
         "beam_k": Param(integer(1, 100), 5, "beam size and top-k of beam search"),
-        "decode_queries": Param(
+        "decode_queries": profiled(
             integer(0, 10**6, optional=True),
-            None,
             "decode at most this many held-out queries; None: 50 quick, 500 paper",
             {"quick": 50, "pretrained": 30, "paper": 500},
         ),
         "precision": Param(
-            choice("auto", "fp32", "bf16"),
+            PRECISION,
             "auto",
             "auto (bf16 where the CPU or GPU runs it natively and the model is not tiny, else fp32), fp32 or bf16 (scores from fp32 logits)",
         ),
     },
     "07_de_ce_baselines": {
-        "profile": Param(
-            PROFILE, "quick", '"quick" (animal.n.01 subtree, 3000 steps) or "paper" (all nouns, Appendix B steps)'
+        **basics(
+            "07_de_ce_baselines",
+            '"quick" (animal.n.01 subtree, 3000 steps) or "paper" (all nouns, Appendix B steps)',
+            "seeds the data split and negatives, the tables, the batches and the CE permutations",
         ),
-        "seed": Param(SEED, 0, "seeds the data split and negatives, the tables, the batches and the CE permutations"),
-        "run_name": Param(RUN_NAME, "auto", "folder under outputs/07_de_ce_baselines/; auto: profile and date-time"),
         "model": Param(
             choice("figure3", "de", "ce"),
             "figure3",
@@ -707,17 +667,11 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
         "ce_dim": Param(integer(1, 4096), 32, "panels (a) and (c): the CE dimension"),
         "de_alpha_dim": Param(integer(1, 4096), 8, "panel (b): the DE dimension of the alpha sweep"),
         "alphas": Param(number_list(0.0), [0, 1, 2, 3, 4, 5], "panels (b) and (c): the alpha values"),
-        "de_steps": Param(
-            integer(1, 10**7, optional=True),
-            None,
-            "DE steps; None: 3000 quick, 50000 paper",
-            {"quick": 3000, "paper": 50000},
+        "de_steps": profiled(
+            integer(1, 10**7, optional=True), "DE steps; None: 3000 quick, 50000 paper", {"quick": 3000, "paper": 50000}
         ),
-        "ce_steps": Param(
-            integer(1, 10**7, optional=True),
-            None,
-            "CE steps; None: 3000 quick, 20000 paper",
-            {"quick": 3000, "paper": 20000},
+        "ce_steps": profiled(
+            integer(1, 10**7, optional=True), "CE steps; None: 3000 quick, 20000 paper", {"quick": 3000, "paper": 20000}
         ),
         "batch_size": Param(integer(1, 10**6), 2048, "positive pairs per step (Appendix B: 2k)"),
         "tau": Param(number(1e-6), 0.05, "DE softmax temperature"),
@@ -766,40 +720,27 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
             "CPU cores: Figure 3's configs train in this many 1-thread processes at once; a single de or ce run uses this many threads",
         ),
         "precision": Param(
-            choice("auto", "fp32", "bf16"),
+            PRECISION,
             "auto",
             "auto, fp32 or bf16: accepted and recorded; the DE and CE train in fp32 (bf16 does not pay at these sizes)",
         ),
-        "subtree": Param(
-            SPECS_SUBTREE,
-            None,
+        **wordnet_queries(
             "'' for all nouns or a synset; None: animal.n.01 quick, all nouns paper",
-            {"quick": "animal.n.01", "paper": ""},
-        ),
-        "min_relevant": Param(
-            integer(1, 30, optional=True),
-            None,
             "queries with at least this many hypernyms; None: 5 quick, 1 paper",
-            {"quick": 5, "paper": 1},
-        ),
-        "n_eval": Param(
-            integer(1, 10**5, optional=True),
-            None,
             "evaluation queries; None: 300 quick, 5000 paper",
-            {"quick": 300, "paper": 5000},
+            profiles=("quick", "paper"),
         ),
     },
     "08_results": {
-        "profile": Param(
-            PROFILE, "quick", "picks the default sweep: quick is the workbook's Table 1, paper the GPU Table 1"
+        **basics(
+            "08_results",
+            "picks the default sweep: quick is the workbook's Table 1, paper the GPU Table 1",
+            "nothing random here; kept by the parameter contract",
         ),
-        "seed": Param(SEED, 0, "nothing random here; kept by the parameter contract"),
-        "run_name": Param(RUN_NAME, "auto", "folder under outputs/08_results/; auto: profile and date-time"),
-        "sweep": Param(
+        "sweep": profiled(
             text(
                 r".+\.ya?ml", "the path of a sweep file (.yaml), e.g. 'sweeps/table1_wordnet_quick.yaml'", optional=True
             ),
-            None,
             "sweep file; None: sweeps/table1_wordnet_workbook.yaml quick, sweeps/table1_wordnet_paper.yaml paper",
             {"quick": "sweeps/table1_wordnet_workbook.yaml", "paper": "sweeps/table1_wordnet_paper.yaml"},
         ),
@@ -815,12 +756,7 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
 def define(stem: str, checks: Mapping[str, Validator]) -> dict[str, Param]:
     """Register a minimal definition for a notebook made on the fly (a test, an experiment):
     ``profile`` (quick | paper), ``seed``, ``run_name`` and ``checks`` (name -> validator)."""
-    NOTEBOOKS[stem] = {
-        "profile": Param(PROFILE, "quick", ""),
-        "seed": Param(SEED, 0, ""),
-        "run_name": Param(RUN_NAME, "auto", ""),
-        **{name: Param(check, None, "") for name, check in checks.items()},
-    }
+    NOTEBOOKS[stem] = {**basics(stem, "", "", ""), **{name: Param(check, None, "") for name, check in checks.items()}}
     return NOTEBOOKS[stem]
 
 
