@@ -24,6 +24,7 @@ WORDS = {
     "unchecked": "cannot be checked here",
 }
 SIDES = (">", "<")
+COLUMNS = ("claim", "verdict", "numbers", "estimate", "threshold", "side", "ci_low", "ci_high", "level")
 
 
 @dataclass(frozen=True)
@@ -57,17 +58,8 @@ class Finding:
     def as_dict(self) -> dict[str, Any]:
         """Plain fields for a table or JSON (the interval as two columns)."""
         lo, hi = self.interval if self.interval else (None, None)
-        return {
-            "claim": self.claim,
-            "verdict": self.verdict,
-            "numbers": self.numbers,
-            "estimate": self.estimate,
-            "threshold": self.threshold,
-            "side": self.side,
-            "ci_low": lo,
-            "ci_high": hi,
-            "level": self.level,
-        }
+        values = (self.claim, self.verdict, self.numbers, self.estimate, self.threshold, self.side, lo, hi, self.level)
+        return dict(zip(COLUMNS, values))
 
 
 def finding(claim: str, holds: bool | None, numbers: str) -> Finding:
@@ -95,12 +87,8 @@ def decide(
     lo, hi = float(interval[0]), float(interval[1])
     if not lo <= hi:
         raise ValueError(f"interval={interval!r} must be (low, high) with low <= high")
-    above, below = lo > threshold, hi < threshold
-    verdict = (
-        ("holds" if above else "fails" if below else "undecided")
-        if side == ">"
-        else ("holds" if below else "fails" if above else "undecided")
-    )
+    claimed, opposite = (lo > threshold, hi < threshold) if side == ">" else (hi < threshold, lo > threshold)
+    verdict = "holds" if claimed else "fails" if opposite else "undecided"
     return Finding(claim, verdict, numbers, float(estimate), float(threshold), side, (lo, hi), level)
 
 
@@ -129,7 +117,4 @@ def findings_frame(rows: Iterable[Finding]):
     """Findings as a pandas DataFrame (one row each, ``Finding.as_dict`` columns)."""
     import pandas as pd
 
-    return pd.DataFrame(
-        [f.as_dict() for f in rows],
-        columns=["claim", "verdict", "numbers", "estimate", "threshold", "side", "ci_low", "ci_high", "level"],
-    )
+    return pd.DataFrame([f.as_dict() for f in rows], columns=list(COLUMNS))

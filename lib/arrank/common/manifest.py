@@ -15,6 +15,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
+from arrank.common import paths
+
 MANIFEST = "manifest.json"
 
 
@@ -84,11 +86,7 @@ def set_aside(folder: Path, why: str, say: Callable[[str], None] = print, label:
     """Rename an unusable folder to ``broken-<label or its name>-<time>`` beside it (nothing is
     deleted) and say so in one line naming it and why; returns the new path."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = folder.parent / f"broken-{label or folder.name}-{stamp}"
-    target, n = base, 1
-    while target.exists():
-        n += 1
-        target = base.with_name(f"{base.name}-{n}")
+    target = paths.unused(folder.parent / f"broken-{label or folder.name}-{stamp}")
     os.rename(folder, target)
     say(f"{folder} is unusable: {why}; set aside as {target.name}")
     return target

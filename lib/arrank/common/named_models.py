@@ -17,9 +17,10 @@ is :func:`arrank.training.models.resolve_model`.
 from __future__ import annotations
 
 import base64
-import hashlib
 import re
 from pathlib import Path
+
+from arrank.common.manifest import file_digest
 
 HUB_ALIASES: dict[str, str] = {
     "paper": "mistralai/Mistral-7B-Instruct-v0.3",
@@ -127,9 +128,5 @@ def check_recorded_file(
             f"truncated or altered; {restore}"
         )
     if sha256_b64 is not None:
-        digest = hashlib.sha256()
-        with path.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-        if base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode() != sha256_b64:
+        if base64.urlsafe_b64encode(bytes.fromhex(file_digest(path))).rstrip(b"=").decode() != sha256_b64:
             raise ValueError(f"{path} does not match the sha256 its package recorded: the file is corrupt; {restore}")

@@ -1,19 +1,7 @@
-"""Run directories and what a run writes into them (docs/design.md, "Contracts").
-
-A run writes to ``outputs/<notebook-stem>/<run_name>/``: the executed notebook (written by the
-runner), ``results.json`` = {"notebook", "params", "metrics", "timings", "env"}, figures as ``.html``
-(plotly) and ``.png``, tables as ``.csv``. A run never overwrites another run's directory.
-
-When the runner (``arrank.workbook.run``) executes a notebook it stages the run in a hidden folder and
-passes it through the ``ARRANK_RUN_DIR`` environment variable; run interactively (JupyterLab),
-``start_run`` creates the run directory itself and refuses one that exists.
-
-Reliability (docs/reliability.md): a run name is claimed by one process at a time (``claim_run``,
-an exclusive ``filelock`` on ``.<run_name>.lock`` that holds the pid and is released by the kernel
-when the process dies); the staging folders of dead runs become ``<run_name>.failed-<time>``
-(``tidy_partials``); a notebook that checkpoints (05) keeps its resolved parameters beside its
-checkpoints and a resume with other parameters is refused (``check_resume``); files and folders
-are written with the permissions the umask gives (``umask_permissions``), never 0600/0700.
+"""Run directories and what a run writes into them: ``outputs/<notebook-stem>/<run_name>/`` with
+``results.json``, figures and tables (docs/design.md, "Contracts"). Run names are claimed by one
+process at a time, staging folders of dead runs become ``<run_name>.failed-<time>``, a resume
+with other parameters is refused, and files get the permissions the umask gives: docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -65,18 +53,21 @@ def resolve_run_name(run_name: str, profile: str) -> str:
     return run_name
 
 
+def _notebook_dir(stem: str, root: Path | None) -> Path:
+    return (root or paths.OUTPUTS) / stem
+
+
 def run_path(stem: str, run_name: str, root: Path | None = None) -> Path:
     """``<outputs>/<stem>/<run_name>``."""
-    return (root or paths.OUTPUTS) / stem / run_name
+    return _notebook_dir(stem, root) / run_name
 
 
 def finished_runs(stem: str, root: Path | None = None) -> list[Path]:
     """The finished runs of a notebook (folders with a results.json; staging and failed folders
     start with '.' or end in '.failed-<time>' and are left out), oldest first by results.json time."""
-    folder = (root or paths.OUTPUTS) / stem
     runs = [
         p.parent
-        for p in folder.glob("*/results.json")
+        for p in _notebook_dir(stem, root).glob("*/results.json")
         if not p.parent.name.startswith(".") and ".failed-" not in p.parent.name
     ]
     return sorted(runs, key=lambda p: ((p / "results.json").stat().st_mtime, p.name))
@@ -93,19 +84,19 @@ def find_run(stem: str, name: str, root: Path | None = None) -> Path:
         return match[0]
     known = [p.name for p in runs[-10:]]
     raise FileNotFoundError(
-        f"no finished {stem} run named {name!r} under {(root or paths.OUTPUTS) / stem}; "
+        f"no finished {stem} run named {name!r} under {_notebook_dir(stem, root)}; "
         f"finished runs: {known or 'none (run that notebook first)'}"
     )
 
 
 def checkpoints_dir(stem: str, run_name: str, root: Path | None = None) -> Path:
     """``<outputs>/<stem>/.checkpoints-<run_name>``: where a run that checkpoints (05) keeps them."""
-    return (root or paths.OUTPUTS) / stem / f".checkpoints-{run_name}"
+    return _notebook_dir(stem, root) / f".checkpoints-{run_name}"
 
 
 def lock_path(stem: str, run_name: str, root: Path | None = None) -> Path:
     """``<outputs>/<stem>/.<run_name>.lock``: held by the one process running that name."""
-    return (root or paths.OUTPUTS) / stem / f".{run_name}.lock"
+    return _notebook_dir(stem, root) / f".{run_name}.lock"
 
 
 def _lock_pid(path: Path) -> str:
@@ -116,12 +107,10 @@ def _lock_pid(path: Path) -> str:
 
 
 def claim_run(stem: str, run_name: str, root: Path | None = None) -> Any:
-    """Claim a run name for this process: an exclusive lock (``filelock``: ``flock`` on
-    ``.<run_name>.lock``, which holds the pid); returns the lock, whose ``release()`` gives it
-    back (the file stays: filelock never unlinks a lock file, which would split waiters across two
-    files of one name). The kernel drops the lock when the process dies, so a killed run never
-    blocks its name. A second claim, even from this process, gets ``RunInProgressError`` naming
-    the holder's pid, so two runs never share a name, a staging folder or checkpoints."""
+    """Claim a run name for this process: an exclusive ``filelock`` on ``.<run_name>.lock`` (which
+    holds the pid and stays on disk); returns the lock (``release()`` gives it back). A second
+    claim, even from this process, gets ``RunInProgressError`` naming the holder's pid; the kernel
+    drops the lock when the process dies (docs/reliability.md)."""
     from filelock import FileLock, Timeout
 
     path = lock_path(stem, run_name, root)
@@ -164,12 +153,7 @@ def run_in_progress(stem: str, run_name: str, root: Path | None = None) -> str |
 def failed_path(final: Path, when: float | None = None) -> Path:
     """``<run_name>.failed-<YYYYmmdd-HHMMSS>`` beside ``final`` (a suffix keeps it new)."""
     stamp = datetime.fromtimestamp(when if when is not None else time.time()).strftime("%Y%m%d-%H%M%S")
-    target = final.parent / f"{final.name}.failed-{stamp}"
-    n = 1
-    while target.exists():
-        n += 1
-        target = final.parent / f"{final.name}.failed-{stamp}-{n}"
-    return target
+    return paths.unused(final.parent / f"{final.name}.failed-{stamp}")
 
 
 def tidy_partials(stem: str, run_name: str, root: Path | None = None) -> list[Path]:
@@ -188,8 +172,8 @@ def tidy_partials(stem: str, run_name: str, root: Path | None = None) -> list[Pa
 def tidy_abandoned(stem: str, root: Path | None = None) -> list[Path]:
     """``tidy_partials`` for every run name of ``stem`` that has a staging folder and that no live
     process holds (each name claimed while it is tidied); returns the new failed folders."""
-    folder = (root or paths.OUTPUTS) / stem
-    names = sorted({p.name[1:].rsplit(".partial-", 1)[0] for p in folder.glob(".*.partial-*")})
+    partials = _notebook_dir(stem, root).glob(".*.partial-*")
+    names = sorted({p.name[1:].rsplit(".partial-", 1)[0] for p in partials})
     moved = []
     for name in names:
         try:
@@ -285,8 +269,7 @@ def _umask() -> int:
 
 def umask_permissions(path: Path) -> Path:
     """Give ``path`` (a file, or a folder and everything in it) the permissions a plain
-    ``open``/``mkdir`` would have under the umask: tempfile's 0600 files and 0700 folders would
-    hide results from the other users of a shared machine."""
+    ``open``/``mkdir`` would have under the umask, not tempfile's 0600 / 0700."""
     mask = _umask()
     path = Path(path)
     for p in [path, *path.rglob("*")] if path.is_dir() else [path]:
@@ -300,13 +283,9 @@ def outputs_root(run_dir: Path) -> Path:
 
 
 def start_run(stem: str, params: dict[str, Any]) -> Path:
-    """The directory this run writes to.
-
-    Under the runner it is the staging folder the runner made (``ARRANK_RUN_DIR``). Otherwise the
-    run directory is created here, and an existing one is an error (``RunExistsError``), so an
-    interactive re-run with the same ``run_name`` never overwrites an earlier run; one of several
-    processes (torchrun) outside the runner is an error (``ParamError``).
-    """
+    """The directory this run writes to: the runner's staging folder (``ARRANK_RUN_DIR``), else a
+    new run directory made here (``RunExistsError`` if it exists; ``ParamError`` for one of
+    several torchrun processes outside the runner)."""
     staged = os.environ.get(RUN_DIR_ENV)
     if staged:
         return Path(staged)
@@ -354,9 +333,8 @@ def png_backend() -> str | None:
 
 
 def _png_server() -> None:
-    """Start kaleido's Chromium once per process (stopped at exit) so that every PNG after the
-    first reuses it: without it each ``write_image`` starts and stops a Chromium, several times
-    slower a PNG (docs/measurements.md)."""
+    """Start kaleido's Chromium once per process (stopped at exit), reused by every PNG after the
+    first (docs/measurements.md)."""
     import kaleido
 
     global _PNG_SERVER
@@ -410,19 +388,11 @@ def env_info() -> dict[str, Any]:
         "time": datetime.now().isoformat(timespec="seconds"),
     }
     for module in ("numpy", "scipy", "torch", "transformers", "plotly"):
-        mod = sys.modules.get(module)
-        if mod is not None:
-            info[module] = getattr(mod, "__version__", "?")
+        if sys.modules.get(module) is not None:
+            info[module] = getattr(sys.modules[module], "__version__", "?")
+    git = ["git", "-C", str(paths.ROOT), "rev-parse", "--short", "HEAD"]
     try:
-        info["git_commit"] = (
-            subprocess.run(
-                ["git", "-C", str(paths.ROOT), "rev-parse", "--short", "HEAD"],
-                capture_output=True,
-                text=True,
-                timeout=5,
-            ).stdout.strip()
-            or None
-        )
+        info["git_commit"] = subprocess.run(git, capture_output=True, text=True, timeout=5).stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         info["git_commit"] = None
     return info

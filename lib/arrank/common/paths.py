@@ -15,3 +15,12 @@ DATA: Path = ROOT / "data"
 CACHE: Path = DATA / "cache"
 NLTK_DATA: Path = DATA / "nltk_data"
 OUTPUTS: Path = Path(os.environ.get("ARRANK_OUTPUTS", ROOT / "outputs"))
+
+
+def unused(path: Path) -> Path:
+    """``path``, or the first of ``path-2``, ``path-3``, ... that does not exist."""
+    target, n = path, 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}-{n}")
+    return target

@@ -1,23 +1,13 @@
-"""Several processes for one training run: which process this is, and what is allowed.
-
-``torchrun --nproc_per_node N`` and ``accelerate launch`` start N copies of a command with
-``RANK``/``WORLD_SIZE``/``LOCAL_RANK``/``MASTER_ADDR``/``MASTER_PORT`` set; the transformers
-Trainer reads them and trains with DistributedDataParallel (DDP: gradients averaged by DDP's own
-all-reduce). This module only reads those variables, so the runner (``arrank.workbook.run``) can
-decide before any kernel starts that process 0 writes the run and the others write nothing
-(docs/scale-out.md, "Several processes for one training run"), and refuses what cannot work:
-
-- a notebook other than ``05_train`` (only training is spread over processes);
-- ``run_name="auto"``: each process would stamp its own time, and the processes must share one
-  name (its checkpoints folder is where every process resumes from);
-- ``backend="unsloth"``, and ``load_in_4bit=True`` (which loads through Unsloth): Unsloth trains on
-  one GPU only; ``backend="auto"`` resolves to transformers + peft under several processes
-  (``arrank.training.models.resolve_backend``).
+"""Several processes for one training run (``torchrun``, ``accelerate launch``): which process
+this is, read from ``RANK`` / ``WORLD_SIZE``, and what the runner refuses before any kernel starts
+(``check_launch``: docs/scale-out.md, "Several processes for one training run"); and how many
+threads a run takes on a shared CPU (docs/measurements.md, "Threads on a busy machine").
 """
 
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from arrank.common.params import ParamError
@@ -27,7 +17,7 @@ MULTI_PROCESS_NOTEBOOKS = ("05_train",)
 
 def _env_int(name: str, default: int) -> int:
     raw = os.environ.get(name)
-    if raw is None or raw == "":
+    if not raw:
         return default
     try:
         return int(raw)
@@ -71,8 +61,9 @@ def unsloth_refusal(backend: str) -> str | None:
 
 
 def check_launch(stem: str, values: dict[str, Any]) -> None:
-    """Refuse, before any work, a notebook run that several processes cannot share (module
-    docstring); nothing to check for a single process."""
+    """Refuse, before any work, a notebook run that several processes cannot share: a notebook
+    other than 05_train, ``run_name="auto"`` (each process would stamp its own time), Unsloth
+    (``backend="unsloth"``, ``load_in_4bit``: one GPU only). Nothing to check for one process."""
     size = world_size()
     rank()  # a RANK outside [0, WORLD_SIZE) is an error here, not in the kernel
     if size == 1:
@@ -99,22 +90,15 @@ def check_launch(stem: str, values: dict[str, Any]) -> None:
         )
 
 
-# --------------------------------------------------------------------------- threads on a shared CPU
-#
-# The rule (docs/measurements.md, "Threads on a busy machine"): OpenMP workers that spin while
-# they wait for each other collapse as soon as another process wants one of their cores, where
-# one thread per process barely slows down. So every kernel and sweep point waits passively
-# (:func:`openmp_wait_env`, set before torch starts its thread pool), and a run takes as many
-# threads as cores are free when it starts (:func:`torch_threads`), unless OMP_NUM_THREADS says.
+# Threads on a shared CPU: OpenMP workers wait passively, and a run takes as many threads as
+# cores are free when it starts, unless OMP_NUM_THREADS says (docs/measurements.md).
 
 OPENMP_WAIT = {"OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"}  # libgomp; Intel OpenMP
 
 
 def openmp_wait_env(env: dict[str, str]) -> dict[str, str]:
-    """``env`` with passive OpenMP waiting (``OPENMP_WAIT``) where the caller has not chosen:
-    idle workers sleep instead of spinning on a core another process needs. Read by the OpenMP
-    runtime when torch loads, so it belongs in the environment of a new process (a kernel, a
-    sweep point), not in a running one."""
+    """``env`` with passive OpenMP waiting (``OPENMP_WAIT``) where the caller has not chosen; the
+    OpenMP runtime reads it when torch loads, so it belongs in a new process's environment."""
     return {**OPENMP_WAIT, **env}
 
 
@@ -129,13 +113,15 @@ def _cpu_ticks() -> tuple[int, int]:
     return sum(fields[:8]) - idle, sum(fields[:8])
 
 
+def _usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def free_cores(window_s: float = 0.3) -> float:
     """Cores this process may use (``os.sched_getaffinity``) minus what other processes kept
     busy over a ``window_s`` sample of /proc/stat (this process's own CPU time taken out). On a
     system without /proc/stat: the usable cores."""
-    import time
-
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = _usable_cores()
     busy0, total0 = _cpu_ticks()
     own0 = time.process_time()
     time.sleep(window_s)
@@ -158,13 +144,9 @@ def torch_threads(env: dict[str, str] | None = None) -> tuple[int, str]:
         try:
             n = int(given)
         except ValueError:
-            raise ParamError(f"environment variable OMP_NUM_THREADS={given!r} must be a positive integer") from None
+            n = 0
         if n < 1:
             raise ParamError(f"environment variable OMP_NUM_THREADS={given!r} must be a positive integer")
         return n, f"OMP_NUM_THREADS={n}"
     free = free_cores()
-    n = max(1, round(free))
-    return (
-        n,
-        f"{free:.1f} of {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()} cores free",
-    )
+    return max(1, round(free)), f"{free:.1f} of {_usable_cores()} cores free"

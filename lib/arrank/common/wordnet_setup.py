@@ -68,10 +68,7 @@ def wordnet_root() -> Path | None:
 
 
 def wordnet_version() -> str | None:
-    """The version of the WordNet NLTK can read (from the header of ``data.noun``), or None.
-
-    Cheap: it reads only the file header, so ``make test`` re-checks WordNet in milliseconds.
-    """
+    """The version of the WordNet NLTK can read (from the header of ``data.noun``, cheap), or None."""
     root = wordnet_root()
     if root is None:
         return None
@@ -101,19 +98,11 @@ def lexnames_from_manpage(text: str) -> list[str]:
     return lines
 
 
-def _read_manpage(path: Path) -> str:
-    with gzip.open(path, "rt", encoding="utf-8", errors="replace") as fh:
-        return fh.read()
-
-
 def install_from_debian(
     source: Path = DEBIAN_WORDNET, manpage: Path = DEBIAN_LEXNAMES_MAN, dest_root: Path = NLTK_DATA
 ) -> Path:
-    """Copy Debian's WordNet 3.0 files into ``dest_root/corpora/wordnet`` with a generated lexnames.
-
-    The copy is built in a temporary folder beside the destination and renamed into place at the
-    end, so an interrupted copy never leaves a folder that looks complete.
-    """
+    """Copy Debian's WordNet 3.0 files into ``dest_root/corpora/wordnet`` with a generated lexnames,
+    through a temporary folder renamed into place (an interrupted copy never looks complete)."""
     missing = [f for f in ("data.noun", "index.noun", "index.sense") if not (source / f).exists()]
     if missing:
         raise WordNetMissingError(f"{source} lacks {missing}.\n{HOW_TO}")
@@ -125,7 +114,8 @@ def install_from_debian(
     for f in source.iterdir():
         if f.is_file():
             shutil.copy2(f, tmp / f.name)
-    (tmp / "lexnames").write_text("\n".join(lexnames_from_manpage(_read_manpage(manpage))) + "\n")
+    manual = gzip.decompress(manpage.read_bytes()).decode("utf-8", errors="replace")
+    (tmp / "lexnames").write_text("\n".join(lexnames_from_manpage(manual)) + "\n")
     if dest.exists():
         shutil.rmtree(dest)
     from arrank.common.outputs import umask_permissions
@@ -155,16 +145,15 @@ def apt_install(packages: tuple[str, ...] = DEBIAN_PACKAGES) -> None:
 def ensure_wordnet(allow_apt: bool = True, verbose: bool = True) -> str:
     """Make WordNet 3.0 readable by NLTK (see the module docstring); return its version."""
     version = wordnet_version()
-    if version is None and not (DEBIAN_WORDNET / "data.noun").exists() and allow_apt:
+    debian = DEBIAN_WORDNET / "data.noun"
+    if version is None and not debian.exists() and allow_apt:
         if verbose:
             print("WordNet: installing Debian packages", " ".join(DEBIAN_PACKAGES), flush=True)
         try:
             apt_install()
         except (AptUnavailableError, subprocess.CalledProcessError) as err:
             raise WordNetMissingError(f"{err}\n{HOW_TO}") from None
-    if version is None:
-        if not (DEBIAN_WORDNET / "data.noun").exists():
-            raise WordNetMissingError(HOW_TO)
+    if version is None and debian.exists():
         dest = install_from_debian()
         if verbose:
             print(f"WordNet: copied Debian's WordNet into {dest}", flush=True)
