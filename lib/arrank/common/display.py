@@ -1,15 +1,7 @@
-"""One display convention for every table and figure of the workbook.
-
-- **Percent.** CVR, nDCG and R@k are shown in percent, as in the paper's Tables 1-3 (arXiv
-  2601.05588); results.json and the CSV files that code reads back keep fractions
-  (``percent_table``, ``metric_title``).
-- **Greek letters.** alpha and beta, the item-weight and trie temperatures of section 4, are
-  written α and β in labels and titles (``greek``).
-- **Ordered colours.** A parameter with an order (α, β, the dimension n) gets a sequential colour
-  scale and its legend entries in parameter order (``ordered_colors``); unordered variants a
-  qualitative palette (``QUALITATIVE``).
-- **Readable ticks.** Small numbers such as learning rates in scientific notation
-  (``scientific_axis``), never ``-0.000029``.
+"""One display convention for every table and figure of the workbook (DEVELOPERS.md, "Notebooks"):
+CVR, nDCG and R@k in percent as in the paper's Tables 1-3 (results.json and CSVs keep fractions),
+α / β in labels (``greek``), ordered colour scales for ordered parameters (``ordered_colors``),
+readable ticks (``scientific_axis``, ``log_axis``).
 """
 
 from __future__ import annotations
@@ -50,15 +42,12 @@ def percent_text(values: Any, digits: int = 1, sep: str = " ") -> str:
 def percent_series(m: Mapping[str, Any], digits: int = 2) -> pd.Series:
     """A flat metrics dict for display: its percent metrics x100 under ``metric_title``
     names, the rest as they are."""
-    return pd.Series(
-        {
-            metric_title(k) if is_percent_metric(k) else k: round(percent(v), digits)
-            if is_percent_metric(k) and isinstance(v, (int, float))
-            else v
-            for k, v in m.items()
-        },
-        dtype=object,
-    )
+    shown = {}
+    for k, v in m.items():
+        if is_percent_metric(k):
+            k, v = metric_title(k), round(percent(v), digits) if isinstance(v, (int, float)) else v
+        shown[k] = v
+    return pd.Series(shown, dtype=object)
 
 
 def percent_table(frame: pd.DataFrame, digits: int = 2) -> pd.DataFrame:

@@ -1,13 +1,6 @@
-"""Findings: one kind of data for every check the workbook makes of the paper (arXiv 2601.05588).
-
-A :class:`Finding` says what it claims, the numbers compared and its verdict. Where a check has
-a statistic it also carries the estimate (e.g. a mean paired difference), the threshold the claim
-puts on it, the side of the threshold the claim is on, and a confidence interval; its verdict is
-then three-valued (:func:`decide`): **holds** (the interval lies on the claim's side of the
-threshold), **fails** (it lies on the other side) or **undecided** (it covers the threshold).
-Checks without an interval (a theorem checked exactly, a dataset statistic) give holds / fails
-from their numbers (:func:`finding`); a check that lacks what it needs is *unchecked*; a row that
-only states numbers is a *note*. :func:`findings_markdown` prints any of them, one line each.
+"""Findings: one kind of data for every check the workbook makes of the paper (arXiv 2601.05588):
+a :class:`Finding` says what it claims, the numbers compared and its verdict, three-valued where it
+has a confidence interval (:func:`decide`); docs/findings.md says what a verdict means.
 """
 
 from __future__ import annotations

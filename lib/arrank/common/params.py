@@ -115,13 +115,9 @@ def number_list(lo: float | None = None, integers: bool = False) -> Validator:
 
 
 def _range_text(lo: Any, hi: Any) -> str:
-    if lo is None and hi is None:
-        return ""
     if hi is None:
-        return f" >= {lo}"
-    if lo is None:
-        return f" <= {hi}"
-    return f" in [{lo}, {hi}]"
+        return "" if lo is None else f" >= {lo}"
+    return f" <= {hi}" if lo is None else f" in [{lo}, {hi}]"
 
 
 RUN_NAME_TEXT = (
@@ -278,19 +274,6 @@ def profiled(check: Validator, help: str, profiles: Mapping[str, Any]) -> Param:
     return Param(check, None, help, profiles)
 
 
-def basics(stem: str, profile: str, seed: str, run_name: str | None = None) -> dict[str, Param]:
-    """``profile``, ``seed`` and ``run_name`` (every notebook has them) with their meanings."""
-    return {
-        "profile": Param(PROFILE, "quick", profile),
-        "seed": Param(SEED, 0, seed),
-        "run_name": Param(
-            RUN_NAME,
-            "auto",
-            f"folder under outputs/{stem}/; auto: profile and date-time" if run_name is None else run_name,
-        ),
-    }
-
-
 def wordnet_queries(subtree: str, min_relevant: str, n_eval: str, profiles: Iterable[str] = EVERY_PROFILE) -> dict:
     """``subtree``, ``min_relevant`` and ``n_eval`` of 05, 06 and 07 with their meanings, and the
     values of ``profiles`` (07 has no pretrained profile)."""
@@ -310,11 +293,9 @@ def wordnet_queries(subtree: str, min_relevant: str, n_eval: str, profiles: Iter
 # LoRA on a CPU, the paper's recipe at small scale. 07: Appendix B's DE / CE recipe.
 NOTEBOOKS: dict[str, dict[str, Param]] = {
     "01_de_capacity": {
-        **basics(
-            "01_de_capacity",
-            '"quick" (laptop CPU, about a minute) or "paper" (k up to 7, more samples)',
-            "seeds every random site set and query sample",
-        ),
+        "profile": Param(PROFILE, "quick", '"quick" (laptop CPU, about a minute) or "paper" (k up to 7, more samples)'),
+        "seed": Param(SEED, 0, "seeds every random site set and query sample"),
+        "run_name": Param(RUN_NAME, "auto", "folder under outputs/01_de_capacity/; auto: profile and date-time"),
         "k_max_exact": profiled(
             integer(2, 7, optional=True),
             "largest number of sites k for exact LP counts (2..7); None: 6 quick, 7 paper",
@@ -337,11 +318,11 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
         ),
     },
     "02_rank_condition": {
-        **basics(
-            "02_rank_condition",
-            '"quick" (laptop CPU, about a minute) or "paper" (|V| up to 7, more targets)',
-            "seeds every random matrix and target distribution",
+        "profile": Param(
+            PROFILE, "quick", '"quick" (laptop CPU, about a minute) or "paper" (|V| up to 7, more targets)'
         ),
+        "seed": Param(SEED, 0, "seeds every random matrix and target distribution"),
+        "run_name": Param(RUN_NAME, "auto", "folder under outputs/02_rank_condition/; auto: profile and date-time"),
         "v_max": profiled(
             integer(2, 7, optional=True),
             "largest vocabulary |V| for exact ordering counts (2..7); None: 6 quick, 7 paper",
@@ -367,11 +348,9 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
         ),
     },
     "03_wordnet_data": {
-        **basics(
-            "03_wordnet_data",
-            '"quick" (animal.n.01 subtree, CPU) or "paper" (all 82k noun queries)',
-            "seeds the negatives, the prompt shuffles and the train/eval split",
-        ),
+        "profile": Param(PROFILE, "quick", '"quick" (animal.n.01 subtree, CPU) or "paper" (all 82k noun queries)'),
+        "seed": Param(SEED, 0, "seeds the negatives, the prompt shuffles and the train/eval split"),
+        "run_name": Param(RUN_NAME, "auto", "folder under outputs/03_wordnet_data/; auto: profile and date-time"),
         "subtree": profiled(
             SPECS_SUBTREE,
             "'' for all nouns, or a synset whose hyponyms are the queries; None: from profile",
@@ -407,11 +386,11 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
         "tokenizer_vocab": Param(TOKENIZER_VOCAB, 2000, "vocabulary of the tiny BPE tokenizer"),
     },
     "04_esci_data": {
-        **basics(
-            "04_esci_data",
-            '"quick" (the committed fixture, CPU) or "paper" (the real files in data/esci)',
-            "seeds the embedder, the dictionary learning and the prompt shuffles",
+        "profile": Param(
+            PROFILE, "quick", '"quick" (the committed fixture, CPU) or "paper" (the real files in data/esci)'
         ),
+        "seed": Param(SEED, 0, "seeds the embedder, the dictionary learning and the prompt shuffles"),
+        "run_name": Param(RUN_NAME, "auto", "folder under outputs/04_esci_data/; auto: profile and date-time"),
         "data_dir": profiled(
             text(what="'fixture' or the folder holding the two ESCI parquet files", optional=True),
             "fixture, or the folder of the two ESCI parquet files; None: from profile",
@@ -599,12 +578,13 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
         ),
     },
     "06_evaluate": {
-        **basics(
-            "06_evaluate",
+        "profile": Param(
+            PROFILE,
+            "quick",
             '"quick" (CPU, minutes), "pretrained" (SmolLM2-135M, CPU) or "paper" (the paper\'s scale, GPU)',
-            "seeds the untrained model and the random floor",
-            "folder under outputs/06_evaluate/",
         ),
+        "seed": Param(SEED, 0, "seeds the untrained model and the random floor"),
+        "run_name": Param(RUN_NAME, "auto", "folder under outputs/06_evaluate/"),
         "train_run": Param(
             text(
                 r"none|latest|[A-Za-z0-9][A-Za-z0-9._=-]{0,99}",
@@ -651,11 +631,11 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
         ),
     },
     "07_de_ce_baselines": {
-        **basics(
-            "07_de_ce_baselines",
-            '"quick" (animal.n.01 subtree, 3000 steps) or "paper" (all nouns, Appendix B steps)',
-            "seeds the data split and negatives, the tables, the batches and the CE permutations",
+        "profile": Param(
+            PROFILE, "quick", '"quick" (animal.n.01 subtree, 3000 steps) or "paper" (all nouns, Appendix B steps)'
         ),
+        "seed": Param(SEED, 0, "seeds the data split and negatives, the tables, the batches and the CE permutations"),
+        "run_name": Param(RUN_NAME, "auto", "folder under outputs/07_de_ce_baselines/; auto: profile and date-time"),
         "model": Param(
             choice("figure3", "de", "ce"),
             "figure3",
@@ -732,11 +712,11 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
         ),
     },
     "08_results": {
-        **basics(
-            "08_results",
-            "picks the default sweep: quick is the workbook's Table 1, paper the GPU Table 1",
-            "nothing random here; kept by the parameter contract",
+        "profile": Param(
+            PROFILE, "quick", "picks the default sweep: quick is the workbook's Table 1, paper the GPU Table 1"
         ),
+        "seed": Param(SEED, 0, "nothing random here; kept by the parameter contract"),
+        "run_name": Param(RUN_NAME, "auto", "folder under outputs/08_results/; auto: profile and date-time"),
         "sweep": profiled(
             text(
                 r".+\.ya?ml", "the path of a sweep file (.yaml), e.g. 'sweeps/table1_wordnet_quick.yaml'", optional=True
@@ -756,7 +736,12 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
 def define(stem: str, checks: Mapping[str, Validator]) -> dict[str, Param]:
     """Register a minimal definition for a notebook made on the fly (a test, an experiment):
     ``profile`` (quick | paper), ``seed``, ``run_name`` and ``checks`` (name -> validator)."""
-    NOTEBOOKS[stem] = {**basics(stem, "", "", ""), **{name: Param(check, None, "") for name, check in checks.items()}}
+    NOTEBOOKS[stem] = {
+        "profile": Param(PROFILE, "quick", ""),
+        "seed": Param(SEED, 0, ""),
+        "run_name": Param(RUN_NAME, "auto", ""),
+        **{name: Param(check, None, "") for name, check in checks.items()},
+    }
     return NOTEBOOKS[stem]
 
 
@@ -792,11 +777,8 @@ def profile_values(stem: str, profile: str, values: Mapping[str, Any] | None = N
 
 
 def validate(stem: str, values: dict[str, Any]) -> dict[str, Any]:
-    """Check names and values against the notebook's spec; return the normalised values.
-
-    Unknown names and missing names are errors; values are checked by their validators.
-    Parameters at ``None`` are left as they are (see ``resolve_profile``).
-    """
+    """Check names (none unknown, none missing) and values against the notebook's spec; return the
+    normalised values, ``None`` left as it is (``resolve_profile`` fills it)."""
     spec = spec_for(stem)
     unknown = sorted(set(values) - set(spec))
     if unknown:
@@ -817,11 +799,8 @@ def resolve_profile(stem: str, values: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_params(stem: str, namespace: dict[str, Any]) -> dict[str, Any]:
-    """Validate a notebook's parameters, taken by name from its namespace (``globals()``).
-
-    Returns the resolved parameters (profile defaults filled in); raises ``ParamError`` with the
-    bad name or value and what is allowed.
-    """
+    """Validate a notebook's parameters, taken by name from its namespace (``globals()``), and
+    return them with profile defaults filled in; ``ParamError`` names a bad name or value."""
     names = spec_for(stem)
     missing = sorted(n for n in names if n not in namespace)
     if missing:

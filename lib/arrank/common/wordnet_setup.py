@@ -1,14 +1,10 @@
 """Install WordNet 3.0 for NLTK without NLTK's downloader (its server is not always reachable).
 
-Order of preference (``ensure_wordnet``):
-1. NLTK can already read WordNet (its own data folders, or ``data/nltk_data`` of this workbook);
-2. Debian's ``wordnet-base`` + ``wordnet-sense-index`` files are on disk (``/usr/share/wordnet``):
-   copy them into ``data/nltk_data/corpora/wordnet`` and generate the ``lexnames`` file that NLTK
-   needs from the ``lexnames(5WN)`` manual page;
-3. running as root with apt: ``apt-get install`` those two packages, then step 2;
-4. otherwise a ``WordNetMissingError`` that says exactly how to get it.
-
-Command line: ``python -m arrank.common.wordnet_setup`` (used by ``make test`` and ``make workbook``).
+``ensure_wordnet``: 1. NLTK reads WordNet already (its folders or ``data/nltk_data``); 2. else
+Debian's ``wordnet-base`` + ``wordnet-sense-index`` files (``/usr/share/wordnet``) are copied
+into ``data/nltk_data/corpora/wordnet`` with the ``lexnames`` file generated from the
+``lexnames(5WN)`` manual page; 3. as root with apt, those packages are installed first; 4. else a
+``WordNetMissingError`` says how to get it. Command line: ``python -m arrank.common.wordnet_setup``.
 """
 
 from __future__ import annotations
@@ -44,19 +40,13 @@ HOW_TO = (
 )
 
 
-def _register_nltk_path() -> None:
-    """Put the workbook's ``data/nltk_data`` first on NLTK's search path."""
+def wordnet_root() -> Path | None:
+    """The folder NLTK would read WordNet from (``data/nltk_data`` first), if it holds every
+    required file, else None."""
     import nltk
 
     if str(NLTK_DATA) not in nltk.data.path:
         nltk.data.path.insert(0, str(NLTK_DATA))
-
-
-def wordnet_root() -> Path | None:
-    """The folder NLTK would read WordNet from, if it holds every required file, else None."""
-    _register_nltk_path()
-    import nltk
-
     try:
         pointer = nltk.data.find("corpora/wordnet")
     except LookupError:
@@ -144,24 +134,21 @@ def apt_install(packages: tuple[str, ...] = DEBIAN_PACKAGES) -> None:
 
 def ensure_wordnet(allow_apt: bool = True, verbose: bool = True) -> str:
     """Make WordNet 3.0 readable by NLTK (see the module docstring); return its version."""
+    say = print if verbose else lambda *args, **kwargs: None
     version = wordnet_version()
     debian = DEBIAN_WORDNET / "data.noun"
     if version is None and not debian.exists() and allow_apt:
-        if verbose:
-            print("WordNet: installing Debian packages", " ".join(DEBIAN_PACKAGES), flush=True)
+        say("WordNet: installing Debian packages", " ".join(DEBIAN_PACKAGES), flush=True)
         try:
             apt_install()
         except (AptUnavailableError, subprocess.CalledProcessError) as err:
             raise WordNetMissingError(f"{err}\n{HOW_TO}") from None
     if version is None and debian.exists():
-        dest = install_from_debian()
-        if verbose:
-            print(f"WordNet: copied Debian's WordNet into {dest}", flush=True)
+        say(f"WordNet: copied Debian's WordNet into {install_from_debian()}", flush=True)
         version = wordnet_version()
     if version is None:
         raise WordNetMissingError(HOW_TO)
-    if verbose:
-        print(f"WordNet {version} is available to NLTK", flush=True)
+    say(f"WordNet {version} is available to NLTK", flush=True)
     return version
 
 
