@@ -6,6 +6,7 @@ readable ticks (``scientific_axis``, ``log_axis``).
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Iterable, Mapping
 
@@ -19,10 +20,8 @@ TEMPLATE = "plotly_white"
 
 
 def is_percent_metric(name: str) -> bool:
-    """Whether a metric is shown in percent: cvr, ndcg, recall@k and their prefixed forms
-    (``train_recall@1``, ``beam_recall@5_gold``, ``retrieval_recall@3``), and the decoding rates
-    (``greedy_valid_rate``, ``greedy_top1_rate``, ``beam_invalid_rate_unconstrained``); not a
-    learning rate."""
+    """Whether a metric is shown in percent: cvr, ndcg, recall@k, prefixed or not (``train_recall@1``,
+    ``beam_recall@5_gold``), and the decoding rates (``greedy_valid_rate``); not a learning rate."""
     return bool(re.fullmatch(r"(\w+_)?(cvr|ndcg|recall@\d+(_\w+)?)|\w+_(valid|top1|invalid)_rate(_\w+)?", str(name)))
 
 
@@ -143,8 +142,6 @@ def log_axis(fig, values: Iterable[float], axis: str = "yaxis") -> Any:
     positive = [float(v) for v in values if v is not None and float(v) > 0]
     if not positive:
         return fig
-    import math
-
     lo, hi = math.floor(math.log10(min(positive))), math.ceil(math.log10(max(positive)))
     ticks = [m * 10.0**e for e in range(lo, hi + 1) for m in (1, 2, 5)]
     ticks = [t for t in ticks if min(positive) / 2.5 <= t <= max(positive) * 2.5]

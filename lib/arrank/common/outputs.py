@@ -75,15 +75,12 @@ def find_run(stem: str, name: str, root: Path | None = None) -> Path:
     """A finished run of ``stem`` by its run name, or ``"latest"`` for the newest one; a clear
     error naming what exists when there is none."""
     runs = finished_runs(stem, root)
-    if name == "latest" and runs:
-        return runs[-1]
-    match = [p for p in runs if p.name == name]
+    match = runs[-1:] if name == "latest" else [p for p in runs if p.name == name]
     if match:
         return match[0]
-    known = [p.name for p in runs[-10:]]
     raise FileNotFoundError(
         f"no finished {stem} run named {name!r} under {_notebook_dir(stem, root)}; "
-        f"finished runs: {known or 'none (run that notebook first)'}"
+        f"finished runs: {[p.name for p in runs[-10:]] or 'none (run that notebook first)'}"
     )
 
 
@@ -184,9 +181,8 @@ def tidy_abandoned(stem: str, root: Path | None = None) -> list[Path]:
 
 
 def writable_folder(folder: Path) -> Path:
-    """Create ``folder`` (and parents) and check that a file can be written in it; otherwise an
-    ``OutputsNotWritableError`` that names the folder that refused and the remedy (it is the real
-    OS error, so it also holds for root on a read-only file system)."""
+    """Create ``folder`` (and parents) and check that a file can be written in it (a real write, so
+    root on a read-only file system is caught too); else ``OutputsNotWritableError`` and the remedy."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=folder)

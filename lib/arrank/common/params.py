@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
+from arrank.common.named_models import known_names, model_kind
+
 Validator = Callable[[str, Any], Any]
 
 
@@ -69,10 +71,9 @@ def number(lo: float | None = None, hi: float | None = None, optional: bool = Fa
 def text(
     pattern: str | None = None, what: str = "a string", optional: bool = False, empty: str | None = None
 ) -> Validator:
-    """Validator: a string, matching ``pattern`` (full match) when one is given; ``None`` too
-    when ``optional``. An empty or blank string, or one with spaces around it, is refused (it
-    would fail later, deep inside a kernel, with a message that names neither the parameter nor
-    what is allowed), unless ``empty`` says what ``''`` means: then ``''`` is allowed."""
+    """Validator: a string, matching ``pattern`` (full match) when one is given; ``None`` too when
+    ``optional``. Blank strings and spaces around are refused (they would fail deep inside a
+    kernel), but ``''`` is allowed when ``empty`` says what it means."""
 
     def check(name: str, value: Any) -> Any:
         if not isinstance(value, str):
@@ -149,8 +150,6 @@ PROFILE = None  # stands for choice(*the notebook's profiles) in the definitions
 def model_name(name: str, value: Any) -> Any:
     """Validator: ``None`` (the profile's model), or a name, hub id, local folder or .gguf file
     that ``arrank.common.named_models.model_kind`` accepts."""
-    from arrank.common.named_models import model_kind
-
     if value is None:
         return None
     try:
@@ -166,8 +165,6 @@ def optional_model_name(name: str, value: Any) -> Any:
 
 
 def _model_names_text() -> str:
-    from arrank.common.named_models import known_names
-
     return f"a named model ({', '.join(known_names())}), a hub id (owner/name), a local model folder or a .gguf file"
 
 

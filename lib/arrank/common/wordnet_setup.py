@@ -73,11 +73,8 @@ def wordnet_version() -> str | None:
 
 
 def lexnames_from_manpage(text: str) -> list[str]:
-    """Parse the 45 lexicographer file names from the text of ``lexnames(5WN)``.
-
-    Each table row of the manual page reads ``NN<TAB>pos.name<TAB>description``; the result is
-    the ``lexnames`` file NLTK expects: ``NN<TAB>pos.name<TAB>category`` in file-number order.
-    """
+    """The ``lexnames`` lines NLTK expects (``NN<TAB>pos.name<TAB>category``, in file-number order)
+    from the text of ``lexnames(5WN)``, whose rows read ``NN<TAB>pos.name<TAB>description``."""
     rows = re.findall(r"^(\d\d)\s+((?:adj|adv|noun|verb)\.\w+)\s", text, flags=re.MULTILINE)
     lines = [f"{num}\t{name}\t{_CATEGORY[name.split('.')[0]]}" for num, name in rows]
     numbers = [int(num) for num, _ in rows]
@@ -123,13 +120,8 @@ def apt_install(packages: tuple[str, ...] = DEBIAN_PACKAGES) -> None:
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
         raise AptUnavailableError(f"cannot apt-get install {list(packages)}: not root, or no apt-get")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    subprocess.run(["apt-get", "update", "-q"], check=True, env=env, stdout=subprocess.DEVNULL)
-    subprocess.run(
-        ["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages],
-        check=True,
-        env=env,
-        stdout=subprocess.DEVNULL,
-    )
+    for command in (["update", "-q"], ["install", "-y", "-q", "--no-install-recommends", *packages]):
+        subprocess.run(["apt-get", *command], check=True, env=env, stdout=subprocess.DEVNULL)
 
 
 def ensure_wordnet(allow_apt: bool = True, verbose: bool = True) -> str:
