@@ -1,7 +1,5 @@
-"""One display convention for every table and figure of the workbook (DEVELOPERS.md, "Notebooks"):
-CVR, nDCG and R@k in percent as in the paper's Tables 1-3 (results.json and CSVs keep fractions),
-α / β in labels (``greek``), ordered colour scales for ordered parameters (``ordered_colors``),
-readable ticks (``scientific_axis``, ``log_axis``).
+"""One display convention for every table and figure (DEVELOPERS.md, "Notebooks"): metrics in
+percent as in Tables 1-3 (results.json keeps fractions), α / β, ordered colour scales, readable ticks.
 """
 
 from __future__ import annotations
@@ -85,16 +83,13 @@ def number_text(value: Any) -> str:
 
 
 def ordered_colors(values: Iterable[Any], scale: str = "Viridis", lo: float = 0.0, hi: float = 0.9) -> dict[Any, str]:
-    """value -> colour of a sequential plotly colour scale, in sorted order of the distinct
-    ``values`` (the smallest at ``lo``, the largest at ``hi`` of the scale; one value: ``hi``).
-    Viridis stops at 0.9 so that the largest value stays readable on white."""
+    """value -> colour of a sequential plotly colour scale, the distinct ``values`` sorted from ``lo`` to
+    ``hi`` (one value: ``hi``; 0.9 keeps Viridis's largest readable on white)."""
     from plotly.colors import sample_colorscale
 
     distinct = sorted(set(values))
-    if not distinct:
-        return {}
-    if len(distinct) == 1:
-        return {distinct[0]: sample_colorscale(scale, [hi])[0]}
+    if len(distinct) < 2:
+        return {v: sample_colorscale(scale, [hi])[0] for v in distinct}
     where = [lo + (hi - lo) * i / (len(distinct) - 1) for i in range(len(distinct))]
     return dict(zip(distinct, sample_colorscale(scale, where)))
 

@@ -72,9 +72,8 @@ def decide(
     numbers: str = "",
     level: float = 0.95,
 ) -> Finding:
-    """The three-valued verdict of a claim on ``estimate`` with its ``level`` confidence interval:
-    holds when the whole interval is on the claim's ``side`` of ``threshold``, fails when it is
-    all on the other side, undecided when it covers the threshold (or touches it)."""
+    """The three-valued verdict of a claim on ``estimate`` from its ``level`` confidence interval
+    against ``threshold`` (docs/findings.md, "The verdicts")."""
     lo, hi = float(interval[0]), float(interval[1])
     if not lo <= hi:
         raise ValueError(f"interval={interval!r} must be (low, high) with low <= high")

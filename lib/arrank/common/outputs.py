@@ -1,7 +1,6 @@
 """Run directories and what a run writes into them: ``outputs/<notebook-stem>/<run_name>/`` with
-``results.json``, figures and tables (docs/design.md, "Contracts"). Run names are claimed by one
-process at a time, staging folders of dead runs become ``<run_name>.failed-<time>``, a resume
-with other parameters is refused, and files get the permissions the umask gives: docs/reliability.md.
+``results.json``, figures and tables (docs/design.md, "Contracts"); locks, failed runs, resumes
+and file permissions: docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -102,10 +101,9 @@ def _lock_pid(path: Path) -> str:
 
 
 def claim_run(stem: str, run_name: str, root: Path | None = None) -> Any:
-    """Claim a run name for this process: an exclusive ``filelock`` on ``.<run_name>.lock`` (which
-    holds the pid and stays on disk); returns the lock (``release()`` gives it back). A second
-    claim, even from this process, gets ``RunInProgressError`` naming the holder's pid; the kernel
-    drops the lock when the process dies (docs/reliability.md)."""
+    """Claim a run name for this process: an exclusive ``filelock`` on ``.<run_name>.lock``, which
+    holds the pid; returns the lock. A second claim, even from this process, gets
+    ``RunInProgressError`` naming the holder's pid (docs/reliability.md)."""
     from filelock import FileLock, Timeout
 
     path = lock_path(stem, run_name, root)
@@ -150,9 +148,8 @@ def failed_path(final: Path, when: float | None = None) -> Path:
 
 
 def tidy_partials(stem: str, run_name: str, root: Path | None = None) -> list[Path]:
-    """Turn the staging folders ``.<run_name>.partial-<pid>`` that killed runs left into
-    ``<run_name>.failed-<time of their last write>``; returns the new paths. Call it only while
-    holding the name (``claim_run``): then no live run owns such a folder."""
+    """Rename the staging folders ``.<run_name>.partial-<pid>`` of killed runs to ``<run_name>.failed-<time
+    of their last write>``; returns the new paths. Call it only while holding the name (``claim_run``)."""
     final = run_path(stem, run_name, root)
     moved = []
     for partial in sorted(final.parent.glob(f".{glob.escape(run_name)}.partial-*")):
@@ -206,9 +203,8 @@ def resume_params(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def resume_diff(folder: Path, params: dict[str, Any]) -> dict[str, tuple[Any, Any]] | None:
-    """{name: (in the checkpoints' run, given now)} for every parameter that differs; ``{}`` when
-    they agree, None when ``folder`` holds no checkpoint (nothing would be resumed). Checkpoints
-    without recorded parameters differ in ``'<parameters>'`` (they cannot be trusted)."""
+    """{name: (in the checkpoints' run, given now)} for every parameter that differs (``'<parameters>'``
+    when none were recorded); ``{}`` when they agree, None when ``folder`` holds no checkpoint."""
     if not (folder.is_dir() and any(folder.glob("checkpoint-*"))):
         return None
     now = resume_params(params)
@@ -313,10 +309,8 @@ def timed(timings: dict[str, float], label: str) -> Iterator[None]:
 
 def png_backend() -> str | None:
     """Path of the Chromium/Chrome that kaleido uses to write PNG files, or None."""
-    found = os.environ.get("BROWSER_PATH")
-    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
-        found = found or shutil.which(name)
-    return found
+    found = (shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome", "chrome"))
+    return os.environ.get("BROWSER_PATH") or next((path for path in found if path), None)
 
 
 def _png_server() -> None:

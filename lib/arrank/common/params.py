@@ -1,10 +1,7 @@
-"""Notebook parameters: what each notebook accepts, what values are allowed, and profile defaults.
-
-``check_params(stem, globals())`` validates a notebook's parameters cell and fills each ``None``
-from its profile; the runner and ``run NOTEBOOK --help`` read the same specs (docs/design.md,
-"Contracts"). A validator is a function ``(name, value) -> value`` that returns the (possibly
-normalised) value or raises ``ParamError`` naming the bad value and what is allowed; its
-``allowed`` attribute says the same in words (``allowed_text``).
+"""Notebook parameters: what each notebook accepts, what values are allowed, and profile defaults
+(``NOTEBOOKS``; the runner, ``--help`` and ``check_params`` read it: docs/design.md, "Contracts").
+A validator ``(name, value) -> value`` returns the (normalised) value or raises ``ParamError``
+naming the bad value and what is allowed; its ``allowed`` attribute says it in words.
 """
 
 from __future__ import annotations
@@ -206,10 +203,8 @@ def register_name(kind: str, name: str) -> None:
 
 @dataclass(frozen=True)
 class Param:
-    """One notebook parameter: its validator, the literal of the notebook's parameters cell,
-    its meaning (the comment on that line; ``--help`` prints it) and, for a parameter left at
-    ``None``, the value each profile gives it (a ``ByDataset`` where it depends on ``dataset``, a
-    ``SameAs`` where it is another parameter's value)."""
+    """One notebook parameter: its validator, the literal of the parameters cell, its meaning (that
+    line's comment) and the value each profile gives it when left at ``None`` (or a ``ByDataset``, ``SameAs``)."""
 
     check: Validator | None
     default: Any
@@ -272,8 +267,7 @@ def profiled(check: Validator, help: str, profiles: Mapping[str, Any]) -> Param:
 
 
 def wordnet_queries(subtree: str, min_relevant: str, n_eval: str, profiles: Iterable[str] = EVERY_PROFILE) -> dict:
-    """``subtree``, ``min_relevant`` and ``n_eval`` of 05, 06 and 07 with their meanings, and the
-    values of ``profiles`` (07 has no pretrained profile)."""
+    """05, 06 and 07's ``subtree``, ``min_relevant``, ``n_eval`` with their meanings, in ``profiles``."""
 
     def param(check: Validator, help: str, **values: Any) -> Param:
         return Param(check, None, help, {p: v for p, v in values.items() if p in profiles})
@@ -765,12 +759,8 @@ def spec_for(stem: str) -> dict[str, Validator]:
 def profile_values(stem: str, profile: str, values: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What each parameter left at ``None`` takes in ``profile`` (``ByDataset`` picked by
     ``values['dataset']``, WordNet when none is given; ``SameAs`` from the named value)."""
-    out = {}
-    for name, param in definition(stem).items():
-        if profile in param.profiles:
-            value = param.profiles[profile]
-            out[name] = value.pick(values or {}) if isinstance(value, (ByDataset, SameAs)) else value
-    return out
+    given = {name: param.profiles[profile] for name, param in definition(stem).items() if profile in param.profiles}
+    return {name: v.pick(values or {}) if isinstance(v, (ByDataset, SameAs)) else v for name, v in given.items()}
 
 
 def validate(stem: str, values: dict[str, Any]) -> dict[str, Any]:

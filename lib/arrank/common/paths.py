@@ -1,7 +1,5 @@
-"""Paths of the workbook, computed from the repository root (never from a notebook's location).
-
-papermill executes a notebook in the caller's working directory, so every path in lib is built
-from ``ROOT`` (docs/design.md, "Known pitfalls"). ``ARRANK_ROOT`` overrides the root for tests.
+"""Paths of the workbook, built from the repository root ``ROOT`` (``ARRANK_ROOT`` for tests), never
+from a notebook's location: papermill runs in the caller's folder (docs/design.md, "Known pitfalls").
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""Several processes for one training run (``torchrun``, ``accelerate launch``): which process
-this is, read from ``RANK`` / ``WORLD_SIZE``, and what the runner refuses before any kernel starts
-(``check_launch``: docs/scale-out.md, "Several processes for one training run"); and how many
-threads a run takes on a shared CPU (docs/measurements.md, "Threads on a busy machine").
+"""Several processes for one training run (torchrun): which process this is (``RANK``,
+``WORLD_SIZE``) and what the runner refuses before a kernel starts (docs/scale-out.md); and how
+many threads a run takes on a shared CPU (docs/measurements.md, "Threads on a busy machine").
 """
 
 from __future__ import annotations
@@ -118,9 +117,8 @@ def _usable_cores() -> int:
 
 
 def free_cores(window_s: float = 0.3) -> float:
-    """Cores this process may use (``os.sched_getaffinity``) minus what other processes kept
-    busy over a ``window_s`` sample of /proc/stat (this process's own CPU time taken out). On a
-    system without /proc/stat: the usable cores."""
+    """Cores this process may use minus what other processes kept busy over a ``window_s`` sample
+    of /proc/stat (all usable cores where there is none)."""
     cores = _usable_cores()
     busy0, total0 = _cpu_ticks()
     own0 = time.process_time()
@@ -135,9 +133,8 @@ def free_cores(window_s: float = 0.3) -> float:
 
 
 def torch_threads(env: dict[str, str] | None = None) -> tuple[int, str]:
-    """(torch threads for a run starting now, why): ``OMP_NUM_THREADS`` when set (a sweep with
-    ``--jobs N`` sets cores / N; the caller's choice wins), else the cores free now
-    (:func:`free_cores`, rounded, at least 1)."""
+    """(torch threads for a run starting now, why): ``OMP_NUM_THREADS`` when set, else the cores
+    free now (:func:`free_cores`, rounded, at least 1)."""
     env = os.environ if env is None else env
     given = env.get("OMP_NUM_THREADS")
     if given:

@@ -1,10 +1,8 @@
 """Install WordNet 3.0 for NLTK without NLTK's downloader (its server is not always reachable).
 
-``ensure_wordnet``: 1. NLTK reads WordNet already (its folders or ``data/nltk_data``); 2. else
-Debian's ``wordnet-base`` + ``wordnet-sense-index`` files (``/usr/share/wordnet``) are copied
-into ``data/nltk_data/corpora/wordnet`` with the ``lexnames`` file generated from the
-``lexnames(5WN)`` manual page; 3. as root with apt, those packages are installed first; 4. else a
-``WordNetMissingError`` says how to get it. Command line: ``python -m arrank.common.wordnet_setup``.
+``ensure_wordnet``: what NLTK reads already; else Debian's ``wordnet-base`` + ``wordnet-sense-index``
+files copied into ``data/nltk_data`` with a ``lexnames`` made from ``lexnames(5WN)``, apt-installed
+first as root; else ``WordNetMissingError`` says how. ``python -m arrank.common.wordnet_setup``.
 """
 
 from __future__ import annotations
@@ -51,10 +49,8 @@ def wordnet_root() -> Path | None:
         pointer = nltk.data.find("corpora/wordnet")
     except LookupError:
         return None
-    root = Path(str(pointer))
-    if not root.is_dir():  # NLTK's own download is a zip: NLTK reads it; accept it as it is
-        return root
-    return root if all((root / f).exists() for f in REQUIRED_FILES) else None
+    root = Path(str(pointer))  # NLTK's own download is a zip, not a folder: accepted as it is
+    return root if not root.is_dir() or all((root / f).exists() for f in REQUIRED_FILES) else None
 
 
 def wordnet_version() -> str | None:
