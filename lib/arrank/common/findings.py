@@ -36,10 +36,9 @@ class Finding:
     level: float | None = None
 
     def __post_init__(self) -> None:
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict={self.verdict!r} is not allowed; choose one of {list(VERDICTS)}")
-        if self.side not in SIDES:
-            raise ValueError(f"side={self.side!r} is not allowed; choose one of {list(SIDES)}")
+        for name, value, allowed in (("verdict", self.verdict, VERDICTS), ("side", self.side, SIDES)):
+            if value not in allowed:
+                raise ValueError(f"{name}={value!r} is not allowed; choose one of {list(allowed)}")
 
     @property
     def holds(self) -> bool | None:
