@@ -104,7 +104,7 @@ def number_list(lo: float | None = None, integers: bool = False) -> Validator:
                 x = (int if integers else float)(item) if isinstance(item, str) else item
                 out.append(item_check(name, x))
             except ValueError as err:
-                why = "is not a number" if not isinstance(err, ParamError) else "is not allowed"
+                why = "is not allowed" if isinstance(err, ParamError) else "is not a number"
                 raise ParamError(f"{name}={value!r} must be {what}: {item!r} {why}") from None
         return out
 
