@@ -1,12 +1,8 @@
 """Checkpoints of notebook 05 as transactions (docs/reliability.md, "Faults").
 
-The Trainer writes a checkpoint into a hidden staging folder ``.partial-checkpoint-N`` beside the
-others; ``commit`` flushes every file to disk (fsync), writes ``manifest.json`` (each file's size
-and sha256) last, and renames the folder to ``checkpoint-N``: a folder of that name is complete.
-``usable_checkpoint`` checks the newest checkpoints against their manifests before a resume; one
-that fails (a file missing, cut short or altered; no manifest) is set aside, renamed
-``broken-checkpoint-N-<time>`` (never deleted), with one line naming it, and the run falls back
-to the previous good checkpoint (two are kept: ``KEEP``) or starts over, saying which.
+Staged in ``.partial-checkpoint-N``, flushed, given a manifest last and renamed ``checkpoint-N``
+(:func:`commit`); checked against their manifests before a resume (:func:`usable_checkpoint`),
+a failing one set aside as ``broken-checkpoint-N-<time>`` and the previous good one used.
 """
 
 from __future__ import annotations

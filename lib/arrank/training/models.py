@@ -20,21 +20,12 @@ def build_tiny_model(
     seed: int = 0,
     tokenizer=None,
 ):
-    """A random-initialised Llama-architecture causal LM (transformers), seeded.
-
-    Defaults are the CPU-feasible size of docs/design.md (4 layers, hidden 128).
-    When a tokenizer is given its pad/bos/eos ids go into the config.
-    """
+    """A random-initialised, seeded Llama causal LM (transformers) of the CPU-feasible size of
+    docs/design.md by default; a ``tokenizer``'s pad/bos/eos ids go into the config."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    ids = {}
-    if tokenizer is not None:
-        ids = {
-            "pad_token_id": tokenizer.pad_token_id,
-            "bos_token_id": tokenizer.bos_token_id,
-            "eos_token_id": tokenizer.eos_token_id,
-        }
+    ids = special_token_ids(tokenizer) if tokenizer is not None else {}
     config = LlamaConfig(
         vocab_size=vocab_size,
         hidden_size=hidden,
@@ -50,6 +41,11 @@ def build_tiny_model(
     return LlamaForCausalLM(config)
 
 
+def special_token_ids(tokenizer) -> dict[str, int | None]:
+    """``pad_token_id``, ``bos_token_id`` and ``eos_token_id`` of ``tokenizer``, for a model config."""
+    return {f"{role}_token_id": getattr(tokenizer, f"{role}_token_id") for role in ("pad", "bos", "eos")}
+
+
 def output_embeddings(model) -> np.ndarray:
     """E: the model's output embedding matrix (|V| x n) as float64 numpy."""
     return model.get_output_embeddings().weight.detach().float().cpu().numpy().astype(np.float64)
@@ -57,11 +53,8 @@ def output_embeddings(model) -> np.ndarray:
 
 def load_output_embeddings(path: str | Path) -> np.ndarray:
     """E of a local pretrained model folder, read from its safetensors files without loading the
-    model: ``lm_head.weight``, or the input embeddings when the model ties them.
-
-    Works for a 7B model on a laptop (reads one |V| x n tensor). Clear errors for a missing folder,
-    no safetensors, or no such tensor.
-    """
+    model (one |V| x n tensor): ``lm_head.weight``, or the input embeddings when the model ties them.
+    Clear errors for a missing folder, no safetensors, or no such tensor."""
     from safetensors import safe_open
 
     folder = Path(path)
@@ -145,13 +138,11 @@ def resolve_model(model_name: str) -> str:
 def convert_gguf(gguf: Path, folder: Path) -> Path:
     """De-quantise a GGUF file into a float32 transformers model folder, written atomically.
 
-    transformers reads GGUF directly (``gguf_file=``, the ``gguf`` package; about 20 s for
-    SmolLM2-135M here) but marks the model as GGUF-quantised and refuses to save it, so the
-    weights are copied into a model built from the same configuration. The special tokens are
-    taken from the file's own metadata (``tokenizer.ggml.*_token_id``): transformers' GGUF
-    tokenizer reads SmolLM2's EOS as ``<|im_start|>``, where the file says ``<|im_end|>``, the
-    token that ends an assistant turn and so every docID (section 4.2). A truncated or unreadable
-    file is a clear error, and nothing is left in ``folder``.
+    transformers reads GGUF but refuses to save a GGUF-marked model, so the weights are copied into
+    a model built from the same configuration. The special tokens come from the file's own metadata
+    (``tokenizer.ggml.*_token_id``): transformers reads SmolLM2's EOS as ``<|im_start|>`` where the
+    file says ``<|im_end|>``, the token that ends every docID (section 4.2). A truncated or
+    unreadable file is a clear error, and nothing is left in ``folder``.
     """
     import torch
     from gguf import GGUFReader
@@ -208,18 +199,8 @@ def tiny_model_and_tokenizer(
     from arrank.training.tokenizer import train_bpe
 
     digest = hashlib.sha256("\n".join(texts).encode("utf-8")).hexdigest()
-    key = params_hash(
-        {
-            "texts": digest,
-            "vocab_size": vocab_size,
-            "hidden": hidden,
-            "layers": layers,
-            "heads": heads,
-            "intermediate": intermediate,
-            "seed": seed,
-            "version": 1,
-        }
-    )
+    sizes = {"vocab_size": vocab_size, "hidden": hidden, "layers": layers, "heads": heads, "intermediate": intermediate}
+    key = params_hash({"texts": digest, **sizes, "seed": seed, "version": 1})
     folder = paths.CACHE / "tiny" / key
     if cache and folder.exists():
         why = model_folder_problem(folder) or (
@@ -271,9 +252,8 @@ def model_folder_problem(folder: Path) -> str | None:
 
 
 def quiet_saves() -> None:
-    """Keep transformers' "Writing model shards" progress bar (one per save: each checkpoint, the
-    model cache, the run's model) out of a notebook's outputs: chatter, not a result. The
-    Trainer's own training progress bar stays."""
+    """Keep transformers' "Writing model shards" progress bar (one per save) out of a notebook's
+    outputs; the Trainer's training progress bar stays."""
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()

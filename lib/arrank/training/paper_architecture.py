@@ -77,7 +77,7 @@ def random_paper_model(
     import torch
     from transformers import AutoModelForCausalLM
 
-    from arrank.training.models import TINY_CHAT_TEMPLATE, save_atomic
+    from arrank.training.models import TINY_CHAT_TEMPLATE, save_atomic, special_token_ids
     from arrank.training.tokenizer import train_bpe
 
     folder = Path(folder)
@@ -88,9 +88,7 @@ def random_paper_model(
     if len(tokenizer) > config.vocab_size:
         raise ValueError(f"the tokenizer has {len(tokenizer)} entries > vocab_size={config.vocab_size}")
     tokenizer.chat_template = TINY_CHAT_TEMPLATE
-    config.pad_token_id = tokenizer.pad_token_id
-    config.bos_token_id = tokenizer.bos_token_id
-    config.eos_token_id = tokenizer.eos_token_id
+    config.update(special_token_ids(tokenizer))
     torch.manual_seed(seed)
     with torch.device(device):
         model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)

@@ -1,26 +1,9 @@
 """Numerical precision of training and scoring: ``precision`` = ``auto`` | ``fp32`` | ``bf16``.
 
-bf16 halves the bytes of every matmul operand and, on hardware with bf16 units (CPUs with
-AVX512-BF16 or AMX, CUDA GPUs of compute capability >= 8.0), runs matmuls faster (the figures:
-docs/measurements.md). Where the hardware has no bf16 units, bf16 is emulated and slower than fp32.
-
-Mixed precision as done here (the usual recipe, e.g. the transformers Trainer's ``bf16=True``):
-
-- matmuls run under ``torch.autocast(dtype=torch.bfloat16)`` (:func:`autocast`);
-- frozen base weights (the pretrained model under LoRA) are *held* in bf16 (:func:`prepare_model`:
-  no cast per step, half the memory), except the output embedding (``lm_head``, tied to the input
-  embedding in SmolLM2): it stays float32 because the head runs in float32
-  (``arrank.training.supervised_head``);
-- trainable weights stay float32, so do their gradients and the optimizer's state (LoRA adapters;
-  every weight when the tiny model is fully fine-tuned, where autocast casts them per matmul);
-- the logits, the log-softmax of eq. 2 over the docID positions and the loss reduction are float32
-  (``supervised_head.head_at``, ``stoical.stoical_loss_at``), and so is the scoring of section 5.1.
-
-``auto`` (:func:`resolve_precision`) picks bf16 where the hardware runs it natively (a CPU with
-AVX512-BF16 or AMX, read from /proc/cpuinfo and torch's own checks; a CUDA GPU that supports
-bf16) and the model is wide enough for it to pay (hidden size >= ``AUTO_MIN_HIDDEN``; the quick
-profile's tiny model is not), and fp32 elsewhere, and says which and why; ``bf16`` where it would be emulated is refused
-with a one-line error naming the missing flags.
+Mixed precision (bf16 autocast for matmuls, frozen base weights held in bf16, trainable weights,
+logits and the loss of eq. 2 in float32) and the ``auto`` rule (:func:`resolve_precision`):
+docs/design.md, "Training"; speed figures: docs/measurements.md. ``bf16`` where it would be
+emulated is refused with a one-line error naming the missing flags.
 """
 
 from __future__ import annotations

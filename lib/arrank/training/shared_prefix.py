@@ -1,25 +1,12 @@
 """The prompt's fixed opening run once per training batch, not once per sequence.
 
-Every augmented prompt of a dataset opens with the same tokens: the chat template's system turn
-and the D.1 instruction up to the synset or product query (Appendix D). With SmolLM2's template
-that is 102 of a WordNet prompt's ~190 tokens, about half of every training item. A causal
-model computes those tokens' keys and values identically in every sequence of a batch, because a
-token attends only to the tokens before it. Here the batch's common opening (the longest token
-prefix all its sequences share, :func:`shared_length`) runs once, through the decoder alone (no
-loss reads its logits), and its key/value cache is expanded to every row as a view
-(:func:`prefix_cache`); the rows carry the rest of each sequence, with position ids offset by
-the prefix length and a mask whose first columns are the prefix. Autograd sums the rows'
-gradients into the one prefix pass, so the loss and the gradients are those of the batch with the
-prefix copied into every row, up to float rounding (tests/training/test_shared_prefix.py). One
-difference where dropout is on (``lora_dropout`` > 0; 0 in every profile): the prefix then gets
-one dropout draw for the batch instead of one per row, the same expected gradient from fewer draws.
-
-The collators strip the prefix (``train.collate`` and ``packing.collate_packed`` with
-``share_prefix=True``: ``prefix_ids`` in the batch), the Trainer runs it
-(``trainer.StoicalTrainer.compute_loss``). It is used where the packed mask is
-(``packing.prefix_support``: transformers with ``sdpa`` or ``eager`` attention, no sliding window,
-not Unsloth, no gradient checkpointing), the same models whose custom masks and caches the scoring of section 5.1 already
-relies on. What it saves is measured in docs/measurements.md (benchmarks/precision.py).
+A causal model computes the keys and values of the tokens every sequence of a batch opens with
+identically in each row; here the batch's common opening (:func:`shared_length`) runs once,
+through the decoder alone, and its key/value cache is expanded to every row as a view
+(:func:`prefix_cache`). The collators strip the prefix (``share_prefix=True``: ``prefix_ids`` in
+the batch) and ``trainer.StoicalTrainer.compute_loss`` runs it, where ``packing.prefix_support``
+allows. Loss and gradients equal the unshared batch's up to float rounding
+(tests/training/test_shared_prefix.py); docs/design.md, "Training"; savings: docs/measurements.md.
 """
 
 from __future__ import annotations

@@ -1,56 +1,8 @@
 """Fine-tuning with the STOICaL loss (section 4, eq. 2; Appendix B; Appendix F): items, targets,
 the data collator and the training entry point (its Trainer subclass: ``arrank.training.trainer``).
 
-An item is (q, d_r, r): the augmented prompt of query q followed by the docID of rank r and EOS
-(``arrank.training.encoding``). Its sparse targets y(r, t) (one-hot, or marginalised over the query's
-docID trie with mu(r) = 1/r^beta, optionally from d_r..d_nq only: Appendix F) are built once per
-item when the items are made, and padded per batch by the collator. The loss weight lambda(r)
-comes from ``stoical.item_weight``: "indicator" trains the top-1 items only (the NTP baseline),
-"fractional" and "stepwise" train every rank.
-
-Item sampling (a documented choice the paper leaves open): ``sampling="uniform"`` draws items
-uniformly and weights each loss by lambda(r), as eq. 2 reads; ``sampling="weighted"`` draws items
-with probability proportional to lambda(r) and weights them 1. Both have the same expected
-gradient up to a constant factor; the weighted one wastes fewer steps on items whose weight is
-tiny (1/r^alpha), which matters at a CPU budget (docs/design.md).
-
-Packing (``packing``, ``arrank.training.packing``): ``"per_query"`` trains every item of a query in one
-sequence [prompt][d_1]...[d_k] behind a block mask, so the prompt is processed once per query
-instead of once per item, with the same per-item losses and gradients. ``"auto"`` (default)
-packs item-level variants (more than one item per query) when the model's attention takes the
-mask (transformers with sdpa or eager attention; not Unsloth): see ``packing.mask_support``.
-Packed, the sampling unit is a query's packed sequence, and every block keeps its weight:
-``uniform`` draws sequences uniformly and weights each block lambda(r) (eq. 2 as it reads: an
-epoch is the sum over all items); ``weighted`` draws sequences with probability proportional to
-their summed lambda, Lambda, and weights each block lambda(r) * mean(Lambda) / Lambda (the same
-expected gradient, the same loss scale). A packed step carries the total loss weight of the
-unpacked step it replaces: ``batch_size`` items drawn uniformly carry batch_size * mean lambda,
-drawn in proportion to lambda (weight 1) they carry batch_size, so a packed step takes that
-weight over mean(Lambda) sequences (``packed_batch_size``): as many top-ranked docIDs per step as
-the unpacked run, and every lower rank besides. Sequences then share rows (``packing.fill_rows``,
-``packing.row_length_for``: about two sequences a row), each seeing only itself, so little is
-padding.
-
-Several processes (``torchrun --nproc_per_node N``; docs/scale-out.md): the Trainer trains with
-DDP (gradients averaged by DDP's all-reduce); accelerate shards the loader's batches, so with B
-items per process, process k's micro-batch is the k-th B-item slice of the 1-process batch of
-N * B, drawn by the same sampler on every process (the weighted one seeded by (seed, epoch), the
-uniform one by accelerate's seedable sampler). The loss of a step is divided by the supervised
-positions of the whole step, all processes and accumulated micro-batches together
-(``trainer.step_normaliser``, the Trainer's ``num_items_in_batch`` with ``average_tokens_across_devices``),
-so N processes of B items train the 1-process run of N * B items up to float rounding (measured in
-tests/training/test_distributed.py), and accumulating k micro-batches trains one batch of k times
-the items. Packed, a process's step is ``packed_batch_size(B)`` sequences, so the comparison is
-exact where N times that equals ``packed_batch_size(N * B)``. Process 0 writes the checkpoints'
-parameters and removes the checkpoints at the end; every process resumes from the same folder.
-
-Resuming (docs/reliability.md): checkpoints are transactions checked against their manifests, the
-newest two kept, and a non-finite loss or gradient norm stops training (``arrank.training.checkpoints``);
-``resume_point`` refuses checkpoints made with other parameters
-(``arrank.common.outputs.check_resume``), and the weighted sampler draws each epoch's items from a
-generator seeded by (seed, epoch) only (``sampling.epoch_weighted_sampler``), so a run interrupted after a
-checkpoint and resumed trains exactly the run it replaces: same items in the same order, same
-losses, same weights.
+Items, sampling (``uniform`` | ``weighted``), packing (``auto`` | ``per_query`` | ``none``), the
+weight a packed step carries, several processes and resuming: docs/design.md, "Training".
 """
 
 from __future__ import annotations
@@ -230,18 +182,8 @@ def training_arguments(output_dir: Path, profile_args: dict[str, Any], seed: int
 
 # The training hyper-parameters a 05 run reads from its resolved parameters; their values per
 # profile (Appendix B for paper) are the notebook's parameter definitions (arrank.common.params).
-HYPERPARAMETERS = (
-    "optimizer",
-    "lr",
-    "warmup_steps",
-    "weight_decay",
-    "max_grad_norm",
-    "steps",
-    "batch_size",
-    "grad_accum",
-    "logging_steps",
-    "save_steps",
-    "max_length",
+HYPERPARAMETERS = tuple(
+    "optimizer lr warmup_steps weight_decay max_grad_norm steps batch_size grad_accum logging_steps save_steps max_length".split()
 )
 
 

@@ -22,15 +22,11 @@ class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
     """transformers.Trainer whose loss is STOICaL (eq. 2), for both backends; its checkpoints
     are transactions and a non-finite loss or gradient norm stops it (``checkpoints``).
 
-    The model is called without labels and the loss computed from its logits, so backends
-    that fuse or drop logits when labels are passed (Unsloth; set UNSLOTH_RETURN_LOGITS=1)
-    behave like plain transformers. ``sample_weights`` switches to weighted item sampling.
-    A packed batch (``arrank.training.packing.collate_packed``) brings a boolean block mask
-    ``allowed`` and ``position_ids``; the mask is handed to the model in the form its
-    attention reads (``packing.model_mask``). The LM head runs at the supervised positions
-    only, in float32 (``supervised_head.head_at``), the rest under ``precision_used``. A batch
-    with ``prefix_ids`` (``shared_prefix``) runs that prefix once through the decoder and hands
-    its cache, expanded to every row, to the forward over the rows.
+    The model is called without labels and the loss computed from its logits (Unsloth: set
+    UNSLOTH_RETURN_LOGITS=1). ``sample_weights`` switches to weighted item sampling. A packed batch
+    brings ``allowed`` (handed over as ``packing.model_mask``) and ``position_ids``; a batch with
+    ``prefix_ids`` runs that prefix once (``shared_prefix.prefix_cache``). The LM head runs at the
+    supervised positions only, in float32 (``supervised_head.head_at``), the rest under ``precision_used``.
     """
 
     sample_weights: list[float] | None = None
