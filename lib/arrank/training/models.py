@@ -76,10 +76,8 @@ def load_output_embeddings(path: str | Path) -> np.ndarray:
 
 
 def pretrained_embeddings(model_name: str) -> tuple[np.ndarray, object]:
-    """E (|V| x n, float64) and the tokenizer of a pretrained ``model_name`` (any name
-    :func:`resolve_model` takes), read from the model folder's safetensors without loading the
-    model; a hub id must already be in the local hub cache (``snapshot_download`` does not reach
-    the network when ``HF_HUB_OFFLINE=1``)."""
+    """E (|V| x n, float64) and the tokenizer of a pretrained ``model_name`` (:func:`resolve_model`),
+    read from its safetensors without loading the model; a hub id must be in the local hub cache."""
     from transformers import AutoTokenizer
 
     folder = Path(resolve_model(model_name))
@@ -101,11 +99,9 @@ FULL_FINETUNE_WARN = 20_000_000
 
 
 def resolve_model(model_name: str) -> str:
-    """What transformers (or Unsloth) loads for a pretrained ``model_name``: a hub id, or a local
-    model folder. Names are those of ``arrank.common.named_models``: an alias gives its hub id;
-    a GGUF model (a known name, or a ``.gguf`` path) is converted once into a float32 model folder
-    under ``data/cache/models/`` (:func:`convert_gguf`) and that folder is returned, so that every
-    later load, a LoRA adapter's base model and Unsloth take the ordinary local-folder route."""
+    """What transformers (or Unsloth) loads for a pretrained ``model_name`` (``arrank.common.named_models``):
+    an alias gives its hub id; a GGUF model (a known name, or a ``.gguf`` path) is converted once
+    (:func:`convert_gguf`) into a folder under ``data/cache/models/``, which every later load takes."""
     from arrank.common import named_models, paths
 
     kind = named_models.model_kind(model_name)
@@ -225,9 +221,8 @@ def tiny_model_and_tokenizer(
 
 
 def model_folder_problem(folder: Path) -> str | None:
-    """What makes a saved model folder unusable, in words, or None: a file against the folder's
-    manifest (``save_atomic`` writes one); without a manifest (a folder saved before them), no
-    readable config.json, or a safetensors file shorter or longer than its own header says."""
+    """What makes a saved model folder unusable, in words, or None: a file against its manifest;
+    without one, no readable config.json or a safetensors file whose size disagrees with its header."""
     from arrank.common.manifest import MANIFEST, manifest_problem
 
     folder = Path(folder)
@@ -282,9 +277,8 @@ def save_atomic(model, tokenizer, folder: Path) -> Path:
 
 
 def unsloth_cpu_opt_in() -> bool:
-    """Whether ``UNSLOTH_FORCE_CPU=1`` asks for Unsloth's CPU fallback (unsloth 2026.10.9 trains
-    LoRA on a CPU when no GPU is found): then ``backend='unsloth'`` runs without CUDA, so the
-    Unsloth code path can be exercised on a CPU machine (docs/gpu.md); ``auto`` never picks it."""
+    """Whether ``UNSLOTH_FORCE_CPU=1`` asks for Unsloth's CPU fallback, a check of the Unsloth code path
+    on a CPU machine (docs/gpu.md); ``auto`` never picks it."""
     import os
 
     return os.environ.get("UNSLOTH_FORCE_CPU", "") == "1"
@@ -292,10 +286,8 @@ def unsloth_cpu_opt_in() -> bool:
 
 def resolve_backend(backend: str) -> str:
     """``auto`` -> ``unsloth`` when CUDA and unsloth are importable and one process trains, else
-    ``transformers``. ``unsloth`` without CUDA fails at once (Unsloth trains at speed only on NVIDIA
-    GPUs) unless ``UNSLOTH_FORCE_CPU=1`` asks for its CPU fallback (:func:`unsloth_cpu_opt_in`),
-    and so does ``unsloth`` under several processes (torchrun: Unsloth trains on one GPU only;
-    ``arrank.common.processes``)."""
+    ``transformers``. ``unsloth`` fails at once without CUDA (unless :func:`unsloth_cpu_opt_in`) and
+    under several processes (``arrank.common.processes``)."""
     import importlib.util
 
     import torch
@@ -323,13 +315,9 @@ def resolve_backend(backend: str) -> str:
 
 
 def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit: bool = False):
-    """A pretrained causal LM and its tokenizer through the backend: a hub id, a local folder, or
-    a name of ``arrank.common.named_models`` (:func:`resolve_model`), the same route for each.
-
-    Unsloth: ``FastLanguageModel.from_pretrained`` with ``load_in_4bit`` (False = 16-bit LoRA,
-    which needs no bitsandbytes) and ``use_exact_model_name`` for a local folder; logits are
-    returned (``UNSLOTH_RETURN_LOGITS=1``) because the STOICaL loss is computed from them.
-    """
+    """A pretrained causal LM and its tokenizer through the backend, for any name :func:`resolve_model`
+    takes. Unsloth: ``load_in_4bit`` (False = 16-bit LoRA) and logits returned
+    (``UNSLOTH_RETURN_LOGITS=1``: the STOICaL loss is computed from them)."""
     import os
 
     if load_in_4bit and resolve_backend(backend) != "unsloth":
@@ -363,9 +351,8 @@ def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit
 def untrained_model(
     model_name: str, df, backend: str, max_length: int, tokenizer_vocab: int, seed: int, load_in_4bit: bool = False
 ):
-    """The model a run starts from, and its tokenizer: ``"tiny"`` is built (and cached) for the
-    texts of the ranking table ``df`` (``arrank.data.ranking.tokenizer_texts``), any other name is
-    loaded by :func:`load_pretrained`. One rule for notebook 05 and notebook 06's untrained row."""
+    """The model a run starts from, and its tokenizer: ``"tiny"`` built for the texts of the ranking
+    table ``df`` (``arrank.data.ranking.tokenizer_texts``), any other name :func:`load_pretrained`."""
     if model_name == "tiny":
         from arrank.data.ranking import tokenizer_texts
 
@@ -405,9 +392,8 @@ def add_lora(model, backend: str, r: int, alpha: int, dropout: float, target_mod
 
 
 def load_trained(folder: Path | str, backend: str = "auto", max_length: int = 1024):
-    """A model that notebook 05 saved into ``<run>/model`` and its tokenizer: full weights, or a
-    LoRA adapter on the base model its ``adapter_config.json`` names. Clear error when the folder
-    holds no model."""
+    """A model notebook 05 saved into ``<run>/model`` and its tokenizer: full weights, or a LoRA adapter
+    on the base model its ``adapter_config.json`` names; a clear error when the folder holds none."""
     folder = Path(folder)
     adapter = folder / "adapter_config.json"
     if not (folder / "config.json").exists() and not adapter.exists():

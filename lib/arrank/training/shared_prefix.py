@@ -20,10 +20,9 @@ MIN_SHARED = 8
 
 
 def shared_length(sequences: Sequence[Sequence[int]], limits: Sequence[int]) -> int:
-    """How many leading tokens the batch runs once: the longest prefix every sequence shares,
-    at most the smallest of ``limits`` (per sequence, the tokens that may leave the rows: an
-    unpacked item keeps its last prompt token, whose logits predict the docID's first); 0 when
-    fewer than two sequences share it or it is shorter than ``MIN_SHARED``."""
+    """How many leading tokens the batch runs once: the longest prefix every sequence shares, at most
+    the smallest of ``limits`` (per sequence: an unpacked item keeps its last prompt token); 0 for
+    fewer than two sequences or fewer than ``MIN_SHARED`` tokens."""
     if len(sequences) != len(limits):
         raise ValueError(f"{len(sequences)} sequences but {len(limits)} limits")
     if len(sequences) < 2:
@@ -45,11 +44,9 @@ def decoder_of(model) -> torch.nn.Module:
 
 
 def expand_cache(model, cache, batch: int):
-    """A fresh ``DynamicCache`` holding ``cache``'s keys/values for ``batch`` rows (``expand``;
-    the new cache's first ``update`` concatenates them with the rows' own keys and values, one
-    copy per layer; gradients from every row flow back into the one prefix). The cache itself is
-    left untouched, so it can serve any number of batches (transformers 5.17: iterating a cache
-    yields ``(keys, values, ...)`` per layer, each [1, kv_heads, seq, head_dim])."""
+    """A fresh ``DynamicCache`` holding ``cache``'s keys/values expanded (views) to ``batch`` rows;
+    gradients from every row flow back into the one prefix, and ``cache`` itself serves any number
+    of batches."""
     from transformers import DynamicCache
 
     layers = [(k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v, *_ in cache]
@@ -57,9 +54,8 @@ def expand_cache(model, cache, batch: int):
 
 
 def prefix_cache(model, prefix_ids: torch.Tensor, rows: int):
-    """Run ``prefix_ids`` (1, P) once through ``model``'s decoder and return its key/value cache
-    expanded to ``rows`` rows, ready to be passed as ``past_key_values`` to the forward over the
-    rest of the batch (inside the same autocast, with gradients)."""
+    """Run ``prefix_ids`` (1, P) once through ``model``'s decoder; its key/value cache expanded to
+    ``rows`` rows, to pass as ``past_key_values`` to the forward over the rows."""
     if prefix_ids.dim() != 2 or prefix_ids.shape[0] != 1:
         raise ValueError(f"prefix_ids must be one row (1, P), got shape {tuple(prefix_ids.shape)}")
     cache = decoder_of(model)(input_ids=prefix_ids, use_cache=True).past_key_values

@@ -25,10 +25,9 @@ from arrank.training import schemes
 
 
 def item_weight(scheme: str, r: int, n_q: int, alpha: float | None = None, **params: float) -> float:
-    """lambda(r) of section 4.1 for the docID of rank r (1 = most relevant) of a query with n_q
-    docIDs, from the registered scheme (``arrank.training.schemes``): ``"indicator"`` 1 if r == 1
-    else 0 (the NTP baseline, I_{r=1}); ``"fractional"`` 1 / r**alpha (alpha >= 0 required);
-    ``"stepwise"`` (n_q - r + 1) / n_q. A scheme's other parameters come by name in ``params``."""
+    """lambda(r) of section 4.1 for rank r (1 = most relevant) of a query with n_q docIDs, from the
+    registered scheme (``arrank.training.schemes``): indicator 1[r = 1] (NTP), fractional 1 / r**alpha,
+    stepwise (n_q - r + 1) / n_q; a scheme's other parameters come by name in ``params``."""
     found = schemes.scheme(scheme)
     if isinstance(n_q, bool) or not isinstance(n_q, int) or n_q < 1:
         raise ValueError(f"n_q={n_q!r} must be a positive integer (docIDs of the query)")
@@ -43,12 +42,9 @@ def pad_sparse_targets(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Padded (B, seq_len, K) ``target_ids`` (long) and ``target_mass`` (float32) for a batch.
 
-    ``targets[b]`` is item b's list of per-step ``(token id, mass)`` pairs (from ``trie``) and
-    ``starts[b]`` the position in its sequence of the docID's first token, so step j lands at
-    position ``starts[b] + j`` (the labels alignment of this module). ``K`` is the largest number of
-    pairs in a step, or ``k`` when given (then no step may hold more). Padding: id 0, mass 0;
-    positions outside the docID have all-zero mass (no loss, e.g. the prompt).
-    """
+    ``targets[b]`` is item b's per-step ``(token id, mass)`` pairs, step j landing at position
+    ``starts[b] + j`` (the docID's first token at ``starts[b]``). K is the widest step, or ``k``
+    (then no step may hold more). Padding and unsupervised positions: id 0, mass 0."""
     if len(targets) != len(starts):
         raise ValueError(f"{len(targets)} target lists but {len(starts)} starts; one start per item")
     if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 2:
@@ -78,9 +74,8 @@ def pad_sparse_targets(
 
 
 def targets_from_labels(labels: torch.Tensor, ignore_index: int = -100) -> tuple[torch.Tensor, torch.Tensor]:
-    """One-hot (B, T, 1) ``target_ids`` / ``target_mass`` from transformers-style ``labels`` (same
-    alignment; ``ignore_index`` positions get no loss): y(t) one-hot, section 4. Position 0 gets no
-    loss either (no logit predicts it; transformers drops it the same way when it shifts)."""
+    """One-hot (B, T, 1) ``target_ids`` / ``target_mass`` from transformers-style ``labels`` (section
+    4); ``ignore_index`` positions and position 0 get no loss."""
     keep = labels != ignore_index
     keep[..., 0] = False
     ids = torch.where(keep, labels, torch.zeros_like(labels)).long().unsqueeze(-1)
@@ -95,8 +90,7 @@ def supervised_count(target_mass: torch.Tensor) -> int:
 
 def supervised_positions(target_mass: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(row, position) indices of every logit eq. 2 reads, in row-major order: ``logits[b, t]``
-    predicts token t + 1, which carries target mass (position 0 never does). These are the only
-    positions the LM head needs to run on (``arrank.training.supervised_head``)."""
+    predicts token t + 1, which carries target mass. The LM head runs there only."""
     return (target_mass[:, 1:] > 0).any(-1).nonzero(as_tuple=True)
 
 
@@ -159,10 +153,8 @@ def stoical_loss_at(
     num_items_in_batch: int | torch.Tensor | None = None,
     checked: bool = False,
 ) -> torch.Tensor:
-    """:func:`stoical_loss` (eq. 2) from the logits of the supervised positions only: ``rows`` is
-    (N, V), row n the logits at the n-th pair of :func:`supervised_positions` (``target_mass``),
-    as the model's forward returns them inside ``supervised_head.head_at``. Targets, weights and
-    normaliser as in :func:`stoical_loss`; the log-softmax and the sum run in float32."""
+    """:func:`stoical_loss` (eq. 2) from the logits of the supervised positions only: ``rows`` (N, V),
+    row n at the n-th pair of :func:`supervised_positions`, as ``supervised_head.head_at`` returns them."""
     B, T = target_ids.shape[:2] if target_ids.dim() == 3 else (-1, -1)
     if not checked:
         _check_targets(B, T, target_ids, target_mass, item_weight)

@@ -45,10 +45,8 @@ def output_head(model) -> torch.nn.Module:
 
 
 def float32_head(head: torch.nn.Module, hidden: torch.Tensor, forward=None) -> torch.Tensor:
-    """``head(hidden)`` in float32 with autocast off. A plain ``nn.Linear`` is applied with its
-    weight in float32 (a no-op cast when it already is); another module (a LoRA-wrapped head) is
-    called on float32 input through ``forward`` (default: its class's; :func:`head_at` overrides
-    the instance's and passes the one it replaced, if any)."""
+    """``head(hidden)`` in float32 with autocast off: a plain ``nn.Linear`` with its weight in float32,
+    another module (a LoRA-wrapped head) on float32 input through ``forward`` (default: its class's)."""
     hidden = hidden.float()
     with torch.autocast(device_type=hidden.device.type, enabled=False):
         if type(head) is torch.nn.Linear:
@@ -61,11 +59,9 @@ def float32_head(head: torch.nn.Module, hidden: torch.Tensor, forward=None) -> t
 
 @contextlib.contextmanager
 def head_at(model, rows: tuple[torch.Tensor, torch.Tensor] | None = None) -> Iterator[HeadCall]:
-    """Within the block, the model's forward applies its head to ``hidden[rows]`` only
-    (``rows`` = (row indices, position indices), as ``Tensor.nonzero(as_tuple=True)`` gives), in
-    float32: ``outputs.logits`` is (N, V) for N pairs, row n holding the logits at
-    (rows[0][n], rows[1][n]). ``rows=None``: every position, (B, T, V) in float32. Yields a
-    :class:`HeadCall` that says whether the head was called (module docstring)."""
+    """Within the block, the model's forward applies its head to ``hidden[rows]`` only (``rows`` =
+    (row indices, position indices)), in float32: ``outputs.logits`` is (N, V); ``rows=None``: every
+    position, (B, T, V). Yields a :class:`HeadCall` that says whether the head was called."""
     head = output_head(model)
     call = HeadCall()
     if rows is not None and (len(rows) != 2 or rows[0].shape != rows[1].shape or rows[0].dim() != 1):

@@ -118,13 +118,10 @@ def training_items(
 def collate(
     batch: list[dict[str, Any]], pad_id: int, weighted_sampling: bool = False, share_prefix: bool = False
 ) -> dict[str, torch.Tensor]:
-    """Right-padded ``input_ids``/``attention_mask`` and the padded sparse targets of a batch.
-    ``item_weight`` is lambda(r), or 1 when items were drawn with probability proportional to it.
-
-    ``share_prefix``: the tokens every item opens with (``shared_prefix.shared_length``; each
-    item keeps at least its last prompt token) leave the rows and come as ``prefix_ids`` (1, P),
-    run once by the Trainer (``shared_prefix.prefix_cache``); ``attention_mask`` then covers
-    prefix + rows, (B, P + L), and the targets sit at the rows' positions."""
+    """Right-padded ``input_ids``/``attention_mask`` and the padded sparse targets of a batch;
+    ``item_weight`` is lambda(r), or 1 under weighted sampling. ``share_prefix``: the common opening
+    (each item keeps its last prompt token) leaves the rows as ``prefix_ids`` (1, P)
+    (``arrank.training.shared_prefix``), and ``attention_mask`` covers prefix + rows, (B, P + L)."""
     shared = shared_length([b["input_ids"] for b in batch], [b["start"] - 1 for b in batch]) if share_prefix else 0
     rows = [b["input_ids"][shared:] for b in batch]
     seq_len = max(len(r) for r in rows)
@@ -183,7 +180,8 @@ def training_arguments(output_dir: Path, profile_args: dict[str, Any], seed: int
 # The training hyper-parameters a 05 run reads from its resolved parameters; their values per
 # profile (Appendix B for paper) are the notebook's parameter definitions (arrank.common.params).
 HYPERPARAMETERS = tuple(
-    "optimizer lr warmup_steps weight_decay max_grad_norm steps batch_size grad_accum logging_steps save_steps max_length".split()
+    "optimizer lr warmup_steps weight_decay max_grad_norm steps batch_size grad_accum".split()
+    + "logging_steps save_steps max_length".split()
 )
 
 
@@ -200,9 +198,8 @@ def adafactor(model, lr: float):
 
 def resume_point(checkpoints: Path, params: dict[str, Any]) -> int:
     """The step an interrupted run resumes from (0 for a fresh start), after refusing checkpoints
-    made with other parameters (``ResumeError`` listing them and the ways out) and setting aside
-    checkpoints that fail their manifest (``checkpoints.usable_checkpoint``, one line each); a
-    fresh start records ``params`` beside the checkpoints to come."""
+    made with other parameters (``ResumeError``) and setting aside those that fail their manifest
+    (``checkpoints.usable_checkpoint``); a fresh start records ``params`` beside the checkpoints."""
     check_resume(checkpoints, params)
     found = ckpt.usable_checkpoint(checkpoints, tidy=processes.is_main())
     if found is None:
@@ -213,9 +210,8 @@ def resume_point(checkpoints: Path, params: dict[str, Any]) -> int:
 
 
 def packing_layout(packing: str, items: list[dict[str, Any]], model) -> str:
-    """The layout ``packing`` gives for these items and this model: ``"per_query"`` or ``"none"``
-    (``packing.resolve_packing``); a ``"per_query"`` the model cannot take falls back to
-    ``"none"`` with one warning saying why."""
+    """The layout ``packing`` gives for these items and this model, ``"per_query"`` or ``"none"``
+    (``packing.resolve_packing``), with one warning where it falls back to ``"none"``."""
     layout, warning = resolve_packing(packing, items, model)
     if warning:
         warnings.warn(warning, stacklevel=2)
@@ -224,8 +220,8 @@ def packing_layout(packing: str, items: list[dict[str, Any]], model) -> str:
 
 def packed_batch_size(batch_size: int, items: Sequence[dict[str, Any]], n_sequences: int, weighted: bool) -> int:
     """Packed sequences per step that carry the expected total loss weight of an unpacked step of
-    ``batch_size`` items (module docstring), at least one: batch_size * (mean lambda of an item,
-    or 1 when items are drawn in proportion to lambda) / (mean summed lambda of a sequence)."""
+    ``batch_size`` items, at least one: batch_size * (mean lambda of an item, or 1 when drawn in
+    proportion to lambda) / (mean summed lambda of a sequence)."""
     total = sum(item["weight"] for item in items)
     per_item = 1.0 if weighted else total / len(items)
     return max(1, round(batch_size * per_item * n_sequences / total))
@@ -234,10 +230,8 @@ def packed_batch_size(batch_size: int, items: Sequence[dict[str, Any]], n_sequen
 def training_dataset(
     items: list[dict[str, Any]], hyper: dict[str, Any], layout: str, weighted: bool
 ) -> tuple[list[dict[str, Any]], int, list[float]]:
-    """What ``train`` samples from under a resolved ``layout`` (``"per_query"`` or ``"none"``):
-    (the dataset: items, or packed sequences; sequences per device step: ``batch_size``, or
-    ``packed_batch_size`` packed; the weights a weighted draw uses: lambda(r) per item, or
-    ``sequence_weights`` per packed sequence)."""
+    """What ``train`` samples from under a resolved ``layout`` (``"per_query"`` or ``"none"``): (the
+    items or packed sequences, sequences per device step, the weights a weighted draw uses)."""
     if layout == "per_query":
         dataset = pack_items(items, hyper["max_length"])
         batch = packed_batch_size(hyper["batch_size"], items, len(dataset), weighted)
@@ -259,12 +253,10 @@ def train(
 ) -> pd.DataFrame:
     """Train with STOICaL; resume from the newest checkpoint in ``checkpoints`` if there is one.
 
-    ``packing``: ``"auto"``, ``"per_query"`` or ``"none"`` (module docstring; ``packing_layout``).
-    ``precision``: a resolved precision, ``"fp32"`` or ``"bf16"`` (``arrank.training.precision``:
-    bf16 autocast; call ``precision.prepare_model`` first to hold frozen base weights in bf16).
-    Returns the training log (step, loss, learning_rate, grad_norm), empty for ``steps = 0`` (the
-    zero-shot row: nothing is trained). The checkpoints folder is removed at the end: the caller
-    saves the final model into its run directory.
+    ``packing``: ``"auto"``, ``"per_query"`` or ``"none"`` (``packing_layout``). ``precision``: a
+    resolved ``"fp32"`` or ``"bf16"`` (call ``precision.prepare_model`` first). Returns the training
+    log (step, loss, learning_rate, grad_norm), empty for ``steps = 0`` (zero-shot). The checkpoints
+    folder is removed at the end: the caller saves the final model into its run directory.
     """
     if sampling not in SAMPLINGS:
         raise ValueError(f"sampling={sampling!r} is not allowed; choose one of {list(SAMPLINGS)}")
@@ -322,10 +314,9 @@ def trained_sequences(
     items: list[dict[str, Any]], hyper: dict[str, Any], seed: int, packing: str
 ) -> tuple[list[dict[str, Any]], list[int]]:
     """What ``train`` with weighted sampling draws in ``hyper['steps']`` steps on one process,
-    replayed without training: (the dataset: items, or packed sequences under
-    ``packing="per_query"``; the indices of the sequences trained on, in order). Each epoch is
-    ``epoch_weighted_sampler``'s draws cut into batches, its last batch possibly short, and a step
-    takes ``grad_accum`` batches (fewer at an epoch's end), as the Trainer does."""
+    replayed without training: (the dataset, the indices trained on in order). An epoch is
+    ``epoch_weighted_sampler``'s draws cut into batches, a step ``grad_accum`` of them (fewer at an
+    epoch's end), as the Trainer does."""
     dataset, batch, draw = training_dataset(items, hyper, packing, True)
     drawn, steps, epoch = [], 0, 0
     while steps < hyper["steps"]:
@@ -346,9 +337,7 @@ def queries_seen(
     items: list[dict[str, Any]], hyper: dict[str, Any], seed: int, sampling: str, packing: str
 ) -> dict[str, int] | None:
     """How much of the training data ``train`` sees (``trained_sequences``): ``sequences`` drawn
-    (items, or packed sequences) and distinct training ``queries`` among them. Weighted sampling
-    only (the default; its draws are a function of the seed); None for uniform sampling, whose
-    order is the Trainer's own shuffle."""
+    and distinct training ``queries`` among them; None for uniform sampling (the Trainer's shuffle)."""
     if sampling != "weighted":
         return None
     dataset, drawn = trained_sequences(items, hyper, seed, packing)
@@ -357,9 +346,8 @@ def queries_seen(
 
 def shared_opening(model, items: Sequence[dict[str, Any]]) -> int:
     """Tokens of the opening all ``items``' prompts share, which ``train`` runs once per batch
-    of two or more sequences (``shared_prefix``; a batch may share more); 0 where ``model`` does
-    not take a shared prefix (``packing.prefix_support``) or the opening is shorter than
-    ``shared_prefix.MIN_SHARED``. Notebook 05 records it as ``prefix_shared_tokens``."""
+    (``shared_prefix``); 0 where ``model`` does not take it (``packing.prefix_support``) or it is
+    shorter than ``shared_prefix.MIN_SHARED``. Notebook 05 records it as ``prefix_shared_tokens``."""
     if not items or not prefix_support(model)[0]:
         return 0
     return shared_length([it["input_ids"] for it in items], [it["start"] - 1 for it in items])

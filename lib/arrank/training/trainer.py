@@ -73,9 +73,8 @@ class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
         return (loss, outputs) if return_outputs else loss
 
     def _load_optimizer_and_scheduler(self, checkpoint):
-        """On resume under several CPU processes (gloo), the optimizer state is loaded onto the
-        CPU: transformers maps it onto ``args.device``, which accelerate names ``cpu:0`` there,
-        a location ``torch.load`` does not know. Every other case is the Trainer's own."""
+        """On resume under several CPU processes (gloo), load the optimizer state onto the CPU
+        (transformers maps it onto ``cpu:0``, which ``torch.load`` does not know); else the Trainer's own."""
         folder = Path(checkpoint) if checkpoint else None
         if (
             folder is None
@@ -95,11 +94,9 @@ class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
 
 
 def step_normaliser(trainer, batch_samples: list[dict[str, torch.Tensor]], device) -> torch.Tensor | None:
-    """The N that divides one optimizer step's summed STOICaL loss (eq. 2; ``stoical_loss``):
-    the supervised docID positions of every micro-batch the step accumulates, summed over all
-    processes (accelerate's ``gather``) when ``average_tokens_across_devices`` is on, as the
-    Trainer counts label tokens for its own losses. So B items on each of W processes, or
-    accumulated over W micro-batches, give the loss and gradient of one batch of W * B items."""
+    """The N that divides one optimizer step's summed STOICaL loss (eq. 2): the supervised positions
+    of every micro-batch the step accumulates, summed over all processes when
+    ``average_tokens_across_devices`` is on (docs/scale-out.md)."""
     if not batch_samples or "target_mass" not in batch_samples[0]:
         return None
     count = torch.tensor(sum(supervised_count(b["target_mass"]) for b in batch_samples), device=device)
