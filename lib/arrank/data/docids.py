@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
@@ -17,8 +18,7 @@ def format_docid(indices: Sequence[int]) -> str:
 
 
 def random_numeric_docids(count: int, n_components: int = 100, nnz: int = 3, seed: int = 0) -> list[str]:
-    """``count`` random docIDs in the ESCI format (``nnz`` distinct atoms of ``n_components``): stand-ins
-    with the same token statistics, for tokenizer-level questions before any sparse codes exist."""
+    """``count`` random docIDs in the ESCI format: stand-ins with the same token statistics."""
     if not 1 <= nnz <= n_components:
         raise ValueError(f"nnz={nnz} must be in [1, n_components={n_components}]")
     rng = np.random.default_rng(seed)
@@ -103,8 +103,6 @@ def collision_summary(docids: Sequence[str]) -> dict[str, int | float]:
 def disambiguate_docids(docids: Sequence[str]) -> list[str]:
     """Make docIDs unique by appending ``,k`` (k = 0, 1, ... in input order) to every shared docID
     (one more trie level): ``["1,2,3", "4,5,6", "1,2,3"]`` -> ``["1,2,3,0", "4,5,6", "1,2,3,1"]``."""
-    from collections import Counter
-
     total, seen = Counter(docids), Counter()
     out = []
     for d in docids:
@@ -118,8 +116,6 @@ def disambiguate_docids(docids: Sequence[str]) -> list[str]:
 
 def _branching(docids: Iterable[str]) -> list[dict[str, float]]:
     """Rows of :func:`trie_branching` (plain Python: fast enough per query)."""
-    from collections import Counter
-
     seqs = {tuple(d.split(",")) for d in docids if d}
     rows = []
     for d in range(1, max((len(s) for s in seqs), default=0) + 1):

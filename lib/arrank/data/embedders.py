@@ -27,8 +27,7 @@ def parse_spec(spec: str) -> tuple[str, str]:
 
 def embed(spec: str, queries: Sequence[str], titles: Sequence[str], query_ids: Sequence[str],
           title_ids: Sequence[str], seed: int = 0, device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
-    """(query embeddings, title embeddings) as float32 arrays, rows in the order given, from the
-    embedder named by ``spec`` (module docstring)."""
+    """(query, title) embeddings as float32 arrays, rows in the order given, from the ``spec`` embedder."""
     kind, arg = parse_spec(spec)
     if kind == "tfidf":
         return tfidf_embeddings(queries, titles, dim=int(arg or 256), seed=seed)
@@ -67,8 +66,7 @@ def tfidf_embeddings(queries: Sequence[str], titles: Sequence[str], dim: int = 2
 def sentence_transformer_embeddings(model: str, queries: Sequence[str], titles: Sequence[str],
                                     device: str = "cpu", batch_size: int = 256
                                     ) -> tuple[np.ndarray, np.ndarray]:
-    """Normalised embeddings from a sentence-transformers model; without the package, an ImportError
-    says how to get it or which embedder to use instead."""
+    """Normalised sentence-transformers embeddings; an ImportError saying what to do without the package."""
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as err:

@@ -54,8 +54,7 @@ def esci_files(data_dir: Path | str | None = None) -> dict[str, Path]:
 
 
 def load_esci(data_dir: Path | str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(examples, products) as published (section 5.1, Reddy et al. 2022); a clear ValueError naming
-    any missing column."""
+    """(examples, products) as published (section 5.1); a clear ValueError naming any missing column."""
     files = esci_files(data_dir)
     tables = []
     for name, cols in (("examples", EXAMPLES_COLUMNS), ("products", PRODUCTS_COLUMNS)):
@@ -72,8 +71,7 @@ LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 
 
 def read_parquet_file(path: Path) -> pd.DataFrame:
-    """``pd.read_parquet`` with clear errors: a git-lfs pointer says how to fetch the real file; any
-    other unreadable file names the path and the reader's message."""
+    """``pd.read_parquet`` with clear errors for a git-lfs pointer and for any other unreadable file."""
     with open(path, "rb") as fh:
         head = fh.read(len(LFS_POINTER))
     if head == LFS_POINTER:
@@ -260,8 +258,7 @@ def _sort_desc(scores: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def ranked_titles(Q: np.ndarray, T: np.ndarray, step: int = 100, depth: int = 10_000,
                   **topk_kw: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Section 5.1: each query's titles at :func:`rank_positions` by inner product, best first:
-    (title indices, scores) n_queries x m, and the m positions."""
+    """Section 5.1: (title indices, scores) at :func:`rank_positions` per query, best first; positions."""
     pos = rank_positions(step, depth, len(T))
     if len(pos) == 0:
         return np.zeros((len(Q), 0), np.int64), np.zeros((len(Q), 0), np.float32), pos
@@ -278,9 +275,8 @@ def title_docids(T: np.ndarray, n_components: int = 100, nnz: int = 3, seed: int
     makes the used docIDs unique by appending ",k" (:func:`arrank.data.docids.disambiguate_docids`),
     "keep" and "drop" use the sparse docID (:func:`query_table`)."""
     sparse, codes = dids.sparse_docids(T, n_components, nnz, seed)
-    atoms = dids.docid_atoms(codes)
     used = dids.disambiguate_docids(sparse) if collisions == "suffix" else list(sparse)
-    return used, sparse, atoms
+    return used, sparse, dids.docid_atoms(codes)
 
 
 def query_table(queries: pd.DataFrame, pool: pd.DataFrame, docid: np.ndarray, idx: np.ndarray,
@@ -439,8 +435,7 @@ PAPER_STEP, PAPER_DEPTH, PAPER_HELD_OUT = 100, 10_000, 310  # Appendix D.2, Tabl
 
 
 def dataset_findings(m: dict, p: dict) -> list[dict]:
-    """Notebook 04's metrics ``m`` (parameters ``p``) against Appendix D.2 and Table 2, as
-    ``arrank.common.findings.Finding`` rows."""
+    """Notebook 04's metrics ``m`` (parameters ``p``) against Appendix D.2 and Table 2: ``Finding`` rows."""
     from arrank.common.findings import finding
 
     step, depth = p["step"], p["depth"]

@@ -67,8 +67,7 @@ def ranking_dataset(dataset: str, profile: str, seed: int, n_eval: int, template
 
 
 def tokenizer_texts(df: pd.DataFrame) -> list[str]:
-    """The texts a tiny model's BPE is trained on: every prompt, then every docID (relevant and
-    negative) once, sorted (independent of row order)."""
+    """A tiny model's BPE texts: every prompt, then every docID (relevant and negative) once, sorted."""
     docids = {d for ds in df["relevant"] for d in ds} | {d for d in df["negative"] if isinstance(d, str)}
     return list(df["prompt"]) + sorted(docids)
 

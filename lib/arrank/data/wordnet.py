@@ -43,8 +43,7 @@ def noun_synset_names() -> list[str]:
 
 @dataclass(frozen=True)
 class Hierarchy:
-    """A noun hierarchy (section 5.1): its top synset and, for every other synset, the sorted
-    names of its direct hypernyms (instance hypernyms included, as in ``hypernym_paths()``)."""
+    """A noun hierarchy (section 5.1): its top synset and every other synset's sorted direct hypernyms."""
 
     top: str
     parents: Mapping[str, tuple[str, ...]]
@@ -78,8 +77,7 @@ def _noun_synset(name: str, role: str = "subtree") -> Any:
 
 @lru_cache(maxsize=None)
 def noun_hierarchy(subtree: str | None = None) -> Hierarchy:
-    """All of WordNet's nouns below entity.n.01, or the hyponym closure of ``subtree`` (instance
-    hyponyms included, parents restricted to it). Memoised."""
+    """WordNet's nouns below entity.n.01, or the hyponym closure of ``subtree``. Memoised."""
     if subtree is None:
         parents = {s.name(): tuple(sorted(_hypernym_names(s)))
                    for s in load_wordnet().all_synsets("n")}
@@ -139,8 +137,7 @@ def _longest_distances(h: Hierarchy) -> dict[str, dict[str, int]]:
 
 
 def _upward_hierarchy(name: str, subtree: str | None) -> Hierarchy:
-    """The hierarchy of ``name`` and its ancestors below ``subtree`` (or the root): enough to rank one
-    query's hypernyms without reading all of WordNet."""
+    """The hierarchy of ``name``'s ancestors below ``subtree`` (or the root), without all of WordNet."""
     top, stack, up = subtree or ROOT_SYNSET, [_noun_synset(name, "query")], {}
     while stack:
         synset = stack.pop()
@@ -234,8 +231,7 @@ def _keyed_order(names: Sequence[str], seed: int, purpose: str) -> list[str]:
 
 
 def _select_queries(p: dict[str, Any]) -> tuple[list[str], dict[str, list[str]], dict[str, int]]:
-    """(sorted queries kept by subtree / min_relevant / max_queries, relevant docIDs, depths); a
-    ValueError saying which filter left none."""
+    """(queries kept by the filters, sorted; relevant docIDs; depths), or a ValueError naming the filter."""
     h = noun_hierarchy(p["subtree"])
     table = _ranked_table(p["subtree"], p["path_rule"])
     keep_top = p["include_root"] if p["subtree"] is None else p["subtree_root_relevant"]
@@ -264,8 +260,7 @@ def _eval_queries(queries: list[str], n_eval: int | float, seed: int) -> set[str
 
 def _draw_negative(query: str, excluded: frozenset[str], pool: Sequence[str],
                    pool_set: frozenset[str], seed: int) -> str:
-    """One random synset of ``pool``, neither the query nor a hypernym of it, from a generator keyed
-    by (seed, query): section 5.1's negative document."""
+    """Section 5.1's negative: a synset of ``pool`` off the query's path, drawn keyed by (seed, query)."""
     if len(pool) - len((excluded | {query}) & pool_set) <= 0:
         raise ValueError(f"no negative can be drawn for {query!r}: every synset of the pool is "
                          "the query or one of its hypernyms; use a larger subtree")
@@ -411,8 +406,7 @@ PAPER_QUERIES, PAPER_TOP1_ITEMS, PAPER_PER_DOCID_ITEMS = 82_114, 84_000, 700_000
 
 
 def dataset_findings(m: dict, p: dict) -> list[dict]:
-    """Notebook 03's metrics ``m`` (parameters ``p``) against section 5.1 and Appendix B, as
-    ``arrank.common.findings.Finding`` rows."""
+    """Notebook 03's metrics ``m`` (parameters ``p``) against section 5.1 and Appendix B: ``Finding`` rows."""
     from arrank.common.findings import finding
 
     whole = not p.get("subtree") and (p.get("min_relevant") or 1) == 1 and not p.get("max_queries")

@@ -201,15 +201,8 @@ def pack_items(items: Sequence[dict[str, Any]], max_length: int) -> list[dict[st
             and current["input_ids"][: current["prompt_length"]] == prompt
         )
         if not same_query or len(current["input_ids"]) + len(block) > max_length:
-            current = {
-                "input_ids": list(prompt),
-                "prompt_length": len(prompt),
-                "block_lengths": [],
-                "targets": [],
-                "weights": [],
-                "ranks": [],
-                "query": query,
-            }
+            current = {"input_ids": list(prompt), "prompt_length": len(prompt)}
+            current.update(block_lengths=[], targets=[], weights=[], ranks=[], query=query)
             packed.append(current)
         current["input_ids"] += block
         current["block_lengths"].append(len(block))

@@ -298,8 +298,7 @@ def train(
         data_collator=collator,
         callbacks=callbacks,
     )
-    if weighted:
-        trainer.sample_weights = draw
+    trainer.sample_weights = draw if weighted else None
     trainer.precision_used = precision
     resume = ckpt.usable_checkpoint(checkpoints, tidy=processes.is_main())
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)

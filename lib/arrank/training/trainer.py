@@ -48,10 +48,7 @@ class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
         weights = inputs.pop("item_weight")
         inner = self.accelerator.unwrap_model(model)  # DDP's wrapper has no config to read
         if "allowed" in inputs:
-            kwargs = {
-                "position_ids": inputs["position_ids"],
-                "attention_mask": model_mask(inner, inputs["allowed"]),
-            }
+            kwargs = {"position_ids": inputs["position_ids"], "attention_mask": model_mask(inner, inputs["allowed"])}
         else:
             kwargs = {"attention_mask": inputs["attention_mask"]}
         prefix = inputs.pop("prefix_ids", None)  # the batch's shared opening (shared_prefix), run once
