@@ -298,7 +298,7 @@ def build_wordnet_dataset(path_rule: str = "longest", include_root: bool = True,
                           cache_dir: Path | None = None) -> pd.DataFrame:
     """The WordNet ranking dataset of section 5.1: one row per query (sorted by name) with the
     columns ``query, relevant (list, rank 1 first), negative, depth, n_relevant, split, prompt``;
-    ``depth`` counts the hypernym links to the top along the rule's path (module docstring).
+    ``depth`` counts the hypernym links to the top along the rule's path (docs/design.md, "Datasets").
 
     Filters in order: ``subtree``, ``min_relevant``, ``max_queries`` (seeded sample); then ``n_eval``
     queries (an int, or a fraction in (0, 1)) are held out as ``split == "eval"`` (Table 1: 5000).

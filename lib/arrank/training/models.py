@@ -152,8 +152,8 @@ def convert_gguf(gguf: Path, folder: Path) -> Path:
             "is it truncated? reinstall it or give another file"
         ) from None
     special = {}
-    for role in ("bos", "eos", "padding"):
-        field = fields.get(f"tokenizer.ggml.{role}_token_id")
+    for gguf_role, role in (("bos", "bos"), ("eos", "eos"), ("padding", "pad")):
+        field = fields.get(f"tokenizer.ggml.{gguf_role}_token_id")
         if field is not None:
             special[role] = int(field.parts[field.data[0]][0])
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
@@ -161,10 +161,9 @@ def convert_gguf(gguf: Path, folder: Path) -> Path:
     config = loaded.config
     if hasattr(config, "quantization_config"):  # the GGUF marker that makes save_pretrained refuse
         del config.quantization_config
-    ids = {"bos": "bos_token", "eos": "eos_token", "padding": "pad_token"}
     for role, token_id in special.items():
-        setattr(tokenizer, ids[role], tokenizer.convert_ids_to_tokens(token_id))
-        setattr(config, f"{'pad' if role == 'padding' else role}_token_id", token_id)
+        setattr(tokenizer, f"{role}_token", tokenizer.convert_ids_to_tokens(token_id))
+        setattr(config, f"{role}_token_id", token_id)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.load_state_dict(loaded.state_dict())
     model.generation_config.eos_token_id = config.eos_token_id

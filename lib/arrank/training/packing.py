@@ -88,7 +88,7 @@ def _check_lengths(prompt_length: int, block_lengths: Sequence[int]) -> None:
 
 
 def mask_support(model) -> tuple[bool, str]:
-    """(whether ``model`` can take the packed 4-D mask, why not). See the module docstring."""
+    """(whether ``model`` can take the packed 4-D mask, why not): docs/design.md, "Training"."""
     config = getattr(model, "config", None)
     if config is None:
         return False, f"{type(model).__name__} has no transformers config"
