@@ -1,12 +1,9 @@
 """Cached datasets under data/cache: a folder per parameter set, named by a short hash.
 
-A dataset folder holds one ``<table>.parquet`` per table, a ``manifest.json`` (each file's size
-and sha256: ``arrank.common.manifest``) and a ``params.json``. It is written into a hidden
-temporary folder beside its final name and renamed into place, so a half-written dataset never
-sits under the hash's name (issue: "nothing half-written left in data/cache"). A folder that
-fails to load later (a file cut short or altered, a table missing) is derived data: ``cached_tables``
-sets it aside as ``broken-<hash>-<time>`` with one line naming it, and the caller builds it again.
-"""
+A folder holds one ``<table>.parquet`` per table, a ``manifest.json`` (``arrank.common.manifest``)
+and a ``params.json``, written in a hidden temporary folder renamed into place, so nothing
+half-written sits under the hash's name. A folder that fails to load is derived data: set aside as
+``broken-<hash>-<time>`` with one line, and built again."""
 
 from __future__ import annotations
 
@@ -31,9 +28,8 @@ def params_hash(params: Mapping[str, Any]) -> str:
 
 
 def save_tables(target: Path, tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> Path:
-    """Write each table as ``<name>.parquet`` plus ``params.json`` through a temporary folder
-    renamed into place; on any error the temporary folder is removed. If another process
-    finished ``target`` first, its copy is kept."""
+    """Write each table as ``<name>.parquet`` plus ``params.json`` through a temporary folder renamed
+    into place (removed on any error); if another process finished ``target`` first, its copy is kept."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
@@ -52,11 +48,6 @@ def save_tables(target: Path, tables: Mapping[str, pd.DataFrame], meta: Mapping[
     return target
 
 
-def is_complete(target: Path) -> bool:
-    """A finished dataset folder (its params.json is written last, inside the renamed folder)."""
-    return (target / "params.json").is_file()
-
-
 def read_tables(target: Path, list_columns: Iterable[str] = ()) -> dict[str, pd.DataFrame]:
     """The tables saved by :func:`save_tables`; cells of ``list_columns`` become Python lists."""
     wanted = set(list_columns)
@@ -71,13 +62,13 @@ def read_tables(target: Path, list_columns: Iterable[str] = ()) -> dict[str, pd.
 
 def cached_tables(target: Path, list_columns: Iterable[str] = (), names: Iterable[str] = (),
                   say: Callable[[str], None] = print) -> dict[str, pd.DataFrame] | None:
-    """The tables of the cache folder ``target`` (``read_tables``), or None when there is nothing
-    to use: no folder, or one that fails to load (no params.json, a file against its manifest, an
-    unreadable parquet file, one of ``names`` missing), which is then set aside with one line
-    (``arrank.common.manifest.set_aside``) so that the caller builds it again."""
+    """The tables of the cache folder ``target`` (``read_tables``), or None: no folder, or one that
+    fails to load (no params.json, a file against its manifest, an unreadable file, one of ``names``
+    missing), which is then set aside with one line so that the caller builds it again."""
     if not target.exists():
         return None
-    why = "it has no params.json (cut short)" if not is_complete(target) else manifest_problem(target, required=False)
+    finished = (target / "params.json").is_file()  # written last, inside the renamed folder
+    why = manifest_problem(target, required=False) if finished else "it has no params.json (cut short)"
     if why is None:
         try:
             tables = read_tables(target, list_columns)

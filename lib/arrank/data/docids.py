@@ -1,9 +1,9 @@
-"""Numeric docIDs of the ESCI experiments (section 5.1): the indices of the nonzero coefficients of
-a title's sparse code, sorted by descending |coefficient| and joined by commas ("25,36,39").
-"""
+"""Numeric docIDs of the ESCI experiments (section 5.1): a title's sparse-code atoms by descending
+|coefficient|, joined by commas ("25,36,39")."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
@@ -18,9 +18,7 @@ def format_docid(indices: Sequence[int]) -> str:
 
 
 def random_numeric_docids(count: int, n_components: int = 100, nnz: int = 3, seed: int = 0) -> list[str]:
-    """``count`` docIDs in the ESCI format with ``nnz`` distinct atoms out of ``n_components``,
-    in random order: stand-ins with the same token statistics, for tokenizer-level questions
-    (e.g. rank(E') of the docID tokens) when no sparse codes have been computed."""
+    """``count`` random docIDs in the ESCI format: stand-ins with the same token statistics."""
     if not 1 <= nnz <= n_components:
         raise ValueError(f"nnz={nnz} must be in [1, n_components={n_components}]")
     rng = np.random.default_rng(seed)
@@ -32,15 +30,10 @@ def random_numeric_docids(count: int, n_components: int = 100, nnz: int = 3, see
 def learn_dictionary(X: np.ndarray, n_components: int = 100, nnz: int = 3, seed: int = 0,
                      algorithm: str = "minibatch", alpha: float = 1.0, max_iter: int = 20,
                      fit_max_samples: int | None = 100_000):
-    """Fit scikit-learn dictionary learning on the title embeddings ``X`` (section 5.1).
-
-    The paper's footnote: "Orthogonal Matching Pursuit from scikit-learn, n_components=100 and
-    transform_n_nonzero_coefs=3"; so the estimator is built with ``transform_algorithm="omp"``
-    and ``transform_n_nonzero_coefs=nnz``. ``algorithm`` is ``"minibatch"``
-    (MiniBatchDictionaryLearning, for the ~1.2M real titles) or ``"batch"`` (DictionaryLearning).
-    ``alpha`` is scikit-learn's default fit penalty (the paper gives none). At most
-    ``fit_max_samples`` rows, drawn with ``seed``, are used to fit (all rows are encoded later).
-    """
+    """Fit scikit-learn dictionary learning on the title embeddings ``X`` (section 5.1's footnote: OMP,
+    n_components=100, transform_n_nonzero_coefs=3): ``transform_algorithm="omp"`` with ``nnz``
+    nonzeros; ``algorithm`` ``"minibatch"`` (for the ~1.2M real titles) or ``"batch"``; ``alpha`` is
+    scikit-learn's default (the paper gives none); at most ``fit_max_samples`` rows, drawn with ``seed``, fit."""
     from sklearn.decomposition import DictionaryLearning, MiniBatchDictionaryLearning
 
     if not 1 <= nnz <= n_components:
@@ -61,17 +54,15 @@ def learn_dictionary(X: np.ndarray, n_components: int = 100, nnz: int = 3, seed:
 
 
 def sparse_codes(model, X: np.ndarray, chunk: int = 50_000) -> np.ndarray:
-    """OMP codes (n x n_components) of ``X`` under a fitted dictionary ``model``, in row chunks
-    so that the (n_components x chunk) covariance stays small."""
+    """OMP codes (n x n_components) of ``X`` under a fitted dictionary ``model``, in row chunks."""
     X = np.asarray(X, dtype=np.float64)
     parts = [model.transform(X[i:i + chunk]) for i in range(0, len(X), chunk)]
     return np.vstack(parts) if parts else np.zeros((0, model.n_components))
 
 
 def docid_atoms(codes: np.ndarray) -> list[list[int]]:
-    """For each sparse code, the indices of its nonzero entries sorted by descending |coefficient|
-    (ties: smaller index first). A code with fewer than ``nnz`` nonzeros (OMP stops early when the
-    residual vanishes) gives a shorter list; an all-zero code gives an empty list."""
+    """For each sparse code, its nonzero indices by descending |coefficient| (ties: smaller index
+    first); shorter than ``nnz`` where OMP stopped early, empty for an all-zero code."""
     out = []
     for row in np.asarray(codes):
         nz = np.flatnonzero(row)
@@ -81,11 +72,7 @@ def docid_atoms(codes: np.ndarray) -> list[list[int]]:
 
 def sparse_docids(X: np.ndarray, n_components: int = 100, nnz: int = 3, seed: int = 0,
                   algorithm: str = "minibatch", **fit_kw) -> tuple[list[str], np.ndarray]:
-    """Section 5.1: docIDs from sparse dictionary learning over title embeddings.
-
-    Returns (docIDs such as ``"25,36,39"`` via :func:`format_docid`, the sparse codes n x
-    n_components). The atoms of a docID are its code's nonzero indices by descending |coefficient|.
-    """
+    """Section 5.1: (docIDs such as ``"25,36,39"``, sparse codes n x n_components) by dictionary learning."""
     model = learn_dictionary(X, n_components, nnz, seed, algorithm, **fit_kw)
     codes = sparse_codes(model, X)
     return [format_docid(a) for a in docid_atoms(codes)], codes
@@ -103,8 +90,8 @@ def docid_counts(docids: Sequence[str]) -> pd.DataFrame:
 
 
 def collision_summary(docids: Sequence[str]) -> dict[str, int | float]:
-    """How many items share a docID: n_items, n_distinct, n_colliding_items (items whose docID is
-    shared by at least one other item), n_colliding_docids, max_share, colliding_fraction."""
+    """How many items share a docID: n_items, n_distinct, n_colliding_items (sharing with another),
+    n_colliding_docids, max_share, colliding_fraction."""
     counts = docid_counts(docids)["count"].to_numpy()
     shared = counts[counts > 1]
     n = int(counts.sum())
@@ -114,11 +101,8 @@ def collision_summary(docids: Sequence[str]) -> dict[str, int | float]:
 
 
 def disambiguate_docids(docids: Sequence[str]) -> list[str]:
-    """Make docIDs unique by appending ``,k`` (k = 0, 1, ... in input order) to every docID that is
-    shared by several items; unshared docIDs are kept. ``["1,2,3", "4,5,6", "1,2,3"]`` ->
-    ``["1,2,3,0", "4,5,6", "1,2,3,1"]``: the extra component is one more trie level."""
-    from collections import Counter
-
+    """Make docIDs unique by appending ``,k`` (k = 0, 1, ... in input order) to every shared docID
+    (one more trie level): ``["1,2,3", "4,5,6", "1,2,3"]`` -> ``["1,2,3,0", "4,5,6", "1,2,3,1"]``."""
     total, seen = Counter(docids), Counter()
     out = []
     for d in docids:
@@ -132,8 +116,6 @@ def disambiguate_docids(docids: Sequence[str]) -> list[str]:
 
 def _branching(docids: Iterable[str]) -> list[dict[str, float]]:
     """Rows of :func:`trie_branching` (plain Python: fast enough per query)."""
-    from collections import Counter
-
     seqs = {tuple(d.split(",")) for d in docids if d}
     rows = []
     for d in range(1, max((len(s) for s in seqs), default=0) + 1):
@@ -146,15 +128,10 @@ def _branching(docids: Iterable[str]) -> list[dict[str, float]]:
 
 
 def trie_branching(docids: Iterable[str]) -> pd.DataFrame:
-    """Branching of the prefix trie over distinct docIDs read as sequences of components
-    ("25,36,39" -> (25, 36, 39)), the trie of section 4 at the level of docID components.
-
-    One row per depth d = 1..L: ``prefixes`` (distinct length-d prefixes = nodes at depth d),
-    ``parents`` (nodes at depth d-1 that have a child), ``mean_children`` = prefixes / parents
-    (the mean fan-out of an internal node at depth d-1), ``max_children``. Few children per node
-    with many docIDs below each is what "trie-friendly" docIDs offer (section 5.2): the
-    marginalised targets of section 4 then share mass along common prefixes.
-    """
+    """Branching of the prefix trie (section 4) over distinct docIDs read as component sequences
+    ("25,36,39" -> (25, 36, 39)), one row per depth d: ``prefixes`` (nodes at depth d), ``parents``
+    (nodes at depth d-1 with a child), ``mean_children`` = prefixes / parents, ``max_children``.
+    Few children per node is what "trie-friendly" docIDs offer (section 5.2)."""
     import pandas as pd
 
     cols = ["depth", "prefixes", "parents", "mean_children", "max_children"]
@@ -163,9 +140,8 @@ def trie_branching(docids: Iterable[str]) -> pd.DataFrame:
 
 def query_trie_branching(lists: Iterable[Sequence[str]]) -> pd.DataFrame:
     """:func:`trie_branching` within each query's docID list, averaged over queries: per depth,
-    ``queries`` (how many reach that depth), ``mean_prefixes``, ``mean_children`` (mean over
-    queries of the mean fan-out) and ``mean_prefix_ratio`` (prefixes / distinct docIDs of the
-    query: 1.0 means no two docIDs of a query share that prefix; small means much sharing)."""
+    ``queries`` reaching it, ``mean_prefixes``, ``mean_children`` and ``mean_prefix_ratio`` (prefixes /
+    distinct docIDs: 1.0 means no two docIDs of a query share that prefix)."""
     import pandas as pd
 
     rows = [dict(r, prefix_ratio=r["prefixes"] / r["docids"]) for docs in lists for r in _branching(docs)]

@@ -1,21 +1,8 @@
-"""Query and product-title embeddings for the ESCI dataset (paper section 5.1).
-
-The paper embeds queries and titles with Gecko (``gecko-1b-en``, Lee et al. 2024), a Google
-model that is not publicly released, so it cannot be used here. The embedder is a parameter,
-a string ``spec``:
-
-- ``"tfidf"`` or ``"tfidf:<dim>"`` (default; offline, no download): TF-IDF over words, fitted on
-  the queries and titles together, reduced to ``dim`` (default 256) dimensions by TruncatedSVD
-  with a fixed seed, rows L2-normalised.
-- ``"precomputed:<folder>"``: embeddings computed elsewhere (e.g. with Gecko on Vertex AI).
-  The folder holds, for ``kind`` in ``queries`` and ``titles``, either ``<kind>.parquet`` (columns
-  ``id`` and ``embedding``, a list of floats) or ``<kind>.npy`` (n x d) with ``<kind>_ids.txt`` (n
-  lines, one id per line, in row order). Query ids are ``str(query_id)``; title ids are the
-  ``product_id`` (``<locale>:<product_id>`` for titles outside the ``us`` locale). Used as given
-  (no normalisation): the ranking is by inner product, as in the paper.
-- ``"st:<model name or path>"``: any sentence-transformers model (imported lazily; the package
-  is not a dependency of the workbook), with L2-normalised outputs.
-"""
+"""Query and product-title embeddings for the ESCI dataset (section 5.1); the paper's Gecko is not
+public. The embedder is a ``spec``: ``"tfidf"`` or ``"tfidf:<dim>"`` (default, offline, dim 256),
+``"precomputed:<folder>"`` (computed elsewhere, used as given: :func:`load_precomputed`; query ids
+``str(query_id)``, title ids ``title_pool``'s ``title_id``) or ``"st:<model name or path>"``
+(sentence-transformers, not a dependency). docs/design.md, "Datasets"."""
 
 from __future__ import annotations
 
@@ -40,8 +27,7 @@ def parse_spec(spec: str) -> tuple[str, str]:
 
 def embed(spec: str, queries: Sequence[str], titles: Sequence[str], query_ids: Sequence[str],
           title_ids: Sequence[str], seed: int = 0, device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
-    """(query embeddings, title embeddings) as float32 arrays, rows in the order given, from the
-    embedder named by ``spec`` (see the module docstring; the paper's Gecko is not public)."""
+    """(query, title) embeddings as float32 arrays, rows in the order given, from the ``spec`` embedder."""
     kind, arg = parse_spec(spec)
     if kind == "tfidf":
         return tfidf_embeddings(queries, titles, dim=int(arg or 256), seed=seed)
@@ -61,10 +47,9 @@ def fingerprint(spec: str) -> dict[str, int]:
 
 def tfidf_embeddings(queries: Sequence[str], titles: Sequence[str], dim: int = 256,
                      seed: int = 0, max_features: int = 262_144) -> tuple[np.ndarray, np.ndarray]:
-    """The offline default standing in for Gecko (section 5.1): TF-IDF (words of one or more
-    letters/digits, lower-cased, sublinear tf) fitted on queries + titles together, TruncatedSVD
-    to ``dim`` dimensions (capped below the vocabulary and row counts) with ``random_state=seed``,
-    then each row L2-normalised (an all-zero row stays zero)."""
+    """The offline default standing in for Gecko (section 5.1): sublinear TF-IDF over lower-cased
+    words fitted on queries + titles together, TruncatedSVD to ``dim`` (capped by the vocabulary and
+    row counts, ``random_state=seed``), rows L2-normalised (an all-zero row stays zero)."""
     from sklearn.decomposition import TruncatedSVD
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.preprocessing import normalize
@@ -81,10 +66,7 @@ def tfidf_embeddings(queries: Sequence[str], titles: Sequence[str], dim: int = 2
 def sentence_transformer_embeddings(model: str, queries: Sequence[str], titles: Sequence[str],
                                     device: str = "cpu", batch_size: int = 256
                                     ) -> tuple[np.ndarray, np.ndarray]:
-    """Embeddings from a sentence-transformers model name or local path (normalised rows).
-
-    sentence-transformers is imported here only; without it, an ImportError says how to get it
-    or which other embedder to use. A hub name downloads the model (never in tests)."""
+    """Normalised sentence-transformers embeddings; an ImportError saying what to do without the package."""
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as err:
@@ -117,10 +99,8 @@ def save_precomputed(folder: Path, kind: str, ids: Sequence[str], X: np.ndarray,
 
 
 def load_precomputed(folder: Path, kind: str, wanted: Sequence[str]) -> np.ndarray:
-    """Rows of ``folder``'s ``kind`` embeddings for the ids ``wanted``, in that order.
-
-    Clear errors: no file, a count mismatch between ids and rows, duplicate ids, wanted ids
-    that are missing."""
+    """Rows of ``folder``'s ``kind`` embeddings for the ids ``wanted``, in that order; clear errors for
+    no file, ids and rows that do not match one to one, duplicate ids, missing ids."""
     ids, X = _read_embedding_file(folder, kind)
     if len(ids) != len(X):
         raise ValueError(f"precomputed {kind} embeddings in {folder}: {len(X)} rows but "

@@ -1,27 +1,10 @@
-"""The ESCI Shopping Queries ranking dataset of the paper (section 5.1, "ESCI Shopping Queries";
-prompt of Appendix D.2).
+"""The ESCI Shopping Queries ranking dataset of section 5.1 (prompt of Appendix D.2).
 
-Recipe (section 5.1), and how it is implemented here:
-
-1. Read the Shopping Queries Dataset (Reddy et al. 2022; ``shopping_queries_dataset_examples``
-   and ``..._products`` parquet files of https://github.com/amazon-science/esci-data, fetched
-   with git lfs) from ``data/esci/`` (:func:`load_esci`).
-2. Keep English queries and titles (:func:`is_english`, :func:`english_queries`,
-   :func:`title_pool`): locale ``us`` plus a text check, since ``us`` holds some Spanish titles
-   (the paper's own prompt lists one: "AUKEY USB C Cargador con GAN, ...").
-3. Embed queries and titles (:mod:`arrank.data.embedders`; the paper's Gecko ``gecko-1b-en`` is not
-   public, so the default is an offline TF-IDF + SVD stand-in) and, for each query, take the
-   1st, 100th, 200th, ..., 10000th titles by inner product over all titles, best first
-   (:func:`rank_positions`, :func:`ranked_titles`; exact, blocked top-k).
-4. docIDs: sparse dictionary learning over the title embeddings, OMP codes with 3 nonzeros out
-   of 100 atoms, atoms by descending |coefficient| joined by commas (:mod:`arrank.data.docids`).
-5. Prompt: :func:`arrank.data.prompts.esci_prompt` (Appendix D.2, "[docid] title" joined by ' || ').
-
-:func:`build_esci_dataset` runs it all and caches the tables under
-``data/cache/esci/<hash>/``. The quick profile and the tests use the fixture in
-``data/fixtures/esci_fixture/`` (made by ``data/fixtures/make_esci_fixture.py``): same schema and
-file names as the real files, same code path.
-"""
+The recipe (docs/design.md, "Datasets"): :func:`load_esci`, English queries and titles
+(:func:`english_queries`, :func:`title_pool`), embeddings (:mod:`arrank.data.embedders`), the 1st,
+100th, ..., 10000th titles per query (:func:`ranked_titles`), OMP docIDs (:mod:`arrank.data.docids`),
+the D.2 prompt; :func:`build_esci_dataset` runs and caches it all. The quick profile and the tests
+read ``data/fixtures/esci_fixture/`` (``data/fixtures/make_esci_fixture.py``)."""
 
 from __future__ import annotations
 
@@ -56,8 +39,8 @@ LIST_COLUMNS = ("product_ids", "titles", "docids", "positions", "scores", "gold"
 # --- Loading --------------------------------------------------------------------------------
 
 def esci_files(data_dir: Path | str | None = None) -> dict[str, Path]:
-    """Paths of the two dataset files under ``data_dir`` (default ``data/esci``); a
-    FileNotFoundError that says where to get them and where to put them when one is missing."""
+    """Paths of the two dataset files under ``data_dir`` (default ``data/esci``); a FileNotFoundError
+    saying where to get a missing one and where to put it."""
     folder = Path(data_dir) if data_dir is not None else DEFAULT_DIR
     files = {"examples": folder / EXAMPLES_FILE, "products": folder / PRODUCTS_FILE}
     missing = [p.name for p in files.values() if not p.is_file()]
@@ -71,8 +54,7 @@ def esci_files(data_dir: Path | str | None = None) -> dict[str, Path]:
 
 
 def load_esci(data_dir: Path | str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(examples, products) as published (section 5.1, Reddy et al. 2022); a clear ValueError
-    naming any missing column."""
+    """(examples, products) as published (section 5.1); a clear ValueError naming any missing column."""
     files = esci_files(data_dir)
     tables = []
     for name, cols in (("examples", EXAMPLES_COLUMNS), ("products", PRODUCTS_COLUMNS)):
@@ -89,9 +71,7 @@ LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 
 
 def read_parquet_file(path: Path) -> pd.DataFrame:
-    """``pd.read_parquet`` with clear errors: a git-lfs pointer (what a clone without git lfs
-    holds in place of the file) says so and how to fetch the real file; any other unreadable
-    file names the path and the reader's message."""
+    """``pd.read_parquet`` with clear errors for a git-lfs pointer and for any other unreadable file."""
     with open(path, "rb") as fh:
         head = fh.read(len(LFS_POINTER))
     if head == LFS_POINTER:
@@ -106,8 +86,7 @@ def read_parquet_file(path: Path) -> pd.DataFrame:
 
 
 def restore_command(path: Path) -> str:
-    """How to get a damaged ESCI source file back: the committed fixture from git, the real files
-    from the dataset's repository (git lfs)."""
+    """How to get a damaged ESCI source file back: the fixture from git, the real files by git lfs."""
     path = Path(path).resolve()
     if path.is_relative_to(FIXTURE_DIR.resolve()):
         return f"restore the committed fixture with `git checkout -- {path.relative_to(paths.ROOT.resolve())}`"
@@ -139,16 +118,11 @@ SPANISH_MARKS = frozenset("ñáéíóúü¿¡")
 def is_english(text: str | None) -> bool:
     """Deterministic language check standing in for a language detector (none is installed).
 
-    Not English when either
-    (a) the text has >= 2 letters of non-Latin scripts (code point above U+024F, outside Latin
-        Extended Additional) making >= 5% of its letters (Japanese, Chinese, Cyrillic, ...); or
-    (b) foreign >= 2 and foreign > english, where foreign counts words of ``FOREIGN_WORDS``
-        (Spanish first, a few German/French/Portuguese function words) plus 1 if any Spanish
-        mark (ñ, accented vowel, ¿, ¡) occurs, and english counts words of ``ENGLISH_WORDS``.
-    Words are runs of letters, lower-cased. Empty text or text without letters is English
-    (nothing to object to). Known misses: short foreign texts with < 2 marker words, English
-    titles dense in Spanish brand words ("El Paso ... La Costeña ...").
-    """
+    Not English when (a) >= 2 letters of non-Latin scripts make >= 5% of its letters, or (b) foreign
+    >= 2 and foreign > english, foreign counting words of ``FOREIGN_WORDS`` plus 1 for any Spanish
+    mark (``SPANISH_MARKS``), english counting words of ``ENGLISH_WORDS`` (words: lower-cased runs of
+    letters). Text without letters is English. Known misses: short foreign texts with < 2 marker
+    words, English titles dense in Spanish brand words ("El Paso ... La Costeña ...")."""
     low = (text or "").lower()
     words = WORD.findall(low)
     other = len(NON_LATIN.findall(low))
@@ -160,8 +134,8 @@ def is_english(text: str | None) -> bool:
 
 
 def english_queries(examples: pd.DataFrame) -> pd.DataFrame:
-    """One row per English query (locale ``us`` and :func:`is_english`), sorted by query_id:
-    query_id, query, split (first seen), small_version (any of its examples)."""
+    """One row per English query (locale ``us`` and :func:`is_english`), sorted by query_id: query_id,
+    query, split (first seen), small_version (any of its examples)."""
     us = examples[examples["product_locale"] == "us"]
     q = us.groupby("query_id", sort=True).agg(query=("query", "first"), split=("split", "first"),
                                               small_version=("small_version", "max")).reset_index()
@@ -172,12 +146,10 @@ def english_queries(examples: pd.DataFrame) -> pd.DataFrame:
 def title_pool(products: pd.DataFrame, english_only: bool = True) -> pd.DataFrame:
     """The titles to rank (section 5.1): title_id, product_id, product_locale, title, english.
 
-    Titles are stripped; empty ones dropped; one row per (product_id, locale); exact duplicate
-    titles kept once (the first by locale ``us`` first, then product_id), since identical titles
-    have identical embeddings and docIDs. ``english`` = locale ``us`` and :func:`is_english`.
-    ``english_only`` keeps the English rows only. ``title_id`` is the product_id (for ``us``)
-    or ``<locale>:<product_id>``: the id of precomputed title embeddings.
-    """
+    Titles stripped, empty ones dropped, one row per (product_id, locale), exact duplicates kept once
+    (locale ``us`` first, then product_id). ``english`` = locale ``us`` and :func:`is_english`;
+    ``english_only`` keeps those rows. ``title_id`` (the id of precomputed title embeddings) is the
+    product_id for ``us``, else ``<locale>:<product_id>``."""
     df = products[["product_id", "product_locale", "product_title"]].copy()
     df["title"] = df.pop("product_title").fillna("").astype(str).str.strip()
     df = df[df["title"] != ""]
@@ -194,12 +166,8 @@ def title_pool(products: pd.DataFrame, english_only: bool = True) -> pd.DataFram
 # --- Rank selection (section 5.1: "the 1st, 100th, 200th, ..., 10000th product titles") ------
 
 def rank_positions(step: int = 100, depth: int = 10_000, n_titles: int | None = None) -> np.ndarray:
-    """1-based rank positions 1, step, 2*step, ..., up to min(depth, n_titles).
-
-    Position p is the p-th largest inner product; its 0-based index in the descending sort is
-    p - 1. ``step=100, depth=10000`` gives 1, 100, 200, ..., 10000 (101 positions) as in the
-    paper; ``step=1`` gives 1, 2, ..., depth.
-    """
+    """1-based rank positions 1, step, 2*step, ..., up to min(depth, n_titles): position p is the p-th
+    largest inner product; ``step=100, depth=10000`` gives the paper's 101 positions."""
     if step < 1 or depth < 1:
         raise ValueError(f"step={step} and depth={depth} must be >= 1")
     last = depth if n_titles is None else min(depth, n_titles)
@@ -209,17 +177,13 @@ def rank_positions(step: int = 100, depth: int = 10_000, n_titles: int | None = 
 def topk_inner_products(Q: np.ndarray, T: np.ndarray, k: int, query_block: int = 256,
                         title_block: int = 65_536, device: str = "cpu",
                         keep: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Exact top-``k`` titles per query by inner product ``Q @ T.T``, best first:
-    (title indices, scores), each n_queries x k (k capped by the number of titles).
+    """Exact top-``k`` titles per query by inner product ``Q @ T.T``, best first: (title indices,
+    scores), each n_queries x k (k capped by the number of titles); ties by ascending title index.
 
-    Blocked over queries and titles so memory stays at O(query_block * (k + title_block)): a
-    running top-k per query is merged with each title block (numpy argpartition, or torch.topk
-    for ``device`` "cuda[:n]", "torch:<device>", or "auto" = CUDA when available), then sorted by
-    descending score, ties by ascending title index. Exact ties at the k-th place are broken by
-    the selection routine (reproducibly for fixed inputs and blocks). ``keep`` (0-based sorted
-    positions < k) returns only those columns, computed per query block (so a 10,000-deep
-    top-k is never held for all queries at once).
-    """
+    Blocked over queries and titles (memory O(query_block * (k + title_block))): a running top-k
+    merged with each title block by numpy, or by torch for ``device`` "cuda[:n]", "torch:<device>"
+    or "auto" (CUDA when available). ``keep`` (0-based sorted positions < k) returns only those
+    columns, computed per query block."""
     Q, T = np.asarray(Q), np.asarray(T)
     if Q.ndim != 2 or T.ndim != 2 or Q.shape[1] != T.shape[1]:
         raise ValueError(f"need 2-D embeddings of one dimension, got {Q.shape} and {T.shape}")
@@ -294,9 +258,7 @@ def _sort_desc(scores: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def ranked_titles(Q: np.ndarray, T: np.ndarray, step: int = 100, depth: int = 10_000,
                   **topk_kw: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Section 5.1: for each query, the titles at rank positions 1, step, 2*step, ..., depth
-    (1-based, :func:`rank_positions`; depth capped by the number of titles) by inner product, in
-    descending order. Returns (title indices, scores) n_queries x m and the m positions."""
+    """Section 5.1: (title indices, scores) at :func:`rank_positions` per query, best first; positions."""
     pos = rank_positions(step, depth, len(T))
     if len(pos) == 0:
         return np.zeros((len(Q), 0), np.int64), np.zeros((len(Q), 0), np.float32), pos
@@ -308,37 +270,26 @@ def ranked_titles(Q: np.ndarray, T: np.ndarray, step: int = 100, depth: int = 10
 
 def title_docids(T: np.ndarray, n_components: int = 100, nnz: int = 3, seed: int = 0,
                  collisions: str = "keep") -> tuple[list[str], list[str], list[list[int]]]:
-    """Section 5.1 docIDs of the English titles: (docIDs used, sparse docIDs, atoms).
-
-    The sparse docID is the code's nonzero atoms by descending |coefficient| ("25,36,39").
-    Titles whose codes coincide share a sparse docID (the paper's own Appendix D.2 prompt lists
-    "[25,36,39]" twice). ``collisions="suffix"`` makes the used docIDs unique corpus-wide by
-    appending ",k" to shared ones (:func:`arrank.data.docids.disambiguate_docids`); "keep" and "drop"
-    use the sparse docID as it is (see :func:`query_table`).
-    """
+    """Section 5.1 docIDs of the English titles: (docIDs used, sparse docIDs, atoms). Titles whose
+    codes coincide share a sparse docID (as in the paper's own D.2 prompt); ``collisions="suffix"``
+    makes the used docIDs unique by appending ",k" (:func:`arrank.data.docids.disambiguate_docids`),
+    "keep" and "drop" use the sparse docID (:func:`query_table`)."""
     sparse, codes = dids.sparse_docids(T, n_components, nnz, seed)
-    atoms = dids.docid_atoms(codes)
     used = dids.disambiguate_docids(sparse) if collisions == "suffix" else list(sparse)
-    return used, sparse, atoms
+    return used, sparse, dids.docid_atoms(codes)
 
 
 def query_table(queries: pd.DataFrame, pool: pd.DataFrame, docid: np.ndarray, idx: np.ndarray,
                 scores: np.ndarray, positions: np.ndarray, collisions: str = "keep",
                 template: str = "esci", seed: int = 0) -> pd.DataFrame:
-    """One row per query with at least one English title among its ranked titles (section 5.1:
-    "preserve only those examples that have a non-empty set of relevant English product titles").
+    """One row per query with at least one English title among its ranked titles (section 5.1).
 
-    Columns: query_id, query, split, small_version, product_ids, titles, docids, positions
-    (1-based ranks in the pool), scores (inner products), gold (the distinct docIDs, best rank
-    first: the target ranking, to evaluate by docID string), n_titles, n_collisions (titles
-    whose docID already appeared higher in the list), prompt (Appendix D.2, titles shuffled
-    with ``query_rng(seed, query)``).
-
-    Collisions within a list: "keep" (default, as the paper's prompt) keeps every title; titles
-    sharing a docID cannot be told apart by a generated docID, so ``gold`` lists each docID once,
-    at its best rank. "drop" keeps only the best-ranked title of each docID. "suffix": docIDs are
-    unique already (:func:`title_docids`).
-    """
+    Columns: query_id, query, split, small_version, product_ids, titles, docids, positions (1-based
+    ranks in the pool), scores, gold (the distinct docIDs, best rank first: the target ranking),
+    n_titles, n_collisions (titles whose docID appeared higher in the list), prompt (Appendix D.2,
+    titles shuffled with ``query_rng(seed, query)``). ``collisions``: "keep" (default) keeps every
+    title, ``gold`` listing each docID once; "drop" keeps the best-ranked title of each docID;
+    "suffix": docIDs are unique already."""
     english = pool["english"].to_numpy()
     titles, pids = pool["title"].to_numpy(), pool["product_id"].to_numpy()
     rows = []
@@ -373,30 +324,20 @@ def build_esci_dataset(data_dir: Path | str | None = None, embedder: str = "tfid
                        collisions: str = "keep", filter_titles: str = "before",
                        device: str = "cpu", cache: bool = True,
                        cache_dir: Path | str | None = None) -> dict[str, pd.DataFrame]:
-    """The ESCI ranking dataset of section 5.1, as tables:
+    """The ESCI ranking dataset of section 5.1, as tables: ``queries`` (:func:`query_table`),
+    ``titles`` (product_id, title, docid, sparse_docid, atoms), ``docid_counts`` (titles per sparse
+    docID), ``trie_corpus`` / ``trie_queries`` (:func:`arrank.data.docids.trie_branching` over all
+    docIDs / :func:`arrank.data.docids.query_trie_branching` over the gold lists), ``stats`` (one row
+    of counts).
 
-    - ``queries``: see :func:`query_table` (ranked titles, docIDs, gold docID ranking, prompt);
-    - ``titles``: the English titles with product_id, title, docid (used), sparse_docid, atoms;
-    - ``docid_counts``: titles per sparse docID (collisions), most shared first;
-    - ``trie_corpus`` / ``trie_queries``: trie branching over all docIDs / within queries' gold
-      lists (:func:`arrank.data.docids.trie_branching`, :func:`arrank.data.docids.query_trie_branching`);
-    - ``stats``: one row of counts (queries and titles kept / dropped, collisions).
-
-    ``embedder``: see :mod:`arrank.data.embedders` (the paper's Gecko is not public; default TF-IDF).
-    ``step``/``depth``: rank positions 1, step, ..., depth (:func:`rank_positions`).
-    ``n_components``/``nnz``: dictionary size and OMP nonzeros (the paper: 100 and 3).
-    ``template``: "esci" (Appendix D.2) or "esci_short". ``max_queries``: the first English
-    queries by query_id. ``collisions``: "keep" | "drop" | "suffix" (:func:`query_table`).
-    ``filter_titles``: "before" ranks over English titles only (default); "after" ranks over the
-    titles of every locale and then removes non-English ones from each list, the order in which
-    the paper describes its steps, so a query can lose all its titles and is then dropped.
-    ``device``: "cpu" (numpy), "cuda", "auto" (:func:`topk_inner_products`, and the
-    sentence-transformers embedder).
-
-    With ``cache`` the tables are saved under ``<cache_dir or data/cache/esci>/<hash>/`` (hash of
-    these parameters and of the input file sizes) as Parquet plus params.json, written in a
-    temporary folder renamed into place; a later call with the same inputs reads them back.
-    """
+    ``embedder``: :mod:`arrank.data.embedders`. ``step``/``depth``: :func:`rank_positions`.
+    ``n_components``/``nnz``: dictionary size and OMP nonzeros (the paper: 100 and 3). ``template``:
+    "esci" (Appendix D.2) or "esci_short". ``max_queries``: the first English queries by query_id.
+    ``collisions``: :func:`query_table`. ``filter_titles``: "before" ranks English titles only;
+    "after" ranks every locale's titles, then drops the non-English ones (the paper's order of
+    steps; a query left without titles is dropped). ``device``: "cpu", "cuda", "auto". With ``cache``
+    the tables are saved atomically under ``<cache_dir or data/cache/esci>/<hash of the parameters
+    and input file sizes>/`` and read back by a later call with the same inputs."""
     params = _check_params(locals())
     files = esci_files(data_dir)
     folder = Path(cache_dir) if cache_dir is not None else paths.CACHE / "esci"
@@ -481,9 +422,7 @@ def _stats(examples: pd.DataFrame, products: pd.DataFrame, queries: pd.DataFrame
 
 # --- Cache (arrank.data.cache: one folder per parameter hash, written atomically) ------------------
 
-def load_params(target: Path) -> dict[str, Any]:
-    """params.json of a cached dataset (parameters, input sizes, stats)."""
-    return dataset_cache.read_params(target)
+load_params = dataset_cache.read_params  # params.json of a cached dataset (parameters, input sizes, stats)
 
 
 def cached_folders(cache_dir: Path | str | None = None) -> list[Path]:
@@ -496,8 +435,7 @@ PAPER_STEP, PAPER_DEPTH, PAPER_HELD_OUT = 100, 10_000, 310  # Appendix D.2, Tabl
 
 
 def dataset_findings(m: dict, p: dict) -> list[dict]:
-    """Notebook 04's results.json metrics ``m`` (and its parameters ``p``) against Appendix D.2 and
-    Table 2, in words: ``arrank.common.findings.Finding`` rows."""
+    """Notebook 04's metrics ``m`` (parameters ``p``) against Appendix D.2 and Table 2: ``Finding`` rows."""
     from arrank.common.findings import finding
 
     step, depth = p["step"], p["depth"]

@@ -1,12 +1,9 @@
 """The augmented query q-bar of section 5.1 ("Task Setup"): prompt(q, shuffle({d_1, ..., d_nq})).
 
-``WORDNET_TEMPLATE`` and ``ESCI_TEMPLATE`` are Appendix D.1 and D.2 word for word. Typesetting is
-read as plain text: each ``\\vspace`` between blocks is a blank line, the label lines
-("Synset:", "Hypernyms:", ...) are followed by a line break, LaTeX quotes around ``||`` are plain
-apostrophes, and ``\\_`` is ``_``. The relevant docIDs are shuffled with a seeded generator and
-joined by `` || ``; for ESCI each title is preceded by its docID in square brackets.
-Short templates (``*_short``) keep the same content with few tokens, for tiny models on a CPU.
-"""
+``WORDNET_TEMPLATE`` and ``ESCI_TEMPLATE`` are Appendix D.1 and D.2 word for word, typesetting read
+as plain text (``\\vspace`` a blank line, a label line followed by a line break, ``\\_`` is ``_``).
+The docIDs are shuffled with a seeded generator and joined by `` || ``; an ESCI title follows its
+docID in square brackets. ``*_short`` templates: the same content in few tokens, for tiny models."""
 
 from __future__ import annotations
 
@@ -54,8 +51,7 @@ def template(name: str) -> str:
 
 
 def query_rng(seed: int, key: str) -> np.random.Generator:
-    """A generator seeded by (seed, key): the shuffle of a query's documents does not depend on
-    the order in which queries are processed, nor on PYTHONHASHSEED."""
+    """A generator seeded by (seed, key): independent of the order of queries and of PYTHONHASHSEED."""
     return np.random.default_rng([seed, zlib.crc32(key.encode("utf-8"))])
 
 

@@ -1,15 +1,11 @@
-"""One table format for both ranking datasets of section 5.1, as training (notebook 05) and
-evaluation (notebook 06) read them: one row per query with ``query, prompt, relevant`` (gold
-docIDs, rank 1 first), ``n_relevant``, ``negative`` (WordNet's sampled negative; None for ESCI,
-which has none) and ``split`` ("train" | "eval").
+"""One table format for both ranking datasets of section 5.1, as notebooks 05 and 06 read them: one
+row per query with ``query, prompt, relevant`` (gold docIDs, rank 1 first), ``n_relevant``,
+``negative`` (None for ESCI) and ``split`` ("train" | "eval").
 
-WordNet is :func:`arrank.data.wordnet.build_wordnet_dataset` as it is. ESCI is the ``queries``
-table of :func:`arrank.data.esci.build_esci_dataset` with the dataset's own split: its "test"
-queries are the held-out ones (the paper evaluates 310 of them), at most ``n_eval`` of them, the
-rest of "test" dropped so that no test query is trained on; "train" queries train.
-The ESCI build parameters (data folder, rank positions, dictionary size) are notebook 04's
-profile values, so notebooks 04, 05 and 06 share one cached ESCI build per profile.
-"""
+WordNet is :func:`arrank.data.wordnet.build_wordnet_dataset` as it is. ESCI is the ``queries`` table
+of :func:`arrank.data.esci.build_esci_dataset`: at most ``n_eval`` of its "test" queries are held
+out (the paper evaluates 310), the rest of "test" dropped, "train" trains; its build parameters
+are notebook 04's profile values, so notebooks 04, 05 and 06 share one cached build per profile."""
 
 from __future__ import annotations
 
@@ -51,9 +47,8 @@ def esci_build_params(profile: str) -> dict[str, Any]:
 
 def ranking_dataset(dataset: str, profile: str, seed: int, n_eval: int, template: str | None = None,
                     subtree: str | None = None, min_relevant: int = 1) -> pd.DataFrame:
-    """The ``dataset`` ("wordnet" | "esci") in the common format. ``template``: the prompt
-    template (None: the profile's, ``arrank.common.params.TEMPLATES``); ``subtree``/``min_relevant``:
-    WordNet only."""
+    """The ``dataset`` ("wordnet" | "esci") in the common format; ``template`` None is the profile's
+    (``arrank.common.params.TEMPLATES``); ``subtree``/``min_relevant``: WordNet only."""
     if dataset not in DATASETS:
         raise ValueError(f"dataset={dataset!r} is not allowed; choose one of {list(DATASETS)}")
     template = template or getattr(TEMPLATES[profile], dataset)
@@ -72,8 +67,7 @@ def ranking_dataset(dataset: str, profile: str, seed: int, n_eval: int, template
 
 
 def tokenizer_texts(df: pd.DataFrame) -> list[str]:
-    """The texts a tiny model's BPE tokenizer is trained on: every prompt, then every docID
-    (relevant and negative) once, sorted so the tokenizer does not depend on row order."""
+    """A tiny model's BPE texts: every prompt, then every docID (relevant and negative) once, sorted."""
     docids = {d for ds in df["relevant"] for d in ds} | {d for d in df["negative"] if isinstance(d, str)}
     return list(df["prompt"]) + sorted(docids)
 

@@ -1,45 +1,10 @@
 """WordNet 3.0 as the paper's first ranking dataset (section 5.1, Appendix C and D.1).
 
-docIDs are synset names such as ``even-toed_ungulate.n.01``. Everything here is deterministic:
-NLTK hands synsets back in orders that can depend on PYTHONHASHSEED (``hypernym_paths()`` flips
-between processes, docs/design.md), so the hierarchy is read once into a dict of
-*sorted* parent names, paths are chosen by explicit rules, and every random draw is keyed by
-(seed, query name), never by processing order.
-
-Section 5.1: a query is a noun synset at depth >= 1 (``entity.n.01`` is never a query); its
-relevant documents are the hypernyms on its path up to the root, most specific first (rank 1 is
-the direct hypernym); one negative document, not on the path, is scored beside them.
-
-Path rules (``path_rule``), for synsets with several hypernym paths (dog.n.01 has two):
-
-- ``"longest"`` (default): the longest path to the root; ties broken by the lexicographically
-  smallest tuple of names, read from the query upwards. For dog.n.01 this is the taxonomic
-  canine -> carnivore -> placental path, not domestic_animal.
-- ``"shortest"``: the shortest path, same tie break.
-- ``"union"``: every synset on any path, ranked by the *longest* distance (number of hypernym
-  links) from the query, ties by name. Unlike the shortest (breadth-first) distance, this order
-  never ranks a synset before one of its own hyponyms: with shortest distances 14,901 of the
-  82,114 queries (e.g. person.n.01: physical_entity before whole.n.02) would be ranked
-  inconsistently with the hierarchy.
-
-The paper's deer example (section 5.1) has a single path, so it fixes the ranking (most specific
-first) but not the rule; its wording ("the path", singular) and its training figures favour one
-path per query: 10k steps x batch 64 = 0.91 epochs over ~700k items (Appendix B), and the
-longest path with the root gives 701,954 (query, docID) items, the shortest 653,237, the union
-743,241, the longest path without the root 619,840.
-
-``include_root`` (default True): section 5.1 greys ``entity`` out, the Appendix D.1 prompt lists
-``entity.n.01`` among the hypernyms, and the ~700k item count of Appendix B only matches with the
-root included; so the root is relevant by default, and ``include_root=False`` drops it (then the
-three depth-1 synsets have no relevant document and are not queries).
-
-Subtrees (the quick profile): ``subtree="animal.n.01"`` makes the hyponym closure of that synset
-(instance hyponyms included) the whole hierarchy: queries are the synsets strictly below it,
-paths end at it, and it is itself relevant only with ``subtree_root_relevant=True`` (default
-False, as in the feasibility probe: it would be the last, always-true docID of every query).
-Negatives come from the subtree by default (``negative_pool="subtree"``: same vocabulary as the
-positives), or from all nouns (``"all"``).
-"""
+A query is a noun synset at depth >= 1; its relevant docIDs are the hypernyms on its path to the
+root, most specific first, plus one negative off the path. Deterministic: parents are read once as
+sorted names, paths chosen by explicit rules, every draw keyed by (seed, query name). The rules
+(``path_rule``, ``include_root``, ``subtree``, ``subtree_root_relevant``, ``negative_pool``) and the
+item counts that chose the defaults: docs/design.md, "Datasets"."""
 
 from __future__ import annotations
 
@@ -49,7 +14,7 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -78,8 +43,7 @@ def noun_synset_names() -> list[str]:
 
 @dataclass(frozen=True)
 class Hierarchy:
-    """A noun hierarchy (section 5.1): its top synset and, for every other synset, the sorted
-    names of its direct hypernyms (instance hypernyms included, as in ``hypernym_paths()``)."""
+    """A noun hierarchy (section 5.1): its top synset and every other synset's sorted direct hypernyms."""
 
     top: str
     parents: Mapping[str, tuple[str, ...]]
@@ -113,8 +77,7 @@ def _noun_synset(name: str, role: str = "subtree") -> Any:
 
 @lru_cache(maxsize=None)
 def noun_hierarchy(subtree: str | None = None) -> Hierarchy:
-    """All of WordNet's nouns below entity.n.01, or the hyponym closure of ``subtree``
-    (instance hyponyms included), with parents restricted to that closure. Memoised."""
+    """WordNet's nouns below entity.n.01, or the hyponym closure of ``subtree``. Memoised."""
     if subtree is None:
         parents = {s.name(): tuple(sorted(_hypernym_names(s)))
                    for s in load_wordnet().all_synsets("n")}
@@ -136,9 +99,8 @@ def noun_hierarchy(subtree: str | None = None) -> Hierarchy:
 
 
 def _single_paths(h: Hierarchy, longest: bool) -> dict[str, tuple[str, ...]]:
-    """Every synset's longest (or shortest) path to the top, itself first; ties broken by the
-    lexicographically smallest tuple of names (exact by dynamic programming: all candidate paths
-    start with the synset, so they compare as their parents' best paths do)."""
+    """Every synset's longest (or shortest) path to the top, itself first; ties by the smallest tuple
+    of names (exact by dynamic programming: candidates compare as their parents' best paths do)."""
     memo: dict[str, tuple[str, ...]] = {h.top: (h.top,)}
     sign = -1 if longest else 1
 
@@ -175,8 +137,7 @@ def _longest_distances(h: Hierarchy) -> dict[str, dict[str, int]]:
 
 
 def _upward_hierarchy(name: str, subtree: str | None) -> Hierarchy:
-    """The small hierarchy of ``name`` and its ancestors below ``subtree`` (or the root): enough
-    to rank one query's hypernyms without reading all of WordNet."""
+    """The hierarchy of ``name``'s ancestors below ``subtree`` (or the root), without all of WordNet."""
     top, stack, up = subtree or ROOT_SYNSET, [_noun_synset(name, "query")], {}
     while stack:
         synset = stack.pop()
@@ -197,8 +158,7 @@ def _upward_hierarchy(name: str, subtree: str | None) -> Hierarchy:
 
 @lru_cache(maxsize=None)
 def _ranked_table(subtree: str | None, path_rule: str) -> dict[str, tuple[tuple[str, ...], int]]:
-    """synset -> (its ancestors ranked most specific first, top included; its depth under the
-    rule = hypernym links from it to the top). Memoised per (subtree, rule)."""
+    """synset -> (its ancestors, most specific first, top included; its depth under the rule). Memoised."""
     return _rank_all(noun_hierarchy(subtree), path_rule)
 
 
@@ -221,9 +181,8 @@ def _ancestors(subtree: str | None) -> dict[str, frozenset[str]]:
 
 def ranked_hypernyms(name: str, path_rule: str = "longest", include_root: bool = True,
                      subtree: str | None = None, subtree_root_relevant: bool = False) -> list[str]:
-    """The relevant docIDs of query ``name`` (section 5.1), most specific first (rank 1 = direct
-    hypernym). deer.n.01 gives ruminant.n.01, even-toed_ungulate.n.01, ..., physical_entity.n.01
-    [, entity.n.01]. See the module docstring for the rules and the root options."""
+    """The relevant docIDs of query ``name`` (section 5.1), most specific first: deer.n.01 gives
+    ruminant.n.01, even-toed_ungulate.n.01, ..., physical_entity.n.01 [, entity.n.01]."""
     _check_choice("path_rule", path_rule, PATH_RULES)
     if subtree is not None:
         _noun_synset(subtree)
@@ -266,15 +225,13 @@ def _validate(params: dict[str, Any]) -> None:
 
 
 def _keyed_order(names: Sequence[str], seed: int, purpose: str) -> list[str]:
-    """``names`` in a seeded random order that depends only on (seed, purpose, name), not on the
-    order of ``names`` nor on PYTHONHASHSEED (sorted by a keyed BLAKE2 hash)."""
+    """``names`` in a seeded order that depends only on (seed, purpose, name): sorted by a keyed BLAKE2 hash."""
     key = f"{purpose}:{seed}".encode()[:64]
     return sorted(names, key=lambda n: hashlib.blake2b(n.encode(), key=key, digest_size=16).digest())
 
 
 def _select_queries(p: dict[str, Any]) -> tuple[list[str], dict[str, list[str]], dict[str, int]]:
-    """Queries kept by subtree / min_relevant / max_queries (sorted), their relevant docIDs and
-    depths; a ValueError saying which filter left none."""
+    """(queries kept by the filters, sorted; relevant docIDs; depths), or a ValueError naming the filter."""
     h = noun_hierarchy(p["subtree"])
     table = _ranked_table(p["subtree"], p["path_rule"])
     keep_top = p["include_root"] if p["subtree"] is None else p["subtree_root_relevant"]
@@ -303,8 +260,7 @@ def _eval_queries(queries: list[str], n_eval: int | float, seed: int) -> set[str
 
 def _draw_negative(query: str, excluded: frozenset[str], pool: Sequence[str],
                    pool_set: frozenset[str], seed: int) -> str:
-    """One random synset of ``pool`` that is neither the query nor any of its hypernyms,
-    drawn from a generator keyed by (seed, query) (section 5.1's negative document)."""
+    """Section 5.1's negative: a synset of ``pool`` off the query's path, drawn keyed by (seed, query)."""
     if len(pool) - len((excluded | {query}) & pool_set) <= 0:
         raise ValueError(f"no negative can be drawn for {query!r}: every synset of the pool is "
                          "the query or one of its hypernyms; use a larger subtree")
@@ -334,11 +290,6 @@ def _build(p: dict[str, Any]) -> pd.DataFrame:
     })
 
 
-def _write_cache(df: pd.DataFrame, params: dict[str, Any], folder: Path) -> None:
-    """queries.parquet + params.json, written atomically (``arrank.data.cache.save_tables``)."""
-    dataset_cache.save_tables(folder, {"queries": df}, {**params, "hash": folder.name, "n_queries": len(df)})
-
-
 def build_wordnet_dataset(path_rule: str = "longest", include_root: bool = True,
                           subtree: str | None = None, max_queries: int | None = None,
                           min_relevant: int = 1, n_eval: int | float = 5000,
@@ -347,20 +298,13 @@ def build_wordnet_dataset(path_rule: str = "longest", include_root: bool = True,
                           cache_dir: Path | None = None) -> pd.DataFrame:
     """The WordNet ranking dataset of section 5.1: one row per query (sorted by name) with the
     columns ``query, relevant (list, rank 1 first), negative, depth, n_relevant, split, prompt``;
-    ``depth`` counts the hypernym links from the query to the top (entity.n.01, or the subtree
-    root) along the rule's path ("union": the longest path). Rules and root options: see the
-    module docstring.
+    ``depth`` counts the hypernym links to the top along the rule's path (docs/design.md, "Datasets").
 
-    Filters apply in this order: ``subtree`` (hierarchy), ``min_relevant`` (queries with at
-    least that many relevant docIDs), ``max_queries`` (seeded sample); then ``n_eval`` queries
-    (an int, or a fraction in (0, 1)) are held out as ``split == "eval"`` (Table 1: 5000).
-    ``prompt`` is Appendix D.1 (``template="wordnet"``) or the short template for tiny models,
-    with the relevant docIDs shuffled by ``arrank.data.prompts.query_rng(seed, query)``.
-
-    With ``cache`` the table is saved as ``<cache_dir>/<params_hash>/queries.parquet`` (+
-    ``params.json``; ``cache_dir`` defaults to ``data/cache/wordnet``) and reused when present.
-    ``df.attrs["params"]`` holds the parameters and ``df.attrs["hash"]`` their hash.
-    """
+    Filters in order: ``subtree``, ``min_relevant``, ``max_queries`` (seeded sample); then ``n_eval``
+    queries (an int, or a fraction in (0, 1)) are held out as ``split == "eval"`` (Table 1: 5000).
+    ``prompt``: Appendix D.1 or the short template, docIDs shuffled by ``query_rng(seed, query)``.
+    With ``cache`` the table is saved as ``<cache_dir or data/cache/wordnet>/<params_hash>/`` and
+    reused; ``df.attrs["params"]`` holds the parameters and ``df.attrs["hash"]`` their hash."""
     params = {"format_version": FORMAT_VERSION, "path_rule": path_rule, "include_root": include_root,
               "subtree": subtree, "subtree_root_relevant": subtree_root_relevant,
               "negative_pool": negative_pool, "max_queries": max_queries,
@@ -373,7 +317,7 @@ def build_wordnet_dataset(path_rule: str = "longest", include_root: bool = True,
     else:
         df = _build(params)
         if cache:
-            _write_cache(df, params, folder)
+            dataset_cache.save_tables(folder, {"queries": df}, {**params, "hash": folder.name, "n_queries": len(df)})
     df.attrs.update(params=params, hash=folder.name)
     return df
 
@@ -382,8 +326,8 @@ def build_wordnet_dataset(path_rule: str = "longest", include_root: bool = True,
 
 
 def top1_view(df: pd.DataFrame) -> pd.DataFrame:
-    """One item per query, docID = the rank-1 (most specific) hypernym: the ~84k view trained
-    with lambda(r) = 1[r = 1] (Appendix B). Columns ``query, docid, rank, n_q, prompt, split``."""
+    """One item per query, docID = the rank-1 hypernym: the ~84k view trained with lambda(r) = 1[r = 1]
+    (Appendix B). Columns ``query, docid, rank, n_q, prompt, split``."""
     return pd.DataFrame({"query": df["query"].to_numpy(), "docid": [r[0] for r in df["relevant"]],
                          "rank": np.ones(len(df), dtype=np.int64),
                          "n_q": df["n_relevant"].to_numpy(), "prompt": df["prompt"].to_numpy(),
@@ -392,10 +336,8 @@ def top1_view(df: pd.DataFrame) -> pd.DataFrame:
 
 def per_docid_view(df: pd.DataFrame) -> pd.DataFrame:
     """One item (q, d_r, r, n_q) per relevant docID: the ~700k view trained with item-level
-    reweighting lambda(r) (section 4, Appendix B). Rows of a query are consecutive, rank 1 first.
-
-    The prompt column is an object column that shares each query's prompt string among its items
-    (no copies of the text)."""
+    reweighting lambda(r) (section 4, Appendix B); a query's rows are consecutive, rank 1 first, and
+    share its prompt string."""
     n = df["n_relevant"].to_numpy()
     row = np.repeat(np.arange(len(df)), n)
     rank = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n) + 1
@@ -418,12 +360,6 @@ def dataset_fingerprint(df: pd.DataFrame) -> str:
 # --------------------------------------------------------------------------- statistics (Appendix C)
 
 
-class Tokenizer(Protocol):
-    """Anything called like a transformers tokenizer: ``tok(text, add_special_tokens=False)``."""
-
-    def __call__(self, text: str, add_special_tokens: bool = ...) -> Mapping[str, Any]: ...
-
-
 def _distribution(values: pd.Series, name: str) -> pd.DataFrame:
     counts = values.value_counts().sort_index()
     return pd.DataFrame({name: counts.index.to_numpy(), "queries": counts.to_numpy(),
@@ -440,10 +376,9 @@ def depth_distribution(df: pd.DataFrame) -> pd.DataFrame:
     return _distribution(df["depth"], "depth")
 
 
-def docid_token_lengths(df: pd.DataFrame, tokenizer: Tokenizer,
-                        include_negatives: bool = False) -> pd.DataFrame:
-    """Appendix C: length in tokens of every docID the dataset uses (each tokenised alone,
-    without special tokens). Columns docid, n_tokens, occurrences (items it is relevant in)."""
+def docid_token_lengths(df: pd.DataFrame, tokenizer, include_negatives: bool = False) -> pd.DataFrame:
+    """Appendix C: columns docid, n_tokens (tokenised alone by ``tokenizer``, called like a
+    transformers tokenizer, without special tokens), occurrences (items it is relevant in)."""
     counts = pd.Series(list(itertools.chain.from_iterable(df["relevant"]))).value_counts()
     docids = sorted(set(counts.index) | (set(df["negative"]) if include_negatives else set()))
     return pd.DataFrame({
@@ -471,8 +406,7 @@ PAPER_QUERIES, PAPER_TOP1_ITEMS, PAPER_PER_DOCID_ITEMS = 82_114, 84_000, 700_000
 
 
 def dataset_findings(m: dict, p: dict) -> list[dict]:
-    """Notebook 03's results.json metrics ``m`` (and its parameters ``p``) against section 5.1 and
-    Appendix B, in words: ``arrank.common.findings.Finding`` rows."""
+    """Notebook 03's metrics ``m`` (parameters ``p``) against section 5.1 and Appendix B: ``Finding`` rows."""
     from arrank.common.findings import finding
 
     whole = not p.get("subtree") and (p.get("min_relevant") or 1) == 1 and not p.get("max_queries")

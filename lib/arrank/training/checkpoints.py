@@ -1,12 +1,8 @@
 """Checkpoints of notebook 05 as transactions (docs/reliability.md, "Faults").
 
-The Trainer writes a checkpoint into a hidden staging folder ``.partial-checkpoint-N`` beside the
-others; ``commit`` flushes every file to disk (fsync), writes ``manifest.json`` (each file's size
-and sha256) last, and renames the folder to ``checkpoint-N``: a folder of that name is complete.
-``usable_checkpoint`` checks the newest checkpoints against their manifests before a resume; one
-that fails (a file missing, cut short or altered; no manifest) is set aside, renamed
-``broken-checkpoint-N-<time>`` (never deleted), with one line naming it, and the run falls back
-to the previous good checkpoint (two are kept: ``KEEP``) or starts over, saying which.
+Staged in ``.partial-checkpoint-N``, flushed, given a manifest last and renamed ``checkpoint-N``
+(:func:`commit`); checked against their manifests before a resume (:func:`usable_checkpoint`),
+a failing one set aside as ``broken-checkpoint-N-<time>`` and the previous good one used.
 """
 
 from __future__ import annotations
@@ -39,9 +35,8 @@ def checkpoints(folder: Path) -> list[Path]:
 
 
 def commit(staging: Path, final: Path, keep: int = KEEP) -> Path:
-    """Make a staged checkpoint real: manifest (``write_manifest``), rename ``staging`` (a folder
-    holding the Trainer's ``checkpoint-N``) to ``final``, flush the parent folder, then remove all
-    but the newest ``keep`` checkpoints."""
+    """Make a staged checkpoint real: manifest, rename ``staging`` to ``final``, flush the parent
+    folder, then remove all but the newest ``keep`` checkpoints."""
     write_manifest(staging)
     os.rename(staging, final)
     fsync_path(final.parent)
@@ -61,10 +56,8 @@ _VERIFIED: dict[tuple[str, float], bool] = {}  # (path, manifest mtime) -> verif
 
 def usable_checkpoint(folder: Path, say: Callable[[str], None] = print, tidy: bool = True) -> Path | None:
     """The newest checkpoint under ``folder`` whose files match its manifest, or None (start over).
-
-    With ``tidy`` (process 0) staging folders left by a save that was cut short and checkpoints
-    that fail the check are set aside (``set_aside``), each with one line, and a last line says
-    what the run does: resume from checkpoint M, or start over. Other processes only read."""
+    With ``tidy`` (process 0) cut-short saves and failing checkpoints are set aside, one line each,
+    and a last line says whether the run resumes or starts over. Other processes only read."""
     folder = Path(folder)
     if tidy and folder.is_dir():
         for partial in sorted(folder.glob(f"{STAGING}*")):
@@ -95,9 +88,8 @@ class NonFiniteTrainingError(FloatingPointError):
 
 
 def refuse_non_finite(loss: float, grad_norm: float | None, step: int, folder: Path) -> None:
-    """Stop training at once (``NonFiniteTrainingError``) when the loss accumulated since the last
-    log or the step's gradient norm is NaN or infinite, naming the step and the last good
-    checkpoint; called before the step's checkpoint would be written, so none holds the damage."""
+    """Stop training (``NonFiniteTrainingError``, naming the step and the last good checkpoint) when
+    the loss or the gradient norm is NaN or infinite, before the step's checkpoint is written."""
     bad = [
         f"{name} {value}"
         for name, value in (("loss", loss), ("gradient norm", grad_norm))
@@ -119,10 +111,8 @@ def refuse_non_finite(loss: float, grad_norm: float | None, step: int, folder: P
 
 
 class GuardedCheckpoints:
-    """Trainer hooks (mixed in before ``transformers.Trainer``): every checkpoint is staged in
-    ``.partial-checkpoint-N`` and committed (``commit``: manifest, fsync, rename) by process 0
-    once every process wrote its part, and every optimizer step's loss and gradient norm are
-    checked before the Trainer logs or saves anything (``refuse_non_finite``)."""
+    """Trainer hooks (mixed in before ``transformers.Trainer``): every checkpoint is staged and
+    committed by process 0 (:func:`commit`), and every step is checked by :func:`refuse_non_finite`."""
 
     _staging: str | None = None
 

@@ -1,12 +1,8 @@
 """How a (prompt, docID) item becomes token ids: one convention shared by training and scoring.
 
-The augmented query q-bar (section 5.1) is encoded with the tokenizer's chat template as a user
-turn followed by the generation prompt when the tokenizer has a template, else as BOS + prompt.
-A docID is encoded alone (no special tokens) and followed by EOS: docIDs are token sequences that
-end with EOS (section 4.2), so "cat" and "cats" stay distinct. The item is the concatenation of
-the two id lists, in training and in scoring alike, so the docID's tokens are the same wherever
-it appears after a prompt (docs/design.md, "Known pitfalls").
-"""
+The augmented query q-bar (section 5.1) is a user turn of the tokenizer's chat template plus the
+generation prompt (without a template: BOS + prompt); the docID is encoded alone and followed by
+EOS (section 4.2), and the item is the two id lists joined (docs/design.md, "Known pitfalls")."""
 
 from __future__ import annotations
 

@@ -20,21 +20,12 @@ def build_tiny_model(
     seed: int = 0,
     tokenizer=None,
 ):
-    """A random-initialised Llama-architecture causal LM (transformers), seeded.
-
-    Defaults are the CPU-feasible size of docs/design.md (4 layers, hidden 128).
-    When a tokenizer is given its pad/bos/eos ids go into the config.
-    """
+    """A random-initialised, seeded Llama causal LM (transformers) of the CPU-feasible size of
+    docs/design.md by default; a ``tokenizer``'s pad/bos/eos ids go into the config."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    ids = {}
-    if tokenizer is not None:
-        ids = {
-            "pad_token_id": tokenizer.pad_token_id,
-            "bos_token_id": tokenizer.bos_token_id,
-            "eos_token_id": tokenizer.eos_token_id,
-        }
+    ids = special_token_ids(tokenizer) if tokenizer is not None else {}
     config = LlamaConfig(
         vocab_size=vocab_size,
         hidden_size=hidden,
@@ -50,6 +41,11 @@ def build_tiny_model(
     return LlamaForCausalLM(config)
 
 
+def special_token_ids(tokenizer) -> dict[str, int | None]:
+    """``pad_token_id``, ``bos_token_id`` and ``eos_token_id`` of ``tokenizer``, for a model config."""
+    return {f"{role}_token_id": getattr(tokenizer, f"{role}_token_id") for role in ("pad", "bos", "eos")}
+
+
 def output_embeddings(model) -> np.ndarray:
     """E: the model's output embedding matrix (|V| x n) as float64 numpy."""
     return model.get_output_embeddings().weight.detach().float().cpu().numpy().astype(np.float64)
@@ -57,11 +53,8 @@ def output_embeddings(model) -> np.ndarray:
 
 def load_output_embeddings(path: str | Path) -> np.ndarray:
     """E of a local pretrained model folder, read from its safetensors files without loading the
-    model: ``lm_head.weight``, or the input embeddings when the model ties them.
-
-    Works for a 7B model on a laptop (reads one |V| x n tensor). Clear errors for a missing folder,
-    no safetensors, or no such tensor.
-    """
+    model (one |V| x n tensor): ``lm_head.weight``, or the input embeddings when the model ties them.
+    Clear errors for a missing folder, no safetensors, or no such tensor."""
     from safetensors import safe_open
 
     folder = Path(path)
@@ -83,10 +76,8 @@ def load_output_embeddings(path: str | Path) -> np.ndarray:
 
 
 def pretrained_embeddings(model_name: str) -> tuple[np.ndarray, object]:
-    """E (|V| x n, float64) and the tokenizer of a pretrained ``model_name`` (any name
-    :func:`resolve_model` takes), read from the model folder's safetensors without loading the
-    model; a hub id must already be in the local hub cache (``snapshot_download`` does not reach
-    the network when ``HF_HUB_OFFLINE=1``)."""
+    """E (|V| x n, float64) and the tokenizer of a pretrained ``model_name`` (:func:`resolve_model`),
+    read from its safetensors without loading the model; a hub id must be in the local hub cache."""
     from transformers import AutoTokenizer
 
     folder = Path(resolve_model(model_name))
@@ -108,11 +99,9 @@ FULL_FINETUNE_WARN = 20_000_000
 
 
 def resolve_model(model_name: str) -> str:
-    """What transformers (or Unsloth) loads for a pretrained ``model_name``: a hub id, or a local
-    model folder. Names are those of ``arrank.common.named_models``: an alias gives its hub id;
-    a GGUF model (a known name, or a ``.gguf`` path) is converted once into a float32 model folder
-    under ``data/cache/models/`` (:func:`convert_gguf`) and that folder is returned, so that every
-    later load, a LoRA adapter's base model and Unsloth take the ordinary local-folder route."""
+    """What transformers (or Unsloth) loads for a pretrained ``model_name`` (``arrank.common.named_models``):
+    an alias gives its hub id; a GGUF model (a known name, or a ``.gguf`` path) is converted once
+    (:func:`convert_gguf`) into a folder under ``data/cache/models/``, which every later load takes."""
     from arrank.common import named_models, paths
 
     kind = named_models.model_kind(model_name)
@@ -145,13 +134,11 @@ def resolve_model(model_name: str) -> str:
 def convert_gguf(gguf: Path, folder: Path) -> Path:
     """De-quantise a GGUF file into a float32 transformers model folder, written atomically.
 
-    transformers reads GGUF directly (``gguf_file=``, the ``gguf`` package; about 20 s for
-    SmolLM2-135M here) but marks the model as GGUF-quantised and refuses to save it, so the
-    weights are copied into a model built from the same configuration. The special tokens are
-    taken from the file's own metadata (``tokenizer.ggml.*_token_id``): transformers' GGUF
-    tokenizer reads SmolLM2's EOS as ``<|im_start|>``, where the file says ``<|im_end|>``, the
-    token that ends an assistant turn and so every docID (section 4.2). A truncated or unreadable
-    file is a clear error, and nothing is left in ``folder``.
+    transformers reads GGUF but refuses to save a GGUF-marked model, so the weights are copied into
+    a model built from the same configuration. The special tokens come from the file's own metadata
+    (``tokenizer.ggml.*_token_id``): transformers reads SmolLM2's EOS as ``<|im_start|>`` where the
+    file says ``<|im_end|>``, the token that ends every docID (section 4.2). A truncated or
+    unreadable file is a clear error, and nothing is left in ``folder``.
     """
     import torch
     from gguf import GGUFReader
@@ -165,8 +152,8 @@ def convert_gguf(gguf: Path, folder: Path) -> Path:
             "is it truncated? reinstall it or give another file"
         ) from None
     special = {}
-    for role in ("bos", "eos", "padding"):
-        field = fields.get(f"tokenizer.ggml.{role}_token_id")
+    for gguf_role, role in (("bos", "bos"), ("eos", "eos"), ("padding", "pad")):
+        field = fields.get(f"tokenizer.ggml.{gguf_role}_token_id")
         if field is not None:
             special[role] = int(field.parts[field.data[0]][0])
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
@@ -174,10 +161,9 @@ def convert_gguf(gguf: Path, folder: Path) -> Path:
     config = loaded.config
     if hasattr(config, "quantization_config"):  # the GGUF marker that makes save_pretrained refuse
         del config.quantization_config
-    ids = {"bos": "bos_token", "eos": "eos_token", "padding": "pad_token"}
     for role, token_id in special.items():
-        setattr(tokenizer, ids[role], tokenizer.convert_ids_to_tokens(token_id))
-        setattr(config, f"{'pad' if role == 'padding' else role}_token_id", token_id)
+        setattr(tokenizer, f"{role}_token", tokenizer.convert_ids_to_tokens(token_id))
+        setattr(config, f"{role}_token_id", token_id)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.load_state_dict(loaded.state_dict())
     model.generation_config.eos_token_id = config.eos_token_id
@@ -208,18 +194,8 @@ def tiny_model_and_tokenizer(
     from arrank.training.tokenizer import train_bpe
 
     digest = hashlib.sha256("\n".join(texts).encode("utf-8")).hexdigest()
-    key = params_hash(
-        {
-            "texts": digest,
-            "vocab_size": vocab_size,
-            "hidden": hidden,
-            "layers": layers,
-            "heads": heads,
-            "intermediate": intermediate,
-            "seed": seed,
-            "version": 1,
-        }
-    )
+    sizes = {"vocab_size": vocab_size, "hidden": hidden, "layers": layers, "heads": heads, "intermediate": intermediate}
+    key = params_hash({"texts": digest, **sizes, "seed": seed, "version": 1})
     folder = paths.CACHE / "tiny" / key
     if cache and folder.exists():
         why = model_folder_problem(folder) or (
@@ -244,9 +220,8 @@ def tiny_model_and_tokenizer(
 
 
 def model_folder_problem(folder: Path) -> str | None:
-    """What makes a saved model folder unusable, in words, or None: a file against the folder's
-    manifest (``save_atomic`` writes one); without a manifest (a folder saved before them), no
-    readable config.json, or a safetensors file shorter or longer than its own header says."""
+    """What makes a saved model folder unusable, in words, or None: a file against its manifest;
+    without one, no readable config.json or a safetensors file whose size disagrees with its header."""
     from arrank.common.manifest import MANIFEST, manifest_problem
 
     folder = Path(folder)
@@ -271,9 +246,8 @@ def model_folder_problem(folder: Path) -> str | None:
 
 
 def quiet_saves() -> None:
-    """Keep transformers' "Writing model shards" progress bar (one per save: each checkpoint, the
-    model cache, the run's model) out of a notebook's outputs: chatter, not a result. The
-    Trainer's own training progress bar stays."""
+    """Keep transformers' "Writing model shards" progress bar (one per save) out of a notebook's
+    outputs; the Trainer's training progress bar stays."""
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
@@ -302,9 +276,8 @@ def save_atomic(model, tokenizer, folder: Path) -> Path:
 
 
 def unsloth_cpu_opt_in() -> bool:
-    """Whether ``UNSLOTH_FORCE_CPU=1`` asks for Unsloth's CPU fallback (unsloth 2026.10.9 trains
-    LoRA on a CPU when no GPU is found): then ``backend='unsloth'`` runs without CUDA, so the
-    Unsloth code path can be exercised on a CPU machine (docs/gpu.md); ``auto`` never picks it."""
+    """Whether ``UNSLOTH_FORCE_CPU=1`` asks for Unsloth's CPU fallback, a check of the Unsloth code path
+    on a CPU machine (docs/gpu.md); ``auto`` never picks it."""
     import os
 
     return os.environ.get("UNSLOTH_FORCE_CPU", "") == "1"
@@ -312,10 +285,8 @@ def unsloth_cpu_opt_in() -> bool:
 
 def resolve_backend(backend: str) -> str:
     """``auto`` -> ``unsloth`` when CUDA and unsloth are importable and one process trains, else
-    ``transformers``. ``unsloth`` without CUDA fails at once (Unsloth trains at speed only on NVIDIA
-    GPUs) unless ``UNSLOTH_FORCE_CPU=1`` asks for its CPU fallback (:func:`unsloth_cpu_opt_in`),
-    and so does ``unsloth`` under several processes (torchrun: Unsloth trains on one GPU only;
-    ``arrank.common.processes``)."""
+    ``transformers``. ``unsloth`` fails at once without CUDA (unless :func:`unsloth_cpu_opt_in`) and
+    under several processes (``arrank.common.processes``)."""
     import importlib.util
 
     import torch
@@ -343,13 +314,9 @@ def resolve_backend(backend: str) -> str:
 
 
 def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit: bool = False):
-    """A pretrained causal LM and its tokenizer through the backend: a hub id, a local folder, or
-    a name of ``arrank.common.named_models`` (:func:`resolve_model`), the same route for each.
-
-    Unsloth: ``FastLanguageModel.from_pretrained`` with ``load_in_4bit`` (False = 16-bit LoRA,
-    which needs no bitsandbytes) and ``use_exact_model_name`` for a local folder; logits are
-    returned (``UNSLOTH_RETURN_LOGITS=1``) because the STOICaL loss is computed from them.
-    """
+    """A pretrained causal LM and its tokenizer through the backend, for any name :func:`resolve_model`
+    takes. Unsloth: ``load_in_4bit`` (False = 16-bit LoRA) and logits returned
+    (``UNSLOTH_RETURN_LOGITS=1``: the STOICaL loss is computed from them)."""
     import os
 
     if load_in_4bit and resolve_backend(backend) != "unsloth":
@@ -383,9 +350,8 @@ def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit
 def untrained_model(
     model_name: str, df, backend: str, max_length: int, tokenizer_vocab: int, seed: int, load_in_4bit: bool = False
 ):
-    """The model a run starts from, and its tokenizer: ``"tiny"`` is built (and cached) for the
-    texts of the ranking table ``df`` (``arrank.data.ranking.tokenizer_texts``), any other name is
-    loaded by :func:`load_pretrained`. One rule for notebook 05 and notebook 06's untrained row."""
+    """The model a run starts from, and its tokenizer: ``"tiny"`` built for the texts of the ranking
+    table ``df`` (``arrank.data.ranking.tokenizer_texts``), any other name :func:`load_pretrained`."""
     if model_name == "tiny":
         from arrank.data.ranking import tokenizer_texts
 
@@ -425,9 +391,8 @@ def add_lora(model, backend: str, r: int, alpha: int, dropout: float, target_mod
 
 
 def load_trained(folder: Path | str, backend: str = "auto", max_length: int = 1024):
-    """A model that notebook 05 saved into ``<run>/model`` and its tokenizer: full weights, or a
-    LoRA adapter on the base model its ``adapter_config.json`` names. Clear error when the folder
-    holds no model."""
+    """A model notebook 05 saved into ``<run>/model`` and its tokenizer: full weights, or a LoRA adapter
+    on the base model its ``adapter_config.json`` names; a clear error when the folder holds none."""
     folder = Path(folder)
     adapter = folder / "adapter_config.json"
     if not (folder / "config.json").exists() and not adapter.exists():

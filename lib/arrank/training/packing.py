@@ -1,38 +1,12 @@
 """Packed per-query layout: every ranked docID of a query behind ONE copy of its prompt.
 
-Item-level STOICaL (section 4.1: lambda(r) = 1/r^alpha or stepwise) trains one item (q, d_r, r)
-per relevant docID, so an unpacked run processes the prompt of q n_q times; section 5.2 names that
-cost as the reason the paper trained ESCI with trie targets instead of item weights. Packed, one
-sequence holds
-
-    [prompt minus its last token p][p d_1][p d_2]...[p d_k]    (k <= n_q; see splitting below)
-
-and a block mask lets each block attend to the shared prefix and causally to itself only, with
-position ids restarting for every block where the prompt's last token sits. A block opens with
-its own copy of that last token p (same token, same position, same keys before it), because the
-first docID token is predicted from the prompt's last position: the copy gives every block that
-prediction, where the token just before the block in the row is the previous docID's EOS. So
-each block sees exactly what the unpacked item sees after the prefix, and its logits, its loss
-lambda(r) * sum_t CE(y(r, t), p) (eq. 2) and its gradient are those of the unpacked item up to
-float rounding (tests/test_packing.py checks 1e-5 on the tiny model), for one extra token per
-block. The targets y(r, t) are the item's own (one-hot, trie, or the Appendix F trie of
-d_r..d_nq), built before packing.
-
-Splitting: a query whose packed sequence would pass ``max_length`` goes into several sequences,
-each repeating the prefix; a docID is never truncated (a sequence holds exactly the tokens of
-the unpacked items it replaces, minus the repeated prefixes, so it fits wherever each item fits).
-
-The mask is built here once (:func:`row_mask`) and used by training (``arrank.training.train``) and by
-candidate scoring (``arrank.evaluation.scoring``: candidates are blocks behind the prompt of one query).
-
-Which models can take it: a transformers model whose attention implementation reads a custom
-4-D mask, i.e. ``sdpa`` (a boolean mask, True = attend) or ``eager`` (an additive float mask).
-Unsloth models (``config.unsloth_version`` set) replace the attention forward with their own
-kernels, whose packing takes sequence lengths of independent sequences only, and flash-attention
-or FlexAttention implementations ignore a 4-D tensor mask: :func:`mask_support` says no for those
-and training falls back to unpacked items with one warning. A custom 4-D mask replaces the
-model's own mask, so a model with sliding-window layers shorter than the packed length would lose
-its window: such models are refused too.
+One sequence holds ``[prompt minus its last token p][p d_1][p d_2]...[p d_k]`` behind a block
+mask, so each block's logits, loss lambda(r) * sum_t CE(y(r, t), p) (eq. 2) and gradient are the
+unpacked item's up to float rounding, the prompt run once per query (section 5.2 names the
+unpacked cost as why the paper trained ESCI with trie targets). The mask (:func:`row_mask`) is
+used by training and by candidate scoring (``arrank.evaluation.scoring``). Which models can take
+it (:func:`mask_support`), how a query is split and how blocks are weighted: docs/design.md,
+"Training".
 """
 
 from __future__ import annotations
@@ -47,22 +21,15 @@ PACKINGS = ("auto", "per_query", "none")
 MASK_ATTENTION = ("sdpa", "eager")
 
 
-# --------------------------------------------------------------------------- the mask
-
-
 Segment = tuple[int, Sequence[int]]  # (prompt length, docID block lengths) of one packed sequence
 
 
 def segments_mask(segments: Sequence[Segment], length: int | None = None) -> torch.Tensor:
     """The attention pattern of one row holding packed sequences side by side, each
-    ``[prompt][block 1]...[block k]``, as a boolean (L, L) matrix: True where row i (a query
-    token) may attend to column j (a key token).
-
-    Prompt tokens attend causally to their own prompt; a token of block b attends to its
-    sequence's whole prompt and causally to the tokens of block b before it, never to another
-    block nor to another sequence. ``length`` pads the row to L tokens; a padding token attends
-    to itself only (no row is empty, so no softmax runs over nothing). The one implementation of
-    the mask: training (all rows) and scoring (the block rows behind a cached prompt, or all rows).
+    ``[prompt][block 1]...[block k]``, as a boolean (L, L) matrix: True where token i may attend to
+    token j. Prompt tokens attend causally to their prompt; a block's tokens to their sequence's
+    prompt and causally to their own block. ``length`` pads the row to L tokens; a padding token
+    attends to itself only (no softmax runs over nothing).
     """
     if len(segments) == 0:
         raise ValueError("a packed row needs at least one sequence")
@@ -121,7 +88,7 @@ def _check_lengths(prompt_length: int, block_lengths: Sequence[int]) -> None:
 
 
 def mask_support(model) -> tuple[bool, str]:
-    """(whether ``model`` can take the packed 4-D mask, why not). See the module docstring."""
+    """(whether ``model`` can take the packed 4-D mask, why not): docs/design.md, "Training"."""
     config = getattr(model, "config", None)
     if config is None:
         return False, f"{type(model).__name__} has no transformers config"
@@ -175,17 +142,10 @@ def model_mask(model, allowed: torch.Tensor) -> torch.Tensor:
     return mask.masked_fill_(~allowed, torch.finfo(dtype).min)
 
 
-# --------------------------------------------------------------------------- packed sequences
-
-
 def resolve_packing(packing: str, items: Sequence[dict[str, Any]], model) -> tuple[str, str | None]:
-    """(``"per_query"`` or ``"none"``, a warning or None) for a ``packing`` option.
-
-    ``"auto"`` packs when some query has more than one item (item-level variants; the NTP and
-    trie-only variants train one item per query, where packing saves nothing) and the model can
-    take the mask. ``"auto"`` or ``"per_query"`` on item-level items for a model that cannot take
-    it falls back to unpacked items with a warning naming the reason (the documented fallback);
-    ``"none"`` never packs.
+    """(``"per_query"`` or ``"none"``, a warning or None) for a ``packing`` option: ``"auto"`` packs
+    when some query has more than one item and the model can take the mask; a model that cannot
+    gets unpacked items and a warning naming the reason; ``"none"`` never packs.
     """
     if packing not in PACKINGS:
         raise ValueError(f"packing={packing!r} is not allowed; choose one of {list(PACKINGS)}")
@@ -203,16 +163,12 @@ def resolve_packing(packing: str, items: Sequence[dict[str, Any]], model) -> tup
 
 
 def pack_items(items: Sequence[dict[str, Any]], max_length: int) -> list[dict[str, Any]]:
-    """Packed sequences from training items (``arrank.training.train.query_items``: ``input_ids`` = prompt
-    + docID, ``start`` = prompt length, ``targets``, ``weight`` = lambda(r), ``rank``, ``query``).
-
-    Items of one query (consecutive, sharing the prompt) go into ``[prefix][p d_r1][p d_r2]...``
-    in rank order (prefix = the prompt minus its last token p; module docstring); when the next
-    block would pass ``max_length`` tokens a new sequence repeats the prefix. A docID is never
-    truncated: an item longer than ``max_length`` is an error. Each packed sequence holds
-    ``input_ids``, ``prompt_length`` (the prefix's), ``block_lengths``, ``targets`` (per position
-    from the prefix's end: none at each block's copy of p, then the item's per-step targets),
-    ``weights`` (lambda(r) per block), ``ranks`` and ``query``.
+    """Packed sequences from training items (``arrank.training.train.query_items``): consecutive
+    items of one query go into ``[prefix][p d_r1][p d_r2]...`` (module docstring), a new sequence
+    repeating the prefix when the next block would pass ``max_length``; an item longer than that is
+    an error. Each holds ``input_ids``, ``prompt_length`` (the prefix's), ``block_lengths``,
+    ``targets`` (per position after the prefix; none at each copy of p), ``weights`` (lambda(r) per
+    block), ``ranks`` and ``query``.
     """
     if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
         raise ValueError(f"max_length={max_length!r} must be an integer >= 2")
@@ -245,15 +201,8 @@ def pack_items(items: Sequence[dict[str, Any]], max_length: int) -> list[dict[st
             and current["input_ids"][: current["prompt_length"]] == prompt
         )
         if not same_query or len(current["input_ids"]) + len(block) > max_length:
-            current = {
-                "input_ids": list(prompt),
-                "prompt_length": len(prompt),
-                "block_lengths": [],
-                "targets": [],
-                "weights": [],
-                "ranks": [],
-                "query": query,
-            }
+            current = {"input_ids": list(prompt), "prompt_length": len(prompt)}
+            current.update(block_lengths=[], targets=[], weights=[], ranks=[], query=query)
             packed.append(current)
         current["input_ids"] += block
         current["block_lengths"].append(len(block))
@@ -265,9 +214,7 @@ def pack_items(items: Sequence[dict[str, Any]], max_length: int) -> list[dict[st
 
 def fill_rows(lengths: Sequence[int], row_length: int | None) -> list[list[int]]:
     """Indices of sequences grouped into rows of at most ``row_length`` tokens (first fit, longest
-    first), or one sequence per row when ``row_length`` is None. Fewer, fuller rows waste less on
-    padding: a batch of per-query sequences of 30 to 80 tokens padded to the longest wastes about
-    a third of its tokens."""
+    first: fewer, fuller rows waste less on padding), or one sequence per row when it is None."""
     if row_length is None:
         return [[i] for i in range(len(lengths))]
     rows: list[list[int]] = []
@@ -287,9 +234,8 @@ def fill_rows(lengths: Sequence[int], row_length: int | None) -> list[list[int]]
 
 
 def row_length_for(packed: Sequence[dict[str, Any]], max_length: int) -> int:
-    """The row length training packs sequences into: twice the mean packed sequence (so a row
-    holds about two), at least the longest one, at most ``max_length``. Longer rows cost
-    attention over masked-out pairs, shorter ones padding (measured in docs/measurements.md)."""
+    """The row length training packs sequences into: twice the mean packed sequence, at least the
+    longest one, at most ``max_length`` (the trade-off: docs/measurements.md)."""
     lengths = [len(p["input_ids"]) for p in packed]
     return min(max_length, max(max(lengths), round(2 * sum(lengths) / len(lengths))))
 
@@ -304,17 +250,11 @@ def collate_packed(
     """Right-padded ``input_ids``, the boolean block mask ``allowed`` (R, 1, L, L), ``position_ids``,
     the padded sparse targets and per-position weights ``item_weight`` (R, L) of packed sequences.
 
-    ``row_length``: sequences share rows of at most that many tokens (:func:`fill_rows`; each
-    sees only itself through :func:`segments_mask`), else one sequence per row. Weights: lambda(r)
-    on every token of block r (``stoical.stoical_loss`` reads a (R, L) weight); with
-    ``weight_scale`` c (weighted sampling: sequences drawn with probability proportional to their
-    summed lambda, Lambda) each block carries c * lambda(r) / Lambda instead, so the expected
-    gradient is the one of uniform draws; c = the mean Lambda keeps the loss on the same scale.
-
-    ``share_prefix``: the tokens every sequence's prompt opens with
-    (``shared_prefix.shared_length``) leave the sequences and come as ``prefix_ids`` (1, P), run
-    once by the Trainer; ``allowed`` is then (R, 1, L, P + L), every real token seeing the P
-    prefix columns, and position ids start at P.
+    ``row_length``: sequences share rows of at most that many tokens (:func:`fill_rows`), else one
+    per row. Block r weighs lambda(r), or c * lambda(r) / Lambda with ``weight_scale`` c (weighted
+    sampling; docs/design.md, "Training"). ``share_prefix``: the common opening leaves the sequences
+    as ``prefix_ids`` (1, P) (``arrank.training.shared_prefix``); ``allowed`` is then
+    (R, 1, L, P + L) and position ids start at P.
     """
     from arrank.training.stoical import pad_sparse_targets
 

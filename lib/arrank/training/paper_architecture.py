@@ -1,15 +1,10 @@
 """The paper's model architecture, random-initialised: Mistral-7B-Instruct-v0.3 (Appendix B), for
 throughput and memory measurements where the real weights cannot be had (no model hub).
 
-Training speed and memory depend on the architecture, the dtype and the sequence lengths, not on
-the values of the weights, so a model of the exact configuration with random weights measures
-what the paper's runs cost (``benchmarks/gpu.py``; docs/gpu.md). Its tokenizer is derived
-locally: a BPE trained on the task's own texts (``arrank.training.tokenizer.train_bpe``, the
-``tiny`` model's route) with at most the model's 32,768 entries; the embedding and output layers
-keep all 32,768 rows, so the logits, and the STOICaL loss over them, have the real model's width.
-The token ids therefore differ from Mistral's own tokenizer (a docID takes other, usually
-fewer, tokens): lengths per item are those of the local tokenizer, which the benchmark reports.
-"""
+Speed and memory depend on the architecture, dtype and lengths, not on the weights' values
+(``benchmarks/gpu.py``; docs/gpu.md). The tokenizer is a local BPE on the task's texts (the ``tiny``
+model's route) of at most 32,768 entries, while the embeddings keep all 32,768 rows, so the logits
+have the real model's width; token ids and lengths are the local tokenizer's."""
 
 from __future__ import annotations
 
@@ -41,9 +36,8 @@ MISTRAL_7B_V03: dict[str, Any] = {
 
 
 def mistral_config(**overrides: Any):
-    """A transformers ``MistralConfig`` of Mistral-7B-Instruct-v0.3 (:data:`MISTRAL_7B_V03`), dtype
-    bf16, with ``overrides`` applied (a scaled-down copy for tests: fewer layers, a smaller hidden
-    size). An override that MistralConfig does not know is an error naming it."""
+    """A transformers ``MistralConfig`` of :data:`MISTRAL_7B_V03`, dtype bf16, with ``overrides`` (a
+    scaled-down copy for tests); an override MistralConfig does not know is an error naming it."""
     from transformers import MistralConfig
 
     unknown = sorted(set(overrides) - set(MistralConfig().to_dict()) - set(MISTRAL_7B_V03))
@@ -64,20 +58,14 @@ def mistral_config(**overrides: Any):
 def random_paper_model(
     folder: Path | str, texts: list[str], seed: int = 0, device: str = "cpu", **overrides: Any
 ) -> Path:
-    """Build Mistral-7B-Instruct-v0.3's architecture (:func:`mistral_config` with ``overrides``)
-    with seeded random weights in bf16, and save it with a BPE tokenizer trained on ``texts``
-    (the task's prompts and docIDs) into ``folder``, written atomically (``models.save_atomic``):
-    a model folder that ``model_name`` accepts (notebook 05, ``benchmarks/gpu.py``).
-
-    ``device="cuda"`` initialises on the GPU (the 7B model: 14.5 GB of bf16 weights, much faster
-    than a CPU's initialisation). An existing ``folder`` is refused, never overwritten. The
-    tokenizer has at most ``vocab_size`` entries (an error otherwise); the model keeps
-    ``vocab_size`` rows in its embeddings either way.
-    """
+    """Mistral-7B-Instruct-v0.3's architecture (:func:`mistral_config` with ``overrides``) with seeded
+    random bf16 weights, saved atomically with a BPE tokenizer trained on ``texts`` (at most
+    ``vocab_size`` entries, else an error) into ``folder``, a folder ``model_name`` accepts. ``device="cuda"``
+    initialises on the GPU; an existing ``folder`` is refused, never overwritten."""
     import torch
     from transformers import AutoModelForCausalLM
 
-    from arrank.training.models import TINY_CHAT_TEMPLATE, save_atomic
+    from arrank.training.models import TINY_CHAT_TEMPLATE, save_atomic, special_token_ids
     from arrank.training.tokenizer import train_bpe
 
     folder = Path(folder)
@@ -88,9 +76,7 @@ def random_paper_model(
     if len(tokenizer) > config.vocab_size:
         raise ValueError(f"the tokenizer has {len(tokenizer)} entries > vocab_size={config.vocab_size}")
     tokenizer.chat_template = TINY_CHAT_TEMPLATE
-    config.pad_token_id = tokenizer.pad_token_id
-    config.bos_token_id = tokenizer.bos_token_id
-    config.eos_token_id = tokenizer.eos_token_id
+    config.update(special_token_ids(tokenizer))
     torch.manual_seed(seed)
     with torch.device(device):
         model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)

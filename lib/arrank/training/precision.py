@@ -1,26 +1,9 @@
 """Numerical precision of training and scoring: ``precision`` = ``auto`` | ``fp32`` | ``bf16``.
 
-bf16 halves the bytes of every matmul operand and, on hardware with bf16 units (CPUs with
-AVX512-BF16 or AMX, CUDA GPUs of compute capability >= 8.0), runs matmuls faster (the figures:
-docs/measurements.md). Where the hardware has no bf16 units, bf16 is emulated and slower than fp32.
-
-Mixed precision as done here (the usual recipe, e.g. the transformers Trainer's ``bf16=True``):
-
-- matmuls run under ``torch.autocast(dtype=torch.bfloat16)`` (:func:`autocast`);
-- frozen base weights (the pretrained model under LoRA) are *held* in bf16 (:func:`prepare_model`:
-  no cast per step, half the memory), except the output embedding (``lm_head``, tied to the input
-  embedding in SmolLM2): it stays float32 because the head runs in float32
-  (``arrank.training.supervised_head``);
-- trainable weights stay float32, so do their gradients and the optimizer's state (LoRA adapters;
-  every weight when the tiny model is fully fine-tuned, where autocast casts them per matmul);
-- the logits, the log-softmax of eq. 2 over the docID positions and the loss reduction are float32
-  (``supervised_head.head_at``, ``stoical.stoical_loss_at``), and so is the scoring of section 5.1.
-
-``auto`` (:func:`resolve_precision`) picks bf16 where the hardware runs it natively (a CPU with
-AVX512-BF16 or AMX, read from /proc/cpuinfo and torch's own checks; a CUDA GPU that supports
-bf16) and the model is wide enough for it to pay (hidden size >= ``AUTO_MIN_HIDDEN``; the quick
-profile's tiny model is not), and fp32 elsewhere, and says which and why; ``bf16`` where it would be emulated is refused
-with a one-line error naming the missing flags.
+Mixed precision (bf16 autocast for matmuls, frozen base weights held in bf16, trainable weights,
+logits and the loss of eq. 2 in float32) and the ``auto`` rule (:func:`resolve_precision`):
+docs/design.md, "Training"; speed figures: docs/measurements.md. ``bf16`` where it would be
+emulated is refused with a one-line error naming the missing flags.
 """
 
 from __future__ import annotations
@@ -62,9 +45,8 @@ def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> set[str]:
 
 
 def bf16_support(device: str = "cpu", flags: set[str] | None = None) -> tuple[bool, str]:
-    """(whether ``device`` runs bf16 matmuls natively, the evidence in words). CPU: the flags
-    avx512_bf16 or amx_bf16 (``flags``, default /proc/cpuinfo), or torch's own CPU checks;
-    CUDA: ``torch.cuda.is_bf16_supported()`` without emulation."""
+    """(whether ``device`` runs bf16 matmuls natively, the evidence in words): CPU flags avx512_bf16 or
+    amx_bf16 (``flags``, default /proc/cpuinfo) or torch's CPU checks; CUDA without emulation."""
     if device == "cuda":
         if not torch.cuda.is_available():
             return False, "no CUDA GPU"
@@ -94,11 +76,9 @@ AUTO_MIN_HIDDEN = 512
 def resolve_precision(
     requested: str, device: str | None = None, flags: set[str] | None = None, hidden_size: int | None = None
 ) -> Precision:
-    """``auto`` -> bf16 where ``device`` (default: cuda when available, else cpu) runs it natively
-    and the model (``hidden_size``, when given) is wide enough for bf16 matmuls to pay
-    (``AUTO_MIN_HIDDEN``), else fp32; ``fp32`` as asked; ``bf16`` as asked where supported, else a
-    ValueError naming why (bf16 emulated in software is slower than fp32: refused rather than
-    silently slow)."""
+    """``auto`` -> bf16 where ``device`` (default: cuda when available) runs it natively and
+    ``hidden_size`` (when given) is at least ``AUTO_MIN_HIDDEN``, else fp32; ``fp32`` as asked;
+    ``bf16`` as asked where supported, else a ValueError naming why (emulated bf16 is slower)."""
     if requested not in PRECISIONS:
         raise ValueError(f"precision={requested!r} is not allowed; choose one of {list(PRECISIONS)}")
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -142,10 +122,8 @@ def autocast(used: str, device_type: str = "cpu") -> contextlib.AbstractContextM
 
 @contextlib.contextmanager
 def mixed(model, used: str, device_type: str = "cpu") -> Iterator[None]:
-    """:func:`autocast` for a forward of ``model``, with peft's cast of a LoRA layer's input to
-    its adapter's float32 dtype switched off under bf16: the adapters' matmuls then run in bf16
-    like the base layers' (autocast casts their float32 weights once per forward; gradients
-    reach the float32 weights), instead of casting every activation up to float32 and back."""
+    """:func:`autocast` for a forward of ``model``; under bf16, peft's cast of a LoRA layer's input to
+    float32 is switched off, so the adapters' matmuls run in bf16 like the base layers'."""
     with autocast(used, device_type):
         if dtype_of(used) == torch.bfloat16 and _has_peft_layers(model):
             from peft.helpers import disable_input_dtype_casting
@@ -168,10 +146,8 @@ def _has_peft_layers(model) -> bool:
 
 
 def frozen_linears(model) -> list[torch.nn.Linear]:
-    """Every ``nn.Linear`` of ``model`` whose parameters are all frozen, except the output
-    embedding (``lm_head``) and LoRA's own layers (``lora_A``/``lora_B``, float32 whether they
-    train in notebook 05 or are loaded frozen in notebook 06, so both score with the same numbers):
-    the base layers under LoRA."""
+    """Every ``nn.Linear`` of ``model`` whose parameters are all frozen (the base layers under LoRA),
+    except the output embedding and LoRA's own layers (float32 in notebooks 05 and 06 alike)."""
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     return [
         m
@@ -184,10 +160,8 @@ def frozen_linears(model) -> list[torch.nn.Linear]:
 
 
 def prepare_model(model, used: str) -> int:
-    """Hold the frozen base weights of ``model`` in bf16 for a resolved ``bf16`` (module
-    docstring; trainable weights, the embeddings, norms and the head stay float32); nothing for
-    ``fp32``. Returns how many weights were cast. Call it after LoRA adapters are added: before,
-    every weight is trainable and nothing is cast (full fine-tuning keeps float32 weights)."""
+    """Hold the frozen base weights of ``model`` in bf16 for a resolved ``bf16`` (nothing for ``fp32``);
+    returns how many weights were cast. Call it after LoRA adapters are added."""
     if dtype_of(used) == torch.float32:
         return 0
     linears = frozen_linears(model)
@@ -197,9 +171,8 @@ def prepare_model(model, used: str) -> int:
 
 
 def apply_precision(model, requested: str) -> Precision:
-    """Resolve ``requested`` (auto / fp32 / bf16) for ``model`` (``resolve_precision``), hold its
-    frozen base weights in bf16 where bf16 is used (``prepare_model``) and say so in one line:
-    what notebooks 05 and 06 do before training or scoring."""
+    """Resolve ``requested`` for ``model`` (``resolve_precision``), ``prepare_model`` it and say so in
+    one line: what notebooks 05 and 06 do before training or scoring."""
     numerics = resolve_precision(requested, hidden_size=hidden_size(model))
     held = prepare_model(model, numerics.used)
     print(f"precision: {numerics.used} ({numerics.reason}); {held:,} frozen weights held in bf16")
@@ -208,9 +181,8 @@ def apply_precision(model, requested: str) -> Precision:
 
 @contextlib.contextmanager
 def inference(model, used: str) -> Iterator[None]:
-    """Scoring (section 5.1) and decoding in a resolved precision: autocast, and the head in
-    float32 at every position (``supervised_head.head_at``), so scores are log-probabilities of
-    float32 logits. A model prepared for bf16 (:func:`prepare_model`) runs only inside it."""
+    """Scoring (section 5.1) and decoding in a resolved precision: autocast, and the head in float32 at
+    every position (``supervised_head.head_at``). A model prepared for bf16 runs only inside it."""
     from arrank.training.supervised_head import head_at
 
     device = next(model.parameters()).device.type

@@ -18,10 +18,9 @@ def epoch_seed(seed: int, epoch: int) -> int:
 
 
 def epoch_weighted_sampler(weights: Sequence[float], seed: int) -> torch.utils.data.WeightedRandomSampler:
-    """Draw ``len(weights)`` items an epoch with replacement, in proportion to ``weights``, in an
-    order that depends only on (seed, epoch): the Trainer calls ``set_epoch`` before each epoch,
-    also on resume, which then continues the interrupted epoch's order instead of restarting it
-    (a generator seeded once, when the sampler is built, would replay epoch 0's order)."""
+    """Draw ``len(weights)`` items an epoch with replacement, in proportion to ``weights``, in an order
+    that depends only on (seed, epoch): the Trainer calls ``set_epoch`` before each epoch, also on
+    resume, which then continues the interrupted epoch's order."""
     sampler = torch.utils.data.WeightedRandomSampler(
         weights, len(weights), replacement=True, generator=torch.Generator().manual_seed(seed)
     )

@@ -1,12 +1,9 @@
 """The item-weight schemes lambda(r) of section 4.1 (arXiv 2601.05588), registered in one place.
 
-A scheme is one function ``weight(r, n_q, **params) -> float`` (r = 1 is the most relevant docID
-of a query with n_q docIDs), the names of the parameters it takes (``alpha`` for fractional), its
-label in the paper's tables and its place in their row order. Everything else reads the registry:
-``stoical.item_weight``, the notebook parameter ``scheme`` (its allowed values), the tables'
-labels (``loss_label``) and the plots' row order. A new scheme is one function and one
-:func:`register` call (and its test).
-"""
+A scheme is a function ``weight(r, n_q, **params) -> float``, the names of its parameters, its
+label in the paper's tables and its place in their row order. ``stoical.item_weight``, the notebook
+parameter ``scheme``, the tables' labels (``loss_label``) and row order read the registry: a new
+scheme is one function and one :func:`register` call (and its test)."""
 
 from __future__ import annotations
 

@@ -1,25 +1,12 @@
 """The prompt's fixed opening run once per training batch, not once per sequence.
 
-Every augmented prompt of a dataset opens with the same tokens: the chat template's system turn
-and the D.1 instruction up to the synset or product query (Appendix D). With SmolLM2's template
-that is 102 of a WordNet prompt's ~190 tokens, about half of every training item. A causal
-model computes those tokens' keys and values identically in every sequence of a batch, because a
-token attends only to the tokens before it. Here the batch's common opening (the longest token
-prefix all its sequences share, :func:`shared_length`) runs once, through the decoder alone (no
-loss reads its logits), and its key/value cache is expanded to every row as a view
-(:func:`prefix_cache`); the rows carry the rest of each sequence, with position ids offset by
-the prefix length and a mask whose first columns are the prefix. Autograd sums the rows'
-gradients into the one prefix pass, so the loss and the gradients are those of the batch with the
-prefix copied into every row, up to float rounding (tests/training/test_shared_prefix.py). One
-difference where dropout is on (``lora_dropout`` > 0; 0 in every profile): the prefix then gets
-one dropout draw for the batch instead of one per row, the same expected gradient from fewer draws.
-
-The collators strip the prefix (``train.collate`` and ``packing.collate_packed`` with
-``share_prefix=True``: ``prefix_ids`` in the batch), the Trainer runs it
-(``trainer.StoicalTrainer.compute_loss``). It is used where the packed mask is
-(``packing.prefix_support``: transformers with ``sdpa`` or ``eager`` attention, no sliding window,
-not Unsloth, no gradient checkpointing), the same models whose custom masks and caches the scoring of section 5.1 already
-relies on. What it saves is measured in docs/measurements.md (benchmarks/precision.py).
+A causal model computes the keys and values of the tokens every sequence of a batch opens with
+identically in each row; here the batch's common opening (:func:`shared_length`) runs once,
+through the decoder alone, and its key/value cache is expanded to every row as a view
+(:func:`prefix_cache`). The collators strip the prefix (``share_prefix=True``: ``prefix_ids`` in
+the batch) and ``trainer.StoicalTrainer.compute_loss`` runs it, where ``packing.prefix_support``
+allows. Loss and gradients equal the unshared batch's up to float rounding
+(tests/training/test_shared_prefix.py); docs/design.md, "Training"; savings: docs/measurements.md.
 """
 
 from __future__ import annotations
@@ -33,10 +20,9 @@ MIN_SHARED = 8
 
 
 def shared_length(sequences: Sequence[Sequence[int]], limits: Sequence[int]) -> int:
-    """How many leading tokens the batch runs once: the longest prefix every sequence shares,
-    at most the smallest of ``limits`` (per sequence, the tokens that may leave the rows: an
-    unpacked item keeps its last prompt token, whose logits predict the docID's first); 0 when
-    fewer than two sequences share it or it is shorter than ``MIN_SHARED``."""
+    """How many leading tokens the batch runs once: the longest prefix every sequence shares, at most
+    the smallest of ``limits`` (per sequence: an unpacked item keeps its last prompt token); 0 for
+    fewer than two sequences or fewer than ``MIN_SHARED`` tokens."""
     if len(sequences) != len(limits):
         raise ValueError(f"{len(sequences)} sequences but {len(limits)} limits")
     if len(sequences) < 2:
@@ -58,11 +44,9 @@ def decoder_of(model) -> torch.nn.Module:
 
 
 def expand_cache(model, cache, batch: int):
-    """A fresh ``DynamicCache`` holding ``cache``'s keys/values for ``batch`` rows (``expand``;
-    the new cache's first ``update`` concatenates them with the rows' own keys and values, one
-    copy per layer; gradients from every row flow back into the one prefix). The cache itself is
-    left untouched, so it can serve any number of batches (transformers 5.17: iterating a cache
-    yields ``(keys, values, ...)`` per layer, each [1, kv_heads, seq, head_dim])."""
+    """A fresh ``DynamicCache`` holding ``cache``'s keys/values expanded (views) to ``batch`` rows;
+    gradients from every row flow back into the one prefix, and ``cache`` itself serves any number
+    of batches."""
     from transformers import DynamicCache
 
     layers = [(k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v, *_ in cache]
@@ -70,9 +54,8 @@ def expand_cache(model, cache, batch: int):
 
 
 def prefix_cache(model, prefix_ids: torch.Tensor, rows: int):
-    """Run ``prefix_ids`` (1, P) once through ``model``'s decoder and return its key/value cache
-    expanded to ``rows`` rows, ready to be passed as ``past_key_values`` to the forward over the
-    rest of the batch (inside the same autocast, with gradients)."""
+    """Run ``prefix_ids`` (1, P) once through ``model``'s decoder; its key/value cache expanded to
+    ``rows`` rows, to pass as ``past_key_values`` to the forward over the rows."""
     if prefix_ids.dim() != 2 or prefix_ids.shape[0] != 1:
         raise ValueError(f"prefix_ids must be one row (1, P), got shape {tuple(prefix_ids.shape)}")
     cache = decoder_of(model)(input_ids=prefix_ids, use_cache=True).past_key_values

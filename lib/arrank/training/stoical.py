@@ -3,22 +3,16 @@
 
     L(q, d_r, r; theta) = lambda(r) * sum_t CE( y(r, t), p_theta(. | T(q_bar), T(d_r)_<t) )
 
-``item_weight`` is lambda(r) (section 4.1); y(r, t) is one-hot (``trie.one_hot_targets``) or
-marginalised over the prefix tree (``trie.query_sparse_targets``, section 4.2; Appendix F for the
-combined variant). Targets are sparse: each supervised position holds at most K
-``(token id, mass)`` pairs, padded to (B, T, K) tensors by :func:`pad_sparse_targets`.
+``item_weight`` is lambda(r) (section 4.1); y(r, t) is one-hot or marginalised over the prefix
+tree (``arrank.training.trie``, section 4.2; Appendix F). Targets are sparse: at most K
+``(token id, mass)`` pairs per position, padded to (B, T, K) by :func:`pad_sparse_targets`, and
+aligned like transformers ``labels``: ``target_ids[b, t]`` is the target of token t, predicted
+from ``logits[b, t-1]`` (the loss shifts; position 0 is never supervised).
 
-Alignment (the transformers ``labels`` convention): ``target_ids[b, t]`` / ``target_mass[b, t]``
-describe the token at position t of ``input_ids``, which the model predicts from ``logits[b, t-1]``.
-The loss does the shift itself, so position 0 can never be supervised, and a docID that starts at
-position s (its first token is ``input_ids[b, s]``) has its step-j target at position s + j.
-
-Normalisation: the summed loss is divided by the number of supervised positions in the batch
-(positions with any target mass > 0, whatever their lambda), or by ``num_items_in_batch`` when
-given (the transformers convention for gradient accumulation and several processes: the count of
-the whole optimizer step, ``arrank.training.trainer.step_normaliser``). So one-hot targets with lambda = 1
-give exactly the usual mean next-token cross-entropy over the docID tokens, and the denominator is
-the same for every variant (lambda scheme, trie or one-hot), so their losses are comparable.
+Normalisation: the summed loss is divided by N, the supervised positions of the batch (any mass
+> 0, whatever their lambda), or by ``num_items_in_batch`` when given (the whole optimizer step:
+``arrank.training.trainer.step_normaliser``). One-hot targets with lambda = 1 thus give the mean
+next-token cross-entropy over the docID tokens, and every variant has the same denominator.
 """
 
 from __future__ import annotations
@@ -31,10 +25,9 @@ from arrank.training import schemes
 
 
 def item_weight(scheme: str, r: int, n_q: int, alpha: float | None = None, **params: float) -> float:
-    """lambda(r) of section 4.1 for the docID of rank r (1 = most relevant) of a query with n_q
-    docIDs, from the registered scheme (``arrank.training.schemes``): ``"indicator"`` 1 if r == 1
-    else 0 (the NTP baseline, I_{r=1}); ``"fractional"`` 1 / r**alpha (alpha >= 0 required);
-    ``"stepwise"`` (n_q - r + 1) / n_q. A scheme's other parameters come by name in ``params``."""
+    """lambda(r) of section 4.1 for rank r (1 = most relevant) of a query with n_q docIDs, from the
+    registered scheme (``arrank.training.schemes``): indicator 1[r = 1] (NTP), fractional 1 / r**alpha,
+    stepwise (n_q - r + 1) / n_q; a scheme's other parameters come by name in ``params``."""
     found = schemes.scheme(scheme)
     if isinstance(n_q, bool) or not isinstance(n_q, int) or n_q < 1:
         raise ValueError(f"n_q={n_q!r} must be a positive integer (docIDs of the query)")
@@ -49,12 +42,9 @@ def pad_sparse_targets(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Padded (B, seq_len, K) ``target_ids`` (long) and ``target_mass`` (float32) for a batch.
 
-    ``targets[b]`` is item b's list of per-step ``(token id, mass)`` pairs (from ``trie``) and
-    ``starts[b]`` the position in its sequence of the docID's first token, so step j lands at
-    position ``starts[b] + j`` (the labels alignment of this module). ``K`` is the largest number of
-    pairs in a step, or ``k`` when given (then no step may hold more). Padding: id 0, mass 0;
-    positions outside the docID have all-zero mass (no loss, e.g. the prompt).
-    """
+    ``targets[b]`` is item b's per-step ``(token id, mass)`` pairs, step j landing at position
+    ``starts[b] + j`` (the docID's first token at ``starts[b]``). K is the widest step, or ``k``
+    (then no step may hold more). Padding and unsupervised positions: id 0, mass 0."""
     if len(targets) != len(starts):
         raise ValueError(f"{len(targets)} target lists but {len(starts)} starts; one start per item")
     if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 2:
@@ -66,7 +56,7 @@ def pad_sparse_targets(
         raise ValueError(f"a step holds {widest} (token, mass) pairs, more than k={k}")
     ids = torch.zeros(len(targets), seq_len, k, dtype=torch.long)
     mass = torch.zeros(len(targets), seq_len, k, dtype=torch.float32)
-    rows, cols, slots, toks, masses = [], [], [], [], []  # filled in one assignment below
+    entries = []  # (row, position, slot, token, mass), filled in one assignment below
     for b, (item, start) in enumerate(zip(targets, starts)):
         start = int(start)
         if start < 1 or start + len(item) > seq_len:
@@ -74,14 +64,9 @@ def pad_sparse_targets(
                 f"item {b}: docID of {len(item)} steps starting at position {start} "
                 f"must lie within positions [1, {seq_len}) (position 0 is never predicted)"
             )
-        for j, step in enumerate(item):
-            for slot, (tok, m) in enumerate(step):
-                rows.append(b)
-                cols.append(start + j)
-                slots.append(slot)
-                toks.append(tok)
-                masses.append(m)
-    if rows:
+        entries += [(b, start + j, slot, tok, m) for j, step in enumerate(item) for slot, (tok, m) in enumerate(step)]
+    if entries:
+        rows, cols, slots, toks, masses = zip(*entries)
         where = (torch.tensor(rows), torch.tensor(cols), torch.tensor(slots))
         ids[where] = torch.tensor(toks, dtype=torch.long)
         mass[where] = torch.tensor(masses, dtype=torch.float32)
@@ -89,9 +74,8 @@ def pad_sparse_targets(
 
 
 def targets_from_labels(labels: torch.Tensor, ignore_index: int = -100) -> tuple[torch.Tensor, torch.Tensor]:
-    """One-hot (B, T, 1) ``target_ids`` / ``target_mass`` from transformers-style ``labels`` (same
-    alignment; ``ignore_index`` positions get no loss): y(t) one-hot, section 4. Position 0 gets no
-    loss either (no logit predicts it; transformers drops it the same way when it shifts)."""
+    """One-hot (B, T, 1) ``target_ids`` / ``target_mass`` from transformers-style ``labels`` (section
+    4); ``ignore_index`` positions and position 0 get no loss."""
     keep = labels != ignore_index
     keep[..., 0] = False
     ids = torch.where(keep, labels, torch.zeros_like(labels)).long().unsqueeze(-1)
@@ -106,8 +90,7 @@ def supervised_count(target_mass: torch.Tensor) -> int:
 
 def supervised_positions(target_mass: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(row, position) indices of every logit eq. 2 reads, in row-major order: ``logits[b, t]``
-    predicts token t + 1, which carries target mass (position 0 never does). These are the only
-    positions the LM head needs to run on (``arrank.training.supervised_head``)."""
+    predicts token t + 1, which carries target mass. The LM head runs there only."""
     return (target_mass[:, 1:] > 0).any(-1).nonzero(as_tuple=True)
 
 
@@ -143,28 +126,15 @@ def stoical_loss(
     item_weight: torch.Tensor,
     num_items_in_batch: int | torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """The STOICaL loss of eq. 2 (section 4) for a batch of (query, docID, rank) items.
+    """The STOICaL loss of eq. 2 (section 4) for a batch of (query, docID, rank) items, on full logits.
 
-    ``logits``: (B, T, V), the model's output for ``input_ids`` (B, T) (``logits[:, t]`` predicts
-    token t + 1). ``target_ids`` / ``target_mass``: (B, T, K) sparse y(r, t), aligned with
-    ``input_ids`` like transformers ``labels`` (row t is the target of token t; the shift is done
-    here); mass 0 is padding, an all-zero row is an unsupervised position (prompt, padding).
-    ``item_weight``: (B,) lambda(r) of each item (section 4.1), or (B, T) per position, aligned
-    like the targets (row t weighs the loss of token t): a packed row holds several items
-    (``arrank.training.packing``), each block's tokens carrying its own lambda(r).
-
-    loss = sum_b lambda_b * sum_t CE(y_bt, p_bt) / N,  CE = -sum_k mass_k * log_softmax(logits)[id_k],
-    with N the number of supervised positions of the batch (rows with any mass > 0, whatever their
-    lambda), or ``num_items_in_batch`` when given (transformers' gradient-accumulation convention).
-    One-hot targets with lambda = 1 thus give the mean next-token cross-entropy over the docID
-    tokens, and N is the same for every lambda scheme and target kind, so runs are comparable.
-
-    Only the supervised positions are gathered (one logsumexp over V per position, a gather of K
-    logits); no dense vocabulary-sized target is built. Computed in float32 (like transformers).
-    A batch with no supervised position gives a zero loss that is still part of the graph.
-    Training computes only those positions' logits in the first place and calls
-    :func:`stoical_loss_at` (``arrank.training.supervised_head``); this function is that loss on
-    full logits.
+    ``logits``: (B, T, V) for ``input_ids`` (B, T). ``target_ids`` / ``target_mass``: (B, T, K) sparse
+    y(r, t), aligned as the module docstring says; an all-zero row is an unsupervised position.
+    ``item_weight``: (B,) lambda(r) per item, or (B, T) per position (a packed row's blocks,
+    ``arrank.training.packing``). loss = sum_b lambda_b * sum_t CE(y_bt, p_bt) / N with
+    CE = -sum_k mass_k * log_softmax(logits)[id_k], computed in float32 at the supervised positions
+    only (no dense target); a batch with none gives a zero loss still in the graph. Training calls
+    :func:`stoical_loss_at` on the supervised positions' logits (``arrank.training.supervised_head``).
     """
     if logits.dim() != 3:
         raise ValueError(f"logits must be (B, T, V), got shape {tuple(logits.shape)}")
@@ -183,10 +153,8 @@ def stoical_loss_at(
     num_items_in_batch: int | torch.Tensor | None = None,
     checked: bool = False,
 ) -> torch.Tensor:
-    """:func:`stoical_loss` (eq. 2) from the logits of the supervised positions only: ``rows`` is
-    (N, V), row n the logits at the n-th pair of :func:`supervised_positions` (``target_mass``),
-    as the model's forward returns them inside ``supervised_head.head_at``. Targets, weights and
-    normaliser as in :func:`stoical_loss`; the log-softmax and the sum run in float32."""
+    """:func:`stoical_loss` (eq. 2) from the logits of the supervised positions only: ``rows`` (N, V),
+    row n at the n-th pair of :func:`supervised_positions`, as ``supervised_head.head_at`` returns them."""
     B, T = target_ids.shape[:2] if target_ids.dim() == 3 else (-1, -1)
     if not checked:
         _check_targets(B, T, target_ids, target_mass, item_weight)

@@ -1,27 +1,13 @@
 """The LM head applied only at the positions the loss reads, and always in float32.
 
-STOICaL (section 4, eq. 2) reads the logits of the docID positions only: about 8-60 positions of
-a 240-token packed row, or the last ~17 of an unpacked item. A causal LM computes the logits of
-every position over the whole vocabulary (49,152 tokens for SmolLM2, 32,768 for Mistral), which
-on a CPU costs a third of a training step and at the paper's scale is also the memory problem
-(64 x 1024 positions x 32,768 tokens of float32 is 8.6 GB).
-
-:func:`head_at` makes the model's own forward apply its output embedding (``lm_head``) to the
-hidden states of chosen (row, position) pairs only, gathered first, so ``outputs.logits`` is
-(N, V) instead of (B, T, V). It works through the model's forward (a DDP wrapper, accelerate's
-hooks, a peft LoRA model: LoRA's ``all-linear`` leaves the output layer alone) by overriding, for
-the duration of the ``with`` block, the ``forward`` of the output-embedding module: the model
-calls ``self.lm_head(hidden_states[:, slice, :])`` and gets the gathered rows' logits. With
-``rows=None`` every position is kept (scoring reads them all) and only the float32 rule applies.
-
-Float32: under bf16 autocast (``arrank.training.precision``) the logits of a bf16 matmul carry
-about 3 significant digits (a logit of 20 is rounded to a multiple of 0.125), which the
-log-softmax of eq. 2 and the mean log-probability of section 5.1 would inherit. The head is cheap
-once it runs on N rows, so it runs in float32 with autocast off: the hidden states are cast up,
-the weight is used in float32 (the precision policy keeps it there; a bf16 weight is cast up).
-
-A model whose forward never calls the output-embedding module (Unsloth's fused kernels may not)
-leaves ``used`` False: the caller then gets full logits and slices them itself.
+STOICaL (section 4, eq. 2) reads the logits of the docID positions only. :func:`head_at` overrides,
+for the duration of a ``with`` block, the ``forward`` of the model's output-embedding module, so
+the model's own forward (through DDP, accelerate's hooks or peft) returns ``outputs.logits`` of
+shape (N, V) for the chosen (row, position) pairs instead of (B, T, V); ``rows=None`` keeps every
+position (scoring) and only the float32 rule applies. Float32 with autocast off, because a bf16
+logit carries about 3 significant digits that the log-softmax would inherit. A model whose forward
+never calls the output-embedding module (Unsloth's fused kernels may not) leaves ``used`` False:
+the caller then gets full logits and slices them itself. docs/design.md, "Training".
 """
 
 from __future__ import annotations
@@ -59,10 +45,8 @@ def output_head(model) -> torch.nn.Module:
 
 
 def float32_head(head: torch.nn.Module, hidden: torch.Tensor, forward=None) -> torch.Tensor:
-    """``head(hidden)`` in float32 with autocast off. A plain ``nn.Linear`` is applied with its
-    weight in float32 (a no-op cast when it already is); another module (a LoRA-wrapped head) is
-    called on float32 input through ``forward`` (default: its class's; :func:`head_at` overrides
-    the instance's and passes the one it replaced, if any)."""
+    """``head(hidden)`` in float32 with autocast off: a plain ``nn.Linear`` with its weight in float32,
+    another module (a LoRA-wrapped head) on float32 input through ``forward`` (default: its class's)."""
     hidden = hidden.float()
     with torch.autocast(device_type=hidden.device.type, enabled=False):
         if type(head) is torch.nn.Linear:
@@ -75,11 +59,9 @@ def float32_head(head: torch.nn.Module, hidden: torch.Tensor, forward=None) -> t
 
 @contextlib.contextmanager
 def head_at(model, rows: tuple[torch.Tensor, torch.Tensor] | None = None) -> Iterator[HeadCall]:
-    """Within the block, the model's forward applies its head to ``hidden[rows]`` only
-    (``rows`` = (row indices, position indices), as ``Tensor.nonzero(as_tuple=True)`` gives), in
-    float32: ``outputs.logits`` is (N, V) for N pairs, row n holding the logits at
-    (rows[0][n], rows[1][n]). ``rows=None``: every position, (B, T, V) in float32. Yields a
-    :class:`HeadCall` that says whether the head was called (module docstring)."""
+    """Within the block, the model's forward applies its head to ``hidden[rows]`` only (``rows`` =
+    (row indices, position indices)), in float32: ``outputs.logits`` is (N, V); ``rows=None``: every
+    position, (B, T, V). Yields a :class:`HeadCall` that says whether the head was called."""
     head = output_head(model)
     call = HeadCall()
     if rows is not None and (len(rows) != 2 or rows[0].shape != rows[1].shape or rows[0].dim() != 1):

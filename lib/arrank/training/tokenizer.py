@@ -1,8 +1,5 @@
-"""BPE tokenizers trained on the task's own text (the ``tiny`` model of docs/design.md, "Contracts").
-
-A whitespace pre-tokenizer keeps each docID (``even-toed_ungulate.n.01``, ``25,36,39``) one
-pre-token, so a docID is tokenized the same alone and inside a prompt (docs/design.md).
-"""
+"""BPE tokenizers trained on the task's own text (the ``tiny`` model of docs/design.md, "Contracts"):
+a whitespace pre-tokenizer keeps each docID one pre-token, alone and inside a prompt."""
 
 from __future__ import annotations
 
@@ -12,11 +9,8 @@ SPECIAL_TOKENS = ("<pad>", "<s>", "</s>", "<unk>")
 
 
 def train_bpe(texts: Iterable[str], vocab_size: int, special_tokens: tuple[str, ...] = SPECIAL_TOKENS):
-    """Train a BPE tokenizer (tokenizers library) and wrap it as a transformers fast tokenizer.
-
-    ``vocab_size`` counts the special tokens; pad/bos/eos/unk are the first four of
-    ``special_tokens``. Training is deterministic for the same texts in the same order.
-    """
+    """Train a BPE tokenizer (tokenizers library) wrapped as a transformers fast tokenizer,
+    deterministically; ``vocab_size`` counts the special tokens (pad, bos, eos, unk first)."""
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 

@@ -1,56 +1,8 @@
 """Fine-tuning with the STOICaL loss (section 4, eq. 2; Appendix B; Appendix F): items, targets,
 the data collator and the training entry point (its Trainer subclass: ``arrank.training.trainer``).
 
-An item is (q, d_r, r): the augmented prompt of query q followed by the docID of rank r and EOS
-(``arrank.training.encoding``). Its sparse targets y(r, t) (one-hot, or marginalised over the query's
-docID trie with mu(r) = 1/r^beta, optionally from d_r..d_nq only: Appendix F) are built once per
-item when the items are made, and padded per batch by the collator. The loss weight lambda(r)
-comes from ``stoical.item_weight``: "indicator" trains the top-1 items only (the NTP baseline),
-"fractional" and "stepwise" train every rank.
-
-Item sampling (a documented choice the paper leaves open): ``sampling="uniform"`` draws items
-uniformly and weights each loss by lambda(r), as eq. 2 reads; ``sampling="weighted"`` draws items
-with probability proportional to lambda(r) and weights them 1. Both have the same expected
-gradient up to a constant factor; the weighted one wastes fewer steps on items whose weight is
-tiny (1/r^alpha), which matters at a CPU budget (docs/design.md).
-
-Packing (``packing``, ``arrank.training.packing``): ``"per_query"`` trains every item of a query in one
-sequence [prompt][d_1]...[d_k] behind a block mask, so the prompt is processed once per query
-instead of once per item, with the same per-item losses and gradients. ``"auto"`` (default)
-packs item-level variants (more than one item per query) when the model's attention takes the
-mask (transformers with sdpa or eager attention; not Unsloth): see ``packing.mask_support``.
-Packed, the sampling unit is a query's packed sequence, and every block keeps its weight:
-``uniform`` draws sequences uniformly and weights each block lambda(r) (eq. 2 as it reads: an
-epoch is the sum over all items); ``weighted`` draws sequences with probability proportional to
-their summed lambda, Lambda, and weights each block lambda(r) * mean(Lambda) / Lambda (the same
-expected gradient, the same loss scale). A packed step carries the total loss weight of the
-unpacked step it replaces: ``batch_size`` items drawn uniformly carry batch_size * mean lambda,
-drawn in proportion to lambda (weight 1) they carry batch_size, so a packed step takes that
-weight over mean(Lambda) sequences (``packed_batch_size``): as many top-ranked docIDs per step as
-the unpacked run, and every lower rank besides. Sequences then share rows (``packing.fill_rows``,
-``packing.row_length_for``: about two sequences a row), each seeing only itself, so little is
-padding.
-
-Several processes (``torchrun --nproc_per_node N``; docs/scale-out.md): the Trainer trains with
-DDP (gradients averaged by DDP's all-reduce); accelerate shards the loader's batches, so with B
-items per process, process k's micro-batch is the k-th B-item slice of the 1-process batch of
-N * B, drawn by the same sampler on every process (the weighted one seeded by (seed, epoch), the
-uniform one by accelerate's seedable sampler). The loss of a step is divided by the supervised
-positions of the whole step, all processes and accumulated micro-batches together
-(``trainer.step_normaliser``, the Trainer's ``num_items_in_batch`` with ``average_tokens_across_devices``),
-so N processes of B items train the 1-process run of N * B items up to float rounding (measured in
-tests/training/test_distributed.py), and accumulating k micro-batches trains one batch of k times
-the items. Packed, a process's step is ``packed_batch_size(B)`` sequences, so the comparison is
-exact where N times that equals ``packed_batch_size(N * B)``. Process 0 writes the checkpoints'
-parameters and removes the checkpoints at the end; every process resumes from the same folder.
-
-Resuming (docs/reliability.md): checkpoints are transactions checked against their manifests, the
-newest two kept, and a non-finite loss or gradient norm stops training (``arrank.training.checkpoints``);
-``resume_point`` refuses checkpoints made with other parameters
-(``arrank.common.outputs.check_resume``), and the weighted sampler draws each epoch's items from a
-generator seeded by (seed, epoch) only (``sampling.epoch_weighted_sampler``), so a run interrupted after a
-checkpoint and resumed trains exactly the run it replaces: same items in the same order, same
-losses, same weights.
+Items, sampling (``uniform`` | ``weighted``), packing (``auto`` | ``per_query`` | ``none``), the
+weight a packed step carries, several processes and resuming: docs/design.md, "Training".
 """
 
 from __future__ import annotations
@@ -166,13 +118,10 @@ def training_items(
 def collate(
     batch: list[dict[str, Any]], pad_id: int, weighted_sampling: bool = False, share_prefix: bool = False
 ) -> dict[str, torch.Tensor]:
-    """Right-padded ``input_ids``/``attention_mask`` and the padded sparse targets of a batch.
-    ``item_weight`` is lambda(r), or 1 when items were drawn with probability proportional to it.
-
-    ``share_prefix``: the tokens every item opens with (``shared_prefix.shared_length``; each
-    item keeps at least its last prompt token) leave the rows and come as ``prefix_ids`` (1, P),
-    run once by the Trainer (``shared_prefix.prefix_cache``); ``attention_mask`` then covers
-    prefix + rows, (B, P + L), and the targets sit at the rows' positions."""
+    """Right-padded ``input_ids``/``attention_mask`` and the padded sparse targets of a batch;
+    ``item_weight`` is lambda(r), or 1 under weighted sampling. ``share_prefix``: the common opening
+    (each item keeps its last prompt token) leaves the rows as ``prefix_ids`` (1, P)
+    (``arrank.training.shared_prefix``), and ``attention_mask`` covers prefix + rows, (B, P + L)."""
     shared = shared_length([b["input_ids"] for b in batch], [b["start"] - 1 for b in batch]) if share_prefix else 0
     rows = [b["input_ids"][shared:] for b in batch]
     seq_len = max(len(r) for r in rows)
@@ -230,18 +179,9 @@ def training_arguments(output_dir: Path, profile_args: dict[str, Any], seed: int
 
 # The training hyper-parameters a 05 run reads from its resolved parameters; their values per
 # profile (Appendix B for paper) are the notebook's parameter definitions (arrank.common.params).
-HYPERPARAMETERS = (
-    "optimizer",
-    "lr",
-    "warmup_steps",
-    "weight_decay",
-    "max_grad_norm",
-    "steps",
-    "batch_size",
-    "grad_accum",
-    "logging_steps",
-    "save_steps",
-    "max_length",
+HYPERPARAMETERS = tuple(
+    "optimizer lr warmup_steps weight_decay max_grad_norm steps batch_size grad_accum".split()
+    + "logging_steps save_steps max_length".split()
 )
 
 
@@ -258,9 +198,8 @@ def adafactor(model, lr: float):
 
 def resume_point(checkpoints: Path, params: dict[str, Any]) -> int:
     """The step an interrupted run resumes from (0 for a fresh start), after refusing checkpoints
-    made with other parameters (``ResumeError`` listing them and the ways out) and setting aside
-    checkpoints that fail their manifest (``checkpoints.usable_checkpoint``, one line each); a
-    fresh start records ``params`` beside the checkpoints to come."""
+    made with other parameters (``ResumeError``) and setting aside those that fail their manifest
+    (``checkpoints.usable_checkpoint``); a fresh start records ``params`` beside the checkpoints."""
     check_resume(checkpoints, params)
     found = ckpt.usable_checkpoint(checkpoints, tidy=processes.is_main())
     if found is None:
@@ -271,9 +210,8 @@ def resume_point(checkpoints: Path, params: dict[str, Any]) -> int:
 
 
 def packing_layout(packing: str, items: list[dict[str, Any]], model) -> str:
-    """The layout ``packing`` gives for these items and this model: ``"per_query"`` or ``"none"``
-    (``packing.resolve_packing``); a ``"per_query"`` the model cannot take falls back to
-    ``"none"`` with one warning saying why."""
+    """The layout ``packing`` gives for these items and this model, ``"per_query"`` or ``"none"``
+    (``packing.resolve_packing``), with one warning where it falls back to ``"none"``."""
     layout, warning = resolve_packing(packing, items, model)
     if warning:
         warnings.warn(warning, stacklevel=2)
@@ -282,8 +220,8 @@ def packing_layout(packing: str, items: list[dict[str, Any]], model) -> str:
 
 def packed_batch_size(batch_size: int, items: Sequence[dict[str, Any]], n_sequences: int, weighted: bool) -> int:
     """Packed sequences per step that carry the expected total loss weight of an unpacked step of
-    ``batch_size`` items (module docstring), at least one: batch_size * (mean lambda of an item,
-    or 1 when items are drawn in proportion to lambda) / (mean summed lambda of a sequence)."""
+    ``batch_size`` items, at least one: batch_size * (mean lambda of an item, or 1 when drawn in
+    proportion to lambda) / (mean summed lambda of a sequence)."""
     total = sum(item["weight"] for item in items)
     per_item = 1.0 if weighted else total / len(items)
     return max(1, round(batch_size * per_item * n_sequences / total))
@@ -292,10 +230,8 @@ def packed_batch_size(batch_size: int, items: Sequence[dict[str, Any]], n_sequen
 def training_dataset(
     items: list[dict[str, Any]], hyper: dict[str, Any], layout: str, weighted: bool
 ) -> tuple[list[dict[str, Any]], int, list[float]]:
-    """What ``train`` samples from under a resolved ``layout`` (``"per_query"`` or ``"none"``):
-    (the dataset: items, or packed sequences; sequences per device step: ``batch_size``, or
-    ``packed_batch_size`` packed; the weights a weighted draw uses: lambda(r) per item, or
-    ``sequence_weights`` per packed sequence)."""
+    """What ``train`` samples from under a resolved ``layout`` (``"per_query"`` or ``"none"``): (the
+    items or packed sequences, sequences per device step, the weights a weighted draw uses)."""
     if layout == "per_query":
         dataset = pack_items(items, hyper["max_length"])
         batch = packed_batch_size(hyper["batch_size"], items, len(dataset), weighted)
@@ -317,12 +253,10 @@ def train(
 ) -> pd.DataFrame:
     """Train with STOICaL; resume from the newest checkpoint in ``checkpoints`` if there is one.
 
-    ``packing``: ``"auto"``, ``"per_query"`` or ``"none"`` (module docstring; ``packing_layout``).
-    ``precision``: a resolved precision, ``"fp32"`` or ``"bf16"`` (``arrank.training.precision``:
-    bf16 autocast; call ``precision.prepare_model`` first to hold frozen base weights in bf16).
-    Returns the training log (step, loss, learning_rate, grad_norm), empty for ``steps = 0`` (the
-    zero-shot row: nothing is trained). The checkpoints folder is removed at the end: the caller
-    saves the final model into its run directory.
+    ``packing``: ``"auto"``, ``"per_query"`` or ``"none"`` (``packing_layout``). ``precision``: a
+    resolved ``"fp32"`` or ``"bf16"`` (call ``precision.prepare_model`` first). Returns the training
+    log (step, loss, learning_rate, grad_norm), empty for ``steps = 0`` (zero-shot). The checkpoints
+    folder is removed at the end: the caller saves the final model into its run directory.
     """
     if sampling not in SAMPLINGS:
         raise ValueError(f"sampling={sampling!r} is not allowed; choose one of {list(SAMPLINGS)}")
@@ -364,8 +298,7 @@ def train(
         data_collator=collator,
         callbacks=callbacks,
     )
-    if weighted:
-        trainer.sample_weights = draw
+    trainer.sample_weights = draw if weighted else None
     trainer.precision_used = precision
     resume = ckpt.usable_checkpoint(checkpoints, tidy=processes.is_main())
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
@@ -380,10 +313,9 @@ def trained_sequences(
     items: list[dict[str, Any]], hyper: dict[str, Any], seed: int, packing: str
 ) -> tuple[list[dict[str, Any]], list[int]]:
     """What ``train`` with weighted sampling draws in ``hyper['steps']`` steps on one process,
-    replayed without training: (the dataset: items, or packed sequences under
-    ``packing="per_query"``; the indices of the sequences trained on, in order). Each epoch is
-    ``epoch_weighted_sampler``'s draws cut into batches, its last batch possibly short, and a step
-    takes ``grad_accum`` batches (fewer at an epoch's end), as the Trainer does."""
+    replayed without training: (the dataset, the indices trained on in order). An epoch is
+    ``epoch_weighted_sampler``'s draws cut into batches, a step ``grad_accum`` of them (fewer at an
+    epoch's end), as the Trainer does."""
     dataset, batch, draw = training_dataset(items, hyper, packing, True)
     drawn, steps, epoch = [], 0, 0
     while steps < hyper["steps"]:
@@ -404,9 +336,7 @@ def queries_seen(
     items: list[dict[str, Any]], hyper: dict[str, Any], seed: int, sampling: str, packing: str
 ) -> dict[str, int] | None:
     """How much of the training data ``train`` sees (``trained_sequences``): ``sequences`` drawn
-    (items, or packed sequences) and distinct training ``queries`` among them. Weighted sampling
-    only (the default; its draws are a function of the seed); None for uniform sampling, whose
-    order is the Trainer's own shuffle."""
+    and distinct training ``queries`` among them; None for uniform sampling (the Trainer's shuffle)."""
     if sampling != "weighted":
         return None
     dataset, drawn = trained_sequences(items, hyper, seed, packing)
@@ -415,9 +345,8 @@ def queries_seen(
 
 def shared_opening(model, items: Sequence[dict[str, Any]]) -> int:
     """Tokens of the opening all ``items``' prompts share, which ``train`` runs once per batch
-    of two or more sequences (``shared_prefix``; a batch may share more); 0 where ``model`` does
-    not take a shared prefix (``packing.prefix_support``) or the opening is shorter than
-    ``shared_prefix.MIN_SHARED``. Notebook 05 records it as ``prefix_shared_tokens``."""
+    (``shared_prefix``); 0 where ``model`` does not take it (``packing.prefix_support``) or it is
+    shorter than ``shared_prefix.MIN_SHARED``. Notebook 05 records it as ``prefix_shared_tokens``."""
     if not items or not prefix_support(model)[0]:
         return 0
     return shared_length([it["input_ids"] for it in items], [it["start"] - 1 for it in items])

@@ -22,15 +22,11 @@ class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
     """transformers.Trainer whose loss is STOICaL (eq. 2), for both backends; its checkpoints
     are transactions and a non-finite loss or gradient norm stops it (``checkpoints``).
 
-    The model is called without labels and the loss computed from its logits, so backends
-    that fuse or drop logits when labels are passed (Unsloth; set UNSLOTH_RETURN_LOGITS=1)
-    behave like plain transformers. ``sample_weights`` switches to weighted item sampling.
-    A packed batch (``arrank.training.packing.collate_packed``) brings a boolean block mask
-    ``allowed`` and ``position_ids``; the mask is handed to the model in the form its
-    attention reads (``packing.model_mask``). The LM head runs at the supervised positions
-    only, in float32 (``supervised_head.head_at``), the rest under ``precision_used``. A batch
-    with ``prefix_ids`` (``shared_prefix``) runs that prefix once through the decoder and hands
-    its cache, expanded to every row, to the forward over the rows.
+    The model is called without labels and the loss computed from its logits (Unsloth: set
+    UNSLOTH_RETURN_LOGITS=1). ``sample_weights`` switches to weighted item sampling. A packed batch
+    brings ``allowed`` (handed over as ``packing.model_mask``) and ``position_ids``; a batch with
+    ``prefix_ids`` runs that prefix once (``shared_prefix.prefix_cache``). The LM head runs at the
+    supervised positions only, in float32 (``supervised_head.head_at``), the rest under ``precision_used``.
     """
 
     sample_weights: list[float] | None = None
@@ -52,10 +48,7 @@ class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
         weights = inputs.pop("item_weight")
         inner = self.accelerator.unwrap_model(model)  # DDP's wrapper has no config to read
         if "allowed" in inputs:
-            kwargs = {
-                "position_ids": inputs["position_ids"],
-                "attention_mask": model_mask(inner, inputs["allowed"]),
-            }
+            kwargs = {"position_ids": inputs["position_ids"], "attention_mask": model_mask(inner, inputs["allowed"])}
         else:
             kwargs = {"attention_mask": inputs["attention_mask"]}
         prefix = inputs.pop("prefix_ids", None)  # the batch's shared opening (shared_prefix), run once
@@ -77,9 +70,8 @@ class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
         return (loss, outputs) if return_outputs else loss
 
     def _load_optimizer_and_scheduler(self, checkpoint):
-        """On resume under several CPU processes (gloo), the optimizer state is loaded onto the
-        CPU: transformers maps it onto ``args.device``, which accelerate names ``cpu:0`` there,
-        a location ``torch.load`` does not know. Every other case is the Trainer's own."""
+        """On resume under several CPU processes (gloo), load the optimizer state onto the CPU
+        (transformers maps it onto ``cpu:0``, which ``torch.load`` does not know); else the Trainer's own."""
         folder = Path(checkpoint) if checkpoint else None
         if (
             folder is None
@@ -99,11 +91,9 @@ class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
 
 
 def step_normaliser(trainer, batch_samples: list[dict[str, torch.Tensor]], device) -> torch.Tensor | None:
-    """The N that divides one optimizer step's summed STOICaL loss (eq. 2; ``stoical_loss``):
-    the supervised docID positions of every micro-batch the step accumulates, summed over all
-    processes (accelerate's ``gather``) when ``average_tokens_across_devices`` is on, as the
-    Trainer counts label tokens for its own losses. So B items on each of W processes, or
-    accumulated over W micro-batches, give the loss and gradient of one batch of W * B items."""
+    """The N that divides one optimizer step's summed STOICaL loss (eq. 2): the supervised positions
+    of every micro-batch the step accumulates, summed over all processes when
+    ``average_tokens_across_devices`` is on (docs/scale-out.md)."""
     if not batch_samples or "target_mass" not in batch_samples[0]:
         return None
     count = torch.tensor(sum(supervised_count(b["target_mass"]) for b in batch_samples), device=device)

@@ -1,18 +1,12 @@
 """Rank-aware token-level targets y(r, t) from a prefix tree over the docIDs (section 4.2).
 
-A query's relevant docIDs d_1, ..., d_{n_q} (in rank order) are token-id sequences that each END
-with the EOS id, so "cat"+EOS and "cats"+EOS are distinct leaves of the tree: at the step after
-"c at", EOS (finish "cat") competes with "s" (go on to "cats"). Each docID node gets the score
-mu(r) = 1 / r**beta (section 4.2); the target at step t of the teacher-forced path is, for every
-valid next token, the summed mu of the docIDs below it, normalised over the valid tokens
-(marginalisation, Figure 1(c)). As beta -> inf the rows become one-hot (footnote of section 4.2).
-
-Appendix F ("Combined Item-and-Token Loss"): the tree for the docID of rank r is built from
-d_r, ..., d_{n_q} only (``combined=True``), so higher-ranked docIDs do not skew its targets.
-
-Everything is plain data: a docID is a tuple of ints, the tree is a dict
-``prefix tuple -> {next token id: indices of the docIDs below}``, and a step's target is a list of
-``(token id, mass)`` pairs sorted by token id (the sparse form of stoical.stoical_loss).
+A query's docIDs d_1, ..., d_{n_q} (rank order) are token-id sequences that each END with the EOS
+id, so "cat"+EOS and "cats"+EOS are distinct leaves. DocID r scores mu(r) = 1 / r**beta; the target
+at step t of the teacher-forced path gives every valid next token the summed mu of the docIDs
+below it, normalised (marginalisation, Figure 1(c)); beta -> inf gives one-hot rows. Appendix F
+(``combined=True``): rank r's tree holds d_r, ..., d_{n_q} only. The tree is a dict
+``prefix tuple -> {next token id: indices of the docIDs below}``; a step's target is a list of
+``(token id, mass)`` pairs sorted by token id (the sparse form of ``stoical``).
 """
 
 from __future__ import annotations
@@ -40,7 +34,7 @@ def _as_docids(docids: Sequence[Sequence[int]]) -> list[DocId]:
         if min(seq) < 0:
             raise ValueError(f"docids[{i}]={seq} holds a negative token id")
         out.append(seq)
-    eos = out[0][-1]
+    eos, seen = out[0][-1], {}
     for i, seq in enumerate(out):
         if seq[-1] != eos:
             raise ValueError(
@@ -49,8 +43,6 @@ def _as_docids(docids: Sequence[Sequence[int]]) -> list[DocId]:
             )
         if eos in seq[:-1]:
             raise ValueError(f"docids[{i}]={seq} holds the EOS id {eos} before its end")
-    seen: dict[DocId, int] = {}
-    for i, seq in enumerate(out):
         if seq in seen:
             raise ValueError(
                 f"duplicate docID {seq} at positions {seen[seq]} and {i}; the docIDs "
@@ -61,11 +53,8 @@ def _as_docids(docids: Sequence[Sequence[int]]) -> list[DocId]:
 
 
 def build_trie(docids: Sequence[Sequence[int]]) -> Trie:
-    """The prefix tree of section 4.2 as ``{prefix: {next token: indices of docIDs below}}``.
-
-    Every prefix of every docID (the empty prefix included, but not the full docIDs, which are the
-    leaves) is a key; the indices refer to positions in ``docids`` and are increasing.
-    """
+    """The prefix tree of section 4.2 as ``{prefix: {next token: indices of docIDs below}}``: every
+    proper prefix (the empty one included) is a key; the indices into ``docids`` increase."""
     seqs = _as_docids(docids)
     trie: Trie = {}
     for i, seq in enumerate(seqs):
@@ -76,12 +65,8 @@ def build_trie(docids: Sequence[Sequence[int]]) -> Trie:
 
 
 def trie_scores(n: int, beta: float) -> list[float]:
-    """mu(r) = 1 / r**beta for r = 1..n: the docID-node scores of section 4.2.
-
-    ``beta = 0`` scores every docID alike; ``beta = math.inf`` gives [1, 0, ..., 0] (the limit).
-    With that limit only the top-ranked docID has mass, so use :func:`query_sparse_targets` with
-    ``beta=math.inf`` for the one-hot limit rows of the other docIDs' paths.
-    """
+    """mu(r) = 1 / r**beta for r = 1..n: the docID-node scores of section 4.2; ``beta = math.inf``
+    gives [1, 0, ..., 0] (for the limit rows of the other paths: :func:`query_sparse_targets`)."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n={n!r} must be a positive integer (the number of docIDs of the query)")
     _check_beta(beta)
@@ -151,13 +136,10 @@ def _log_mu(mu: Sequence[float], n: int) -> list[float]:
 def sparse_targets(
     docids: Sequence[Sequence[int]], mu: Sequence[float], path: Sequence[int], *, combined: bool = False
 ) -> list[StepTargets]:
-    """y(r, t) of section 4.2 in sparse form: one list of ``(token id, mass)`` pairs per step of
-    ``path`` (sorted by token id, masses summing to 1).
-
-    Step t is the target for the token ``path[t]`` given ``path[:t]``: each valid next token gets the
-    summed ``mu`` of the docIDs below it, normalised. ``combined=True`` (Appendix F) keeps only the
-    docIDs from ``path``'s position in ``docids`` on (docids are then in rank order: d_r..d_{n_q}).
-    """
+    """y(r, t) of section 4.2 in sparse form: per step t of ``path`` (given ``path[:t]``), the
+    ``(token id, mass)`` pairs of the valid next tokens, each the normalised summed ``mu`` of the
+    docIDs below it. ``combined=True`` (Appendix F) counts only the docIDs from ``path``'s position
+    in ``docids`` (rank order) on."""
     seqs = _as_docids(docids)
     log_mu = _log_mu(mu, len(seqs))
     r0 = _path_index(seqs, path)
@@ -173,15 +155,9 @@ def target_distributions(
     combined: bool = False,
     dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
-    """Dense y(r, t) (section 4.2): a (len(path), vocab_size) tensor whose row t is the normalised
-    target over the vocabulary at step t given ``path[:t]``; each valid next token gets the summed
-    ``mu`` of the docIDs below it (marginalisation over the prefix tree), other tokens get 0.
-
-    ``docids`` are token-id sequences each ending with the EOS id, ``mu[i]`` is the score of
-    ``docids[i]``, ``path`` is one of the docids (the teacher-forced one). ``combined`` is the
-    Appendix F variant (see :func:`sparse_targets`). For inspection and tests; training uses the
-    sparse form, never a dense vocabulary-sized target.
-    """
+    """Dense y(r, t) (section 4.2): :func:`sparse_targets` as a (len(path), vocab_size) tensor, 0 for
+    tokens that are not valid next tokens. ``mu[i]`` scores ``docids[i]`` (each ending with EOS);
+    ``path`` is the teacher-forced docID. For inspection and tests; training uses the sparse form."""
     rows = sparse_targets(docids, mu, path, combined=combined)
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
         raise ValueError(f"vocab_size={vocab_size!r} must be a positive integer")
@@ -203,14 +179,10 @@ def one_hot_targets(path: Sequence[int]) -> list[StepTargets]:
 def query_sparse_targets(
     docids: Sequence[Sequence[int]], beta: float, *, combined: bool = False
 ) -> list[list[StepTargets]]:
-    """Sparse y(r, t) for every docID of one query at once: element r-1 is the list of per-step
-    targets of the item of rank r (path = ``docids[r-1]``), with mu(r) = 1/r**beta (section 4.2).
-
-    ``docids`` must be in rank order (d_1 first). The tree is built once. ``combined=True`` is
-    Appendix F: rank r's targets count only d_r..d_{n_q}. ``beta = math.inf`` gives the exact limit:
-    at each step all mass on the token leading to the best-ranked docID still counted below the
-    prefix (the path's own token for r = 1, and for every r when ``combined``).
-    """
+    """Sparse y(r, t) for every docID of one query (rank order, d_1 first), the tree built once:
+    element r-1 holds the per-step targets of rank r, with mu(r) = 1/r**beta (section 4.2;
+    ``combined``: Appendix F). ``beta = math.inf`` is the exact limit: all mass on the token leading
+    to the best-ranked docID still counted below the prefix."""
     _check_beta(beta)
     seqs = _as_docids(docids)
     trie = build_trie(seqs)
