@@ -137,25 +137,19 @@ def _curve_name(row: Mapping[str, Any], vary: str) -> str:
     return f"{row['model'].upper()} n={row['n']}"
 
 
+def _curve_rows(row: Mapping[str, Any], ks: Sequence[int], prefix: str, **fields: Any) -> list[dict[str, Any]]:
+    """``fields`` plus k and recall for every k at which ``row`` has ``<prefix>k``."""
+    values = ((k, row.get(f"{prefix}{k}")) for k in ks)
+    return [{**fields, "k": k, "recall": float(v)} for k, v in values if v is not None and not pd.isna(v)]
+
+
 def recall_curves(results: pd.DataFrame, ks: Sequence[int], vary: str = "n", prefix: str = "recall@") -> pd.DataFrame:
     """Long table (curve, model, n, alpha, k, recall, scored_on) of R@k (fractions) against k for
     every DE / CE result row; they are scored on queries they trained on (the capacity setting)."""
     out = []
     for _, row in results.reset_index().iterrows():
-        for k in ks:
-            value = row.get(f"{prefix}{k}")
-            if value is not None and not pd.isna(value):
-                out.append(
-                    {
-                        "curve": _curve_name(row, vary),
-                        "model": row["model"],
-                        "n": row["n"],
-                        "alpha": row["alpha"],
-                        "k": k,
-                        "recall": float(value),
-                        "scored_on": SCORED_ON["training"],
-                    }
-                )
+        fields = {"curve": _curve_name(row, vary), "model": row["model"], "n": row["n"], "alpha": row["alpha"]}
+        out += _curve_rows(row, ks, prefix, **fields, scored_on=SCORED_ON["training"])
     return pd.DataFrame(out, columns=CURVE_COLUMNS)
 
 
@@ -164,22 +158,10 @@ def arr_curves(arr: pd.DataFrame | None, ks: Sequence[int]) -> pd.DataFrame:
     (``train_recall@k``, when the run has it) then on the held-out queries, named
     ``<label> (training queries)`` / ``<label> (held-out queries)``."""
     out = []
-    for _, r in (arr if arr is not None else pd.DataFrame()).iterrows():
+    for _, row in (arr if arr is not None else pd.DataFrame()).iterrows():
         for kind, prefix in (("training", "train_recall@"), ("held-out", "recall@")):
-            for k in ks:
-                value = r.get(f"{prefix}{k}")
-                if value is not None and not pd.isna(value):
-                    out.append(
-                        {
-                            "curve": f"{r['label']} ({SCORED_ON[kind]})",
-                            "model": "arr",
-                            "n": None,
-                            "alpha": r.get("alpha"),
-                            "k": k,
-                            "recall": float(value),
-                            "scored_on": SCORED_ON[kind],
-                        }
-                    )
+            fields = {"model": "arr", "n": None, "alpha": row.get("alpha"), "scored_on": SCORED_ON[kind]}
+            out += _curve_rows(row, ks, prefix, curve=f"{row['label']} ({SCORED_ON[kind]})", **fields)
     return pd.DataFrame(out, columns=CURVE_COLUMNS)
 
 
