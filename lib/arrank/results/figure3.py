@@ -77,33 +77,24 @@ def findings(
     per_query: pd.DataFrame | None = None,
     arr_per_query: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
-    """The findings of Figure 3 and section 5.3 ("autoregressive ranking is on par with CEs
-    while being significantly more powerful than DEs"; "an increasing alpha improves Recall@k,
-    particularly for small k") as checks on this run's R@k, k in ``ks`` (default: the k in 1..5
-    that the results hold), "on par" and "above" with the tolerance ``tol`` (``on_par``,
-    ``above``: a tie at R@k = 1.000 is never a failure):
+    """The findings of Figure 3 and section 5.3 as checks on this run's R@k, k in ``ks`` (default:
+    the k in 1..5 the results hold), "on par" and "above" within ``tol`` (``on_par``, ``above``):
 
     - ``finding_de_grows_with_n`` (panel a): at ``alpha``, the DE's mean R@k rises with every
       step of ``de_dims`` (sorted);
-    - ``finding_ce_above_de`` (panel a): the CE (``ce_dim``, ``alpha``) above the strongest DE
-      (n = max ``de_dims``, ``alpha``); the paper's two claims together imply it, and both are
-      trained and scored on the same queries (the capacity setting);
+    - ``finding_ce_above_de`` (panel a): the CE (``ce_dim``, ``alpha``) above the strongest DE;
     - ``finding_arr_on_par_with_ce`` / ``finding_arr_above_de`` (panel a): the ARR run of ``arr``
-      with the highest mean R@k on its training queries (``best_arr_run``), that curve on par
-      with the CE / above the strongest DE: the same capacity question the lookup tables answer
-      (they are trained and scored on the same queries). The numbers give the run's held-out
-      curve beside it (generalisation, which the tables cannot be asked: they have no row for a
-      query they never saw). None when no ARR run scored its training queries;
+      with the highest mean R@k on its training queries (``best_arr_run``: the capacity question
+      the lookup tables answer) on par with the CE / above the strongest DE, its held-out curve
+      in the numbers; None when no ARR run scored its training queries;
     - ``finding_alpha_raises_de_small_k`` (panel b): the DE at ``alpha_dim`` above itself at the
       smallest alpha when at the largest, over the small k (1 and 2).
 
     A check whose runs are missing is None. Each ``finding_X`` comes with ``finding_X_numbers``,
-    the curves it compared, and the DE means ``de_n<n>_mean_recall@1-<k>``.
-
-    With ``per_query`` (the configs' per-query rows, ``baselines.figure3.per_query_rows``) and, for
-    the ARR checks, ``arr_per_query`` (the best ARR run's training queries, ``panels.arr_per_query``)
-    each check is decided by an interval instead (``interval_checks``), and ``finding_X`` is True
-    (holds), False (fails) or None (undecided) with ``finding_X_verdict`` and the interval.
+    the curves it compared, and the DE means ``de_n<n>_mean_recall@1-<k>``. With ``per_query``
+    (``baselines.figure3.per_query_rows``) and, for the ARR checks, ``arr_per_query``
+    (``panels.arr_per_query``) each check is decided by an interval instead (``interval_checks``):
+    ``finding_X`` is True, False or None (undecided) with ``finding_X_verdict`` and the interval.
     """
     ks = ks or [k for k in range(1, 6) if f"recall@{k}" in results.columns]
     small = [k for k in SMALL_KS if f"recall@{k}" in results.columns]
@@ -210,13 +201,10 @@ def interval_checks(
     numbers: Mapping[str, str] | None = None,
 ) -> dict[str, Finding]:
     """The checks of ``findings`` decided by 95% intervals of per-query differences
-    (``results.statistics``; the configs' rows are paired on the evaluation queries, ARR's
-    training queries against them are independent samples): DE n grows (every step of
-    ``de_dims``: mean R@1..k higher, all must hold), CE above the strongest DE (mean R@1..k
-    difference > 0), ARR on par with the CE (the difference within ±``tol``: both bounds must
-    hold; it fails when the interval lies beyond one), ARR above the strongest DE (> 0), α
-    raises the DE's small-k R@k (mean R@1, R@2 at the largest α minus the smallest > 0). A check
-    whose configs have no per-query rows is left out (the point check stands)."""
+    (``results.statistics``; the configs are paired on the evaluation queries, ARR's training
+    queries are an independent sample; thresholds: docs/findings.md). ARR on par with the CE
+    needs both bounds within ±``tol``. A check whose configs have no per-query rows is left out
+    (the point check stands)."""
     from arrank.results import statistics as S
 
     numbers = numbers or {}

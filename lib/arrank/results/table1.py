@@ -14,26 +14,18 @@ from arrank.results import statistics as S
 
 
 def table1_findings(frame: pd.DataFrame, near: float = 0.02, per_query: pd.DataFrame | None = None) -> list[Finding]:
-    """The CPU-scale reproduction checks of Table 1's findings (section 5.2) on a WordNet sweep's
-    collected runs (``collect``; one row per finished point, mean over seeds per variant):
-
-    - NTP (indicator, one-hot) has the highest CVR of all variants, and every fractional variant
-      has at most half of it;
-    - fractional alpha = 2 has a higher mean of R@2..R@5 than NTP;
-    - NTP's R@1 is the best or within ``near`` (absolute) of the best;
-    - every trie variant has a lower CVR than NTP;
-    - where the sweep has a zero-shot row (``steps = 0``, the model before fine-tuning, which is no
-      loss variant and is left out of the checks above): every fine-tuned variant has a higher
-      nDCG and mean R@1..R@5 than it.
+    """The CPU-scale checks of Table 1's findings (section 5.2) on a WordNet sweep's collected runs
+    (``collect``; mean over seeds per variant): NTP has the highest CVR and every fractional
+    variant at most half of it; fractional α=2 has a higher mean R@2..R@5 than NTP; NTP's R@1 is
+    the best or within ``near`` (absolute) of it; every trie variant has a lower CVR than NTP;
+    every fine-tuned variant beats a zero-shot row (``steps = 0``, left out of the other checks).
 
     With ``per_query`` (``arrank.workbook.report.per_query_frame``) each comparison is decided by
-    the interval of its per-query difference (``results.statistics``): holds / fails /
-    undecided, a claim over several variants holding when every part holds and failing when one
-    fails (``statistics.combine``); an undecided single comparison says what budget would decide
-    it (``statistics.budget_to_decide``: queries, seeds); a check whose variants have no per-query rows falls back to
+    the interval of its per-query difference (``results.statistics``, docs/findings.md; several
+    parts combined by ``statistics.combine``; an undecided single comparison names the budget
+    that would decide it, ``statistics.budget_to_decide``); variants without per-query rows get
     the point verdict, labelled as point estimates. One ``Finding`` per check the sweep has the
-    variants for, with the numbers compared in percent as the paper's tables (``near`` is a
-    fraction, as in results.json)."""
+    variants for, numbers in percent (``near`` is a fraction, as in results.json)."""
     done = frame[frame["state"] == "done"].copy()
     if done.empty:
         raise ValueError("no finished points in this sweep: run it first")
