@@ -31,18 +31,15 @@ def candidates(row: Mapping[str, Any]) -> list[str]:
 
 
 def _records(queries: pd.DataFrame, scores: list[np.ndarray]) -> list[dict[str, Any]]:
-    out = []
-    for row, s in zip(queries.to_dict("records"), scores):
-        negative = row.get("negative") if isinstance(row.get("negative"), str) else None
-        out.append(
-            {
-                "query": row["query"],
-                "relevant": list(row["relevant"]),
-                "negative": negative,
-                "scores": dict(zip(candidates(row), map(float, s))),
-            }
-        )
-    return out
+    return [
+        {
+            "query": row["query"],
+            "relevant": list(row["relevant"]),
+            "negative": row.get("negative") if isinstance(row.get("negative"), str) else None,
+            "scores": dict(zip(candidates(row), map(float, s))),
+        }
+        for row, s in zip(queries.to_dict("records"), scores)
+    ]
 
 
 def training_sample(df: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:

@@ -156,8 +156,7 @@ def prompt_cache(model, prompt: Sequence[int]):
     return torch.log_softmax(out.logits[0, -1].float(), dim=-1), out.past_key_values
 
 
-def _mean(total: torch.Tensor, targets: list[list[int]]) -> torch.Tensor:
-    """Summed log-probs ``total`` divided by each candidate's number of scored tokens."""
+def _mean(total: torch.Tensor, targets: list[list[int]]) -> torch.Tensor:  # summed log-probs / scored tokens
     return total / torch.tensor([len(t) for t in targets], device=total.device).double()
 
 
@@ -310,16 +309,14 @@ def score_prefix_shared(
         raise ValueError(f"batch_size={batch_size!r} must be a positive integer or None")
     layout = resolve_layout(model, layout)
     step = batch_size or len(targets)
-    parts = []
+    batches = [targets[s : s + step] for s in range(0, len(targets), step)]
     with eval_mode(model):
         if layout == "one_pass":
-            for s in range(0, len(targets), step):
-                parts.append(score_one_pass(model, prompt, targets[s : s + step]))
-            return torch.cat(parts).cpu().numpy()
-        run = score_candidate_pack if layout == "packed" else score_candidate_batch
-        first, cache = prompt_cache(model, prompt)
-        for s in range(0, len(targets), step):
-            parts.append(run(model, cache, len(prompt), first, targets[s : s + step]))
+            parts = [score_one_pass(model, prompt, batch) for batch in batches]
+        else:
+            run = score_candidate_pack if layout == "packed" else score_candidate_batch
+            first, cache = prompt_cache(model, prompt)
+            parts = [run(model, cache, len(prompt), first, batch) for batch in batches]
     return torch.cat(parts).cpu().numpy()
 
 
