@@ -35,12 +35,11 @@ def arr_runs(
 ) -> pd.DataFrame:
     """Finished ARR runs (``outputs/05_train/<run>/results.json``, run names matching the glob
     ``pattern``) on the same evaluation queries: their params match ``dataset`` (subtree,
-    min_relevant, n_eval, seed) and they evaluated ``n_queries`` queries. One row per run: run,
-    label (the variant, ``arr_label``; made distinct where two runs share it), in the paper's row
-    order (``variant_order``), scheme, alpha,
-    targets, beta, combined, sampling, the held-out metrics (cvr, ndcg, recall@k, n_queries) and,
-    for runs that scored a sample of their training queries (notebook 05 since issue 16), the
-    same under ``train_``. Empty (with a ``label`` column) if none."""
+    min_relevant, n_eval, seed) and they evaluated ``n_queries`` queries. One row per run, in the
+    paper's row order (``variant_order``): run, label (``arr_label``, made distinct where two runs
+    share it), scheme, alpha, targets, beta, combined, sampling, the held-out metrics (cvr, ndcg,
+    recall@k, n_queries) and the same under ``train_`` for runs that scored training queries.
+    Empty (with a ``label`` column) if none."""
     if not pattern or "/" in pattern:
         raise ValueError(f"pattern={pattern!r} must be a glob on run names, e.g. '*' or 'table1_wordnet_quick-*'")
     from fnmatch import fnmatchcase
@@ -62,11 +61,7 @@ def arr_runs(
                 "run": path.parent.name,
                 "label": arr_label(p),
                 **{k: p.get(k) for k in ("scheme", "alpha", "targets", "beta", "combined", "sampling")},
-                **{
-                    k: v
-                    for k, v in m.items()
-                    if ARR_METRIC(k) or (k.startswith("train_") and ARR_METRIC(k.removeprefix("train_")))
-                },
+                **{k: v for k, v in m.items() if ARR_METRIC(k.removeprefix("train_"))},
             }
         )
         params.append(p)
@@ -244,9 +239,7 @@ def panel_a_note(arr: pd.DataFrame | None) -> str:
     note = "DE, CE: trained and scored on the same queries (a capacity test: can the table fit the rankings?)"
     if arr is None or not len(arr):
         return note
-    trained = (
-        any(c.startswith("train_recall@") for c in arr.columns) and arr.filter(like="train_recall@").notna().any().any()
-    )
+    trained = arr.filter(like="train_recall@").notna().any().any()
     return (
         note
         + "<br>ARR: "

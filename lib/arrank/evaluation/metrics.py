@@ -1,42 +1,19 @@
-"""Evaluation metrics of section 5.1 ("Metrics") and Tables 1-2 of the paper.
-
-Per query (section 5.1):
+"""Evaluation metrics of section 5.1 ("Metrics") and Tables 1-2 of the paper, per query:
 
 - **CVR** (constraint violation rate, WordNet only): a query *violates* the constraint when the
-  log-probability of *any* positive document d+_i is (strictly) lower than that of the sampled
-  negative d-; CVR is the fraction of violating queries (:func:`violates_constraint`, :func:`cvr`).
-- **nDCG** between "gold" gains and the predicted log-probabilities, the negative included; the
-  gold gains are ``log(n_q+1), log(n_q), ..., log(2)`` for ranks 1..n_q and ``log(1) = 0`` for the
-  negative (:func:`gold_gains`, :func:`ndcg`). ESCI has no negative: gains over the relevant
-  documents only (``gold_gains(n_q, with_negative=False)``).
-- **R@k** ``= |pi[:k] ∩ pi_hat[:k]| / k``, pi the gold ranking, pi_hat the argsort of the
-  predicted scores over *all* candidates, the negative included (:func:`recall_at_k`).
+  score of *any* positive is strictly lower than that of the sampled negative
+  (:func:`violates_constraint`; a tie is no violation); CVR is the fraction of violating queries.
+- **nDCG** between gold gains ``log(n_q+1), ..., log(2)`` for ranks 1..n_q (and ``log(1) = 0``
+  for the negative; ESCI has none) and the predicted scores (:func:`gold_gains`, :func:`ndcg`).
+- **R@k** ``= |pi[:k] ∩ pi_hat[:k]| / k`` over *all* candidates, the negative included
+  (:func:`recall_at_k`); ``None`` for a query with fewer than k relevant documents, which
+  :func:`evaluate_queries` skips for that k (``n_queries@k`` says how many it used).
 
-All values are fractions in [0, 1]; Tables 1-2 print them x100 (CVR with a % sign).
-
-Conventions (the same in every function):
-
-- **Ranking and ties.** Every predicted ranking comes from :func:`predicted_order`: score
-  descending, ties broken by docID *ascending* (Python ordering: lexicographic by code point for
-  str, which equals C ``strcmp`` on UTF-8 bytes; numeric for int). Without ties this is the only
-  possible order, so results equal sklearn / trec_eval. With ties it is deterministic and does
-  not depend on the order in which candidates are given.
-  *trec_eval differs on ties*: ``form_res_rels.c`` sorts with ``comp_sim_docno``, which returns
-  ``strcmp(p2->docno, p1->docno)`` on equal sims, i.e. docno **descending** (and it compares
-  docnos as strings, so "10" < "9"). sklearn's ``ndcg_score`` (default ``ignore_ties=False``)
-  instead *averages* the gains over each group of tied scores. Both can differ from ours only
-  when scores tie.
-- **CVR and ties.** The paper's wording ("log-probability ... of any d+_i is lower than ... d-")
-  is a strict inequality, so a positive that *ties* the negative is not a violation. CVR reads
-  scores, not ranks; under a tie, :func:`predicted_order` may still place the negative above that
-  positive (if the negative's docID is smaller), which R@k and nDCG then reflect.
-- **R@k with fewer than k relevant documents.** :func:`recall_at_k` returns ``None``; the
-  aggregate :func:`evaluate_queries` skips such queries for that k and reports how many it used
-  (``n_queries@k``; skipped = ``n_queries - n_queries@k``).
-- **Errors** (``ValueError``): NaN scores, length mismatches, empty inputs, duplicate docIDs,
-  ``k <= 0`` or ``k`` above the number of candidates, gold / negative docIDs missing from the
-  scores, docIDs that cannot be compared with each other (e.g. str mixed with int).
-  Infinite scores (log-probability of an impossible docID, -inf) are allowed.
+All values are fractions in [0, 1]. Every predicted ranking is :func:`predicted_order`: score
+descending, ties by docID ascending (deterministic, independent of the input order; trec_eval and
+sklearn differ only on ties). Errors are ``ValueError``s: NaN scores, length mismatches, empty
+inputs, duplicate docIDs, a bad ``k``, missing gold / negative docIDs, docIDs that cannot be
+compared; infinite scores (-inf: an impossible docID) are allowed.
 """
 
 from __future__ import annotations
@@ -108,10 +85,10 @@ def _check_k(k: Any, n_candidates: int) -> int:
 def predicted_order(docids: Sequence[DocId], scores: Sequence[float] | np.ndarray) -> list[DocId]:
     """The predicted ranking pi_hat of section 5.1 ("argsort over the docIDs").
 
-    Sorts by score descending, then docID ascending, so ties are broken deterministically and
-    independently of the input order. (trec_eval breaks ties by docno *descending*; see the
-    module docstring.) Raises ValueError on length mismatch, duplicates, NaN, or docIDs that
-    cannot be ordered against each other.
+    Sorts by score descending, then docID ascending (Python ordering: code points for str), so
+    ties are broken deterministically and independently of the input order. trec_eval breaks
+    ties by docno *descending* (``comp_sim_docno``, compared as strings). Raises ValueError on
+    length mismatch, duplicates, NaN, or docIDs that cannot be ordered against each other.
     """
     docids = list(docids)
     values = _scores_array(scores)
