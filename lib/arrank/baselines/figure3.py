@@ -145,14 +145,6 @@ def train_config(
     return train(pairs, n_rows, config["n"], config["alpha"], seed=seed, progress=progress, **kwargs)
 
 
-def score_pairs(model_kind: str, model: Any, q: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
-    """The trained model's scores of the pairs (q_i, d_i)."""
-    if model_kind == "de":
-        return DE.de_scores(model, q, d)
-    table, net = model
-    return CE.ce_scores(table, net, q, d)
-
-
 def baseline_precision(requested: str):
     """The precision notebook 07 trains and scores the DE and CE in: fp32, whatever ``requested``
     says (``auto`` | ``fp32`` | ``bf16``, validated as in notebooks 05 and 06, and recorded); bf16
@@ -181,7 +173,8 @@ def run_config(
     q, d, sizes = candidate_rows(df_eval, rows)
     model, log, facts = train_config(config, pairs, n_rows, hyper, seed, progress)
     start = time.perf_counter()
-    summary, frame = evaluate(df_eval, score_pairs(config["model"], model, q, d), sizes, ks)
+    scores = DE.de_scores(model, q, d) if config["model"] == "de" else CE.ce_scores(*model, q, d)
+    summary, frame = evaluate(df_eval, scores, sizes, ks)
     if config["model"] == "de" and corpus is not None:
         summary.update(retrieval_recall(model, df_eval, rows, corpus, ks))
     key = config_key(config["model"], config["n"], config["alpha"])

@@ -126,12 +126,6 @@ ARR_GROUPS = {
 }
 
 
-def _curve_name(row: Mapping[str, Any], vary: str) -> str:
-    if vary == "alpha" or row["model"] == "ce":  # the CE's alpha is named in panel (a) too
-        return f"{row['model'].upper()} n={row['n']} α={row['alpha']:g}"
-    return f"{row['model'].upper()} n={row['n']}"
-
-
 def _curve_rows(row: Mapping[str, Any], ks: Sequence[int], prefix: str, **fields: Any) -> list[dict[str, Any]]:
     """``fields`` plus k and recall for every k at which ``row`` has ``<prefix>k``."""
     values = ((k, row.get(f"{prefix}{k}")) for k in ks)
@@ -143,7 +137,10 @@ def recall_curves(results: pd.DataFrame, ks: Sequence[int], vary: str = "n", pre
     every DE / CE result row; they are scored on queries they trained on (the capacity setting)."""
     out = []
     for _, row in results.reset_index().iterrows():
-        fields = {"curve": _curve_name(row, vary), "model": row["model"], "n": row["n"], "alpha": row["alpha"]}
+        name = f"{row['model'].upper()} n={row['n']}"
+        if vary == "alpha" or row["model"] == "ce":  # the CE's alpha is named in panel (a) too
+            name += f" α={row['alpha']:g}"
+        fields = {"curve": name, "model": row["model"], "n": row["n"], "alpha": row["alpha"]}
         out += _curve_rows(row, ks, prefix, **fields, scored_on=SCORED_ON["training"])
     return pd.DataFrame(out, columns=CURVE_COLUMNS)
 

@@ -20,10 +20,6 @@ ON_PAR_TOL = 0.02  # "on par": R@k within 0.02 (about 1 standard error of R@1 ~ 
 _ROUND = 1e-9  # a difference of exactly tol counts as within it (0.92 - 0.90 > 0.02 in floats)
 
 
-def _mean_small_k(row: Mapping[str, Any], ks: Sequence[int]) -> float:
-    return float(np.mean([row[f"recall@{k}"] for k in ks]))
-
-
 def on_par(a: Sequence[float], b: Sequence[float], tol: float = ON_PAR_TOL) -> bool:
     """Two R@k curves (same k) are on par: |a_k - b_k| <= tol at every k."""
     return all(abs(x - y) <= tol + _ROUND for x, y in zip(a, b, strict=True))
@@ -108,7 +104,7 @@ def findings(
 
     de = [get("de", n, alpha) for n in sorted(de_dims)]
     if all(r is not None for r in de) and len(de) > 1:
-        means = [_mean_small_k(r, ks) for r in de]
+        means = [float(np.mean(curve(r, ks))) for r in de]
         out.update({f"de_n{n}_mean_recall@1-{max(ks)}": m for n, m in zip(sorted(de_dims), means)})
         record(
             "de_grows_with_n",
