@@ -148,14 +148,10 @@ def train_ce(
     log_every: int = 100,
     progress: bool = True,
 ) -> tuple[tuple[torch.Tensor, torch.nn.Sequential], pd.DataFrame, dict[str, Any]]:
-    """Train a lookup-table CE (section 5.3, Appendix B) on ``pairs`` over a table of ``n_rows``,
-    with ``optimizer`` "adamw" (decoupled weight decay, the default: it does not erode the rows
-    that are absent from a batch) or "adam_l2" (module docstring) and the table's rows drawn
-    from N(0, table_init_std^2).
-
-    Returns ((table, MLP), a log with the mean loss of every ``log_every`` steps, facts: steps,
-    seconds, steps/s and the trained rows' l2 norms ``row_norm_mean``, ``row_norm_min``,
-    ``row_norm_max``). The same arguments and seed give the same model (CPU).
+    """Train a lookup-table CE (section 5.3, Appendix B; ``optimizer``, ``row_updates`` and
+    ``table_init_std``: module docstring) on ``pairs`` over a table of ``n_rows``. Returns ((table,
+    MLP), a log with the mean loss of every ``log_every`` steps, facts: ``lookup.training_facts``).
+    The same arguments and seed give the same model (CPU).
     """
     n, alpha, optimizer = check_dim(n), check_alpha(alpha), check_optimizer(optimizer)
     if row_updates not in ROW_UPDATES:

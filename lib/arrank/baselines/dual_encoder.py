@@ -126,11 +126,9 @@ def train_de(
     progress: bool = True,
 ) -> tuple[torch.Tensor, pd.DataFrame, dict[str, Any]]:
     """Train a lookup-table DE (section 5.3, Appendix B) on ``pairs`` over a table of ``n_rows``.
-
-    Returns (the table, a log with the mean loss of every ``log_every`` steps, facts: steps,
-    seconds, steps/s and the trained rows' l2 norms ``row_norm_mean``, ``_min``, ``_max``: 1 up
-    to rounding, as the projection makes them). The same arguments and seed give the same table
-    (CPU).
+    Returns (the table, a log with the mean loss of every ``log_every`` steps, facts:
+    ``lookup.training_facts``, the row norms 1 up to rounding). The same arguments and seed give
+    the same table (CPU).
     """
     n, alpha = check_dim(n), check_alpha(alpha)
     if row_updates not in ROW_UPDATES:

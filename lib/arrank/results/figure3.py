@@ -158,18 +158,11 @@ def findings(
             + percent_text(curve(hi, small)),
         )
     if per_query is not None and len(per_query):
+        numbers = {
+            k.removeprefix("finding_").removesuffix("_numbers"): v for k, v in out.items() if k.endswith("_numbers")
+        }
         checked = interval_checks(
-            per_query,
-            de_dims,
-            ce_dim,
-            alpha,
-            alpha_dim,
-            alphas,
-            ks,
-            best_arr,
-            arr_per_query,
-            tol,
-            {k.removeprefix("finding_").removesuffix("_numbers"): v for k, v in out.items() if k.endswith("_numbers")},
+            per_query, de_dims, ce_dim, alpha, alpha_dim, alphas, ks, best_arr, arr_per_query, tol, numbers
         )
         for key, f in checked.items():
             out[f"finding_{key}"], out[f"finding_{key}_numbers"] = f.holds, f.numbers
@@ -211,6 +204,9 @@ def interval_checks(
     text = lambda ms: (
         f"mean R@{ms[0].split('@')[1]}..{ms[-1].split('@')[1]}" if len(ms) > 1 else f"R@{ms[0].split('@')[1]}"
     )
+    check = lambda name, variants, a, b, metrics, what: S.check(
+        CLAIMS[name], variants, a, b, metrics, numbers=f"{numbers.get(name, '')}; {what}"
+    )
     out: dict[str, Finding] = {}
     dims = sorted(de_dims)
     des = [key("de", n, alpha) for n in dims]
@@ -225,14 +221,7 @@ def interval_checks(
         )
     ce, de_max = key("ce", ce_dim, alpha), key("de", max(dims), alpha)
     if S.has_variants(data, ce, de_max) and span:
-        out["ce_above_de"] = S.check(
-            CLAIMS["ce_above_de"],
-            data,
-            ce,
-            de_max,
-            span,
-            numbers=f"{numbers.get('ce_above_de', '')}; CE − DE, {text(span)}",
-        )
+        out["ce_above_de"] = check("ce_above_de", data, ce, de_max, span, f"CE − DE, {text(span)}")
     if best_arr is not None and arr_per_query is not None and len(arr_per_query) and span:
         arr_data = pd.concat(
             [data, arr_per_query.assign(variant="ARR", point=str(best_arr.get("run", "ARR")))], ignore_index=True
@@ -247,25 +236,11 @@ def interval_checks(
                 f"{numbers.get('arr_on_par_with_ce', '')}; {text(span)}",
             )
         if S.has_variants(data, de_max):
-            out["arr_above_de"] = S.check(
-                CLAIMS["arr_above_de"],
-                arr_data,
-                "ARR",
-                de_max,
-                span,
-                numbers=f"{numbers.get('arr_above_de', '')}; ARR − DE, {text(span)}",
-            )
+            out["arr_above_de"] = check("arr_above_de", arr_data, "ARR", de_max, span, f"ARR − DE, {text(span)}")
     lo, hi = key("de", alpha_dim, min(alphas)), key("de", alpha_dim, max(alphas))
     if min(alphas) != max(alphas) and small and S.has_variants(data, lo, hi):
-        out["alpha_raises_de_small_k"] = S.check(
-            CLAIMS["alpha_raises_de_small_k"],
-            data,
-            hi,
-            lo,
-            small,
-            numbers=f"{numbers.get('alpha_raises_de_small_k', '')}; "
-            f"α {max(alphas):g} − α {min(alphas):g}, {text(small)}",
-        )
+        change = f"α {max(alphas):g} − α {min(alphas):g}, {text(small)}"
+        out["alpha_raises_de_small_k"] = check("alpha_raises_de_small_k", data, hi, lo, small, change)
     return out
 
 
