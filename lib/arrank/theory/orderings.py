@@ -1,10 +1,7 @@
-"""Exact counting of realisable strict orders by linear programming, shared by section 3.
-
-Both exact counters of the paper's section 3 (distance permutations of a dual encoder,
-Proposition 3.1, and orderings of token logits, Proposition 3.3) reduce to one question: which
-orders of k items can a linear inequality system realise strictly?  This module answers it by
-depth-first enumeration with one LP (HiGHS via ``scipy.optimize.linprog``) per prefix, and holds
-the input checks both sections share.
+"""Exact counting of realisable strict orders by linear programming, shared by section 3: the
+distance permutations of a dual encoder (Proposition 3.1) and the orderings of token logits
+(Proposition 3.3) both ask which orders of k items a linear inequality system realises strictly,
+answered by depth-first enumeration with one LP (HiGHS, ``scipy.optimize.linprog``) per prefix.
 """
 
 from __future__ import annotations
@@ -16,8 +13,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import linprog
 
-#: Largest number of sites / tokens for the exact LP counters.  The candidate orders grow as
-#: k! (5040 at k = 7, 40320 at k = 8) and each surviving prefix costs one LP.
+#: Largest number of sites / tokens for the exact LP counters (k! candidate orders).
 MAX_EXACT_K = 7
 
 #: An order counts as realisable iff the largest margin t of its normalised inequality system
