@@ -118,8 +118,6 @@ def seed_halfwidth(parts: Sequence[tuple[np.ndarray, float]], level: float = LEV
     from scipy import stats
 
     terms = [(w * w * float(np.var(m, ddof=1)) / len(m), len(m) - 1) for m, w in parts if len(m) >= 2]
-    if not terms:
-        return 0.0
     var = sum(v for v, _ in terms)
     if var == 0:
         return 0.0
@@ -235,20 +233,14 @@ def point_check(claim: str, holds: bool | None, numbers: str) -> Finding:
 
 
 def combine(claim: str, parts: Sequence[tuple[str, Finding]], numbers: str = "") -> Finding:
-    """A claim over several comparisons: holds if every part holds, fails if any part fails,
-    undecided otherwise (unchecked when a part is); the parts' verdicts and intervals are in
-    the numbers (``name: holds, +3.2 points, 95% CI [+1.1, +5.0]``)."""
+    """A claim over several comparisons: fails if any part fails, else unchecked if any part is,
+    holds if every part holds, undecided otherwise; the parts' verdicts and intervals are in the
+    numbers (``name: holds, +3.2 points, 95% CI [+1.1, +5.0]``)."""
     if not parts:
         raise ValueError(f"the compound claim {claim!r} has no parts")
-    verdicts = [f.verdict for _, f in parts]
-    verdict = (
-        "fails"
-        if "fails" in verdicts
-        else "unchecked"
-        if "unchecked" in verdicts
-        else "holds"
-        if all(v == "holds" for v in verdicts)
-        else "undecided"
+    verdicts = {f.verdict for _, f in parts}
+    verdict = next(
+        (v for v in ("fails", "unchecked") if v in verdicts), "holds" if verdicts == {"holds"} else "undecided"
     )
     texts = [f"{name}: {f.verdict}" + (f", {interval_text(f)}" if f.interval else "") for name, f in parts]
     return Finding(
@@ -261,9 +253,8 @@ def combine(claim: str, parts: Sequence[tuple[str, Finding]], numbers: str = "")
 
 def queries_to_decide(differences: Sequence[float] | np.ndarray, threshold: float = 0.0, level: float = LEVEL) -> float:
     """How many queries a paired comparison needs for its interval to exclude ``threshold``, if
-    the mean and spread of the per-query ``differences`` stay as measured: the n with
-    ``z * sd / sqrt(n) < |mean - threshold|`` (normal approximation of the bootstrap interval),
-    i.e. ``ceil((z * sd / |mean - threshold|)^2)``; ``inf`` when the mean is the threshold."""
+    the mean and spread of the per-query ``differences`` stay as measured (normal approximation):
+    ``ceil((z * sd / |mean - threshold|)^2)``; ``inf`` when the mean is the threshold."""
     from scipy import stats
 
     d = np.asarray(differences, dtype=float)
@@ -312,12 +303,11 @@ def budget_to_decide(
     max_seeds: int = 1000,
 ) -> Budget:
     """The budget that would decide ``a - b`` (``check``'s comparison, weight 1) from today's
-    per-query differences and run means: ``queries``, the number of common queries at which the
-    query half-width (``z * sd / sqrt(n)``) plus today's seed half-width, in quadrature, falls
-    below the gap; ``seeds``, the runs per variant at which today's query half-width plus the
-    seed half-width (``t * sqrt(s_a^2 / S + s_b^2 / S)``, Welch degrees of freedom ``2 (S - 1)``
-    for equal spreads or less) falls below it. A variant with one run has no measured spread:
-    then ``seeds`` is ``nan``."""
+    per-query differences and run means: ``queries``, the common queries at which the query
+    half-width (``z * sd / sqrt(n)``) and today's seed half-width, in quadrature, fall below the
+    gap; ``seeds``, the runs per variant at which today's query half-width and the seed
+    half-width (``t * sqrt(s_a^2 / S + s_b^2 / S)``, Welch degrees of freedom) do. ``seeds`` is
+    ``nan`` when a variant has one run (no measured spread)."""
     from scipy import stats
 
     va, vb = variant_values(per_query, a, metrics), variant_values(per_query, b, metrics)
