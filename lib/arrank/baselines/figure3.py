@@ -103,7 +103,6 @@ def retrieval_recall(
     column = {int(r): i for i, r in enumerate(corpus_rows.tolist())}
     q = torch.as_tensor([rows[x] for x in df_eval["query"]], dtype=torch.int64)
     found, found_scores = DE.retrieve(table, q, corpus_rows, max(ks))
-    out: dict[str, Any] = {}
     per_k: dict[int, list[float]] = {k: [] for k in ks}
     for i, rel in enumerate(df_eval["relevant"]):
         rel = list(rel)
@@ -112,12 +111,9 @@ def retrieval_recall(
         cand = dict(zip(names[[column[int(r)] for r in found[i][keep]]].tolist(), found_scores[i][keep].tolist()))
         cand.update(zip(rel, gold_scores.tolist()))
         for k in ks:
-            r = metrics.recall_at_k(rel, cand, k) if len(rel) >= k else None
-            if r is not None:
-                per_k[k].append(r)
-    for k in ks:
-        out[f"retrieval_recall@{k}"] = float(np.mean(per_k[k])) if per_k[k] else None
-    return out
+            if len(rel) >= k:  # R@k is defined for queries with at least k relevant docIDs
+                per_k[k].append(metrics.recall_at_k(rel, cand, k))
+    return {f"retrieval_recall@{k}": float(np.mean(rs)) if rs else None for k, rs in per_k.items()}
 
 
 # --------------------------------------------------------------------------- one configuration

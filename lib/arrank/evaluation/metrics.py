@@ -210,12 +210,6 @@ def _check_ks(ks: Iterable[int]) -> list[int]:
     return [int(k) for k in ks]
 
 
-def _records(records: Iterable[Mapping[str, Any]] | pd.DataFrame) -> list[Mapping[str, Any]]:
-    if isinstance(records, pd.DataFrame):
-        return records.to_dict("records")
-    return list(records)
-
-
 def _query_row(i: int, rec: Mapping[str, Any], ks: list[int]) -> dict[str, Any]:
     qid = rec.get(QUERY, i)
     try:
@@ -267,7 +261,8 @@ def per_query_metrics(
     Candidates that are neither relevant nor the negative are allowed and count as irrelevant.
     """
     ks = _check_ks(ks)
-    rows = [_query_row(i, rec, ks) for i, rec in enumerate(_records(records))]
+    records = records.to_dict("records") if isinstance(records, pd.DataFrame) else records
+    rows = [_query_row(i, rec, ks) for i, rec in enumerate(records)]
     if not rows:
         raise ValueError("no queries to evaluate")
     has_neg = {r["violation"] is not None for r in rows}
