@@ -278,19 +278,14 @@ def figure3_panels(
             table = panel_table(results, panel, ks, arr)
             out[f"figure3{panel}"] = (table, recall_figure(table, title))
     else:
-        everything = results.assign(panels="a")
-        table = panel_table(everything, "a", ks, arr)
+        table = panel_table(results.assign(panels="a"), "a", ks, arr)
         title = "R@k of the trained model" + (" and the ARR runs" if with_arr else "")
         out["recall_at_k"] = (table, recall_figure(table, subtitle(title, panel_a_note(arr))))
     if any(c.startswith("retrieval_recall@") for c in results.columns):
         de = results[results["model"] == "de"].sort_values(["n", "alpha"], kind="stable")
         table = recall_curves(de, ks, vary="alpha", prefix="retrieval_recall@")
-        out["retrieval_recall_at_k"] = (
-            table,
-            recall_figure(
-                table, subtitle("DE full-corpus retrieval", "R@k with every synset of the hierarchy as a candidate")
-            ),
-        )
+        title = subtitle("DE full-corpus retrieval", "R@k with every synset of the hierarchy as a candidate")
+        out["retrieval_recall_at_k"] = (table, recall_figure(table, title))
     return out
 
 

@@ -33,7 +33,6 @@ DocId = Hashable
 QUERY, RELEVANT, NEGATIVE, SCORES = "query", "relevant", "negative", "scores"
 
 
-# --------------------------------------------------------------------------- validation helpers
 def _scores_array(scores: Any, name: str = "scores") -> np.ndarray:
     """Scores as a 1-D float array; NaN is an error (section 5.1 scores are log-probabilities)."""
     try:
@@ -81,7 +80,6 @@ def _check_k(k: Any, n_candidates: int) -> int:
     return int(k)
 
 
-# --------------------------------------------------------------------------- ranking
 def predicted_order(docids: Sequence[DocId], scores: Sequence[float] | np.ndarray) -> list[DocId]:
     """The predicted ranking pi_hat of section 5.1 ("argsort over the docIDs").
 
@@ -102,7 +100,6 @@ def predicted_order(docids: Sequence[DocId], scores: Sequence[float] | np.ndarra
     return [docids[i] for i in order]
 
 
-# --------------------------------------------------------------------------- nDCG
 def gold_gains(n_q: int, with_negative: bool = True) -> np.ndarray:
     """Gold gains of section 5.1: log(n_q+1), log(n_q), ..., log(2) for the n_q relevant documents
     in rank order, then log(1) = 0 for the sampled negative (``with_negative=False`` for ESCI).
@@ -148,7 +145,6 @@ def ndcg(
     return _dcg(g[[position[d] for d in order]]) / ideal
 
 
-# --------------------------------------------------------------------------- R@k
 def recall_at_k(gold_order: Sequence[DocId], scores: Mapping[DocId, float] | pd.Series, k: int) -> float | None:
     """R@k of section 5.1: ``|gold_order[:k] ∩ pi_hat[:k]| / k``.
 
@@ -171,7 +167,6 @@ def recall_at_k(gold_order: Sequence[DocId], scores: Mapping[DocId, float] | pd.
     return len(top.intersection(gold[:k])) / k
 
 
-# --------------------------------------------------------------------------- CVR
 def violates_constraint(pos_scores: Sequence[float] | np.ndarray, neg_score: float) -> bool:
     """Section 5.1's constraint violation: True iff the score (log-probability) of *any* positive
     is strictly lower than the negative's, i.e. ``min(pos_scores) < neg_score``.
@@ -197,7 +192,6 @@ def cvr(violations: Iterable[bool]) -> float:
     return sum(bool(v) for v in flags) / len(flags)
 
 
-# --------------------------------------------------------------------------- aggregation
 def _check_ks(ks: Iterable[int]) -> list[int]:
     ks = list(ks)
     if not ks:

@@ -29,9 +29,6 @@ from arrank.training.shared_prefix import expand_cache
 METHODS = ("prefix_shared", "naive")
 
 
-# --------------------------------------------------------------------------- input checks
-
-
 def _eos_ids(model) -> set[int]:
     """The model's EOS id(s) from its config (an int or a list), empty when it has none."""
     eos = getattr(getattr(model, "config", None), "eos_token_id", None)
@@ -93,9 +90,6 @@ def scored_tokens(
     return out
 
 
-# --------------------------------------------------------------------------- helpers
-
-
 def model_device(model) -> torch.device:
     """The device of the model's parameters (``model.device`` for transformers models)."""
     dev = getattr(model, "device", None)
@@ -122,9 +116,6 @@ def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     logits = logits.float()
     picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     return picked - torch.logsumexp(logits, dim=-1)
-
-
-# --------------------------------------------------------------------------- the two scorers
 
 
 def score_naive(
@@ -318,9 +309,6 @@ def score_prefix_shared(
             first, cache = prompt_cache(model, prompt)
             parts = [run(model, cache, len(prompt), first, batch) for batch in batches]
     return torch.cat(parts).cpu().numpy()
-
-
-# --------------------------------------------------------------------------- queries
 
 
 def check_item(index: int, item) -> tuple[str, list[str]]:
