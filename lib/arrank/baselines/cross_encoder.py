@@ -199,13 +199,6 @@ def ce_scores(
     table: torch.Tensor, model: torch.nn.Module, q: torch.Tensor, d: torch.Tensor, block: int = 65_536
 ) -> torch.Tensor:
     """f_MLP(concat(E(q_i), E(d_i))) for aligned row tensors q, d (the CE's score), by blocks."""
-    return (
-        torch.cat(
-            [
-                pair_logits(model, table.index_select(0, q[s : s + block]), table.index_select(0, d[s : s + block]))
-                for s in range(0, q.numel(), block)
-            ]
-        )
-        if q.numel()
-        else torch.zeros(0)
-    )
+    rows = lambda x, s: table.index_select(0, x[s : s + block])
+    scores = [pair_logits(model, rows(q, s), rows(d, s)) for s in range(0, q.numel(), block)]
+    return torch.cat(scores) if scores else torch.zeros(0)

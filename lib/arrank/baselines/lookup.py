@@ -1,16 +1,12 @@
 """The lookup-table view of the WordNet ranking task for the DE and CE baselines (paper section 5.3).
 
-Section 5.3 maps every noun synset to one row of an embedding table ("an embedding table of size
-82,155 x n"; WordNet 3.0 has 82,115 noun synsets, ``entity.n.01`` included, which is the table
-built here: the paper's figure looks like a transposition typo). The training data are the
-positive pairs ``(q_i, d_i, r_i)``: a query synset, one of its relevant hypernyms and that
-hypernym's rank r (1 = the direct hypernym), i.e. the per-docID view of section 5.1.
-
-This is a capacity experiment: a lookup table has no way to embed a synset it never saw, so the
-baselines train on the pairs of *all* queries, and are evaluated on the evaluation queries' pairs
-(which were trained on too) plus each query's sampled negative (never trained on as a negative).
-
-Everything is index tensors (``torch.int64``) so that a training step is a handful of gathers.
+Section 5.3 maps every noun synset to one row of an embedding table ("82,155 x n"; WordNet 3.0 has
+82,115 noun synsets, the table built here: the paper's figure looks like a transposition typo).
+The training data are the positive pairs ``(q_i, d_i, r_i)``: a query synset, one of its relevant
+hypernyms and that hypernym's rank r (1 = the direct hypernym). A capacity experiment: a lookup
+table cannot embed a synset it never saw, so the baselines train on the pairs of *all* queries
+and are evaluated on the evaluation queries' pairs plus each query's sampled negative. Everything
+is int64 index tensors, so a training step is a handful of gathers.
 """
 
 from __future__ import annotations

@@ -297,13 +297,10 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
         data = {k: trained.get(k, "wordnet" if k == "dataset" else None) for k in keys}
         data["seed"] = trained.get("data_seed", data["seed"])  # the seed of its data, when it had one
         model, tok = models.load_trained(run / "model", p["backend"])
-        source = str(run)
-        scale = trained_scale(trained, run.name)
-        params = trained
+        source, scale, params = str(run), trained_scale(trained, run.name), trained
     else:
         data = {k: p[k] for k in keys}
-        source = "untrained"
-        scale = {"run": "untrained", "model_name": p["model_name"], "steps": 0}
+        source, scale = "untrained", {"run": "untrained", "model_name": p["model_name"], "steps": 0}
         params = {**data, "model_name": p["model_name"], "steps": 0}
     order = ("dataset", "profile", "seed", "n_eval", "template", "subtree", "min_relevant")
     df = ranking.ranking_dataset(*(data[k] for k in order))
