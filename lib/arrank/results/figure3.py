@@ -14,6 +14,7 @@ from arrank.common.display import percent_text
 from arrank.common.findings import Finding, finding
 
 SMALL_KS = (1, 2)  # "small k" in the findings of Figure 3
+INTERVAL_FIELDS = ("verdict", "estimate", "threshold", "side", "ci_low", "ci_high", "level")  # recorded per check
 
 
 ON_PAR_TOL = 0.02  # "on par": R@k within 0.02 (about 1 standard error of R@1 ~ 0.9 on 300 queries)
@@ -165,14 +166,8 @@ def findings(
             per_query, de_dims, ce_dim, alpha, alpha_dim, alphas, ks, best_arr, arr_per_query, tol, numbers
         )
         for key, f in checked.items():
-            out[f"finding_{key}"], out[f"finding_{key}_numbers"] = f.holds, f.numbers
-            out.update(
-                {
-                    f"finding_{key}_{field}": value
-                    for field, value in f.as_dict().items()
-                    if field in ("verdict", "estimate", "threshold", "side", "ci_low", "ci_high", "level")
-                }
-            )
+            record(key, f.holds, f.numbers)
+            out.update({f"finding_{key}_{k}": v for k, v in f.as_dict().items() if k in INTERVAL_FIELDS})
     return out
 
 
@@ -267,18 +262,8 @@ def findings_rows(found: Mapping[str, Any]) -> list[Finding]:
         numbers = found.get(f"finding_{key}_numbers", "not run")
         if get("verdict"):
             interval = (get("ci_low"), get("ci_high")) if get("ci_low") is not None else None
-            rows.append(
-                Finding(
-                    claim,
-                    get("verdict"),
-                    numbers,
-                    get("estimate"),
-                    get("threshold"),
-                    get("side") or ">",
-                    interval,
-                    get("level"),
-                )
-            )
+            estimate, threshold, side = get("estimate"), get("threshold"), get("side") or ">"
+            rows.append(Finding(claim, get("verdict"), numbers, estimate, threshold, side, interval, get("level")))
         elif found[f"finding_{key}"] is None:
             rows.append(finding(claim, None, numbers))
         else:
