@@ -123,12 +123,9 @@ def ndcg(
     """nDCG of one query (section 5.1): gold ``gains`` vs predicted ``scores`` (aligned arrays).
 
     DCG = sum_i gain(pi_hat[i]) / log2(i + 2) over the whole list (linear gains, no cutoff),
-    divided by the DCG of the gains sorted descending; this equals
-    ``sklearn.metrics.ndcg_score([gains], [scores])`` when no two scores tie.
-    Ties: the ranking is :func:`predicted_order` (docID ascending among equal scores; ``docids``
-    default to the positions 0..n-1), whereas sklearn averages the gains of tied documents.
-    Gains must be finite, >= 0 and not all 0 (sklearn returns 0 there; here it is an error). A
-    single document gives 1.0 (sklearn refuses n = 1).
+    divided by the DCG of the gains sorted descending: ``sklearn.metrics.ndcg_score([gains],
+    [scores])`` when no two scores tie (ties: :func:`predicted_order`, ``docids`` default to the
+    positions). Gains must be finite, >= 0 and not all 0; a single document gives 1.0.
     """
     g = _scores_array(gains, "gains")
     s = _scores_array(scores)
@@ -149,10 +146,9 @@ def recall_at_k(gold_order: Sequence[DocId], scores: Mapping[DocId, float] | pd.
     """R@k of section 5.1: ``|gold_order[:k] ∩ pi_hat[:k]| / k``.
 
     ``gold_order``: the relevant docIDs, rank 1 first. ``scores``: docid -> predicted score for
-    *every* candidate (the negative included); pi_hat = :func:`predicted_order` over all of them.
-    Returns ``None`` when the query has fewer than k relevant documents (R@k is not defined
-    there: even a perfect ranking could not reach 1). Raises ValueError for k <= 0, k above the
-    number of candidates, NaN scores, duplicate or missing gold docIDs.
+    *every* candidate (the negative included). Returns ``None`` when the query has fewer than k
+    relevant documents. Raises ValueError for k <= 0, k above the number of candidates, NaN
+    scores, duplicate or missing gold docIDs.
     """
     cand, values = _score_map(scores)
     k = _check_k(k, len(cand))
@@ -169,11 +165,7 @@ def recall_at_k(gold_order: Sequence[DocId], scores: Mapping[DocId, float] | pd.
 
 def violates_constraint(pos_scores: Sequence[float] | np.ndarray, neg_score: float) -> bool:
     """Section 5.1's constraint violation: True iff the score (log-probability) of *any* positive
-    is strictly lower than the negative's, i.e. ``min(pos_scores) < neg_score``.
-
-    A positive that ties the negative is not a violation ("lower" is strict). So the negative
-    ranked first, or anywhere above the lowest positive, is a violation.
-    """
+    is strictly lower than the negative's, ``min(pos_scores) < neg_score`` (a tie is none)."""
     pos = _scores_array(pos_scores, "pos_scores")
     neg = float(neg_score)
     if math.isnan(neg):
@@ -268,12 +260,9 @@ def per_query_metrics(
 
 
 def summarize(frame: pd.DataFrame, ks: Iterable[int] = WORDNET_KS) -> dict[str, float | int | None]:
-    """Flat metrics of Tables 1-2 from :func:`per_query_metrics`'s frame.
-
-    ``n_queries``; ``cvr`` (only when queries have a negative); ``ndcg`` (mean over all queries);
-    for each k, ``recall@k`` = mean over the ``n_queries@k`` queries with >= k relevant
-    documents (None if there are none) — the others are skipped, not counted as 0.
-    """
+    """Flat metrics of Tables 1-2 from :func:`per_query_metrics`'s frame: ``n_queries``; ``cvr``
+    (only when queries have a negative); ``ndcg``; ``recall@k`` = mean over the ``n_queries@k``
+    queries with >= k relevant documents (None if there are none; the others are skipped)."""
     ks = _check_ks(ks)
     out: dict[str, float | int | None] = {"n_queries": int(len(frame))}
     if frame["violation"].notna().all():

@@ -170,11 +170,9 @@ def _add_later_tokens(total: torch.Tensor, logits: torch.Tensor, targets: list[l
 def score_candidate_batch(
     model, cache, n_prompt: int, first_logprobs: torch.Tensor, targets: list[list[int]]
 ) -> torch.Tensor:
-    """Scores of a batch of candidates behind a cached prompt of ``n_prompt`` tokens (float64 [B]).
-
-    Token 0 of each candidate is scored from the prompt's last log-probs; tokens 1.. from one
-    batched pass over the right-padded inputs ``tgt[:-1]`` with a 2-D mask covering prompt +
-    candidate and position ids ``n_prompt + k``.
+    """Scores of a batch of candidates behind a cached prompt of ``n_prompt`` tokens (float64 [B]):
+    token 0 from the prompt's last log-probs, tokens 1.. from one batched pass over the
+    right-padded inputs ``tgt[:-1]``, a 2-D mask over prompt + candidate, positions ``n_prompt + k``.
     """
     device = first_logprobs.device
     B = len(targets)
@@ -204,14 +202,10 @@ def score_candidate_batch(
 def score_candidate_pack(
     model, cache, n_prompt: int, first_logprobs: torch.Tensor, targets: list[list[int]]
 ) -> torch.Tensor:
-    """Scores of candidates packed into ONE row behind a cached prompt (float64 [B]).
-
-    The inputs ``tgt[:-1]`` of all candidates are concatenated; a 4-D mask lets each candidate's
-    tokens attend to the whole prompt and causally to their own candidate only, with position ids
-    ``n_prompt + k`` restarting for each candidate. Equivalent to ``score_candidate_batch`` but the
-    prompt's keys/values are not copied once per candidate (that copy dominates the padded batch on
-    a CPU). Token 0 of each candidate is scored from the prompt's last log-probs.
-    """
+    """Scores of candidates packed into ONE row behind a cached prompt (float64 [B]): the inputs
+    ``tgt[:-1]`` concatenated, a 4-D mask letting each attend to the prompt and causally to its own
+    candidate, position ids ``n_prompt + k`` restarting per candidate. As ``score_candidate_batch``
+    without copying the prompt's keys/values per candidate."""
     device = first_logprobs.device
     total = _first_scores(first_logprobs, targets)
     blocks = [len(t) - 1 for t in targets if len(t) > 1]  # inputs: all scored tokens but the last
@@ -231,12 +225,9 @@ def score_candidate_pack(
 
 
 def score_one_pass(model, prompt: list[int], targets: list[list[int]]) -> torch.Tensor:
-    """Scores of candidates packed behind the prompt in ONE forward pass, no cache (float64 [B]).
-
-    The row is ``prompt + tgt_1[:-1] + tgt_2[:-1] + ...`` with the block mask and position ids of
-    ``arrank.training.packing`` (the packed training layout): token 0 of each candidate is scored from the
-    prompt's last logits, tokens 1.. from the logits of their own block.
-    """
+    """Scores of candidates packed behind the prompt in ONE forward pass, no cache (float64 [B]):
+    the row ``prompt + tgt_1[:-1] + tgt_2[:-1] + ...`` with the block mask and position ids of
+    ``arrank.training.packing`` (the packed training layout)."""
     device = model_device(model)
     P = len(prompt)
     blocks = [len(t) - 1 for t in targets if len(t) > 1]

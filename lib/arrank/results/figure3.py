@@ -76,22 +76,15 @@ def findings(
 ) -> dict[str, Any]:
     """The findings of Figure 3 and section 5.3 as checks on this run's R@k, k in ``ks`` (default:
     the k in 1..5 the results hold), "on par" and "above" within ``tol`` (``on_par``, ``above``):
-
-    - ``finding_de_grows_with_n`` (panel a): at ``alpha``, the DE's mean R@k rises with every
-      step of ``de_dims`` (sorted);
-    - ``finding_ce_above_de`` (panel a): the CE (``ce_dim``, ``alpha``) above the strongest DE;
-    - ``finding_arr_on_par_with_ce`` / ``finding_arr_above_de`` (panel a): the ARR run of ``arr``
-      with the highest mean R@k on its training queries (``best_arr_run``: the capacity question
-      the lookup tables answer) on par with the CE / above the strongest DE, its held-out curve
-      in the numbers; None when no ARR run scored its training queries;
-    - ``finding_alpha_raises_de_small_k`` (panel b): the DE at ``alpha_dim`` above itself at the
-      smallest alpha when at the largest, over the small k (1 and 2).
-
-    A check whose runs are missing is None. Each ``finding_X`` comes with ``finding_X_numbers``,
-    the curves it compared, and the DE means ``de_n<n>_mean_recall@1-<k>``. With ``per_query``
-    (``baselines.figure3.per_query_rows``) and, for the ARR checks, ``arr_per_query``
-    (``panels.arr_per_query``) each check is decided by an interval instead (``interval_checks``):
-    ``finding_X`` is True, False or None (undecided) with ``finding_X_verdict`` and the interval.
+    ``finding_de_grows_with_n`` (panel a: the DE's mean R@k rises with every step of
+    ``de_dims``), ``finding_ce_above_de`` (the CE above the strongest DE),
+    ``finding_arr_on_par_with_ce`` / ``finding_arr_above_de`` (``best_arr_run`` on its training
+    queries, its held-out curve in the numbers), ``finding_alpha_raises_de_small_k`` (panel b: the
+    DE at ``alpha_dim``, largest alpha above the smallest, at k = 1, 2). A check whose runs are
+    missing is None; each comes with ``finding_X_numbers`` (and the DE means
+    ``de_n<n>_mean_recall@1-<k>``). With ``per_query`` (``baselines.figure3.per_query_rows``) and
+    ``arr_per_query`` (``panels.arr_per_query``) each is decided by an interval instead
+    (``interval_checks``): True, False or None (undecided), with ``finding_X_verdict``.
     """
     ks = ks or [k for k in range(1, 6) if f"recall@{k}" in results.columns]
     small = [k for k in SMALL_KS if f"recall@{k}" in results.columns]
