@@ -79,26 +79,18 @@ def results_table(
     halfwidths = interval_halfwidths(per_query, list(means.index), metrics)
     reference = PAPER[paper] if paper else None
     rows = []
-    for label in means.index:
+    for label in means.index:  # the sd columns are kept only when a variant has several runs (``columns``)
         row = {"variant": label, "source": "this run", "runs": int(runs[label]), **means.loc[label].to_dict()}
-        if several:
-            row.update({f"{m} sd": sds.loc[label, m] for m in metrics})
-        row.update({f"{m} ci": v for m, v in halfwidths.get(label, {}).items()})
-        rows.append(row)
+        row.update({f"{m} sd": sds.loc[label, m] for m in metrics})
+        rows.append(row | {f"{m} ci": v for m, v in halfwidths.get(label, {}).items()})
         if reference and label in reference["rows"]:
             values = dict(zip(reference["columns"], reference["rows"][label]))
             rows.append(
                 {"variant": label, "source": "paper", "runs": None, **{m: values.get(m, math.nan) for m in metrics}}
             )
     if floor:
-        rows.append(
-            {
-                "variant": "Random scores",
-                "source": "random scores",
-                "runs": None,
-                **{m: floor.get(m, math.nan) * 100 for m in metrics},
-            }
-        )
+        scaled = {m: floor.get(m, math.nan) * 100 for m in metrics}
+        rows.append({"variant": "Random scores", "source": "random scores", "runs": None, **scaled})
     columns = (
         ["variant", "source", "runs"]
         + metrics
@@ -301,16 +293,10 @@ def parameter_curves(frame: pd.DataFrame, notebook: str, metrics: tuple[str, ...
 
     done = frame[frame["state"] == "done"]
     metrics = tuple(m for m in metrics if m in done.columns and done[m].notna().any())
-    varying = [
-        c
-        for c in done.columns
-        if c not in {"run_name", "state", "label", "profile"} and c not in metric_columns(done.columns)
-    ]
-    numeric = [
-        k
-        for k in varying
-        if k != "seed" and done[k].map(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)).all()
-    ]
+    skip = {"run_name", "state", "label", "profile", *metric_columns(done.columns)}
+    varying = [c for c in done.columns if c not in skip]
+    is_number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+    numeric = [k for k in varying if k != "seed" and done[k].map(is_number).all()]
     lines: dict[str, list[tuple[str, pd.DataFrame]]] = {}
     on_a_line: set[str] = set()
     for x in numeric:
