@@ -61,9 +61,6 @@ def single_config(model: str, n: int, alpha: float) -> list[dict[str, Any]]:
     return [{"model": model, "n": check_dim(n), "alpha": check_alpha(alpha), "panels": []}]
 
 
-# --------------------------------------------------------------------------- evaluation (section 5.1)
-
-
 def candidate_rows(df_eval: pd.DataFrame, rows: Mapping[str, int]) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
     """Every (query, candidate) pair of the evaluation queries: candidates = relevant docIDs (rank
     order) then the negative. Returns (query rows, candidate rows, candidates per query)."""
@@ -114,9 +111,6 @@ def retrieval_recall(
             if len(rel) >= k:  # R@k is defined for queries with at least k relevant docIDs
                 per_k[k].append(metrics.recall_at_k(rel, cand, k))
     return {f"retrieval_recall@{k}": float(np.mean(rs)) if rs else None for k, rs in per_k.items()}
-
-
-# --------------------------------------------------------------------------- one configuration
 
 
 # the arguments of train_de / train_ce that ``hyper`` holds, as ``<model>_<arg>`` but the shared ones
@@ -255,8 +249,6 @@ def per_query_rows(frame: pd.DataFrame, key: str) -> pd.DataFrame:
     return out
 
 
-# --------------------------------------------------------------------------- Figure 3 from a sweep's points
-
 STEM = "07_de_ce_baselines"
 
 
@@ -326,8 +318,6 @@ def point_per_query(
     return pd.concat(found.values(), ignore_index=True) if found else pd.DataFrame(columns=["config"])
 
 
-# --------------------------------------------------------------------------- results.json and findings
-
 ROW_NORMS = ("row_norm_mean", "row_norm_min", "row_norm_max")
 FLAT_FIELDS = ("n_queries", "cvr", "ndcg", "final_loss", "train_s", "steps_per_s", *ROW_NORMS)
 
@@ -345,9 +335,6 @@ def flat_metrics(results: pd.DataFrame) -> dict[str, Any]:
     if len(results) == 1:
         out.update({c: out[f"{results.index[0]}_{c}"] for c in results.columns if f"{results.index[0]}_{c}" in out})
     return out
-
-
-# --------------------------------------------------------------------------- data
 
 
 def table_synsets(subtree: str | None, cache_dir: Path | None = None) -> tuple[list[str], list[str]]:

@@ -18,8 +18,6 @@ import pandas as pd
 
 from arrank.training.schemes import loss_label, scheme_order
 
-# --------------------------------------------------------------------------- ARR runs of notebook 05
-
 SCORED_ON = {"training": "training queries", "held-out": "held-out queries"}
 ARR_METRIC = lambda c: c in ("cvr", "ndcg", "n_queries") or c.startswith("recall@")
 
@@ -115,8 +113,6 @@ def distinct_labels(rows: list[dict[str, Any]], params: list[Mapping[str, Any]])
             extra = ", ".join(f"{greek(k)}={number_text(params[i].get(k))}" for k in differ) or rows[i]["run"]
             rows[i]["label"] = f"{rows[i]['label']} ({extra})"
 
-
-# --------------------------------------------------------------------------- Figure 3 tables and plots
 
 CURVE_COLUMNS = ["curve", "model", "n", "alpha", "k", "recall", "scored_on"]
 BASELINE_GROUP = "DE and CE: trained and scored on the same queries"

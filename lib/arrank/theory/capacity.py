@@ -16,8 +16,6 @@ import numpy as np
 
 from arrank.theory.orderings import _check_exact_k, _check_int, _check_matrix, _realisable_orders, _unit_rows
 
-# ------------------------------------------------------------ Skala counts (Prop. 3.1)
-
 
 @functools.lru_cache(maxsize=256)
 def _stirling_top(k: int, m: int) -> tuple[int, ...]:
