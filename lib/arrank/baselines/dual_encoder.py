@@ -1,19 +1,15 @@
 """Lookup-table dual encoder (DE) of section 5.3 with the weighted batch softmax loss; Appendix B.
 
-Model: one embedding table E_phi (rows = synsets, dimension n) for queries and documents; the
-score of a pair is <E(q), E(d)>. Loss (section 5.3), over a batch of positive pairs:
+One embedding table E_phi (rows = synsets, dimension n) for queries and documents; the score of a
+pair is <E(q), E(d)>. Loss (section 5.3), over a batch of B positive pairs, tau = 0.05:
 
     L_DE = -(1/B) sum_i lambda(r_i) * log( exp(<E(q_i), E(d_i)>/tau) / sum_j exp(<E(q_i), E(d_j)>/tau) )
 
-with tau = 0.05 and lambda(r) = 1/r^alpha; j runs over all B documents of the batch. Optimiser
-(Appendix B): SGD, learning rate 1.0, momentum 0.9; after every update each row is projected back
-to the unit sphere.
-
-Speed: the B x B logits are computed over the batch's distinct documents with log-count offsets
-(the same loss: ``de_loss`` is the literal formula), gradients by hand, and only the touched rows
-are updated. ``row_updates``: ``"lazy"`` (default) moves only the batch's rows and their momentum
-(TensorFlow's sparse momentum update); ``"dense"`` runs ``torch.optim.SGD`` on the whole table, as
-Appendix B reads literally. Both are measured in docs/measurements.md.
+Optimiser (Appendix B): SGD, learning rate 1.0, momentum 0.9, each row projected back to the unit
+sphere after every update. The logits run over the batch's distinct documents with log-count
+offsets (the same loss as the literal ``de_loss``), gradients by hand. ``row_updates``: ``"lazy"``
+(default: only the batch's rows and their momentum move, TensorFlow's sparse momentum update) or
+``"dense"`` (``torch.optim.SGD`` on the whole table); docs/measurements.md compares them.
 """
 
 from __future__ import annotations

@@ -23,9 +23,6 @@ LP_MARGIN_TOL = 1e-7
 _HIGHS_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 
 
-# ----------------------------------------------------------------------------- validation
-
-
 def _check_int(name: str, value: Any, minimum: int) -> int:
     """Return ``value`` as an int, or raise TypeError/ValueError naming it and the allowed range."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):

@@ -26,8 +26,6 @@ from arrank.theory.orderings import (
     _unit_rows,
 )
 
-# ------------------------------------------ token orderings (Prop. 3.3, Arbitrary Permutations)
-
 
 def _token_system(E: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pair system of "token a has a strictly larger logit than token b": (e_b - e_a) . phi < 0."""
@@ -58,9 +56,6 @@ def count_token_permutations(E: np.ndarray) -> int:
     orderings of an inner-product dual encoder <q, d>.
     """
     return len(realisable_token_permutations(E))
-
-
-# ------------------------------------------------ rank(E') and Prop. 3.2's null vector h
 
 
 def _augment(E: np.ndarray) -> np.ndarray:
@@ -205,9 +200,6 @@ def affine_counterexample(n: int = 4) -> np.ndarray:
     E[0, 0] = E[1, 1] = E[3, 2] = 1.0
     E[2, :2] = 0.5
     return E
-
-
-# ------------------------------------------- fitting distributions (Prop. 3.2 and Cor. 3.1)
 
 
 def _cross_entropy(phi: np.ndarray, E: np.ndarray, p: np.ndarray) -> tuple[float, np.ndarray]:

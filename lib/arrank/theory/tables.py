@@ -136,9 +136,6 @@ def docid_rank_metrics(frame: pd.DataFrame) -> dict[str, int]:
     return out
 
 
-# --------------------------------------------------------------------------- what to look for
-
-
 def capacity_findings(m: dict, k_top: int) -> list[dict]:
     """Notebook 01's results.json metrics ``m`` against section 3.1 (Proposition 3.1), in words:
     ``arrank.common.findings.Finding`` rows; ``k_top`` is the largest k of the bound table."""
