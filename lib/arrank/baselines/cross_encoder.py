@@ -1,22 +1,19 @@
 """Lookup-table cross encoder (CE) of section 5.3, with its loss and Appendix B's optimiser.
 
-Model: the pair's two embeddings E_phi(q), E_phi(d) (one table, as for the DE) concatenated into a
-2n-vector and scored by f_MLP: R^2n -> R, three hidden ReLU layers of width 2n; MLP weights i.i.d.
-N(0, 1/(2n)), biases 0 (Appendix B). Rows start i.i.d. N(0, table_init_std^2) (default 1, the
-workbook's choice: the paper gives only the table's size).
-
-Loss (section 5.3), negatives (q_i, d_rho(i)) with rho a random permutation of the batch (taken
-to the letter: rho may map i to itself or to another relevant document):
+Model: the pair's embeddings E_phi(q), E_phi(d) (one table, as for the DE), concatenated and
+scored by f_MLP: R^2n -> R, three hidden ReLU layers of width 2n; MLP weights i.i.d. N(0, 1/(2n)),
+biases 0 (Appendix B); rows i.i.d. N(0, table_init_std^2) (default 1, the workbook's choice).
+Loss (section 5.3), negatives (q_i, d_rho(i)) with rho a random permutation of the batch (to the
+letter: rho may map i to itself or to another relevant document):
 
     L_CE = - sum_i [ lambda(r_i) / (sum_j lambda(r_j)) * log sigma(f(q_i, d_i))
                      + (1/B) * log sigma(-f(q_i, d_rho(i))) ]
 
-Optimiser (Appendix B): "Adam, learning rate 0.001, weight decay 0.001". ``optimizer`` names the
-two readings of the weight decay: ``"adamw"`` (default, decoupled, torch.optim.AdamW) and
-``"adam_l2"`` (torch.optim.Adam's L2 term, which erodes rows absent from a batch at paper scale).
-``row_updates``: ``"dense"`` (default) runs the optimiser on the whole table; ``"lazy"`` on the
-batch's rows only (LazyAdam semantics). Both choices are measured in docs/measurements.md
-("Figure 3"); the trained rows' norms are returned with the facts, so erosion shows in results.json.
+Optimiser (Appendix B): "Adam, learning rate 0.001, weight decay 0.001"; ``optimizer`` names the
+two readings of the weight decay: ``"adamw"`` (default, decoupled) and ``"adam_l2"`` (Adam's L2
+term, which erodes rows absent from a batch at paper scale). ``row_updates``: ``"dense"``
+(default, the whole table) or ``"lazy"`` (the batch's rows, LazyAdam). Both are measured in
+docs/measurements.md ("Figure 3"); the trained rows' norms are returned with the facts.
 """
 
 from __future__ import annotations

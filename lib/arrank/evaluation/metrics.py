@@ -219,19 +219,15 @@ def _query_row(i: int, rec: Mapping[str, Any], ks: list[int]) -> dict[str, Any]:
     # Gains: gold_gains over relevant (+ negative); any other candidate is irrelevant (gain 0).
     gain_of = dict(zip(relevant, gold_gains(len(relevant), with_negative=False)))
     score_of = dict(zip(cand, values))
-    row: dict[str, Any] = {
+    violation = None if negative is None else violates_constraint([score_of[d] for d in relevant], score_of[negative])
+    return {
         QUERY: qid,
         "n_relevant": len(relevant),
         "n_candidates": len(cand),
-        "violation": None,
+        "violation": violation,
         "ndcg": ndcg([gain_of.get(d, 0.0) for d in cand], values, docids=cand),
+        **{f"recall@{k}": recall_at_k(relevant, score_map, k) if k <= len(relevant) else np.nan for k in ks},
     }
-    if negative is not None:
-        row["violation"] = violates_constraint([score_of[d] for d in relevant], score_of[negative])
-    for k in ks:
-        r = recall_at_k(relevant, score_map, k) if k <= len(relevant) else None
-        row[f"recall@{k}"] = np.nan if r is None else r
-    return row
 
 
 def per_query_metrics(

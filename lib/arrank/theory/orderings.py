@@ -115,11 +115,9 @@ def _witness_orders(
 ) -> list[tuple[int, ...]]:
     """The full orders realised by the points (rows) with every consecutive margin > the tol.
 
-    A point that satisfies an order with margin > LP_MARGIN_TOL shows that the LP optimum of
-    that order (and of each of its prefixes: margins of non-consecutive pairs are at least as
-    large, by the triangle inequality) exceeds the tol, so those need no LP of their own and
-    exactness is unaffected.  With a box (homogeneous token systems, h = 0) each point is first
-    scaled into [-box, box]^n, which changes no order.
+    Such a point shows that the LP optimum of that order and of each of its prefixes exceeds the
+    tol, so they need no LP of their own (exactness is unaffected). With a box (token systems,
+    h = 0) each point is first scaled into [-box, box]^n, which changes no order.
     """
     if box is not None:
         points = points / np.maximum(1.0, np.max(np.abs(points), axis=1) / box)[:, None]
@@ -133,13 +131,10 @@ def _witness_orders(
 def _probe_points(
     G: np.ndarray, h: np.ndarray, x: np.ndarray, t: float, rest: Sequence[int], depth: int = 3
 ) -> np.ndarray:
-    """x moved across up to ``depth`` bisectors of pairs of remaining items at once.
-
-    The LP solution x realises one continuation of the prefix; crossing the hyperplane
-    G[a, b] . x = h[a, b] (by 0.1 t beyond it, t = the LP margin) tends to swap a and b, and
-    combined crossings reach further continuations, so the probes certify many of them for the
-    cost of one LP.  They are deterministic and only ever certify feasibility: each probe counts
-    only for the order it realises itself, with margins checked (see _witness_orders).
+    """x moved across up to ``depth`` bisectors of pairs of remaining items at once (by 0.1 t
+    beyond each, t = the LP margin): each crossing tends to swap a pair, so the probes reach
+    further continuations of the prefix for the cost of one LP. Deterministic; they only ever
+    certify the order each realises itself, margins checked (``_witness_orders``).
     """
     pairs = list(itertools.combinations(sorted(rest), 2))
     if not pairs:
