@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections import Counter
 from typing import Any, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -51,8 +52,7 @@ def _scores_array(scores: Any, name: str = "scores") -> np.ndarray:
 
 def _check_unique(docids: Sequence[DocId], what: str) -> None:
     if len(set(docids)) != len(docids):
-        seen: set[DocId] = set()
-        dups = [d for d in docids if d in seen or seen.add(d)]  # type: ignore[func-returns-value]
+        dups = [d for d, count in Counter(docids).items() if count > 1]
         raise ValueError(f"duplicate docIDs among {what}: {sorted(set(map(repr, dups)))}")
 
 

@@ -9,15 +9,15 @@ ends with EOS. Whether the end-of-docID token counts is not said in the paper: b
 mean, which tells "cat" from "cats" (docs/design.md).
 
 ``score_naive`` runs one forward pass per candidate (the reference); ``score_prefix_shared`` gives
-the same scores (~1e-6 in float32) with the prompt processed once, in one of the layouts
-``padded``, ``packed`` or ``one_pass`` (``score_prefix_shared``; speeds: benchmarks/scoring_speed.py,
-docs/measurements.md; the key/value-cache pitfalls: docs/design.md). A prompt cache is never
-handed to the model twice (a forward pass appends to it): each batch gets a fresh expanded copy.
+the same scores (~1e-6 in float32) with the prompt processed once (speeds: docs/measurements.md;
+key/value-cache pitfalls: docs/design.md). A forward pass appends to a prompt cache, so each
+batch gets a fresh expanded copy of it.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -315,8 +315,7 @@ def check_item(index: int, item) -> tuple[str, list[str]]:
     docids = list(docids)
     if not docids:
         raise ValueError(f"item {index} (prompt {prompt[-60:]!r}) has an empty candidate list")
-    seen: set[str] = set()
-    dups = sorted({d for d in docids if d in seen or seen.add(d)})
+    dups = sorted(d for d, count in Counter(docids).items() if count > 1)
     if dups:
         raise ValueError(f"item {index} (prompt {prompt[-60:]!r}) lists duplicate candidate docIDs: {dups}")
     return prompt, docids
