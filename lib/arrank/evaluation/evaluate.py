@@ -262,9 +262,7 @@ def metrics_table(rows: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """Rows = runs, columns = CVR, nDCG, R@k (Table 1's layout), values rounded to 4 digits."""
     table = pd.DataFrame.from_dict(dict(rows), orient="index")
     keep = [c for c in table.columns if c in ("cvr", "ndcg") or c.startswith("recall@")]
-    table = table[keep].astype(float).round(4)
-    table.index.name = "run"
-    return table
+    return table[keep].astype(float).round(4).rename_axis("run")
 
 
 def trained_scale(params: Mapping[str, Any], run_name: str) -> dict[str, Any]:

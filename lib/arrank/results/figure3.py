@@ -42,10 +42,8 @@ def _curve_text(name: str, row: Mapping[str, Any], ks: Sequence[int], prefix: st
 
 def best_arr_run(arr: pd.DataFrame | None, ks: Sequence[int]) -> tuple[pd.Series | None, str]:
     """The ARR run (a row of ``arr_runs``) with the highest mean R@k over ``ks`` on its training
-    queries: the one Figure 3's ARR findings compare with the DE and the CE, which are scored on
-    queries they trained on. (None, why) when no run has that curve; runs of notebook 05 made
-    before it scored training queries have the held-out curve only, which answers another
-    question (generalisation), so they are named but not compared."""
+    queries, which Figure 3's ARR findings compare with the DE and CE (scored on queries they
+    trained on); (None, why) when no run has that curve (older runs: held-out curve only)."""
     if arr is None or not len(arr):
         return None, "no ARR run on these evaluation queries"
     cols = [f"train_recall@{k}" for k in ks]

@@ -1,8 +1,6 @@
-"""A run's numbers against the paper's findings, in words: the "what to look for" cells at the
-end of notebooks 05 and 06 (the sweep-level checks are ``results.table1``, notebook 08; Figure 3's
-are ``results.figure3``, notebook 07; the theory and data notebooks have theirs beside their code:
-``theory.tables``, ``data.wordnet``, ``data.esci``). Every row is a ``common.findings.Finding``;
-percent as the paper's tables (arXiv 2601.05588)."""
+"""A run's numbers against the paper's findings, in words: the "what to look for" cells at the end
+of notebooks 05 and 06 (sweep-level checks: ``results.table1``; Figure 3's: ``results.figure3``).
+Every row is a ``common.findings.Finding``; percent as the paper's tables (arXiv 2601.05588)."""
 
 from __future__ import annotations
 

@@ -144,11 +144,7 @@ class Comparison:
 
     def text(self) -> str:
         """``paired over 300 queries, 2 / 1 runs`` (how the interval was made)."""
-        n = (
-            f"{self.n_queries} queries, paired"
-            if self.paired
-            else f"{self.n_queries[0]} / {self.n_queries[1]} queries, unpaired"
-        )
+        n = f"{self.n_queries} queries, paired" if self.paired else "{} / {} queries, unpaired".format(*self.n_queries)
         seeds = "seed variation in the interval" if max(self.runs) > 1 else "one run each: seed variation not estimated"
         return f"{n}; {self.runs[0]} / {self.runs[1]} runs, {seeds}"
 
