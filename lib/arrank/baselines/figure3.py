@@ -200,14 +200,11 @@ def run_configs(
     progress: bool = True,
     workers: int = 1,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Train and evaluate every config (``run_config``). Returns (one row per config: model, n,
-    alpha, panels, section 5.1 metrics, DE retrieval metrics when ``corpus`` is given,
-    final_loss, train_s, steps_per_s, eval_s; the concatenated loss logs with a ``config``
-    column; the per-query metrics of every config, ``per_query_rows``), in the order of ``configs``.
-
-    ``workers > 1``: the configs run in that many spawned worker processes of one thread each
-    (docs/measurements.md); each config is seeded by ``seed`` alone, so its result does not
-    depend on which worker ran it."""
+    """Train and evaluate every config (``run_config``), in the order of ``configs``: (one row per
+    config: model, n, alpha, panels, section 5.1 metrics, DE retrieval metrics when ``corpus`` is
+    given, final_loss, train_s, steps_per_s, eval_s; the loss logs with a ``config`` column; the
+    per-query metrics, ``per_query_rows``). ``workers > 1``: that many spawned one-thread worker
+    processes (docs/measurements.md); each config is seeded by ``seed`` alone."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers={workers!r} must be an integer >= 1")
     args = (pairs, n_rows, df_eval, rows, hyper, ks, seed, corpus)

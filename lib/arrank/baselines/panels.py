@@ -31,13 +31,11 @@ def arr_label(p: Mapping[str, Any]) -> str:
 def arr_runs(
     dataset: Mapping[str, Any], n_queries: int, root: Path | None = None, stem: str = "05_train", pattern: str = "*"
 ) -> pd.DataFrame:
-    """Finished ARR runs (``outputs/05_train/<run>/results.json``, run names matching the glob
-    ``pattern``) on the same evaluation queries: their params match ``dataset`` (subtree,
-    min_relevant, n_eval, seed) and they evaluated ``n_queries`` queries. One row per run, in the
-    paper's row order (``variant_order``): run, label (``arr_label``, made distinct where two runs
-    share it), scheme, alpha, targets, beta, combined, sampling, the held-out metrics (cvr, ndcg,
-    recall@k, n_queries) and the same under ``train_`` for runs that scored training queries.
-    Empty (with a ``label`` column) if none."""
+    """Finished ARR runs (``outputs/05_train/<run>/results.json``, names matching the glob
+    ``pattern``) whose params match ``dataset`` and that evaluated ``n_queries`` queries, one row
+    per run in the paper's row order (``variant_order``): run, label (``arr_label``, made
+    distinct), scheme, alpha, targets, beta, combined, sampling, the held-out metrics and the
+    same under ``train_``. Empty (with a ``label`` column) if none."""
     if not pattern or "/" in pattern:
         raise ValueError(f"pattern={pattern!r} must be a glob on run names, e.g. '*' or 'table1_wordnet_quick-*'")
     from fnmatch import fnmatchcase

@@ -233,14 +233,11 @@ def _query_row(i: int, rec: Mapping[str, Any], ks: list[int]) -> dict[str, Any]:
 def per_query_metrics(
     records: Iterable[Mapping[str, Any]] | pd.DataFrame, ks: Iterable[int] = WORDNET_KS
 ) -> pd.DataFrame:
-    """One row per query (for plots): ``query, n_relevant, n_candidates, violation, ndcg,
-    recall@k...``. ``recall@k`` is NaN where the query has fewer than k relevant documents;
-    ``violation`` is None where the query has no negative.
-
-    Each record is a mapping with ``relevant`` (gold docIDs, rank 1 first), ``scores``
-    (docid -> predicted score for every candidate), optional ``negative`` (the sampled negative
-    docID, None / absent for ESCI) and optional ``query`` (an id; default: the position).
-    Candidates that are neither relevant nor the negative are allowed and count as irrelevant.
+    """One row per query: ``query, n_relevant, n_candidates, violation, ndcg, recall@k...``
+    (``recall@k`` NaN where the query has fewer than k relevant documents; ``violation`` None
+    without a negative). Each record has ``relevant`` (gold docIDs, rank 1 first), ``scores``
+    (docid -> score for every candidate; other candidates count as irrelevant), optional
+    ``negative`` (None / absent for ESCI) and optional ``query`` (default: the position).
     """
     ks = _check_ks(ks)
     records = records.to_dict("records") if isinstance(records, pd.DataFrame) else records

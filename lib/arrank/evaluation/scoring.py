@@ -331,14 +331,11 @@ def score_queries(
     batch_size: int | None = None,
     layout: str = "auto",
 ) -> list[np.ndarray]:
-    """Section 5.1 scores of every query's candidate docIDs, one float64 array per item, aligned
-    with the item's docID order.
-
-    Each item is (augmented prompt q-bar as text, candidate docIDs), encoded with
-    ``encoding.prompt_ids`` / ``encoding.docid_ids``. ``method``: ``"prefix_shared"`` (default) or
-    ``"naive"``; ``batch_size`` and ``layout`` go to ``score_prefix_shared``. Errors name the item:
-    duplicate docIDs, an empty candidate list, a docID with no tokens, two docIDs with the same
-    tokens.
+    """Section 5.1 scores of every query's candidate docIDs, one float64 array per item in its
+    docID order. Each item is (augmented prompt q-bar as text, candidate docIDs), encoded with
+    ``encoding.prompt_ids`` / ``encoding.docid_ids``; ``method``: ``"prefix_shared"`` (default;
+    ``batch_size`` and ``layout`` go to ``score_prefix_shared``) or ``"naive"``. Errors name the
+    item: duplicate docIDs, an empty candidate list, a docID with no tokens or sharing its tokens.
     """
     from tqdm.auto import tqdm
 

@@ -15,17 +15,13 @@ from arrank.results import statistics as S
 
 def table1_findings(frame: pd.DataFrame, near: float = 0.02, per_query: pd.DataFrame | None = None) -> list[Finding]:
     """The CPU-scale checks of Table 1's findings (section 5.2) on a WordNet sweep's collected runs
-    (``collect``; mean over seeds per variant): NTP has the highest CVR and every fractional
-    variant at most half of it; fractional α=2 has a higher mean R@2..R@5 than NTP; NTP's R@1 is
-    the best or within ``near`` (absolute) of it; every trie variant has a lower CVR than NTP;
-    every fine-tuned variant beats a zero-shot row (``steps = 0``, left out of the other checks).
-
-    With ``per_query`` (``arrank.workbook.report.per_query_frame``) each comparison is decided by
-    the interval of its per-query difference (``results.statistics``, docs/findings.md; several
-    parts combined by ``statistics.combine``; an undecided single comparison names the budget
-    that would decide it, ``statistics.budget_to_decide``); variants without per-query rows get
-    the point verdict, labelled as point estimates. One ``Finding`` per check the sweep has the
-    variants for, numbers in percent (``near`` is a fraction, as in results.json)."""
+    (``collect``; mean over seeds per variant), one ``Finding`` per check the sweep has the variants
+    for: NTP has the highest CVR and every fractional variant at most half of it; fractional α=2
+    has a higher mean R@2..R@5 than NTP; NTP's R@1 is the best or within ``near`` (a fraction) of
+    it; every trie variant has a lower CVR than NTP; every fine-tuned variant beats a zero-shot row
+    (``steps = 0``). With ``per_query`` (``arrank.workbook.report.per_query_frame``) each is decided
+    by intervals (docs/findings.md; an undecided single comparison names the budget that would
+    decide it); variants without per-query rows get the point verdict, labelled as such."""
     done = frame[frame["state"] == "done"].copy()
     if done.empty:
         raise ValueError("no finished points in this sweep: run it first")

@@ -19,12 +19,9 @@ from arrank.theory.orderings import _check_exact_k, _check_int, _check_matrix, _
 
 @functools.lru_cache(maxsize=256)
 def _stirling_top(k: int, m: int) -> tuple[int, ...]:
-    """(|s(k,k)|, |s(k,k-1)|, ..., |s(k,k-m)|), unsigned Stirling numbers of the first kind.
-
-    |s(k, k-i)| is the i-th elementary symmetric polynomial of 0, 1, ..., k-1 (the rising
-    factorial x(x+1)...(x+k-1) = sum_j |s(k,j)| x^j), so the product prod_a (1 + a*y)
-    truncated at degree m gives them in O(k*m) exact integer operations.
-    """
+    """(|s(k,k)|, |s(k,k-1)|, ..., |s(k,k-m)|), unsigned Stirling numbers of the first kind: |s(k, k-i)|
+    is the i-th elementary symmetric polynomial of 0..k-1, so prod_a (1 + a*y) truncated at
+    degree m gives them in O(k*m) exact integer operations."""
     coeffs = [1] + [0] * m
     for a in range(1, k):
         for i in range(min(m, a), 0, -1):

@@ -157,12 +157,9 @@ def _closure_mask(prefix: tuple[int, ...], k: int) -> np.ndarray:
 
 
 def _dual_core(pairs: list[tuple[int, int]], duals: np.ndarray) -> list[tuple[int, int]]:
-    """The pairs that carry the dual certificate of a rejected system (positive duals).
-
-    By LP duality the margin LP restricted to these pairs has the same optimum, so every
-    system whose implied pairs contain them is rejected as well (more constraints only lower
-    the margin).  Cores are confirmed by an LP of their own before their first reuse.
-    """
+    """The pairs that carry the dual certificate of a rejected system (positive duals): by LP
+    duality every system whose implied pairs contain them is rejected as well. Cores are
+    confirmed by an LP of their own before their first reuse."""
     return [pair for pair, y in zip(pairs, duals) if y > 1e-9 * max(1.0, float(duals.max()))]
 
 
@@ -181,13 +178,10 @@ def _rejected_by_core(
 def _realisable_orders(
     G: np.ndarray, h: np.ndarray, x_bounds: tuple[float | None, float | None], key: Callable[[np.ndarray], np.ndarray]
 ) -> list[tuple[int, ...]]:
-    """All strictly realisable orders, depth-first by prefix with pruning of infeasible prefixes.
-
-    A prefix pi_1..pi_j survives iff pi_1 < ... < pi_j < every remaining item is feasible;
-    a prefix of length k - 1 is a full order.  Two exact shortcuts save most LPs:
-    deterministic probe points around each LP solution certify the prefixes of the orders
-    they realise (:func:`_probe_points`), and the dual certificate of each rejected prefix
-    rejects later prefixes that imply the same pairs (:func:`_dual_core`).
+    """All strictly realisable orders, depth-first by prefix (pi_1 < ... < pi_j < every remaining
+    item) with pruning of infeasible prefixes. Two exact shortcuts save most LPs: probe points
+    around each LP solution certify the orders they realise (:func:`_probe_points`), and the dual
+    certificate of a rejected prefix rejects later prefixes implying its pairs (:func:`_dual_core`).
     """
     k = G.shape[0]
     box = x_bounds[1]

@@ -73,12 +73,9 @@ def augmented_rank(E: np.ndarray, tol: float | None = None) -> int:
 
 
 def _gram_rank_augmented(rows: np.ndarray, tol: float | None, chunk: int = 4096) -> tuple[int, float]:
-    """rank([rows 1]) for tall ``rows`` from the eigenvalues of the (n+1) x (n+1) Gram matrix.
-
-    The Gram matrix is accumulated in float64 one block of rows at a time (no full float64
-    copy).  Its eigenvalues carry absolute error ~ (n+1) * eps * lambda_max, so singular values
-    below sqrt(max(shape) * eps) * s_max cannot be told from 0: that is the default threshold.
-    """
+    """rank([rows 1]) for tall ``rows`` from the eigenvalues of the (n+1) x (n+1) Gram matrix,
+    accumulated in float64 by blocks of rows. Its eigenvalues carry absolute error ~ (n+1) * eps *
+    lambda_max, hence the default threshold sqrt(max(shape) * eps) * s_max on singular values."""
     cols = rows.shape[1] + 1
     gram = np.zeros((cols, cols))
     for start in range(0, rows.shape[0], chunk):
@@ -155,12 +152,9 @@ def _check_token_ids(token_ids: Sequence[int], shape: tuple[int, ...]) -> np.nda
 
 
 def null_vector_h(E: np.ndarray) -> np.ndarray:
-    """A unit h != 0 with h^T E' = 0, E' = [E 1] (Appendix A, proof of Prop. 3.2, "=>").
-
-    Exists iff rank(E') < |V|; taken as the last left singular vector of E' (sign fixed so the
-    entry of largest magnitude is positive).  Since 1 lies in the span of E', sum(h) = 0, so h
-    has both positive and negative entries.  Raises ValueError when rank(E') == |V|.
-    """
+    """A unit h != 0 with h^T E' = 0, E' = [E 1] (Appendix A, proof of Prop. 3.2, "=>"): the last
+    left singular vector of E', its largest entry positive; sum(h) = 0, so h has entries of both
+    signs. Exists iff rank(E') < |V|, else a ValueError."""
     E = _check_matrix("E", E)
     e_prime = _augment(E)
     rank = int(np.linalg.matrix_rank(e_prime))
@@ -175,11 +169,9 @@ def null_vector_h(E: np.ndarray) -> np.ndarray:
 
 
 def unrealisable_permutation(E: np.ndarray) -> tuple[int, ...]:
-    """An order of the tokens that no phi realises when rank(E') < |V| (Appendix A, Prop. 3.3).
-
-    With h = :func:`null_vector_h` (E), N = {i: h_i < 0}, P = {i: h_i > 0}: the order lists N,
-    then the indices with h_i == 0 (|h_i| <= 1e-12 * max |h|), then P, each by index.  The
-    proof shows z_i > z_j for all i in N, j in P contradicts h^T E' phi' = 0.
+    """An order of the tokens that no phi realises when rank(E') < |V| (Appendix A, Prop. 3.3):
+    with h = :func:`null_vector_h` (E), the indices with h_i < 0, then h_i == 0 (|h_i| <= 1e-12
+    max |h|), then h_i > 0, each by index (z_i > z_j for all i in N, j in P contradicts h^T E' phi' = 0).
     """
     h = null_vector_h(E)
     zero = np.abs(h) <= 1e-12 * np.max(np.abs(h))
