@@ -1,64 +1,38 @@
 """Lookup-table cross encoder (CE) of section 5.3, with its loss and Appendix B's optimiser.
 
-Model: the pair's two embeddings E_phi(q), E_phi(d) (one table for queries and documents, as for
-the DE) are concatenated into a 2n-vector and scored by an MLP f_MLP: R^2n -> R with ReLU and
-three hidden layers of width 2n (Linear 2n->2n, ReLU, Linear 2n->2n, ReLU, Linear 2n->2n, ReLU,
-Linear 2n->1). MLP weights i.i.d. N(0, 1/(2n)), biases 0 (Appendix B).
-
-Loss (section 5.3): for positives P = {(q_i, d_i, r_i)}_{i=1..B} and negatives
-N = {(q_i, d_rho(i))} with rho a random permutation of {1..B} drawn per batch,
+Model: the pair's embeddings E_phi(q), E_phi(d) (one table, as for the DE), concatenated and
+scored by f_MLP: R^2n -> R, three hidden ReLU layers of width 2n; MLP weights i.i.d. N(0, 1/(2n)),
+biases 0 (Appendix B); rows i.i.d. N(0, table_init_std^2) (default 1, the workbook's choice).
+Loss (section 5.3), negatives (q_i, d_rho(i)) with rho a random permutation of the batch (to the
+letter: rho may map i to itself or to another relevant document):
 
     L_CE = - sum_i [ lambda(r_i) / (sum_j lambda(r_j)) * log sigma(f(q_i, d_i))
                      + (1/B) * log sigma(-f(q_i, d_rho(i))) ]
 
-with lambda(r) = 1/r^alpha. Taken to the letter: rho may map i to itself or to a document that is
-relevant to q_i too (e.g. entity.n.01, relevant to every query); such pairs still count as
-negatives, as the formula says.
-
-Optimiser (Appendix B): "Adam, learning rate 0.001, weight decay 0.001", 20k steps, batch 2048.
-How the weight decay enters is not said; ``optimizer`` names the two readings:
-
-- ``"adamw"`` (default): decoupled weight decay (torch.optim.AdamW; Loshchilov & Hutter): every
-  step multiplies each parameter by (1 - lr * weight_decay), apart from the Adam step. This is
-  how optax (``adamw``) and Keras (``AdamW``, or any optimiser's ``weight_decay=``) apply weight
-  decay. A table row that is absent from a batch has gradient 0, so it
-  only shrinks by (1 - 1e-6) a step: 2 % over 20k steps.
-- ``"adam_l2"``: torch.optim.Adam's ``weight_decay``, an L2 term weight_decay * theta added to
-  the gradient *before* Adam normalises it. For a row absent from the batch that term is its
-  whole gradient, and Adam turns it into a step of about lr towards 0, every step. At paper scale
-  (701,954 pairs, batch 2048) a row is in a batch about once every 343 steps, so the table is
-  eroded at paper scale (docs/measurements.md, "Figure 3"), where AdamW keeps them. On the quick subtree
-  rows are in most batches and the two readings barely differ. Kept to reproduce the erosion.
-
-Table (``table_init_std``): the paper gives only its size. Rows start i.i.d. N(0, std^2); the
-default std = 1 (torch.nn.Embedding's default) with the N(0, 1/(2n)) MLP weights gives
-pre-activations of unit variance. This scale is the workbook's choice, not the paper's: it is a
-parameter because the CE's scores depend on it (docs/measurements.md, "Figure 3"). The trained
-table's row norms (``row_norm_mean``, ``_min``, ``_max`` over the rows of the training pairs)
-are returned with the facts, so erosion shows in results.json.
-
-Row updates (``row_updates``): ``"dense"`` (default) runs the optimiser on the whole table, as
-Appendix B reads: weight decay reaches every row every step, and a row that left the batch keeps
-moving along its decaying first moment. ``"lazy"`` applies the optimiser, weight decay included,
-to the rows in the batch only (the semantics of TensorFlow's LazyAdam and of
-torch.optim.SparseAdam, bias correction by the global step).
-
-Dense updates fit markedly better at every alpha in notebook 07's quick profile
-(docs/measurements.md), hence the default. Speed: the gradient of the batch's distinct rows is
-written into one reused table-sized buffer and the fused Adam(W) kernel updates the table (a
-fresh table-sized gradient every step ran about three times slower).
+Optimiser (Appendix B): "Adam, learning rate 0.001, weight decay 0.001"; ``optimizer`` names the
+two readings of the weight decay: ``"adamw"`` (default, decoupled) and ``"adam_l2"`` (Adam's L2
+term, which erodes rows absent from a batch at paper scale). ``row_updates``: ``"dense"``
+(default, the whole table) or ``"lazy"`` (the batch's rows, LazyAdam). Both are measured in
+docs/measurements.md ("Figure 3"); the trained rows' norms are returned with the facts.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import pandas as pd
 import torch
 
-from arrank.baselines.lookup import Pairs, batch_indices, check_alpha, check_dim, rank_weights, row_norm_stats
+from arrank.baselines.lookup import (
+    Pairs,
+    batch_indices,
+    check_alpha,
+    check_dim,
+    rank_weights,
+    run_steps,
+    training_facts,
+)
 
 LR = 1e-3
 WEIGHT_DECAY = 1e-3
@@ -171,14 +145,10 @@ def train_ce(
     log_every: int = 100,
     progress: bool = True,
 ) -> tuple[tuple[torch.Tensor, torch.nn.Sequential], pd.DataFrame, dict[str, Any]]:
-    """Train a lookup-table CE (section 5.3, Appendix B) on ``pairs`` over a table of ``n_rows``,
-    with ``optimizer`` "adamw" (decoupled weight decay, the default: it does not erode the rows
-    that are absent from a batch) or "adam_l2" (module docstring) and the table's rows drawn
-    from N(0, table_init_std^2).
-
-    Returns ((table, MLP), a log with the mean loss of every ``log_every`` steps, facts: steps,
-    seconds, steps/s and the trained rows' l2 norms ``row_norm_mean``, ``row_norm_min``,
-    ``row_norm_max``). The same arguments and seed give the same model (CPU).
+    """Train a lookup-table CE (section 5.3, Appendix B; ``optimizer``, ``row_updates`` and
+    ``table_init_std``: module docstring) on ``pairs`` over a table of ``n_rows``. Returns ((table,
+    MLP), a log with the mean loss of every ``log_every`` steps, facts: ``lookup.training_facts``).
+    The same arguments and seed give the same model (CPU).
     """
     n, alpha, optimizer = check_dim(n), check_alpha(alpha), check_optimizer(optimizer)
     if row_updates not in ROW_UPDATES:
@@ -196,16 +166,8 @@ def train_ce(
     else:
         opt = make_optimizer(list(model.parameters()), optimizer, lr, weight_decay)
         m, v = torch.zeros_like(table), torch.zeros_like(table)
-    log, total, count = [], 0.0, 0
-    from tqdm.auto import tqdm
 
-    start = time.perf_counter()
-    for step, idx in enumerate(
-        tqdm(
-            batches, total=steps, desc=f"CE n={n} alpha={alpha:g}", unit="step", mininterval=2.0, disable=not progress
-        ),
-        start=1,
-    ):
+    def step(i: int, idx: torch.Tensor) -> float:
         q, d, B = pairs.query.index_select(0, idx), pairs.doc.index_select(0, idx), idx.numel()
         rho = torch.randperm(B, generator=gen)
         model.zero_grad(set_to_none=True)
@@ -221,22 +183,12 @@ def train_ce(
         opt.step()
         if row_updates == "lazy":
             with torch.no_grad():
-                lazy_adam_step(table, m, v, rows, emb.grad, step, lr, weight_decay, decoupled=optimizer == "adamw")
-        total, count = total + loss.item(), count + 1
-        if step % log_every == 0 or step == steps:
-            log.append({"step": step, "loss": total / count})
-            total, count = 0.0, 0
-    seconds = time.perf_counter() - start
-    if not math.isfinite(log[-1]["loss"]):
-        raise FloatingPointError(f"CE training diverged (loss {log[-1]['loss']})")
+                lazy_adam_step(table, m, v, rows, emb.grad, i, lr, weight_decay, decoupled=optimizer == "adamw")
+        return loss.item()
+
+    log, seconds = run_steps(step, batches, steps, f"CE n={n} alpha={alpha:g}", log_every, progress)
     final = table.detach().clone() if row_updates == "dense" else table
-    facts = {
-        "steps": steps,
-        "train_s": seconds,
-        "steps_per_s": steps / seconds,
-        **row_norm_stats(final, torch.cat([pairs.query, pairs.doc])),
-    }
-    return (final, model.eval()), pd.DataFrame(log), facts
+    return ((final, model.eval()), *training_facts(log, seconds, final, pairs, "CE training diverged (loss {loss})"))
 
 
 @torch.no_grad()
@@ -244,13 +196,6 @@ def ce_scores(
     table: torch.Tensor, model: torch.nn.Module, q: torch.Tensor, d: torch.Tensor, block: int = 65_536
 ) -> torch.Tensor:
     """f_MLP(concat(E(q_i), E(d_i))) for aligned row tensors q, d (the CE's score), by blocks."""
-    return (
-        torch.cat(
-            [
-                pair_logits(model, table.index_select(0, q[s : s + block]), table.index_select(0, d[s : s + block]))
-                for s in range(0, q.numel(), block)
-            ]
-        )
-        if q.numel()
-        else torch.zeros(0)
-    )
+    rows = lambda x, s: table.index_select(0, x[s : s + block])
+    scores = [pair_logits(model, rows(q, s), rows(d, s)) for s in range(0, q.numel(), block)]
+    return torch.cat(scores) if scores else torch.zeros(0)

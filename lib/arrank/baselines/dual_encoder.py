@@ -1,52 +1,34 @@
 """Lookup-table dual encoder (DE) of section 5.3 with the weighted batch softmax loss; Appendix B.
 
-Model: one embedding table E_phi (rows = synsets, dimension n) for queries and documents alike;
-the score of a pair is the inner product <E(q), E(d)>.
-
-Loss (section 5.3), for a batch of positive pairs {(q_i, d_i, r_i)}_{i=1..B}:
+One embedding table E_phi (rows = synsets, dimension n) for queries and documents; the score of a
+pair is <E(q), E(d)>. Loss (section 5.3), over a batch of B positive pairs, tau = 0.05:
 
     L_DE = -(1/B) sum_i lambda(r_i) * log( exp(<E(q_i), E(d_i)>/tau) / sum_j exp(<E(q_i), E(d_j)>/tau) )
 
-with tau = 0.05 and lambda(r) = 1/r^alpha (alpha = 0: the standard batch softmax loss). The sum
-over j runs over all B documents of the batch, the positive's own column and any repeated
-document included.
-
-Optimiser (Appendix B): SGD with learning rate 1.0 and momentum 0.9, 50k steps, batch 2048;
-after every update each row of the table is projected back to the unit l2 sphere.
-
-Speed (``de_step``). A batch of 2048 WordNet pairs holds only ~600 distinct documents (the top
-hypernyms recur in most pairs), so the B x B logits are computed as B_q x U_d logits over the
-distinct documents with log-count offsets: sum_j exp(s_ij) = sum_u c_u exp(s_iu) for document u
-occurring c_u times. This is the same loss, not an approximation (``de_loss`` is the literal
-formula; the tests check values and gradients against it). Gradients are formed by hand (three
-small matmuls) and only the rows the batch touches are updated ("sparse row updates").
-
-Momentum on untouched rows (``row_updates``):
-
-- ``"lazy"`` (default): only the rows in the batch are updated: their momentum buffer becomes
-  0.9 * buffer + gradient, then the row moves and is re-projected; a row outside the batch keeps
-  its buffer and does not move. This is the semantics of TensorFlow's sparse momentum update
-  (``sparse_apply_momentum``) on embedding tables. A query row is touched about every 40 steps
-  at paper scale, so the "momentum" of a query row accumulates over its own updates rather than
-  over wall steps.
-- ``"dense"``: ``torch.optim.SGD`` on the whole table with its dense gradient, then every row is
-  projected, as Appendix B reads literally: a row keeps moving along its decaying momentum
-  (0.9^t) after it left the batch. Exact, but it touches all 82,115 rows every step.
-
-Both are measured in the notebook's quick profile (docs/measurements.md): the choice changes the
-results, see there.
+Optimiser (Appendix B): SGD, learning rate 1.0, momentum 0.9, each row projected back to the unit
+sphere after every update. The logits run over the batch's distinct documents with log-count
+offsets (the same loss as the literal ``de_loss``), gradients by hand. ``row_updates``: ``"lazy"``
+(default: only the batch's rows and their momentum move, TensorFlow's sparse momentum update) or
+``"dense"`` (``torch.optim.SGD`` on the whole table); docs/measurements.md compares them.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import pandas as pd
 import torch
 
-from arrank.baselines.lookup import Pairs, batch_indices, check_alpha, check_dim, rank_weights, row_norm_stats
+from arrank.baselines.lookup import (
+    Pairs,
+    batch_indices,
+    check_alpha,
+    check_dim,
+    rank_weights,
+    run_steps,
+    training_facts,
+)
 
 TAU = 0.05
 LR = 1.0
@@ -140,11 +122,9 @@ def train_de(
     progress: bool = True,
 ) -> tuple[torch.Tensor, pd.DataFrame, dict[str, Any]]:
     """Train a lookup-table DE (section 5.3, Appendix B) on ``pairs`` over a table of ``n_rows``.
-
-    Returns (the table, a log with the mean loss of every ``log_every`` steps, facts: steps,
-    seconds, steps/s and the trained rows' l2 norms ``row_norm_mean``, ``_min``, ``_max``: 1 up
-    to rounding, as the projection makes them). The same arguments and seed give the same table
-    (CPU).
+    Returns (the table, a log with the mean loss of every ``log_every`` steps, facts:
+    ``lookup.training_facts``, the row norms 1 up to rounding). The same arguments and seed give
+    the same table (CPU).
     """
     n, alpha = check_dim(n), check_alpha(alpha)
     if row_updates not in ROW_UPDATES:
@@ -161,53 +141,25 @@ def train_de(
         optimizer = torch.optim.SGD([param], lr=lr, momentum=momentum)
     else:
         buffer = torch.zeros_like(table)
-    log, total, count = [], 0.0, 0
-    from tqdm.auto import tqdm
 
-    start = time.perf_counter()
-    for step, idx in enumerate(
-        tqdm(
-            batches, total=steps, desc=f"DE n={n} alpha={alpha:g}", unit="step", mininterval=2.0, disable=not progress
-        ),
-        start=1,
-    ):
-        if row_updates == "dense":
-            with torch.no_grad():
-                loss, rows, grad = de_loss_and_grad(
-                    param.data,
-                    pairs.query.index_select(0, idx),
-                    pairs.doc.index_select(0, idx),
-                    weights.index_select(0, idx),
-                    tau,
-                )
-                param.grad.zero_().index_copy_(0, rows, grad)
-            optimizer.step()
-            with torch.no_grad():
-                project_rows(param.data)
-        else:
-            loss, rows, grad = de_loss_and_grad(
-                table,
-                pairs.query.index_select(0, idx),
-                pairs.doc.index_select(0, idx),
-                weights.index_select(0, idx),
-                tau,
-            )
+    def step(_: int, idx: torch.Tensor) -> float:
+        batch = (pairs.query.index_select(0, idx), pairs.doc.index_select(0, idx), weights.index_select(0, idx))
+        if row_updates == "lazy":
+            loss, rows, grad = de_loss_and_grad(table, *batch, tau)
             lazy_momentum_step(table, buffer, rows, grad, lr, momentum)
-        total, count = total + loss, count + 1
-        if step % log_every == 0 or step == steps:
-            log.append({"step": step, "loss": total / count})
-            total, count = 0.0, 0
-    seconds = time.perf_counter() - start
-    if not math.isfinite(log[-1]["loss"]):
-        raise FloatingPointError(f"DE training diverged (loss {log[-1]['loss']}); lower lr or raise tau")
+            return loss
+        with torch.no_grad():
+            loss, rows, grad = de_loss_and_grad(param.data, *batch, tau)
+            param.grad.zero_().index_copy_(0, rows, grad)
+        optimizer.step()
+        with torch.no_grad():
+            project_rows(param.data)
+        return loss
+
+    log, seconds = run_steps(step, batches, steps, f"DE n={n} alpha={alpha:g}", log_every, progress)
     final = param.data.detach().clone() if row_updates == "dense" else table
-    facts = {
-        "steps": steps,
-        "train_s": seconds,
-        "steps_per_s": steps / seconds,
-        **row_norm_stats(final, torch.cat([pairs.query, pairs.doc])),
-    }
-    return final, pd.DataFrame(log), facts
+    diverged = "DE training diverged (loss {loss}); lower lr or raise tau"
+    return (final, *training_facts(log, seconds, final, pairs, diverged))
 
 
 def de_scores(table: torch.Tensor, q: torch.Tensor, d: torch.Tensor) -> torch.Tensor:

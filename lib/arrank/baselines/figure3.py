@@ -1,15 +1,12 @@
 """DE and CE baselines on WordNet (paper section 5.3, Figure 3, Appendix B): train, evaluate,
-tabulate and plot, beside any ARR runs of notebook 05 on the same data.
+tabulate and plot. Figure 3: (a) R@k against k for DEs with n in {4, 8, 16, 32} at alpha = 5 and
+a CE with n = 32 (and the ARR model); (b) a DE with n = 8 for several alpha; (c) a CE with n = 32
+for several alpha. Models: ``dual_encoder``, ``cross_encoder``; pairs: ``lookup``; panels with
+the ARR runs of notebook 05: ``panels``.
 
-Figure 3: (a) R@k against k for DEs with n in {4, 8, 16, 32} at alpha = 5 and a CE with n = 32
-(and the ARR model); (b) a DE with n = 8 for several alpha; (c) a CE with n = 32 for several alpha.
-The models are in ``arrank.baselines.dual_encoder`` and ``arrank.baselines.cross_encoder``, the pairs in
-``arrank.baselines.lookup``, the panels (with the ARR runs of notebook 05) in ``arrank.baselines.panels``.
-
-Evaluation is the ARR evaluation of section 5.1 (``arrank.evaluation.metrics``, the same functions): per
-evaluation query, its relevant hypernyms and its negative are scored (DE: inner product, CE: MLP)
-and ranked; CVR, nDCG and R@k. Extra, DE only: full-corpus retrieval R@k, the same R@k with every
-synset of the hierarchy as a candidate (the query itself excluded).
+Evaluation is section 5.1's (``arrank.evaluation.metrics``): per evaluation query, its relevant
+hypernyms and its negative are scored and ranked; CVR, nDCG and R@k. DE only: full-corpus
+retrieval R@k, every synset of the hierarchy a candidate (the query itself excluded).
 """
 
 from __future__ import annotations
@@ -64,9 +61,6 @@ def single_config(model: str, n: int, alpha: float) -> list[dict[str, Any]]:
     return [{"model": model, "n": check_dim(n), "alpha": check_alpha(alpha), "panels": []}]
 
 
-# --------------------------------------------------------------------------- evaluation (section 5.1)
-
-
 def candidate_rows(df_eval: pd.DataFrame, rows: Mapping[str, int]) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
     """Every (query, candidate) pair of the evaluation queries: candidates = relevant docIDs (rank
     order) then the negative. Returns (query rows, candidate rows, candidates per query)."""
@@ -78,21 +72,12 @@ def candidate_rows(df_eval: pd.DataFrame, rows: Mapping[str, int]) -> tuple[torc
 
 def score_records(df_eval: pd.DataFrame, scores: torch.Tensor, sizes: np.ndarray) -> list[dict[str, Any]]:
     """Records for ``metrics.per_query_metrics``: relevant, negative and docID -> score."""
-    values = scores.double().numpy()
-    ends = np.cumsum(sizes)
-    out = []
-    for (query, rel, neg), end, size in zip(
-        df_eval[["query", "relevant", "negative"]].itertuples(index=False), ends, sizes
-    ):
-        out.append(
-            {
-                "query": query,
-                "relevant": list(rel),
-                "negative": neg,
-                "scores": dict(zip((*rel, neg), values[end - size : end].tolist())),
-            }
-        )
-    return out
+    parts = np.split(scores.double().numpy(), np.cumsum(sizes)[:-1])
+    columns = df_eval[["query", "relevant", "negative"]].itertuples(index=False)
+    return [
+        {"query": q, "relevant": list(rel), "negative": neg, "scores": dict(zip((*rel, neg), part.tolist()))}
+        for (q, rel, neg), part in zip(columns, parts)
+    ]
 
 
 def evaluate(
@@ -115,7 +100,6 @@ def retrieval_recall(
     column = {int(r): i for i, r in enumerate(corpus_rows.tolist())}
     q = torch.as_tensor([rows[x] for x in df_eval["query"]], dtype=torch.int64)
     found, found_scores = DE.retrieve(table, q, corpus_rows, max(ks))
-    out: dict[str, Any] = {}
     per_k: dict[int, list[float]] = {k: [] for k in ks}
     for i, rel in enumerate(df_eval["relevant"]):
         rel = list(rel)
@@ -124,74 +108,37 @@ def retrieval_recall(
         cand = dict(zip(names[[column[int(r)] for r in found[i][keep]]].tolist(), found_scores[i][keep].tolist()))
         cand.update(zip(rel, gold_scores.tolist()))
         for k in ks:
-            r = metrics.recall_at_k(rel, cand, k) if len(rel) >= k else None
-            if r is not None:
-                per_k[k].append(r)
-    for k in ks:
-        out[f"retrieval_recall@{k}"] = float(np.mean(per_k[k])) if per_k[k] else None
-    return out
+            if len(rel) >= k:  # R@k is defined for queries with at least k relevant docIDs
+                per_k[k].append(metrics.recall_at_k(rel, cand, k))
+    return {f"retrieval_recall@{k}": float(np.mean(rs)) if rs else None for k, rs in per_k.items()}
 
 
-# --------------------------------------------------------------------------- one configuration
+# the arguments of train_de / train_ce that ``hyper`` holds, as ``<model>_<arg>`` but the shared ones
+HYPER_ARGS = {
+    "de": ("steps", "batch_size", "tau", "lr", "momentum", "row_updates"),
+    "ce": ("steps", "batch_size", "lr", "weight_decay", "row_updates", "optimizer", "table_init_std"),
+}
+SHARED_HYPER = ("batch_size", "tau")
 
 
 def train_config(
     config: Mapping[str, Any], pairs: Pairs, n_rows: int, hyper: Mapping[str, Any], seed: int, progress: bool = True
 ) -> tuple[Any, pd.DataFrame, dict[str, Any]]:
     """Train the DE or CE of ``config`` (model, n, alpha) with the hyper-parameters ``hyper``
-    (de_steps, ce_steps, batch_size, tau, de_lr, de_momentum, ce_lr, ce_weight_decay,
-    de_row_updates, ce_row_updates, ce_optimizer, ce_table_init_std). Returns (model, loss log,
+    (``HYPER_ARGS``: de_steps, batch_size, tau, ce_optimizer, ...). Returns (model, loss log,
     facts, the row norms of the trained table among them)."""
-    if config["model"] == "de":
-        return DE.train_de(
-            pairs,
-            n_rows,
-            config["n"],
-            config["alpha"],
-            steps=hyper["de_steps"],
-            batch_size=hyper["batch_size"],
-            tau=hyper["tau"],
-            lr=hyper["de_lr"],
-            momentum=hyper["de_momentum"],
-            seed=seed,
-            row_updates=hyper["de_row_updates"],
-            progress=progress,
-        )
-    if config["model"] == "ce":
-        return CE.train_ce(
-            pairs,
-            n_rows,
-            config["n"],
-            config["alpha"],
-            steps=hyper["ce_steps"],
-            batch_size=hyper["batch_size"],
-            lr=hyper["ce_lr"],
-            weight_decay=hyper["ce_weight_decay"],
-            seed=seed,
-            row_updates=hyper["ce_row_updates"],
-            optimizer=hyper["ce_optimizer"],
-            table_init_std=hyper["ce_table_init_std"],
-            progress=progress,
-        )
-    raise ValueError(f"model={config['model']!r} is not allowed; choose one of {list(MODELS)}")
-
-
-def score_pairs(model_kind: str, model: Any, q: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
-    """The trained model's scores of the pairs (q_i, d_i)."""
-    if model_kind == "de":
-        return DE.de_scores(model, q, d)
-    table, net = model
-    return CE.ce_scores(table, net, q, d)
+    model = config["model"]
+    if model not in HYPER_ARGS:
+        raise ValueError(f"model={model!r} is not allowed; choose one of {list(MODELS)}")
+    train = DE.train_de if model == "de" else CE.train_ce
+    kwargs = {arg: hyper[arg if arg in SHARED_HYPER else f"{model}_{arg}"] for arg in HYPER_ARGS[model]}
+    return train(pairs, n_rows, config["n"], config["alpha"], seed=seed, progress=progress, **kwargs)
 
 
 def baseline_precision(requested: str):
     """The precision notebook 07 trains and scores the DE and CE in: fp32, whatever ``requested``
-    says (``auto`` | ``fp32`` | ``bf16``, validated and refused where bf16 is unsupported, as in
-    notebooks 05 and 06, so a sweep can set it per point and it is recorded). bf16 does not pay
-    here (docs/measurements.md, "bf16 for the DE and CE"): the DE's hand-written gradient
-    (``dual_encoder.de_loss_and_grad``) mixes dtypes under autocast, and the CE under bf16
-    autocast ran a little faster but fit far worse: at n <= 32 the matmuls are a small part of a
-    step, table updates the rest."""
+    says (``auto`` | ``fp32`` | ``bf16``, validated as in notebooks 05 and 06, and recorded); bf16
+    does not pay here (docs/measurements.md, "bf16 for the DE and CE")."""
     from arrank.training.precision import Precision, resolve_precision
 
     asked = resolve_precision(requested)
@@ -216,7 +163,8 @@ def run_config(
     q, d, sizes = candidate_rows(df_eval, rows)
     model, log, facts = train_config(config, pairs, n_rows, hyper, seed, progress)
     start = time.perf_counter()
-    summary, frame = evaluate(df_eval, score_pairs(config["model"], model, q, d), sizes, ks)
+    scores = DE.de_scores(model, q, d) if config["model"] == "de" else CE.ce_scores(*model, q, d)
+    summary, frame = evaluate(df_eval, scores, sizes, ks)
     if config["model"] == "de" and corpus is not None:
         summary.update(retrieval_recall(model, df_eval, rows, corpus, ks))
     key = config_key(config["model"], config["n"], config["alpha"])
@@ -252,16 +200,11 @@ def run_configs(
     progress: bool = True,
     workers: int = 1,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Train and evaluate every config (``run_config``). Returns (one row per config: model, n,
-    alpha, panels, section 5.1 metrics, DE retrieval metrics when ``corpus`` is given,
-    final_loss, train_s, steps_per_s, eval_s; the concatenated loss logs with a ``config``
-    column; the per-query metrics of every config, ``per_query_rows``), in the order of ``configs``.
-
-    ``workers > 1``: the configs run in that many worker processes of one thread each (spawned,
-    so no OpenMP state is forked), a progress bar over configs. Each config is seeded by
-    ``seed`` alone, so its result does not depend on which worker ran it or when. One 1-thread
-    process per core is faster than one process with a thread per core at these sizes, and it
-    degrades gracefully beside a busy process (docs/measurements.md)."""
+    """Train and evaluate every config (``run_config``), in the order of ``configs``: (one row per
+    config: model, n, alpha, panels, section 5.1 metrics, DE retrieval metrics when ``corpus`` is
+    given, final_loss, train_s, steps_per_s, eval_s; the loss logs with a ``config`` column; the
+    per-query metrics, ``per_query_rows``). ``workers > 1``: that many spawned one-thread worker
+    processes (docs/measurements.md); each config is seeded by ``seed`` alone."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers={workers!r} must be an integer >= 1")
     args = (pairs, n_rows, df_eval, rows, hyper, ks, seed, corpus)
@@ -303,8 +246,6 @@ def per_query_rows(frame: pd.DataFrame, key: str) -> pd.DataFrame:
     return out
 
 
-# --------------------------------------------------------------------------- Figure 3 from a sweep's points
-
 STEM = "07_de_ce_baselines"
 
 
@@ -312,12 +253,11 @@ def point_results(
     params: Mapping[str, Any], pattern: str, configs: Sequence[Mapping[str, Any]], root: Path | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """Figure 3 from single-configuration runs of this notebook (the points of a sweep such as
-    ``sweeps/fig3_baselines_paper.yaml``) instead of training: the finished runs whose names
-    match the glob ``pattern`` and whose params match ``params`` (the data: subtree,
-    min_relevant, n_eval, seed; and the training settings, so that e.g. a CE run with another
-    ``ce_optimizer`` is left out); each results row whose (model, n, alpha) is one of ``configs`` gets that config's
-    panels; of two runs of one config the newer wins. Returns (results, their training logs,
-    the run names used); a clear error when no run matches."""
+    ``sweeps/fig3_baselines_paper.yaml``) instead of training: the finished runs named like the
+    glob ``pattern`` whose params match ``params`` (data and training settings); each results row
+    whose (model, n, alpha) is one of ``configs`` gets that config's panels; of two runs of one
+    config the newer wins. Returns (results, their training logs, the run names used); a clear
+    error when no run matches."""
     wanted = {config_key(c["model"], c["n"], c["alpha"]): ",".join(c["panels"]) for c in configs}
     rows: dict[str, pd.Series] = {}
     logs: dict[str, pd.DataFrame] = {}
@@ -375,19 +315,8 @@ def point_per_query(
     return pd.concat(found.values(), ignore_index=True) if found else pd.DataFrame(columns=["config"])
 
 
-# --------------------------------------------------------------------------- results.json and findings
-
-FLAT_FIELDS = (
-    "n_queries",
-    "cvr",
-    "ndcg",
-    "final_loss",
-    "train_s",
-    "steps_per_s",
-    "row_norm_mean",
-    "row_norm_min",
-    "row_norm_max",
-)
+ROW_NORMS = ("row_norm_mean", "row_norm_min", "row_norm_max")
+FLAT_FIELDS = ("n_queries", "cvr", "ndcg", "final_loss", "train_s", "steps_per_s", *ROW_NORMS)
 
 
 def flat_metrics(results: pd.DataFrame) -> dict[str, Any]:
@@ -403,9 +332,6 @@ def flat_metrics(results: pd.DataFrame) -> dict[str, Any]:
     if len(results) == 1:
         out.update({c: out[f"{results.index[0]}_{c}"] for c in results.columns if f"{results.index[0]}_{c}" in out})
     return out
-
-
-# --------------------------------------------------------------------------- data
 
 
 def table_synsets(subtree: str | None, cache_dir: Path | None = None) -> tuple[list[str], list[str]]:

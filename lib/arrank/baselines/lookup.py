@@ -1,23 +1,20 @@
 """The lookup-table view of the WordNet ranking task for the DE and CE baselines (paper section 5.3).
 
-Section 5.3 maps every noun synset to one row of an embedding table ("an embedding table of size
-82,155 x n"; WordNet 3.0 has 82,115 noun synsets, ``entity.n.01`` included, which is the table
-built here: the paper's figure looks like a transposition typo). The training data are the
-positive pairs ``(q_i, d_i, r_i)``: a query synset, one of its relevant hypernyms and that
-hypernym's rank r (1 = the direct hypernym), i.e. the per-docID view of section 5.1.
-
-This is a capacity experiment: a lookup table has no way to embed a synset it never saw, so the
-baselines train on the pairs of *all* queries, and are evaluated on the evaluation queries' pairs
-(which were trained on too) plus each query's sampled negative (never trained on as a negative).
-
-Everything is index tensors (``torch.int64``) so that a training step is a handful of gathers.
+Section 5.3 maps every noun synset to one row of an embedding table ("82,155 x n"; WordNet 3.0 has
+82,115 noun synsets, the table built here: the paper's figure looks like a transposition typo).
+The training data are the positive pairs ``(q_i, d_i, r_i)``: a query synset, one of its relevant
+hypernyms and that hypernym's rank r (1 = the direct hypernym). A capacity experiment: a lookup
+table cannot embed a synset it never saw, so the baselines train on the pairs of *all* queries
+and are evaluated on the evaluation queries' pairs plus each query's sampled negative. Everything
+is int64 index tensors, so a training step is a handful of gathers.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from typing import Iterator, Mapping, NamedTuple, Sequence
+import time
+from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -41,13 +38,7 @@ def check_dim(n: object) -> int:
 
 def check_alpha(alpha: object) -> float:
     """alpha of lambda(r) = 1/r^alpha: a finite number >= 0 (0 gives the unweighted loss)."""
-    if (
-        isinstance(alpha, bool)
-        or not isinstance(alpha, numbers.Real)
-        or math.isnan(alpha)
-        or math.isinf(alpha)
-        or alpha < 0
-    ):
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not math.isfinite(alpha) or alpha < 0:
         raise ValueError(
             f"alpha={alpha!r} is not allowed: lambda(r) = 1/r**alpha needs a finite "
             "number alpha >= 0 (alpha = 0 gives the plain, unweighted loss)"
@@ -131,3 +122,39 @@ def row_norm_stats(table: torch.Tensor, rows: torch.Tensor) -> dict[str, float]:
         "row_norm_min": float(norms.min()),
         "row_norm_max": float(norms.max()),
     }
+
+
+def run_steps(
+    step: Callable[[int, torch.Tensor], float],
+    batches: Iterator[torch.Tensor],
+    steps: int,
+    desc: str,
+    log_every: int,
+    progress: bool,
+) -> tuple[list[dict[str, float]], float]:
+    """Call ``step(i, batch) -> loss`` for every batch (i from 1) under a progress bar: (the mean
+    loss of every ``log_every`` steps, seconds taken)."""
+    from tqdm.auto import tqdm
+
+    log, total, count = [], 0.0, 0
+    start = time.perf_counter()
+    bar = tqdm(batches, total=steps, desc=desc, unit="step", mininterval=2.0, disable=not progress)
+    for i, idx in enumerate(bar, start=1):
+        total, count = total + step(i, idx), count + 1
+        if i % log_every == 0 or i == steps:
+            log.append({"step": i, "loss": total / count})
+            total, count = 0.0, 0
+    return log, time.perf_counter() - start
+
+
+def training_facts(
+    log: list[dict[str, float]], seconds: float, table: torch.Tensor, pairs: Pairs, diverged: str
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """(the loss log, facts: steps, train_s, steps_per_s and ``row_norm_stats`` of the training
+    pairs' rows); a FloatingPointError starting with ``diverged`` when the last loss is not finite."""
+    loss = log[-1]["loss"]
+    if not math.isfinite(loss):
+        raise FloatingPointError(diverged.format(loss=loss))
+    steps = int(log[-1]["step"])
+    facts = {"steps": steps, "train_s": seconds, "steps_per_s": steps / seconds}
+    return pd.DataFrame(log), {**facts, **row_norm_stats(table, torch.cat([pairs.query, pairs.doc]))}

@@ -18,8 +18,6 @@ import pandas as pd
 
 from arrank.training.schemes import loss_label, scheme_order
 
-# --------------------------------------------------------------------------- ARR runs of notebook 05
-
 SCORED_ON = {"training": "training queries", "held-out": "held-out queries"}
 ARR_METRIC = lambda c: c in ("cvr", "ndcg", "n_queries") or c.startswith("recall@")
 
@@ -33,13 +31,10 @@ def arr_label(p: Mapping[str, Any]) -> str:
 def arr_runs(
     dataset: Mapping[str, Any], n_queries: int, root: Path | None = None, stem: str = "05_train", pattern: str = "*"
 ) -> pd.DataFrame:
-    """Finished ARR runs (``outputs/05_train/<run>/results.json``, run names matching the glob
-    ``pattern``) on the same evaluation queries: their params match ``dataset`` (subtree,
-    min_relevant, n_eval, seed) and they evaluated ``n_queries`` queries. One row per run: run,
-    label (the variant, ``arr_label``; made distinct where two runs share it), in the paper's row
-    order (``variant_order``), scheme, alpha,
-    targets, beta, combined, sampling, the held-out metrics (cvr, ndcg, recall@k, n_queries) and,
-    for runs that scored a sample of their training queries (notebook 05 since issue 16), the
+    """Finished ARR runs (``outputs/05_train/<run>/results.json``, names matching the glob
+    ``pattern``) whose params match ``dataset`` and that evaluated ``n_queries`` queries, one row
+    per run in the paper's row order (``variant_order``): run, label (``arr_label``, made
+    distinct), scheme, alpha, targets, beta, combined, sampling, the held-out metrics and the
     same under ``train_``. Empty (with a ``label`` column) if none."""
     if not pattern or "/" in pattern:
         raise ValueError(f"pattern={pattern!r} must be a glob on run names, e.g. '*' or 'table1_wordnet_quick-*'")
@@ -62,11 +57,7 @@ def arr_runs(
                 "run": path.parent.name,
                 "label": arr_label(p),
                 **{k: p.get(k) for k in ("scheme", "alpha", "targets", "beta", "combined", "sampling")},
-                **{
-                    k: v
-                    for k, v in m.items()
-                    if ARR_METRIC(k) or (k.startswith("train_") and ARR_METRIC(k.removeprefix("train_")))
-                },
+                **{k: v for k, v in m.items() if ARR_METRIC(k.removeprefix("train_"))},
             }
         )
         params.append(p)
@@ -121,8 +112,6 @@ def distinct_labels(rows: list[dict[str, Any]], params: list[Mapping[str, Any]])
             rows[i]["label"] = f"{rows[i]['label']} ({extra})"
 
 
-# --------------------------------------------------------------------------- Figure 3 tables and plots
-
 CURVE_COLUMNS = ["curve", "model", "n", "alpha", "k", "recall", "scored_on"]
 BASELINE_GROUP = "DE and CE: trained and scored on the same queries"
 ARR_GROUPS = {
@@ -131,10 +120,10 @@ ARR_GROUPS = {
 }
 
 
-def _curve_name(row: Mapping[str, Any], vary: str) -> str:
-    if vary == "alpha" or row["model"] == "ce":  # the CE's alpha is named in panel (a) too
-        return f"{row['model'].upper()} n={row['n']} α={row['alpha']:g}"
-    return f"{row['model'].upper()} n={row['n']}"
+def _curve_rows(row: Mapping[str, Any], ks: Sequence[int], prefix: str, **fields: Any) -> list[dict[str, Any]]:
+    """``fields`` plus k and recall for every k at which ``row`` has ``<prefix>k``."""
+    values = ((k, row.get(f"{prefix}{k}")) for k in ks)
+    return [{**fields, "k": k, "recall": float(v)} for k, v in values if v is not None and not pd.isna(v)]
 
 
 def recall_curves(results: pd.DataFrame, ks: Sequence[int], vary: str = "n", prefix: str = "recall@") -> pd.DataFrame:
@@ -142,20 +131,11 @@ def recall_curves(results: pd.DataFrame, ks: Sequence[int], vary: str = "n", pre
     every DE / CE result row; they are scored on queries they trained on (the capacity setting)."""
     out = []
     for _, row in results.reset_index().iterrows():
-        for k in ks:
-            value = row.get(f"{prefix}{k}")
-            if value is not None and not pd.isna(value):
-                out.append(
-                    {
-                        "curve": _curve_name(row, vary),
-                        "model": row["model"],
-                        "n": row["n"],
-                        "alpha": row["alpha"],
-                        "k": k,
-                        "recall": float(value),
-                        "scored_on": SCORED_ON["training"],
-                    }
-                )
+        name = f"{row['model'].upper()} n={row['n']}"
+        if vary == "alpha" or row["model"] == "ce":  # the CE's alpha is named in panel (a) too
+            name += f" α={row['alpha']:g}"
+        fields = {"curve": name, "model": row["model"], "n": row["n"], "alpha": row["alpha"]}
+        out += _curve_rows(row, ks, prefix, **fields, scored_on=SCORED_ON["training"])
     return pd.DataFrame(out, columns=CURVE_COLUMNS)
 
 
@@ -164,22 +144,10 @@ def arr_curves(arr: pd.DataFrame | None, ks: Sequence[int]) -> pd.DataFrame:
     (``train_recall@k``, when the run has it) then on the held-out queries, named
     ``<label> (training queries)`` / ``<label> (held-out queries)``."""
     out = []
-    for _, r in (arr if arr is not None else pd.DataFrame()).iterrows():
+    for _, row in (arr if arr is not None else pd.DataFrame()).iterrows():
         for kind, prefix in (("training", "train_recall@"), ("held-out", "recall@")):
-            for k in ks:
-                value = r.get(f"{prefix}{k}")
-                if value is not None and not pd.isna(value):
-                    out.append(
-                        {
-                            "curve": f"{r['label']} ({SCORED_ON[kind]})",
-                            "model": "arr",
-                            "n": None,
-                            "alpha": r.get("alpha"),
-                            "k": k,
-                            "recall": float(value),
-                            "scored_on": SCORED_ON[kind],
-                        }
-                    )
+            fields = {"model": "arr", "n": None, "alpha": row.get("alpha"), "scored_on": SCORED_ON[kind]}
+            out += _curve_rows(row, ks, prefix, curve=f"{row['label']} ({SCORED_ON[kind]})", **fields)
     return pd.DataFrame(out, columns=CURVE_COLUMNS)
 
 
@@ -262,9 +230,7 @@ def panel_a_note(arr: pd.DataFrame | None) -> str:
     note = "DE, CE: trained and scored on the same queries (a capacity test: can the table fit the rankings?)"
     if arr is None or not len(arr):
         return note
-    trained = (
-        any(c.startswith("train_recall@") for c in arr.columns) and arr.filter(like="train_recall@").notna().any().any()
-    )
+    trained = arr.filter(like="train_recall@").notna().any().any()
     return (
         note
         + "<br>ARR: "
@@ -306,19 +272,14 @@ def figure3_panels(
             table = panel_table(results, panel, ks, arr)
             out[f"figure3{panel}"] = (table, recall_figure(table, title))
     else:
-        everything = results.assign(panels="a")
-        table = panel_table(everything, "a", ks, arr)
+        table = panel_table(results.assign(panels="a"), "a", ks, arr)
         title = "R@k of the trained model" + (" and the ARR runs" if with_arr else "")
         out["recall_at_k"] = (table, recall_figure(table, subtitle(title, panel_a_note(arr))))
     if any(c.startswith("retrieval_recall@") for c in results.columns):
         de = results[results["model"] == "de"].sort_values(["n", "alpha"], kind="stable")
         table = recall_curves(de, ks, vary="alpha", prefix="retrieval_recall@")
-        out["retrieval_recall_at_k"] = (
-            table,
-            recall_figure(
-                table, subtitle("DE full-corpus retrieval", "R@k with every synset of the hierarchy as a candidate")
-            ),
-        )
+        title = subtitle("DE full-corpus retrieval", "R@k with every synset of the hierarchy as a candidate")
+        out["retrieval_recall_at_k"] = (table, recall_figure(table, title))
     return out
 
 

@@ -2,22 +2,11 @@
 and beam search constrained to the query's docID trie, which returns a ranked top-k list directly
 ("in practice, a top-k ranking can still be directly generated via beam search using beam size k").
 
-Token ids follow ``arrank.training.encoding``: the prompt is ``prompt_ids`` and a docID is ``docid_ids``
-(its tokens followed by EOS), so a generation is a valid docID exactly when its tokens up to and
-including the first EOS equal one candidate's ``docid_ids``.
-
-- :func:`greedy_decode` generates ``max_i |T(d_i)| + 1`` tokens at most (the paper's
-  ``max_i |T(d_i)|`` steps plus the closing EOS of this project's docIDs) and reports which
-  candidate, if any, it produced.
-- :func:`beam_search` runs transformers' beam search with ``num_beams`` beams (default k) and
-  ``prefix_allowed_tokens_fn`` restricted to the trie (:func:`allowed_tokens_fn`), or unconstrained
-  (``constrained=False``) to measure how often an unconstrained beam leaves the candidate set.
-  Hypotheses are ranked by their sequence log-probability log p(d | q-bar) = sum of the token
-  log-probabilities, EOS included (``length_penalty=0``): the docID's probability under the model,
-  which is what ARR ranks by. This differs from the mean-token score of the evaluation
-  (``arrank.evaluation.scoring``), which the paper uses as its proxy; notebook 06 compares the two rankings.
-  Beam search keeps the best ``num_beams`` prefixes per step, so it can miss a docID whose prefix
-  is unlikely; with ``num_beams`` at least the widest level of the trie it is exact.
+Token ids follow ``arrank.training.encoding``: a generation is a valid docID exactly when its
+tokens up to and including the first EOS equal one candidate's ``docid_ids``. Beam search ranks
+hypotheses by their sequence log-probability log p(d | q-bar), EOS included (``length_penalty=0``),
+what ARR ranks by, unlike the mean-token score of ``scoring`` (the paper's proxy); notebook 06
+compares the two rankings.
 """
 
 from __future__ import annotations
@@ -144,16 +133,13 @@ def _distinct_docids(ranked: list[tuple[str | None, float]]) -> list[tuple[str, 
 def beam_search(
     model, tokenizer, prompt: str, docids: Sequence[str], k: int, num_beams: int | None = None, constrained: bool = True
 ) -> list[tuple[str | None, float]]:
-    """The top-k list of beam search with ``num_beams`` (default k, at least 2) beams: ``[(docID
-    or None, log p(d | q-bar)), ...]`` best first. Constrained to the trie of ``docids``, the list
-    holds k distinct candidates: transformers' beam search keeps a finished hypothesis only when it
-    is among the step's best ``num_beams``, so it can return fewer than k docIDs (the empty slots
-    are padded with copies); the search is then re-run with twice the beams, up to twice the
-    number of candidates (measured enough on every query of the tests' dataset), and the list may
-    be shorter than k only if even that fails. Unconstrained, an entry that is no candidate (or an
-    empty slot: no hypothesis ended within the step budget) is ``None``, scored ``-inf`` if empty.
-    A 1-beam search is transformers' greedy search, which reports no sequence score: 2 beams
-    are the least used."""
+    """The top-k list of beam search with ``num_beams`` (default k, at least 2: one beam reports no
+    sequence score) beams: ``[(docID or None, log p(d | q-bar)), ...]`` best first. Constrained to
+    the trie of ``docids``, the list holds k distinct candidates: when transformers' beam search
+    finishes fewer (it keeps a finished hypothesis only among the step's best ``num_beams``), it
+    is re-run with twice the beams, up to twice the number of candidates, and the list may be
+    shorter than k only if even that fails. Unconstrained, an entry that is no candidate (or an
+    empty slot, scored ``-inf``) is ``None``."""
     docids = _check_candidates(docids, k)
     num_beams = max(k, 2) if num_beams is None else num_beams
     if isinstance(num_beams, bool) or not isinstance(num_beams, (int, np.integer)) or num_beams < k:
@@ -162,23 +148,14 @@ def beam_search(
     table = docid_table(tokenizer, docids)
     steps = max(len(ids) for ids in table.values())
     ids = prompt_ids(tokenizer, prompt)
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {"length_penalty": 0.0, "early_stopping": True, "output_scores": True}
     if constrained:
         extra["prefix_allowed_tokens_fn"] = allowed_tokens_fn(
             [prefix_children(table.values())], len(ids), tokenizer.eos_token_id
         )
     while True:
         n_prompt, out = _generate(
-            model,
-            tokenizer,
-            ids,
-            steps,
-            num_beams=num_beams,
-            num_return_sequences=num_beams,
-            length_penalty=0.0,
-            early_stopping=True,
-            output_scores=True,
-            **extra,
+            model, tokenizer, ids, steps, num_beams=num_beams, num_return_sequences=num_beams, **extra
         )
         ranked = _hypotheses(out, n_prompt, table, tokenizer.eos_token_id)
         if not constrained:

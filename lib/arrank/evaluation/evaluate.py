@@ -1,15 +1,9 @@
 """Evaluate a model on held-out queries as in section 5.1: score every relevant docID (and the
-negative, for WordNet) by mean token log-probability after the prompt (``arrank.evaluation.scoring``), then
-CVR, nDCG and R@k (``arrank.evaluation.metrics``), plus the random-scores floor each table should be read
-against, and the decoding view of the same queries (``arrank.evaluation.decoding``).
-
-The same scoring and metrics also run on a seeded sample of the *training* queries
-(``evaluate_training_queries``): how well the model fits the rankings it was trained on, the capacity
-question that the DE / CE lookup tables of Figure 3 answer (they are trained and scored on the same
-queries, ``arrank.baselines.figure3``). results.json records those as ``train_<metric>``.
-
-Datasets are tables in the format of ``arrank.data.ranking`` (WordNet's negative column holds a
-docID; ESCI's is None, so ESCI has no CVR).
+negative, for WordNet) by mean token log-probability (``scoring``), then CVR, nDCG and R@k
+(``metrics``), beside the random-scores floor, and the decoding view of the same queries
+(``decoding``). ``evaluate_training_queries`` does the same on a seeded sample of the training
+queries (Figure 3's capacity question; ``train_<metric>`` in results.json). Datasets are tables in
+the format of ``arrank.data.ranking`` (ESCI has no negative, so no CVR).
 """
 
 from __future__ import annotations
@@ -37,18 +31,15 @@ def candidates(row: Mapping[str, Any]) -> list[str]:
 
 
 def _records(queries: pd.DataFrame, scores: list[np.ndarray]) -> list[dict[str, Any]]:
-    out = []
-    for row, s in zip(queries.to_dict("records"), scores):
-        negative = row.get("negative") if isinstance(row.get("negative"), str) else None
-        out.append(
-            {
-                "query": row["query"],
-                "relevant": list(row["relevant"]),
-                "negative": negative,
-                "scores": dict(zip(candidates(row), map(float, s))),
-            }
-        )
-    return out
+    return [
+        {
+            "query": row["query"],
+            "relevant": list(row["relevant"]),
+            "negative": row.get("negative") if isinstance(row.get("negative"), str) else None,
+            "scores": dict(zip(candidates(row), map(float, s))),
+        }
+        for row, s in zip(queries.to_dict("records"), scores)
+    ]
 
 
 def training_sample(df: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
@@ -115,10 +106,8 @@ def evaluate_training_queries(
     precision: str = "fp32",
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The metrics of ``score_and_evaluate`` on ``training_sample(df, n, seed)``, named
-    ``train_<metric>`` (``train_cvr``, ``train_ndcg``, ``train_recall@k``, ``train_n_queries``, ...):
-    how well the model fits rankings it trained on, Figure 3 (a)'s capacity question; and the
-    per-query metrics frame of the same queries: notebook 05 saves the frame as ``per_query_train.csv``, the per-query data
-    of Figure 3's interval checks against the DE and CE (``results.figure3``)."""
+    ``train_<metric>`` (``train_cvr``, ``train_recall@k``, ...), and the per-query metrics frame of
+    the same queries (notebook 05's ``per_query_train.csv``, used by ``results.figure3``)."""
     result, per_query, _ = score_and_evaluate(
         model, tokenizer, training_sample(df, n, seed), ks, include_eos, method, progress, precision
     )
@@ -175,12 +164,9 @@ def scores_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
 def per_rank_scores(scores: pd.DataFrame, max_rank: int = 10) -> pd.DataFrame:
     """Per gold rank (1..max_rank) and for the negative (rank 0): the mean score over the queries
     that have that rank, its standard error (std / sqrt(count)), the count, and the mean
-    position the model gives that docID within its own query (``mean_predicted_rank``, 1 = top).
-
-    The means pool different docIDs: rank r is each query's r-th most specific hypernym, and the
-    general ones near the root (``animal.n.01``) recur in many queries while rank 1 differs from
-    query to query, so the mean score per rank need not fall with the rank even when every
-    query is ranked well; the within-query position says how the model ranks."""
+    position the model gives that docID within its own query (``mean_predicted_rank``, 1 = top):
+    the means pool different docIDs, so they need not fall with the rank even when every query
+    is ranked well; the within-query position says how the model ranks."""
     kept = scores[scores["rank"] <= max_rank]
     out = kept.groupby("rank").agg(
         mean=("score", "mean"),
@@ -197,28 +183,17 @@ def per_rank_scores(scores: pd.DataFrame, max_rank: int = 10) -> pd.DataFrame:
 def violation_examples(records: list[dict[str, Any]], n: int = 5) -> pd.DataFrame:
     """The ``n`` worst violations (section 5.1: the negative scores above some positive), the
     largest margin first: query, the negative and its score, the lowest positive and its score."""
+    columns = ["query", "negative", "negative_score", "lowest_positive", "positive_rank", "positive_score", "margin"]
     rows = []
     for rec in records:
         if rec.get("negative") is None:
             continue
-        neg = rec["scores"][rec["negative"]]
-        worst = min(rec["relevant"], key=lambda d: rec["scores"][d])
-        if neg > rec["scores"][worst]:
-            rows.append(
-                {
-                    "query": rec["query"],
-                    "negative": rec["negative"],
-                    "negative_score": neg,
-                    "lowest_positive": worst,
-                    "positive_rank": rec["relevant"].index(worst) + 1,
-                    "positive_score": rec["scores"][worst],
-                    "margin": neg - rec["scores"][worst],
-                }
-            )
-    frame = pd.DataFrame(
-        rows,
-        columns=["query", "negative", "negative_score", "lowest_positive", "positive_rank", "positive_score", "margin"],
-    )
+        neg, scores = rec["scores"][rec["negative"]], rec["scores"]
+        worst = min(rec["relevant"], key=lambda d: scores[d])
+        if neg > scores[worst]:
+            rank = rec["relevant"].index(worst) + 1
+            rows.append((rec["query"], rec["negative"], neg, worst, rank, scores[worst], neg - scores[worst]))
+    frame = pd.DataFrame(rows, columns=columns)
     return frame.sort_values("margin", ascending=False).head(n).reset_index(drop=True)
 
 
@@ -232,16 +207,14 @@ def decode_held_out(
     progress: bool = True,
     precision: str = "fp32",
 ) -> tuple[dict[str, Any], pd.DataFrame]:
-    """Greedy decoding and beam search (``arrank.evaluation.decoding``) on the first ``limit`` held-out
-    queries with at least ``k`` relevant docIDs, over the same candidates as the scorer, in a
-    resolved ``precision`` (``arrank.training.precision.inference``).
+    """Greedy decoding and beam search (``decoding``) on the first ``limit`` held-out queries with
+    at least ``k`` relevant docIDs, over the scorer's candidates, in a resolved ``precision``.
 
-    Metrics: ``greedy_valid_rate`` (the greedy string is one of the query's candidates),
-    ``greedy_top1_rate`` (it is the rank-1 docID), ``beam_recall@k_gold`` (trie-constrained beam
-    top-k vs the gold top-k), ``beam_recall@k_scorer`` (vs the scorer's top-k: how far the
-    sequence-probability ranking of beam search is from the mean-token-score ranking),
-    ``beam_invalid_rate_unconstrained`` (share of an unconstrained beam's k outputs that are no
-    candidate), ``n_decoded``. The frame holds one row per decoded query.
+    Metrics: ``greedy_valid_rate`` (the greedy string is a candidate), ``greedy_top1_rate`` (it
+    is the rank-1 docID), ``beam_recall@k_gold`` (trie-constrained beam top-k vs the gold top-k),
+    ``beam_recall@k_scorer`` (vs the scorer's top-k), ``beam_invalid_rate_unconstrained`` (share
+    of an unconstrained beam's k outputs that are no candidate), ``n_decoded``; and a frame with
+    one row per decoded query.
     """
     from tqdm.auto import tqdm
 
@@ -275,45 +248,39 @@ def decode_held_out(
             }
         )
     frame = pd.DataFrame(out)
-    result = {
-        "greedy_valid_rate": float(frame["greedy_valid"].mean()),
-        "greedy_top1_rate": float(frame["greedy_top1"].mean()),
-        f"beam_recall@{k}_gold": float(frame["beam_recall_gold"].mean()),
-        f"beam_recall@{k}_scorer": float(frame["beam_recall_scorer"].mean()),
-        "beam_invalid_rate_unconstrained": float(frame["unconstrained_invalid"].mean()),
-        "n_decoded": len(frame),
+    names = {
+        "greedy_valid_rate": "greedy_valid",
+        "greedy_top1_rate": "greedy_top1",
+        f"beam_recall@{k}_gold": "beam_recall_gold",
+        f"beam_recall@{k}_scorer": "beam_recall_scorer",
+        "beam_invalid_rate_unconstrained": "unconstrained_invalid",
     }
-    return result, frame
+    return {name: float(frame[column].mean()) for name, column in names.items()} | {"n_decoded": len(frame)}, frame
 
 
 def metrics_table(rows: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """Rows = runs, columns = CVR, nDCG, R@k (Table 1's layout), values rounded to 4 digits."""
     table = pd.DataFrame.from_dict(dict(rows), orient="index")
     keep = [c for c in table.columns if c in ("cvr", "ndcg") or c.startswith("recall@")]
-    table = table[keep].astype(float).round(4)
-    table.index.name = "run"
-    return table
+    return table[keep].astype(float).round(4).rename_axis("run")
 
 
 def trained_scale(params: Mapping[str, Any], run_name: str) -> dict[str, Any]:
     """What a figure names of a notebook 05 run: its name, model and optimizer steps as its
     results.json recorded them (None for a run recorded before parameters were resolved: today's
     profile value need not be what it ran with)."""
-    steps = params.get("steps")
-    return {"run": run_name, "model_name": params.get("model_name"), "steps": steps}
+    return {"run": run_name, "model_name": params.get("model_name"), "steps": params.get("steps")}
 
 
 def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
     """What notebook 06 evaluates, from its parameters ``p`` and the outputs folder ``root``.
 
-    ``train_run`` names a finished notebook 05 run (or "latest"): its saved model, and its data
-    parameters (dataset, subtree, min_relevant, n_eval, template, data_seed or seed, profile) so that the
-    held-out queries are exactly the ones that run never trained on. ``train_run="none"``: an
-    untrained model (the tiny model at its initialisation, or the pretrained ``model_name`` as it
-    is) on the data that ``p`` describes: the baseline row. Returns ``model, tokenizer, df,
-    source`` (the run folder or "untrained"), ``data`` (the data parameters used) and ``scale``
-    (run: its name or "untrained", model_name, steps: what a figure's title names) and ``params``
-    (the 05 run's parameters; untrained: the data, the model and steps = 0).
+    ``train_run`` names a finished notebook 05 run (or "latest"): its saved model and its data
+    parameters, so the held-out queries are the ones that run never trained on; ``"none"``: an
+    untrained model on the data ``p`` describes (the baseline row). Returns ``model, tokenizer,
+    df, source`` (the run folder or "untrained"), ``data`` (the data parameters used), ``scale``
+    (run, model_name, steps: what a figure's title names) and ``params`` (the 05 run's; untrained:
+    the data, the model and steps = 0).
     """
     import json
 
@@ -328,23 +295,13 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
         data = {k: trained.get(k, "wordnet" if k == "dataset" else None) for k in keys}
         data["seed"] = trained.get("data_seed", data["seed"])  # the seed of its data, when it had one
         model, tok = models.load_trained(run / "model", p["backend"])
-        source = str(run)
-        scale = trained_scale(trained, run.name)
-        params = trained
+        source, scale, params = str(run), trained_scale(trained, run.name), trained
     else:
         data = {k: p[k] for k in keys}
-        source = "untrained"
-        scale = {"run": "untrained", "model_name": p["model_name"], "steps": 0}
+        source, scale = "untrained", {"run": "untrained", "model_name": p["model_name"], "steps": 0}
         params = {**data, "model_name": p["model_name"], "steps": 0}
-    df = ranking.ranking_dataset(
-        data["dataset"],
-        data["profile"],
-        data["seed"],
-        data["n_eval"],
-        data["template"],
-        data["subtree"],
-        data["min_relevant"],
-    )
+    order = ("dataset", "profile", "seed", "n_eval", "template", "subtree", "min_relevant")
+    df = ranking.ranking_dataset(*(data[k] for k in order))
     if p["train_run"] == "none":
         model, tok = models.untrained_model(p["model_name"], df, p["backend"], 1024, p["tokenizer_vocab"], p["seed"])
     return {

@@ -1,48 +1,26 @@
-"""Evaluation metrics of section 5.1 ("Metrics") and Tables 1-2 of the paper.
-
-Per query (section 5.1):
+"""Evaluation metrics of section 5.1 ("Metrics") and Tables 1-2 of the paper, per query:
 
 - **CVR** (constraint violation rate, WordNet only): a query *violates* the constraint when the
-  log-probability of *any* positive document d+_i is (strictly) lower than that of the sampled
-  negative d-; CVR is the fraction of violating queries (:func:`violates_constraint`, :func:`cvr`).
-- **nDCG** between "gold" gains and the predicted log-probabilities, the negative included; the
-  gold gains are ``log(n_q+1), log(n_q), ..., log(2)`` for ranks 1..n_q and ``log(1) = 0`` for the
-  negative (:func:`gold_gains`, :func:`ndcg`). ESCI has no negative: gains over the relevant
-  documents only (``gold_gains(n_q, with_negative=False)``).
-- **R@k** ``= |pi[:k] ∩ pi_hat[:k]| / k``, pi the gold ranking, pi_hat the argsort of the
-  predicted scores over *all* candidates, the negative included (:func:`recall_at_k`).
+  score of *any* positive is strictly lower than that of the sampled negative
+  (:func:`violates_constraint`; a tie is no violation); CVR is the fraction of violating queries.
+- **nDCG** between gold gains ``log(n_q+1), ..., log(2)`` for ranks 1..n_q (and ``log(1) = 0``
+  for the negative; ESCI has none) and the predicted scores (:func:`gold_gains`, :func:`ndcg`).
+- **R@k** ``= |pi[:k] ∩ pi_hat[:k]| / k`` over *all* candidates, the negative included
+  (:func:`recall_at_k`); ``None`` for a query with fewer than k relevant documents, which
+  :func:`evaluate_queries` skips for that k (``n_queries@k`` says how many it used).
 
-All values are fractions in [0, 1]; Tables 1-2 print them x100 (CVR with a % sign).
-
-Conventions (the same in every function):
-
-- **Ranking and ties.** Every predicted ranking comes from :func:`predicted_order`: score
-  descending, ties broken by docID *ascending* (Python ordering: lexicographic by code point for
-  str, which equals C ``strcmp`` on UTF-8 bytes; numeric for int). Without ties this is the only
-  possible order, so results equal sklearn / trec_eval. With ties it is deterministic and does
-  not depend on the order in which candidates are given.
-  *trec_eval differs on ties*: ``form_res_rels.c`` sorts with ``comp_sim_docno``, which returns
-  ``strcmp(p2->docno, p1->docno)`` on equal sims, i.e. docno **descending** (and it compares
-  docnos as strings, so "10" < "9"). sklearn's ``ndcg_score`` (default ``ignore_ties=False``)
-  instead *averages* the gains over each group of tied scores. Both can differ from ours only
-  when scores tie.
-- **CVR and ties.** The paper's wording ("log-probability ... of any d+_i is lower than ... d-")
-  is a strict inequality, so a positive that *ties* the negative is not a violation. CVR reads
-  scores, not ranks; under a tie, :func:`predicted_order` may still place the negative above that
-  positive (if the negative's docID is smaller), which R@k and nDCG then reflect.
-- **R@k with fewer than k relevant documents.** :func:`recall_at_k` returns ``None``; the
-  aggregate :func:`evaluate_queries` skips such queries for that k and reports how many it used
-  (``n_queries@k``; skipped = ``n_queries - n_queries@k``).
-- **Errors** (``ValueError``): NaN scores, length mismatches, empty inputs, duplicate docIDs,
-  ``k <= 0`` or ``k`` above the number of candidates, gold / negative docIDs missing from the
-  scores, docIDs that cannot be compared with each other (e.g. str mixed with int).
-  Infinite scores (log-probability of an impossible docID, -inf) are allowed.
+All values are fractions in [0, 1]. Every predicted ranking is :func:`predicted_order`: score
+descending, ties by docID ascending (deterministic, independent of the input order; trec_eval and
+sklearn differ only on ties). Errors are ``ValueError``s: NaN scores, length mismatches, empty
+inputs, duplicate docIDs, a bad ``k``, missing gold / negative docIDs, docIDs that cannot be
+compared; infinite scores (-inf: an impossible docID) are allowed.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+from collections import Counter
 from typing import Any, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -56,7 +34,6 @@ DocId = Hashable
 QUERY, RELEVANT, NEGATIVE, SCORES = "query", "relevant", "negative", "scores"
 
 
-# --------------------------------------------------------------------------- validation helpers
 def _scores_array(scores: Any, name: str = "scores") -> np.ndarray:
     """Scores as a 1-D float array; NaN is an error (section 5.1 scores are log-probabilities)."""
     try:
@@ -75,8 +52,7 @@ def _scores_array(scores: Any, name: str = "scores") -> np.ndarray:
 
 def _check_unique(docids: Sequence[DocId], what: str) -> None:
     if len(set(docids)) != len(docids):
-        seen: set[DocId] = set()
-        dups = [d for d in docids if d in seen or seen.add(d)]  # type: ignore[func-returns-value]
+        dups = [d for d, count in Counter(docids).items() if count > 1]
         raise ValueError(f"duplicate docIDs among {what}: {sorted(set(map(repr, dups)))}")
 
 
@@ -104,14 +80,13 @@ def _check_k(k: Any, n_candidates: int) -> int:
     return int(k)
 
 
-# --------------------------------------------------------------------------- ranking
 def predicted_order(docids: Sequence[DocId], scores: Sequence[float] | np.ndarray) -> list[DocId]:
     """The predicted ranking pi_hat of section 5.1 ("argsort over the docIDs").
 
-    Sorts by score descending, then docID ascending, so ties are broken deterministically and
-    independently of the input order. (trec_eval breaks ties by docno *descending*; see the
-    module docstring.) Raises ValueError on length mismatch, duplicates, NaN, or docIDs that
-    cannot be ordered against each other.
+    Sorts by score descending, then docID ascending (Python ordering: code points for str), so
+    ties are broken deterministically and independently of the input order. trec_eval breaks
+    ties by docno *descending* (``comp_sim_docno``, compared as strings). Raises ValueError on
+    length mismatch, duplicates, NaN, or docIDs that cannot be ordered against each other.
     """
     docids = list(docids)
     values = _scores_array(scores)
@@ -125,7 +100,6 @@ def predicted_order(docids: Sequence[DocId], scores: Sequence[float] | np.ndarra
     return [docids[i] for i in order]
 
 
-# --------------------------------------------------------------------------- nDCG
 def gold_gains(n_q: int, with_negative: bool = True) -> np.ndarray:
     """Gold gains of section 5.1: log(n_q+1), log(n_q), ..., log(2) for the n_q relevant documents
     in rank order, then log(1) = 0 for the sampled negative (``with_negative=False`` for ESCI).
@@ -149,12 +123,9 @@ def ndcg(
     """nDCG of one query (section 5.1): gold ``gains`` vs predicted ``scores`` (aligned arrays).
 
     DCG = sum_i gain(pi_hat[i]) / log2(i + 2) over the whole list (linear gains, no cutoff),
-    divided by the DCG of the gains sorted descending; this equals
-    ``sklearn.metrics.ndcg_score([gains], [scores])`` when no two scores tie.
-    Ties: the ranking is :func:`predicted_order` (docID ascending among equal scores; ``docids``
-    default to the positions 0..n-1), whereas sklearn averages the gains of tied documents.
-    Gains must be finite, >= 0 and not all 0 (sklearn returns 0 there; here it is an error). A
-    single document gives 1.0 (sklearn refuses n = 1).
+    divided by the DCG of the gains sorted descending: ``sklearn.metrics.ndcg_score([gains],
+    [scores])`` when no two scores tie (ties: :func:`predicted_order`, ``docids`` default to the
+    positions). Gains must be finite, >= 0 and not all 0; a single document gives 1.0.
     """
     g = _scores_array(gains, "gains")
     s = _scores_array(scores)
@@ -171,15 +142,13 @@ def ndcg(
     return _dcg(g[[position[d] for d in order]]) / ideal
 
 
-# --------------------------------------------------------------------------- R@k
 def recall_at_k(gold_order: Sequence[DocId], scores: Mapping[DocId, float] | pd.Series, k: int) -> float | None:
     """R@k of section 5.1: ``|gold_order[:k] ∩ pi_hat[:k]| / k``.
 
     ``gold_order``: the relevant docIDs, rank 1 first. ``scores``: docid -> predicted score for
-    *every* candidate (the negative included); pi_hat = :func:`predicted_order` over all of them.
-    Returns ``None`` when the query has fewer than k relevant documents (R@k is not defined
-    there: even a perfect ranking could not reach 1). Raises ValueError for k <= 0, k above the
-    number of candidates, NaN scores, duplicate or missing gold docIDs.
+    *every* candidate (the negative included). Returns ``None`` when the query has fewer than k
+    relevant documents. Raises ValueError for k <= 0, k above the number of candidates, NaN
+    scores, duplicate or missing gold docIDs.
     """
     cand, values = _score_map(scores)
     k = _check_k(k, len(cand))
@@ -194,14 +163,9 @@ def recall_at_k(gold_order: Sequence[DocId], scores: Mapping[DocId, float] | pd.
     return len(top.intersection(gold[:k])) / k
 
 
-# --------------------------------------------------------------------------- CVR
 def violates_constraint(pos_scores: Sequence[float] | np.ndarray, neg_score: float) -> bool:
     """Section 5.1's constraint violation: True iff the score (log-probability) of *any* positive
-    is strictly lower than the negative's, i.e. ``min(pos_scores) < neg_score``.
-
-    A positive that ties the negative is not a violation ("lower" is strict). So the negative
-    ranked first, or anywhere above the lowest positive, is a violation.
-    """
+    is strictly lower than the negative's, ``min(pos_scores) < neg_score`` (a tie is none)."""
     pos = _scores_array(pos_scores, "pos_scores")
     neg = float(neg_score)
     if math.isnan(neg):
@@ -220,7 +184,6 @@ def cvr(violations: Iterable[bool]) -> float:
     return sum(bool(v) for v in flags) / len(flags)
 
 
-# --------------------------------------------------------------------------- aggregation
 def _check_ks(ks: Iterable[int]) -> list[int]:
     ks = list(ks)
     if not ks:
@@ -231,12 +194,6 @@ def _check_ks(ks: Iterable[int]) -> list[int]:
     if len(set(ks)) != len(ks):
         raise ValueError(f"duplicate k in {ks}")
     return [int(k) for k in ks]
-
-
-def _records(records: Iterable[Mapping[str, Any]] | pd.DataFrame) -> list[Mapping[str, Any]]:
-    if isinstance(records, pd.DataFrame):
-        return records.to_dict("records")
-    return list(records)
 
 
 def _query_row(i: int, rec: Mapping[str, Any], ks: list[int]) -> dict[str, Any]:
@@ -262,35 +219,29 @@ def _query_row(i: int, rec: Mapping[str, Any], ks: list[int]) -> dict[str, Any]:
     # Gains: gold_gains over relevant (+ negative); any other candidate is irrelevant (gain 0).
     gain_of = dict(zip(relevant, gold_gains(len(relevant), with_negative=False)))
     score_of = dict(zip(cand, values))
-    row: dict[str, Any] = {
+    violation = None if negative is None else violates_constraint([score_of[d] for d in relevant], score_of[negative])
+    return {
         QUERY: qid,
         "n_relevant": len(relevant),
         "n_candidates": len(cand),
-        "violation": None,
+        "violation": violation,
         "ndcg": ndcg([gain_of.get(d, 0.0) for d in cand], values, docids=cand),
+        **{f"recall@{k}": recall_at_k(relevant, score_map, k) if k <= len(relevant) else np.nan for k in ks},
     }
-    if negative is not None:
-        row["violation"] = violates_constraint([score_of[d] for d in relevant], score_of[negative])
-    for k in ks:
-        r = recall_at_k(relevant, score_map, k) if k <= len(relevant) else None
-        row[f"recall@{k}"] = np.nan if r is None else r
-    return row
 
 
 def per_query_metrics(
     records: Iterable[Mapping[str, Any]] | pd.DataFrame, ks: Iterable[int] = WORDNET_KS
 ) -> pd.DataFrame:
-    """One row per query (for plots): ``query, n_relevant, n_candidates, violation, ndcg,
-    recall@k...``. ``recall@k`` is NaN where the query has fewer than k relevant documents;
-    ``violation`` is None where the query has no negative.
-
-    Each record is a mapping with ``relevant`` (gold docIDs, rank 1 first), ``scores``
-    (docid -> predicted score for every candidate), optional ``negative`` (the sampled negative
-    docID, None / absent for ESCI) and optional ``query`` (an id; default: the position).
-    Candidates that are neither relevant nor the negative are allowed and count as irrelevant.
+    """One row per query: ``query, n_relevant, n_candidates, violation, ndcg, recall@k...``
+    (``recall@k`` NaN where the query has fewer than k relevant documents; ``violation`` None
+    without a negative). Each record has ``relevant`` (gold docIDs, rank 1 first), ``scores``
+    (docid -> score for every candidate; other candidates count as irrelevant), optional
+    ``negative`` (None / absent for ESCI) and optional ``query`` (default: the position).
     """
     ks = _check_ks(ks)
-    rows = [_query_row(i, rec, ks) for i, rec in enumerate(_records(records))]
+    records = records.to_dict("records") if isinstance(records, pd.DataFrame) else records
+    rows = [_query_row(i, rec, ks) for i, rec in enumerate(records)]
     if not rows:
         raise ValueError("no queries to evaluate")
     has_neg = {r["violation"] is not None for r in rows}
@@ -302,12 +253,9 @@ def per_query_metrics(
 
 
 def summarize(frame: pd.DataFrame, ks: Iterable[int] = WORDNET_KS) -> dict[str, float | int | None]:
-    """Flat metrics of Tables 1-2 from :func:`per_query_metrics`'s frame.
-
-    ``n_queries``; ``cvr`` (only when queries have a negative); ``ndcg`` (mean over all queries);
-    for each k, ``recall@k`` = mean over the ``n_queries@k`` queries with >= k relevant
-    documents (None if there are none) — the others are skipped, not counted as 0.
-    """
+    """Flat metrics of Tables 1-2 from :func:`per_query_metrics`'s frame: ``n_queries``; ``cvr``
+    (only when queries have a negative); ``ndcg``; ``recall@k`` = mean over the ``n_queries@k``
+    queries with >= k relevant documents (None if there are none; the others are skipped)."""
     ks = _check_ks(ks)
     out: dict[str, float | int | None] = {"n_queries": int(len(frame))}
     if frame["violation"].notna().all():

@@ -148,8 +148,8 @@ def recall_figure(rows: Mapping[str, Mapping[str, Any]], scale: str = "", title:
 
 def per_rank_from_run(run_dir) -> tuple[pd.DataFrame, Any, str]:
     """(per-rank table, figure, reading) redrawn from a finished notebook 06 run folder (its
-    ``per_query_scores.parquet`` and results.json), without the model. A run made before 06
-    recorded ``model_name`` and ``steps`` takes them from its 05 run's results.json (``source``)."""
+    ``per_query_scores.parquet`` and results.json; ``model_name`` and ``steps`` from its 05 run
+    where 06 did not record them), without the model."""
     import json
     from pathlib import Path
 

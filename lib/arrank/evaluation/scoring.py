@@ -3,40 +3,21 @@ the mean log-probability of its tokens given the augmented prompt q-bar and its 
 
     score(d) = 1/|T(d)| * sum_k log p(T(d)[k] | T(q-bar), T(d)[:k]).
 
-Token ids follow ``arrank.training.encoding``: an item is ``prompt_ids + docid_ids`` and ``docid_ids`` ends
-with EOS. The paper's score averages over the docID's tokens T(d); whether the end-of-docID token
-counts is not said. Default here: ``include_eos=False``, i.e. the trailing EOS of each candidate is
-*not* scored (the mean runs over the docID's own tokens only); ``include_eos=True`` adds log p(EOS |
-q-bar, d) as one more term of the mean, which tells "cat" from "cats" (docs/design.md).
+Token ids follow ``arrank.training.encoding``: an item is ``prompt_ids + docid_ids`` and ``docid_ids``
+ends with EOS. Whether the end-of-docID token counts is not said in the paper: by default
+(``include_eos=False``) it is not scored; ``include_eos=True`` adds log p(EOS | q-bar, d) to the
+mean, which tells "cat" from "cats" (docs/design.md).
 
-Two equivalent ways to compute it (same scores to ~1e-6 in float32):
-
-- ``score_naive``: one forward pass per candidate over prompt + candidate.
-- ``score_prefix_shared``: the prompt is processed once for all candidates; the first docID token
-  is scored from the prompt's last logits. Three layouts: ``padded`` (the prompt runs alone, then
-  its key/value cache serves right-padded candidates as a batch, a 2-D mask over prompt +
-  candidate, position ids offset by the prompt length, the prompt cache expanded to every row);
-  ``packed`` (the prompt runs alone, then all candidates in one row behind its cache with the
-  block mask of ``arrank.training.packing``: each attends to the prompt and causally to itself, position
-  ids restarting after the prompt); ``one_pass`` (no cache: prompt and candidates in one row,
-  one forward pass, with the same block mask, the layout packed training uses). ``auto`` picks
-  ``packed`` where the attention reads the mask (``packing.mask_support``: sdpa, eager), else
-  ``padded``; benchmarks/scoring_speed.py compares the three (docs/measurements.md): the packed
-  layouts never copy the prompt's keys/values per candidate, a copy that costs the padded layout
-  most of its time on a CPU.
-
-Cache API notes (transformers 5.17): a forward with ``use_cache=True`` returns a ``DynamicCache``
-whose layers hold ``keys``/``values`` of shape [batch, kv_heads, seq, head_dim]; iterating the cache
-yields ``(keys, values, sliding_window_tensor)`` per layer, and ``DynamicCache(ddp_cache_data=...,
-config=...)`` builds a cache from such tuples. The cache object is mutable: a forward pass appends
-the new tokens to it (``torch.cat`` into new tensors bound to the same cache object) and
-``batch_repeat_interleave`` rebinds its tensors in place, so a prompt cache is never handed to the
-model twice: each candidate batch gets a fresh cache built from the prompt's (read-only) tensors.
+``score_naive`` runs one forward pass per candidate (the reference); ``score_prefix_shared`` gives
+the same scores (~1e-6 in float32) with the prompt processed once (speeds: docs/measurements.md;
+key/value-cache pitfalls: docs/design.md). A forward pass appends to a prompt cache, so each
+batch gets a fresh expanded copy of it.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -46,9 +27,6 @@ from arrank.training.packing import mask_support, model_mask, row_mask, row_posi
 from arrank.training.shared_prefix import expand_cache
 
 METHODS = ("prefix_shared", "naive")
-
-
-# --------------------------------------------------------------------------- input checks
 
 
 def _eos_ids(model) -> set[int]:
@@ -79,8 +57,8 @@ def scored_tokens(
 
     Each candidate is ``docid_ids`` (docID tokens + EOS). With ``include_eos=False`` (default) its
     last token must be EOS (``eos_id``, else the model config's EOS when it names one) and is
-    dropped; with ``include_eos=True`` every token is scored. Errors: empty prompt, no candidates, a candidate
-    with no tokens (or only EOS when EOS is excluded), ids outside the vocabulary.
+    dropped. Errors: empty prompt, no candidates, a candidate with no tokens (or only EOS when
+    EOS is excluded), ids outside the vocabulary.
     """
     if len(prompt) == 0:
         raise ValueError(
@@ -112,9 +90,6 @@ def scored_tokens(
     return out
 
 
-# --------------------------------------------------------------------------- helpers
-
-
 def model_device(model) -> torch.device:
     """The device of the model's parameters (``model.device`` for transformers models)."""
     dev = getattr(model, "device", None)
@@ -143,18 +118,13 @@ def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return picked - torch.logsumexp(logits, dim=-1)
 
 
-# --------------------------------------------------------------------------- the two scorers
-
-
 def score_naive(
     model, prompt: list[int], candidates: list[list[int]], include_eos: bool = False, *, eos_id: int | None = None
 ) -> np.ndarray:
-    """Section 5.1 score of each candidate, one forward pass per candidate over prompt + candidate.
-
-    ``candidates`` are ``encoding.docid_ids`` lists (docID tokens + EOS). Default
-    ``include_eos=False``: the mean runs over the docID's tokens, EOS excluded; ``True`` includes
-    it. ``eos_id`` (default: the model config's) is the EOS that ends each candidate. Returns
-    float64 scores, one per candidate, in order. The reference implementation.
+    """Section 5.1 score of each candidate, one forward pass per candidate over prompt + candidate
+    (the reference). ``candidates`` are ``encoding.docid_ids`` lists ending with ``eos_id``
+    (default: the model config's EOS), scored without it unless ``include_eos``. Returns float64
+    scores, one per candidate, in order.
     """
     targets = scored_tokens(model, prompt, candidates, include_eos, eos_id)
     device = model_device(model)
@@ -177,20 +147,37 @@ def prompt_cache(model, prompt: Sequence[int]):
     return torch.log_softmax(out.logits[0, -1].float(), dim=-1), out.past_key_values
 
 
+def _mean(total: torch.Tensor, targets: list[list[int]]) -> torch.Tensor:  # summed log-probs / scored tokens
+    return total / torch.tensor([len(t) for t in targets], device=total.device).double()
+
+
+def _first_scores(first_logprobs: torch.Tensor, targets: list[list[int]]) -> torch.Tensor:
+    """log p of each candidate's token 0 from the prompt's last log-probs, float64 [B]."""
+    firsts = torch.tensor([t[0] for t in targets], dtype=torch.long, device=first_logprobs.device)
+    return first_logprobs[firsts].double()
+
+
+def _add_later_tokens(total: torch.Tensor, logits: torch.Tensor, targets: list[list[int]]) -> torch.Tensor:
+    """``total`` plus the log-probs of tokens 1.. of every candidate, read from ``logits`` whose
+    rows are the candidates' packed inputs ``tgt[:-1]`` (token 0 excluded), in order."""
+    device = logits.device
+    nexts = torch.tensor([x for t in targets for x in t[1:]], dtype=torch.long, device=device)
+    later = torch.tensor([len(t) - 1 for t in targets], device=device)
+    owner = torch.repeat_interleave(torch.arange(len(targets), device=device), later)
+    return total.index_add(0, owner, token_logprobs(logits, nexts).double())
+
+
 def score_candidate_batch(
     model, cache, n_prompt: int, first_logprobs: torch.Tensor, targets: list[list[int]]
 ) -> torch.Tensor:
-    """Scores of a batch of candidates behind a cached prompt of ``n_prompt`` tokens (float64 [B]).
-
-    Token 0 of each candidate is scored from the prompt's last log-probs; tokens 1.. from one
-    batched pass over the right-padded inputs ``tgt[:-1]`` with a 2-D mask covering prompt +
-    candidate and position ids ``n_prompt + k``.
+    """Scores of a batch of candidates behind a cached prompt of ``n_prompt`` tokens (float64 [B]):
+    token 0 from the prompt's last log-probs, tokens 1.. from one batched pass over the
+    right-padded inputs ``tgt[:-1]``, a 2-D mask over prompt + candidate, positions ``n_prompt + k``.
     """
     device = first_logprobs.device
     B = len(targets)
     lengths = torch.tensor([len(t) for t in targets], device=device)
-    firsts = torch.tensor([t[0] for t in targets], dtype=torch.long, device=device)
-    total = first_logprobs[firsts].double()
+    total = _first_scores(first_logprobs, targets)
     width = int(lengths.max()) - 1  # inputs per candidate: all scored tokens but the last
     if width > 0:
         pad = getattr(model.config, "pad_token_id", None)
@@ -209,29 +196,21 @@ def score_candidate_batch(
         ).logits
         lp = token_logprobs(logits, nexts).double()
         total = total + (lp * valid).sum(dim=1)
-    return total / lengths.double()
+    return _mean(total, targets)
 
 
 def score_candidate_pack(
     model, cache, n_prompt: int, first_logprobs: torch.Tensor, targets: list[list[int]]
 ) -> torch.Tensor:
-    """Scores of candidates packed into ONE row behind a cached prompt (float64 [B]).
-
-    The inputs ``tgt[:-1]`` of all candidates are concatenated; a 4-D mask lets each candidate's
-    tokens attend to the whole prompt and causally to their own candidate only, with position ids
-    ``n_prompt + k`` restarting for each candidate. Equivalent to ``score_candidate_batch`` but the
-    prompt's keys/values are not copied once per candidate (that copy dominates the padded batch on
-    a CPU). Token 0 of each candidate is scored from the prompt's last log-probs.
-    """
+    """Scores of candidates packed into ONE row behind a cached prompt (float64 [B]): the inputs
+    ``tgt[:-1]`` concatenated, a 4-D mask letting each attend to the prompt and causally to its own
+    candidate, position ids ``n_prompt + k`` restarting per candidate. As ``score_candidate_batch``
+    without copying the prompt's keys/values per candidate."""
     device = first_logprobs.device
-    lengths = torch.tensor([len(t) for t in targets], device=device)
-    firsts = torch.tensor([t[0] for t in targets], dtype=torch.long, device=device)
-    total = first_logprobs[firsts].double()
+    total = _first_scores(first_logprobs, targets)
     blocks = [len(t) - 1 for t in targets if len(t) > 1]  # inputs: all scored tokens but the last
     if blocks:
         inputs = [x for t in targets for x in t[:-1]]
-        nexts = torch.tensor([x for t in targets for x in t[1:]], dtype=torch.long, device=device)
-        owner = torch.repeat_interleave(torch.arange(len(targets), device=device), lengths - 1)
         allowed = row_mask(n_prompt, blocks)[n_prompt:].to(device)  # the block rows: (Q, P + Q)
         positions = row_positions(n_prompt, blocks)[n_prompt:].to(device)
         logits = model(
@@ -241,21 +220,16 @@ def score_candidate_pack(
             past_key_values=expand_cache(model, cache, 1),
             use_cache=True,
         ).logits[0]
-        lp = token_logprobs(logits, nexts).double()
-        total = total.index_add(0, owner, lp)
-    return total / lengths.double()
+        total = _add_later_tokens(total, logits, targets)
+    return _mean(total, targets)
 
 
 def score_one_pass(model, prompt: list[int], targets: list[list[int]]) -> torch.Tensor:
-    """Scores of candidates packed behind the prompt in ONE forward pass, no cache (float64 [B]).
-
-    The row is ``prompt + tgt_1[:-1] + tgt_2[:-1] + ...`` with the block mask and position ids of
-    ``arrank.training.packing`` (the packed training layout): token 0 of each candidate is scored from the
-    prompt's last logits, tokens 1.. from the logits of their own block.
-    """
+    """Scores of candidates packed behind the prompt in ONE forward pass, no cache (float64 [B]):
+    the row ``prompt + tgt_1[:-1] + tgt_2[:-1] + ...`` with the block mask and position ids of
+    ``arrank.training.packing`` (the packed training layout)."""
     device = model_device(model)
     P = len(prompt)
-    lengths = torch.tensor([len(t) for t in targets], device=device)
     blocks = [len(t) - 1 for t in targets if len(t) > 1]
     row = list(prompt) + [x for t in targets for x in t[:-1]]
     if blocks:
@@ -272,13 +246,10 @@ def score_one_pass(model, prompt: list[int], targets: list[list[int]]) -> torch.
         logits_to_keep=len(row) - P + 1,
         **kw,
     ).logits[0]
-    firsts = torch.tensor([t[0] for t in targets], dtype=torch.long, device=device)
-    total = torch.log_softmax(logits[0].float(), dim=-1)[firsts].double()
+    total = _first_scores(torch.log_softmax(logits[0].float(), dim=-1), targets)
     if blocks:
-        nexts = torch.tensor([x for t in targets for x in t[1:]], dtype=torch.long, device=device)
-        owner = torch.repeat_interleave(torch.arange(len(targets), device=device), lengths - 1)
-        total = total.index_add(0, owner, token_logprobs(logits[1:], nexts).double())
-    return total / lengths.double()
+        total = _add_later_tokens(total, logits[1:], targets)
+    return _mean(total, targets)
 
 
 LAYOUTS = ("auto", "packed", "padded", "one_pass")
@@ -308,36 +279,27 @@ def score_prefix_shared(
     *,
     eos_id: int | None = None,
 ) -> np.ndarray:
-    """Section 5.1 score of each candidate, with the prompt's key/value cache shared.
-
-    Same inputs, default (``include_eos=False``: EOS not scored) and output as ``score_naive``, and
-    the same scores (max abs difference ~1e-6 in float32). The prompt runs once; candidates then run
-    ``batch_size`` at a time (None: all in one pass) behind its cache, either
-    ``layout="padded"``: a batch of right-padded rows, 2-D mask over prompt + candidate, the prompt
-    cache expanded to every row; ``"packed"``: all candidates in one row with the 4-D block mask,
-    the prompt cache used once; ``"one_pass"``: prompt and candidates in one row and one pass, no
-    cache (the prompt then runs once per batch of candidates). The packed layouts need an attention
-    that reads 4-D masks (sdpa or eager). ``"auto"`` (default) picks packed when the model allows it.
+    """Section 5.1 score of each candidate, with the prompt's key/value cache shared: the inputs,
+    default and scores of ``score_naive`` (~1e-6 in float32). The prompt runs once; candidates run
+    ``batch_size`` at a time (None: all at once) in the ``layout`` ``"padded"``
+    (``score_candidate_batch``), ``"packed"`` (``score_candidate_pack``) or ``"one_pass"``
+    (``score_one_pass``: no cache, the prompt once per batch); ``"auto"`` (``resolve_layout``)
+    picks packed when the model's attention reads 4-D masks (sdpa or eager).
     """
     targets = scored_tokens(model, prompt, candidates, include_eos, eos_id)
     if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
         raise ValueError(f"batch_size={batch_size!r} must be a positive integer or None")
     layout = resolve_layout(model, layout)
     step = batch_size or len(targets)
-    parts = []
+    batches = [targets[s : s + step] for s in range(0, len(targets), step)]
     with eval_mode(model):
         if layout == "one_pass":
-            for s in range(0, len(targets), step):
-                parts.append(score_one_pass(model, prompt, targets[s : s + step]))
-            return torch.cat(parts).cpu().numpy()
-        run = score_candidate_pack if layout == "packed" else score_candidate_batch
-        first, cache = prompt_cache(model, prompt)
-        for s in range(0, len(targets), step):
-            parts.append(run(model, cache, len(prompt), first, targets[s : s + step]))
+            parts = [score_one_pass(model, prompt, batch) for batch in batches]
+        else:
+            run = score_candidate_pack if layout == "packed" else score_candidate_batch
+            first, cache = prompt_cache(model, prompt)
+            parts = [run(model, cache, len(prompt), first, batch) for batch in batches]
     return torch.cat(parts).cpu().numpy()
-
-
-# --------------------------------------------------------------------------- queries
 
 
 def check_item(index: int, item) -> tuple[str, list[str]]:
@@ -353,8 +315,7 @@ def check_item(index: int, item) -> tuple[str, list[str]]:
     docids = list(docids)
     if not docids:
         raise ValueError(f"item {index} (prompt {prompt[-60:]!r}) has an empty candidate list")
-    seen: set[str] = set()
-    dups = sorted({d for d in docids if d in seen or seen.add(d)})
+    dups = sorted(d for d, count in Counter(docids).items() if count > 1)
     if dups:
         raise ValueError(f"item {index} (prompt {prompt[-60:]!r}) lists duplicate candidate docIDs: {dups}")
     return prompt, docids
@@ -370,15 +331,11 @@ def score_queries(
     batch_size: int | None = None,
     layout: str = "auto",
 ) -> list[np.ndarray]:
-    """Section 5.1 scores of every query's candidate docIDs, one float64 array per item, aligned
-    with the item's docID order.
-
-    Each item is (augmented prompt q-bar as text, candidate docIDs); they are encoded with
-    ``encoding.prompt_ids`` / ``encoding.docid_ids`` (the training convention). ``method`` is
-    ``"prefix_shared"`` (default) or ``"naive"``; ``include_eos=False`` (default) leaves EOS out of
-    the mean; ``batch_size`` and ``layout`` go to ``score_prefix_shared``. Errors name the item:
-    duplicate docIDs, an empty candidate list, a docID with no tokens, two docIDs with the same
-    tokens.
+    """Section 5.1 scores of every query's candidate docIDs, one float64 array per item in its
+    docID order. Each item is (augmented prompt q-bar as text, candidate docIDs), encoded with
+    ``encoding.prompt_ids`` / ``encoding.docid_ids``; ``method``: ``"prefix_shared"`` (default;
+    ``batch_size`` and ``layout`` go to ``score_prefix_shared``) or ``"naive"``. Errors name the
+    item: duplicate docIDs, an empty candidate list, a docID with no tokens or sharing its tokens.
     """
     from tqdm.auto import tqdm
 

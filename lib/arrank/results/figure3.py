@@ -14,14 +14,11 @@ from arrank.common.display import percent_text
 from arrank.common.findings import Finding, finding
 
 SMALL_KS = (1, 2)  # "small k" in the findings of Figure 3
+INTERVAL_FIELDS = ("verdict", "estimate", "threshold", "side", "ci_low", "ci_high", "level")  # recorded per check
 
 
 ON_PAR_TOL = 0.02  # "on par": R@k within 0.02 (about 1 standard error of R@1 ~ 0.9 on 300 queries)
 _ROUND = 1e-9  # a difference of exactly tol counts as within it (0.92 - 0.90 > 0.02 in floats)
-
-
-def _mean_small_k(row: Mapping[str, Any], ks: Sequence[int]) -> float:
-    return float(np.mean([row[f"recall@{k}"] for k in ks]))
 
 
 def on_par(a: Sequence[float], b: Sequence[float], tol: float = ON_PAR_TOL) -> bool:
@@ -45,10 +42,8 @@ def _curve_text(name: str, row: Mapping[str, Any], ks: Sequence[int], prefix: st
 
 def best_arr_run(arr: pd.DataFrame | None, ks: Sequence[int]) -> tuple[pd.Series | None, str]:
     """The ARR run (a row of ``arr_runs``) with the highest mean R@k over ``ks`` on its training
-    queries: the one Figure 3's ARR findings compare with the DE and the CE, which are scored on
-    queries they trained on. (None, why) when no run has that curve; runs of notebook 05 made
-    before it scored training queries have the held-out curve only, which answers another
-    question (generalisation), so they are named but not compared."""
+    queries, which Figure 3's ARR findings compare with the DE and CE (scored on queries they
+    trained on); (None, why) when no run has that curve (older runs: held-out curve only)."""
     if arr is None or not len(arr):
         return None, "no ARR run on these evaluation queries"
     cols = [f"train_recall@{k}" for k in ks]
@@ -77,33 +72,17 @@ def findings(
     per_query: pd.DataFrame | None = None,
     arr_per_query: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
-    """The findings of Figure 3 and section 5.3 ("autoregressive ranking is on par with CEs
-    while being significantly more powerful than DEs"; "an increasing alpha improves Recall@k,
-    particularly for small k") as checks on this run's R@k, k in ``ks`` (default: the k in 1..5
-    that the results hold), "on par" and "above" with the tolerance ``tol`` (``on_par``,
-    ``above``: a tie at R@k = 1.000 is never a failure):
-
-    - ``finding_de_grows_with_n`` (panel a): at ``alpha``, the DE's mean R@k rises with every
-      step of ``de_dims`` (sorted);
-    - ``finding_ce_above_de`` (panel a): the CE (``ce_dim``, ``alpha``) above the strongest DE
-      (n = max ``de_dims``, ``alpha``); the paper's two claims together imply it, and both are
-      trained and scored on the same queries (the capacity setting);
-    - ``finding_arr_on_par_with_ce`` / ``finding_arr_above_de`` (panel a): the ARR run of ``arr``
-      with the highest mean R@k on its training queries (``best_arr_run``), that curve on par
-      with the CE / above the strongest DE: the same capacity question the lookup tables answer
-      (they are trained and scored on the same queries). The numbers give the run's held-out
-      curve beside it (generalisation, which the tables cannot be asked: they have no row for a
-      query they never saw). None when no ARR run scored its training queries;
-    - ``finding_alpha_raises_de_small_k`` (panel b): the DE at ``alpha_dim`` above itself at the
-      smallest alpha when at the largest, over the small k (1 and 2).
-
-    A check whose runs are missing is None. Each ``finding_X`` comes with ``finding_X_numbers``,
-    the curves it compared, and the DE means ``de_n<n>_mean_recall@1-<k>``.
-
-    With ``per_query`` (the configs' per-query rows, ``baselines.figure3.per_query_rows``) and, for
-    the ARR checks, ``arr_per_query`` (the best ARR run's training queries, ``panels.arr_per_query``)
-    each check is decided by an interval instead (``interval_checks``), and ``finding_X`` is True
-    (holds), False (fails) or None (undecided) with ``finding_X_verdict`` and the interval.
+    """The findings of Figure 3 and section 5.3 as checks on this run's R@k, k in ``ks`` (default:
+    the k in 1..5 the results hold), "on par" and "above" within ``tol`` (``on_par``, ``above``):
+    ``finding_de_grows_with_n`` (panel a: the DE's mean R@k rises with every step of
+    ``de_dims``), ``finding_ce_above_de`` (the CE above the strongest DE),
+    ``finding_arr_on_par_with_ce`` / ``finding_arr_above_de`` (``best_arr_run`` on its training
+    queries, its held-out curve in the numbers), ``finding_alpha_raises_de_small_k`` (panel b: the
+    DE at ``alpha_dim``, largest alpha above the smallest, at k = 1, 2). A check whose runs are
+    missing is None; each comes with ``finding_X_numbers`` (and the DE means
+    ``de_n<n>_mean_recall@1-<k>``). With ``per_query`` (``baselines.figure3.per_query_rows``) and
+    ``arr_per_query`` (``panels.arr_per_query``) each is decided by an interval instead
+    (``interval_checks``): True, False or None (undecided), with ``finding_X_verdict``.
     """
     ks = ks or [k for k in range(1, 6) if f"recall@{k}" in results.columns]
     small = [k for k in SMALL_KS if f"recall@{k}" in results.columns]
@@ -117,7 +96,7 @@ def findings(
 
     de = [get("de", n, alpha) for n in sorted(de_dims)]
     if all(r is not None for r in de) and len(de) > 1:
-        means = [_mean_small_k(r, ks) for r in de]
+        means = [float(np.mean(curve(r, ks))) for r in de]
         out.update({f"de_n{n}_mean_recall@1-{max(ks)}": m for n, m in zip(sorted(de_dims), means)})
         record(
             "de_grows_with_n",
@@ -171,28 +150,15 @@ def findings(
             + percent_text(curve(hi, small)),
         )
     if per_query is not None and len(per_query):
+        numbers = {
+            k.removeprefix("finding_").removesuffix("_numbers"): v for k, v in out.items() if k.endswith("_numbers")
+        }
         checked = interval_checks(
-            per_query,
-            de_dims,
-            ce_dim,
-            alpha,
-            alpha_dim,
-            alphas,
-            ks,
-            best_arr,
-            arr_per_query,
-            tol,
-            {k.removeprefix("finding_").removesuffix("_numbers"): v for k, v in out.items() if k.endswith("_numbers")},
+            per_query, de_dims, ce_dim, alpha, alpha_dim, alphas, ks, best_arr, arr_per_query, tol, numbers
         )
         for key, f in checked.items():
-            out[f"finding_{key}"], out[f"finding_{key}_numbers"] = f.holds, f.numbers
-            out.update(
-                {
-                    f"finding_{key}_{field}": value
-                    for field, value in f.as_dict().items()
-                    if field in ("verdict", "estimate", "threshold", "side", "ci_low", "ci_high", "level")
-                }
-            )
+            record(key, f.holds, f.numbers)
+            out.update({f"finding_{key}_{k}": v for k, v in f.as_dict().items() if k in INTERVAL_FIELDS})
     return out
 
 
@@ -210,13 +176,10 @@ def interval_checks(
     numbers: Mapping[str, str] | None = None,
 ) -> dict[str, Finding]:
     """The checks of ``findings`` decided by 95% intervals of per-query differences
-    (``results.statistics``; the configs' rows are paired on the evaluation queries, ARR's
-    training queries against them are independent samples): DE n grows (every step of
-    ``de_dims``: mean R@1..k higher, all must hold), CE above the strongest DE (mean R@1..k
-    difference > 0), ARR on par with the CE (the difference within ±``tol``: both bounds must
-    hold; it fails when the interval lies beyond one), ARR above the strongest DE (> 0), α
-    raises the DE's small-k R@k (mean R@1, R@2 at the largest α minus the smallest > 0). A check
-    whose configs have no per-query rows is left out (the point check stands)."""
+    (``results.statistics``; the configs are paired on the evaluation queries, ARR's training
+    queries are an independent sample; thresholds: docs/findings.md). ARR on par with the CE
+    needs both bounds within ±``tol``. A check whose configs have no per-query rows is left out
+    (the point check stands)."""
     from arrank.results import statistics as S
 
     numbers = numbers or {}
@@ -226,6 +189,9 @@ def interval_checks(
     small = [f"recall@{k}" for k in SMALL_KS if f"r{k}" in data.columns]
     text = lambda ms: (
         f"mean R@{ms[0].split('@')[1]}..{ms[-1].split('@')[1]}" if len(ms) > 1 else f"R@{ms[0].split('@')[1]}"
+    )
+    check = lambda name, variants, a, b, metrics, what: S.check(
+        CLAIMS[name], variants, a, b, metrics, numbers=f"{numbers.get(name, '')}; {what}"
     )
     out: dict[str, Finding] = {}
     dims = sorted(de_dims)
@@ -241,14 +207,7 @@ def interval_checks(
         )
     ce, de_max = key("ce", ce_dim, alpha), key("de", max(dims), alpha)
     if S.has_variants(data, ce, de_max) and span:
-        out["ce_above_de"] = S.check(
-            CLAIMS["ce_above_de"],
-            data,
-            ce,
-            de_max,
-            span,
-            numbers=f"{numbers.get('ce_above_de', '')}; CE − DE, {text(span)}",
-        )
+        out["ce_above_de"] = check("ce_above_de", data, ce, de_max, span, f"CE − DE, {text(span)}")
     if best_arr is not None and arr_per_query is not None and len(arr_per_query) and span:
         arr_data = pd.concat(
             [data, arr_per_query.assign(variant="ARR", point=str(best_arr.get("run", "ARR")))], ignore_index=True
@@ -263,25 +222,11 @@ def interval_checks(
                 f"{numbers.get('arr_on_par_with_ce', '')}; {text(span)}",
             )
         if S.has_variants(data, de_max):
-            out["arr_above_de"] = S.check(
-                CLAIMS["arr_above_de"],
-                arr_data,
-                "ARR",
-                de_max,
-                span,
-                numbers=f"{numbers.get('arr_above_de', '')}; ARR − DE, {text(span)}",
-            )
+            out["arr_above_de"] = check("arr_above_de", arr_data, "ARR", de_max, span, f"ARR − DE, {text(span)}")
     lo, hi = key("de", alpha_dim, min(alphas)), key("de", alpha_dim, max(alphas))
     if min(alphas) != max(alphas) and small and S.has_variants(data, lo, hi):
-        out["alpha_raises_de_small_k"] = S.check(
-            CLAIMS["alpha_raises_de_small_k"],
-            data,
-            hi,
-            lo,
-            small,
-            numbers=f"{numbers.get('alpha_raises_de_small_k', '')}; "
-            f"α {max(alphas):g} − α {min(alphas):g}, {text(small)}",
-        )
+        change = f"α {max(alphas):g} − α {min(alphas):g}, {text(small)}"
+        out["alpha_raises_de_small_k"] = check("alpha_raises_de_small_k", data, hi, lo, small, change)
     return out
 
 
@@ -308,18 +253,8 @@ def findings_rows(found: Mapping[str, Any]) -> list[Finding]:
         numbers = found.get(f"finding_{key}_numbers", "not run")
         if get("verdict"):
             interval = (get("ci_low"), get("ci_high")) if get("ci_low") is not None else None
-            rows.append(
-                Finding(
-                    claim,
-                    get("verdict"),
-                    numbers,
-                    get("estimate"),
-                    get("threshold"),
-                    get("side") or ">",
-                    interval,
-                    get("level"),
-                )
-            )
+            estimate, threshold, side = get("estimate"), get("threshold"), get("side") or ">"
+            rows.append(Finding(claim, get("verdict"), numbers, estimate, threshold, side, interval, get("level")))
         elif found[f"finding_{key}"] is None:
             rows.append(finding(claim, None, numbers))
         else:

@@ -1,8 +1,6 @@
-"""A run's numbers against the paper's findings, in words: the "what to look for" cells at the
-end of notebooks 05 and 06 (the sweep-level checks are ``results.table1``, notebook 08; Figure 3's
-are ``results.figure3``, notebook 07; the theory and data notebooks have theirs beside their code:
-``theory.tables``, ``data.wordnet``, ``data.esci``). Every row is a ``common.findings.Finding``;
-percent as the paper's tables (arXiv 2601.05588)."""
+"""A run's numbers against the paper's findings, in words: the "what to look for" cells at the end
+of notebooks 05 and 06 (sweep-level checks: ``results.table1``; Figure 3's: ``results.figure3``).
+Every row is a ``common.findings.Finding``; percent as the paper's tables (arXiv 2601.05588)."""
 
 from __future__ import annotations
 
@@ -24,8 +22,7 @@ def _curve(m: dict[str, Any], prefix: str = "") -> str:
 def run_findings(params: dict[str, Any], m: dict[str, Any], floor: dict[str, Any] | None = None) -> list[Finding]:
     """A notebook 05 run (its params and results.json metrics ``m``; the random-scores floor of
     the same queries) against the paper's Tables 1-3 and section 5.2, in words: rows of
-    ``Finding``. Sweep-level checks (NTP against the other variants)
-    are ``table1_findings``, notebook 08."""
+    ``Finding``. Sweep-level checks are ``table1_findings``, notebook 08."""
     label, pct = loss_label(params), lambda v: percent_text(v)
     has_cvr = m.get("cvr") is not None
     here = (
@@ -54,24 +51,15 @@ def run_findings(params: dict[str, Any], m: dict[str, Any], floor: dict[str, Any
             )
         )
     if has_cvr and label != "Zero-shot":
-        if label == "NTP":
-            rows.append(
-                finding(
-                    f"Table 1: NTP (top-1 items only) leaves a high CVR, above every ranking-aware row "
-                    f"(at most {RANK_AWARE_CVR_MAX:.2f}%; NTP {NTP_CVR:.2f}%)",
-                    m["cvr"] * 100 > RANK_AWARE_CVR_MAX,
-                    f"CVR {pct(m['cvr'])}%",
-                )
-            )
-        else:
-            rows.append(
-                finding(
-                    f"section 5.2: ranking-aware losses drastically reduce the CVR (Table 1: at most "
-                    f"{RANK_AWARE_CVR_MAX:.2f}%, NTP {NTP_CVR:.2f}%)",
-                    m["cvr"] * 100 <= RANK_AWARE_CVR_MAX,
-                    f"CVR {pct(m['cvr'])}%",
-                )
-            )
+        ntp = label == "NTP"
+        most, ntp_cvr = f"at most {RANK_AWARE_CVR_MAX:.2f}%", f"NTP {NTP_CVR:.2f}%"
+        claim = (
+            f"Table 1: NTP (top-1 items only) leaves a high CVR, above every ranking-aware row ({most}; {ntp_cvr})"
+            if ntp
+            else f"section 5.2: ranking-aware losses drastically reduce the CVR (Table 1: {most}, {ntp_cvr})"
+        )
+        above = m["cvr"] * 100 > RANK_AWARE_CVR_MAX
+        rows.append(finding(claim, above if ntp else not above, f"CVR {pct(m['cvr'])}%"))
     train = {k.removeprefix("train_"): v for k, v in m.items() if k.startswith("train_")}
     if train:
         rows.append(

@@ -1,34 +1,12 @@
 """Intervals and three-valued verdicts for the paper's findings (arXiv 2601.05588, sections 5.2-5.3).
 
-Every comparison the workbook makes between two variants (Tables 1-3, Figure 3) is a comparison
-of a metric over queries. This module turns the per-query metrics of the runs behind each
-variant (one row per run and query, the format of ``arrank.workbook.report.per_query_frame``:
-``point, variant, seed, query, cvr, ndcg, r1..r5``, fractions) into a 95% confidence interval and
-``common.findings.decide``'s verdict: holds / fails / undecided.
-
-The statistic (docs/findings.md):
-
-- **Per-query values.** A metric is one column (``cvr``: the query's constraint violation, 0 or 1;
-  ``ndcg``; ``r<k>``: R@k) or the mean of several (``r2..r5`` for "mean R@2..R@5"; a query that
-  lacks R@k because it has fewer than k relevant docIDs is averaged over the R@k it has). A
-  variant with several runs (seeds) is first averaged per query over its runs.
-- **Paired bootstrap over queries.** Two variants scored on the same queries are compared by
-  the per-query differences ``a_q - w * b_q`` (``w = 1``, or e.g. 1/2 for "at most half of
-  it"); ``scipy.stats.bootstrap`` resamples queries (one-sample on the differences, BCa, 9,999
-  resamples, a fixed generator seed so a verdict is reproducible). BCa rather than percentile:
-  per-query metrics are bounded and discrete (CVR and R@1 are 0 or 1 per query), so the
-  bootstrap distribution of their mean is skewed near 0 and 1; BCa corrects for that skew and
-  bias (second-order accurate), the percentile interval does not. Variants scored on different
-  queries (ARR on its training sample against the DE/CE on the evaluation queries, Figure 3) are
-  two independent samples: the same bootstrap with ``paired=False`` on the difference of means.
-- **Seeds.** The query bootstrap holds the training runs fixed. Where a variant has ``S >= 2``
-  runs, the spread of its runs' means ``s^2`` (each run's mean over its queries) estimates how
-  much retraining would move it; the seed-averaged mean has variance ``s^2 / S``. The interval is
-  widened on each side in quadrature: ``half' = sqrt(half^2 + (t * se_seed)^2)`` with
-  ``se_seed^2 = s_a^2 / S_a + w^2 s_b^2 / S_b`` and ``t`` the Student quantile at the
-  Welch-Satterthwaite degrees of freedom (1 with two seeds: t = 12.7, an honest price for
-  estimating a variance from two runs). A variant with one run contributes nothing: its seed
-  variation is not estimated, and the numbers say so.
+The per-query metrics of the runs behind each variant (one row per run and query, the format of
+``arrank.workbook.report.per_query_frame``: ``point, variant, seed, query, cvr, ndcg, r1..r5``,
+fractions) become a 95% confidence interval of a difference ``a_q - w * b_q`` and
+``common.findings.decide``'s verdict: holds / fails / undecided. The statistic is described in
+docs/findings.md: a paired BCa bootstrap over queries (``scipy.stats.bootstrap``, 9,999 resamples,
+a fixed generator seed; unpaired for variants scored on different queries), widened in quadrature
+by the spread of a variant's run means (Student t at the Welch-Satterthwaite degrees of freedom).
 """
 
 from __future__ import annotations
@@ -115,30 +93,21 @@ def bootstrap_interval(
     estimate = float(statistic(*arrays))
     if all(np.ptp(a) == 0 for a in arrays):
         return estimate, estimate, estimate
-    res = stats.bootstrap(
-        tuple(arrays),
-        statistic,
-        n_resamples=n_resamples,
-        confidence_level=level,
-        method="BCa",
-        paired=paired,
-        vectorized=True,
-        batch=max(1, min(n_resamples, 2000)),
-        rng=np.random.default_rng(seed),
-    )
-    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    if not (math.isfinite(lo) and math.isfinite(hi)):  # BCa undefined (e.g. one value differs): percentile
+    for method in ("BCa", "percentile"):  # BCa undefined (e.g. one value differs): percentile
         res = stats.bootstrap(
             tuple(arrays),
             statistic,
             n_resamples=n_resamples,
             confidence_level=level,
-            method="percentile",
+            method=method,
             paired=paired,
             vectorized=True,
+            batch=max(1, min(n_resamples, 2000)) if method == "BCa" else None,
             rng=np.random.default_rng(seed),
         )
         lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        if math.isfinite(lo) and math.isfinite(hi):
+            break
     return estimate, min(lo, estimate), max(hi, estimate)
 
 
@@ -149,8 +118,6 @@ def seed_halfwidth(parts: Sequence[tuple[np.ndarray, float]], level: float = LEV
     from scipy import stats
 
     terms = [(w * w * float(np.var(m, ddof=1)) / len(m), len(m) - 1) for m, w in parts if len(m) >= 2]
-    if not terms:
-        return 0.0
     var = sum(v for v, _ in terms)
     if var == 0:
         return 0.0
@@ -177,11 +144,7 @@ class Comparison:
 
     def text(self) -> str:
         """``paired over 300 queries, 2 / 1 runs`` (how the interval was made)."""
-        n = (
-            f"{self.n_queries} queries, paired"
-            if self.paired
-            else f"{self.n_queries[0]} / {self.n_queries[1]} queries, unpaired"
-        )
+        n = f"{self.n_queries} queries, paired" if self.paired else "{} / {} queries, unpaired".format(*self.n_queries)
         seeds = "seed variation in the interval" if max(self.runs) > 1 else "one run each: seed variation not estimated"
         return f"{n}; {self.runs[0]} / {self.runs[1]} runs, {seeds}"
 
@@ -197,12 +160,11 @@ def compare(
     """The mean of ``a - weight * b`` with its bootstrap interval widened for seed variation (module
     docstring): paired on the common queries when the two share at least two queries, else two
     independent samples."""
-    common = a.by_query.index.intersection(b.by_query.index)
-    paired = len(common) >= 2
+    diff = _differences(a, b, weight)
+    paired = len(diff) >= 2
     if paired:
-        diff = a.by_query.loc[common].to_numpy() - weight * b.by_query.loc[common].to_numpy()
         est, lo, hi = bootstrap_interval([diff], True, level, n_resamples, seed)
-        n: int | tuple[int, int] = len(common)
+        n: int | tuple[int, int] = len(diff)
     else:
         est, lo, hi = bootstrap_interval(
             [a.by_query.to_numpy(), weight * b.by_query.to_numpy()], False, level, n_resamples, seed
@@ -229,9 +191,13 @@ def paired_differences(
 ) -> np.ndarray:
     """The per-query differences ``a_q - weight * b_q`` on the queries both variants have (each
     averaged over its runs): the data of a paired check, and of ``queries_to_decide``."""
-    va, vb = variant_values(per_query, a, metrics), variant_values(per_query, b, metrics)
-    common = va.by_query.index.intersection(vb.by_query.index)
-    return va.by_query.loc[common].to_numpy() - weight * vb.by_query.loc[common].to_numpy()
+    return _differences(variant_values(per_query, a, metrics), variant_values(per_query, b, metrics), weight)
+
+
+def _differences(a: Values, b: Values, weight: float) -> np.ndarray:
+    """``a_q - weight * b_q`` on the queries both have."""
+    common = a.by_query.index.intersection(b.by_query.index)
+    return a.by_query.loc[common].to_numpy() - weight * b.by_query.loc[common].to_numpy()
 
 
 def check(
@@ -263,20 +229,14 @@ def point_check(claim: str, holds: bool | None, numbers: str) -> Finding:
 
 
 def combine(claim: str, parts: Sequence[tuple[str, Finding]], numbers: str = "") -> Finding:
-    """A claim over several comparisons: holds if every part holds, fails if any part fails,
-    undecided otherwise (unchecked when a part is); the parts' verdicts and intervals are in
-    the numbers (``name: holds, +3.2 points, 95% CI [+1.1, +5.0]``)."""
+    """A claim over several comparisons: fails if any part fails, else unchecked if any part is,
+    holds if every part holds, undecided otherwise; the parts' verdicts and intervals are in the
+    numbers (``name: holds, +3.2 points, 95% CI [+1.1, +5.0]``)."""
     if not parts:
         raise ValueError(f"the compound claim {claim!r} has no parts")
-    verdicts = [f.verdict for _, f in parts]
-    verdict = (
-        "fails"
-        if "fails" in verdicts
-        else "unchecked"
-        if "unchecked" in verdicts
-        else "holds"
-        if all(v == "holds" for v in verdicts)
-        else "undecided"
+    verdicts = {f.verdict for _, f in parts}
+    verdict = next(
+        (v for v in ("fails", "unchecked") if v in verdicts), "holds" if verdicts == {"holds"} else "undecided"
     )
     texts = [f"{name}: {f.verdict}" + (f", {interval_text(f)}" if f.interval else "") for name, f in parts]
     return Finding(
@@ -289,9 +249,8 @@ def combine(claim: str, parts: Sequence[tuple[str, Finding]], numbers: str = "")
 
 def queries_to_decide(differences: Sequence[float] | np.ndarray, threshold: float = 0.0, level: float = LEVEL) -> float:
     """How many queries a paired comparison needs for its interval to exclude ``threshold``, if
-    the mean and spread of the per-query ``differences`` stay as measured: the n with
-    ``z * sd / sqrt(n) < |mean - threshold|`` (normal approximation of the bootstrap interval),
-    i.e. ``ceil((z * sd / |mean - threshold|)^2)``; ``inf`` when the mean is the threshold."""
+    the mean and spread of the per-query ``differences`` stay as measured (normal approximation):
+    ``ceil((z * sd / |mean - threshold|)^2)``; ``inf`` when the mean is the threshold."""
     from scipy import stats
 
     d = np.asarray(differences, dtype=float)
@@ -340,16 +299,15 @@ def budget_to_decide(
     max_seeds: int = 1000,
 ) -> Budget:
     """The budget that would decide ``a - b`` (``check``'s comparison, weight 1) from today's
-    per-query differences and run means: ``queries``, the number of common queries at which the
-    query half-width (``z * sd / sqrt(n)``) plus today's seed half-width, in quadrature, falls
-    below the gap; ``seeds``, the runs per variant at which today's query half-width plus the
-    seed half-width (``t * sqrt(s_a^2 / S + s_b^2 / S)``, Welch degrees of freedom ``2 (S - 1)``
-    for equal spreads or less) falls below it. A variant with one run has no measured spread:
-    then ``seeds`` is ``nan``."""
+    per-query differences and run means: ``queries``, the common queries at which the query
+    half-width (``z * sd / sqrt(n)``) and today's seed half-width, in quadrature, fall below the
+    gap; ``seeds``, the runs per variant at which today's query half-width and the seed
+    half-width (``t * sqrt(s_a^2 / S + s_b^2 / S)``, Welch degrees of freedom) do. ``seeds`` is
+    ``nan`` when a variant has one run (no measured spread)."""
     from scipy import stats
 
     va, vb = variant_values(per_query, a, metrics), variant_values(per_query, b, metrics)
-    d = paired_differences(per_query, a, b, metrics)
+    d = _differences(va, vb, 1.0)
     gap, sd = abs(float(d.mean()) - threshold), float(d.std(ddof=1))
     z = float(stats.norm.ppf(0.5 + level / 2))
     q_half = z * sd / math.sqrt(len(d))

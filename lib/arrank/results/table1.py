@@ -14,26 +14,14 @@ from arrank.results import statistics as S
 
 
 def table1_findings(frame: pd.DataFrame, near: float = 0.02, per_query: pd.DataFrame | None = None) -> list[Finding]:
-    """The CPU-scale reproduction checks of Table 1's findings (section 5.2) on a WordNet sweep's
-    collected runs (``collect``; one row per finished point, mean over seeds per variant):
-
-    - NTP (indicator, one-hot) has the highest CVR of all variants, and every fractional variant
-      has at most half of it;
-    - fractional alpha = 2 has a higher mean of R@2..R@5 than NTP;
-    - NTP's R@1 is the best or within ``near`` (absolute) of the best;
-    - every trie variant has a lower CVR than NTP;
-    - where the sweep has a zero-shot row (``steps = 0``, the model before fine-tuning, which is no
-      loss variant and is left out of the checks above): every fine-tuned variant has a higher
-      nDCG and mean R@1..R@5 than it.
-
-    With ``per_query`` (``arrank.workbook.report.per_query_frame``) each comparison is decided by
-    the interval of its per-query difference (``results.statistics``): holds / fails /
-    undecided, a claim over several variants holding when every part holds and failing when one
-    fails (``statistics.combine``); an undecided single comparison says what budget would decide
-    it (``statistics.budget_to_decide``: queries, seeds); a check whose variants have no per-query rows falls back to
-    the point verdict, labelled as point estimates. One ``Finding`` per check the sweep has the
-    variants for, with the numbers compared in percent as the paper's tables (``near`` is a
-    fraction, as in results.json)."""
+    """The CPU-scale checks of Table 1's findings (section 5.2) on a WordNet sweep's collected runs
+    (``collect``; mean over seeds per variant), one ``Finding`` per check the sweep has the variants
+    for: NTP has the highest CVR and every fractional variant at most half of it; fractional α=2
+    has a higher mean R@2..R@5 than NTP; NTP's R@1 is the best or within ``near`` (a fraction) of
+    it; every trie variant has a lower CVR than NTP; every fine-tuned variant beats a zero-shot row
+    (``steps = 0``). With ``per_query`` (``arrank.workbook.report.per_query_frame``) each is decided
+    by intervals (docs/findings.md; an undecided single comparison names the budget that would
+    decide it); variants without per-query rows get the point verdict, labelled as such."""
     done = frame[frame["state"] == "done"].copy()
     if done.empty:
         raise ValueError("no finished points in this sweep: run it first")
@@ -53,28 +41,23 @@ def table1_findings(frame: pd.DataFrame, near: float = 0.02, per_query: pd.DataF
     labels = lambda part: list(dict.fromkeys(part["label"]))
     rows = []
 
-    def decided(
-        claim: str, holds: bool, numbers: str, parts: list[tuple[str, Any, Any, Any, float, str, float]]
-    ) -> Finding:
-        """The interval verdict of the parts (name, a, b, metrics, threshold, side, weight) when
-        the per-query data have their variants, else the point verdict ``holds``."""
+    def add(claim: str, holds: bool, numbers: str, parts: list[tuple[str, Any, Any, Any, float, str, float]]) -> None:
+        """Append the interval verdict of the parts (name, a, b, metrics, threshold, side, weight)
+        when the per-query data have their variants, else the point verdict ``holds``."""
         names = {
             v for _, a, b, *_ in parts for v in ([a] if isinstance(a, str) else a) + ([b] if isinstance(b, str) else b)
         }
         if not parts or not S.has_variants(per_query, *names):
-            return S.point_check(claim, holds, numbers)
-        found = [
-            (name, S.check(name, per_query, a, b, m, threshold, side, weight))
-            for name, a, b, m, threshold, side, weight in parts
-        ]
-        if len(found) == 1:
-            one = found[0][1]
-            name, a, b, m, threshold, _, weight = parts[0]
+            rows.append(S.point_check(claim, holds, numbers))
+        elif len(parts) == 1:
+            name, a, b, m, threshold, side, weight = parts[0]
+            one = S.check(name, per_query, a, b, m, threshold, side, weight)
+            numbers = f"{numbers}; {one.numbers}"
             if one.verdict == "undecided" and weight == 1.0:  # what would decide it, at today's effect and spreads
-                budget = S.budget_to_decide(per_query, a, b, m, threshold)
-                return replace(one, claim=claim, numbers=f"{numbers}; {one.numbers}; to decide: {budget.text()}")
-            return replace(one, claim=claim, numbers=f"{numbers}; {one.numbers}")
-        return S.combine(claim, found, numbers)
+                numbers += f"; to decide: {S.budget_to_decide(per_query, a, b, m, threshold).text()}"
+            rows.append(replace(one, claim=claim, numbers=numbers))
+        else:
+            rows.append(S.combine(claim, [(name, S.check(name, per_query, *rest)) for name, *rest in parts], numbers))
 
     if len(ntp):
         ntp_cvr, variants = float(ntp["cvr"].mean()), by(done)
@@ -85,45 +68,37 @@ def table1_findings(frame: pd.DataFrame, near: float = 0.02, per_query: pd.DataF
         )
         parts = [(f"{v} CVR below NTP's", v, ntp_labels, "cvr", 0.0, "<", 1.0) for v in others.index]
         parts += [(f"{v} CVR at most half NTP's", v, ntp_labels, "cvr", 0.0, "<", 0.5) for v in labels(frac)]
-        rows.append(
-            decided(
-                "NTP has the highest CVR; fractional variants at most half of it",
-                holds,
-                f"CVR (%): NTP {pct(ntp_cvr)}; " + ", ".join(f"{k} {pct(v)}" for k, v in others["cvr"].items()),
-                parts,
-            )
+        add(
+            "NTP has the highest CVR; fractional variants at most half of it",
+            holds,
+            f"CVR (%): NTP {pct(ntp_cvr)}; " + ", ".join(f"{k} {pct(v)}" for k, v in others["cvr"].items()),
+            parts,
         )
         best_r1 = float(variants["recall@1"].max())
-        rows.append(
-            decided(
-                f"NTP's R@1 is the best or within {near * 100:g} points of it",
-                float(ntp["recall@1"].mean()) >= best_r1 - near,
-                f"R@1 (%): NTP {pct(ntp['recall@1'].mean())}, best {pct(best_r1)}",
-                [
-                    (f"NTP − {v} R@1 above −{near * 100:g} points", ntp_labels, v, "recall@1", -near, ">", 1.0)
-                    for v in others.index
-                ],
-            )
+        add(
+            f"NTP's R@1 is the best or within {near * 100:g} points of it",
+            float(ntp["recall@1"].mean()) >= best_r1 - near,
+            f"R@1 (%): NTP {pct(ntp['recall@1'].mean())}, best {pct(best_r1)}",
+            [
+                (f"NTP − {v} R@1 above −{near * 100:g} points", ntp_labels, v, "recall@1", -near, ">", 1.0)
+                for v in others.index
+            ],
         )
         if len(frac2) and r25:
             span = f"R@2..R@{r25[-1].split('@')[1]}" if len(r25) > 1 else "R@2"
-            rows.append(
-                decided(
-                    "fractional α=2 has a higher mean R@2..R@5 than NTP",
-                    mean25(frac2) > mean25(ntp),
-                    f"mean {span} (%): fractional α=2 {pct(mean25(frac2))}, NTP {pct(mean25(ntp))}",
-                    [(f"fractional α=2 − NTP, mean {span}", labels(frac2), ntp_labels, r25, 0.0, ">", 1.0)],
-                )
+            add(
+                "fractional α=2 has a higher mean R@2..R@5 than NTP",
+                mean25(frac2) > mean25(ntp),
+                f"mean {span} (%): fractional α=2 {pct(mean25(frac2))}, NTP {pct(mean25(ntp))}",
+                [(f"fractional α=2 − NTP, mean {span}", labels(frac2), ntp_labels, r25, 0.0, ">", 1.0)],
             )
         if len(trie):
             t = by(trie)["cvr"]
-            rows.append(
-                decided(
-                    "trie variants lower CVR relative to NTP",
-                    bool((t < ntp_cvr).all()),
-                    f"CVR (%): NTP {pct(ntp_cvr)}; " + ", ".join(f"{k} {pct(v)}" for k, v in t.items()),
-                    [(f"{v} CVR below NTP's", v, ntp_labels, "cvr", 0.0, "<", 1.0) for v in t.index],
-                )
+            add(
+                "trie variants lower CVR relative to NTP",
+                bool((t < ntp_cvr).all()),
+                f"CVR (%): NTP {pct(ntp_cvr)}; " + ", ".join(f"{k} {pct(v)}" for k, v in t.items()),
+                [(f"{v} CVR below NTP's", v, ntp_labels, "cvr", 0.0, "<", 1.0) for v in t.index],
             )
     if len(zero_shot) and len(done):
         r15 = [f"recall@{k}" for k in range(1, 6) if f"recall@{k}" in done]
@@ -139,14 +114,12 @@ def table1_findings(frame: pd.DataFrame, near: float = 0.02, per_query: pd.DataF
                 (f"{v} − zero-shot mean R@1..R@5", v, zero_labels, r15, 0.0, ">", 1.0),
             )
         ]
-        rows.append(
-            decided(
-                "every fine-tuned variant beats the zero-shot model (nDCG and mean R@1..R@5)",
-                bool((tuned["ndcg"] > z_ndcg).all() and (tuned["m15"] > z15).all()),
-                f"nDCG / mean R@1..R@5 (%): zero-shot {pct(z_ndcg)} / {pct(z15)}; "
-                + ", ".join(f"{k} {pct(r.ndcg)} / {pct(r.m15)}" for k, r in tuned.iterrows()),
-                parts,
-            )
+        add(
+            "every fine-tuned variant beats the zero-shot model (nDCG and mean R@1..R@5)",
+            bool((tuned["ndcg"] > z_ndcg).all() and (tuned["m15"] > z15).all()),
+            f"nDCG / mean R@1..R@5 (%): zero-shot {pct(z_ndcg)} / {pct(z15)}; "
+            + ", ".join(f"{k} {pct(r.ndcg)} / {pct(r.m15)}" for k, r in tuned.iterrows()),
+            parts,
         )
     return rows
 

@@ -1,12 +1,7 @@
-"""The results of a sweep in the paper's layout (paper §5.2, Tables 1-3; Figure 3).
-
-From a sweep's collected points (one row per point: label, varied parameters, metrics, as
-``arrank.workbook.report.collect`` reads them), ``results_table`` makes the paper's table: rows =
-loss variant (labelled like the paper: NTP, Fractional α=k, Stepwise, Trie β=k, Combined α=a, β=b),
-columns = CVR, nDCG, R@k, in percent as in the paper, averaged over seeds when the sweep has
-several, optionally with the paper's own numbers beside each row (``paper.PAPER``) and the
-random-scores floor of notebook 05. ``markdown`` prints it with the best value of each column in
-bold; ``recall_curves`` and ``parameter_curves`` are the plotly figures.
+"""The results of a sweep in the paper's layout (paper §5.2, Tables 1-3; Figure 3): from a sweep's
+collected points (``arrank.workbook.report.collect``), ``results_table`` makes the paper's table
+(rows = loss variants labelled like the paper, columns = CVR, nDCG, R@k in percent), ``markdown``
+prints it with the best values in bold, ``recall_curves`` and ``parameter_curves`` draw it.
 """
 
 from __future__ import annotations
@@ -30,8 +25,6 @@ from arrank.common.display import (
 from arrank.common.outputs import save_table
 from arrank.results.paper import LOWER_IS_BETTER, PAPER
 from arrank.training.schemes import loss_label
-
-SOURCES = ("this run", "paper", "random scores")
 
 
 def baseline_label(params: dict[str, Any]) -> str:
@@ -73,11 +66,9 @@ def results_table(
 ) -> pd.DataFrame:
     """The paper's layout: one row per variant (sweep order; mean over seeds), columns variant,
     source, runs, then CVR, nDCG, R@k in percent, and ``<metric> sd`` when a variant has several
-    runs. With ``per_query`` (``arrank.workbook.report.per_query_frame``) also ``<metric> ci``:
-    half the width of the 95% interval of the variant's mean over queries
-    (``statistics.mean_halfwidth``: bootstrap over queries, widened for seed variation), in
-    percent, for the variants it has rows of. With ``paper`` (a key of PAPER) the paper's row
-    follows each variant it reports; with ``floor`` a last row holds the random-scores floor."""
+    runs. With ``per_query`` (``arrank.workbook.report.per_query_frame``) also ``<metric> ci``
+    (``interval_halfwidths``). With ``paper`` (a key of PAPER) the paper's row follows each
+    variant it reports; with ``floor`` a last row holds the random-scores floor."""
     done = frame[frame["state"] == "done"]
     if done.empty:
         raise ValueError("no finished points in this sweep: run it first (make sweep SWEEP=...)")
@@ -88,26 +79,18 @@ def results_table(
     halfwidths = interval_halfwidths(per_query, list(means.index), metrics)
     reference = PAPER[paper] if paper else None
     rows = []
-    for label in means.index:
+    for label in means.index:  # the sd columns are kept only when a variant has several runs (``columns``)
         row = {"variant": label, "source": "this run", "runs": int(runs[label]), **means.loc[label].to_dict()}
-        if several:
-            row.update({f"{m} sd": sds.loc[label, m] for m in metrics})
-        row.update({f"{m} ci": v for m, v in halfwidths.get(label, {}).items()})
-        rows.append(row)
+        row.update({f"{m} sd": sds.loc[label, m] for m in metrics})
+        rows.append(row | {f"{m} ci": v for m, v in halfwidths.get(label, {}).items()})
         if reference and label in reference["rows"]:
             values = dict(zip(reference["columns"], reference["rows"][label]))
             rows.append(
                 {"variant": label, "source": "paper", "runs": None, **{m: values.get(m, math.nan) for m in metrics}}
             )
     if floor:
-        rows.append(
-            {
-                "variant": "Random scores",
-                "source": "random scores",
-                "runs": None,
-                **{m: floor.get(m, math.nan) * 100 for m in metrics},
-            }
-        )
+        scaled = {m: floor.get(m, math.nan) * 100 for m in metrics}
+        rows.append({"variant": "Random scores", "source": "random scores", "runs": None, **scaled})
     columns = (
         ["variant", "source", "runs"]
         + metrics
@@ -179,9 +162,8 @@ def column_title(metric: str) -> str:
 
 
 def markdown(table: pd.DataFrame) -> str:
-    """The table as Markdown, values to 2 decimals (± the 95% interval's half-width where the table
-    has it, else ± sd over seeds), the best value of each column in bold (among this sweep's
-    rows, and separately among the paper's), and the ``caption`` saying what the ± is."""
+    """The table as Markdown, values to 2 decimals ± what ``caption`` says, the best value of each
+    column in bold (among this sweep's rows, and separately among the paper's)."""
     metrics = metric_columns(table.columns)
     show_source = table["source"].nunique() > 1
     show_runs = bool((table["runs"].fillna(1) > 1).any())
@@ -303,24 +285,18 @@ def recall_curves(table: pd.DataFrame, title: str = "R@k per variant"):
 
 
 def parameter_curves(frame: pd.DataFrame, notebook: str, metrics: tuple[str, ...] = ("cvr", "ndcg")):
-    """Plotly: each metric (rows) against each numeric parameter the sweep varies (columns,
-    e.g. α and β), one line per family of variants that differ only in that parameter (mean over
-    seeds); variants on no line are dashed horizontal references. None if no family has two points."""
+    """Plotly: each metric (rows) against each numeric parameter the sweep varies (columns), one
+    line per family of variants that differ only in that parameter (mean over seeds); variants on
+    no line are dashed horizontal references. None if no family has two points."""
     import plotly.express as px
     from plotly.subplots import make_subplots
 
     done = frame[frame["state"] == "done"]
     metrics = tuple(m for m in metrics if m in done.columns and done[m].notna().any())
-    varying = [
-        c
-        for c in done.columns
-        if c not in {"run_name", "state", "label", "profile"} and c not in metric_columns(done.columns)
-    ]
-    numeric = [
-        k
-        for k in varying
-        if k != "seed" and done[k].map(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)).all()
-    ]
+    skip = {"run_name", "state", "label", "profile", *metric_columns(done.columns)}
+    varying = [c for c in done.columns if c not in skip]
+    is_number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+    numeric = [k for k in varying if k != "seed" and done[k].map(is_number).all()]
     lines: dict[str, list[tuple[str, pd.DataFrame]]] = {}
     on_a_line: set[str] = set()
     for x in numeric:

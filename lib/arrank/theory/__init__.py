@@ -1,19 +1,12 @@
 """Theory (notebooks 01 and 02): section 3, "The Capacity for Ranking", of arXiv 2601.05588.
 
-``capacity`` is section 3.1 (Proposition 3.1: a dual encoder of dimension n realises at most
-Skala's count of the k! rankings), ``rank_condition`` is section 3.2 (Propositions 3.2, 3.3 and
-Corollary 3.1: an autoregressive ranker realises every ordering of its docID tokens iff
-rank(E') = |V|), ``orderings`` the exact LP enumeration both share, and ``tables`` the
-notebooks' experiments as DataFrames.  The paper's theorem environments use separate counters,
-so the compiled numbering of section 3 is
-
-* Proposition 3.1 -- DE Insufficiency for Complete Ranking, Eq. (dual-encoder-dimension-bound)
-* Proposition 3.2 -- Arbitrary Distributions over Tokens  (``prop:arbitrary-tok-level-prob``)
-* Corollary 3.1   -- Arbitrary Distributions over Sequences (``cor:arbitrary-seq-level-prob``)
-* Proposition 3.3 -- Arbitrary Permutations over Tokens  (``prop:arbitrary-tok-level-ranking``)
-
-(with one shared counter the last two would read Corollary 3.3 and Proposition 3.4).  The proofs
-are in Appendix A.  The public functions are importable from ``arrank.theory`` itself.
+``capacity`` is section 3.1 (Proposition 3.1, DE Insufficiency for Complete Ranking: a dual
+encoder of dimension n realises at most Skala's count of the k! rankings), ``rank_condition``
+section 3.2 (Proposition 3.2, Arbitrary Distributions over Tokens; Corollary 3.1, Arbitrary
+Distributions over Sequences; Proposition 3.3, Arbitrary Permutations over Tokens: all orderings
+iff rank(E') = |V|; with one shared theorem counter the last two would read Corollary 3.3 and
+Proposition 3.4), ``orderings`` the exact LP enumeration both share, ``tables`` the notebooks'
+experiments. The proofs are in Appendix A. The public functions are importable from here.
 """
 
 from arrank.theory.capacity import (

@@ -16,17 +16,12 @@ import numpy as np
 
 from arrank.theory.orderings import _check_exact_k, _check_int, _check_matrix, _realisable_orders, _unit_rows
 
-# ------------------------------------------------------------ Skala counts (Prop. 3.1)
-
 
 @functools.lru_cache(maxsize=256)
 def _stirling_top(k: int, m: int) -> tuple[int, ...]:
-    """(|s(k,k)|, |s(k,k-1)|, ..., |s(k,k-m)|), unsigned Stirling numbers of the first kind.
-
-    |s(k, k-i)| is the i-th elementary symmetric polynomial of 0, 1, ..., k-1 (the rising
-    factorial x(x+1)...(x+k-1) = sum_j |s(k,j)| x^j), so the product prod_a (1 + a*y)
-    truncated at degree m gives them in O(k*m) exact integer operations.
-    """
+    """(|s(k,k)|, |s(k,k-1)|, ..., |s(k,k-m)|), unsigned Stirling numbers of the first kind: |s(k, k-i)|
+    is the i-th elementary symmetric polynomial of 0..k-1, so prod_a (1 + a*y) truncated at
+    degree m gives them in O(k*m) exact integer operations."""
     coeffs = [1] + [0] * m
     for a in range(1, k):
         for i in range(min(m, a), 0, -1):
@@ -41,8 +36,7 @@ def stirling1_unsigned_row(k: int) -> list[int]:
     Used by :func:`skala_count` (Skala 2009, cited in the proof of Proposition 3.1).
     """
     k = _check_int("k", k, 0)
-    top = _stirling_top(k, k)
-    return list(reversed(top))
+    return list(reversed(_stirling_top(k, k)))
 
 
 def skala_count(n: int, k: int) -> int:
@@ -82,12 +76,10 @@ def _stirling_bottom(k: int, m: int) -> tuple[int, ...]:
 def exact_min_dimension(k: int) -> int:
     """Smallest n >= 1 with skala_count(n, k) == k!: the exact DE dimension for k documents.
 
-    Derivation: the Stirling row sums to k!, so k! - skala_count(n, k) is the sum of the
-    omitted terms |s(k, j)|, 1 <= j <= k-1-n (|s(k, 0)| = 0), all >= 0.  At n = k - 1 nothing
-    is omitted; we lower n while the terms omitted at n - 1 vanish.  The first of them,
-    |s(k, 1)| = (k-1)!, is positive, so the answer is max(1, k - 1); it is computed here from
-    the Stirling numbers (O(k) work) rather than hard-coded.  Proposition 3.1's
-    :func:`paper_dimension_bound` is a lower bound on this value.
+    k! - skala_count(n, k) is the sum of the omitted Stirling terms |s(k, j)|, 1 <= j <= k-1-n;
+    n is lowered from k - 1 while they vanish. As |s(k, 1)| = (k-1)! > 0 the answer is
+    max(1, k - 1), computed here rather than hard-coded. Proposition 3.1's
+    :func:`paper_dimension_bound` is a lower bound on it.
     """
     k = _check_int("k", k, 1)
     n = max(1, k - 1)
@@ -101,9 +93,8 @@ def observed_inner_product_count(n: int, k: int) -> int:
     with m = min(n, k-1), 2 * sum of |s(k, k-i)| over 0 <= i <= m-1 with i = m-1 (mod 2).
 
     Not a result of the paper and not proved here: it matches every exact LP count of
-    :func:`count_token_permutations` computed for this workbook (k = 2..7, all n, several seeds),
-    is 2 * C(k, 2) at n = 2 (k generic lines through the origin of the plane), and k! at
-    n >= k - 1 (Proposition 3.3). Notebook 01 shows it beside the exact counts.
+    :func:`count_token_permutations` computed for this workbook (k = 2..7, all n, several seeds)
+    and k! at n >= k - 1 (Proposition 3.3). Notebook 01 shows it beside the exact counts.
     """
     n, k = _check_int("n", n, 1), _check_int("k", k, 1)
     if k == 1:
@@ -114,19 +105,14 @@ def observed_inner_product_count(n: int, k: int) -> int:
 
 
 def de_fraction_realisable(n: int, k: int) -> float:
-    """skala_count(n, k) / k!: the largest fraction of the k! rankings an n-dim DE can realise.
-
-    Computed with exact integers (Proposition 3.1 context); may underflow to 0.0 for very large
-    k -- use :func:`log10_de_fraction_realisable` then.
+    """skala_count(n, k) / k!: the largest fraction of the k! rankings an n-dim DE can realise
+    (Proposition 3.1); may underflow to 0.0 for very large k: :func:`log10_de_fraction_realisable`.
     """
     return skala_count(n, k) / math.factorial(k)
 
 
 def log10_de_fraction_realisable(n: int, k: int) -> float:
-    """log10(skala_count(n, k) / k!), exact-int numerator and lgamma denominator.
-
-    Friendly for k = |V|^L (e.g. 64 docIDs of 3 tokens over |V| = 4): never underflows.
-    """
+    """log10(skala_count(n, k) / k!), exact-int numerator and lgamma denominator: never underflows."""
     count = skala_count(n, k)
     return math.log10(count) - math.lgamma(k + 1) / math.log(10.0)
 
@@ -167,16 +153,11 @@ def realisable_distance_permutations(sites: np.ndarray) -> list[tuple[int, ...]]
 
 
 def count_distance_permutations(sites: np.ndarray) -> int:
-    """Exact number of distance permutations realised by k sites in R^n (k <= 7).
-
-    Counts the orders pi for which some query q has ||q - s_pi1|| < ... < ||q - s_pik||,
-    the quantity bounded by Skala's N_{n,2}(k) (:func:`skala_count`) in Proposition 3.1.
-    Each order is a system of k - 1 strict linear inequalities in q; strict feasibility is
-    decided by an LP (HiGHS) that maximises a margin t <= 1 after the sites are centred and
-    scaled to unit RMS radius and every inequality is scaled to a unit normal, so t is the
-    radius of a ball inside the order's cell.  An order counts iff t* > LP_MARGIN_TOL (1e-7):
-    cells thinner than 1e-7 site radii are treated as empty.  Orders are enumerated depth-first
-    by prefix and a prefix is pruned as soon as it is infeasible.  Never samples.
+    """Exact number of distance permutations realised by k sites in R^n (k <= 7): the orders pi
+    for which some query q has ||q - s_pi1|| < ... < ||q - s_pik||, the quantity bounded by
+    Skala's N_{n,2}(k) (:func:`skala_count`) in Proposition 3.1. The sites are centred and scaled
+    to unit RMS radius; each order is decided by the margin LP of ``orderings`` (an order counts
+    iff a ball of radius > LP_MARGIN_TOL = 1e-7 fits in its cell). Never samples.
     """
     return len(realisable_distance_permutations(sites))
 
@@ -186,12 +167,10 @@ def monte_carlo_distance_permutations(
 ) -> int:
     """Distinct distance permutations seen from ``n_queries`` random query points (a lower bound).
 
-    Queries are Gaussian around the sites' centroid, with standard deviation R * s where R is
-    the largest distance of a site from the centroid (1 if all coincide) and s is drawn per query
-    uniformly from {0.5, 2, 8}: the small scale finds the little cells among the sites, the large
-    ones the unbounded cells.  Only orders with strictly distinct distances are counted, so the
-    result never exceeds :func:`count_distance_permutations` (illustrates Proposition 3.1's
-    "approaches but never exceeds" behaviour).  Works for any k.
+    Queries are Gaussian around the sites' centroid, with standard deviation R * s (R the largest
+    distance of a site from the centroid, 1 if all coincide; s drawn per query from {0.5, 2, 8}).
+    Only orders with strictly distinct distances are counted, so the result never exceeds
+    :func:`count_distance_permutations` (Proposition 3.1). Works for any k.
     """
     sites = _check_matrix("sites", sites)
     n_queries = _check_int("n_queries", n_queries, 1)

@@ -1,10 +1,7 @@
-"""Exact counting of realisable strict orders by linear programming, shared by section 3.
-
-Both exact counters of the paper's section 3 (distance permutations of a dual encoder,
-Proposition 3.1, and orderings of token logits, Proposition 3.3) reduce to one question: which
-orders of k items can a linear inequality system realise strictly?  This module answers it by
-depth-first enumeration with one LP (HiGHS via ``scipy.optimize.linprog``) per prefix, and holds
-the input checks both sections share.
+"""Exact counting of realisable strict orders by linear programming, shared by section 3: the
+distance permutations of a dual encoder (Proposition 3.1) and the orderings of token logits
+(Proposition 3.3) both ask which orders of k items a linear inequality system realises strictly,
+answered by depth-first enumeration with one LP (HiGHS, ``scipy.optimize.linprog``) per prefix.
 """
 
 from __future__ import annotations
@@ -16,8 +13,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import linprog
 
-#: Largest number of sites / tokens for the exact LP counters.  The candidate orders grow as
-#: k! (5040 at k = 7, 40320 at k = 8) and each surviving prefix costs one LP.
+#: Largest number of sites / tokens for the exact LP counters (k! candidate orders).
 MAX_EXACT_K = 7
 
 #: An order counts as realisable iff the largest margin t of its normalised inequality system
@@ -25,9 +21,6 @@ MAX_EXACT_K = 7
 LP_MARGIN_TOL = 1e-7
 
 _HIGHS_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
-
-
-# ----------------------------------------------------------------------------- validation
 
 
 def _check_int(name: str, value: Any, minimum: int) -> int:
@@ -122,11 +115,9 @@ def _witness_orders(
 ) -> list[tuple[int, ...]]:
     """The full orders realised by the points (rows) with every consecutive margin > the tol.
 
-    A point that satisfies an order with margin > LP_MARGIN_TOL shows that the LP optimum of
-    that order (and of each of its prefixes: margins of non-consecutive pairs are at least as
-    large, by the triangle inequality) exceeds the tol, so those need no LP of their own and
-    exactness is unaffected.  With a box (homogeneous token systems, h = 0) each point is first
-    scaled into [-box, box]^n, which changes no order.
+    Such a point shows that the LP optimum of that order and of each of its prefixes exceeds the
+    tol, so they need no LP of their own (exactness is unaffected). With a box (token systems,
+    h = 0) each point is first scaled into [-box, box]^n, which changes no order.
     """
     if box is not None:
         points = points / np.maximum(1.0, np.max(np.abs(points), axis=1) / box)[:, None]
@@ -140,13 +131,10 @@ def _witness_orders(
 def _probe_points(
     G: np.ndarray, h: np.ndarray, x: np.ndarray, t: float, rest: Sequence[int], depth: int = 3
 ) -> np.ndarray:
-    """x moved across up to ``depth`` bisectors of pairs of remaining items at once.
-
-    The LP solution x realises one continuation of the prefix; crossing the hyperplane
-    G[a, b] . x = h[a, b] (by 0.1 t beyond it, t = the LP margin) tends to swap a and b, and
-    combined crossings reach further continuations, so the probes certify many of them for the
-    cost of one LP.  They are deterministic and only ever certify feasibility: each probe counts
-    only for the order it realises itself, with margins checked (see _witness_orders).
+    """x moved across up to ``depth`` bisectors of pairs of remaining items at once (by 0.1 t
+    beyond each, t = the LP margin): each crossing tends to swap a pair, so the probes reach
+    further continuations of the prefix for the cost of one LP. Deterministic; they only ever
+    certify the order each realises itself, margins checked (``_witness_orders``).
     """
     pairs = list(itertools.combinations(sorted(rest), 2))
     if not pairs:
@@ -169,12 +157,9 @@ def _closure_mask(prefix: tuple[int, ...], k: int) -> np.ndarray:
 
 
 def _dual_core(pairs: list[tuple[int, int]], duals: np.ndarray) -> list[tuple[int, int]]:
-    """The pairs that carry the dual certificate of a rejected system (positive duals).
-
-    By LP duality the margin LP restricted to these pairs has the same optimum, so every
-    system whose implied pairs contain them is rejected as well (more constraints only lower
-    the margin).  Cores are confirmed by an LP of their own before their first reuse.
-    """
+    """The pairs that carry the dual certificate of a rejected system (positive duals): by LP
+    duality every system whose implied pairs contain them is rejected as well. Cores are
+    confirmed by an LP of their own before their first reuse."""
     return [pair for pair, y in zip(pairs, duals) if y > 1e-9 * max(1.0, float(duals.max()))]
 
 
@@ -193,13 +178,10 @@ def _rejected_by_core(
 def _realisable_orders(
     G: np.ndarray, h: np.ndarray, x_bounds: tuple[float | None, float | None], key: Callable[[np.ndarray], np.ndarray]
 ) -> list[tuple[int, ...]]:
-    """All strictly realisable orders, depth-first by prefix with pruning of infeasible prefixes.
-
-    A prefix pi_1..pi_j survives iff pi_1 < ... < pi_j < every remaining item is feasible;
-    a prefix of length k - 1 is a full order.  Two exact shortcuts save most LPs:
-    deterministic probe points around each LP solution certify the prefixes of the orders
-    they realise (:func:`_probe_points`), and the dual certificate of each rejected prefix
-    rejects later prefixes that imply the same pairs (:func:`_dual_core`).
+    """All strictly realisable orders, depth-first by prefix (pi_1 < ... < pi_j < every remaining
+    item) with pruning of infeasible prefixes. Two exact shortcuts save most LPs: probe points
+    around each LP solution certify the orders they realise (:func:`_probe_points`), and the dual
+    certificate of a rejected prefix rejects later prefixes implying its pairs (:func:`_dual_core`).
     """
     k = G.shape[0]
     box = x_bounds[1]

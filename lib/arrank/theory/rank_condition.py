@@ -26,8 +26,6 @@ from arrank.theory.orderings import (
     _unit_rows,
 )
 
-# ------------------------------------------ token orderings (Prop. 3.3, Arbitrary Permutations)
-
 
 def _token_system(E: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pair system of "token a has a strictly larger logit than token b": (e_b - e_a) . phi < 0."""
@@ -36,11 +34,8 @@ def _token_system(E: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def realisable_token_permutations(E: np.ndarray) -> list[tuple[int, ...]]:
-    """Orders (top first) of the logits E @ phi realised strictly by some phi in R^n (|V| <= 7).
-
-    Sorted list of tuples pi with (E phi)_pi1 > ... > (E phi)_pik.  See
-    :func:`count_token_permutations`.
-    """
+    """Orders (top first) of the logits E @ phi realised strictly by some phi in R^n (|V| <= 7):
+    the sorted tuples pi with (E phi)_pi1 > ... > (E phi)_pik (:func:`count_token_permutations`)."""
     E = _check_matrix("E", E)
     _check_exact_k("E", E.shape[0])
     G, h = _token_system(E)
@@ -55,17 +50,12 @@ def count_token_permutations(E: np.ndarray) -> int:
     """Exact number of strict orderings of the logits E @ phi over phi in R^n (E is |V| x n).
 
     Proposition 3.3 (Arbitrary Permutations over Tokens): the count is |V|! iff
-    rank([E 1]) == |V| (:func:`augmented_rank`).  The system (e_pi_i - e_pi_i+1) . phi > 0 is
-    homogeneous, so phi is boxed to [-1, 1]^n; rows are scaled to unit norm and a margin t <= 1
-    is maximised by LP (HiGHS); an order counts iff t* > LP_MARGIN_TOL (1e-7).  Depth-first
-    enumeration with prefix pruning (prefix = the top j tokens in order, above all the rest).
-    With documents as the rows of E this also counts the orderings of an inner-product dual
-    encoder <q, d>.
+    rank([E 1]) == |V| (:func:`augmented_rank`). The system (e_pi_i - e_pi_i+1) . phi > 0 is
+    homogeneous, so phi is boxed to [-1, 1]^n and each order decided by the margin LP of
+    ``orderings`` (t* > LP_MARGIN_TOL). With documents as the rows of E this also counts the
+    orderings of an inner-product dual encoder <q, d>.
     """
     return len(realisable_token_permutations(E))
-
-
-# ------------------------------------------------ rank(E') and Prop. 3.2's null vector h
 
 
 def _augment(E: np.ndarray) -> np.ndarray:
@@ -83,12 +73,9 @@ def augmented_rank(E: np.ndarray, tol: float | None = None) -> int:
 
 
 def _gram_rank_augmented(rows: np.ndarray, tol: float | None, chunk: int = 4096) -> tuple[int, float]:
-    """rank([rows 1]) for tall ``rows`` from the eigenvalues of the (n+1) x (n+1) Gram matrix.
-
-    The Gram matrix is accumulated in float64 one block of rows at a time (no full float64
-    copy).  Its eigenvalues carry absolute error ~ (n+1) * eps * lambda_max, so singular values
-    below sqrt(max(shape) * eps) * s_max cannot be told from 0: that is the default threshold.
-    """
+    """rank([rows 1]) for tall ``rows`` from the eigenvalues of the (n+1) x (n+1) Gram matrix,
+    accumulated in float64 by blocks of rows. Its eigenvalues carry absolute error ~ (n+1) * eps *
+    lambda_max, hence the default threshold sqrt(max(shape) * eps) * s_max on singular values."""
     cols = rows.shape[1] + 1
     gram = np.zeros((cols, cols))
     for start in range(0, rows.shape[0], chunk):
@@ -130,11 +117,9 @@ def docid_token_rank(
 
     Returns {"n_docid_tokens": |V_docids| (distinct ids), "n": n, "rank_e_prime": rank(E'),
     "full_rank": rank(E') == |V_docids| (the condition of Props. 3.2, 3.3, Cor. 3.1),
-    "method": "svd" | "gram", "tol": the threshold used on singular values}.  With at most
-    n + 1 ids the rank comes from the SVD of E' (numpy's default tolerance); with more ids from
-    the eigenvalues of the (n+1) x (n+1) Gram matrix (see ``_gram_rank_augmented``), which
-    handles a 32768 x 4096 float32 matrix without a float64 copy or a large SVD.  bf16
-    tensors must be converted by the caller (e.g. ``tensor.float().numpy()``).
+    "method": "svd" (at most n + 1 ids) | "gram" (more: ``_gram_rank_augmented``, no float64
+    copy), "tol": the threshold used on singular values}. bf16 tensors must be converted by the
+    caller (e.g. ``tensor.float().numpy()``).
     """
     ids = _check_token_ids(token_ids, np.shape(embedding_matrix))
     rows = _check_matrix("embedding_matrix", np.asarray(embedding_matrix)[ids], convert=False)
@@ -167,12 +152,9 @@ def _check_token_ids(token_ids: Sequence[int], shape: tuple[int, ...]) -> np.nda
 
 
 def null_vector_h(E: np.ndarray) -> np.ndarray:
-    """A unit h != 0 with h^T E' = 0, E' = [E 1] (Appendix A, proof of Prop. 3.2, "=>").
-
-    Exists iff rank(E') < |V|; taken as the last left singular vector of E' (sign fixed so the
-    entry of largest magnitude is positive).  Since 1 lies in the span of E', sum(h) = 0, so h
-    has both positive and negative entries.  Raises ValueError when rank(E') == |V|.
-    """
+    """A unit h != 0 with h^T E' = 0, E' = [E 1] (Appendix A, proof of Prop. 3.2, "=>"): the last
+    left singular vector of E', its largest entry positive; sum(h) = 0, so h has entries of both
+    signs. Exists iff rank(E') < |V|, else a ValueError."""
     E = _check_matrix("E", E)
     e_prime = _augment(E)
     rank = int(np.linalg.matrix_rank(e_prime))
@@ -187,11 +169,9 @@ def null_vector_h(E: np.ndarray) -> np.ndarray:
 
 
 def unrealisable_permutation(E: np.ndarray) -> tuple[int, ...]:
-    """An order of the tokens that no phi realises when rank(E') < |V| (Appendix A, Prop. 3.3).
-
-    With h = :func:`null_vector_h` (E), N = {i: h_i < 0}, P = {i: h_i > 0}: the order lists N,
-    then the indices with h_i == 0 (|h_i| <= 1e-12 * max |h|), then P, each by index.  The
-    proof shows z_i > z_j for all i in N, j in P contradicts h^T E' phi' = 0.
+    """An order of the tokens that no phi realises when rank(E') < |V| (Appendix A, Prop. 3.3):
+    with h = :func:`null_vector_h` (E), the indices with h_i < 0, then h_i == 0 (|h_i| <= 1e-12
+    max |h|), then h_i > 0, each by index (z_i > z_j for all i in N, j in P contradicts h^T E' phi' = 0).
     """
     h = null_vector_h(E)
     zero = np.abs(h) <= 1e-12 * np.max(np.abs(h))
@@ -204,19 +184,14 @@ def unrealisable_permutation(E: np.ndarray) -> tuple[int, ...]:
 def affine_counterexample(n: int = 4) -> np.ndarray:
     """A 4 x n matrix (n >= 4 = |V|) with rank(E') = 3 < |V| although n >= |V|.
 
-    Rows: e_1, e_2, (e_1 + e_2) / 2, e_3 (standard basis of R^n).  Row 2 is an affine
-    combination of rows 0 and 1, so its logit is always the mean of theirs and it can never be
-    ranked strictly above both or below both: the rank condition of Props. 3.2/3.3 is about
-    affine, not linear, independence of the docID embeddings.
+    Rows: e_1, e_2, (e_1 + e_2) / 2, e_3. Row 2's logit is always the mean of rows 0 and 1, so
+    it is never above or below both: Props. 3.2/3.3 are about affine independence.
     """
     n = _check_int("n", n, 4)
     E = np.zeros((4, n))
     E[0, 0] = E[1, 1] = E[3, 2] = 1.0
     E[2, :2] = 0.5
     return E
-
-
-# ------------------------------------------- fitting distributions (Prop. 3.2 and Cor. 3.1)
 
 
 def _cross_entropy(phi: np.ndarray, E: np.ndarray, p: np.ndarray) -> tuple[float, np.ndarray]:
@@ -227,15 +202,11 @@ def _cross_entropy(phi: np.ndarray, E: np.ndarray, p: np.ndarray) -> tuple[float
 
 
 def solve_phi_for_distribution(E: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, float]:
-    """phi in R^n with softmax(E phi) close to p; returns (phi, max_i |softmax(E phi)_i - p_i|).
-
-    * rank(E') == |V| (Prop. 3.2, "<="): solve E' phi' = log p exactly by least squares and
-      drop the last coordinate (softmax is shift invariant); the error is round-off.
-    * rank(E') < |V| (Prop. 3.2, "=>", the softmax bottleneck): p may be unreachable; minimise
-      the convex cross-entropy -sum p log softmax(E phi) (i.e. KL(p || model)) with L-BFGS-B
-      and the analytic gradient, started from the least-squares solution; the error returned
-      is that of the KL-closest model distribution.
-    p must be strictly positive and sum to 1.
+    """phi in R^n with softmax(E phi) close to p (strictly positive, summing to 1); returns (phi,
+    max_i |softmax(E phi)_i - p_i|). rank(E') == |V| (Prop. 3.2, "<="): E' phi' = log p solved by
+    least squares, the last coordinate dropped (softmax is shift invariant). rank(E') < |V|
+    (Prop. 3.2, "=>", the softmax bottleneck): p may be unreachable; the cross-entropy
+    -sum p log softmax(E phi) is minimised by L-BFGS-B from the least-squares solution.
     """
     E = _check_matrix("E", E)
     p = _check_distribution(p, (E.shape[0],))
@@ -260,11 +231,9 @@ def sequence_distribution_fit(E: np.ndarray, target: np.ndarray, L: int) -> dict
     """Corollary 3.1 (Arbitrary Distributions over Sequences) with an idealised ARR.
 
     ``target`` is a strictly positive distribution over all |V|^L sequences (shape (|V|,)*L).
-    For every prefix c of length 0..L-1 the ARR's hidden vector phi(c) is solved with
-    :func:`solve_phi_for_distribution` for the conditional next-token distribution
-    target(c, .) / target(c); the model's sequence distribution is the product of its
-    conditionals (chain rule).  Returns {"model": array like target, "max_abs_error": max over
-    sequences of |model - target|, "n_prefixes": number of prefixes solved (= sum_j |V|^j),
+    For every prefix c of length 0..L-1, phi(c) is solved (:func:`solve_phi_for_distribution`)
+    for the conditional target(c, .) / target(c); the model is the product of its conditionals.
+    Returns {"model": array like target, "max_abs_error", "n_prefixes" (= sum_j |V|^j),
     "max_conditional_error": worst per-prefix error}.
     """
     E = _check_matrix("E", E)

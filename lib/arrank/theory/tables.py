@@ -18,12 +18,8 @@ from arrank import theory
 
 def closed_form_table(k_max: int) -> pd.DataFrame:
     """skala_count(n, k) for 2 <= k <= k_max, 1 <= n <= k-1, beside k! (Proposition 3.1)."""
-    rows = [
-        {"k": k, "n": n, "skala_count": theory.skala_count(n, k), "k_factorial": math.factorial(k)}
-        for k in range(2, k_max + 1)
-        for n in range(1, k)
-    ]
-    return pd.DataFrame(rows)
+    rows = [(k, n, theory.skala_count(n, k), math.factorial(k)) for k in range(2, k_max + 1) for n in range(1, k)]
+    return pd.DataFrame(rows, columns=["k", "n", "skala_count", "k_factorial"])
 
 
 def exact_distance_counts(k_max: int, site_sets: int, seed: int) -> pd.DataFrame:
@@ -36,17 +32,8 @@ def exact_distance_counts(k_max: int, site_sets: int, seed: int) -> pd.DataFrame
         sites = rng.standard_normal((k, n))
         start = time.perf_counter()
         exact = theory.count_distance_permutations(sites)
-        rows.append(
-            {
-                "k": k,
-                "n": n,
-                "site_set": s,
-                "exact": exact,
-                "closed_form": theory.skala_count(n, k),
-                "seconds": round(time.perf_counter() - start, 3),
-            }
-        )
-    return pd.DataFrame(rows)
+        rows.append((k, n, s, exact, theory.skala_count(n, k), round(time.perf_counter() - start, 3)))
+    return pd.DataFrame(rows, columns=["k", "n", "site_set", "exact", "closed_form", "seconds"])
 
 
 def monte_carlo_curve(k: int, n: int, max_queries: int, seed: int, points: int = 12) -> pd.DataFrame:
@@ -56,30 +43,18 @@ def monte_carlo_curve(k: int, n: int, max_queries: int, seed: int, points: int =
     exact = theory.count_distance_permutations(sites)
     sizes = np.unique(np.geomspace(10, max_queries, points).astype(int))
     rows = [
-        {
-            "queries": int(q),
-            "monte_carlo": theory.monte_carlo_distance_permutations(sites, int(q), seed),
-            "exact": exact,
-            "closed_form": theory.skala_count(n, k),
-        }
+        (int(q), theory.monte_carlo_distance_permutations(sites, int(q), seed), exact, theory.skala_count(n, k))
         for q in tqdm(sizes, desc=f"Monte-Carlo k={k}, n={n}")
     ]
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["queries", "monte_carlo", "exact", "closed_form"])
 
 
 def dimension_bound_table(k_max: int, points: int = 60) -> pd.DataFrame:
     """For k on a log grid up to k_max: the paper's bound ln(k!)/(2 ln k) under which no n-dim DE
     solves the complete ranking task, and the exact smallest n at which skala_count(n, k) = k!."""
     ks = np.unique(np.geomspace(2, k_max, points).astype(int))
-    rows = [
-        {
-            "k": int(k),
-            "paper_bound": theory.paper_dimension_bound(int(k)),
-            "exact_min_dimension": theory.exact_min_dimension(int(k)),
-        }
-        for k in ks
-    ]
-    return pd.DataFrame(rows)
+    rows = [(int(k), theory.paper_dimension_bound(int(k)), theory.exact_min_dimension(int(k))) for k in ks]
+    return pd.DataFrame(rows, columns=["k", "paper_bound", "exact_min_dimension"])
 
 
 def inner_product_counts(k_max: int, site_sets: int, seed: int) -> pd.DataFrame:
@@ -89,19 +64,14 @@ def inner_product_counts(k_max: int, site_sets: int, seed: int) -> pd.DataFrame:
     grid = [(k, n, s) for k in range(2, k_max + 1) for n in range(1, k + 1) for s in range(site_sets)]
     rows = []
     for k, n, s in tqdm(grid, desc="exact inner-product orderings"):
-        docs = rng.standard_normal((k, n))
+        count = theory.count_token_permutations(rng.standard_normal((k, n)))
         rows.append(
-            {
-                "k": k,
-                "n": n,
-                "site_set": s,
-                "inner_product": theory.count_token_permutations(docs),
-                "observed_formula": theory.observed_inner_product_count(n, k),
-                "euclidean_closed_form": theory.skala_count(n, k),
-                "k_factorial": math.factorial(k),
-            }
+            (k, n, s, count, theory.observed_inner_product_count(n, k), theory.skala_count(n, k), math.factorial(k))
         )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(
+        rows,
+        columns=["k", "n", "site_set", "inner_product", "observed_formula", "euclidean_closed_form", "k_factorial"],
+    )
 
 
 def token_permutation_table(v_max: int, seed: int) -> pd.DataFrame:
@@ -112,20 +82,11 @@ def token_permutation_table(v_max: int, seed: int) -> pd.DataFrame:
     rows = []
     for v, n in tqdm(grid, desc="token orderings"):
         E = rng.standard_normal((v, n))
-        count = theory.count_token_permutations(E)
-        rank = theory.augmented_rank(E)
-        rows.append(
-            {
-                "V": v,
-                "n": n,
-                "rank_E_prime": rank,
-                "orderings": count,
-                "V_factorial": math.factorial(v),
-                "all_orderings": count == math.factorial(v),
-                "full_rank": rank == v,
-            }
-        )
-    return pd.DataFrame(rows)
+        count, rank = theory.count_token_permutations(E), theory.augmented_rank(E)
+        rows.append((v, n, rank, count, math.factorial(v), count == math.factorial(v), rank == v))
+    return pd.DataFrame(
+        rows, columns=["V", "n", "rank_E_prime", "orderings", "V_factorial", "all_orderings", "full_rank"]
+    )
 
 
 def distribution_fit_table(v_max: int, n_targets: int, seed: int) -> pd.DataFrame:
@@ -139,20 +100,12 @@ def distribution_fit_table(v_max: int, n_targets: int, seed: int) -> pd.DataFram
         v = E.shape[0]
         errors = [theory.solve_phi_for_distribution(E, rng.dirichlet(np.ones(v)))[1] for _ in range(n_targets)]
         rank = theory.augmented_rank(E)
-        rows.append(
-            {
-                "case": label,
-                "V": v,
-                "n": E.shape[1],
-                "rank_E_prime": rank,
-                "full_rank": rank == v,
-                "targets": n_targets,
-                "max_error": float(np.max(errors)),
-                "median_error": float(np.median(errors)),
-                "min_error": float(np.min(errors)),
-            }
-        )
-    return pd.DataFrame(rows)
+        spread = float(np.max(errors)), float(np.median(errors)), float(np.min(errors))
+        rows.append((label, v, E.shape[1], rank, rank == v, n_targets, *spread))
+    return pd.DataFrame(
+        rows,
+        columns=["case", "V", "n", "rank_E_prime", "full_rank", "targets", "max_error", "median_error", "min_error"],
+    )
 
 
 def docid_rank_table(E: np.ndarray, tokenizer, docid_sets: dict[str, list[str]]) -> pd.DataFrame:
@@ -161,17 +114,8 @@ def docid_rank_table(E: np.ndarray, tokenizer, docid_sets: dict[str, list[str]])
     rows = []
     for label, docids in docid_sets.items():
         info = theory.docid_token_rank(E, theory.docid_token_ids(tokenizer, docids))
-        rows.append(
-            {
-                "docids": label,
-                "count": len(docids),
-                "V_docids": info["n_docid_tokens"],
-                "n": info["n"],
-                "rank_E_prime": info["rank_e_prime"],
-                "full_rank": info["full_rank"],
-            }
-        )
-    return pd.DataFrame(rows)
+        rows.append((label, len(docids), info["n_docid_tokens"], info["n"], info["rank_e_prime"], info["full_rank"]))
+    return pd.DataFrame(rows, columns=["docids", "count", "V_docids", "n", "rank_E_prime", "full_rank"])
 
 
 def docid_rank_metrics(frame: pd.DataFrame) -> dict[str, int]:
@@ -190,9 +134,6 @@ def docid_rank_metrics(frame: pd.DataFrame) -> dict[str, int]:
             }
         )
     return out
-
-
-# --------------------------------------------------------------------------- what to look for
 
 
 def capacity_findings(m: dict, k_top: int) -> list[dict]:
