@@ -6,14 +6,25 @@ import pytest
 from arrank.data import docids
 
 # The docIDs of the paper's Appendix D.2 prompt, in its order ("25,36,39" appears twice).
-PAPER_DOCIDS = ["25,36,39", "25,69,59", "25,36,26", "25,59,45", "25,59,2", "25,39,59", "26,2,77",
-                "25,2,46", "25,36,97", "36,25,31", "25,26,46", "25,36,45", "25,36,39"]
+PAPER_DOCIDS = [
+    "25,36,39",
+    "25,69,59",
+    "25,36,26",
+    "25,59,45",
+    "25,59,2",
+    "25,39,59",
+    "26,2,77",
+    "25,2,46",
+    "25,36,97",
+    "36,25,31",
+    "25,26,46",
+    "25,36,45",
+    "25,36,39",
+]
 
 
 def test_atoms_sorted_by_abs_coefficient_ties_by_index():
-    codes = np.array([[0.0, -0.5, 0.0, 2.0, 0.1],
-                      [0.3, 0.0, -0.3, 0.0, 0.0],
-                      [0.0, 0.0, 0.0, 0.0, 0.0]])
+    codes = np.array([[0.0, -0.5, 0.0, 2.0, 0.1], [0.3, 0.0, -0.3, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0]])
     assert docids.docid_atoms(codes) == [[3, 1, 4], [0, 2], []]
     assert [docids.format_docid(a) for a in docids.docid_atoms(codes)] == ["3,1,4", "0,2", ""]
 

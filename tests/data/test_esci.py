@@ -7,20 +7,22 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from arrank.data import embedders
 from arrank.common import paths
-from arrank.data import esci
+from arrank.data import embedders, esci
 
-PAPER_SPANISH = ('AUKEY USB C Cargador con GAN, Cargador de Pared USB con 60W Power Delivery 3.0, Compatible '
-                 'con MacBook Pro 13", iPhone 11 Pro, DELL XPS 13, HP Spectre, Lenevo Thinkpad, Nintendo Switch')
-D2_START = ("You are a helpful assistant that can answer questions about the ESCI shopping queries dataset. "
-            "You are given a query and a list of product titles for that query. Each product title is "
-            "preceded by its docID in square brackets")
+PAPER_SPANISH = (
+    "AUKEY USB C Cargador con GAN, Cargador de Pared USB con 60W Power Delivery 3.0, Compatible "
+    'con MacBook Pro 13", iPhone 11 Pro, DELL XPS 13, HP Spectre, Lenevo Thinkpad, Nintendo Switch'
+)
+D2_START = (
+    "You are a helpful assistant that can answer questions about the ESCI shopping queries dataset. "
+    "You are given a query and a list of product titles for that query. Each product title is "
+    "preceded by its docID in square brackets"
+)
 
 
 def fixture_module():
-    spec = importlib.util.spec_from_file_location("make_esci_fixture",
-                                                  paths.DATA / "fixtures" / "make_esci_fixture.py")
+    spec = importlib.util.spec_from_file_location("make_esci_fixture", paths.DATA / "fixtures" / "make_esci_fixture.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -34,6 +36,7 @@ def built(tmp_path_factory):
 
 
 # --- rank selection -----------------------------------------------------------------------------
+
 
 def test_rank_positions_are_one_based_and_capped():
     assert esci.rank_positions(100, 10_000).tolist() == [1] + list(range(100, 10_001, 100))
@@ -58,8 +61,7 @@ def exact_scores(n_titles, xs, seed=0):
 def test_ranked_titles_pick_exactly_the_positions(blocks):
     n = 1234
     Q, T = exact_scores(n, [n, -n, 3 * n])
-    idx, scores, pos = esci.ranked_titles(Q, T, step=100, depth=10_000, query_block=blocks[0],
-                                          title_block=blocks[1])
+    idx, scores, pos = esci.ranked_titles(Q, T, step=100, depth=10_000, query_block=blocks[0], title_block=blocks[1])
     assert pos.tolist() == [1] + list(range(100, 1201, 100))  # depth 10000 capped at 1234 titles
     by_a = np.argsort(T[:, 0])  # title index with a = 0, 1, ..., n-1
     assert idx[0].tolist() == [by_a[n - p] for p in pos]  # largest a first
@@ -76,9 +78,8 @@ def test_blocked_topk_equals_full_argsort(device, blocks):
     Q, T = exact_scores(n, xs, seed=4)
     full = np.argsort(-(Q @ T.T), axis=1, kind="stable")
     for k in (1, 17, n, n + 50):
-        idx, scores = esci.topk_inner_products(Q, T, k, query_block=blocks[0], title_block=blocks[1],
-                                               device=device)
-        assert np.array_equal(idx, full[:, :min(k, n)])
+        idx, scores = esci.topk_inner_products(Q, T, k, query_block=blocks[0], title_block=blocks[1], device=device)
+        assert np.array_equal(idx, full[:, : min(k, n)])
     # random floats: same sorted scores as a full sort
     rng = np.random.default_rng(5)
     Qf, Tf = rng.normal(size=(6, 8)).astype(np.float32), rng.normal(size=(500, 8)).astype(np.float32)
@@ -88,15 +89,27 @@ def test_blocked_topk_equals_full_argsort(device, blocks):
 
 # --- English filter ---------------------------------------------------------------------------
 
+
 def test_english_filter_on_examples():
     fixture = fixture_module()
     assert not esci.is_english(PAPER_SPANISH)
     assert all(esci.is_english(t) for t in fixture.PAPER_TITLES)  # the 12 English titles of App. D.2
-    for text in ["Anker Cable USB C de Carga Rápida, Paquete de 2, Color Negro",
-                 "Anker 充電器 USB-C 急速充電 コンパクト", "zapatos de mujer", "Kabel mit Stecker für Auto und Haus"]:
+    for text in [
+        "Anker Cable USB C de Carga Rápida, Paquete de 2, Color Negro",
+        "Anker 充電器 USB-C 急速充電 コンパクト",
+        "zapatos de mujer",
+        "Kabel mit Stecker für Auto und Haus",
+    ]:
         assert not esci.is_english(text), text
-    for text in ["La Roche-Posay Toleriane Double Repair Face Moisturizer with Ceramide",
-                 "Pokémon Café Mix Plush", "de walt drill", "100Ω resistor kit", "", "12345", "aukey usb c"]:
+    for text in [
+        "La Roche-Posay Toleriane Double Repair Face Moisturizer with Ceramide",
+        "Pokémon Café Mix Plush",
+        "de walt drill",
+        "100Ω resistor kit",
+        "",
+        "12345",
+        "aukey usb c",
+    ]:
         assert esci.is_english(text), text
 
 
@@ -115,6 +128,7 @@ def test_english_queries_and_title_pool_on_the_fixture():
 
 
 # --- the built dataset ------------------------------------------------------------------------
+
 
 def test_dataset_tables_and_prompts(built):
     tables, _ = built
@@ -180,8 +194,9 @@ def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
     original = pd.DataFrame.to_parquet
     monkeypatch.setattr(pd.DataFrame, "to_parquet", broken)
     with pytest.raises(OSError, match="disk full"):
-        esci.build_esci_dataset(esci.FIXTURE_DIR, step=50, depth=100, embedder="tfidf:16",
-                                n_components=10, cache_dir=tmp_path / "c")
+        esci.build_esci_dataset(
+            esci.FIXTURE_DIR, step=50, depth=100, embedder="tfidf:16", n_components=10, cache_dir=tmp_path / "c"
+        )
     assert list((tmp_path / "c").iterdir()) == []
 
 
@@ -198,19 +213,36 @@ def test_collision_modes_and_short_template(tmp_path):
 
 # --- queries with no English titles; precomputed embeddings --------------------------------
 
+
 def tiny_esci(folder, n_english=12):
     """A hand-made dataset in the real schema: English titles e0..e11 in locale us, the paper's
     Spanish title in us, one Spanish title in es; two English queries."""
     titles = [(f"B00000000{i:02d}", f"Widget number {i} for the kitchen", "us") for i in range(n_english)]
     titles += [("B0SPANISH1", PAPER_SPANISH, "us"), ("B0SPANISH2", "Cargador de pared para el coche", "es")]
-    products = pd.DataFrame({"product_id": [t[0] for t in titles], "product_title": [t[1] for t in titles],
-                             "product_description": None, "product_bullet_point": None,
-                             "product_brand": "Fixture", "product_color": None,
-                             "product_locale": [t[2] for t in titles]})
-    examples = pd.DataFrame({"example_id": [1, 2], "query": ["kitchen widget", "wall charger"],
-                             "query_id": [10, 20], "product_id": ["B0000000000", "B0SPANISH1"],
-                             "product_locale": "us", "esci_label": "E", "small_version": 1,
-                             "large_version": 1, "split": "train"})
+    products = pd.DataFrame(
+        {
+            "product_id": [t[0] for t in titles],
+            "product_title": [t[1] for t in titles],
+            "product_description": None,
+            "product_bullet_point": None,
+            "product_brand": "Fixture",
+            "product_color": None,
+            "product_locale": [t[2] for t in titles],
+        }
+    )
+    examples = pd.DataFrame(
+        {
+            "example_id": [1, 2],
+            "query": ["kitchen widget", "wall charger"],
+            "query_id": [10, 20],
+            "product_id": ["B0000000000", "B0SPANISH1"],
+            "product_locale": "us",
+            "esci_label": "E",
+            "small_version": 1,
+            "large_version": 1,
+            "split": "train",
+        }
+    )
     folder.mkdir(parents=True, exist_ok=True)
     examples.to_parquet(folder / esci.EXAMPLES_FILE)
     products.to_parquet(folder / esci.PRODUCTS_FILE)
@@ -239,12 +271,18 @@ def test_queries_without_english_titles_are_dropped(tmp_path, fmt):
 
 # --- bad input --------------------------------------------------------------------------------
 
+
 def test_missing_files(tmp_path):
     with pytest.raises(FileNotFoundError) as err:
         esci.build_esci_dataset(tmp_path / "nowhere", cache_dir=tmp_path / "c")
     msg = str(err.value)
-    for part in (esci.EXAMPLES_FILE, esci.PRODUCTS_FILE, "github.com/amazon-science/esci-data", "git lfs",
-                 str(tmp_path / "nowhere")):
+    for part in (
+        esci.EXAMPLES_FILE,
+        esci.PRODUCTS_FILE,
+        "github.com/amazon-science/esci-data",
+        "git lfs",
+        str(tmp_path / "nowhere"),
+    ):
         assert part in msg
     assert not (tmp_path / "c").exists()
 
@@ -253,7 +291,8 @@ def test_missing_columns(tmp_path):
     folder = tmp_path / "esci"
     tiny_esci(folder)
     pd.read_parquet(folder / esci.EXAMPLES_FILE).drop(columns=["esci_label", "split"]).to_parquet(
-        folder / esci.EXAMPLES_FILE)
+        folder / esci.EXAMPLES_FILE
+    )
     with pytest.raises(ValueError, match=r"lacks the column\(s\) \['esci_label', 'split'\]"):
         esci.build_esci_dataset(folder, cache_dir=tmp_path / "c")
     assert not (tmp_path / "c").exists()
@@ -265,20 +304,28 @@ def test_git_lfs_pointer_instead_of_parquet_says_so(tmp_path):
     folder = tmp_path / "esci"
     tiny_esci(folder)
     real = (folder / esci.PRODUCTS_FILE).read_bytes()
-    pointer = ("version https://git-lfs.github.com/spec/v1\n"
-               "oid sha256:" + __import__("hashlib").sha256(real).hexdigest() + f"\nsize {len(real)}\n")
+    pointer = (
+        "version https://git-lfs.github.com/spec/v1\n"
+        "oid sha256:" + __import__("hashlib").sha256(real).hexdigest() + f"\nsize {len(real)}\n"
+    )
     (folder / esci.PRODUCTS_FILE).write_text(pointer)  # what git checks out without git lfs
-    with pytest.raises(ValueError, match=r"products.parquet is a git-lfs pointer \(\d+ bytes\), not the parquet "
-                                         r"file: run `git lfs install && git lfs pull`"):
+    with pytest.raises(
+        ValueError,
+        match=r"products.parquet is a git-lfs pointer \(\d+ bytes\), not the parquet "
+        r"file: run `git lfs install && git lfs pull`",
+    ):
         esci.build_esci_dataset(folder, cache_dir=tmp_path / "c")
     (folder / esci.PRODUCTS_FILE).write_bytes(real[: len(real) // 2])  # a truncated download
     with pytest.raises(ValueError, match=r"products.parquet is not a readable parquet file \(\w+") as err:
         esci.load_esci(folder)
-    assert str(err.value).endswith(f"it is source data, not rebuilt here: fetch it again with `git lfs pull` in your "
-                                   f"clone of {esci.REPOSITORY} (folder shopping_queries_dataset/), then copy "
-                                   f"{esci.PRODUCTS_FILE} into {folder.resolve()}")
+    assert str(err.value).endswith(
+        f"it is source data, not rebuilt here: fetch it again with `git lfs pull` in your "
+        f"clone of {esci.REPOSITORY} (folder shopping_queries_dataset/), then copy "
+        f"{esci.PRODUCTS_FILE} into {folder.resolve()}"
+    )
     assert esci.restore_command(esci.FIXTURE_DIR / esci.PRODUCTS_FILE) == (
-        "restore the committed fixture with `git checkout -- data/fixtures/esci_fixture/" + esci.PRODUCTS_FILE + "`")
+        "restore the committed fixture with `git checkout -- data/fixtures/esci_fixture/" + esci.PRODUCTS_FILE + "`"
+    )
     assert not (tmp_path / "c").exists()
 
 
@@ -310,6 +357,7 @@ def test_sentence_transformers_missing_is_clear():
 
 # --- the fixture itself -------------------------------------------------------------------------
 
+
 def test_fixture_is_small_deterministic_and_in_the_real_schema(tmp_path):
     files = esci.esci_files(esci.FIXTURE_DIR)
     assert sum(p.stat().st_size for p in files.values()) < 200_000
@@ -321,8 +369,17 @@ def test_fixture_is_small_deterministic_and_in_the_real_schema(tmp_path):
 
 
 def test_the_esci_notebook_says_what_matches_appendix_d2():
-    m = {"mean_titles_per_query": 7.0, "mean_docid_tokens": 4.0, "mean_title_tokens": 30.0,
-         "docid_colliding_fraction": 0.1, "n_queries": 30, "n_titles": 200}
+    m = {
+        "mean_titles_per_query": 7.0,
+        "mean_docid_tokens": 4.0,
+        "mean_title_tokens": 30.0,
+        "docid_colliding_fraction": 0.1,
+        "n_queries": 30,
+        "n_titles": 200,
+    }
     rows = esci.dataset_findings(m, {"step": 5, "depth": 30, "data_dir": "fixture"})
     assert [r.holds for r in rows] == [True, True, None] and "at most 7" in rows[0].numbers
-    assert esci.dataset_findings({**m, "mean_docid_tokens": 12.0}, {"step": 5, "depth": 30, "data_dir": "x"})[1].holds is False
+    assert (
+        esci.dataset_findings({**m, "mean_docid_tokens": 12.0}, {"step": 5, "depth": 30, "data_dir": "x"})[1].holds
+        is False
+    )

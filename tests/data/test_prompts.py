@@ -5,9 +5,22 @@ import pytest
 
 from arrank.data import prompts
 
-DEER_HYPERNYMS = ["object.n.01", "whole.n.02", "chordate.n.01", "physical_entity.n.01", "mammal.n.01",
-                  "ruminant.n.01", "vertebrate.n.01", "placental.n.01", "ungulate.n.01",
-                  "even-toed_ungulate.n.01", "animal.n.01", "entity.n.01", "living_thing.n.01", "organism.n.01"]
+DEER_HYPERNYMS = [
+    "object.n.01",
+    "whole.n.02",
+    "chordate.n.01",
+    "physical_entity.n.01",
+    "mammal.n.01",
+    "ruminant.n.01",
+    "vertebrate.n.01",
+    "placental.n.01",
+    "ungulate.n.01",
+    "even-toed_ungulate.n.01",
+    "animal.n.01",
+    "entity.n.01",
+    "living_thing.n.01",
+    "organism.n.01",
+]
 
 
 def test_wordnet_prompt_is_appendix_d1():
@@ -20,7 +33,8 @@ def test_wordnet_prompt_is_appendix_d1():
         "hypernyms.\n\nSynset:\ndeer.n.01\n\nHypernyms:\nobject.n.01 || whole.n.02 || chordate.n.01 || "
         "physical_entity.n.01 || mammal.n.01 || ruminant.n.01 || vertebrate.n.01 || placental.n.01 || "
         "ungulate.n.01 || even-toed_ungulate.n.01 || animal.n.01 || entity.n.01 || living_thing.n.01 || "
-        "organism.n.01\n\nMost specific hypernym:")
+        "organism.n.01\n\nMost specific hypernym:"
+    )
 
 
 def test_shuffle_is_seeded_per_query_and_keeps_every_docid():
@@ -35,8 +49,10 @@ def test_shuffle_is_seeded_per_query_and_keeps_every_docid():
 def test_esci_prompt_brackets_docids():
     items = [("25,36,39", "Syntech USB C to USB Adapter"), ("36,25,31", "USB C Cable, 2Pack 3ft 5ft")]
     text = prompts.esci_prompt("aukey usb c", items, prompts.query_rng(0, "aukey usb c"))
-    assert text.startswith("You are a helpful assistant that can answer questions about the ESCI shopping "
-                           "queries dataset. You are given a query and a list of product titles")
+    assert text.startswith(
+        "You are a helpful assistant that can answer questions about the ESCI shopping "
+        "queries dataset. You are given a query and a list of product titles"
+    )
     assert "Query:\naukey usb c\n\nProduct titles:\n" in text and text.endswith("\n\nMost relevant product title:")
     listed = text.split("Product titles:\n")[1].split("\n\n")[0].split(" || ")
     assert sorted(listed) == ["[25,36,39] Syntech USB C to USB Adapter", "[36,25,31] USB C Cable, 2Pack 3ft 5ft"]

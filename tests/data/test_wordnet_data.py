@@ -13,18 +13,33 @@ from arrank.data import cache as dataset_cache
 from arrank.data import wordnet as W
 
 # section 5.1's deer example, with WordNet's suffixes
-DEER = ["ruminant.n.01", "even-toed_ungulate.n.01", "ungulate.n.01", "placental.n.01", "mammal.n.01",
-        "vertebrate.n.01", "chordate.n.01", "animal.n.01", "organism.n.01", "living_thing.n.01",
-        "whole.n.02", "object.n.01", "physical_entity.n.01"]
+DEER = [
+    "ruminant.n.01",
+    "even-toed_ungulate.n.01",
+    "ungulate.n.01",
+    "placental.n.01",
+    "mammal.n.01",
+    "vertebrate.n.01",
+    "chordate.n.01",
+    "animal.n.01",
+    "organism.n.01",
+    "living_thing.n.01",
+    "whole.n.02",
+    "object.n.01",
+    "physical_entity.n.01",
+]
 # Appendix D.1, first paragraph, word for word
 D1_OPENING = (
     "You are a helpful assistant that can answer questions about WordNet. You are given a noun synset "
     "from WordNet and a set of hypernyms for that synset. The hypernyms are separated by the delimiter "
     "'||'. Your task is to output the most specific hypernym for the synset out of the given set of "
-    "hypernyms.")
+    "hypernyms."
+)
 SMALL = dict(subtree="canine.n.02", n_eval=20, cache=False)
-HASHSEED_BUILD = ("from arrank.data.wordnet import build_wordnet_dataset as b, dataset_fingerprint as f; "
-                  "print(f(b(subtree='animal.n.01', n_eval=400, cache=False)))")
+HASHSEED_BUILD = (
+    "from arrank.data.wordnet import build_wordnet_dataset as b, dataset_fingerprint as f; "
+    "print(f(b(subtree='animal.n.01', n_eval=400, cache=False)))"
+)
 
 
 def prompt_docids(prompt: str) -> list[str]:
@@ -35,8 +50,15 @@ def prompt_docids(prompt: str) -> list[str]:
 def hashseed_runs():
     """Two processes with different PYTHONHASHSEED building the animal subtree, started first so
     that they run while the other tests do (each reads WordNet again: ~8 s)."""
-    runs = [subprocess.Popen([sys.executable, "-c", HASHSEED_BUILD], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYTHONHASHSEED": seed}) for seed in ("1", "2")]
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", HASHSEED_BUILD],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        for seed in ("1", "2")
+    ]
     yield runs
     for run in runs:
         if run.poll() is None:
@@ -64,10 +86,16 @@ def test_deer_ranked_hypernyms_match_the_paper():
 
 
 def test_path_rules_on_a_synset_with_two_paths():
-    top = ["animal.n.01", "organism.n.01", "living_thing.n.01", "whole.n.02", "object.n.01",
-           "physical_entity.n.01", "entity.n.01"]
-    canine = ["canine.n.02", "carnivore.n.01", "placental.n.01", "mammal.n.01", "vertebrate.n.01",
-              "chordate.n.01"]
+    top = [
+        "animal.n.01",
+        "organism.n.01",
+        "living_thing.n.01",
+        "whole.n.02",
+        "object.n.01",
+        "physical_entity.n.01",
+        "entity.n.01",
+    ]
+    canine = ["canine.n.02", "carnivore.n.01", "placental.n.01", "mammal.n.01", "vertebrate.n.01", "chordate.n.01"]
     assert W.ranked_hypernyms("dog.n.01", "longest") == canine + top
     assert W.ranked_hypernyms("dog.n.01", "shortest") == ["domestic_animal.n.01"] + top
     assert W.ranked_hypernyms("dog.n.01", "union") == canine[:1] + ["domestic_animal.n.01"] + canine[1:] + top
@@ -77,8 +105,15 @@ def test_path_rules_on_a_synset_with_two_paths():
 
 def test_rules_agree_with_nltk_paths_whatever_their_order():
     wn = W.load_wordnet()
-    for name in ["person.n.01", "dog.n.01", "musical_performance.n.01", "amphibious_landing.n.01",
-                 "water.n.06", "paris.n.01", "kitten.n.01"]:
+    for name in [
+        "person.n.01",
+        "dog.n.01",
+        "musical_performance.n.01",
+        "amphibious_landing.n.01",
+        "water.n.06",
+        "paris.n.01",
+        "kitten.n.01",
+    ]:
         paths = [tuple(s.name() for s in reversed(p)) for p in wn.synset(name).hypernym_paths()]
         assert W.ranked_hypernyms(name, "longest") == list(min(paths, key=lambda t: (-len(t), t))[1:])
         assert W.ranked_hypernyms(name, "shortest") == list(min(paths, key=lambda t: (len(t), t))[1:])
@@ -115,8 +150,7 @@ def test_negatives_are_never_relevant_nor_the_query(full, animal):
     for df in (full, animal):
         for q, rel, neg in zip(df["query"], df["relevant"], df["negative"]):
             assert neg != q and neg not in rel
-    ancestors = {q: {a.name() for p in wn.synset(q).hypernym_paths() for a in p}
-                 for q in full["query"].iloc[::500]}
+    ancestors = {q: {a.name() for p in wn.synset(q).hypernym_paths() for a in p} for q in full["query"].iloc[::500]}
     assert all(n not in ancestors[q] for q, n in zip(full["query"], full["negative"]) if q in ancestors)
     inside = set(W.noun_hierarchy("animal.n.01").nodes)
     assert set(animal["negative"]) <= inside  # negatives from the subtree by default
@@ -140,8 +174,7 @@ def test_subtree_queries_and_root_handling(animal):
     inside = set(W.noun_hierarchy("animal.n.01").nodes)
     assert "animal.n.01" not in set(animal["query"]) and set(animal["query"]) <= inside
     assert all(set(r) <= inside - {"animal.n.01"} for r in animal["relevant"])
-    with_root = W.build_wordnet_dataset(subtree="animal.n.01", n_eval=400, cache=False,
-                                        subtree_root_relevant=True)
+    with_root = W.build_wordnet_dataset(subtree="animal.n.01", n_eval=400, cache=False, subtree_root_relevant=True)
     assert all(r[-1] == "animal.n.01" for r in with_root["relevant"])
     children = set(with_root.loc[with_root["n_relevant"] == 1, "query"])  # now queries too
     assert children == {c for c, ps in W.noun_hierarchy("animal.n.01").parents.items() if ps == ("animal.n.01",)}
@@ -211,8 +244,11 @@ def test_a_damaged_cache_is_named_set_aside_and_built_again(tmp_path, capsys, da
     again = W.build_wordnet_dataset(subtree="canine.n.02", n_eval=20, cache_dir=cache_dir)
     pd.testing.assert_frame_equal(built, again)
     said = capsys.readouterr().out.splitlines()
-    why = {"truncated": "queries.parquet is ", "garbled": "queries.parquet does not match its sha256",
-           "no params.json": "it has no params.json"}[damage]
+    why = {
+        "truncated": "queries.parquet is ",
+        "garbled": "queries.parquet does not match its sha256",
+        "no params.json": "it has no params.json",
+    }[damage]
     assert len(said) == 1 and said[0].startswith(f"{folder} is unusable: {why}")
     assert "it is derived data and is built again now; set aside as broken-" in said[0]
     broken = [p for p in cache_dir.iterdir() if p.name.startswith(f"broken-{folder.name}-")]
@@ -231,18 +267,21 @@ def test_failure_mid_build_leaves_no_folder(tmp_path, monkeypatch):
     assert list(cache_dir.iterdir()) == []  # neither the hash's folder nor a temporary one
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(subtree="no_such_thing.n.01"), "unknown synset 'no_such_thing.n.01'"),
-    (dict(subtree="run.v.01"), "unknown synset 'run.v.01'"),
-    (dict(subtree="domestic_dog.n.01"), "synset named 'dog.n.01'"),
-    (dict(subtree="canine.n.02", min_relevant=40), "no queries left after filtering.*min_relevant=40"),
-    (dict(subtree="puppy.n.01"), "no queries left after filtering.*has 0 queries"),
-    (dict(subtree="canine.n.02"), "n_eval=5000 leaves no training queries: only"),
-    (dict(subtree="canine.n.02", n_eval=1.5), "n_eval must be"),
-    (dict(subtree="canine.n.02", path_rule="deepest"), "unknown path_rule 'deepest'"),
-    (dict(subtree="canine.n.02", template="nope"), "unknown prompt template 'nope'"),
-    (dict(subtree="canine.n.02", min_relevant=0), "min_relevant must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(subtree="no_such_thing.n.01"), "unknown synset 'no_such_thing.n.01'"),
+        (dict(subtree="run.v.01"), "unknown synset 'run.v.01'"),
+        (dict(subtree="domestic_dog.n.01"), "synset named 'dog.n.01'"),
+        (dict(subtree="canine.n.02", min_relevant=40), "no queries left after filtering.*min_relevant=40"),
+        (dict(subtree="puppy.n.01"), "no queries left after filtering.*has 0 queries"),
+        (dict(subtree="canine.n.02"), "n_eval=5000 leaves no training queries: only"),
+        (dict(subtree="canine.n.02", n_eval=1.5), "n_eval must be"),
+        (dict(subtree="canine.n.02", path_rule="deepest"), "unknown path_rule 'deepest'"),
+        (dict(subtree="canine.n.02", template="nope"), "unknown prompt template 'nope'"),
+        (dict(subtree="canine.n.02", min_relevant=0), "min_relevant must be >= 1"),
+    ],
+)
 def test_bad_input_is_a_clear_error_and_leaves_nothing(tmp_path, kwargs, message):
     cache_dir = tmp_path / "wn"
     with pytest.raises(ValueError, match=message):
@@ -264,7 +303,8 @@ def test_statistics_for_appendix_c(animal):
     lengths = W.docid_token_lengths(animal, tokenizer)
     row = lengths.set_index("docid").loc["even-toed_ungulate.n.01"]
     assert row["n_tokens"] == 7 and row["occurrences"] == (
-        animal["relevant"].map(lambda r: "even-toed_ungulate.n.01" in r).sum())
+        animal["relevant"].map(lambda r: "even-toed_ungulate.n.01" in r).sum()
+    )
     assert lengths["occurrences"].sum() == animal["n_relevant"].sum()
     dist = W.token_length_distribution(lengths)
     assert dist["docids"].sum() == len(lengths) and dist["items"].sum() == animal["n_relevant"].sum()
@@ -273,12 +313,24 @@ def test_statistics_for_appendix_c(animal):
 
 
 def test_the_dataset_notebook_says_what_matches_the_paper():
-    m = {"deer_matches_paper": True, "eval_queries_in_training": 0, "n_eval_queries": 300, "n_queries": 3248,
-         "n_items_top1": 3248, "n_items_per_docid": 30000}
+    m = {
+        "deer_matches_paper": True,
+        "eval_queries_in_training": 0,
+        "n_eval_queries": 300,
+        "n_queries": 3248,
+        "n_items_top1": 3248,
+        "n_items_per_docid": 30000,
+    }
     rows = W.dataset_findings(m, {"subtree": "animal.n.01", "min_relevant": 5, "max_queries": 0})
     assert [r.holds for r in rows] == [True, True, None]  # a subtree is not the paper's scale
-    whole = W.dataset_findings({**m, "n_queries": 82114, "n_items_per_docid": 701_000},
-                               {"subtree": "", "min_relevant": 1, "max_queries": 0})
+    whole = W.dataset_findings(
+        {**m, "n_queries": 82114, "n_items_per_docid": 701_000}, {"subtree": "", "min_relevant": 1, "max_queries": 0}
+    )
     assert whole[2].holds is True
-    assert W.dataset_findings({**m, "n_queries": 82114, "n_items_per_docid": 400_000},
-                              {"subtree": "", "min_relevant": 1, "max_queries": 0})[2].holds is False
+    assert (
+        W.dataset_findings(
+            {**m, "n_queries": 82114, "n_items_per_docid": 400_000},
+            {"subtree": "", "min_relevant": 1, "max_queries": 0},
+        )[2].holds
+        is False
+    )

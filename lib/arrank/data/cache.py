@@ -60,8 +60,9 @@ def read_tables(target: Path, list_columns: Iterable[str] = ()) -> dict[str, pd.
     return tables
 
 
-def cached_tables(target: Path, list_columns: Iterable[str] = (), names: Iterable[str] = (),
-                  say: Callable[[str], None] = print) -> dict[str, pd.DataFrame] | None:
+def cached_tables(
+    target: Path, list_columns: Iterable[str] = (), names: Iterable[str] = (), say: Callable[[str], None] = print
+) -> dict[str, pd.DataFrame] | None:
     """The tables of the cache folder ``target`` (``read_tables``), or None: no folder, or one that
     fails to load (no params.json, a file against its manifest, an unreadable file, one of ``names``
     missing), which is then set aside with one line so that the caller builds it again."""

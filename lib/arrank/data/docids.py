@@ -27,9 +27,17 @@ def random_numeric_docids(count: int, n_components: int = 100, nnz: int = 3, see
 
 # --- Sparse-code docIDs (section 5.1, "ESCI Shopping Queries", footnote on OMP) -----------------
 
-def learn_dictionary(X: np.ndarray, n_components: int = 100, nnz: int = 3, seed: int = 0,
-                     algorithm: str = "minibatch", alpha: float = 1.0, max_iter: int = 20,
-                     fit_max_samples: int | None = 100_000):
+
+def learn_dictionary(
+    X: np.ndarray,
+    n_components: int = 100,
+    nnz: int = 3,
+    seed: int = 0,
+    algorithm: str = "minibatch",
+    alpha: float = 1.0,
+    max_iter: int = 20,
+    fit_max_samples: int | None = 100_000,
+):
     """Fit scikit-learn dictionary learning on the title embeddings ``X`` (section 5.1's footnote: OMP,
     n_components=100, transform_n_nonzero_coefs=3): ``transform_algorithm="omp"`` with ``nnz``
     nonzeros; ``algorithm`` ``"minibatch"`` (for the ~1.2M real titles) or ``"batch"``; ``alpha`` is
@@ -42,8 +50,13 @@ def learn_dictionary(X: np.ndarray, n_components: int = 100, nnz: int = 3, seed:
     if fit_max_samples is not None and len(X) > fit_max_samples:
         rows = np.sort(np.random.default_rng(seed).choice(len(X), fit_max_samples, replace=False))
         X = X[rows]
-    common = dict(n_components=n_components, alpha=alpha, transform_algorithm="omp",
-                  transform_n_nonzero_coefs=nnz, random_state=seed)
+    common = dict(
+        n_components=n_components,
+        alpha=alpha,
+        transform_algorithm="omp",
+        transform_n_nonzero_coefs=nnz,
+        random_state=seed,
+    )
     if algorithm == "minibatch":
         model = MiniBatchDictionaryLearning(max_iter=max_iter, batch_size=256, **common)
     elif algorithm == "batch":
@@ -56,7 +69,7 @@ def learn_dictionary(X: np.ndarray, n_components: int = 100, nnz: int = 3, seed:
 def sparse_codes(model, X: np.ndarray, chunk: int = 50_000) -> np.ndarray:
     """OMP codes (n x n_components) of ``X`` under a fitted dictionary ``model``, in row chunks."""
     X = np.asarray(X, dtype=np.float64)
-    parts = [model.transform(X[i:i + chunk]) for i in range(0, len(X), chunk)]
+    parts = [model.transform(X[i : i + chunk]) for i in range(0, len(X), chunk)]
     return np.vstack(parts) if parts else np.zeros((0, model.n_components))
 
 
@@ -70,8 +83,9 @@ def docid_atoms(codes: np.ndarray) -> list[list[int]]:
     return out
 
 
-def sparse_docids(X: np.ndarray, n_components: int = 100, nnz: int = 3, seed: int = 0,
-                  algorithm: str = "minibatch", **fit_kw) -> tuple[list[str], np.ndarray]:
+def sparse_docids(
+    X: np.ndarray, n_components: int = 100, nnz: int = 3, seed: int = 0, algorithm: str = "minibatch", **fit_kw
+) -> tuple[list[str], np.ndarray]:
     """Section 5.1: (docIDs such as ``"25,36,39"``, sparse codes n x n_components) by dictionary learning."""
     model = learn_dictionary(X, n_components, nnz, seed, algorithm, **fit_kw)
     codes = sparse_codes(model, X)
@@ -79,6 +93,7 @@ def sparse_docids(X: np.ndarray, n_components: int = 100, nnz: int = 3, seed: in
 
 
 # --- Collisions and trie statistics ----------------------------------------------------------
+
 
 def docid_counts(docids: Sequence[str]) -> pd.DataFrame:
     """Per-docID count table (columns docid, count), most shared first (ties: by docID)."""
@@ -95,9 +110,14 @@ def collision_summary(docids: Sequence[str]) -> dict[str, int | float]:
     counts = docid_counts(docids)["count"].to_numpy()
     shared = counts[counts > 1]
     n = int(counts.sum())
-    return {"n_items": n, "n_distinct": int(len(counts)), "n_colliding_items": int(shared.sum()),
-            "n_colliding_docids": int(len(shared)), "max_share": int(counts.max()) if n else 0,
-            "colliding_fraction": float(shared.sum() / n) if n else 0.0}
+    return {
+        "n_items": n,
+        "n_distinct": int(len(counts)),
+        "n_colliding_items": int(shared.sum()),
+        "n_colliding_docids": int(len(shared)),
+        "max_share": int(counts.max()) if n else 0,
+        "colliding_fraction": float(shared.sum() / n) if n else 0.0,
+    }
 
 
 def disambiguate_docids(docids: Sequence[str]) -> list[str]:
@@ -121,9 +141,16 @@ def _branching(docids: Iterable[str]) -> list[dict[str, float]]:
     for d in range(1, max((len(s) for s in seqs), default=0) + 1):
         kids = {s[:d] for s in seqs if len(s) >= d}
         per_parent = Counter(k[:-1] for k in kids)
-        rows.append({"depth": d, "prefixes": len(kids), "parents": len(per_parent),
-                     "mean_children": len(kids) / len(per_parent),
-                     "max_children": max(per_parent.values()), "docids": len(seqs)})
+        rows.append(
+            {
+                "depth": d,
+                "prefixes": len(kids),
+                "parents": len(per_parent),
+                "mean_children": len(kids) / len(per_parent),
+                "max_children": max(per_parent.values()),
+                "docids": len(seqs),
+            }
+        )
     return rows
 
 
@@ -146,8 +173,14 @@ def query_trie_branching(lists: Iterable[Sequence[str]]) -> pd.DataFrame:
 
     rows = [dict(r, prefix_ratio=r["prefixes"] / r["docids"]) for docs in lists for r in _branching(docs)]
     if not rows:
-        return pd.DataFrame(columns=["depth", "queries", "mean_prefixes", "mean_children",
-                                     "mean_prefix_ratio"])
-    return pd.DataFrame(rows).groupby("depth", as_index=False).agg(
-        queries=("prefixes", "size"), mean_prefixes=("prefixes", "mean"),
-        mean_children=("mean_children", "mean"), mean_prefix_ratio=("prefix_ratio", "mean"))
+        return pd.DataFrame(columns=["depth", "queries", "mean_prefixes", "mean_children", "mean_prefix_ratio"])
+    return (
+        pd.DataFrame(rows)
+        .groupby("depth", as_index=False)
+        .agg(
+            queries=("prefixes", "size"),
+            mean_prefixes=("prefixes", "mean"),
+            mean_children=("mean_children", "mean"),
+            mean_prefix_ratio=("prefix_ratio", "mean"),
+        )
+    )

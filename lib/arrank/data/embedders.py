@@ -18,22 +18,30 @@ def parse_spec(spec: str) -> tuple[str, str]:
     """``"tfidf:128"`` -> ``("tfidf", "128")``; a clear error on an unknown form."""
     kind, _, arg = spec.partition(":")
     if kind not in ("tfidf", "precomputed", "st") or (kind != "tfidf" and not arg):
-        raise ValueError(f"unknown embedder {spec!r}; use 'tfidf' or 'tfidf:<dim>', "
-                         "'precomputed:<folder>' or 'st:<sentence-transformers model name or path>'")
+        raise ValueError(
+            f"unknown embedder {spec!r}; use 'tfidf' or 'tfidf:<dim>', "
+            "'precomputed:<folder>' or 'st:<sentence-transformers model name or path>'"
+        )
     if kind == "tfidf" and arg and not arg.isdigit():
         raise ValueError(f"embedder {spec!r}: the TF-IDF dimension must be a positive integer")
     return kind, arg
 
 
-def embed(spec: str, queries: Sequence[str], titles: Sequence[str], query_ids: Sequence[str],
-          title_ids: Sequence[str], seed: int = 0, device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
+def embed(
+    spec: str,
+    queries: Sequence[str],
+    titles: Sequence[str],
+    query_ids: Sequence[str],
+    title_ids: Sequence[str],
+    seed: int = 0,
+    device: str = "cpu",
+) -> tuple[np.ndarray, np.ndarray]:
     """(query, title) embeddings as float32 arrays, rows in the order given, from the ``spec`` embedder."""
     kind, arg = parse_spec(spec)
     if kind == "tfidf":
         return tfidf_embeddings(queries, titles, dim=int(arg or 256), seed=seed)
     if kind == "precomputed":
-        return (load_precomputed(Path(arg), "queries", query_ids),
-                load_precomputed(Path(arg), "titles", title_ids))
+        return (load_precomputed(Path(arg), "queries", query_ids), load_precomputed(Path(arg), "titles", title_ids))
     return sentence_transformer_embeddings(arg, queries, titles, device=device)
 
 
@@ -45,8 +53,9 @@ def fingerprint(spec: str) -> dict[str, int]:
     return {p.name: p.stat().st_size for p in sorted(Path(arg).glob("*")) if p.is_file()}
 
 
-def tfidf_embeddings(queries: Sequence[str], titles: Sequence[str], dim: int = 256,
-                     seed: int = 0, max_features: int = 262_144) -> tuple[np.ndarray, np.ndarray]:
+def tfidf_embeddings(
+    queries: Sequence[str], titles: Sequence[str], dim: int = 256, seed: int = 0, max_features: int = 262_144
+) -> tuple[np.ndarray, np.ndarray]:
     """The offline default standing in for Gecko (section 5.1): sublinear TF-IDF over lower-cased
     words fitted on queries + titles together, TruncatedSVD to ``dim`` (capped by the vocabulary and
     row counts, ``random_state=seed``), rows L2-normalised (an all-zero row stays zero)."""
@@ -55,17 +64,18 @@ def tfidf_embeddings(queries: Sequence[str], titles: Sequence[str], dim: int = 2
     from sklearn.preprocessing import normalize
 
     texts = list(queries) + list(titles)
-    tfidf = TfidfVectorizer(token_pattern=r"(?u)\b\w+\b", sublinear_tf=True, dtype=np.float32,
-                            max_features=max_features).fit_transform(texts)
+    tfidf = TfidfVectorizer(
+        token_pattern=r"(?u)\b\w+\b", sublinear_tf=True, dtype=np.float32, max_features=max_features
+    ).fit_transform(texts)
     k = max(1, min(dim, tfidf.shape[1] - 1, len(texts) - 1))
     reduced = TruncatedSVD(n_components=k, random_state=seed).fit_transform(tfidf)
     X = normalize(reduced).astype(np.float32)
-    return X[: len(queries)], X[len(queries):]
+    return X[: len(queries)], X[len(queries) :]
 
 
-def sentence_transformer_embeddings(model: str, queries: Sequence[str], titles: Sequence[str],
-                                    device: str = "cpu", batch_size: int = 256
-                                    ) -> tuple[np.ndarray, np.ndarray]:
+def sentence_transformer_embeddings(
+    model: str, queries: Sequence[str], titles: Sequence[str], device: str = "cpu", batch_size: int = 256
+) -> tuple[np.ndarray, np.ndarray]:
     """Normalised sentence-transformers embeddings; an ImportError saying what to do without the package."""
     try:
         from sentence_transformers import SentenceTransformer
@@ -73,15 +83,20 @@ def sentence_transformer_embeddings(model: str, queries: Sequence[str], titles: 
         raise ImportError(
             f"embedder 'st:{model}' needs the sentence-transformers package, which is not "
             "installed: `pip install sentence-transformers`, or use embedder='tfidf' (offline) or "
-            "'precomputed:<folder>' (e.g. Gecko embeddings computed elsewhere)") from err
+            "'precomputed:<folder>' (e.g. Gecko embeddings computed elsewhere)"
+        ) from err
     st = SentenceTransformer(model, device=device)
-    enc = lambda xs: st.encode(list(xs), batch_size=batch_size, normalize_embeddings=True,  # noqa: E731
-                               convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+    enc = lambda xs: st.encode(
+        list(xs),
+        batch_size=batch_size,
+        normalize_embeddings=True,  # noqa: E731
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    ).astype(np.float32)
     return enc(queries), enc(titles)
 
 
-def save_precomputed(folder: Path, kind: str, ids: Sequence[str], X: np.ndarray,
-                     fmt: str = "npy") -> Path:
+def save_precomputed(folder: Path, kind: str, ids: Sequence[str], X: np.ndarray, fmt: str = "npy") -> Path:
     """Write embeddings in the ``precomputed:<folder>`` layout (``fmt`` "npy" or "parquet")."""
     import pandas as pd
 
@@ -92,8 +107,9 @@ def save_precomputed(folder: Path, kind: str, ids: Sequence[str], X: np.ndarray,
         (folder / f"{kind}_ids.txt").write_text("".join(f"{i}\n" for i in ids))
         return folder / f"{kind}.npy"
     if fmt == "parquet":
-        pd.DataFrame({"id": [str(i) for i in ids], "embedding": list(np.asarray(X, np.float32))}
-                     ).to_parquet(folder / f"{kind}.parquet", index=False)
+        pd.DataFrame({"id": [str(i) for i in ids], "embedding": list(np.asarray(X, np.float32))}).to_parquet(
+            folder / f"{kind}.parquet", index=False
+        )
         return folder / f"{kind}.parquet"
     raise ValueError(f"unknown embedding file format {fmt!r}; choose 'npy' or 'parquet'")
 
@@ -103,15 +119,18 @@ def load_precomputed(folder: Path, kind: str, wanted: Sequence[str]) -> np.ndarr
     no file, ids and rows that do not match one to one, duplicate ids, missing ids."""
     ids, X = _read_embedding_file(folder, kind)
     if len(ids) != len(X):
-        raise ValueError(f"precomputed {kind} embeddings in {folder}: {len(X)} rows but "
-                         f"{len(ids)} ids; they must match one to one")
+        raise ValueError(
+            f"precomputed {kind} embeddings in {folder}: {len(X)} rows but {len(ids)} ids; they must match one to one"
+        )
     index = {i: n for n, i in enumerate(ids)}
     if len(index) != len(ids):
         raise ValueError(f"precomputed {kind} embeddings in {folder}: duplicate ids")
     missing = [w for w in wanted if w not in index]
     if missing:
-        raise ValueError(f"precomputed {kind} embeddings in {folder} lack {len(missing)} of the "
-                         f"{len(wanted)} ids needed, e.g. {missing[:5]}")
+        raise ValueError(
+            f"precomputed {kind} embeddings in {folder} lack {len(missing)} of the "
+            f"{len(wanted)} ids needed, e.g. {missing[:5]}"
+        )
     return np.asarray(X, dtype=np.float32)[[index[w] for w in wanted]]
 
 
@@ -128,8 +147,9 @@ def _read_embedding_file(folder: Path, kind: str) -> tuple[list[str], np.ndarray
         return [str(i) for i in df["id"]], X
     if npy.exists() and txt.exists():
         return txt.read_text().splitlines(), np.load(npy)
-    raise FileNotFoundError(f"no {kind} embeddings in {folder}: expected {pq.name}, or {npy.name} "
-                            f"with {txt.name} (one id per line)")
+    raise FileNotFoundError(
+        f"no {kind} embeddings in {folder}: expected {pq.name}, or {npy.name} with {txt.name} (one id per line)"
+    )
 
 
 def _check_kind(kind: str) -> None:

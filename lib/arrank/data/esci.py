@@ -15,18 +15,34 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from arrank.data import docids as dids
-from arrank.data import embedders, prompts
 from arrank.common import paths
 from arrank.data import cache as dataset_cache
+from arrank.data import docids as dids
+from arrank.data import embedders, prompts
 
 REPOSITORY = "https://github.com/amazon-science/esci-data"
 EXAMPLES_FILE = "shopping_queries_dataset_examples.parquet"
 PRODUCTS_FILE = "shopping_queries_dataset_products.parquet"
-EXAMPLES_COLUMNS = ("example_id", "query", "query_id", "product_id", "product_locale", "esci_label",
-                    "small_version", "large_version", "split")
-PRODUCTS_COLUMNS = ("product_id", "product_title", "product_description", "product_bullet_point",
-                    "product_brand", "product_color", "product_locale")
+EXAMPLES_COLUMNS = (
+    "example_id",
+    "query",
+    "query_id",
+    "product_id",
+    "product_locale",
+    "esci_label",
+    "small_version",
+    "large_version",
+    "split",
+)
+PRODUCTS_COLUMNS = (
+    "product_id",
+    "product_title",
+    "product_description",
+    "product_bullet_point",
+    "product_brand",
+    "product_color",
+    "product_locale",
+)
 DEFAULT_DIR = paths.DATA / "esci"
 FIXTURE_DIR = paths.DATA / "fixtures" / "esci_fixture"
 CACHE_VERSION = 1
@@ -37,6 +53,7 @@ LIST_COLUMNS = ("product_ids", "titles", "docids", "positions", "scores", "gold"
 
 
 # --- Loading --------------------------------------------------------------------------------
+
 
 def esci_files(data_dir: Path | str | None = None) -> dict[str, Path]:
     """Paths of the two dataset files under ``data_dir`` (default ``data/esci``); a FileNotFoundError
@@ -49,7 +66,8 @@ def esci_files(data_dir: Path | str | None = None) -> dict[str, Path]:
             f"ESCI file(s) missing in {folder}: {', '.join(missing)}. The Shopping Queries Dataset "
             f"is in the repository {REPOSITORY} (folder shopping_queries_dataset/, stored with git "
             f"lfs): `git lfs install && git clone {REPOSITORY}`, then copy {EXAMPLES_FILE} and "
-            f"{PRODUCTS_FILE} into {folder} (or pass data_dir=<their folder>).")
+            f"{PRODUCTS_FILE} into {folder} (or pass data_dir=<their folder>)."
+        )
     return files
 
 
@@ -61,8 +79,9 @@ def load_esci(data_dir: Path | str | None = None) -> tuple[pd.DataFrame, pd.Data
         df = read_parquet_file(files[name])
         missing = [c for c in cols if c not in df.columns]
         if missing:
-            raise ValueError(f"{files[name]} lacks the column(s) {missing}; the {name} file of "
-                             f"{REPOSITORY} has {list(cols)}")
+            raise ValueError(
+                f"{files[name]} lacks the column(s) {missing}; the {name} file of {REPOSITORY} has {list(cols)}"
+            )
         tables.append(df)
     return tables[0], tables[1]
 
@@ -75,14 +94,18 @@ def read_parquet_file(path: Path) -> pd.DataFrame:
     with open(path, "rb") as fh:
         head = fh.read(len(LFS_POINTER))
     if head == LFS_POINTER:
-        raise ValueError(f"{path} is a git-lfs pointer ({path.stat().st_size} bytes), not the parquet file: "
-                         f"run `git lfs install && git lfs pull` in your clone of {REPOSITORY}, then copy "
-                         f"the fetched file here again")
+        raise ValueError(
+            f"{path} is a git-lfs pointer ({path.stat().st_size} bytes), not the parquet file: "
+            f"run `git lfs install && git lfs pull` in your clone of {REPOSITORY}, then copy "
+            f"the fetched file here again"
+        )
     try:
         return pd.read_parquet(path)
     except Exception as err:  # pyarrow's errors name neither the file nor what to do
-        raise ValueError(f"{path} is not a readable parquet file ({type(err).__name__}: {err}); it is source "
-                         f"data, not rebuilt here: {restore_command(path)}") from err
+        raise ValueError(
+            f"{path} is not a readable parquet file ({type(err).__name__}: {err}); it is source "
+            f"data, not rebuilt here: {restore_command(path)}"
+        ) from err
 
 
 def restore_command(path: Path) -> str:
@@ -90,8 +113,10 @@ def restore_command(path: Path) -> str:
     path = Path(path).resolve()
     if path.is_relative_to(FIXTURE_DIR.resolve()):
         return f"restore the committed fixture with `git checkout -- {path.relative_to(paths.ROOT.resolve())}`"
-    return (f"fetch it again with `git lfs pull` in your clone of {REPOSITORY} (folder shopping_queries_dataset/), "
-            f"then copy {path.name} into {path.parent}")
+    return (
+        f"fetch it again with `git lfs pull` in your clone of {REPOSITORY} (folder shopping_queries_dataset/), "
+        f"then copy {path.name} into {path.parent}"
+    )
 
 
 # --- English filter (section 5.1: "we filter out all non-English queries and product titles") --
@@ -100,18 +125,22 @@ WORD = re.compile(r"[^\W\d_]+")
 NON_LATIN = re.compile(r"[^\W\d_\x00-\u024f\u1e00-\u1eff]")  # letters of non-Latin scripts
 # Frequent words of the other languages met in ESCI-like titles (Spanish above all: the es
 # locale), chosen not to be common English words.
-FOREIGN_WORDS = frozenset("""
+FOREIGN_WORDS = frozenset(
+    """
 de del la las los el con para por y sin una unos unas al su sus que más muy tu pared cargador
 carga negro negra blanco blanca rojo roja azul verde hombre hombres mujer mujeres niño niños niña
 niñas juego paquete tamaño piezas pieza funda teléfono accesorios batería inalámbrico inalámbrica
 auriculares ratón teclado pantalla estuche bolsa cocina agua botella zapatos zapatillas mochila
 lámpara escritorio cafetera cargadores cables juguete juguetes
 und mit für der das ein eine zum avec pour et les des du une sur com não em
-""".split())
-ENGLISH_WORDS = frozenset("""
+""".split()
+)
+ENGLISH_WORDS = frozenset(
+    """
 the and for with of to in on by from your this that or is are set pack black white men women kids
 charger case cover holder home office kitchen
-""".split())
+""".split()
+)
 SPANISH_MARKS = frozenset("ñáéíóúü¿¡")
 
 
@@ -137,8 +166,11 @@ def english_queries(examples: pd.DataFrame) -> pd.DataFrame:
     """One row per English query (locale ``us`` and :func:`is_english`), sorted by query_id: query_id,
     query, split (first seen), small_version (any of its examples)."""
     us = examples[examples["product_locale"] == "us"]
-    q = us.groupby("query_id", sort=True).agg(query=("query", "first"), split=("split", "first"),
-                                              small_version=("small_version", "max")).reset_index()
+    q = (
+        us.groupby("query_id", sort=True)
+        .agg(query=("query", "first"), split=("split", "first"), small_version=("small_version", "max"))
+        .reset_index()
+    )
     q["small_version"] = q["small_version"].astype(bool)
     return q[q["query"].map(is_english)].reset_index(drop=True)
 
@@ -165,6 +197,7 @@ def title_pool(products: pd.DataFrame, english_only: bool = True) -> pd.DataFram
 
 # --- Rank selection (section 5.1: "the 1st, 100th, 200th, ..., 10000th product titles") ------
 
+
 def rank_positions(step: int = 100, depth: int = 10_000, n_titles: int | None = None) -> np.ndarray:
     """1-based rank positions 1, step, 2*step, ..., up to min(depth, n_titles): position p is the p-th
     largest inner product; ``step=100, depth=10000`` gives the paper's 101 positions."""
@@ -174,9 +207,15 @@ def rank_positions(step: int = 100, depth: int = 10_000, n_titles: int | None = 
     return np.array(sorted({1, *range(step, last + 1, step)}) if last >= 1 else [], dtype=np.int64)
 
 
-def topk_inner_products(Q: np.ndarray, T: np.ndarray, k: int, query_block: int = 256,
-                        title_block: int = 65_536, device: str = "cpu",
-                        keep: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+def topk_inner_products(
+    Q: np.ndarray,
+    T: np.ndarray,
+    k: int,
+    query_block: int = 256,
+    title_block: int = 65_536,
+    device: str = "cpu",
+    keep: Sequence[int] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-``k`` titles per query by inner product ``Q @ T.T``, best first: (title indices,
     scores), each n_queries x k (k capped by the number of titles); ties by ascending title index.
 
@@ -195,10 +234,8 @@ def topk_inner_products(Q: np.ndarray, T: np.ndarray, k: int, query_block: int =
         return np.zeros((len(Q), len(cols)), np.int64), np.zeros((len(Q), len(cols)), Q.dtype)
     backend = _backend(device)
     T_dev = T if backend is None else _to_torch(T, backend)
-    parts = [_topk_block(Q[i:i + query_block], T_dev, k, title_block, backend)
-             for i in range(0, len(Q), query_block)]
-    return (np.vstack([p[0][:, cols] for p in parts]).astype(np.int64),
-            np.vstack([p[1][:, cols] for p in parts]))
+    parts = [_topk_block(Q[i : i + query_block], T_dev, k, title_block, backend) for i in range(0, len(Q), query_block)]
+    return (np.vstack([p[0][:, cols] for p in parts]).astype(np.int64), np.vstack([p[1][:, cols] for p in parts]))
 
 
 def _backend(device: str):
@@ -225,7 +262,7 @@ def _topk_block(q: np.ndarray, T, k: int, title_block: int, backend) -> tuple[np
     itype = np.int32 if len(T) < 2**31 else np.int64
     best_s, best_i = np.zeros((len(q), 0), q.dtype), np.zeros((len(q), 0), itype)
     for t0 in range(0, len(T), title_block):
-        s = q @ T[t0:t0 + title_block].T
+        s = q @ T[t0 : t0 + title_block].T
         idx = np.broadcast_to(np.arange(t0, t0 + s.shape[1], dtype=itype), s.shape)
         best_s, best_i = np.hstack([best_s, s]), np.hstack([best_i, idx])
         if best_s.shape[1] > k:
@@ -240,7 +277,7 @@ def _topk_block_torch(q: np.ndarray, T, k: int, title_block: int, device) -> tup
     qt = _to_torch(q, device)
     best_s = best_i = None
     for t0 in range(0, len(T), title_block):
-        s = qt @ T[t0:t0 + title_block].T
+        s = qt @ T[t0 : t0 + title_block].T
         idx = torch.arange(t0, t0 + s.shape[1], device=device).expand_as(s)
         if best_s is not None:
             s, idx = torch.cat([best_s, s], 1), torch.cat([best_i, idx], 1)
@@ -256,8 +293,9 @@ def _sort_desc(scores: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndar
     return np.take_along_axis(idx, order, 1), np.take_along_axis(scores, order, 1)
 
 
-def ranked_titles(Q: np.ndarray, T: np.ndarray, step: int = 100, depth: int = 10_000,
-                  **topk_kw: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def ranked_titles(
+    Q: np.ndarray, T: np.ndarray, step: int = 100, depth: int = 10_000, **topk_kw: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Section 5.1: (title indices, scores) at :func:`rank_positions` per query, best first; positions."""
     pos = rank_positions(step, depth, len(T))
     if len(pos) == 0:
@@ -268,8 +306,10 @@ def ranked_titles(Q: np.ndarray, T: np.ndarray, step: int = 100, depth: int = 10
 
 # --- docIDs and the query table ----------------------------------------------------------------
 
-def title_docids(T: np.ndarray, n_components: int = 100, nnz: int = 3, seed: int = 0,
-                 collisions: str = "keep") -> tuple[list[str], list[str], list[list[int]]]:
+
+def title_docids(
+    T: np.ndarray, n_components: int = 100, nnz: int = 3, seed: int = 0, collisions: str = "keep"
+) -> tuple[list[str], list[str], list[list[int]]]:
     """Section 5.1 docIDs of the English titles: (docIDs used, sparse docIDs, atoms). Titles whose
     codes coincide share a sparse docID (as in the paper's own D.2 prompt); ``collisions="suffix"``
     makes the used docIDs unique by appending ",k" (:func:`arrank.data.docids.disambiguate_docids`),
@@ -279,9 +319,17 @@ def title_docids(T: np.ndarray, n_components: int = 100, nnz: int = 3, seed: int
     return used, sparse, dids.docid_atoms(codes)
 
 
-def query_table(queries: pd.DataFrame, pool: pd.DataFrame, docid: np.ndarray, idx: np.ndarray,
-                scores: np.ndarray, positions: np.ndarray, collisions: str = "keep",
-                template: str = "esci", seed: int = 0) -> pd.DataFrame:
+def query_table(
+    queries: pd.DataFrame,
+    pool: pd.DataFrame,
+    docid: np.ndarray,
+    idx: np.ndarray,
+    scores: np.ndarray,
+    positions: np.ndarray,
+    collisions: str = "keep",
+    template: str = "esci",
+    seed: int = 0,
+) -> pd.DataFrame:
     """One row per query with at least one English title among its ranked titles (section 5.1).
 
     Columns: query_id, query, split, small_version, product_ids, titles, docids, positions (1-based
@@ -303,27 +351,63 @@ def query_table(queries: pd.DataFrame, pool: pd.DataFrame, docid: np.ndarray, id
             continue
         docs = [str(d) for d in docid[cols]]
         gold = list(dict.fromkeys(docs))
-        prompt = prompts.esci_prompt(q.query, list(zip(docs, titles[cols])),
-                                     prompts.query_rng(seed, q.query), template)
-        rows.append({"query_id": q.query_id, "query": q.query, "split": q.split,
-                     "small_version": q.small_version, "product_ids": list(pids[cols]),
-                     "titles": list(titles[cols]), "docids": docs,
-                     "positions": positions[sel].tolist(), "scores": scores[r][sel].astype(float).tolist(),
-                     "gold": gold, "n_titles": len(docs), "n_collisions": len(docs) - len(gold),
-                     "prompt": prompt})
-    return pd.DataFrame(rows, columns=["query_id", "query", "split", "small_version", "product_ids",
-                                       "titles", "docids", "positions", "scores", "gold", "n_titles",
-                                       "n_collisions", "prompt"])
+        prompt = prompts.esci_prompt(q.query, list(zip(docs, titles[cols])), prompts.query_rng(seed, q.query), template)
+        rows.append(
+            {
+                "query_id": q.query_id,
+                "query": q.query,
+                "split": q.split,
+                "small_version": q.small_version,
+                "product_ids": list(pids[cols]),
+                "titles": list(titles[cols]),
+                "docids": docs,
+                "positions": positions[sel].tolist(),
+                "scores": scores[r][sel].astype(float).tolist(),
+                "gold": gold,
+                "n_titles": len(docs),
+                "n_collisions": len(docs) - len(gold),
+                "prompt": prompt,
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "query_id",
+            "query",
+            "split",
+            "small_version",
+            "product_ids",
+            "titles",
+            "docids",
+            "positions",
+            "scores",
+            "gold",
+            "n_titles",
+            "n_collisions",
+            "prompt",
+        ],
+    )
 
 
 # --- Entry point -----------------------------------------------------------------------------
 
-def build_esci_dataset(data_dir: Path | str | None = None, embedder: str = "tfidf", step: int = 100,
-                       depth: int = 10_000, n_components: int = 100, nnz: int = 3,
-                       template: str = "esci", seed: int = 0, max_queries: int | None = None,
-                       collisions: str = "keep", filter_titles: str = "before",
-                       device: str = "cpu", cache: bool = True,
-                       cache_dir: Path | str | None = None) -> dict[str, pd.DataFrame]:
+
+def build_esci_dataset(
+    data_dir: Path | str | None = None,
+    embedder: str = "tfidf",
+    step: int = 100,
+    depth: int = 10_000,
+    n_components: int = 100,
+    nnz: int = 3,
+    template: str = "esci",
+    seed: int = 0,
+    max_queries: int | None = None,
+    collisions: str = "keep",
+    filter_titles: str = "before",
+    device: str = "cpu",
+    cache: bool = True,
+    cache_dir: Path | str | None = None,
+) -> dict[str, pd.DataFrame]:
     """The ESCI ranking dataset of section 5.1, as tables: ``queries`` (:func:`query_table`),
     ``titles`` (product_id, title, docid, sparse_docid, atoms), ``docid_counts`` (titles per sparse
     docID), ``trie_corpus`` / ``trie_queries`` (:func:`arrank.data.docids.trie_branching` over all
@@ -341,9 +425,12 @@ def build_esci_dataset(data_dir: Path | str | None = None, embedder: str = "tfid
     params = _check_params(locals())
     files = esci_files(data_dir)
     folder = Path(cache_dir) if cache_dir is not None else paths.CACHE / "esci"
-    meta = {"version": CACHE_VERSION, "params": params,
-            "files": {n: p.stat().st_size for n, p in files.items()},
-            "embedder_files": embedders.fingerprint(embedder)}
+    meta = {
+        "version": CACHE_VERSION,
+        "params": params,
+        "files": {n: p.stat().st_size for n, p in files.items()},
+        "embedder_files": embedders.fingerprint(embedder),
+    }
     target = folder / dataset_cache.params_hash(meta)
     cached = dataset_cache.cached_tables(target, LIST_COLUMNS, ["queries", "titles", "stats"]) if cache else None
     if cached is not None:
@@ -357,8 +444,7 @@ def build_esci_dataset(data_dir: Path | str | None = None, embedder: str = "tfid
 
 def _check_params(given: dict[str, Any]) -> dict[str, Any]:
     """The JSON-able parameters of :func:`build_esci_dataset`, validated."""
-    for name, allowed in (("template", TEMPLATES), ("collisions", COLLISIONS),
-                          ("filter_titles", FILTERS)):
+    for name, allowed in (("template", TEMPLATES), ("collisions", COLLISIONS), ("filter_titles", FILTERS)):
         if given[name] not in allowed:
             raise ValueError(f"{name}={given[name]!r}; choose one of {list(allowed)}")
     embedders.parse_spec(given["embedder"])
@@ -377,9 +463,15 @@ def _build(data_dir: Path | str | None, p: dict[str, Any], device: str = "cpu") 
     if p["max_queries"] is not None:
         queries = queries.head(p["max_queries"])
     pool = title_pool(products, english_only=p["filter_titles"] == "before")
-    Q, T = embedders.embed(p["embedder"], queries["query"].tolist(), pool["title"].tolist(),
-                           queries["query_id"].astype(str).tolist(), pool["title_id"].tolist(),
-                           seed=p["seed"], device=str(_backend(device) or "cpu"))
+    Q, T = embedders.embed(
+        p["embedder"],
+        queries["query"].tolist(),
+        pool["title"].tolist(),
+        queries["query_id"].astype(str).tolist(),
+        pool["title_id"].tolist(),
+        seed=p["seed"],
+        device=str(_backend(device) or "cpu"),
+    )
     nonzero = np.linalg.norm(T, axis=1) > 0
     pool, T = pool[nonzero].reset_index(drop=True), T[nonzero]
     english = pool["english"].to_numpy()
@@ -387,36 +479,53 @@ def _build(data_dir: Path | str | None, p: dict[str, Any], device: str = "cpu") 
     docid = np.full(len(pool), "", dtype=object)
     docid[english] = used
     on_gpu = _backend(device) is not None
-    idx, scores, positions = ranked_titles(Q, T, p["step"], p["depth"], device=device,
-                                           query_block=4096 if on_gpu else 256)
-    table = query_table(queries, pool, docid, idx, scores, positions, p["collisions"],
-                        p["template"], p["seed"])
+    idx, scores, positions = ranked_titles(
+        Q, T, p["step"], p["depth"], device=device, query_block=4096 if on_gpu else 256
+    )
+    table = query_table(queries, pool, docid, idx, scores, positions, p["collisions"], p["template"], p["seed"])
     titles = pool.loc[english, ["product_id", "title"]].reset_index(drop=True)
     titles = titles.assign(docid=used, sparse_docid=sparse, atoms=atoms)
-    return {"queries": table, "titles": titles, "docid_counts": dids.docid_counts(sparse),
-            "trie_corpus": dids.trie_branching(used),
-            "trie_queries": dids.query_trie_branching(table["gold"]),
-            "stats": _stats(examples, products, queries, n_english_queries, pool, nonzero, table,
-                             sparse, p["nnz"])}
+    return {
+        "queries": table,
+        "titles": titles,
+        "docid_counts": dids.docid_counts(sparse),
+        "trie_corpus": dids.trie_branching(used),
+        "trie_queries": dids.query_trie_branching(table["gold"]),
+        "stats": _stats(examples, products, queries, n_english_queries, pool, nonzero, table, sparse, p["nnz"]),
+    }
 
 
-def _stats(examples: pd.DataFrame, products: pd.DataFrame, queries: pd.DataFrame,
-           n_english_queries: int, pool: pd.DataFrame, nonzero: np.ndarray, table: pd.DataFrame,
-           sparse: list[str], nnz: int) -> pd.DataFrame:
+def _stats(
+    examples: pd.DataFrame,
+    products: pd.DataFrame,
+    queries: pd.DataFrame,
+    n_english_queries: int,
+    pool: pd.DataFrame,
+    nonzero: np.ndarray,
+    table: pd.DataFrame,
+    sparse: list[str],
+    nnz: int,
+) -> pd.DataFrame:
     """One row of counts describing what the filters and docIDs did."""
     us_titles = products.loc[products["product_locale"] == "us", "product_title"].fillna("")
     coll = dids.collision_summary(sparse)
-    row = {"us_queries": int(examples.loc[examples["product_locale"] == "us", "query_id"].nunique()),
-           "english_queries": n_english_queries, "queries_considered": len(queries),
-           "queries_kept": len(table), "queries_dropped_no_english_titles": len(queries) - len(table),
-           "us_titles": len(us_titles), "us_titles_not_english": int((~us_titles.map(is_english)).sum()),
-           "pool_titles": len(pool), "zero_embedding_titles": int((~nonzero).sum()),
-           "english_titles": int(pool["english"].sum()),
-           "short_docids": sum(len(d.split(",")) < nnz for d in sparse),
-           **{f"docid_{k}": v for k, v in coll.items()},
-           "mean_titles_per_query": float(table["n_titles"].mean()) if len(table) else 0.0,
-           "queries_with_collisions": int((table["n_collisions"] > 0).sum()),
-           "within_query_collisions": int(table["n_collisions"].sum())}
+    row = {
+        "us_queries": int(examples.loc[examples["product_locale"] == "us", "query_id"].nunique()),
+        "english_queries": n_english_queries,
+        "queries_considered": len(queries),
+        "queries_kept": len(table),
+        "queries_dropped_no_english_titles": len(queries) - len(table),
+        "us_titles": len(us_titles),
+        "us_titles_not_english": int((~us_titles.map(is_english)).sum()),
+        "pool_titles": len(pool),
+        "zero_embedding_titles": int((~nonzero).sum()),
+        "english_titles": int(pool["english"].sum()),
+        "short_docids": sum(len(d.split(",")) < nnz for d in sparse),
+        **{f"docid_{k}": v for k, v in coll.items()},
+        "mean_titles_per_query": float(table["n_titles"].mean()) if len(table) else 0.0,
+        "queries_with_collisions": int((table["n_collisions"] > 0).sum()),
+        "within_query_collisions": int(table["n_collisions"].sum()),
+    }
     return pd.DataFrame([row])
 
 
@@ -442,16 +551,22 @@ def dataset_findings(m: dict, p: dict) -> list[dict]:
     most = 1 + depth // step  # the 1st, step-th, 2*step-th, ..., depth-th titles
     fixture = p.get("data_dir") == "fixture"
     return [
-        finding(f"Appendix D.2: a query's relevant titles are the 1st, {PAPER_STEP}th, ..., {PAPER_DEPTH:,}th by inner "
-                f"product ({1 + PAPER_DEPTH // PAPER_STEP} per query); here step {step}, depth {depth}",
-                m["mean_titles_per_query"] <= most,
-                f"mean {m['mean_titles_per_query']:.1f} titles per query, at most {most} (fewer where English titles run out)"),
-        finding("docIDs exist because titles are long: a docID takes a few tokens, a title dozens",
-                m["mean_docid_tokens"] * 3 < m["mean_title_tokens"],
-                f"mean {m['mean_docid_tokens']:.1f} tokens per docID, {m['mean_title_tokens']:.1f} per title; "
-                f"{m['docid_colliding_fraction']:.0%} of titles share a docID (the paper's own D.2 prompt shows one such pair)"),
-        finding(f"the paper's data: the real Shopping Queries files, {PAPER_HELD_OUT} held-out queries in Table 2",
-                None if fixture else m["n_queries"] > PAPER_HELD_OUT,
-                f"{'the committed fixture (the real schema, a stand-in): ' if fixture else ''}{m['n_queries']} queries, "
-                f"{m['n_titles']} titles"),
+        finding(
+            f"Appendix D.2: a query's relevant titles are the 1st, {PAPER_STEP}th, ..., {PAPER_DEPTH:,}th by inner "
+            f"product ({1 + PAPER_DEPTH // PAPER_STEP} per query); here step {step}, depth {depth}",
+            m["mean_titles_per_query"] <= most,
+            f"mean {m['mean_titles_per_query']:.1f} titles per query, at most {most} (fewer where English titles run out)",
+        ),
+        finding(
+            "docIDs exist because titles are long: a docID takes a few tokens, a title dozens",
+            m["mean_docid_tokens"] * 3 < m["mean_title_tokens"],
+            f"mean {m['mean_docid_tokens']:.1f} tokens per docID, {m['mean_title_tokens']:.1f} per title; "
+            f"{m['docid_colliding_fraction']:.0%} of titles share a docID (the paper's own D.2 prompt shows one such pair)",
+        ),
+        finding(
+            f"the paper's data: the real Shopping Queries files, {PAPER_HELD_OUT} held-out queries in Table 2",
+            None if fixture else m["n_queries"] > PAPER_HELD_OUT,
+            f"{'the committed fixture (the real schema, a stand-in): ' if fixture else ''}{m['n_queries']} queries, "
+            f"{m['n_titles']} titles",
+        ),
     ]

@@ -66,13 +66,11 @@ def _fill(tpl: str, query: str, parts: list[str]) -> str:
     return tpl.format(query=query, documents=SEPARATOR.join(parts))
 
 
-def wordnet_prompt(query: str, docids: Sequence[str], rng: np.random.Generator,
-                   name: str = "wordnet") -> str:
+def wordnet_prompt(query: str, docids: Sequence[str], rng: np.random.Generator, name: str = "wordnet") -> str:
     """Appendix D.1: the query synset and its hypernyms (docIDs), shuffled, joined by ' || '."""
     return _fill(template(name), query, shuffled(list(docids), rng))
 
 
-def esci_prompt(query: str, items: Sequence[tuple[str, str]], rng: np.random.Generator,
-                name: str = "esci") -> str:
+def esci_prompt(query: str, items: Sequence[tuple[str, str]], rng: np.random.Generator, name: str = "esci") -> str:
     """Appendix D.2: ``[docid] title`` for each (docid, title), shuffled, joined by ' || '."""
     return _fill(template(name), query, [f"[{d}] {t}" for d, t in shuffled(list(items), rng)])

@@ -28,9 +28,15 @@ def esci_ranking_frame(queries: pd.DataFrame, n_eval: int) -> pd.DataFrame:
     test = queries[queries["split"] == "test"].sort_values("query_id").head(n_eval)
     train = queries[queries["split"] == "train"]
     frame = pd.concat([train.assign(split="train"), test.assign(split="eval")], ignore_index=True)
-    out = pd.DataFrame({"query": frame["query_id"].astype(str) + ": " + frame["query"],
-                        "prompt": frame["prompt"], "relevant": frame["gold"].map(list),
-                        "negative": None, "split": frame["split"]})
+    out = pd.DataFrame(
+        {
+            "query": frame["query_id"].astype(str) + ": " + frame["query"],
+            "prompt": frame["prompt"],
+            "relevant": frame["gold"].map(list),
+            "negative": None,
+            "split": frame["split"],
+        }
+    )
     out["n_relevant"] = out["relevant"].map(len)
     return out[COLUMNS]
 
@@ -45,21 +51,31 @@ def esci_build_params(profile: str) -> dict[str, Any]:
     return {"data_dir": data_dir, "step": p["step"], "depth": p["depth"], "n_components": p["n_components"]}
 
 
-def ranking_dataset(dataset: str, profile: str, seed: int, n_eval: int, template: str | None = None,
-                    subtree: str | None = None, min_relevant: int = 1) -> pd.DataFrame:
+def ranking_dataset(
+    dataset: str,
+    profile: str,
+    seed: int,
+    n_eval: int,
+    template: str | None = None,
+    subtree: str | None = None,
+    min_relevant: int = 1,
+) -> pd.DataFrame:
     """The ``dataset`` ("wordnet" | "esci") in the common format; ``template`` None is the profile's
     (``arrank.common.params.TEMPLATES``); ``subtree``/``min_relevant``: WordNet only."""
     if dataset not in DATASETS:
         raise ValueError(f"dataset={dataset!r} is not allowed; choose one of {list(DATASETS)}")
     template = template or getattr(TEMPLATES[profile], dataset)
     if not template.startswith(dataset):
-        raise ValueError(f"template={template!r} does not fit dataset={dataset!r}; choose one of "
-                         f"{sorted({getattr(t, dataset) for t in TEMPLATES.values()})}")
+        raise ValueError(
+            f"template={template!r} does not fit dataset={dataset!r}; choose one of "
+            f"{sorted({getattr(t, dataset) for t in TEMPLATES.values()})}"
+        )
     if dataset == "wordnet":
         from arrank.data import wordnet
 
-        return wordnet.build_wordnet_dataset(subtree=subtree or None, min_relevant=min_relevant, n_eval=n_eval,
-                                             template=template, seed=seed)
+        return wordnet.build_wordnet_dataset(
+            subtree=subtree or None, min_relevant=min_relevant, n_eval=n_eval, template=template, seed=seed
+        )
     from arrank.data import esci
 
     tables = esci.build_esci_dataset(**esci_build_params(profile), template=template, seed=seed)

@@ -19,10 +19,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from arrank.data import cache as dataset_cache
 from arrank.common import paths
-from arrank.data.prompts import query_rng, template as prompt_template, wordnet_prompt
 from arrank.common.wordnet_setup import load_wordnet
+from arrank.data import cache as dataset_cache
+from arrank.data.prompts import query_rng, wordnet_prompt
+from arrank.data.prompts import template as prompt_template
 
 ROOT_SYNSET = "entity.n.01"
 PATH_RULES = ("longest", "shortest", "union")
@@ -68,8 +69,10 @@ def _noun_synset(name: str, role: str = "subtree") -> Any:
     except (WordNetError, ValueError, AttributeError):
         synset = None
     if synset is None or synset.pos() != "n":
-        raise ValueError(f"unknown synset {name!r} for {role}: WordNet 3.0 has no noun synset of "
-                         "that name (names look like 'animal.n.01')")
+        raise ValueError(
+            f"unknown synset {name!r} for {role}: WordNet 3.0 has no noun synset of "
+            "that name (names look like 'animal.n.01')"
+        )
     if synset.name() != name:
         raise ValueError(f"{name!r} is a lemma of the synset named {synset.name()!r}: give that name")
     return synset
@@ -79,8 +82,7 @@ def _noun_synset(name: str, role: str = "subtree") -> Any:
 def noun_hierarchy(subtree: str | None = None) -> Hierarchy:
     """WordNet's nouns below entity.n.01, or the hyponym closure of ``subtree``. Memoised."""
     if subtree is None:
-        parents = {s.name(): tuple(sorted(_hypernym_names(s)))
-                   for s in load_wordnet().all_synsets("n")}
+        parents = {s.name(): tuple(sorted(_hypernym_names(s))) for s in load_wordnet().all_synsets("n")}
         tops = sorted(name for name, ps in parents.items() if not ps)
         if tops != [ROOT_SYNSET]:
             raise RuntimeError(f"expected WordNet's nouns to have the single root {ROOT_SYNSET}, got {tops}")
@@ -179,8 +181,13 @@ def _ancestors(subtree: str | None) -> dict[str, frozenset[str]]:
     return {n: frozenset(d) - {n} for n, d in _longest_distances(noun_hierarchy(subtree)).items()}
 
 
-def ranked_hypernyms(name: str, path_rule: str = "longest", include_root: bool = True,
-                     subtree: str | None = None, subtree_root_relevant: bool = False) -> list[str]:
+def ranked_hypernyms(
+    name: str,
+    path_rule: str = "longest",
+    include_root: bool = True,
+    subtree: str | None = None,
+    subtree_root_relevant: bool = False,
+) -> list[str]:
     """The relevant docIDs of query ``name`` (section 5.1), most specific first: deer.n.01 gives
     ruminant.n.01, even-toed_ungulate.n.01, ..., physical_entity.n.01 [, entity.n.01]."""
     _check_choice("path_rule", path_rule, PATH_RULES)
@@ -218,7 +225,8 @@ def _validate(params: dict[str, Any]) -> None:
         raise ValueError(f"max_queries must be None or >= 1, got {params['max_queries']}")
     n_eval = params["n_eval"]
     if isinstance(n_eval, bool) or not (
-            (isinstance(n_eval, int) and n_eval >= 0) or (isinstance(n_eval, float) and 0 < n_eval < 1)):
+        (isinstance(n_eval, int) and n_eval >= 0) or (isinstance(n_eval, float) and 0 < n_eval < 1)
+    ):
         raise ValueError(f"n_eval must be an integer >= 0 or a fraction in (0, 1), got {n_eval!r}")
     if params["subtree"] is not None:
         _noun_synset(params["subtree"])
@@ -243,7 +251,8 @@ def _select_queries(p: dict[str, Any]) -> tuple[list[str], dict[str, list[str]],
             f"no queries left after filtering: the hierarchy below {h.top} has {len(relevant)} "
             f"queries, and min_relevant={p['min_relevant']} keeps none (the most relevant docs any "
             f"has is {most}; path_rule={p['path_rule']!r}, include_root={p['include_root']}, "
-            f"subtree_root_relevant={p['subtree_root_relevant']})")
+            f"subtree_root_relevant={p['subtree_root_relevant']})"
+        )
     if p["max_queries"] is not None:
         kept = sorted(_keyed_order(kept, p["seed"], "sample")[: p["max_queries"]])
     return kept, relevant, {q: table[q][1] for q in kept}
@@ -253,17 +262,22 @@ def _eval_queries(queries: list[str], n_eval: int | float, seed: int) -> set[str
     """The held-out evaluation queries (Table 1 uses 5000): a seeded sample, by query."""
     count = round(n_eval * len(queries)) if isinstance(n_eval, float) else n_eval
     if count >= len(queries):
-        raise ValueError(f"n_eval={n_eval} leaves no training queries: only {len(queries)} queries "
-                         "pass the filters; lower n_eval (an int, or a fraction such as 0.1)")
+        raise ValueError(
+            f"n_eval={n_eval} leaves no training queries: only {len(queries)} queries "
+            "pass the filters; lower n_eval (an int, or a fraction such as 0.1)"
+        )
     return set(_keyed_order(queries, seed, "split")[:count])
 
 
-def _draw_negative(query: str, excluded: frozenset[str], pool: Sequence[str],
-                   pool_set: frozenset[str], seed: int) -> str:
+def _draw_negative(
+    query: str, excluded: frozenset[str], pool: Sequence[str], pool_set: frozenset[str], seed: int
+) -> str:
     """Section 5.1's negative: a synset of ``pool`` off the query's path, drawn keyed by (seed, query)."""
     if len(pool) - len((excluded | {query}) & pool_set) <= 0:
-        raise ValueError(f"no negative can be drawn for {query!r}: every synset of the pool is "
-                         "the query or one of its hypernyms; use a larger subtree")
+        raise ValueError(
+            f"no negative can be drawn for {query!r}: every synset of the pool is "
+            "the query or one of its hypernyms; use a larger subtree"
+        )
     rng = query_rng(seed, f"negative:{query}")
     while True:
         candidate = pool[int(rng.integers(len(pool)))]
@@ -278,24 +292,34 @@ def _build(p: dict[str, Any]) -> pd.DataFrame:
     pool_tree = p["subtree"] if p["negative_pool"] == "subtree" else None
     pool = noun_hierarchy(pool_tree).nodes
     pool_set, ancestors = frozenset(pool), _ancestors(pool_tree)
-    return pd.DataFrame({
-        "query": queries,
-        "relevant": [relevant[q] for q in queries],
-        "negative": [_draw_negative(q, ancestors[q], pool, pool_set, p["seed"]) for q in queries],
-        "depth": np.array([depth[q] for q in queries], dtype=np.int64),
-        "n_relevant": np.array([len(relevant[q]) for q in queries], dtype=np.int64),
-        "split": ["eval" if q in held_out else "train" for q in queries],
-        "prompt": [wordnet_prompt(q, relevant[q], query_rng(p["seed"], q), name=p["template"])
-                   for q in queries],
-    })
+    return pd.DataFrame(
+        {
+            "query": queries,
+            "relevant": [relevant[q] for q in queries],
+            "negative": [_draw_negative(q, ancestors[q], pool, pool_set, p["seed"]) for q in queries],
+            "depth": np.array([depth[q] for q in queries], dtype=np.int64),
+            "n_relevant": np.array([len(relevant[q]) for q in queries], dtype=np.int64),
+            "split": ["eval" if q in held_out else "train" for q in queries],
+            "prompt": [wordnet_prompt(q, relevant[q], query_rng(p["seed"], q), name=p["template"]) for q in queries],
+        }
+    )
 
 
-def build_wordnet_dataset(path_rule: str = "longest", include_root: bool = True,
-                          subtree: str | None = None, max_queries: int | None = None,
-                          min_relevant: int = 1, n_eval: int | float = 5000,
-                          template: str = "wordnet", seed: int = 0, cache: bool = True, *,
-                          subtree_root_relevant: bool = False, negative_pool: str = "subtree",
-                          cache_dir: Path | None = None) -> pd.DataFrame:
+def build_wordnet_dataset(
+    path_rule: str = "longest",
+    include_root: bool = True,
+    subtree: str | None = None,
+    max_queries: int | None = None,
+    min_relevant: int = 1,
+    n_eval: int | float = 5000,
+    template: str = "wordnet",
+    seed: int = 0,
+    cache: bool = True,
+    *,
+    subtree_root_relevant: bool = False,
+    negative_pool: str = "subtree",
+    cache_dir: Path | None = None,
+) -> pd.DataFrame:
     """The WordNet ranking dataset of section 5.1: one row per query (sorted by name) with the
     columns ``query, relevant (list, rank 1 first), negative, depth, n_relevant, split, prompt``;
     ``depth`` counts the hypernym links to the top along the rule's path (docs/design.md, "Datasets").
@@ -305,10 +329,19 @@ def build_wordnet_dataset(path_rule: str = "longest", include_root: bool = True,
     ``prompt``: Appendix D.1 or the short template, docIDs shuffled by ``query_rng(seed, query)``.
     With ``cache`` the table is saved as ``<cache_dir or data/cache/wordnet>/<params_hash>/`` and
     reused; ``df.attrs["params"]`` holds the parameters and ``df.attrs["hash"]`` their hash."""
-    params = {"format_version": FORMAT_VERSION, "path_rule": path_rule, "include_root": include_root,
-              "subtree": subtree, "subtree_root_relevant": subtree_root_relevant,
-              "negative_pool": negative_pool, "max_queries": max_queries,
-              "min_relevant": min_relevant, "n_eval": n_eval, "template": template, "seed": seed}
+    params = {
+        "format_version": FORMAT_VERSION,
+        "path_rule": path_rule,
+        "include_root": include_root,
+        "subtree": subtree,
+        "subtree_root_relevant": subtree_root_relevant,
+        "negative_pool": negative_pool,
+        "max_queries": max_queries,
+        "min_relevant": min_relevant,
+        "n_eval": n_eval,
+        "template": template,
+        "seed": seed,
+    }
     _validate(params)
     folder = Path(cache_dir or paths.CACHE / "wordnet") / dataset_cache.params_hash(params)
     tables = dataset_cache.cached_tables(folder, ["relevant"], ["queries"]) if cache else None
@@ -328,10 +361,16 @@ def build_wordnet_dataset(path_rule: str = "longest", include_root: bool = True,
 def top1_view(df: pd.DataFrame) -> pd.DataFrame:
     """One item per query, docID = the rank-1 hypernym: the ~84k view trained with lambda(r) = 1[r = 1]
     (Appendix B). Columns ``query, docid, rank, n_q, prompt, split``."""
-    return pd.DataFrame({"query": df["query"].to_numpy(), "docid": [r[0] for r in df["relevant"]],
-                         "rank": np.ones(len(df), dtype=np.int64),
-                         "n_q": df["n_relevant"].to_numpy(), "prompt": df["prompt"].to_numpy(),
-                         "split": df["split"].to_numpy()})[ITEM_COLUMNS]
+    return pd.DataFrame(
+        {
+            "query": df["query"].to_numpy(),
+            "docid": [r[0] for r in df["relevant"]],
+            "rank": np.ones(len(df), dtype=np.int64),
+            "n_q": df["n_relevant"].to_numpy(),
+            "prompt": df["prompt"].to_numpy(),
+            "split": df["split"].to_numpy(),
+        }
+    )[ITEM_COLUMNS]
 
 
 def per_docid_view(df: pd.DataFrame) -> pd.DataFrame:
@@ -342,18 +381,23 @@ def per_docid_view(df: pd.DataFrame) -> pd.DataFrame:
     row = np.repeat(np.arange(len(df)), n)
     rank = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n) + 1
     pick = lambda col: pd.Series(np.asarray(df[col].to_numpy(), dtype=object)[row], dtype=object)
-    return pd.DataFrame({"query": pick("query"),
-                         "docid": pd.Series(list(itertools.chain.from_iterable(df["relevant"])), dtype=object),
-                         "rank": rank.astype(np.int64), "n_q": n[row], "prompt": pick("prompt"),
-                         "split": pick("split")})[ITEM_COLUMNS]
+    return pd.DataFrame(
+        {
+            "query": pick("query"),
+            "docid": pd.Series(list(itertools.chain.from_iterable(df["relevant"])), dtype=object),
+            "rank": rank.astype(np.int64),
+            "n_q": n[row],
+            "prompt": pick("prompt"),
+            "split": pick("split"),
+        }
+    )[ITEM_COLUMNS]
 
 
 def dataset_fingerprint(df: pd.DataFrame) -> str:
     """SHA-256 of the rows (every column, in order): equal datasets, equal fingerprints."""
     digest = hashlib.sha256()
     for row in df[QUERY_COLUMNS].itertuples(index=False):
-        digest.update(json.dumps([list(v) if k == 1 else v for k, v in enumerate(row)],
-                                 default=int).encode())
+        digest.update(json.dumps([list(v) if k == 1 else v for k, v in enumerate(row)], default=int).encode())
     return digest.hexdigest()
 
 
@@ -362,8 +406,13 @@ def dataset_fingerprint(df: pd.DataFrame) -> str:
 
 def _distribution(values: pd.Series, name: str) -> pd.DataFrame:
     counts = values.value_counts().sort_index()
-    return pd.DataFrame({name: counts.index.to_numpy(), "queries": counts.to_numpy(),
-                         "fraction": counts.to_numpy() / max(len(values), 1)})
+    return pd.DataFrame(
+        {
+            name: counts.index.to_numpy(),
+            "queries": counts.to_numpy(),
+            "fraction": counts.to_numpy() / max(len(values), 1),
+        }
+    )
 
 
 def relevant_count_distribution(df: pd.DataFrame) -> pd.DataFrame:
@@ -381,10 +430,13 @@ def docid_token_lengths(df: pd.DataFrame, tokenizer, include_negatives: bool = F
     transformers tokenizer, without special tokens), occurrences (items it is relevant in)."""
     counts = pd.Series(list(itertools.chain.from_iterable(df["relevant"]))).value_counts()
     docids = sorted(set(counts.index) | (set(df["negative"]) if include_negatives else set()))
-    return pd.DataFrame({
-        "docid": docids,
-        "n_tokens": [len(tokenizer(d, add_special_tokens=False)["input_ids"]) for d in docids],
-        "occurrences": [int(counts.get(d, 0)) for d in docids]})
+    return pd.DataFrame(
+        {
+            "docid": docids,
+            "n_tokens": [len(tokenizer(d, add_special_tokens=False)["input_ids"]) for d in docids],
+            "occurrences": [int(counts.get(d, 0)) for d in docids],
+        }
+    )
 
 
 def token_length_distribution(lengths: pd.DataFrame) -> pd.DataFrame:
@@ -397,9 +449,18 @@ def dataset_summary(df: pd.DataFrame) -> pd.DataFrame:
     """Per split and overall: queries, per-docID items, mean / max relevant docIDs, mean depth."""
     parts = {**{s: g for s, g in df.groupby("split", sort=True)}, "all": df}
     return pd.DataFrame.from_dict(
-        {name: {"queries": len(g), "items": int(g["n_relevant"].sum()),
-                "mean_relevant": float(g["n_relevant"].mean()), "max_relevant": int(g["n_relevant"].max()),
-                "mean_depth": float(g["depth"].mean())} for name, g in parts.items()}, orient="index")
+        {
+            name: {
+                "queries": len(g),
+                "items": int(g["n_relevant"].sum()),
+                "mean_relevant": float(g["n_relevant"].mean()),
+                "max_relevant": int(g["n_relevant"].max()),
+                "mean_depth": float(g["depth"].mean()),
+            }
+            for name, g in parts.items()
+        },
+        orient="index",
+    )
 
 
 PAPER_QUERIES, PAPER_TOP1_ITEMS, PAPER_PER_DOCID_ITEMS = 82_114, 84_000, 700_000  # section 5.1, Appendix B
@@ -410,15 +471,27 @@ def dataset_findings(m: dict, p: dict) -> list[dict]:
     from arrank.common.findings import finding
 
     whole = not p.get("subtree") and (p.get("min_relevant") or 1) == 1 and not p.get("max_queries")
-    scale = (f"{m['n_queries']:,} queries, {m['n_items_top1']:,} top-1 and {m['n_items_per_docid']:,} per-docID items"
-             f"{'' if whole else ' in the ' + repr(p.get('subtree')) + ' subtree, min_relevant ' + str(p.get('min_relevant'))}")
+    scale = (
+        f"{m['n_queries']:,} queries, {m['n_items_top1']:,} top-1 and {m['n_items_per_docid']:,} per-docID items"
+        f"{'' if whole else ' in the ' + repr(p.get('subtree')) + ' subtree, min_relevant ' + str(p.get('min_relevant'))}"
+    )
     near = lambda ours, theirs: abs(ours - theirs) <= 0.05 * theirs
     return [
-        finding("section 5.1's example: the ranked hypernyms of deer.n.01 (ruminant, even-toed ungulate, ..., entity)",
-                m["deer_matches_paper"], "computed over all of WordNet"),
-        finding("held-out queries never appear in training (either view)", m["eval_queries_in_training"] == 0,
-                f"{m['n_eval_queries']:,} held out, {m['eval_queries_in_training']} of them in training items"),
-        finding(f"the paper's scale: all {PAPER_QUERIES:,} noun queries, about 84k top-1 and 700k per-docID items",
-                (near(m["n_queries"], PAPER_QUERIES) and near(m["n_items_per_docid"], PAPER_PER_DOCID_ITEMS)) if whole else None,
-                scale),
+        finding(
+            "section 5.1's example: the ranked hypernyms of deer.n.01 (ruminant, even-toed ungulate, ..., entity)",
+            m["deer_matches_paper"],
+            "computed over all of WordNet",
+        ),
+        finding(
+            "held-out queries never appear in training (either view)",
+            m["eval_queries_in_training"] == 0,
+            f"{m['n_eval_queries']:,} held out, {m['eval_queries_in_training']} of them in training items",
+        ),
+        finding(
+            f"the paper's scale: all {PAPER_QUERIES:,} noun queries, about 84k top-1 and 700k per-docID items",
+            (near(m["n_queries"], PAPER_QUERIES) and near(m["n_items_per_docid"], PAPER_PER_DOCID_ITEMS))
+            if whole
+            else None,
+            scale,
+        ),
     ]
