@@ -1,23 +1,12 @@
 """Run a workbook notebook with papermill: ``python -m arrank.workbook.run NOTEBOOK -p name value ...``.
 
-What it does (docs/design.md, "Contracts" and "Known pitfalls"):
-1. reads ``notebooks/<stem>.py`` (the jupytext source) and its ``parameters`` cell;
-2. refuses unknown parameter names and bad values before any kernel starts (``arrank.common.params``);
-3. refuses a run directory ``outputs/<stem>/<run_name>/`` that exists: runs are never overwritten;
-4. executes the notebook with papermill in the project's Python kernel, from the repository root,
-   staging everything in a hidden ``.<run_name>.partial-<pid>`` folder that is renamed to the run
-   directory only when the notebook finished and wrote its ``results.json``. A failed or
-   interrupted run is kept as ``<run_name>.failed-<time>`` (with the executed notebook showing
-   the error), so nothing half-written ever looks like a finished run;
-5. one process per run name (``outputs.claim_run``), and a resume only with the parameters the
-   checkpoints were made with (``outputs.check_resume``). Every case and what it gives:
-   docs/reliability.md.
-6. under ``torchrun --nproc_per_node N`` (05_train only: ``arrank.common.processes``) every
-   process runs the notebook, and the Trainer in their kernels trains together (DDP). Process 0
-   does all of the above; process k > 0 claims nothing and writes no run: it stages in
-   ``.<run_name>.rank<k>-<pid>`` beside process 0's staging folder (so both find the same
-   checkpoints folder), which is removed when its notebook finished, or kept as
-   ``<run_name>.rank<k>.failed-<time>`` when it failed (docs/scale-out.md).
+The parameters are checked against the notebook's spec (``arrank.common.params``) before any kernel
+starts. The notebook runs from the repository root in a hidden staging folder that becomes
+``outputs/<stem>/<run_name>/`` only once it finished and wrote its ``results.json``; a failed or
+interrupted run is kept as ``<run_name>.failed-<time>``. A run directory is never overwritten, a run
+name is held by one process, and a resume needs the parameters its checkpoints were made with
+(docs/design.md, "Contracts"; every case: docs/reliability.md). Under ``torchrun`` (05_train only)
+process 0 does all this; process k > 0 only runs the notebook beside it (docs/scale-out.md).
 """
 
 from __future__ import annotations
@@ -182,13 +171,11 @@ def run_notebook(
 ) -> Path:
     """Execute a notebook with papermill into a new run directory and return that directory.
 
-    Before any kernel starts: the parameters are checked, the run name is claimed for this
-    process (``RunInProgressError`` while another process runs it), staging folders that killed
-    runs of this name left are kept as ``<run_name>.failed-<time>``, an existing run directory is
-    refused, and so are checkpoints of this name made with other parameters (``ResumeError``).
-    Staging folders of other names that no live process holds are tidied the same way.
-    Ctrl-C (or SIGTERM under ``main``) keeps what was written as ``<run_name>.failed-<time>`` and
-    raises ``RunInterruptedError``.
+    Before any kernel starts: the parameters are checked, the run name is claimed
+    (``RunInProgressError``), dead runs' staging folders become ``<name>.failed-<time>``, an
+    existing run directory is refused, and so are checkpoints made with other parameters
+    (``ResumeError``). Ctrl-C (or SIGTERM under ``main``) keeps what was written as
+    ``<run_name>.failed-<time>`` and raises ``RunInterruptedError``.
     """
     source, injected, resolved = prepare(notebook, dict(overrides or {}))
     stem, name = source.stem, resolved["run_name"]
@@ -346,11 +333,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def interrupt_on_signals() -> dict[int, Any]:
-    """Let SIGTERM (``kill PID``, Slurm, systemd, a sweep stopping its points) and SIGHUP (a
-    closing terminal) end a command as Ctrl-C does: a ``KeyboardInterrupt`` carrying ``signum``
-    (``exit_code``), so staging folders are kept as ``<run_name>.failed-<time>``, children are
-    stopped and the state recorded. A second such signal while the first is handled is ignored.
-    Returns the handlers replaced (``restore_signals``)."""
+    """Let SIGTERM (``kill``, Slurm, a sweep stopping its points) and SIGHUP (a closing terminal)
+    end a command as Ctrl-C does: a ``KeyboardInterrupt`` carrying ``signum`` (``exit_code``); a
+    second such signal while the first is handled is ignored. Returns the handlers replaced."""
 
     def handler(signum: int, frame: Any) -> None:
         for sig in STOP_SIGNALS:
