@@ -180,8 +180,12 @@ def run_notebook(
     source, injected, resolved = prepare(notebook, dict(overrides or {}))
     stem, name = source.stem, resolved["run_name"]
     final = run_path(stem, name, outputs_root)
-    if not processes.is_main():
-        return _run_other_rank(source, injected, final)
+    if not processes.is_main():  # process k > 0: its own staging folder beside process 0's, removed when done
+        staging = final.parent / f".{final.name}.rank{processes.rank()}-{os.getpid()}"
+        staging.mkdir(parents=True)
+        _execute(source, injected, staging, final.with_name(f"{final.name}.rank{processes.rank()}"), False)
+        shutil.rmtree(staging, ignore_errors=True)
+        return final  # the run directory process 0 writes
     lock = claim_run(stem, name, outputs_root)
     try:
         tidy_partials(stem, name, outputs_root)
@@ -195,21 +199,17 @@ def run_notebook(
         staging = final.parent / f".{final.name}.partial-{os.getpid()}"
         staging.mkdir()
         _execute(source, injected, staging, final, progress)
-        _publish(stem, staging, final)
+        try:
+            staging.rename(final)
+        except OSError as err:  # the directory appeared meanwhile, or the folder became unwritable
+            failed = failed_path(final)
+            staging.rename(failed)
+            raise RunFailedError(
+                f"{stem} finished, but its run directory {final} could not be written "
+                f"({err.strerror or err}); the complete run is kept in {failed}"
+            ) from None
     finally:
         lock.release()
-    return final
-
-
-def _run_other_rank(source: Path, injected: dict[str, Any], final: Path) -> Path:
-    """Process k > 0 of a several-process run: the notebook runs (its kernel trains alongside
-    process 0's) in a staging folder of its own beside process 0's, removed once the notebook
-    finished; a failure keeps it as ``<run_name>.rank<k>.failed-<time>``. Returns ``final``,
-    the run directory that process 0 writes."""
-    staging = final.parent / f".{final.name}.rank{processes.rank()}-{os.getpid()}"
-    staging.mkdir(parents=True)
-    _execute(source, injected, staging, final.with_name(f"{final.name}.rank{processes.rank()}"), False)
-    shutil.rmtree(staging, ignore_errors=True)
     return final
 
 
@@ -263,20 +263,6 @@ def _execute(source: Path, injected: dict[str, Any], staging: Path, final: Path,
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
-
-
-def _publish(stem: str, staging: Path, final: Path) -> None:
-    """Rename the finished staging folder to the run directory; if that fails (the directory
-    appeared meanwhile, the folder became unwritable) the run is kept as the failed folder."""
-    try:
-        staging.rename(final)
-    except OSError as err:
-        failed = failed_path(final)
-        staging.rename(failed)
-        raise RunFailedError(
-            f"{stem} finished, but its run directory {final} could not be written "
-            f"({err.strerror or err}); the complete run is kept in {failed}"
-        ) from None
 
 
 def describe_error(err: BaseException) -> str:
@@ -370,12 +356,9 @@ def main(argv: list[str] | None = None) -> int:
     previous = interrupt_on_signals()
     try:
         final = run_notebook(args.notebook, dict(args.parameter), progress=not args.no_progress)
-    except (ParamError, RunExistsError, OutputsNotWritableError) as err:
+    except (ParamError, RunExistsError, OutputsNotWritableError, RunFailedError) as err:
         print(error_lines(err), file=sys.stderr)
-        return 2
-    except RunFailedError as err:
-        print(error_lines(err), file=sys.stderr)
-        return 1
+        return 1 if isinstance(err, RunFailedError) else 2  # 2: refused before running
     except KeyboardInterrupt as err:
         said = (
             err if isinstance(err, RunInterruptedError) else "while no notebook was running; run the same command again"

@@ -31,6 +31,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import methodcaller
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -453,9 +454,11 @@ def job_executor(
         else:
             slot = slots.get() if kind == "local" and gpus else None  # preflight: jobs <= slots
             point_env = {**env, "CUDA_VISIBLE_DEVICES": slot} if slot is not None else env
-            handle, job = sweep_jobs.submit(
-                kind, resources, main, sweep.notebook, point.overrides, root, log, point_env
-            )
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.touch()  # before submitting: the attempt is the point's newest
+            executor = sweep_jobs.make_executor(kind, sweep_jobs.job_folder(log, kind), resources)
+            handle = executor.submit(main, sweep.notebook, point.overrides, str(root), str(log), point_env)
+            job = sweep_jobs.Job(str(handle.job_id), kind, log)
             note(point, f"submitted {kind} job {job.job_id}" + (f" on GPU {slot}" if slot is not None else ""))
         try:
             if not wait:
@@ -672,19 +675,18 @@ def _stop_children(running: dict[int, subprocess.Popen], grace: float = 20.0, fo
     reached them already, so wait a little, then interrupt them; a SIGTERM or SIGHUP sent to the
     sweep alone (``forward``) is passed on to them at once (each keeps its run as failed and stops
     its kernel). Whatever still runs after ``grace`` seconds is terminated, then killed."""
-    deadline = time.time() + (0 if forward else 5)
-    for proc in list(running.values()):
-        try:
-            proc.wait(timeout=max(0.1, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGTERM if forward else signal.SIGINT)
-    for last in ("terminate", "kill"):
-        deadline = time.time() + grace
+    interrupt = methodcaller("send_signal", signal.SIGTERM if forward else signal.SIGINT)
+    for wait_s, act in (
+        (0 if forward else 5, interrupt),
+        (grace, methodcaller("terminate")),
+        (grace, methodcaller("kill")),
+    ):
+        deadline = time.time() + wait_s
         for proc in list(running.values()):
             try:
                 proc.wait(timeout=max(0.1, deadline - time.time()))
             except subprocess.TimeoutExpired:
-                getattr(proc, last)()
+                act(proc)
 
 
 def run_point(notebook: str, overrides: dict[str, Any], outputs_root: Path | None) -> int:
@@ -748,13 +750,17 @@ def main(argv: list[str] | None = None) -> int:
         return run_point(argv[1], json.loads(argv[2]), root)
     parser = argparse.ArgumentParser(prog="python -m arrank.workbook.sweep", description=__doc__.split("\n")[0])
     parser.add_argument("sweep", help="the sweep file, e.g. sweeps/table1_wordnet_quick.yaml")
-    parser.add_argument("--jobs", type=int, help="points run at once (default 1; with --executor slurm, every point)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        help="points run at once (default 1; with --executor slurm, every point is submitted at once)",
+    )
     parser.add_argument("--list", action="store_true", help="check the file and list its points and jobs; run nothing")
     parser.add_argument(
         "--max-points",
         type=int,
         default=MAX_POINTS,
-        help=f"refuse a grid of more points than this (default {MAX_POINTS:,})",
+        help=f"refuse a grid of more points than this (default {MAX_POINTS:,}), before expanding it",
     )
     parser.add_argument("--outputs-root", type=Path, help="outputs folder (default: outputs/)")
     parser.add_argument(
@@ -773,7 +779,11 @@ def main(argv: list[str] | None = None) -> int:
         ("--cpus", "cpus_per_task", int, "CPUs per point"),
     ):
         group.add_argument(flag, type=kind, dest=dest, help=text)
-    group.add_argument("--no-wait", action="store_true", help="slurm: submit and return; the next call follows them")
+    group.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="slurm: submit the unfinished points and return; the next call (or --list) follows them",
+    )
     args = parser.parse_args(argv)
     flags = {k: getattr(args, k) for k in sweep_jobs.RESOURCES if getattr(args, k) is not None}
     previous = interrupt_on_signals()  # SIGTERM and SIGHUP stop the sweep as Ctrl-C does

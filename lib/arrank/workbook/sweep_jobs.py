@@ -227,22 +227,3 @@ def wait_for(job: Job, stop: Callable[[], bool], poll_s: float, handle: Any = No
         if ended(state) or stop():
             return state
         time.sleep(poll_s)
-
-
-def submit(
-    kind: str,
-    resources: dict[str, Any],
-    main: Callable[..., int],
-    notebook: str,
-    overrides: dict[str, Any],
-    outputs_root: Path,
-    log: Path,
-    env: dict[str, str],
-) -> tuple[Any, Job]:
-    """Submit one attempt at a point as one job running ``main`` (``sweep.job_main``), its log
-    created first so that the attempt is the point's newest; return submitit's handle and the job."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    log.touch()
-    executor = make_executor(kind, job_folder(log, kind), resources)
-    handle = executor.submit(main, notebook, overrides, str(outputs_root), str(log), env)
-    return handle, Job(str(handle.job_id), kind, log)

@@ -1,24 +1,18 @@
 """Run the whole workbook in its quick profile: ``python -m arrank.workbook`` (``make workbook``).
 
-Stages, in order (each notebook runs through the papermill runner, ``arrank.workbook.run``, with
-``profile="quick"`` into ``outputs/<stem>/<run_name>/``, run name ``workbook`` by default):
-
-1. notebooks 01-04 (theory, datasets);
-2. the workbook's Table 1 sweep (``sweeps/table1_wordnet_workbook.yaml``): notebook 05 once per
-   loss family (NTP, fractional, stepwise, trie) at a reduced budget, runs named by the sweep;
-3. notebook 06 on the sweep's fractional run (decoding and beam search on a rank-aware model);
-4. notebook 07 (Figure 3: DE and CE baselines, with the sweep's ARR curves beside them);
-5. notebook 08 (the sweep's results in Table 1's layout).
-
-A stage whose results exist is skipped (a sweep skips its finished points), so a second
-``make workbook`` takes seconds; a failing stage is reported and the others still run. At the
-end it prints the wall time of each stage, a summary, and where the results are.
+Notebooks 01-08 in order through the papermill runner (``arrank.workbook.run``, ``profile="quick"``,
+run name ``workbook`` by default), notebook 05 as the workbook's Table 1 sweep
+(``sweeps/table1_wordnet_workbook.yaml``: one point per loss family at a reduced budget), 06 on the
+sweep's fractional run, 07 and 08 beside the sweep's runs. A stage whose results exist is skipped, a
+failing stage is reported and the others still run; at the end: each stage's wall time, a summary,
+Table 1 and the findings.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -58,29 +52,23 @@ def stages() -> list[dict[str, Any]]:
     runs inside the sweep; 06 evaluates the sweep's fractional point."""
     sweep = _sweep()
     fractional = next(p.run_name for p in sweep.points if p.grid.get("scheme") == "fractional")
+    overrides = {"06": {"train_run": fractional}, "07": {"arr_runs": f"{sweep.name}-*"}}
     out = []
     for source in notebooks():
-        if source.stem.startswith("05"):
+        prefix = source.stem[:2]
+        if prefix == "05":
             out.append({"name": f"sweep {sweep.name}", "kind": "sweep", "overrides": {}, "prefix": "05"})
-            continue
-        overrides = (
-            {"train_run": fractional}
-            if source.stem.startswith("06")
-            else {"arr_runs": f"{sweep.name}-*"}
-            if source.stem.startswith("07")
-            else {}
-        )
-        out.append({"name": source.stem, "kind": "notebook", "overrides": overrides, "prefix": source.stem[:2]})
+        else:
+            out.append(
+                {"name": source.stem, "kind": "notebook", "overrides": overrides.get(prefix, {}), "prefix": prefix}
+            )
     return out
 
 
 def workbook_jobs(points: int) -> int:
     """How many of the workbook sweep's points run at once: one per usable core (at most one per
-    point), each with one torch thread (``sweep.thread_env``). One-thread processes never wait on
-    each other, so a busy process beside them costs each its share of a core, where a 2-thread
-    training stalls (the rule of docs/measurements.md, "Threads on a busy machine")."""
-    import os
-
+    point), each with one torch thread (``sweep.thread_env``; docs/measurements.md, "Threads on a
+    busy machine")."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(cores, points))
 
@@ -110,28 +98,20 @@ def run_workbook(
             continue
         start = time.perf_counter()
         print(f"== {stage['name']}", flush=True)
+        target = run_path(stage["name"], run_name)
         if stage["kind"] == "sweep":
             status, target = _run_sweep_stage(), paths.OUTPUTS / "sweeps" / _sweep().name
+        elif (target / "results.json").exists():
+            status = "done earlier"
         else:
-            target = run_path(stage["name"], run_name)
-            if (target / "results.json").exists():
-                status = "done earlier"
-            else:
-                try:
-                    run_notebook(
-                        stage["name"], {"profile": "quick", "run_name": run_name, **stage["overrides"], **(extra or {})}
-                    )
-                    status = "ran"
-                except (RunFailedError, ParamError, RunExistsError, OutputsNotWritableError) as err:
-                    status = f"FAILED: {err}"
-        rows.append(
-            {
-                "notebook": stage["name"],
-                "status": status,
-                "seconds": round(time.perf_counter() - start, 1),
-                "dir": str(target),
-            }
-        )
+            overrides = {"profile": "quick", "run_name": run_name, **stage["overrides"], **(extra or {})}
+            try:
+                run_notebook(stage["name"], overrides)
+                status = "ran"
+            except (RunFailedError, ParamError, RunExistsError, OutputsNotWritableError) as err:
+                status = f"FAILED: {err}"
+        seconds = round(time.perf_counter() - start, 1)
+        rows.append({"notebook": stage["name"], "status": status, "seconds": seconds, "dir": str(target)})
     return rows
 
 
@@ -150,31 +130,36 @@ def summary(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _table1_frames() -> tuple[Any, Any]:
+    """The workbook sweep's runs (``report.collect``) and their per-query rows."""
+    from arrank.workbook import report
+
+    sweep = _sweep()
+    frame = report.collect(sweep)
+    return frame, report.per_query_frame(sweep, frame)
+
+
 def table1_summary() -> str:
     """The workbook sweep's table (percent) as Markdown, or a line saying why there is none."""
     from arrank.results import tables
-    from arrank.workbook import report
 
     try:
-        frame = report.collect(_sweep())
-        return tables.markdown(tables.results_table(frame, per_query=report.per_query_frame(_sweep(), frame)))
+        frame, per_query = _table1_frames()
+        return tables.markdown(tables.results_table(frame, per_query=per_query))
     except Exception as err:  # the summary must never hide the stage table above it
         return f"(no Table 1 summary: {type(err).__name__}: {err})"
 
 
 def findings_summary(run_name: str = "workbook") -> str:
-    """The CPU-scale reproduction checks: Table 1's findings on the workbook sweep
-    (``results.table1``, each decided by the interval of its per-query difference) and Figure 3's
-    on notebook 07's run (``results.figure3``, the verdicts and intervals its results.json
-    records), as Markdown: holds / does not hold / undecided, with the interval in words."""
+    """The CPU-scale reproduction checks as Markdown (docs/findings.md): Table 1's findings on the
+    workbook sweep (``results.table1``) and Figure 3's on notebook 07's run (``results.figure3``)."""
     from arrank.common.findings import findings_markdown
     from arrank.results.figure3 import findings_rows
     from arrank.results.table1 import table1_findings
-    from arrank.workbook import report
 
     try:
-        frame = report.collect(_sweep())
-        found = table1_findings(frame, per_query=report.per_query_frame(_sweep(), frame))
+        frame, per_query = _table1_frames()
+        found = table1_findings(frame, per_query=per_query)
     except Exception as err:  # never hide the stage table above it
         found = [note(f"Table 1 findings: not available ({type(err).__name__}: {err})")]
     results = run_path("07_de_ce_baselines", run_name) / "results.json"
