@@ -1,7 +1,5 @@
-"""A sweep's runs gathered for the results stage (``arrank.results``): ``collect`` reads the
-results.json of every point of a sweep (``arrank.workbook.sweep``) into one frame, ``random_floor``
-the random-scores row notebook 05 writes, ``paper_reference`` which of the paper's tables goes
-beside the sweep's."""
+"""A sweep's runs gathered for the results stage (``arrank.results``, notebook 08): its points'
+results.json as one frame, the random-scores floor, the paper's rows to show, the per-query rows."""
 
 from __future__ import annotations
 
@@ -25,12 +23,8 @@ def collect(sweep: Sweep, outputs_root: Path | None = None) -> pd.DataFrame:
         if state == "done":
             results = json.loads(results_path(sweep, point, outputs_root).read_text())
             params, metrics = results["params"], results["metrics"]
-        row = {
-            "run_name": point.run_name,
-            "state": state,
-            "label": variant_label(sweep.notebook, params, sweep.grid_keys),
-            "profile": params.get("profile"),
-        }
+        label = variant_label(sweep.notebook, params, sweep.grid_keys)
+        row = {"run_name": point.run_name, "state": state, "label": label, "profile": params.get("profile")}
         row.update({k: params.get(k) for k in sweep.grid_keys})
         row.update({k: v for k, v in metrics.items() if k in metric_columns(metrics)})
         rows.append(row)

@@ -115,11 +115,9 @@ def parameters_help(notebook: str | Path) -> str:
 
 
 def coerce(name: str, raw: Any, default: Any) -> Any:
-    """Turn a command-line string into the type of the parameter's default value.
-
-    Strings stay strings (``-p run_name 007`` keeps the zeros); ``None`` defaults accept ``none``
-    or a number; booleans accept true/false. Non-strings (from Python callers) pass unchanged.
-    """
+    """Turn a command-line string into the type of the parameter's default value: strings stay
+    strings (``007`` keeps its zeros), ``None`` defaults accept ``none`` or a number, booleans
+    true/false; non-strings (from Python callers) pass unchanged."""
     if not isinstance(raw, str) or isinstance(default, str):
         return raw
     low = raw.strip().lower()
@@ -140,10 +138,8 @@ def coerce(name: str, raw: Any, default: Any) -> Any:
 
 
 def prepare(notebook: str | Path, overrides: dict[str, Any]) -> tuple[Path, dict[str, Any], dict[str, Any]]:
-    """Find the notebook, check the overrides, resolve ``run_name``.
-
-    Returns (source, injected parameters for papermill, fully resolved parameters).
-    """
+    """Find the notebook, check the overrides, resolve ``run_name``; returns (source, the parameters
+    injected into papermill, all resolved parameters)."""
     source = find_notebook(notebook)
     return prepare_parsed(source, parameters_cell(read_notebook(source), source), overrides)
 
@@ -275,6 +271,12 @@ def describe_error(err: BaseException) -> str:
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
+def interrupted(err: KeyboardInterrupt, otherwise: str) -> int:
+    """Print one ``interrupted:`` block (the run's own message, else ``otherwise``); return 128 + the signal."""
+    print(error_lines(err if isinstance(err, RunInterruptedError) else otherwise, "interrupted: "), file=sys.stderr)
+    return exit_code(err)
+
+
 def error_lines(message: str, prefix: str = "error: ") -> str:
     """``prefix`` + the message, its further lines indented by two spaces: one block that a log
     reader (``arrank.workbook.sweep``) takes back whole."""
@@ -340,10 +342,8 @@ def restore_signals(previous: dict[int, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line entry point; prints the run directory, or the error in one block and exits
-    2 (refused before running: bad parameter, name taken or running, checkpoints of other
-    parameters, outputs not writable), 1 (the notebook failed) or 128 + the signal when interrupted
-    (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
+    """Command line entry point; prints the run directory, or the error in one block and exits 2
+    (refused before running), 1 (the notebook failed) or 128 + the signal (docs/reliability.md)."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
     names = [name for name, _ in args.parameter]
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -360,11 +360,7 @@ def main(argv: list[str] | None = None) -> int:
         print(error_lines(err), file=sys.stderr)
         return 1 if isinstance(err, RunFailedError) else 2  # 2: refused before running
     except KeyboardInterrupt as err:
-        said = (
-            err if isinstance(err, RunInterruptedError) else "while no notebook was running; run the same command again"
-        )
-        print(error_lines(said, "interrupted: "), file=sys.stderr)
-        return exit_code(err)
+        return interrupted(err, "while no notebook was running; run the same command again")
     finally:
         restore_signals(previous)
     if processes.is_main():

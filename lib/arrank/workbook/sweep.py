@@ -207,13 +207,9 @@ def _check_names(path: Path, fixed: Any, grid_points: list[dict[str, Any]]) -> N
 
 
 def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
-    """Read and check a sweep file, expanding its points; nothing runs.
-
-    A grid of more than ``max_points`` points is refused before it is expanded (``check_size``).
-    Every point goes through the runner's own checks (``arrank.workbook.run.prepare_parsed``:
-    names known, values allowed) with the notebook's parameters cell read once, so a bad file
-    fails here with the point and the value named.
-    """
+    """Read and check a sweep file, expanding its points; nothing runs. A grid over ``max_points``
+    is refused before it is expanded; every point goes through the runner's own checks
+    (``run.prepare_parsed``, the parameters cell read once), so a bad file fails here, naming the point."""
     path = Path(path)
     if not path.is_absolute() and not path.exists():
         path = paths.ROOT / path
@@ -428,14 +424,12 @@ def job_executor(
     note: Callable[[Point, str], None],
     jobs: int = 1,
     wait: bool = True,
-    poll_s: float | None = None,
 ) -> Execute:
-    """Run a point as one submitit job (``sweep_jobs``): attach to the job of its newest attempt
-    if that is still queued or running, else submit it; wait until it ends (unless ``wait`` is
-    false). On Ctrl-C a local job is interrupted, a Slurm job is left to run (the next call
-    attaches to it)."""
+    """Run a point as one submitit job: attach to the job of its newest attempt while that is queued
+    or running, else submit it; wait until it ends (unless ``wait`` is false). On Ctrl-C a local job
+    is interrupted, a Slurm job is left to run (the next call attaches to it)."""
     folder = sweep_dir(sweep, root)
-    poll = poll_s if poll_s is not None else (0.2 if kind == "local" else 5.0)
+    poll = 0.2 if kind == "local" else 5.0
     env = {
         k: v for k, v in thread_env(jobs).items() if k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", *processes.OPENMP_WAIT)
     }
@@ -502,18 +496,13 @@ def run_sweep(
     executor: str = "subprocess",
     resources: dict[str, Any] | None = None,
     wait: bool = True,
-    poll_s: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every point of the sweep that has no results.json yet, ``jobs`` at a time; return one
-    row per point (``ROW_KEYS``), as ``status.json`` under :func:`sweep_dir` holds it after every point.
-
-    status: ``done earlier`` (skipped), ``done``, ``failed`` (error and log recorded, the sweep
-    goes on), ``interrupted`` (Ctrl-C: the running points are stopped, Slurm jobs left to run,
-    KeyboardInterrupt raised), or ``submitted`` (a Slurm job left queued or running: Ctrl-C or
-    ``wait=False``). ``executor``: ``subprocess`` (a child process per point), ``local`` or ``slurm``
-    (one submitit job per point, :func:`job_executor`, with ``resources`` over the sweep file's;
-    ``jobs`` defaults to 1, for Slurm to every point).
-    """
+    """Run every point of the sweep that has no results.json yet, ``jobs`` at a time (default 1, for
+    Slurm every point); return one row per point (``ROW_KEYS``), as ``status.json`` under :func:`sweep_dir`
+    holds it after every point. status: ``done earlier`` (skipped), ``done``, ``failed`` (recorded, the
+    sweep goes on), ``interrupted`` (Ctrl-C: running points stopped, Slurm jobs left, KeyboardInterrupt
+    raised) or ``submitted`` (a Slurm job left queued or running). ``executor``: ``subprocess``, or
+    ``local`` / ``slurm`` (:func:`job_executor`, with ``resources`` over the sweep file's)."""
     sweep_jobs.check_executor(executor)
     resources = sweep_jobs.check_resources({**sweep.resources, **(resources or {})})
     jobs = jobs if jobs is not None else (len(sweep.points) if executor == "slurm" else 1)
@@ -528,7 +517,7 @@ def run_sweep(
         if execute is None and executor != "subprocess":
             sweep_jobs.preflight(executor, resources, jobs)
         previous = reconcile_jobs(sweep, root, executor)  # jobs that ended: errors recorded, points rerun
-        return _run_points(sweep, jobs, root, execute, echo, executor, resources, wait, poll_s, states, previous)
+        return _run_points(sweep, jobs, root, execute, echo, executor, resources, wait, states, previous)
 
 
 @contextlib.contextmanager
@@ -537,18 +526,15 @@ def sweep_lock(sweep: Sweep, folder: Path) -> Iterator[None]:
     of one sweep at once would run or submit a point twice); a second call fails with a clear error."""
     from filelock import FileLock, Timeout
 
-    lock = FileLock(folder / ".lock", timeout=0)
     try:
-        lock.acquire()
+        held = FileLock(folder / ".lock", timeout=0).acquire()
     except Timeout:
         raise SweepError(
             f"another call of sweep {sweep.name!r} is running (it holds {folder / '.lock'}); "
             "wait for it, or see its points with --list"
         ) from None
-    try:
+    with held:  # released on leaving, also on an exception
         yield
-    finally:
-        lock.release()
 
 
 def _run_points(
@@ -560,7 +546,6 @@ def _run_points(
     executor: str,
     resources: dict[str, Any],
     wait: bool,
-    poll_s: float | None,
     states: list[str],
     previous: dict[str, str],
 ) -> list[dict[str, Any]]:
@@ -583,7 +568,7 @@ def _run_points(
 
     if execute is None and executor != "subprocess":
         execute = job_executor(
-            sweep, root, executor, resources, stop, lambda p, t: say(index[p.run_name], "job", t), jobs, wait, poll_s
+            sweep, root, executor, resources, stop, lambda p, t: say(index[p.run_name], "job", t), jobs, wait
         )
     execute = execute or subprocess_executor(sweep, root, running, jobs)
 
@@ -623,11 +608,10 @@ def _run_points(
             row["status"] = "interrupted"
             say(i, "interrupted", f"{seconds:.1f} s")
         else:
-            row.update(
-                status="failed", error=_last_error(log, code), failed_dir=_newest_failed(Path(row["run_dir"]), start)
-            )
-            error = row["error"].replace("\n", "\n    ")  # a multi-line message stays one indented block
-            say(i, "FAILED", f"{seconds:.1f} s  {error}  (log: {log})")
+            error = _last_error(log, code)
+            row.update(status="failed", error=error, failed_dir=_newest_failed(Path(row["run_dir"]), start))
+            indented = error.replace("\n", "\n    ")  # a multi-line message stays one indented block
+            say(i, "FAILED", f"{seconds:.1f} s  {indented}  (log: {log})")
 
     todo = []
     for i, state in enumerate(states):

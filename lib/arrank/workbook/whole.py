@@ -22,15 +22,7 @@ from arrank.common import paths
 from arrank.common.findings import note
 from arrank.common.outputs import OutputsNotWritableError, RunExistsError, run_path
 from arrank.common.params import ParamError
-from arrank.workbook.run import (
-    RunFailedError,
-    RunInterruptedError,
-    error_lines,
-    exit_code,
-    interrupt_on_signals,
-    restore_signals,
-    run_notebook,
-)
+from arrank.workbook.run import RunFailedError, interrupt_on_signals, interrupted, restore_signals, run_notebook
 
 WORKBOOK_SWEEP = "sweeps/table1_wordnet_workbook.yaml"
 
@@ -88,9 +80,7 @@ def _run_sweep_stage() -> str:
     return f"FAILED: points {failed} (logs in outputs/sweeps/{sweep.name}/logs/)" if failed else "ran"
 
 
-def run_workbook(
-    run_name: str = "workbook", only: list[str] | None = None, extra: dict[str, str] | None = None
-) -> list[dict]:
+def run_workbook(run_name: str = "workbook", only: list[str] | None = None) -> list[dict]:
     """Run (or skip, when finished earlier) each stage; return one status row per stage."""
     rows = []
     for stage in stages():
@@ -104,7 +94,7 @@ def run_workbook(
         elif (target / "results.json").exists():
             status = "done earlier"
         else:
-            overrides = {"profile": "quick", "run_name": run_name, **stage["overrides"], **(extra or {})}
+            overrides = {"profile": "quick", "run_name": run_name, **stage["overrides"]}
             try:
                 run_notebook(stage["name"], overrides)
                 status = "ran"
@@ -179,13 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rows = run_workbook(args.run_name, args.only)
     except KeyboardInterrupt as err:
-        said = (
-            str(err)
-            if isinstance(err, RunInterruptedError)
-            else "the workbook stopped; finished stages and sweep points are kept: run the same command again to go on"
+        return interrupted(
+            err, "the workbook stopped; finished stages and sweep points are kept: run the same command again to go on"
         )
-        print(error_lines(said, "interrupted: "), file=sys.stderr)
-        return exit_code(err)
     finally:
         restore_signals(previous)
     print(summary(rows))
