@@ -194,18 +194,6 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def _check_names(path: Path, fixed: Any, grid_points: list[dict[str, Any]]) -> None:
-    if not isinstance(fixed, dict):
-        raise SweepError(f"{path.name}: 'fixed' must be a mapping of parameter -> value, got {fixed!r}")
-    grid_names = {k for p in grid_points for k in p}
-    for where, names in (("fixed", set(fixed)), ("grid", grid_names)):
-        if "run_name" in names:
-            raise SweepError(f"{path.name}: run_name may not be in '{where}': the sweep names its runs")
-    both = sorted(grid_names & set(fixed))
-    if both:
-        raise SweepError(f"{path.name}: {both} both fixed and in the grid; keep each in one place")
-
-
 def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
     """Read and check a sweep file, expanding its points; nothing runs. A grid over ``max_points``
     is refused before it is expanded; every point goes through the runner's own checks
@@ -231,8 +219,16 @@ def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
     except ParamError as err:
         raise SweepError(f"{path.name}: {err}") from None
     fixed = data.get("fixed") or {}
+    if not isinstance(fixed, dict):
+        raise SweepError(f"{path.name}: 'fixed' must be a mapping of parameter -> value, got {fixed!r}")
     grid_points = expand_grid(data["grid"])
-    _check_names(path, fixed, grid_points)
+    grid_names = {k for p in grid_points for k in p}
+    for where, names in (("fixed", set(fixed)), ("grid", grid_names)):
+        if "run_name" in names:
+            raise SweepError(f"{path.name}: run_name may not be in '{where}': the sweep names its runs")
+    both = sorted(grid_names & set(fixed))
+    if both:
+        raise SweepError(f"{path.name}: {both} both fixed and in the grid; keep each in one place")
     points: dict[str, Point] = {}
     for values in grid_points:
         overrides = {**fixed, **values, "run_name": point_run_name(name, values)}
@@ -371,9 +367,8 @@ def subprocess_executor(
 
 @dataclass(frozen=True)
 class JobRun:
-    """What a job executor reports for a point: its job id, the log the job writes, its exit code
-    or error (None while it runs), and ``left``: the job's state when the sweep stopped waiting
-    for it (a Slurm job outlives a Ctrl-C or ``--no-wait``; the next call attaches to it)."""
+    """What a job executor reports for a point: its job id, its log, its exit code or error (None
+    while it runs), and ``left``: the job's state when the sweep stopped waiting for it (Slurm)."""
 
     job_id: str
     log: Path
