@@ -419,12 +419,13 @@ def job_executor(
     note: Callable[[Point, str], None],
     jobs: int = 1,
     wait: bool = True,
+    poll_s: float | None = None,
 ) -> Execute:
     """Run a point as one submitit job: attach to the job of its newest attempt while that is queued
     or running, else submit it; wait until it ends (unless ``wait`` is false). On Ctrl-C a local job
     is interrupted, a Slurm job is left to run (the next call attaches to it)."""
     folder = sweep_dir(sweep, root)
-    poll = 0.2 if kind == "local" else 5.0
+    poll = poll_s if poll_s is not None else (0.2 if kind == "local" else 5.0)
     env = {
         k: v for k, v in thread_env(jobs).items() if k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", *processes.OPENMP_WAIT)
     }
@@ -491,13 +492,15 @@ def run_sweep(
     executor: str = "subprocess",
     resources: dict[str, Any] | None = None,
     wait: bool = True,
+    poll_s: float | None = None,
 ) -> list[dict[str, Any]]:
     """Run every point of the sweep that has no results.json yet, ``jobs`` at a time (default 1, for
     Slurm every point); return one row per point (``ROW_KEYS``), as ``status.json`` under :func:`sweep_dir`
     holds it after every point. status: ``done earlier`` (skipped), ``done``, ``failed`` (recorded, the
     sweep goes on), ``interrupted`` (Ctrl-C: running points stopped, Slurm jobs left, KeyboardInterrupt
     raised) or ``submitted`` (a Slurm job left queued or running). ``executor``: ``subprocess``, or
-    ``local`` / ``slurm`` (:func:`job_executor`, with ``resources`` over the sweep file's)."""
+    ``local`` / ``slurm`` (:func:`job_executor`, with ``resources`` over the sweep file's; a job is
+    polled every ``poll_s`` seconds, by default 0.2 local, 5 Slurm)."""
     sweep_jobs.check_executor(executor)
     resources = sweep_jobs.check_resources({**sweep.resources, **(resources or {})})
     jobs = jobs if jobs is not None else (len(sweep.points) if executor == "slurm" else 1)
@@ -512,7 +515,7 @@ def run_sweep(
         if execute is None and executor != "subprocess":
             sweep_jobs.preflight(executor, resources, jobs)
         previous = reconcile_jobs(sweep, root, executor)  # jobs that ended: errors recorded, points rerun
-        return _run_points(sweep, jobs, root, execute, echo, executor, resources, wait, states, previous)
+        return _run_points(sweep, jobs, root, execute, echo, executor, resources, wait, poll_s, states, previous)
 
 
 @contextlib.contextmanager
@@ -541,6 +544,7 @@ def _run_points(
     executor: str,
     resources: dict[str, Any],
     wait: bool,
+    poll_s: float | None,
     states: list[str],
     previous: dict[str, str],
 ) -> list[dict[str, Any]]:
@@ -563,7 +567,7 @@ def _run_points(
 
     if execute is None and executor != "subprocess":
         execute = job_executor(
-            sweep, root, executor, resources, stop, lambda p, t: say(index[p.run_name], "job", t), jobs, wait
+            sweep, root, executor, resources, stop, lambda p, t: say(index[p.run_name], "job", t), jobs, wait, poll_s
         )
     execute = execute or subprocess_executor(sweep, root, running, jobs)
 
