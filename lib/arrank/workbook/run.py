@@ -1,12 +1,10 @@
 """Run a workbook notebook with papermill: ``python -m arrank.workbook.run NOTEBOOK -p name value ...``.
 
-The parameters are checked against the notebook's spec (``arrank.common.params``) before any kernel
-starts. The notebook runs from the repository root in a hidden staging folder that becomes
-``outputs/<stem>/<run_name>/`` only once it finished and wrote its ``results.json``; a failed or
-interrupted run is kept as ``<run_name>.failed-<time>``. A run directory is never overwritten, a run
-name is held by one process, and a resume needs the parameters its checkpoints were made with
-(docs/design.md, "Contracts"; every case: docs/reliability.md). Under ``torchrun`` (05_train only)
-process 0 does all this; process k > 0 only runs the notebook beside it (docs/scale-out.md).
+The parameters are checked against the notebook's spec before any kernel starts; the notebook runs
+from the repository root in a hidden staging folder that becomes ``outputs/<stem>/<run_name>/`` only
+once it wrote its ``results.json``, else ``<run_name>.failed-<time>``. No overwrite, one process per
+run name, a resume only with its checkpoints' parameters: docs/design.md ("Contracts"),
+docs/reliability.md; several processes (torchrun, 05_train): docs/scale-out.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """Sweeps: one notebook run over a grid of parameters (paper §5, Tables 1-3 and Figure 3).
 
-``python -m arrank.workbook.sweep sweeps/NAME.yaml [--jobs N] [--list] [--executor local|slurm]``, or
-``make sweep SWEEP=sweeps/NAME.yaml``. A sweep file names the ``notebook``, the ``fixed`` parameters
-and the ``grid`` (a mapping name -> list of values, or a list of such mappings: the union of their
-products; docs/running.md). Every point is an ordinary run of ``arrank.workbook.run`` named
-``<sweep>-<name>=<value>-...``, finished exactly when its ``results.json`` exists. What is checked
-before anything runs, skipped, recorded and interrupted: docs/design.md ("Contracts") and
-docs/reliability.md; the ``local`` and ``slurm`` executors (``arrank.workbook.sweep_jobs``):
-docs/scale-out.md.
+``python -m arrank.workbook.sweep sweeps/NAME.yaml [--jobs N] [--list] [--executor local|slurm]``. A
+sweep file names the ``notebook``, the ``fixed`` parameters and the ``grid`` (docs/running.md). Every
+point is an ordinary run of ``arrank.workbook.run`` named ``<sweep>-<name>=<value>-...``, finished
+exactly when its ``results.json`` exists. What is checked, skipped, recorded and interrupted:
+docs/design.md ("Contracts"), docs/reliability.md; the job executors (``sweep_jobs``): docs/scale-out.md.
 """
 
 from __future__ import annotations

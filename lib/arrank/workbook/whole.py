@@ -1,11 +1,9 @@
 """Run the whole workbook in its quick profile: ``python -m arrank.workbook`` (``make workbook``).
 
-Notebooks 01-08 in order through the papermill runner (``arrank.workbook.run``, ``profile="quick"``,
-run name ``workbook`` by default), notebook 05 as the workbook's Table 1 sweep
-(``sweeps/table1_wordnet_workbook.yaml``: one point per loss family at a reduced budget), 06 on the
-sweep's fractional run, 07 and 08 beside the sweep's runs. A stage whose results exist is skipped, a
-failing stage is reported and the others still run; at the end: each stage's wall time, a summary,
-Table 1 and the findings.
+Notebooks 01-08 in order through the runner (``profile="quick"``, run name ``workbook``), notebook
+05 as the Table 1 sweep ``sweeps/table1_wordnet_workbook.yaml`` (one point per loss family), 06 on its
+fractional run, 07 and 08 beside its runs. A finished stage is skipped, a failing one reported while
+the others still run; at the end: each stage's wall time, Table 1 and the findings.
 """
 
 from __future__ import annotations
