@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import importlib
 import itertools
 import json
 import math
@@ -28,7 +29,6 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import datetime
-from operator import methodcaller
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -423,11 +423,8 @@ def job_executor(
     is interrupted, a Slurm job is left to run (the next call attaches to it)."""
     folder = sweep_dir(sweep, root)
     poll = poll_s if poll_s is not None else (0.2 if kind == "local" else 5.0)
-    env = {
-        k: v for k, v in thread_env(jobs).items() if k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", *processes.OPENMP_WAIT)
-    }
-    import importlib
-
+    kept = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", *processes.OPENMP_WAIT)
+    env = {k: v for k, v in thread_env(jobs).items() if k in kept}
     main = importlib.import_module("arrank.workbook.sweep").job_main  # by module name, also under python -m
     gpus = resources.get("gpus_per_node", 0)
     slots: queue.Queue[str] = queue.Queue()  # several GPUs in one box: each local point its own GPUs
@@ -466,18 +463,7 @@ def job_executor(
     return execute
 
 
-ROW_KEYS = (
-    "run_name",
-    "grid",
-    "status",
-    "seconds",
-    "error",
-    "log",
-    "failed_dir",
-    "run_dir",
-    "job_id",
-    "previous_error",
-)
+ROW_KEYS = "run_name grid status seconds error log failed_dir run_dir job_id previous_error".split()  # status.json
 
 
 def run_sweep(
@@ -594,9 +580,8 @@ def _run_points(
             stop.set()
         except Exception as err:  # the executor itself broke (not the notebook): record it, go on
             code = f"{type(err).__name__}: {err}"
-        seconds = round(time.perf_counter() - wall, 1)
+        row["seconds"] = seconds = round(time.perf_counter() - wall, 1)
         results = results_path(sweep, point, root)
-        row["seconds"] = seconds
         if results.exists():
             row["status"] = "done"
             say(i, "done", f"{seconds:.1f} s  {_headline(json.loads(results.read_text())['metrics'])}")
@@ -655,18 +640,19 @@ def _stop_children(running: dict[int, subprocess.Popen], grace: float = 20.0, fo
     reached them already, so wait a little, then interrupt them; a SIGTERM or SIGHUP sent to the
     sweep alone (``forward``) is passed on to them at once (each keeps its run as failed and stops
     its kernel). Whatever still runs after ``grace`` seconds is terminated, then killed."""
-    interrupt = methodcaller("send_signal", signal.SIGTERM if forward else signal.SIGINT)
-    for wait_s, act in (
-        (0 if forward else 5, interrupt),
-        (grace, methodcaller("terminate")),
-        (grace, methodcaller("kill")),
-    ):
-        deadline = time.time() + wait_s
+    deadline = time.time() + (0 if forward else 5)
+    for proc in list(running.values()):
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGTERM if forward else signal.SIGINT)
+    for last in ("terminate", "kill"):
+        deadline = time.time() + grace
         for proc in list(running.values()):
             try:
                 proc.wait(timeout=max(0.1, deadline - time.time()))
             except subprocess.TimeoutExpired:
-                act(proc)
+                getattr(proc, last)()
 
 
 def run_point(notebook: str, overrides: dict[str, Any], outputs_root: Path | None) -> int:

@@ -46,12 +46,8 @@ def stages() -> list[dict[str, Any]]:
     out = []
     for source in notebooks():
         prefix = source.stem[:2]
-        if prefix == "05":
-            out.append({"name": f"sweep {sweep.name}", "kind": "sweep", "overrides": {}, "prefix": "05"})
-        else:
-            out.append(
-                {"name": source.stem, "kind": "notebook", "overrides": overrides.get(prefix, {}), "prefix": prefix}
-            )
+        stage = {"name": source.stem, "kind": "notebook", "overrides": overrides.get(prefix, {}), "prefix": prefix}
+        out.append(stage | {"name": f"sweep {sweep.name}", "kind": "sweep"} if prefix == "05" else stage)
     return out
 
 
@@ -118,22 +114,14 @@ def summary(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _table1_frames() -> tuple[Any, Any]:
-    """The workbook sweep's runs (``report.collect``) and their per-query rows."""
-    from arrank.workbook import report
-
-    sweep = _sweep()
-    frame = report.collect(sweep)
-    return frame, report.per_query_frame(sweep, frame)
-
-
 def table1_summary() -> str:
     """The workbook sweep's table (percent) as Markdown, or a line saying why there is none."""
     from arrank.results import tables
+    from arrank.workbook import report
 
     try:
-        frame, per_query = _table1_frames()
-        return tables.markdown(tables.results_table(frame, per_query=per_query))
+        frame = report.collect(_sweep())
+        return tables.markdown(tables.results_table(frame, per_query=report.per_query_frame(_sweep(), frame)))
     except Exception as err:  # the summary must never hide the stage table above it
         return f"(no Table 1 summary: {type(err).__name__}: {err})"
 
@@ -144,10 +132,11 @@ def findings_summary(run_name: str = "workbook") -> str:
     from arrank.common.findings import findings_markdown
     from arrank.results.figure3 import findings_rows
     from arrank.results.table1 import table1_findings
+    from arrank.workbook import report
 
     try:
-        frame, per_query = _table1_frames()
-        found = table1_findings(frame, per_query=per_query)
+        frame = report.collect(_sweep())
+        found = table1_findings(frame, per_query=report.per_query_frame(_sweep(), frame))
     except Exception as err:  # never hide the stage table above it
         found = [note(f"Table 1 findings: not available ({type(err).__name__}: {err})")]
     results = run_path("07_de_ce_baselines", run_name) / "results.json"
