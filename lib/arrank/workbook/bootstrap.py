@@ -1,11 +1,8 @@
-"""Machine set-up that pip cannot do: WordNet 3.0 for NLTK, a Chromium for PNG figures, a
-check of the offline pretrained models (the GGUF files of ``arrank.common.named_models``), and
-JupyterLab's settings plus the local ``.ipynb`` of every notebook (``arrank.workbook.lab``).
-
-``python -m arrank.workbook.bootstrap`` is called by ``make test`` and ``make workbook`` after the virtual
-environment is installed. It is idempotent: when both are present it returns in well under a second.
-Run as root with apt it installs what is missing (Debian's wordnet-base, wordnet-sense-index,
-chromium); otherwise it says how, and fails only for WordNet (PNG export degrades to HTML only).
+"""Machine set-up that pip cannot do (``make setup`` runs it; idempotent): WordNet 3.0 for NLTK
+(required), a Chromium for PNG figures (else HTML only), a check of the offline pretrained models'
+GGUF files, JupyterLab's settings and each notebook's local ``.ipynb`` (``arrank.workbook.lab``).
+As root with apt it installs what is missing (Debian's wordnet-base, wordnet-sense-index, chromium);
+otherwise it says how (data/README.md).
 """
 
 from __future__ import annotations
@@ -18,23 +15,21 @@ from arrank.common.wordnet_setup import AptUnavailableError, WordNetMissingError
 from arrank.workbook.lab import install_lab_settings, pair_notebooks
 
 
-def ensure_chromium(verbose: bool = True) -> str | None:
+def ensure_chromium() -> str | None:
     """A Chromium for kaleido's PNG export: found, or apt-installed when root; else None + a note."""
     found = png_backend()
     if found is None:
-        if verbose:
-            print("PNG figures: installing Debian's chromium", flush=True)
+        print("PNG figures: installing Debian's chromium", flush=True)
         try:
             apt_install(("chromium",))
         except (AptUnavailableError, subprocess.CalledProcessError) as err:
             print(f"PNG figures: could not install chromium ({err})", file=sys.stderr)
         found = png_backend()
-    if verbose:
-        print(f"PNG figures: {found or 'no Chromium (figures are saved as HTML only; install chromium)'}")
+    print(f"PNG figures: {found or 'no Chromium (figures are saved as HTML only; install chromium)'}")
     return found
 
 
-def check_gguf_models(verbose: bool = True) -> bool:
+def check_gguf_models() -> bool:
     """Each offline pretrained model's GGUF file is installed and intact (size and sha256 as its
     package recorded them); it is converted into a model folder on first use (about 20 s)."""
     from arrank.common.named_models import GGUF_MODELS, gguf_file
@@ -43,8 +38,7 @@ def check_gguf_models(verbose: bool = True) -> bool:
     for name in GGUF_MODELS:
         try:
             path = gguf_file(name)
-            if verbose:
-                print(f"Pretrained model {name}: {path.name} ({path.stat().st_size / 2**20:.0f} MiB, verified)")
+            print(f"Pretrained model {name}: {path.name} ({path.stat().st_size / 2**20:.0f} MiB, verified)")
         except (FileNotFoundError, ValueError) as err:
             print(f"Pretrained model {name}: {err}", file=sys.stderr)
             ok = False

@@ -1,8 +1,6 @@
 """The kernel manager papermill starts a notebook's kernel with (``arrank.workbook.run``): the
-kernel process's own stderr (its start-up warnings, the traceback of a kernel stopped in the
-middle of a cell) goes to the file ``$ARRANK_KERNEL_LOG`` names instead of the terminal, so an
-interrupted run ends in one line. The notebook's own output and errors are unaffected: they travel
-over the kernel's channels."""
+kernel process's own stderr goes to the file ``$ARRANK_KERNEL_LOG`` names instead of the terminal,
+so an interrupted run ends in one line; the notebook's own output travels over the kernel's channels."""
 
 from __future__ import annotations
 

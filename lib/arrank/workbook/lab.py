@@ -1,15 +1,9 @@
 """JupyterLab set-up: ``notebooks/NN_name.py`` opens as a notebook, and interactive use never
 touches what git tracks.
 
-- ``install_lab_settings`` writes JupyterLab settings overrides into the environment's
-  ``share/jupyter/lab/settings/overrides.d/`` (JupyterLab reads every ``*.json`` there as the
-  defaults of its settings): a double-click on a ``.py`` file opens it with the *Jupytext Notebook*
-  viewer, and no news are fetched from the network.
-- The ``.ipynb`` of each notebook is **not tracked** (``.gitignore``): the ``.py`` is the only
-  source, as jupytext recommends for paired notebooks. ``pair_notebooks`` writes the local
-  ``.ipynb`` (inputs from the ``.py``, outputs of an existing ``.ipynb`` kept) with the kernel's
-  ``language_info``, so opening it in JupyterLab does not mark it modified.
-
+``install_lab_settings`` makes a double-click on a ``.py`` open it as a notebook (and fetches no
+news); ``pair_notebooks`` writes each untracked local ``.ipynb`` from its ``.py`` with the kernel's
+metadata, so JupyterLab does not mark it modified (docs/design.md, "Notebooks and JupyterLab").
 ``python -m arrank.workbook.lab`` does both (``make setup`` and ``make sync`` call it).
 """
 

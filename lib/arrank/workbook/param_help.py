@@ -1,10 +1,6 @@
 """``python -m arrank.workbook.run NOTEBOOK --help``: a notebook's parameters, each with its
-default (per profile where the profile fills it), what is allowed and what it means.
-
-Everything comes from what the runner itself uses: the notebook's parameter definition
-(``arrank.common.params.NOTEBOOKS``: meaning, validator, per-profile values) and the defaults of
-its ``parameters`` cell, which ``tests/workbook/test_param_help.py`` holds to that definition (the
-same names in the same order, the same literals, the comment on each line = the meaning).
+default (per profile where the profile fills it), what is allowed and what it means, from the
+notebook's definition (``arrank.common.params.NOTEBOOKS``) and its ``parameters`` cell.
 """
 
 from __future__ import annotations
@@ -33,21 +29,11 @@ def parameter_comments(cell_source: str) -> dict[str, str]:
     return out
 
 
-def profile_defaults(stem: str, name: str, default: Any) -> dict[str, Any]:
-    """What each profile gives ``name`` when the notebook leaves it at ``None``
-    (``Param.profiles`` of its definition; a per-dataset value as ``wordnet / esci``)."""
-    if default is None:
-        return {
-            p: (
-                f"{v.wordnet} / {v.esci}"
-                if isinstance(v, params.ByDataset)
-                else f"= {v.name}"
-                if isinstance(v, params.SameAs)
-                else v
-            )
-            for p, v in params.definition(stem)[name].profiles.items()
-        }
-    return {}
+def _profile_value(value: Any) -> Any:
+    """A profile's value as the help shows it: a per-dataset value as ``wordnet / esci``."""
+    if isinstance(value, params.ByDataset):
+        return f"{value.wordnet} / {value.esci}"
+    return f"= {value.name}" if isinstance(value, params.SameAs) else value
 
 
 def describe_parameters(stem: str, cell_source: str, defaults: dict[str, Any]) -> str:
@@ -57,9 +43,9 @@ def describe_parameters(stem: str, cell_source: str, defaults: dict[str, Any]) -
     definition, spec = params.definition(stem), params.spec_for(stem)
     lines = [f"parameters of {stem} (set with -p NAME VALUE; profiles: {', '.join(params.profiles_of(stem))}):", ""]
     for name, default in defaults.items():
-        per_profile = profile_defaults(stem, name, default)
-        by_profile = "  (" + " | ".join(f"{p}: {v!r}" for p, v in per_profile.items()) + ")" if per_profile else ""
-        lines.append(f"  {name} = {default!r}{by_profile}")
+        profiles = definition[name].profiles.items() if default is None else ()  # what None takes per profile
+        by_profile = " | ".join(f"{p}: {_profile_value(v)!r}" for p, v in profiles)
+        lines.append(f"  {name} = {default!r}" + (f"  ({by_profile})" if by_profile else ""))
         if definition[name].help:
             lines.append(f"      {definition[name].help}")
         lines.append(f"      allowed: {params.allowed_text(spec[name])}")

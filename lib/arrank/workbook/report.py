@@ -1,7 +1,5 @@
-"""A sweep's runs gathered for the results stage (``arrank.results``): ``collect`` reads the
-results.json of every point of a sweep (``arrank.workbook.sweep``) into one frame, ``random_floor``
-the random-scores row notebook 05 writes, ``paper_reference`` which of the paper's tables goes
-beside the sweep's."""
+"""A sweep's runs gathered for the results stage (``arrank.results``, notebook 08): its points'
+results.json as one frame, the random-scores floor, the paper's rows to show, the per-query rows."""
 
 from __future__ import annotations
 
@@ -25,12 +23,8 @@ def collect(sweep: Sweep, outputs_root: Path | None = None) -> pd.DataFrame:
         if state == "done":
             results = json.loads(results_path(sweep, point, outputs_root).read_text())
             params, metrics = results["params"], results["metrics"]
-        row = {
-            "run_name": point.run_name,
-            "state": state,
-            "label": variant_label(sweep.notebook, params, sweep.grid_keys),
-            "profile": params.get("profile"),
-        }
+        label = variant_label(sweep.notebook, params, sweep.grid_keys)
+        row = {"run_name": point.run_name, "state": state, "label": label, "profile": params.get("profile")}
         row.update({k: params.get(k) for k in sweep.grid_keys})
         row.update({k: v for k, v in metrics.items() if k in metric_columns(metrics)})
         rows.append(row)
@@ -71,13 +65,10 @@ PER_QUERY_COLUMNS = ["point", "variant", "seed", "query", "cvr", "ndcg", "r1", "
 
 
 def per_query_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: Path | None = None) -> pd.DataFrame:
-    """The held-out per-query metrics of every finished point of a WordNet sweep of notebook 05
-    (each run's ``per_query.csv``), one row per (point, query): ``point`` (run name), ``variant``
-    (the table's row label, as ``collect``), ``seed``, ``query``, ``cvr`` (the fraction of the
-    query's constraint violations: 0 or 1 with WordNet's one negative), ``ndcg``, ``r1``..``r5``
-    (the R@k the runs have; NaN where the query has fewer than k relevant docIDs), fractions.
-    Points whose run has no ``per_query.csv`` (made before notebook 05 wrote it) are left out;
-    the columns are there even when no point has one. ``frame``: ``collect``'s frame, if read."""
+    """The held-out per-query metrics (each run's ``per_query.csv``) of every finished point of a
+    sweep of notebook 05, one row per (point, query): ``PER_QUERY_COLUMNS`` as fractions, ``variant``
+    the table's row label, ``cvr`` 0 or 1 (WordNet's one negative), ``r<k>`` NaN where the query has
+    fewer than k relevant docIDs. Runs without ``per_query.csv`` are left out; ``frame``: ``collect``'s."""
     if sweep.notebook != "05_train":
         raise ValueError(f"per-query rows are read from a sweep of notebook 05_train, not {sweep.notebook!r}")
     frame = collect(sweep, outputs_root) if frame is None else frame
@@ -88,16 +79,8 @@ def per_query_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_roo
             continue
         q = pd.read_csv(path)
         seed = json.loads((path.parent / "results.json").read_text())["params"].get("seed")
-        part = pd.DataFrame(
-            {
-                "point": row["run_name"],
-                "variant": row["label"],
-                "seed": seed,
-                "query": q["query"],
-                "cvr": q["violation"].map({True: 1.0, False: 0.0, "True": 1.0, "False": 0.0}),
-                "ndcg": q["ndcg"],
-            }
-        )
+        cvr = q["violation"].map({True: 1.0, False: 0.0, "True": 1.0, "False": 0.0})
+        part = q[["query", "ndcg"]].assign(point=row["run_name"], variant=row["label"], seed=seed, cvr=cvr)
         for k in range(1, 6):
             if f"recall@{k}" in q.columns:
                 part[f"r{k}"] = q[f"recall@{k}"].astype(float)

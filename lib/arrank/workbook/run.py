@@ -1,23 +1,10 @@
 """Run a workbook notebook with papermill: ``python -m arrank.workbook.run NOTEBOOK -p name value ...``.
 
-What it does (docs/design.md, "Contracts" and "Known pitfalls"):
-1. reads ``notebooks/<stem>.py`` (the jupytext source) and its ``parameters`` cell;
-2. refuses unknown parameter names and bad values before any kernel starts (``arrank.common.params``);
-3. refuses a run directory ``outputs/<stem>/<run_name>/`` that exists: runs are never overwritten;
-4. executes the notebook with papermill in the project's Python kernel, from the repository root,
-   staging everything in a hidden ``.<run_name>.partial-<pid>`` folder that is renamed to the run
-   directory only when the notebook finished and wrote its ``results.json``. A failed or
-   interrupted run is kept as ``<run_name>.failed-<time>`` (with the executed notebook showing
-   the error), so nothing half-written ever looks like a finished run;
-5. one process per run name (``outputs.claim_run``), and a resume only with the parameters the
-   checkpoints were made with (``outputs.check_resume``). Every case and what it gives:
-   docs/reliability.md.
-6. under ``torchrun --nproc_per_node N`` (05_train only: ``arrank.common.processes``) every
-   process runs the notebook, and the Trainer in their kernels trains together (DDP). Process 0
-   does all of the above; process k > 0 claims nothing and writes no run: it stages in
-   ``.<run_name>.rank<k>-<pid>`` beside process 0's staging folder (so both find the same
-   checkpoints folder), which is removed when its notebook finished, or kept as
-   ``<run_name>.rank<k>.failed-<time>`` when it failed (docs/scale-out.md).
+The parameters are checked against the notebook's spec before any kernel starts; the notebook runs
+from the repository root in a hidden staging folder that becomes ``outputs/<stem>/<run_name>/`` only
+once it wrote its ``results.json``, else ``<run_name>.failed-<time>``. No overwrite, one process per
+run name, a resume only with its checkpoints' parameters: docs/design.md ("Contracts"),
+docs/reliability.md; several processes (torchrun, 05_train): docs/scale-out.md.
 """
 
 from __future__ import annotations
@@ -126,11 +113,9 @@ def parameters_help(notebook: str | Path) -> str:
 
 
 def coerce(name: str, raw: Any, default: Any) -> Any:
-    """Turn a command-line string into the type of the parameter's default value.
-
-    Strings stay strings (``-p run_name 007`` keeps the zeros); ``None`` defaults accept ``none``
-    or a number; booleans accept true/false. Non-strings (from Python callers) pass unchanged.
-    """
+    """Turn a command-line string into the type of the parameter's default value: strings stay
+    strings (``007`` keeps its zeros), ``None`` defaults accept ``none`` or a number, booleans
+    true/false; non-strings (from Python callers) pass unchanged."""
     if not isinstance(raw, str) or isinstance(default, str):
         return raw
     low = raw.strip().lower()
@@ -151,10 +136,8 @@ def coerce(name: str, raw: Any, default: Any) -> Any:
 
 
 def prepare(notebook: str | Path, overrides: dict[str, Any]) -> tuple[Path, dict[str, Any], dict[str, Any]]:
-    """Find the notebook, check the overrides, resolve ``run_name``.
-
-    Returns (source, injected parameters for papermill, fully resolved parameters).
-    """
+    """Find the notebook, check the overrides, resolve ``run_name``; returns (source, the parameters
+    injected into papermill, all resolved parameters)."""
     source = find_notebook(notebook)
     return prepare_parsed(source, parameters_cell(read_notebook(source), source), overrides)
 
@@ -182,19 +165,21 @@ def run_notebook(
 ) -> Path:
     """Execute a notebook with papermill into a new run directory and return that directory.
 
-    Before any kernel starts: the parameters are checked, the run name is claimed for this
-    process (``RunInProgressError`` while another process runs it), staging folders that killed
-    runs of this name left are kept as ``<run_name>.failed-<time>``, an existing run directory is
-    refused, and so are checkpoints of this name made with other parameters (``ResumeError``).
-    Staging folders of other names that no live process holds are tidied the same way.
-    Ctrl-C (or SIGTERM under ``main``) keeps what was written as ``<run_name>.failed-<time>`` and
-    raises ``RunInterruptedError``.
+    Before any kernel starts: the parameters are checked, the run name is claimed
+    (``RunInProgressError``), dead runs' staging folders become ``<name>.failed-<time>``, an
+    existing run directory is refused, and so are checkpoints made with other parameters
+    (``ResumeError``). Ctrl-C (or SIGTERM under ``main``) keeps what was written as
+    ``<run_name>.failed-<time>`` and raises ``RunInterruptedError``.
     """
     source, injected, resolved = prepare(notebook, dict(overrides or {}))
     stem, name = source.stem, resolved["run_name"]
     final = run_path(stem, name, outputs_root)
-    if not processes.is_main():
-        return _run_other_rank(source, injected, final)
+    if not processes.is_main():  # process k > 0: its own staging folder beside process 0's, removed when done
+        staging = final.parent / f".{final.name}.rank{processes.rank()}-{os.getpid()}"
+        staging.mkdir(parents=True)
+        _execute(source, injected, staging, final.with_name(f"{final.name}.rank{processes.rank()}"), False)
+        shutil.rmtree(staging, ignore_errors=True)
+        return final  # the run directory process 0 writes
     lock = claim_run(stem, name, outputs_root)
     try:
         tidy_partials(stem, name, outputs_root)
@@ -208,21 +193,17 @@ def run_notebook(
         staging = final.parent / f".{final.name}.partial-{os.getpid()}"
         staging.mkdir()
         _execute(source, injected, staging, final, progress)
-        _publish(stem, staging, final)
+        try:
+            staging.rename(final)
+        except OSError as err:  # the directory appeared meanwhile, or the folder became unwritable
+            failed = failed_path(final)
+            staging.rename(failed)
+            raise RunFailedError(
+                f"{stem} finished, but its run directory {final} could not be written "
+                f"({err.strerror or err}); the complete run is kept in {failed}"
+            ) from None
     finally:
         lock.release()
-    return final
-
-
-def _run_other_rank(source: Path, injected: dict[str, Any], final: Path) -> Path:
-    """Process k > 0 of a several-process run: the notebook runs (its kernel trains alongside
-    process 0's) in a staging folder of its own beside process 0's, removed once the notebook
-    finished; a failure keeps it as ``<run_name>.rank<k>.failed-<time>``. Returns ``final``,
-    the run directory that process 0 writes."""
-    staging = final.parent / f".{final.name}.rank{processes.rank()}-{os.getpid()}"
-    staging.mkdir(parents=True)
-    _execute(source, injected, staging, final.with_name(f"{final.name}.rank{processes.rank()}"), False)
-    shutil.rmtree(staging, ignore_errors=True)
     return final
 
 
@@ -278,20 +259,6 @@ def _execute(source: Path, injected: dict[str, Any], staging: Path, final: Path,
                     os.environ[name] = value
 
 
-def _publish(stem: str, staging: Path, final: Path) -> None:
-    """Rename the finished staging folder to the run directory; if that fails (the directory
-    appeared meanwhile, the folder became unwritable) the run is kept as the failed folder."""
-    try:
-        staging.rename(final)
-    except OSError as err:
-        failed = failed_path(final)
-        staging.rename(failed)
-        raise RunFailedError(
-            f"{stem} finished, but its run directory {final} could not be written "
-            f"({err.strerror or err}); the complete run is kept in {failed}"
-        ) from None
-
-
 def describe_error(err: BaseException) -> str:
     """The exception's type and its whole message; for an error inside the notebook, the
     notebook's own exception (papermill's ``ename: evalue``) rather than papermill's wrapper."""
@@ -300,6 +267,12 @@ def describe_error(err: BaseException) -> str:
         return f"{ename}: {evalue}".rstrip() if evalue else ename
     text = str(err).strip()
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def interrupted(err: KeyboardInterrupt, otherwise: str) -> int:
+    """Print one ``interrupted:`` block (the run's own message, else ``otherwise``); return 128 + the signal."""
+    print(error_lines(err if isinstance(err, RunInterruptedError) else otherwise, "interrupted: "), file=sys.stderr)
+    return exit_code(err)
 
 
 def error_lines(message: str, prefix: str = "error: ") -> str:
@@ -346,11 +319,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def interrupt_on_signals() -> dict[int, Any]:
-    """Let SIGTERM (``kill PID``, Slurm, systemd, a sweep stopping its points) and SIGHUP (a
-    closing terminal) end a command as Ctrl-C does: a ``KeyboardInterrupt`` carrying ``signum``
-    (``exit_code``), so staging folders are kept as ``<run_name>.failed-<time>``, children are
-    stopped and the state recorded. A second such signal while the first is handled is ignored.
-    Returns the handlers replaced (``restore_signals``)."""
+    """Let SIGTERM (``kill``, Slurm, a sweep stopping its points) and SIGHUP (a closing terminal)
+    end a command as Ctrl-C does: a ``KeyboardInterrupt`` carrying ``signum`` (``exit_code``); a
+    second such signal while the first is handled is ignored. Returns the handlers replaced."""
 
     def handler(signum: int, frame: Any) -> None:
         for sig in STOP_SIGNALS:
@@ -369,10 +340,8 @@ def restore_signals(previous: dict[int, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line entry point; prints the run directory, or the error in one block and exits
-    2 (refused before running: bad parameter, name taken or running, checkpoints of other
-    parameters, outputs not writable), 1 (the notebook failed) or 128 + the signal when interrupted
-    (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
+    """Command line entry point; prints the run directory, or the error in one block and exits 2
+    (refused before running), 1 (the notebook failed) or 128 + the signal (docs/reliability.md)."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
     names = [name for name, _ in args.parameter]
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -385,18 +354,11 @@ def main(argv: list[str] | None = None) -> int:
     previous = interrupt_on_signals()
     try:
         final = run_notebook(args.notebook, dict(args.parameter), progress=not args.no_progress)
-    except (ParamError, RunExistsError, OutputsNotWritableError) as err:
+    except (ParamError, RunExistsError, OutputsNotWritableError, RunFailedError) as err:
         print(error_lines(err), file=sys.stderr)
-        return 2
-    except RunFailedError as err:
-        print(error_lines(err), file=sys.stderr)
-        return 1
+        return 1 if isinstance(err, RunFailedError) else 2  # 2: refused before running
     except KeyboardInterrupt as err:
-        said = (
-            err if isinstance(err, RunInterruptedError) else "while no notebook was running; run the same command again"
-        )
-        print(error_lines(said, "interrupted: "), file=sys.stderr)
-        return exit_code(err)
+        return interrupted(err, "while no notebook was running; run the same command again")
     finally:
         restore_signals(previous)
     if processes.is_main():

@@ -1,42 +1,10 @@
-"""Sweeps: one notebook run over a grid of parameters (docs/design.md, "Contracts"; paper §5, Tables
-1-3 and Figure 3). ``python -m arrank.workbook.sweep sweeps/NAME.yaml [--jobs N] [--list] [--executor local|slurm]``, or
-``make sweep SWEEP=sweeps/NAME.yaml [EXECUTOR=slurm]``.
+"""Sweeps: one notebook run over a grid of parameters (paper §5, Tables 1-3 and Figure 3).
 
-A sweep file (YAML) names the notebook, the parameters every point shares, and the grid::
-
-    notebook: 05_train            # the notebook each point runs
-    paper: table1                 # optional: the paper table it regenerates (arrank.results.paper.PAPER)
-    description: ...              # optional, one line
-    fixed: {profile: quick, steps: 600}
-    grid:                         # a mapping name -> list of values (their Cartesian product),
-      - {scheme: [indicator]}     # or a list of such mappings (the union of their products)
-      - {scheme: [fractional], alpha: [1, 2, 3, 4, 5]}
-
-Every point is an ordinary run of the papermill runner (``arrank.workbook.run``) named after the sweep and
-the point's grid values, ``outputs/<notebook>/<sweep>-<name>=<value>-...``, so a point is
-finished exactly when that run's ``results.json`` exists:
-
-- the whole file is checked before anything runs (unknown notebook or parameter, empty grid, a
-  value the notebook's spec refuses, two points with the same run name, a finished run made with
-  other parameters than the file now gives); a grid of more than ``MAX_POINTS`` (10,000) points is
-  refused before it is expanded (``check_size``; ``--max-points`` raises the cap), and the notebook's
-  parameters cell is read once for all points;
-- finished points are skipped, so re-running a sweep runs only its failed and missing points;
-- each point runs in its own process (``--jobs N`` runs N at once) with its output in
-  ``outputs/sweeps/<sweep>/logs/``; a failing point is recorded (its error, its log, and the
-  executed notebook the runner keeps in ``<run_name>.failed-<time>/``) and the sweep goes on;
-- ``outputs/sweeps/<sweep>/status.json`` is rewritten after every point, and an interrupted sweep
-  (Ctrl-C, SIGTERM, SIGHUP: its running points are stopped and marked ``interrupted``; exit 128 +
-  the signal) loses nothing that finished: the next run skips it.
-
-Executors (``--executor``): ``subprocess`` (the default: a child process per point, as above),
-``local`` and ``slurm``: one submitit job per point (``arrank.workbook.sweep_jobs``), on this machine
-or a Slurm cluster, with resources from the file (``resources: {partition: gpu, gpus_per_node: 1,
-timeout_min: 600, mem_gb: 32, cpus_per_task: 8}``) or the flags ``--partition --gpus --time --mem
---cpus``. A point's job is found from its newest log and submitit's own files (no registry): a
-second call attaches to a queued or running job instead of submitting its point again, a job that ended without results is
-recorded (its error) and its point runs again; Ctrl-C leaves Slurm jobs running (``--no-wait``
-submits and returns); ``--list`` shows each point's job and its state.
+``python -m arrank.workbook.sweep sweeps/NAME.yaml [--jobs N] [--list] [--executor local|slurm]``. A
+sweep file names the ``notebook``, the ``fixed`` parameters and the ``grid`` (docs/running.md). Every
+point is an ordinary run of ``arrank.workbook.run`` named ``<sweep>-<name>=<value>-...``, finished
+exactly when its ``results.json`` exists. What is checked, skipped, recorded and interrupted:
+docs/design.md ("Contracts"), docs/reliability.md; the job executors (``sweep_jobs``): docs/scale-out.md.
 """
 
 from __future__ import annotations
@@ -44,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import importlib
 import itertools
 import json
 import math
@@ -56,6 +25,7 @@ import sys
 import threading
 import time
 import traceback
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -171,16 +141,12 @@ def check_size(grid: Any, file: str, max_points: int = MAX_POINTS) -> int:
 def expand_grid(grid: Any, where: str = "grid") -> list[dict[str, Any]]:
     """The points of a grid: the Cartesian product of a mapping's value lists, or the union (in
     order, duplicates dropped: found with a set) of the products of a list of mappings."""
-    points: list[dict[str, Any]] = []
-    seen: set[frozenset] = set()
+    points: dict[frozenset, dict[str, Any]] = {}
     for part in grid_parts(grid, where):
         for combo in itertools.product(*part.values()):
             point = dict(zip(part.keys(), combo))
-            key = frozenset(point.items())
-            if key not in seen:
-                seen.add(key)
-                points.append(point)
-    return points
+            points.setdefault(frozenset(point.items()), point)
+    return list(points.values())
 
 
 def format_value(value: Any) -> str:
@@ -225,26 +191,10 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def _check_names(path: Path, fixed: Any, grid_points: list[dict[str, Any]]) -> None:
-    if not isinstance(fixed, dict):
-        raise SweepError(f"{path.name}: 'fixed' must be a mapping of parameter -> value, got {fixed!r}")
-    grid_names = {k for p in grid_points for k in p}
-    for where, names in (("fixed", set(fixed)), ("grid", grid_names)):
-        if "run_name" in names:
-            raise SweepError(f"{path.name}: run_name may not be in '{where}': the sweep names its runs")
-    both = sorted(grid_names & set(fixed))
-    if both:
-        raise SweepError(f"{path.name}: {both} both fixed and in the grid; keep each in one place")
-
-
 def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
-    """Read and check a sweep file, expanding its points; nothing runs.
-
-    A grid of more than ``max_points`` points is refused before it is expanded (``check_size``).
-    Every point goes through the runner's own checks (``arrank.workbook.run.prepare_parsed``:
-    names known, values allowed) with the notebook's parameters cell read once, so a bad file
-    fails here with the point and the value named.
-    """
+    """Read and check a sweep file, expanding its points; nothing runs. A grid over ``max_points``
+    is refused before it is expanded; every point goes through the runner's own checks
+    (``run.prepare_parsed``, the parameters cell read once), so a bad file fails here, naming the point."""
     path = Path(path)
     if not path.is_absolute() and not path.exists():
         path = paths.ROOT / path
@@ -266,47 +216,42 @@ def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
     except ParamError as err:
         raise SweepError(f"{path.name}: {err}") from None
     fixed = data.get("fixed") or {}
+    if not isinstance(fixed, dict):
+        raise SweepError(f"{path.name}: 'fixed' must be a mapping of parameter -> value, got {fixed!r}")
     grid_points = expand_grid(data["grid"])
-    _check_names(path, fixed, grid_points)
-    points = []
+    grid_names = {k for p in grid_points for k in p}
+    for where, names in (("fixed", set(fixed)), ("grid", grid_names)):
+        if "run_name" in names:
+            raise SweepError(f"{path.name}: run_name may not be in '{where}': the sweep names its runs")
+    both = sorted(grid_names & set(fixed))
+    if both:
+        raise SweepError(f"{path.name}: {both} both fixed and in the grid; keep each in one place")
+    points: dict[str, Point] = {}
     for values in grid_points:
-        overrides = {**fixed, **values}
-        overrides["run_name"] = point_run_name(name, values)
+        overrides = {**fixed, **values, "run_name": point_run_name(name, values)}
         try:
             _, _, resolved = prepare_parsed(source, defaults, overrides)
         except ParamError as err:
             where = ", ".join(f"{k}={v!r}" for k, v in values.items())
             raise SweepError(f"{path.name}: point ({where}): {err}") from None
-        points.append(Point(overrides["run_name"], values, overrides, resolved))
-    seen: dict[str, Point] = {}
-    for point in points:
-        if point.run_name in seen:
+        point = Point(overrides["run_name"], values, overrides, resolved)
+        if point.run_name in points:
             raise SweepError(
-                f"{path.name}: points {seen[point.run_name].grid} and {point.grid} get the same "
+                f"{path.name}: points {points[point.run_name].grid} and {point.grid} get the same "
                 f"run name {point.run_name!r}; use values that differ in their run-name form"
             )
-        seen[point.run_name] = point
+        points[point.run_name] = point
     try:
         resources = sweep_jobs.check_resources(data.get("resources"), f"{path.name}: resources")
     except sweep_jobs.JobError as err:
         raise SweepError(str(err)) from None
-    return Sweep(name, path, stem, dict(fixed), points, paper, str(data.get("description", "")), resources)
+    description = str(data.get("description", ""))
+    return Sweep(name, path, stem, dict(fixed), list(points.values()), paper, description, resources)
 
 
 def results_path(sweep: Sweep, point: Point, outputs_root: Path | None = None) -> Path:
     """``outputs/<notebook>/<point run name>/results.json``."""
     return run_path(sweep.notebook, point.run_name, outputs_root) / "results.json"
-
-
-def stale_params(sweep: Sweep, point: Point, outputs_root: Path | None = None) -> dict[str, tuple[Any, Any]]:
-    """{name: (in the finished run, in the sweep now)} for the parameters the sweep sets that a
-    finished run of this point was made with other values of; empty when they agree."""
-    done = json.loads(results_path(sweep, point, outputs_root).read_text())["params"]
-    return {
-        k: (done.get(k, "<absent>"), point.resolved[k])
-        for k in point.overrides
-        if k != "run_name" and done.get(k, "<absent>") != point.resolved[k]
-    }
 
 
 def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
@@ -318,23 +263,19 @@ def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
     present = {p.name for p in folder.iterdir()} if folder.is_dir() else set()  # one listing, not one per point
     tried = {name.rsplit(".failed-", 1)[0] for name in present if ".failed-" in name}
     for point in sweep.points:
-        if point.run_name not in present and f".checkpoints-{point.run_name}" not in present:
-            states.append("failed" if point.run_name in tried else "missing")
-        elif results_path(sweep, point, outputs_root).exists():
-            diff = stale_params(sweep, point, outputs_root)
-            if diff:
-                stale.append(
-                    f"{point.run_name}: " + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items())
-                )
+        name, diff = point.run_name, {}
+        if name in present and results_path(sweep, point, outputs_root).exists():
+            done = json.loads(results_path(sweep, point, outputs_root).read_text())["params"]
+            given = {k: point.resolved[k] for k in point.overrides if k != "run_name"}
+            diff = {k: (done.get(k, "<absent>"), v) for k, v in given.items() if done.get(k, "<absent>") != v}
             states.append("done")
         else:
-            diff = resume_diff(checkpoints_dir(sweep.notebook, point.run_name, outputs_root), point.resolved)
-            if diff:
-                stale.append(
-                    f"{point.run_name} (interrupted, its checkpoints): "
-                    + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items())
-                )
+            if name in present or f".checkpoints-{name}" in present:
+                diff = resume_diff(checkpoints_dir(sweep.notebook, name, outputs_root), point.resolved)
+                name += " (interrupted, its checkpoints)"
             states.append("failed" if point.run_name in tried else "missing")
+        if diff:
+            stale.append(f"{name}: " + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items()))
     if stale:
         raise SweepError(
             f"{sweep.path.name}: runs of its points were made with other parameters than the file now "
@@ -408,16 +349,8 @@ def subprocess_executor(
     env = thread_env(jobs)
 
     def execute(point: Point, log: Path) -> int:
-        cmd = [
-            sys.executable,
-            "-m",
-            "arrank.workbook.sweep",
-            "--point",
-            sweep.notebook,
-            json.dumps(point.overrides),
-            "--outputs-root",
-            str(outputs_root),
-        ]
+        cmd = [sys.executable, "-m", "arrank.workbook.sweep", "--point", sweep.notebook, json.dumps(point.overrides)]
+        cmd += ["--outputs-root", str(outputs_root)]
         with open(log, "w") as fh:
             proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=paths.ROOT, env=env)
             running[proc.pid] = proc
@@ -431,9 +364,8 @@ def subprocess_executor(
 
 @dataclass(frozen=True)
 class JobRun:
-    """What a job executor reports for a point: its job id, the log the job writes, its exit code
-    or error (None while it runs), and ``left``: the job's state when the sweep stopped waiting
-    for it (a Slurm job outlives a Ctrl-C or ``--no-wait``; the next call attaches to it)."""
+    """What a job executor reports for a point: its job id, its log, its exit code or error (None
+    while it runs), and ``left``: the job's state when the sweep stopped waiting for it (Slurm)."""
 
     job_id: str
     log: Path
@@ -486,17 +418,13 @@ def job_executor(
     wait: bool = True,
     poll_s: float | None = None,
 ) -> Execute:
-    """Run a point as one submitit job (``sweep_jobs``): attach to the job of its newest attempt
-    if that is still queued or running, else submit it; wait until it ends (unless ``wait`` is
-    false). On Ctrl-C a local job is interrupted, a Slurm job is left to run (the next call
-    attaches to it)."""
+    """Run a point as one submitit job: attach to the job of its newest attempt while that is queued
+    or running, else submit it; wait until it ends (unless ``wait`` is false). On Ctrl-C a local job
+    is interrupted, a Slurm job is left to run (the next call attaches to it)."""
     folder = sweep_dir(sweep, root)
     poll = poll_s if poll_s is not None else (0.2 if kind == "local" else 5.0)
-    env = {
-        k: v for k, v in thread_env(jobs).items() if k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", *processes.OPENMP_WAIT)
-    }
-    import importlib
-
+    kept = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", *processes.OPENMP_WAIT)
+    env = {k: v for k, v in thread_env(jobs).items() if k in kept}
     main = importlib.import_module("arrank.workbook.sweep").job_main  # by module name, also under python -m
     gpus = resources.get("gpus_per_node", 0)
     slots: queue.Queue[str] = queue.Queue()  # several GPUs in one box: each local point its own GPUs
@@ -510,9 +438,11 @@ def job_executor(
         else:
             slot = slots.get() if kind == "local" and gpus else None  # preflight: jobs <= slots
             point_env = {**env, "CUDA_VISIBLE_DEVICES": slot} if slot is not None else env
-            handle, job = sweep_jobs.submit(
-                kind, resources, main, sweep.notebook, point.overrides, root, log, point_env
-            )
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.touch()  # before submitting: the attempt is the point's newest
+            executor = sweep_jobs.make_executor(kind, sweep_jobs.job_folder(log, kind), resources)
+            handle = executor.submit(main, sweep.notebook, point.overrides, str(root), str(log), point_env)
+            job = sweep_jobs.Job(str(handle.job_id), kind, log)
             note(point, f"submitted {kind} job {job.job_id}" + (f" on GPU {slot}" if slot is not None else ""))
         try:
             if not wait:
@@ -533,6 +463,9 @@ def job_executor(
     return execute
 
 
+ROW_KEYS = "run_name grid status seconds error log failed_dir run_dir job_id previous_error".split()  # status.json
+
+
 def run_sweep(
     sweep: Sweep,
     jobs: int | None = 1,
@@ -544,17 +477,13 @@ def run_sweep(
     wait: bool = True,
     poll_s: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every point of the sweep that has no results.json yet, ``jobs`` at a time; return one
-    row per point (run_name, grid, status, seconds, error, log, failed_dir, run_dir, job_id).
-
-    status: ``done earlier`` (skipped), ``done``, ``failed`` (error and log recorded, the sweep
-    goes on), ``interrupted``, or ``submitted`` (a Slurm job left queued or running: Ctrl-C or
-    ``wait=False``). ``status.json`` under :func:`sweep_dir` is rewritten after every point. On
-    Ctrl-C the running points are stopped (Slurm jobs are left to run), the status written,
-    KeyboardInterrupt raised. ``executor``: ``subprocess`` (a child process per point, the
-    default), ``local`` or ``slurm`` (one submitit job per point, :func:`job_executor`, with
-    ``resources`` over the sweep file's; ``jobs`` defaults to 1, for Slurm to every point).
-    """
+    """Run every point of the sweep that has no results.json yet, ``jobs`` at a time (default 1, for
+    Slurm every point); return one row per point (``ROW_KEYS``), as ``status.json`` under :func:`sweep_dir`
+    holds it after every point. status: ``done earlier`` (skipped), ``done``, ``failed`` (recorded, the
+    sweep goes on), ``interrupted`` (Ctrl-C: running points stopped, Slurm jobs left, KeyboardInterrupt
+    raised) or ``submitted`` (a Slurm job left queued or running). ``executor``: ``subprocess``, or
+    ``local`` / ``slurm`` (:func:`job_executor`, with ``resources`` over the sweep file's; a job is
+    polled every ``poll_s`` seconds, by default 0.2 local, 5 Slurm)."""
     sweep_jobs.check_executor(executor)
     resources = sweep_jobs.check_resources({**sweep.resources, **(resources or {})})
     jobs = jobs if jobs is not None else (len(sweep.points) if executor == "slurm" else 1)
@@ -578,18 +507,15 @@ def sweep_lock(sweep: Sweep, folder: Path) -> Iterator[None]:
     of one sweep at once would run or submit a point twice); a second call fails with a clear error."""
     from filelock import FileLock, Timeout
 
-    lock = FileLock(folder / ".lock", timeout=0)
     try:
-        lock.acquire()
+        held = FileLock(folder / ".lock", timeout=0).acquire()
     except Timeout:
         raise SweepError(
             f"another call of sweep {sweep.name!r} is running (it holds {folder / '.lock'}); "
             "wait for it, or see its points with --list"
         ) from None
-    try:
+    with held:  # released on leaving, also on an exception
         yield
-    finally:
-        lock.release()
 
 
 def _run_points(
@@ -609,23 +535,13 @@ def _run_points(
     folder = sweep_dir(sweep, root)
     running: dict[int, subprocess.Popen] = {}
     total, width = len(sweep.points), len(str(len(sweep.points)))
-    rows = [
-        {
-            "run_name": p.run_name,
-            "grid": p.grid,
-            "status": "pending",
-            "seconds": None,
-            "error": None,
-            "log": None,
-            "failed_dir": None,
-            "run_dir": str(run_path(sweep.notebook, p.run_name, root)),
-            "job_id": None,
-            "previous_error": previous.get(p.run_name),
-        }
-        for p in sweep.points
-    ]
+    rows = []
+    for p in sweep.points:
+        row = dict.fromkeys(ROW_KEYS)
+        row.update(run_name=p.run_name, grid=p.grid, status="pending", previous_error=previous.get(p.run_name))
+        rows.append(row | {"run_dir": str(run_path(sweep.notebook, p.run_name, root))})
     lock, stop = threading.Lock(), threading.Event()
-    caught: list[KeyboardInterrupt] = []  # the interruption (Ctrl-C, SIGTERM, SIGHUP), raised again at the end
+    interrupt = None  # the interruption (Ctrl-C, SIGTERM, SIGHUP), raised again at the end
     index = {p.run_name: i for i, p in enumerate(sweep.points)}
 
     def say(i: int, word: str, text: str) -> None:
@@ -639,15 +555,9 @@ def _run_points(
     execute = execute or subprocess_executor(sweep, root, running, jobs)
 
     def save() -> None:
-        write_json_atomic(
-            folder / "status.json",
-            {
-                "sweep": str(sweep.path),
-                "notebook": sweep.notebook,
-                "updated": datetime.now().isoformat(timespec="seconds"),
-                "points": rows,
-            },
-        )
+        now = datetime.now().isoformat(timespec="seconds")
+        status = {"sweep": str(sweep.path), "notebook": sweep.notebook, "updated": now, "points": rows}
+        write_json_atomic(folder / "status.json", status)
 
     def one(i: int) -> None:
         if stop.is_set():
@@ -656,8 +566,7 @@ def _run_points(
         log = sweep_jobs.attempt_log(folder, point.run_name)
         row.update(status="running", log=str(log))
         say(i, "running", "(retry of a failed point)" if states[i] == "failed" else "")
-        start, wall = time.time(), time.perf_counter()
-        code, interrupted = None, False
+        start, wall, code = time.time(), time.perf_counter(), None
         try:
             code = execute(point, log)
             if isinstance(code, JobRun):
@@ -668,25 +577,22 @@ def _run_points(
                     say(i, "submitted", f"{executor} job {row['job_id']} {left}; the next call follows it")
                     return
         except KeyboardInterrupt:
-            interrupted = True
             stop.set()
         except Exception as err:  # the executor itself broke (not the notebook): record it, go on
             code = f"{type(err).__name__}: {err}"
-        seconds = round(time.perf_counter() - wall, 1)
+        row["seconds"] = seconds = round(time.perf_counter() - wall, 1)
         results = results_path(sweep, point, root)
-        row["seconds"] = seconds
         if results.exists():
             row["status"] = "done"
             say(i, "done", f"{seconds:.1f} s  {_headline(json.loads(results.read_text())['metrics'])}")
-        elif interrupted or stop.is_set():
+        elif stop.is_set():
             row["status"] = "interrupted"
             say(i, "interrupted", f"{seconds:.1f} s")
         else:
-            row.update(
-                status="failed", error=_last_error(log, code), failed_dir=_newest_failed(Path(row["run_dir"]), start)
-            )
-            error = row["error"].replace("\n", "\n    ")  # a multi-line message stays one indented block
-            say(i, "FAILED", f"{seconds:.1f} s  {error}  (log: {log})")
+            error = _last_error(log, code)
+            row.update(status="failed", error=error, failed_dir=_newest_failed(Path(row["run_dir"]), start))
+            indented = error.replace("\n", "\n    ")  # a multi-line message stays one indented block
+            say(i, "FAILED", f"{seconds:.1f} s  {indented}  (log: {log})")
 
     todo = []
     for i, state in enumerate(states):
@@ -708,7 +614,7 @@ def _run_points(
                 with lock:
                     save()
         except KeyboardInterrupt as err:
-            caught.append(err)
+            interrupt = err
             stop.set()
             for future in futures:
                 future.cancel()
@@ -717,9 +623,7 @@ def _run_points(
         if row["status"] in ("pending", "running") and stop.is_set():
             row["status"] = "interrupted"
     save()
-    counts = {
-        s: sum(r["status"] == s for r in rows) for s in ("done", "done earlier", "failed", "interrupted", "submitted")
-    }
+    counts = Counter(r["status"] for r in rows)
     echo(
         f"sweep {sweep.name}: {counts['done']} ran, {counts['done earlier']} done earlier, {counts['failed']} failed"
         + (f", {counts['interrupted']} interrupted" if counts["interrupted"] else "")
@@ -727,7 +631,7 @@ def _run_points(
         + f" ({time.perf_counter() - wall:.0f} s); status: {folder / 'status.json'}"
     )
     if stop.is_set():
-        raise caught[0] if caught else KeyboardInterrupt()
+        raise interrupt or KeyboardInterrupt()
     return rows
 
 
@@ -815,7 +719,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--jobs",
         type=int,
-        default=None,
         help="points run at once (default 1; with --executor slurm, every point is submitted at once)",
     )
     parser.add_argument("--list", action="store_true", help="check the file and list its points and jobs; run nothing")
@@ -825,7 +728,7 @@ def main(argv: list[str] | None = None) -> int:
         default=MAX_POINTS,
         help=f"refuse a grid of more points than this (default {MAX_POINTS:,}), before expanding it",
     )
-    parser.add_argument("--outputs-root", type=Path, default=None, help="outputs folder (default: outputs/)")
+    parser.add_argument("--outputs-root", type=Path, help="outputs folder (default: outputs/)")
     parser.add_argument(
         "--executor",
         default="subprocess",
@@ -834,16 +737,14 @@ def main(argv: list[str] | None = None) -> int:
         "on this machine; slurm: one Slurm job per point through submitit",
     )
     group = parser.add_argument_group("job resources (--executor local|slurm; over the sweep file's 'resources')")
-    group.add_argument("--partition", help="Slurm partition")
-    group.add_argument("--gpus", type=int, dest="gpus_per_node", help="GPUs per point")
-    group.add_argument(
-        "--time",
-        type=int,
-        dest="timeout_min",
-        help=f"time limit per point in minutes (default {sweep_jobs.DEFAULT_TIMEOUT_MIN})",
-    )
-    group.add_argument("--mem", type=int, dest="mem_gb", help="memory per point in GB")
-    group.add_argument("--cpus", type=int, dest="cpus_per_task", help="CPUs per point")
+    for flag, dest, kind, text in (
+        ("--partition", "partition", str, "Slurm partition"),
+        ("--gpus", "gpus_per_node", int, "GPUs per point"),
+        ("--time", "timeout_min", int, f"time limit per point in minutes (default {sweep_jobs.DEFAULT_TIMEOUT_MIN})"),
+        ("--mem", "mem_gb", int, "memory per point in GB"),
+        ("--cpus", "cpus_per_task", int, "CPUs per point"),
+    ):
+        group.add_argument(flag, type=kind, dest=dest, help=text)
     group.add_argument(
         "--no-wait",
         action="store_true",

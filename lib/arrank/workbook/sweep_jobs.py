@@ -1,15 +1,10 @@
-"""Sweep points as jobs through ``submitit`` (the standard Python client for Slurm): one job per
-point, on a Slurm cluster (``--executor slurm``) or on this machine (``--executor local``,
-submitit's LocalExecutor, the same code path without a cluster).
+"""Sweep points as ``submitit`` jobs: one job per point, on a Slurm cluster (``--executor slurm``)
+or on this machine (``--executor local``, submitit's LocalExecutor, the same code path).
 
-The sweep keeps its promises (``arrank.workbook.sweep``) with no job registry of its own: an
-attempt at a point is its log (``outputs/sweeps/<sweep>/logs/<run_name>.<time>.log``, created
-before the job is submitted) and, for a job, submitit's folder ``jobs/<executor>/<log stem>/``,
-where submitit writes ``<job id>_submitted.pkl`` (with the pickled call, its result and the job's
-stderr before the log opens). So a second call finds the job of a point's newest attempt and
-attaches to it while it is queued or running instead of submitting the point again; a job that
-ended without the point's ``results.json`` (failed, cancelled, timed out) is recorded with its
-error and the point runs again.
+No job registry of its own: an attempt at a point is its log
+(``outputs/sweeps/<sweep>/logs/<run_name>.<time>.log``) and, for a job, submitit's folder
+``jobs/<executor>/<log stem>/`` with its ``<job id>_submitted.pkl``; a second call attaches to the
+job of a point's newest attempt while it is queued or running (docs/scale-out.md).
 """
 
 from __future__ import annotations
@@ -18,6 +13,7 @@ import glob
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -28,22 +24,12 @@ from typing import Any, Callable
 EXECUTORS = ("subprocess", "local", "slurm")
 RESOURCES = {"partition": str, "gpus_per_node": int, "timeout_min": int, "mem_gb": int, "cpus_per_task": int}
 DEFAULT_TIMEOUT_MIN = 24 * 60  # submitit's own default (5 min on Slurm) would kill a training point
-ENDED = {
-    "COMPLETED",
-    "CANCELLED",
-    "FAILED",
-    "TIMEOUT",
-    "OUT_OF_MEMORY",
-    "NODE_FAIL",
-    "BOOT_FAIL",
-    "DEADLINE",
-    "PREEMPTED",
-    "REVOKED",
-    "SPECIAL_EXIT",
-    "FINISHED",
-    "INTERRUPTED",
-    "GONE",
-}
+ENDED = set(
+    "COMPLETED CANCELLED FAILED TIMEOUT OUT_OF_MEMORY NODE_FAIL BOOT_FAIL DEADLINE PREEMPTED REVOKED "
+    "SPECIAL_EXIT FINISHED INTERRUPTED GONE".split()
+)
+LOG_NAME = re.compile(r"(?P<run_name>.+)\.(?P<time>\d{8}-\d{6})\.log")
+LOG_TIME = "%Y%m%d-%H%M%S"
 
 
 class JobError(ValueError):
@@ -68,11 +54,11 @@ def check_resources(resources: Any, where: str = "resources") -> dict[str, Any]:
     if unknown:
         raise JobError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(RESOURCES)}")
     for key, value in resources.items():
+        low = 0 if key == "gpus_per_node" else 1
         if RESOURCES[key] is str:
             if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9_.,-]+", value):
                 raise JobError(f"{where}.{key}={value!r} must be a Slurm partition name (letters, digits, _.,-)")
-        elif isinstance(value, bool) or not isinstance(value, int) or value < (0 if key == "gpus_per_node" else 1):
-            low = 0 if key == "gpus_per_node" else 1
+        elif isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise JobError(f"{where}.{key}={value!r} must be an integer >= {low}")
     return dict(resources)
 
@@ -85,18 +71,6 @@ def _run(cmd: list[str]) -> str:
         return ""
 
 
-def partition_gpus(partition: str | None) -> dict[str, int]:
-    """{partition: the most GPUs one node of it has} from ``sinfo`` (its GRES column, e.g.
-    ``gpu:4`` or ``gpu:a100:8(S:0-1)``); only the named partition when one is given."""
-    found: dict[str, int] = {}
-    for line in _run(["sinfo", "-h", "-o", "%P|%G"]).splitlines():
-        name, _, gres = line.partition("|")
-        name = name.rstrip("*")
-        gpus = sum(int(n) for n in re.findall(r"gpu(?::[^:,(]+)?:(\d+)", gres))
-        found[name] = max(found.get(name, 0), gpus)
-    return found if partition is None or partition not in found else {partition: found[partition]}
-
-
 def machine_gpus() -> int:
     """GPUs this machine has (``nvidia-smi -L``; 0 without it)."""
     if shutil.which("nvidia-smi") is None:
@@ -106,8 +80,7 @@ def machine_gpus() -> int:
 
 def gpu_groups(total: int, per_point: int) -> list[str]:
     """The CUDA_VISIBLE_DEVICES value of each point slot on a box with ``total`` GPUs when a point
-    takes ``per_point`` of them: disjoint groups, ``total // per_point`` slots (8 GPUs, 2 a point:
-    '0,1', '2,3', '4,5', '6,7')."""
+    takes ``per_point`` of them: disjoint groups (8 GPUs, 2 a point: '0,1', '2,3', '4,5', '6,7')."""
     if per_point < 1:
         return []
     return [",".join(str(g) for g in range(i * per_point, (i + 1) * per_point)) for i in range(total // per_point)]
@@ -115,8 +88,8 @@ def gpu_groups(total: int, per_point: int) -> list[str]:
 
 def preflight(kind: str, resources: dict[str, Any], jobs: int = 1) -> None:
     """Refuse, before anything is submitted, what this executor cannot give: Slurm without
-    ``sbatch``, an unknown partition, more GPUs per node than the partition has, or locally more
-    GPUs than the box has for ``jobs`` points at once (each point gets its own GPUs)."""
+    ``sbatch``, an unknown partition, more GPUs per node than the partition has (``sinfo``'s GRES
+    column), or locally more GPUs than the box has for ``jobs`` points at once."""
     check_executor(kind)
     gpus = resources.get("gpus_per_node", 0)
     if kind == "slurm":
@@ -125,25 +98,30 @@ def preflight(kind: str, resources: dict[str, Any], jobs: int = 1) -> None:
                 "executor='slurm' needs Slurm's sbatch on PATH, and it is not there: run the sweep on "
                 "the cluster's login node, or use --executor local (this machine) or subprocess"
             )
-        found = partition_gpus(resources.get("partition"))
+        found: dict[str, int] = {}  # partition -> the most GPUs one node has (gres gpu:4, gpu:a100:8(S:0-1))
+        for line in _run(["sinfo", "-h", "-o", "%P|%G"]).splitlines():
+            name, _, gres = line.partition("|")
+            name = name.rstrip("*")
+            found[name] = max(found.get(name, 0), sum(int(n) for n in re.findall(r"gpu(?::[^:,(]+)?:(\d+)", gres)))
         part = resources.get("partition")
         if part is not None and part not in found:
             raise JobError(f"partition={part!r} is not a partition of this cluster; sinfo lists {sorted(found)}")
-        most = max(found.values(), default=0)
+        most = found[part] if part is not None else max(found.values(), default=0)
         if gpus > most:
             raise JobError(
                 f"gpus_per_node={gpus} cannot be given: the most GPUs one node of "
                 f"{'partition ' + repr(part) if part else 'this cluster'} has is {most} (sinfo GRES); "
                 "ask for fewer, or name a GPU partition"
             )
-    elif kind == "local" and gpus > 0 and gpus * jobs > machine_gpus():
+    elif kind == "local" and gpus > 0:
         have = machine_gpus()
         if gpus > have:
             raise JobError(f"gpus_per_node={gpus} cannot be given: this machine has {have} GPU(s)")
-        raise JobError(
-            f"jobs={jobs} points at once with gpus_per_node={gpus} each need {gpus * jobs} GPUs; this "
-            f"machine has {have}: use --jobs {have // gpus} or fewer"
-        )
+        if gpus * jobs > have:
+            raise JobError(
+                f"jobs={jobs} points at once with gpus_per_node={gpus} each need {gpus * jobs} GPUs; this "
+                f"machine has {have}: use --jobs {have // gpus} or fewer"
+            )
 
 
 def make_executor(kind: str, folder: Path, resources: dict[str, Any]) -> Any:
@@ -151,24 +129,12 @@ def make_executor(kind: str, folder: Path, resources: dict[str, Any]) -> Any:
     import submitit
 
     executor = submitit.AutoExecutor(folder=folder, cluster=kind)
-    params: dict[str, Any] = {
-        "timeout_min": resources.get("timeout_min", DEFAULT_TIMEOUT_MIN),
-        "nodes": 1,
-        "tasks_per_node": 1,
-    }
-    for key in ("gpus_per_node", "mem_gb", "cpus_per_task"):
-        if key in resources:
-            params[key] = resources[key]
+    params = {"timeout_min": resources.get("timeout_min", DEFAULT_TIMEOUT_MIN), "nodes": 1, "tasks_per_node": 1}
+    params.update({k: resources[k] for k in ("gpus_per_node", "mem_gb", "cpus_per_task") if k in resources})
     if kind == "slurm" and "partition" in resources:
         params["slurm_partition"] = resources["partition"]
     executor.update_parameters(**params)
     return executor
-
-
-# --- a point's current job: the job of its newest attempt (see the module docstring) --------
-
-LOG_NAME = re.compile(r"(?P<run_name>.+)\.(?P<time>\d{8}-\d{6})\.log")
-LOG_TIME = "%Y%m%d-%H%M%S"
 
 
 @dataclass(frozen=True)
@@ -196,57 +162,42 @@ def job_folder(log: Path, kind: str) -> Path:
     return log.parent.parent / "jobs" / kind / log.stem
 
 
-def job_of(log: Path) -> Job | None:
-    """The job of the attempt that writes ``log`` (None for a subprocess attempt, or a submission
-    that never reached the queue)."""
-    for kind in ("local", "slurm"):
-        found = list(job_folder(log, kind).glob("*_submitted.pkl"))
-        if found:
-            newest = max(found, key=lambda p: p.stat().st_mtime)
-            return Job(newest.name.split("_", 1)[0], kind, log)
-    return None
-
-
 def current_jobs(folder: Path, run_name: str | None = None) -> dict[str, Job]:
     """{run_name: job} for the points whose newest attempt is a job (one listing of the logs; of
-    one point's logs only when ``run_name`` is given)."""
+    one point's logs only when ``run_name`` is given). A subprocess attempt, or a submission that
+    never reached the queue, has no job."""
     newest: dict[str, Path] = {}
     for log in (folder / "logs").glob(f"{glob.escape(run_name)}.*.log" if run_name else "*.log"):
         match = LOG_NAME.fullmatch(log.name)
         if match and log.name > newest.get(match["run_name"], Path()).name:
             newest[match["run_name"]] = log
-    jobs = {name: job_of(log) for name, log in newest.items()}
-    return {name: job for name, job in jobs.items() if job is not None}
-
-
-def _local_state(pid: str) -> str:
-    """A local job from its controller's process id: RUNNING while it lives (a zombie has ended)."""
-    try:
-        fields = Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, ValueError, IndexError):
-        return "GONE"
-    return "GONE" if fields[0] in ("Z", "X") else "RUNNING"
-
-
-def _slurm_state(job_id: str) -> str:
-    """A Slurm job's state: ``scontrol show job`` (queued, running, and ended within MinJobAge),
-    else ``sacct`` (clusters with accounting), else GONE; UNKNOWN where Slurm is not installed."""
-    if shutil.which("scontrol") is None:
-        return "UNKNOWN"  # not on the cluster: never taken as ended, so never submitted twice
-    out = _run(["scontrol", "-o", "show", "job", job_id])
-    match = re.search(r"\bJobState=(\S+)", out)
-    if match:
-        return match.group(1)
-    out = _run(["sacct", "-n", "-X", "-P", "-o", "State", "-j", job_id]).strip()
-    return out.split()[0] if out else "GONE"
+    jobs = {}
+    for name, log in newest.items():
+        for kind in ("local", "slurm"):
+            found = list(job_folder(log, kind).glob("*_submitted.pkl"))
+            if found:
+                jobs[name] = Job(max(found, key=lambda p: p.stat().st_mtime).name.split("_", 1)[0], kind, log)
+                break
+    return jobs
 
 
 def job_state(job: Job) -> str:
-    """A job's state: a Slurm state word (PENDING, RUNNING, COMPLETED, CANCELLED...), or for local
-    jobs RUNNING / GONE. Not submitit's ``Job.state``: for Slurm it asks only ``sacct`` (UNKNOWN
-    forever on a cluster without accounting), and it cannot tell whether a local job that another
-    process submitted still runs."""
-    return _slurm_state(job.job_id) if job.executor == "slurm" else _local_state(job.job_id)
+    """A job's state: a Slurm state word (``scontrol show job``, else ``sacct``, else GONE; UNKNOWN
+    where Slurm is not installed, so never taken as ended), or for a local job RUNNING / GONE from
+    its controller's process (a zombie has ended). Not submitit's ``Job.state``: docs/scale-out.md."""
+    if job.executor == "local":
+        try:
+            fields = Path(f"/proc/{int(job.job_id)}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, ValueError, IndexError):
+            return "GONE"
+        return "GONE" if fields[0] in ("Z", "X") else "RUNNING"
+    if shutil.which("scontrol") is None:
+        return "UNKNOWN"
+    match = re.search(r"\bJobState=(\S+)", _run(["scontrol", "-o", "show", "job", job.job_id]))
+    if match:
+        return match.group(1)
+    out = _run(["sacct", "-n", "-X", "-P", "-o", "State", "-j", job.job_id]).strip()
+    return out.split()[0] if out else "GONE"
 
 
 def ended(state: str) -> bool:
@@ -258,13 +209,11 @@ def cancel(job: Job) -> None:
     """Interrupt a job (scancel; SIGINT to a local job's controller) so it stops as Ctrl-C would."""
     if job.executor == "slurm":
         subprocess.run(["scancel", job.job_id], capture_output=True, timeout=60)
-    else:
-        import signal
-
-        try:
-            os.kill(int(job.job_id), signal.SIGINT)
-        except ProcessLookupError:
-            pass
+        return
+    try:
+        os.kill(int(job.job_id), signal.SIGINT)
+    except ProcessLookupError:
+        pass
 
 
 def wait_for(job: Job, stop: Callable[[], bool], poll_s: float, handle: Any = None) -> str:
@@ -278,22 +227,3 @@ def wait_for(job: Job, stop: Callable[[], bool], poll_s: float, handle: Any = No
         if ended(state) or stop():
             return state
         time.sleep(poll_s)
-
-
-def submit(
-    kind: str,
-    resources: dict[str, Any],
-    main: Callable[..., int],
-    notebook: str,
-    overrides: dict[str, Any],
-    outputs_root: Path,
-    log: Path,
-    env: dict[str, str],
-) -> tuple[Any, Job]:
-    """Submit one attempt at a point as one job running ``main`` (``sweep.job_main``), its log
-    created first so that the attempt is the point's newest; return submitit's handle and the job."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    log.touch()
-    executor = make_executor(kind, job_folder(log, kind), resources)
-    handle = executor.submit(main, notebook, overrides, str(outputs_root), str(log), env)
-    return handle, Job(str(handle.job_id), kind, log)

@@ -1,24 +1,16 @@
 """Run the whole workbook in its quick profile: ``python -m arrank.workbook`` (``make workbook``).
 
-Stages, in order (each notebook runs through the papermill runner, ``arrank.workbook.run``, with
-``profile="quick"`` into ``outputs/<stem>/<run_name>/``, run name ``workbook`` by default):
-
-1. notebooks 01-04 (theory, datasets);
-2. the workbook's Table 1 sweep (``sweeps/table1_wordnet_workbook.yaml``): notebook 05 once per
-   loss family (NTP, fractional, stepwise, trie) at a reduced budget, runs named by the sweep;
-3. notebook 06 on the sweep's fractional run (decoding and beam search on a rank-aware model);
-4. notebook 07 (Figure 3: DE and CE baselines, with the sweep's ARR curves beside them);
-5. notebook 08 (the sweep's results in Table 1's layout).
-
-A stage whose results exist is skipped (a sweep skips its finished points), so a second
-``make workbook`` takes seconds; a failing stage is reported and the others still run. At the
-end it prints the wall time of each stage, a summary, and where the results are.
+Notebooks 01-08 in order through the runner (``profile="quick"``, run name ``workbook``), notebook
+05 as the Table 1 sweep ``sweeps/table1_wordnet_workbook.yaml`` (one point per loss family), 06 on its
+fractional run, 07 and 08 beside its runs. A finished stage is skipped, a failing one reported while
+the others still run; at the end: each stage's wall time, Table 1 and the findings.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -28,15 +20,7 @@ from arrank.common import paths
 from arrank.common.findings import note
 from arrank.common.outputs import OutputsNotWritableError, RunExistsError, run_path
 from arrank.common.params import ParamError
-from arrank.workbook.run import (
-    RunFailedError,
-    RunInterruptedError,
-    error_lines,
-    exit_code,
-    interrupt_on_signals,
-    restore_signals,
-    run_notebook,
-)
+from arrank.workbook.run import RunFailedError, interrupt_on_signals, interrupted, restore_signals, run_notebook
 
 WORKBOOK_SWEEP = "sweeps/table1_wordnet_workbook.yaml"
 
@@ -58,29 +42,19 @@ def stages() -> list[dict[str, Any]]:
     runs inside the sweep; 06 evaluates the sweep's fractional point."""
     sweep = _sweep()
     fractional = next(p.run_name for p in sweep.points if p.grid.get("scheme") == "fractional")
+    overrides = {"06": {"train_run": fractional}, "07": {"arr_runs": f"{sweep.name}-*"}}
     out = []
     for source in notebooks():
-        if source.stem.startswith("05"):
-            out.append({"name": f"sweep {sweep.name}", "kind": "sweep", "overrides": {}, "prefix": "05"})
-            continue
-        overrides = (
-            {"train_run": fractional}
-            if source.stem.startswith("06")
-            else {"arr_runs": f"{sweep.name}-*"}
-            if source.stem.startswith("07")
-            else {}
-        )
-        out.append({"name": source.stem, "kind": "notebook", "overrides": overrides, "prefix": source.stem[:2]})
+        prefix = source.stem[:2]
+        stage = {"name": source.stem, "kind": "notebook", "overrides": overrides.get(prefix, {}), "prefix": prefix}
+        out.append(stage | {"name": f"sweep {sweep.name}", "kind": "sweep"} if prefix == "05" else stage)
     return out
 
 
 def workbook_jobs(points: int) -> int:
     """How many of the workbook sweep's points run at once: one per usable core (at most one per
-    point), each with one torch thread (``sweep.thread_env``). One-thread processes never wait on
-    each other, so a busy process beside them costs each its share of a core, where a 2-thread
-    training stalls (the rule of docs/measurements.md, "Threads on a busy machine")."""
-    import os
-
+    point), each with one torch thread (``sweep.thread_env``; docs/measurements.md, "Threads on a
+    busy machine")."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(cores, points))
 
@@ -100,9 +74,7 @@ def _run_sweep_stage() -> str:
     return f"FAILED: points {failed} (logs in outputs/sweeps/{sweep.name}/logs/)" if failed else "ran"
 
 
-def run_workbook(
-    run_name: str = "workbook", only: list[str] | None = None, extra: dict[str, str] | None = None
-) -> list[dict]:
+def run_workbook(run_name: str = "workbook", only: list[str] | None = None) -> list[dict]:
     """Run (or skip, when finished earlier) each stage; return one status row per stage."""
     rows = []
     for stage in stages():
@@ -110,28 +82,20 @@ def run_workbook(
             continue
         start = time.perf_counter()
         print(f"== {stage['name']}", flush=True)
+        target = run_path(stage["name"], run_name)
         if stage["kind"] == "sweep":
             status, target = _run_sweep_stage(), paths.OUTPUTS / "sweeps" / _sweep().name
+        elif (target / "results.json").exists():
+            status = "done earlier"
         else:
-            target = run_path(stage["name"], run_name)
-            if (target / "results.json").exists():
-                status = "done earlier"
-            else:
-                try:
-                    run_notebook(
-                        stage["name"], {"profile": "quick", "run_name": run_name, **stage["overrides"], **(extra or {})}
-                    )
-                    status = "ran"
-                except (RunFailedError, ParamError, RunExistsError, OutputsNotWritableError) as err:
-                    status = f"FAILED: {err}"
-        rows.append(
-            {
-                "notebook": stage["name"],
-                "status": status,
-                "seconds": round(time.perf_counter() - start, 1),
-                "dir": str(target),
-            }
-        )
+            overrides = {"profile": "quick", "run_name": run_name, **stage["overrides"]}
+            try:
+                run_notebook(stage["name"], overrides)
+                status = "ran"
+            except (RunFailedError, ParamError, RunExistsError, OutputsNotWritableError) as err:
+                status = f"FAILED: {err}"
+        seconds = round(time.perf_counter() - start, 1)
+        rows.append({"notebook": stage["name"], "status": status, "seconds": seconds, "dir": str(target)})
     return rows
 
 
@@ -163,10 +127,8 @@ def table1_summary() -> str:
 
 
 def findings_summary(run_name: str = "workbook") -> str:
-    """The CPU-scale reproduction checks: Table 1's findings on the workbook sweep
-    (``results.table1``, each decided by the interval of its per-query difference) and Figure 3's
-    on notebook 07's run (``results.figure3``, the verdicts and intervals its results.json
-    records), as Markdown: holds / does not hold / undecided, with the interval in words."""
+    """The CPU-scale reproduction checks as Markdown (docs/findings.md): Table 1's findings on the
+    workbook sweep (``results.table1``) and Figure 3's on notebook 07's run (``results.figure3``)."""
     from arrank.common.findings import findings_markdown
     from arrank.results.figure3 import findings_rows
     from arrank.results.table1 import table1_findings
@@ -194,13 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rows = run_workbook(args.run_name, args.only)
     except KeyboardInterrupt as err:
-        said = (
-            str(err)
-            if isinstance(err, RunInterruptedError)
-            else "the workbook stopped; finished stages and sweep points are kept: run the same command again to go on"
+        return interrupted(
+            err, "the workbook stopped; finished stages and sweep points are kept: run the same command again to go on"
         )
-        print(error_lines(said, "interrupted: "), file=sys.stderr)
-        return exit_code(err)
     finally:
         restore_signals(previous)
     print(summary(rows))

@@ -1,11 +1,8 @@
 """Build the reading-group book: ``python -m arrank.workbook.book`` (``make book``).
 
 The site goes to ``outputs/book/site/`` (``index.html`` opens from disk), a zip of it to
-``outputs/book/book.zip`` and the generated sources to ``outputs/book/src/``. It renders the
-notebooks ``make workbook`` executed (run name ``workbook``; notebook 05 is the sweep point notebook
-06 evaluates) and never executes a notebook itself: if a stage has not run, it runs ``make
-workbook``'s missing stages first (``--no-run``: build from what there is). A failed build leaves the
-previous site as it was.
+``outputs/book/book.zip`` and the generated sources to ``outputs/book/src/``; what it renders and
+when it runs missing stages: docs/book.md. A failed build leaves the previous site as it was.
 """
 
 from __future__ import annotations

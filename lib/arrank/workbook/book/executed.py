@@ -18,6 +18,7 @@ PLOTLY_MIME = "application/vnd.plotly.v1+json"
 WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE_MIME = "application/vnd.jupyter.widget-state+json"
 LOOK_FOR = "What to look for"
+TQDM_BAR = ["HTMLModel", "FloatProgressModel", "HTMLModel"]  # the widgets of a tqdm notebook bar
 
 
 def _text(value: Any) -> str:
@@ -47,11 +48,7 @@ def progress_text(model_id: str, state: dict[str, Any]) -> str | None:
     box = state.get(model_id, {})
     children = [c.removeprefix("IPY_MODEL_") for c in box.get("state", {}).get("children", [])]
     parts = [state.get(c, {}) for c in children]
-    if box.get("model_name") != "HBoxModel" or [p.get("model_name") for p in parts] != [
-        "HTMLModel",
-        "FloatProgressModel",
-        "HTMLModel",
-    ]:
+    if box.get("model_name") != "HBoxModel" or [p.get("model_name") for p in parts] != TQDM_BAR:
         return None
     left, bar, right = (p["state"] for p in parts)
     done = bar.get("value", 0) / bar["max"] if bar.get("max") else 0.0
