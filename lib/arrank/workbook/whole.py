@@ -47,7 +47,9 @@ def stages() -> list[dict[str, Any]]:
     for source in notebooks():
         prefix = source.stem[:2]
         stage = {"name": source.stem, "kind": "notebook", "overrides": overrides.get(prefix, {}), "prefix": prefix}
-        out.append(stage | {"name": f"sweep {sweep.name}", "kind": "sweep"} if prefix == "05" else stage)
+        if prefix == "05":
+            stage.update(name=f"sweep {sweep.name}", kind="sweep")
+        out.append(stage)
     return out
 
 
