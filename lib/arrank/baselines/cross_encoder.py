@@ -9,11 +9,12 @@ letter: rho may map i to itself or to another relevant document):
     L_CE = - sum_i [ lambda(r_i) / (sum_j lambda(r_j)) * log sigma(f(q_i, d_i))
                      + (1/B) * log sigma(-f(q_i, d_rho(i))) ]
 
-Optimiser (Appendix B): "Adam, learning rate 0.001, weight decay 0.001"; ``optimizer`` names the
-two readings of the weight decay: ``"adamw"`` (default, decoupled) and ``"adam_l2"`` (Adam's L2
-term, which erodes rows absent from a batch at paper scale). ``row_updates``: ``"dense"``
-(default, the whole table) or ``"lazy"`` (the batch's rows, LazyAdam). Both are measured in
-docs/measurements.md ("Figure 3"); the trained rows' norms are returned with the facts.
+Optimiser (Appendix B): "Adam, learning rate 0.001, weight decay 0.001", 20k steps, batch 2048
+(the paper's "2k"); ``optimizer`` names the two readings of the weight decay: ``"adamw"``
+(default, decoupled) and ``"adam_l2"`` (Adam's L2 term, which erodes rows absent from a batch at
+paper scale). ``row_updates``: ``"dense"`` (default, the whole table) or ``"lazy"`` (the batch's
+rows, LazyAdam). Both are measured in docs/measurements.md ("DE and CE baselines (notebook 07,
+section 5.3, Figure 3)"); the trained rows' norms are returned with the facts.
 """
 
 from __future__ import annotations

@@ -5,11 +5,15 @@ pair is <E(q), E(d)>. Loss (section 5.3), over a batch of B positive pairs, tau 
 
     L_DE = -(1/B) sum_i lambda(r_i) * log( exp(<E(q_i), E(d_i)>/tau) / sum_j exp(<E(q_i), E(d_j)>/tau) )
 
-Optimiser (Appendix B): SGD, learning rate 1.0, momentum 0.9, each row projected back to the unit
-sphere after every update. The logits run over the batch's distinct documents with log-count
-offsets (the same loss as the literal ``de_loss``), gradients by hand. ``row_updates``: ``"lazy"``
-(default: only the batch's rows and their momentum move, TensorFlow's sparse momentum update) or
-``"dense"`` (``torch.optim.SGD`` on the whole table); docs/measurements.md compares them.
+with lambda(r) = 1/r^alpha (alpha = 0: the plain batch softmax loss); the sum over j runs over all B
+documents of the batch, the positive's own column and repeated documents included.
+
+Optimiser (Appendix B): SGD, learning rate 1.0, momentum 0.9, 50k steps, batch 2048 (the paper's
+"2k"), each row projected back to the unit sphere after every update. The logits run over the
+batch's distinct documents with log-count offsets (the same loss as the literal ``de_loss``),
+gradients by hand. ``row_updates``: ``"lazy"`` (default: only the batch's rows and their momentum
+move, TensorFlow's sparse momentum update) or ``"dense"`` (``torch.optim.SGD`` on the whole
+table); docs/measurements.md compares them.
 """
 
 from __future__ import annotations

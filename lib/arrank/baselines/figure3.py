@@ -138,7 +138,9 @@ def train_config(
 def baseline_precision(requested: str):
     """The precision notebook 07 trains and scores the DE and CE in: fp32, whatever ``requested``
     says (``auto`` | ``fp32`` | ``bf16``, validated as in notebooks 05 and 06, and recorded); bf16
-    does not pay here (docs/measurements.md, "bf16 for the DE and CE")."""
+    does not pay here (docs/measurements.md, "bf16 and the LM head at the supervised positions"):
+    the DE's hand-written gradient mixes dtypes under autocast, and the CE ran a little faster in
+    bf16 but fit far worse."""
     from arrank.training.precision import Precision, resolve_precision
 
     asked = resolve_precision(requested)

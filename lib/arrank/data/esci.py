@@ -218,6 +218,8 @@ def topk_inner_products(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-``k`` titles per query by inner product ``Q @ T.T``, best first: (title indices,
     scores), each n_queries x k (k capped by the number of titles); ties by ascending title index.
+    Exact ties at the k-th place are broken by the selection routine (reproducibly for fixed inputs
+    and blocks).
 
     Blocked over queries and titles (memory O(query_block * (k + title_block))): a running top-k
     merged with each title block by numpy, or by torch for ``device`` "cuda[:n]", "torch:<device>"

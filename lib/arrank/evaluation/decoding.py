@@ -6,7 +6,9 @@ Token ids follow ``arrank.training.encoding``: a generation is a valid docID exa
 tokens up to and including the first EOS equal one candidate's ``docid_ids``. Beam search ranks
 hypotheses by their sequence log-probability log p(d | q-bar), EOS included (``length_penalty=0``),
 what ARR ranks by, unlike the mean-token score of ``scoring`` (the paper's proxy); notebook 06
-compares the two rankings.
+compares the two rankings. Beam search keeps the best ``num_beams`` prefixes per step, so it can
+miss a docID whose prefix is unlikely; with ``num_beams`` at least the trie's widest level it is
+exact.
 """
 
 from __future__ import annotations

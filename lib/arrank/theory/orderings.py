@@ -17,7 +17,8 @@ from scipy.optimize import linprog
 MAX_EXACT_K = 7
 
 #: An order counts as realisable iff the largest margin t of its normalised inequality system
-#: exceeds this value (see :func:`count_distance_permutations`).
+#: exceeds this value (the margin LP: comment above ``_max_margin``); for distance permutations t
+#: is a radius in units of the sites' RMS radius, so thinner cells count as empty.
 LP_MARGIN_TOL = 1e-7
 
 _HIGHS_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}

@@ -26,8 +26,9 @@ from arrank.training import schemes
 
 def item_weight(scheme: str, r: int, n_q: int, alpha: float | None = None, **params: float) -> float:
     """lambda(r) of section 4.1 for rank r (1 = most relevant) of a query with n_q docIDs, from the
-    registered scheme (``arrank.training.schemes``): indicator 1[r = 1] (NTP), fractional 1 / r**alpha,
-    stepwise (n_q - r + 1) / n_q; a scheme's other parameters come by name in ``params``."""
+    registered scheme (``arrank.training.schemes``): ``"indicator"`` 1[r = 1] (NTP), ``"fractional"``
+    1 / r**alpha (alpha >= 0 required), ``"stepwise"`` (n_q - r + 1) / n_q; a scheme's other
+    parameters come by name in ``params``."""
     found = schemes.scheme(scheme)
     if isinstance(n_q, bool) or not isinstance(n_q, int) or n_q < 1:
         raise ValueError(f"n_q={n_q!r} must be a positive integer (docIDs of the query)")

@@ -60,8 +60,9 @@ def float32_head(head: torch.nn.Module, hidden: torch.Tensor, forward=None) -> t
 @contextlib.contextmanager
 def head_at(model, rows: tuple[torch.Tensor, torch.Tensor] | None = None) -> Iterator[HeadCall]:
     """Within the block, the model's forward applies its head to ``hidden[rows]`` only (``rows`` =
-    (row indices, position indices)), in float32: ``outputs.logits`` is (N, V); ``rows=None``: every
-    position, (B, T, V). Yields a :class:`HeadCall` that says whether the head was called."""
+    (row indices, position indices), as ``Tensor.nonzero(as_tuple=True)`` gives), in float32:
+    ``outputs.logits`` is (N, V), row n holding the logits at (rows[0][n], rows[1][n]); ``rows=None``:
+    every position, (B, T, V). Yields a :class:`HeadCall` that says whether the head was called."""
     head = output_head(model)
     call = HeadCall()
     if rows is not None and (len(rows) != 2 or rows[0].shape != rows[1].shape or rows[0].dim() != 1):

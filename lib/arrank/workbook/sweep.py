@@ -4,7 +4,8 @@
 sweep file names the ``notebook``, the ``fixed`` parameters and the ``grid`` (docs/running.md). Every
 point is an ordinary run of ``arrank.workbook.run`` named ``<sweep>-<name>=<value>-...``, finished
 exactly when its ``results.json`` exists. What is checked, skipped, recorded and interrupted:
-docs/design.md ("Contracts"), docs/reliability.md; the job executors (``sweep_jobs``): docs/scale-out.md.
+docs/running.md ("Sweeps"), faults: docs/reliability.md; the job executors (``sweep_jobs``):
+docs/scale-out.md.
 """
 
 from __future__ import annotations
