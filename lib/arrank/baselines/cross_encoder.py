@@ -189,7 +189,8 @@ def train_ce(
 
     log, seconds = run_steps(step, batches, steps, f"CE n={n} alpha={alpha:g}", log_every, progress)
     final = table.detach().clone() if row_updates == "dense" else table
-    return ((final, model.eval()), *training_facts(log, seconds, final, pairs, "CE training diverged (loss {loss})"))
+    log_frame, facts = training_facts(log, seconds, final, pairs, "CE training diverged (loss {loss})")
+    return (final, model.eval()), log_frame, facts
 
 
 @torch.no_grad()

@@ -42,7 +42,9 @@ def percent_series(m: Mapping[str, Any], digits: int = 2) -> pd.Series:
     shown = {}
     for k, v in m.items():
         if is_percent_metric(k):
-            k, v = metric_title(k), round(percent(v), digits) if isinstance(v, (int, float)) else v
+            if isinstance(v, (int, float)):
+                v = round(percent(v), digits)
+            k = metric_title(k)
         shown[k] = v
     return pd.Series(shown, dtype=object)
 

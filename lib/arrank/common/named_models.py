@@ -48,9 +48,12 @@ def model_kind(value: str) -> str:
         raise ValueError(f"model_name={value!r} is empty: it must be {allowed}")
     if value != value.strip():
         raise ValueError(f"model_name={value!r} has spaces around it: it must be {allowed}")
-    named = {"tiny": "tiny", **dict.fromkeys(HUB_ALIASES, "alias"), **dict.fromkeys(GGUF_MODELS, "gguf_name")}
-    if value in named:
-        return named[value]
+    if value == "tiny":
+        return "tiny"
+    if value in HUB_ALIASES:
+        return "alias"
+    if value in GGUF_MODELS:
+        return "gguf_name"
     path = Path(value).expanduser()
     if path.is_dir():
         return "folder"

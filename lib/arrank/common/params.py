@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping
 
 from arrank.common.named_models import known_names, model_kind
@@ -258,7 +259,7 @@ PRECISION = choice("auto", "fp32", "bf16")
 BACKEND = choice("auto", "unsloth", "transformers")
 DATASET = choice("wordnet", "esci")
 TOKENIZER_VOCAB = integer(300, 100_000)
-MODELS = {"quick": "tiny", "pretrained": "smollm2-135m", "paper": "paper"}
+MODEL_BY_PROFILE = MappingProxyType({"quick": "tiny", "pretrained": "smollm2-135m", "paper": "paper"})  # 05 and 06
 
 
 def profiled(check: Validator, help: str, profiles: Mapping[str, Any]) -> Param:
@@ -266,16 +267,18 @@ def profiled(check: Validator, help: str, profiles: Mapping[str, Any]) -> Param:
     return Param(check, None, help, profiles)
 
 
-def wordnet_queries(subtree: str, min_relevant: str, n_eval: str, profiles: Iterable[str] = EVERY_PROFILE) -> dict:
+def wordnet_queries(
+    *, subtree_help: str, min_relevant_help: str, n_eval_help: str, profiles: Iterable[str] = EVERY_PROFILE
+) -> dict:
     """05, 06 and 07's ``subtree``, ``min_relevant``, ``n_eval`` with their meanings, in ``profiles``."""
 
     def param(check: Validator, help: str, **values: Any) -> Param:
         return Param(check, None, help, {p: v for p, v in values.items() if p in profiles})
 
     return {
-        "subtree": param(SPECS_SUBTREE, subtree, quick="animal.n.01", pretrained="animal.n.01", paper=""),
-        "min_relevant": param(MIN_RELEVANT, min_relevant, quick=5, pretrained=5, paper=1),
-        "n_eval": param(N_EVAL, n_eval, quick=300, pretrained=100, paper=5000),
+        "subtree": param(SPECS_SUBTREE, subtree_help, quick="animal.n.01", pretrained="animal.n.01", paper=""),
+        "min_relevant": param(MIN_RELEVANT, min_relevant_help, quick=5, pretrained=5, paper=1),
+        "n_eval": param(N_EVAL, n_eval_help, quick=300, pretrained=100, paper=5000),
     }
 
 
@@ -446,7 +449,7 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
         "model_name": profiled(
             model_name,
             "None: the profile's; tiny, smollm2-135m, paper (Mistral-7B), a hub id, a local folder or .gguf file",
-            MODELS,
+            MODEL_BY_PROFILE,
         ),
         "backend": Param(
             BACKEND,
@@ -546,9 +549,9 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
             DATASET, "wordnet", "wordnet (Table 1) or esci (Table 2; data and docIDs of notebook 04's profile)"
         ),
         **wordnet_queries(
-            "WordNet subtree of the queries; None: animal.n.01 quick and pretrained, all nouns paper",
-            "queries with at least this many hypernyms; None: 5 quick, 1 paper",
-            "held-out queries; None: 300 quick, 100 pretrained, 5000 paper",
+            subtree_help="WordNet subtree of the queries; None: animal.n.01 quick and pretrained, all nouns paper",
+            min_relevant_help="queries with at least this many hypernyms; None: 5 quick, 1 paper",
+            n_eval_help="held-out queries; None: 300 quick, 100 pretrained, 5000 paper",
         ),
         "template": profiled(
             TEMPLATE,
@@ -587,14 +590,14 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
         "model_name": profiled(
             model_name,
             "train_run none: None (the profile's), tiny (random init), smollm2-135m, a hub id or local folder",
-            MODELS,
+            MODEL_BY_PROFILE,
         ),
         "backend": Param(BACKEND, "auto", "auto, unsloth or transformers (loading a pretrained model or an adapter)"),
         "dataset": Param(DATASET, "wordnet", "train_run none: wordnet or esci (a trained run brings its own data)"),
         **wordnet_queries(
-            "train_run none: WordNet subtree; None: animal.n.01 quick, all nouns paper",
-            "train_run none: queries with at least this many hypernyms",
-            "train_run none: held-out queries; None: 300 quick, 5000 paper",
+            subtree_help="train_run none: WordNet subtree; None: animal.n.01 quick, all nouns paper",
+            min_relevant_help="train_run none: queries with at least this many hypernyms",
+            n_eval_help="train_run none: held-out queries; None: 300 quick, 5000 paper",
         ),
         "template": profiled(
             TEMPLATE, "train_run none: prompt template; None: short quick, Appendix D paper", TEMPLATES
@@ -696,9 +699,9 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
             "auto, fp32 or bf16: accepted and recorded; the DE and CE train in fp32 (bf16 does not pay at these sizes)",
         ),
         **wordnet_queries(
-            "'' for all nouns or a synset; None: animal.n.01 quick, all nouns paper",
-            "queries with at least this many hypernyms; None: 5 quick, 1 paper",
-            "evaluation queries; None: 300 quick, 5000 paper",
+            subtree_help="'' for all nouns or a synset; None: animal.n.01 quick, all nouns paper",
+            min_relevant_help="queries with at least this many hypernyms; None: 5 quick, 1 paper",
+            n_eval_help="evaluation queries; None: 300 quick, 5000 paper",
             profiles=("quick", "paper"),
         ),
     },

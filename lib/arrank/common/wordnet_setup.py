@@ -132,7 +132,8 @@ def ensure_wordnet(allow_apt: bool = True, verbose: bool = True) -> str:
         except (AptUnavailableError, subprocess.CalledProcessError) as err:
             raise WordNetMissingError(f"{err}\n{HOW_TO}") from None
     if version is None and debian.exists():
-        say(f"WordNet: copied Debian's WordNet into {install_from_debian()}", flush=True)
+        dest = install_from_debian()
+        say(f"WordNet: copied Debian's WordNet into {dest}", flush=True)
         version = wordnet_version()
     if version is None:
         raise WordNetMissingError(HOW_TO)

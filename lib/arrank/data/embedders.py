@@ -89,7 +89,7 @@ def sentence_transformer_embeddings(
     enc = lambda xs: st.encode(
         list(xs),
         batch_size=batch_size,
-        normalize_embeddings=True,  # noqa: E731
+        normalize_embeddings=True,
         convert_to_numpy=True,
         show_progress_bar=False,
     ).astype(np.float32)

@@ -248,14 +248,15 @@ def decode_held_out(
             }
         )
     frame = pd.DataFrame(out)
-    names = {
-        "greedy_valid_rate": "greedy_valid",
-        "greedy_top1_rate": "greedy_top1",
-        f"beam_recall@{k}_gold": "beam_recall_gold",
-        f"beam_recall@{k}_scorer": "beam_recall_scorer",
-        "beam_invalid_rate_unconstrained": "unconstrained_invalid",
+    result = {
+        "greedy_valid_rate": float(frame["greedy_valid"].mean()),
+        "greedy_top1_rate": float(frame["greedy_top1"].mean()),
+        f"beam_recall@{k}_gold": float(frame["beam_recall_gold"].mean()),
+        f"beam_recall@{k}_scorer": float(frame["beam_recall_scorer"].mean()),
+        "beam_invalid_rate_unconstrained": float(frame["unconstrained_invalid"].mean()),
+        "n_decoded": len(frame),
     }
-    return {name: float(frame[column].mean()) for name, column in names.items()} | {"n_decoded": len(frame)}, frame
+    return result, frame
 
 
 def metrics_table(rows: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
@@ -300,8 +301,15 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
         data = {k: p[k] for k in keys}
         source, scale = "untrained", {"run": "untrained", "model_name": p["model_name"], "steps": 0}
         params = {**data, "model_name": p["model_name"], "steps": 0}
-    order = ("dataset", "profile", "seed", "n_eval", "template", "subtree", "min_relevant")
-    df = ranking.ranking_dataset(*(data[k] for k in order))
+    df = ranking.ranking_dataset(
+        dataset=data["dataset"],
+        profile=data["profile"],
+        seed=data["seed"],
+        n_eval=data["n_eval"],
+        template=data["template"],
+        subtree=data["subtree"],
+        min_relevant=data["min_relevant"],
+    )
     if p["train_run"] == "none":
         model, tok = models.untrained_model(p["model_name"], df, p["backend"], 1024, p["tokenizer_vocab"], p["seed"])
     return {

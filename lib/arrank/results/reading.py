@@ -58,8 +58,9 @@ def run_findings(params: dict[str, Any], m: dict[str, Any], floor: dict[str, Any
             if ntp
             else f"section 5.2: ranking-aware losses drastically reduce the CVR (Table 1: {most}, {ntp_cvr})"
         )
-        above = m["cvr"] * 100 > RANK_AWARE_CVR_MAX
-        rows.append(finding(claim, above if ntp else not above, f"CVR {pct(m['cvr'])}%"))
+        # Explicit comparisons both ways, so that a NaN CVR fails either claim.
+        holds = m["cvr"] * 100 > RANK_AWARE_CVR_MAX if ntp else m["cvr"] * 100 <= RANK_AWARE_CVR_MAX
+        rows.append(finding(claim, holds, f"CVR {pct(m['cvr'])}%"))
     train = {k.removeprefix("train_"): v for k, v in m.items() if k.startswith("train_")}
     if train:
         rows.append(

@@ -144,7 +144,11 @@ class Comparison:
 
     def text(self) -> str:
         """``paired over 300 queries, 2 / 1 runs`` (how the interval was made)."""
-        n = f"{self.n_queries} queries, paired" if self.paired else "{} / {} queries, unpaired".format(*self.n_queries)
+        if self.paired:
+            n = f"{self.n_queries} queries, paired"
+        else:
+            n_a, n_b = self.n_queries
+            n = f"{n_a} / {n_b} queries, unpaired"
         seeds = "seed variation in the interval" if max(self.runs) > 1 else "one run each: seed variation not estimated"
         return f"{n}; {self.runs[0]} / {self.runs[1]} runs, {seeds}"
 
@@ -235,9 +239,14 @@ def combine(claim: str, parts: Sequence[tuple[str, Finding]], numbers: str = "")
     if not parts:
         raise ValueError(f"the compound claim {claim!r} has no parts")
     verdicts = {f.verdict for _, f in parts}
-    verdict = next(
-        (v for v in ("fails", "unchecked") if v in verdicts), "holds" if verdicts == {"holds"} else "undecided"
-    )
+    if "fails" in verdicts:
+        verdict = "fails"
+    elif "unchecked" in verdicts:
+        verdict = "unchecked"
+    elif verdicts == {"holds"}:
+        verdict = "holds"
+    else:
+        verdict = "undecided"
     texts = [f"{name}: {f.verdict}" + (f", {interval_text(f)}" if f.interval else "") for name, f in parts]
     return Finding(
         claim,

@@ -179,9 +179,18 @@ def training_arguments(output_dir: Path, profile_args: dict[str, Any], seed: int
 
 # The training hyper-parameters a 05 run reads from its resolved parameters; their values per
 # profile (Appendix B for paper) are the notebook's parameter definitions (arrank.common.params).
-HYPERPARAMETERS = tuple(
-    "optimizer lr warmup_steps weight_decay max_grad_norm steps batch_size grad_accum".split()
-    + "logging_steps save_steps max_length".split()
+HYPERPARAMETERS = (
+    "optimizer",
+    "lr",
+    "warmup_steps",
+    "weight_decay",
+    "max_grad_norm",
+    "steps",
+    "batch_size",
+    "grad_accum",
+    "logging_steps",
+    "save_steps",
+    "max_length",
 )
 
 

@@ -34,7 +34,7 @@ def _as_docids(docids: Sequence[Sequence[int]]) -> list[DocId]:
         if min(seq) < 0:
             raise ValueError(f"docids[{i}]={seq} holds a negative token id")
         out.append(seq)
-    eos, seen = out[0][-1], {}
+    eos = out[0][-1]
     for i, seq in enumerate(out):
         if seq[-1] != eos:
             raise ValueError(
@@ -43,6 +43,8 @@ def _as_docids(docids: Sequence[Sequence[int]]) -> list[DocId]:
             )
         if eos in seq[:-1]:
             raise ValueError(f"docids[{i}]={seq} holds the EOS id {eos} before its end")
+    seen: dict[DocId, int] = {}
+    for i, seq in enumerate(out):
         if seq in seen:
             raise ValueError(
                 f"duplicate docID {seq} at positions {seen[seq]} and {i}; the docIDs "

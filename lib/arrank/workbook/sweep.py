@@ -265,6 +265,7 @@ def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
     tried = {name.rsplit(".failed-", 1)[0] for name in present if ".failed-" in name}
     for point in sweep.points:
         name, diff = point.run_name, {}
+        label = name  # how the point is named in the error below
         if name in present and results_path(sweep, point, outputs_root).exists():
             done = json.loads(results_path(sweep, point, outputs_root).read_text())["params"]
             given = {k: point.resolved[k] for k in point.overrides if k != "run_name"}
@@ -273,10 +274,10 @@ def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
         else:
             if name in present or f".checkpoints-{name}" in present:
                 diff = resume_diff(checkpoints_dir(sweep.notebook, name, outputs_root), point.resolved)
-                name += " (interrupted, its checkpoints)"
+                label = f"{name} (interrupted, its checkpoints)"
             states.append("failed" if point.run_name in tried else "missing")
         if diff:
-            stale.append(f"{name}: " + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items()))
+            stale.append(f"{label}: " + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items()))
     if stale:
         raise SweepError(
             f"{sweep.path.name}: runs of its points were made with other parameters than the file now "
@@ -464,9 +465,6 @@ def job_executor(
     return execute
 
 
-ROW_KEYS = "run_name grid status seconds error log failed_dir run_dir job_id previous_error".split()  # status.json
-
-
 def run_sweep(
     sweep: Sweep,
     jobs: int | None = 1,
@@ -479,7 +477,7 @@ def run_sweep(
     poll_s: float | None = None,
 ) -> list[dict[str, Any]]:
     """Run every point of the sweep that has no results.json yet, ``jobs`` at a time (default 1, for
-    Slurm every point); return one row per point (``ROW_KEYS``), as ``status.json`` under :func:`sweep_dir`
+    Slurm every point); return one row per point (a dict), as ``status.json`` under :func:`sweep_dir`
     holds it after every point. status: ``done earlier`` (skipped), ``done``, ``failed`` (recorded, the
     sweep goes on), ``interrupted`` (Ctrl-C: running points stopped, Slurm jobs left, KeyboardInterrupt
     raised) or ``submitted`` (a Slurm job left queued or running). ``executor``: ``subprocess``, or
@@ -508,15 +506,18 @@ def sweep_lock(sweep: Sweep, folder: Path) -> Iterator[None]:
     of one sweep at once would run or submit a point twice); a second call fails with a clear error."""
     from filelock import FileLock, Timeout
 
+    lock = FileLock(folder / ".lock", timeout=0)
     try:
-        held = FileLock(folder / ".lock", timeout=0).acquire()
+        lock.acquire()
     except Timeout:
         raise SweepError(
             f"another call of sweep {sweep.name!r} is running (it holds {folder / '.lock'}); "
             "wait for it, or see its points with --list"
         ) from None
-    with held:  # released on leaving, also on an exception
+    try:
         yield
+    finally:
+        lock.release()
 
 
 def _run_points(
@@ -536,11 +537,21 @@ def _run_points(
     folder = sweep_dir(sweep, root)
     running: dict[int, subprocess.Popen] = {}
     total, width = len(sweep.points), len(str(len(sweep.points)))
-    rows = []
-    for p in sweep.points:
-        row = dict.fromkeys(ROW_KEYS)
-        row.update(run_name=p.run_name, grid=p.grid, status="pending", previous_error=previous.get(p.run_name))
-        rows.append(row | {"run_dir": str(run_path(sweep.notebook, p.run_name, root))})
+    rows = [
+        {
+            "run_name": p.run_name,
+            "grid": p.grid,
+            "status": "pending",
+            "seconds": None,
+            "error": None,
+            "log": None,
+            "failed_dir": None,
+            "run_dir": str(run_path(sweep.notebook, p.run_name, root)),
+            "job_id": None,
+            "previous_error": previous.get(p.run_name),
+        }
+        for p in sweep.points
+    ]
     lock, stop = threading.Lock(), threading.Event()
     interrupt = None  # the interruption (Ctrl-C, SIGTERM, SIGHUP), raised again at the end
     index = {p.run_name: i for i, p in enumerate(sweep.points)}
@@ -581,7 +592,8 @@ def _run_points(
             stop.set()
         except Exception as err:  # the executor itself broke (not the notebook): record it, go on
             code = f"{type(err).__name__}: {err}"
-        row["seconds"] = seconds = round(time.perf_counter() - wall, 1)
+        seconds = round(time.perf_counter() - wall, 1)
+        row["seconds"] = seconds
         results = results_path(sweep, point, root)
         if results.exists():
             row["status"] = "done"

@@ -24,10 +24,22 @@ from typing import Any, Callable
 EXECUTORS = ("subprocess", "local", "slurm")
 RESOURCES = {"partition": str, "gpus_per_node": int, "timeout_min": int, "mem_gb": int, "cpus_per_task": int}
 DEFAULT_TIMEOUT_MIN = 24 * 60  # submitit's own default (5 min on Slurm) would kill a training point
-ENDED = set(
-    "COMPLETED CANCELLED FAILED TIMEOUT OUT_OF_MEMORY NODE_FAIL BOOT_FAIL DEADLINE PREEMPTED REVOKED "
-    "SPECIAL_EXIT FINISHED INTERRUPTED GONE".split()
-)
+ENDED = {
+    "COMPLETED",
+    "CANCELLED",
+    "FAILED",
+    "TIMEOUT",
+    "OUT_OF_MEMORY",
+    "NODE_FAIL",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "PREEMPTED",
+    "REVOKED",
+    "SPECIAL_EXIT",
+    "FINISHED",
+    "INTERRUPTED",
+    "GONE",
+}
 LOG_NAME = re.compile(r"(?P<run_name>.+)\.(?P<time>\d{8}-\d{6})\.log")
 LOG_TIME = "%Y%m%d-%H%M%S"
 

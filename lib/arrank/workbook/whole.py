@@ -84,18 +84,20 @@ def run_workbook(run_name: str = "workbook", only: list[str] | None = None) -> l
             continue
         start = time.perf_counter()
         print(f"== {stage['name']}", flush=True)
-        target = run_path(stage["name"], run_name)
         if stage["kind"] == "sweep":
-            status, target = _run_sweep_stage(), paths.OUTPUTS / "sweeps" / _sweep().name
-        elif (target / "results.json").exists():
-            status = "done earlier"
+            status = _run_sweep_stage()
+            target = paths.OUTPUTS / "sweeps" / _sweep().name
         else:
-            overrides = {"profile": "quick", "run_name": run_name, **stage["overrides"]}
-            try:
-                run_notebook(stage["name"], overrides)
-                status = "ran"
-            except (RunFailedError, ParamError, RunExistsError, OutputsNotWritableError) as err:
-                status = f"FAILED: {err}"
+            target = run_path(stage["name"], run_name)
+            if (target / "results.json").exists():
+                status = "done earlier"
+            else:
+                overrides = {"profile": "quick", "run_name": run_name, **stage["overrides"]}
+                try:
+                    run_notebook(stage["name"], overrides)
+                    status = "ran"
+                except (RunFailedError, ParamError, RunExistsError, OutputsNotWritableError) as err:
+                    status = f"FAILED: {err}"
         seconds = round(time.perf_counter() - start, 1)
         rows.append({"notebook": stage["name"], "status": status, "seconds": seconds, "dir": str(target)})
     return rows
