@@ -86,13 +86,11 @@ def sentence_transformer_embeddings(
             "'precomputed:<folder>' (e.g. Gecko embeddings computed elsewhere)"
         ) from err
     st = SentenceTransformer(model, device=device)
-    enc = lambda xs: st.encode(
-        list(xs),
-        batch_size=batch_size,
-        normalize_embeddings=True,
-        convert_to_numpy=True,
-        show_progress_bar=False,
-    ).astype(np.float32)
+
+    def enc(texts: Sequence[str]) -> np.ndarray:
+        kwargs = dict(batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        return st.encode(list(texts), **kwargs).astype(np.float32)
+
     return enc(queries), enc(titles)
 
 
