@@ -114,25 +114,45 @@ def retrieval_recall(
 
 
 # the arguments of train_de / train_ce that ``hyper`` holds, as ``<model>_<arg>`` but the shared ones
-HYPER_ARGS = {
-    "de": ("steps", "batch_size", "tau", "lr", "momentum", "row_updates"),
-    "ce": ("steps", "batch_size", "lr", "weight_decay", "row_updates", "optimizer", "table_init_std"),
-}
-SHARED_HYPER = ("batch_size", "tau")
-
-
 def train_config(
     config: Mapping[str, Any], pairs: Pairs, n_rows: int, hyper: Mapping[str, Any], seed: int, progress: bool = True
 ) -> tuple[Any, pd.DataFrame, dict[str, Any]]:
     """Train the DE or CE of ``config`` (model, n, alpha) with the hyper-parameters ``hyper``
-    (``HYPER_ARGS``: de_steps, batch_size, tau, ce_optimizer, ...). Returns (model, loss log,
-    facts, the row norms of the trained table among them)."""
-    model = config["model"]
-    if model not in HYPER_ARGS:
-        raise ValueError(f"model={model!r} is not allowed; choose one of {list(MODELS)}")
-    train = DE.train_de if model == "de" else CE.train_ce
-    kwargs = {arg: hyper[arg if arg in SHARED_HYPER else f"{model}_{arg}"] for arg in HYPER_ARGS[model]}
-    return train(pairs, n_rows, config["n"], config["alpha"], seed=seed, progress=progress, **kwargs)
+    (notebook 07's de_*, ce_*, batch_size and tau). Returns (model, loss log, facts, the row norms
+    of the trained table among them)."""
+    model, n, alpha = config["model"], config["n"], config["alpha"]
+    if model == "de":
+        return DE.train_de(
+            pairs,
+            n_rows,
+            n,
+            alpha,
+            steps=hyper["de_steps"],
+            batch_size=hyper["batch_size"],
+            tau=hyper["tau"],
+            lr=hyper["de_lr"],
+            momentum=hyper["de_momentum"],
+            row_updates=hyper["de_row_updates"],
+            seed=seed,
+            progress=progress,
+        )
+    if model == "ce":
+        return CE.train_ce(
+            pairs,
+            n_rows,
+            n,
+            alpha,
+            steps=hyper["ce_steps"],
+            batch_size=hyper["batch_size"],
+            lr=hyper["ce_lr"],
+            weight_decay=hyper["ce_weight_decay"],
+            row_updates=hyper["ce_row_updates"],
+            optimizer=hyper["ce_optimizer"],
+            table_init_std=hyper["ce_table_init_std"],
+            seed=seed,
+            progress=progress,
+        )
+    raise ValueError(f"model={model!r} is not allowed; choose one of {list(MODELS)}")
 
 
 def baseline_precision(requested: str):
