@@ -484,6 +484,17 @@ def merged(a: argparse.Namespace, parts: list[str]) -> dict:
     return {p: r for p, r in earlier["results"].items() if p not in parts}
 
 
+def save(a: argparse.Namespace, results: dict) -> None:
+    """Every figure so far to ``--json`` (replaced whole, through a temporary file), if given."""
+    if not a.json:
+        return
+    a.json.parent.mkdir(parents=True, exist_ok=True)
+    report = {"args": vars(a) | {"json": str(a.json)}, "results": results, "summary": summary(results)}
+    tmp = a.json.with_name(a.json.name + ".tmp")
+    tmp.write_text(json.dumps(report, indent=1, default=str))
+    tmp.replace(a.json)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True, help="tiny, a model folder, or a model_name (smollm2-135m, ...)")
@@ -513,6 +524,12 @@ def main() -> None:
         help="first build Mistral-7B-Instruct-v0.3's architecture, random bf16 weights, into the "
         "folder --model names (on CUDA when there; training.paper_architecture), unless it exists",
     )
+    ap.add_argument(
+        "--build-only",
+        action="store_true",
+        help="with --build-paper-architecture: build the folder and stop (e.g. in the background while "
+        "the kit's last call is staged)",
+    )
     ap.add_argument("--part", choices=PARTS, help=argparse.SUPPRESS)
     a = ap.parse_args()
     parts = [p.strip() for p in a.parts.split(",") if p.strip()]
@@ -521,6 +538,8 @@ def main() -> None:
         raise SystemExit(f"--parts {a.parts!r}: each part must be one of {list(PARTS)}")
     if a.steps < 1 or a.warmup < 0 or a.batch < 1:
         raise SystemExit(f"--steps {a.steps} must be >= 1, --warmup {a.warmup} >= 0, --batch {a.batch} >= 1")
+    if a.build_only and not a.build_paper_architecture:
+        raise SystemExit("--build-only builds the model: give it with --build-paper-architecture")
     if a.part:
         print(json.dumps(run_part(a)), flush=True)
         return
@@ -529,6 +548,8 @@ def main() -> None:
     results = merged(a, parts) if a.merge else {}
     if a.build_paper_architecture:
         build_paper_architecture(a)
+    if a.build_only:
+        return
     print(
         f"model {a.model}, {a.queries} queries, batch {a.batch}, {a.steps} timed steps after {a.warmup}; "
         f"torch {torch.__version__}, "
@@ -537,6 +558,7 @@ def main() -> None:
     )
     for part in parts:
         results[part] = spawn(a, part)
+        save(a, results)  # after every part: a call stopped at its time limit keeps what finished
         print(
             f"part {part}: "
             + (
@@ -549,15 +571,6 @@ def main() -> None:
             flush=True,
         )
     report(results)
-    if a.json:
-        a.json.parent.mkdir(parents=True, exist_ok=True)
-        a.json.write_text(
-            json.dumps(
-                {"args": vars(a) | {"json": str(a.json)}, "results": results, "summary": summary(results)},
-                indent=1,
-                default=str,
-            )
-        )
     if any("failed" in r for r in results.values()):
         raise SystemExit(1)
 

@@ -125,6 +125,14 @@ NOT_CARRIED = {
     "jupyterlab": "JupyterLab is not started on the GPU machine",
     "jupyter-server": "JupyterLab is not started on the GPU machine",
     "pytest": "the image holds pytest",
+    "ruff": "linting is not done on the GPU machine",
+    "pre-commit": "linting is not done on the GPU machine",
+    "ipywidgets": "JupyterLab's progress-bar widgets: papermill runs without them",
+    **dict.fromkeys(
+        ("sphinx", "myst-nb", "myst-parser", "sphinx-book-theme", "pydata-sphinx-theme", "sphinx-mathjax-offline"),
+        "the book (make book) is not built on the GPU machine",
+    ),
+    "playwright": "the book's browser tests are not run on the GPU machine",
 }
 UNSLOTH = ("unsloth==2026.10.9", "unsloth_zoo==2026.10.9")
 # Carried although the image holds a version: the project's pin, which Unsloth's floor (peft>=0.18) needs.

@@ -313,6 +313,16 @@ def resolve_backend(backend: str) -> str:
     return backend
 
 
+def on_accelerator(model):
+    """The model on the GPU where CUDA is available, else as it is. transformers loads onto the CPU;
+    the Trainer moves a model for training, but notebook 06 scores wherever the model is
+    (``evaluation.scoring.model_device``), so on a GPU machine a model left on the CPU would be
+    scored there. Unsloth places its models itself."""
+    import torch
+
+    return model.to("cuda") if torch.cuda.is_available() and model.device.type == "cpu" else model
+
+
 def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit: bool = False):
     """A pretrained causal LM and its tokenizer through the backend, for any name :func:`resolve_model`
     takes. Unsloth: ``load_in_4bit`` (False = 16-bit LoRA) and logits returned
@@ -340,7 +350,7 @@ def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit
     else:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        model = AutoModelForCausalLM.from_pretrained(model_name)
+        model = on_accelerator(AutoModelForCausalLM.from_pretrained(model_name))
         tokenizer = AutoTokenizer.from_pretrained(model_name)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -410,7 +420,7 @@ def load_trained(folder: Path | str, backend: str = "auto", max_length: int = 10
     if not adapter.exists():
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        return AutoModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+        return on_accelerator(AutoModelForCausalLM.from_pretrained(folder)), AutoTokenizer.from_pretrained(folder)
     base = json.loads(adapter.read_text()).get("base_model_name_or_path")
     if not base:
         raise ValueError(f"{adapter} names no base model (base_model_name_or_path)")
@@ -420,4 +430,4 @@ def load_trained(folder: Path | str, backend: str = "auto", max_length: int = 10
     from transformers import AutoTokenizer
 
     model, _ = load_pretrained(base, backend, max_length)
-    return PeftModel.from_pretrained(model, folder), AutoTokenizer.from_pretrained(folder)
+    return on_accelerator(PeftModel.from_pretrained(model, folder)), AutoTokenizer.from_pretrained(folder)
