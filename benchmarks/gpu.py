@@ -156,11 +156,12 @@ def make_step(model, tok, layout: str, loss: str, device, row_length: int | None
     return step
 
 
-def workbook_step(model, tok, device, row_length: int):
+def workbook_step(model, tok, device, row_length: int, share: bool | None = None):
     """(a training step, the loss of a batch without an update) as notebook 05 trains: packed
     sequences collated with the batch's shared opening split off where ``packing.prefix_support``
     allows, the loss from ``StoicalTrainer.compute_loss`` (head at the supervised positions,
-    ``precision.mixed``: bf16 for a bf16 model); and whether the opening is shared, with why."""
+    ``precision.mixed``: bf16 for a bf16 model); and whether the opening is shared, with why.
+    ``share=True`` shares it wherever the model can (``packing.prefix_possible``), on a GPU too."""
     import tempfile
 
     import torch
@@ -169,7 +170,7 @@ def workbook_step(model, tok, device, row_length: int):
     from arrank.training import packing
     from arrank.training.trainer import StoicalTrainer
 
-    share, why = packing.prefix_support(model)
+    share, why = packing.prefix_support(model) if share is None else packing.prefix_possible(model)
     args = TrainingArguments(output_dir=tempfile.mkdtemp(), report_to=[], use_cpu=device.type == "cpu")
     trainer = StoicalTrainer(model=model, args=args)
     trainer.precision_used = "bf16" if next(model.parameters()).dtype == torch.bfloat16 else "fp32"
@@ -348,12 +349,13 @@ def run_part(a: argparse.Namespace) -> dict:
         rows = packing.row_length_for(packed, a.max_length)
         plain = make_step(copy.deepcopy(model), tok, "packed", "stoical", device, rows)
         result["loss_packed"] = batch_loss(model, tok, packed_batches[0], "packed", device, rows)
-        step, loss, (shared, why) = workbook_step(model, tok, device, rows)
+        steps = {"packed": plain}
+        if packing.prefix_possible(model)[0] and not packing.prefix_support(model)[0]:  # a GPU: time both
+            steps["workbook_shared"] = workbook_step(copy.deepcopy(model), tok, device, rows, share=True)[0]
+        steps["workbook"], loss, (shared, why) = workbook_step(model, tok, device, rows)
         result["loss_workbook"] = loss(packed_batches[0])
         result["shared_prefix"] = {"on": shared, "why": why}
-        result["timing"] = timed(
-            {"packed": plain, "workbook": step}, {"packed": packed_batches, "workbook": packed_batches}, a, device
-        )
+        result["timing"] = timed(steps, dict.fromkeys(steps, packed_batches), a, device)
     else:
         step = make_step(model, tok, "items", "ntp" if a.part == "c" else "stoical", device)
         result["timing"] = timed({"unpacked": step}, {"unpacked": unpacked_batches}, a, device)
@@ -444,6 +446,8 @@ def summary(results: dict) -> dict:
         out["|loss packed - loss unpacked| / loss unpacked (same items)"] = r
     if rate("e", "workbook") and rate("e", "packed"):
         out["e workbook/packed tokens/s"] = rate("e", "workbook") / rate("e", "packed")
+    if rate("e", "workbook_shared") and rate("e", "packed"):
+        out["e workbook with the opening shared/packed tokens/s"] = rate("e", "workbook_shared") / rate("e", "packed")
     e = results.get("e", {})
     r = relative(e.get("loss_workbook"), e.get("loss_packed"))
     if r is not None:

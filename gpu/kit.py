@@ -424,39 +424,48 @@ def stage_command(call: Call, last: bool) -> str:
     if last:
         cmd += (
             f" && export PYTHONPATH={SITE}:$PWD/lib && nvidia-smi --query-gpu=name,memory.total,driver_version "
-            '--format=csv && python3 -m pip list 2>/dev/null > $OUT/pip-list.txt; python3 -c "import torch, '
-            "transformers, peft, trl, unsloth, nltk, papermill; print('versions', torch.__version__, "
-            'transformers.__version__, peft.__version__, trl.__version__, unsloth.__version__)"'
+            "--format=csv && python3 -m pip list 2>/dev/null > $OUT/pip-list.txt"
         )
     return cmd
 
 
+# every work call's environment: the staged packages, the project, no hub (nothing outside is reachable)
+ENV = (
+    f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 "
+    "TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1; "
+)
+SWEEP = "gpu/table1_wordnet_pretrained_gpu.yaml"
+# the sweep's small results in one file (at most 8 files come back): no model weights, no figures
+SWEEP_TAR = (
+    "tar czf $OUT/gpu-sweep.tgz --exclude=model --exclude='checkpoint*' --exclude='*.js' --exclude='*.html' "
+    "--exclude='*.png' --exclude='*.ipynb' outputs/05_train outputs/sweeps"
+)
+# The work calls, as the first GPU session (2026-11-24, docs/gpu.md) found them: its Part B calls
+# 1-2 (the benchmark at batch 8 and 64, notebooks 05 and 06 through Unsloth) are done; what is left
+# is the powered sweep at a GPU budget and the benchmark's part (e) after the prefix change.
 WORK = [
     (
-        "build Mistral-7B-Instruct-v0.3's architecture (random bf16 weights, 14.5 GB) and run the benchmark's "
-        "transformers parts (b, d) on it",
-        f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 benchmarks/gpu.py "
-        "--build-paper-architecture --model /tmp/mistral7b --parts b,d --steps 20 --json /tmp/kit/gpu-bd.json 2>&1 "
-        "| tee $OUT/gpu-bd.log; status=$?; cp /tmp/kit/gpu-bd.json $OUT/; exit $status",
-        "~6-9 min (estimate: 1-2 min to initialise and save 14.5 GB, 2 processes loading it, 23 steps each)",
+        "the pretrained Table 1 sweep at a GPU budget (2,000 held-out queries, 480 steps, 4 points at "
+        "once), stopped at 9 min; its small results come back as one tarball",
+        ENV
+        + f"timeout -k 30 510 python3 -m arrank.workbook.sweep {SWEEP} --jobs 4 2>&1 | tee $OUT/sweep-1.log; "
+        + SWEEP_TAR,
+        "9.5 min (the limit it is given; a point measured ~1.5 min to load and score 200 queries)",
     ),
     (
-        "the workbook's own step (e) and the benchmark's Unsloth parts (a, c) on the same model, merged with (b, d) "
-        "into one report: the ratios and the (a)/(b) loss agreement",
-        f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 benchmarks/gpu.py "
-        "--model /tmp/mistral7b --parts e,a,c --steps 20 --merge /tmp/kit/gpu-bd.json --json $OUT/gpu.json 2>&1 "
-        "| tee $OUT/gpu-ac.log",
-        "~5-8.5 min (estimate; (e) loads the model once more; Unsloth's first load compiles its kernels)",
+        "the same sweep again: finished points are kept, the points the limit stopped run again",
+        ENV
+        + f"timeout -k 30 510 python3 -m arrank.workbook.sweep {SWEEP} --jobs 4 2>&1 | tee $OUT/sweep-2.log; "
+        + SWEEP_TAR,
+        "9.5 min (the limit it is given)",
     ),
     (
-        "notebook 05 through the runner with backend='unsloth' on SmolLM2-135M-Instruct (the joined GGUF), 20 steps, "
-        "then notebook 06 on that run",
-        f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 && python3 -m arrank.workbook.run 05 -p profile pretrained "
-        f"-p model_name {KIT}/SmolLM2-135M-Instruct.Q4_1.gguf -p backend unsloth -p steps 20 -p run_name gpu-unsloth "
-        "2>&1 | tee $OUT/nb05.log; python3 -m arrank.workbook.run 06 -p train_run gpu-unsloth 2>&1 | tee $OUT/nb06.log; "
-        "cp outputs/05_train/gpu-unsloth/results.json $OUT/nb05-results.json; "
-        "cp outputs/06_evaluate/*/results.json $OUT/ 2>/dev/null; true",
-        "~3-6 min (estimate; not run anywhere yet)",
+        "build Mistral-7B-Instruct-v0.3's architecture (random bf16 weights) and time the workbook's step "
+        "(part e) at batch 64: plain packed, as notebook 05 trains on a GPU, and with the opening shared",
+        ENV + "timeout -k 10 500 python3 benchmarks/gpu.py --build-paper-architecture --model /tmp/mistral7b "
+        "--parts e --batch 64 --steps 10 --warmup 3 --json /tmp/kit/gpu-e.json 2>&1 | tee $OUT/gpu-e.log; "
+        "cp /tmp/kit/gpu-e.json $OUT/",
+        "~3 min (measured: the build 63-73 s, part e 60 s)",
     ),
 ]
 
@@ -599,7 +608,7 @@ def main() -> None:
         call.files = linked
         call.command = stage_command(call, call.number == len(calls))
         call.expected = "~1-2 min (machine start, transfer, pip install)" if call.number == 1 else "~1 min"
-    chosen = WORK[:2] if a.no_model else WORK  # the notebook call needs SmolLM2's GGUF
+    chosen = WORK[2:] if a.no_model else WORK  # the sweep calls need SmolLM2's GGUF
     work = [Call(len(calls) + i + 1, [], cmd, exp) for i, (_, cmd, exp) in enumerate(chosen)]
     problems = command_problems(calls + work)
     for call in calls:

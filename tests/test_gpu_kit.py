@@ -178,3 +178,30 @@ def test_stage_installs_wheels_unpacks_data_joins_pieces_and_knows_a_fresh_machi
     kit.stage(two)
     assert (tmp_path / "kit" / "model.bin").read_bytes() == b"m" * 2500
     assert json.loads((tmp_path / "kit" / "staged.json").read_text()) == {"calls": [1, 2]}
+
+
+def test_the_gpu_sweep_runs_the_cpu_sweeps_rows_at_a_larger_budget(tmp_path):
+    """gpu/table1_wordnet_pretrained_gpu.yaml (made for the GPU machine, where SmolLM2 is the GGUF
+    file the kit joins under /tmp/kit) is valid with that path pointing at the package's GGUF, and
+    runs exactly the rows of the CPU sweep on 2,000 held-out queries with 4x the steps."""
+    from arrank.common.named_models import gguf_file
+    from arrank.workbook import sweep
+
+    gpu = paths.ROOT / "gpu" / "table1_wordnet_pretrained_gpu.yaml"
+    text = gpu.read_text()
+    assert f"{kit.KIT}/SmolLM2-135M-Instruct.Q4_1.gguf" in text and kit.SWEEP == "gpu/" + gpu.name
+    here = tmp_path / gpu.name
+    here.write_text(text.replace(f"{kit.KIT}/SmolLM2-135M-Instruct.Q4_1.gguf", str(gguf_file("smollm2-135m"))))
+    g, c = sweep.load_sweep(here), sweep.load_sweep(paths.ROOT / "sweeps" / "table1_wordnet_pretrained.yaml")
+    rows = ("scheme", "alpha", "targets", "beta", "combined", "seed")
+
+    def grid(s, steps):
+        return sorted(
+            (tuple(p.resolved[k] for k in rows), p.resolved["steps"] == steps, p.resolved["steps"] == 0)
+            for p in s.points
+        )
+
+    assert grid(g, 480) == grid(c, 120) and len(g.points) == 10
+    assert {(p.resolved["n_eval"], p.resolved["data_seed"], p.resolved["profile"]) for p in g.points} == {
+        (2000, 0, "pretrained")
+    }

@@ -111,17 +111,29 @@ def mask_support(model) -> tuple[bool, str]:
     return True, ""
 
 
-def prefix_support(model) -> tuple[bool, str]:
-    """(whether training runs a batch's shared prompt opening once for ``model``
-    (``arrank.training.shared_prefix``), why or why not): where the packed mask works
-    (:func:`mask_support`: its rows read the prefix through the same kind of custom mask and
-    cache) and the model does not checkpoint its activations (that turns the decoder's cache off)."""
+def prefix_possible(model) -> tuple[bool, str]:
+    """(whether the model can run a batch's shared prompt opening once, why or why not): where the
+    packed mask works (:func:`mask_support`: its rows read the prefix through the same kind of
+    custom mask and cache) and the model does not checkpoint its activations (that turns the
+    decoder's cache off)."""
     ok, why = mask_support(model)
     if not ok:
         return False, why
     if getattr(model, "is_gradient_checkpointing", False):
         return False, "gradient checkpointing turns the decoder's key/value cache off"
     return True, "the decoder's key/value cache of the prefix serves every row"
+
+
+def prefix_support(model) -> tuple[bool, str]:
+    """(whether training runs a batch's shared prompt opening once for ``model``
+    (``arrank.training.shared_prefix``), why or why not): where :func:`prefix_possible`, and not on
+    a GPU. On the H200 the opening's own forward and backward cost more than the tokens it saves:
+    a 7B LoRA step of 7 packed rows took 0.386 s with it against 0.207 s without (docs/gpu.md); a
+    CPU, where time follows the tokens, gains up to 1.31x (docs/measurements.md)."""
+    ok, why = prefix_possible(model)
+    if ok and torch.cuda.is_available():  # the Trainer trains on the GPU wherever there is one
+        return False, "on a GPU, running the opening once was slower than running it in every row (docs/gpu.md)"
+    return ok, why
 
 
 def model_mask(model, allowed: torch.Tensor) -> torch.Tensor:
