@@ -447,7 +447,9 @@ def summary(results: dict) -> dict:
     if rate("e", "workbook") and rate("e", "packed"):
         out["e workbook/packed tokens/s"] = rate("e", "workbook") / rate("e", "packed")
     if rate("e", "workbook_shared") and rate("e", "packed"):
-        out["e workbook with the opening shared/packed tokens/s"] = rate("e", "workbook_shared") / rate("e", "packed")
+        out["e workbook with the opening shared, over packed, tokens/s"] = rate("e", "workbook_shared") / rate(
+            "e", "packed"
+        )
     e = results.get("e", {})
     r = relative(e.get("loss_workbook"), e.get("loss_packed"))
     if r is not None:
