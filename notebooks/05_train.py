@@ -104,12 +104,13 @@ template = None  # prompt template; None: the short one quick, Appendix D's pret
 tokenizer_vocab = 2000  # BPE vocabulary of the tiny model's tokenizer
 eval_queries = 0  # evaluate on at most this many held-out queries, 0 for all
 train_queries = None  # also score a seeded sample of this many training queries (Figure 3 (a)); None: as many as held out, 0: none
+query_batch = 0  # queries scored in one forward pass; 0: auto (32 on a GPU, 1 on a CPU)
 precision = "auto"  # auto (bf16 where the CPU or GPU runs it natively and the model is not tiny, else fp32), fp32 or bf16 (mixed: trainable weights, loss and scores in fp32)
 
 # %%
 from IPython.display import Markdown
 
-from arrank.evaluation import evaluate
+from arrank.evaluation import evaluate, scoring
 from arrank.training import models, train
 from arrank.common import display, findings, outputs, params
 from arrank.results import reading
@@ -198,17 +199,20 @@ fig.show()
 # how well the model *fits* rankings it has seen. That is what the DE and CE lookup tables of
 # Figure 3 (notebook 07) are scored on, so their curves are compared with this row, not with the
 # held-out one (results.json: `train_recall@k`, `train_cvr`, `train_ndcg`, `train_n_queries`).
+# On a GPU, `query_batch` queries are scored in one forward pass (`arrank.evaluation.scoring`).
 
 # %%
 ks = ranking.ks_for(P["dataset"])
+P["query_batch"] = scoring.resolve_query_batch(model, P["query_batch"] or None)  # results.json: the number used
 with outputs.timed(timings, "evaluate"):
     result, per_query, _ = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks,
-                                                      precision=numerics.used)
+                                                      precision=numerics.used, query_batch=P["query_batch"])
 n_train = evaluate.n_training_queries(P["train_queries"], result["n_queries"])
 P["train_queries"] = n_train  # results.json records the number used, not None
 with outputs.timed(timings, "evaluate_training"):
     trained, per_query_train = (evaluate.evaluate_training_queries(model, tok, df, n_train, P["data_seed"], ks,
-                                                                           precision=numerics.used)
+                                                                   precision=numerics.used,
+                                                                   query_batch=P["query_batch"])
                                 if n_train else ({}, None))
 floor = evaluate.random_floor(df, P["data_seed"], P["eval_queries"] or None, ks)
 outputs.save_table(per_query, run_dir, "per_query")  # per-query metrics: the intervals of notebook 08's findings

@@ -15,7 +15,9 @@
 # after the augmented prompt $\bar q$,
 # $$\mathrm{score}(d) = \frac{1}{|\mathcal T(d)|}\sum_{k=1}^{|\mathcal T(d)|}\log p_\theta\big(\mathcal T(d)[k]\mid \mathcal T(\bar q), \mathcal T(d)_{<k}\big),$$
 # with $d$ tokenised exactly as in training (`arrank.training.encoding`). The prompt runs once and its
-# key/value cache serves all candidates (`arrank.evaluation.scoring`). Metrics, as in the paper:
+# key/value cache serves all candidates (`arrank.evaluation.scoring`); on a GPU, `query_batch` queries
+# share one forward pass instead, each in its own row (the same scores up to float rounding). Metrics,
+# as in the paper:
 #
 # - **CVR**: the share of queries whose negative scores above *some* positive (WordNet only);
 # - **nDCG** of the predicted scores against the gold gains $\log(n_q+1)\dots\log 2$ (negative: 0);
@@ -49,6 +51,7 @@ tokenizer_vocab = 2000  # train_run none: BPE vocabulary of the untrained tiny m
 eval_queries = 0  # score at most this many held-out queries, 0 for all
 include_eos = False  # count the docID's closing EOS in its mean score (the paper: docID tokens only)
 method = "prefix_shared"  # prefix_shared (one prompt pass per query) or naive (one pass per candidate)
+query_batch = 0  # queries scored in one forward pass; 0: auto (32 on a GPU, 1 on a CPU)
 beam_k = 5  # beam size and top-k of beam search
 decode_queries = None  # decode at most this many held-out queries; None: 50 quick, 500 paper
 precision = "auto"  # auto (bf16 where the CPU or GPU runs it natively and the model is not tiny, else fp32), fp32 or bf16 (scores from fp32 logits)
@@ -57,7 +60,7 @@ precision = "auto"  # auto (bf16 where the CPU or GPU runs it natively and the m
 
 from IPython.display import Markdown
 
-from arrank.evaluation import evaluate, plots
+from arrank.evaluation import evaluate, plots, scoring
 from arrank.common import display, findings, outputs, params
 from arrank.results import reading
 from arrank.training import precision as mixed_precision
@@ -89,10 +92,11 @@ print(f"model: {subject['source']}\ndata: {data}\n{len(held_out)} held-out queri
 # high by chance, and nDCG is squeezed near 1 (docs/design.md).
 
 # %%
+P["query_batch"] = scoring.resolve_query_batch(model, P["query_batch"] or None, P["method"])  # the number used
 with outputs.timed(timings, "score"):
     result, per_query, records = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks,
                                                             P["include_eos"], P["method"],
-                                                            precision=numerics.used)
+                                                            precision=numerics.used, query_batch=P["query_batch"])
 floor = evaluate.random_floor(df, P["seed"], P["eval_queries"] or None, ks)
 scores = evaluate.scores_frame(records)
 scores.to_parquet(run_dir / "per_query_scores.parquet", index=False)

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from arrank.common import outputs
 from arrank.workbook import run
 
 pytestmark = pytest.mark.slow  # trains a model or runs notebooks / kernels / sweeps
@@ -190,6 +191,20 @@ def test_05_train_then_06_evaluates_it(outputs_root):
         _has_figure(final06, name)
     text = _look_for(final06, "06_evaluate")
     assert "has the highest mean score" in text and "Decoding 3 held-out queries" in text
+    # queries one at a time on a CPU (auto), recorded; four to a pass give the same metrics
+    assert json.loads((final06 / "results.json").read_text())["params"]["query_batch"] == 1
+    assert json.loads((final / "results.json").read_text())["params"]["query_batch"] == 1
+    batched = run.run_notebook(
+        "06_evaluate",
+        {**TINY["06_evaluate"], "run_name": "batched", "query_batch": 4},
+        outputs_root=outputs_root,
+        progress=False,
+    )
+    r = json.loads((batched / "results.json").read_text())
+    assert r["params"]["query_batch"] == 4 and r["env"]["code_digest"] == outputs.code_digest()
+    assert {k: r["metrics"][k] for k in m if k.startswith(("cvr", "ndcg", "recall@"))} == {
+        k: m[k] for k in m if k.startswith(("cvr", "ndcg", "recall@"))
+    }
     # results.json records every resolved value: re-running from them reproduces the run
     recorded = json.loads((final / "results.json").read_text())["params"]
     again = run.run_notebook(

@@ -133,3 +133,46 @@ def test_one_of_several_processes_outside_the_runner_is_refused(outputs_root, mo
     assert list(outputs_root.iterdir()) == []
     monkeypatch.setenv("ARRANK_RUN_DIR", str(outputs_root / "staged"))  # under the runner: its folder
     assert outputs.start_run("05_train", {"run_name": "r", "profile": "quick"}) == outputs_root / "staged"
+
+
+def _code_tree(root: Path, body: str) -> None:
+    (root / "lib/arrank/sub").mkdir(parents=True, exist_ok=True)
+    (root / "notebooks").mkdir(exist_ok=True)
+    (root / "lib/arrank/sub/mod.py").write_text(body)
+    (root / "notebooks/05_train.py").write_text("x = 1\n")
+
+
+def test_code_digest_follows_the_code_and_nothing_else(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    _code_tree(a, "def f():\n    return 1\n")
+    _code_tree(b, "def f():\n    return 1\n")
+    (b / "README.md").write_text("not code")  # outside lib and the notebooks: no change
+    digest = outputs.code_digest(a)
+    assert len(digest) == 12 and digest == outputs.code_digest(b)
+    (b / "lib/arrank/sub/mod.py").write_text("def f():\n    return 2\n")
+    assert outputs.code_digest(b) != digest
+    (b / "lib/arrank/sub/mod.py").rename(b / "lib/arrank/sub/other.py")  # same content, other path
+    assert outputs.code_digest(b) not in (digest, outputs.code_digest(a))
+
+
+def test_env_info_says_whether_the_tree_differs_from_its_commit(tmp_path, monkeypatch):
+    import shutil
+    import subprocess
+
+    from arrank.common import paths
+
+    _code_tree(tmp_path, "v = 1\n")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "c"], check=True)
+    monkeypatch.setattr(paths, "ROOT", tmp_path)
+    clean = outputs.env_info()
+    assert clean["git_dirty"] is False and len(clean["git_commit"]) >= 7
+    (tmp_path / "lib/arrank/sub/mod.py").write_text("v = 2\n")
+    dirty = outputs.env_info()
+    assert dirty["git_dirty"] is True and dirty["git_commit"] == clean["git_commit"]
+    assert dirty["code_digest"] != clean["code_digest"]
+    shutil.rmtree(tmp_path / ".git")  # a copied tree without its history
+    bare = outputs.env_info()
+    assert bare["git_commit"] is None and bare["git_dirty"] is None and bare["code_digest"] == dirty["code_digest"]

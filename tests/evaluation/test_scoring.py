@@ -88,6 +88,40 @@ def test_prefix_shared_equals_naive(model, case, layout, include_eos):
         assert np.abs(shared - naive).max() <= TOL, (batch_size, shared - naive)
 
 
+@pytest.mark.parametrize("include_eos", [False, True])
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_query_batch_equals_naive(model, include_eos, attention):
+    """Every CASE in one forward pass (rows of unequal length, right-padded; a query whose docIDs
+    are all one token has no block): each query's scores are its naive ones."""
+    model.config._attn_implementation = attention
+    try:
+        rng = np.random.default_rng(11)
+        queries = [(rand_ids(rng, n), candidate_set(rng, lengths)) for n, lengths in CASES]
+        targets = [scoring.scored_tokens(model, p, c, include_eos) for p, c in queries]
+        with torch.inference_mode():
+            got = scoring.score_query_batch(model, [p for p, _ in queries], targets)
+        for (prompt, cands), scores in zip(queries, got):
+            naive = scoring.score_naive(model, prompt, cands, include_eos=include_eos)
+            assert scores.dtype == torch.float64 and scores.shape == (len(cands),)
+            assert np.abs(scores.numpy() - naive).max() <= TOL, scores.numpy() - naive
+    finally:
+        model.config._attn_implementation = "sdpa"
+
+
+def test_query_rows_layout():
+    """Rows, mask, positions and head positions of two queries: prompt 3 + blocks [2, 1] (docIDs of
+    3, 2 and 1 tokens), prompt 2 + one docID of 1 token (no block)."""
+    batch = scoring.query_rows([[5, 6, 7], [8, 9]], [[[10, 11, 12], [13, 14], [15]], [[16]]], pad_id=0)
+    assert batch["input_ids"].tolist() == [[5, 6, 7, 10, 11, 13], [8, 9, 0, 0, 0, 0]]
+    assert batch["position_ids"].tolist() == [[0, 1, 2, 3, 4, 3], [0, 1, 0, 0, 0, 0]]
+    rows, positions = batch["head_rows"]
+    assert rows.tolist() == [0, 0, 0, 0, 1] and positions.tolist() == [2, 3, 4, 5, 1]
+    allowed = batch["allowed"][:, 0].int().tolist()
+    assert allowed[0][5] == [1, 1, 1, 0, 0, 1]  # the second block sees the prompt and itself, not block 1
+    assert allowed[0][4] == [1, 1, 1, 1, 1, 0]
+    assert allowed[1][1] == [1, 1, 0, 0, 0, 0] and allowed[1][3] == [0, 0, 0, 1, 0, 0]  # padding: itself
+
+
 def test_prefix_shared_equals_naive_default_size_model():
     """The quick profile's size (hidden 128, 4 layers, 4 heads), default (auto) layout."""
     model = sharp_tiny_model(vocab=500, hidden=128, layers=4, heads=4, intermediate=384)
@@ -178,6 +212,11 @@ def test_cuda_matches_cpu(model):
     for layout in ("packed", "padded"):
         assert np.abs(scoring.score_prefix_shared(gpu, prompt, cands, layout=layout) - ref).max() <= 1e-3
     assert np.abs(scoring.score_naive(gpu, prompt, cands) - ref).max() <= 1e-3
+    assert scoring.resolve_query_batch(gpu, None) == scoring.QUERY_BATCH_GPU
+    targets = [scoring.scored_tokens(gpu, prompt, cands), scoring.scored_tokens(gpu, prompt[:9], cands[:2])]
+    with torch.inference_mode():
+        first, _ = scoring.score_query_batch(gpu, [prompt, prompt[:9]], targets)
+    assert np.abs(first.cpu().numpy() - ref).max() <= 1e-3
 
 
 # --------------------------------------------------------------------------- score_queries
@@ -231,6 +270,49 @@ def test_score_queries_matches_low_level(tok_model):
     assert np.abs(eos - shared[0]).max() > 1e-6
 
 
+def test_score_queries_query_batch(tok_model):
+    """Queries two or three to a pass give the scores of one at a time; a LoRA (peft) model, whose
+    head sits under peft's wrapper, and scoring under ``precision.inference`` (a second head hook)
+    too."""
+    from peft import LoraConfig, get_peft_model
+
+    from arrank.data.prompts import query_rng, wordnet_prompt
+    from arrank.training.precision import inference
+
+    tok, model = tok_model
+    groups = [NAMES[1:7], ["feline.n.01"], ["cat.n.01", "animal.n.01"], NAMES[:3], NAMES[4:], ["dog.n.01"]]
+    items = [(wordnet_prompt(q, d, query_rng(0, q), name="wordnet_short"), d) for q, d in zip(NAMES, groups)]
+    one = scoring.score_queries(model, tok, items, progress=False, query_batch=1)
+    for group in (2, 3, 8):
+        got = scoring.score_queries(model, tok, items, progress=False, query_batch=group)
+        assert [len(g) for g in got] == [len(d) for d in groups]
+        assert max(np.abs(g - o).max() for g, o in zip(got, one)) <= TOL
+    lora = get_peft_model(
+        sharp_tiny_model(vocab=len(tok), seed=3),
+        LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False),
+    ).eval()
+    with inference(lora, "fp32"):
+        one = scoring.score_queries(lora, tok, items, progress=False, query_batch=1)
+        got = scoring.score_queries(lora, tok, items, progress=False, query_batch=4)
+    assert max(np.abs(g - o).max() for g, o in zip(got, one)) <= TOL
+    plain = scoring.score_queries(model, tok, items, progress=False, query_batch=1)
+    assert max(np.abs(g - o).max() for g, o in zip(one, plain)) > 1e-3  # the adapters did change the scores
+
+
+def test_resolve_query_batch(model):
+    assert scoring.resolve_query_batch(model, None) == 1  # a CPU: one query at a time (docs/gpu.md)
+    assert scoring.resolve_query_batch(model, 8) == 8
+    assert scoring.resolve_query_batch(model, 8, method="naive") == 1
+    for bad in (0, -2, True, 2.0, "4"):
+        with pytest.raises(ValueError, match=r"query_batch=.* must be an integer >= 1 or None"):
+            scoring.resolve_query_batch(model, bad)
+    with pytest.raises(ValueError, match="query_batch=4 scores queries in the one_pass layout, not layout='padded'"):
+        scoring.resolve_query_batch(model, 4, layout="padded")
+    flash = sharp_tiny_model()
+    flash.config._attn_implementation = "flash_attention_2"
+    assert scoring.resolve_query_batch(flash, 8) == 1  # no block mask: one query at a time
+
+
 def test_score_queries_errors(tok_model):
     tok, model = tok_model
     with pytest.raises(ValueError, match=r"duplicate candidate docIDs: \['cat.n.01', 'dog.n.01'\]"):
@@ -245,6 +327,10 @@ def test_score_queries_errors(tok_model):
         scoring.score_queries(model, tok, ["just a prompt"], progress=False)
     with pytest.raises(ValueError, match="method"):
         scoring.score_queries(model, tok, [("p", ["dog.n.01"])], method="beam", progress=False)
+    with pytest.raises(
+        ValueError, match="batch_size=2 batches one query's candidates; it cannot go with query_batch=4"
+    ):
+        scoring.score_queries(model, tok, [("p", ["dog.n.01"])], progress=False, batch_size=2, query_batch=4)
 
 
 def test_low_level_errors(model):

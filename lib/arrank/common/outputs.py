@@ -9,6 +9,7 @@ import atexit
 import contextlib
 import fcntl
 import glob
+import hashlib
 import json
 import os
 import platform
@@ -366,12 +367,35 @@ def env_info() -> dict[str, Any]:
     for module in ("numpy", "scipy", "torch", "transformers", "plotly"):
         if sys.modules.get(module) is not None:
             info[module] = getattr(sys.modules[module], "__version__", "?")
-    git = ["git", "-C", str(paths.ROOT), "rev-parse", "--short", "HEAD"]
-    try:
-        info["git_commit"] = subprocess.run(git, capture_output=True, text=True, timeout=5).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        info["git_commit"] = None
+    info["git_commit"] = _git("rev-parse", "--short", "HEAD") or None
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    info["git_dirty"] = None if status is None else bool(status)
+    info["code_digest"] = code_digest()
     return info
+
+
+def _git(*args: str) -> str | None:
+    """The stripped output of a git command in the repository, None where git fails or is absent."""
+    try:
+        done = subprocess.run(["git", "-C", str(paths.ROOT), *args], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+CODE = ("lib/arrank/**/*.py", "notebooks/*.py")
+
+
+def code_digest(root: Path | None = None) -> str:
+    """The first 12 hex digits of a sha256 over the workbook's code (:data:`CODE`: lib and the
+    notebooks' sources, by relative path and content): the code a run used, where ``git_commit`` cannot
+    say it (a copied working tree with uncommitted changes, ``git_dirty``; no git at all).
+    The same files give the same digest on any machine."""
+    root = root or paths.ROOT
+    h = hashlib.sha256()
+    for path in sorted({p for pattern in CODE for p in root.glob(pattern) if p.is_file()}):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
 
 
 def write_json_atomic(path: Path, payload: Any) -> Path:

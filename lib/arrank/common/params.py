@@ -565,6 +565,9 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
             None,
             "also score a seeded sample of this many training queries (Figure 3 (a)); None: as many as held out, 0: none",
         ),
+        "query_batch": Param(
+            integer(0, 4096), 0, "queries scored in one forward pass; 0: auto (32 on a GPU, 1 on a CPU)"
+        ),
         "precision": Param(
             PRECISION,
             "auto",
@@ -611,6 +614,9 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
             choice("prefix_shared", "naive"),
             "prefix_shared",
             "prefix_shared (one prompt pass per query) or naive (one pass per candidate)",
+        ),
+        "query_batch": Param(
+            integer(0, 4096), 0, "queries scored in one forward pass; 0: auto (32 on a GPU, 1 on a CPU)"
         ),
         "beam_k": Param(integer(1, 100), 5, "beam size and top-k of beam search"),
         "decode_queries": profiled(

@@ -62,17 +62,19 @@ def score_and_evaluate(
     method: str = "prefix_shared",
     progress: bool = True,
     precision: str = "fp32",
+    query_batch: int | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]]]:
     """(metrics dict with the names of Tables 1-2, per-query metrics frame, per-query records with
     every candidate's score) for the model on the rows of ``queries`` (section 5.1). ``precision``:
     a resolved ``"fp32"`` or ``"bf16"`` (bf16 autocast, logits and log-probs in float32:
-    ``arrank.training.precision.inference``)."""
+    ``arrank.training.precision.inference``); ``query_batch``: queries per forward pass
+    (``scoring.resolve_query_batch``)."""
     from arrank.training.precision import inference
 
     items = [(row["prompt"], candidates(row)) for row in queries.to_dict("records")]
     with inference(model, precision):
         scores = scoring.score_queries(
-            model, tokenizer, items, include_eos=include_eos, method=method, progress=progress
+            model, tokenizer, items, include_eos=include_eos, method=method, progress=progress, query_batch=query_batch
         )
     records = _records(queries, scores)
     return metrics.evaluate_queries(records, ks), metrics.per_query_metrics(records, ks), records
@@ -88,9 +90,11 @@ def evaluate_held_out(
     method: str = "prefix_shared",
     progress: bool = True,
     precision: str = "fp32",
+    query_batch: int | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]]]:
     """``score_and_evaluate`` on the held-out queries (the first ``limit`` when given)."""
-    return score_and_evaluate(model, tokenizer, eval_queries(df, limit), ks, include_eos, method, progress, precision)
+    queries = eval_queries(df, limit)
+    return score_and_evaluate(model, tokenizer, queries, ks, include_eos, method, progress, precision, query_batch)
 
 
 def evaluate_training_queries(
@@ -104,12 +108,13 @@ def evaluate_training_queries(
     method: str = "prefix_shared",
     progress: bool = True,
     precision: str = "fp32",
+    query_batch: int | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The metrics of ``score_and_evaluate`` on ``training_sample(df, n, seed)``, named
     ``train_<metric>`` (``train_cvr``, ``train_recall@k``, ...), and the per-query metrics frame of
     the same queries (notebook 05's ``per_query_train.csv``, used by ``results.figure3``)."""
     result, per_query, _ = score_and_evaluate(
-        model, tokenizer, training_sample(df, n, seed), ks, include_eos, method, progress, precision
+        model, tokenizer, training_sample(df, n, seed), ks, include_eos, method, progress, precision, query_batch
     )
     return {f"{TRAIN_PREFIX}{k}": v for k, v in result.items()}, per_query
 
@@ -206,6 +211,7 @@ def decode_held_out(
     limit: int | None = None,
     progress: bool = True,
     precision: str = "fp32",
+    query_batch: int | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """Greedy decoding and beam search (``decoding``) on the first ``limit`` held-out queries with
     at least ``k`` relevant docIDs, over the scorer's candidates, in a resolved ``precision``.

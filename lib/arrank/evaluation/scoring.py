@@ -252,6 +252,90 @@ def score_one_pass(model, prompt: list[int], targets: list[list[int]]) -> torch.
     return _mean(total, targets)
 
 
+def query_rows(
+    prompts: Sequence[Sequence[int]], targets: Sequence[list[list[int]]], pad_id: int
+) -> dict[str, torch.Tensor]:
+    """The batch of :func:`score_query_batch`: one right-padded row per query holding its prompt and
+    then every candidate's inputs ``tgt[:-1]`` as a block (``score_one_pass``'s row), with the
+    boolean (B, 1, L, L) block mask ``allowed``, ``position_ids``, and the (row, position) pairs
+    ``head_rows`` whose logits predict a scored token: the prompt's last position (every candidate's
+    token 0), then each block's positions (tokens 1..)."""
+    from arrank.training.packing import segments_mask, segments_positions
+
+    rows = [list(p) + [x for t in tgt for x in t[:-1]] for p, tgt in zip(prompts, targets)]
+    B, L = len(rows), max(map(len, rows))
+    input_ids = torch.full((B, L), pad_id, dtype=torch.long)
+    allowed = torch.zeros((B, 1, L, L), dtype=torch.bool)
+    positions = torch.zeros((B, L), dtype=torch.long)
+    head_row: list[int] = []
+    head_pos: list[int] = []
+    for b, (row, prompt, tgt) in enumerate(zip(rows, prompts, targets)):
+        P, n = len(prompt), len(row)
+        input_ids[b, :n] = torch.tensor(row, dtype=torch.long)
+        blocks = [len(t) - 1 for t in tgt if len(t) > 1]
+        if blocks:
+            allowed[b, 0] = segments_mask([(P, blocks)], L)
+            positions[b] = segments_positions([(P, blocks)], L)
+        else:  # single-token candidates only: the prompt, causally; padding attends to itself
+            allowed[b, 0] = torch.eye(L, dtype=torch.bool)
+            allowed[b, 0, :n, :n] = torch.ones((n, n), dtype=torch.bool).tril()
+            positions[b, :n] = torch.arange(n)
+        head_row += [b] * (n - P + 1)
+        head_pos += list(range(P - 1, n))
+    return {
+        "input_ids": input_ids,
+        "allowed": allowed,
+        "position_ids": positions,
+        "head_rows": (torch.tensor(head_row, dtype=torch.long), torch.tensor(head_pos, dtype=torch.long)),
+    }
+
+
+def score_query_batch(
+    model, prompts: Sequence[Sequence[int]], targets: Sequence[list[list[int]]]
+) -> list[torch.Tensor]:
+    """Section 5.1 scores of SEVERAL queries in one forward pass (float64, one tensor per query, its
+    candidates in order): the rows of :func:`query_rows`, the model's head applied only where a
+    scored token is predicted (``supervised_head.head_at``). ``targets`` are each query's
+    :func:`scored_tokens`. The scores of ``score_one_pass`` query by query, up to float rounding;
+    on a GPU it replaces a query's two small passes by a share of one large one (docs/gpu.md)."""
+    from arrank.training.supervised_head import head_at
+
+    if len(prompts) != len(targets) or not prompts:
+        raise ValueError(f"need one target list per prompt, got {len(prompts)} prompts and {len(targets)} target lists")
+    device = model_device(model)
+    pad = getattr(model.config, "pad_token_id", None)
+    batch = query_rows(prompts, targets, pad if isinstance(pad, int) else 0)
+    rows = tuple(r.to(device) for r in batch["head_rows"])
+    with head_at(model, rows):
+        logits = model(
+            input_ids=batch["input_ids"].to(device),
+            attention_mask=model_mask(model, batch["allowed"].to(device)),
+            position_ids=batch["position_ids"].to(device),
+            use_cache=False,
+        ).logits  # (N, V): one row per head position, query by query
+    where: list[int] = []  # the logits row that predicts each scored token
+    tokens: list[int] = []
+    owner: list[int] = []  # the candidate (over the whole batch) each scored token belongs to
+    start, cand = 0, 0
+    for tgt in targets:
+        block = start + 1  # row `start` is the prompt's last position
+        for t in tgt:
+            where += [start] + list(range(block, block + len(t) - 1))
+            tokens += t
+            owner += [cand] * len(t)
+            block += len(t) - 1
+            cand += 1
+        start = block
+    where_t = torch.tensor(where, dtype=torch.long, device=device)
+    picked = logits.float()[where_t, torch.tensor(tokens, dtype=torch.long, device=device)]
+    lp = (picked - torch.logsumexp(logits.float(), dim=-1)[where_t]).double()
+    total = torch.zeros(cand, dtype=torch.float64, device=device).index_add(
+        0, torch.tensor(owner, dtype=torch.long, device=device), lp
+    )
+    flat = [t for tgt in targets for t in tgt]
+    return list(torch.split(_mean(total, flat), [len(tgt) for tgt in targets]))
+
+
 LAYOUTS = ("auto", "packed", "padded", "one_pass")
 
 
@@ -321,6 +405,38 @@ def check_item(index: int, item) -> tuple[str, list[str]]:
     return prompt, docids
 
 
+def resolve_query_batch(model, query_batch: int | None, method: str = "prefix_shared", layout: str = "auto") -> int:
+    """How many queries ``score_queries`` scores in one forward pass: ``query_batch`` when given
+    (an integer >= 1), else :data:`QUERY_BATCH_GPU` on a GPU and 1 on a CPU (docs/gpu.md); 1 for the
+    naive method and wherever the model cannot take the block mask (``packing.mask_support``)."""
+    if query_batch is not None and (
+        isinstance(query_batch, bool) or not isinstance(query_batch, int) or query_batch < 1
+    ):
+        raise ValueError(f"query_batch={query_batch!r} must be an integer >= 1 or None (auto)")
+    if method == "naive" or not mask_support(model)[0]:
+        return 1
+    if query_batch is not None and query_batch > 1 and layout not in ("auto", "one_pass"):
+        raise ValueError(f"query_batch={query_batch} scores queries in the one_pass layout, not layout={layout!r}")
+    if query_batch is None:
+        return QUERY_BATCH_GPU if model_device(model).type == "cuda" else 1
+    return query_batch
+
+
+QUERY_BATCH_GPU = 32
+
+
+def encode_item(tokenizer, index: int, prompt: str, docids: list[str]) -> tuple[list[int], list[list[int]]]:
+    """(prompt ids, candidate docid ids) of a checked item (``encoding.prompt_ids`` /
+    ``encoding.docid_table``), errors naming the item."""
+    from arrank.training.encoding import docid_table, prompt_ids
+
+    try:
+        table = docid_table(tokenizer, docids)
+    except ValueError as err:
+        raise ValueError(f"item {index} (prompt {prompt[-60:]!r}): {err}") from None
+    return prompt_ids(tokenizer, prompt), [list(table[d]) for d in docids]
+
+
 def score_queries(
     model,
     tokenizer,
@@ -330,33 +446,44 @@ def score_queries(
     progress: bool = True,
     batch_size: int | None = None,
     layout: str = "auto",
+    query_batch: int | None = None,
 ) -> list[np.ndarray]:
     """Section 5.1 scores of every query's candidate docIDs, one float64 array per item in its
     docID order. Each item is (augmented prompt q-bar as text, candidate docIDs), encoded with
     ``encoding.prompt_ids`` / ``encoding.docid_ids``; ``method``: ``"prefix_shared"`` (default;
-    ``batch_size`` and ``layout`` go to ``score_prefix_shared``) or ``"naive"``. Errors name the
-    item: duplicate docIDs, an empty candidate list, a docID with no tokens or sharing its tokens.
+    ``batch_size`` and ``layout`` go to ``score_prefix_shared``) or ``"naive"``. ``query_batch``
+    queries share one forward pass (``score_query_batch``; None: ``resolve_query_batch``). Errors
+    name the item: duplicate docIDs, an empty candidate list, a docID with no tokens or sharing its
+    tokens.
     """
     from tqdm.auto import tqdm
 
-    from arrank.training.encoding import docid_table, prompt_ids
-
     if method not in METHODS:
         raise ValueError(f"method={method!r} is not allowed; choose one of {list(METHODS)}")
-    items = list(items)
     checked = [check_item(i, it) for i, it in enumerate(items)]
-    results = []
-    for i, (prompt, docids) in enumerate(tqdm(checked, desc=f"scoring ({method})", unit="query", disable=not progress)):
-        try:
-            table = docid_table(tokenizer, docids)
-        except ValueError as err:
-            raise ValueError(f"item {i} (prompt {prompt[-60:]!r}): {err}") from None
-        cands = [list(table[d]) for d in docids]
-        ids = prompt_ids(tokenizer, prompt)
-        if method == "naive":
-            results.append(score_naive(model, ids, cands, include_eos, eos_id=tokenizer.eos_token_id))
-        else:
-            results.append(
-                score_prefix_shared(model, ids, cands, include_eos, batch_size, layout, eos_id=tokenizer.eos_token_id)
+    group = resolve_query_batch(model, query_batch, method, layout)
+    if batch_size is not None:  # it batches one query's candidates: queries go one at a time
+        if group > 1 and query_batch is not None:
+            raise ValueError(
+                f"batch_size={batch_size} batches one query's candidates; it cannot go with query_batch={query_batch}"
             )
+        group = 1
+    eos = tokenizer.eos_token_id
+    results: list[np.ndarray] = []
+    with tqdm(total=len(checked), desc=f"scoring ({method})", unit="query", disable=not progress) as bar:
+        for s in range(0, len(checked), group):
+            encoded = [encode_item(tokenizer, s + i, *item) for i, item in enumerate(checked[s : s + group])]
+            if method == "naive":
+                results += [score_naive(model, ids, cands, include_eos, eos_id=eos) for ids, cands in encoded]
+            elif group == 1:
+                results += [
+                    score_prefix_shared(model, ids, cands, include_eos, batch_size, layout, eos_id=eos)
+                    for ids, cands in encoded
+                ]
+            else:
+                targets = [scored_tokens(model, ids, cands, include_eos, eos) for ids, cands in encoded]
+                with eval_mode(model):
+                    scores = score_query_batch(model, [ids for ids, _ in encoded], targets)
+                results += [x.cpu().numpy() for x in scores]
+            bar.update(len(encoded))
     return results
