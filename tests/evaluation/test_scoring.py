@@ -299,6 +299,14 @@ def test_score_queries_query_batch(tok_model):
     assert max(np.abs(g - o).max() for g, o in zip(one, plain)) > 1e-3  # the adapters did change the scores
 
 
+def test_query_groups_cap_queries_and_padded_tokens():
+    # 100 x 2 fits 400 tokens, a third row of 300 would pad to 900; 300 then 300 x 2 > 400; 50 x 3 fits
+    assert scoring.query_groups([100, 100, 300, 50, 50, 50], most=3, tokens=400) == [[0, 1], [2], [3, 4, 5]]
+    assert scoring.query_groups([50] * 7, most=3, tokens=10**6) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert scoring.query_groups([500, 10, 10], most=8, tokens=400) == [[0], [1, 2]]  # too long: alone
+    assert scoring.query_groups([5, 5], most=1) == [[0], [1]]
+
+
 def test_resolve_query_batch(model):
     assert scoring.resolve_query_batch(model, None) == 1  # a CPU: one query at a time (docs/gpu.md)
     assert scoring.resolve_query_batch(model, 8) == 8

@@ -471,19 +471,42 @@ def score_queries(
     eos = tokenizer.eos_token_id
     results: list[np.ndarray] = []
     with tqdm(total=len(checked), desc=f"scoring ({method})", unit="query", disable=not progress) as bar:
-        for s in range(0, len(checked), group):
-            encoded = [encode_item(tokenizer, s + i, *item) for i, item in enumerate(checked[s : s + group])]
-            if method == "naive":
-                results += [score_naive(model, ids, cands, include_eos, eos_id=eos) for ids, cands in encoded]
-            elif group == 1:
-                results += [
-                    score_prefix_shared(model, ids, cands, include_eos, batch_size, layout, eos_id=eos)
-                    for ids, cands in encoded
-                ]
-            else:
-                targets = [scored_tokens(model, ids, cands, include_eos, eos) for ids, cands in encoded]
-                with eval_mode(model):
-                    scores = score_query_batch(model, [ids for ids, _ in encoded], targets)
+        if group == 1:
+            for i, item in enumerate(checked):
+                ids, cands = encode_item(tokenizer, i, *item)
+                if method == "naive":
+                    results.append(score_naive(model, ids, cands, include_eos, eos_id=eos))
+                else:
+                    results.append(score_prefix_shared(model, ids, cands, include_eos, batch_size, layout, eos_id=eos))
+                bar.update(1)
+            return results
+        encoded = []
+        for i, item in enumerate(checked):
+            ids, cands = encode_item(tokenizer, i, *item)
+            encoded.append((ids, scored_tokens(model, ids, cands, include_eos, eos)))
+        lengths = [len(ids) + sum(len(t) - 1 for t in targets) for ids, targets in encoded]
+        with eval_mode(model):
+            for chunk in query_groups(lengths, group, PASS_TOKENS):
+                scores = score_query_batch(model, [encoded[i][0] for i in chunk], [encoded[i][1] for i in chunk])
                 results += [x.cpu().numpy() for x in scores]
-            bar.update(len(encoded))
+                bar.update(len(chunk))
     return results
+
+
+PASS_TOKENS = 16384  # the most padded tokens (rows x the longest row) one batched scoring pass takes
+
+
+def query_groups(lengths: Sequence[int], most: int, tokens: int = PASS_TOKENS) -> list[list[int]]:
+    """Consecutive queries grouped for :func:`score_query_batch`: at most ``most`` a pass and at most
+    ``tokens`` padded tokens (rows x longest row), so that long prompts (ESCI's D.2 lists up to 100
+    titles) get fewer queries a pass; a query longer than ``tokens`` goes alone."""
+    groups: list[list[int]] = []
+    longest = 0
+    for i, n in enumerate(lengths):
+        if groups and len(groups[-1]) < most and max(longest, n) * (len(groups[-1]) + 1) <= tokens:
+            groups[-1].append(i)
+            longest = max(longest, n)
+        else:
+            groups.append([i])
+            longest = n
+    return groups
