@@ -3,6 +3,7 @@ check every call against the limits before any call, and print the calls in orde
 
     python gpu/kit.py [--out .gpu-kit] [--plan-only] [--no-model] [--no-wordnet]   # make gpu-kit
     python3 gpu/kit.py stage .gpu-kit/calls/callN                                   # on the GPU machine
+    python gpu/kit.py results gpu-sweep.tgz                      # back here: the sweep's results for 08
 
 The lent machine (docs/gpu.md) runs Python 3.12 with torch, transformers, peft and accelerate but
 no unsloth, trl or the workbook's own packages, reaches no network, carries at most 64 MiB a call
@@ -437,7 +438,8 @@ ENV = (
 SWEEP = "gpu/table1_wordnet_pretrained_gpu.yaml"
 # the sweep's small results in one file (at most 8 files come back): no model weights, no figures
 SWEEP_TAR = (
-    "tar czf $OUT/gpu-sweep.tgz --exclude=model --exclude='checkpoint*' --exclude='*.js' --exclude='*.html' "
+    "tar czf $OUT/gpu-sweep.tgz --exclude=model --exclude='checkpoint*' --exclude='.checkpoints-*' "
+    "--exclude='*.js' --exclude='*.html' "
     "--exclude='*.png' --exclude='*.ipynb' outputs/05_train outputs/sweeps"
 )
 # The work calls, as the first GPU session (2026-11-24, docs/gpu.md) found them: its Part B calls
@@ -581,11 +583,59 @@ def prepare(a: argparse.Namespace) -> tuple[list[Path], Wheels, int]:
     return files, wheels, repo
 
 
+# --------------------------------------------------------------------------- back on the CPU machine
+
+RESULT_FOLDERS = ("outputs/05_train/", "outputs/sweeps/")  # what SWEEP_TAR packs
+GGUF_LINK = Path(KIT) / "SmolLM2-135M-Instruct.Q4_1.gguf"  # the GPU sweep file's model_name
+
+
+def result_members(tarball: Path) -> list[tarfile.TarInfo]:
+    """The members of a ``gpu-sweep.tgz`` (:data:`SWEEP_TAR`), refused whole when one is not a plain
+    file or folder under :data:`RESULT_FOLDERS` (an absolute path, ``..``, a link)."""
+    with tarfile.open(tarball) as tar:
+        members = tar.getmembers()
+    for m in members:
+        name = m.name.rstrip("/") + ("/" if m.isdir() else "")
+        if not (m.isfile() or m.isdir()) or ".." in Path(m.name).parts or not name.startswith(RESULT_FOLDERS):
+            raise SystemExit(
+                f"{tarball}: member {m.name!r} is not a plain file or folder under {' or '.join(RESULT_FOLDERS)}; "
+                "nothing was unpacked"
+            )
+    return members
+
+
+def unpack_results(tarball: Path, root: Path = ROOT, link: Path = GGUF_LINK) -> list[str]:
+    """Unpack a GPU sweep's small results into ``root``'s outputs, so that notebook 08 reads them
+    (``-p sweep gpu/table1_wordnet_pretrained_gpu.yaml``); returns the run folders unpacked. Refused,
+    with nothing written, when a run folder of the tarball already exists (runs are never
+    overwritten). ``link``: the sweep file's model path, made a link to the installed SmolLM2 GGUF
+    (``named_models.gguf_file``) when missing, since reading a sweep checks its parameters."""
+    if not tarball.is_file():
+        raise SystemExit(f"{tarball}: no such file (the gpu-sweep.tgz that call 5 or 6 brought back)")
+    members = result_members(tarball)
+    runs = sorted({"/".join(Path(m.name).parts[:3]) for m in members if len(Path(m.name).parts) >= 3})
+    clash = [r for r in runs if r.startswith("outputs/05_train/") and (root / r).exists()]
+    if clash:
+        raise SystemExit(f"{tarball}: these runs exist already and are never overwritten: {', '.join(clash)}")
+    with tarfile.open(tarball) as tar:
+        tar.extractall(root, members=members, filter="data")
+    if not link.exists():
+        sys.path.insert(0, str(ROOT / "lib"))
+        from arrank.common import named_models
+
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.unlink(missing_ok=True)  # a dangling link from an earlier session
+        link.symlink_to(named_models.gguf_file("smollm2-135m"))
+    return runs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="verb")
     st = sub.add_parser("stage", help="on the GPU machine: stage one call's carried folder")
     st.add_argument("folder", type=Path)
+    res = sub.add_parser("results", help="back here: unpack a GPU sweep's gpu-sweep.tgz for notebook 08")
+    res.add_argument("tarball", type=Path)
     ap.add_argument("--out", type=Path, default=ROOT / ".gpu-kit")
     ap.add_argument("--piece-mib", type=int, default=40, help="largest piece of a split file (MiB)")
     ap.add_argument("--no-model", action="store_true", help="leave SmolLM2's GGUF out")
@@ -593,6 +643,11 @@ def main() -> None:
     a = ap.parse_args()
     if a.verb == "stage":
         return stage(a.folder)
+    if a.verb == "results":
+        runs = unpack_results(a.tarball)
+        print(f"unpacked {len(runs)} folders: {', '.join(runs)}")
+        print(f"then: .venv/bin/python -m arrank.workbook.run 08 -p sweep {SWEEP}")
+        return None
     files, wheels, repo = prepare(a)
     for name, why in sorted(wheels.left.items()):
         print(f"  not carried: {name}: {why}")

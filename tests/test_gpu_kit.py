@@ -205,3 +205,46 @@ def test_the_gpu_sweep_runs_the_cpu_sweeps_rows_at_a_larger_budget(tmp_path):
     assert {(p.resolved["n_eval"], p.resolved["data_seed"], p.resolved["profile"]) for p in g.points} == {
         (2000, 0, "pretrained")
     }
+
+
+def _results_tarball(path: Path, members: dict[str, str]) -> Path:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in members.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_results_unpack_a_gpu_sweep_once_and_refuse_anything_else(tmp_path):
+    """``kit.py results``: the runs go under outputs/ and the model path the sweep file names is linked
+    to the package's GGUF; a second unpack of the same runs, a member outside the result folders or
+    a path that climbs out are refused with nothing written."""
+    from arrank.common.named_models import gguf_file
+
+    root, link = tmp_path / "repo", tmp_path / "kit" / "model.gguf"
+    good = _results_tarball(
+        tmp_path / "gpu-sweep.tgz",
+        {
+            "outputs/05_train/gpu-a/results.json": "{}",
+            "outputs/05_train/gpu-a/per_query.csv": "query\n",
+            "outputs/sweeps/table1/status.json": "{}",
+        },
+    )
+    runs = kit.unpack_results(good, root, link)
+    assert runs == ["outputs/05_train/gpu-a", "outputs/sweeps/table1"]
+    assert (root / "outputs/05_train/gpu-a/per_query.csv").read_text() == "query\n"
+    assert link.resolve() == gguf_file("smollm2-135m").resolve()
+    with pytest.raises(SystemExit, match="runs exist already and are never overwritten: outputs/05_train/gpu-a$"):
+        kit.unpack_results(good, root, link)
+    for bad in ("README.md", "outputs/05_train/../../escape.txt", "/etc/passwd"):
+        tarball = _results_tarball(tmp_path / "bad.tgz", {"outputs/05_train/gpu-b/results.json": "{}", bad: "x"})
+        with pytest.raises(SystemExit, match="is not a plain file or folder under outputs/05_train/"):
+            kit.unpack_results(tarball, root, link)
+        assert not (root / "outputs/05_train/gpu-b").exists()
+    with pytest.raises(SystemExit, match="no such file"):
+        kit.unpack_results(tmp_path / "absent.tgz", root, link)
