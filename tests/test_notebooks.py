@@ -30,7 +30,7 @@ TINY = {
         "targets": "trie",
         "combined": True,
     },
-    "06_evaluate": {"train_run": "latest", "decode_queries": 3, "beam_k": 2},
+    "06_evaluate": {"train_run": "latest", "decode_queries": 3, "beam_k": 2, "query_batch": 4},
     "07_de_ce_baselines": {
         "subtree": "canine.n.02",
         "min_relevant": 1,
@@ -191,20 +191,10 @@ def test_05_train_then_06_evaluates_it(outputs_root):
         _has_figure(final06, name)
     text = _look_for(final06, "06_evaluate")
     assert "has the highest mean score" in text and "Decoding 3 held-out queries" in text
-    # queries one at a time on a CPU (auto), recorded; four to a pass give the same metrics
-    assert json.loads((final06 / "results.json").read_text())["params"]["query_batch"] == 1
+    # 05 scored one query at a time (auto on a CPU), 06 four to a pass (TINY): the same metrics, above
     assert json.loads((final / "results.json").read_text())["params"]["query_batch"] == 1
-    batched = run.run_notebook(
-        "06_evaluate",
-        {**TINY["06_evaluate"], "run_name": "batched", "query_batch": 4},
-        outputs_root=outputs_root,
-        progress=False,
-    )
-    r = json.loads((batched / "results.json").read_text())
-    assert r["params"]["query_batch"] == 4 and r["env"]["code_digest"] == outputs.code_digest()
-    assert {k: r["metrics"][k] for k in m if k.startswith(("cvr", "ndcg", "recall@"))} == {
-        k: m[k] for k in m if k.startswith(("cvr", "ndcg", "recall@"))
-    }
+    r06 = json.loads((final06 / "results.json").read_text())
+    assert r06["params"]["query_batch"] == 4 and r06["env"]["code_digest"] == outputs.code_digest()
     # results.json records every resolved value: re-running from them reproduces the run
     recorded = json.loads((final / "results.json").read_text())["params"]
     again = run.run_notebook(
