@@ -446,19 +446,20 @@ SWEEP_TAR = (
 # 1-2 (the benchmark at batch 8 and 64, notebooks 05 and 06 through Unsloth) are done; what is left
 # is the powered sweep at a GPU budget and the benchmark's part (e) after the prefix change.
 # Scoring several queries in one pass (``scoring.score_query_batch``; 32 by default on a GPU) is new
-# since that session: call 5 measures it on SmolLM2 first, then the sweep uses it.
+# since that session: call 5 measures it on SmolLM2 first (which also converts the GGUF into the
+# model cache that the sweep's points then load), then the sweep uses it.
 QUERY_BATCH = (
-    "timeout -k 5 100 python3 benchmarks/query_batch.py --model /tmp/kit/SmolLM2-135M-Instruct.Q4_1.gguf "
-    "--device cuda --queries 256 --groups 1 8 32 64 --reps 1 2>&1 | tee $OUT/query-batch.log; "
+    "timeout -k 5 150 python3 benchmarks/query_batch.py --model /tmp/kit/SmolLM2-135M-Instruct.Q4_1.gguf "
+    "--device cuda --queries 128 --groups 1 8 32 64 --reps 1 2>&1 | tee $OUT/query-batch.log; "
 )
 WORK = [
     (
         "scoring speed by queries per pass on SmolLM2 (1 against 8, 32, 64), then the pretrained Table 1 sweep "
-        "at a GPU budget (2,000 held-out queries, 480 steps, 4 points at once), stopped at 7 min; its small "
+        "at a GPU budget (2,000 held-out queries, 480 steps, 4 points at once), stopped at 6.3 min; its small "
         "results come back as one tarball",
         ENV
         + QUERY_BATCH
-        + f"timeout -k 30 420 python3 -m arrank.workbook.sweep {SWEEP} --jobs 4 2>&1 | tee $OUT/sweep-1.log; "
+        + f"timeout -k 30 380 python3 -m arrank.workbook.sweep {SWEEP} --jobs 4 2>&1 | tee $OUT/sweep-1.log; "
         + SWEEP_TAR,
         "9.5 min (the limits it is given; a point measured ~1.5 min to load and score 200 queries one at a time)",
     ),
