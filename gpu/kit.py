@@ -605,29 +605,56 @@ def result_members(tarball: Path) -> list[tarfile.TarInfo]:
     return members
 
 
-def unpack_results(tarball: Path, root: Path = ROOT, link: Path = GGUF_LINK) -> list[str]:
-    """Unpack a GPU sweep's small results into ``root``'s outputs, so that notebook 08 reads them
-    (``-p sweep gpu/table1_wordnet_pretrained_gpu.yaml``); returns the run folders unpacked. Refused,
-    with nothing written, when a run folder of the tarball already exists (runs are never
-    overwritten). ``link``: the sweep file's model path, made a link to the installed SmolLM2 GGUF
-    (``named_models.gguf_file``) when missing, since reading a sweep checks its parameters."""
-    if not tarball.is_file():
-        raise SystemExit(f"{tarball}: no such file (the gpu-sweep.tgz that call 5 or 6 brought back)")
-    members = result_members(tarball)
-    runs = sorted({"/".join(Path(m.name).parts[:3]) for m in members if len(Path(m.name).parts) >= 3})
-    clash = [r for r in runs if r.startswith("outputs/05_train/") and (root / r).exists()]
-    if clash:
-        raise SystemExit(f"{tarball}: these runs exist already and are never overwritten: {', '.join(clash)}")
-    with tarfile.open(tarball) as tar:
-        tar.extractall(root, members=members, filter="data")
+def run_of(name: str) -> str | None:
+    """The run folder ``outputs/05_train/<run>`` a tarball member belongs to (None for others)."""
+    parts = Path(name).parts
+    return "/".join(parts[:3]) if len(parts) >= 3 and parts[1] == "05_train" else None
+
+
+def link_model(link: Path = GGUF_LINK) -> Path:
+    """Make ``link`` (the GPU sweep file's model path) point at the installed SmolLM2 GGUF
+    (``named_models.gguf_file``), unless it exists: reading a sweep checks its parameters."""
     if not link.exists():
         sys.path.insert(0, str(ROOT / "lib"))
         from arrank.common import named_models
 
+        gguf = named_models.gguf_file("smollm2-135m")  # before anything is written: a missing package stops here
         link.parent.mkdir(parents=True, exist_ok=True)
         link.unlink(missing_ok=True)  # a dangling link from an earlier session
-        link.symlink_to(named_models.gguf_file("smollm2-135m"))
-    return runs
+        link.symlink_to(gguf)
+    return link
+
+
+def unpack_results(tarball: Path, root: Path = ROOT, link: Path = GGUF_LINK) -> tuple[list[str], list[str]]:
+    """Unpack a GPU sweep's small results into ``root``'s outputs, so that notebook 08 reads them
+    (``-p sweep gpu/table1_wordnet_pretrained_gpu.yaml``): (the runs unpacked, the runs already here
+    with the same results.json, skipped). A run that exists here with another or no results.json is
+    never overwritten: the whole tarball is refused, nothing written. The sweep's status and logs
+    (``outputs/sweeps/``) are replaced by the tarball's, the newer. :func:`link_model` first."""
+    if not tarball.is_file():
+        raise SystemExit(f"{tarball}: no such file (the gpu-sweep.tgz that call 5 or 6 brought back)")
+    members = result_members(tarball)
+    link_model(link)
+    runs = sorted({r for m in members if (r := run_of(m.name))})
+    same, clash = [], []
+    with tarfile.open(tarball) as tar:
+        for run in runs:
+            here = root / run
+            if not here.exists():
+                continue
+            try:
+                theirs = tar.extractfile(f"{run}/results.json").read()
+            except (KeyError, AttributeError):
+                theirs = None
+            mine = here / "results.json"
+            (same if mine.is_file() and theirs == mine.read_bytes() else clash).append(run)
+        if clash:
+            raise SystemExit(
+                f"{tarball}: these runs exist here with other results and are never overwritten: "
+                f"{', '.join(clash)} (move them aside to take the tarball's; nothing was unpacked)"
+            )
+        tar.extractall(root, members=[m for m in members if run_of(m.name) not in same], filter="data")
+    return [r for r in runs if r not in same], same
 
 
 def main() -> None:
@@ -645,8 +672,8 @@ def main() -> None:
     if a.verb == "stage":
         return stage(a.folder)
     if a.verb == "results":
-        runs = unpack_results(a.tarball)
-        print(f"unpacked {len(runs)} folders: {', '.join(runs)}")
+        runs, same = unpack_results(a.tarball)
+        print(f"unpacked {len(runs)} runs: {', '.join(runs) or 'none'}; already here, the same: {len(same)}")
         print(f"then: .venv/bin/python -m arrank.workbook.run 08 -p sweep {SWEEP}")
         return None
     files, wheels, repo = prepare(a)

@@ -220,31 +220,42 @@ def _results_tarball(path: Path, members: dict[str, str]) -> Path:
     return path
 
 
-def test_results_unpack_a_gpu_sweep_once_and_refuse_anything_else(tmp_path):
+def test_results_unpack_a_gpu_sweep_and_never_overwrite_a_run(tmp_path):
     """``kit.py results``: the runs go under outputs/ and the model path the sweep file names is linked
-    to the package's GGUF; a second unpack of the same runs, a member outside the result folders or
-    a path that climbs out are refused with nothing written."""
+    to the package's GGUF; the newer tarball of the same sweep skips the runs it shares unchanged and
+    replaces the sweep's status; a run here with other results, a member outside the result folders
+    or a path that climbs out refuse the whole tarball, nothing written."""
     from arrank.common.named_models import gguf_file
 
     root, link = tmp_path / "repo", tmp_path / "kit" / "model.gguf"
-    good = _results_tarball(
-        tmp_path / "gpu-sweep.tgz",
-        {
-            "outputs/05_train/gpu-a/results.json": "{}",
-            "outputs/05_train/gpu-a/per_query.csv": "query\n",
-            "outputs/sweeps/table1/status.json": "{}",
-        },
+    first = {
+        "outputs/05_train/gpu-a/results.json": '{"a": 1}',
+        "outputs/05_train/gpu-a/per_query.csv": "query\n",
+        "outputs/sweeps/table1/status.json": "call 5",
+    }
+    assert kit.unpack_results(_results_tarball(tmp_path / "call5.tgz", first), root, link) == (
+        ["outputs/05_train/gpu-a"],
+        [],
     )
-    runs = kit.unpack_results(good, root, link)
-    assert runs == ["outputs/05_train/gpu-a", "outputs/sweeps/table1"]
     assert (root / "outputs/05_train/gpu-a/per_query.csv").read_text() == "query\n"
     assert link.resolve() == gguf_file("smollm2-135m").resolve()
-    with pytest.raises(SystemExit, match="runs exist already and are never overwritten: outputs/05_train/gpu-a$"):
-        kit.unpack_results(good, root, link)
+    newer = {**first, "outputs/05_train/gpu-b/results.json": "{}", "outputs/sweeps/table1/status.json": "call 6"}
+    assert kit.unpack_results(_results_tarball(tmp_path / "call6.tgz", newer), root, link) == (
+        ["outputs/05_train/gpu-b"],
+        ["outputs/05_train/gpu-a"],
+    )
+    assert (root / "outputs/sweeps/table1/status.json").read_text() == "call 6"
+    other = {"outputs/05_train/gpu-a/results.json": '{"a": 2}', "outputs/05_train/gpu-c/results.json": "{}"}
+    with pytest.raises(
+        SystemExit, match="runs exist here with other results and are never overwritten: outputs/05_train/gpu-a "
+    ):
+        kit.unpack_results(_results_tarball(tmp_path / "other.tgz", other), root, link)
+    assert (root / "outputs/05_train/gpu-a/results.json").read_text() == '{"a": 1}'
+    assert not (root / "outputs/05_train/gpu-c").exists()
     for bad in ("README.md", "outputs/05_train/../../escape.txt", "/etc/passwd"):
-        tarball = _results_tarball(tmp_path / "bad.tgz", {"outputs/05_train/gpu-b/results.json": "{}", bad: "x"})
+        tarball = _results_tarball(tmp_path / "bad.tgz", {"outputs/05_train/gpu-d/results.json": "{}", bad: "x"})
         with pytest.raises(SystemExit, match="is not a plain file or folder under outputs/05_train/"):
             kit.unpack_results(tarball, root, link)
-        assert not (root / "outputs/05_train/gpu-b").exists()
+        assert not (root / "outputs/05_train/gpu-d").exists()
     with pytest.raises(SystemExit, match="no such file"):
         kit.unpack_results(tmp_path / "absent.tgz", root, link)

@@ -176,3 +176,13 @@ def test_env_info_says_whether_the_tree_differs_from_its_commit(tmp_path, monkey
     shutil.rmtree(tmp_path / ".git")  # a copied tree without its history
     bare = outputs.env_info()
     assert bare["git_commit"] is None and bare["git_dirty"] is None and bare["code_digest"] == dirty["code_digest"]
+
+
+def test_a_resume_may_change_only_what_does_not_change_training(tmp_path):
+    """Checkpoints recorded before ``query_batch`` existed still resume; another ``steps`` does not."""
+    (tmp_path / "checkpoint-2").mkdir()
+    then = {"run_name": "a", "steps": 10, "save_steps": 2, "scheme": "fractional"}
+    outputs.record_resume_params(tmp_path, then)
+    assert outputs.resume_diff(tmp_path, {**then, "run_name": "b", "save_steps": 5, "query_batch": 32}) == {}
+    assert outputs.resume_diff(tmp_path, {**then, "steps": 20}) == {"steps": (10, 20)}
+    assert outputs.resume_diff(tmp_path / "none", then) is None

@@ -213,6 +213,7 @@ def test_cuda_matches_cpu(model):
         assert np.abs(scoring.score_prefix_shared(gpu, prompt, cands, layout=layout) - ref).max() <= 1e-3
     assert np.abs(scoring.score_naive(gpu, prompt, cands) - ref).max() <= 1e-3
     assert scoring.resolve_query_batch(gpu, None) == scoring.QUERY_BATCH_GPU
+    assert scoring.resolve_query_batch(gpu, None, layout="packed") == 1  # a per-query layout asked for
     targets = [scoring.scored_tokens(gpu, prompt, cands), scoring.scored_tokens(gpu, prompt[:9], cands[:2])]
     with torch.inference_mode():
         first, _ = scoring.score_query_batch(gpu, [prompt, prompt[:9]], targets)
@@ -283,7 +284,7 @@ def test_score_queries_query_batch(tok_model):
     groups = [NAMES[1:7], ["feline.n.01"], ["cat.n.01", "animal.n.01"], NAMES[:3], NAMES[4:], ["dog.n.01"]]
     items = [(wordnet_prompt(q, d, query_rng(0, q), name="wordnet_short"), d) for q, d in zip(NAMES, groups)]
     one = scoring.score_queries(model, tok, items, progress=False, query_batch=1)
-    for group in (2, 3, 8):
+    for group in (2, 3, 5, 8):  # 5: the last query alone, scored per query
         got = scoring.score_queries(model, tok, items, progress=False, query_batch=group)
         assert [len(g) for g in got] == [len(d) for d in groups]
         assert max(np.abs(g - o).max() for g, o in zip(got, one)) <= TOL
@@ -316,6 +317,8 @@ def test_resolve_query_batch(model):
             scoring.resolve_query_batch(model, bad)
     with pytest.raises(ValueError, match="query_batch=4 scores queries in the one_pass layout, not layout='padded'"):
         scoring.resolve_query_batch(model, 4, layout="padded")
+    with pytest.raises(ValueError, match=r"layout='ragged' is not allowed; choose one of \['auto'"):
+        scoring.resolve_query_batch(model, None, layout="ragged")
     flash = sharp_tiny_model()
     flash.config._attn_implementation = "flash_attention_2"
     assert scoring.resolve_query_batch(flash, 8) == 1  # no block mask: one query at a time

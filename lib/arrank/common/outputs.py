@@ -195,7 +195,7 @@ def writable_folder(folder: Path) -> Path:
     return folder
 
 
-RESUME_FREE = ("run_name", "save_steps")  # may differ on a resume: they do not change what is trained
+RESUME_FREE = ("run_name", "save_steps", "query_batch")  # may differ on a resume: they do not change what is trained
 
 
 def resume_params(params: dict[str, Any]) -> dict[str, Any]:

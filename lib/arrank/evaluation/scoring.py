@@ -294,8 +294,8 @@ def score_query_batch(
     model, prompts: Sequence[Sequence[int]], targets: Sequence[list[list[int]]]
 ) -> list[torch.Tensor]:
     """Section 5.1 scores of SEVERAL queries in one forward pass (float64, one tensor per query, its
-    candidates in order): the rows of :func:`query_rows`, the model's head applied only where a
-    scored token is predicted (``supervised_head.head_at``). ``targets`` are each query's
+    candidates in order; in eval and inference mode): the rows of :func:`query_rows`, the model's
+    head applied only where a scored token is predicted (``supervised_head.head_at``). ``targets`` are each query's
     :func:`scored_tokens`. The scores of ``score_one_pass`` query by query, up to float rounding;
     on a GPU it replaces a query's two small passes by a share of one large one (docs/gpu.md)."""
     from arrank.training.supervised_head import head_at
@@ -306,7 +306,7 @@ def score_query_batch(
     pad = getattr(model.config, "pad_token_id", None)
     batch = query_rows(prompts, targets, pad if isinstance(pad, int) else 0)
     rows = tuple(r.to(device) for r in batch["head_rows"])
-    with head_at(model, rows):
+    with eval_mode(model), head_at(model, rows):
         logits = model(
             input_ids=batch["input_ids"].to(device),
             attention_mask=model_mask(model, batch["allowed"].to(device)),
@@ -407,18 +407,22 @@ def check_item(index: int, item) -> tuple[str, list[str]]:
 
 def resolve_query_batch(model, query_batch: int | None, method: str = "prefix_shared", layout: str = "auto") -> int:
     """How many queries ``score_queries`` scores in one forward pass: ``query_batch`` when given
-    (an integer >= 1), else :data:`QUERY_BATCH_GPU` on a GPU and 1 on a CPU (docs/gpu.md); 1 for the
-    naive method and wherever the model cannot take the block mask (``packing.mask_support``)."""
+    (an integer >= 1), else :data:`QUERY_BATCH_GPU` on a GPU with layout ``auto`` or ``one_pass`` and
+    1 otherwise (docs/gpu.md); 1 for the naive method and wherever the model cannot take the block
+    mask (``packing.mask_support``)."""
     if query_batch is not None and (
         isinstance(query_batch, bool) or not isinstance(query_batch, int) or query_batch < 1
     ):
         raise ValueError(f"query_batch={query_batch!r} must be an integer >= 1 or None (auto)")
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout={layout!r} is not allowed; choose one of {list(LAYOUTS)}")
     if method == "naive" or not mask_support(model)[0]:
         return 1
-    if query_batch is not None and query_batch > 1 and layout not in ("auto", "one_pass"):
+    if query_batch is None:  # auto: an explicit per-query layout keeps one query a pass
+        batched = layout in ("auto", "one_pass") and model_device(model).type == "cuda"
+        return QUERY_BATCH_GPU if batched else 1
+    if query_batch > 1 and layout not in ("auto", "one_pass"):
         raise ValueError(f"query_batch={query_batch} scores queries in the one_pass layout, not layout={layout!r}")
-    if query_batch is None:
-        return QUERY_BATCH_GPU if model_device(model).type == "cuda" else 1
     return query_batch
 
 
@@ -480,16 +484,17 @@ def score_queries(
                     results.append(score_prefix_shared(model, ids, cands, include_eos, batch_size, layout, eos_id=eos))
                 bar.update(1)
             return results
-        encoded = []
-        for i, item in enumerate(checked):
-            ids, cands = encode_item(tokenizer, i, *item)
-            encoded.append((ids, scored_tokens(model, ids, cands, include_eos, eos)))
-        lengths = [len(ids) + sum(len(t) - 1 for t in targets) for ids, targets in encoded]
-        with eval_mode(model):
-            for chunk in query_groups(lengths, group, PASS_TOKENS):
-                scores = score_query_batch(model, [encoded[i][0] for i in chunk], [encoded[i][1] for i in chunk])
+        encoded = [encode_item(tokenizer, i, *item) for i, item in enumerate(checked)]
+        targets = [scored_tokens(model, ids, cands, include_eos, eos) for ids, cands in encoded]
+        lengths = [len(ids) + sum(len(t) - 1 for t in tg) for (ids, _), tg in zip(encoded, targets)]
+        for chunk in query_groups(lengths, group, PASS_TOKENS):
+            if len(chunk) == 1:  # alone (too long to share a pass): the per-query layout, packed by default
+                ids, cands = encoded[chunk[0]]
+                results.append(score_prefix_shared(model, ids, cands, include_eos, None, layout, eos_id=eos))
+            else:
+                scores = score_query_batch(model, [encoded[i][0] for i in chunk], [targets[i] for i in chunk])
                 results += [x.cpu().numpy() for x in scores]
-                bar.update(len(chunk))
+            bar.update(len(chunk))
     return results
 
 
