@@ -313,27 +313,15 @@ def score_query_batch(
             position_ids=batch["position_ids"].to(device),
             use_cache=False,
         ).logits  # (N, V): one row per head position, query by query
-    where: list[int] = []  # the logits row that predicts each scored token
-    tokens: list[int] = []
-    owner: list[int] = []  # the candidate (over the whole batch) each scored token belongs to
-    start, cand = 0, 0
+    scores, start = [], 0  # each query's head rows: its prompt's last position, then its blocks
     for tgt in targets:
-        block = start + 1  # row `start` is the prompt's last position
-        for t in tgt:
-            where += [start] + list(range(block, block + len(t) - 1))
-            tokens += t
-            owner += [cand] * len(t)
-            block += len(t) - 1
-            cand += 1
-        start = block
-    where_t = torch.tensor(where, dtype=torch.long, device=device)
-    picked = logits.float()[where_t, torch.tensor(tokens, dtype=torch.long, device=device)]
-    lp = (picked - torch.logsumexp(logits.float(), dim=-1)[where_t]).double()
-    total = torch.zeros(cand, dtype=torch.float64, device=device).index_add(
-        0, torch.tensor(owner, dtype=torch.long, device=device), lp
-    )
-    flat = [t for tgt in targets for t in tgt]
-    return list(torch.split(_mean(total, flat), [len(tgt) for tgt in targets]))
+        end = start + 1 + sum(len(t) - 1 for t in tgt)
+        total = _first_scores(torch.log_softmax(logits[start].float(), dim=-1), tgt)
+        if end > start + 1:
+            total = _add_later_tokens(total, logits[start + 1 : end], tgt)
+        scores.append(_mean(total, tgt))
+        start = end
+    return scores
 
 
 LAYOUTS = ("auto", "packed", "padded", "one_pass")
