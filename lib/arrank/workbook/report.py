@@ -1,5 +1,6 @@
 """A sweep's runs gathered for the results stage (``arrank.results``, notebook 08): its points'
-results.json as one frame, the random-scores floor, the paper's rows to show, the per-query rows."""
+results.json as one frame, the random-scores floor, the paper's rows to show, the per-query rows
+(at the run's end, and at each budget of a run that scored several: ``curve_frame``)."""
 
 from __future__ import annotations
 
@@ -87,6 +88,33 @@ def per_query_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_roo
         parts.append(part)
     out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=PER_QUERY_COLUMNS)
     return out[[c for c in PER_QUERY_COLUMNS if c in out.columns]]
+
+
+CURVE_COLUMNS = [*PER_QUERY_COLUMNS[:3], "step", "items", "epochs", *PER_QUERY_COLUMNS[3:]]
+BUDGET_PARAMS = ("steps",)  # what a curve spans: left out of its variant label
+
+
+def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: Path | None = None) -> pd.DataFrame:
+    """The held-out per-query metrics at each training budget (``curve_per_query.csv``: notebook 05
+    with ``eval_steps`` scores the same queries at each listed optimizer step) of every finished
+    point of a sweep of notebook 05, one row per (point, step, query): ``CURVE_COLUMNS``, fractions.
+    ``point``, ``seed`` as in ``per_query_frame``; ``variant`` its label without the budget
+    (``BUDGET_PARAMS``: one run spans several), ``NTP`` where the table says ``NTP (steps=120)``.
+    Points without the file are left out: a sweep of ordinary runs gives no rows."""
+    if sweep.notebook != "05_train":
+        raise ValueError(f"curve rows are read from a sweep of notebook 05_train, not {sweep.notebook!r}")
+    frame = collect(sweep, outputs_root) if frame is None else frame
+    varying = [k for k in sweep.grid_keys if k not in BUDGET_PARAMS]
+    parts = []
+    for run_name in frame.loc[frame["state"] == "done", "run_name"]:
+        path = run_path(sweep.notebook, run_name, outputs_root) / "curve_per_query.csv"
+        if not path.exists():
+            continue
+        params = json.loads((path.parent / "results.json").read_text())["params"]
+        label = variant_label(sweep.notebook, params, varying)
+        parts.append(pd.read_csv(path).assign(point=run_name, variant=label, seed=params.get("seed")))
+    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)
+    return out[[c for c in CURVE_COLUMNS if c in out.columns]]
 
 
 def write_per_query(per_query: pd.DataFrame, path: Path, overwrite: bool = False) -> Path:

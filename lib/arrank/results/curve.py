@@ -1,0 +1,292 @@
+"""Table 1's central finding against the training budget (arXiv 2601.05588, section 5.2): fractional
+λ(r) = 1/r^α with α = 2 above NTP at R@2..R@5, decided at each budget a sweep scored.
+
+Notebook 05 with ``eval_steps`` scores the same held-out queries at several optimizer steps of one
+run; ``arrank.workbook.report.curve_frame`` gathers a sweep's into one frame, one row per (point,
+step, query): ``point, variant, seed, step, items, epochs, query, cvr, ndcg, r1..r5`` (fractions).
+Here each step is a budget and each claim of ``CLAIMS`` is decided at it as Table 1's findings are
+(``statistics.compare``: paired bootstrap over queries, seeds in quadrature, docs/findings.md),
+with the threshold and side ``table1.table1_findings`` gives the same comparison.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from arrank.common.display import log_axis, metric_title, percent_axis, percent_text, style, subtitle
+from arrank.common.findings import COLUMNS, Finding, decide, interval_text
+from arrank.results import statistics as S
+from arrank.results.tables import TABLE_RESAMPLES
+from arrank.training.schemes import loss_label
+
+NTP = loss_label({"scheme": "indicator"})
+FRACTIONAL = loss_label({"scheme": "fractional", "alpha": 2})
+BUDGET = ["step", "items", "epochs"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A comparison ``a - weight * b`` of the mean per-query ``metrics`` (``statistics.column``
+    names) between two variant labels, claimed on ``side`` of ``threshold``; ``name`` is the
+    compared quantity in words (the figure's axis)."""
+
+    claim: str
+    name: str
+    a: str
+    b: str
+    metrics: tuple[str, ...]
+    threshold: float = 0.0
+    side: str = ">"
+    weight: float = 1.0
+
+
+CENTRAL = Claim(
+    claim="fractional α=2 has a higher mean R@2..R@5 than NTP",
+    name="fractional α=2 − NTP, mean R@2..R@5",
+    a=FRACTIONAL,
+    b=NTP,
+    metrics=("r2", "r3", "r4", "r5"),
+)
+CLAIMS = (  # the central claim, then Table 1's R@1 and CVR checks of the same pair, with their thresholds
+    CENTRAL,
+    Claim(
+        claim="NTP's R@1 is within 2 points of fractional α=2's or above",
+        name="NTP − fractional α=2, R@1",
+        a=NTP,
+        b=FRACTIONAL,
+        metrics=("r1",),
+        threshold=-0.02,
+    ),
+    Claim(
+        claim="fractional α=2's CVR is at most half of NTP's",
+        name="fractional α=2 − ½ NTP, CVR",
+        a=FRACTIONAL,
+        b=NTP,
+        metrics=("cvr",),
+        side="<",
+        weight=0.5,
+    ),
+)
+FINDING_COLUMNS = ["claim", *BUDGET, "a", "b", "a_mean", "b_mean", "estimate", "ci_low", "ci_high", "verdict"]
+FINDING_COLUMNS += ["threshold", "side", "level", "numbers"]
+METRICS = ("cvr", "ndcg", "r1", "r2", "r3", "r4", "r5")
+METRIC_COLUMNS = ["variant", *BUDGET, "runs", "queries", "metric", "mean", "ci_low", "ci_high"]
+
+
+def budgets(curve: pd.DataFrame, variants: list[str]) -> pd.DataFrame:
+    """The steps every one of ``variants`` was scored at, ascending, with their ``items`` and
+    ``epochs`` (means over the variants' runs: an epoch counts the training queries' pairs, which
+    the seed's split can change)."""
+    rows = curve[curve["variant"].isin(variants)]
+    shared = set.intersection(*(set(rows.loc[rows["variant"] == v, "step"]) for v in variants)) if len(rows) else set()
+    rows = rows[rows["step"].isin(shared)]
+    return rows.groupby("step", as_index=False)[["items", "epochs"]].mean()[BUDGET]
+
+
+def curve_findings(
+    curve: pd.DataFrame,
+    claims: tuple[Claim, ...] = CLAIMS,
+    level: float = S.LEVEL,
+    n_resamples: int = S.N_RESAMPLES,
+) -> pd.DataFrame:
+    """Each claim decided at each budget (step) both its variants were scored at: one row per
+    (claim, step), ``FINDING_COLUMNS``; fractions. ``a_mean`` and ``b_mean`` are the variants'
+    means over their queries (each query averaged over the runs), ``estimate`` the mean per-query
+    ``a - weight * b`` with its ``level`` interval (``ci_low``, ``ci_high``: bootstrap over the
+    queries, widened by the spread of the runs' means where a variant has several), ``verdict``
+    holds / fails / undecided (``findings.decide``), ``numbers`` how the interval was made. Claims
+    whose variants the curve lacks have no rows."""
+    rows = []
+    for claim in claims:
+        for _, budget in budgets(curve, [claim.a, claim.b]).iterrows():
+            at = curve[curve["step"] == budget["step"]]
+            a, b = (S.variant_values(at, v, list(claim.metrics)) for v in (claim.a, claim.b))
+            c = S.compare(a, b, claim.weight, level, n_resamples)
+            f = decide(claim.claim, c.estimate, c.interval, claim.threshold, claim.side, c.text(), level)
+            means = {"a": claim.a, "b": claim.b, "a_mean": a.by_query.mean(), "b_mean": b.by_query.mean()}
+            rows.append({**f.as_dict(), **budget.to_dict(), **means})
+    return pd.DataFrame(rows, columns=FINDING_COLUMNS).astype({"step": int})
+
+
+def _title(m: str) -> str:
+    """The display title of a per-query column: ``r2`` -> ``R@2 (%)``, ``cvr`` -> ``CVR (%)``."""
+    return metric_title(m if m in ("cvr", "ndcg") else f"recall@{m[1:]}")
+
+
+def _quantity(claim: Claim) -> str:
+    """What a claim compares, for display: ``R@1 (%)``, ``mean R@2..R@5 (%)``."""
+    names = [_title(m).removesuffix(" (%)") for m in claim.metrics]
+    return (names[0] if len(names) == 1 else f"mean {names[0]}..{names[-1]}") + " (%)"
+
+
+def _budget_text(row: pd.Series) -> str:
+    """``step 200 (12,800 items, 1.6 epochs)``."""
+    return f"step {int(row['step'])} ({row['items']:,.0f} items, {row['epochs']:.3g} epochs)"
+
+
+def turning_point(findings: pd.DataFrame, claim: Claim = CENTRAL) -> str:
+    """In words, where ``claim``'s verdict (``curve_findings``) turns to holds: the smallest budget
+    from which it holds at every larger budget measured, with the verdict of the budget before it;
+    or that it does not hold at the largest budget (and where it held, if it did)."""
+    rows = findings[findings["claim"] == claim.claim].sort_values("step")
+    if rows.empty:
+        return f"{claim.claim}: no budget at which both {claim.a} and {claim.b} were scored"
+    return f"{claim.claim}: {_turning(rows)}"
+
+
+def _turning(rows: pd.DataFrame) -> str:
+    """``turning_point``'s words after the claim, for one claim's rows sorted by step."""
+    holds = rows["verdict"].eq("holds").to_numpy()
+    last = rows.iloc[-1]
+    if not holds[-1]:
+        held = rows[holds]
+        before = f"; it held at {', '.join(_budget_text(r) for _, r in held.iterrows())}" if len(held) else ""
+        return f"does not turn to holds by the largest budget, {_budget_text(last)}: {last['verdict']} there{before}"
+    first = len(holds) - int(np.argmin(holds[::-1])) if not holds.all() else 0
+    turn = rows.iloc[first]
+    if first == 0:
+        return f"holds at every budget measured, from {_budget_text(turn)} to {_budget_text(last)}"
+    prev = rows.iloc[first - 1]
+    return (
+        f"turns to holds at {_budget_text(turn)} (at {_budget_text(prev)}: {prev['verdict']}) and holds at every "
+        f"larger budget, to {_budget_text(last)}"
+    )
+
+
+def budget_verdicts(findings: pd.DataFrame, claims: tuple[Claim, ...] = CLAIMS) -> list[Finding]:
+    """One ``Finding`` per claim the curve has: the verdict at the largest budget and its interval;
+    its numbers say where the verdict turned (``turning_point``) and the means at the largest budget."""
+    out = []
+    for claim in claims:
+        rows = findings[findings["claim"] == claim.claim].sort_values("step")
+        if rows.empty:
+            continue
+        last = rows.iloc[-1]
+        means = f"{claim.a} {percent_text(last['a_mean'])}, {claim.b} {percent_text(last['b_mean'])}"
+        numbers = f"{_turning(rows)}; there {_quantity(claim)}: {means}"
+        values = {k: last[k] for k in COLUMNS if k not in ("claim", "numbers", "ci_low", "ci_high")}
+        out.append(Finding(claim.claim, numbers=numbers, interval=(last["ci_low"], last["ci_high"]), **values))
+    return out
+
+
+def budget_markdown(findings: pd.DataFrame, claims: tuple[Claim, ...] = CLAIMS) -> str:
+    """The per-budget table of each claim as Markdown (percent): step, items, epochs, both
+    variants' means, the difference with its 95% interval (points), the verdict."""
+    out = []
+    for claim in claims:
+        rows = findings[findings["claim"] == claim.claim].sort_values("step")
+        if rows.empty:
+            continue
+        head = ["step", "items", "epochs", f"{claim.a} (%)", f"{claim.b} (%)", f"{claim.name} (points)", "verdict"]
+        lines = [
+            f"**{claim.claim}** ({_quantity(claim)}; claimed: difference {claim.side} {claim.threshold * 100:g} points)",
+            "",
+        ]
+        lines += ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+        for _, r in rows.iterrows():
+            f = Finding(claim.claim, r["verdict"], estimate=r["estimate"], interval=(r["ci_low"], r["ci_high"]))
+            cells = [str(int(r["step"])), f"{r['items']:,.0f}", f"{r['epochs']:.3g}"]
+            cells += [percent_text(r["a_mean"]), percent_text(r["b_mean"]), interval_text(f, unit=""), r["verdict"]]
+            lines.append("| " + " | ".join(cells) + " |")
+        out.append("\n".join(lines) + "\n")
+    pairs = ", ".join(dict.fromkeys(f"{c.a} / {c.b}" for c in claims))
+    return "\n".join(out) or f"No budget at which both variants of a claim were scored (the claims compare {pairs}).\n"
+
+
+def curve_metrics(curve: pd.DataFrame, level: float = S.LEVEL, n_resamples: int = TABLE_RESAMPLES) -> pd.DataFrame:
+    """Each variant's mean of each metric (``METRICS``) at each step it was scored at, with its
+    ``level`` interval (bootstrap over the queries, each averaged over the runs, widened by the
+    spread of the runs' means: the tables' ±, as ``statistics.mean_halfwidth``): one row per
+    (variant, step, metric), ``METRIC_COLUMNS``, fractions; ``runs`` and ``queries`` behind it.
+    A metric no query of the step has (R@5 of queries with four relevant docIDs) has no row."""
+    rows = []
+    for (variant, step), at in curve.groupby(["variant", "step"], sort=False):
+        budget = {"variant": variant, "step": int(step), "items": at["items"].mean(), "epochs": at["epochs"].mean()}
+        for m in (m for m in METRICS if m in at and at[m].notna().any()):
+            values = S.variant_values(at, variant, m)
+            if len(values.by_query) >= 2:
+                est, lo, hi = S.bootstrap_interval([values.by_query.to_numpy()], True, level, n_resamples)
+                lo, hi = S.widen(est, lo, hi, S.seed_halfwidth([(values.run_means, 1.0)], level))
+            else:
+                est, lo, hi = float(values.by_query.mean()), np.nan, np.nan
+            sizes = {"runs": len(values.run_means), "queries": len(values.by_query)}
+            rows.append({**budget, **sizes, "metric": m, "mean": est, "ci_low": lo, "ci_high": hi})
+    out = pd.DataFrame(rows, columns=METRIC_COLUMNS)
+    return out.sort_values(["variant", "step"], kind="stable", key=_first_seen).reset_index(drop=True)
+
+
+def _first_seen(col: pd.Series) -> pd.Series:
+    """Sort key: variants in first-seen order, anything else as it is."""
+    return col.map({v: i for i, v in enumerate(dict.fromkeys(col))}) if col.name == "variant" else col
+
+
+def metrics_table(metrics: pd.DataFrame) -> pd.DataFrame:
+    """``curve_metrics`` for display: one row per (variant, step) with items and epochs, one column
+    per metric (``metric_title``: CVR (%), nDCG (%), R@k (%)) holding ``mean ± half-width`` in percent."""
+    text = metrics.assign(
+        value=[
+            percent_text(r["mean"]) + ("" if pd.isna(r["ci_low"]) else f" ± {(r['ci_high'] - r['ci_low']) * 50:.1f}")
+            for _, r in metrics.iterrows()
+        ],
+        title=metrics["metric"].map(_title),
+    )
+    wide = text.pivot_table(index=["variant", *BUDGET], columns="title", values="value", aggfunc="first", sort=False)
+    order = [_title(m) for m in METRICS]
+    out = wide[[c for c in order if c in wide.columns]].reset_index().rename_axis(columns=None)
+    return out.astype({"items": int}) if out["items"].eq(out["items"].round()).all() else out
+
+
+VERDICT_COLORS = {"holds": "#2ca02c", "fails": "#d62728", "undecided": "#7f7f7f"}
+
+
+def curve_figure(findings: pd.DataFrame, claim: Claim = CENTRAL, title: str | None = None):
+    """Plotly: ``claim``'s difference (points) against the training budget in items seen (log
+    axis), its 95% interval as a band, the claim's threshold dotted and zero as a line; markers
+    coloured by the verdict at that budget and labelled with its epochs, the step in the hover."""
+    import plotly.graph_objects as go
+
+    rows = findings[findings["claim"] == claim.claim].sort_values("step")
+    if rows.empty:
+        raise ValueError(f"no budget of the curve has both {claim.a} and {claim.b}: nothing to draw")
+    x = rows["items"].tolist()
+    y, lo, hi = (rows[c].to_numpy() * 100 for c in ("estimate", "ci_low", "ci_high"))
+    fig = go.Figure()
+    fig.add_scatter(
+        x=x + x[::-1],
+        y=list(hi) + list(lo[::-1]),
+        mode="lines",
+        fill="toself",
+        fillcolor="rgba(31, 119, 180, 0.2)",
+        line={"width": 0},
+        hoverinfo="skip",
+        name=f"{rows['level'].iloc[0] * 100:g}% interval",
+    )
+    fig.add_scatter(
+        x=x,
+        y=y,
+        mode="lines+markers+text",
+        name=claim.name,
+        text=[f"{e:.3g} epochs" for e in rows["epochs"]],
+        textposition="top center",
+        cliponaxis=False,
+        textfont={"size": 11, "color": "grey"},
+        line={"color": "#1f77b4"},
+        marker={"size": 9, "color": [VERDICT_COLORS.get(v, "black") for v in rows["verdict"]]},
+        customdata=np.column_stack([rows["step"], rows["epochs"], lo, hi, rows["verdict"]]),
+        hovertemplate="step %{customdata[0]}, %{x:,.0f} items, %{customdata[1]:.3g} epochs<br>"
+        "%{y:+.1f} points, 95% CI [%{customdata[2]:+.1f}, %{customdata[3]:+.1f}]: %{customdata[4]}<extra></extra>",
+    )
+    fig.add_hline(y=0, line={"color": "black", "width": 1})
+    if claim.threshold != 0:
+        fig.add_hline(y=claim.threshold * 100, line={"dash": "dot", "color": "grey"}, annotation_text="threshold")
+    note = "markers: green holds, red fails, grey undecided (95% interval against the claim's threshold)"
+    style(fig, subtitle(title or f"{claim.name} against the training budget", note))
+    fig.update_layout(
+        xaxis_title="training budget (items seen; labels: epochs; hover: step)",
+        legend={"orientation": "h", "yanchor": "top", "y": -0.2},
+    )
+    log_axis(fig, x, "xaxis")
+    return percent_axis(fig, "yaxis", f"{claim.name} (points)", full=False)

@@ -1,0 +1,162 @@
+"""Table 1's central finding against the training budget (arrank.results.curve) and the curve rows
+of a sweep (arrank.workbook.report.curve_frame)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from arrank.common import outputs
+from arrank.results import curve
+from arrank.workbook import report, sweep
+
+N_QUERIES, ITEMS_PER_STEP, PAIRS = 40, 64, 1000
+FRAC, NTP = "Fractional α=2", "NTP"
+
+
+def make_curve(shifts: dict[int, float | None], seed: int = 0) -> pd.DataFrame:
+    """``curve_frame``'s rows of NTP and fractional α=2, 2 seeds each, 40 queries, at each step of
+    ``shifts``: R@2..R@5 of fractional = NTP's + shift + noise (None: exactly NTP's values); CVR 1
+    for NTP and 0 for fractional; R@1 0.9 for both."""
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(0.3, 0.6, N_QUERIES)
+    rows = []
+    for step, shift in shifts.items():
+        for s in (0, 1):
+            ntp = base + rng.normal(0, 0.05, N_QUERIES)
+            frac = ntp.copy() if shift is None else base + shift + rng.normal(0, 0.05, N_QUERIES)
+            for variant, values, cvr in ((NTP, ntp, 1.0), (FRAC, frac, 0.0)):
+                part = pd.DataFrame(
+                    {
+                        "point": f"{variant}-seed={s}",
+                        "variant": variant,
+                        "seed": s,
+                        "step": step,
+                        "items": step * ITEMS_PER_STEP,
+                        "epochs": step * ITEMS_PER_STEP / PAIRS,
+                        "query": [f"q{i}.n.01" for i in range(N_QUERIES)],
+                        "cvr": cvr,
+                        "ndcg": values,
+                        "r1": 0.9,
+                        **{f"r{k}": values for k in range(2, 6)},
+                    }
+                )
+                rows.append(part)
+    return pd.concat(rows, ignore_index=True)
+
+
+@pytest.fixture(scope="module")
+def better_worse_equal():
+    rows = make_curve({100: 0.2, 200: -0.2, 300: None})
+    return rows, curve.curve_findings(rows, n_resamples=999)
+
+
+def test_each_budget_gets_the_verdict_of_its_difference(better_worse_equal):
+    _, found = better_worse_equal
+    assert list(found.columns) == curve.FINDING_COLUMNS
+    central = found[found["claim"] == curve.CENTRAL.claim].set_index("step")
+    assert central["verdict"].to_dict() == {100: "holds", 200: "fails", 300: "undecided"}
+    for step, true in ((100, 0.2), (200, -0.2), (300, 0.0)):
+        assert central.loc[step, "ci_low"] < true < central.loc[step, "ci_high"]
+    assert central.loc[300, "estimate"] == 0  # identical values: the width is the seeds' spread alone
+    assert central.loc[300, "ci_high"] > 0.005
+    assert central.loc[100, "items"] == 6400 and central.loc[100, "epochs"] == pytest.approx(6.4)
+    assert central.loc[100, "a"] == FRAC and central.loc[100, "b"] == NTP
+    assert "40 queries, paired; 2 / 2 runs, seed variation in the interval" in central.loc[100, "numbers"]
+    # the other claims keep Table 1's thresholds: CVR 0 - ½ · 1 < 0 holds; R@1 0.9 - 0.9 > -2 points holds
+    cvr = found[found["claim"] == curve.CLAIMS[2].claim]
+    assert cvr["estimate"].eq(-0.5).all() and cvr["verdict"].eq("holds").all()
+    r1 = found[found["claim"] == curve.CLAIMS[1].claim]
+    assert r1["estimate"].abs().max() < 1e-12 and r1["verdict"].eq("holds").all()
+
+
+def test_the_turning_point_in_words(better_worse_equal):
+    _, found = better_worse_equal
+    assert curve.turning_point(found) == (
+        "fractional α=2 has a higher mean R@2..R@5 than NTP: does not turn to holds by the largest budget, "
+        "step 300 (19,200 items, 19.2 epochs): undecided there; it held at step 100 (6,400 items, 6.4 epochs)"
+    )
+    turns = curve.curve_findings(
+        make_curve({100: None, 200: -0.2, 300: 0.2, 400: 0.25}), (curve.CENTRAL,), n_resamples=999
+    )
+    assert curve.turning_point(turns).endswith(
+        "turns to holds at step 300 (19,200 items, 19.2 epochs) (at step 200 (12,800 items, 12.8 epochs): fails) "
+        "and holds at every larger budget, to step 400 (25,600 items, 25.6 epochs)"
+    )
+    last = curve.budget_verdicts(turns)
+    assert len(last) == 1 and last[0].verdict == "holds" and last[0].interval[0] > 0
+    assert (
+        last[0].numbers.startswith("turns to holds at step 300")
+        and "there mean R@2..R@5 (%): Fractional α=2 " in last[0].numbers
+    )
+    assert curve.turning_point(found, curve.CLAIMS[2]) == (
+        "fractional α=2's CVR is at most half of NTP's: holds at every budget measured, "
+        "from step 100 (6,400 items, 6.4 epochs) to step 300 (19,200 items, 19.2 epochs)"
+    )
+    assert "no budget at which both" in curve.turning_point(turns[turns["step"] < 0])
+
+
+def test_a_budget_one_variant_lacks_is_left_out():
+    rows = make_curve({100: 0.2, 200: 0.2})
+    rows = rows[~((rows["variant"] == NTP) & (rows["step"] == 200))]
+    found = curve.curve_findings(rows, (curve.CENTRAL,), n_resamples=999)
+    assert found["step"].tolist() == [100]
+
+
+def test_each_variants_means_with_their_intervals(better_worse_equal):
+    rows, _ = better_worse_equal
+    m = curve.curve_metrics(rows, n_resamples=999)
+    assert list(m.columns) == curve.METRIC_COLUMNS and len(m) == 2 * 3 * 7
+    assert m["variant"].unique().tolist() == [NTP, FRAC] and m["step"].unique().tolist() == [100, 200, 300]
+    one = m.set_index(["variant", "step", "metric"])
+    assert tuple(one.loc[(NTP, 100, "cvr"), ["mean", "ci_low", "ci_high"]]) == (1.0, 1.0, 1.0)
+    r2 = one.loc[(FRAC, 100, "r2")]
+    expected = rows[(rows["variant"] == FRAC) & (rows["step"] == 100)]["r2"].mean()
+    assert r2["mean"] == pytest.approx(expected) and r2["ci_low"] < expected < r2["ci_high"]
+    assert (r2["runs"], r2["queries"]) == (2, 40)
+    shown = curve.metrics_table(m)
+    assert list(shown.columns) == ["variant", "step", "items", "epochs", "CVR (%)", "nDCG (%)"] + [
+        f"R@{k} (%)" for k in range(1, 6)
+    ]
+    assert shown.loc[0, "CVR (%)"] == "100.0 ± 0.0" and shown.loc[0, "R@1 (%)"] == "90.0 ± 0.0"
+
+
+def test_the_figure_draws_the_band_and_zero(better_worse_equal):
+    _, found = better_worse_equal
+    fig = curve.curve_figure(found, title="t")
+    band, line = fig.data
+    central = found[found["claim"] == curve.CENTRAL.claim]
+    assert band.fill == "toself" and list(band.x) == [6400, 12800, 19200, 19200, 12800, 6400]
+    assert list(band.y) == pytest.approx(list(central["ci_high"] * 100) + list(central["ci_low"][::-1] * 100))
+    assert list(line.y) == pytest.approx(list(central["estimate"] * 100))
+    assert [(s.y0, s.y1) for s in fig.layout.shapes] == [(0, 0)]
+    assert fig.layout.xaxis.type == "log" and "points" in fig.layout.yaxis.title.text
+    assert list(line.marker.color) == [curve.VERDICT_COLORS[v] for v in ("holds", "fails", "undecided")]
+    md = curve.budget_markdown(found)
+    assert "| 100 | 6,400 | 6.4 |" in md and md.count("| holds |") == 1 + 3 + 3
+
+
+def test_curve_rows_of_a_sweep_carry_the_variant_without_the_budget(tmp_path, outputs_root):
+    path = tmp_path / "curve.yaml"
+    path.write_text(
+        "notebook: 05_train\nfixed: {profile: quick, alpha: 2}\ngrid: {scheme: [indicator, fractional], steps: [5, 10]}\n"
+    )
+    s = sweep.load_sweep(path)
+    rows = make_curve({2: 0.1, 5: 0.1})
+    for point, variant in ((s.points[1], NTP), (s.points[3], FRAC), (s.points[2], None)):
+        run_dir = outputs.run_path(s.notebook, point.run_name, outputs_root)
+        run_dir.mkdir(parents=True)
+        outputs.write_results(run_dir, s.notebook, {**point.resolved, "seed": 7}, {"cvr": 0.5}, {})
+        if variant:  # the fractional step-5 run is an ordinary one: no curve
+            mine = rows[(rows["variant"] == variant) & (rows["seed"] == 0)].drop(columns=["point", "variant", "seed"])
+            mine.to_csv(run_dir / "curve_per_query.csv", index=False)
+    frame = report.collect(s)
+    assert frame.loc[1, "label"] == "NTP (steps=10)"
+    got = report.curve_frame(s, frame)
+    assert list(got.columns) == report.CURVE_COLUMNS == ["point", "variant", "seed", "step", "items", "epochs",
+                                                          "query", "cvr", "ndcg", "r1", "r2", "r3", "r4", "r5"]  # fmt: skip
+    assert got["variant"].unique().tolist() == [NTP, FRAC] and got["seed"].eq(7).all()
+    assert got["point"].unique().tolist() == [s.points[1].run_name, s.points[3].run_name] and len(got) == 2 * 2 * 40
+    mine = rows[(rows["variant"] == FRAC) & (rows["seed"] == 0)]
+    assert got.loc[got["variant"] == FRAC, "r3"].tolist() == pytest.approx(mine["r3"].tolist())
+    empty = report.curve_frame(s, frame[frame["run_name"] == s.points[2].run_name])
+    assert empty.empty and list(empty.columns) == report.CURVE_COLUMNS
