@@ -36,7 +36,7 @@ paper_rows = "auto"  # the paper's numbers beside each row: auto (when the sweep
 from IPython.display import Markdown, display
 
 from arrank.common import findings, outputs, params
-from arrank.results import paper, table1, tables
+from arrank.results import curve, paper, table1, tables
 from arrank.workbook import report
 from arrank.workbook import sweep as sweeps
 
@@ -103,6 +103,36 @@ if fig is None:
 else:
     outputs.save_figure(fig, run_dir, "parameter_curves", height=700)
     fig.show()
+
+# %% [markdown]
+# ## 5. The central finding against the training budget
+# Table 1's central finding, fractional α = 2 above NTP at R@2..R@5, is a claim at one budget. A
+# run of notebook 05 with `eval_steps` scores the same held-out queries at several optimizer steps
+# (`curve_per_query.csv`), so a sweep of such runs can decide the finding at each budget: does it
+# hold from the start, turn to holds as training goes on, or not yet at the largest budget? Each
+# budget's difference gets its 95% interval as Table 1's findings do (paired bootstrap over the
+# queries, seeds in quadrature; `results.curve`, docs/findings.md), beside NTP's R@1 and
+# fractional's CVR. Written as `curve_findings.csv`, `curve_metrics.csv` (each variant's means
+# with their intervals, fractions) and the rows as `curve_per_query.csv`.
+
+# %%
+curve_rows = report.curve_frame(S, frame) if S.notebook == "05_train" else None
+if curve_rows is None or curve_rows.empty:
+    print("no point of this sweep scored its queries at several budgets (notebook 05's eval_steps): no curve")
+else:
+    report.write_per_query(curve_rows, run_dir / "curve_per_query.csv")
+    with outputs.timed(timings, "curve"):
+        per_budget, means = curve.curve_findings(curve_rows), curve.curve_metrics(curve_rows)
+    outputs.save_table(per_budget, run_dir, "curve_findings")
+    outputs.save_table(means, run_dir, "curve_metrics")
+    verdicts = findings.findings_markdown(curve.budget_verdicts(per_budget))
+    display(Markdown(curve.budget_markdown(per_budget) + "\n" + verdicts))
+    display(curve.metrics_table(means))
+    if (per_budget["claim"] == curve.CENTRAL.claim).any():
+        fig = curve.curve_figure(per_budget, title=f"{S.name}: {curve.CENTRAL.name} against the training budget "
+                                               f"({tables.sweep_profile(frame) or 'mixed'} profile)")
+        outputs.save_figure(fig, run_dir, "curve")
+        fig.show()
 
 # %% [markdown]
 # ## Results
