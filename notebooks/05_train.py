@@ -81,13 +81,15 @@ combined = False  # Appendix F: the trie of rank r holds d_r .. d_nq only
 sampling = "weighted"  # weighted (draw items in proportion to lambda, default) or uniform (weight lambda)
 packing = "auto"  # per_query (one sequence per query, shared prompt), none, or auto (per_query where possible)
 steps = None  # optimizer steps, 0 for none (zero-shot); None: 1200 quick, 80 pretrained, 10000 paper
+eval_steps = []  # also score the held-out queries after these optimizer steps, e.g. [120, 240, 480]: a budget curve in one run
+lr_schedule = "auto"  # after the warm-up: cosine or constant; auto: constant with eval_steps (each point is the run that stops there), else cosine
 save_steps = None  # optimizer steps between checkpoints (the newest two are kept); None: 300 quick, 50 pretrained, 500 paper
 lr = None  # learning rate; None: 2e-3 quick, 5e-4 pretrained (AdamW), 1e-5 paper (Adafactor)
 batch_size = None  # items per device step; None: 64 quick, 4 pretrained, 8 paper
 grad_accum = None  # gradient accumulation; None: 1 quick, 8 paper (global batch 64)
 max_length = None  # longest prompt + docID in tokens; None: 256 quick, 384 pretrained, 1024 paper
 optimizer = None  # adamw or adafactor (Appendix B: beta1 0.9, no relative step); None: adamw quick and pretrained, adafactor paper
-warmup_steps = None  # linear warm-up steps before the cosine decay; None: 100 quick, 10 pretrained, 50 paper
+warmup_steps = None  # linear warm-up steps (then lr_schedule); None: 100 quick, 10 pretrained, 50 paper
 weight_decay = None  # decoupled weight decay; None: 0.01 quick, 0 pretrained and paper
 max_grad_norm = None  # gradient clipping norm; None: 1.0
 logging_steps = None  # log the loss every this many steps (at most a tenth of the steps); None: 50 quick, 10 pretrained, 50 paper
@@ -110,7 +112,7 @@ precision = "auto"  # auto (bf16 where the CPU or GPU runs it natively and the m
 # %%
 from IPython.display import Markdown
 
-from arrank.evaluation import evaluate, scoring
+from arrank.evaluation import budgets, evaluate, scoring
 from arrank.training import models, train
 from arrank.common import display, findings, outputs, params
 from arrank.results import reading
@@ -119,6 +121,8 @@ from arrank.training import precision as mixed_precision
 from arrank.data import ranking
 
 P = params.check_params("05_train", globals())
+P["eval_steps"] = budgets.check_eval_steps(P["eval_steps"], P["steps"])  # sorted, each in 1..steps
+P["lr_schedule"] = train.lr_schedule(P["lr_schedule"], P["eval_steps"])  # results.json: the schedule used
 run_dir = outputs.start_run("05_train", P)
 timings: dict[str, float] = {}
 hyper = train.hyperparameters(P)
@@ -173,14 +177,25 @@ print(f"shared prompt opening: {prefix_shared} tokens run once per batch")
 # the previous one (two are kept). A NaN or infinite loss stops training at once. Launched by
 # `torchrun --nproc_per_node N -m arrank.workbook.run 05 -p run_name NAME ...`, this cell trains
 # on N processes (DDP): `batch_size` items on each, the run of one process with N × `batch_size`
-# items; process 0 writes the run folder (docs/scale-out.md).
+# items; process 0 writes the run folder (docs/scale-out.md). With `eval_steps`, the held-out
+# queries are also scored after each of those steps (a budget curve in one run, kept in
+# `.curve-<run_name>/` until the run ends); `lr_schedule` auto keeps the rate constant after the
+# warm-up then, so the model at step N is the model of a run that stops at N.
 
 # %%
 checkpoints = run_dir.parent / f".checkpoints-{P['run_name']}"
 resumed_from_step = train.resume_point(checkpoints, P)  # 0: a fresh start
+ks = ranking.ks_for(P["dataset"])
+P["query_batch"] = scoring.resolve_query_batch(model, P["query_batch"] or None)  # results.json: the number used
+curve_dir = run_dir.parent / f".curve-{P['run_name']}"
+budgets.forget_after(curve_dir, resumed_from_step)
+score_point = budgets.held_out_scorer(tok, df, P["eval_queries"] or None, ks, numerics.used, P["query_batch"])
+points = budgets.budget_callback(P["eval_steps"], hyper["steps"], curve_dir, score_point, model)
 with outputs.timed(timings, "train"):
     log = train.train(model, tok, items, hyper, checkpoints, seed=P["seed"], sampling=P["sampling"],
-                      packing=layout, precision=numerics.used)
+                      packing=layout, precision=numerics.used, callbacks=[points])
+timings["train"] = round(timings["train"] - points.seconds, 4)  # the mid-run scoring is timed apart
+timings["evaluate_budgets"] = round(points.seconds, 4)
 seen = train.queries_seen(items, hyper, P["seed"], P["sampling"], layout) or {}  # replayed: what the steps drew
 if seen:
     print(f"trained on {seen['sequences']:,} sequences from {seen['queries']:,} distinct training queries")
@@ -202,8 +217,6 @@ fig.show()
 # On a GPU, `query_batch` queries are scored in one forward pass (`arrank.evaluation.scoring`).
 
 # %%
-ks = ranking.ks_for(P["dataset"])
-P["query_batch"] = scoring.resolve_query_batch(model, P["query_batch"] or None)  # results.json: the number used
 with outputs.timed(timings, "evaluate"):
     result, per_query, _ = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks,
                                                       precision=numerics.used, query_batch=P["query_batch"])
@@ -226,13 +239,26 @@ outputs.save_table(table, run_dir, "metrics")  # fractions, as results.json; sho
 display.percent_table(table)
 
 # %% [markdown]
-# ## Results
+# With `eval_steps`: the same held-out queries at every scored step (`curve_per_query.csv`, one row
+# per step and query; notebook 08 draws a sweep's curves with intervals). The budget in items is
+# the step times the items a step carries; an epoch is one pass over the training queries'
+# (query, relevant docID) pairs, as Appendix B counts it.
+
+# %%
+n_pairs = int(df.loc[df["split"] == "train", "relevant"].map(len).sum())  # (query, relevant docID) pairs
+if P["eval_steps"]:
+    curve = budgets.curve_table(curve_dir, P["eval_steps"], hyper["steps"], per_query,
+                                hyper["batch_size"] * hyper["grad_accum"], n_pairs)
+    outputs.save_table(curve, run_dir, "curve_per_query")
+    display.percent_table(budgets.curve_summary(curve).set_index(["step", "items", "epochs"]))
 
 # %%
 metrics = {**result, **trained, "n_items": len(items), "packing": layout, "n_sequences": n_sequences,
            **{f"{k}_trained": v for k, v in seen.items()}, "final_loss": train.final_loss(log),
-           "resumed_from_step": resumed_from_step, "prefix_shared_tokens": prefix_shared, **numerics.record()}
+           "resumed_from_step": resumed_from_step, "prefix_shared_tokens": prefix_shared, "n_train_pairs": n_pairs,
+           **numerics.record()}
 outputs.write_results(run_dir, "05_train", P, metrics, timings)
+budgets.forget_after(curve_dir, -1)  # the points are in curve_per_query.csv now
 print(f"{len(metrics)} metrics written to the run's results.json")
 
 # %% [markdown]

@@ -180,31 +180,39 @@ def test_stage_installs_wheels_unpacks_data_joins_pieces_and_knows_a_fresh_machi
     assert json.loads((tmp_path / "kit" / "staged.json").read_text()) == {"calls": [1, 2]}
 
 
-def test_the_gpu_sweep_runs_the_cpu_sweeps_rows_at_a_larger_budget(tmp_path):
-    """gpu/table1_wordnet_pretrained_gpu.yaml (made for the GPU machine, where SmolLM2 is the GGUF
-    file the kit joins under /tmp/kit) is valid with that path pointing at the package's GGUF, and
-    runs exactly the rows of the CPU sweep on 2,000 held-out queries with 4x the steps."""
+def test_the_gpu_curve_trains_one_epoch_at_the_papers_batch_on_2000_queries(tmp_path):
+    """gpu/pretrained_curve_gpu.yaml (made for the GPU machine, where SmolLM2 is the GGUF file the kit
+    joins under /tmp/kit) is valid with that path pointing at the package's GGUF: NTP and fractional
+    alpha 2 x 3 seeds, 64 items a step, at least one epoch over the training (query, docID) pairs,
+    2,000 held-out queries scored at five budgets, several queries a pass, a constant rate."""
     from arrank.common.named_models import gguf_file
+    from arrank.data.ranking import ranking_dataset
     from arrank.workbook import sweep
 
-    gpu = paths.ROOT / "gpu" / "table1_wordnet_pretrained_gpu.yaml"
+    gpu = paths.ROOT / kit.SWEEP
     text = gpu.read_text()
-    assert f"{kit.KIT}/SmolLM2-135M-Instruct.Q4_1.gguf" in text and kit.SWEEP == "gpu/" + gpu.name
+    assert f"{kit.KIT}/SmolLM2-135M-Instruct.Q4_1.gguf" in text and kit.SWEEP in kit.WORK
     here = tmp_path / gpu.name
     here.write_text(text.replace(f"{kit.KIT}/SmolLM2-135M-Instruct.Q4_1.gguf", str(gguf_file("smollm2-135m"))))
-    g, c = sweep.load_sweep(here), sweep.load_sweep(paths.ROOT / "sweeps" / "table1_wordnet_pretrained.yaml")
-    rows = ("scheme", "alpha", "targets", "beta", "combined", "seed")
+    points = [p.resolved for p in sweep.load_sweep(here).points]
+    assert sorted((p["scheme"], p["seed"]) for p in points) == sorted(
+        (s, seed) for s in ("indicator", "fractional") for seed in (0, 1, 2)
+    )
+    p = points[0]
+    df = ranking_dataset("wordnet", "pretrained", p["data_seed"], p["n_eval"], None, p["subtree"], p["min_relevant"])
+    pairs = int(df.loc[df["split"] == "train", "relevant"].map(len).sum())
+    assert (p["n_eval"], pairs, p["batch_size"] * p["grad_accum"]) == (2000, 8834, 64)
+    assert 1.0 <= p["steps"] * 64 / pairs < 1.01 and p["eval_steps"][-1] == p["steps"] and len(p["eval_steps"]) == 5
+    assert p["query_batch"] > 1 and p["lr_schedule"] == "auto" and p["train_queries"] == 0
 
-    def grid(s, steps):
-        return sorted(
-            (tuple(p.resolved[k] for k in rows), p.resolved["steps"] == steps, p.resolved["steps"] == 0)
-            for p in s.points
-        )
 
-    assert grid(g, 480) == grid(c, 120) and len(g.points) == 10
-    assert {(p.resolved["n_eval"], p.resolved["data_seed"], p.resolved["profile"]) for p in g.points} == {
-        (2000, 0, "pretrained")
-    }
+def test_the_plan_counts_the_start_every_call_and_the_release_and_refuses_over_14_minutes():
+    calls = [kit.Call(n) for n in (1, 2, 3)]
+    seconds = kit.expected_seconds(calls)
+    assert seconds == [kit.START_S + kit.STAGE_S, kit.STAGE_S, kit.STAGE_S + kit.WORK_LIMIT_S + 20]
+    assert sum(seconds) + kit.RELEASE_S <= kit.PLAN_LIMIT_S and not kit.time_problems(sum(seconds) + kit.RELEASE_S)
+    assert kit.time_problems(841) == ["the plan expects 841 s of device time > 840 s (of 900 s in a session)"]
+    assert f"LIMIT_S={kit.WORK_LIMIT_S} timeout -k 10 {kit.WORK_LIMIT_S + 30} bash gpu/curve_call.sh" in kit.WORK
 
 
 def _results_tarball(path: Path, members: dict[str, str]) -> Path:

@@ -89,15 +89,15 @@ def text(
     return _or_none(check, what, optional)
 
 
-def number_list(lo: float | None = None, integers: bool = False) -> Validator:
-    """Validator: a non-empty list of numbers >= lo (ints when ``integers``), given as a list or
-    as a comma-separated string (``-p alphas 0,1,2`` on the command line); returns a list."""
-    what = f"a non-empty list of {'integers' if integers else 'numbers'}{_range_text(lo, None)}"
+def number_list(lo: float | None = None, integers: bool = False, empty: bool = False) -> Validator:
+    """Validator: a list of numbers >= lo (ints when ``integers``; non-empty unless ``empty``), given
+    as a list or as a comma-separated string (``-p alphas 0,1,2`` on the command line); returns a list."""
+    what = f"a {'' if empty else 'non-empty '}list of {'integers' if integers else 'numbers'}{_range_text(lo, None)}"
     item_check = integer(lo) if integers else number(lo)
 
     def check(name: str, value: Any) -> Any:
-        items = value.split(",") if isinstance(value, str) else value
-        if not isinstance(items, (list, tuple)) or not items:
+        items = ([] if value.strip() == "" else value.split(",")) if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)) or not (items or empty):
             raise ParamError(f"{name}={value!r} must be {what}, e.g. [4, 8] or '4,8'")
         out = []
         for item in items:
@@ -480,6 +480,16 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
             "optimizer steps, 0 for none (zero-shot); None: 1200 quick, 80 pretrained, 10000 paper",
             {"quick": 1200, "pretrained": 80, "paper": 10000},
         ),
+        "eval_steps": Param(
+            number_list(1, integers=True, empty=True),
+            [],
+            "also score the held-out queries after these optimizer steps, e.g. [120, 240, 480]: a budget curve in one run",
+        ),
+        "lr_schedule": Param(
+            choice("auto", "cosine", "constant"),
+            "auto",
+            "after the warm-up: cosine or constant; auto: constant with eval_steps (each point is the run that stops there), else cosine",
+        ),
         "save_steps": profiled(
             integer(1, 10**7, optional=True),
             "optimizer steps between checkpoints (the newest two are kept); None: 300 quick, 50 pretrained, 500 paper",
@@ -512,7 +522,7 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
         ),
         "warmup_steps": profiled(
             integer(0, 10**7, optional=True),
-            "linear warm-up steps before the cosine decay; None: 100 quick, 10 pretrained, 50 paper",
+            "linear warm-up steps (then lr_schedule); None: 100 quick, 10 pretrained, 50 paper",
             {"quick": 100, "pretrained": 10, "paper": 50},
         ),
         "weight_decay": profiled(

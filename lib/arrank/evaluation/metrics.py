@@ -278,3 +278,15 @@ def evaluate_queries(
     """
     ks = _check_ks(ks)
     return summarize(per_query_metrics(records, ks), ks)
+
+
+def short_columns(per_query: pd.DataFrame) -> pd.DataFrame:
+    """``per_query_metrics``'s frame in the short columns that sweeps' per-query CSVs use: ``query,
+    cvr`` (1.0 / 0.0 for a violation, NaN without a negative), ``ndcg``, then ``r<k>`` for each
+    ``recall@k`` (NaN where the query has fewer than k relevant docIDs)."""
+    violation = per_query["violation"].map({True: 1.0, False: 0.0, "True": 1.0, "False": 0.0})
+    out = pd.DataFrame({QUERY: per_query[QUERY], "cvr": violation.astype(float), "ndcg": per_query["ndcg"]})
+    for col in per_query.columns:
+        if col.startswith("recall@"):
+            out[f"r{col.removeprefix('recall@')}"] = per_query[col].astype(float)
+    return out

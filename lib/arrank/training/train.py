@@ -158,7 +158,7 @@ def training_arguments(output_dir: Path, profile_args: dict[str, Any], seed: int
         gradient_accumulation_steps=a["grad_accum"],
         learning_rate=a["lr"],
         warmup_steps=a["warmup_steps"],
-        lr_scheduler_type="cosine",
+        lr_scheduler_type=SCHEDULES[a.get("lr_schedule", "cosine")],
         weight_decay=a["weight_decay"],
         max_grad_norm=a["max_grad_norm"],
         logging_steps=min(a["logging_steps"], max(1, a["steps"] // 10)),
@@ -175,6 +175,21 @@ def training_arguments(output_dir: Path, profile_args: dict[str, Any], seed: int
         disable_tqdm=False,
         save_only_model=False,
     )
+
+
+# What ``lr_schedule`` names in transformers' scheduler types: both warm up linearly over ``warmup_steps``.
+SCHEDULES = {"cosine": "cosine", "constant": "constant_with_warmup"}
+
+
+def lr_schedule(schedule: str, eval_steps: Sequence[int] | None) -> str:
+    """The learning-rate schedule after the warm-up: ``schedule``, or for ``"auto"`` constant when
+    ``eval_steps`` scores points during the run (then the model at step N is the model of a run that
+    stops at N: the rate never depends on the horizon) and cosine (Appendix B) otherwise."""
+    if schedule == "auto":
+        return "constant" if eval_steps else "cosine"
+    if schedule not in SCHEDULES:
+        raise ValueError(f"lr_schedule={schedule!r} is not allowed; choose one of {['auto', *SCHEDULES]}")
+    return schedule
 
 
 # The training hyper-parameters a 05 run reads from its resolved parameters; their values per
@@ -380,7 +395,10 @@ def hyperparameters(params: dict[str, Any]) -> dict[str, Any]:
             f"training hyper-parameter(s) {missing} are unresolved: resolve the parameters with "
             "arrank.common.params.check_params first"
         )
-    return {k: params[k] for k in HYPERPARAMETERS}
+    return {
+        **{k: params[k] for k in HYPERPARAMETERS},
+        "lr_schedule": lr_schedule(params.get("lr_schedule", "auto"), params.get("eval_steps")),
+    }
 
 
 def profile_hyperparameters(profile: str) -> dict[str, Any]:

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The GPU work call (docs/gpu.md): check that scoring several queries a pass agrees with one at a
+# time, run the budget-curve sweep within the time left, and pack its small results into
+# $OUT/gpu-curve.tgz, even when the limit stops the sweep.
+#
+#   bash gpu/curve_call.sh [SWEEP] [JOBS]      # default gpu/pretrained_curve_gpu.yaml, 6 points at once
+#
+# Environment: OUT (where results go; required), LIMIT_S (seconds for the whole script, default 540),
+# PYTHON (default python3), CHECK_MODEL (the model the check scores, default the sweep's GGUF),
+# DEVICE (cuda or cpu, default cuda), CHECK_QUERIES (default 64), OUTPUTS (the outputs folder, default outputs; the tarball's
+# members are named outputs/...). tests/test_gpu_curve.py runs it on a CPU at toy scale.
+set -uo pipefail
+SWEEP=${1:-gpu/pretrained_curve_gpu.yaml}
+JOBS=${2:-6}
+: "${OUT:?set OUT to the folder the results go to}"
+LIMIT_S=${LIMIT_S:-540}
+PYTHON=${PYTHON:-python3}
+CHECK_MODEL=${CHECK_MODEL:-/tmp/kit/SmolLM2-135M-Instruct.Q4_1.gguf}
+DEVICE=${DEVICE:-cuda}
+CHECK_QUERIES=${CHECK_QUERIES:-64}
+OUTPUTS=${OUTPUTS:-outputs}
+PACK_S=15 # kept for packing the results
+[ -f "$SWEEP" ] || { echo "curve_call: no sweep file $SWEEP" >&2; exit 2; }
+start=$SECONDS
+
+# 1. 32 queries a pass against one (it also converts the GGUF into the model cache the sweep loads).
+timeout -k 5 120 "$PYTHON" benchmarks/query_batch.py --model "$CHECK_MODEL" --device "$DEVICE" \
+  --queries "$CHECK_QUERIES" --groups 1 32 --reps 1 --json "$OUT/query-batch.json" 2>&1 | tee "$OUT/query-batch.log"
+if ! "$PYTHON" -c "import json, sys; sys.exit(0 if json.load(open('$OUT/query-batch.json'))['agree'] else 1)"; then
+  one="${SWEEP%.yaml}_one_query.yaml" # the same points, one query a pass
+  sed 's/^\(  query_batch:\).*/\1 1/' "$SWEEP" >"$one"
+  echo "curve_call: batched scores disagree with one query a pass (or the check failed): running $one" | tee -a "$OUT/sweep.log"
+  SWEEP=$one
+fi
+
+# 2. The sweep, stopped where the time left runs out (finished points keep their results).
+left=$((LIMIT_S - (SECONDS - start) - PACK_S))
+echo "curve_call: ${left} s for the sweep $SWEEP with $JOBS points at once" | tee -a "$OUT/sweep.log"
+timeout -k 10 "$left" "$PYTHON" -m arrank.workbook.sweep "$SWEEP" --jobs "$JOBS" --outputs-root "$OUTPUTS" 2>&1 | tee -a "$OUT/sweep.log"
+echo "curve_call: sweep exit $? after $((SECONDS - start)) s" | tee -a "$OUT/sweep.log"
+
+# 3. Small results only: per-query CSVs, results.json, logs; no weights, figures or checkpoints.
+tar czf "$OUT/gpu-curve.tgz" --exclude=model --exclude='checkpoint*' --exclude='.checkpoints-*' \
+  --exclude='.curve-*' --exclude='*.lock' --exclude='*.js' --exclude='*.html' --exclude='*.png' --exclude='*.ipynb' \
+  --transform 's,^[^/]*/,outputs/,' -C "$(dirname "$OUTPUTS")" "$(basename "$OUTPUTS")/05_train" "$(basename "$OUTPUTS")/sweeps"
+echo "curve_call: packed $OUT/gpu-curve.tgz after $((SECONDS - start)) s"

@@ -1,0 +1,124 @@
+"""The training budget as an axis: the held-out queries scored at several optimizer steps of one
+training run (notebook 05's ``eval_steps``), so that a budget curve costs one run per variant and
+seed, not one run per budget.
+
+The paper (arXiv 2601.05588, Table 1) reports one budget: 10k steps of 64 items, about 0.91 epochs
+over the (query, rank) items (Appendix B). A point at step N is the model of a run that stops at
+N only if nothing before N depends on the horizon: ``train.lr_schedule`` makes the rate constant
+after the warm-up for such runs, and the weighted sampler's draws depend on the seed and epoch only.
+
+Each point's per-query metrics (``metrics.per_query_metrics``) go to ``<folder>/step-NNNNNNN.csv``
+as soon as they are scored, written atomically; the folder outlives an interrupted run (it is not
+the checkpoints folder, which training removes), so a resumed run keeps the points it had.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+import pandas as pd
+
+from arrank.common import processes
+from arrank.evaluation import evaluate, metrics
+
+CURVE_COLUMNS = ("step", "items", "epochs")  # then metrics.short_columns: query, cvr, ndcg, r<k>
+
+
+def check_eval_steps(eval_steps: Sequence[int], steps: int) -> list[int]:
+    """The scoring points of a run of ``steps`` optimizer steps, sorted, duplicates dropped; each must
+    be in 1..steps (the last, ``steps``, is the run's own final evaluation)."""
+    points = sorted(set(int(s) for s in eval_steps))
+    bad = [s for s in points if not 1 <= s <= steps]
+    if bad:
+        raise ValueError(
+            f"eval_steps={list(eval_steps)!r}: {bad} outside 1..steps={steps}; every point is a step of the run"
+        )
+    if points and processes.world_size() > 1:
+        raise ValueError(
+            f"eval_steps={list(eval_steps)!r} scores on one process; this run has {processes.world_size()}"
+        )
+    return points
+
+
+def point_path(folder: Path, step: int) -> Path:
+    """Where the per-query metrics of the point at ``step`` are kept."""
+    return folder / f"step-{step:07d}.csv"
+
+
+def held_out_scorer(tokenizer, df: pd.DataFrame, limit: int | None, ks, precision: str, query_batch: int):
+    """``model -> per-query metrics`` of the held-out queries, as notebook 05's final evaluation
+    scores them (``evaluate.evaluate_held_out``, no progress bar)."""
+
+    def score(model) -> pd.DataFrame:
+        return evaluate.evaluate_held_out(
+            model, tokenizer, df, limit, ks, progress=False, precision=precision, query_batch=query_batch
+        )[1]
+
+    return score
+
+
+def budget_callback(points: Sequence[int], final_step: int, folder: Path, score: Callable, model):
+    """A transformers ``TrainerCallback`` that, at the end of each optimizer step in ``points`` other
+    than ``final_step`` (which the run's own evaluation scores), writes ``score(model)`` to
+    ``point_path(folder, step)``. A point already there (an interrupted run resumed past it) is kept;
+    points after the step training resumes from are scored again. ``seconds`` is the scoring time."""
+    from transformers import TrainerCallback
+
+    class BudgetPoints(TrainerCallback):
+        seconds = 0.0
+
+        def on_step_end(self, args, state, control, **kwargs):
+            step = state.global_step
+            path = point_path(folder, step)
+            if step not in points or step == final_step or path.exists():
+                return
+            start = time.perf_counter()
+            per_query = score(model)
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            per_query.to_csv(tmp, index=False)
+            tmp.replace(path)
+            self.seconds += time.perf_counter() - start
+            means = metrics.short_columns(per_query).drop(columns="query").mean()
+            shown = ", ".join(f"{k} {v:.3f}" for k, v in means.items())
+            print(
+                f"step {step}: held-out {shown} ({len(per_query)} queries, {time.perf_counter() - start:.1f} s)",
+                flush=True,
+            )
+
+    return BudgetPoints()
+
+
+def forget_after(folder: Path, step: int) -> None:
+    """Remove the points after ``step`` (the step training resumes from; 0 for a fresh start): the
+    run scores them again, from the model it now trains. ``step=-1`` removes them all (and the
+    folder), once the run has written its ``curve_per_query.csv``."""
+    for path in folder.glob("step-*.csv"):
+        if int(path.stem.removeprefix("step-")) > step:
+            path.unlink()
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+
+
+def curve_table(
+    folder: Path, points: Sequence[int], final_step: int, final: pd.DataFrame, items_per_step: int, n_pairs: int
+) -> pd.DataFrame:
+    """Every point's per-query metrics in one long table (``CURVE_COLUMNS`` then ``metrics.short_columns``): the
+    points in ``folder`` and ``final`` (the run's own evaluation) at ``final_step``. ``items`` is the
+    step times the items a step carries; ``epochs`` is ``items`` over ``n_pairs``, the training
+    queries' (query, relevant docID) pairs, as Appendix B counts an epoch."""
+    frames = []
+    for step in sorted(set(points) | {final_step}):
+        per_query = final if step == final_step else pd.read_csv(point_path(folder, step))
+        items = step * items_per_step
+        short = metrics.short_columns(per_query)
+        frames.append(short.assign(step=step, items=items, epochs=items / n_pairs)[[*CURVE_COLUMNS, *short.columns]])
+    return pd.concat(frames, ignore_index=True)
+
+
+def curve_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """The held-out means of ``curve_table`` per point (fractions), one row per step."""
+    measured = [c for c in table.columns if c not in (*CURVE_COLUMNS, "query")]
+    return table.groupby(list(CURVE_COLUMNS), as_index=False)[measured].mean()

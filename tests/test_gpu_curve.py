@@ -1,0 +1,68 @@
+"""The GPU work call rehearsed on this CPU: gpu/curve_call.sh on gpu/curve_rehearsal.yaml (the
+tiny model, two budgets, one seed, a few queries), then its tarball brought in as after a GPU run,
+so that the only unknown on the GPU is speed."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tarfile
+
+import pandas as pd
+import pytest
+
+from arrank.common import paths
+
+pytestmark = pytest.mark.slow  # runs a sweep of two trainings
+
+spec = importlib.util.spec_from_file_location("gpu_kit", paths.ROOT / "gpu" / "kit.py")
+kit = importlib.util.module_from_spec(spec)
+sys.modules["gpu_kit"] = kit
+spec.loader.exec_module(kit)
+
+
+def test_the_work_call_checks_scoring_runs_the_curve_and_packs_what_08_reads(tmp_path):
+    out, outputs = tmp_path / "out", tmp_path / "run" / "outputs"
+    out.mkdir()
+    env = {
+        **os.environ,
+        "OUT": str(out),
+        "OUTPUTS": str(outputs),
+        "PYTHON": sys.executable,
+        "CHECK_MODEL": "tiny",
+        "CHECK_QUERIES": "8",
+        "DEVICE": "cpu",
+        "LIMIT_S": "400",
+    }
+    done = subprocess.run(
+        ["bash", "gpu/curve_call.sh", "gpu/curve_rehearsal.yaml", "2"],
+        cwd=paths.ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=500,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    check = json.loads((out / "query-batch.json").read_text())
+    assert check["agree"] and [r["queries_per_pass"] for r in check["sizes"]] == [1, 32]
+    assert check["sizes"][1]["max_abs_diff"] < 1e-4  # fp32 on a CPU: batching changes rounding only
+    assert "2 ran, 0 done earlier, 0 failed" in (out / "sweep.log").read_text()
+    with tarfile.open(out / "gpu-curve.tgz") as tar:
+        names = tar.getnames()
+    assert all(n.startswith(kit.RESULT_FOLDERS) or n in ("outputs/05_train", "outputs/sweeps") for n in names)
+    assert not [n for n in names if n.endswith((".lock", ".ipynb")) or "/.curve-" in n or "/model/" in n]
+
+    root = tmp_path / "here"
+    runs, same = kit.unpack_results(out / "gpu-curve.tgz", root, tmp_path / "kit" / "model.gguf")
+    assert len(runs) == 2 and not same
+    for run in runs:
+        curve = pd.read_csv(root / run / "curve_per_query.csv")
+        assert sorted(curve["step"].unique()) == [2, 4] and curve.groupby("step").size().tolist() == [8, 8]
+        results = json.loads((root / run / "results.json").read_text())
+        assert results["params"]["lr_schedule"] == "constant" and results["params"]["eval_steps"] == [2, 4]
+        final = pd.read_csv(root / run / "per_query.csv")
+        assert curve.loc[curve["step"] == 4, "ndcg"].tolist() == pytest.approx(final["ndcg"].tolist(), rel=1e-9)
+        assert curve["items"].tolist() == [s * 8 for s in curve["step"]]
