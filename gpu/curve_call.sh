@@ -39,8 +39,9 @@ echo "curve_call: ${left} s for the sweep $SWEEP with $JOBS points at once" | te
 timeout -k 10 "$left" "$PYTHON" -m arrank.workbook.sweep "$SWEEP" --jobs "$JOBS" --outputs-root "$OUTPUTS" 2>&1 | tee -a "$OUT/sweep.log"
 echo "curve_call: sweep exit $? after $((SECONDS - start)) s" | tee -a "$OUT/sweep.log"
 
-# 3. Small results only: per-query CSVs, results.json, logs; no weights, figures or checkpoints.
+# 3. Small results only: per-query CSVs, results.json, logs, the points of runs the limit stopped
+# (.curve-*); no weights, figures or checkpoints.
 tar czf "$OUT/gpu-curve.tgz" --exclude=model --exclude='checkpoint*' --exclude='.checkpoints-*' \
-  --exclude='.curve-*' --exclude='*.lock' --exclude='*.js' --exclude='*.html' --exclude='*.png' --exclude='*.ipynb' \
+  --exclude='*.lock' --exclude='*.js' --exclude='*.html' --exclude='*.png' --exclude='*.ipynb' \
   --transform 's,^[^/]*/,outputs/,' -C "$(dirname "$OUTPUTS")" "$(basename "$OUTPUTS")/05_train" "$(basename "$OUTPUTS")/sweeps"
 echo "curve_call: packed $OUT/gpu-curve.tgz after $((SECONDS - start)) s"

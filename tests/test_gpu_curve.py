@@ -53,7 +53,7 @@ def test_the_work_call_checks_scoring_runs_the_curve_and_packs_what_08_reads(tmp
     with tarfile.open(out / "gpu-curve.tgz") as tar:
         names = tar.getnames()
     assert all(n.startswith(kit.RESULT_FOLDERS) or n in ("outputs/05_train", "outputs/sweeps") for n in names)
-    assert not [n for n in names if n.endswith((".lock", ".ipynb")) or "/.curve-" in n or "/model/" in n]
+    assert not [n for n in names if n.endswith((".lock", ".ipynb")) or "/.curve-" in n or "/model/" in n]  # runs ended
 
     root = tmp_path / "here"
     runs, same = kit.unpack_results(out / "gpu-curve.tgz", root, tmp_path / "kit" / "model.gguf")
