@@ -129,8 +129,7 @@ else:
     display(Markdown(curve.budget_markdown(per_budget) + "\n" + verdicts))
     display(curve.metrics_table(means))
     if (per_budget["claim"] == curve.CENTRAL.claim).any():
-        fig = curve.curve_figure(per_budget, title=f"{S.name}: {curve.CENTRAL.name} against the training budget "
-                                               f"({tables.sweep_profile(frame) or 'mixed'} profile)")
+        fig = curve.curve_figure(per_budget, title=f"{S.name}: {curve.CENTRAL.name}")
         outputs.save_figure(fig, run_dir, "curve")
         fig.show()
 
