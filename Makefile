@@ -10,7 +10,7 @@ VENV   ?= $(or $(VIRTUAL_ENV),$(if $(filter-out base,$(CONDA_DEFAULT_ENV)),$(CON
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test test-fast lint workbook book sweep lab sync gpu-kit clean-venv help
+.PHONY: setup test test-fast lint workbook book sweep lab sync gpu-kit gpu-curve clean-venv help
 
 help:
 	@echo "make workbook   set up, then run every notebook in its quick profile (outputs/)"
@@ -22,6 +22,7 @@ help:
 	@echo "make lab        set up, then start JupyterLab (double-click notebooks/NN_name.py: it opens as a notebook)"
 	@echo "make sync       write the local notebooks/NN_name.ipynb from NN_name.py (not tracked by git)"
 	@echo "make gpu-kit    prepare what the calls to a lent GPU machine carry, check the limits, print the calls (docs/gpu.md)"
+	@echo "make gpu-curve  on a machine with a CUDA GPU: the budget curve of the central finding (gpu/pretrained_curve_gpu.yaml)"
 	@echo "environment:    $(VENV)  (an active venv / conda env, else .venv; override: make VENV=path ...)"
 
 $(STAMP): requirements.txt requirements-models.txt pyproject.toml
@@ -64,6 +65,13 @@ sync: setup
 
 gpu-kit: setup
 	$(PY) gpu/kit.py $(KIT_ARGS)
+
+# the GPU work call on one's own CUDA machine: its model path linked to the installed GGUF, its
+# check, log and tarball in outputs/gpu-curve/ (LIMIT_S=N bounds it; the default 540 s fits an H200)
+gpu-curve: setup
+	$(PY) gpu/kit.py link
+	mkdir -p outputs/gpu-curve
+	OUT=outputs/gpu-curve PYTHON=$(PY) bash gpu/curve_call.sh gpu/pretrained_curve_gpu.yaml $(or $(JOBS),6)
 
 clean-venv:
 	rm -rf $(VENV)

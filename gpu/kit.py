@@ -4,6 +4,7 @@ check every call against the limits before any call, and print the calls in orde
     python gpu/kit.py [--out .gpu-kit] [--unsloth] [--no-model] [--no-wordnet]      # make gpu-kit
     python3 gpu/kit.py stage .gpu-kit/calls/callN                                   # on the GPU machine
     python gpu/kit.py results gpu-curve.tgz                      # back here: the sweep's results for 08
+    python gpu/kit.py link                # on one's own GPU machine: the sweep's model path -> the GGUF
 
 The lent machine (docs/gpu.md) runs Python 3.12 with torch, transformers, peft and accelerate but
 no unsloth, trl or the workbook's own packages, reaches no network, carries at most 64 MiB a call
@@ -651,6 +652,7 @@ def main() -> None:
     st.add_argument("folder", type=Path)
     res = sub.add_parser("results", help="back here: unpack the work call's gpu-curve.tgz for notebook 08")
     res.add_argument("tarball", type=Path)
+    sub.add_parser("link", help=f"link {GGUF_LINK} (the GPU sweep's model path) to the installed SmolLM2 GGUF")
     ap.add_argument("--out", type=Path, default=ROOT / ".gpu-kit")
     ap.add_argument("--piece-mib", type=int, default=40, help="largest piece of a split file (MiB)")
     ap.add_argument("--no-model", action="store_true", help="leave SmolLM2's GGUF out (and so the work)")
@@ -659,6 +661,8 @@ def main() -> None:
     a = ap.parse_args()
     if a.verb == "stage":
         return stage(a.folder)
+    if a.verb == "link":
+        return print(f"{link_model()} -> {link_model().resolve()}")
     if a.verb == "results":
         runs, same = unpack_results(a.tarball)
         print(f"unpacked {len(runs)} runs: {', '.join(runs) or 'none'}; already here, the same: {len(same)}")

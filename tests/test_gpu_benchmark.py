@@ -95,7 +95,7 @@ def test_the_workbooks_own_step_keeps_the_loss_and_runs_the_shared_opening_once(
 
 
 def test_a_later_run_merges_an_earlier_one_of_the_same_model_and_batch(tmp_path):
-    """Parts measured in two calls (the GPU kit's calls 5 and 6) give one report and its ratios."""
+    """Parts measured in two calls give one report and its ratios."""
     env = {**os.environ, "PYTHONPATH": str(paths.ROOT / "lib"), "OMP_NUM_THREADS": "1"}
     env.pop("UNSLOTH_FORCE_CPU", None)
     timing = lambda items: {

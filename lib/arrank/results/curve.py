@@ -210,6 +210,8 @@ def curve_metrics(curve: pd.DataFrame, level: float = S.LEVEL, n_resamples: int 
             if len(values.by_query) >= 2:
                 est, lo, hi = S.bootstrap_interval([values.by_query.to_numpy()], True, level, n_resamples)
                 lo, hi = S.widen(est, lo, hi, S.seed_halfwidth([(values.run_means, 1.0)], level))
+                # every metric is a fraction; the seed spread's t can carry a bound past 0 or 1
+                lo, hi = max(lo, 0.0), min(hi, 1.0)
             else:
                 est, lo, hi = float(values.by_query.mean()), np.nan, np.nan
             sizes = {"runs": len(values.run_means), "queries": len(values.by_query)}
