@@ -22,7 +22,7 @@ help:
 	@echo "make lab        set up, then start JupyterLab (double-click notebooks/NN_name.py: it opens as a notebook)"
 	@echo "make sync       write the local notebooks/NN_name.ipynb from NN_name.py (not tracked by git)"
 	@echo "make gpu-kit    prepare what the calls to a lent GPU machine carry, check the limits, print the calls (docs/gpu.md)"
-	@echo "make gpu-curve  on a machine with a CUDA GPU: the budget curve of the central finding (gpu/pretrained_curve_gpu.yaml)"
+	@echo "make gpu-curve [SWEEP=gpu/NAME.yaml]  on a CUDA GPU: the budget curve of the central finding (default gpu/pretrained_curve_gpu.yaml)"
 	@echo "environment:    $(VENV)  (an active venv / conda env, else .venv; override: make VENV=path ...)"
 
 $(STAMP): requirements.txt requirements-models.txt pyproject.toml
@@ -71,7 +71,7 @@ gpu-kit: setup
 gpu-curve: setup
 	$(PY) gpu/kit.py link
 	mkdir -p outputs/gpu-curve
-	OUT=outputs/gpu-curve PYTHON=$(PY) bash gpu/curve_call.sh gpu/pretrained_curve_gpu.yaml $(or $(JOBS),6)
+	OUT=outputs/gpu-curve PYTHON=$(PY) bash gpu/curve_call.sh $(or $(SWEEP),gpu/pretrained_curve_gpu.yaml) $(or $(JOBS),6)
 
 clean-venv:
 	rm -rf $(VENV)

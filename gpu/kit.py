@@ -706,7 +706,9 @@ def main() -> None:
     print(
         f"\n{len(wheels.files)} wheels, {sum(p.stat().st_size for p in wheels.files.values()) / MIB:.1f} MiB; "
         f"{len(calls)} calls, the last one staging and working. Every call: carry exactly the path named, "
-        f"timeout_s 600; make each call right after the last (the machine goes back 30 s after a call).\n"
+        f"timeout_s 600; make each call right after the last (the machine goes back 30 s after a call). The plan "
+        f"holds while the repository travels at most {(repo + MARGIN_BYTES) / MIB:.1f} MiB: run the kit again "
+        "after committing larger files.\n"
     )
     for call, s_ in zip(calls, seconds):
         print(

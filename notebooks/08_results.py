@@ -31,6 +31,7 @@ seed = 0  # nothing random here; kept by the parameter contract
 run_name = "auto"  # folder under outputs/08_results/; auto: profile and date-time
 sweep = None  # sweep file; None: sweeps/table1_wordnet_workbook.yaml quick, sweeps/table1_wordnet_paper.yaml paper
 paper_rows = "auto"  # the paper's numbers beside each row: auto (when the sweep ran the paper profile), yes or no
+curve_sweeps = ""  # more sweeps whose budget curves join this sweep's (comma-separated), e.g. the same runs trained longer
 
 # %%
 from IPython.display import Markdown, display
@@ -113,10 +114,12 @@ else:
 # budget's difference gets its 95% interval as Table 1's findings do (paired bootstrap over the
 # queries, seeds in quadrature; `results.curve`, docs/findings.md), beside NTP's R@1 and
 # fractional's CVR. Written as `curve_findings.csv`, `curve_metrics.csv` (each variant's means
-# with their intervals, fractions) and the rows as `curve_per_query.csv`.
+# with their intervals, fractions) and the rows as `curve_per_query.csv`. `curve_sweeps` adds the
+# curves of other sweeps, e.g. the same runs trained longer and scored at later budgets.
 
 # %%
-curve_rows = report.curve_frame(S, frame) if S.notebook == "05_train" else None
+more = [sweeps.load_sweep(f) for f in P["curve_sweeps"].split(",") if f]  # other runs, other budgets
+curve_rows = report.curves([S, *more]) if S.notebook == "05_train" else None
 if curve_rows is None or curve_rows.empty:
     print("no point of this sweep scored its queries at several budgets (notebook 05's eval_steps): no curve")
 else:

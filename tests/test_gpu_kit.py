@@ -204,6 +204,15 @@ def test_the_gpu_curve_trains_one_epoch_at_the_papers_batch_on_2000_queries(tmp_
     assert (p["n_eval"], pairs, p["batch_size"] * p["grad_accum"]) == (2000, 8834, 64)
     assert 1.0 <= p["steps"] * 64 / pairs < 1.01 and p["eval_steps"][-1] == p["steps"] and len(p["eval_steps"]) == 5
     assert p["query_batch"] > 1 and p["lr_schedule"] == "auto" and p["train_queries"] == 0
+    longer = tmp_path / "pretrained_curve_gpu_2epochs.yaml"  # the same runs, trained to two epochs
+    longer.write_text(
+        (paths.ROOT / "gpu" / longer.name).read_text().replace(str(kit.GGUF_LINK), str(gguf_file("smollm2-135m")))
+    )
+    for q in (q.resolved for q in sweep.load_sweep(longer).points):
+        assert (q["steps"], q["eval_steps"]) == (2 * p["steps"], [int(1.5 * p["steps"]), 2 * p["steps"]])
+        assert {
+            k: v for k, v in q.items() if k not in ("steps", "eval_steps", "run_name", "scheme", "alpha", "seed")
+        } == {k: v for k, v in p.items() if k not in ("steps", "eval_steps", "run_name", "scheme", "alpha", "seed")}
 
 
 def test_the_plan_counts_the_start_every_call_and_the_release_and_refuses_over_14_minutes():

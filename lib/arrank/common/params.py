@@ -739,6 +739,11 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
             "auto",
             "the paper's numbers beside each row: auto (when the sweep ran the paper profile), yes or no",
         ),
+        "curve_sweeps": Param(
+            text(r"[^,\s]+\.ya?ml(,[^,\s]+\.ya?ml)*", "'' or comma-separated sweep files (.yaml)", empty="none"),
+            "",
+            "more sweeps whose budget curves join this sweep's (comma-separated), e.g. the same runs trained longer",
+        ),
     },
 }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Sequence
 
 import pandas as pd
 
@@ -115,6 +116,12 @@ def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: P
         parts.append(pd.read_csv(path).assign(point=run_name, variant=label, seed=params.get("seed")))
     out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)
     return out[[c for c in CURVE_COLUMNS if c in out.columns]]
+
+
+def curves(sweeps: Sequence[Sweep], outputs_root: Path | None = None) -> pd.DataFrame:
+    """``curve_frame`` of several sweeps of notebook 05 in one frame (the first sweep's rows first):
+    one comparison at the budgets each sweep scored, e.g. a sweep and the same runs trained longer."""
+    return pd.concat([curve_frame(s, outputs_root=outputs_root) for s in sweeps], ignore_index=True)
 
 
 def write_per_query(per_query: pd.DataFrame, path: Path, overwrite: bool = False) -> Path:
