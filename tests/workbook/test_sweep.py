@@ -59,6 +59,47 @@ def test_bad_sweep_files_fail_before_anything_runs(tmp_path, outputs_root, text,
     assert not any(outputs_root.iterdir())  # nothing ran, nothing was written
 
 
+LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi")
+)
+
+
+def test_a_hostile_sweep_file_is_refused_in_one_line_at_once(tmp_path, outputs_root):
+    """Nested aliases (9 levels of 9: a few KB that expand to gigabytes), a file over the size cap,
+    bytes that are not UTF-8 and fields of the wrong type are each refused with one line, rc 2."""
+    import time
+
+    cases = [
+        (write(tmp_path, BASE + "grid: {alpha: [1]}\ndescription: *i\n" + LAUGHS, "laughs.yaml"), r"line \d+: aliases"),
+        (
+            write(tmp_path, BASE + "grid: {alpha: [1]}\n# " + "x" * sweep.MAX_FILE_BYTES + "\n", "big.yaml"),
+            r"at most 1,000,000",
+        ),
+        (
+            write(tmp_path, BASE + "grid: {alpha: [1]}\ndescription: " + "y" * 600 + "\n", "long.yaml"),
+            r"at most 500 char",
+        ),
+        (
+            write(tmp_path, BASE + "grid: {alpha: [1]}\ndescription: [1, 2]\n", "list.yaml"),
+            r"description must be a string",
+        ),
+        (
+            write(tmp_path, BASE + "grid: {alpha: [1]}\npaper: [table1]\n", "paper.yaml"),
+            r"paper=\['table1'\] is not allowed",
+        ),
+    ]
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"notebook: 05_train\n\xff\xfe\x00grid")
+    cases.append((binary, r"is not UTF-8 text \(byte 19\)"))
+    for path, expected in cases:
+        start = time.perf_counter()
+        with pytest.raises(sweep.SweepError, match=expected) as err:
+            sweep.load_sweep(path)
+        assert "\n" not in str(err.value) and len(str(err.value)) < 400
+        assert sweep.main([str(path), "--list", "--outputs-root", str(outputs_root)]) == 2
+        assert time.perf_counter() - start < 5
+
+
 def test_a_missing_sweep_file_lists_the_sweeps(tmp_path):
     with pytest.raises(sweep.SweepError, match=r"not found; sweeps: \[.*sweeps/table1_wordnet_quick.yaml"):
         sweep.load_sweep(tmp_path / "nope.yaml")
@@ -113,11 +154,12 @@ def test_committed_sweep_files_are_valid(path):
             pytest.skip("notebook 07_de_ce_baselines is not in this checkout yet")
         raise
     expected = {"table1": 12, "table2": 6, "table3": 9, "fig3": 15}
-    reduced = "workbook" in s.name or s.name.endswith("_pretrained")  # a few rows of the table
+    curve = s.name.endswith("_curve")  # <profile>_curve: two rows of the table scored at several budgets
+    reduced = "workbook" in s.name or s.name.endswith("_pretrained") or curve  # a few rows of the table
     if not reduced and s.paper in expected:
         assert len(s.points) == expected[s.paper]
-    assert s.paper and s.name.startswith(s.paper)
-    profile = next((p for p in ("paper", "pretrained") if s.name.endswith("_" + p)), "quick")
+    assert s.paper and (s.name.startswith(s.paper) or curve)
+    profile = next((p for p in ("paper", "pretrained") if s.name.endswith("_" + p) or s.name == f"{p}_curve"), "quick")
     assert {p.resolved["profile"] for p in s.points} == {profile}
 
 

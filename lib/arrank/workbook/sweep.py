@@ -171,16 +171,43 @@ def point_run_name(sweep_name: str, grid_values: dict[str, Any]) -> str:
     return name
 
 
+MAX_FILE_BYTES = 1_000_000  # a sweep file is a few KB; anything near this is not one
+MAX_DESCRIPTION = 500  # characters of a sweep's description
+
+
+def _no_aliases_loader():
+    """PyYAML's safe loader refusing aliases (``*name``): nested anchors expand a few KB into
+    gigabytes (a "billion laughs"), and a sweep file needs none."""
+    import yaml
+
+    class NoAliases(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                mark = self.peek_event().start_mark
+                raise yaml.YAMLError(f"line {mark.line + 1}: aliases (*name) are not allowed in a sweep file")
+            return super().compose_node(parent, index)
+
+    return NoAliases
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
+    """A sweep file's mapping, read as untrusted input: at most ``MAX_FILE_BYTES``, UTF-8, no aliases."""
     import yaml
 
     if not path.is_file():
         known = sorted(str(p.relative_to(paths.ROOT)) for p in SWEEPS.glob("*.yaml")) if SWEEPS.is_dir() else []
         raise SweepError(f"sweep file {str(path)!r} not found; sweeps: {known}")
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise SweepError(f"{path.name} is {size:,} bytes: a sweep file is at most {MAX_FILE_BYTES:,}")
     try:
-        data = yaml.safe_load(path.read_text())
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise SweepError(f"{path.name} is not UTF-8 text (byte {err.start}): a sweep file is YAML") from None
+    try:
+        data = yaml.load(text, Loader=_no_aliases_loader())  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as err:
-        raise SweepError(f"{path.name} is not valid YAML: {err}") from None
+        raise SweepError(f"{path.name} is not valid YAML: {str(err)[:300]}") from None
     if not isinstance(data, dict):
         raise SweepError(f"{path.name} must be a mapping with keys {sorted(KEYS)}")
     unknown = sorted(set(data) - KEYS)
@@ -204,8 +231,8 @@ def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
     if not re.fullmatch(NAME_PATTERN, name):
         raise SweepError(f"sweep file name {name!r} must match {NAME_PATTERN} (it prefixes the run names)")
     paper = data.get("paper")
-    if paper is not None and paper not in PAPER_KEYS:
-        raise SweepError(f"{path.name}: paper={paper!r} is not allowed; choose one of {list(PAPER_KEYS)}")
+    if paper is not None and (not isinstance(paper, str) or paper not in PAPER_KEYS):
+        raise SweepError(f"{path.name}: paper={repr(paper)[:80]} is not allowed; choose one of {list(PAPER_KEYS)}")
     if not isinstance(data["notebook"], (str, int)):
         raise SweepError(f"{path.name}: notebook must be a notebook stem such as 05_train, got {data['notebook']!r}")
     check_size(data["grid"], path.name, max_points)  # before the notebook is read: a refusal takes no time
@@ -246,7 +273,12 @@ def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
         resources = sweep_jobs.check_resources(data.get("resources"), f"{path.name}: resources")
     except sweep_jobs.JobError as err:
         raise SweepError(str(err)) from None
-    description = str(data.get("description", ""))
+    description = data.get("description", "")
+    if not isinstance(description, str) or len(description) > MAX_DESCRIPTION:
+        shown = repr(description)[:80]
+        raise SweepError(
+            f"{path.name}: description must be a string of at most {MAX_DESCRIPTION} characters, got {shown}"
+        )
     return Sweep(name, path, stem, dict(fixed), list(points.values()), paper, description, resources)
 
 
