@@ -578,25 +578,70 @@ RESULT_FOLDERS = ("outputs/05_train/", "outputs/sweeps/")  # what gpu/curve_call
 GGUF_LINK = Path(KIT) / "SmolLM2-135M-Instruct.Q4_1.gguf"  # the GPU sweep file's model_name
 
 
-def result_members(tarball: Path) -> list[tarfile.TarInfo]:
-    """The members of a ``gpu-curve.tgz`` (gpu/curve_call.sh), refused whole when one is not a plain
-    file or folder under :data:`RESULT_FOLDERS` (an absolute path, ``..``, a link)."""
-    with tarfile.open(tarball) as tar:
-        members = tar.getmembers()
-    for m in members:
-        name = m.name.rstrip("/") + ("/" if m.isdir() else "")
-        if not (m.isfile() or m.isdir()) or ".." in Path(m.name).parts or not name.startswith(RESULT_FOLDERS):
-            raise SystemExit(
-                f"{tarball}: member {m.name!r} is not a plain file or folder under {' or '.join(RESULT_FOLDERS)}; "
-                "nothing was unpacked"
-            )
-    return members
+class Refused(SystemExit):
+    """Bad input to the kit, said in one line: ``main`` prints it and exits 2."""
+
+
+MAX_MEMBER_BYTES = 64 * MIB  # a run's largest small result (per-query CSVs) is a few MiB
+MAX_TARBALL_BYTES = 512 * MIB  # all members together, unpacked
 
 
 def run_of(name: str) -> str | None:
     """The run folder ``outputs/05_train/<run>`` a tarball member belongs to (None for others)."""
     parts = Path(name).parts
     return "/".join(parts[:3]) if len(parts) >= 3 and parts[1] == "05_train" else None
+
+
+def result_members(tarball: Path, root: Path = ROOT) -> dict[str, bytes | None]:
+    """The members of a ``gpu-curve.tgz`` (gpu/curve_call.sh), read whole before anything is written:
+    member name -> its bytes (None for a folder). Refused whole (:class:`Refused`) when the file is not
+    a readable tar.gz (truncated, or another kind of file); when a member is not a plain file or folder
+    under :data:`RESULT_FOLDERS` (an absolute path, ``..``, a link, a device, a sparse file), is over
+    :data:`MAX_MEMBER_BYTES` or all over :data:`MAX_TARBALL_BYTES`, or would land outside ``root``'s
+    ``outputs/`` (a folder there that is a link elsewhere); when a run folder has no results.json
+    (a ``.curve-*`` folder, the points of a run the limit stopped, holds ``step-*.csv`` only)."""
+    out: dict[str, bytes | None] = {}
+    total = 0
+    try:
+        with tarfile.open(tarball, "r:gz") as tar:
+            for m in tar:
+                name = m.name.rstrip("/") + ("/" if m.isdir() else "")
+                if (
+                    not (m.isfile() or m.isdir())
+                    or m.issparse()
+                    or ".." in Path(m.name).parts
+                    or not name.startswith(RESULT_FOLDERS)
+                ):
+                    raise Refused(
+                        f"{tarball}: member {m.name[:80]!r} is not a plain file or folder under "
+                        f"{' or '.join(RESULT_FOLDERS)}; nothing was unpacked"
+                    )
+                total += m.size
+                if m.size > MAX_MEMBER_BYTES or total > MAX_TARBALL_BYTES:
+                    raise Refused(
+                        f"{tarball}: member {m.name[:80]!r} ({m.size:,} bytes) passes the {MAX_MEMBER_BYTES:,} bytes a "
+                        f"result file or the {MAX_TARBALL_BYTES:,} a tarball may unpack to; nothing was unpacked"
+                    )
+                out[m.name.rstrip("/")] = tar.extractfile(m).read() if m.isfile() else None
+    except (tarfile.TarError, EOFError, OSError) as err:
+        raise Refused(
+            f"{tarball}: not a readable tar.gz ({type(err).__name__}: {str(err)[:80]}); nothing was unpacked"
+        ) from None
+    outputs = (root / "outputs").resolve()
+    for name in out:
+        target = (root / name).resolve()
+        if target != outputs and outputs not in target.parents:
+            raise Refused(
+                f"{tarball}: {name[:80]!r} would be written to {target}, outside {outputs}; nothing was unpacked"
+            )
+    for run in sorted({r for n in out if (r := run_of(n))}):
+        files = [n for n in out if n.startswith(run + "/") and out[n] is not None]
+        partial = Path(run).name.startswith(".curve-")
+        if partial and any(not Path(n).name.startswith("step-") or not n.endswith(".csv") for n in files):
+            raise Refused(f"{tarball}: {run} holds files other than a stopped run's step-*.csv; nothing was unpacked")
+        if not partial and f"{run}/results.json" not in out:
+            raise Refused(f"{tarball}: {run} has no results.json: not a finished run; nothing was unpacked")
+    return out
 
 
 def link_model(link: Path = GGUF_LINK) -> Path:
@@ -616,32 +661,38 @@ def link_model(link: Path = GGUF_LINK) -> Path:
 def unpack_results(tarball: Path, root: Path = ROOT, link: Path = GGUF_LINK) -> tuple[list[str], list[str]]:
     """Unpack a GPU sweep's small results into ``root``'s outputs, so that notebook 08 reads them
     (``-p sweep gpu/pretrained_curve_gpu.yaml``): (the runs unpacked, the runs already here
-    with the same results.json, skipped). A run that exists here with another or no results.json is
-    never overwritten: the whole tarball is refused, nothing written. The sweep's status and logs
+    with the same results.json, skipped). The tarball is read whole and checked first
+    (:func:`result_members`). A run that exists here with another or no results.json is never
+    overwritten: the whole tarball is refused, nothing written. The sweep's status and logs
     (``outputs/sweeps/``) are replaced by the tarball's, the newer. :func:`link_model` first."""
     if not tarball.is_file():
-        raise SystemExit(f"{tarball}: no such file (the gpu-curve.tgz that the work call brought back)")
-    members = result_members(tarball)
+        raise Refused(f"{tarball}: no such file (the gpu-curve.tgz that the work call brought back)")
+    members = result_members(tarball, root)
     link_model(link)
-    runs = sorted({r for m in members if (r := run_of(m.name))})
+    runs = sorted({r for n in members if (r := run_of(n))})
     same, clash = [], []
-    with tarfile.open(tarball) as tar:
-        for run in runs:
-            here = root / run
-            if not here.exists():
-                continue
-            try:
-                theirs = tar.extractfile(f"{run}/results.json").read()
-            except (KeyError, AttributeError):
-                theirs = None
+    for run in runs:
+        here = root / run
+        if here.exists():
             mine = here / "results.json"
+            theirs = members.get(f"{run}/results.json")
             (same if mine.is_file() and theirs == mine.read_bytes() else clash).append(run)
-        if clash:
-            raise SystemExit(
-                f"{tarball}: these runs exist here with other results and are never overwritten: "
-                f"{', '.join(clash)} (move them aside to take the tarball's; nothing was unpacked)"
-            )
-        tar.extractall(root, members=[m for m in members if run_of(m.name) not in same], filter="data")
+    if clash:
+        raise Refused(
+            f"{tarball}: these runs exist here with other results and are never overwritten: "
+            f"{', '.join(clash)} (move them aside to take the tarball's; nothing was unpacked)"
+        )
+    for name, data in members.items():
+        if run_of(name) in same:
+            continue
+        target = root / name
+        if data is None:
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.unpacking")
+        tmp.write_bytes(data)
+        tmp.replace(target)
     return [r for r in runs if r not in same], same
 
 
@@ -659,6 +710,15 @@ def main() -> None:
     ap.add_argument("--unsloth", action="store_true", help="also carry Unsloth (benchmarks/gpu.py parts a, c)")
     ap.add_argument("--no-wordnet", action="store_true", help="leave WordNet out")
     a = ap.parse_args()
+    try:
+        return run_verb(a)
+    except Refused as err:
+        print(f"gpu/kit.py: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def run_verb(a: argparse.Namespace) -> None:
+    """What ``main`` does for the parsed arguments ``a``."""
     if a.verb == "stage":
         return stage(a.folder)
     if a.verb == "link":

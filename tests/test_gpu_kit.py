@@ -276,3 +276,52 @@ def test_results_unpack_a_gpu_sweep_and_never_overwrite_a_run(tmp_path):
         assert not (root / "outputs/05_train/gpu-d").exists()
     with pytest.raises(SystemExit, match="no such file"):
         kit.unpack_results(tmp_path / "absent.tgz", root, link)
+
+
+def test_a_damaged_or_hostile_tarball_is_refused_whole_with_rc_2(tmp_path, monkeypatch):
+    """Read as untrusted input: a truncated tarball, another kind of file, a member over the size cap,
+    a run without results.json, a stopped run's folder with other files, and an outputs/sweeps that
+    links outside are each refused in one line before anything is written; the command exits 2."""
+    root, link = tmp_path / "repo", tmp_path / "kit" / "model.gguf"
+    good = {"outputs/05_train/gpu-a/results.json": "{}", "outputs/05_train/.curve-gpu-b/step-0000009.csv": "q\n"}
+    whole = _results_tarball(tmp_path / "whole.tgz", {**good, "outputs/sweeps/s/status.json": "{}"}).read_bytes()
+    (tmp_path / "cut.tgz").write_bytes(whole[: len(whole) // 2])
+    (tmp_path / "text.tgz").write_text("not a tarball")
+    cases = {
+        tmp_path / "cut.tgz": "not a readable tar.gz",
+        tmp_path / "text.tgz": "not a readable tar.gz",
+        _results_tarball(
+            tmp_path / "norun.tgz", {"outputs/05_train/gpu-c/per_query.csv": "q\n"}
+        ): "gpu-c has no results.json",
+        _results_tarball(
+            tmp_path / "odd.tgz", {**good, "outputs/05_train/.curve-gpu-b/notes.txt": "x"}
+        ): "files other than a stopped run's step",
+    }
+    for tarball, expected in cases.items():
+        with pytest.raises(kit.Refused, match=expected):
+            kit.unpack_results(tarball, root, link)
+        assert not (root / "outputs").exists()
+    monkeypatch.setattr(kit, "MAX_MEMBER_BYTES", 10)
+    with pytest.raises(kit.Refused, match=r"\(20 bytes\) passes the 10 bytes"):
+        kit.unpack_results(
+            _results_tarball(tmp_path / "big.tgz", {"outputs/05_train/gpu-a/results.json": "x" * 20}), root, link
+        )
+    monkeypatch.undo()
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (root / "outputs").mkdir(parents=True)
+    (root / "outputs" / "sweeps").symlink_to(outside)
+    with pytest.raises(kit.Refused, match=r"outside .*outputs; nothing was unpacked"):
+        kit.unpack_results(tmp_path / "whole.tgz", root, link)
+    assert not list(outside.iterdir()) and not (root / "outputs" / "05_train").exists()
+    (root / "outputs" / "sweeps").unlink()
+    assert kit.unpack_results(tmp_path / "whole.tgz", root, link) == (
+        ["outputs/05_train/.curve-gpu-b", "outputs/05_train/gpu-a"],
+        [],
+    )
+    done = subprocess.run(
+        [sys.executable, str(paths.ROOT / "gpu" / "kit.py"), "results", str(tmp_path / "cut.tgz")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "not a readable tar.gz" in done.stderr
