@@ -115,7 +115,9 @@ else:
 # queries, seeds in quadrature; `results.curve`, docs/findings.md), beside NTP's R@1 and
 # fractional's CVR. Written as `curve_findings.csv`, `curve_metrics.csv` (each variant's means
 # with their intervals, fractions) and the rows as `curve_per_query.csv`. `curve_sweeps` adds the
-# curves of other sweeps, e.g. the same runs trained longer and scored at later budgets.
+# curves of other sweeps: runs of the same setting (items a step, held-out queries; the `setting`
+# column) join into one curve, e.g. the same runs trained longer; different settings, e.g. a GPU and
+# a CPU sweep, are decided and drawn side by side, one line each, never pooled.
 
 # %%
 more = [sweeps.load_sweep(f) for f in P["curve_sweeps"].split(",") if f]  # other runs, other budgets

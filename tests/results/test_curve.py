@@ -152,11 +152,81 @@ def test_curve_rows_of_a_sweep_carry_the_variant_without_the_budget(tmp_path, ou
     frame = report.collect(s)
     assert frame.loc[1, "label"] == "NTP (steps=10)"
     got = report.curve_frame(s, frame)
-    assert list(got.columns) == report.CURVE_COLUMNS == ["point", "variant", "seed", "step", "items", "epochs",
-                                                          "query", "cvr", "ndcg", "r1", "r2", "r3", "r4", "r5"]  # fmt: skip
+    assert list(got.columns) == report.CURVE_COLUMNS == ["point", "variant", "setting", "seed", "step", "items",
+                                                          "epochs", "query", "cvr", "ndcg", "r1", "r2", "r3", "r4",
+                                                          "r5"]  # fmt: skip
     assert got["variant"].unique().tolist() == [NTP, FRAC] and got["seed"].eq(7).all()
+    per_step = s.points[1].resolved["batch_size"] * (s.points[1].resolved.get("grad_accum") or 1)
+    assert got["setting"].unique().tolist() == [f"{per_step:,} items a step, 40 held-out queries"]
     assert got["point"].unique().tolist() == [s.points[1].run_name, s.points[3].run_name] and len(got) == 2 * 2 * 40
     mine = rows[(rows["variant"] == FRAC) & (rows["seed"] == 0)]
     assert got.loc[got["variant"] == FRAC, "r3"].tolist() == pytest.approx(mine["r3"].tolist())
     empty = report.curve_frame(s, frame[frame["run_name"] == s.points[2].run_name])
     assert empty.empty and list(empty.columns) == report.CURVE_COLUMNS
+
+
+GPU, CPU = "64 items a step, 40 held-out queries", "4 items a step, 40 held-out queries"
+
+
+@pytest.fixture(scope="module")
+def two_settings():
+    """Two settings scored at the same steps with opposite differences: fractional above NTP in one,
+    below in the other (pooled, they would cancel to undecided)."""
+    gpu = make_curve({100: 0.2, 200: 0.2}).assign(setting=GPU)
+    cpu = make_curve({100: -0.2, 200: -0.2}, seed=1).assign(setting=CPU)
+    cpu["point"] = "cpu-" + cpu["point"]
+    rows = pd.concat([gpu, cpu], ignore_index=True)
+    return rows, curve.curve_findings(rows, (curve.CENTRAL,), n_resamples=999)
+
+
+def test_settings_are_never_pooled(two_settings):
+    rows, found = two_settings
+    assert list(found.columns) == ["claim", "setting", *curve.FINDING_COLUMNS[1:]]
+    assert found.groupby("step").size().to_dict() == {100: 2, 200: 2}  # two verdict rows per budget
+    by = found.set_index(["setting", "step"])
+    for step in (100, 200):
+        assert by.loc[(GPU, step), "verdict"] == "holds" and by.loc[(GPU, step), "ci_low"] > 0
+        assert by.loc[(CPU, step), "verdict"] == "fails" and by.loc[(CPU, step), "ci_high"] < 0
+        assert "40 queries, paired; 2 / 2 runs" in by.loc[(GPU, step), "numbers"]
+    assert curve.turning_point(found) == (
+        f"{curve.CENTRAL.claim}: ({GPU}) holds at every budget measured, from step 100 (6,400 items, 6.4 epochs) "
+        "to step 200 (12,800 items, 12.8 epochs); "
+        f"({CPU}) does not turn to holds by the largest budget, step 200 (12,800 items, 12.8 epochs): fails there"
+    )
+    last = curve.budget_verdicts(found)
+    assert [(f.claim, f.verdict) for f in last] == [
+        (f"{curve.CENTRAL.claim} ({GPU})", "holds"),
+        (f"{curve.CENTRAL.claim} ({CPU})", "fails"),
+    ]
+    md = curve.budget_markdown(found)
+    assert "| setting | step |" in md and f"| {GPU} | 100 | 6,400 |" in md and f"| {CPU} | 200 | 12,800 |" in md
+    m = curve.curve_metrics(rows[rows["step"] == 100], n_resamples=99)
+    assert list(m.columns) == ["variant", "setting", *curve.METRIC_COLUMNS[1:]] and len(m) == 2 * 2 * 7
+    pairs = m[["variant", "setting"]].drop_duplicates().values.tolist()
+    assert pairs == [[NTP, GPU], [NTP, CPU], [FRAC, GPU], [FRAC, CPU]]
+    assert list(curve.metrics_table(m).columns[:3]) == ["variant", "setting", "step"]
+
+
+def test_one_setting_gives_the_findings_as_before(better_worse_equal):
+    rows, found = better_worse_equal
+    named = curve.curve_findings(rows.assign(setting=GPU), n_resamples=999)
+    assert list(named.columns) == ["claim", "setting", *curve.FINDING_COLUMNS[1:]] and named["setting"].eq(GPU).all()
+    pd.testing.assert_frame_equal(named.drop(columns="setting"), found)
+    assert curve.turning_point(named) == curve.turning_point(found)
+    assert curve.budget_verdicts(named) == curve.budget_verdicts(found)
+    assert curve.budget_markdown(named).replace(f"; {GPU})", ")") == curve.budget_markdown(found)
+
+
+def test_the_figure_draws_one_band_per_setting(two_settings):
+    _, found = two_settings
+    fig = curve.curve_figure(found, title="t")
+    bands = [t for t in fig.data if t.fill == "toself"]
+    lines = [t for t in fig.data if t.fill != "toself"]
+    assert len(bands) == len(lines) == 2 and [t.name for t in lines] == [GPU, CPU]
+    colors = {t.line.color for t in lines}
+    assert len(colors) == 2 and not colors & set(curve.VERDICT_COLORS.values())
+    assert [list(t.x) for t in bands] == [[6400, 12800, 12800, 6400]] * 2
+    assert list(lines[1].y) == pytest.approx(list(found.loc[found["setting"] == CPU, "estimate"] * 100))
+    assert list(lines[1].marker.color) == [curve.VERDICT_COLORS["fails"]] * 2
+    assert list(lines[0].text) == ["6.4 epochs", "13 epochs"]
+    assert [(sh.y0, sh.y1) for sh in fig.layout.shapes] == [(0, 0)] and fig.layout.xaxis.type == "log"

@@ -3,10 +3,15 @@
 
 Notebook 05 with ``eval_steps`` scores the same held-out queries at several optimizer steps of one
 run; ``arrank.workbook.report.curve_frame`` gathers a sweep's into one frame, one row per (point,
-step, query): ``point, variant, seed, step, items, epochs, query, cvr, ndcg, r1..r5`` (fractions).
-Here each step is a budget and each claim of ``CLAIMS`` is decided at it as Table 1's findings are
-(``statistics.compare``: paired bootstrap over queries, seeds in quadrature, docs/findings.md),
-with the threshold and side ``table1.table1_findings`` gives the same comparison.
+step, query): ``point, variant, setting, seed, step, items, epochs, query, cvr, ndcg, r1..r5``
+(fractions). Here each step is a budget and each claim of ``CLAIMS`` is decided at it as Table 1's
+findings are (``statistics.compare``: paired bootstrap over queries, seeds in quadrature,
+docs/findings.md), with the threshold and side ``table1.table1_findings`` gives the same comparison.
+
+A frame may hold the curves of several training settings (``setting``: items a step and held-out
+queries, e.g. a GPU and a CPU sweep): each is decided on its own rows, never pooled with another's,
+and its rows carry its ``setting``. A frame without the column is one setting, as is one whose
+column holds one value.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from arrank.common.display import log_axis, metric_title, percent_axis, percent_text, style, subtitle
+from arrank.common.display import QUALITATIVE, log_axis, metric_title, percent_axis, percent_text, style, subtitle
 from arrank.common.findings import COLUMNS, Finding, decide, interval_text
 from arrank.results import statistics as S
 from arrank.results.tables import TABLE_RESAMPLES
@@ -25,6 +30,7 @@ from arrank.training.schemes import loss_label
 NTP = loss_label({"scheme": "indicator"})
 FRACTIONAL = loss_label({"scheme": "fractional", "alpha": 2})
 BUDGET = ["step", "items", "epochs"]
+SETTING = "setting"  # what a run's numbers are comparable within (report.curve_frame): never pooled across
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,25 @@ METRICS = ("cvr", "ndcg", "r1", "r2", "r3", "r4", "r5")
 METRIC_COLUMNS = ["variant", *BUDGET, "runs", "queries", "metric", "mean", "ci_low", "ci_high"]
 
 
+def settings(frame: pd.DataFrame) -> list:
+    """The distinct ``setting`` values of a frame in first-seen order; ``[None]`` (one setting, unnamed)
+    when it has no such column."""
+    return list(dict.fromkeys(frame[SETTING])) if SETTING in frame.columns else [None]
+
+
+def _of(frame: pd.DataFrame, setting) -> pd.DataFrame:
+    """The rows of one of ``settings(frame)`` (all of them for ``None``)."""
+    return frame if setting is None else frame[frame[SETTING] == setting]
+
+
+def _with_setting(columns: list[str], frame: pd.DataFrame, after: str) -> list[str]:
+    """``columns`` with ``setting`` right after ``after`` when ``frame`` has a ``setting`` column."""
+    if SETTING not in frame.columns:
+        return list(columns)
+    i = columns.index(after) + 1
+    return [*columns[:i], SETTING, *columns[i:]]
+
+
 def budgets(curve: pd.DataFrame, variants: list[str]) -> pd.DataFrame:
     """The steps every one of ``variants`` was scored at, ascending, with their ``items`` and
     ``epochs`` (means over the variants' runs: an epoch counts the training queries' pairs, which
@@ -92,8 +117,9 @@ def curve_findings(
     level: float = S.LEVEL,
     n_resamples: int = S.N_RESAMPLES,
 ) -> pd.DataFrame:
-    """Each claim decided at each budget (step) both its variants were scored at: one row per
-    (claim, step), ``FINDING_COLUMNS``; fractions. ``a_mean`` and ``b_mean`` are the variants'
+    """Each claim decided at each budget (step) both its variants were scored at, within each setting
+    of the curve: one row per (claim, setting, step), ``FINDING_COLUMNS`` with ``setting`` after
+    ``claim`` when the curve has the column; fractions. ``a_mean`` and ``b_mean`` are the variants'
     means over their queries (each query averaged over the runs), ``estimate`` the mean per-query
     ``a - weight * b`` with its ``level`` interval (``ci_low``, ``ci_high``: bootstrap over the
     queries, widened by the spread of the runs' means where a variant has several), ``verdict``
@@ -101,14 +127,16 @@ def curve_findings(
     whose variants the curve lacks have no rows."""
     rows = []
     for claim in claims:
-        for _, budget in budgets(curve, [claim.a, claim.b]).iterrows():
-            at = curve[curve["step"] == budget["step"]]
-            a, b = (S.variant_values(at, v, list(claim.metrics)) for v in (claim.a, claim.b))
-            c = S.compare(a, b, claim.weight, level, n_resamples)
-            f = decide(claim.claim, c.estimate, c.interval, claim.threshold, claim.side, c.text(), level)
-            means = {"a": claim.a, "b": claim.b, "a_mean": a.by_query.mean(), "b_mean": b.by_query.mean()}
-            rows.append({**f.as_dict(), **budget.to_dict(), **means})
-    return pd.DataFrame(rows, columns=FINDING_COLUMNS).astype({"step": int})
+        for setting in settings(curve):
+            part = _of(curve, setting)
+            for _, budget in budgets(part, [claim.a, claim.b]).iterrows():
+                at = part[part["step"] == budget["step"]]
+                a, b = (S.variant_values(at, v, list(claim.metrics)) for v in (claim.a, claim.b))
+                c = S.compare(a, b, claim.weight, level, n_resamples)
+                f = decide(claim.claim, c.estimate, c.interval, claim.threshold, claim.side, c.text(), level)
+                means = {"a": claim.a, "b": claim.b, "a_mean": a.by_query.mean(), "b_mean": b.by_query.mean()}
+                rows.append({**f.as_dict(), SETTING: setting, **budget.to_dict(), **means})
+    return pd.DataFrame(rows, columns=_with_setting(FINDING_COLUMNS, curve, "claim")).astype({"step": int})
 
 
 def _title(m: str) -> str:
@@ -130,11 +158,15 @@ def _budget_text(row: pd.Series) -> str:
 def turning_point(findings: pd.DataFrame, claim: Claim = CENTRAL) -> str:
     """In words, where ``claim``'s verdict (``curve_findings``) turns to holds: the smallest budget
     from which it holds at every larger budget measured, with the verdict of the budget before it;
-    or that it does not hold at the largest budget (and where it held, if it did)."""
-    rows = findings[findings["claim"] == claim.claim].sort_values("step")
+    or that it does not hold at the largest budget (and where it held, if it did). Findings of several
+    settings get one such clause each, ``(setting) ...``, joined by ``;``."""
+    rows = findings[findings["claim"] == claim.claim]
     if rows.empty:
         return f"{claim.claim}: no budget at which both {claim.a} and {claim.b} were scored"
-    return f"{claim.claim}: {_turning(rows)}"
+    groups = settings(rows)
+    if len(groups) == 1:
+        return f"{claim.claim}: {_turning(rows.sort_values('step'))}"
+    return f"{claim.claim}: " + "; ".join(f"({s}) {_turning(_of(rows, s).sort_values('step'))}" for s in groups)
 
 
 def _turning(rows: pd.DataFrame) -> str:
@@ -157,38 +189,49 @@ def _turning(rows: pd.DataFrame) -> str:
 
 
 def budget_verdicts(findings: pd.DataFrame, claims: tuple[Claim, ...] = CLAIMS) -> list[Finding]:
-    """One ``Finding`` per claim the curve has: the verdict at the largest budget and its interval;
+    """One ``Finding`` per claim the curve has (per claim and setting where the findings hold several
+    settings, the claim followed by ``(setting)``): the verdict at the largest budget and its interval;
     its numbers say where the verdict turned (``turning_point``) and the means at the largest budget."""
     out = []
     for claim in claims:
-        rows = findings[findings["claim"] == claim.claim].sort_values("step")
-        if rows.empty:
-            continue
-        last = rows.iloc[-1]
-        means = f"{claim.a} {percent_text(last['a_mean'])}, {claim.b} {percent_text(last['b_mean'])}"
-        numbers = f"{_turning(rows)}; there {_quantity(claim)}: {means}"
-        values = {k: last[k] for k in COLUMNS if k not in ("claim", "numbers", "ci_low", "ci_high")}
-        out.append(Finding(claim.claim, numbers=numbers, interval=(last["ci_low"], last["ci_high"]), **values))
+        rows = findings[findings["claim"] == claim.claim]
+        groups = settings(rows)
+        for setting in groups:
+            part = _of(rows, setting).sort_values("step")
+            if part.empty:
+                continue
+            last = part.iloc[-1]
+            means = f"{claim.a} {percent_text(last['a_mean'])}, {claim.b} {percent_text(last['b_mean'])}"
+            numbers = f"{_turning(part)}; there {_quantity(claim)}: {means}"
+            values = {k: last[k] for k in COLUMNS if k not in ("claim", "numbers", "ci_low", "ci_high")}
+            name = claim.claim if len(groups) == 1 else f"{claim.claim} ({setting})"
+            out.append(Finding(name, numbers=numbers, interval=(last["ci_low"], last["ci_high"]), **values))
     return out
 
 
 def budget_markdown(findings: pd.DataFrame, claims: tuple[Claim, ...] = CLAIMS) -> str:
     """The per-budget table of each claim as Markdown (percent): step, items, epochs, both
-    variants' means, the difference with its 95% interval (points), the verdict."""
+    variants' means, the difference with its 95% interval (points), the verdict. Findings of one named
+    setting name it in the claim's line; of several, a first column ``setting`` does (rows by setting,
+    then step)."""
     out = []
     for claim in claims:
-        rows = findings[findings["claim"] == claim.claim].sort_values("step")
+        rows = findings[findings["claim"] == claim.claim]
         if rows.empty:
             continue
+        groups = settings(rows)
+        several = len(groups) > 1
+        rows = pd.concat([_of(rows, s).sort_values("step") for s in groups])
         head = ["step", "items", "epochs", f"{claim.a} (%)", f"{claim.b} (%)", f"{claim.name} (points)", "verdict"]
-        lines = [
-            f"**{claim.claim}** ({_quantity(claim)}; claimed: difference {claim.side} {claim.threshold * 100:g} points)",
-            "",
-        ]
+        head = ["setting", *head] if several else head
+        one = f"; {groups[0]}" if not several and groups[0] is not None else ""
+        claimed = f"claimed: difference {claim.side} {claim.threshold * 100:g} points"
+        lines = [f"**{claim.claim}** ({_quantity(claim)}; {claimed}{one})", ""]
         lines += ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
         for _, r in rows.iterrows():
             f = Finding(claim.claim, r["verdict"], estimate=r["estimate"], interval=(r["ci_low"], r["ci_high"]))
-            cells = [str(int(r["step"])), f"{r['items']:,.0f}", f"{r['epochs']:.3g}"]
+            cells = [str(r[SETTING])] if several else []
+            cells += [str(int(r["step"])), f"{r['items']:,.0f}", f"{r['epochs']:.3g}"]
             cells += [percent_text(r["a_mean"]), percent_text(r["b_mean"]), interval_text(f, unit=""), r["verdict"]]
             lines.append("| " + " | ".join(cells) + " |")
         out.append("\n".join(lines) + "\n")
@@ -200,11 +243,15 @@ def curve_metrics(curve: pd.DataFrame, level: float = S.LEVEL, n_resamples: int 
     """Each variant's mean of each metric (``METRICS``) at each step it was scored at, with its
     ``level`` interval (bootstrap over the queries, each averaged over the runs, widened by the
     spread of the runs' means: the tables' ±, as ``statistics.mean_halfwidth``): one row per
-    (variant, step, metric), ``METRIC_COLUMNS``, fractions; ``runs`` and ``queries`` behind it.
-    A metric no query of the step has (R@5 of queries with four relevant docIDs) has no row."""
+    (variant, setting, step, metric), ``METRIC_COLUMNS`` with ``setting`` after ``variant`` when the
+    curve has the column, fractions; ``runs`` and ``queries`` behind it. A metric no query of the
+    step has (R@5 of queries with four relevant docIDs) has no row."""
+    keys = _with_setting(["variant", "step"], curve, "variant")
     rows = []
-    for (variant, step), at in curve.groupby(["variant", "step"], sort=False):
-        budget = {"variant": variant, "step": int(step), "items": at["items"].mean(), "epochs": at["epochs"].mean()}
+    for key, at in curve.groupby(keys, sort=False):
+        variant, step = key[0], key[-1]
+        budget = {"variant": variant, **dict(zip(keys[1:-1], key[1:-1])), "step": int(step)}
+        budget |= {"items": at["items"].mean(), "epochs": at["epochs"].mean()}
         for m in (m for m in METRICS if m in at and at[m].notna().any()):
             values = S.variant_values(at, variant, m)
             if len(values.by_query) >= 2:
@@ -216,17 +263,17 @@ def curve_metrics(curve: pd.DataFrame, level: float = S.LEVEL, n_resamples: int 
                 est, lo, hi = float(values.by_query.mean()), np.nan, np.nan
             sizes = {"runs": len(values.run_means), "queries": len(values.by_query)}
             rows.append({**budget, **sizes, "metric": m, "mean": est, "ci_low": lo, "ci_high": hi})
-    out = pd.DataFrame(rows, columns=METRIC_COLUMNS)
-    return out.sort_values(["variant", "step"], kind="stable", key=_first_seen).reset_index(drop=True)
+    out = pd.DataFrame(rows, columns=_with_setting(METRIC_COLUMNS, curve, "variant"))
+    return out.sort_values(keys, kind="stable", key=_first_seen).reset_index(drop=True)
 
 
 def _first_seen(col: pd.Series) -> pd.Series:
-    """Sort key: variants in first-seen order, anything else as it is."""
-    return col.map({v: i for i, v in enumerate(dict.fromkeys(col))}) if col.name == "variant" else col
+    """Sort key: variants and settings in first-seen order, anything else as it is."""
+    return col.map({v: i for i, v in enumerate(dict.fromkeys(col))}) if col.name in ("variant", SETTING) else col
 
 
 def metrics_table(metrics: pd.DataFrame) -> pd.DataFrame:
-    """``curve_metrics`` for display: one row per (variant, step) with items and epochs, one column
+    """``curve_metrics`` for display: one row per (variant, setting, step) with items and epochs, one column
     per metric (``metric_title``: CVR (%), nDCG (%), R@k (%)) holding ``mean ± half-width`` in percent."""
     text = metrics.assign(
         value=[
@@ -235,60 +282,82 @@ def metrics_table(metrics: pd.DataFrame) -> pd.DataFrame:
         ],
         title=metrics["metric"].map(_title),
     )
-    wide = text.pivot_table(index=["variant", *BUDGET], columns="title", values="value", aggfunc="first", sort=False)
+    index = _with_setting(["variant", *BUDGET], metrics, "variant")
+    wide = text.pivot_table(index=index, columns="title", values="value", aggfunc="first", sort=False)
     order = [_title(m) for m in METRICS]
     out = wide[[c for c in order if c in wide.columns]].reset_index().rename_axis(columns=None)
     return out.astype({"items": int}) if out["items"].eq(out["items"].round()).all() else out
 
 
 VERDICT_COLORS = {"holds": "#2ca02c", "fails": "#d62728", "undecided": "#7f7f7f"}
+# one line per setting: blue (the one-setting curve's), then the qualitative palette less the verdicts' colours
+SETTING_COLORS = ("#1f77b4", *(c for c in QUALITATIVE if c not in VERDICT_COLORS.values()))
+
+
+def _rgba(color: str, alpha: float) -> str:
+    """``#1f77b4`` -> ``rgba(31, 119, 180, 0.2)`` (a band in its line's colour)."""
+    return f"rgba({int(color[1:3], 16)}, {int(color[3:5], 16)}, {int(color[5:7], 16)}, {alpha:g})"
 
 
 def curve_figure(findings: pd.DataFrame, claim: Claim = CENTRAL, title: str | None = None):
     """Plotly: ``claim``'s difference (points) against the training budget in items seen (log
     axis), its 95% interval as a band, the claim's threshold dotted and zero as a line; markers
-    coloured by the verdict at that budget and labelled with its epochs, the step in the hover."""
+    coloured by the verdict at that budget and labelled with its epochs, the step in the hover.
+    One line and band per setting of the findings (``SETTING_COLORS``, in first-seen order; the
+    legend names the setting), side by side on the one axis, never pooled."""
     import plotly.graph_objects as go
 
-    rows = findings[findings["claim"] == claim.claim].sort_values("step")
+    rows = findings[findings["claim"] == claim.claim]
     if rows.empty:
         raise ValueError(f"no budget of the curve has both {claim.a} and {claim.b}: nothing to draw")
-    x = rows["items"].tolist()
-    y, lo, hi = (rows[c].to_numpy() * 100 for c in ("estimate", "ci_low", "ci_high"))
+    groups = settings(rows)
+    several = len(groups) > 1
     fig = go.Figure()
-    fig.add_scatter(
-        x=x + x[::-1],
-        y=list(hi) + list(lo[::-1]),
-        mode="lines",
-        fill="toself",
-        fillcolor="rgba(31, 119, 180, 0.2)",
-        line={"width": 0},
-        hoverinfo="skip",
-        name=f"{rows['level'].iloc[0] * 100:g}% interval",
-    )
-    fig.add_scatter(
-        x=x,
-        y=y,
-        mode="lines+markers+text",
-        name=claim.name,
-        text=[f"{e:.2g} epochs" for e in rows["epochs"]],
-        textposition="top center",
-        cliponaxis=False,
-        textfont={"size": 11, "color": "grey"},
-        line={"color": "#1f77b4"},
-        marker={"size": 9, "color": [VERDICT_COLORS.get(v, "black") for v in rows["verdict"]]},
-        customdata=np.column_stack([rows["step"], rows["epochs"], lo, hi, rows["verdict"]]),
-        hovertemplate="step %{customdata[0]}, %{x:,.0f} items, %{customdata[1]:.3g} epochs<br>"
-        "%{y:+.1f} points, 95% CI [%{customdata[2]:+.1f}, %{customdata[3]:+.1f}]: %{customdata[4]}<extra></extra>",
-    )
+    for i, setting in enumerate(groups):
+        part = _of(rows, setting).sort_values("step")
+        color = SETTING_COLORS[i % len(SETTING_COLORS)]
+        name = claim.name if setting is None else str(setting)
+        x = part["items"].tolist()
+        y, lo, hi = (part[c].to_numpy() * 100 for c in ("estimate", "ci_low", "ci_high"))
+        fig.add_scatter(
+            x=x + x[::-1],
+            y=list(hi) + list(lo[::-1]),
+            mode="lines",
+            fill="toself",
+            fillcolor=_rgba(color, 0.2),
+            line={"width": 0},
+            hoverinfo="skip",
+            name=f"{part['level'].iloc[0] * 100:g}% interval",
+            legendgroup=name,
+            showlegend=not several,
+        )
+        fig.add_scatter(
+            x=x,
+            y=y,
+            mode="lines+markers+text",
+            name=name,
+            legendgroup=name,
+            text=[f"{e:.2g} epochs" for e in part["epochs"]],
+            textposition="top center",
+            cliponaxis=False,
+            textfont={"size": 11, "color": "grey"},
+            line={"color": color},
+            marker={"size": 9, "color": [VERDICT_COLORS.get(v, "black") for v in part["verdict"]]},
+            customdata=np.column_stack([part["step"], part["epochs"], lo, hi, part["verdict"]]),
+            hovertemplate=("" if setting is None else f"{setting}<br>")
+            + "step %{customdata[0]}, %{x:,.0f} items, %{customdata[1]:.3g} epochs<br>"
+            "%{y:+.1f} points, 95% CI [%{customdata[2]:+.1f}, %{customdata[3]:+.1f}]: %{customdata[4]}<extra></extra>",
+        )
     fig.add_hline(y=0, line={"color": "black", "width": 1})
     if claim.threshold != 0:
         fig.add_hline(y=claim.threshold * 100, line={"dash": "dot", "color": "grey"}, annotation_text="threshold")
     note = "markers: green holds, red fails, grey undecided (95% interval against the claim's threshold)"
+    if several:
+        note = f"one line and 95% band per setting, never pooled; {note}"
     style(fig, subtitle(title or f"{claim.name} against the training budget", note))
     fig.update_layout(
         xaxis_title="training budget (items seen; labels: epochs; hover: step)",
         legend={"orientation": "h", "yanchor": "top", "y": -0.2},
     )
-    log_axis(fig, x, "xaxis")
+    log_axis(fig, rows["items"], "xaxis")
     return percent_axis(fig, "yaxis", f"{claim.name} (points)", full=False)

@@ -91,8 +91,20 @@ def per_query_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_roo
     return out[[c for c in PER_QUERY_COLUMNS if c in out.columns]]
 
 
-CURVE_COLUMNS = [*PER_QUERY_COLUMNS[:3], "step", "items", "epochs", *PER_QUERY_COLUMNS[3:]]
+CURVE_COLUMNS = [*PER_QUERY_COLUMNS[:2], "setting", PER_QUERY_COLUMNS[2], "step", "items", "epochs"]
+CURVE_COLUMNS += PER_QUERY_COLUMNS[3:]
 BUDGET_PARAMS = ("steps",)  # what a curve spans: left out of its variant label
+
+
+def curve_setting(params: dict, rows: pd.DataFrame) -> str:
+    """The training setting of a curve run, what its numbers compare within: ``64 items a step,
+    2,000 held-out queries`` (``batch_size * grad_accum`` of its params, else the items per step its
+    ``curve_per_query.csv`` counts; the distinct queries that file scored, the held-out set it is)."""
+    if params.get("batch_size"):
+        per_step = int(params["batch_size"]) * int(params.get("grad_accum") or 1)
+    else:
+        per_step = int(round((rows["items"] / rows["step"]).median()))
+    return f"{per_step:,} items a step, {rows['query'].nunique():,} held-out queries"
 
 
 def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: Path | None = None) -> pd.DataFrame:
@@ -100,8 +112,10 @@ def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: P
     with ``eval_steps`` scores the same queries at each listed optimizer step) of every finished
     point of a sweep of notebook 05, one row per (point, step, query): ``CURVE_COLUMNS``, fractions.
     ``point``, ``seed`` as in ``per_query_frame``; ``variant`` its label without the budget
-    (``BUDGET_PARAMS``: one run spans several), ``NTP`` where the table says ``NTP (steps=120)``.
-    Points without the file are left out: a sweep of ordinary runs gives no rows."""
+    (``BUDGET_PARAMS``: one run spans several), ``NTP`` where the table says ``NTP (steps=120)``;
+    ``setting`` the run's ``curve_setting`` (runs of one setting pool, as a sweep and the same runs
+    trained longer; ``results.curve`` never pools two). Points without the file are left out: a
+    sweep of ordinary runs gives no rows."""
     if sweep.notebook != "05_train":
         raise ValueError(f"curve rows are read from a sweep of notebook 05_train, not {sweep.notebook!r}")
     frame = collect(sweep, outputs_root) if frame is None else frame
@@ -113,14 +127,17 @@ def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: P
             continue
         params = json.loads((path.parent / "results.json").read_text())["params"]
         label = variant_label(sweep.notebook, params, varying)
-        parts.append(pd.read_csv(path).assign(point=run_name, variant=label, seed=params.get("seed")))
+        rows = pd.read_csv(path)
+        setting = curve_setting(params, rows)
+        parts.append(rows.assign(point=run_name, variant=label, setting=setting, seed=params.get("seed")))
     out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)
     return out[[c for c in CURVE_COLUMNS if c in out.columns]]
 
 
 def curves(sweeps: Sequence[Sweep], outputs_root: Path | None = None) -> pd.DataFrame:
     """``curve_frame`` of several sweeps of notebook 05 in one frame (the first sweep's rows first):
-    one comparison at the budgets each sweep scored, e.g. a sweep and the same runs trained longer."""
+    one comparison at the budgets each sweep scored, e.g. a sweep and the same runs trained longer;
+    sweeps of different settings (``curve_setting``) stay apart by their ``setting`` column."""
     return pd.concat([curve_frame(s, outputs_root=outputs_root) for s in sweeps], ignore_index=True)
 
 
