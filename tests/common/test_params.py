@@ -140,3 +140,21 @@ def test_data_seed_is_the_seed_unless_given():
     assert (fixed["seed"], fixed["data_seed"]) == (3, 0)
     with pytest.raises(ParamError, match=r"data_seed=-1 is out of range"):
         run.prepare("05_train", {"profile": "quick", "data_seed": -1})
+
+
+def test_over_long_values_are_refused_naming_the_parameter_and_not_echoed_whole():
+    """A 10,000-character model_name is refused before any file system call (no 'File name too
+    long' traceback); every refusal shows at most 80 characters of the value and its length."""
+    from arrank.common.display import shown
+
+    long = "x" * 10_000
+    with pytest.raises(ParamError, match=r"model_name='x{79}\.\.\. \(10,002 characters\) is too long") as err:
+        params.model_name("model_name", long)
+    assert len(str(err.value)) < 400
+    with pytest.raises(ParamError, match=r"is too long"):
+        params.model_name("model_name", "models/" + "y" * 300 + "/model.gguf")  # a component over 255 bytes
+    for check, value in ((params.RUN_NAME, "a" * 10_000), (params.text(r"[a-z]+", "letters"), "1" * 10_000)):
+        with pytest.raises(ParamError) as err:
+            check("p", value)
+        assert "(10,002 characters)" in str(err.value) and len(str(err.value)) < 400
+    assert shown("short") == "'short'" and shown(list(range(100))).endswith("(390 characters)")

@@ -144,3 +144,10 @@ def log_axis(fig, values: Iterable[float], axis: str = "yaxis") -> Any:
     ticks = [t for t in ticks if min(positive) / 2.5 <= t <= max(positive) * 2.5]
     fig.update_layout({axis: {"type": "log", "tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks]}})
     return fig
+
+
+def shown(value: Any, most: int = 80) -> str:
+    """``repr(value)`` for an error message, cut to ``most`` characters with the full length said:
+    a 10,000-character value is named, not echoed back whole."""
+    text = repr(value)
+    return text if len(text) <= most else f"{text[:most]}... ({len(text):,} characters)"

@@ -14,8 +14,10 @@ import importlib.metadata as metadata
 import re
 from pathlib import Path
 
+from arrank.common.display import shown
 from arrank.common.manifest import file_digest
 
+MAX_NAME = 4096  # characters of a model name or path (Linux's PATH_MAX)
 HUB_ALIASES: dict[str, str] = {
     "paper": "mistralai/Mistral-7B-Instruct-v0.3",
     "unsloth-16bit": "unsloth/mistral-7b-instruct-v0.3",
@@ -45,9 +47,14 @@ def model_kind(value: str) -> str:
     ``ValueError`` naming the value and what is allowed otherwise (empty, unknown word, missing path)."""
     allowed = f"one of {known_names()}, a hub id (owner/name) or a local model folder or .gguf file"
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"model_name={value!r} is empty: it must be {allowed}")
+        raise ValueError(f"model_name={shown(value)} is empty: it must be {allowed}")
     if value != value.strip():
-        raise ValueError(f"model_name={value!r} has spaces around it: it must be {allowed}")
+        raise ValueError(f"model_name={shown(value)} has spaces around it: it must be {allowed}")
+    if len(value) > MAX_NAME or any(len(part.encode()) > 255 for part in Path(value).parts):
+        raise ValueError(
+            f"model_name={shown(value)} is too long for a name or path (at most {MAX_NAME} characters, "
+            f"255 bytes a path component): it must be {allowed}"
+        )
     if value == "tiny":
         return "tiny"
     if value in HUB_ALIASES:
@@ -59,18 +66,18 @@ def model_kind(value: str) -> str:
         return "folder"
     if path.suffix == ".gguf":
         if not path.is_file():
-            raise ValueError(f"model_name={value!r}: no such GGUF file")
+            raise ValueError(f"model_name={shown(value)}: no such GGUF file")
         return "gguf_file"
     if path.exists():
         raise ValueError(
-            f"model_name={value!r} is a file but not a .gguf file; give a model folder "
+            f"model_name={shown(value)} is a file but not a .gguf file; give a model folder "
             "(config.json + safetensors) or a .gguf file"
         )
     looks_like_path = value.startswith((".", "/", "~")) or value.count("/") > 1 or "\\" in value
     if HUB_ID.fullmatch(value) and not looks_like_path:
         return "hub"
     raise ValueError(
-        f"model_name={value!r} is neither a known name {known_names()}, a hub id "
+        f"model_name={shown(value)} is neither a known name {known_names()}, a hub id "
         "(owner/name) nor an existing local folder or .gguf file"
     )
 

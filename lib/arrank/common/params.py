@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping
 
+from arrank.common.display import shown
 from arrank.common.named_models import known_names, model_kind
 
 Validator = Callable[[str, Any], Any]
@@ -25,7 +26,7 @@ def choice(*allowed: Any) -> Validator:
 
     def check(name: str, value: Any) -> Any:
         if value not in allowed or isinstance(value, bool) != any(isinstance(a, bool) for a in allowed):
-            raise ParamError(f"{name}={value!r} is not allowed; choose one of {list(allowed)}")
+            raise ParamError(f"{name}={shown(value)} is not allowed; choose one of {list(allowed)}")
         return value
 
     check.allowed = "one of " + ", ".join(repr(a) for a in allowed)
@@ -48,9 +49,9 @@ def _ranged(what: str, types: type | tuple[type, ...], lo: Any, hi: Any, optiona
 
     def check(name: str, value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, types) or value != value:
-            raise ParamError(f"{name}={value!r} must be {what}")
+            raise ParamError(f"{name}={shown(value)} must be {what}")
         if (lo is not None and value < lo) or (hi is not None and value > hi):
-            raise ParamError(f"{name}={value!r} is out of range: allowed{_range_text(lo, hi)}")
+            raise ParamError(f"{name}={shown(value)} is out of range: allowed{_range_text(lo, hi)}")
         return convert(value)
 
     return _or_none(check, what, optional)
@@ -75,15 +76,15 @@ def text(
 
     def check(name: str, value: Any) -> Any:
         if not isinstance(value, str):
-            raise ParamError(f"{name}={value!r} must be {what}")
+            raise ParamError(f"{name}={shown(value)} must be {what}")
         if value == "" and empty is not None:
             return value
         if not value.strip():
-            raise ParamError(f"{name}={value!r} is empty: it must be {what}")
+            raise ParamError(f"{name}={shown(value)} is empty: it must be {what}")
         if value != value.strip():
-            raise ParamError(f"{name}={value!r} has spaces around it: it must be {what}, without them")
+            raise ParamError(f"{name}={shown(value)} has spaces around it: it must be {what}, without them")
         if pattern is not None and not re.fullmatch(pattern, value):
-            raise ParamError(f"{name}={value!r} must be {what}")
+            raise ParamError(f"{name}={shown(value)} must be {what}")
         return value
 
     return _or_none(check, what, optional)
@@ -98,7 +99,7 @@ def number_list(lo: float | None = None, integers: bool = False, empty: bool = F
     def check(name: str, value: Any) -> Any:
         items = ([] if value.strip() == "" else value.split(",")) if isinstance(value, str) else value
         if not isinstance(items, (list, tuple)) or not (items or empty):
-            raise ParamError(f"{name}={value!r} must be {what}, e.g. [4, 8] or '4,8'")
+            raise ParamError(f"{name}={shown(value)} must be {what}, e.g. [4, 8] or '4,8'")
         out = []
         for item in items:
             try:
@@ -106,7 +107,7 @@ def number_list(lo: float | None = None, integers: bool = False, empty: bool = F
                 out.append(item_check(name, x))
             except ValueError as err:
                 why = "is not allowed" if isinstance(err, ParamError) else "is not a number"
-                raise ParamError(f"{name}={value!r} must be {what}: {item!r} {why}") from None
+                raise ParamError(f"{name}={shown(value)} must be {what}: {item!r} {why}") from None
         return out
 
     check.allowed = what + ", e.g. [4, 8] or '4,8'"
@@ -134,7 +135,7 @@ def run_name_value(name: str, value: Any) -> Any:
     value = _RUN_NAME_TEXT_CHECK(name, value)
     if RUN_NAME_MARKERS.search(value):
         raise ParamError(
-            f"{name}={value!r} collides with the workbook's own markers beside a run: it must be {RUN_NAME_TEXT}"
+            f"{name}={shown(value)} collides with the workbook's own markers beside a run: it must be {RUN_NAME_TEXT}"
         )
     return value
 
@@ -185,7 +186,7 @@ def registered(kind: str, what: str) -> Validator:
         if not names:
             raise ParamError(f"{name}: no {what} are registered; import the stage that registers them first")
         if value not in names:
-            raise ParamError(f"{name}={value!r} is not allowed; choose one of {list(names)}")
+            raise ParamError(f"{name}={shown(value)} is not allowed; choose one of {list(names)}")
         return value
 
     check.allowed = lambda: "one of " + ", ".join(repr(n) for n in REGISTRIES.get(kind, ())) + f" ({what})"
