@@ -128,3 +128,23 @@ def test_the_summaries_show_intervals_from_the_sweeps_per_query_rows(tmp_path, o
     assert "NTP has the highest CVR; fractional variants at most half of it: holds here" in text
     assert "Fractional α=2 CVR at most half NTP's: holds, " in text and "95% CI [" in text
     assert "fractional α=2 has a higher mean R@2..R@5 than NTP: **undecided** here" in text  # R@2 0.5 for both
+
+
+def test_a_second_workbook_is_refused_at_once_naming_the_holder(outputs_root, capsys):
+    """Two workbooks at once would run each other's stages: while one holds the workbook lock, a
+    second `python -m arrank.workbook` exits 2 with one line naming the pid, running nothing."""
+    import os
+
+    from arrank.common import outputs
+
+    held = outputs.claim_lock(outputs_root / whole.WORKBOOK_LOCK, "held {pid}")
+    try:
+        assert whole.main(["--only", "01"]) == 2
+    finally:
+        held.release()
+    err = capsys.readouterr().err
+    assert (
+        err
+        == f"error: another workbook is running (pid {os.getpid()}): wait for it to finish; its finished stages are kept\n"
+    )
+    assert [p.name for p in outputs_root.iterdir()] == [whole.WORKBOOK_LOCK]  # no stage ran

@@ -101,23 +101,27 @@ def _lock_pid(path: Path) -> str:
         return "?"
 
 
-def claim_run(stem: str, run_name: str, root: Path | None = None) -> Any:
-    """Claim a run name for this process: an exclusive ``filelock`` on ``.<run_name>.lock``, which
-    holds the pid; returns the lock. A second claim, even from this process, gets
-    ``RunInProgressError`` naming the holder's pid (docs/reliability.md)."""
+def claim_lock(path: Path, busy: str) -> Any:
+    """An exclusive ``filelock`` on ``path`` holding this process's pid; returns the lock. A second
+    claim, even from this process, gets ``RunInProgressError(busy)``, its ``{pid}`` the holder's."""
     from filelock import FileLock, Timeout
 
-    path = lock_path(stem, run_name, root)
     writable_folder(path.parent)
     lock = FileLock(path, timeout=0, mode=0o666 & ~_umask(), on_acquired=_write_pid)
     try:
         lock.acquire()
     except Timeout:
-        raise RunInProgressError(
-            f"{stem} run {run_name!r} is in progress (pid {_lock_pid(path)}): wait for it to finish, "
-            "or pass another run_name (or auto)"
-        ) from None
+        raise RunInProgressError(busy.format(pid=_lock_pid(path))) from None
     return lock
+
+
+def claim_run(stem: str, run_name: str, root: Path | None = None) -> Any:
+    """Claim a run name for this process (:func:`claim_lock` on ``.<run_name>.lock``); a second
+    claim gets ``RunInProgressError`` naming the holder's pid (docs/reliability.md)."""
+    return claim_lock(
+        lock_path(stem, run_name, root),
+        f"{stem} run {run_name!r} is in progress (pid {{pid}}): wait for it to finish, or pass another run_name (or auto)",
+    )
 
 
 def _write_pid(fd: int) -> None:

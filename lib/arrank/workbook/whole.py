@@ -18,11 +18,12 @@ from typing import Any
 
 from arrank.common import paths
 from arrank.common.findings import note
-from arrank.common.outputs import OutputsNotWritableError, RunExistsError, run_path
+from arrank.common.outputs import OutputsNotWritableError, RunExistsError, RunInProgressError, claim_lock, run_path
 from arrank.common.params import ParamError
 from arrank.workbook.run import RunFailedError, interrupt_on_signals, interrupted, restore_signals, run_notebook
 
 WORKBOOK_SWEEP = "sweeps/table1_wordnet_workbook.yaml"
+WORKBOOK_LOCK = ".workbook.lock"  # in the outputs folder: held by the one running workbook
 
 
 def notebooks() -> list[Path]:
@@ -156,6 +157,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-name", default="workbook", help="run directory name (default: workbook)")
     parser.add_argument("--only", nargs="*", help="notebook stems or number prefixes to run")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    try:  # one workbook at a time: two would run each other's stages and mark them failed
+        lock = claim_lock(
+            paths.OUTPUTS / WORKBOOK_LOCK,
+            "another workbook is running (pid {pid}): wait for it to finish; its finished stages are kept",
+        )
+    except (RunInProgressError, OutputsNotWritableError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     previous = interrupt_on_signals()
     try:
         rows = run_workbook(args.run_name, args.only)
@@ -165,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     finally:
         restore_signals(previous)
+        lock.release()
     print(summary(rows))
     print("\nTable 1, quick (workbook sweep; percent):\n" + table1_summary())
     print(
