@@ -119,6 +119,7 @@ def test_the_summaries_show_intervals_from_the_sweeps_per_query_rows(tmp_path, o
                 "ndcg": 0.9,
                 "recall@1": float(q["recall@1"].mean()),
                 "recall@2": 0.5,
+                "n_queries": 100,
             },
             {},
         )

@@ -21,10 +21,13 @@ import time
 import warnings
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from arrank.common import paths, processes
 from arrank.common.params import ParamError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 RUN_DIR_ENV = "ARRANK_RUN_DIR"
 RESUME_PARAMS = "params.json"  # the resolved parameters of the run that made the checkpoints
@@ -40,6 +43,52 @@ class RunInProgressError(RunExistsError):
 
 class ResumeError(ParamError):
     """Checkpoints of this run name were made with other parameters than the ones given now."""
+
+
+class DamagedResultsError(ValueError):
+    """A finished run's results file that cannot be read whole: named with what to do."""
+
+
+def damaged(path: Path, why: str) -> DamagedResultsError:
+    """The one-line error for a damaged results file: which, why, and what to do."""
+    return DamagedResultsError(
+        f"{path} is damaged ({why}): delete its run folder {path.parent} and run that point again"
+    )
+
+
+def read_results(path: Path) -> dict[str, Any]:
+    """A run's ``results.json``, checked: valid JSON, a mapping with ``params`` and ``metrics``
+    mappings; else :class:`DamagedResultsError` naming the file."""
+    try:
+        results = json.loads(Path(path).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise damaged(Path(path), f"not JSON: {str(err)[:80]}") from None
+    if not isinstance(results, dict) or not all(isinstance(results.get(k), dict) for k in ("params", "metrics")):
+        raise damaged(Path(path), "no params and metrics mappings")
+    return results
+
+
+def read_rows(path: Path, columns: Sequence[str], rows: int, by: str | None = None) -> pd.DataFrame:
+    """A per-query CSV of a finished run, checked whole: it parses, has ``columns``, exactly ``rows``
+    rows (the queries the run's results.json records; ``rows`` in each group of ``by`` where given)
+    and no row cut short (an empty ``columns`` cell); else :class:`DamagedResultsError` naming the file."""
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise damaged(Path(path), f"not a CSV table: {str(err)[:80]}") from None
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise damaged(Path(path), f"no column {missing}")
+    counts = frame.groupby(by).size() if by else pd.Series({"all": len(frame)})
+    if frame.empty or (counts != rows).any():
+        where = f" at {by} {counts[counts != rows].index[0]}" if by and not frame.empty else ""
+        got = counts[counts != rows].iloc[0] if not frame.empty else 0
+        raise damaged(Path(path), f"{got} rows{where} where its results.json records {rows} queries")
+    if frame[list(columns)].isna().any().any():
+        raise damaged(Path(path), "a row is cut short")
+    return frame
 
 
 class OutputsNotWritableError(PermissionError):

@@ -4,13 +4,13 @@ results.json as one frame, the random-scores floor, the paper's rows to show, th
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
 
-from arrank.common.outputs import run_path, umask_permissions
+from arrank.common.outputs import read_results, read_rows, run_path, umask_permissions
+from arrank.evaluation.metrics import short_columns
 from arrank.results.paper import PAPER
 from arrank.results.tables import metric_columns, sweep_profile, variant_label
 from arrank.workbook.sweep import Sweep, point_states, results_path
@@ -23,7 +23,7 @@ def collect(sweep: Sweep, outputs_root: Path | None = None) -> pd.DataFrame:
     for point, state in zip(sweep.points, point_states(sweep, outputs_root)):
         params, metrics = point.resolved, {}
         if state == "done":
-            results = json.loads(results_path(sweep, point, outputs_root).read_text())
+            results = read_results(results_path(sweep, point, outputs_root))
             params, metrics = results["params"], results["metrics"]
         label = variant_label(sweep.notebook, params, sweep.grid_keys)
         row = {"run_name": point.run_name, "state": state, "label": label, "profile": params.get("profile")}
@@ -79,13 +79,9 @@ def per_query_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_roo
         path = run_path(sweep.notebook, row["run_name"], outputs_root) / "per_query.csv"
         if not path.exists():
             continue
-        q = pd.read_csv(path)
-        seed = json.loads((path.parent / "results.json").read_text())["params"].get("seed")
-        cvr = q["violation"].map({True: 1.0, False: 0.0, "True": 1.0, "False": 0.0})
-        part = q[["query", "ndcg"]].assign(point=row["run_name"], variant=row["label"], seed=seed, cvr=cvr)
-        for k in range(1, 6):
-            if f"recall@{k}" in q.columns:
-                part[f"r{k}"] = q[f"recall@{k}"].astype(float)
+        results = read_results(path.parent / "results.json")
+        q = read_rows(path, ["query", "ndcg"], results["metrics"].get("n_queries", -1))
+        part = short_columns(q).assign(point=row["run_name"], variant=row["label"], seed=results["params"].get("seed"))
         parts.append(part)
     out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=PER_QUERY_COLUMNS)
     return out[[c for c in PER_QUERY_COLUMNS if c in out.columns]]
@@ -125,9 +121,10 @@ def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: P
         path = run_path(sweep.notebook, run_name, outputs_root) / "curve_per_query.csv"
         if not path.exists():
             continue
-        params = json.loads((path.parent / "results.json").read_text())["params"]
+        results = read_results(path.parent / "results.json")
+        params = results["params"]
         label = variant_label(sweep.notebook, params, varying)
-        rows = pd.read_csv(path)
+        rows = read_rows(path, ["step", "query", "ndcg"], results["metrics"].get("n_queries", -1), by="step")
         setting = curve_setting(params, rows)
         parts.append(rows.assign(point=run_name, variant=label, setting=setting, seed=params.get("seed")))
     out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)

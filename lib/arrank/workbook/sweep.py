@@ -35,9 +35,11 @@ from typing import Any, Callable, Iterator
 
 from arrank.common import paths, processes
 from arrank.common.outputs import (
+    DamagedResultsError,
     OutputsNotWritableError,
     RunExistsError,
     checkpoints_dir,
+    read_results,
     resume_diff,
     run_path,
     writable_folder,
@@ -299,7 +301,10 @@ def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
         name, diff = point.run_name, {}
         label = name  # how the point is named in the error below
         if name in present and results_path(sweep, point, outputs_root).exists():
-            done = json.loads(results_path(sweep, point, outputs_root).read_text())["params"]
+            try:
+                done = read_results(results_path(sweep, point, outputs_root))["params"]
+            except DamagedResultsError as err:
+                raise SweepError(str(err)) from None
             given = {k: point.resolved[k] for k in point.overrides if k != "run_name"}
             diff = {k: (done.get(k, "<absent>"), v) for k, v in given.items() if done.get(k, "<absent>") != v}
             states.append("done")
