@@ -165,8 +165,10 @@ def claim_lock(path: Path, busy: str) -> Any:
 
 
 def claim_run(stem: str, run_name: str, root: Path | None = None) -> Any:
-    """Claim a run name for this process (:func:`claim_lock` on ``.<run_name>.lock``); a second
-    claim gets ``RunInProgressError`` naming the holder's pid (docs/reliability.md)."""
+    """Claim a run name for this process (:func:`claim_lock` on ``.<run_name>.lock``), after
+    :func:`refuse_links`; a second claim gets ``RunInProgressError`` naming the holder's pid
+    (docs/reliability.md)."""
+    refuse_links(stem, run_name, root)
     return claim_lock(
         lock_path(stem, run_name, root),
         f"{stem} run {run_name!r} is in progress (pid {{pid}}): wait for it to finish, or pass another run_name (or auto)",
@@ -229,6 +231,28 @@ def tidy_abandoned(stem: str, root: Path | None = None) -> list[Path]:
         finally:
             lock.release()
     return moved
+
+
+class LinkedOutputsError(OutputsNotWritableError):
+    """A run's folder, checkpoints or lock is a symbolic link, or lies outside the outputs folder."""
+
+
+def refuse_links(stem: str, run_name: str, root: Path | None = None) -> None:
+    """Refuse (:class:`LinkedOutputsError`) before any work when a path a run writes is a symbolic
+    link (dangling or not: its folder, ``.checkpoints-``, ``.curve-`` or its lock) or its notebook's
+    folder resolves outside the outputs folder: nothing of a run is written through a link."""
+    base = root or paths.OUTPUTS
+    folder = _notebook_dir(stem, root)
+    names = (run_name, f".checkpoints-{run_name}", f".curve-{run_name}", f".{run_name}.lock")
+    for path in (folder, *(folder / n for n in names)):
+        if path.is_symlink():
+            raise LinkedOutputsError(
+                f"{path} is a symbolic link (to {os.readlink(path)}): a run never writes through links; "
+                "remove the link, or set ARRANK_OUTPUTS to the folder it points to"
+            )
+    inside = base.resolve()
+    if folder.exists() and inside != folder.resolve() and inside not in folder.resolve().parents:
+        raise LinkedOutputsError(f"{folder} resolves to {folder.resolve()}, outside the outputs folder {inside}")
 
 
 def writable_folder(folder: Path) -> Path:
