@@ -10,6 +10,7 @@ import torch
 from tiny_setup import tiny_model as _tiny
 
 from arrank.common import manifest as manifest_mod
+from arrank.common import notices
 from arrank.training import checkpoints as ckpt
 from arrank.training import train
 
@@ -108,6 +109,10 @@ def test_garbled_weights_are_set_aside_and_the_run_resumes_from_the_previous_che
     log = train.train(model, tok, killed[1], {**HYPER, "steps": 6}, folder, callbacks=[steps])
     assert steps.seen == [5, 6] and list(log["step"]) == list(range(1, 7))
     assert all(torch.isfinite(p).all() for p in model.parameters())
+    kept = list(folder.parent.glob(f"broken-checkpoint-6-*.{folder.name.removeprefix('.checkpoints-')}"))
+    assert not folder.exists() and len(kept) == 1  # set aside, so kept beside when the run's checkpoints go
+    told = notices.told()  # what results.json records as warnings and the runner prints as notes
+    assert any("set aside as broken-checkpoint-6-" in m for m in told) and any(str(kept[0]) in m for m in told)
 
 
 @pytest.mark.parametrize("damage", ["truncated optimizer", "truncated weights", "no manifest"])

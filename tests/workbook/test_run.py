@@ -430,3 +430,16 @@ def test_what_several_processes_cannot_share_is_refused_before_any_kernel(output
     monkeypatch.setenv("RANK", "0")
     assert run.prepare("05", {"scheme": "fractional"})[2]["run_name"].startswith("quick-")
     assert run.prepare("05", {"run_name": "r", "backend": "unsloth"})[2]["backend"] == "unsloth"
+
+
+def test_what_a_run_tells_its_user_is_recorded_and_reaches_the_terminal(tmp_path, capsys):
+    """A notice inside a run (a checkpoint set aside, a fallback) is printed, recorded in
+    results.json's ``warnings`` and read back by the runner and the sweep (``told_in``)."""
+    from arrank.common import notices, outputs
+
+    notices.notice("packing: per_query falls back to unpacked items (test)")
+    notices.notice("packing: per_query falls back to unpacked items (test)")  # said twice, kept once
+    outputs.write_results(tmp_path, "05_train", {}, {}, {})
+    assert capsys.readouterr().out.count("falls back") == 2
+    assert run.told_in(tmp_path).count("packing: per_query falls back to unpacked items (test)") == 1
+    assert run.told_in(tmp_path / "missing") == []

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from arrank.common import paths
+from arrank.common.notices import notice
 
 MANIFEST = "manifest.json"
 
@@ -77,7 +78,7 @@ def manifest_problem(folder: Path, required: bool = True) -> str | None:
     return None
 
 
-def set_aside(folder: Path, why: str, say: Callable[[str], None] = print, label: str | None = None) -> Path:
+def set_aside(folder: Path, why: str, say: Callable[[str], None] = notice, label: str | None = None) -> Path:
     """Rename an unusable folder to ``broken-<label or its name>-<time>`` beside it (nothing is
     deleted) and say so in one line naming it and why; returns the new path."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")

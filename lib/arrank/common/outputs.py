@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from arrank.common import paths, processes
+from arrank.common.notices import told
 from arrank.common.params import ParamError
 
 if TYPE_CHECKING:
@@ -504,4 +505,5 @@ def write_results(
     if bad:
         raise ValueError(f"metric names must be flat strings without '/': {bad}")
     payload = {"notebook": notebook, "params": params, "metrics": metrics, "timings": timings, "env": env_info()}
+    payload["warnings"] = told()  # what the run told its user (notices), for the runner and the sweep
     return write_json_atomic(run_dir / "results.json", payload)

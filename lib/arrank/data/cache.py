@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Mapping
 import pandas as pd
 
 from arrank.common.manifest import manifest_problem, set_aside, write_manifest
+from arrank.common.notices import notice
 from arrank.common.outputs import umask_permissions, write_json_atomic
 
 
@@ -61,15 +62,19 @@ def read_tables(target: Path, list_columns: Iterable[str] = ()) -> dict[str, pd.
 
 
 def cached_tables(
-    target: Path, list_columns: Iterable[str] = (), names: Iterable[str] = (), say: Callable[[str], None] = print
+    target: Path, list_columns: Iterable[str] = (), names: Iterable[str] = (), say: Callable[[str], None] = notice
 ) -> dict[str, pd.DataFrame] | None:
     """The tables of the cache folder ``target`` (``read_tables``), or None: no folder, or one that
     fails to load (no params.json, a file against its manifest, an unreadable file, one of ``names``
     missing), which is then set aside with one line so that the caller builds it again."""
     if not target.exists():
         return None
-    finished = (target / "params.json").is_file()  # written last, inside the renamed folder
-    why = manifest_problem(target, required=False) if finished else "it has no params.json (cut short)"
+    if not target.is_dir():
+        why = "it is a file, not a cache folder"
+    elif (target / "params.json").is_file():  # written last, inside the renamed folder
+        why = manifest_problem(target, required=False)
+    else:
+        why = "it has no params.json (cut short)"
     if why is None:
         try:
             tables = read_tables(target, list_columns)

@@ -14,7 +14,9 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
+from arrank.common import paths
 from arrank.common.manifest import MANIFEST, fsync_path, manifest_problem, set_aside, write_manifest
+from arrank.common.notices import notice
 
 KEEP = 2  # checkpoints kept: the newest, and one to fall back to when it turns out damaged
 PREFIX = "checkpoint-"
@@ -54,7 +56,7 @@ def problem(folder: Path) -> str | None:
 _VERIFIED: dict[tuple[str, float], bool] = {}  # (path, manifest mtime) -> verified, within one process
 
 
-def usable_checkpoint(folder: Path, say: Callable[[str], None] = print, tidy: bool = True) -> Path | None:
+def usable_checkpoint(folder: Path, say: Callable[[str], None] = notice, tidy: bool = True) -> Path | None:
     """The newest checkpoint under ``folder`` whose files match its manifest, or None (start over).
     With ``tidy`` (process 0) cut-short saves and failing checkpoints are set aside, one line each,
     and a last line says whether the run resumes or starts over. Other processes only read."""
@@ -81,6 +83,18 @@ def usable_checkpoint(folder: Path, say: Callable[[str], None] = print, tidy: bo
     if broken:
         say(f"no good checkpoint left in {folder}: training starts over from step 0")
     return None
+
+
+def remove(folder: Path, say: Callable[[str], None] = notice) -> None:
+    """Remove a finished run's checkpoints ``folder``, keeping what was set aside in it
+    (``broken-*``, never deleted: docs/reliability.md), moved beside it with the run's name."""
+    folder = Path(folder)
+    run = folder.name.removeprefix(".checkpoints-")
+    for broken in sorted(folder.glob("broken-*")) if folder.is_dir() else []:
+        kept = paths.unused(folder.parent / f"{broken.name}.{run}")
+        os.rename(broken, kept)
+        say(f"{broken.name}, set aside during this run, is kept as {kept}")
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 class NonFiniteTrainingError(FloatingPointError):

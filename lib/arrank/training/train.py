@@ -8,8 +8,6 @@ weight a packed step carries, several processes and resuming: docs/design.md, "T
 from __future__ import annotations
 
 import math
-import shutil
-import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -17,6 +15,7 @@ import pandas as pd
 import torch
 
 from arrank.common import processes
+from arrank.common.notices import notice
 from arrank.common.outputs import check_resume, record_resume_params
 from arrank.training import checkpoints as ckpt
 from arrank.training.encoding import docid_table, prompt_ids
@@ -238,7 +237,7 @@ def packing_layout(packing: str, items: list[dict[str, Any]], model) -> str:
     (``packing.resolve_packing``), with one warning where it falls back to ``"none"``."""
     layout, warning = resolve_packing(packing, items, model)
     if warning:
-        warnings.warn(warning, stacklevel=2)
+        notice(f"packing: {warning}")
     return layout
 
 
@@ -289,7 +288,7 @@ def train(
         raise ValueError("no training items")
     if hyper["steps"] == 0:  # zero-shot: the model as loaded (its LoRA adapters are still zero)
         if processes.is_main():  # nothing to resume: no .checkpoints-<name>/params.json left behind
-            shutil.rmtree(checkpoints, ignore_errors=True)
+            ckpt.remove(checkpoints)
         return pd.DataFrame(columns=["step", "loss", "learning_rate", "grad_norm"])
     weighted = sampling == "weighted"
     pad = tokenizer.pad_token_id
@@ -329,7 +328,7 @@ def train(
     log = pd.DataFrame([r for r in trainer.state.log_history if "loss" in r])
     trainer.accelerator.wait_for_everyone()  # under several processes: none still writes a checkpoint
     if trainer.is_world_process_zero():
-        shutil.rmtree(checkpoints, ignore_errors=True)
+        ckpt.remove(checkpoints)
     return log[[c for c in ("step", "loss", "learning_rate", "grad_norm", "epoch") if c in log.columns]]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import os
 import shutil
 import signal
@@ -362,10 +363,21 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         restore_signals(previous)
     if processes.is_main():
+        for message in told_in(final):  # what the run told its user inside the notebook
+            print(f"note: {message}")
         print(f"run written to {final}")
     else:
         print(f"process {processes.rank()} of {processes.world_size()} finished; process 0 writes the run {final}")
     return 0
+
+
+def told_in(run_dir: Path) -> list[str]:
+    """The messages a finished run addressed to its user (``results.json``'s ``warnings``: a
+    checkpoint set aside, training started over, a fallback chosen), empty where there are none."""
+    try:
+        return list(json.loads((Path(run_dir) / "results.json").read_text()).get("warnings") or [])
+    except (OSError, ValueError, AttributeError):
+        return []
 
 
 if __name__ == "__main__":

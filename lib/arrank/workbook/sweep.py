@@ -58,6 +58,7 @@ from arrank.workbook.run import (
     read_notebook,
     restore_signals,
     run_notebook,
+    told_in,
 )
 
 SWEEPS = paths.ROOT / "sweeps"
@@ -635,6 +636,8 @@ def _run_points(
         if results.exists():
             row["status"] = "done"
             say(i, "done", f"{seconds:.1f} s  {_headline(json.loads(results.read_text())['metrics'])}")
+            for message in told_in(results.parent):  # what the point's run told its user
+                echo(f"    note: {message}")
         elif stop.is_set():
             row["status"] = "interrupted"
             say(i, "interrupted", f"{seconds:.1f} s")

@@ -1,0 +1,20 @@
+"""What the workbook tells its user from inside a run: a checkpoint set aside, training started
+over, a fallback chosen for the user (packing, precision). :func:`notice` prints the line, as
+before, and keeps it, so that ``results.json`` records it (``warnings``) and the runner and the
+sweep print it again on the terminal, where a sweep's user looks (docs/reliability.md)."""
+
+from __future__ import annotations
+
+_TOLD: list[str] = []
+
+
+def notice(message: str) -> None:
+    """Print ``message`` and keep it for this run's ``results.json``."""
+    print(message, flush=True)
+    if message not in _TOLD:
+        _TOLD.append(message)
+
+
+def told() -> list[str]:
+    """The messages of this process so far, in order, each once."""
+    return list(_TOLD)
