@@ -244,3 +244,18 @@ def test_a_full_disk_cuts_a_save_short_and_the_rerun_resumes_from_the_last_good_
     steps = _Steps()
     log = train.train(model, tok, items, HYPER, folder, callbacks=[steps])
     assert steps.seen == [3, 4, 5, 6, 7] and list(log["step"]) == list(range(1, 8)) and not folder.exists()
+
+
+def test_a_full_disk_is_recognised_in_safetensors_words_too():
+    """safetensors reports a full disk as a SafetensorError whose text holds the OS error: it gets
+    the same one-line message as an OSError (the save's handler reads ``disk_full``)."""
+    import errno
+
+    from safetensors import SafetensorError
+
+    rust = 'Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })'
+    assert ckpt.disk_full(SafetensorError(rust)) == errno.ENOSPC
+    assert ckpt.disk_full(SafetensorError("I/O error: No space left on device (os error 28)")) == errno.ENOSPC
+    assert ckpt.disk_full(OSError(errno.EDQUOT, "quota")) == errno.EDQUOT
+    assert ckpt.disk_full(OSError(errno.EACCES, "denied")) is None
+    assert ckpt.disk_full(SafetensorError("invalid header")) is None and ckpt.disk_full(ValueError("x")) is None

@@ -185,6 +185,28 @@ def test_failed_run_is_kept_aside_and_its_whole_error_is_shown(fake_notebook, ou
     )
 
 
+def test_a_full_disk_while_keeping_the_kernel_log_does_not_hide_the_notebooks_error(
+    fake_notebook, outputs_root, capsys, monkeypatch
+):
+    """When the disk fills as the runner copies the kernel log of a failed run, the notebook's own
+    error is still the one line shown, the run is kept as failed, and no hidden staging folder stays."""
+    import errno
+    import shutil
+
+    def full(src, dst, *a, **k):
+        if str(dst).endswith("kernel.log"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return shutil.copy2(src, dst)
+
+    monkeypatch.setattr(run.shutil, "copyfile", full)
+    assert run.main([str(fake_notebook), "-p", "run_name", "full", "-p", "fail", "true", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: 99_fake failed: WordNetMissingError: WordNet 3.0 is not available")
+    assert "its kernel log could not be copied there (No space left on device)" in err and "Traceback" not in err
+    names = [p.name for p in (outputs_root / "99_fake").iterdir() if not p.name.endswith(".lock")]
+    assert len(names) == 1 and names[0].startswith("full.failed-")
+
+
 def test_a_second_process_on_the_same_run_name_is_refused_and_ctrl_c_is_one_line(fake_notebook, outputs_root, capsys):
     """Issue 20 item 5 and Ctrl-C: while one runner works on 'x', a second one is refused with
     its pid before touching anything; SIGINT then ends the first with one line, exit 130, and

@@ -124,6 +124,18 @@ def refuse_non_finite(loss: float, grad_norm: float | None, step: int, folder: P
     )
 
 
+def disk_full(err: BaseException) -> int | None:
+    """The errno when ``err`` says the disk is full (ENOSPC, EDQUOT): an ``OSError``, or safetensors'
+    ``SafetensorError``, which carries the OS error only in its text (``Os { code: 28, ... }``)."""
+    if isinstance(err, OSError):
+        return err.errno if err.errno in (errno.ENOSPC, errno.EDQUOT) else None
+    if type(err).__name__ == "SafetensorError":
+        for code in (errno.ENOSPC, errno.EDQUOT):
+            if f"code: {code}," in str(err) or f"os error {code})" in str(err):
+                return code
+    return None
+
+
 class GuardedCheckpoints:
     """Trainer hooks (mixed in before ``transformers.Trainer``): every checkpoint is staged and
     committed by process 0 (:func:`commit`), and every step is checked by :func:`refuse_non_finite`."""
@@ -142,12 +154,13 @@ class GuardedCheckpoints:
         self._staging = str(staging)
         try:
             super()._save_checkpoint(model, trial)
-        except OSError as err:
-            if err.errno not in (errno.ENOSPC, errno.EDQUOT):
+        except Exception as err:
+            code = disk_full(err)
+            if code is None:
                 raise
             good = checkpoints(root)
             raise OSError(
-                err.errno,
+                code,
                 f"no space left on the device while writing checkpoint {step} in {staging}: free "
                 "space (or set ARRANK_OUTPUTS to a larger disk), then run the same command again; it resumes "
                 + (f"from {good[-1].name}" if good else "from the start (no checkpoint was complete)"),

@@ -237,8 +237,12 @@ def _execute(source: Path, injected: dict[str, Any], staging: Path, final: Path,
             if not (staging / "results.json").exists():
                 raise RunFailedError(f"{source.stem} finished without writing results.json")
         except BaseException as err:
+            log_note = ""
             if kernel_log.exists():
-                shutil.copyfile(kernel_log, staging / "kernel.log")
+                try:
+                    shutil.copyfile(kernel_log, staging / "kernel.log")
+                except OSError as copy_err:  # a full disk must not hide the notebook's own error
+                    log_note = f"; its kernel log could not be copied there ({copy_err.strerror or copy_err})"
             failed = failed_path(final)
             staging.rename(failed)
             if isinstance(err, KeyboardInterrupt) or getattr(err, "ename", None) == "KeyboardInterrupt":
@@ -250,7 +254,7 @@ def _execute(source: Path, injected: dict[str, Any], staging: Path, final: Path,
             if not isinstance(err, Exception):
                 raise
             raise RunFailedError(
-                f"{source.stem} failed: {describe_error(err)} (the executed notebook is kept in {failed})"
+                f"{source.stem} failed: {describe_error(err)} (the executed notebook is kept in {failed}{log_note})"
             ) from err
         finally:
             for name, value in previous.items():
