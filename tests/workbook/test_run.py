@@ -465,3 +465,24 @@ def test_what_a_run_tells_its_user_is_recorded_and_reaches_the_terminal(tmp_path
     assert capsys.readouterr().out.count("falls back") == 2
     assert run.told_in(tmp_path).count("packing: per_query falls back to unpacked items (test)") == 1
     assert run.told_in(tmp_path / "missing") == []
+
+
+def test_an_interrupted_command_prints_no_traceback_of_abandoned_tasks():
+    """A stopped command abandons nbclient's tasks (a kernel the signal ended: DeadKernelError);
+    asyncio would print 'Task exception was never retrieved' with a traceback under the one
+    ``interrupted:`` line. After ``interrupted`` nothing but that line reaches stderr."""
+    import subprocess
+    import sys
+
+    code = (
+        "import asyncio, gc\n"
+        "from arrank.workbook import run\n"
+        "async def dead():\n    raise RuntimeError('DeadKernelError: kernel died')\n"
+        "loop = asyncio.new_event_loop()\n"
+        "task = loop.create_task(dead())\n"
+        "loop.run_until_complete(asyncio.sleep(0.01))\n"
+        "rc = run.interrupted(KeyboardInterrupt(), 'stopped')\n"
+        "del task\ngc.collect()\nloop.close()\nraise SystemExit(rc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130 and done.stderr == "interrupted: stopped\n"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import logging
 import os
 import shutil
 import signal
@@ -274,8 +275,16 @@ def describe_error(err: BaseException) -> str:
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
+def quiet_abandoned_tasks() -> None:
+    """Once a command is being stopped, asyncio tasks it abandons (nbclient's watch of a kernel the
+    signal also ended: ``DeadKernelError``) must not print 'Task exception was never retrieved'
+    tracebacks under the one ``interrupted:`` line."""
+    logging.getLogger("asyncio").disabled = True
+
+
 def interrupted(err: KeyboardInterrupt, otherwise: str) -> int:
     """Print one ``interrupted:`` block (the run's own message, else ``otherwise``); return 128 + the signal."""
+    quiet_abandoned_tasks()
     print(error_lines(err if isinstance(err, RunInterruptedError) else otherwise, "interrupted: "), file=sys.stderr)
     return exit_code(err)
 
@@ -331,6 +340,7 @@ def interrupt_on_signals() -> dict[int, Any]:
     def handler(signum: int, frame: Any) -> None:
         for sig in STOP_SIGNALS:
             signal.signal(sig, signal.SIG_IGN)
+        quiet_abandoned_tasks()
         err = KeyboardInterrupt(f"signal {signum}")
         err.signum = signum
         raise err
