@@ -22,7 +22,7 @@ def test_stages_run_05_through_the_sweep_and_06_on_its_fractional_point():
 
 
 def test_summary_lists_every_stage_and_the_total(tmp_path):
-    (tmp_path / "results.json").write_text('{"metrics": {"cvr": 0.123456, "n": 3}}')
+    (tmp_path / "results.json").write_text('{"params": {}, "metrics": {"cvr": 0.123456, "n": 3}}')
     text = whole.summary(
         [
             {"notebook": "05", "status": "ran", "seconds": 1.5, "dir": str(tmp_path)},

@@ -11,7 +11,6 @@ retrieval R@k, every synset of the hierarchy a candidate (the query itself exclu
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -309,13 +308,18 @@ def _matching_runs(params: Mapping[str, Any], pattern: str, root: Path | None = 
         raise ValueError(f"from_runs={pattern!r} must be a glob on {STEM} run names, e.g. 'paper-fig3-*'")
     from fnmatch import fnmatchcase
 
-    from arrank.common.outputs import finished_runs
+    from arrank.common.notices import notice
+    from arrank.common.outputs import DamagedResultsError, finished_runs, read_results
 
     out = []
     for run in finished_runs(STEM, root):
         if not fnmatchcase(run.name, pattern):
             continue
-        ran = json.loads((run / "results.json").read_text()).get("params", {})
+        try:
+            ran = read_results(run / "results.json")["params"]
+        except DamagedResultsError as err:  # left out, and said
+            notice(str(err))
+            continue
         if ran.get("model") == "figure3" or any(ran.get(k) != v for k, v in params.items()):
             continue
         out.append(run)

@@ -16,6 +16,8 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from arrank.common.notices import notice
+from arrank.common.outputs import DamagedResultsError, read_results
 from arrank.training.schemes import loss_label, scheme_order
 
 SCORED_ON = {"training": "training queries", "held-out": "held-out queries"}
@@ -46,8 +48,9 @@ def arr_runs(
     for run in sorted((r for r in finished_runs(stem, root) if fnmatchcase(r.name, pattern)), key=lambda r: r.name):
         path = run / "results.json"
         try:
-            result = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
+            result = read_results(path)
+        except DamagedResultsError as err:  # left out, and said
+            notice(str(err))
             continue
         p, m = result.get("params", {}), result.get("metrics", {})
         if any(p.get(k) != v for k, v in dataset.items()) or m.get("n_queries") != n_queries:

@@ -58,14 +58,17 @@ def damaged(path: Path, why: str) -> DamagedResultsError:
 
 
 def read_results(path: Path) -> dict[str, Any]:
-    """A run's ``results.json``, checked: valid JSON, a mapping with ``params`` and ``metrics``
-    mappings; else :class:`DamagedResultsError` naming the file."""
+    """A run's ``results.json``, checked: valid JSON, a mapping with a ``params`` mapping and a
+    ``metrics`` mapping (``{}`` where absent); else :class:`DamagedResultsError` naming the file."""
     try:
         results = json.loads(Path(path).read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise damaged(Path(path), f"not JSON: {str(err)[:80]}") from None
-    if not isinstance(results, dict) or not all(isinstance(results.get(k), dict) for k in ("params", "metrics")):
-        raise damaged(Path(path), "no params and metrics mappings")
+    if not isinstance(results, dict) or not isinstance(results.get("params"), dict):
+        raise damaged(Path(path), "no params mapping")
+    results.setdefault("metrics", {})
+    if not isinstance(results["metrics"], dict):
+        raise damaged(Path(path), "its metrics are not a mapping")
     return results
 
 

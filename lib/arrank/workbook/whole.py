@@ -9,7 +9,6 @@ the others still run; at the end: each stage's wall time, Table 1 and the findin
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -18,7 +17,15 @@ from typing import Any
 
 from arrank.common import paths
 from arrank.common.findings import note
-from arrank.common.outputs import OutputsNotWritableError, RunExistsError, RunInProgressError, claim_lock, run_path
+from arrank.common.outputs import (
+    DamagedResultsError,
+    OutputsNotWritableError,
+    RunExistsError,
+    RunInProgressError,
+    claim_lock,
+    read_results,
+    run_path,
+)
 from arrank.common.params import ParamError
 from arrank.workbook.run import RunFailedError, interrupt_on_signals, interrupted, restore_signals, run_notebook
 
@@ -111,8 +118,13 @@ def summary(rows: list[dict]) -> str:
         metrics = ""
         results = Path(row["dir"]) / "results.json"
         if results.exists():
-            m = json.loads(results.read_text())["metrics"]
-            metrics = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in list(m.items())[:4])
+            try:
+                m = read_results(results)["metrics"]
+                metrics = ", ".join(
+                    f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in list(m.items())[:4]
+                )
+            except DamagedResultsError as err:
+                metrics = str(err)
         lines.append(f"{row['notebook']:<36} {row['status'][:13]:<13} {row['seconds']:>7}  {metrics}")
     total = sum(r["seconds"] for r in rows)
     lines.append(f"{'total':<36} {'':<13} {round(total, 1):>7}")
@@ -146,7 +158,10 @@ def findings_summary(run_name: str = "workbook") -> str:
         found = [note(f"Table 1 findings: not available ({type(err).__name__}: {err})")]
     results = run_path("07_de_ce_baselines", run_name) / "results.json"
     if results.exists():
-        found += findings_rows(json.loads(results.read_text())["metrics"])
+        try:
+            found += findings_rows(read_results(results)["metrics"])
+        except DamagedResultsError as err:
+            found.append(note(f"Figure 3 findings: not available ({err})"))
     return findings_markdown(found)
 
 

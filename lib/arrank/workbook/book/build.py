@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from arrank.common import paths
+from arrank.common.outputs import DamagedResultsError, read_results
 from arrank.workbook.book.executed import for_the_book
 from arrank.workbook.book.pages import index_page, results_page, unlink_missing
 
@@ -67,7 +68,10 @@ def _copy_static(static: Path) -> None:
 
 def _run_label(run_name: str, results: Path | None) -> str:
     """How the results page names the run: its name and when its first notebook ran."""
-    when = json.loads(results.read_text())["env"].get("time", "") if results else ""
+    try:
+        when = read_results(results).get("env", {}).get("time", "") if results else ""
+    except DamagedResultsError:
+        when = ""
     return f"run `{run_name}` of `make workbook`, quick profile" + (f", started {when}" if when else "")
 
 
