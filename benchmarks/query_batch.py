@@ -77,6 +77,10 @@ def main() -> None:
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--queries", type=int, default=64)
     ap.add_argument("--n-eval", type=int, default=2000, help="held-out queries of the dataset (the GPU sweep's)")
+    ap.add_argument(
+        "--subtree", default="animal.n.01", help="WordNet subtree of the queries (the pretrained profile's)"
+    )
+    ap.add_argument("--min-relevant", type=int, default=5, help="queries with at least this many hypernyms")
     ap.add_argument("--groups", type=int, nargs="+", default=[1, 4, 16, 32])
     ap.add_argument("--precision", default="auto")
     ap.add_argument("--reps", type=int, default=2)
@@ -87,7 +91,7 @@ def main() -> None:
     if 1 not in a.groups:
         a.groups = [1, *a.groups]
     torch.set_num_threads(a.threads)
-    df = ranking_dataset("wordnet", "pretrained", 0, a.n_eval, None, "animal.n.01", 5)
+    df = ranking_dataset("wordnet", "pretrained", 0, a.n_eval, None, a.subtree, a.min_relevant)
     queries = evaluate.eval_queries(df, a.queries)
     model, tok = load(a.model, df, a.device)
     used = apply_precision(model, a.precision).used

@@ -7,7 +7,8 @@
 #
 # Environment: OUT (where results go; required), LIMIT_S (seconds for the whole script, default 540),
 # PYTHON (default python3), CHECK_MODEL (the model the check scores, default the sweep's GGUF),
-# DEVICE (cuda or cpu, default cuda), CHECK_QUERIES (default 64), OUTPUTS (the outputs folder, default outputs; the tarball's
+# DEVICE (cuda or cpu, default cuda), CHECK_QUERIES (default 64), CHECK_ARGS (more arguments of the
+# check, benchmarks/query_batch.py), OUTPUTS (the outputs folder, default outputs; the tarball's
 # members are named outputs/...). tests/test_gpu_curve.py runs it on a CPU at toy scale.
 set -uo pipefail
 SWEEP=${1:-gpu/pretrained_curve_gpu.yaml}
@@ -18,6 +19,7 @@ PYTHON=${PYTHON:-python3}
 CHECK_MODEL=${CHECK_MODEL:-/tmp/kit/SmolLM2-135M-Instruct.Q4_1.gguf}
 DEVICE=${DEVICE:-cuda}
 CHECK_QUERIES=${CHECK_QUERIES:-64}
+CHECK_ARGS=${CHECK_ARGS:-}
 OUTPUTS=${OUTPUTS:-outputs}
 PACK_S=15 # kept for packing the results
 [ -f "$SWEEP" ] || { echo "curve_call: no sweep file $SWEEP" >&2; exit 2; }
@@ -25,7 +27,7 @@ start=$SECONDS
 
 # 1. 32 queries a pass against one (it also converts the GGUF into the model cache the sweep loads).
 timeout -k 5 120 "$PYTHON" benchmarks/query_batch.py --model "$CHECK_MODEL" --device "$DEVICE" \
-  --queries "$CHECK_QUERIES" --groups 1 32 --reps 1 --json "$OUT/query-batch.json" 2>&1 | tee "$OUT/query-batch.log"
+  --queries "$CHECK_QUERIES" --groups 1 32 --reps 1 $CHECK_ARGS --json "$OUT/query-batch.json" 2>&1 | tee "$OUT/query-batch.log"
 if ! "$PYTHON" -c "import json, sys; sys.exit(0 if json.load(open('$OUT/query-batch.json'))['agree'] else 1)"; then
   one="${SWEEP%.yaml}_one_query.yaml" # the same points, one query a pass
   sed 's/^\(  query_batch:\).*/\1 1/' "$SWEEP" >"$one"

@@ -34,11 +34,12 @@ def test_the_work_call_checks_scoring_runs_the_curve_and_packs_what_08_reads(tmp
         "PYTHON": sys.executable,
         "CHECK_MODEL": "tiny",
         "CHECK_QUERIES": "8",
+        "CHECK_ARGS": "--subtree canine.n.02 --min-relevant 1 --n-eval 8",  # the rehearsal sweep's data
         "DEVICE": "cpu",
         "LIMIT_S": "400",
     }
     done = subprocess.run(
-        ["bash", "gpu/curve_call.sh", "gpu/curve_rehearsal.yaml", "2"],
+        ["bash", "gpu/curve_call.sh", "gpu/curve_rehearsal.yaml", "1"],
         cwd=paths.ROOT,
         env=env,
         capture_output=True,
@@ -49,7 +50,7 @@ def test_the_work_call_checks_scoring_runs_the_curve_and_packs_what_08_reads(tmp
     check = json.loads((out / "query-batch.json").read_text())
     assert check["agree"] and [r["queries_per_pass"] for r in check["sizes"]] == [1, 32]
     assert check["sizes"][1]["max_abs_diff"] < 1e-4  # fp32 on a CPU: batching changes rounding only
-    assert "2 ran, 0 done earlier, 0 failed" in (out / "sweep.log").read_text()
+    assert "1 ran, 0 done earlier, 0 failed" in (out / "sweep.log").read_text()
     with tarfile.open(out / "gpu-curve.tgz") as tar:
         names = tar.getnames()
     assert all(n.startswith(kit.RESULT_FOLDERS) or n in ("outputs/05_train", "outputs/sweeps") for n in names)
@@ -57,7 +58,7 @@ def test_the_work_call_checks_scoring_runs_the_curve_and_packs_what_08_reads(tmp
 
     root = tmp_path / "here"
     runs, same = kit.unpack_results(out / "gpu-curve.tgz", root, tmp_path / "kit" / "model.gguf")
-    assert len(runs) == 2 and not same
+    assert len(runs) == 1 and not same
     for run in runs:
         curve = pd.read_csv(root / run / "curve_per_query.csv")
         assert sorted(curve["step"].unique()) == [2, 4] and curve.groupby("step").size().tolist() == [8, 8]
