@@ -48,3 +48,13 @@ def _obey_permissions() -> None:
 def obey_permissions():
     """A ``preexec_fn`` for subprocesses that must meet a read-only folder for real, as root too."""
     return _obey_permissions
+
+
+@pytest.fixture(autouse=True)
+def _fresh_notices():
+    """Each test starts a new record of what runs tell their user (``arrank.common.notices``), as
+    each run does (``outputs.start_run``): one test's notices never reach another's results.json."""
+    from arrank.common import notices
+
+    notices.forget()
+    yield

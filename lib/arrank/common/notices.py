@@ -15,6 +15,12 @@ def notice(message: str) -> None:
         _TOLD.append(message)
 
 
+def forget() -> None:
+    """Start a new run's record (``outputs.start_run``): a kernel that runs several notebooks, or
+    one notebook twice, records each run's own messages."""
+    _TOLD.clear()
+
+
 def told() -> list[str]:
     """The messages of this process so far, in order, each once."""
     return list(_TOLD)

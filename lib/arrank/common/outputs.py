@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from arrank.common import paths, processes
-from arrank.common.notices import told
+from arrank.common.notices import forget, told
 from arrank.common.params import ParamError
 
 if TYPE_CHECKING:
@@ -72,10 +72,11 @@ def read_results(path: Path) -> dict[str, Any]:
     return results
 
 
-def read_rows(path: Path, columns: Sequence[str], rows: int, by: str | None = None) -> pd.DataFrame:
+def read_rows(path: Path, columns: Sequence[str], rows: int | None, by: str | None = None) -> pd.DataFrame:
     """A per-query CSV of a finished run, checked whole: it parses, has ``columns``, exactly ``rows``
-    rows (the queries the run's results.json records; ``rows`` in each group of ``by`` where given)
-    and no row cut short (an empty ``columns`` cell); else :class:`DamagedResultsError` naming the file."""
+    rows (the queries the run's results.json records, when it records them; ``rows`` in each group
+    of ``by`` where given) and no row cut short (an empty ``columns`` cell); else
+    :class:`DamagedResultsError` naming the file."""
     import pandas as pd
 
     try:
@@ -85,10 +86,12 @@ def read_rows(path: Path, columns: Sequence[str], rows: int, by: str | None = No
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise damaged(Path(path), f"no column {missing}")
+    if frame.empty:
+        raise damaged(Path(path), "no rows")
     counts = frame.groupby(by).size() if by else pd.Series({"all": len(frame)})
-    if frame.empty or (counts != rows).any():
-        where = f" at {by} {counts[counts != rows].index[0]}" if by and not frame.empty else ""
-        got = counts[counts != rows].iloc[0] if not frame.empty else 0
+    if rows is not None and (counts != rows).any():
+        where = f" at {by} {counts[counts != rows].index[0]}" if by else ""
+        got = counts[counts != rows].iloc[0]
         raise damaged(Path(path), f"{got} rows{where} where its results.json records {rows} queries")
     if frame[list(columns)].isna().any().any():
         raise damaged(Path(path), "a row is cut short")
@@ -351,6 +354,7 @@ def start_run(stem: str, params: dict[str, Any]) -> Path:
     """The directory this run writes to: the runner's staging folder (``ARRANK_RUN_DIR``), else a
     new run directory made here (``RunExistsError`` if it exists; ``ParamError`` for one of
     several torchrun processes outside the runner)."""
+    forget()  # this run's notices start here
     staged = os.environ.get(RUN_DIR_ENV)
     if staged:
         return Path(staged)

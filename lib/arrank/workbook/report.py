@@ -80,7 +80,7 @@ def per_query_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_roo
         if not path.exists():
             continue
         results = read_results(path.parent / "results.json")
-        q = read_rows(path, ["query", "ndcg"], results["metrics"].get("n_queries", -1))
+        q = read_rows(path, ["query", "ndcg"], results["metrics"].get("n_queries"))
         part = short_columns(q).assign(point=row["run_name"], variant=row["label"], seed=results["params"].get("seed"))
         parts.append(part)
     out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=PER_QUERY_COLUMNS)
@@ -124,7 +124,7 @@ def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: P
         results = read_results(path.parent / "results.json")
         params = results["params"]
         label = variant_label(sweep.notebook, params, varying)
-        rows = read_rows(path, ["step", "query", "ndcg"], results["metrics"].get("n_queries", -1), by="step")
+        rows = read_rows(path, ["step", "query", "ndcg"], results["metrics"].get("n_queries"), by="step")
         setting = curve_setting(params, rows)
         parts.append(rows.assign(point=run_name, variant=label, setting=setting, seed=params.get("seed")))
     out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)

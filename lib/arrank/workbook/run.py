@@ -275,11 +275,17 @@ def describe_error(err: BaseException) -> str:
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
+# Loggers that report the kernel a stop signal also ended: asyncio ('Task exception was never
+# retrieved' with a DeadKernelError traceback), nbclient through traitlets ('Kernel died while
+# waiting for execute reply.') and papermill.
+STOP_NOISE = ("asyncio", "traitlets", "papermill")
+
+
 def quiet_abandoned_tasks() -> None:
-    """Once a command is being stopped, asyncio tasks it abandons (nbclient's watch of a kernel the
-    signal also ended: ``DeadKernelError``) must not print 'Task exception was never retrieved'
-    tracebacks under the one ``interrupted:`` line."""
-    logging.getLogger("asyncio").disabled = True
+    """Once a command is being stopped, what its libraries say of the kernel the signal also ended
+    (``STOP_NOISE``) must not print above or below the one ``interrupted:`` line."""
+    for name in STOP_NOISE:
+        logging.getLogger(name).disabled = True
 
 
 def interrupted(err: KeyboardInterrupt, otherwise: str) -> int:
