@@ -245,7 +245,7 @@ display.percent_table(table)
 # (query, relevant docID) pairs, as Appendix B counts it.
 
 # %%
-n_pairs = int(df.loc[df["split"] == "train", "relevant"].map(len).sum())  # (query, relevant docID) pairs
+n_pairs = budgets.training_pairs(df)  # (query, relevant docID) pairs: an epoch
 if P["eval_steps"]:
     curve = budgets.curve_table(curve_dir, P["eval_steps"], hyper["steps"], per_query,
                                 hyper["batch_size"] * hyper["grad_accum"], n_pairs)

@@ -187,6 +187,7 @@ def test_the_gpu_curve_trains_one_epoch_at_the_papers_batch_on_2000_queries(tmp_
     2,000 held-out queries scored at five budgets, several queries a pass, a constant rate."""
     from arrank.common.named_models import gguf_file
     from arrank.data.ranking import ranking_dataset
+    from arrank.evaluation import budgets
     from arrank.workbook import sweep
 
     gpu = paths.ROOT / kit.SWEEP
@@ -200,7 +201,7 @@ def test_the_gpu_curve_trains_one_epoch_at_the_papers_batch_on_2000_queries(tmp_
     )
     p = points[0]
     df = ranking_dataset("wordnet", "pretrained", p["data_seed"], p["n_eval"], None, p["subtree"], p["min_relevant"])
-    pairs = int(df.loc[df["split"] == "train", "relevant"].map(len).sum())
+    pairs = budgets.training_pairs(df)
     assert (p["n_eval"], pairs, p["batch_size"] * p["grad_accum"]) == (2000, 8834, 64)
     assert 1.0 <= p["steps"] * 64 / pairs < 1.01 and p["eval_steps"][-1] == p["steps"] and len(p["eval_steps"]) == 5
     assert p["query_batch"] > 1 and p["lr_schedule"] == "auto" and p["train_queries"] == 0

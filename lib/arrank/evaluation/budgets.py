@@ -42,6 +42,12 @@ def check_eval_steps(eval_steps: Sequence[int], steps: int) -> list[int]:
     return points
 
 
+def training_pairs(df: pd.DataFrame) -> int:
+    """The (query, relevant docID) pairs of a ranking table's training queries: one epoch as
+    Appendix B counts it (every (query, rank) item once)."""
+    return int(df.loc[df["split"] == "train", "relevant"].map(len).sum())
+
+
 def point_path(folder: Path, step: int) -> Path:
     """Where the per-query metrics of the point at ``step`` are kept."""
     return folder / f"step-{step:07d}.csv"
