@@ -255,8 +255,7 @@ def curve_metrics(curve: pd.DataFrame, level: float = S.LEVEL, n_resamples: int 
         for m in (m for m in METRICS if m in at and at[m].notna().any()):
             values = S.variant_values(at, variant, m)
             if len(values.by_query) >= 2:
-                est, lo, hi = S.bootstrap_interval([values.by_query.to_numpy()], True, level, n_resamples)
-                lo, hi = S.widen(est, lo, hi, S.seed_halfwidth([(values.run_means, 1.0)], level))
+                est, lo, hi = S.mean_interval(values, level, n_resamples)
                 # every metric is a fraction; the seed spread's t can carry a bound past 0 or 1
                 lo, hi = max(lo, 0.0), min(hi, 1.0)
             else:

@@ -178,11 +178,17 @@ def compare(
     return Comparison(est, (lo, hi), n, paired, (len(a.run_means), len(b.run_means)), level)
 
 
-def mean_halfwidth(values: Values, level: float = LEVEL, n_resamples: int = N_RESAMPLES, seed: int = RNG_SEED) -> float:
-    """Half the width of the interval of a variant's mean (bootstrap over queries, widened for
-    seed variation): the ``±`` of the tables."""
+def mean_interval(
+    values: Values, level: float = LEVEL, n_resamples: int = N_RESAMPLES, seed: int = RNG_SEED
+) -> tuple[float, float, float]:
+    """(estimate, low, high) of a variant's mean: bootstrap over queries, widened for seed variation."""
     est, lo, hi = bootstrap_interval([values.by_query.to_numpy()], True, level, n_resamples, seed)
-    lo, hi = widen(est, lo, hi, seed_halfwidth([(values.run_means, 1.0)], level))
+    return (est, *widen(est, lo, hi, seed_halfwidth([(values.run_means, 1.0)], level)))
+
+
+def mean_halfwidth(values: Values, level: float = LEVEL, n_resamples: int = N_RESAMPLES, seed: int = RNG_SEED) -> float:
+    """Half the width of :func:`mean_interval`: the ``±`` of the tables."""
+    _, lo, hi = mean_interval(values, level, n_resamples, seed)
     return (hi - lo) / 2
 
 
