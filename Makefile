@@ -71,7 +71,7 @@ gpu-kit: setup
 gpu-curve: setup
 	$(PY) gpu/kit.py link
 	mkdir -p outputs/gpu-curve
-	OUT=outputs/gpu-curve PYTHON=$(PY) bash gpu/curve_call.sh $(or $(SWEEP),gpu/pretrained_curve_gpu.yaml) $(or $(JOBS),6)
+	OUT=outputs/gpu-curve PYTHON=$(PY) JOBS=$(or $(JOBS),6) bash gpu/curve_call.sh $(or $(SWEEP),gpu/pretrained_curve_gpu.yaml)
 
 clean-venv:
 	rm -rf $(VENV)

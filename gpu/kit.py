@@ -23,7 +23,7 @@ only while it stays warm (30 s after a call). So the kit
    ``.gpu-kit/calls/callN`` under the limit (:func:`plan_calls`); refuses (exit 2) when one does not fit;
 4. prints each call: what it carries, its bytes against the limit, the command and its expected
    seconds, and the plan's total against the session's device time (:data:`DEVICE_S`); a plan over
-   :data:`PLAN_LIMIT_S` is refused. The last staging call also runs the work (:data:`WORK`), so the
+   :data:`PLAN_LIMIT_S` is refused. The last staging call also runs the work (:func:`work`), so the
    machine is staged in as few calls as the carried bytes allow and the work follows without a
    round trip.
 
@@ -440,20 +440,30 @@ ENV = (
     f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 "
     "TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1; "
 )
-SWEEP = "gpu/pretrained_curve_gpu.yaml"
+SWEEP = "gpu/pretrained_curve_gpu.yaml"  # the work's sweep unless --sweep names others
 WORK_LIMIT_S = 540  # gpu/curve_call.sh's LIMIT_S: it packs its results by then, whatever the sweep's state
-# The work, after the last staging call in the same command: the machine's facts, then the budget
-# curve (gpu/curve_call.sh: the batched-scoring check, the sweep within the time left, the tarball).
-WORK = (
-    "nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > $OUT/nvidia-smi.txt; "
-    f"python3 -m pip list 2>/dev/null > $OUT/pip-list.txt; LIMIT_S={WORK_LIMIT_S} "
-    f"timeout -k 10 {WORK_LIMIT_S + 30} bash gpu/curve_call.sh {SWEEP} 6 2>&1 | tee $OUT/curve-call.log"
-)
-WORK_WHAT = (
-    "the budget curve: 32 queries a pass checked against one, then gpu/pretrained_curve_gpu.yaml "
-    "(NTP and fractional alpha 2 x 3 seeds, 64 items a step, 2,000 held-out queries scored at 1/16 to 1 epoch), "
-    "6 points at once, its small results as $OUT/gpu-curve.tgz"
-)
+
+
+def work(sweeps: tuple[str, ...] = (SWEEP,)) -> str:
+    """The work, after the last staging call in the same command: the machine's facts, then the budget
+    curve (gpu/curve_call.sh: the batched-scoring check, the sweeps side by side within the time left,
+    6 points at once in each, the tarball)."""
+    return (
+        "nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > $OUT/nvidia-smi.txt; "
+        f"python3 -m pip list 2>/dev/null > $OUT/pip-list.txt; LIMIT_S={WORK_LIMIT_S} JOBS=6 "
+        f"timeout -k 10 {WORK_LIMIT_S + 30} bash gpu/curve_call.sh {' '.join(sweeps)} 2>&1 | tee $OUT/curve-call.log"
+    )
+
+
+WORK = work()
+
+
+def work_what(sweeps: tuple[str, ...] = (SWEEP,)) -> str:
+    """What :func:`work` does, in words, for the printed plan."""
+    return (
+        f"the budget curve: 32 queries a pass checked against one, then {', '.join(sweeps)} side by side, "
+        "6 points at once in each, their small results as $OUT/gpu-curve.tgz"
+    )
 
 
 def expected_seconds(calls: list[Call], work_s: int = WORK_LIMIT_S + 20) -> list[int]:
@@ -709,6 +719,11 @@ def main() -> None:
     ap.add_argument("--no-model", action="store_true", help="leave SmolLM2's GGUF out (and so the work)")
     ap.add_argument("--unsloth", action="store_true", help="also carry Unsloth (benchmarks/gpu.py parts a, c)")
     ap.add_argument("--no-wordnet", action="store_true", help="leave WordNet out")
+    ap.add_argument(
+        "--sweep",
+        action="append",
+        help=f"a sweep file the work runs (repeat for several side by side; default {SWEEP})",
+    )
     a = ap.parse_args()
     try:
         return run_verb(a)
@@ -726,7 +741,7 @@ def run_verb(a: argparse.Namespace) -> None:
     if a.verb == "results":
         runs, same = unpack_results(a.tarball)
         print(f"unpacked {len(runs)} runs: {', '.join(runs) or 'none'}; already here, the same: {len(same)}")
-        print(f"then: .venv/bin/python -m arrank.workbook.run 08 -p sweep {SWEEP}")
+        print(f"then: .venv/bin/python -m arrank.workbook.run 08 -p sweep {SWEEP} (or the sweep the work ran)")
         return None
     files, wheels, repo = prepare(a)
     for name, why in sorted(wheels.left.items()):
@@ -752,9 +767,9 @@ def run_verb(a: argparse.Namespace) -> None:
         call.files = linked
         call.command = stage_command(call)
     if not a.no_model:  # the work needs SmolLM2's GGUF; without it the calls only stage
-        calls[-1].command += " || exit 1; " + ENV + WORK
+        calls[-1].command += " || exit 1; " + ENV + work(tuple(a.sweep or (SWEEP,)))
     seconds = expected_seconds(calls, work_s=0 if a.no_model else WORK_LIMIT_S + 20)
-    problems = command_problems(calls)
+    problems = command_problems(calls) + [f"no sweep file {f}" for f in a.sweep or () if not (ROOT / f).is_file()]
     for call in calls:
         total = repo + call.carried_bytes
         if total > LIMIT_BYTES:
@@ -776,7 +791,11 @@ def run_verb(a: argparse.Namespace) -> None:
             f"({len(call.files)} files, {call.carried_bytes / MIB:.1f} MiB + repository {repo / MIB:.1f} MiB = "
             f"{(call.carried_bytes + repo) / MIB:.1f} of {LIMIT_BYTES / MIB:.0f} MiB); expected {s_} s"
             + (" (the machine's start included)" if call.number == 1 else "")
-            + (f"; then {WORK_WHAT}" if call.number == len(calls) and not a.no_model else "")
+            + (
+                f"; then {work_what(tuple(a.sweep or (SWEEP,)))}"
+                if call.number == len(calls) and not a.no_model
+                else ""
+            )
         )
         print(f"  command: {call.command}")
     print(

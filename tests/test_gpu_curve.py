@@ -1,6 +1,6 @@
 """The GPU work call rehearsed on this CPU: gpu/curve_call.sh on gpu/curve_rehearsal.yaml (the
-tiny model, two budgets, one seed, a few queries), then its tarball brought in as after a GPU run,
-so that the only unknown on the GPU is speed."""
+tiny model, two budgets, one seed, a few queries) and an NTP copy of it side by side, then its
+tarball brought in as after a GPU run, so that the only unknown on the GPU is speed."""
 
 from __future__ import annotations
 
@@ -27,6 +27,9 @@ spec.loader.exec_module(kit)
 def test_the_work_call_checks_scoring_runs_the_curve_and_packs_what_08_reads(tmp_path):
     out, outputs = tmp_path / "out", tmp_path / "run" / "outputs"
     out.mkdir()
+    rehearsal = (paths.ROOT / "gpu" / "curve_rehearsal.yaml").read_text()
+    ntp = tmp_path / "curve_rehearsal_ntp.yaml"  # a second sweep, run beside the first
+    ntp.write_text(rehearsal.replace("scheme: [fractional]\n    alpha: [2]", "scheme: [indicator]"))
     env = {
         **os.environ,
         "OUT": str(out),
@@ -37,9 +40,10 @@ def test_the_work_call_checks_scoring_runs_the_curve_and_packs_what_08_reads(tmp
         "CHECK_ARGS": "--subtree canine.n.02 --min-relevant 1 --n-eval 8",  # the rehearsal sweep's data
         "DEVICE": "cpu",
         "LIMIT_S": "400",
+        "JOBS": "1",
     }
     done = subprocess.run(
-        ["bash", "gpu/curve_call.sh", "gpu/curve_rehearsal.yaml", "1"],
+        ["bash", "gpu/curve_call.sh", "gpu/curve_rehearsal.yaml", str(ntp)],
         cwd=paths.ROOT,
         env=env,
         capture_output=True,
@@ -50,7 +54,7 @@ def test_the_work_call_checks_scoring_runs_the_curve_and_packs_what_08_reads(tmp
     check = json.loads((out / "query-batch.json").read_text())
     assert check["agree"] and [r["queries_per_pass"] for r in check["sizes"]] == [1, 32]
     assert check["sizes"][1]["max_abs_diff"] < 1e-4  # fp32 on a CPU: batching changes rounding only
-    assert "1 ran, 0 done earlier, 0 failed" in (out / "sweep.log").read_text()
+    assert (out / "sweep.log").read_text().count("1 ran, 0 done earlier, 0 failed") == 2
     with tarfile.open(out / "gpu-curve.tgz") as tar:
         names = tar.getnames()
     assert all(n.startswith(kit.RESULT_FOLDERS) or n in ("outputs/05_train", "outputs/sweeps") for n in names)
@@ -58,7 +62,7 @@ def test_the_work_call_checks_scoring_runs_the_curve_and_packs_what_08_reads(tmp
 
     root = tmp_path / "here"
     runs, same = kit.unpack_results(out / "gpu-curve.tgz", root, tmp_path / "kit" / "model.gguf")
-    assert len(runs) == 1 and not same
+    assert len(runs) == 2 and not same and any("indicator" in r for r in runs)
     for run in runs:
         curve = pd.read_csv(root / run / "curve_per_query.csv")
         assert sorted(curve["step"].unique()) == [2, 4] and curve.groupby("step").size().tolist() == [8, 8]

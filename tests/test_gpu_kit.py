@@ -211,9 +211,47 @@ def test_the_gpu_curve_trains_one_epoch_at_the_papers_batch_on_2000_queries(tmp_
     )
     for q in (q.resolved for q in sweep.load_sweep(longer).points):
         assert (q["steps"], q["eval_steps"]) == (2 * p["steps"], [int(1.5 * p["steps"]), 2 * p["steps"]])
-        assert {
-            k: v for k, v in q.items() if k not in ("steps", "eval_steps", "run_name", "scheme", "alpha", "seed")
-        } == {k: v for k, v in p.items() if k not in ("steps", "eval_steps", "run_name", "scheme", "alpha", "seed")}
+        assert _same_but(q, p, "steps", "eval_steps")
+    more = tmp_path / "pretrained_curve_gpu_more_seeds.yaml"  # three more seeds, scored at 1, 1.5 and 2 epochs
+    more.write_text(
+        (paths.ROOT / "gpu" / more.name).read_text().replace(str(kit.GGUF_LINK), str(gguf_file("smollm2-135m")))
+    )
+    seeds = set()
+    for q in (q.resolved for q in sweep.load_sweep(more).points):
+        assert (q["steps"], q["eval_steps"]) == (2 * p["steps"], [p["steps"], int(1.5 * p["steps"]), 2 * p["steps"]])
+        assert _same_but(q, p, "steps", "eval_steps") and q["seed"] in (3, 4, 5)
+        seeds.add((q["scheme"], q["seed"]))
+    assert len(seeds) == 6
+
+
+def test_the_small_batch_gpu_curve_is_the_cpu_curve_with_three_seeds(tmp_path):
+    """gpu/pretrained_curve_gpu_4items.yaml runs sweeps/pretrained_curve.yaml's points (the same data,
+    batch, steps and budgets) on the GPU: only the model's path, the backend, scoring's queries a pass
+    and the seeds differ."""
+    from arrank.common.named_models import gguf_file
+    from arrank.workbook import sweep
+
+    gpu = tmp_path / "pretrained_curve_gpu_4items.yaml"
+    gpu.write_text(
+        (paths.ROOT / "gpu" / gpu.name).read_text().replace(str(kit.GGUF_LINK), str(gguf_file("smollm2-135m")))
+    )
+    cpu = {
+        (q.resolved["scheme"], q.resolved["seed"]): q.resolved
+        for q in sweep.load_sweep(paths.ROOT / "sweeps" / "pretrained_curve.yaml").points
+    }
+    points = [q.resolved for q in sweep.load_sweep(gpu).points]
+    assert sorted((q["scheme"], q["seed"]) for q in points) == sorted(
+        (s, n) for s in ("indicator", "fractional") for n in (0, 1, 2)
+    )
+    for q in points:
+        assert _same_but(q, cpu[(q["scheme"], 0)], "model_name", "backend", "query_batch", "save_steps")
+        assert q["query_batch"] == 32 and q["backend"] == "transformers"
+
+
+def _same_but(a: dict, b: dict, *keys: str) -> bool:
+    """Whether two resolved points agree on every parameter but ``keys`` (and name, variant and seed)."""
+    skip = {*keys, "run_name", "scheme", "alpha", "seed"}
+    return {k: v for k, v in a.items() if k not in skip} == {k: v for k, v in b.items() if k not in skip}
 
 
 def test_the_plan_counts_the_start_every_call_and_the_release_and_refuses_over_14_minutes():
@@ -222,7 +260,8 @@ def test_the_plan_counts_the_start_every_call_and_the_release_and_refuses_over_1
     assert seconds == [kit.START_S + kit.STAGE_S, kit.STAGE_S, kit.STAGE_S + kit.WORK_LIMIT_S + 20]
     assert sum(seconds) + kit.RELEASE_S <= kit.PLAN_LIMIT_S and not kit.time_problems(sum(seconds) + kit.RELEASE_S)
     assert kit.time_problems(841) == ["the plan expects 841 s of device time > 840 s (of 900 s in a session)"]
-    assert f"LIMIT_S={kit.WORK_LIMIT_S} timeout -k 10 {kit.WORK_LIMIT_S + 30} bash gpu/curve_call.sh" in kit.WORK
+    assert f"LIMIT_S={kit.WORK_LIMIT_S} JOBS=6 timeout -k 10 {kit.WORK_LIMIT_S + 30} bash gpu/curve_call.sh" in kit.WORK
+    assert "curve_call.sh a.yaml b.yaml 2>&1" in kit.work(("a.yaml", "b.yaml"))
 
 
 def _results_tarball(path: Path, members: dict[str, str]) -> Path:
