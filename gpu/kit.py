@@ -609,7 +609,8 @@ def result_members(tarball: Path, root: Path = ROOT) -> dict[str, bytes | None]:
     under :data:`RESULT_FOLDERS` (an absolute path, ``..``, a link, a device, a sparse file), is over
     :data:`MAX_MEMBER_BYTES` or all over :data:`MAX_TARBALL_BYTES`, or would land outside ``root``'s
     ``outputs/`` (a folder there that is a link elsewhere); when a run folder has no results.json
-    (a ``.curve-*`` folder, the points of a run the limit stopped, holds ``step-*.csv`` only)."""
+    (a ``.curve-*`` folder, the points of a run the limit stopped, holds ``step-*.csv`` only; a
+    ``<run>.failed-<time>`` folder, what a stopped run wrote, may hold anything small)."""
     out: dict[str, bytes | None] = {}
     total = 0
     try:
@@ -649,7 +650,7 @@ def result_members(tarball: Path, root: Path = ROOT) -> dict[str, bytes | None]:
         partial = Path(run).name.startswith(".curve-")
         if partial and any(not Path(n).name.startswith("step-") or not n.endswith(".csv") for n in files):
             raise Refused(f"{tarball}: {run} holds files other than a stopped run's step-*.csv; nothing was unpacked")
-        if not partial and f"{run}/results.json" not in out:
+        if not partial and ".failed-" not in run and f"{run}/results.json" not in out:
             raise Refused(f"{tarball}: {run} has no results.json: not a finished run; nothing was unpacked")
     return out
 
@@ -673,7 +674,8 @@ def unpack_results(tarball: Path, root: Path = ROOT, link: Path = GGUF_LINK) -> 
     (``-p sweep gpu/pretrained_curve_gpu.yaml``): (the runs unpacked, the runs already here
     with the same results.json, skipped). The tarball is read whole and checked first
     (:func:`result_members`). A run that exists here with another or no results.json is never
-    overwritten: the whole tarball is refused, nothing written. The sweep's status and logs
+    overwritten: the whole tarball is refused, nothing written (a stopped run's folder,
+    ``.curve-<run>`` or ``<run>.failed-<time>``, is the same when every file is). The sweep's status and logs
     (``outputs/sweeps/``) are replaced by the tarball's, the newer. :func:`link_model` first."""
     if not tarball.is_file():
         raise Refused(f"{tarball}: no such file (the gpu-curve.tgz that the work call brought back)")
@@ -684,9 +686,12 @@ def unpack_results(tarball: Path, root: Path = ROOT, link: Path = GGUF_LINK) -> 
     for run in runs:
         here = root / run
         if here.exists():
-            mine = here / "results.json"
-            theirs = members.get(f"{run}/results.json")
-            (same if mine.is_file() and theirs == mine.read_bytes() else clash).append(run)
+            finished = f"{run}/results.json" in members and ".failed-" not in run  # else: compare every file
+            files = [f"{run}/results.json"] if finished else [n for n in members if n.startswith(run + "/")]
+            alike = all(
+                members[n] is None or ((root / n).is_file() and (root / n).read_bytes() == members[n]) for n in files
+            )
+            (same if alike else clash).append(run)
     if clash:
         raise Refused(
             f"{tarball}: these runs exist here with other results and are never overwritten: "

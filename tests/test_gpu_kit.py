@@ -323,7 +323,11 @@ def test_a_damaged_or_hostile_tarball_is_refused_whole_with_rc_2(tmp_path, monke
     a run without results.json, a stopped run's folder with other files, and an outputs/sweeps that
     links outside are each refused in one line before anything is written; the command exits 2."""
     root, link = tmp_path / "repo", tmp_path / "kit" / "model.gguf"
-    good = {"outputs/05_train/gpu-a/results.json": "{}", "outputs/05_train/.curve-gpu-b/step-0000009.csv": "q\n"}
+    good = {
+        "outputs/05_train/gpu-a/results.json": "{}",
+        "outputs/05_train/.curve-gpu-b/step-0000009.csv": "q\n",
+        "outputs/05_train/gpu-b.failed-20261126-061330/training_log.csv": "step\n",  # what the stopped run wrote
+    }
     whole = _results_tarball(tmp_path / "whole.tgz", {**good, "outputs/sweeps/s/status.json": "{}"}).read_bytes()
     (tmp_path / "cut.tgz").write_bytes(whole[: len(whole) // 2])
     (tmp_path / "text.tgz").write_text("not a tarball")
@@ -355,10 +359,12 @@ def test_a_damaged_or_hostile_tarball_is_refused_whole_with_rc_2(tmp_path, monke
         kit.unpack_results(tmp_path / "whole.tgz", root, link)
     assert not list(outside.iterdir()) and not (root / "outputs" / "05_train").exists()
     (root / "outputs" / "sweeps").unlink()
-    assert kit.unpack_results(tmp_path / "whole.tgz", root, link) == (
-        ["outputs/05_train/.curve-gpu-b", "outputs/05_train/gpu-a"],
-        [],
-    )
+    runs = ["outputs/05_train/.curve-gpu-b", "outputs/05_train/gpu-a", "outputs/05_train/gpu-b.failed-20261126-061330"]
+    assert kit.unpack_results(tmp_path / "whole.tgz", root, link) == (runs, [])
+    assert kit.unpack_results(tmp_path / "whole.tgz", root, link) == ([], runs)  # the same tarball again: no change
+    (root / runs[0] / "step-0000009.csv").write_text("other\n")
+    with pytest.raises(kit.Refused, match=r"\.curve-gpu-b"):
+        kit.unpack_results(tmp_path / "whole.tgz", root, link)
     done = subprocess.run(
         [sys.executable, str(paths.ROOT / "gpu" / "kit.py"), "results", str(tmp_path / "cut.tgz")],
         capture_output=True,

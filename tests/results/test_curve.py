@@ -165,6 +165,47 @@ def test_curve_rows_of_a_sweep_carry_the_variant_without_the_budget(tmp_path, ou
     assert empty.empty and list(empty.columns) == report.CURVE_COLUMNS
 
 
+def test_a_stopped_run_gives_the_budgets_it_scored(tmp_path, outputs_root):
+    """A run stopped mid-training keeps its scored budgets in ``.curve-<run>/`` (its batch and data
+    make the items and epochs); one stopped after its results.json, in ``<run>.failed-<time>/``,
+    gives its whole ``curve_per_query.csv``; a point cut short is refused by name."""
+    from arrank.common.outputs import DamagedResultsError
+    from arrank.data.ranking import ranking_dataset
+    from arrank.evaluation import budgets
+
+    path = tmp_path / "stopped.yaml"
+    path.write_text(
+        "notebook: 05_train\nfixed: {profile: quick, subtree: canine.n.02, min_relevant: 1, n_eval: 8, "
+        "steps: 4, eval_steps: [2, 4], alpha: 2, batch_size: 8}\ngrid: {scheme: [indicator, fractional]}\n"
+    )
+    s = sweep.load_sweep(path)
+    ntp, frac = (outputs.run_path(s.notebook, p.run_name, outputs_root) for p in s.points)
+    per_query = pd.DataFrame(
+        {"query": [f"q{i}" for i in range(8)], "violation": [True] * 2 + [False] * 6, "ndcg": 0.5, "recall@1": 0.25}
+    )
+    curve_dir = ntp.parent / f".curve-{ntp.name}"
+    curve_dir.mkdir(parents=True)
+    per_query.to_csv(budgets.point_path(curve_dir, 2), index=False)
+    failed = frac.parent / f"{frac.name}.failed-20261126-061327"
+    failed.mkdir()
+    outputs.write_results(failed, s.notebook, {**s.points[1].resolved, "seed": 3}, {"n_queries": 8}, {})
+    budgets.curve_table(curve_dir, [2], 4, per_query, 8, 100).to_csv(failed / "curve_per_query.csv", index=False)
+    frame = report.collect(s)
+    assert frame["state"].tolist() != ["done", "done"]
+    got = report.curve_frame(s, frame)
+    pairs = budgets.training_pairs(ranking_dataset("wordnet", "quick", 0, 8, None, "canine.n.02", 1))
+    first = got[got["point"] == s.points[0].run_name]
+    assert first["step"].unique().tolist() == [2] and first["variant"].unique().tolist() == ["NTP"]
+    assert first["items"].eq(16).all() and first["epochs"].tolist() == pytest.approx([16 / pairs] * 8)
+    assert first["cvr"].sum() == 2 and first["setting"].iloc[0] == "8 items a step, 8 held-out queries"
+    second = got[got["point"] == s.points[1].run_name]
+    assert second["step"].tolist() == [2] * 8 + [4] * 8 and second["seed"].eq(3).all()
+    assert second["epochs"].tolist() == pytest.approx([0.16] * 8 + [0.32] * 8)
+    per_query.head(7).to_csv(budgets.point_path(curve_dir, 2), index=False)
+    with pytest.raises(DamagedResultsError, match="step-0000002.csv"):
+        report.curve_frame(s, frame)
+
+
 GPU, CPU = "64 items a step, 40 held-out queries", "4 items a step, 40 held-out queries"
 
 

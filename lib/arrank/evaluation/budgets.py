@@ -53,6 +53,11 @@ def point_path(folder: Path, step: int) -> Path:
     return folder / f"step-{step:07d}.csv"
 
 
+def scored_steps(folder: Path) -> list[int]:
+    """The steps whose points are kept in ``folder`` (a run's ``.curve-<run>/``), in order."""
+    return sorted(int(p.stem.removeprefix("step-")) for p in folder.glob("step-*.csv")) if folder.is_dir() else []
+
+
 def held_out_scorer(tokenizer, df: pd.DataFrame, limit: int | None, ks, precision: str, query_batch: int):
     """``model -> per-query metrics`` of the held-out queries, as notebook 05's final evaluation
     scores them (``evaluate.evaluate_held_out``, no progress bar)."""
@@ -109,15 +114,16 @@ def forget_after(folder: Path, step: int) -> None:
 
 
 def curve_table(
-    folder: Path, points: Sequence[int], final_step: int, final: pd.DataFrame, items_per_step: int, n_pairs: int
+    folder: Path, points: Sequence[int], final_step: int, final: pd.DataFrame | None, items_per_step: int, n_pairs: int
 ) -> pd.DataFrame:
     """Every point's per-query metrics in one long table (``CURVE_COLUMNS`` then ``metrics.short_columns``): the
-    points in ``folder`` and ``final`` (the run's own evaluation) at ``final_step``. ``items`` is the
+    points in ``folder`` and ``final`` (the run's own evaluation; None: read from ``folder`` too) at
+    ``final_step``. ``items`` is the
     step times the items a step carries; ``epochs`` is ``items`` over ``n_pairs``, the training
     queries' (query, relevant docID) pairs, as Appendix B counts an epoch."""
     frames = []
     for step in sorted(set(points) | {final_step}):
-        per_query = final if step == final_step else pd.read_csv(point_path(folder, step))
+        per_query = final if step == final_step and final is not None else pd.read_csv(point_path(folder, step))
         items = step * items_per_step
         short = metrics.short_columns(per_query)
         frames.append(short.assign(step=step, items=items, epochs=items / n_pairs)[[*CURVE_COLUMNS, *short.columns]])

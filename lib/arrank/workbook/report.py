@@ -105,30 +105,79 @@ def curve_setting(params: dict, rows: pd.DataFrame) -> str:
 
 def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: Path | None = None) -> pd.DataFrame:
     """The held-out per-query metrics at each training budget (``curve_per_query.csv``: notebook 05
-    with ``eval_steps`` scores the same queries at each listed optimizer step) of every finished
-    point of a sweep of notebook 05, one row per (point, step, query): ``CURVE_COLUMNS``, fractions.
+    with ``eval_steps`` scores the same queries at each listed optimizer step) of every point of a
+    sweep of notebook 05, one row per (point, step, query): ``CURVE_COLUMNS``, fractions.
     ``point``, ``seed`` as in ``per_query_frame``; ``variant`` its label without the budget
     (``BUDGET_PARAMS``: one run spans several), ``NTP`` where the table says ``NTP (steps=120)``;
     ``setting`` the run's ``curve_setting`` (runs of one setting pool, as a sweep and the same runs
-    trained longer; ``results.curve`` never pools two). Points without the file are left out: a
-    sweep of ordinary runs gives no rows."""
+    trained longer; ``results.curve`` never pools two). A point that is not done gives the budgets
+    its stopped run scored (``stopped_run``, ``stopped_points``). Points without scored budgets are left out: a sweep
+    of ordinary runs gives no rows."""
     if sweep.notebook != "05_train":
         raise ValueError(f"curve rows are read from a sweep of notebook 05_train, not {sweep.notebook!r}")
     frame = collect(sweep, outputs_root) if frame is None else frame
     varying = [k for k in sweep.grid_keys if k not in BUDGET_PARAMS]
     parts = []
-    for run_name in frame.loc[frame["state"] == "done", "run_name"]:
-        path = run_path(sweep.notebook, run_name, outputs_root) / "curve_per_query.csv"
-        if not path.exists():
+    states = dict(zip(frame["run_name"], frame["state"]))
+    for point in (p for p in sweep.points if p.run_name in states):
+        state = states[point.run_name]
+        folder = run_path(sweep.notebook, point.run_name, outputs_root)
+        found = (folder, read_results(folder / "results.json")) if state == "done" else stopped_run(folder)
+        if found and (found[0] / "curve_per_query.csv").exists():
+            results = found[1]
+            params = results["params"]
+            path = found[0] / "curve_per_query.csv"
+            rows = read_rows(path, ["step", "query", "ndcg"], results["metrics"].get("n_queries"), by="step")
+        elif state != "done" and (rows := stopped_points(folder, point.resolved)) is not None:
+            params = point.resolved
+        else:
             continue
-        results = read_results(path.parent / "results.json")
-        params = results["params"]
         label = variant_label(sweep.notebook, params, varying)
-        rows = read_rows(path, ["step", "query", "ndcg"], results["metrics"].get("n_queries"), by="step")
         setting = curve_setting(params, rows)
-        parts.append(rows.assign(point=run_name, variant=label, setting=setting, seed=params.get("seed")))
+        parts.append(rows.assign(point=point.run_name, variant=label, setting=setting, seed=params.get("seed")))
     out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)
     return out[[c for c in CURVE_COLUMNS if c in out.columns]]
+
+
+def stopped_run(folder: Path) -> tuple[Path, dict] | None:
+    """The newest ``<run>.failed-<time>`` folder beside ``folder`` that holds a complete results.json
+    (a run stopped after its measurements, e.g. by a time limit while its last cells ran), with
+    that results.json; None if there is none."""
+    from arrank.common.outputs import DamagedResultsError
+
+    for failed in sorted(folder.parent.glob(f"{folder.name}.failed-*"), reverse=True):
+        try:
+            return failed, read_results(failed / "results.json")
+        except (FileNotFoundError, DamagedResultsError):
+            continue
+    return None
+
+
+def stopped_points(folder: Path, params: dict) -> pd.DataFrame | None:
+    """The budgets a run scored before it stopped mid-training (``.curve-<run>/step-*.csv``,
+    ``evaluation.budgets``) as ``curve_per_query.csv`` rows; None if it scored none. ``params``: the
+    point's resolved parameters (its batch, and its data, whose training pairs make an epoch)."""
+    from arrank.data.ranking import ranking_dataset
+    from arrank.evaluation import budgets, evaluate
+
+    curve_dir = folder.parent / f".curve-{folder.name}"
+    steps = budgets.scored_steps(curve_dir)
+    if not steps:
+        return None
+    df = ranking_dataset(
+        params["dataset"],
+        params["profile"],
+        params["data_seed"],
+        params["n_eval"],
+        params.get("template"),
+        params.get("subtree"),
+        params.get("min_relevant", 1),
+    )
+    n_queries = len(evaluate.eval_queries(df, params.get("eval_queries") or None))
+    for step in steps:
+        read_rows(budgets.point_path(curve_dir, step), ["query", "ndcg"], n_queries)
+    items_per_step = int(params["batch_size"]) * int(params.get("grad_accum") or 1)
+    return budgets.curve_table(curve_dir, steps, steps[-1], None, items_per_step, budgets.training_pairs(df))
 
 
 def curves(sweeps: Sequence[Sweep], outputs_root: Path | None = None) -> pd.DataFrame:
