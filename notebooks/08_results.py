@@ -113,7 +113,9 @@ else:
 # hold from the start, turn to holds as training goes on, or not yet at the largest budget? Each
 # budget's difference gets its 95% interval as Table 1's findings do (paired bootstrap over the
 # queries, seeds in quadrature; `results.curve`, docs/findings.md), beside NTP's R@1 and
-# fractional's CVR. Written as `curve_findings.csv`, `curve_metrics.csv` (each variant's means
+# fractional's CVR. The three claims of one budget are one family: each verdict's p-value (the one
+# its interval implies) is also Holm-adjusted within it, and a verdict the adjustment changes is
+# marked (`holds → **undecided**`). Written as `curve_findings.csv`, `curve_metrics.csv` (each variant's means
 # with their intervals, fractions) and the rows as `curve_per_query.csv`. `curve_sweeps` adds the
 # curves of other sweeps: runs of the same setting (items a step, held-out queries; the `setting`
 # column) join into one curve, e.g. the same runs trained longer; different settings, e.g. a GPU and
@@ -165,6 +167,11 @@ print(f"{len(metrics)} metrics written to the run's results.json")
 # threshold: the runs cannot tell the difference from noise, and more queries (or seeds) would. A
 # claim about several variants holds when every part holds, fails when one fails. Runs without
 # per-query data give the point verdict, labelled as point estimates.
+#
+# The checks of this table are one family: each comes with the p-value its interval implies (below
+# 0.05 exactly when the verdict is decided) and its Holm-adjusted verdict over the family, which
+# keeps the chance of any wrong decided verdict among them at 5%. A verdict the adjustment leaves
+# undecided reads `holds here → **undecided** (Holm)` (docs/findings.md, "A table's findings as a family").
 
 # %%
 Markdown(findings.findings_markdown(table1.sweep_findings(frame, S.notebook, per_query)))

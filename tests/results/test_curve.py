@@ -69,6 +69,24 @@ def test_each_budget_gets_the_verdict_of_its_difference(better_worse_equal):
     assert r1["estimate"].abs().max() < 1e-12 and r1["verdict"].eq("holds").all()
 
 
+def test_the_claims_of_a_budget_are_one_holm_family(better_worse_equal):
+    rows, found = better_worse_equal
+    assert found.groupby("step")["family_size"].unique().to_dict() == {100: [3], 200: [3], 300: [3]}
+    assert ((found["p_value"] < 0.05) == (found["verdict"] != "undecided")).all()
+    for _, budget in found.groupby("step"):  # Holm by hand: sorted p times m - i + 1, running maximum
+        p = np.sort(budget["p_value"].to_numpy())
+        want = np.minimum(np.maximum.accumulate(p * np.arange(3, 0, -1)), 1)
+        assert np.sort(budget["p_holm"].to_numpy()) == pytest.approx(want)
+    # one claim's budgets as the family instead: three budgets a claim
+    by_claim = curve.curve_findings(rows, n_resamples=999, family=("claim", curve.SETTING))
+    assert by_claim.groupby("claim")["family_size"].unique().map(list).to_dict() == {c.claim: [3] for c in curve.CLAIMS}
+    assert (by_claim["p_value"] == found["p_value"]).all()  # the family changes the adjustment only
+    md = curve.budget_markdown(found)
+    assert "| p | Holm (claims of the budget) |" in md and "holds (p < 0.001)" in md
+    changed = found.assign(holm_verdict="undecided", p_holm=0.07)
+    assert "| holds | < 0.001 | holds → **undecided** (p 0.070) |" in curve.budget_markdown(changed)
+
+
 def test_the_turning_point_in_words(better_worse_equal):
     _, found = better_worse_equal
     assert curve.turning_point(found) == (

@@ -65,6 +65,9 @@ def test_figure3_findings_with_per_query_data_get_intervals_and_three_verdicts()
     rows = F3.findings_rows(json.loads(json.dumps(f)))  # as results.json keeps them
     assert [r.verdict for r in rows] == ["holds", "undecided", "fails", "holds", "undecided"]
     assert rows[1].interval == (lo, hi) and rows[1].threshold == 0.0 and rows[1].side == ">"
+    # the five checks are Figure 3's family: each p agrees with its verdict, each is Holm-adjusted over five
+    assert all((r.p_value < 0.05) == (r.verdict != "undecided") for r in rows)
+    assert [r.family_size for r in rows] == [5] * 5 and all(r.p_holm >= r.p_value for r in rows)
     text = findings_markdown(rows)
     assert "the CE above the strongest DE: **undecided** here" in text and "95% CI [" in text
     # without per-query data: the point checks, labelled as such where they have a verdict

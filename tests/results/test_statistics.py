@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from arrank.common.findings import decide, findings_markdown
+from arrank.common.findings import decide, findings_markdown, note
 from arrank.results import statistics as S
 
 
@@ -184,3 +184,121 @@ def test_budget_to_decide_names_the_queries_and_seeds_that_would_decide():
     assert math.isnan(one.seeds) and one.seed_halfwidth == 0.0
     assert one.queries == S.queries_to_decide(a - b)  # no seed term: the queries of queries_to_decide
     assert "queries needed" in budget.text() and "seeds a variant" in budget.text()
+
+
+def test_replicates_read_scipys_interval_at_any_level():
+    """The replicates a comparison keeps give, at every level, the interval scipy's BCa gives from the
+    same bootstrap distribution (n_resamples=0 with bootstrap_result), and the replicates themselves are
+    scipy's own, bit for bit."""
+    rng = np.random.default_rng(12)
+    mean = lambda x, axis=-1: np.mean(x, axis=axis)
+    diff = lambda x, y, axis=-1: np.mean(x, axis=axis) - np.mean(y, axis=axis)
+    cases = [
+        ([rng.integers(-1, 2, 300) / 4.0], True, mean),  # R@k-like differences: few distinct values
+        ([(rng.random(2001) < 0.1).astype(float)], True, mean),  # more than one batch of resamples
+        ([rng.random(200), 0.5 * rng.random(150)], False, diff),  # two independent samples
+    ]
+    for samples, paired, statistic in cases:
+        est, lo, hi, reps = S.bootstrap_replicates(samples, paired, n_resamples=2999)
+        res = stats.bootstrap(
+            tuple(samples), statistic, n_resamples=2999, method="BCa", paired=paired, vectorized=True,
+            batch=2000, rng=np.random.default_rng(S.RNG_SEED),
+        )  # fmt: skip
+        assert np.array_equal(reps.distribution, res.bootstrap_distribution)
+        assert (lo, hi) == pytest.approx((res.confidence_interval.low, res.confidence_interval.high), abs=1e-12)
+        for level in (0.5, 0.8, 0.99, 0.999):
+            again = stats.bootstrap(
+                tuple(samples), statistic, n_resamples=0, bootstrap_result=res, confidence_level=level,
+                method="BCa", paired=paired, vectorized=True,
+            )  # fmt: skip
+            want = (min(again.confidence_interval.low, est), max(again.confidence_interval.high, est))
+            assert reps.interval(level) == pytest.approx(want, abs=1e-12)
+
+
+def test_the_p_value_inverts_a_known_interval_family():
+    """For the normal interval est ± z(level) · se the p-value of 0 is the z-test's, 2 (1 - Φ(|est| / se)):
+    the bisection recovers it to its tolerance, and it is below 0.05 exactly when the 95% interval
+    excludes 0."""
+    se = 1.0
+    for est in (0.5, 1.9, 1.959, 1.961, 2.5, 4.0, -3.0):
+        at = lambda level, est=est: (
+            est - stats.norm.ppf(0.5 + level / 2) * se,
+            est + stats.norm.ppf(0.5 + level / 2) * se,
+        )
+        decided = at(0.95)[0] > 0 or at(0.95)[1] < 0
+        p = S.interval_p_value(at, 0.0, decided)
+        assert p == pytest.approx(2 * stats.norm.sf(abs(est) / se), abs=1e-5)
+        assert (p < 0.05) == decided
+    # an interval that never excludes the threshold (the estimate on it) has p about 1
+    assert S.interval_p_value(lambda level: (-level, level), 0.0, False) > 1 - 1e-5
+
+
+def test_the_p_value_agrees_with_the_verdict_on_constructed_data():
+    """Decided at 95% (holds or fails) exactly when p < 0.05, over comparisons near the boundary: one
+    run a variant, two seeds (the t-widened interval), a weighted difference and an unpaired one."""
+    rng = np.random.default_rng(13)
+    seen = set()
+    for trial in range(24):
+        n = 150
+        shift = rng.uniform(0.0, 0.16)
+        a, b = bernoulli_pair(rng, n, 0.55 + shift, 0.55)
+        runs = {"A": [a], "B": [b]}
+        if trial % 3 == 1:  # a second seed per variant
+            runs = {"A": [a, np.where(rng.random(n) < 0.05, 1.0, a)], "B": [b, b]}
+        data = per_query(runs)
+        if trial % 4 == 3:  # B on other queries: two independent samples
+            data.loc[data["variant"] == "B", "query"] = "t" + data.loc[data["variant"] == "B", "query"]
+        weight, side = (0.5, "<") if trial % 5 == 4 else (1.0, ">")
+        found = S.check("A beats B", data, "A", "B", "recall@1", side=side, weight=weight, n_resamples=1999)
+        assert found.p_value is not None and 0 < found.p_value < 1
+        assert (found.p_value < 0.05) == (found.verdict != "undecided"), (trial, found.verdict, found.p_value)
+        seen.add(found.verdict)
+    assert seen == {"holds", "fails", "undecided"}  # the constructed data reach every verdict
+
+
+def test_a_compound_p_value_agrees_with_its_verdict():
+    part = lambda est, lo, hi, p, side=">": decide("", est, (lo, hi), 0.0, side, p_value=p)
+    holds, weak, fails = part(0.1, 0.05, 0.15, 0.001), part(0.03, 0.01, 0.05, 0.02), part(-0.1, -0.15, -0.05, 0.003)
+    open_ = part(0.01, -0.01, 0.03, 0.4)
+    assert S.combine("all hold", [("a", holds), ("b", weak)]).p_value == 0.02  # the weakest part decides
+    assert S.combine("one fails", [("a", holds), ("b", fails)]).p_value == 0.003  # the failing part decides
+    both = S.combine("one open", [("a", holds), ("b", open_)])
+    assert both.verdict == "undecided" and both.p_value == 0.4
+    below = part(-0.1, -0.15, -0.05, 0.003, "<")  # a claim of a difference below 0: holds
+    assert S.combine("mixed sides", [("a", holds), ("b", below)]).p_value == 0.003
+    assert S.combine("point", [("a", holds), ("b", S.point_check("x", True, "1"))]).p_value is None
+    assert [name for name, _ in S.combine("all hold", [("a", holds), ("b", weak)]).parts] == ["a", "b"]
+
+
+def _family(ps: list[float]) -> list:
+    """Findings that hold, with the given p-values (their intervals off 0 on the claim's side)."""
+    return [decide(f"claim {i}", 0.1, (0.01, 0.2), p_value=p) for i, p in enumerate(ps)]
+
+
+def test_holm_adjusts_a_family_as_the_textbook_does():
+    """Holm (1979): sort the m p-values, multiply the i-th smallest by m - i + 1, carry the running
+    maximum. p = 0.01, 0.04, 0.03, 0.005 (m = 4): 0.005 · 4 = 0.02, 0.01 · 3 = 0.03, 0.03 · 2 = 0.06,
+    max(0.04 · 1, 0.06) = 0.06."""
+    adjusted = S.holm(_family([0.01, 0.04, 0.03, 0.005]))
+    assert [f.p_holm for f in adjusted] == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert [f.holm_verdict for f in adjusted] == ["holds", "undecided", "undecided", "holds"]
+    assert {f.family_size for f in adjusted} == {4}
+    # a note and a point verdict are no members; the family is the three with p-values
+    rows = [*_family([0.01, 0.02, 0.03]), note("a note"), S.point_check("point", True, "1")]
+    adjusted = S.holm(rows)
+    assert [f.p_holm for f in adjusted[:3]] == pytest.approx([0.03, 0.04, 0.04])
+    assert adjusted[3] == rows[3] and adjusted[4] == rows[4] and adjusted[4].holm_verdict is None
+    assert S.holm([]) == []
+
+
+def test_a_verdict_that_holm_changes_is_marked():
+    family = S.holm(_family([0.001, 0.03, 0.002]))  # 0.03 · 1 = 0.03; 0.002 · 2 = 0.004; all hold
+    assert [f.holm_verdict for f in family] == ["holds"] * 3 and not any(f.holm_changed for f in family)
+    family = S.holm(_family([0.001, 0.03, 0.02]))  # 0.02 · 2 = 0.04, then max(0.03, 0.04): all hold
+    assert not any(f.holm_changed for f in family)
+    family = S.holm(_family([0.001, 0.04, 0.03]))  # 0.03 · 2 = 0.06: both above 0.05
+    assert [f.holm_changed for f in family] == [False, True, True]
+    text = findings_markdown(family)
+    assert text.count("holds here → **undecided** (Holm)") == 2
+    assert "- claim 0: holds here (" in text and "Holm (3 findings): p = 0.003, holds" in text
+    assert "p = 0.040; Holm (3 findings): p = 0.060, undecided" in text

@@ -1,6 +1,8 @@
 """Findings: one kind of data for every check the workbook makes of the paper (arXiv 2601.05588):
 a :class:`Finding` says what it claims, the numbers compared and its verdict, three-valued where it
-has a confidence interval (:func:`decide`); docs/findings.md says what a verdict means.
+has a confidence interval (:func:`decide`), with the p-value its interval implies and, within a
+family of findings, its Holm-adjusted verdict (``results.statistics.holm``); docs/findings.md says
+what a verdict means.
 """
 
 from __future__ import annotations
@@ -18,13 +20,20 @@ WORDS = {
 }
 SIDES = (">", "<")
 COLUMNS = ("claim", "verdict", "numbers", "estimate", "threshold", "side", "ci_low", "ci_high", "level")
+COLUMNS += ("p_value", "p_holm", "holm_verdict", "family_size")
 
 
 @dataclass(frozen=True)
 class Finding:
     """A claim of the paper (or a fact the workbook checks) and how this run's numbers answer it:
     ``estimate``, ``threshold``, ``interval`` in the metric's units (fractions, as results.json
-    keeps them); ``side`` ``">"`` when the claim is estimate > threshold, ``"<"`` when below."""
+    keeps them); ``side`` ``">"`` when the claim is estimate > threshold, ``"<"`` when below.
+
+    ``p_value``: the two-sided p-value the interval implies (1 - the largest confidence level whose
+    interval still excludes the threshold: below ``1 - level`` exactly when the verdict is decided);
+    ``p_holm``, ``holm_verdict``, ``family_size``: the Holm-adjusted p-value and verdict within the
+    finding's family of ``family_size`` findings (``results.statistics.holm``); ``parts``: the named
+    comparisons a compound claim is decided by (``results.statistics.combine``)."""
 
     claim: str
     verdict: Verdict
@@ -34,11 +43,18 @@ class Finding:
     side: str = ">"
     interval: tuple[float, float] | None = None
     level: float | None = None
+    p_value: float | None = None
+    p_holm: float | None = None
+    holm_verdict: Verdict | None = None
+    family_size: int | None = None
+    parts: tuple[tuple[str, "Finding"], ...] = ()
 
     def __post_init__(self) -> None:
         for name, value, allowed in (("verdict", self.verdict, VERDICTS), ("side", self.side, SIDES)):
             if value not in allowed:
                 raise ValueError(f"{name}={value!r} is not allowed; choose one of {list(allowed)}")
+        if self.holm_verdict is not None and self.holm_verdict not in VERDICTS:
+            raise ValueError(f"holm_verdict={self.holm_verdict!r} is not allowed; choose one of {list(VERDICTS)}")
 
     @property
     def holds(self) -> bool | None:
@@ -49,7 +65,14 @@ class Finding:
         """Plain fields for a table or JSON (the interval as two columns)."""
         lo, hi = self.interval if self.interval else (None, None)
         values = (self.claim, self.verdict, self.numbers, self.estimate, self.threshold, self.side, lo, hi, self.level)
+        values += (self.p_value, self.p_holm, self.holm_verdict, self.family_size)
         return dict(zip(COLUMNS, values))
+
+    @property
+    def holm_changed(self) -> bool:
+        """True where the Holm-adjusted verdict differs from the verdict (a decided claim that its
+        family's adjustment leaves undecided)."""
+        return self.holm_verdict is not None and self.holm_verdict != self.verdict
 
 
 def finding(claim: str, holds: bool | None, numbers: str) -> Finding:
@@ -62,6 +85,12 @@ def note(text: str) -> Finding:
     return Finding(text, "note")
 
 
+def excludes(interval: tuple[float, float], threshold: float) -> bool:
+    """Whether ``interval`` lies wholly on one side of ``threshold`` (touching it is not excluding it):
+    what makes a verdict decided (:func:`decide`)."""
+    return interval[0] > threshold or interval[1] < threshold
+
+
 def decide(
     claim: str,
     estimate: float,
@@ -70,15 +99,18 @@ def decide(
     side: str = ">",
     numbers: str = "",
     level: float = 0.95,
+    p_value: float | None = None,
 ) -> Finding:
     """The three-valued verdict of a claim on ``estimate`` from its ``level`` confidence interval
-    against ``threshold`` (docs/findings.md, "The verdicts")."""
+    against ``threshold`` (docs/findings.md, "The verdicts"); ``p_value``, where given, the p-value
+    the same interval construction implies (``results.statistics``)."""
     lo, hi = float(interval[0]), float(interval[1])
     if not lo <= hi:
         raise ValueError(f"interval={interval!r} must be (low, high) with low <= high")
-    claimed, opposite = (lo > threshold, hi < threshold) if side == ">" else (hi < threshold, lo > threshold)
-    verdict = "holds" if claimed else "fails" if opposite else "undecided"
-    return Finding(claim, verdict, numbers, float(estimate), float(threshold), side, (lo, hi), level)
+    decided = excludes((lo, hi), threshold)
+    verdict = "undecided" if not decided else "holds" if (lo > threshold) == (side == ">") else "fails"
+    p = None if p_value is None else float(p_value)
+    return Finding(claim, verdict, numbers, float(estimate), float(threshold), side, (lo, hi), level, p)
 
 
 def interval_text(f: Finding, scale: float = 100.0, unit: str = " points") -> str:
@@ -90,15 +122,42 @@ def interval_text(f: Finding, scale: float = 100.0, unit: str = " points") -> st
     return f"{f.estimate * scale:+.1f}{unit}, {level} CI [{lo * scale:+.1f}, {hi * scale:+.1f}]"
 
 
+def p_text(p: float) -> str:
+    """A p-value for display: ``0.012``, ``0.31``, ``< 0.001``."""
+    return "< 0.001" if p < 0.001 else f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
+
+
+def holm_text(f: Finding) -> str:
+    """The p-values of a finding with its Holm adjustment: ``p = 0.012; Holm (5 findings): p = 0.048,
+    holds``; ``p = 0.012`` outside a family; '' without a p-value."""
+    if f.p_value is None:
+        return ""
+    text = f"p = {p_text(f.p_value)}"
+    if f.p_holm is not None and f.holm_verdict is not None:
+        text += f"; Holm ({f.family_size} findings): p = {p_text(f.p_holm)}, {f.holm_verdict}"
+    return text
+
+
+def verdict_words(f: Finding) -> str:
+    """The verdict in words (``WORDS``), marked where the Holm-adjusted verdict differs:
+    ``holds here → **undecided** (Holm)``."""
+    words = WORDS[f.verdict]
+    return f"{words} → **{f.holm_verdict}** (Holm)" if f.holm_changed else words
+
+
 def findings_markdown(rows: Iterable[Finding], intro: str = "") -> str:
-    """Findings as a Markdown list: ``- <claim>: holds here (numbers; estimate, 95% CI [...])``."""
+    """Findings as a Markdown list: ``- <claim>: holds here (numbers; estimate, 95% CI [...]); p = ...;
+    Holm (n findings): p = ..., holds``; a verdict that Holm's adjustment changes reads ``holds here →
+    **undecided** (Holm)``."""
     lines = [intro] if intro else []
     for f in rows:
         if f.verdict == "note":
             lines.append(f"- {f.claim}")
             continue
         detail = "; ".join(part for part in (f.numbers, interval_text(f)) if part)
-        lines.append(f"- {f.claim}: {WORDS[f.verdict]}" + (f" ({detail})" if detail else ""))
+        tests = holm_text(f)
+        line = f"- {f.claim}: {verdict_words(f)}" + (f" ({detail})" if detail else "") + (f"; {tests}" if tests else "")
+        lines.append(line)
     return "\n".join(lines) + "\n"
 
 

@@ -12,6 +12,9 @@ A frame may hold the curves of several training settings (``setting``: items a s
 queries, e.g. a GPU and a CPU sweep): each is decided on its own rows, never pooled with another's,
 and its rows carry its ``setting``. A frame without the column is one setting, as is one whose
 column holds one value.
+
+The claims decided at one budget of one setting form a family: each verdict also comes Holm-adjusted
+within it (``statistics.holm``; why this family: docs/findings.md).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from arrank.common.display import QUALITATIVE, log_axis, metric_title, percent_axis, percent_text, style, subtitle
-from arrank.common.findings import COLUMNS, Finding, decide, interval_text
+from arrank.common.findings import COLUMNS, Finding, decide, interval_text, p_text
 from arrank.results import statistics as S
 from arrank.results.tables import TABLE_RESAMPLES
 from arrank.training.schemes import loss_label
@@ -77,7 +80,8 @@ CLAIMS = (  # the central claim, then Table 1's R@1 and CVR checks of the same p
     ),
 )
 FINDING_COLUMNS = ["claim", *BUDGET, "a", "b", "a_mean", "b_mean", "estimate", "ci_low", "ci_high", "verdict"]
-FINDING_COLUMNS += ["threshold", "side", "level", "numbers"]
+FINDING_COLUMNS += ["threshold", "side", "level", "numbers", "p_value", "p_holm", "holm_verdict", "family_size"]
+FAMILY = (SETTING, "step")  # the claims decided at one budget of one setting: one family for Holm's adjustment
 METRICS = ("cvr", "ndcg", "r1", "r2", "r3", "r4", "r5")
 METRIC_COLUMNS = ["variant", *BUDGET, "runs", "queries", "metric", "mean", "ci_low", "ci_high"]
 
@@ -85,7 +89,7 @@ METRIC_COLUMNS = ["variant", *BUDGET, "runs", "queries", "metric", "mean", "ci_l
 def settings(frame: pd.DataFrame) -> list:
     """The distinct ``setting`` values of a frame in first-seen order; ``[None]`` (one setting, unnamed)
     when it has no such column."""
-    return list(dict.fromkeys(frame[SETTING])) if SETTING in frame.columns else [None]
+    return list(pd.unique(frame[SETTING])) if SETTING in frame.columns else [None]
 
 
 def _of(frame: pd.DataFrame, setting) -> pd.DataFrame:
@@ -116,6 +120,7 @@ def curve_findings(
     claims: tuple[Claim, ...] = CLAIMS,
     level: float = S.LEVEL,
     n_resamples: int = S.N_RESAMPLES,
+    family: tuple[str, ...] = FAMILY,
 ) -> pd.DataFrame:
     """Each claim decided at each budget (step) both its variants were scored at, within each setting
     of the curve: one row per (claim, setting, step), ``FINDING_COLUMNS`` with ``setting`` after
@@ -123,20 +128,49 @@ def curve_findings(
     means over their queries (each query averaged over the runs), ``estimate`` the mean per-query
     ``a - weight * b`` with its ``level`` interval (``ci_low``, ``ci_high``: bootstrap over the
     queries, widened by the spread of the runs' means where a variant has several), ``verdict``
-    holds / fails / undecided (``findings.decide``), ``numbers`` how the interval was made. Claims
+    holds / fails / undecided (``findings.decide``), ``numbers`` how the interval was made;
+    ``p_value`` the p-value the interval implies and ``p_holm``, ``holm_verdict`` its Holm adjustment
+    over the rows that share the values of ``family`` (default ``FAMILY``: the claims of one budget
+    and setting; ``("claim", "setting")``: one claim's budgets), ``family_size`` of them. Claims
     whose variants the curve lacks have no rows."""
     rows = []
+    parts = {setting: _of(curve, setting) for setting in settings(curve)}
+    steps = {setting: dict(tuple(part.groupby("step", sort=False))) for setting, part in parts.items()}
     for claim in claims:
-        for setting in settings(curve):
-            part = _of(curve, setting)
+        for setting, part in parts.items():
             for _, budget in budgets(part, [claim.a, claim.b]).iterrows():
-                at = part[part["step"] == budget["step"]]
+                at = steps[setting][budget["step"]]
                 a, b = (S.variant_values(at, v, list(claim.metrics)) for v in (claim.a, claim.b))
                 c = S.compare(a, b, claim.weight, level, n_resamples)
-                f = decide(claim.claim, c.estimate, c.interval, claim.threshold, claim.side, c.text(), level)
+                p = c.p_value(claim.threshold)
+                f = decide(claim.claim, c.estimate, c.interval, claim.threshold, claim.side, c.text(), level, p)
                 means = {"a": claim.a, "b": claim.b, "a_mean": a.by_query.mean(), "b_mean": b.by_query.mean()}
                 rows.append({**f.as_dict(), SETTING: setting, **budget.to_dict(), **means})
-    return pd.DataFrame(rows, columns=_with_setting(FINDING_COLUMNS, curve, "claim")).astype({"step": int})
+    found = pd.DataFrame(rows, columns=_with_setting(FINDING_COLUMNS, curve, "claim")).astype({"step": int})
+    return holm_families(found, family)
+
+
+def holm_families(findings: pd.DataFrame, family: tuple[str, ...] = FAMILY) -> pd.DataFrame:
+    """``curve_findings``' rows with ``p_holm``, ``holm_verdict`` and ``family_size`` (re)computed by
+    Holm's adjustment (``statistics.holm``) over the rows that share the values of ``family`` (columns
+    of the rows; ``setting`` is left out where they have none): the p-values and verdicts stay."""
+    out = findings.copy()
+    keys = [k for k in family if k in out.columns]
+    if out.empty:
+        return out
+    groups = out.groupby(keys, sort=False, dropna=False).indices.values() if keys else [np.arange(len(out))]
+    for idx in groups:
+        rows = out.iloc[idx]
+        found = S.holm(
+            [
+                Finding(r["claim"], r["verdict"], threshold=r["threshold"], side=r["side"], p_value=r["p_value"])
+                for _, r in rows.iterrows()
+            ]
+        )
+        for column in ("p_holm", "holm_verdict", "family_size"):
+            out.iloc[idx, out.columns.get_loc(column)] = [getattr(f, column) for f in found]
+    out["p_holm"] = pd.to_numeric(out["p_holm"])
+    return out.astype({"family_size": int}) if out["family_size"].notna().all() else out
 
 
 def _title(m: str) -> str:
@@ -209,9 +243,23 @@ def budget_verdicts(findings: pd.DataFrame, claims: tuple[Claim, ...] = CLAIMS) 
     return out
 
 
+def holm_cell(row: pd.Series) -> str:
+    """A budget's Holm-adjusted verdict for a table cell, with the adjusted p-value: ``holds (p 0.012)``,
+    or the change marked, ``holds → **undecided** (p 0.061)``; '' where the row has no adjustment."""
+    if pd.isna(row.get("holm_verdict")):
+        return ""
+    p = f" (p {p_text(row['p_holm'])})"
+    return (
+        f"{row['verdict']} → **{row['holm_verdict']}**{p}"
+        if row["holm_verdict"] != row["verdict"]
+        else f"{row['holm_verdict']}{p}"
+    )
+
+
 def budget_markdown(findings: pd.DataFrame, claims: tuple[Claim, ...] = CLAIMS) -> str:
     """The per-budget table of each claim as Markdown (percent): step, items, epochs, both
-    variants' means, the difference with its 95% interval (points), the verdict. Findings of one named
+    variants' means, the difference with its 95% interval (points), the verdict, its p-value and
+    the Holm-adjusted verdict over the claims of that budget (``holm_cell``). Findings of one named
     setting name it in the claim's line; of several, a first column ``setting`` does (rows by setting,
     then step)."""
     out = []
@@ -223,6 +271,7 @@ def budget_markdown(findings: pd.DataFrame, claims: tuple[Claim, ...] = CLAIMS) 
         several = len(groups) > 1
         rows = pd.concat([_of(rows, s).sort_values("step") for s in groups])
         head = ["step", "items", "epochs", f"{claim.a} (%)", f"{claim.b} (%)", f"{claim.name} (points)", "verdict"]
+        head += ["p", "Holm (claims of the budget)"]
         head = ["setting", *head] if several else head
         one = f"; {groups[0]}" if not several and groups[0] is not None else ""
         claimed = f"claimed: difference {claim.side} {claim.threshold * 100:g} points"
@@ -233,6 +282,7 @@ def budget_markdown(findings: pd.DataFrame, claims: tuple[Claim, ...] = CLAIMS) 
             cells = [str(r[SETTING])] if several else []
             cells += [str(int(r["step"])), f"{r['items']:,.0f}", f"{r['epochs']:.3g}"]
             cells += [percent_text(r["a_mean"]), percent_text(r["b_mean"]), interval_text(f, unit=""), r["verdict"]]
+            cells += ["" if pd.isna(r.get("p_value")) else p_text(r["p_value"]), holm_cell(r)]
             lines.append("| " + " | ".join(cells) + " |")
         out.append("\n".join(lines) + "\n")
     pairs = ", ".join(dict.fromkeys(f"{c.a} / {c.b}" for c in claims))

@@ -1,10 +1,13 @@
 """Figure 3's findings (section 5.3 of arXiv 2601.05588) checked on notebook 07's DE / CE runs
 and the ARR runs of notebook 05: "autoregressive ranking is on par with CEs while being
 significantly more powerful than DEs"; "an increasing alpha improves Recall@k, particularly for
-small k". ``findings`` compares the R@k curves, ``findings_rows`` gives them as ``Finding`` rows."""
+small k". ``findings`` compares the R@k curves, ``findings_rows`` gives them as ``Finding`` rows, the
+checks decided by intervals one family whose verdicts are also given Holm-adjusted
+(``statistics.holm``)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -14,7 +17,7 @@ from arrank.common.display import percent_text
 from arrank.common.findings import Finding, finding
 
 SMALL_KS = (1, 2)  # "small k" in the findings of Figure 3
-INTERVAL_FIELDS = ("verdict", "estimate", "threshold", "side", "ci_low", "ci_high", "level")  # recorded per check
+INTERVAL_FIELDS = ("verdict", "estimate", "threshold", "side", "ci_low", "ci_high", "level", "p_value")  # per check
 
 
 ON_PAR_TOL = 0.02  # "on par": R@k within 0.02 (about 1 standard error of R@1 ~ 0.9 on 300 queries)
@@ -242,8 +245,10 @@ CLAIMS = {
 def findings_rows(found: Mapping[str, Any]) -> list[Finding]:
     """The checks of ``findings`` as "what to look for" rows (``findings.Finding``): the paper's
     claim, its verdict in this run (from the interval where ``finding_X_verdict`` is recorded;
-    else the point verdict, its numbers labelled as point estimates), the numbers compared."""
-    from arrank.results.statistics import point_check
+    else the point verdict, its numbers labelled as point estimates), the numbers compared. The
+    checks with a recorded p-value form Figure 3's family: each gets its Holm-adjusted verdict
+    (``statistics.holm``)."""
+    from arrank.results.statistics import holm, point_check
 
     rows = []
     for key, claim in CLAIMS.items():
@@ -254,9 +259,10 @@ def findings_rows(found: Mapping[str, Any]) -> list[Finding]:
         if get("verdict"):
             interval = (get("ci_low"), get("ci_high")) if get("ci_low") is not None else None
             estimate, threshold, side = get("estimate"), get("threshold"), get("side") or ">"
-            rows.append(Finding(claim, get("verdict"), numbers, estimate, threshold, side, interval, get("level")))
+            found_row = Finding(claim, get("verdict"), numbers, estimate, threshold, side, interval, get("level"))
+            rows.append(replace(found_row, p_value=get("p_value")))
         elif found[f"finding_{key}"] is None:
             rows.append(finding(claim, None, numbers))
         else:
             rows.append(point_check(claim, found[f"finding_{key}"], numbers))
-    return rows
+    return holm(rows)

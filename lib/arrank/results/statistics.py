@@ -7,22 +7,30 @@ fractions) become a 95% confidence interval of a difference ``a_q - w * b_q`` an
 docs/findings.md: a paired BCa bootstrap over queries (``scipy.stats.bootstrap``, 9,999 resamples,
 a fixed generator seed; unpaired for variants scored on different queries), widened in quadrature
 by the spread of a variant's run means (Student t at the Welch-Satterthwaite degrees of freedom).
+
+Each decided comparison also has a p-value that agrees with its interval (``interval_p_value``: one
+minus the largest confidence level at which the same construction, from the same bootstrap
+replicates, still excludes the threshold), so that the findings of one table can be adjusted as a
+family by Holm's step-down method (``holm``, statsmodels' ``multipletests``).
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from arrank.common.findings import Finding, decide, finding, interval_text
+from arrank.common.findings import Finding, decide, excludes, finding, interval_text
 
 LEVEL = 0.95
 N_RESAMPLES = 9999
 RNG_SEED = 0  # the bootstrap's generator seed: the same data always give the same interval
+P_TOLERANCE = 1e-6  # the bisection's resolution in confidence level, hence in p
+BATCH = 2000  # resamples drawn at a time, as the BCa bootstrap has always asked scipy for them
 METRIC_COLUMNS = {"cvr": "cvr", "ndcg": "ndcg", **{f"recall@{k}": f"r{k}" for k in range(1, 51)}}
 POINT_ESTIMATE = "point estimates, no interval (runs without per-query data)"
 
@@ -71,17 +79,91 @@ def has_variants(per_query: pd.DataFrame | None, *variants: str) -> bool:
     return per_query is not None and len(per_query) > 0 and set(variants) <= set(per_query["variant"])
 
 
-def bootstrap_interval(
+@dataclass(frozen=True)
+class Replicates:
+    """A bootstrap's replicates of a mean (or a difference of means) and what reading an interval off
+    them at any confidence level needs: ``method`` ``BCa`` (with the bias correction ``z0`` and the
+    acceleration ``a`` as ``scipy.stats.bootstrap`` computes them), ``percentile``, or ``point`` (data
+    without spread: the interval is the estimate)."""
+
+    estimate: float
+    distribution: np.ndarray = field(repr=False)
+    method: str
+    z0: float = 0.0
+    acceleration: float = 0.0
+
+    def interval(self, level: float) -> tuple[float, float]:
+        """The ``level`` interval from these replicates: the quantiles (linear interpolation, as
+        scipy's) at BCa's adjusted probabilities ``Phi(z0 + (z0 + z) / (1 - a (z0 + z)))`` or at the
+        percentile's ``(1 -+ level) / 2``; stretched to hold the estimate, as ``bootstrap_interval``."""
+        from scipy.special import ndtr, ndtri
+
+        if self.method == "point":
+            return self.estimate, self.estimate
+        z = float(ndtri((1 - level) / 2))
+        if self.method == "BCa":
+            probs = [float(ndtr(self.z0 + (self.z0 + x) / (1 - self.acceleration * (self.z0 + x)))) for x in (z, -z)]
+        else:
+            probs = [(1 - level) / 2, (1 + level) / 2]
+        lo, hi = np.quantile(self.distribution, probs)
+        return min(float(lo), self.estimate), max(float(hi), self.estimate)
+
+
+def _acceleration(arrays: Sequence[np.ndarray]) -> float:
+    """BCa's acceleration of the mean of one sample or the difference of the means of two, from the
+    jackknife as ``scipy.stats.bootstrap`` computes it (Efron and Tibshirani 1993, eq. 14.15): per
+    sample, the leave-one-out estimates ``theta_i``, ``U_i = (n - 1)(mean(theta) - theta_i)``, and
+    ``a = sum(U^3 / n^3) / (6 (sum(U^2 / n^2))^1.5)`` over both samples."""
+    nums, dens = 0.0, 0.0
+    for j, x in enumerate(arrays):
+        n = len(x)
+        leave_one_out = (x.sum() - x) / (n - 1)
+        theta = leave_one_out if j == 0 else -leave_one_out  # the second sample is subtracted
+        u = (n - 1) * (theta.mean() - theta)
+        nums += float(np.sum(u**3)) / n**3
+        dens += float(np.sum(u**2)) / n**2
+    return nums / dens**1.5 / 6 if dens > 0 else math.nan
+
+
+@functools.lru_cache(maxsize=3)
+def _resample_indices(n: int, n_resamples: int, seed: int) -> tuple[np.ndarray, ...]:
+    """The query indices of every resample of a paired bootstrap of ``n`` queries, in batches of
+    ``BATCH``, drawn exactly as ``scipy.stats.bootstrap`` draws them (``rng.integers(0, n, (batch, n))``
+    a batch, from ``default_rng(seed)``), kept compact: every comparison of ``n`` queries resamples
+    the same indices, so they are drawn once a process."""
+    rng = np.random.default_rng(seed)
+    dtype = np.uint16 if n <= np.iinfo(np.uint16).max + 1 else np.int64
+    return tuple(
+        rng.integers(0, n, (min(BATCH, n_resamples - k), n)).astype(dtype) for k in range(0, n_resamples, BATCH)
+    )
+
+
+def _paired_replicates(x: np.ndarray, estimate: float, n_resamples: int, seed: int) -> Replicates:
+    """The BCa replicates of the mean of one sample, as ``scipy.stats.bootstrap(..., method="BCa",
+    paired=True, batch=BATCH)`` computes them: the same resamples (``_resample_indices``), each
+    mean over its gathered values, and BCa's z0 and acceleration (``_acceleration``)."""
+    from scipy.special import ndtri
+
+    dist = np.concatenate([np.mean(x[i], axis=-1) for i in _resample_indices(len(x), n_resamples, seed)])
+    share = (np.count_nonzero(dist < estimate) + np.count_nonzero(dist <= estimate)) / (2 * len(dist))
+    return Replicates(estimate, dist, "BCa", float(ndtri(share)), _acceleration([x]))
+
+
+def bootstrap_replicates(
     samples: Sequence[np.ndarray],
     paired: bool,
     level: float = LEVEL,
     n_resamples: int = N_RESAMPLES,
     seed: int = RNG_SEED,
-) -> tuple[float, float, float]:
-    """(estimate, low, high): the mean of one sample, or the difference of the means of two
-    independent samples, with its BCa bootstrap interval (``scipy.stats.bootstrap``). Data with
-    no spread (every value equal) give the point itself as the interval."""
+) -> tuple[float, float, float, Replicates]:
+    """(estimate, low, high, replicates): ``bootstrap_interval``'s interval at ``level`` and the
+    replicates it was read from, from which ``Replicates.interval`` reads the same construction at any
+    other level without resampling. One sample (a paired comparison, a mean) is resampled here as
+    scipy resamples it (``_paired_replicates``: the same replicates, the same interval to float
+    rounding, several times faster: the indices are drawn once); two independent samples, and data
+    where BCa is undefined, go through ``scipy.stats.bootstrap`` itself."""
     from scipy import stats
+    from scipy.special import ndtri
 
     arrays = [np.asarray(s, dtype=float) for s in samples]
     if any(len(a) < 2 for a in arrays):
@@ -92,7 +174,12 @@ def bootstrap_interval(
         statistic = lambda x, y, axis=-1: np.mean(x, axis=axis) - np.mean(y, axis=axis)
     estimate = float(statistic(*arrays))
     if all(np.ptp(a) == 0 for a in arrays):
-        return estimate, estimate, estimate
+        return estimate, estimate, estimate, Replicates(estimate, np.array([estimate]), "point")
+    if len(arrays) == 1:
+        reps = _paired_replicates(arrays[0], estimate, n_resamples, seed)
+        lo, hi = reps.interval(level)
+        if math.isfinite(lo) and math.isfinite(hi):
+            return estimate, lo, hi, reps
     for method in ("BCa", "percentile"):  # BCa undefined (e.g. one value differs): percentile
         res = stats.bootstrap(
             tuple(arrays),
@@ -102,13 +189,54 @@ def bootstrap_interval(
             method=method,
             paired=paired,
             vectorized=True,
-            batch=max(1, min(n_resamples, 2000)) if method == "BCa" else None,
+            batch=max(1, min(n_resamples, BATCH)) if method == "BCa" else None,
             rng=np.random.default_rng(seed),
         )
         lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
         if math.isfinite(lo) and math.isfinite(hi):
             break
-    return estimate, min(lo, estimate), max(hi, estimate)
+    dist = np.asarray(res.bootstrap_distribution, dtype=float)
+    if method == "BCa":  # z0 from the replicates below and at the estimate, as scipy's _bca_interval
+        share = (np.count_nonzero(dist < estimate) + np.count_nonzero(dist <= estimate)) / (2 * len(dist))
+        reps = Replicates(estimate, dist, method, float(ndtri(share)), _acceleration(arrays))
+    else:
+        reps = Replicates(estimate, dist, method)
+    return estimate, min(lo, estimate), max(hi, estimate), reps
+
+
+def bootstrap_interval(
+    samples: Sequence[np.ndarray],
+    paired: bool,
+    level: float = LEVEL,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = RNG_SEED,
+) -> tuple[float, float, float]:
+    """(estimate, low, high): the mean of one sample, or the difference of the means of two
+    independent samples, with its BCa bootstrap interval (``scipy.stats.bootstrap``). Data with
+    no spread (every value equal) give the point itself as the interval."""
+    return bootstrap_replicates(samples, paired, level, n_resamples, seed)[:3]
+
+
+def interval_p_value(
+    interval_at: Callable[[float], tuple[float, float]],
+    threshold: float,
+    decided: bool,
+    level: float = LEVEL,
+    tolerance: float = P_TOLERANCE,
+) -> float:
+    """The two-sided p-value of ``threshold`` that a family of nested intervals implies: 1 - the
+    largest confidence level whose interval (``interval_at(level)``) still excludes the threshold,
+    found by bisection to ``tolerance``. ``decided``: whether the ``level`` interval the verdict was
+    read from excludes it; the search starts on that side of ``level`` and returns 1 - the middle of
+    its last bracket, so the p-value is below ``1 - level`` exactly when the verdict is decided."""
+    lo, hi = (level, 1.0) if decided else (0.0, level)  # lo excludes the threshold, hi does not
+    while hi - lo > tolerance:
+        mid = (lo + hi) / 2
+        if excludes(interval_at(mid), threshold):
+            lo = mid
+        else:
+            hi = mid
+    return 1 - (lo + hi) / 2
 
 
 def seed_halfwidth(parts: Sequence[tuple[np.ndarray, float]], level: float = LEVEL) -> float:
@@ -133,7 +261,9 @@ def widen(estimate: float, low: float, high: float, extra: float) -> tuple[float
 @dataclass(frozen=True)
 class Comparison:
     """A difference ``a - w * b`` of a metric between two variants, with its interval: how many
-    queries (paired: the common ones), how many runs each variant had."""
+    queries (paired: the common ones), how many runs each variant had; ``replicates`` and
+    ``seed_parts`` (each variant's run means and weight) rebuild the interval at any level
+    (``interval_at``), hence the p-value of a threshold (``p_value``)."""
 
     estimate: float
     interval: tuple[float, float]
@@ -141,6 +271,21 @@ class Comparison:
     paired: bool
     runs: tuple[int, int]
     level: float
+    replicates: Replicates | None = field(default=None, repr=False, compare=False)
+    seed_parts: tuple[tuple[np.ndarray, float], ...] = field(default=(), repr=False, compare=False)
+
+    def interval_at(self, level: float) -> tuple[float, float]:
+        """The interval this comparison would give at ``level``: the same bootstrap replicates read at
+        that level, widened by the seed spread's half-width at that level."""
+        if self.replicates is None:
+            raise ValueError("this comparison keeps no bootstrap replicates: make it with compare()")
+        lo, hi = self.replicates.interval(level)
+        return widen(self.estimate, lo, hi, seed_halfwidth(self.seed_parts, level))
+
+    def p_value(self, threshold: float) -> float:
+        """The two-sided p-value of ``threshold`` (``interval_p_value``): below ``1 - level`` exactly
+        when this comparison's interval excludes the threshold."""
+        return interval_p_value(self.interval_at, threshold, excludes(self.interval, threshold), self.level)
 
     def text(self) -> str:
         """``paired over 300 queries, 2 / 1 runs`` (how the interval was made)."""
@@ -167,15 +312,16 @@ def compare(
     diff = _differences(a, b, weight)
     paired = len(diff) >= 2
     if paired:
-        est, lo, hi = bootstrap_interval([diff], True, level, n_resamples, seed)
+        est, lo, hi, reps = bootstrap_replicates([diff], True, level, n_resamples, seed)
         n: int | tuple[int, int] = len(diff)
     else:
-        est, lo, hi = bootstrap_interval(
+        est, lo, hi, reps = bootstrap_replicates(
             [a.by_query.to_numpy(), weight * b.by_query.to_numpy()], False, level, n_resamples, seed
         )
         n = (len(a.by_query), len(b.by_query))
-    lo, hi = widen(est, lo, hi, seed_halfwidth([(a.run_means, 1.0), (b.run_means, weight)], level))
-    return Comparison(est, (lo, hi), n, paired, (len(a.run_means), len(b.run_means)), level)
+    parts = ((a.run_means, 1.0), (b.run_means, weight))
+    lo, hi = widen(est, lo, hi, seed_halfwidth(parts, level))
+    return Comparison(est, (lo, hi), n, paired, (len(a.run_means), len(b.run_means)), level, reps, parts)
 
 
 def mean_interval(
@@ -224,12 +370,14 @@ def check(
     n_resamples: int = N_RESAMPLES,
 ) -> Finding:
     """The claim that the mean per-query ``a - weight * b`` of ``metrics`` is on ``side`` of
-    ``threshold``, decided by its interval (``findings.decide``); ``numbers`` is followed by how
-    the interval was made (queries, paired or not, runs)."""
+    ``threshold``, decided by its interval (``findings.decide``), with the p-value the interval
+    implies (``Comparison.p_value``); ``numbers`` is followed by how the interval was made (queries,
+    paired or not, runs)."""
     c = compare(
         variant_values(per_query, a, metrics), variant_values(per_query, b, metrics), weight, level, n_resamples
     )
-    return decide(claim, c.estimate, c.interval, threshold, side, "; ".join(p for p in (numbers, c.text()) if p), level)
+    numbers = "; ".join(p for p in (numbers, c.text()) if p)
+    return decide(claim, c.estimate, c.interval, threshold, side, numbers, level, c.p_value(threshold))
 
 
 def point_check(claim: str, holds: bool | None, numbers: str) -> Finding:
@@ -259,7 +407,60 @@ def combine(claim: str, parts: Sequence[tuple[str, Finding]], numbers: str = "")
         verdict,
         "; ".join(p for p in (numbers, "; ".join(texts)) if p),
         level=next((f.level for _, f in parts if f.level), None),
+        p_value=compound_p_value([f for _, f in parts]),
+        parts=tuple((name, f) for name, f in parts),
     )
+
+
+def _side(f: Finding) -> int:
+    """+1 where the estimate of ``f`` lies on the claim's side of its threshold, -1 on the other side,
+    0 on the threshold."""
+    gap = f.estimate - f.threshold
+    sign = (gap > 0) - (gap < 0)
+    return sign if f.side == ">" else -sign
+
+
+def compound_p_value(parts: Sequence[Finding]) -> float | None:
+    """The p-value of a compound claim (``combine``) that agrees with its verdict: it holds when every
+    part holds, which at a level needs every part's interval off its threshold on the claim's side
+    (the largest part p-value, where every estimate is on that side), and fails when one part fails
+    (the smallest p-value of the parts whose estimate is on the other side); the smaller of the two.
+    None when a part has no p-value (a point verdict)."""
+    if not parts or any(f.p_value is None or f.estimate is None or f.threshold is None for f in parts):
+        return None
+    p_holds = max(f.p_value for f in parts) if all(_side(f) == 1 for f in parts) else 1.0
+    p_fails = min((f.p_value for f in parts if _side(f) == -1), default=1.0)
+    return min(p_holds, p_fails)
+
+
+def holm(findings: Sequence[Finding], alpha: float = 1 - LEVEL) -> list[Finding]:
+    """The findings with Holm's step-down adjustment over their family (statsmodels'
+    ``multipletests(p, alpha, method="holm")``): every finding with a p-value and a three-valued
+    verdict is a member; each gets ``p_holm`` (its adjusted p-value), ``family_size`` and
+    ``holm_verdict``, its verdict where ``p_holm < alpha`` (the side its estimate is on; a decided
+    verdict's p is below ``alpha``) and undecided otherwise. Point verdicts, unchecked checks and
+    notes are no members and keep no adjustment. Holm controls the chance of any wrong decided verdict
+    in the family at ``alpha``, whatever the dependence between the findings (docs/findings.md)."""
+    members = [
+        i for i, f in enumerate(findings) if f.p_value is not None and f.verdict in ("holds", "fails", "undecided")
+    ]
+    out = list(findings)
+    if not members:
+        return out
+    import gc
+
+    from statsmodels.stats.multitest import multipletests
+
+    gc.freeze()  # statsmodels' Holm ends with gc.collect(): over the objects made before it, a tenth of a second
+    try:
+        adjusted = multipletests([findings[i].p_value for i in members], alpha=alpha, method="holm")[1]
+    finally:
+        gc.unfreeze()
+    for i, p in zip(members, adjusted):
+        f = findings[i]
+        p = min(float(p), 1.0)
+        out[i] = replace(f, p_holm=p, holm_verdict=f.verdict if p < alpha else "undecided", family_size=len(members))
+    return out
 
 
 def queries_to_decide(differences: Sequence[float] | np.ndarray, threshold: float = 0.0, level: float = LEVEL) -> float:

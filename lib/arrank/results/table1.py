@@ -1,5 +1,6 @@
 """Table 1's findings (section 5.2 of arXiv 2601.05588) checked on a WordNet sweep's collected
-points: one ``Finding`` per check (notebook 08's "what to look for")."""
+points: one ``Finding`` per check (notebook 08's "what to look for"), the checks of one sweep a family
+whose verdicts are also given Holm-adjusted (``statistics.holm``, docs/findings.md)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,17 @@ from arrank.common.display import percent_text
 from arrank.common.findings import Finding, note
 from arrank.results import statistics as S
 
+NEAR = 0.02  # "NTP's R@1 is the best or within NEAR of it": 2 points
+CLAIMS = {  # Table 1's findings in words (section 5.2), as table1_findings names them; {near}: points
+    "cvr": "NTP has the highest CVR; fractional variants at most half of it",
+    "r1": "NTP's R@1 is the best or within {near:g} points of it",
+    "central": "fractional α=2 has a higher mean R@2..R@5 than NTP",
+    "trie": "trie variants lower CVR relative to NTP",
+    "zero_shot": "every fine-tuned variant beats the zero-shot model (nDCG and mean R@1..R@5)",
+}
 
-def table1_findings(frame: pd.DataFrame, near: float = 0.02, per_query: pd.DataFrame | None = None) -> list[Finding]:
+
+def table1_findings(frame: pd.DataFrame, near: float = NEAR, per_query: pd.DataFrame | None = None) -> list[Finding]:
     """The CPU-scale checks of Table 1's findings (section 5.2) on a WordNet sweep's collected runs
     (``collect``; mean over seeds per variant), one ``Finding`` per check the sweep has the variants
     for: NTP has the highest CVR and every fractional variant at most half of it; fractional α=2
@@ -21,7 +31,8 @@ def table1_findings(frame: pd.DataFrame, near: float = 0.02, per_query: pd.DataF
     it; every trie variant has a lower CVR than NTP; every fine-tuned variant beats a zero-shot row
     (``steps = 0``). With ``per_query`` (``arrank.workbook.report.per_query_frame``) each is decided
     by intervals (docs/findings.md; an undecided single comparison names the budget that would
-    decide it); variants without per-query rows get the point verdict, labelled as such."""
+    decide it); variants without per-query rows get the point verdict, labelled as such. The checks
+    decided by intervals form one family: each also carries its Holm-adjusted verdict (``S.holm``)."""
     done = frame[frame["state"] == "done"].copy()
     if done.empty:
         raise ValueError("no finished points in this sweep: run it first")
@@ -69,14 +80,14 @@ def table1_findings(frame: pd.DataFrame, near: float = 0.02, per_query: pd.DataF
         parts = [(f"{v} CVR below NTP's", v, ntp_labels, "cvr", 0.0, "<", 1.0) for v in others.index]
         parts += [(f"{v} CVR at most half NTP's", v, ntp_labels, "cvr", 0.0, "<", 0.5) for v in labels(frac)]
         add(
-            "NTP has the highest CVR; fractional variants at most half of it",
+            CLAIMS["cvr"],
             holds,
             f"CVR (%): NTP {pct(ntp_cvr)}; " + ", ".join(f"{k} {pct(v)}" for k, v in others["cvr"].items()),
             parts,
         )
         best_r1 = float(variants["recall@1"].max())
         add(
-            f"NTP's R@1 is the best or within {near * 100:g} points of it",
+            CLAIMS["r1"].format(near=near * 100),
             float(ntp["recall@1"].mean()) >= best_r1 - near,
             f"R@1 (%): NTP {pct(ntp['recall@1'].mean())}, best {pct(best_r1)}",
             [
@@ -87,7 +98,7 @@ def table1_findings(frame: pd.DataFrame, near: float = 0.02, per_query: pd.DataF
         if len(frac2) and r25:
             span = f"R@2..R@{r25[-1].split('@')[1]}" if len(r25) > 1 else "R@2"
             add(
-                "fractional α=2 has a higher mean R@2..R@5 than NTP",
+                CLAIMS["central"],
                 mean25(frac2) > mean25(ntp),
                 f"mean {span} (%): fractional α=2 {pct(mean25(frac2))}, NTP {pct(mean25(ntp))}",
                 [(f"fractional α=2 − NTP, mean {span}", labels(frac2), ntp_labels, r25, 0.0, ">", 1.0)],
@@ -95,7 +106,7 @@ def table1_findings(frame: pd.DataFrame, near: float = 0.02, per_query: pd.DataF
         if len(trie):
             t = by(trie)["cvr"]
             add(
-                "trie variants lower CVR relative to NTP",
+                CLAIMS["trie"],
                 bool((t < ntp_cvr).all()),
                 f"CVR (%): NTP {pct(ntp_cvr)}; " + ", ".join(f"{k} {pct(v)}" for k, v in t.items()),
                 [(f"{v} CVR below NTP's", v, ntp_labels, "cvr", 0.0, "<", 1.0) for v in t.index],
@@ -115,13 +126,13 @@ def table1_findings(frame: pd.DataFrame, near: float = 0.02, per_query: pd.DataF
             )
         ]
         add(
-            "every fine-tuned variant beats the zero-shot model (nDCG and mean R@1..R@5)",
+            CLAIMS["zero_shot"],
             bool((tuned["ndcg"] > z_ndcg).all() and (tuned["m15"] > z15).all()),
             f"nDCG / mean R@1..R@5 (%): zero-shot {pct(z_ndcg)} / {pct(z15)}; "
             + ", ".join(f"{k} {pct(r.ndcg)} / {pct(r.m15)}" for k, r in tuned.iterrows()),
             parts,
         )
-    return rows
+    return S.holm(rows)
 
 
 def sweep_findings(frame: Any, notebook: str, per_query: pd.DataFrame | None = None) -> list[Finding]:
