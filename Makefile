@@ -10,11 +10,12 @@ VENV   ?= $(or $(VIRTUAL_ENV),$(if $(filter-out base,$(CONDA_DEFAULT_ENV)),$(CON
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test test-fast lint workbook book sweep lab sync gpu-kit gpu-curve clean-venv help
+.PHONY: setup test test-fast lint workbook book reproduction sweep lab sync gpu-kit gpu-curve clean-venv help
 
 help:
 	@echo "make workbook   set up, then run every notebook in its quick profile (outputs/)"
 	@echo "make book       the executed workbook as a static website (outputs/book/site/; runs make workbook's missing stages first)"
+	@echo "make reproduction  docs/reproduction.md from the committed data under docs/data/ (the paper's claims, verdicts, Holm)"
 	@echo "make sweep SWEEP=sweeps/NAME.yaml [JOBS=N] [EXECUTOR=local|slurm]   run a sweep's unfinished points"
 	@echo "make test       set up, then run the tests (the whole suite, under 10 minutes)"
 	@echo "make test-fast  the tests that neither train nor run notebooks (pytest -m 'not slow', about a minute)"
@@ -52,6 +53,10 @@ workbook: setup
 
 book: setup
 	$(PY) -m arrank.workbook.book $(BOOK_ARGS)
+
+# the reproduction matrix from the committed per-query data (seconds; no run, no network)
+reproduction: $(STAMP)
+	$(PY) -m arrank.results.reproduction $(REPRODUCTION_ARGS)
 
 sweep: setup
 	@test -n "$(SWEEP)" || { echo "usage: make sweep SWEEP=sweeps/NAME.yaml [JOBS=N]; sweeps:"; ls sweeps/*.yaml; exit 2; }

@@ -1,11 +1,21 @@
 """The paper's own numbers (arXiv 2601.05588, percent as printed): Tables 1-3, and the row of a
-training run's loss variant."""
+training run's loss variant; and which text of the paper the workbook follows (``TEXT_FOLLOWED``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from arrank.training.schemes import loss_label
+
+ARXIV_ID = "2601.05588"
+# The text the workbook follows. Neither the paper's LaTeX source nor its metadata names an arXiv
+# version (its \date is empty), so the workbook names the identifier and the date of the text it
+# checks against, with the SHA-256 of the source's main .tex file to tell that text from another.
+TEXT_DATE = "2026-11-26"
+TEX_SHA256 = "ea21466c5ad1af802b6674c244a899dd741b74c209ee588f21e7474e2138a464"
+TEXT_FOLLOWED = (
+    f"arXiv {ARXIV_ID}; its LaTeX source names no version, so the text followed is the one as of {TEXT_DATE}"
+)
 
 _T1 = ["cvr", "ndcg", "recall@1", "recall@2", "recall@3", "recall@4", "recall@5"]
 _T2 = ["ndcg", "recall@1", "recall@2", "recall@5", "recall@10", "recall@25", "recall@50"]

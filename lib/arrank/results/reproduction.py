@@ -1,0 +1,387 @@
+"""The reproduction matrix (docs/reproduction.md): each claim of the paper (arXiv 2601.05588; section
+5.2's Table 1 findings, section 5.3's Figure 3) that the workbook checks, against every committed
+data set that decides it: the profile and machine the runs had, the commands that make them again,
+the verdict of the 95% interval, the Holm-adjusted verdict within the claim's family, the estimate
+with its interval and p-value, the runs' summed wall time and the code digest their results record.
+
+The claims are rows of data (``CLAIMS``): each names the check that decides it on a Table 1 sweep
+(``table1.CLAIMS``), on the budget curve (``curve.CLAIMS``) or on Figure 3's runs (``figure3.CLAIMS``);
+the committed data are ``SOURCES``; the verdicts are ``table1.table1_findings`` and
+``curve.curve_findings`` on them, as notebook 08 computes them.
+
+``python -m arrank.results.reproduction`` (``make reproduction``) writes the page from the committed
+data; ``--check`` exits 1 when the committed page and the data disagree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from arrank.common import paths
+from arrank.common.findings import Finding, p_text
+from arrank.results import curve, figure3, paper, table1
+from arrank.results import statistics as S
+
+PAGE = "docs/reproduction.md"
+
+
+@dataclass(frozen=True)
+class PaperClaim:
+    """A claim of the paper (``section``) and the checks that decide it: its key in ``table1.CLAIMS``
+    (a Table 1 sweep), its ``curve.Claim`` (the budget curve: the same comparison, NTP against
+    fractional α=2 only), its key in ``figure3.CLAIMS`` (notebook 07's runs)."""
+
+    key: str
+    section: str
+    table1: str | None = None
+    curve: curve.Claim | None = None
+    figure3: str | None = None
+
+    @property
+    def words(self) -> str:
+        """The claim as the workbook words it (Table 1's finding, else Figure 3's)."""
+        if self.table1:
+            return table1.CLAIMS[self.table1].format(near=table1.NEAR * 100)
+        return figure3.CLAIMS[self.figure3]
+
+
+CLAIMS: tuple[PaperClaim, ...] = (
+    PaperClaim("cvr", "§5.2, Table 1", table1="cvr", curve=curve.CLAIMS[2]),
+    PaperClaim("r1", "§5.2, Table 1", table1="r1", curve=curve.CLAIMS[1]),
+    PaperClaim("central", "§5.2, Table 1", table1="central", curve=curve.CENTRAL),
+    PaperClaim("trie", "§5.2, Table 1", table1="trie"),
+    PaperClaim("zero_shot", "§5.2, Table 1", table1="zero_shot"),
+    *(PaperClaim(key, "§5.3, Figure 3", figure3=key) for key in figure3.CLAIMS),
+)
+
+
+@dataclass(frozen=True)
+class Source:
+    """Committed data that decide some of ``CLAIMS``: a Table 1 sweep (``kind="table1"``: its points'
+    CSV, ``points``, and their per-query rows) or a budget curve (``kind="curve"``: per-query rows
+    at each budget, the runs' results.json under ``results``, a glob). ``make`` makes one sweep of it
+    again (``{sweep}``: the sweep's file); the sweeps are named by the runs in the data."""
+
+    key: str
+    title: str
+    profile: str
+    machine: str
+    kind: str
+    per_query: str
+    make: str
+    points: str | None = None
+    results: str | None = None
+
+
+SOURCES: tuple[Source, ...] = (
+    Source(
+        key="pretrained-cpu",
+        title="Table 1 on SmolLM2-135M-Instruct + LoRA (the powered sweep, docs/pretrained.md)",
+        profile="pretrained",
+        machine="CPU",
+        kind="table1",
+        per_query="docs/data/pretrained_table1_per_query.csv",
+        points="docs/data/pretrained_table1_points.csv",
+        make="make sweep SWEEP={sweep} JOBS=2",
+    ),
+    Source(
+        key="pretrained-gpu-curve",
+        title="The budget curve, NTP against fractional α=2 on SmolLM2-135M-Instruct + LoRA (docs/pretrained.md)",
+        profile="pretrained",
+        machine="GPU",
+        kind="curve",
+        per_query="docs/data/pretrained_gpu_curve_per_query.csv.gz",
+        results="docs/data/gpu/**/*.results.json",
+        make="make gpu-curve SWEEP={sweep}",
+    ),
+)
+# checked by a run of the workbook, with no per-query data committed: (profile, machine, command, what)
+UNCOMMITTED = (
+    ("quick", "CPU", "make workbook", "Table 1's findings on the workbook sweep (no zero-shot row) and Figure 3's"),
+)
+
+
+@dataclass(frozen=True)
+class Runs:
+    """The runs a row is read from: their names, and what their records say (summed wall time in
+    seconds of the ``recorded`` ones, their distinct code digests; None where none is recorded)."""
+
+    names: tuple[str, ...]
+    recorded: int
+    seconds: float
+    digests: tuple[str, ...]
+
+    def cells(self) -> list[str]:
+        """The table cells: runs, run time, code digest."""
+        n = len(self.names)
+        runs = str(n) if self.recorded == n else f"{n} ({self.recorded} recorded)"
+        seconds = f"{self.seconds:,.0f} s" if self.recorded else "not recorded"
+        return [runs, seconds, ", ".join(self.digests) or "not recorded"]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One claim decided on one source at one budget."""
+
+    claim: PaperClaim
+    source: Source
+    budget: str
+    finding: Finding
+    runs: Runs
+
+
+def _sweeps(points: pd.Series) -> list[str]:
+    """The sweep files the runs were made by, in first-seen order (a run's name starts with its
+    sweep's, ``<sweep>-<grid values>``), as paths from the repository root."""
+    found = []
+    for name in dict.fromkeys(str(p).split("-", 1)[0] for p in pd.unique(points)):
+        path = next((p for p in (f"sweeps/{name}.yaml", f"gpu/{name}.yaml") if (paths.ROOT / p).is_file()), None)
+        if path is None:
+            raise ValueError(f"no sweep file sweeps/{name}.yaml or gpu/{name}.yaml for the runs {name}-*")
+        found.append(path)
+    return found
+
+
+def commands(source: Source, sweeps: list[str]) -> list[str]:
+    """The commands that make ``source``'s data again: each sweep (``source.make``), then notebook
+    08 on them (the first as its sweep, the rest as ``curve_sweeps``), which prints the findings."""
+    out = [source.make.format(sweep=s) for s in sweeps]
+    run = f".venv/bin/python -m arrank.workbook.run 08 -p sweep {sweeps[0]}"
+    if source.kind == "curve" and len(sweeps) > 1:
+        run += f" -p curve_sweeps {','.join(sweeps[1:])}"
+    return [*out, run]
+
+
+def _results(pattern: str | None) -> dict[str, dict]:
+    """Each committed results.json under ``pattern`` by its run's name."""
+    found = {}
+    for path in sorted(paths.ROOT.glob(pattern)) if pattern else []:
+        data = json.loads(path.read_text())
+        found[data["params"]["run_name"]] = data
+    return found
+
+
+def _device(results: dict[str, dict]) -> str:
+    """The accelerator the runs name (``precision_reason``: ``CUDA GPU NVIDIA H200 supports bf16``), or ''."""
+    names = {
+        m.group(1)
+        for r in results.values()
+        if (m := re.search(r"CUDA GPU (.+?) supports", str(r.get("metrics", {}).get("precision_reason", ""))))
+    }
+    return ", ".join(sorted(names))
+
+
+def _table1_rows(source: Source) -> tuple[list[Row], Runs, list[str]]:
+    points = pd.read_csv(paths.ROOT / source.points)
+    per_query = pd.read_csv(paths.ROOT / source.per_query)
+    done = points[points["state"] == "done"]
+    digests = tuple(sorted(done["code_digest"].dropna().unique())) if "code_digest" in done else ()
+    runs = Runs(tuple(done["run_name"]), len(done), float(done["s_total"].sum()), digests)
+    steps = sorted({int(s) for s in done["steps"] if s > 0})
+    budget = ", ".join(f"{s} steps" for s in steps)
+    by_words = {c.words: c for c in CLAIMS if c.table1}
+    rows = [
+        Row(by_words[f.claim], source, budget, f, runs)
+        for f in table1.table1_findings(points, per_query=per_query)
+        if f.claim in by_words
+    ]
+    return rows, runs, _sweeps(done["run_name"])
+
+
+def _curve_rows(source: Source) -> tuple[list[Row], Runs, list[str], pd.DataFrame, str]:
+    rows_pq = pd.read_csv(paths.ROOT / source.per_query)
+    results = _results(source.results)
+    found = curve.curve_findings(rows_pq)
+
+    def runs_of(names) -> Runs:
+        names = tuple(sorted(names))
+        known = [results[n] for n in names if n in results]
+        seconds = sum(float(sum(r.get("timings", {}).values())) for r in known)
+        digests = tuple(sorted({r["env"]["code_digest"] for r in known if r.get("env", {}).get("code_digest")}))
+        return Runs(names, len(known), seconds, digests)
+
+    by_check = {c.curve.claim: c for c in CLAIMS if c.curve}
+    points = rows_pq.groupby([curve.SETTING, "step", "variant"], sort=False)["point"].unique()
+    out = []
+    for _, r in found.iterrows():
+        at = [p for v in (r["a"], r["b"]) for p in points[(r[curve.SETTING], r["step"], v)]]
+        f = Finding(
+            r["claim"],
+            r["verdict"],
+            r["numbers"],
+            r["estimate"],
+            r["threshold"],
+            r["side"],
+            (r["ci_low"], r["ci_high"]),
+            r["level"],
+            r["p_value"],
+            r["p_holm"],
+            r["holm_verdict"],
+            int(r["family_size"]),
+        )
+        epochs = f"{r['epochs']:.2g} epoch" + ("" if f"{r['epochs']:.2g}" == "1" else "s")
+        budget = f"{r[curve.SETTING]}: step {int(r['step'])} ({epochs})"
+        out.append(Row(by_check[r["claim"]], source, budget, f, runs_of(at)))
+    return out, runs_of(pd.unique(rows_pq["point"])), _sweeps(rows_pq["point"]), found, _device(results)
+
+
+def _points(f: Finding) -> str:
+    """``+1.0 [+0.1, +2.0]``: the estimate and its interval in points."""
+    if f.estimate is None or f.interval is None:
+        return ""
+    lo, hi = f.interval
+    return f"{f.estimate * 100:+.1f} [{lo * 100:+.1f}, {hi * 100:+.1f}]"
+
+
+def _holm(f: Finding) -> str:
+    """``holds (p 0.042)``, a change marked ``holds → **undecided** (p 0.057)``; '' outside a family."""
+    if f.holm_verdict is None:
+        return ""
+    head = f"{f.verdict} → **{f.holm_verdict}**" if f.holm_changed else f.holm_verdict
+    return f"{head} (p {p_text(f.p_holm)})"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _claim_table(rows: list[Row]) -> list[str]:
+    head = ["source", "budget", "checked as", "estimate, 95% CI (points)", "p", "verdict", "Holm"]
+    head += ["runs", "run time (summed)", "code digest"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for row in rows:
+        f = row.finding
+        checked = "" if f.claim == row.claim.words else f.claim
+        estimate = _points(f) or (f"{len(f.parts)} parts, below" if f.parts else "")
+        p = "" if f.p_value is None else p_text(f.p_value)
+        cells = [row.source.key, row.budget, checked, estimate, p, f.verdict, _holm(f), *row.runs.cells()]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+        for name, part in f.parts:
+            pp = "" if part.p_value is None else p_text(part.p_value)
+            cells = ["", "", f"↳ {name}", _points(part), pp, part.verdict, "", "", "", ""]
+            lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return lines
+
+
+def page() -> str:
+    """The reproduction matrix as Markdown, from the committed data (``SOURCES``)."""
+    rows: list[Row] = []
+    sources = []
+    sensitivity = ""
+    for source in SOURCES:
+        if source.kind == "table1":
+            found, runs, sweeps = _table1_rows(source)
+            family = f"the {sum(r.finding.family_size is not None for r in found)} findings of the sweep"
+            machine = source.machine
+        else:
+            found, runs, sweeps, curve_found, device = _curve_rows(source)
+            family = "the claims of one budget and setting (3)"
+            machine = f"{source.machine} ({device})" if device else source.machine
+            sensitivity = _sensitivity(curve_found)
+        rows += found
+        data = ", ".join(f"`{p}`" for p in (source.points, source.per_query) if p)
+        if source.results:
+            data += f", the runs' `results.json` under `{source.results.split('*')[0].rstrip('/')}/`"
+        sources.append((source, machine, data, runs, sweeps, family))
+    out = [
+        "# Reproduction matrix",
+        "",
+        "*Generated by `python -m arrank.results.reproduction` (`make reproduction`) from the data committed under "
+        "`docs/data/`; do not edit by hand. `tests/results/test_reproduction.py` regenerates it and fails when this "
+        "page and the data disagree.*",
+        "",
+        f"The paper: {paper.TEXT_FOLLOWED} (SHA-256 of its main LaTeX file {paper.TEX_SHA256[:16]}…). Each claim "
+        "of it that the workbook checks on committed data, per data set: the budget, the estimate with its 95% "
+        "interval (points; a paired bootstrap over the held-out queries with "
+        f"{S.N_RESAMPLES:,} resamples, widened by the spread of the seeds where a variant has several), the "
+        "p-value that interval implies (below 0.05 exactly when the verdict is decided), the verdict (holds, "
+        "fails, undecided), the verdict Holm-adjusted within its family, the runs it is read from with their "
+        "wall time summed over the runs (as their records give it; runs side by side took less) and the code "
+        "digest their `results.json` record (a SHA-256 over `lib/` and `notebooks/`). A compound claim's parts "
+        "follow it (↳). What the verdicts and the families mean: `docs/findings.md`.",
+        "",
+        "## The data and how to make them again",
+        "",
+    ]
+    for source, machine, data, runs, sweeps, family in sources:
+        n, seconds, digests = runs.cells()
+        out += [
+            f"**{source.key}**: {source.title}. Profile `{source.profile}` on a {machine}; data: {data}; {n} runs, "
+            f"{seconds} of run time (summed); code digest: {digests}. Holm family: {family}.",
+            "",
+            "```bash",
+            *commands(source, sweeps),
+            "```",
+            "",
+        ]
+    for profile, machine, command, what in UNCOMMITTED:
+        out += [
+            f"**{profile}** ({machine}): {what} are checked by `{command}`, which prints them; no per-query data "
+            "of those runs is committed, so they have no row here.",
+            "",
+        ]
+    out += ["## The claims", ""]
+    for claim in CLAIMS:
+        mine = [r for r in rows if r.claim is claim]
+        out += [f"### {claim.words} ({claim.section})", ""]
+        if mine:
+            out += _claim_table(mine) + [""]
+        else:
+            out += ["No committed data decide it: checked by a run (above).", ""]
+    if sensitivity:
+        out += ["## The budget curve with another family", "", sensitivity, ""]
+    return "\n".join(out)
+
+
+def _sensitivity(found: pd.DataFrame) -> str:
+    """What changes on the budget curve when one claim's budgets in a setting are the family instead of
+    the claims of one budget (``curve.holm_families``): the reading that looks for the budget at which
+    a claim holds."""
+    across = curve.holm_families(found, ("claim", curve.SETTING))
+    changed = across[across["holm_verdict"] != across["verdict"]]
+    lead = (
+        "Read along the curve (where does a claim hold?), the family is one claim's budgets within a setting "
+        '(`curve.holm_families(findings, ("claim", "setting"))`). '
+    )
+    if changed.empty:
+        return lead + "With that family no verdict changes."
+    items = [
+        f"{r['claim']} ({r[curve.SETTING]}, step {int(r['step'])}): {r['verdict']} → **{r['holm_verdict']}** "
+        f"(p {p_text(r['p_value'])}, Holm over {int(r['family_size'])} budgets {p_text(r['p_holm'])})"
+        for _, r in changed.iterrows()
+    ]
+    return lead + "With that family these verdicts change:\n\n" + "\n".join(f"- {i}" for i in items)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry point: write the page, or with ``--check`` compare it with the committed one."""
+    parser = argparse.ArgumentParser(prog="python -m arrank.results.reproduction", description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when the committed page differs from the data")
+    parser.add_argument("--output", default=PAGE, help=f"where to write the page (default: {PAGE})")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    path = Path(args.output) if Path(args.output).is_absolute() else paths.ROOT / args.output
+    text = page()
+    if args.check:
+        old = path.read_text() if path.exists() else ""
+        if old == text:
+            print(f"{args.output} agrees with the committed data")
+            return 0
+        diff = difflib.unified_diff(old.splitlines(), text.splitlines(), args.output, "regenerated", lineterm="")
+        print("\n".join(list(diff)[:60]), file=sys.stderr)
+        print(f"{args.output} differs from the committed data: run `make reproduction`", file=sys.stderr)
+        return 1
+    path.write_text(text)
+    print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
