@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import zipfile
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
 
 from arrank.common import paths
+from arrank.results import paper
 from arrank.workbook import run
 from arrank.workbook.book import build
 
@@ -48,9 +50,14 @@ def test_build_renders_the_executed_notebooks_without_executing(tiny_book):
     site = tiny_book.parent
     assert tiny_book.name == "index.html" and (site.parent / "book.zip").stat().st_size > 100_000
     pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html") if "_static" not in p.parts)
-    assert {"index.html", "results.html", "meetings.html", "running.html", "notebooks/01_de_capacity.html"} <= set(
-        pages
-    )
+    assert {
+        "index.html",
+        "results.html",
+        "reproduction.html",
+        "meetings.html",
+        "running.html",
+        "notebooks/01_de_capacity.html",
+    } <= set(pages)
     assert not (site / "notebooks" / "05_train.html").exists()  # no run: not in the book, not executed
     page = (site / "notebooks" / "01_de_capacity.html").read_text()
     assert page.count('class="plotly-graph-div"') == 4  # the notebook's four figures, as HTML fragments
@@ -65,6 +72,22 @@ def test_build_renders_the_executed_notebooks_without_executing(tiny_book):
     assert counts[0] == counts[1] and "".join(src["cells"][0]["source"]).startswith("# 01 ")  # the run's cells
     results = (site / "results.html").read_text()
     assert "What each notebook" in results and "holds here" in results  # 01's findings, as its run printed them
+
+
+def test_a_chapter_page_links_its_notebook_written_beside_it(tiny_book):
+    site = tiny_book.parent
+    page = (site / "notebooks" / "01_de_capacity.html").read_text()
+    assert re.search(r'<a class="notebook-download" href="01_de_capacity\.ipynb" download>', page)
+    offered = site / "notebooks" / "01_de_capacity.ipynb"  # the file the link names, beside the page
+    ran = site.parent.parent / "outputs" / "01_de_capacity" / "workbook" / "01_de_capacity.ipynb"
+    assert offered.read_bytes() == ran.read_bytes()  # the notebook as it ran, outputs and all
+    assert json.loads(offered.read_text())["cells"][0]["source"][0].startswith("# 01 ")
+    with zipfile.ZipFile(site.parent / "book.zip") as z:
+        assert "notebooks/01_de_capacity.ipynb" in z.namelist()
+    assert not (site / "notebooks" / "05_train.ipynb").exists()  # no run, no page, no file
+    # the landing page names the text of the paper followed; the reproduction matrix is a page
+    assert paper.TEXT_FOLLOWED in " ".join(re.sub(r"<[^>]+>", "", (site / "index.html").read_text()).split())
+    assert "Reproduction matrix" in (site / "reproduction.html").read_text()
 
 
 def test_failed_build_keeps_the_previous_site(tiny_book, monkeypatch):

@@ -100,3 +100,14 @@ def test_look_for_and_title():
     assert executed.look_for_markdown(nb) == "- a: **holds here**\n- b"
     assert executed.first_heading(nb) == "07 · Baselines"
     assert executed.look_for_markdown({"cells": nb["cells"][:1]}) == ""
+
+
+def test_the_download_link_goes_under_the_title_of_the_first_markdown_cell():
+    nb = executed.with_download_link(_nb([]), "09_a.ipynb")
+    assert nb["cells"][0]["source"] == (
+        '# 09 · A title\n\n<a class="notebook-download" href="09_a.ipynb" download>'
+        "Download this notebook (09_a.ipynb, as it ran)</a>\n\ntext"
+    )
+    assert nb["cells"][1]["source"] == "x"  # code cells untouched
+    untitled = {"cells": [{"cell_type": "code", "source": "x"}, {"cell_type": "markdown", "source": "no title"}]}
+    assert executed.with_download_link(untitled, "n.ipynb")["cells"][1]["source"].startswith("\n<a class=")

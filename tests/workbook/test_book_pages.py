@@ -26,7 +26,7 @@ def test_index_lists_the_pages_and_what_is_missing():
     assert (
         "```{toctree}\n:maxdepth: 1\n:caption: The notebooks, in paper order\n\nnotebooks/01_de_capacity\n```" in page
     )
-    assert page.count("```{toctree}") == 2 and "results\nmeetings\nrunning" in page
+    assert page.count("```{toctree}") == 2 and "results\nreproduction\nmeetings\nrunning" in page
 
 
 def test_results_page_is_read_from_the_run():

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from arrank.common import paths
 from arrank.common.outputs import DamagedResultsError, read_results
-from arrank.workbook.book.executed import for_the_book
+from arrank.workbook.book.executed import for_the_book, with_download_link
 from arrank.workbook.book.pages import index_page, results_page, unlink_missing
 
 SITE_SOURCES = Path(__file__).parent / "site"
@@ -76,7 +76,11 @@ def _run_label(run_name: str, results: Path | None) -> str:
 
 
 def write_sources(src: Path, notebooks: dict[str, Path], run_name: str) -> list[str]:
-    """The Sphinx sources of the book in ``src``; returns the notebooks left out (no finished run)."""
+    """The Sphinx sources of the book in ``src``; returns the notebooks left out (no finished run).
+    Each notebook page links the notebook file ``write_downloads`` puts beside it; the landing page
+    names the text of the paper the workbook follows; the reproduction matrix is the committed
+    docs/reproduction.md (``arrank.results.reproduction``)."""
+    from arrank.results.paper import TEXT_FOLLOWED
     from arrank.workbook.whole import findings_summary, table1_summary
 
     (src / "notebooks").mkdir(parents=True)
@@ -88,16 +92,38 @@ def write_sources(src: Path, notebooks: dict[str, Path], run_name: str) -> list[
             missing.append(stem)
             continue
         loaded[stem] = json.loads(ipynb.read_text())
-        (src / "notebooks" / f"{stem}.ipynb").write_text(json.dumps(for_the_book(loaded[stem]), indent=1))
+        page = with_download_link(for_the_book(loaded[stem]), f"{stem}.ipynb")
+        (src / "notebooks" / f"{stem}.ipynb").write_text(json.dumps(page, indent=1))
     for name in HAND_WRITTEN:
         (src / name).write_text(unlink_missing((SITE_SOURCES / name).read_text(), missing))
+    (src / "reproduction.md").write_text(reproduction_page())
     pages = [f"notebooks/{stem}" for stem in loaded]
-    (src / "index.md").write_text(index_page((SITE_SOURCES / "landing.md").read_text(), pages, missing))
+    landing = (SITE_SOURCES / "landing.md").read_text().replace("{paper}", TEXT_FOLLOWED)
+    (src / "index.md").write_text(index_page(landing, pages, missing))
     first = notebooks[next(iter(loaded))].parent / "results.json" if loaded else None
     (src / "results.md").write_text(
         results_page(loaded, table1_summary(), findings_summary(run_name), _run_label(run_name, first))
     )
     return missing
+
+
+def reproduction_page() -> str:
+    """The reproduction matrix: the committed docs/reproduction.md (a test keeps it in step with the
+    committed data), else made from that data (``arrank.results.reproduction``)."""
+    from arrank.results import reproduction
+
+    committed = paths.ROOT / reproduction.PAGE
+    return committed.read_text() if committed.is_file() else reproduction.page()
+
+
+def write_downloads(site: Path, notebooks: dict[str, Path]) -> list[Path]:
+    """Each finished notebook's executed ``.ipynb`` as the run wrote it, beside its page in the site
+    (``site/notebooks/<stem>.ipynb``, the file the page's download link names); returns the files."""
+    written = []
+    for stem, ipynb in notebooks.items():
+        if _finished(ipynb):
+            written.append(Path(shutil.copy2(ipynb, site / "notebooks" / f"{stem}.ipynb")))
+    return written
 
 
 def sphinx_build(src: Path, site: Path, doctrees: Path) -> str:
@@ -138,6 +164,7 @@ def build_book(run_name: str = "workbook", dest: Path | None = None, run_missing
     try:
         missing = write_sources(staging / "src", notebooks, run_name)
         warnings = sphinx_build(staging / "src", staging / "site", staging / "doctrees")
+        write_downloads(staging / "site", notebooks)
         shutil.make_archive(str(staging / "book"), "zip", staging / "site")
         _replace(staging, dest)
     finally:

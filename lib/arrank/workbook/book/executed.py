@@ -106,6 +106,23 @@ def for_the_book(nb: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+DOWNLOAD_LINK = '<a class="notebook-download" href="{name}" download>Download this notebook ({name}, as it ran)</a>'
+
+
+def with_download_link(nb: dict[str, Any], name: str) -> dict[str, Any]:
+    """``nb`` (not copied) with a link to ``name``, the notebook file the book writes beside its page,
+    under the title of its first Markdown cell (raw HTML: a Markdown link to an ``.ipynb`` would be
+    read as a link to the page itself)."""
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        lines = _text(cell["source"]).split("\n")
+        at = next((i + 1 for i, line in enumerate(lines) if line.startswith("# ")), 0)
+        cell["source"] = "\n".join([*lines[:at], "", DOWNLOAD_LINK.format(name=name), "", *lines[at:]])
+        break
+    return nb
+
+
 def is_look_for_heading(cell: dict[str, Any]) -> bool:
     """A Markdown cell headed "What to look for" (the findings cell of a notebook follows it)."""
     return cell["cell_type"] == "markdown" and any(

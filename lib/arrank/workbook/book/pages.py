@@ -29,6 +29,7 @@ def index_page(landing: str, pages: list[str], missing: list[str]) -> str:
         ":caption: The group",
         "",
         "results",
+        "reproduction",
         "meetings",
         "running",
         "```",
