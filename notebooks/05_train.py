@@ -98,7 +98,9 @@ lora_alpha = 32  # LoRA scaling
 lora_dropout = 0.0  # LoRA dropout
 lora_targets = "all-linear"  # LoRA target modules: all-linear or a comma-separated list
 load_in_4bit = False  # Unsloth: 4-bit base weights (needs bitsandbytes); False is 16-bit LoRA
-dataset = "wordnet"  # wordnet (Table 1) or esci (Table 2; data and docIDs of notebook 04's profile)
+dataset = "wordnet"  # wordnet (Table 1), esci (Table 2; data and docIDs of notebook 04's profile) or custom (data_path)
+data_path = ""  # dataset custom: its JSON Lines file of queries (docs/own-data.md)
+custom_docids = "id"  # dataset custom: docIDs from id (atomic), text (title) or semantic (OMP)
 subtree = None  # WordNet subtree of the queries; None: animal.n.01 quick and pretrained, all nouns paper
 min_relevant = None  # queries with at least this many hypernyms; None: 5 quick, 1 paper
 n_eval = None  # held-out queries; None: 300 quick, 100 pretrained, 5000 paper
@@ -112,7 +114,7 @@ precision = "auto"  # auto (bf16 where the CPU or GPU runs it natively and the m
 # %%
 from IPython.display import Markdown
 
-from arrank.evaluation import budgets, evaluate, scoring
+from arrank.evaluation import budgets, evaluate, scoring, trec
 from arrank.training import models, train
 from arrank.common import display, findings, outputs, params
 from arrank.results import reading
@@ -136,7 +138,7 @@ P, hyper
 # %%
 with outputs.timed(timings, "data"):
     df = ranking.ranking_dataset(P["dataset"], P["profile"], P["data_seed"], P["n_eval"], P["template"],
-                                 P["subtree"], P["min_relevant"])
+                                 P["subtree"], P["min_relevant"], P["data_path"], P["custom_docids"])
 with outputs.timed(timings, "model"):
     model, tok = models.untrained_model(P["model_name"], df, P["backend"], hyper["max_length"],
                                         P["tokenizer_vocab"], P["seed"], P["load_in_4bit"])
@@ -215,10 +217,12 @@ fig.show()
 # Figure 3 (notebook 07) are scored on, so their curves are compared with this row, not with the
 # held-out one (results.json: `train_recall@k`, `train_cvr`, `train_ndcg`, `train_n_queries`).
 # On a GPU, `query_batch` queries are scored in one forward pass (`arrank.evaluation.scoring`).
+# The held-out scores also go out as TREC files, `run.trec` and `qrels.trec` (gains as section
+# 5.1's, in integers), for trec_eval, ir_measures or ranx (docs/findings.md, "TREC files").
 
 # %%
 with outputs.timed(timings, "evaluate"):
-    result, per_query, _ = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks,
+    result, per_query, records = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks,
                                                       precision=numerics.used, query_batch=P["query_batch"])
 n_train = evaluate.n_training_queries(P["train_queries"], result["n_queries"])
 P["train_queries"] = n_train  # results.json records the number used, not None
@@ -229,6 +233,8 @@ with outputs.timed(timings, "evaluate_training"):
                                 if n_train else ({}, None))
 floor = evaluate.random_floor(df, P["data_seed"], P["eval_queries"] or None, ks)
 outputs.save_table(per_query, run_dir, "per_query")  # per-query metrics: the intervals of notebook 08's findings
+with outputs.timed(timings, "trec"):
+    trec.write_trec(run_dir, records, P["run_name"])  # run.trec, qrels.trec
 if per_query_train is not None:
     outputs.save_table(per_query_train, run_dir, "per_query_train")  # ... and of notebook 07's
 rows = {"held-out queries": result, "random scores": floor}

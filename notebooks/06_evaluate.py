@@ -42,7 +42,9 @@ run_name = "auto"  # folder under outputs/06_evaluate/
 train_run = "latest"  # run name of a finished 05_train run, latest, or none (an untrained model)
 model_name = None  # train_run none: None (the profile's), tiny (random init), smollm2-135m, a hub id or local folder
 backend = "auto"  # auto, unsloth or transformers (loading a pretrained model or an adapter)
-dataset = "wordnet"  # train_run none: wordnet or esci (a trained run brings its own data)
+dataset = "wordnet"  # train_run none: wordnet, esci or custom (a trained run brings its own data)
+data_path = ""  # train_run none, dataset custom: its JSON Lines file of queries
+custom_docids = "id"  # train_run none, dataset custom: docIDs from id, text or semantic
 subtree = None  # train_run none: WordNet subtree; None: animal.n.01 quick, all nouns paper
 min_relevant = None  # train_run none: queries with at least this many hypernyms
 n_eval = None  # train_run none: held-out queries; None: 300 quick, 5000 paper
@@ -60,7 +62,7 @@ precision = "auto"  # auto (bf16 where the CPU or GPU runs it natively and the m
 
 from IPython.display import Markdown
 
-from arrank.evaluation import evaluate, plots, scoring
+from arrank.evaluation import evaluate, plots, scoring, trec
 from arrank.common import display, findings, outputs, params
 from arrank.results import reading
 from arrank.training import precision as mixed_precision
@@ -89,7 +91,8 @@ print(f"model: {subject['source']}\ndata: {data}\n{len(held_out)} held-out queri
 # %% [markdown]
 # ## 2. Scores and the metrics of Tables 1-2 (percent, as the paper's tables)
 # Random scores on the same queries are the floor: with few relevant docIDs per query R@k is
-# high by chance, and nDCG is squeezed near 1 (docs/design.md).
+# high by chance, and nDCG is squeezed near 1 (docs/design.md). The scores also go out as TREC
+# files, `run.trec` and `qrels.trec`, for trec_eval, ir_measures or ranx (docs/findings.md).
 
 # %%
 P["query_batch"] = scoring.resolve_query_batch(model, P["query_batch"] or None, P["method"])  # the number used
@@ -101,6 +104,8 @@ floor = evaluate.random_floor(df, P["seed"], P["eval_queries"] or None, ks)
 scores = evaluate.scores_frame(records)
 scores.to_parquet(run_dir / "per_query_scores.parquet", index=False)
 outputs.save_table(per_query, run_dir, "per_query_metrics")
+with outputs.timed(timings, "trec"):
+    trec.write_trec(run_dir, records, P["run_name"])
 table = evaluate.metrics_table({"this model": result, "random scores": floor})
 outputs.save_table(table, run_dir, "metrics")  # fractions, as results.json; shown in percent
 display.percent_table(table)

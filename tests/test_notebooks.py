@@ -160,6 +160,7 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     held, train = (__import__("pandas").read_csv(final / f"{name}.csv") for name in ("per_query", "per_query_train"))
     assert len(held) == 10 and len(train) == 10 and set(held["query"]).isdisjoint(train["query"])
     assert abs(train["violation"].mean() - m["train_cvr"]) < 1e-12
+    _rescores_to(final, held)  # run.trec and qrels.trec of the held-out scores
     assert abs(train["recall@1"].mean() - m["train_recall@1"]) < 1e-12
     mask = __import__("os").umask(0)
     __import__("os").umask(mask)  # results and model readable as the umask says, not tempfile's 0600/0700
@@ -186,6 +187,7 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     assert m06["n_decoded"] == 3 and 0.0 <= m06["greedy_valid_rate"] <= 1.0
     assert 0.0 <= m06["beam_recall@2_gold"] <= 1.0 and 0.0 <= m06["beam_invalid_rate_unconstrained"] <= 1.0
     scores = __import__("pandas").read_parquet(final06 / "per_query_scores.parquet")
+    _rescores_to(final06, __import__("pandas").read_csv(final06 / "per_query_metrics.csv"))
     assert scores["query"].nunique() == 10 and set(scores["rank"]) >= {0, 1}
     for name in ("per_rank_scores", "recall_at_k"):
         _has_figure(final06, name)
@@ -206,6 +208,23 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     }
     assert abs(m2["final_loss"] - m["final_loss"]) <= 1e-6 * abs(m["final_loss"])
     assert m["sequences_trained"] == m2["sequences_trained"] > 0 and 0 < m["queries_trained"] <= 10 * 16
+
+
+def _rescores_to(run_dir, per_query) -> None:
+    """The run's TREC files, scored by ir_measures (trec_eval's nDCG), give its per-query nDCG within
+    the integer gains' rounding (``trec.NDCG_RELATIVE_TOLERANCE``)."""
+    import ir_measures
+
+    from arrank.evaluation import trec
+
+    read = (
+        ir_measures.read_trec_qrels(str(run_dir / "qrels.trec")),
+        ir_measures.read_trec_run(str(run_dir / "run.trec")),
+    )
+    got = {m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.nDCG], *read)}
+    want = {trec.token(q): v for q, v in zip(per_query["query"], per_query["ndcg"])}
+    assert set(got) == set(want) and len(got) == len(per_query)
+    assert [got[q] for q in want] == pytest.approx(list(want.values()), rel=trec.NDCG_RELATIVE_TOLERANCE, abs=0)
 
 
 def test_05_zero_shot_row_of_a_real_pretrained_llm(outputs_root):
@@ -238,6 +257,31 @@ def test_05_zero_shot_row_of_a_real_pretrained_llm(outputs_root):
     m = r["metrics"]
     assert m["n_queries"] == 3 and m["final_loss"] is None and 0.0 <= m["cvr"] <= 1.0
     assert (final / "model" / "adapter_config.json").exists()  # LoRA r = 16 adapters, still zero
+
+
+def test_05_trains_and_evaluates_on_ones_own_data(outputs_root):
+    """dataset custom: the JSON Lines example (data/fixtures/custom/recipes.jsonl, docs/own-data.md)
+    trains the tiny model and is scored by the unchanged notebook, TREC files included; notebook 06
+    evaluates that run on the same held-out queries."""
+    data = {"dataset": "custom", "data_path": "data/fixtures/custom/recipes.jsonl", "custom_docids": "semantic"}
+    tiny = {k: v for k, v in TINY["05_train"].items() if k not in ("subtree", "min_relevant")}
+    final = run.run_notebook(
+        "05_train", {**tiny, **data, "n_eval": 8, "steps": 6, "run_name": "own"}, outputs_root=outputs_root,
+        progress=False,
+    )  # fmt: skip
+    r = json.loads((final / "results.json").read_text())
+    assert {k: r["params"][k] for k in data} == data and r["params"]["template"] == "esci_short"
+    m = r["metrics"]
+    assert m["n_queries"] == 8 and 0.0 <= m["cvr"] <= 1.0 and 0.0 < m["ndcg"] <= 1.0 and m["n_queries@3"] == 8
+    held = __import__("pandas").read_csv(final / "per_query.csv")
+    assert held["query"].str.contains(": ").all()  # "apple-desserts: apple desserts"
+    _rescores_to(final, held)
+    final06 = run.run_notebook(
+        "06_evaluate", {**TINY["06_evaluate"], "train_run": "own", "run_name": "own"}, outputs_root=outputs_root,
+        progress=False,
+    )  # fmt: skip
+    m06 = json.loads((final06 / "results.json").read_text())["metrics"]
+    assert m06["dataset"] == "custom" and m06["ndcg"] == pytest.approx(m["ndcg"], rel=1e-6)
 
 
 def test_06_evaluates_an_untrained_esci_model(outputs_root):

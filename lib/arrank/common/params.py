@@ -221,6 +221,11 @@ class ByDataset:
     wordnet: Any
     esci: Any
 
+    @property
+    def custom(self) -> Any:
+        """One's own data (``arrank.data.custom``) takes ESCI's value: documents with texts, D.2's prompt."""
+        return self.esci
+
     def pick(self, values: Mapping[str, Any]) -> Any:
         return getattr(self, values.get("dataset") or "wordnet")
 
@@ -258,7 +263,9 @@ N_EVAL = integer(1, 10**5, optional=True)
 TEMPLATE = choice(None, "wordnet", "wordnet_short", "esci", "esci_short")
 PRECISION = choice("auto", "fp32", "bf16")
 BACKEND = choice("auto", "unsloth", "transformers")
-DATASET = choice("wordnet", "esci")
+DATASET = choice("wordnet", "esci", "custom")
+DATA_PATH = text(r"[^\x00]{1,4096}", "a JSON Lines file of queries (docs/own-data.md)", empty="none (wordnet, esci)")
+CUSTOM_DOCIDS = choice("id", "text", "semantic")
 TOKENIZER_VOCAB = integer(300, 100_000)
 MODEL_BY_PROFILE = MappingProxyType({"quick": "tiny", "pretrained": "smollm2-135m", "paper": "paper"})  # 05 and 06
 
@@ -557,7 +564,13 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
             choice(False, True), False, "Unsloth: 4-bit base weights (needs bitsandbytes); False is 16-bit LoRA"
         ),
         "dataset": Param(
-            DATASET, "wordnet", "wordnet (Table 1) or esci (Table 2; data and docIDs of notebook 04's profile)"
+            DATASET,
+            "wordnet",
+            "wordnet (Table 1), esci (Table 2; data and docIDs of notebook 04's profile) or custom (data_path)",
+        ),
+        "data_path": Param(DATA_PATH, "", "dataset custom: its JSON Lines file of queries (docs/own-data.md)"),
+        "custom_docids": Param(
+            CUSTOM_DOCIDS, "id", "dataset custom: docIDs from id (atomic), text (title) or semantic (OMP)"
         ),
         **wordnet_queries(
             subtree_help="WordNet subtree of the queries; None: animal.n.01 quick and pretrained, all nouns paper",
@@ -607,7 +620,11 @@ NOTEBOOKS: dict[str, dict[str, Param]] = {
             MODEL_BY_PROFILE,
         ),
         "backend": Param(BACKEND, "auto", "auto, unsloth or transformers (loading a pretrained model or an adapter)"),
-        "dataset": Param(DATASET, "wordnet", "train_run none: wordnet or esci (a trained run brings its own data)"),
+        "dataset": Param(
+            DATASET, "wordnet", "train_run none: wordnet, esci or custom (a trained run brings its own data)"
+        ),
+        "data_path": Param(DATA_PATH, "", "train_run none, dataset custom: its JSON Lines file of queries"),
+        "custom_docids": Param(CUSTOM_DOCIDS, "id", "train_run none, dataset custom: docIDs from id, text or semantic"),
         **wordnet_queries(
             subtree_help="train_run none: WordNet subtree; None: animal.n.01 quick, all nouns paper",
             min_relevant_help="train_run none: queries with at least this many hypernyms",

@@ -16,7 +16,7 @@ import pandas as pd
 from arrank.common import paths
 from arrank.common.params import TEMPLATES
 
-DATASETS = ("wordnet", "esci")
+DATASETS = ("wordnet", "esci", "custom")  # custom: a JSON Lines file of one's own (arrank.data.custom)
 COLUMNS = ["query", "prompt", "relevant", "n_relevant", "negative", "split"]
 # The R@k cutoffs each dataset reports: Table 1 (WordNet) R@1-5, Table 2 (ESCI) R@1, 2, 5, 10, 25, 50.
 WORDNET_KS: tuple[int, ...] = (1, 2, 3, 4, 5)
@@ -59,17 +59,29 @@ def ranking_dataset(
     template: str | None = None,
     subtree: str | None = None,
     min_relevant: int = 1,
+    data_path: str | None = None,
+    custom_docids: str = "id",
 ) -> pd.DataFrame:
-    """The ``dataset`` ("wordnet" | "esci") in the common format; ``template`` None is the profile's
-    (``arrank.common.params.TEMPLATES``); ``subtree``/``min_relevant``: WordNet only."""
+    """The ``dataset`` ("wordnet" | "esci" | "custom") in the common format; ``template`` None is the
+    profile's (``arrank.common.params.TEMPLATES``); ``subtree``/``min_relevant``: WordNet only;
+    ``data_path``/``custom_docids``: custom only (:func:`arrank.data.custom.custom_frame`, its prompt
+    Appendix D.2's, as ESCI's)."""
     if dataset not in DATASETS:
         raise ValueError(f"dataset={dataset!r} is not allowed; choose one of {list(DATASETS)}")
     template = template or getattr(TEMPLATES[profile], dataset)
-    if not template.startswith(dataset):
+    if not template.startswith("esci" if dataset == "custom" else dataset):
         raise ValueError(
             f"template={template!r} does not fit dataset={dataset!r}; choose one of "
             f"{sorted({getattr(t, dataset) for t in TEMPLATES.values()})}"
         )
+    if data_path and dataset != "custom":
+        raise ValueError(f"data_path={data_path!r} is read for dataset='custom' only, not dataset={dataset!r}")
+    if dataset == "custom":
+        from arrank.data import custom
+
+        if not data_path:
+            raise ValueError("dataset='custom' needs data_path: the JSON Lines file of its queries (docs/own-data.md)")
+        return custom.custom_frame(paths.ROOT / data_path, template, seed, n_eval, custom_docids)
     if dataset == "wordnet":
         from arrank.data import wordnet
 
@@ -89,5 +101,6 @@ def tokenizer_texts(df: pd.DataFrame) -> list[str]:
 
 
 def ks_for(dataset: str) -> tuple[int, ...]:
-    """The R@k cut-offs each table reports: 1-5 for WordNet (Table 1), 1, 2, 5, 10, 25, 50 for ESCI."""
+    """The R@k cut-offs each table reports: 1-5 for WordNet (Table 1) and custom data, 1, 2, 5, 10,
+    25, 50 for ESCI (Table 2)."""
     return ESCI_KS if dataset == "esci" else WORDNET_KS

@@ -295,11 +295,11 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
     from arrank.data import ranking
     from arrank.training import models
 
-    keys = ("dataset", "subtree", "min_relevant", "n_eval", "template", "seed", "profile")
+    keys = ("dataset", "subtree", "min_relevant", "n_eval", "template", "seed", "profile", "data_path", "custom_docids")
     if p["train_run"] != "none":
         run = outputs.find_run("05_train", p["train_run"], root)
         trained = json.loads((run / "results.json").read_text())["params"]
-        data = {k: trained.get(k, "wordnet" if k == "dataset" else None) for k in keys}
+        data = {k: trained.get(k, {"dataset": "wordnet", "custom_docids": "id"}.get(k)) for k in keys}
         data["seed"] = trained.get("data_seed", data["seed"])  # the seed of its data, when it had one
         model, tok = models.load_trained(run / "model", p["backend"])
         source, scale, params = str(run), trained_scale(trained, run.name), trained
@@ -315,6 +315,8 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
         template=data["template"],
         subtree=data["subtree"],
         min_relevant=data["min_relevant"],
+        data_path=data["data_path"],
+        custom_docids=data["custom_docids"],
     )
     if p["train_run"] == "none":
         model, tok = models.untrained_model(p["model_name"], df, p["backend"], 1024, p["tokenizer_vocab"], p["seed"])

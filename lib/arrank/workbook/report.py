@@ -172,6 +172,8 @@ def stopped_points(folder: Path, params: dict) -> pd.DataFrame | None:
         params.get("template"),
         params.get("subtree"),
         params.get("min_relevant", 1),
+        params.get("data_path"),
+        params.get("custom_docids", "id"),
     )
     n_queries = len(evaluate.eval_queries(df, params.get("eval_queries") or None))
     for step in steps:

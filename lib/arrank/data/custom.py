@@ -1,0 +1,178 @@
+"""Your own ranking data: a JSON Lines file turned into the workbook's ranking table
+(``arrank.data.ranking``: ``query, prompt, relevant, n_relevant, negative, split``), so that notebooks
+05-08 and the sweeps run on it unchanged (``dataset: custom``, ``data_path: <file>``; docs/own-data.md).
+
+One query a line::
+
+    {"query_id": "q1", "query": "wireless mouse",
+     "relevant": [{"id": "p17", "text": "Logitech M185 Wireless Mouse"}, {"id": "p3", "text": "..."}],
+     "negative": {"id": "p90", "text": "USB-C cable"}, "split": "train"}
+
+- ``relevant``: the query's relevant documents, **best first** (the gold ranking; at least one);
+- ``negative`` (optional): one document that is not relevant, ranked after all of them (CVR counts
+  the queries where the model puts it above a relevant one);
+- ``split`` (optional): ``train`` or ``eval``. Where no line has one, ``n_eval`` queries drawn with
+  the data seed are held out; where some lines have one, every line needs one.
+
+A document's docID (``docids``): ``id`` its ``id`` (atomic IDs), ``text`` its text (title IDs, as the
+ESCI variant that names products by title) or ``semantic`` (section 5.1's OMP docIDs: sparse codes
+of TF-IDF embeddings of the texts, as ESCI's, ``arrank.data.docids``). The prompt is Appendix D.2's
+(the query and its candidates as ``[docID] text``, shuffled with the query's seeded generator).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from arrank.data import prompts
+
+DOCIDS = ("id", "text", "semantic")
+SPLITS = ("train", "eval")
+MAX_BYTES = 1 << 30  # a file over 1 GiB is refused before it is read
+
+
+class CustomDataError(ValueError):
+    """A line of the JSONL file breaks the format: the message names the file, line and field."""
+
+
+def _document(value: Any, where: str) -> dict[str, str]:
+    """A ``{"id": ..., "text": ...}`` object, checked."""
+    if not isinstance(value, dict):
+        raise CustomDataError(f"{where}: must be an object with 'id' and 'text', got {type(value).__name__}")
+    for key in ("id", "text"):
+        if not isinstance(value.get(key), (str, int)) or str(value[key]).strip() == "":
+            raise CustomDataError(f"{where}.{key}: must be a non-empty string, got {value.get(key)!r:.60}")
+    return {"id": str(value["id"]).strip(), "text": " ".join(str(value["text"]).split())}
+
+
+def _query(line: str, where: str) -> dict[str, Any]:
+    """One line's query, checked field by field."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise CustomDataError(f"{where}: not valid JSON ({err.msg} at column {err.colno})") from None
+    if not isinstance(row, dict):
+        raise CustomDataError(f"{where}: must be a JSON object, got {type(row).__name__}")
+    for key in ("query_id", "query"):
+        if not isinstance(row.get(key), (str, int)) or str(row[key]).strip() == "":
+            raise CustomDataError(f"{where}: field {key!r} must be a non-empty string, got {row.get(key)!r:.60}")
+    relevant = row.get("relevant")
+    if not isinstance(relevant, list) or not relevant:
+        raise CustomDataError(f"{where}: field 'relevant' must be a non-empty list of documents, best first")
+    docs = [_document(d, f"{where}: relevant[{i}]") for i, d in enumerate(relevant)]
+    negative = None if row.get("negative") is None else _document(row["negative"], f"{where}: negative")
+    ids = [d["id"] for d in docs] + ([negative["id"]] if negative else [])
+    if len(set(ids)) != len(ids):
+        raise CustomDataError(f"{where}: field 'relevant'/'negative' lists a document id twice: {ids!r:.80}")
+    split = row.get("split")
+    if split is not None and split not in SPLITS:
+        raise CustomDataError(f"{where}: field 'split' is {split!r}; allowed: {list(SPLITS)} or absent")
+    return {"query_id": str(row["query_id"]), "query": " ".join(str(row["query"]).split()), "relevant": docs,
+            "negative": negative, "split": split}  # fmt: skip
+
+
+def read_queries(path: Path | str) -> list[dict[str, Any]]:
+    """Every query of the JSONL file at ``path``, checked (:class:`CustomDataError` names file,
+    line and field; blank lines are skipped)."""
+    path = Path(path)
+    if not path.is_file():
+        raise CustomDataError(f"data_path={str(path)!r}: no such file (a JSON Lines file of queries, docs/own-data.md)")
+    if path.stat().st_size > MAX_BYTES:
+        raise CustomDataError(f"{path}: {path.stat().st_size:,} bytes; at most {MAX_BYTES:,} are read")
+    queries, seen = [], {}
+    with path.open(encoding="utf-8", errors="strict") as fh:
+        try:
+            for number, line in enumerate(fh, start=1):
+                if line.strip():
+                    q = _query(line, f"{path}:{number}")
+                    if q["query_id"] in seen:
+                        raise CustomDataError(
+                            f"{path}:{number}: field 'query_id' {q['query_id']!r} repeats line {seen[q['query_id']]}"
+                        )
+                    seen[q["query_id"]] = number
+                    queries.append(q)
+        except UnicodeDecodeError as err:
+            raise CustomDataError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    if not queries:
+        raise CustomDataError(f"{path}: no queries (one JSON object a line, docs/own-data.md)")
+    given = [q["split"] is not None for q in queries]
+    if any(given) and not all(given):
+        line = [seen[q["query_id"]] for q in queries if q["split"] is None][0]
+        raise CustomDataError(f"{path}:{line}: field 'split' is missing; give it on every line or on none")
+    return queries
+
+
+def docid_map(queries: list[dict[str, Any]], docids: str, seed: int = 0) -> dict[str, str]:
+    """Document id -> the docID the model generates, for ``docids`` in :data:`DOCIDS`."""
+    if docids not in DOCIDS:
+        raise ValueError(f"custom_docids={docids!r} is not allowed; choose one of {list(DOCIDS)}")
+    texts: dict[str, str] = {}
+    for q in queries:
+        for d in q["relevant"] + ([q["negative"]] if q["negative"] else []):
+            if texts.setdefault(d["id"], d["text"]) != d["text"]:
+                raise CustomDataError(
+                    f"document id {d['id']!r} has two different texts: {texts[d['id']]!r:.40} and {d['text']!r:.40}"
+                )
+    if docids == "id":
+        return {i: i for i in texts}
+    if docids == "text":
+        shared = pd.Series(list(texts.values())).duplicated()
+        if shared.any():
+            text = list(texts.values())[int(np.flatnonzero(shared)[0])]
+            raise CustomDataError(
+                f"two documents share the text {text!r:.60}: as docIDs they would be one; use custom_docids id or semantic"
+            )
+        return dict(texts)
+    from arrank.data import docids as dids
+    from arrank.data import embedders
+
+    ids = sorted(texts)
+    _, T = embedders.embed("tfidf", [q["query"] for q in queries], [texts[i] for i in ids], [q["query_id"] for q in queries], ids, seed=seed)  # fmt: skip
+    n_components = max(2, min(100, len(ids) // 2))
+    with warnings.catch_warnings():  # OMP on a few short texts stops early on dependent atoms; the codes stand
+        warnings.filterwarnings("ignore", "Orthogonal matching pursuit ended prematurely", RuntimeWarning)
+        sparse, _ = dids.sparse_docids(T, n_components, min(3, n_components), seed)
+    return dict(zip(ids, dids.disambiguate_docids(sparse)))
+
+
+def custom_frame(path: Path | str, template: str, seed: int, n_eval: int, docids: str = "id") -> pd.DataFrame:
+    """The ranking table of the JSONL file at ``path`` (module docstring): docIDs by ``docids``, the
+    Appendix D.2 prompt ``template`` ("esci" or "esci_short"), ``n_eval`` held-out queries drawn
+    with ``seed`` where the file gives no splits."""
+    from arrank.data.ranking import COLUMNS
+
+    queries = read_queries(path)
+    names = docid_map(queries, docids, seed)
+    if queries[0]["split"] is None:
+        if n_eval >= len(queries):
+            raise ValueError(f"n_eval={n_eval} held-out queries leaves none of the file's {len(queries)} to train on")
+        held = set(np.random.default_rng(seed).choice(len(queries), size=n_eval, replace=False).tolist())
+        splits = ["eval" if i in held else "train" for i in range(len(queries))]
+    else:  # the file's own split: its first n_eval eval queries are held out, the other eval ones dropped
+        evals = [i for i, q in enumerate(queries) if q["split"] == "eval"][:n_eval]
+        splits = ["eval" if i in evals else q["split"] for i, q in enumerate(queries)]
+        splits = [s if s != "eval" or i in evals else None for i, s in enumerate(splits)]
+    rows = []
+    for q, split in zip(queries, splits):
+        if split is None:
+            continue
+        docs = q["relevant"] + ([q["negative"]] if q["negative"] else [])
+        items = [(names[d["id"]], d["text"]) for d in docs]
+        rows.append(
+            {
+                "query": q["query"] if q["query"] == q["query_id"] else f"{q['query_id']}: {q['query']}",
+                "prompt": prompts.esci_prompt(q["query"], items, prompts.query_rng(seed, q["query"]), template),
+                "relevant": [names[d["id"]] for d in q["relevant"]],
+                "negative": names[q["negative"]["id"]] if q["negative"] else None,
+                "split": split,
+            }
+        )
+    out = pd.DataFrame(rows)
+    out["n_relevant"] = out["relevant"].map(len)
+    return out[COLUMNS]

@@ -1,0 +1,86 @@
+"""arrank.data.custom: one's own ranking data (JSON Lines) as the workbook's ranking table, and its
+bad input refused in one line naming file, line and field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from arrank.common import paths
+from arrank.data import custom, ranking
+
+EXAMPLE = "data/fixtures/custom/recipes.jsonl"
+
+
+def test_the_example_becomes_a_ranking_table_with_each_docid_scheme():
+    frames = {
+        d: ranking.ranking_dataset("custom", "quick", 0, 8, None, data_path=EXAMPLE, custom_docids=d)
+        for d in custom.DOCIDS
+    }
+    by_id = frames["id"]
+    assert list(by_id.columns) == ranking.COLUMNS and len(by_id) == 36
+    assert by_id["split"].value_counts().to_dict() == {"train": 28, "eval": 8}
+    first = json.loads((paths.ROOT / EXAMPLE).read_text().splitlines()[0])
+    row = by_id[by_id["query"] == "apple-desserts: apple desserts"].iloc[0]
+    assert row["relevant"] == [d["id"] for d in first["relevant"]] and row["negative"] == first["negative"]["id"]
+    assert row["prompt"].startswith("query: apple desserts titles: [") and "[r001] apple tart" in row["prompt"]
+    text = frames["text"].set_index("query").loc["apple-desserts: apple desserts"]
+    assert text["relevant"] == [d["text"] for d in first["relevant"]] and text["negative"] == "mushroom risotto"
+    semantic = frames["semantic"]
+    docids = {d for ds in semantic["relevant"] for d in ds}
+    assert all(len(d.split(",")) >= 2 for d in docids)  # OMP atoms, "4,19,69"
+    assert len(docids) == len({d for ds in by_id["relevant"] for d in ds})  # one docID per document
+    assert frames["semantic"]["split"].tolist() == by_id["split"].tolist()  # the same held-out queries
+    other = ranking.ranking_dataset("custom", "quick", 1, 8, None, data_path=EXAMPLE)
+    assert other["split"].tolist() != by_id["split"].tolist()  # the data seed draws them
+
+
+def test_the_files_own_split_holds_out_its_first_n_eval_eval_queries(tmp_path):
+    lines = [json.loads(s) for s in (paths.ROOT / EXAMPLE).read_text().splitlines()[:6]]
+    for i, q in enumerate(lines):
+        q["split"] = "eval" if i % 2 else "train"
+    path = tmp_path / "split.jsonl"
+    path.write_text("\n".join(json.dumps(q) for q in lines) + "\n\n")
+    df = ranking.ranking_dataset("custom", "pretrained", 0, 2, None, data_path=str(path))
+    assert df["split"].tolist() == ["train", "eval", "train", "eval", "train"]  # the third eval query dropped
+    assert df["prompt"].iloc[0].startswith("You are a helpful assistant")  # Appendix D.2 word for word (pretrained)
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("{not json", r"bad.jsonl:2: not valid JSON"),
+        ('["a"]', r"bad.jsonl:2: must be a JSON object"),
+        ('{"query": "x", "relevant": [{"id": "a", "text": "t"}]}', r"bad.jsonl:2: field 'query_id' must be"),
+        ('{"query_id": "q", "query": "x", "relevant": []}', r"bad.jsonl:2: field 'relevant' must be a non-empty list"),
+        ('{"query_id": "q", "query": "x", "relevant": [{"id": "a"}]}', r"bad.jsonl:2: relevant\[0\].text: must be"),
+        ('{"query_id": "q", "query": "x", "relevant": [{"id": "a", "text": "t"}], "negative": {"id": "a", "text": "u"}}',
+         r"bad.jsonl:2: field 'relevant'/'negative' lists a document id twice"),
+        ('{"query_id": "q", "query": "x", "relevant": [{"id": "b", "text": "t"}], "split": "test"}',
+         r"bad.jsonl:2: field 'split' is 'test'"),
+        ('{"query_id": "q0", "query": "x", "relevant": [{"id": "b", "text": "t"}]}', r"bad.jsonl:2: field 'query_id' 'q0' repeats line 1"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_refused_in_one_line_naming_file_line_and_field(tmp_path, line, message):
+    good = {"query_id": "q0", "query": "apples", "relevant": [{"id": "a", "text": "apple tart"}]}
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(good) + "\n" + line + "\n")
+    with pytest.raises(custom.CustomDataError, match=message) as err:
+        custom.read_queries(path)
+    assert "\n" not in str(err.value)
+
+
+def test_missing_file_missing_path_and_mismatched_options_are_refused(tmp_path):
+    with pytest.raises(custom.CustomDataError, match=r"data_path='.*nowhere.jsonl': no such file"):
+        ranking.ranking_dataset("custom", "quick", 0, 2, None, data_path=str(tmp_path / "nowhere.jsonl"))
+    with pytest.raises(ValueError, match=r"dataset='custom' needs data_path"):
+        ranking.ranking_dataset("custom", "quick", 0, 2)
+    with pytest.raises(ValueError, match=r"data_path=.* is read for dataset='custom' only"):
+        ranking.ranking_dataset("wordnet", "quick", 0, 2, data_path=EXAMPLE)
+    with pytest.raises(ValueError, match=r"n_eval=36 held-out queries leaves none"):
+        ranking.ranking_dataset("custom", "quick", 0, 36, None, data_path=EXAMPLE)
+    twins = tmp_path / "twins.jsonl"
+    twins.write_text(json.dumps({"query_id": "q", "query": "x", "relevant": [{"id": "a", "text": "same"}, {"id": "b", "text": "same"}]}) + "\n")  # fmt: skip
+    with pytest.raises(custom.CustomDataError, match=r"two documents share the text 'same'"):
+        ranking.ranking_dataset("custom", "quick", 0, 0, None, data_path=str(twins), custom_docids="text")

@@ -1,0 +1,78 @@
+"""arrank.evaluation.trec: the TREC files of scored queries re-score, with ir_measures (trec_eval's
+measures through pytrec_eval), to the workbook's own nDCG of section 5.1."""
+
+from __future__ import annotations
+
+import ir_measures
+import numpy as np
+import pytest
+from ir_measures import nDCG
+
+from arrank.evaluation import metrics, trec
+
+
+def _records(seed: int = 0) -> list[dict]:
+    """Queries with 1-7 relevant docIDs, a negative for most, ids with spaces and '%' (ESCI-like
+    titles), random untied scores."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for q in range(30):
+        n_q = int(rng.integers(1, 8))
+        relevant = [f"doc {q}-{r} 5% off" if q % 3 == 0 else f"d{q}_{r}.n.01" for r in range(n_q)]
+        negative = None if q % 5 == 0 else f"neg{q}.n.01"
+        candidates = relevant + ([negative] if negative else [])
+        scores = dict(zip(candidates, map(float, rng.normal(size=len(candidates)))))
+        records.append({"query": f"query {q}" if q % 3 == 0 else f"q{q}.n.01", "relevant": relevant,
+                        "negative": negative, "scores": scores})  # fmt: skip
+    return records
+
+
+def _ndcg(record: dict, integer: bool = False) -> float:
+    """The workbook's nDCG of one record (section 5.1), with the gains as ``qrels.trec`` rounds them
+    when ``integer``."""
+    candidates = record["relevant"] + ([record["negative"]] if record["negative"] else [])
+    gains = metrics.gold_gains(len(record["relevant"]), with_negative=record["negative"] is not None)
+    if integer:
+        gains = np.round(gains * trec.GAIN_SCALE)
+    return metrics.ndcg(gains, [record["scores"][d] for d in candidates], candidates)
+
+
+def test_trec_files_rescore_to_the_workbooks_ndcg_with_ir_measures(tmp_path):
+    """ir_measures' nDCG of the files equals the workbook's nDCG of the integer gains (1e-9), and the
+    workbook's own nDCG within the rounding's bound, NDCG_RELATIVE_TOLERANCE."""
+    records = _records()
+    run, qrels = trec.write_trec(tmp_path, records, "my run")
+    read = ir_measures.read_trec_qrels(str(qrels)), ir_measures.read_trec_run(str(run))
+    got = {m.query_id: m.value for m in ir_measures.iter_calc([nDCG], *read)}
+    exact = {trec.token(r["query"]): _ndcg(r, integer=True) for r in records}
+    want = {trec.token(r["query"]): _ndcg(r) for r in records}
+    assert set(got) == set(want) and len(got) == 30
+    assert [got[q] for q in want] == pytest.approx([exact[q] for q in want], rel=1e-9, abs=0)
+    assert [got[q] for q in want] == pytest.approx(list(want.values()), rel=trec.NDCG_RELATIVE_TOLERANCE, abs=0)
+    assert trec.NDCG_RELATIVE_TOLERANCE == pytest.approx(1.4427e-3, rel=1e-4)
+    assert min(want.values()) < 0.9  # the scores are random: the check is not of perfect rankings only
+
+
+def test_the_files_are_one_token_per_field_with_the_gains_of_section_5_1(tmp_path):
+    records = _records()
+    run, qrels = trec.write_trec(tmp_path, records, "my run")
+    lines = run.read_text().splitlines()
+    assert len(lines) == sum(len(r["scores"]) for r in records)
+    assert all(len(line.split()) == 6 and line.split()[5] == "my%20run" for line in lines)
+    first = records[0]  # query 0: titles with spaces and '%'
+    assert lines[0].startswith("query%200 Q0 doc%200-") and "5%25%20off" in lines[0]
+    q = [line.split() for line in qrels.read_text().splitlines() if line.startswith("q1.n.01 ")]
+    n_q = len(records[1]["relevant"])
+    assert [int(x[3]) for x in q[:n_q]] == [round(np.log(n_q + 2 - r) * 1000) for r in range(1, n_q + 1)]
+    assert q[n_q][2:] == ["neg1.n.01", "0"]
+    ranks = [int(line.split()[3]) for line in lines if line.startswith("query%200 ")]
+    assert ranks == list(range(1, len(first["scores"]) + 1))
+    assert trec.relevance(1) == [round(np.log(2) * trec.GAIN_SCALE)]
+
+
+def test_a_score_that_is_not_finite_is_refused_and_leaves_no_file(tmp_path):
+    records = _records()
+    records[4]["scores"][records[4]["relevant"][0]] = float("nan")
+    with pytest.raises(ValueError, match=r"scores contains NaN"):
+        trec.write_trec(tmp_path, records, "r")
+    assert not list(tmp_path.iterdir())
