@@ -151,7 +151,9 @@ print(f"{len(data['df']):,} queries, {len(data['pairs'].query):,} positive pairs
 # Each configuration trains, then is evaluated on the evaluation queries (and, for a DE, by
 # full-corpus retrieval); with `threads` > 1 the configurations run that many at once, one
 # thread each, a progress bar counting them. One row per configuration, CVR, nDCG and R@k in
-# percent (`results.csv` keeps fractions); the training losses follow.
+# percent (`results.csv` keeps fractions); the training losses follow. Each configuration's scores
+# also go out as a TREC run, `trec/<config>.trec`, with the queries' `trec/qrels.trec`
+# (docs/findings.md, "TREC files").
 
 # %%
 configs = (BL.figure3_configs(P["de_dims"], P["ce_dim"], P["alpha"], P["de_alpha_dim"], P["alphas"])
@@ -166,7 +168,7 @@ with outputs.timed(timings, "train_and_evaluate"):
         results, logs, per_query = BL.run_configs(configs, data["pairs"], len(data["names"]), data["eval"],
                                                   data["rows"], hyper, ks, P["seed"],
                                                   corpus=data["corpus"] if P["retrieval"] else None,
-                                                  workers=P["threads"])
+                                                  workers=P["threads"], trec_dir=run_dir / "trec")
 outputs.save_table(results, run_dir, "results")
 outputs.save_table(per_query, run_dir, "per_query")  # per-query R@1..5 of each config: the findings' intervals
 outputs.save_table(logs, run_dir, "training_log")

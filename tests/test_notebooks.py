@@ -210,21 +210,29 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     assert m["sequences_trained"] == m2["sequences_trained"] > 0 and 0 < m["queries_trained"] <= 10 * 16
 
 
-def _rescores_to(run_dir, per_query) -> None:
+def _rescores_to(run_dir, per_query, run_file: str = "run.trec") -> None:
     """The run's TREC files, scored by ir_measures (trec_eval's nDCG), give its per-query nDCG within
-    the integer gains' rounding (``trec.NDCG_RELATIVE_TOLERANCE``)."""
+    the integer gains' rounding (``trec.NDCG_RELATIVE_TOLERANCE``), on every query whose scores do not
+    tie (trec_eval orders tied scores by docno descending, the workbook by docID ascending:
+    docs/findings.md); at least half of them."""
     import ir_measures
 
     from arrank.evaluation import trec
 
+    lines = [ln.split() for ln in (run_dir / run_file).read_text().splitlines()]
+    scores: dict[str, list[str]] = {}
+    for qid, _, _, _, score, _ in lines:
+        scores.setdefault(qid, []).append(score)
+    untied = {q for q, s in scores.items() if len(set(s)) == len(s)}
     read = (
         ir_measures.read_trec_qrels(str(run_dir / "qrels.trec")),
-        ir_measures.read_trec_run(str(run_dir / "run.trec")),
+        ir_measures.read_trec_run(str(run_dir / run_file)),
     )
     got = {m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.nDCG], *read)}
     want = {trec.token(q): v for q, v in zip(per_query["query"], per_query["ndcg"])}
-    assert set(got) == set(want) and len(got) == len(per_query)
-    assert [got[q] for q in want] == pytest.approx(list(want.values()), rel=trec.NDCG_RELATIVE_TOLERANCE, abs=0)
+    assert set(got) == set(want) == set(scores) and len(got) == len(per_query) and 2 * len(untied) >= len(want)
+    compared = [q for q in want if q in untied]
+    assert [got[q] for q in compared] == pytest.approx([want[q] for q in compared], rel=trec.NDCG_RELATIVE_TOLERANCE)
 
 
 def test_05_zero_shot_row_of_a_real_pretrained_llm(outputs_root):
@@ -413,6 +421,8 @@ def test_07_de_ce_baselines(outputs_root, monkeypatch):
         k: 10 for k in ("de_n2_alpha5", "de_n4_alpha5", "de_n2_alpha0", "ce_n4_alpha5", "ce_n4_alpha0")
     }
     assert list(per_query.columns) == ["config", "query", "cvr", "ndcg", "r1", "r2", "r3"]  # k_max 3
+    for config, rows in per_query.groupby("config"):  # each config's TREC run re-scores to its nDCG
+        _rescores_to(final / "trec", rows, f"{config}.trec")
     # the ARR findings compare its training-query curve, the held-out one beside it
     assert m["n_arr_runs"] == 1 and m["finding_arr_above_de"] in (
         True,

@@ -36,6 +36,15 @@ def test_the_example_becomes_a_ranking_table_with_each_docid_scheme():
     assert other["split"].tolist() != by_id["split"].tolist()  # the data seed draws them
 
 
+def test_the_committed_example_is_its_generators_output():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_custom", paths.ROOT / "data/fixtures/make_custom_example.py")
+    make = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make)
+    assert (paths.ROOT / EXAMPLE).read_text() == "".join(json.dumps(q) + "\n" for q in make.queries())
+
+
 def test_the_files_own_split_holds_out_its_first_n_eval_eval_queries(tmp_path):
     lines = [json.loads(s) for s in (paths.ROOT / EXAMPLE).read_text().splitlines()[:6]]
     for i, q in enumerate(lines):

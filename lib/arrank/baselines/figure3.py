@@ -23,7 +23,7 @@ from arrank.baselines import cross_encoder as CE
 from arrank.baselines import dual_encoder as DE
 from arrank.baselines.lookup import Pairs, check_alpha, check_dim
 from arrank.common import paths
-from arrank.evaluation import metrics
+from arrank.evaluation import metrics, trec
 
 MODELS = ("de", "ce")
 
@@ -177,10 +177,12 @@ def run_config(
     ks: Sequence[int],
     seed: int,
     corpus: Sequence[str] | None = None,
+    trec_dir: Path | None = None,
     progress: bool = True,
 ) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
     """Train and evaluate one config: (its row of ``run_configs``' table, its loss log with a
-    ``config`` column, its per-query metrics)."""
+    ``config`` column, its per-query metrics). ``trec_dir``: also write its scores there as the TREC
+    run ``<config>.trec`` and the queries' ``qrels.trec`` (``arrank.evaluation.trec``)."""
     q, d, sizes = candidate_rows(df_eval, rows)
     model, log, facts = train_config(config, pairs, n_rows, hyper, seed, progress)
     start = time.perf_counter()
@@ -189,6 +191,10 @@ def run_config(
     if config["model"] == "de" and corpus is not None:
         summary.update(retrieval_recall(model, df_eval, rows, corpus, ks))
     key = config_key(config["model"], config["n"], config["alpha"])
+    if trec_dir is not None:  # the candidates' scores as a TREC run (and the queries' qrels), docs/findings.md
+        records = score_records(df_eval, scores, sizes)
+        trec.write_lines(Path(trec_dir) / f"{key}.trec", trec.run_lines(records, key))
+        trec.write_lines(Path(trec_dir) / trec.QRELS_FILE, trec.qrels_lines(records))
     result = {
         "config": key,
         "model": config["model"],
@@ -220,15 +226,19 @@ def run_configs(
     corpus: Sequence[str] | None = None,
     progress: bool = True,
     workers: int = 1,
+    trec_dir: Path | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Train and evaluate every config (``run_config``), in the order of ``configs``: (one row per
     config: model, n, alpha, panels, section 5.1 metrics, DE retrieval metrics when ``corpus`` is
     given, final_loss, train_s, steps_per_s, eval_s; the loss logs with a ``config`` column; the
     per-query metrics, ``per_query_rows``). ``workers > 1``: that many spawned one-thread worker
-    processes (docs/measurements.md); each config is seeded by ``seed`` alone."""
+    processes (docs/measurements.md); each config is seeded by ``seed`` alone. ``trec_dir``: each
+    config's TREC run there (``run_config``)."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers={workers!r} must be an integer >= 1")
-    args = (pairs, n_rows, df_eval, rows, hyper, ks, seed, corpus)
+    if trec_dir is not None:
+        Path(trec_dir).mkdir(parents=True, exist_ok=True)
+    args = (pairs, n_rows, df_eval, rows, hyper, ks, seed, corpus, trec_dir)
     if workers == 1 or len(configs) < 2:
         done = [run_config(c, *args, progress=progress) for c in configs]
     else:

@@ -74,16 +74,19 @@ def run_lines(records: Sequence[dict], run_name: str) -> list[str]:
     return lines
 
 
+def write_lines(path: Path, lines: Sequence[str]) -> Path:
+    """Write ``lines`` to ``path`` atomically (a temporary file renamed into place: never half a file)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    umask_permissions(Path(tmp))
+    os.replace(tmp, path)
+    return path
+
+
 def write_trec(folder: Path, records: Sequence[dict], run_name: str) -> tuple[Path, Path]:
-    """Write ``run.trec`` and ``qrels.trec`` of ``records`` into ``folder``, each atomically (a
-    temporary file renamed into place: never half a file). Returns their paths."""
-    folder = Path(folder)
-    paths = []
-    for name, lines in ((RUN_FILE, run_lines(records, run_name)), (QRELS_FILE, qrels_lines(records))):
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
-        with os.fdopen(fd, "w") as fh:
-            fh.write("\n".join(lines) + "\n")
-        umask_permissions(Path(tmp))
-        os.replace(tmp, folder / name)
-        paths.append(folder / name)
-    return paths[0], paths[1]
+    """Write ``run.trec`` and ``qrels.trec`` of ``records`` into ``folder``, each atomically; both
+    are formed before either is written. Returns their paths."""
+    run, qrels = run_lines(records, run_name), qrels_lines(records)
+    return write_lines(Path(folder) / RUN_FILE, run), write_lines(Path(folder) / QRELS_FILE, qrels)
