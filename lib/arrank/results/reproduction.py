@@ -83,6 +83,16 @@ class Source:
 
 SOURCES: tuple[Source, ...] = (
     Source(
+        key="quick-cpu",
+        title="Table 1 on the tiny model (the quick workbook's sweep, `make workbook`; no zero-shot row)",
+        profile="quick",
+        machine="CPU",
+        kind="table1",
+        per_query="docs/data/quick_table1_per_query.csv",
+        points="docs/data/quick_table1_points.csv",
+        make="make sweep SWEEP={sweep}",
+    ),
+    Source(
         key="pretrained-cpu",
         title="Table 1 on SmolLM2-135M-Instruct + LoRA (the powered sweep, docs/pretrained.md)",
         profile="pretrained",
@@ -104,9 +114,7 @@ SOURCES: tuple[Source, ...] = (
     ),
 )
 # checked by a run of the workbook, with no per-query data committed: (profile, machine, command, what)
-UNCOMMITTED = (
-    ("quick", "CPU", "make workbook", "Table 1's findings on the workbook sweep (no zero-shot row) and Figure 3's"),
-)
+UNCOMMITTED = (("quick", "CPU", "make workbook", "Figure 3's findings (notebook 07)"),)
 
 
 @dataclass(frozen=True)
