@@ -59,7 +59,7 @@ def _table1_data(tmp_path: Path, frac_cvr: float) -> R.Source:
     pd.concat(rows).to_csv(tmp_path / "per_query.csv", index=False)
     return R.Source(
         "tiny", "a tiny sweep", "pretrained", "CPU", "table1", str(tmp_path / "per_query.csv"),
-        R.SOURCES[0].make, points=str(tmp_path / "points.csv"),
+        next(s for s in R.SOURCES if s.key == "pretrained-cpu").make, points=str(tmp_path / "points.csv"),
     )  # fmt: skip
 
 
