@@ -30,6 +30,9 @@ def test_the_claims_are_the_workbooks_checks_each_once():
     assert central.curve.claim == central.words == table1.CLAIMS["central"]
 
 
+PRETRAINED_MAKE = next(s.make for s in R.SOURCES if s.key == "pretrained-cpu")  # the powered sweep's command
+
+
 def _table1_data(tmp_path: Path, frac_cvr: float) -> R.Source:
     """A Table 1 sweep of three points (NTP, fractional α=2, trie β=2) on 200 queries, written as
     docs/data's points and per-query CSVs; fractional's CVR rate is ``frac_cvr``."""
@@ -59,7 +62,7 @@ def _table1_data(tmp_path: Path, frac_cvr: float) -> R.Source:
     pd.concat(rows).to_csv(tmp_path / "per_query.csv", index=False)
     return R.Source(
         "tiny", "a tiny sweep", "pretrained", "CPU", "table1", str(tmp_path / "per_query.csv"),
-        next(s for s in R.SOURCES if s.key == "pretrained-cpu").make, points=str(tmp_path / "points.csv"),
+        PRETRAINED_MAKE, points=str(tmp_path / "points.csv"),
     )  # fmt: skip
 
 
