@@ -1,9 +1,11 @@
 """Speed of scoring several queries in one forward pass (``scoring.score_query_batch``) against one
 query at a time (``score_prefix_shared``, the prompt's cache then its packed candidates), on the
-pretrained profile's WordNet held-out queries (Appendix D.1 prompt, animal.n.01, >= 5 hypernyms).
+pretrained profile's WordNet held-out queries (Appendix D.1 prompt, animal.n.01, >= 5 hypernyms);
+with ``--opening``, also the prompts' shared opening run once against every prompt run whole.
 
     python benchmarks/query_batch.py [--model smollm2-135m|tiny] [--queries 64] [--groups 1 4 16 32]
                                      [--precision auto|fp32|bf16] [--reps 2] [--threads 2] [--device cpu|cuda]
+                                     [--opening]
 
 Every group size scores the same queries through ``evaluate.score_and_evaluate`` (so under the
 notebooks' precision context), the sizes in rotating order, ``--reps`` times each after one warm-up
@@ -12,6 +14,13 @@ CPU default) and the largest |score difference| to size 1 over every candidate. 
 it with ``--device cuda`` (docs/gpu.md). ``--json FILE`` also writes the figures and whether every
 size agrees with size 1 within ``TOLERANCE`` (``agree``): gpu/curve_call.sh scores one query a pass
 where it does not.
+
+``--opening``: every size is also scored with ``share_opening=False`` (the path before the opening
+was shared: each query runs its whole prompt), in the same rotation; printed per size: both
+speeds, their ratio (whole / shared time) and the largest absolute and relative score difference
+between the two; then one query a pass with the opening shared but the packed layout (the prompt's
+rest, then the candidates behind its cache: two passes, where ``auto`` takes one), and a last line ``shared opening at one query a pass: <x>x faster than whole
+prompts; largest relative score difference <d>; <CPU model>``.
 """
 
 from __future__ import annotations
@@ -26,8 +35,9 @@ import torch
 
 from arrank.data.ranking import ranking_dataset, tokenizer_texts
 from arrank.evaluation import evaluate
+from arrank.evaluation.scoring import opening_cache, opening_support, score_queries
 from arrank.training import models
-from arrank.training.precision import apply_precision
+from arrank.training.precision import apply_precision, cpu_model, inference
 
 
 def load(name: str, df, device: str):
@@ -39,14 +49,22 @@ def load(name: str, df, device: str):
     return model.to(device).eval(), tok
 
 
-def timed_scores(model, tok, queries, group: int, precision: str) -> tuple[float, list[dict]]:
-    """(seconds, per-query records) of scoring ``queries`` ``group`` at a time."""
+def timed_scores(model, tok, queries, group: int, precision: str, mode: str = "shared") -> tuple[float, list[dict]]:
+    """(seconds, per-query records) of scoring ``queries`` ``group`` at a time; ``mode``: ``shared``
+    (the prompts' opening run once, ``scoring.score_queries``), ``whole`` (every prompt whole) or
+    ``shared-packed`` (the opening run once, each query then in the packed layout's two passes)."""
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     t = time.perf_counter()
-    _, _, records = evaluate.score_and_evaluate(
-        model, tok, queries, progress=False, precision=precision, query_batch=group
-    )
+    if mode == "shared-packed":  # score_and_evaluate's own path, the layout named
+        items = [(row["prompt"], evaluate.candidates(row)) for row in queries.to_dict("records")]
+        with inference(model, precision):
+            scores = score_queries(model, tok, items, progress=False, layout="packed", query_batch=group)
+        records = [{"scores": dict(zip(it[1], map(float, sc)))} for it, sc in zip(items, scores)]
+    else:
+        _, _, records = evaluate.score_and_evaluate(
+            model, tok, queries, progress=False, precision=precision, query_batch=group, share_opening=mode == "shared"
+        )
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     return time.perf_counter() - t, records
@@ -58,9 +76,14 @@ def timed_scores(model, tok, queries, group: int, precision: str) -> tuple[float
 TOLERANCE = 2**-6
 
 
-def max_diff(a: list[dict], b: list[dict]) -> float:
-    """The largest |score difference| between two scorings of the same queries."""
-    return max(abs(s - rb["scores"][d]) for ra, rb in zip(a, b) for d, s in ra["scores"].items())
+def max_diff(a: list[dict], b: list[dict], relative: bool = False) -> float:
+    """The largest |score difference| between two scorings of the same queries (``relative``: divided
+    by |``b``'s score|)."""
+    return max(
+        abs(s - rb["scores"][d]) / (abs(rb["scores"][d]) if relative else 1.0)
+        for ra, rb in zip(a, b)
+        for d, s in ra["scores"].items()
+    )
 
 
 def agrees(a: list[dict], b: list[dict], tolerance: float = TOLERANCE) -> bool:
@@ -87,6 +110,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--json", type=Path, help="write the figures and the agreement verdict here")
+    ap.add_argument("--opening", action="store_true", help="also score every prompt whole (no shared opening)")
     a = ap.parse_args()
     if 1 not in a.groups:
         a.groups = [1, *a.groups]
@@ -97,23 +121,28 @@ def main() -> None:
     used = apply_precision(model, a.precision).used
     n_cands = int(queries["n_relevant"].sum() + queries["negative"].notna().sum())
     print(
-        f"{a.model} on {a.device} ({torch.get_num_threads()} threads, torch {torch.__version__}), {used}; "
-        f"{len(queries)} held-out queries, {n_cands} candidates, median prompt "
+        f"{a.model} on {a.device} ({torch.get_num_threads()} threads, torch {torch.__version__}, "
+        f"{cpu_model()}), {used}; {len(queries)} held-out queries, {n_cands} candidates, median prompt "
         f"{int(queries['prompt'].str.len().median())} characters"
     )
-    seconds: dict[int, list[float]] = {g: [] for g in a.groups}
-    records: dict[int, list[dict]] = {}
+    if a.opening:
+        opening_line(model, tok, queries)
+    runs = [(g, "shared") for g in a.groups]
+    if a.opening:
+        runs += [(g, "whole") for g in a.groups] + [(1, "shared-packed")]
+    seconds: dict[tuple[int, str], list[float]] = {r: [] for r in runs}
+    every: dict[tuple[int, str], list[dict]] = {}
     for rep in range(a.reps + 1):  # rep 0 warms up
-        order = a.groups[rep % len(a.groups) :] + a.groups[: rep % len(a.groups)]
-        for g in order:
-            s, records[g] = timed_scores(model, tok, queries, g, used)
+        for g, mode in runs[rep % len(runs) :] + runs[: rep % len(runs)]:
+            s, every[g, mode] = timed_scores(model, tok, queries, g, used, mode)
             if rep:
-                seconds[g].append(s)
-    base = statistics.median(seconds[1])
+                seconds[g, mode].append(s)
+    records = {g: every[g, "shared"] for g in a.groups}
+    base = statistics.median(seconds[1, "shared"])
     print(f"{'queries/pass':>12} {'queries/s':>10} {'vs 1':>6} {'max|diff| vs 1':>15}")
     rows = []
     for g in a.groups:
-        med = statistics.median(seconds[g])
+        med = statistics.median(seconds[g, "shared"])
         rows.append(
             {
                 "queries_per_pass": g,
@@ -128,9 +157,49 @@ def main() -> None:
         )
     agree = all(r["agree"] for r in rows)
     print(f"every size agrees with one query a pass within {TOLERANCE:g} relative: {agree}", flush=True)
+    if a.opening:
+        print(
+            f"{'queries/pass':>12} {'whole q/s':>10} {'shared q/s':>11} {'speed-up':>9} {'max|diff|':>10} {'max rel':>8}"
+        )
+        for row in rows:
+            g = row["queries_per_pass"]
+            whole = statistics.median(seconds[g, "whole"])
+            row["opening_speedup"] = whole / statistics.median(seconds[g, "shared"])
+            row["opening_max_abs_diff"] = max_diff(every[g, "shared"], every[g, "whole"])
+            row["opening_max_rel_diff"] = max_diff(every[g, "shared"], every[g, "whole"], relative=True)
+            print(
+                f"{g:>12} {len(queries) / whole:>10.2f} {row['queries_per_s']:>11.2f} {row['opening_speedup']:>8.2f}x "
+                f"{row['opening_max_abs_diff']:>10.1e} {row['opening_max_rel_diff']:>8.1e}"
+            )
+        one = next(r for r in rows if r["queries_per_pass"] == 1)
+        packed = statistics.median(seconds[1, "shared-packed"])
+        one["opening_packed_speedup"] = statistics.median(seconds[1, "whole"]) / packed
+        print(
+            f"one query a pass, the opening shared but each query in two passes (layout packed): "
+            f"{len(queries) / packed:.2f} q/s, {one['opening_packed_speedup']:.2f}x whole prompts; "
+            f"max rel diff {max_diff(every[1, 'shared-packed'], every[1, 'whole'], relative=True):.1e}"
+        )
+        print(
+            f"shared opening at one query a pass: {one['opening_speedup']:.2f}x faster than whole prompts; "
+            f"largest relative score difference {max(r['opening_max_rel_diff'] for r in rows):.1e}; {cpu_model()}",
+            flush=True,
+        )
     if a.json:
         report = {"model": a.model, "device": a.device, "precision": used, "queries": len(queries)}
         a.json.write_text(json.dumps({**report, "tolerance": TOLERANCE, "agree": agree, "sizes": rows}, indent=1))
+
+
+def opening_line(model, tok, queries) -> None:
+    """Print whether the opening is shared for ``model`` and how many of the prompts' tokens it holds."""
+    from arrank.training.encoding import prompt_ids
+
+    ok, why = opening_support(model)
+    prompts = [prompt_ids(tok, p) for p in queries["prompt"]]
+    with torch.inference_mode():
+        opening = opening_cache(model.eval(), prompts) if ok else None
+    n = len(opening.ids) if opening else 0
+    mean = statistics.mean(map(len, prompts))
+    print(f"shared opening: {n} of a prompt's {mean:.0f} tokens on average ({why})")
 
 
 if __name__ == "__main__":

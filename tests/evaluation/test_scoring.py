@@ -386,3 +386,149 @@ def test_packed_layouts_need_a_mask_reading_attention():
     naive = scoring.score_naive(eager, prompt, cands)
     for layout in ("packed", "one_pass"):
         assert np.abs(scoring.score_prefix_shared(eager, prompt, cands, layout=layout) - naive).max() <= TOL
+
+
+# --------------------------------------------------------------------------- the shared opening
+
+
+OPENING_QUERIES = [  # (query, candidates): D.1 prompts all open with the same instruction
+    ("dog.n.01", NAMES[1:7]),
+    ("cat.n.01", ["feline.n.01", "carnivore.n.01"]),
+    ("cats.n.01", ["cat.n.01", "animal.n.01", "organism.n.01"]),
+    ("feline.n.01", NAMES[2:6]),
+    ("canine.n.02", ["carnivore.n.01"]),
+]
+
+
+@pytest.fixture(scope="module")
+def opening_model():
+    """A BPE of 200 tokens over Appendix D.1 prompts (their instruction: ~100 tokens every prompt
+    opens with; docIDs of several tokens) and a sharp tiny model over it; the items to score."""
+    from arrank.data.prompts import query_rng, wordnet_prompt
+    from arrank.training.tokenizer import train_bpe
+
+    items = [(wordnet_prompt(q, d, query_rng(0, q)), list(d)) for q, d in OPENING_QUERIES]
+    tok = train_bpe(NAMES + [p for p, _ in items], 200)
+    return tok, sharp_tiny_model(vocab=len(tok), seed=5), items
+
+
+def counting_tokens(model) -> list[int]:
+    """A one-element list that counts every token the model embeds from now on."""
+    count = [0]
+    model.get_input_embeddings().register_forward_hook(lambda m, i, o: count.__setitem__(0, count[0] + i[0].numel()))
+    return count
+
+
+def relative_gap(got: list[np.ndarray], want: list[np.ndarray]) -> float:
+    return max(float(np.max(np.abs(g - w) / np.abs(w))) for g, w in zip(got, want))
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_shared_opening_scores_equal_whole_prompts(opening_model, attention):
+    """The opening every D.1 prompt shares, run once per call: the scores of every prompt run whole
+    within 1e-5 relative, one query a pass (each layout) and several (right-padded rows behind the
+    expanded cache), with far fewer tokens run; and the naive reference agrees."""
+    from arrank.training.encoding import prompt_ids
+
+    tok, model, items = opening_model
+    model.config._attn_implementation = attention
+    try:
+        prompts = [prompt_ids(tok, p) for p, _ in items]
+        with scoring.eval_mode(model):
+            opening = scoring.opening_cache(model, prompts)
+        assert opening is not None and len(opening.ids) >= 50 and min(map(len, prompts)) >= len(opening.ids) + 5
+        naive = scoring.score_queries(model, tok, items, progress=False, method="naive")
+        count = counting_tokens(model)
+        for layout, group in [("auto", 1), ("packed", 1), ("padded", 1), ("one_pass", 1), ("auto", 2), ("auto", 5)]:
+            kw = {"progress": False, "query_batch": group, "layout": layout}
+            count[0] = 0
+            whole = scoring.score_queries(model, tok, items, share_opening=False, **kw)
+            whole_tokens, count[0] = count[0], 0
+            got = scoring.score_queries(model, tok, items, **kw)
+            assert relative_gap(whole, naive) <= 1e-5 and relative_gap(got, whole) <= 1e-5, (layout, group)
+            # the opening ran once, not once per query (padded rows included)
+            assert count[0] == whole_tokens - (len(items) - 1) * len(opening.ids), (layout, group)
+    finally:
+        model.config._attn_implementation = "sdpa"
+
+
+def test_shared_opening_cache_serves_many_queries_unchanged(opening_model):
+    """Scoring reads the opening's cache without appending to it, and a prompt that does not continue
+    the opening is refused."""
+    from arrank.training.encoding import docid_ids, prompt_ids
+
+    tok, model, items = opening_model
+    prompts = [prompt_ids(tok, p) for p, _ in items]
+    cands = [[docid_ids(tok, d) for d in docs] for _, docs in items]
+    with scoring.eval_mode(model):
+        opening = scoring.opening_cache(model, prompts)
+        before = [k.clone() for k, _, *_ in opening.cache]
+        n = len(opening.ids)
+        for prompt, cand in zip(prompts, cands):
+            for layout in ("packed", "padded", "one_pass"):
+                got = scoring.score_prefix_shared(model, prompt, cand, layout=layout, opening=opening)
+                assert np.max(np.abs(got - scoring.score_naive(model, prompt, cand))) <= TOL
+        assert opening.cache.get_seq_length() == n
+        assert all(torch.equal(b, k) for b, (k, _, *_) in zip(before, opening.cache))
+        with pytest.raises(ValueError, match=f"does not continue the shared opening of {n} tokens"):
+            scoring.score_prefix_shared(model, [5] + prompts[0][1:], cands[0], opening=opening)
+        with pytest.raises(ValueError, match="by at least one token"):
+            scoring.prompt_cache(model, prompts[0][:n], opening)
+        assert scoring.opening_cache(model, prompts[:1]) is None  # one prompt: nothing to share
+        short = [p[:5] + [9, 9, 9] for p in prompts]  # 5 shared tokens, below MIN_SHARED
+        assert scoring.opening_cache(model, short) is None
+
+
+def test_shared_opening_recomputed_for_each_call(opening_model):
+    """Scoring mid-training (evaluation.budgets) after a weight update: each call runs the opening with
+    the weights it scores, so its scores are the new weights' whole-prompt scores."""
+    import copy
+
+    tok, base, items = opening_model
+    model = copy.deepcopy(base)
+    first = scoring.score_queries(model, tok, items, progress=False)
+    with torch.no_grad():
+        layer = model.model.layers[0].self_attn.k_proj  # moves only the keys: the cached ones included
+        layer.weight.mul_(1.5)
+    again = scoring.score_queries(model, tok, items, progress=False)
+    whole = scoring.score_queries(model, tok, items, progress=False, share_opening=False)
+    assert relative_gap(again, whole) <= 1e-5
+    assert relative_gap(again, first) > 1e-3
+
+
+def test_opening_support_and_fallback(opening_model, monkeypatch):
+    """Where the opening cannot (or is not measured to) pay, every prompt runs whole: no config, an
+    Unsloth-patched model, a forward without past_key_values, a GPU; the naive method never shares."""
+    tok, model, items = opening_model
+    assert scoring.opening_support(model) == (True, "the opening's key/value cache serves every query")
+    assert scoring.resolve_layout(model, "auto", opening=True) == "one_pass"  # one pass behind the opening
+    assert scoring.resolve_layout(model, "packed", opening=True) == "packed"
+
+    class NoCache(torch.nn.Module):
+        config = model.config
+
+        def forward(self, input_ids):
+            return model(input_ids=input_ids)
+
+    assert scoring.opening_support(torch.nn.Linear(2, 2))[1] == "Linear has no transformers config"
+    assert scoring.opening_support(NoCache()) == (False, "NoCache.forward takes no past_key_values")
+    monkeypatch.setattr(scoring, "model_device", lambda m: torch.device("cuda"))
+    assert "on a GPU" in scoring.opening_support(model)[1] and not scoring.opening_support(model)[0]
+    monkeypatch.undo()
+    unsloth = sharp_tiny_model(vocab=len(tok), seed=5)
+    unsloth.config.unsloth_version = "2026.10.9"
+    ok, why = scoring.opening_support(unsloth)
+    assert not ok and "Unsloth" in why
+    count = counting_tokens(unsloth)
+    whole = scoring.score_queries(model, tok, items, progress=False, share_opening=False)
+    got = scoring.score_queries(unsloth, tok, items, progress=False)  # padded layout, whole prompts
+    assert relative_gap(got, whole) <= 1e-5
+    from arrank.training.encoding import prompt_ids
+
+    prompt_tokens = sum(len(prompt_ids(tok, p)) for p, _ in items)
+    assert count[0] >= prompt_tokens  # every prompt ran whole
+    calls = []
+    monkeypatch.setattr(scoring, "opening_cache", lambda *a: calls.append(a))
+    scoring.score_queries(model, tok, items[:2], progress=False, method="naive")
+    scoring.score_queries(model, tok, items[:2], progress=False, share_opening=False)
+    assert calls == []

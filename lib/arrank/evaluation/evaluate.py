@@ -63,18 +63,27 @@ def score_and_evaluate(
     progress: bool = True,
     precision: str = "fp32",
     query_batch: int | None = None,
+    share_opening: bool = True,
 ) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]]]:
     """(metrics dict with the names of Tables 1-2, per-query metrics frame, per-query records with
     every candidate's score) for the model on the rows of ``queries`` (section 5.1). ``precision``:
     a resolved ``"fp32"`` or ``"bf16"`` (bf16 autocast, logits and log-probs in float32:
     ``arrank.training.precision.inference``); ``query_batch``: queries per forward pass
-    (``scoring.resolve_query_batch``)."""
+    (``scoring.resolve_query_batch``); ``share_opening``: the prompts' common opening run once
+    (``scoring.score_queries``; False: every prompt whole, for comparison)."""
     from arrank.training.precision import inference
 
     items = [(row["prompt"], candidates(row)) for row in queries.to_dict("records")]
     with inference(model, precision):
         scores = scoring.score_queries(
-            model, tokenizer, items, include_eos=include_eos, method=method, progress=progress, query_batch=query_batch
+            model,
+            tokenizer,
+            items,
+            include_eos=include_eos,
+            method=method,
+            progress=progress,
+            query_batch=query_batch,
+            share_opening=share_opening,
         )
     records = _records(queries, scores)
     return metrics.evaluate_queries(records, ks), metrics.per_query_metrics(records, ks), records

@@ -12,19 +12,26 @@ mean, which tells "cat" from "cats" (docs/design.md).
 the same scores (~1e-6 in float32) with the prompt processed once (speeds: docs/measurements.md;
 key/value-cache pitfalls: docs/design.md). A forward pass appends to a prompt cache, so each
 batch gets a fresh expanded copy of it.
+
+Every Appendix D.1 prompt opens with the same tokens (the chat template's system turn and the
+instruction); ``score_queries`` runs that opening once per call (:func:`opening_cache`, where
+:func:`opening_support` allows) and each query's prompt from there on, behind a copy of its cache.
+A call computes its own opening, so scoring between optimizer steps (``evaluation.budgets``) never
+reads keys and values of earlier weights.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections import Counter
-from typing import Iterator, Sequence
+from typing import Any, Iterator, NamedTuple, Sequence
 
 import numpy as np
 import torch
 
 from arrank.training.packing import mask_support, model_mask, row_mask, row_positions
-from arrank.training.shared_prefix import expand_cache
+from arrank.training.shared_prefix import MIN_SHARED, decoder_of, expand_cache, prefix_cache, shared_length
 
 METHODS = ("prefix_shared", "naive")
 
@@ -139,11 +146,76 @@ def score_naive(
     return scores
 
 
-def prompt_cache(model, prompt: Sequence[int]):
-    """Run the prompt once: (log-probs of the next token [V] in float32, the prompt's cache)."""
-    device = model_device(model)
-    ids = torch.tensor([list(prompt)], dtype=torch.long, device=device)
-    out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+class Opening(NamedTuple):
+    """The tokens every scored prompt opens with and their key/value cache (one row), run once by
+    :func:`opening_cache` for one scoring call; each forward gets a fresh expanded copy of ``cache``."""
+
+    ids: list[int]
+    cache: Any
+
+
+def opening_support(model) -> tuple[bool, str]:
+    """(whether ``score_queries`` runs the prompts' shared opening once for ``model``, why or why
+    not): a transformers causal LM whose forward takes ``past_key_values`` and whose decoder stack is
+    reachable (``shared_prefix.decoder_of``), not patched by Unsloth (its fast forward was not checked
+    against a cache another forward made), and not on a GPU (measured on a CPU only, where time
+    follows the tokens; on the H200 training's shared opening cost more than it saved, docs/gpu.md).
+    Elsewhere every query runs its whole prompt, as before."""
+    config = getattr(model, "config", None)
+    if config is None:
+        return False, f"{type(model).__name__} has no transformers config"
+    if hasattr(config, "unsloth_version"):
+        return False, "the model is patched by Unsloth, whose forward was not checked with a cache made by another pass"
+    if getattr(config, "is_encoder_decoder", False):
+        return False, "an encoder-decoder model has no causal prompt to continue"
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    if "past_key_values" not in inspect.signature(base.forward).parameters:
+        return False, f"{type(base).__name__}.forward takes no past_key_values"
+    try:
+        decoder_of(model)
+    except (AttributeError, NotImplementedError):
+        return False, f"{type(base).__name__} exposes no decoder stack (get_decoder)"
+    if model_device(model).type == "cuda":
+        return False, "on a GPU the opening's sharing is unmeasured (scoring passes there are overhead-bound)"
+    return True, "the opening's key/value cache serves every query"
+
+
+def opening_cache(model, prompts: Sequence[Sequence[int]]) -> Opening | None:
+    """The opening every prompt of ``prompts`` shares (``shared_prefix.shared_length``: each prompt
+    keeps at least its last token, whose logits predict a docID's first token; None below
+    ``MIN_SHARED`` tokens or for fewer than two prompts), run once through the decoder in the
+    current mode and precision. Call it in :func:`eval_mode`, once per scoring call: the cache holds
+    the keys and values of the weights it ran with."""
+    n = shared_length(prompts, [len(p) - 1 for p in prompts])
+    if n < MIN_SHARED:
+        return None
+    ids = [int(t) for t in prompts[0][:n]]
+    return Opening(ids, prefix_cache(model, torch.tensor([ids], dtype=torch.long, device=model_device(model)), 1))
+
+
+def _opening_length(prompts: Sequence[Sequence[int]], opening: Opening | None) -> int:
+    """How many leading tokens of every prompt the ``opening`` holds (0 without one); an error for a
+    prompt that does not continue it by at least one token."""
+    if opening is None:
+        return 0
+    n = len(opening.ids)
+    for prompt in prompts:
+        if len(prompt) <= n or list(prompt[:n]) != opening.ids:
+            raise ValueError(f"a prompt does not continue the shared opening of {n} tokens by at least one token")
+    return n
+
+
+def _behind(model, opening: Opening | None, rows: int) -> dict[str, Any]:
+    """The keywords of a forward of ``rows`` rows behind a fresh copy of the opening's cache."""
+    return {} if opening is None else {"past_key_values": expand_cache(model, opening.cache, rows)}
+
+
+def prompt_cache(model, prompt: Sequence[int], opening: Opening | None = None):
+    """Run the prompt once: (log-probs of the next token [V] in float32, the prompt's cache). With an
+    ``opening`` (:func:`opening_cache`) only the tokens after it run, behind a copy of its cache."""
+    n = _opening_length([prompt], opening)
+    ids = torch.tensor([list(prompt[n:])], dtype=torch.long, device=model_device(model))
+    out = model(input_ids=ids, use_cache=True, logits_to_keep=1, **_behind(model, opening, 1))
     return torch.log_softmax(out.logits[0, -1].float(), dim=-1), out.past_key_values
 
 
@@ -224,25 +296,23 @@ def score_candidate_pack(
     return _mean(total, targets)
 
 
-def score_one_pass(model, prompt: list[int], targets: list[list[int]]) -> torch.Tensor:
-    """Scores of candidates packed behind the prompt in ONE forward pass, no cache (float64 [B]):
-    the row ``prompt + tgt_1[:-1] + tgt_2[:-1] + ...`` with the block mask and position ids of
-    ``arrank.training.packing`` (the packed training layout)."""
+def score_one_pass(model, prompt: list[int], targets: list[list[int]], opening: Opening | None = None) -> torch.Tensor:
+    """Scores of candidates packed behind the prompt in ONE forward pass, no prompt cache (float64
+    [B]): the row ``prompt + tgt_1[:-1] + tgt_2[:-1] + ...`` with the block mask and position ids of
+    ``arrank.training.packing`` (the packed training layout); with an ``opening``, the row's tokens
+    after it, behind a copy of its cache (the mask's and positions' rows from there on)."""
     device = model_device(model)
-    P = len(prompt)
+    P, n = len(prompt), _opening_length([prompt], opening)
     blocks = [len(t) - 1 for t in targets if len(t) > 1]
     row = list(prompt) + [x for t in targets for x in t[:-1]]
+    kw = _behind(model, opening, 1)
     if blocks:
-        allowed = row_mask(P, blocks).to(device)[None, None]
-        kw = {
-            "attention_mask": model_mask(model, allowed),
-            "position_ids": row_positions(P, blocks).to(device)[None, :],
-        }
-    else:
-        kw = {}
+        allowed = row_mask(P, blocks)[n:].to(device)[None, None]
+        kw["attention_mask"] = model_mask(model, allowed)
+        kw["position_ids"] = row_positions(P, blocks)[n:].to(device)[None, :]
     logits = model(
-        input_ids=torch.tensor([row], dtype=torch.long, device=device),
-        use_cache=False,
+        input_ids=torch.tensor([row[n:]], dtype=torch.long, device=device),
+        use_cache=opening is not None,
         logits_to_keep=len(row) - P + 1,
         **kw,
     ).logits[0]
@@ -291,13 +361,16 @@ def query_rows(
 
 
 def score_query_batch(
-    model, prompts: Sequence[Sequence[int]], targets: Sequence[list[list[int]]]
+    model, prompts: Sequence[Sequence[int]], targets: Sequence[list[list[int]]], opening: Opening | None = None
 ) -> list[torch.Tensor]:
     """Section 5.1 scores of SEVERAL queries in one forward pass (float64, one tensor per query, its
     candidates in order; in eval and inference mode): the rows of :func:`query_rows`, the model's
     head applied only where a scored token is predicted (``supervised_head.head_at``). ``targets`` are each query's
     :func:`scored_tokens`. The scores of ``score_one_pass`` query by query, up to float rounding;
-    on a GPU it replaces a query's two small passes by a share of one large one (docs/gpu.md)."""
+    on a GPU it replaces a query's two small passes by a share of one large one (docs/gpu.md).
+    With an ``opening`` every row starts after it, behind its cache expanded to the rows (a view):
+    the mask's rows, the position ids and the head positions from there on; rows stay right-padded,
+    so a query's positions are those it has alone."""
     from arrank.training.supervised_head import head_at
 
     if len(prompts) != len(targets) or not prompts:
@@ -305,13 +378,15 @@ def score_query_batch(
     device = model_device(model)
     pad = getattr(model.config, "pad_token_id", None)
     batch = query_rows(prompts, targets, pad if isinstance(pad, int) else 0)
-    rows = tuple(r.to(device) for r in batch["head_rows"])
+    n = _opening_length(prompts, opening)
+    rows = (batch["head_rows"][0].to(device), (batch["head_rows"][1] - n).to(device))
     with eval_mode(model), head_at(model, rows):
         logits = model(
-            input_ids=batch["input_ids"].to(device),
-            attention_mask=model_mask(model, batch["allowed"].to(device)),
-            position_ids=batch["position_ids"].to(device),
-            use_cache=False,
+            input_ids=batch["input_ids"][:, n:].to(device),
+            attention_mask=model_mask(model, batch["allowed"][:, :, n:].to(device)),
+            position_ids=batch["position_ids"][:, n:].to(device),
+            use_cache=opening is not None,
+            **_behind(model, opening, len(prompts)),
         ).logits  # (N, V): one row per head position, query by query
     scores, start = [], 0  # each query's head rows: its prompt's last position, then its blocks
     for tgt in targets:
@@ -327,15 +402,16 @@ def score_query_batch(
 LAYOUTS = ("auto", "packed", "padded", "one_pass")
 
 
-def resolve_layout(model, layout: str) -> str:
+def resolve_layout(model, layout: str, opening: bool = False) -> str:
     """``auto`` -> ``packed`` when the model takes the block mask (``packing.mask_support``:
-    sdpa/eager attention), else ``padded``; an explicit packed layout on a model that cannot take
-    the mask is an error naming the reason."""
+    sdpa/eager attention), or ``one_pass`` behind a shared ``opening`` (the prompt's rest and the
+    candidates in one pass, not two: faster on SmolLM2, docs/measurements.md), else ``padded``; an
+    explicit packed layout on a model that cannot take the mask is an error naming the reason."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout={layout!r} is not allowed; choose one of {list(LAYOUTS)}")
     ok, why = mask_support(model)
     if layout == "auto":
-        return "packed" if ok else "padded"
+        return ("one_pass" if opening else "packed") if ok else "padded"
     if layout in ("packed", "one_pass") and not ok:
         raise ValueError(f"layout={layout!r} needs the packed block mask, but {why}; use layout='padded'")
     return layout
@@ -350,26 +426,28 @@ def score_prefix_shared(
     layout: str = "auto",
     *,
     eos_id: int | None = None,
+    opening: Opening | None = None,
 ) -> np.ndarray:
     """Section 5.1 score of each candidate, with the prompt's key/value cache shared: the inputs,
     default and scores of ``score_naive`` (~1e-6 in float32). The prompt runs once; candidates run
     ``batch_size`` at a time (None: all at once) in the ``layout`` ``"padded"``
     (``score_candidate_batch``), ``"packed"`` (``score_candidate_pack``) or ``"one_pass"``
     (``score_one_pass``: no cache, the prompt once per batch); ``"auto"`` (``resolve_layout``)
-    picks packed when the model's attention reads 4-D masks (sdpa or eager).
+    picks packed when the model's attention reads 4-D masks (sdpa or eager). With an ``opening``
+    (:func:`opening_cache`) the prompt's tokens after it run, behind its cache (``auto``: one_pass).
     """
     targets = scored_tokens(model, prompt, candidates, include_eos, eos_id)
     if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
         raise ValueError(f"batch_size={batch_size!r} must be a positive integer or None")
-    layout = resolve_layout(model, layout)
+    layout = resolve_layout(model, layout, opening is not None)
     step = batch_size or len(targets)
     batches = [targets[s : s + step] for s in range(0, len(targets), step)]
     with eval_mode(model):
         if layout == "one_pass":
-            parts = [score_one_pass(model, prompt, batch) for batch in batches]
+            parts = [score_one_pass(model, prompt, batch, opening) for batch in batches]
         else:
             run = score_candidate_pack if layout == "packed" else score_candidate_batch
-            first, cache = prompt_cache(model, prompt)
+            first, cache = prompt_cache(model, prompt, opening)
             parts = [run(model, cache, len(prompt), first, batch) for batch in batches]
     return torch.cat(parts).cpu().numpy()
 
@@ -439,14 +517,17 @@ def score_queries(
     batch_size: int | None = None,
     layout: str = "auto",
     query_batch: int | None = None,
+    share_opening: bool = True,
 ) -> list[np.ndarray]:
     """Section 5.1 scores of every query's candidate docIDs, one float64 array per item in its
     docID order. Each item is (augmented prompt q-bar as text, candidate docIDs), encoded with
     ``encoding.prompt_ids`` / ``encoding.docid_ids``; ``method``: ``"prefix_shared"`` (default;
     ``batch_size`` and ``layout`` go to ``score_prefix_shared``) or ``"naive"``. ``query_batch``
-    queries share one forward pass (``score_query_batch``; None: ``resolve_query_batch``). Errors
-    name the item: duplicate docIDs, an empty candidate list, a docID with no tokens or sharing its
-    tokens.
+    queries share one forward pass (``score_query_batch``; None: ``resolve_query_batch``).
+    ``share_opening`` (prefix_shared only): the tokens every prompt opens with run once for the call
+    (:func:`opening_cache`) where :func:`opening_support` allows; False runs every prompt whole
+    (the same scores up to float rounding). Errors name the item: duplicate docIDs, an empty
+    candidate list, a docID with no tokens or sharing its tokens.
     """
     from tqdm.auto import tqdm
 
@@ -461,26 +542,28 @@ def score_queries(
             )
         group = 1
     eos = tokenizer.eos_token_id
+    encoded = [encode_item(tokenizer, i, *item) for i, item in enumerate(checked)]
+    targets = [scored_tokens(model, ids, cands, include_eos, eos) for ids, cands in encoded]
     results: list[np.ndarray] = []
     with tqdm(total=len(checked), desc=f"scoring ({method})", unit="query", disable=not progress) as bar:
-        if group == 1:
-            for i, item in enumerate(checked):
-                ids, cands = encode_item(tokenizer, i, *item)
-                if method == "naive":
-                    results.append(score_naive(model, ids, cands, include_eos, eos_id=eos))
-                else:
-                    results.append(score_prefix_shared(model, ids, cands, include_eos, batch_size, layout, eos_id=eos))
+        if method == "naive":
+            for ids, cands in encoded:
+                results.append(score_naive(model, ids, cands, include_eos, eos_id=eos))
                 bar.update(1)
             return results
-        encoded = [encode_item(tokenizer, i, *item) for i, item in enumerate(checked)]
-        targets = [scored_tokens(model, ids, cands, include_eos, eos) for ids, cands in encoded]
+        opening = None
+        if share_opening and opening_support(model)[0]:
+            with eval_mode(model):
+                opening = opening_cache(model, [ids for ids, _ in encoded])
         lengths = [len(ids) + sum(len(t) - 1 for t in tg) for (ids, _), tg in zip(encoded, targets)]
         for chunk in query_groups(lengths, group, PASS_TOKENS):
-            if len(chunk) == 1:  # alone (too long to share a pass): the per-query layout, packed by default
+            if len(chunk) == 1:  # one query a pass (or too long to share one): score_prefix_shared's layout
                 ids, cands = encoded[chunk[0]]
-                results.append(score_prefix_shared(model, ids, cands, include_eos, None, layout, eos_id=eos))
+                results.append(
+                    score_prefix_shared(model, ids, cands, include_eos, batch_size, layout, eos_id=eos, opening=opening)
+                )
             else:
-                scores = score_query_batch(model, [encoded[i][0] for i in chunk], [targets[i] for i in chunk])
+                scores = score_query_batch(model, [encoded[i][0] for i in chunk], [targets[i] for i in chunk], opening)
                 results += [x.cpu().numpy() for x in scores]
             bar.update(len(chunk))
     return results

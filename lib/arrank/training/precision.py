@@ -44,6 +44,20 @@ def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> set[str]:
     return set()
 
 
+def cpu_model(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
+    """The CPU's model name as ``cpuinfo`` gives it (the first ``model name`` line), else the
+    platform's processor string, else ``"unknown CPU"``."""
+    import platform
+
+    try:
+        for line in Path(cpuinfo).read_text().splitlines():
+            if line.startswith("model name") and ":" in line:
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
 def bf16_support(device: str = "cpu", flags: set[str] | None = None) -> tuple[bool, str]:
     """(whether ``device`` runs bf16 matmuls natively, the evidence in words): CPU flags avx512_bf16 or
     amx_bf16 (``flags``, default /proc/cpuinfo) or torch's CPU checks; CUDA without emulation."""
