@@ -5,6 +5,7 @@
                                    [--lora-targets all-linear]
     python benchmarks/precision.py --threads-study [--reps 15]
     python benchmarks/precision.py --baselines 300 --threads 1
+    python benchmarks/precision.py --probe 576x1536 960x2560 4096x14336 [--threads 2]
 
 Training step (forward, STOICaL loss, backward, AdamW step; ``arrank.training``), median over
 ``--reps`` interleaved repetitions after ``--warmup``, on the same random batch for every variant:
@@ -44,6 +45,11 @@ share of the peak does not gain from the FLOPs it leaves out.
 fresh processes, each setting quiet and with one busy-looping process beside it: 1 or 2 torch
 threads, OpenMP's default waiting or ``OMP_WAIT_POLICY=PASSIVE`` (set before torch loads), and
 two 1-thread processes at once (the sweep's ``--jobs 2``: its steps per second counted over both).
+
+``--probe HIDDENxINTERMEDIATE ...``: what ``precision='auto'`` measures on this CPU for models of
+those widths (``precision.cpu_probe`` into a temporary cache, so each is timed afresh): the probed
+shapes, fp32's and bf16's best milliseconds a round, bf16's speed-up, the probe's own seconds
+(tensors made, warm-up and rounds) and the choice.
 """
 
 from __future__ import annotations
@@ -381,6 +387,23 @@ def baselines_ab(steps: int) -> None:
             )
 
 
+def probe_study(widths: list[str]) -> None:
+    """``precision='auto'``'s CPU probe for each ``HIDDENxINTERMEDIATE``, timed afresh (module docstring)."""
+    import tempfile
+    from pathlib import Path
+
+    cache = Path(tempfile.mkdtemp()) / "probe.json"
+    print(f"{precision.cpu_model()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
+    for width in widths:
+        hidden, inner = (int(x) for x in width.split("x"))
+        got = precision.resolve_precision("auto", "cpu", None, hidden, inner, cache)
+        p = got.probe
+        print(
+            f"  {p['shapes']:32s} fp32 {p['fp32_ms']:8.2f} ms  bf16 {p['bf16_ms']:8.2f} ms  "
+            f"bf16 speed-up {p['bf16_speedup']:5.2f}x  probe {p['probe_s']:5.2f} s  -> {got.used}"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=2)
@@ -402,11 +425,20 @@ def main() -> None:
         metavar="STEPS",
         help="only the CE of notebook 07 in fp32 and bf16 for STEPS steps",
     )
+    ap.add_argument(
+        "--probe",
+        nargs="+",
+        metavar="HxI",
+        help="only auto's CPU probe for models of these hidden x intermediate widths",
+    )
     ap.add_argument("--child-step", nargs=2, metavar=("THREADS", "PRECISION"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)
     if a.child_step:
         return child_step(int(a.child_step[0]), a.child_step[1], a.reps)
+    if a.probe:
+        torch.set_num_threads(a.threads)
+        return probe_study(a.probe)
     if a.threads_study:
         return threads_study(a.reps)
     if a.baselines:

@@ -1,6 +1,7 @@
-"""Precision of training and scoring (arrank.training.precision): what auto picks and why, bf16
-refused where it would be emulated, the mixed-precision layout of a LoRA model, and a tiny model
-that still learns its task when trained in bf16."""
+"""Precision of training and scoring (arrank.training.precision): what auto picks and why (on a CPU
+the probe of the model's matmul shapes: its decision on given timings, its cache, the real probe on
+this machine), bf16 refused where it would be emulated, the mixed-precision layout of a LoRA model,
+and a tiny model that still learns its task when trained in bf16."""
 
 from __future__ import annotations
 
@@ -23,25 +24,125 @@ def test_cpu_flags_are_read_from_cpuinfo(tmp_path):
     )
     assert precision.cpu_flags(info) == {"fpu", "sse2", "avx512f", "avx512_bf16"}  # the first processor's
     assert precision.cpu_flags(tmp_path / "missing") == set()
+    assert precision.cpu_model(info) == "X"  # the probe's cache key names it
+    assert precision.cpu_model(tmp_path / "missing")  # the platform's name, or "unknown CPU"
 
 
-@pytest.mark.parametrize(
-    "flags,used",
-    [({"avx512f", "avx512_bf16"}, "bf16"), ({"amx_bf16", "amx_tile"}, "bf16"), ({"avx2", "avx512f"}, "fp32")],
-)
-def test_auto_picks_bf16_only_where_the_cpu_runs_it_natively_and_says_why(flags, used):
-    got = precision.resolve_precision("auto", "cpu", flags)
-    assert got.used == used and got.requested == "auto"
-    assert got.reason.startswith("auto: CPU has ") and (("avx512_bf16" in got.reason) or ("amx_bf16" in got.reason))
-    assert got.record() == {"precision_used": used, "precision_reason": got.reason}
-    assert precision.resolve_precision("fp32", "cpu", flags).used == "fp32"
+def fake_probe(monkeypatch, fp32_s: float, bf16_s: float) -> list:
+    """``precision.probe_matmuls`` replaced by given best times; returns the list of its calls."""
+    calls: list = []
+
+    def probe(shapes, reps=precision.PROBE_REPS):
+        calls.append(shapes)
+        return {"fp32": fp32_s, "bf16": bf16_s}
+
+    monkeypatch.setattr(precision, "probe_matmuls", probe)
+    return calls
 
 
-def test_auto_keeps_fp32_for_a_model_too_narrow_for_bf16_to_pay():
-    tiny = precision.resolve_precision("auto", "cpu", {"avx512_bf16"}, hidden_size=128)
-    assert tiny.used == "fp32" and "hidden size 128 is below 512" in tiny.reason
-    assert precision.resolve_precision("auto", "cpu", {"avx512_bf16"}, hidden_size=576).used == "bf16"
+def test_probe_choice_picks_bf16_only_where_it_measured_faster():
+    """The decision on given timings: bf16 at >= 1.1x fp32's speed, fp32 below (an Intel Xeon with
+    AVX512-BF16 and no AMX ran bf16 matmuls at 0.51x: the flag alone would have picked bf16)."""
+    assert precision.probe_choice(1.0, 0.45) == (
+        "bf16",
+        "bf16 ran the model's matmuls at 2.22x fp32's speed on this CPU, at least 1.1x",
+    )
+    assert precision.probe_choice(1.0, 1 / 1.1)[0] == "bf16"  # exactly the threshold
+    assert precision.probe_choice(1.0, 0.95)[0] == "fp32"  # 1.05x: not measurably faster
+    used, why = precision.probe_choice(0.51, 1.0)
+    assert used == "fp32" and why == "bf16 ran the model's matmuls at 0.51x fp32's speed on this CPU, below 1.1x"
+    assert precision.probe_choice(1.0, 0.8, min_speedup=1.5)[0] == "fp32"
+    for bad in ((0.0, 1.0), (1.0, -1.0), (float("nan"), 1.0)):
+        with pytest.raises(ValueError, match="probe times must be positive seconds"):
+            precision.probe_choice(*bad)
+
+
+def test_probe_shapes_are_the_models_mlp_kept_small():
+    assert precision.probe_shapes(576, 1536) == [(128, 576, 1536), (128, 1536, 576)]  # SmolLM2-135M
+    assert precision.probe_shapes(4096, 14336) == [(16, 4096, 14336), (16, 14336, 4096)]  # a 7B: 16 rows
+    assert precision.probe_shapes(1024) == [(128, 1024, 1024), (128, 1024, 1024)]  # no intermediate size
+    assert precision.probe_shapes(1024, 4096) == [(59, 1024, 4096), (59, 4096, 1024)]  # 5e8 FLOPs a shape
+
+
+def test_probe_is_cached_per_cpu_torch_threads_and_shapes(tmp_path, monkeypatch):
+    """The cache round-trip: a probe is measured once, then read back (``cached``) for the same CPU
+    model, torch version, thread count and shapes; another thread count or shape is probed anew; an
+    unreadable cache file is probed over and rewritten."""
+    import json
+
+    cache = tmp_path / "sub" / "probe.json"
+    calls = fake_probe(monkeypatch, 0.004, 0.002)
+    shapes = precision.probe_shapes(576, 1536)
+    first = precision.cpu_probe(shapes, cache)
+    assert first["cached"] is False and len(calls) == 1
+    assert (first["fp32_ms"], first["bf16_ms"], first["bf16_speedup"]) == (4.0, 2.0, 2.0)
+    assert first["threads"] == torch.get_num_threads() and first["shapes"] == "128x576x1536, 128x1536x576"
+    assert first["cpu"] == precision.cpu_model() and first["torch"] == torch.__version__
+    stored = json.loads(cache.read_text())
+    key = precision.probe_key(precision.cpu_model(), torch.__version__, torch.get_num_threads(), shapes)
+    assert list(stored) == [key] and key.endswith(" threads | 128x576x1536, 128x1536x576")
+    again = precision.cpu_probe(shapes, cache)
+    assert again == {**first, "cached": True} and len(calls) == 1  # read back, not measured
+    precision.cpu_probe(precision.probe_shapes(960, 2560), cache)  # other shapes: a new entry
+    threads = torch.get_num_threads()
+    torch.set_num_threads(threads + 1)
+    try:
+        precision.cpu_probe(shapes, cache)  # another thread count: probed again
+    finally:
+        torch.set_num_threads(threads)
+    assert len(calls) == 3 and len(json.loads(cache.read_text())) == 3
+    cache.write_text("{not json")
+    assert precision.cpu_probe(shapes, cache)["cached"] is False and len(calls) == 4
+    assert len(json.loads(cache.read_text())) == 1
+
+
+def test_auto_on_a_cpu_follows_the_probe_not_the_flags(tmp_path, monkeypatch):
+    """auto on a CPU: what the probe measured decides, whatever the flags say; the probe's figures
+    go to results.json through ``record()``; a model narrower than AUTO_MIN_HIDDEN, or of unknown
+    width, keeps fp32 without probing; CUDA keeps its rule (native bf16), with no probe."""
+    fake_probe(monkeypatch, 0.0051, 0.01)  # the Intel Xeon with AVX512-BF16 and no AMX: 0.51x
+    slow = precision.resolve_precision("auto", "cpu", {"avx512_bf16"}, 576, 1536, tmp_path / "probe.json")
+    assert slow.used == "fp32" and slow.requested == "auto"
+    assert slow.reason == "auto: bf16 ran the model's matmuls at 0.51x fp32's speed on this CPU, below 1.1x"
+    assert slow.record() == {
+        "precision_used": "fp32",
+        "precision_reason": slow.reason,
+        "precision_probe_shapes": "128x576x1536, 128x1536x576",
+        "precision_probe_threads": torch.get_num_threads(),
+        "precision_probe_fp32_ms": 5.1,
+        "precision_probe_bf16_ms": 10.0,
+        "precision_probe_bf16_speedup": 0.51,
+        "precision_probe_cached": False,
+    }
+    fake_probe(monkeypatch, 0.01, 0.0045)  # AMX-like: bf16 well ahead, with or without the flags
+    for flags in ({"avx2"}, {"avx512_bf16", "amx_bf16"}):
+        got = precision.resolve_precision("auto", "cpu", flags, 576, 1536, tmp_path / "fast.json")
+        assert got.used == "bf16" and "2.22x" in got.reason
+    assert got.record()["precision_probe_cached"] is True
+    calls = fake_probe(monkeypatch, 0.01, 0.001)
+    tiny = precision.resolve_precision("auto", "cpu", {"avx512_bf16"}, hidden_size=128, cache_file=tmp_path / "t")
+    assert tiny.used == "fp32" and "hidden size 128 is below 512" in tiny.reason and tiny.probe is None
+    assert tiny.record() == {"precision_used": "fp32", "precision_reason": tiny.reason}
+    unknown = precision.resolve_precision("auto", "cpu", cache_file=tmp_path / "t")
+    assert unknown.used == "fp32" and "no hidden size" in unknown.reason
+    cuda = precision.resolve_precision("auto", "cuda", hidden_size=576, cache_file=tmp_path / "t")
+    assert cuda.probe is None and cuda.reason.startswith("auto: ")
+    assert (cuda.used == "bf16") == (torch.cuda.is_available() and torch.cuda.is_bf16_supported(False))
+    assert calls == [] and not (tmp_path / "t").exists()
+    assert precision.resolve_precision("fp32", "cpu", {"avx512_bf16"}, 576).used == "fp32"
     assert precision.resolve_precision("bf16", "cpu", {"avx512_bf16"}, hidden_size=128).used == "bf16"  # asked
+
+
+def test_auto_on_this_cpu_is_what_its_real_probe_measured(tmp_path):
+    """The real probe of SmolLM2-135M's shapes on this machine: the decision matches its figures, and
+    where the CPU has no bf16 instructions (bf16 emulated: an AMD EPYC without them ran these shapes
+    at 0.14x fp32 at one thread) it is fp32."""
+    got = precision.resolve_precision("auto", "cpu", None, 576, 1536, tmp_path / "probe.json")
+    probe = got.probe
+    assert probe["cached"] is False and probe["fp32_ms"] > 0 and probe["bf16_ms"] > 0
+    assert got.used == precision.probe_choice(probe["fp32_ms"], probe["bf16_ms"])[0]
+    if not any(f in precision.cpu_flags() for f in precision.CPU_BF16_FLAGS):
+        assert got.used == "fp32" and probe["bf16_speedup"] < 1, probe
 
 
 def test_bf16_where_unsupported_is_refused_in_one_line():

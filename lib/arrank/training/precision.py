@@ -1,17 +1,20 @@
 """Numerical precision of training and scoring: ``precision`` = ``auto`` | ``fp32`` | ``bf16``.
 
 Mixed precision (bf16 autocast for matmuls, frozen base weights held in bf16, trainable weights,
-logits and the loss of eq. 2 in float32) and the ``auto`` rule (:func:`resolve_precision`):
-docs/design.md, "Training"; speed figures: docs/measurements.md. ``bf16`` where it would be
-emulated is refused with a one-line error naming the missing flags.
+logits and the loss of eq. 2 in float32) and the ``auto`` rule (:func:`resolve_precision`; on a CPU
+a short timing of the model's own matmul shapes in both precisions, :func:`probe_matmuls`, kept per
+machine by :func:`cpu_probe`): docs/design.md, "Training"; speed figures: docs/measurements.md.
+``bf16`` where it would be emulated is refused with a one-line error naming the missing flags.
 """
 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import asdict, dataclass
+import json
+import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import torch
 
@@ -21,15 +24,25 @@ CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 @dataclass(frozen=True)
 class Precision:
-    """A resolved ``precision``: what was asked, what is used (``fp32`` or ``bf16``) and why."""
+    """A resolved ``precision``: what was asked, what is used (``fp32`` or ``bf16``), why, and the
+    CPU probe's figures where ``auto`` timed the matmuls (:func:`cpu_probe`)."""
 
     requested: str
     used: str
     reason: str
+    probe: dict[str, Any] | None = None
 
-    def record(self) -> dict[str, str]:
-        """The fields a run records in results.json (``precision_used``, ``precision_reason``)."""
-        return {f"precision_{k}": v for k, v in asdict(self).items() if k != "requested"}
+    def record(self) -> dict[str, Any]:
+        """The fields a run records in results.json: ``precision_used``, ``precision_reason`` and,
+        where a probe decided, ``precision_probe_<figure>`` (its shapes, threads, best fp32 and bf16
+        milliseconds, bf16's speed-up, whether it was read from the cache)."""
+        out: dict[str, Any] = {"precision_used": self.used, "precision_reason": self.reason}
+        for key in PROBE_RECORD if self.probe else ():
+            out[f"precision_probe_{key}"] = self.probe[key]
+        return out
+
+
+PROBE_RECORD = ("shapes", "threads", "fp32_ms", "bf16_ms", "bf16_speedup", "cached")
 
 
 def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> set[str]:
@@ -86,37 +99,162 @@ def bf16_support(device: str = "cpu", flags: set[str] | None = None) -> tuple[bo
 # trained no faster in bf16 and scored slower (docs/measurements.md, "bf16 and the LM head")
 AUTO_MIN_HIDDEN = 512
 
+# the CPU probe: bf16 must run the model's matmuls at least this much faster than fp32 for auto to
+# pick it (a CPU's bf16 flag alone misleads: docs/design.md, "Precision")
+PROBE_MIN_SPEEDUP = 1.1
+PROBE_TOKENS = 128  # rows of the probe's matmuls: a scoring pass's tokens, a quarter of a training row's
+PROBE_FLOPS = 5e8  # at most this many FLOPs a shape: fewer rows for wide models, so it stays short
+PROBE_REPS = 3
+PROBE_CACHE = "precision_probe.json"  # under paths.CACHE, one entry per probe_key
+
+
+def probe_shapes(hidden: int, intermediate: int | None = None) -> list[tuple[int, int, int]]:
+    """The (rows, in, out) matmuls the CPU probe times: a decoder MLP's up and down projections,
+    hidden x intermediate and back (hidden x hidden where the model names no intermediate size),
+    with ``PROBE_TOKENS`` rows or fewer to keep each under ``PROBE_FLOPS``."""
+    inner = intermediate or hidden
+    rows = max(16, min(PROBE_TOKENS, int(PROBE_FLOPS // (2 * hidden * inner))))
+    return [(rows, hidden, inner), (rows, inner, hidden)]
+
+
+def probe_matmuls(shapes: list[tuple[int, int, int]], reps: int = PROBE_REPS) -> dict[str, float]:
+    """Best seconds of one round of ``shapes`` (``x @ w.T`` as a linear layer runs it) in fp32 and in
+    bf16 at torch's current thread count, after one warm-up round each; rounds alternate between the
+    precisions, and bf16 stops early once one round is 3x fp32's best (an emulated bf16 is several
+    times slower, and no later round could make it pay)."""
+    g = torch.Generator().manual_seed(0)
+    base = [(torch.randn(m, k, generator=g), torch.randn(n, k, generator=g)) for m, k, n in shapes]
+    mats = {"fp32": base, "bf16": [(x.bfloat16(), w.bfloat16()) for x, w in base]}
+
+    def round_(kind: str) -> float:
+        start = time.perf_counter()
+        for x, w in mats[kind]:
+            torch.nn.functional.linear(x, w)
+        return time.perf_counter() - start
+
+    best = {"fp32": float("inf"), "bf16": float("inf")}
+    with torch.inference_mode():
+        for kind in best:  # warm-up: oneDNN builds its kernels on first use
+            round_(kind)
+        for _ in range(reps):
+            best["fp32"] = min(best["fp32"], round_("fp32"))
+            best["bf16"] = min(best["bf16"], round_("bf16"))
+            if best["bf16"] > 3 * best["fp32"]:
+                break
+    return best
+
+
+def probe_choice(fp32_s: float, bf16_s: float, min_speedup: float = PROBE_MIN_SPEEDUP) -> tuple[str, str]:
+    """(``bf16`` or ``fp32``, why) from the probe's best times: bf16 only where it ran the model's
+    matmuls at least ``min_speedup`` times as fast as fp32."""
+    if not (fp32_s > 0 and bf16_s > 0):
+        raise ValueError(f"probe times must be positive seconds, got fp32 {fp32_s!r} and bf16 {bf16_s!r}")
+    speedup = fp32_s / bf16_s
+    used = "bf16" if speedup >= min_speedup else "fp32"
+    verdict = "at least" if used == "bf16" else "below"
+    return used, f"bf16 ran the model's matmuls at {speedup:.2f}x fp32's speed on this CPU, {verdict} {min_speedup}x"
+
+
+def shapes_text(shapes: list[tuple[int, int, int]]) -> str:
+    """``rows x in x out`` of each probed matmul, comma-separated (as the cache and results.json name them)."""
+    return ", ".join("x".join(map(str, s)) for s in shapes)
+
+
+def probe_key(cpu: str, torch_version: str, threads: int, shapes: list[tuple[int, int, int]]) -> str:
+    """The cache key of a probe: the CPU model, torch's version, the thread count and the shapes."""
+    return f"{cpu} | torch {torch_version} | {threads} threads | {shapes_text(shapes)}"
+
+
+def cpu_probe(shapes: list[tuple[int, int, int]], cache_file: Path | None = None) -> dict[str, Any]:
+    """The probe's figures for ``shapes`` on this CPU at torch's current thread count: read from
+    ``cache_file`` (default ``paths.CACHE / PROBE_CACHE``) where this CPU model, torch version,
+    thread count and shapes were probed before (``cached`` True), else measured
+    (:func:`probe_matmuls`) and added to it. A cache that cannot be read is probed over; one that
+    cannot be written is left as it was."""
+    from arrank.common import paths
+    from arrank.common.outputs import write_json_atomic
+
+    cache_file = Path(cache_file) if cache_file is not None else paths.CACHE / PROBE_CACHE
+    threads, cpu = torch.get_num_threads(), cpu_model()
+    key = probe_key(cpu, torch.__version__, threads, shapes)
+    try:
+        known = json.loads(cache_file.read_text())
+        known = known if isinstance(known, dict) else {}
+    except (OSError, ValueError):
+        known = {}
+    entry = known.get(key)
+    figures = ("fp32_ms", "bf16_ms", "bf16_speedup")
+    if isinstance(entry, dict) and all(isinstance(entry.get(k), (int, float)) and entry[k] > 0 for k in figures):
+        return {**entry, "cached": True}
+    start = time.perf_counter()
+    best = probe_matmuls(shapes)
+    entry = {
+        "cpu": cpu,
+        "torch": torch.__version__,
+        "threads": threads,
+        "shapes": shapes_text(shapes),
+        "fp32_ms": round(1e3 * best["fp32"], 3),
+        "bf16_ms": round(1e3 * best["bf16"], 3),
+        "bf16_speedup": round(best["fp32"] / best["bf16"], 3),
+        "probe_s": round(time.perf_counter() - start, 3),
+    }
+    try:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(cache_file, {**known, key: entry})
+    except OSError:
+        pass
+    return {**entry, "cached": False}
+
 
 def resolve_precision(
-    requested: str, device: str | None = None, flags: set[str] | None = None, hidden_size: int | None = None
+    requested: str,
+    device: str | None = None,
+    flags: set[str] | None = None,
+    hidden_size: int | None = None,
+    intermediate_size: int | None = None,
+    cache_file: Path | None = None,
 ) -> Precision:
-    """``auto`` -> bf16 where ``device`` (default: cuda when available) runs it natively and
-    ``hidden_size`` (when given) is at least ``AUTO_MIN_HIDDEN``, else fp32; ``fp32`` as asked;
-    ``bf16`` as asked where supported, else a ValueError naming why (emulated bf16 is slower)."""
+    """``fp32`` as asked; ``bf16`` as asked where ``device`` (default: cuda when available) runs it
+    natively, else a ValueError naming why (emulated bf16 is slower). ``auto``: on CUDA, bf16 where
+    the GPU has native bf16; on a CPU, fp32 for a model narrower than ``AUTO_MIN_HIDDEN`` (or of no
+    known width), else what the probe of its matmul shapes picks (:func:`cpu_probe`, cached per
+    machine in ``cache_file``; :func:`probe_choice`)."""
     if requested not in PRECISIONS:
         raise ValueError(f"precision={requested!r} is not allowed; choose one of {list(PRECISIONS)}")
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     if requested == "fp32":
         return Precision(requested, "fp32", "asked for fp32")
-    ok, why = bf16_support(device, flags)
-    if requested == "bf16":
-        if not ok:
-            raise ValueError(f"precision='bf16' is not supported here: {why}; use precision='auto' or 'fp32'")
-        return Precision(requested, "bf16", f"asked for bf16 ({why})")
-    if ok and hidden_size is not None and hidden_size < AUTO_MIN_HIDDEN:
+    if requested == "bf16" or device != "cpu":
+        ok, why = bf16_support(device, flags)
+        if requested == "bf16":
+            if not ok:
+                raise ValueError(f"precision='bf16' is not supported here: {why}; use precision='auto' or 'fp32'")
+            return Precision(requested, "bf16", f"asked for bf16 ({why})")
+        return Precision(requested, "bf16" if ok else "fp32", f"auto: {why}")
+    if hidden_size is None:
+        return Precision(requested, "fp32", "auto: the model names no hidden size, so no matmul shape to time for bf16")
+    if hidden_size < AUTO_MIN_HIDDEN:
         return Precision(
             requested,
             "fp32",
-            f"auto: {why}, but the model's hidden size {hidden_size} is below "
-            f"{AUTO_MIN_HIDDEN}: its matmuls are too small for bf16 to pay",
+            f"auto: the model's hidden size {hidden_size} is below {AUTO_MIN_HIDDEN}: "
+            "its matmuls are too small for bf16 to pay",
         )
-    return Precision(requested, "bf16" if ok else "fp32", f"auto: {why}")
+    probe = cpu_probe(probe_shapes(hidden_size, intermediate_size), cache_file)
+    used, why = probe_choice(probe["fp32_ms"], probe["bf16_ms"])
+    return Precision(requested, used, f"auto: {why}", probe)
 
 
 def hidden_size(model) -> int | None:
     """The hidden size of a transformers model (peft-wrapped or not), None when it names none."""
     config = getattr(model, "config", None)
     return getattr(config, "hidden_size", None)
+
+
+def intermediate_size(model) -> int | None:
+    """The MLP's inner width of a transformers model (peft-wrapped or not), None when it names none."""
+    config = getattr(model, "config", None)
+    return getattr(config, "intermediate_size", None)
 
 
 def dtype_of(used: str) -> torch.dtype:
@@ -187,7 +325,7 @@ def prepare_model(model, used: str) -> int:
 def apply_precision(model, requested: str) -> Precision:
     """Resolve ``requested`` for ``model`` (``resolve_precision``), ``prepare_model`` it and say so in
     one line: what notebooks 05 and 06 do before training or scoring."""
-    numerics = resolve_precision(requested, hidden_size=hidden_size(model))
+    numerics = resolve_precision(requested, hidden_size=hidden_size(model), intermediate_size=intermediate_size(model))
     held = prepare_model(model, numerics.used)
     print(f"precision: {numerics.used} ({numerics.reason}); {held:,} frozen weights held in bf16")
     return numerics
