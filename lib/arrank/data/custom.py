@@ -142,11 +142,10 @@ def docid_map(queries: list[dict[str, Any]], docids: str, seed: int = 0) -> dict
 
 
 def custom_frame(path: Path | str, template: str, seed: int, n_eval: int, docids: str = "id") -> pd.DataFrame:
-    """The ranking table of the JSONL file at ``path`` (module docstring): docIDs by ``docids``, the
+    """The ranking table's rows of the JSONL file at ``path`` (module docstring; ``ranking`` orders the
+    columns): docIDs by ``docids``, the
     Appendix D.2 prompt ``template`` ("esci" or "esci_short"), ``n_eval`` held-out queries drawn
     with ``seed`` where the file gives no splits."""
-    from arrank.data.ranking import COLUMNS
-
     queries = read_queries(path)
     names = docid_map(queries, docids, seed)
     if queries[0]["split"] is None:
@@ -175,4 +174,4 @@ def custom_frame(path: Path | str, template: str, seed: int, n_eval: int, docids
         )
     out = pd.DataFrame(rows)
     out["n_relevant"] = out["relevant"].map(len)
-    return out[COLUMNS]
+    return out

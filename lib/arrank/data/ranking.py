@@ -81,7 +81,7 @@ def ranking_dataset(
 
         if not data_path:
             raise ValueError("dataset='custom' needs data_path: the JSON Lines file of its queries (docs/own-data.md)")
-        return custom.custom_frame(paths.ROOT / data_path, template, seed, n_eval, custom_docids)
+        return custom.custom_frame(paths.ROOT / data_path, template, seed, n_eval, custom_docids)[COLUMNS]
     if dataset == "wordnet":
         from arrank.data import wordnet
 
