@@ -49,8 +49,8 @@ def load(name: str, df, device: str):
     return model.to(device).eval(), tok
 
 
-def timed_scores(model, tok, queries, group: int, precision: str, mode: str = "shared") -> tuple[float, list[dict]]:
-    """(seconds, per-query records) of scoring ``queries`` ``group`` at a time; ``mode``: ``shared``
+def timed_scores(model, tok, queries, group: int, precision: str, mode: str = "opening") -> tuple[float, list[dict]]:
+    """(seconds, per-query records) of scoring ``queries`` ``group`` at a time; ``mode``: ``opening``
     (the prompts' opening run once, ``scoring.score_queries``), ``whole`` (every prompt whole) or
     ``shared-packed`` (the opening run once, each query then in the packed layout's two passes)."""
     if torch.cuda.is_available():
@@ -63,7 +63,7 @@ def timed_scores(model, tok, queries, group: int, precision: str, mode: str = "s
         records = [{"scores": dict(zip(it[1], map(float, sc)))} for it, sc in zip(items, scores)]
     else:
         _, _, records = evaluate.score_and_evaluate(
-            model, tok, queries, progress=False, precision=precision, query_batch=group, share_opening=mode == "shared"
+            model, tok, queries, progress=False, precision=precision, query_batch=group, share_opening=mode == "opening"
         )
     if torch.cuda.is_available():
         torch.cuda.synchronize()
@@ -127,7 +127,7 @@ def main() -> None:
     )
     if a.opening:
         opening_line(model, tok, queries)
-    runs = [(g, "shared") for g in a.groups]
+    runs = [(g, "opening") for g in a.groups]
     if a.opening:
         runs += [(g, "whole") for g in a.groups] + [(1, "shared-packed")]
     seconds: dict[tuple[int, str], list[float]] = {r: [] for r in runs}
@@ -137,12 +137,12 @@ def main() -> None:
             s, every[g, mode] = timed_scores(model, tok, queries, g, used, mode)
             if rep:
                 seconds[g, mode].append(s)
-    records = {g: every[g, "shared"] for g in a.groups}
-    base = statistics.median(seconds[1, "shared"])
+    records = {g: every[g, "opening"] for g in a.groups}
+    base = statistics.median(seconds[1, "opening"])
     print(f"{'queries/pass':>12} {'queries/s':>10} {'vs 1':>6} {'max|diff| vs 1':>15}")
     rows = []
     for g in a.groups:
-        med = statistics.median(seconds[g, "shared"])
+        med = statistics.median(seconds[g, "opening"])
         rows.append(
             {
                 "queries_per_pass": g,
@@ -164,9 +164,9 @@ def main() -> None:
         for row in rows:
             g = row["queries_per_pass"]
             whole = statistics.median(seconds[g, "whole"])
-            row["opening_speedup"] = whole / statistics.median(seconds[g, "shared"])
-            row["opening_max_abs_diff"] = max_diff(every[g, "shared"], every[g, "whole"])
-            row["opening_max_rel_diff"] = max_diff(every[g, "shared"], every[g, "whole"], relative=True)
+            row["opening_speedup"] = whole / statistics.median(seconds[g, "opening"])
+            row["opening_max_abs_diff"] = max_diff(every[g, "opening"], every[g, "whole"])
+            row["opening_max_rel_diff"] = max_diff(every[g, "opening"], every[g, "whole"], relative=True)
             print(
                 f"{g:>12} {len(queries) / whole:>10.2f} {row['queries_per_s']:>11.2f} {row['opening_speedup']:>8.2f}x "
                 f"{row['opening_max_abs_diff']:>10.1e} {row['opening_max_rel_diff']:>8.1e}"
