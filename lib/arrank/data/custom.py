@@ -154,9 +154,8 @@ def custom_frame(path: Path | str, template: str, seed: int, n_eval: int, docids
         held = set(np.random.default_rng(seed).choice(len(queries), size=n_eval, replace=False).tolist())
         splits = ["eval" if i in held else "train" for i in range(len(queries))]
     else:  # the file's own split: its first n_eval eval queries are held out, the other eval ones dropped
-        evals = [i for i, q in enumerate(queries) if q["split"] == "eval"][:n_eval]
-        splits = ["eval" if i in evals else q["split"] for i, q in enumerate(queries)]
-        splits = [s if s != "eval" or i in evals else None for i, s in enumerate(splits)]
+        evals = set([i for i, q in enumerate(queries) if q["split"] == "eval"][:n_eval])
+        splits = [q["split"] if q["split"] == "train" or i in evals else None for i, q in enumerate(queries)]
     rows = []
     for q, split in zip(queries, splits):
         if split is None:
