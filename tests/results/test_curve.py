@@ -63,9 +63,9 @@ def test_each_budget_gets_the_verdict_of_its_difference(better_worse_equal):
     assert central.loc[100, "a"] == FRAC and central.loc[100, "b"] == NTP
     assert "40 queries, paired; 2 / 2 runs, seed variation in the interval" in central.loc[100, "numbers"]
     # the other claims keep Table 1's thresholds: CVR 0 - ½ · 1 < 0 holds; R@1 0.9 - 0.9 > -2 points holds
-    cvr = found[found["claim"] == curve.CLAIMS[2].claim]
+    cvr = found[found["claim"] == curve.COMPARISONS[2].claim]
     assert cvr["estimate"].eq(-0.5).all() and cvr["verdict"].eq("holds").all()
-    r1 = found[found["claim"] == curve.CLAIMS[1].claim]
+    r1 = found[found["claim"] == curve.COMPARISONS[1].claim]
     assert r1["estimate"].abs().max() < 1e-12 and r1["verdict"].eq("holds").all()
 
 
@@ -79,7 +79,9 @@ def test_the_claims_of_a_budget_are_one_holm_family(better_worse_equal):
         assert np.sort(budget["p_holm"].to_numpy()) == pytest.approx(want)
     # one claim's budgets as the family instead: three budgets a claim
     by_claim = curve.curve_findings(rows, n_resamples=999, family=("claim", curve.SETTING))
-    assert by_claim.groupby("claim")["family_size"].unique().map(list).to_dict() == {c.claim: [3] for c in curve.CLAIMS}
+    assert by_claim.groupby("claim")["family_size"].unique().map(list).to_dict() == {
+        c.claim: [3] for c in curve.COMPARISONS
+    }
     assert (by_claim["p_value"] == found["p_value"]).all()  # the family changes the adjustment only
     md = curve.budget_markdown(found)
     assert "| p | Holm (claims of the budget) |" in md and "holds (p < 0.001)" in md
@@ -106,7 +108,7 @@ def test_the_turning_point_in_words(better_worse_equal):
         last[0].numbers.startswith("turns to holds at step 300")
         and "there mean R@2..R@5 (%): Fractional α=2 " in last[0].numbers
     )
-    assert curve.turning_point(found, curve.CLAIMS[2]) == (
+    assert curve.turning_point(found, curve.COMPARISONS[2]) == (
         "fractional α=2's CVR is at most half of NTP's: holds at every budget measured, "
         "from step 100 (6,400 items, 6.4 epochs) to step 300 (19,200 items, 19.2 epochs)"
     )

@@ -7,8 +7,9 @@ what a verdict means.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal
+from typing import Any, Iterable, Literal, Mapping
 
 Verdict = Literal["holds", "fails", "undecided", "unchecked", "note"]
 VERDICTS: tuple[str, ...] = ("holds", "fails", "undecided", "unchecked", "note")
@@ -33,7 +34,8 @@ class Finding:
     interval still excludes the threshold: below ``1 - level`` exactly when the verdict is decided);
     ``p_holm``, ``holm_verdict``, ``family_size``: the Holm-adjusted p-value and verdict within the
     finding's family of ``family_size`` findings (``results.statistics.holm``); ``parts``: the named
-    comparisons a compound claim is decided by (``results.statistics.combine``)."""
+    comparisons a compound claim is decided by (``results.statistics.combine``); ``means``: the means of
+    the two sides compared (``results.claims.evaluate``), where the finding compares two."""
 
     claim: str
     verdict: Verdict
@@ -48,6 +50,7 @@ class Finding:
     holm_verdict: Verdict | None = None
     family_size: int | None = None
     parts: tuple[tuple[str, "Finding"], ...] = ()
+    means: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         for name, value, allowed in (("verdict", self.verdict, VERDICTS), ("side", self.side, SIDES)):
@@ -67,6 +70,18 @@ class Finding:
         values = (self.claim, self.verdict, self.numbers, self.estimate, self.threshold, self.side, lo, hi, self.level)
         values += (self.p_value, self.p_holm, self.holm_verdict, self.family_size)
         return dict(zip(COLUMNS, values))
+
+    @classmethod
+    def from_dict(cls, row: Mapping[str, Any]) -> "Finding":
+        """The inverse of ``as_dict``: a finding from a table row or a JSON record of its columns (missing
+        or NaN values as None, the interval from ``ci_low`` and ``ci_high``)."""
+        missing = lambda v: v is None or (isinstance(v, float) and math.isnan(v))
+        get = lambda key: None if missing(row.get(key)) else row[key]
+        values = {k: get(k) for k in COLUMNS if k not in ("ci_low", "ci_high")}
+        interval = None if get("ci_low") is None else (get("ci_low"), get("ci_high"))
+        size = values.pop("family_size")
+        values = {k: v for k, v in values.items() if v is not None}
+        return cls(**values, interval=interval, family_size=None if size is None else int(size))
 
     @property
     def holm_changed(self) -> bool:
@@ -136,6 +151,15 @@ def holm_text(f: Finding) -> str:
     if f.p_holm is not None and f.holm_verdict is not None:
         text += f"; Holm ({f.family_size} findings): p = {p_text(f.p_holm)}, {f.holm_verdict}"
     return text
+
+
+def holm_cell(f: Finding) -> str:
+    """A finding's Holm-adjusted verdict for a table cell, with the adjusted p-value: ``holds (p 0.012)``,
+    or the change marked, ``holds → **undecided** (p 0.061)``; '' outside a family."""
+    if f.holm_verdict is None:
+        return ""
+    head = f"{f.verdict} → **{f.holm_verdict}**" if f.holm_changed else f.holm_verdict
+    return f"{head} (p {p_text(f.p_holm)})"
 
 
 def verdict_words(f: Finding) -> str:

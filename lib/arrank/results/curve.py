@@ -4,7 +4,7 @@
 Notebook 05 with ``eval_steps`` scores the same held-out queries at several optimizer steps of one
 run; ``arrank.workbook.report.curve_frame`` gathers a sweep's into one frame, one row per (point,
 step, query): ``point, variant, setting, seed, step, items, epochs, query, cvr, ndcg, r1..r5``
-(fractions). Here each step is a budget and each claim of ``CLAIMS`` is decided at it as Table 1's
+(fractions). Here each step is a budget and each claim of ``COMPARISONS`` is decided at it as Table 1's
 findings are (``statistics.compare``: paired bootstrap over queries, seeds in quadrature,
 docs/findings.md), with the threshold and side ``table1.table1_findings`` gives the same comparison.
 
@@ -19,68 +19,37 @@ within it (``statistics.holm``; why this family: docs/findings.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from arrank.common.display import QUALITATIVE, log_axis, metric_title, percent_axis, percent_text, style, subtitle
-from arrank.common.findings import COLUMNS, Finding, decide, interval_text, p_text
+from arrank.common.findings import Finding, holm_cell, interval_text, p_text
 from arrank.results import statistics as S
+from arrank.results import table1
+from arrank.results.claims import Claim, evaluate
 from arrank.results.tables import TABLE_RESAMPLES
 from arrank.training.schemes import loss_label
 
+R = table1.R
 NTP = loss_label({"scheme": "indicator"})
 FRACTIONAL = loss_label({"scheme": "fractional", "alpha": 2})
 BUDGET = ["step", "items", "epochs"]
 SETTING = "setting"  # what a run's numbers are comparable within (report.curve_frame): never pooled across
 
 
-@dataclass(frozen=True)
-class Claim:
-    """A comparison ``a - weight * b`` of the mean per-query ``metrics`` (``statistics.column``
-    names) between two variant labels, claimed on ``side`` of ``threshold``; ``name`` is the
-    compared quantity in words (the figure's axis)."""
-
-    claim: str
-    name: str
-    a: str
-    b: str
-    metrics: tuple[str, ...]
-    threshold: float = 0.0
-    side: str = ">"
-    weight: float = 1.0
-
-
-CENTRAL = Claim(
-    claim="fractional α=2 has a higher mean R@2..R@5 than NTP",
-    name="fractional α=2 − NTP, mean R@2..R@5",
-    a=FRACTIONAL,
-    b=NTP,
-    metrics=("r2", "r3", "r4", "r5"),
-)
-CLAIMS = (  # the central claim, then Table 1's R@1 and CVR checks of the same pair, with their thresholds
+CENTRAL = Claim("central", table1.CENTRAL, "fractional α=2 − NTP, mean R@2..R@5", FRACTIONAL, NTP, R(2, 3, 4, 5))
+COMPARISONS = (  # the central claim, then Table 1's R@1 and CVR checks of the same pair, with their thresholds
     CENTRAL,
-    Claim(
-        claim="NTP's R@1 is within 2 points of fractional α=2's or above",
-        name="NTP − fractional α=2, R@1",
-        a=NTP,
-        b=FRACTIONAL,
-        metrics=("r1",),
-        threshold=-0.02,
-    ),
-    Claim(
-        claim="fractional α=2's CVR is at most half of NTP's",
-        name="fractional α=2 − ½ NTP, CVR",
-        a=FRACTIONAL,
-        b=NTP,
-        metrics=("cvr",),
-        side="<",
-        weight=0.5,
-    ),
-)
+    Claim("r1", "NTP's R@1 is within 2 points of fractional α=2's or above", "NTP − fractional α=2, R@1", NTP,
+          FRACTIONAL, ("r1",), threshold=-table1.NEAR),
+    Claim("cvr", "fractional α=2's CVR is at most half of NTP's", "fractional α=2 − ½ NTP, CVR", FRACTIONAL, NTP,
+          ("cvr",), side="<", weight=0.5),
+)  # fmt: skip
 FINDING_COLUMNS = ["claim", *BUDGET, "a", "b", "a_mean", "b_mean", "estimate", "ci_low", "ci_high", "verdict"]
 FINDING_COLUMNS += ["threshold", "side", "level", "numbers", "p_value", "p_holm", "holm_verdict", "family_size"]
+HOLM = ["p_holm", "holm_verdict", "family_size"]  # the columns Holm's adjustment fills in
 FAMILY = (SETTING, "step")  # the claims decided at one budget of one setting: one family for Holm's adjustment
 METRICS = ("cvr", "ndcg", "r1", "r2", "r3", "r4", "r5")
 METRIC_COLUMNS = ["variant", *BUDGET, "runs", "queries", "metric", "mean", "ci_low", "ci_high"]
@@ -117,7 +86,7 @@ def budgets(curve: pd.DataFrame, variants: list[str]) -> pd.DataFrame:
 
 def curve_findings(
     curve: pd.DataFrame,
-    claims: tuple[Claim, ...] = CLAIMS,
+    claims: tuple[Claim, ...] = COMPARISONS,
     level: float = S.LEVEL,
     n_resamples: int = S.N_RESAMPLES,
     family: tuple[str, ...] = FAMILY,
@@ -139,12 +108,8 @@ def curve_findings(
     for claim in claims:
         for setting, part in parts.items():
             for _, budget in budgets(part, [claim.a, claim.b]).iterrows():
-                at = steps[setting][budget["step"]]
-                a, b = (S.variant_values(at, v, list(claim.metrics)) for v in (claim.a, claim.b))
-                c = S.compare(a, b, claim.weight, level, n_resamples)
-                p = c.p_value(claim.threshold)
-                f = decide(claim.claim, c.estimate, c.interval, claim.threshold, claim.side, c.text(), level, p)
-                means = {"a": claim.a, "b": claim.b, "a_mean": a.by_query.mean(), "b_mean": b.by_query.mean()}
+                f = evaluate(claim, steps[setting][budget["step"]], level=level, n_resamples=n_resamples)
+                means = {"a": claim.a, "b": claim.b, "a_mean": f.means[0], "b_mean": f.means[1]}
                 rows.append({**f.as_dict(), SETTING: setting, **budget.to_dict(), **means})
     found = pd.DataFrame(rows, columns=_with_setting(FINDING_COLUMNS, curve, "claim")).astype({"step": int})
     return holm_families(found, family)
@@ -155,33 +120,18 @@ def holm_families(findings: pd.DataFrame, family: tuple[str, ...] = FAMILY) -> p
     Holm's adjustment (``statistics.holm``) over the rows that share the values of ``family`` (columns
     of the rows; ``setting`` is left out where they have none): the p-values and verdicts stay."""
     out = findings.copy()
-    keys = [k for k in family if k in out.columns]
     if out.empty:
         return out
-    groups = out.groupby(keys, sort=False, dropna=False).indices.values() if keys else [np.arange(len(out))]
-    for idx in groups:
-        rows = out.iloc[idx]
-        found = S.holm(
-            [
-                Finding(r["claim"], r["verdict"], threshold=r["threshold"], side=r["side"], p_value=r["p_value"])
-                for _, r in rows.iterrows()
-            ]
-        )
-        for column in ("p_holm", "holm_verdict", "family_size"):
-            out.iloc[idx, out.columns.get_loc(column)] = [getattr(f, column) for f in found]
-    out["p_holm"] = pd.to_numeric(out["p_holm"])
-    return out.astype({"family_size": int}) if out["family_size"].notna().all() else out
+    keys = [k for k in family if k in out.columns] or (lambda _: 0)
+    for _, rows in out.groupby(keys, sort=False, dropna=False):
+        found = S.holm([Finding.from_dict(r) for _, r in rows.iterrows()])
+        out.loc[rows.index, HOLM] = [[f.p_holm, f.holm_verdict, f.family_size] for f in found]
+    return out.astype({"p_holm": float, "family_size": int})
 
 
 def _title(m: str) -> str:
     """The display title of a per-query column: ``r2`` -> ``R@2 (%)``, ``cvr`` -> ``CVR (%)``."""
     return metric_title(m if m in ("cvr", "ndcg") else f"recall@{m[1:]}")
-
-
-def _quantity(claim: Claim) -> str:
-    """What a claim compares, for display: ``R@1 (%)``, ``mean R@2..R@5 (%)``."""
-    names = [_title(m).removesuffix(" (%)") for m in claim.metrics]
-    return (names[0] if len(names) == 1 else f"mean {names[0]}..{names[-1]}") + " (%)"
 
 
 def _budget_text(row: pd.Series) -> str:
@@ -222,7 +172,7 @@ def _turning(rows: pd.DataFrame) -> str:
     )
 
 
-def budget_verdicts(findings: pd.DataFrame, claims: tuple[Claim, ...] = CLAIMS) -> list[Finding]:
+def budget_verdicts(findings: pd.DataFrame, claims: tuple[Claim, ...] = COMPARISONS) -> list[Finding]:
     """One ``Finding`` per claim the curve has (per claim and setting where the findings hold several
     settings, the claim followed by ``(setting)``): the verdict at the largest budget and its interval;
     its numbers say where the verdict turned (``turning_point``) and the means at the largest budget."""
@@ -236,30 +186,16 @@ def budget_verdicts(findings: pd.DataFrame, claims: tuple[Claim, ...] = CLAIMS) 
                 continue
             last = part.iloc[-1]
             means = f"{claim.a} {percent_text(last['a_mean'])}, {claim.b} {percent_text(last['b_mean'])}"
-            numbers = f"{_turning(part)}; there {_quantity(claim)}: {means}"
-            values = {k: last[k] for k in COLUMNS if k not in ("claim", "numbers", "ci_low", "ci_high")}
+            numbers = f"{_turning(part)}; there {claim.quantity()} (%): {means}"
             name = claim.claim if len(groups) == 1 else f"{claim.claim} ({setting})"
-            out.append(Finding(name, numbers=numbers, interval=(last["ci_low"], last["ci_high"]), **values))
+            out.append(replace(Finding.from_dict(last), claim=name, numbers=numbers))
     return out
 
 
-def holm_cell(row: pd.Series) -> str:
-    """A budget's Holm-adjusted verdict for a table cell, with the adjusted p-value: ``holds (p 0.012)``,
-    or the change marked, ``holds → **undecided** (p 0.061)``; '' where the row has no adjustment."""
-    if pd.isna(row.get("holm_verdict")):
-        return ""
-    p = f" (p {p_text(row['p_holm'])})"
-    return (
-        f"{row['verdict']} → **{row['holm_verdict']}**{p}"
-        if row["holm_verdict"] != row["verdict"]
-        else f"{row['holm_verdict']}{p}"
-    )
-
-
-def budget_markdown(findings: pd.DataFrame, claims: tuple[Claim, ...] = CLAIMS) -> str:
+def budget_markdown(findings: pd.DataFrame, claims: tuple[Claim, ...] = COMPARISONS) -> str:
     """The per-budget table of each claim as Markdown (percent): step, items, epochs, both
     variants' means, the difference with its 95% interval (points), the verdict, its p-value and
-    the Holm-adjusted verdict over the claims of that budget (``holm_cell``). Findings of one named
+    the Holm-adjusted verdict over the claims of that budget (``findings.holm_cell``). Findings of one named
     setting name it in the claim's line; of several, a first column ``setting`` does (rows by setting,
     then step)."""
     out = []
@@ -275,14 +211,14 @@ def budget_markdown(findings: pd.DataFrame, claims: tuple[Claim, ...] = CLAIMS) 
         head = ["setting", *head] if several else head
         one = f"; {groups[0]}" if not several and groups[0] is not None else ""
         claimed = f"claimed: difference {claim.side} {claim.threshold * 100:g} points"
-        lines = [f"**{claim.claim}** ({_quantity(claim)}; {claimed}{one})", ""]
+        lines = [f"**{claim.claim}** ({claim.quantity()} (%); {claimed}{one})", ""]
         lines += ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
         for _, r in rows.iterrows():
-            f = Finding(claim.claim, r["verdict"], estimate=r["estimate"], interval=(r["ci_low"], r["ci_high"]))
+            f = Finding.from_dict(r)
             cells = [str(r[SETTING])] if several else []
             cells += [str(int(r["step"])), f"{r['items']:,.0f}", f"{r['epochs']:.3g}"]
-            cells += [percent_text(r["a_mean"]), percent_text(r["b_mean"]), interval_text(f, unit=""), r["verdict"]]
-            cells += ["" if pd.isna(r.get("p_value")) else p_text(r["p_value"]), holm_cell(r)]
+            cells += [percent_text(r["a_mean"]), percent_text(r["b_mean"]), interval_text(f, unit=""), f.verdict]
+            cells += ["" if f.p_value is None else p_text(f.p_value), holm_cell(f)]
             lines.append("| " + " | ".join(cells) + " |")
         out.append("\n".join(lines) + "\n")
     pairs = ", ".join(dict.fromkeys(f"{c.a} / {c.b}" for c in claims))

@@ -26,9 +26,10 @@ from pathlib import Path
 import pandas as pd
 
 from arrank.common import paths
-from arrank.common.findings import Finding, p_text
+from arrank.common.findings import Finding, holm_cell, p_text
 from arrank.results import curve, figure3, paper, table1
 from arrank.results import statistics as S
+from arrank.results.claims import Claim
 
 PAGE = "docs/reproduction.md"
 
@@ -42,23 +43,18 @@ class PaperClaim:
     key: str
     section: str
     table1: str | None = None
-    curve: curve.Claim | None = None
+    curve: Claim | None = None
     figure3: str | None = None
 
     @property
     def words(self) -> str:
         """The claim as the workbook words it (Table 1's finding, else Figure 3's)."""
-        if self.table1:
-            return table1.CLAIMS[self.table1].format(near=table1.NEAR * 100)
-        return figure3.CLAIMS[self.figure3]
+        return table1.CLAIMS[self.table1] if self.table1 else figure3.CLAIMS[self.figure3]
 
 
+CURVE = {c.key: c for c in curve.COMPARISONS}  # the curve's check of a Table 1 claim, by its key
 CLAIMS: tuple[PaperClaim, ...] = (
-    PaperClaim("cvr", "§5.2, Table 1", table1="cvr", curve=curve.CLAIMS[2]),
-    PaperClaim("r1", "§5.2, Table 1", table1="r1", curve=curve.CLAIMS[1]),
-    PaperClaim("central", "§5.2, Table 1", table1="central", curve=curve.CENTRAL),
-    PaperClaim("trie", "§5.2, Table 1", table1="trie"),
-    PaperClaim("zero_shot", "§5.2, Table 1", table1="zero_shot"),
+    *(PaperClaim(key, "§5.2, Table 1", table1=key, curve=CURVE.get(key)) for key in table1.CLAIMS),
     *(PaperClaim(key, "§5.3, Figure 3", figure3=key) for key in figure3.CLAIMS),
 )
 
@@ -221,20 +217,7 @@ def _curve_rows(source: Source) -> tuple[list[Row], Runs, list[str], pd.DataFram
     out = []
     for _, r in found.iterrows():
         at = [p for v in (r["a"], r["b"]) for p in points[(r[curve.SETTING], r["step"], v)]]
-        f = Finding(
-            r["claim"],
-            r["verdict"],
-            r["numbers"],
-            r["estimate"],
-            r["threshold"],
-            r["side"],
-            (r["ci_low"], r["ci_high"]),
-            r["level"],
-            r["p_value"],
-            r["p_holm"],
-            r["holm_verdict"],
-            int(r["family_size"]),
-        )
+        f = Finding.from_dict(r)
         epochs = f"{r['epochs']:.2g} epoch" + ("" if f"{r['epochs']:.2g}" == "1" else "s")
         budget = f"{r[curve.SETTING]}: step {int(r['step'])} ({epochs})"
         out.append(Row(by_check[r["claim"]], source, budget, f, runs_of(at)))
@@ -247,14 +230,6 @@ def _points(f: Finding) -> str:
         return ""
     lo, hi = f.interval
     return f"{f.estimate * 100:+.1f} [{lo * 100:+.1f}, {hi * 100:+.1f}]"
-
-
-def _holm(f: Finding) -> str:
-    """``holds (p 0.042)``, a change marked ``holds → **undecided** (p 0.057)``; '' outside a family."""
-    if f.holm_verdict is None:
-        return ""
-    head = f"{f.verdict} → **{f.holm_verdict}**" if f.holm_changed else f.holm_verdict
-    return f"{head} (p {p_text(f.p_holm)})"
 
 
 def _cell(text: str) -> str:
@@ -270,7 +245,7 @@ def _claim_table(rows: list[Row]) -> list[str]:
         checked = "" if f.claim == row.claim.words else f.claim
         estimate = _points(f) or (f"{len(f.parts)} parts, below" if f.parts else "")
         p = "" if f.p_value is None else p_text(f.p_value)
-        cells = [row.source.key, row.budget, checked, estimate, p, f.verdict, _holm(f), *row.runs.cells()]
+        cells = [row.source.key, row.budget, checked, estimate, p, f.verdict, holm_cell(f), *row.runs.cells()]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
         for name, part in f.parts:
             pp = "" if part.p_value is None else p_text(part.p_value)

@@ -4,134 +4,112 @@ whose verdicts are also given Holm-adjusted (``statistics.holm``, docs/findings.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+import itertools
+from typing import Any, Sequence
 
+import numpy as np
 import pandas as pd
 
 from arrank.common.display import percent_text
 from arrank.common.findings import Finding, note
 from arrank.results import statistics as S
+from arrank.results.claims import Claim, Means, Member, decide_claim, resolve, words
 
 NEAR = 0.02  # "NTP's R@1 is the best or within NEAR of it": 2 points
-CLAIMS = {  # Table 1's findings in words (section 5.2), as table1_findings names them; {near}: points
-    "cvr": "NTP has the highest CVR; fractional variants at most half of it",
-    "r1": "NTP's R@1 is the best or within {near:g} points of it",
-    "central": "fractional α=2 has a higher mean R@2..R@5 than NTP",
-    "trie": "trie variants lower CVR relative to NTP",
-    "zero_shot": "every fine-tuned variant beats the zero-shot model (nDCG and mean R@1..R@5)",
-}
+# The roles of a sweep's variants that Table 1's claims compare (``roles``): "each ..." is one
+# comparison per variant, the others pool their variants' runs.
+NTP, OTHERS, FRACTIONAL, FRACTIONAL_2 = "NTP", "each variant but NTP", "each fractional variant", "fractional α=2"
+TRIE, TUNED, ZERO_SHOT = "each trie variant", "each fine-tuned variant", "zero-shot"
+CVR, R1 = (
+    "NTP has the highest CVR; fractional variants at most half of it",
+    "NTP's R@1 is the best or within 2 points of it",
+)
+CENTRAL, TRIE_CVR = "fractional α=2 has a higher mean R@2..R@5 than NTP", "trie variants lower CVR relative to NTP"
+BEATS_ZERO_SHOT = "every fine-tuned variant beats the zero-shot model (nDCG and mean R@1..R@5)"
+R = lambda *ks: tuple(f"r{k}" for k in ks)
+COMPARISONS = (  # Table 1's findings (section 5.2) as the comparisons that decide them
+    Claim("cvr", CVR, "{a} CVR below NTP's", OTHERS, NTP, ("cvr",), side="<"),
+    Claim("cvr", CVR, "{a} CVR at most half NTP's", FRACTIONAL, NTP, ("cvr",), side="<", weight=0.5, inclusive=True),
+    Claim("r1", R1, "NTP − {b} R@1 above −2 points", NTP, OTHERS, ("r1",), threshold=-NEAR, inclusive=True),
+    Claim("central", CENTRAL, "fractional α=2 − NTP, {quantity}", FRACTIONAL_2, NTP, R(2, 3, 4, 5)),
+    Claim("trie", TRIE_CVR, "{a} CVR below NTP's", TRIE, NTP, ("cvr",), side="<"),
+    Claim("zero_shot", BEATS_ZERO_SHOT, "{a} − zero-shot {quantity}", TUNED, ZERO_SHOT, ("ndcg",)),
+    Claim("zero_shot", BEATS_ZERO_SHOT, "{a} − zero-shot {quantity}", TUNED, ZERO_SHOT, R(1, 2, 3, 4, 5)),
+)
+CLAIMS = words(COMPARISONS)
 
 
-def table1_findings(frame: pd.DataFrame, near: float = NEAR, per_query: pd.DataFrame | None = None) -> list[Finding]:
+def roles(finished: pd.DataFrame) -> dict[str, list[Member]]:
+    """The variants of a sweep's finished points in each role of ``COMPARISONS`` (first-seen order):
+    NTP (the indicator scheme on one-hot targets, not combined), the fractional variants, fractional
+    α=2, the trie variants, the fine-tuned variants (``steps`` > 0) and the zero-shot rows
+    (``steps = 0``); a pooled role has one member, or none."""
+    zero = finished["steps"].eq(0) if "steps" in finished else pd.Series(False, index=finished.index)
+    done = finished[~zero]
+    get = lambda col, default: (done[col] if col in done else pd.Series(default, index=done.index)).fillna(default)
+    scheme, targets = get("scheme", "indicator"), get("targets", "onehot")
+    plain = ~get("combined", False).astype(bool)
+    ntp = done[(scheme == "indicator") & (targets == "onehot") & plain]
+    frac = (scheme == "fractional") & (targets == "onehot") & plain
+    alpha = pd.to_numeric(get("alpha", np.nan), errors="coerce")
+    labels = lambda part: tuple(dict.fromkeys(part["label"]))
+    each = lambda part: [(v, (v,)) for v in labels(part)]
+    pooled = lambda name, part: [(name, labels(part))] if len(part) else []
+    return {
+        NTP: pooled(NTP, ntp),
+        OTHERS: each(done[~done["label"].isin(labels(ntp))]),
+        FRACTIONAL: each(done[frac]),
+        FRACTIONAL_2: pooled(FRACTIONAL_2, done[frac & (alpha == 2.0)]),
+        TRIE: each(done[(targets == "trie") & plain]),
+        TUNED: each(done),
+        ZERO_SHOT: pooled(ZERO_SHOT, finished[zero]),
+    }
+
+
+def summary(claims: Sequence[Claim], sides: dict[str, list[Member]], columns: Sequence[str], means: Means) -> str:
+    """The means the first comparison of ``claims`` (and those of the same sides) compares, percent, from
+    the sweep's collected runs: ``CVR (%): NTP 92.3; Fractional α=2 3.3, Trie β=2 4.3``: the pooled sides
+    first, then each variant of a per-variant side; several quantities as ``x / y``."""
+    same = [c for c in claims if (c.a, c.b) == (claims[0].a, claims[0].b)]
+    cut = [(c, tuple(m for m in c.metrics if m in columns)) for c in same]
+    cut = [(c, metrics) for c, metrics in cut if metrics]
+    text = lambda labels: " / ".join(percent_text(means(labels, metrics)) for _, metrics in cut)
+    shown = {each: [f"{name} {text(labels)}" for side in (claims[0].a, claims[0].b)
+                    if side.startswith("each ") == each for name, labels in sides[side]] for each in (False, True)}  # fmt: skip
+    head = " / ".join(c.quantity(metrics) for c, metrics in cut) + " (%): " + ", ".join(shown[False])
+    return head + (f"; {', '.join(shown[True])}" if shown[True] else "")
+
+
+def table1_findings(
+    frame: pd.DataFrame, per_query: pd.DataFrame | None = None, claims: tuple[Claim, ...] = COMPARISONS
+) -> list[Finding]:
     """The CPU-scale checks of Table 1's findings (section 5.2) on a WordNet sweep's collected runs
-    (``collect``; mean over seeds per variant), one ``Finding`` per check the sweep has the variants
-    for: NTP has the highest CVR and every fractional variant at most half of it; fractional α=2
-    has a higher mean R@2..R@5 than NTP; NTP's R@1 is the best or within ``near`` (a fraction) of
-    it; every trie variant has a lower CVR than NTP; every fine-tuned variant beats a zero-shot row
-    (``steps = 0``). With ``per_query`` (``arrank.workbook.report.per_query_frame``) each is decided
-    by intervals (docs/findings.md; an undecided single comparison names the budget that would
-    decide it); variants without per-query rows get the point verdict, labelled as such. The checks
-    decided by intervals form one family: each also carries its Holm-adjusted verdict (``S.holm``)."""
-    done = frame[frame["state"] == "done"].copy()
-    if done.empty:
+    (``collect``; mean over seeds per variant), one ``Finding`` per claim of ``claims`` (default
+    ``COMPARISONS``) whose variants the sweep has (``roles``): NTP has the highest CVR and every
+    fractional variant at most half of it; NTP's R@1 is the best or within 2 points of it;
+    fractional α=2 has a higher mean R@2..R@5 than NTP; every trie variant has a lower CVR than NTP;
+    every fine-tuned variant beats a zero-shot row (``steps = 0``). With ``per_query``
+    (``arrank.workbook.report.per_query_frame``) each is decided by intervals (``claims.decide_claim``,
+    docs/findings.md; an undecided single comparison names the budget that would decide it); variants
+    without per-query rows get the point verdict, labelled as such. The checks decided by intervals
+    form one family: each also carries its Holm-adjusted verdict (``S.holm``)."""
+    finished = frame[frame["state"] == "done"]
+    if finished.empty:
         raise ValueError("no finished points in this sweep: run it first")
-    zero = done["steps"].eq(0) if "steps" in done else pd.Series(False, index=done.index)
-    zero_shot, done = done[zero], done[~zero]
-    get = lambda col, default=None: done[col] if col in done else pd.Series(default, index=done.index)
-    scheme, targets = get("scheme", "indicator").fillna("indicator"), get("targets", "onehot").fillna("onehot")
-    combined = get("combined", False).fillna(False).astype(bool)
-    ntp = done[(scheme == "indicator") & (targets == "onehot") & ~combined]
-    frac = done[(scheme == "fractional") & (targets == "onehot") & ~combined]
-    frac2 = frac[get("alpha").loc[frac.index].astype(float) == 2.0] if len(frac) else frac
-    trie = done[(targets == "trie") & ~combined]
-    by = lambda part: part.groupby("label", sort=False).mean(numeric_only=True)
-    r25 = [f"recall@{k}" for k in range(2, 6) if f"recall@{k}" in done]  # the R@2..R@5 the sweep has
-    mean25 = lambda part: float(part[r25].mean(axis=1).mean())
-    pct = lambda value: percent_text(float(value))
-    labels = lambda part: list(dict.fromkeys(part["label"]))
+    sides = roles(finished)
+    columns = [c for c in ("cvr", "ndcg") if c in finished] + [f"r{c[7:]}" for c in finished if c.startswith("recall@")]
+    frame_column = lambda m: m if m in ("cvr", "ndcg") else f"recall@{m[1:]}"
+
+    def means(labels: tuple[str, ...], metrics: tuple[str, ...]) -> float:
+        rows = finished[finished["label"].isin(labels)]
+        return float(rows[[frame_column(m) for m in metrics]].mean(axis=1).mean())
+
     rows = []
-
-    def add(claim: str, holds: bool, numbers: str, parts: list[tuple[str, Any, Any, Any, float, str, float]]) -> None:
-        """Append the interval verdict of the parts (name, a, b, metrics, threshold, side, weight)
-        when the per-query data have their variants, else the point verdict ``holds``."""
-        names = {
-            v for _, a, b, *_ in parts for v in ([a] if isinstance(a, str) else a) + ([b] if isinstance(b, str) else b)
-        }
-        if not parts or not S.has_variants(per_query, *names):
-            rows.append(S.point_check(claim, holds, numbers))
-        elif len(parts) == 1:
-            name, a, b, m, threshold, side, weight = parts[0]
-            one = S.check(name, per_query, a, b, m, threshold, side, weight)
-            numbers = f"{numbers}; {one.numbers}"
-            if one.verdict == "undecided" and weight == 1.0:  # what would decide it, at today's effect and spreads
-                numbers += f"; to decide: {S.budget_to_decide(per_query, a, b, m, threshold).text()}"
-            rows.append(replace(one, claim=claim, numbers=numbers))
-        else:
-            rows.append(S.combine(claim, [(name, S.check(name, per_query, *rest)) for name, *rest in parts], numbers))
-
-    if len(ntp):
-        ntp_cvr, variants = float(ntp["cvr"].mean()), by(done)
-        ntp_labels = labels(ntp)
-        others = variants.drop(index=ntp_labels, errors="ignore")
-        holds = bool((others["cvr"] < ntp_cvr).all()) and (
-            not len(frac) or bool((by(frac)["cvr"] <= ntp_cvr / 2).all())
-        )
-        parts = [(f"{v} CVR below NTP's", v, ntp_labels, "cvr", 0.0, "<", 1.0) for v in others.index]
-        parts += [(f"{v} CVR at most half NTP's", v, ntp_labels, "cvr", 0.0, "<", 0.5) for v in labels(frac)]
-        add(
-            CLAIMS["cvr"],
-            holds,
-            f"CVR (%): NTP {pct(ntp_cvr)}; " + ", ".join(f"{k} {pct(v)}" for k, v in others["cvr"].items()),
-            parts,
-        )
-        best_r1 = float(variants["recall@1"].max())
-        add(
-            CLAIMS["r1"].format(near=near * 100),
-            float(ntp["recall@1"].mean()) >= best_r1 - near,
-            f"R@1 (%): NTP {pct(ntp['recall@1'].mean())}, best {pct(best_r1)}",
-            [
-                (f"NTP − {v} R@1 above −{near * 100:g} points", ntp_labels, v, "recall@1", -near, ">", 1.0)
-                for v in others.index
-            ],
-        )
-        if len(frac2) and r25:
-            span = f"R@2..R@{r25[-1].split('@')[1]}" if len(r25) > 1 else "R@2"
-            add(
-                CLAIMS["central"],
-                mean25(frac2) > mean25(ntp),
-                f"mean {span} (%): fractional α=2 {pct(mean25(frac2))}, NTP {pct(mean25(ntp))}",
-                [(f"fractional α=2 − NTP, mean {span}", labels(frac2), ntp_labels, r25, 0.0, ">", 1.0)],
-            )
-        if len(trie):
-            t = by(trie)["cvr"]
-            add(
-                CLAIMS["trie"],
-                bool((t < ntp_cvr).all()),
-                f"CVR (%): NTP {pct(ntp_cvr)}; " + ", ".join(f"{k} {pct(v)}" for k, v in t.items()),
-                [(f"{v} CVR below NTP's", v, ntp_labels, "cvr", 0.0, "<", 1.0) for v in t.index],
-            )
-    if len(zero_shot) and len(done):
-        r15 = [f"recall@{k}" for k in range(1, 6) if f"recall@{k}" in done]
-        mean15 = lambda part: part[[c for c in r15 if c in part]].mean(axis=1)
-        tuned = by(done.assign(m15=mean15(done)))
-        z_ndcg, z15 = float(zero_shot["ndcg"].mean()), float(mean15(zero_shot).mean())
-        zero_labels = labels(zero_shot)
-        parts = [
-            p
-            for v in tuned.index
-            for p in (
-                (f"{v} − zero-shot nDCG", v, zero_labels, "ndcg", 0.0, ">", 1.0),
-                (f"{v} − zero-shot mean R@1..R@5", v, zero_labels, r15, 0.0, ">", 1.0),
-            )
-        ]
-        add(
-            CLAIMS["zero_shot"],
-            bool((tuned["ndcg"] > z_ndcg).all() and (tuned["m15"] > z15).all()),
-            f"nDCG / mean R@1..R@5 (%): zero-shot {pct(z_ndcg)} / {pct(z15)}; "
-            + ", ".join(f"{k} {pct(r.ndcg)} / {pct(r.m15)}" for k, r in tuned.iterrows()),
-            parts,
-        )
+    for _, group in itertools.groupby(claims, key=lambda c: c.key):
+        group = list(group)
+        parts = resolve(group, sides, columns)
+        if parts:
+            rows.append(decide_claim(parts, per_query, summary(group, sides, columns, means), means, to_decide=True))
     return S.holm(rows)
 
 
@@ -150,5 +128,5 @@ def sweep_findings(frame: Any, notebook: str, per_query: pd.DataFrame | None = N
         ]
     checks = table1_findings(frame, per_query=per_query)
     if not checks:
-        return [note("This sweep has no NTP row, which every Table 1 finding compares with.")]
+        return [note("This sweep has no NTP row and another variant, which every Table 1 finding compares.")]
     return checks
