@@ -9,6 +9,7 @@ from scipy import stats
 
 from arrank.common.findings import decide, findings_markdown, note
 from arrank.results import statistics as S
+from arrank.results.claims import Claim, evaluate, point_finding
 
 
 def per_query(values: dict[str, list[np.ndarray]], column: str = "r1") -> pd.DataFrame:
@@ -23,6 +24,12 @@ def per_query(values: dict[str, list[np.ndarray]], column: str = "r1") -> pd.Dat
     return pd.DataFrame(rows)
 
 
+def check(claim, data, a, b, metric, side=">", weight=1.0, n_resamples=S.N_RESAMPLES):
+    """``claims.evaluate`` of the claim that ``a - weight * b`` of one metric is on ``side`` of 0."""
+    return evaluate(Claim("k", claim, claim, a, b, (S.column(metric),), side=side, weight=weight), data,
+                    n_resamples=n_resamples)  # fmt: skip
+
+
 def bernoulli_pair(rng, n: int, pa: float, pb: float) -> tuple[np.ndarray, np.ndarray]:
     """Per-query 0/1 outcomes of two variants on the same queries (correlated, as two models on
     one query are): b copies a's uniform draw half of the time."""
@@ -34,19 +41,19 @@ def bernoulli_pair(rng, n: int, pa: float, pb: float) -> tuple[np.ndarray, np.nd
 def test_a_known_large_difference_holds_and_the_wrong_direction_fails():
     a, b = bernoulli_pair(np.random.default_rng(0), 300, 0.85, 0.55)
     data = per_query({"A": [a], "B": [b]})
-    found = S.check("A beats B at R@1", data, "A", "B", "recall@1")
+    found = check("A beats B at R@1", data, "A", "B", "recall@1")
     assert found.verdict == "holds" and found.estimate == pytest.approx(a.mean() - b.mean())
     lo, hi = found.interval
     assert 0 < lo < found.estimate < hi and hi - lo < 0.2  # about 4 standard errors of 0.025
     assert "300 queries, paired" in found.numbers
-    assert S.check("B beats A", data, "B", "A", "recall@1").verdict == "fails"
-    assert S.check("A below B", data, "A", "B", "recall@1", side="<").verdict == "fails"
+    assert check("B beats A", data, "B", "A", "recall@1").verdict == "fails"
+    assert check("A below B", data, "A", "B", "recall@1", side="<").verdict == "fails"
 
 
 def test_identical_pairs_are_undecided():
     a, _ = bernoulli_pair(np.random.default_rng(1), 200, 0.7, 0.7)
     data = per_query({"A": [a], "B": [a.copy()]})
-    found = S.check("A beats B", data, "A", "B", "recall@1")
+    found = check("A beats B", data, "A", "B", "recall@1")
     assert found.verdict == "undecided" and found.interval == (0.0, 0.0) and found.estimate == 0.0
     assert "**undecided** here" in findings_markdown([found])
 
@@ -54,7 +61,7 @@ def test_identical_pairs_are_undecided():
 def test_a_small_difference_on_few_queries_is_undecided():
     rng = np.random.default_rng(2)
     a, b = bernoulli_pair(rng, 40, 0.62, 0.60)
-    found = S.check("A beats B", per_query({"A": [a], "B": [b]}), "A", "B", "recall@1")
+    found = check("A beats B", per_query({"A": [a], "B": [b]}), "A", "B", "recall@1")
     assert found.verdict == "undecided" and found.interval[0] < 0 < found.interval[1]
 
 
@@ -136,7 +143,7 @@ def test_weighted_differences_check_at_most_half():
     b = (rng.random(400) < 0.6).astype(float)
     for pa, verdict in ((0.2, "holds"), (0.45, "fails")):
         a = (rng.random(400) < pa).astype(float)
-        found = S.check("half", per_query({"A": [a], "B": [b]}, "cvr"), "A", "B", "cvr", side="<", weight=0.5)
+        found = check("half", per_query({"A": [a], "B": [b]}, "cvr"), "A", "B", "cvr", side="<", weight=0.5)
         assert found.verdict == verdict and found.estimate == pytest.approx(a.mean() - b.mean() / 2)
 
 
@@ -249,7 +256,7 @@ def test_the_p_value_agrees_with_the_verdict_on_constructed_data():
         if trial % 4 == 3:  # B on other queries: two independent samples
             data.loc[data["variant"] == "B", "query"] = "t" + data.loc[data["variant"] == "B", "query"]
         weight, side = (0.5, "<") if trial % 5 == 4 else (1.0, ">")
-        found = S.check("A beats B", data, "A", "B", "recall@1", side=side, weight=weight, n_resamples=1999)
+        found = check("A beats B", data, "A", "B", "recall@1", side=side, weight=weight, n_resamples=1999)
         assert found.p_value is not None and 0 < found.p_value < 1
         assert (found.p_value < 0.05) == (found.verdict != "undecided"), (trial, found.verdict, found.p_value)
         seen.add(found.verdict)
@@ -266,7 +273,7 @@ def test_a_compound_p_value_agrees_with_its_verdict():
     assert both.verdict == "undecided" and both.p_value == 0.4
     below = part(-0.1, -0.15, -0.05, 0.003, "<")  # a claim of a difference below 0: holds
     assert S.combine("mixed sides", [("a", holds), ("b", below)]).p_value == 0.003
-    assert S.combine("point", [("a", holds), ("b", S.point_check("x", True, "1"))]).p_value is None
+    assert S.combine("point", [("a", holds), ("b", point_finding("x", True, "1"))]).p_value is None
     assert [name for name, _ in S.combine("all hold", [("a", holds), ("b", weak)]).parts] == ["a", "b"]
 
 
@@ -284,7 +291,7 @@ def test_holm_adjusts_a_family_as_the_textbook_does():
     assert [f.holm_verdict for f in adjusted] == ["holds", "undecided", "undecided", "holds"]
     assert {f.family_size for f in adjusted} == {4}
     # a note and a point verdict are no members; the family is the three with p-values
-    rows = [*_family([0.01, 0.02, 0.03]), note("a note"), S.point_check("point", True, "1")]
+    rows = [*_family([0.01, 0.02, 0.03]), note("a note"), point_finding("point", True, "1")]
     adjusted = S.holm(rows)
     assert [f.p_holm for f in adjusted[:3]] == pytest.approx([0.03, 0.04, 0.04])
     assert adjusted[3] == rows[3] and adjusted[4] == rows[4] and adjusted[4].holm_verdict is None

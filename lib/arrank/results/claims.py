@@ -40,7 +40,8 @@ class Claim:
     claimed on ``side`` (``">"`` or ``"<"``) of ``threshold`` (a fraction). ``a`` and ``b`` are a variant
     label, several pooled, or a role the table resolves (``resolve``). ``key`` names the paper's claim
     the comparison belongs to and ``claim`` words it (the comparisons of one key are its parts);
-    ``name`` words the comparison (``{a}``, ``{b}``: the sides, ``{quantity}``: ``quantity``).
+    ``name`` words the comparison (``{a}``, ``{b}``: the sides, ``{quantity}``: ``quantity``, ``{points}``:
+    the threshold's size in points).
     ``inclusive``: a point estimate on the threshold holds ("at most", "within"); an interval that
     touches it never decides."""
 
@@ -94,7 +95,13 @@ def resolve(claims: Sequence[Claim], roles: Mapping[str, Sequence[Member]], colu
             for c in group:
                 metrics = tuple(m for m in c.metrics if m in columns)
                 if metrics:
-                    name = c.name.format(a=a_name, b=b_name, quantity=c.quantity(metrics))
+                    fields = {
+                        "a": a_name,
+                        "b": b_name,
+                        "quantity": c.quantity(metrics),
+                        "points": abs(c.threshold) * 100,
+                    }
+                    name = c.name.format(**fields)
                     out.append(replace(c, name=name, a=a_labels, b=b_labels, metrics=metrics))
     return out
 
@@ -105,6 +112,12 @@ def point_holds(claim: Claim, means: Means) -> bool:
     gap = means(claim.a, claim.metrics) - claim.weight * means(claim.b, claim.metrics) - claim.threshold
     gap = -gap if claim.side == "<" else gap
     return gap >= -_ROUND if claim.inclusive else gap > 0
+
+
+def point_finding(claim: str, holds: bool | None, numbers: str) -> Finding:
+    """The fallback for runs without per-query data: the point verdict of ``findings.finding``, its
+    numbers labelled as point estimates (``POINT_ESTIMATE``)."""
+    return finding(claim, holds, f"{numbers}; {POINT_ESTIMATE}" if numbers else POINT_ESTIMATE)
 
 
 def decide_claim(
@@ -125,8 +138,7 @@ def decide_claim(
     if not parts or not S.has_variants(per_query, *labels):
         if means is None or not parts:
             return None
-        holds = all(point_holds(c, means) for c in parts)
-        return finding(parts[0].claim, holds, f"{numbers}; {POINT_ESTIMATE}" if numbers else POINT_ESTIMATE)
+        return point_finding(parts[0].claim, all(point_holds(c, means) for c in parts), numbers)
     if len(parts) > 1:
         found = [(c.name, evaluate(c, per_query, n_resamples=n_resamples)) for c in parts]
         return S.combine(parts[0].claim, found, numbers)

@@ -228,7 +228,7 @@ def budget_markdown(findings: pd.DataFrame, claims: tuple[Claim, ...] = COMPARIS
 def curve_metrics(curve: pd.DataFrame, level: float = S.LEVEL, n_resamples: int = TABLE_RESAMPLES) -> pd.DataFrame:
     """Each variant's mean of each metric (``METRICS``) at each step it was scored at, with its
     ``level`` interval (bootstrap over the queries, each averaged over the runs, widened by the
-    spread of the runs' means: the tables' ±, as ``statistics.mean_halfwidth``): one row per
+    spread of the runs' means: the tables' ±, ``statistics.mean_interval``): one row per
     (variant, setting, step, metric), ``METRIC_COLUMNS`` with ``setting`` after ``variant`` when the
     curve has the column, fractions; ``runs`` and ``queries`` behind it. A metric no query of the
     step has (R@5 of queries with four relevant docIDs) has no row."""

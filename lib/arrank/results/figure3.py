@@ -7,6 +7,7 @@ checks decided by intervals one family whose verdicts are also given Holm-adjust
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
@@ -15,6 +16,9 @@ import pandas as pd
 
 from arrank.common.display import percent_text
 from arrank.common.findings import Finding, finding
+from arrank.results import statistics as S
+from arrank.results.claims import Claim, Member, decide_claim, point_finding, resolve, words
+from arrank.results.table1 import R
 
 SMALL_KS = (1, 2)  # "small k" in the findings of Figure 3
 INTERVAL_FIELDS = ("verdict", "estimate", "threshold", "side", "ci_low", "ci_high", "level", "p_value")  # per check
@@ -153,93 +157,59 @@ def findings(
             + percent_text(curve(hi, small)),
         )
     if per_query is not None and len(per_query):
-        numbers = {
-            k.removeprefix("finding_").removesuffix("_numbers"): v for k, v in out.items() if k.endswith("_numbers")
-        }
-        checked = interval_checks(
-            per_query, de_dims, ce_dim, alpha, alpha_dim, alphas, ks, best_arr, arr_per_query, tol, numbers
-        )
-        for key, f in checked.items():
-            record(key, f.holds, f.numbers)
-            out.update({f"finding_{key}_{k}": v for k, v in f.as_dict().items() if k in INTERVAL_FIELDS})
+        data = per_query.assign(variant=per_query["config"], point=per_query["config"])
+        if best_arr is not None and arr_per_query is not None and len(arr_per_query):
+            arr_rows = arr_per_query.assign(variant=ARR, point=str(best_arr.get("run", ARR)))
+            data = pd.concat([data, arr_rows], ignore_index=True)
+        sides = roles(de_dims, ce_dim, alpha, alpha_dim, alphas)
+        tolerated = [
+            replace(c, threshold=c.threshold / ON_PAR_TOL * tol) if c.key == ON_PAR else c for c in COMPARISONS
+        ]
+        for key, group in itertools.groupby(tolerated, key=lambda c: c.key):
+            parts = resolve(list(group), sides, [f"r{k}" for k in ks if f"r{k}" in data])
+            numbers = f"{out[f'finding_{key}_numbers']}; {parts[0].quantity(parts[0].metrics)}" if parts else ""
+            if (f := decide_claim(parts, data, numbers)) is not None:
+                record(key, f.holds, f.numbers)
+                out.update({f"finding_{key}_{k}": v for k, v in f.as_dict().items() if k in INTERVAL_FIELDS})
     return out
 
 
-def interval_checks(
-    per_query: pd.DataFrame,
-    de_dims: Sequence[int],
-    ce_dim: int,
-    alpha: float,
-    alpha_dim: int,
-    alphas: Sequence[float],
-    ks: Sequence[int],
-    best_arr: pd.Series | None = None,
-    arr_per_query: pd.DataFrame | None = None,
-    tol: float = ON_PAR_TOL,
-    numbers: Mapping[str, str] | None = None,
-) -> dict[str, Finding]:
-    """The checks of ``findings`` decided by 95% intervals of per-query differences
-    (``results.statistics``; the configs are paired on the evaluation queries, ARR's training
-    queries are an independent sample; thresholds: docs/findings.md). ARR on par with the CE
-    needs both bounds within ±``tol``. A check whose configs have no per-query rows is left out
-    (the point check stands)."""
-    from arrank.results import statistics as S
-
-    numbers = numbers or {}
-    key = lambda m, n, a: f"{m}_n{n}_alpha{float(a):g}"
-    data = per_query.assign(variant=per_query["config"], point=per_query["config"])
-    span = [f"recall@{k}" for k in ks if f"r{k}" in data.columns]
-    small = [f"recall@{k}" for k in SMALL_KS if f"r{k}" in data.columns]
-    text = lambda ms: (
-        f"mean R@{ms[0].split('@')[1]}..{ms[-1].split('@')[1]}" if len(ms) > 1 else f"R@{ms[0].split('@')[1]}"
-    )
-    check = lambda name, variants, a, b, metrics, what: S.check(
-        CLAIMS[name], variants, a, b, metrics, numbers=f"{numbers.get(name, '')}; {what}"
-    )
-    out: dict[str, Finding] = {}
-    dims = sorted(de_dims)
-    des = [key("de", n, alpha) for n in dims]
-    if len(dims) > 1 and S.has_variants(data, *des) and span:
-        out["de_grows_with_n"] = S.combine(
-            CLAIMS["de_grows_with_n"],
-            [
-                (f"DE n={b} − n={a}", S.check("", data, key("de", b, alpha), key("de", a, alpha), span))
-                for a, b in zip(dims, dims[1:])
-            ],
-            numbers.get("de_grows_with_n", ""),
-        )
-    ce, de_max = key("ce", ce_dim, alpha), key("de", max(dims), alpha)
-    if S.has_variants(data, ce, de_max) and span:
-        out["ce_above_de"] = check("ce_above_de", data, ce, de_max, span, f"CE − DE, {text(span)}")
-    if best_arr is not None and arr_per_query is not None and len(arr_per_query) and span:
-        arr_data = pd.concat(
-            [data, arr_per_query.assign(variant="ARR", point=str(best_arr.get("run", "ARR")))], ignore_index=True
-        )
-        if S.has_variants(data, ce):
-            out["arr_on_par_with_ce"] = S.combine(
-                CLAIMS["arr_on_par_with_ce"],
-                [
-                    (f"ARR − CE above −{tol * 100:g} points", S.check("", arr_data, "ARR", ce, span, -tol, ">")),
-                    (f"ARR − CE below +{tol * 100:g} points", S.check("", arr_data, "ARR", ce, span, tol, "<")),
-                ],
-                f"{numbers.get('arr_on_par_with_ce', '')}; {text(span)}",
-            )
-        if S.has_variants(data, de_max):
-            out["arr_above_de"] = check("arr_above_de", arr_data, "ARR", de_max, span, f"ARR − DE, {text(span)}")
-    lo, hi = key("de", alpha_dim, min(alphas)), key("de", alpha_dim, max(alphas))
-    if min(alphas) != max(alphas) and small and S.has_variants(data, lo, hi):
-        change = f"α {max(alphas):g} − α {min(alphas):g}, {text(small)}"
-        out["alpha_raises_de_small_k"] = check("alpha_raises_de_small_k", data, hi, lo, small, change)
-    return out
+def roles(
+    de_dims: Sequence[int], ce_dim: int, alpha: float, alpha_dim: int, alphas: Sequence[float]
+) -> dict[str, list[Member]]:
+    """The configurations of notebook 07 in each role of ``COMPARISONS`` (its per-query rows' ``config``
+    keys, ``de_n8_alpha5``): the DE at each dimension but the smallest and at each but the largest
+    (compared pairwise: each step of ``de_dims``), the CE, the strongest DE, the DE at ``alpha_dim`` at
+    the largest and at the smallest of ``alphas`` (none when they are one)."""
+    key = lambda model, n, a: (f"{model}_n{n}_alpha{float(a):g}",)
+    dims, lo, hi = sorted(de_dims), min(alphas), max(alphas)
+    return {
+        LARGER_DE: [(f"DE n={n}", key("de", n, alpha)) for n in dims[1:]],
+        SMALLER_DE: [(f"n={n}", key("de", n, alpha)) for n in dims[:-1]],
+        CE: [("CE", key("ce", ce_dim, alpha))],
+        STRONGEST_DE: [("DE", key("de", dims[-1], alpha))],
+        LARGEST_ALPHA: [(f"α {hi:g}", key("de", alpha_dim, hi))] if lo != hi else [],
+        SMALLEST_ALPHA: [(f"α {lo:g}", key("de", alpha_dim, lo))] if lo != hi else [],
+    }
 
 
-CLAIMS = {
-    "de_grows_with_n": "Figure 3 (a): the DE's recall grows with its dimension n",
-    "ce_above_de": "Figure 3 (a), implied by section 5.3's two claims: the CE above the strongest DE",
-    "arr_on_par_with_ce": "section 5.3: ARR is on par with the CE (ARR on its training queries, as the CE)",
-    "arr_above_de": "section 5.3: ARR is significantly more powerful than the DEs (on its training queries)",
-    "alpha_raises_de_small_k": "Figure 3 (b): an increasing α improves R@k, particularly for small k (the DE)",
-}
+LARGER_DE, SMALLER_DE, CE, STRONGEST_DE = "each DE but the smallest", "each DE but the largest", "the CE", "the DE"
+LARGEST_ALPHA, SMALLEST_ALPHA = "the DE at the largest α", "the DE at the smallest α"
+ARR, ON_PAR, SPAN = "ARR", "arr_on_par_with_ce", R(1, 2, 3, 4, 5)  # SPAN: R@1..R@5, those the run has
+ON_PAR_WORDS = "section 5.3: ARR is on par with the CE (ARR on its training queries, as the CE)"
+COMPARISONS = (  # Figure 3's findings (section 5.3) as the comparisons that decide them; thresholds: docs/findings.md
+    Claim("de_grows_with_n", "Figure 3 (a): the DE's recall grows with its dimension n", "{a} − {b}", LARGER_DE,
+          SMALLER_DE, SPAN),
+    Claim("ce_above_de", "Figure 3 (a), implied by section 5.3's two claims: the CE above the strongest DE",
+          "{a} − {b}, {quantity}", CE, STRONGEST_DE, SPAN),
+    Claim(ON_PAR, ON_PAR_WORDS, "ARR − CE above −{points:g} points", ARR, CE, SPAN, threshold=-ON_PAR_TOL),
+    Claim(ON_PAR, ON_PAR_WORDS, "ARR − CE below +{points:g} points", ARR, CE, SPAN, threshold=ON_PAR_TOL, side="<"),
+    Claim("arr_above_de", "section 5.3: ARR is significantly more powerful than the DEs (on its training queries)",
+          "{a} − {b}, {quantity}", ARR, STRONGEST_DE, SPAN),
+    Claim("alpha_raises_de_small_k", "Figure 3 (b): an increasing α improves R@k, particularly for small k (the DE)",
+          "{a} − {b}, {quantity}", LARGEST_ALPHA, SMALLEST_ALPHA, R(*SMALL_KS)),
+)  # fmt: skip
+CLAIMS = words(COMPARISONS)
 
 
 def findings_rows(found: Mapping[str, Any]) -> list[Finding]:
@@ -248,21 +218,16 @@ def findings_rows(found: Mapping[str, Any]) -> list[Finding]:
     else the point verdict, its numbers labelled as point estimates), the numbers compared. The
     checks with a recorded p-value form Figure 3's family: each gets its Holm-adjusted verdict
     (``statistics.holm``)."""
-    from arrank.results.statistics import holm, point_check
-
     rows = []
     for key, claim in CLAIMS.items():
         if f"finding_{key}" not in found:
             continue
-        get = lambda field, key=key: found.get(f"finding_{key}_{field}")
         numbers = found.get(f"finding_{key}_numbers", "not run")
-        if get("verdict"):
-            interval = (get("ci_low"), get("ci_high")) if get("ci_low") is not None else None
-            estimate, threshold, side = get("estimate"), get("threshold"), get("side") or ">"
-            found_row = Finding(claim, get("verdict"), numbers, estimate, threshold, side, interval, get("level"))
-            rows.append(replace(found_row, p_value=get("p_value")))
+        if found.get(f"finding_{key}_verdict"):
+            recorded = {k: found.get(f"finding_{key}_{k}") for k in INTERVAL_FIELDS}
+            rows.append(Finding.from_dict({**recorded, "claim": claim, "numbers": numbers}))
         elif found[f"finding_{key}"] is None:
             rows.append(finding(claim, None, numbers))
         else:
-            rows.append(point_check(claim, found[f"finding_{key}"], numbers))
-    return holm(rows)
+            rows.append(point_finding(claim, found[f"finding_{key}"], numbers))
+    return S.holm(rows)

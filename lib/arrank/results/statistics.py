@@ -24,7 +24,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from arrank.common.findings import Finding, decide, excludes, finding, interval_text
+from arrank.common.findings import Finding, excludes, interval_text
 
 LEVEL = 0.95
 N_RESAMPLES = 9999
@@ -32,7 +32,6 @@ RNG_SEED = 0  # the bootstrap's generator seed: the same data always give the sa
 P_TOLERANCE = 1e-6  # the bisection's resolution in confidence level, hence in p
 BATCH = 2000  # resamples drawn at a time, as the BCa bootstrap has always asked scipy for them
 METRIC_COLUMNS = {"cvr": "cvr", "ndcg": "ndcg", **{f"recall@{k}": f"r{k}" for k in range(1, 51)}}
-POINT_ESTIMATE = "point estimates, no interval (runs without per-query data)"
 
 
 def column(metric: str) -> str:
@@ -142,11 +141,18 @@ def _paired_replicates(x: np.ndarray, estimate: float, n_resamples: int, seed: i
     """The BCa replicates of the mean of one sample, as ``scipy.stats.bootstrap(..., method="BCa",
     paired=True, batch=BATCH)`` computes them: the same resamples (``_resample_indices``), each
     mean over its gathered values, and BCa's z0 and acceleration (``_acceleration``)."""
-    from scipy.special import ndtri
 
     dist = np.concatenate([np.mean(x[i], axis=-1) for i in _resample_indices(len(x), n_resamples, seed)])
+    return _bca(estimate, dist, [x])
+
+
+def _bca(estimate: float, dist: np.ndarray, arrays: Sequence[np.ndarray]) -> Replicates:
+    """BCa replicates: z0 from the share of replicates below and at the estimate, as scipy's
+    ``_bca_interval``, and the acceleration from the jackknife (``_acceleration``)."""
+    from scipy.special import ndtri
+
     share = (np.count_nonzero(dist < estimate) + np.count_nonzero(dist <= estimate)) / (2 * len(dist))
-    return Replicates(estimate, dist, "BCa", float(ndtri(share)), _acceleration([x]))
+    return Replicates(estimate, dist, "BCa", float(ndtri(share)), _acceleration(arrays))
 
 
 def bootstrap_replicates(
@@ -163,7 +169,6 @@ def bootstrap_replicates(
     rounding, several times faster: the indices are drawn once); two independent samples, and data
     where BCa is undefined, go through ``scipy.stats.bootstrap`` itself."""
     from scipy import stats
-    from scipy.special import ndtri
 
     arrays = [np.asarray(s, dtype=float) for s in samples]
     if any(len(a) < 2 for a in arrays):
@@ -196,11 +201,7 @@ def bootstrap_replicates(
         if math.isfinite(lo) and math.isfinite(hi):
             break
     dist = np.asarray(res.bootstrap_distribution, dtype=float)
-    if method == "BCa":  # z0 from the replicates below and at the estimate, as scipy's _bca_interval
-        share = (np.count_nonzero(dist < estimate) + np.count_nonzero(dist <= estimate)) / (2 * len(dist))
-        reps = Replicates(estimate, dist, method, float(ndtri(share)), _acceleration(arrays))
-    else:
-        reps = Replicates(estimate, dist, method)
+    reps = _bca(estimate, dist, arrays) if method == "BCa" else Replicates(estimate, dist, method)
     return estimate, min(lo, estimate), max(hi, estimate), reps
 
 
@@ -243,9 +244,14 @@ def seed_halfwidth(parts: Sequence[tuple[np.ndarray, float]], level: float = LEV
     """The half-width the seed variation adds: ``t * sqrt(sum w^2 s^2 / S)`` over the (run means,
     weight w) of each variant with S >= 2 runs, t at the Welch-Satterthwaite degrees of
     freedom; 0 when no variant has two runs."""
+    return _welch([(w * w * float(np.var(m, ddof=1)) / len(m), len(m) - 1) for m, w in parts if len(m) >= 2], level)
+
+
+def _welch(terms: Sequence[tuple[float, int]], level: float) -> float:
+    """``t * sqrt(sum v)`` over the (variance of a mean v, degrees of freedom) ``terms``, t at the
+    Welch-Satterthwaite degrees of freedom; 0 when the variances sum to 0."""
     from scipy import stats
 
-    terms = [(w * w * float(np.var(m, ddof=1)) / len(m), len(m) - 1) for m, w in parts if len(m) >= 2]
     var = sum(v for v, _ in terms)
     if var == 0:
         return 0.0
@@ -332,12 +338,6 @@ def mean_interval(
     return (est, *widen(est, lo, hi, seed_halfwidth([(values.run_means, 1.0)], level)))
 
 
-def mean_halfwidth(values: Values, level: float = LEVEL, n_resamples: int = N_RESAMPLES, seed: int = RNG_SEED) -> float:
-    """Half the width of :func:`mean_interval`: the ``±`` of the tables."""
-    _, lo, hi = mean_interval(values, level, n_resamples, seed)
-    return (hi - lo) / 2
-
-
 def paired_differences(
     per_query: pd.DataFrame,
     a: str | Sequence[str],
@@ -356,36 +356,6 @@ def _differences(a: Values, b: Values, weight: float) -> np.ndarray:
     return a.by_query.loc[common].to_numpy() - weight * b.by_query.loc[common].to_numpy()
 
 
-def check(
-    claim: str,
-    per_query: pd.DataFrame,
-    a: str | Sequence[str],
-    b: str | Sequence[str],
-    metrics: str | Sequence[str],
-    threshold: float = 0.0,
-    side: str = ">",
-    weight: float = 1.0,
-    numbers: str = "",
-    level: float = LEVEL,
-    n_resamples: int = N_RESAMPLES,
-) -> Finding:
-    """The claim that the mean per-query ``a - weight * b`` of ``metrics`` is on ``side`` of
-    ``threshold``, decided by its interval (``findings.decide``), with the p-value the interval
-    implies (``Comparison.p_value``); ``numbers`` is followed by how the interval was made (queries,
-    paired or not, runs)."""
-    c = compare(
-        variant_values(per_query, a, metrics), variant_values(per_query, b, metrics), weight, level, n_resamples
-    )
-    numbers = "; ".join(p for p in (numbers, c.text()) if p)
-    return decide(claim, c.estimate, c.interval, threshold, side, numbers, level, c.p_value(threshold))
-
-
-def point_check(claim: str, holds: bool | None, numbers: str) -> Finding:
-    """The fallback for runs without per-query data: the point verdict of ``findings.finding``,
-    its numbers labelled as point estimates."""
-    return finding(claim, holds, f"{numbers}; {POINT_ESTIMATE}" if numbers else POINT_ESTIMATE)
-
-
 def combine(claim: str, parts: Sequence[tuple[str, Finding]], numbers: str = "") -> Finding:
     """A claim over several comparisons: fails if any part fails, else unchecked if any part is,
     holds if every part holds, undecided otherwise; the parts' verdicts and intervals are in the
@@ -393,14 +363,9 @@ def combine(claim: str, parts: Sequence[tuple[str, Finding]], numbers: str = "")
     if not parts:
         raise ValueError(f"the compound claim {claim!r} has no parts")
     verdicts = {f.verdict for _, f in parts}
-    if "fails" in verdicts:
-        verdict = "fails"
-    elif "unchecked" in verdicts:
-        verdict = "unchecked"
-    elif verdicts == {"holds"}:
-        verdict = "holds"
-    else:
-        verdict = "undecided"
+    verdict = next(
+        (v for v in ("fails", "unchecked") if v in verdicts), "holds" if verdicts == {"holds"} else "undecided"
+    )
     texts = [f"{name}: {f.verdict}" + (f", {interval_text(f)}" if f.interval else "") for name, f in parts]
     return Finding(
         claim,
@@ -514,7 +479,7 @@ def budget_to_decide(
     level: float = LEVEL,
     max_seeds: int = 1000,
 ) -> Budget:
-    """The budget that would decide ``a - b`` (``check``'s comparison, weight 1) from today's
+    """The budget that would decide ``a - b`` (``claims.evaluate``'s comparison, weight 1) from today's
     per-query differences and run means: ``queries``, the common queries at which the query
     half-width (``z * sd / sqrt(n)``) and today's seed half-width, in quadrature, fall below the
     gap; ``seeds``, the runs per variant at which today's query half-width and the seed
@@ -533,12 +498,6 @@ def budget_to_decide(
         seeds = math.nan
     else:
         var = [float(np.var(m, ddof=1)) for m in (va.run_means, vb.run_means)]
-        seeds = math.inf
-        for S in range(2, max_seeds + 1):
-            v = sum(var) / S
-            df = v**2 / sum((x / S) ** 2 / (S - 1) for x in var) if v > 0 else math.inf
-            half = float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(v) if v > 0 else 0.0
-            if math.hypot(q_half, half) < gap:
-                seeds = float(S)
-                break
+        seeds = next((float(n) for n in range(2, max_seeds + 1)
+                      if math.hypot(q_half, _welch([(x / n, n - 1) for x in var], level)) < gap), math.inf)  # fmt: skip
     return Budget(gap, q_half, s_half, queries, seeds)

@@ -30,7 +30,7 @@ R = lambda *ks: tuple(f"r{k}" for k in ks)
 COMPARISONS = (  # Table 1's findings (section 5.2) as the comparisons that decide them
     Claim("cvr", CVR, "{a} CVR below NTP's", OTHERS, NTP, ("cvr",), side="<"),
     Claim("cvr", CVR, "{a} CVR at most half NTP's", FRACTIONAL, NTP, ("cvr",), side="<", weight=0.5, inclusive=True),
-    Claim("r1", R1, "NTP − {b} R@1 above −2 points", NTP, OTHERS, ("r1",), threshold=-NEAR, inclusive=True),
+    Claim("r1", R1, "NTP − {b} R@1 above −{points:g} points", NTP, OTHERS, ("r1",), threshold=-NEAR, inclusive=True),
     Claim("central", CENTRAL, "fractional α=2 − NTP, {quantity}", FRACTIONAL_2, NTP, R(2, 3, 4, 5)),
     Claim("trie", TRIE_CVR, "{a} CVR below NTP's", TRIE, NTP, ("cvr",), side="<"),
     Claim("zero_shot", BEATS_ZERO_SHOT, "{a} − zero-shot {quantity}", TUNED, ZERO_SHOT, ("ndcg",)),

@@ -107,7 +107,7 @@ def interval_halfwidths(
     per_query: pd.DataFrame | None, labels: list[str], metrics: list[str]
 ) -> dict[str, dict[str, float]]:
     """label -> metric -> the half-width (percent) of its mean's 95% interval, for the labels
-    and metrics ``per_query`` has values of (``statistics.mean_halfwidth``); {} without it."""
+    and metrics ``per_query`` has values of (half the width of ``statistics.mean_interval``); {} without it."""
     from arrank.results import statistics as S
 
     out: dict[str, dict[str, float]] = {}
@@ -120,7 +120,8 @@ def interval_halfwidths(
             except ValueError:  # no values of this metric for this variant (e.g. R@5 of 4-item queries)
                 continue
             if len(values.by_query) >= 2:
-                out.setdefault(label, {})[m] = 100 * S.mean_halfwidth(values, n_resamples=TABLE_RESAMPLES)
+                _, lo, hi = S.mean_interval(values, n_resamples=TABLE_RESAMPLES)
+                out.setdefault(label, {})[m] = 100 * (hi - lo) / 2
     return out
 
 
