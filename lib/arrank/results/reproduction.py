@@ -4,9 +4,8 @@ data set that decides it: the profile and machine the runs had, the commands tha
 the verdict of the 95% interval, the Holm-adjusted verdict within the claim's family, the estimate
 with its interval and p-value, the runs' summed wall time and the code digest their results record.
 
-The claims are rows of data (``CLAIMS``): each names the check that decides it on a Table 1 sweep
-(``table1.CLAIMS``), on the budget curve (``curve.CLAIMS``) or on Figure 3's runs (``figure3.CLAIMS``);
-the committed data are ``SOURCES``; the verdicts are ``table1.table1_findings`` and
+The claims are those of Table 1 (``table1.CLAIMS``) and Figure 3 (``figure3.CLAIMS``), Table 1's also
+checked on the budget curve (``curve.COMPARISONS``, by key); the committed data are ``SOURCES``; the verdicts are ``table1.table1_findings`` and
 ``curve.curve_findings`` on them, as notebook 08 computes them.
 
 ``python -m arrank.results.reproduction`` (``make reproduction``) writes the page from the committed
@@ -29,34 +28,16 @@ from arrank.common import paths
 from arrank.common.findings import Finding, holm_cell, p_text
 from arrank.results import curve, figure3, paper, table1
 from arrank.results import statistics as S
-from arrank.results.claims import Claim
 
 PAGE = "docs/reproduction.md"
 
 
-@dataclass(frozen=True)
-class PaperClaim:
-    """A claim of the paper (``section``) and the checks that decide it: its key in ``table1.CLAIMS``
-    (a Table 1 sweep), its ``curve.Claim`` (the budget curve: the same comparison, NTP against
-    fractional α=2 only), its key in ``figure3.CLAIMS`` (notebook 07's runs)."""
-
-    key: str
-    section: str
-    table1: str | None = None
-    curve: Claim | None = None
-    figure3: str | None = None
-
-    @property
-    def words(self) -> str:
-        """The claim as the workbook words it (Table 1's finding, else Figure 3's)."""
-        return table1.CLAIMS[self.table1] if self.table1 else figure3.CLAIMS[self.figure3]
-
-
-CURVE = {c.key: c for c in curve.COMPARISONS}  # the curve's check of a Table 1 claim, by its key
-CLAIMS: tuple[PaperClaim, ...] = (
-    *(PaperClaim(key, "§5.2, Table 1", table1=key, curve=CURVE.get(key)) for key in table1.CLAIMS),
-    *(PaperClaim(key, "§5.3, Figure 3", figure3=key) for key in figure3.CLAIMS),
-)
+# Each claim of the paper that the workbook checks, by key: its words (Table 1's finding, else Figure 3's)
+# and its section; the budget curve checks Table 1's under its own words (``curve.COMPARISONS``, by key).
+CLAIMS: dict[str, tuple[str, str]] = {
+    **{key: (words, "§5.2, Table 1") for key, words in table1.CLAIMS.items()},
+    **{key: (words, "§5.3, Figure 3") for key, words in figure3.CLAIMS.items()},
+}
 
 
 @dataclass(frozen=True)
@@ -78,37 +59,17 @@ class Source:
 
 
 SOURCES: tuple[Source, ...] = (
-    Source(
-        key="quick-cpu",
-        title="Table 1 on the tiny model (the quick workbook's sweep, `make workbook`; no zero-shot row)",
-        profile="quick",
-        machine="CPU",
-        kind="table1",
-        per_query="docs/data/quick_table1_per_query.csv",
-        points="docs/data/quick_table1_points.csv",
-        make="make sweep SWEEP={sweep}",
-    ),
-    Source(
-        key="pretrained-cpu",
-        title="Table 1 on SmolLM2-135M-Instruct + LoRA (the powered sweep, docs/pretrained.md)",
-        profile="pretrained",
-        machine="CPU",
-        kind="table1",
-        per_query="docs/data/pretrained_table1_per_query.csv",
-        points="docs/data/pretrained_table1_points.csv",
-        make="make sweep SWEEP={sweep} JOBS=2",
-    ),
-    Source(
-        key="pretrained-gpu-curve",
-        title="The budget curve, NTP against fractional α=2 on SmolLM2-135M-Instruct + LoRA (docs/pretrained.md)",
-        profile="pretrained",
-        machine="GPU",
-        kind="curve",
-        per_query="docs/data/pretrained_gpu_curve_per_query.csv.gz",
-        results="docs/data/gpu/**/*.results.json",
-        make="make gpu-curve SWEEP={sweep}",
-    ),
-)
+    Source("quick-cpu", "Table 1 on the tiny model (the quick workbook's sweep, `make workbook`; no zero-shot row)",
+           "quick", "CPU", "table1", "docs/data/quick_table1_per_query.csv", "make sweep SWEEP={sweep}",
+           points="docs/data/quick_table1_points.csv"),
+    Source("pretrained-cpu", "Table 1 on SmolLM2-135M-Instruct + LoRA (the powered sweep, docs/pretrained.md)",
+           "pretrained", "CPU", "table1", "docs/data/pretrained_table1_per_query.csv",
+           "make sweep SWEEP={sweep} JOBS=2", points="docs/data/pretrained_table1_points.csv"),
+    Source("pretrained-gpu-curve",
+           "The budget curve, NTP against fractional α=2 on SmolLM2-135M-Instruct + LoRA (docs/pretrained.md)",
+           "pretrained", "GPU", "curve", "docs/data/pretrained_gpu_curve_per_query.csv.gz",
+           "make gpu-curve SWEEP={sweep}", results="docs/data/gpu/**/*.results.json"),
+)  # fmt: skip
 # checked by a run of the workbook, with no per-query data committed: (profile, machine, command, what)
 UNCOMMITTED = (("quick", "CPU", "make workbook", "Figure 3's findings (notebook 07)"),)
 
@@ -133,9 +94,9 @@ class Runs:
 
 @dataclass(frozen=True)
 class Row:
-    """One claim decided on one source at one budget."""
+    """One claim (its key in ``CLAIMS``) decided on one source at one budget."""
 
-    claim: PaperClaim
+    key: str
     source: Source
     budget: str
     finding: Finding
@@ -191,12 +152,8 @@ def _table1_rows(source: Source) -> tuple[list[Row], Runs, list[str]]:
     runs = Runs(tuple(done["run_name"]), len(done), float(done["s_total"].sum()), digests)
     steps = sorted({int(s) for s in done["steps"] if s > 0})
     budget = ", ".join(f"{s} steps" for s in steps)
-    by_words = {c.words: c for c in CLAIMS if c.table1}
-    rows = [
-        Row(by_words[f.claim], source, budget, f, runs)
-        for f in table1.table1_findings(points, per_query=per_query)
-        if f.claim in by_words
-    ]
+    key = {words: key for key, words in table1.CLAIMS.items()}
+    rows = [Row(key[f.claim], source, budget, f, runs) for f in table1.table1_findings(points, per_query=per_query)]
     return rows, runs, _sweeps(done["run_name"])
 
 
@@ -212,7 +169,7 @@ def _curve_rows(source: Source) -> tuple[list[Row], Runs, list[str], pd.DataFram
         digests = tuple(sorted({r["env"]["code_digest"] for r in known if r.get("env", {}).get("code_digest")}))
         return Runs(names, len(known), seconds, digests)
 
-    by_check = {c.curve.claim: c for c in CLAIMS if c.curve}
+    key = {c.claim: c.key for c in curve.COMPARISONS}
     points = rows_pq.groupby([curve.SETTING, "step", "variant"], sort=False)["point"].unique()
     out = []
     for _, r in found.iterrows():
@@ -220,7 +177,7 @@ def _curve_rows(source: Source) -> tuple[list[Row], Runs, list[str], pd.DataFram
         f = Finding.from_dict(r)
         epochs = f"{r['epochs']:.2g} epoch" + ("" if f"{r['epochs']:.2g}" == "1" else "s")
         budget = f"{r[curve.SETTING]}: step {int(r['step'])} ({epochs})"
-        out.append(Row(by_check[r["claim"]], source, budget, f, runs_of(at)))
+        out.append(Row(key[r["claim"]], source, budget, f, runs_of(at)))
     return out, runs_of(pd.unique(rows_pq["point"])), _sweeps(rows_pq["point"]), found, _device(results)
 
 
@@ -242,7 +199,7 @@ def _claim_table(rows: list[Row]) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for row in rows:
         f = row.finding
-        checked = "" if f.claim == row.claim.words else f.claim
+        checked = "" if f.claim == CLAIMS[row.key][0] else f.claim
         estimate = _points(f) or (f"{len(f.parts)} parts, below" if f.parts else "")
         p = "" if f.p_value is None else p_text(f.p_value)
         cells = [row.source.key, row.budget, checked, estimate, p, f.verdict, holm_cell(f), *row.runs.cells()]
@@ -312,9 +269,9 @@ def page() -> str:
             "",
         ]
     out += ["## The claims", ""]
-    for claim in CLAIMS:
-        mine = [r for r in rows if r.claim is claim]
-        out += [f"### {claim.words} ({claim.section})", ""]
+    for key, (words, section) in CLAIMS.items():
+        mine = [r for r in rows if r.key == key]
+        out += [f"### {words} ({section})", ""]
         if mine:
             out += _claim_table(mine) + [""]
         else:
