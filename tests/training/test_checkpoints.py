@@ -73,7 +73,7 @@ def _copy(killed, tmp_path):
 def test_checkpoints_are_committed_with_a_manifest_and_two_are_kept(killed):
     folder = killed[0]
     assert [p.name for p in ckpt.checkpoints(folder)] == ["checkpoint-4", "checkpoint-6"]
-    assert not list(folder.glob(".partial-*"))  # every staging folder was renamed into place
+    assert all(ckpt.problem(p) is None for p in ckpt.checkpoints(folder))  # each sealed by on_save
     manifest = json.loads((folder / "checkpoint-6" / ckpt.MANIFEST).read_text())["files"]
     assert {"model.safetensors", "optimizer.pt", "scheduler.pt", "trainer_state.json"} <= set(manifest)
     weights = folder / "checkpoint-6" / "model.safetensors"
@@ -138,15 +138,15 @@ def test_damaged_newest_and_previous_checkpoints_start_over_saying_so(killed, tm
 
 
 def test_a_save_cut_short_is_set_aside(killed, tmp_path, capsys):
-    """What a full disk or a kill in the middle of a save leaves: the staging folder, with part
-    of a checkpoint in it. The committed checkpoints are untouched."""
+    """What a full disk or a kill in the middle of a save leaves: part of a checkpoint, never
+    sealed (no manifest). The sealed checkpoints are untouched."""
     folder = _copy(killed, tmp_path)
-    (folder / ".partial-checkpoint-8" / "checkpoint-8").mkdir(parents=True)
-    (folder / ".partial-checkpoint-8" / "checkpoint-8" / "config.json").write_text("{}")
+    (folder / "checkpoint-8").mkdir(parents=True)
+    (folder / "checkpoint-8" / "config.json").write_text("{}")
     assert train.resume_point(folder, PARAMS) == 6
     said = capsys.readouterr().out
-    assert "its save was cut short" in said and "set aside as broken-checkpoint-8-" in said
-    assert not list(folder.glob(".partial-*"))
+    assert "has no manifest.json (cut short while written" in said and "set aside as broken-checkpoint-8-" in said
+    assert [p.name for p in ckpt.checkpoints(folder)] == ["checkpoint-4", "checkpoint-6"]
 
 
 def test_a_nan_stops_training_at_once_naming_the_step_and_the_last_good_checkpoint(data, tmp_path):
@@ -161,7 +161,7 @@ def test_a_nan_stops_training_at_once_naming_the_step_and_the_last_good_checkpoi
     assert f"the last good checkpoint is {folder / 'checkpoint-4'} (step 4)" in message
     # the step-6 checkpoint, which would hold the NaN weights, was never written
     assert [p.name for p in ckpt.checkpoints(folder)] == ["checkpoint-2", "checkpoint-4"]
-    assert not list(folder.glob(".partial-*"))
+    assert all(ckpt.problem(p) is None for p in ckpt.checkpoints(folder))
 
 
 def test_steps_zero_leaves_no_checkpoints_folder(data, tmp_path):
@@ -209,8 +209,8 @@ def _fill(folder):
 def test_a_full_disk_cuts_a_save_short_and_the_rerun_resumes_from_the_last_good_checkpoint(data, small_disk, capsys):
     """Issue 27: on a full disk a checkpoint written in place held only config.json, and every
     rerun failed ('Can't find a valid checkpoint'). Now the disk fills after the step-2
-    checkpoint; the step-4 save fails inside its staging folder, checkpoint-2 stays whole; once
-    space is free, the rerun sets the cut-short save aside and resumes from step 2."""
+    checkpoint; the step-4 save fails and is never sealed, checkpoint-2 stays whole; once space
+    is free, the rerun sets the cut-short save aside and resumes from step 2."""
     from transformers import TrainerCallback
 
     class FillAfterFirstSave(TrainerCallback):
@@ -227,19 +227,17 @@ def test_a_full_disk_cuts_a_save_short_and_the_rerun_resumes_from_the_last_good_
         train.train(model, tok, items, HYPER, folder, callbacks=[FillAfterFirstSave()])
     assert str(err.value) == (
         f"[Errno 28] no space left on the device while writing checkpoint 4 in "
-        f"{folder / '.partial-checkpoint-4'}: free space (or set ARRANK_OUTPUTS to a larger "
+        f"{folder / 'checkpoint-4'}: free space (or set ARRANK_OUTPUTS to a larger "
         "disk), then run the same command again; it resumes from checkpoint-2"
     )
-    assert [p.name for p in ckpt.checkpoints(folder)] == ["checkpoint-2"] and ckpt.problem(
-        folder / "checkpoint-2"
-    ) is None
-    assert [p.name for p in folder.glob(".partial-*")] == [".partial-checkpoint-4"]
+    assert [p.name for p in ckpt.checkpoints(folder)] == ["checkpoint-2", "checkpoint-4"]
+    assert ckpt.problem(folder / "checkpoint-2") is None and "no manifest" in ckpt.problem(folder / "checkpoint-4")
 
     (small_disk / "filler").unlink()  # space is free again
     capsys.readouterr()
     assert train.resume_point(folder, PARAMS) == 2
     said = capsys.readouterr().out
-    assert "its save was cut short" in said and "set aside as broken-checkpoint-4-" in said
+    assert "has no manifest.json (cut short" in said and "set aside as broken-checkpoint-4-" in said
     model, tok = _tiny(texts)
     steps = _Steps()
     log = train.train(model, tok, items, HYPER, folder, callbacks=[steps])
@@ -259,3 +257,24 @@ def test_a_full_disk_is_recognised_in_safetensors_words_too():
     assert ckpt.disk_full(OSError(errno.EDQUOT, "quota")) == errno.EDQUOT
     assert ckpt.disk_full(OSError(errno.EACCES, "denied")) is None
     assert ckpt.disk_full(SafetensorError("invalid header")) is None and ckpt.disk_full(ValueError("x")) is None
+
+
+def test_the_private_trainer_method_overridden_is_as_expected():
+    """The checkpoints use public hooks (``on_save``) where they can; one private Trainer method is
+    overridden, because the step's loss and gradient norm reach no callback. This fails loudly
+    when a transformers upgrade changes that method's signature, stops calling it from the
+    training loop, or stops saving (then ``on_save``) inside it."""
+    import inspect
+
+    from transformers import Trainer
+
+    private = [n for n in vars(ckpt.GuardedCheckpoints) if n.startswith("_") and not n.startswith("__")]
+    assert private == [ckpt.HOOKED]
+    method = getattr(Trainer, ckpt.HOOKED)
+    bare = inspect.signature(method).replace(return_annotation=inspect.Signature.empty)
+    bare = bare.replace(parameters=[p.replace(annotation=inspect.Parameter.empty) for p in bare.parameters.values()])
+    assert str(bare) == ckpt.HOOKED_SIGNATURE, f"transformers changed Trainer.{ckpt.HOOKED}: {bare}"
+    source = inspect.getsource(method)
+    assert "self._save_checkpoint(" in source and "callback_handler.on_save(" in source
+    assert source.index("self._save_checkpoint(") < source.index("callback_handler.on_save(")
+    assert f"self.{ckpt.HOOKED}(\n" in inspect.getsource(Trainer)  # called by the training loop

@@ -166,36 +166,60 @@ def test_committed_sweep_files_are_valid(path):
 # --- the runner's bookkeeping, with an in-process executor --------------------------------------
 
 
-def fake_executor(s, root, fail=(), interrupt=None, calls=None):
-    """Does what the runner does: a finished point gets results.json; a failing one a
-    ``<run>.failed-<time>`` folder and an ``error:`` line in its log."""
+class fake_executor:  # noqa: N801 (called like the function it replaced)
+    """An in-process executor with the sweep's executor interface that does what the runner does: a
+    finished point gets results.json; a failing one a ``<run>.failed-<time>`` folder and an
+    ``error:`` line in its log. Each attempt ends after ``polls`` looks at it (0: at once); the
+    most attempts running at once is kept in ``most``."""
 
-    def execute(point, log):
-        if calls is not None:
-            calls.append(point.run_name)
-        if point.run_name == interrupt:
+    kind, poll_s = "local", 0
+
+    def __init__(self, s, root, fail=(), interrupt=None, calls=None, polls=0):
+        self.s, self.root, self.fail, self.interrupt, self.calls, self.polls = s, root, fail, interrupt, calls, polls
+        self.running, self.most = {}, 0
+
+    def start(self, point, log):
+        if self.calls is not None:
+            self.calls.append(point.run_name)
+        if point.run_name == self.interrupt:
             raise KeyboardInterrupt
-        run_dir = outputs.run_path(s.notebook, point.run_name, root)
-        if point.run_name in fail:
+        run_dir = outputs.run_path(self.s.notebook, point.run_name, self.root)
+        code = 0
+        if point.run_name in self.fail:
             failed = run_dir.parent / f"{run_dir.name}.failed-{len(list(run_dir.parent.glob('*.failed-*')))}"
             failed.mkdir(parents=True)
-            log.write_text(f"Traceback ...\nerror: {s.notebook} failed (ValueError: bad point); kept in {failed}\n")
-            return 1
-        run_dir.mkdir(parents=True)
-        outputs.write_results(run_dir, s.notebook, point.resolved, {"cvr": 0.25, "ndcg": 0.5}, {})
-        log.write_text("run written\n")
-        return 0
+            log.write_text(
+                f"Traceback ...\nerror: {self.s.notebook} failed (ValueError: bad point); kept in {failed}\n"
+            )
+            code = 1
+        else:
+            run_dir.mkdir(parents=True)
+            outputs.write_results(run_dir, self.s.notebook, point.resolved, {"cvr": 0.25, "ndcg": 0.5}, {})
+            log.write_text("run written\n")
+        attempt = sweep.sweep_jobs.Attempt(log)
+        self.running[id(attempt)] = [self.polls, f"exit code {code}"]
+        self.most = max(self.most, len(self.running))
+        return attempt
 
-    return execute
+    def end(self, attempt):
+        left = self.running[id(attempt)]
+        left[0] -= 1
+        if left[0] >= 0:
+            return None
+        del self.running[id(attempt)]
+        return left[1]
+
+    def stop(self, attempts, forward):
+        pass
 
 
-def fake_job(folder, run_name, job_id, kind):
-    """What a submitted job leaves for a point (its attempt's log, and the file submitit names
+def fake_job(folder, run_name, job_id):
+    """What a submitted Slurm job leaves for a point (its attempt's log, and the file submitit names
     after the job id), standing for a job this test cannot submit; returns the log."""
     log = folder / "logs" / f"{run_name}.20200101-000000.log"
     log.parent.mkdir(parents=True)
     log.touch()
-    jobs = sweep.sweep_jobs.job_folder(log, kind)
+    jobs = sweep.sweep_jobs.job_folder(log)
     jobs.mkdir(parents=True)
     (jobs / f"{job_id}_submitted.pkl").touch()
     return log
@@ -213,7 +237,7 @@ def test_a_failing_point_is_recorded_the_sweep_goes_on_and_the_next_run_retries_
         three,
         outputs_root=outputs_root,
         echo=lines.append,
-        execute=fake_executor(three, outputs_root, fail={names[1]}, calls=calls),
+        executor=fake_executor(three, outputs_root, fail={names[1]}, calls=calls),
     )
     assert calls == names  # the point after the failure still ran
     assert [r["status"] for r in rows] == ["done", "failed", "done"]
@@ -229,7 +253,7 @@ def test_a_failing_point_is_recorded_the_sweep_goes_on_and_the_next_run_retries_
     calls.clear()
     lines.clear()
     rows = sweep.run_sweep(
-        three, outputs_root=outputs_root, echo=lines.append, execute=fake_executor(three, outputs_root, calls=calls)
+        three, outputs_root=outputs_root, echo=lines.append, executor=fake_executor(three, outputs_root, calls=calls)
     )
     assert calls == [names[1]]  # only the failed point is retried
     assert [r["status"] for r in rows] == ["done earlier", "done", "done earlier"]
@@ -242,7 +266,7 @@ def test_a_failing_point_is_recorded_the_sweep_goes_on_and_the_next_run_retries_
 
     calls.clear()
     rows = sweep.run_sweep(
-        three, outputs_root=outputs_root, echo=lambda _: None, execute=fake_executor(three, outputs_root, calls=calls)
+        three, outputs_root=outputs_root, echo=lambda _: None, executor=fake_executor(three, outputs_root, calls=calls)
     )
     assert calls == [] and {r["status"] for r in rows} == {"done earlier"}
 
@@ -256,13 +280,16 @@ def test_parallel_points_share_the_cores(monkeypatch):
     assert sweep.thread_env(4)["OMP_NUM_THREADS"] == "3"  # the caller's setting wins
 
 
-def test_parallel_jobs_run_every_point(three, outputs_root):
-    rows = sweep.run_sweep(
-        three, jobs=3, outputs_root=outputs_root, echo=lambda _: None, execute=fake_executor(three, outputs_root)
-    )
-    assert [r["status"] for r in rows] == ["done"] * 3
+def test_parallel_jobs_run_every_point_never_more_than_jobs_at_once(tmp_path, outputs_root):
+    five = sweep.load_sweep(write(tmp_path, BASE + "grid: {alpha: [1, 2, 3, 4, 5]}\n", "five.yaml"))
+    for jobs in (1, 2, 5):
+        fake = fake_executor(five, outputs_root / str(jobs), polls=3)
+        rows = sweep.run_sweep(
+            five, jobs=jobs, outputs_root=outputs_root / str(jobs), echo=lambda _: None, executor=fake
+        )
+        assert [r["status"] for r in rows] == ["done"] * 5 and fake.most == jobs
     with pytest.raises(sweep.SweepError, match="jobs=0"):
-        sweep.run_sweep(three, jobs=0, outputs_root=outputs_root)
+        sweep.run_sweep(five, jobs=0, outputs_root=outputs_root)
 
 
 def test_an_interrupted_sweep_keeps_what_finished(three, outputs_root):
@@ -272,25 +299,25 @@ def test_an_interrupted_sweep_keeps_what_finished(three, outputs_root):
             three,
             outputs_root=outputs_root,
             echo=lambda _: None,
-            execute=fake_executor(three, outputs_root, interrupt=names[1]),
+            executor=fake_executor(three, outputs_root, interrupt=names[1]),
         )
     status = json.loads((outputs_root / "sweeps" / "three" / "status.json").read_text())
     assert [p["status"] for p in status["points"]] == ["done", "interrupted", "interrupted"]
     calls = []
     rows = sweep.run_sweep(
-        three, outputs_root=outputs_root, echo=lambda _: None, execute=fake_executor(three, outputs_root, calls=calls)
+        three, outputs_root=outputs_root, echo=lambda _: None, executor=fake_executor(three, outputs_root, calls=calls)
     )
     assert calls == names[1:] and [r["status"] for r in rows] == ["done earlier", "done", "done"]
 
 
 def test_a_finished_run_made_with_other_parameters_stops_the_sweep_before_it_runs(tmp_path, three, outputs_root):
-    sweep.run_sweep(three, outputs_root=outputs_root, echo=lambda _: None, execute=fake_executor(three, outputs_root))
+    sweep.run_sweep(three, outputs_root=outputs_root, echo=lambda _: None, executor=fake_executor(three, outputs_root))
     changed = sweep.load_sweep(
         write(tmp_path, BASE.replace("steps: 5", "steps: 6") + "grid: {alpha: [1, 2, 3]}\n", "three.yaml")
     )
     calls = []
     with pytest.raises(sweep.SweepError, match=r"three-alpha=1: steps was 5, now 6"):
-        sweep.run_sweep(changed, outputs_root=outputs_root, execute=fake_executor(changed, outputs_root, calls=calls))
+        sweep.run_sweep(changed, outputs_root=outputs_root, executor=fake_executor(changed, outputs_root, calls=calls))
     assert calls == []
 
 
@@ -314,7 +341,7 @@ def test_an_interrupted_point_whose_file_was_edited_is_refused_before_anything_r
         match=r"three-alpha=2 \(interrupted, its checkpoints\): lr was 0.002, "
         r"now 0.0001",
     ) as err:
-        sweep.run_sweep(changed, outputs_root=outputs_root, execute=fake_executor(changed, outputs_root, calls=calls))
+        sweep.run_sweep(changed, outputs_root=outputs_root, executor=fake_executor(changed, outputs_root, calls=calls))
     assert "its .checkpoints-<run_name> folder" in str(err.value)
     assert calls == [] and (folder / "checkpoint-300").is_dir()
     assert sweep.main([str(changed.path), "--outputs-root", str(outputs_root)]) == 2
@@ -331,7 +358,11 @@ def test_a_multi_line_error_comes_back_whole_from_the_log(tmp_path):
     log.write_text(
         "Traceback (most recent call last):\n  File ...\nerror: old line\n" + run.error_lines(message) + "\n"
     )
-    assert sweep._last_error(log, 1) == message and len(message.splitlines()) == 4
+    assert sweep._last_error(log, "exit code 1") == message and len(message.splitlines()) == 4
+    job = sweep._last_error(log, "slurm job 7 ended FAILED", "7")
+    assert job == message + " (slurm job 7 ended FAILED)"
+    log.write_text("Traceback (most recent call last):\n  killed\n")
+    assert sweep._last_error(log, "exit code -9") == "exit code -9 without results; its log ends:   killed"
 
 
 def test_unwritable_outputs_stop_the_sweep_with_one_line(tmp_path, three, outputs_root, obey_permissions):
@@ -368,7 +399,7 @@ def test_list_shows_each_point_and_its_state(three, outputs_root, capsys):
         three,
         outputs_root=outputs_root,
         echo=lambda _: None,
-        execute=fake_executor(three, outputs_root, fail={three.points[2].run_name}),
+        executor=fake_executor(three, outputs_root, fail={three.points[2].run_name}),
     )
     assert sweep.main([str(three.path), "--list", "--outputs-root", str(outputs_root)]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -402,7 +433,7 @@ grid: {subtree: [canine.n.02, nosuch.n.01]}
     assert len(list(bad.parent.glob(f"{bad.name}.failed-*"))) == 2  # retried: a second kept attempt
 
 
-# --- jobs through submitit (issue 17): bad input, the job registry, real local jobs -------------
+# --- executors: bad input, Slurm jobs found from their files (real Slurm: test_sweep_slurm.py) -------------
 
 
 def test_an_unknown_executor_is_refused_before_anything_runs(three, outputs_root, capsys):
@@ -410,10 +441,12 @@ def test_an_unknown_executor_is_refused_before_anything_runs(three, outputs_root
         sweep.main([str(three.path), "--executor", "pbs", "--outputs-root", str(outputs_root)])
     assert exit_.value.code == 2
     assert re.search(
-        r"argument --executor: invalid choice: 'pbs' \(choose from '?subprocess'?, '?local'?, '?slurm'?\)",
+        r"argument --executor: invalid choice: 'pbs' \(choose from '?local'?, '?slurm'?\)",
         capsys.readouterr().err,
     )
-    with pytest.raises(sweep.sweep_jobs.JobError, match=r"executor='pbs' is not known; choose one of \['subprocess', "):
+    with pytest.raises(
+        sweep.sweep_jobs.JobError, match=r"executor='pbs' is not known; choose one of \['local', 'slurm'\]"
+    ):
         sweep.run_sweep(three, outputs_root=outputs_root, executor="pbs")
     assert not any(outputs_root.iterdir())
 
@@ -456,22 +489,23 @@ def test_bad_resources_in_a_sweep_file_are_refused(tmp_path, resources, expected
         sweep.load_sweep(write(tmp_path, BASE + f"resources: {resources}\ngrid: {{alpha: [1]}}\n"))
 
 
-def test_resources_come_from_the_file_and_flags_and_need_a_job_executor(tmp_path, outputs_root, capsys):
+def test_resources_come_from_the_file_and_flags_and_slurm_ones_need_slurm(tmp_path, outputs_root, capsys):
     s = sweep.load_sweep(
         write(
             tmp_path,
-            BASE + "resources: {partition: gpu, gpus_per_node: 1, timeout_min: 600}\ngrid: {alpha: [1]}\n",
+            BASE + "resources: {partition: gpu, gpus_per_node: 0, timeout_min: 600}\ngrid: {alpha: [1]}\n",
             "res.yaml",
         )
     )
-    assert s.resources == {"partition": "gpu", "gpus_per_node": 1, "timeout_min": 600}
-    executor = sweep.sweep_jobs.make_executor("local", tmp_path / "jobs", {**s.resources, "mem_gb": 4})
-    assert executor._executor.parameters["timeout_min"] == 600 and executor._executor.parameters["gpus_per_node"] == 1
-    assert sweep.main([str(s.path), "--gpus", "1", "--outputs-root", str(outputs_root)]) == 2
-    assert "['gpus_per_node'] are job resources: they need --executor local or slurm" in capsys.readouterr().err
-    assert sweep.main([str(s.path), "--no-wait", "--executor", "local", "--outputs-root", str(outputs_root)]) == 2
+    assert s.resources == {"partition": "gpu", "gpus_per_node": 0, "timeout_min": 600}
+    assert sweep.main([str(s.path), "--partition", "gpu", "--mem", "4", "--outputs-root", str(outputs_root)]) == 2
+    assert "['mem_gb', 'partition'] are Slurm job resources: they need --executor slurm" in capsys.readouterr().err
+    assert sweep.main([str(s.path), "--no-wait", "--outputs-root", str(outputs_root)]) == 2
     assert "--no-wait needs --executor slurm" in capsys.readouterr().err
     assert not any(outputs_root.iterdir())
+    # the file's Slurm resources do not stop a local run: a local point takes only gpus_per_node
+    rows = sweep.run_sweep(s, outputs_root=outputs_root, echo=lambda _: None, executor=fake_executor(s, outputs_root))
+    assert [r["status"] for r in rows] == ["done"]
 
 
 def test_a_second_call_of_a_running_sweep_is_refused(three, outputs_root):
@@ -480,90 +514,64 @@ def test_a_second_call_of_a_running_sweep_is_refused(three, outputs_root):
     with sweep.sweep_lock(three, folder):
         calls = []
         with pytest.raises(sweep.SweepError, match=r"another call of sweep 'three' is running"):
-            sweep.run_sweep(three, outputs_root=outputs_root, execute=fake_executor(three, outputs_root, calls=calls))
+            sweep.run_sweep(three, outputs_root=outputs_root, executor=fake_executor(three, outputs_root, calls=calls))
         assert calls == []
     rows = sweep.run_sweep(
-        three, outputs_root=outputs_root, echo=lambda _: None, execute=fake_executor(three, outputs_root)
+        three, outputs_root=outputs_root, echo=lambda _: None, executor=fake_executor(three, outputs_root)
     )  # the lock is released
     assert [r["status"] for r in rows] == ["done"] * 3
 
 
-def test_a_job_still_running_is_not_run_again_by_another_executor(three, outputs_root):
-    """A point's newest attempt is a live job (a real process): a call with another executor
-    refuses, naming the job; nothing runs."""
-    import subprocess
-    import sys
+def fake_scontrol(folder, state):
+    """A ``scontrol`` on PATH that reports every job in ``state`` (a Slurm this test cannot start)."""
+    folder.mkdir(exist_ok=True)
+    script = folder / "scontrol"
+    script.write_text(f"#!/bin/sh\necho 'JobId=$5 JobName=x JobState={state} Reason=None'\n")
+    script.chmod(0o755)
 
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        folder = outputs_root / "sweeps" / "three"
-        log = fake_job(folder, three.points[0].run_name, str(proc.pid), "local")
-        calls = []
-        with pytest.raises(sweep.SweepError, match=rf"three-alpha=1: local job {proc.pid} RUNNING"):
-            sweep.run_sweep(three, outputs_root=outputs_root, execute=fake_executor(three, outputs_root, calls=calls))
-        assert calls == []
-        assert "running  three-alpha=1  (local job" in sweep.describe(three, outputs_root)
-    finally:
-        proc.kill()
-        proc.wait()
-    # the job is gone without results: recorded with its log's error, and the point runs again
+
+def test_a_slurm_job_still_running_is_not_run_again_locally_and_its_end_is_recorded(
+    three, outputs_root, tmp_path, monkeypatch
+):
+    """A point's newest attempt is a Slurm job that Slurm reports RUNNING: a local call refuses,
+    naming the job, and runs nothing; once Slurm reports it FAILED without results, the next call
+    records its log's error with the job's end and runs the point again."""
+    import os
+
+    bin_ = tmp_path / "bin"
+    monkeypatch.setenv("PATH", f"{bin_}{os.pathsep}{os.environ['PATH']}")
+    fake_scontrol(bin_, "RUNNING")
+    folder = outputs_root / "sweeps" / "three"
+    log = fake_job(folder, three.points[0].run_name, "77")
+    calls = []
+    with pytest.raises(sweep.SweepError, match=r"three-alpha=1: slurm job 77 RUNNING"):
+        sweep.run_sweep(three, outputs_root=outputs_root, executor=fake_executor(three, outputs_root, calls=calls))
+    assert calls == []
+    assert "running  three-alpha=1  (slurm job 77 RUNNING" in sweep.describe(three, outputs_root)
+    fake_scontrol(bin_, "FAILED")
     log.write_text("error: 05_train failed: killed\n")
+    assert "ended    three-alpha=1  (slurm job 77 FAILED" in sweep.describe(three, outputs_root)
     lines, calls = [], []
     rows = sweep.run_sweep(
-        three, outputs_root=outputs_root, echo=lines.append, execute=fake_executor(three, outputs_root, calls=calls)
+        three, outputs_root=outputs_root, echo=lines.append, executor=fake_executor(three, outputs_root, calls=calls)
     )
-    assert rows[0]["previous_error"] == f"05_train failed: killed (local job {proc.pid} ended)"
-    assert lines[0] == f"[1/3] FAILED      three-alpha=1  earlier: 05_train failed: killed (local job {proc.pid} ended)"
+    assert rows[0]["previous_error"] == "05_train failed: killed (slurm job 77 ended FAILED)"
+    assert lines[0] == "[1/3] FAILED      three-alpha=1  earlier: 05_train failed: killed (slurm job 77 ended FAILED)"
     assert calls == [p.run_name for p in three.points] and sweep.sweep_jobs.current_jobs(folder) == {}
 
 
-def test_local_jobs_run_points_attach_on_the_next_call_and_record_failures(tmp_path, outputs_root):
-    """Real submitit local jobs of notebook 03: the first call submits both points and returns
-    (wait=False); the second attaches to the same jobs (no second submission), records the good
-    point done and the failing one with the notebook's error; no job is left running after."""
-    path = write(
-        tmp_path,
-        """notebook: 03_wordnet_data
-fixed: {min_relevant: 1, n_eval: 20, tokenizer_vocab: 300}
-grid: {subtree: [canine.n.02, nosuch.n.01]}
-""",
-        "loc.yaml",
-    )
-    s = sweep.load_sweep(path)
-    folder = outputs_root / "sweeps" / "loc"
-    rows = sweep.run_sweep(s, jobs=2, outputs_root=outputs_root, echo=lambda _: None, executor="local", wait=False)
-    assert [r["status"] for r in rows] == ["submitted", "submitted"]
-    submitted = sweep.sweep_jobs.current_jobs(folder)  # found from the logs and submitit's own files
-    assert [submitted[p.run_name].job_id for p in s.points] == [r["job_id"] for r in rows]
-    lines = []
-    rows = sweep.run_sweep(s, jobs=2, outputs_root=outputs_root, echo=lines.append, executor="local")
-    assert [r["job_id"] for r in rows] == [submitted[p.run_name].job_id for p in s.points]  # attached
-    assert sum("attached to local job" in line for line in lines) == 2 and not any(
-        "submitted local job" in ln for ln in lines
-    )
-    assert [r["status"] for r in rows] == ["done", "failed"]
-    assert rows[1]["error"].startswith("03_wordnet_data failed: ValueError: unknown synset 'nosuch.n.01'")
-    assert "unknown synset 'nosuch.n.01'" in Path(rows[1]["log"]).read_text()
-    assert all(sweep.sweep_jobs.job_state(j) == "GONE" for j in sweep.sweep_jobs.current_jobs(folder).values())
-    assert sweep.point_states(s, outputs_root) == ["done", "failed"]
-    assert len(list((folder / "jobs").rglob("*_submitted.pkl"))) == 2  # one job per point, none twice
-
-
 def test_a_points_current_job_is_the_job_of_its_newest_attempt(tmp_path):
-    """The newest log decides: a later subprocess attempt hides an earlier job (its error is not
+    """The newest log decides: a later local attempt hides an earlier job (its error is not
     reported again), a run name that another one starts with keeps its own job."""
     jobs = sweep.sweep_jobs
-    log = fake_job(tmp_path, "s-alpha=1", "11", "local")
+    log = fake_job(tmp_path, "s-alpha=1", "11")
     longer = tmp_path / "logs" / "s-alpha=1.5.20200101-000000.log"
-    jobs.job_folder(longer, "slurm").mkdir(parents=True)
-    (jobs.job_folder(longer, "slurm") / "12_submitted.pkl").touch()
+    jobs.job_folder(longer).mkdir(parents=True)
+    (jobs.job_folder(longer) / "12_submitted.pkl").touch()
     longer.touch()
-    assert jobs.current_jobs(tmp_path) == {
-        "s-alpha=1": jobs.Job("11", "local", log),
-        "s-alpha=1.5": jobs.Job("12", "slurm", longer),
-    }
+    assert jobs.current_jobs(tmp_path) == {"s-alpha=1": jobs.Job("11", log), "s-alpha=1.5": jobs.Job("12", longer)}
     assert jobs.current_jobs(tmp_path)["s-alpha=1"].submitted == "2020-01-01T00:00:00"
-    (tmp_path / "logs" / "s-alpha=1.20200101-000001.log").touch()  # a subprocess attempt, one second later
+    (tmp_path / "logs" / "s-alpha=1.20200101-000001.log").touch()  # a local attempt, one second later
     assert list(jobs.current_jobs(tmp_path)) == ["s-alpha=1.5"]
 
 
@@ -584,13 +592,13 @@ def test_a_slurm_job_seen_from_a_machine_without_slurm_is_never_submitted_again(
     three, outputs_root, tmp_path, monkeypatch
 ):
     folder = outputs_root / "sweeps" / "three"
-    log = fake_job(folder, three.points[0].run_name, "4242", "slurm")
+    log = fake_job(folder, three.points[0].run_name, "4242")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     calls = []
     with pytest.raises(sweep.SweepError, match=r"three-alpha=1: slurm job 4242 UNKNOWN"):
-        sweep.run_sweep(three, outputs_root=outputs_root, execute=fake_executor(three, outputs_root, calls=calls))
+        sweep.run_sweep(three, outputs_root=outputs_root, executor=fake_executor(three, outputs_root, calls=calls))
     assert calls == [] and sweep.sweep_jobs.current_jobs(folder) == {
-        three.points[0].run_name: sweep.sweep_jobs.Job("4242", "slurm", log)
+        three.points[0].run_name: sweep.sweep_jobs.Job("4242", log)
     }
 
 

@@ -178,7 +178,8 @@ def squeue_ids() -> list[str]:
     return subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True).stdout.split()
 
 
-def test_slurm_cancelled_job_is_recorded_and_only_its_point_reruns(slurm, tmp_path, outputs_root):
+def test_slurm_cancelled_job_is_recorded_and_only_its_point_reruns(slurm, tmp_path, outputs_root, monkeypatch):
+    monkeypatch.setattr(sweep.sweep_jobs.Slurm, "poll_s", 0.5)  # a look at the jobs every 0.5 s, not 5
     path = tmp_path / "cap.yaml"
     path.write_text(
         "notebook: 01_de_capacity\nfixed: {k_max_exact: 3, mc_queries: 300}\ngrid: {k_max_bound: [20, 21]}\n"
@@ -218,9 +219,7 @@ def test_slurm_cancelled_job_is_recorded_and_only_its_point_reruns(slurm, tmp_pa
     # scancel the second job; call 2 records it, attaches to the first job, reruns only the second point
     subprocess.run(["scancel", ids[1]], check=True)
     lines: list[str] = []
-    rows = sweep.run_sweep(
-        s, outputs_root=outputs_root, echo=lines.append, executor="slurm", resources=resources, poll_s=0.5
-    )
+    rows = sweep.run_sweep(s, outputs_root=outputs_root, echo=lines.append, executor="slurm", resources=resources)
     assert [r["status"] for r in rows] == ["done", "done"], lines
     assert rows[0]["job_id"] == ids[0] and rows[1]["job_id"] not in ids  # the first point was not submitted again
     assert rows[1]["previous_error"].endswith(f"(slurm job {ids[1]} ended CANCELLED)") or rows[1][

@@ -13,53 +13,24 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
-import importlib
 import itertools
 import json
 import math
 import os
-import queue
 import re
 import signal
-import subprocess
 import sys
-import threading
 import time
 import traceback
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from arrank.common import paths, processes
-from arrank.common.outputs import (
-    DamagedResultsError,
-    OutputsNotWritableError,
-    RunExistsError,
-    checkpoints_dir,
-    read_results,
-    resume_diff,
-    run_path,
-    writable_folder,
-    write_json_atomic,
-)
+from arrank.common import outputs, paths, processes
 from arrank.common.params import ParamError, spec_for
-from arrank.workbook import sweep_jobs
-from arrank.workbook.run import (
-    RunFailedError,
-    error_lines,
-    exit_code,
-    find_notebook,
-    interrupt_on_signals,
-    parameters_cell,
-    prepare_parsed,
-    read_notebook,
-    restore_signals,
-    run_notebook,
-    told_in,
-)
+from arrank.workbook import run, sweep_jobs
 
 SWEEPS = paths.ROOT / "sweeps"
 KEYS = {"notebook", "grid", "fixed", "paper", "description", "resources"}
@@ -240,10 +211,10 @@ def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
         raise SweepError(f"{path.name}: notebook must be a notebook stem such as 05_train, got {data['notebook']!r}")
     check_size(data["grid"], path.name, max_points)  # before the notebook is read: a refusal takes no time
     try:
-        source = find_notebook(str(data["notebook"]))
+        source = run.find_notebook(str(data["notebook"]))
         stem = source.stem
         spec_for(stem)
-        defaults = parameters_cell(read_notebook(source), source)
+        defaults = run.parameters_cell(run.read_notebook(source), source)
     except ParamError as err:
         raise SweepError(f"{path.name}: {err}") from None
     fixed = data.get("fixed") or {}
@@ -261,7 +232,7 @@ def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
     for values in grid_points:
         overrides = {**fixed, **values, "run_name": point_run_name(name, values)}
         try:
-            _, _, resolved = prepare_parsed(source, defaults, overrides)
+            _, _, resolved = run.prepare_parsed(source, defaults, overrides)
         except ParamError as err:
             where = ", ".join(f"{k}={v!r}" for k, v in values.items())
             raise SweepError(f"{path.name}: point ({where}): {err}") from None
@@ -287,7 +258,7 @@ def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
 
 def results_path(sweep: Sweep, point: Point, outputs_root: Path | None = None) -> Path:
     """``outputs/<notebook>/<point run name>/results.json``."""
-    return run_path(sweep.notebook, point.run_name, outputs_root) / "results.json"
+    return outputs.run_path(sweep.notebook, point.run_name, outputs_root) / "results.json"
 
 
 def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
@@ -303,15 +274,15 @@ def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
         label = name  # how the point is named in the error below
         if name in present and results_path(sweep, point, outputs_root).exists():
             try:
-                done = read_results(results_path(sweep, point, outputs_root))["params"]
-            except DamagedResultsError as err:
+                done = outputs.read_results(results_path(sweep, point, outputs_root))["params"]
+            except outputs.DamagedResultsError as err:
                 raise SweepError(str(err)) from None
             given = {k: point.resolved[k] for k in point.overrides if k != "run_name"}
             diff = {k: (done.get(k, "<absent>"), v) for k, v in given.items() if done.get(k, "<absent>") != v}
             states.append("done")
         else:
             if name in present or f".checkpoints-{name}" in present:
-                diff = resume_diff(checkpoints_dir(sweep.notebook, name, outputs_root), point.resolved)
+                diff = outputs.resume_diff(outputs.checkpoints_dir(sweep.notebook, name, outputs_root), point.resolved)
                 label = f"{name} (interrupted, its checkpoints)"
             states.append("failed" if point.run_name in tried else "missing")
         if diff:
@@ -336,37 +307,27 @@ def _headline(metrics: dict[str, Any]) -> str:
     return " ".join(f"{k} {metrics[k]:.3f}" for k in keys)
 
 
-def _last_error(log: Path, returncode: int | str | None) -> str:
-    """The error a point's process printed last (``run.error_lines``: an ``error: `` line and its
-    indented continuation lines, so a multi-line message comes back whole), else the exit code
-    and the log's last line."""
-    if isinstance(returncode, str):
-        return returncode
-    block, tail = _error_block(log)
-    return block or f"exit code {returncode}" + (f": {tail}" if tail else "")
-
-
-def _error_block(log: Path) -> tuple[str | None, str]:
-    """The last ``error: ``/``interrupted: `` block of a log (None if there is none), and its last line."""
+def _last_error(log: Path, ended: str | None, job_id: str | None = None) -> str:
+    """Why an attempt left no results.json: the error a point's process printed last
+    (``run.error_lines``: an ``error: `` line and its indented continuation lines, so a multi-line
+    message comes back whole), with the job's end for a Slurm job (``slurm job 12 ended
+    CANCELLED``); else how it ended and the log's last line."""
     lines = log.read_text(errors="replace").splitlines() if log.exists() else []
     tail = next((ln for ln in reversed(lines) if ln.strip()), "")
     starts = [i for i, ln in enumerate(lines) if ln.startswith(("error: ", "interrupted: "))]
     if not starts:
-        return None, tail
+        return f"{ended} without results" + (f"; its log ends: {tail}" if tail else f"; no output in {log}")
     block = [lines[starts[-1]].split(": ", 1)[1]]
     for ln in lines[starts[-1] + 1 :]:
         if not ln.startswith("  "):
             break
         block.append(ln[2:])
-    return "\n".join(block), tail
+    return "\n".join(block) + (f" ({ended})" if job_id else "")
 
 
 def _newest_failed(run_dir: Path, since: float) -> str | None:
     found = [p for p in run_dir.parent.glob(f"{run_dir.name}.failed-*") if p.stat().st_mtime >= since - 1]
     return str(max(found, key=lambda p: p.stat().st_mtime)) if found else None
-
-
-Execute = Callable[[Point, Path], "int | None"]
 
 
 def thread_env(jobs: int) -> dict[str, str]:
@@ -381,161 +342,91 @@ def thread_env(jobs: int) -> dict[str, str]:
     return env
 
 
-def subprocess_executor(
-    sweep: Sweep, outputs_root: Path, running: dict[int, subprocess.Popen], jobs: int = 1
-) -> Execute:
-    """Run a point as ``python -m arrank.workbook.sweep --point ...`` with its output in the log file;
-    the child is kept in ``running`` so an interrupted sweep can stop it."""
+def make_executor(sweep: Sweep, root: Path, kind: str, resources: dict[str, Any], jobs: int) -> sweep_jobs.Executor:
+    """The executor ``kind`` for this sweep: both run ``python -m arrank.workbook.sweep --point
+    <notebook> <overrides> --outputs-root <root>`` for a point, with ``thread_env(jobs)``."""
+
+    def command(point: Point) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "arrank.workbook.sweep",
+            "--point",
+            sweep.notebook,
+            json.dumps(point.overrides),
+        ] + [
+            "--outputs-root",
+            str(root),
+        ]
+
     env = thread_env(jobs)
-
-    def execute(point: Point, log: Path) -> int:
-        cmd = [sys.executable, "-m", "arrank.workbook.sweep", "--point", sweep.notebook, json.dumps(point.overrides)]
-        cmd += ["--outputs-root", str(outputs_root)]
-        with open(log, "w") as fh:
-            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=paths.ROOT, env=env)
-            running[proc.pid] = proc
-            try:
-                return proc.wait()
-            finally:
-                running.pop(proc.pid, None)
-
-    return execute
+    if kind == "local":
+        return sweep_jobs.Local(command, env, paths.ROOT, resources.get("gpus_per_node", 0))
+    kept = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", *processes.OPENMP_WAIT)  # the job inherits the rest
+    return sweep_jobs.Slurm(command, {k: v for k, v in env.items() if k in kept}, sweep_dir(sweep, root), resources)
 
 
-@dataclass(frozen=True)
-class JobRun:
-    """What a job executor reports for a point: its job id, its log, its exit code or error (None
-    while it runs), and ``left``: the job's state when the sweep stopped waiting for it (Slurm)."""
-
-    job_id: str
-    log: Path
-    code: int | str | None
-    left: str | None = None
-
-
-def job_error(job: sweep_jobs.Job, state: str) -> str:
-    """Why a job ended without the point's results.json: the error block of its log, and the job
-    (``slurm job 12 ended CANCELLED``)."""
-    where = f"{job.executor} job {job.job_id} ended" + ("" if state == "GONE" else f" {state}")
-    block, tail = _error_block(job.log)
-    if block:
-        return f"{block} ({where})"
-    return f"{where} without results" + (f"; its log ends: {tail}" if tail else f"; no output in {job.log}")
-
-
-def reconcile_jobs(sweep: Sweep, root: Path, kind: str) -> dict[str, str]:
-    """Before a call runs anything: {run_name: error} for the points whose newest attempt is a job
-    that ended without results (recorded, and run again now). Refuses a call whose executor
-    differs from a job still queued or running (it would run the point twice)."""
-    current, previous, busy = sweep_jobs.current_jobs(sweep_dir(sweep, root)), {}, []
-    for point in sweep.points:
-        job = current.get(point.run_name)
-        if job is None or results_path(sweep, point, root).exists():
+def previous_errors(sweep: Sweep, root: Path, kind: str) -> dict[str, str]:
+    """Before a call runs anything: {run_name: error} for the points whose newest attempt is a
+    Slurm job that ended without results (recorded, and run again now). Refuses a local call while
+    a point's job is still queued or running (it would run the point twice)."""
+    previous, busy = {}, []
+    for name, job in sweep_jobs.current_jobs(sweep_dir(sweep, root)).items():
+        point = next((p for p in sweep.points if p.run_name == name), None)
+        if point is None or results_path(sweep, point, root).exists():
             continue
-        state = sweep_jobs.job_state(job)
-        if not sweep_jobs.ended(state):
-            if job.executor != kind:
-                busy.append(f"{point.run_name}: {job.executor} job {job.job_id} {state}")
-            continue
-        previous[point.run_name] = job_error(job, state)
+        state = sweep_jobs.slurm_state(job.job_id)
+        ended = sweep_jobs.job_end(job.job_id, state)
+        if ended is not None:
+            previous[name] = _last_error(job.log, ended, job.job_id)
+        elif kind != "slurm":
+            busy.append(f"{name}: slurm job {job.job_id} {state}")
     if busy:
         raise SweepError(
-            f"{sweep.path.name}: points have jobs still queued or running; follow them with the "
-            f"executor that submitted them (--executor {busy[0].split(': ')[1].split()[0]}), or cancel "
-            "them first:\n  " + "\n  ".join(busy)
+            f"{sweep.path.name}: points have jobs still queued or running; follow them with the executor that "
+            "submitted them (--executor slurm), or cancel them first:\n  " + "\n  ".join(sorted(busy))
         )
     return previous
 
 
-def job_executor(
-    sweep: Sweep,
-    root: Path,
-    kind: str,
-    resources: dict[str, Any],
-    stop: threading.Event,
-    note: Callable[[Point, str], None],
-    jobs: int = 1,
-    wait: bool = True,
-    poll_s: float | None = None,
-) -> Execute:
-    """Run a point as one submitit job: attach to the job of its newest attempt while that is queued
-    or running, else submit it; wait until it ends (unless ``wait`` is false). On Ctrl-C a local job
-    is interrupted, a Slurm job is left to run (the next call attaches to it)."""
-    folder = sweep_dir(sweep, root)
-    poll = poll_s if poll_s is not None else (0.2 if kind == "local" else 5.0)
-    kept = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", *processes.OPENMP_WAIT)
-    env = {k: v for k, v in thread_env(jobs).items() if k in kept}
-    main = importlib.import_module("arrank.workbook.sweep").job_main  # by module name, also under python -m
-    gpus = resources.get("gpus_per_node", 0)
-    slots: queue.Queue[str] = queue.Queue()  # several GPUs in one box: each local point its own GPUs
-    for group in sweep_jobs.gpu_groups(sweep_jobs.machine_gpus(), gpus) if kind == "local" and gpus else []:
-        slots.put(group)
-
-    def execute(point: Point, log: Path) -> JobRun:
-        job, handle, slot = sweep_jobs.current_jobs(folder, point.run_name).get(point.run_name), None, None
-        if job is not None and not sweep_jobs.ended(sweep_jobs.job_state(job)):
-            note(point, f"attached to {kind} job {job.job_id} (submitted {job.submitted})")
-        else:
-            slot = slots.get() if kind == "local" and gpus else None  # preflight: jobs <= slots
-            point_env = {**env, "CUDA_VISIBLE_DEVICES": slot} if slot is not None else env
-            log.parent.mkdir(parents=True, exist_ok=True)
-            log.touch()  # before submitting: the attempt is the point's newest
-            executor = sweep_jobs.make_executor(kind, sweep_jobs.job_folder(log, kind), resources)
-            handle = executor.submit(main, sweep.notebook, point.overrides, str(root), str(log), point_env)
-            job = sweep_jobs.Job(str(handle.job_id), kind, log)
-            note(point, f"submitted {kind} job {job.job_id}" + (f" on GPU {slot}" if slot is not None else ""))
-        try:
-            if not wait:
-                return JobRun(job.job_id, job.log, None, left=sweep_jobs.job_state(job))
-            state = sweep_jobs.wait_for(job, stop.is_set, poll, handle)
-            if not sweep_jobs.ended(state):
-                if kind == "slurm":
-                    return JobRun(job.job_id, job.log, None, left=state)
-                sweep_jobs.cancel(job)
-                deadline = time.time() + 30
-                state = sweep_jobs.wait_for(job, lambda: time.time() > deadline, poll, handle)
-        finally:
-            if slot is not None:
-                slots.put(slot)
-        ok = results_path(sweep, point, root).exists()
-        return JobRun(job.job_id, job.log, 0 if ok else job_error(job, state))
-
-    return execute
-
-
 def run_sweep(
     sweep: Sweep,
-    jobs: int | None = 1,
+    jobs: int | None = None,
     outputs_root: Path | None = None,
-    execute: Execute | None = None,
+    executor: str | sweep_jobs.Executor = "local",
     echo: Callable[[str], None] = print,
-    executor: str = "subprocess",
     resources: dict[str, Any] | None = None,
     wait: bool = True,
-    poll_s: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every point of the sweep that has no results.json yet, ``jobs`` at a time (default 1, for
-    Slurm every point); return one row per point (a dict), as ``status.json`` under :func:`sweep_dir`
-    holds it after every point. status: ``done earlier`` (skipped), ``done``, ``failed`` (recorded, the
-    sweep goes on), ``interrupted`` (Ctrl-C: running points stopped, Slurm jobs left, KeyboardInterrupt
-    raised) or ``submitted`` (a Slurm job left queued or running). ``executor``: ``subprocess``, or
-    ``local`` / ``slurm`` (:func:`job_executor`, with ``resources`` over the sweep file's; a job is
-    polled every ``poll_s`` seconds, by default 0.2 local, 5 Slurm)."""
-    sweep_jobs.check_executor(executor)
+    """Run every point of the sweep that has no results.json yet, at most ``jobs`` at a time
+    (default 1, for Slurm every point); return one row per point (a dict), as ``status.json`` under
+    :func:`sweep_dir` holds it after every point. status: ``done earlier`` (skipped), ``done``,
+    ``failed`` (recorded, the sweep goes on), ``interrupted`` (Ctrl-C, SIGTERM, SIGHUP: running
+    points stopped, KeyboardInterrupt raised) or ``submitted`` (a Slurm job left queued or running:
+    on an interruption, or with ``wait`` false, which submits and returns). ``executor``: ``local``
+    or ``slurm`` (``sweep_jobs``; ``resources`` over the sweep file's, a local point takes only
+    ``gpus_per_node``), or an object with the same interface."""
+    kind = executor if isinstance(executor, str) else executor.kind
+    sweep_jobs.check_executor(kind)
     resources = sweep_jobs.check_resources({**sweep.resources, **(resources or {})})
-    jobs = jobs if jobs is not None else (len(sweep.points) if executor == "slurm" else 1)
+    if kind == "local":
+        resources = {k: v for k, v in resources.items() if k in sweep_jobs.LOCAL_RESOURCES}
+    jobs = jobs if jobs is not None else (len(sweep.points) if kind == "slurm" else 1)
     if jobs < 1:
         raise SweepError(f"jobs={jobs} must be at least 1")
+    if not wait and kind != "slurm":
+        raise SweepError("--no-wait needs --executor slurm (local points end with this command)")
     root = outputs_root or paths.OUTPUTS
     states = point_states(sweep, root)  # raises on stale finished runs, before anything runs
     folder = sweep_dir(sweep, root)
-    writable_folder(folder / "logs")  # one clear error, not a traceback per point
-    writable_folder(root / sweep.notebook)
+    outputs.writable_folder(folder / "logs")  # one clear error, not a traceback per point
+    outputs.writable_folder(root / sweep.notebook)
     with sweep_lock(sweep, folder):
-        if execute is None and executor != "subprocess":
-            sweep_jobs.preflight(executor, resources, jobs)
-        previous = reconcile_jobs(sweep, root, executor)  # jobs that ended: errors recorded, points rerun
-        return _run_points(sweep, jobs, root, execute, echo, executor, resources, wait, poll_s, states, previous)
+        if isinstance(executor, str):
+            sweep_jobs.preflight(kind, resources, jobs)
+            executor = make_executor(sweep, root, kind, resources, jobs)
+        previous = previous_errors(sweep, root, kind)  # jobs that ended: errors recorded, points rerun
+        return _run_points(sweep, executor, jobs, root, echo, states, previous, wait)
 
 
 @contextlib.contextmanager
@@ -560,92 +451,55 @@ def sweep_lock(sweep: Sweep, folder: Path) -> Iterator[None]:
 
 def _run_points(
     sweep: Sweep,
+    executor: sweep_jobs.Executor,
     jobs: int,
     root: Path,
-    execute: Execute | None,
     echo: Callable[[str], None],
-    executor: str,
-    resources: dict[str, Any],
-    wait: bool,
-    poll_s: float | None,
     states: list[str],
     previous: dict[str, str],
+    wait: bool,
 ) -> list[dict[str, Any]]:
-    """The body of :func:`run_sweep` once the checks passed and the sweep's lock is held."""
+    """The body of :func:`run_sweep` once the checks passed and the sweep's lock is held: start
+    points while fewer than ``jobs`` run, look at the running ones every ``executor.poll_s``."""
     folder = sweep_dir(sweep, root)
-    running: dict[int, subprocess.Popen] = {}
     total, width = len(sweep.points), len(str(len(sweep.points)))
-    rows = [
-        {
-            "run_name": p.run_name,
-            "grid": p.grid,
-            "status": "pending",
-            "seconds": None,
-            "error": None,
-            "log": None,
-            "failed_dir": None,
-            "run_dir": str(run_path(sweep.notebook, p.run_name, root)),
-            "job_id": None,
-            "previous_error": previous.get(p.run_name),
-        }
-        for p in sweep.points
-    ]
-    lock, stop = threading.Lock(), threading.Event()
-    interrupt = None  # the interruption (Ctrl-C, SIGTERM, SIGHUP), raised again at the end
-    index = {p.run_name: i for i, p in enumerate(sweep.points)}
-
-    def say(i: int, word: str, text: str) -> None:
-        with lock:
-            echo(f"[{i + 1:>{width}}/{total}] {word:<11} {sweep.points[i].run_name}{'  ' + text if text else ''}")
-
-    if execute is None and executor != "subprocess":
-        execute = job_executor(
-            sweep, root, executor, resources, stop, lambda p, t: say(index[p.run_name], "job", t), jobs, wait, poll_s
+    empty = dict.fromkeys(("seconds", "error", "log", "failed_dir", "job_id"), None)
+    rows = [dict(run_name=p.run_name, grid=p.grid, status="pending", **empty) for p in sweep.points]
+    for p, row in zip(sweep.points, rows):
+        row.update(
+            run_dir=str(outputs.run_path(sweep.notebook, p.run_name, root)), previous_error=previous.get(p.run_name)
         )
-    execute = execute or subprocess_executor(sweep, root, running, jobs)
+
+    def say(i: int, word: str, text: str = "") -> None:
+        echo(f"[{i + 1:>{width}}/{total}] {word:<11} {sweep.points[i].run_name}{'  ' + text if text else ''}")
 
     def save() -> None:
         now = datetime.now().isoformat(timespec="seconds")
         status = {"sweep": str(sweep.path), "notebook": sweep.notebook, "updated": now, "points": rows}
-        write_json_atomic(folder / "status.json", status)
+        outputs.write_json_atomic(folder / "status.json", status)
 
-    def one(i: int) -> None:
-        if stop.is_set():
-            return
-        point, row = sweep.points[i], rows[i]
-        log = sweep_jobs.attempt_log(folder, point.run_name)
-        row.update(status="running", log=str(log))
-        say(i, "running", "(retry of a failed point)" if states[i] == "failed" else "")
-        start, wall, code = time.time(), time.perf_counter(), None
-        try:
-            code = execute(point, log)
-            if isinstance(code, JobRun):
-                row.update(job_id=code.job_id, log=str(code.log))
-                log, left, code = code.log, code.left, code.code
-                if left is not None:
-                    row.update(status="submitted", job_state=left)
-                    say(i, "submitted", f"{executor} job {row['job_id']} {left}; the next call follows it")
-                    return
-        except KeyboardInterrupt:
-            stop.set()
-        except Exception as err:  # the executor itself broke (not the notebook): record it, go on
-            code = f"{type(err).__name__}: {err}"
-        seconds = round(time.perf_counter() - wall, 1)
+    def finish(i: int, attempt: sweep_jobs.Attempt, began: tuple[float, float], stopped: bool = False) -> None:
+        row, seconds = rows[i], round(time.perf_counter() - began[1], 1)
         row["seconds"] = seconds
-        results = results_path(sweep, point, root)
+        results = results_path(sweep, sweep.points[i], root)
         if results.exists():
             row["status"] = "done"
             say(i, "done", f"{seconds:.1f} s  {_headline(json.loads(results.read_text())['metrics'])}")
-            for message in told_in(results.parent):  # what the point's run told its user
+            for message in run.told_in(results.parent):  # what the point's run told its user
                 echo(f"    note: {message}")
-        elif stop.is_set():
+        elif attempt.ended is None:  # a Slurm job left queued or running
+            state = sweep_jobs.slurm_state(attempt.job_id)
+            row.update(status="submitted", job_state=state)
+            say(i, "submitted", f"slurm job {attempt.job_id} {state}; the next call follows it")
+        elif stopped:
             row["status"] = "interrupted"
             say(i, "interrupted", f"{seconds:.1f} s")
         else:
-            error = _last_error(log, code)
-            row.update(status="failed", error=error, failed_dir=_newest_failed(Path(row["run_dir"]), start))
+            error = _last_error(attempt.log, attempt.ended, attempt.job_id)
+            row.update(status="failed", error=error, failed_dir=_newest_failed(Path(row["run_dir"]), began[0]))
             indented = error.replace("\n", "\n    ")  # a multi-line message stays one indented block
-            say(i, "FAILED", f"{seconds:.1f} s  {indented}  (log: {log})")
+            say(i, "FAILED", f"{seconds:.1f} s  {indented}  (log: {attempt.log})")
+        save()
 
     todo = []
     for i, state in enumerate(states):
@@ -658,22 +512,39 @@ def _run_points(
         else:
             todo.append(i)
     save()
-    wall = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(one, i) for i in todo]
-        try:
-            for future in as_completed(futures):
-                future.result()
-                with lock:
-                    save()
-        except KeyboardInterrupt as err:
-            interrupt = err
-            stop.set()
-            for future in futures:
-                future.cancel()
-            _stop_children(running, forward=getattr(err, "signum", signal.SIGINT) != signal.SIGINT)
+    wall, interrupt = time.perf_counter(), None
+    running: dict[int, tuple[sweep_jobs.Attempt, tuple[float, float]]] = {}
+    try:
+        while todo or running:
+            while todo and len(running) < jobs:
+                i = todo.pop(0)
+                log = sweep_jobs.attempt_log(folder, sweep.points[i].run_name)
+                rows[i].update(status="running", log=str(log))
+                say(i, "running", "(retry of a failed point)" if states[i] == "failed" else "")
+                began = (time.time(), time.perf_counter())
+                try:
+                    attempt = executor.start(sweep.points[i], log)
+                except Exception as err:  # the executor itself broke (not the notebook): record it, go on
+                    attempt = sweep_jobs.Attempt(log, ended=f"{type(err).__name__}: {err}")
+                rows[i].update(job_id=attempt.job_id, log=str(attempt.log))
+                if attempt.note:
+                    say(i, "job", attempt.note)
+                running[i] = (attempt, began)
+            for i, (attempt, began) in list(running.items()):
+                attempt.ended = attempt.ended or executor.end(attempt)
+                if attempt.ended is not None or not wait:
+                    del running[i]
+                    finish(i, attempt, began)
+            if running:
+                time.sleep(executor.poll_s)
+    except KeyboardInterrupt as err:
+        interrupt = err
+        executor.stop([a for a, _ in running.values()], forward=getattr(err, "signum", signal.SIGINT) != signal.SIGINT)
+        for i, (attempt, began) in running.items():
+            attempt.ended = attempt.ended or executor.end(attempt)
+            finish(i, attempt, began, stopped=True)
     for row in rows:
-        if row["status"] in ("pending", "running") and stop.is_set():
+        if row["status"] in ("pending", "running") and interrupt is not None:
             row["status"] = "interrupted"
     save()
     counts = Counter(r["status"] for r in rows)
@@ -683,66 +554,35 @@ def _run_points(
         + (f", {counts['submitted']} submitted (queued or running)" if counts["submitted"] else "")
         + f" ({time.perf_counter() - wall:.0f} s); status: {folder / 'status.json'}"
     )
-    if stop.is_set():
-        raise interrupt or KeyboardInterrupt()
+    if interrupt is not None:
+        raise interrupt
     return rows
 
 
-def _stop_children(running: dict[int, subprocess.Popen], grace: float = 20.0, forward: bool = False) -> None:
-    """Stop the points still running (the processes this sweep started). A Ctrl-C at the terminal
-    reached them already, so wait a little, then interrupt them; a SIGTERM or SIGHUP sent to the
-    sweep alone (``forward``) is passed on to them at once (each keeps its run as failed and stops
-    its kernel). Whatever still runs after ``grace`` seconds is terminated, then killed."""
-    deadline = time.time() + (0 if forward else 5)
-    for proc in list(running.values()):
-        try:
-            proc.wait(timeout=max(0.1, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGTERM if forward else signal.SIGINT)
-    for last in ("terminate", "kill"):
-        deadline = time.time() + grace
-        for proc in list(running.values()):
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.time()))
-            except subprocess.TimeoutExpired:
-                getattr(proc, last)()
-
-
 def run_point(notebook: str, overrides: dict[str, Any], outputs_root: Path | None) -> int:
-    """The child process of one point: run it, print the full error on failure (the log keeps it)."""
-    interrupt_on_signals()
+    """The process of one point (local or in a Slurm job): run it, print the full error on failure
+    (the log keeps it)."""
+    run.interrupt_on_signals()
     try:
-        final = run_notebook(notebook, overrides, outputs_root=outputs_root, progress=False)
-    except (ParamError, RunExistsError, OutputsNotWritableError) as err:
-        print(error_lines(err), flush=True)
+        final = run.run_notebook(notebook, overrides, outputs_root=outputs_root, progress=False)
+    except (ParamError, outputs.RunExistsError, outputs.OutputsNotWritableError) as err:
+        print(run.error_lines(err), flush=True)
         return 2
-    except RunFailedError as err:
+    except run.RunFailedError as err:
         cause = err.__cause__ or err
         print("".join(traceback.format_exception(type(cause), cause, cause.__traceback__)), flush=True)
-        print(error_lines(err), flush=True)
+        print(run.error_lines(err), flush=True)
         return 1
     except KeyboardInterrupt as err:
-        print(error_lines(err or "interrupted", "interrupted: "), flush=True)
-        return exit_code(err)
+        print(run.error_lines(err or "interrupted", "interrupted: "), flush=True)
+        return run.exit_code(err)
     print(f"run written to {final}", flush=True)
     return 0
 
 
-def job_main(notebook: str, overrides: dict[str, Any], outputs_root: str, log: str, env: dict[str, str]) -> int:
-    """What a job runs: the point (``sweep.run_point``, as the subprocess executor's child does)
-    with its stdout and stderr in the sweep's log file; returns the point's exit code."""
-    os.environ.update(env)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    with open(log, "a") as fh:
-        os.dup2(fh.fileno(), 1)
-        os.dup2(fh.fileno(), 2)
-    return run_point(notebook, overrides, Path(outputs_root))
-
-
 def describe(sweep: Sweep, outputs_root: Path | None = None) -> str:
     """The points of a sweep with their state (the ``--list`` output): done, failed, missing, or
-    for a point whose newest attempt is a job, queued / running / ended (its job id and state)."""
+    for a point whose newest attempt is a Slurm job, queued / running / ended (its job id and state)."""
     states = point_states(sweep, outputs_root)
     current = sweep_jobs.current_jobs(sweep_dir(sweep, outputs_root))
     lines = [
@@ -754,9 +594,9 @@ def describe(sweep: Sweep, outputs_root: Path | None = None) -> str:
     for point, state in zip(sweep.points, states):
         job, text = current.get(point.run_name), ""
         if job is not None and state != "done":
-            now = sweep_jobs.job_state(job)
-            state = "ended" if sweep_jobs.ended(now) else "queued" if now == "PENDING" else "running"
-            text = f"  ({job.executor} job {job.job_id} {now}, log {job.log})"
+            now = sweep_jobs.slurm_state(job.job_id)
+            state = "ended" if now in sweep_jobs.ENDED else "queued" if now == "PENDING" else "running"
+            text = f"  (slurm job {job.job_id} {now}, log {job.log})"
         lines.append(f"  {state:<8} {point.run_name}{text}")
     return "\n".join(lines)
 
@@ -784,15 +624,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--outputs-root", type=Path, help="outputs folder (default: outputs/)")
     parser.add_argument(
         "--executor",
-        default="subprocess",
+        default="local",
         choices=sweep_jobs.EXECUTORS,
-        help="subprocess: a child process per point (default); local: one submitit job per point "
-        "on this machine; slurm: one Slurm job per point through submitit",
+        help="local: a child process of this command per point (default); slurm: one Slurm job per point "
+        "through submitit",
     )
-    group = parser.add_argument_group("job resources (--executor local|slurm; over the sweep file's 'resources')")
+    group = parser.add_argument_group("job resources (over the sweep file's 'resources'; all but --gpus ask Slurm)")
     for flag, dest, kind, text in (
         ("--partition", "partition", str, "Slurm partition"),
-        ("--gpus", "gpus_per_node", int, "GPUs per point"),
+        ("--gpus", "gpus_per_node", int, "GPUs per point (local: each point its own GPUs of this machine)"),
         ("--time", "timeout_min", int, f"time limit per point in minutes (default {sweep_jobs.DEFAULT_TIMEOUT_MIN})"),
         ("--mem", "mem_gb", int, "memory per point in GB"),
         ("--cpus", "cpus_per_task", int, "CPUs per point"),
@@ -805,30 +645,27 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     flags = {k: getattr(args, k) for k in sweep_jobs.RESOURCES if getattr(args, k) is not None}
-    previous = interrupt_on_signals()  # SIGTERM and SIGHUP stop the sweep as Ctrl-C does
+    previous = run.interrupt_on_signals()  # SIGTERM and SIGHUP stop the sweep as Ctrl-C does
     try:
-        if flags and args.executor == "subprocess":
-            raise SweepError(f"{sorted(flags)} are job resources: they need --executor local or slurm")
-        if args.no_wait and args.executor != "slurm":
-            raise SweepError("--no-wait needs --executor slurm (local jobs and processes end with this command)")
+        slurm_only = sorted(set(flags) - set(sweep_jobs.LOCAL_RESOURCES))
+        if slurm_only and args.executor == "local":
+            raise SweepError(f"{slurm_only} are Slurm job resources: they need --executor slurm")
         sweep = load_sweep(args.sweep, args.max_points)
         if args.list:
             print(describe(sweep, args.outputs_root))
             return 0
-        rows = run_sweep(
-            sweep, args.jobs, args.outputs_root, executor=args.executor, resources=flags, wait=not args.no_wait
-        )
-    except (SweepError, sweep_jobs.JobError, OutputsNotWritableError) as err:
-        print(error_lines(err), file=sys.stderr)
+        rows = run_sweep(sweep, args.jobs, args.outputs_root, args.executor, resources=flags, wait=not args.no_wait)
+    except (SweepError, sweep_jobs.JobError, outputs.OutputsNotWritableError) as err:
+        print(run.error_lines(err), file=sys.stderr)
         return 2
     except KeyboardInterrupt as err:
         print(
             "interrupted: finished points are kept, Slurm jobs keep running; run the same command again to go on",
             file=sys.stderr,
         )
-        return exit_code(err)
+        return run.exit_code(err)
     finally:
-        restore_signals(previous)
+        run.restore_signals(previous)
     return 1 if any(r["status"] == "failed" for r in rows) else 0
 
 
