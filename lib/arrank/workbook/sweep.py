@@ -347,17 +347,8 @@ def make_executor(sweep: Sweep, root: Path, kind: str, resources: dict[str, Any]
     <notebook> <overrides> --outputs-root <root>`` for a point, with ``thread_env(jobs)``."""
 
     def command(point: Point) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "arrank.workbook.sweep",
-            "--point",
-            sweep.notebook,
-            json.dumps(point.overrides),
-        ] + [
-            "--outputs-root",
-            str(root),
-        ]
+        head = [sys.executable, "-m", "arrank.workbook.sweep", "--point", sweep.notebook]
+        return head + [json.dumps(point.overrides), "--outputs-root", str(root)]
 
     env = thread_env(jobs)
     if kind == "local":
@@ -608,26 +599,17 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(argv[4]) if len(argv) > 4 and argv[3] == "--outputs-root" else None
         return run_point(argv[1], json.loads(argv[2]), root)
     parser = argparse.ArgumentParser(prog="python -m arrank.workbook.sweep", description=__doc__.split("\n")[0])
-    parser.add_argument("sweep", help="the sweep file, e.g. sweeps/table1_wordnet_quick.yaml")
-    parser.add_argument(
-        "--jobs",
-        type=int,
-        help="points run at once (default 1; with --executor slurm, every point is submitted at once)",
-    )
-    parser.add_argument("--list", action="store_true", help="check the file and list its points and jobs; run nothing")
-    parser.add_argument(
-        "--max-points",
-        type=int,
-        default=MAX_POINTS,
-        help=f"refuse a grid of more points than this (default {MAX_POINTS:,}), before expanding it",
-    )
-    parser.add_argument("--outputs-root", type=Path, help="outputs folder (default: outputs/)")
-    parser.add_argument(
+    add = parser.add_argument
+    add("sweep", help="the sweep file, e.g. sweeps/table1_wordnet_quick.yaml")
+    add("--jobs", type=int, help="points run at once (default 1; with --executor slurm, every point)")
+    add("--list", action="store_true", help="check the file and list its points and jobs; run nothing")
+    add("--max-points", type=int, default=MAX_POINTS, help=f"refuse a grid of more points (default {MAX_POINTS:,})")
+    add("--outputs-root", type=Path, help="outputs folder (default: outputs/)")
+    add(
         "--executor",
         default="local",
         choices=sweep_jobs.EXECUTORS,
-        help="local: a child process of this command per point (default); slurm: one Slurm job per point "
-        "through submitit",
+        help="local: a child process per point (default); slurm: one Slurm job per point through submitit",
     )
     group = parser.add_argument_group("job resources (over the sweep file's 'resources'; all but --gpus ask Slurm)")
     for flag, dest, kind, text in (
@@ -638,11 +620,7 @@ def main(argv: list[str] | None = None) -> int:
         ("--cpus", "cpus_per_task", int, "CPUs per point"),
     ):
         group.add_argument(flag, type=kind, dest=dest, help=text)
-    group.add_argument(
-        "--no-wait",
-        action="store_true",
-        help="slurm: submit the unfinished points and return; the next call (or --list) follows them",
-    )
+    group.add_argument("--no-wait", action="store_true", help="slurm: submit the unfinished points and return")
     args = parser.parse_args(argv)
     flags = {k: getattr(args, k) for k in sweep_jobs.RESOURCES if getattr(args, k) is not None}
     previous = run.interrupt_on_signals()  # SIGTERM and SIGHUP stop the sweep as Ctrl-C does
