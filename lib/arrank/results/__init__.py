@@ -2,8 +2,10 @@
 2601.05588 as the workbook reproduces them.
 
 ``paper`` holds the paper's own numbers, ``tables`` lays a sweep's runs out as the paper's
-tables and draws them, ``table1`` and ``figure3`` check the paper's findings on them, ``reading``
-reads one training run against its paper row; every check returns ``common.findings.Finding``,
-decided by ``statistics`` (paired bootstrap intervals of per-query differences) where the runs
-saved their per-query metrics.
+tables and draws them; ``claims`` holds the paper's claims as data (``Claim``: two sides, a metric,
+a threshold, a direction) and decides them, ``table1``, ``figure3`` and ``curve`` (the training budget)
+list theirs and check them on their runs, ``reproduction`` makes docs/reproduction.md of them;
+``reading`` reads one training run against its paper row. Every check returns
+``common.findings.Finding``, decided by ``statistics`` (paired bootstrap intervals of per-query
+differences) where the runs saved their per-query metrics.
 """

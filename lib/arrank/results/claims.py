@@ -29,8 +29,8 @@ Means = Callable[[tuple[str, ...], tuple[str, ...]], float]  # (labels, metrics)
 
 
 def metric_name(metric: str) -> str:
-    """A per-query column in words: ``cvr`` -> ``CVR``, ``ndcg`` -> ``nDCG``, ``r2`` -> ``R@2``."""
-    return {"cvr": "CVR", "ndcg": "nDCG"}.get(metric, f"R@{metric[1:]}")
+    """A metric in words: ``cvr`` -> ``CVR``, ``ndcg`` -> ``nDCG``, ``r2`` or ``recall@2`` -> ``R@2``."""
+    return {"cvr": "CVR", "ndcg": "nDCG"}.get(metric, "R@" + metric.removeprefix("recall@").removeprefix("r"))
 
 
 @dataclass(frozen=True)

@@ -24,11 +24,11 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from arrank.common.display import QUALITATIVE, log_axis, metric_title, percent_axis, percent_text, style, subtitle
+from arrank.common.display import QUALITATIVE, log_axis, percent_axis, percent_text, style, subtitle
 from arrank.common.findings import Finding, holm_cell, interval_text, p_text
 from arrank.results import statistics as S
 from arrank.results import table1
-from arrank.results.claims import Claim, evaluate
+from arrank.results.claims import Claim, evaluate, metric_name
 from arrank.results.tables import TABLE_RESAMPLES
 from arrank.training.schemes import loss_label
 
@@ -127,11 +127,6 @@ def holm_families(findings: pd.DataFrame, family: tuple[str, ...] = FAMILY) -> p
         found = S.holm([Finding.from_dict(r) for _, r in rows.iterrows()])
         out.loc[rows.index, HOLM] = [[f.p_holm, f.holm_verdict, f.family_size] for f in found]
     return out.astype({"p_holm": float, "family_size": int})
-
-
-def _title(m: str) -> str:
-    """The display title of a per-query column: ``r2`` -> ``R@2 (%)``, ``cvr`` -> ``CVR (%)``."""
-    return metric_title(m if m in ("cvr", "ndcg") else f"recall@{m[1:]}")
 
 
 def _budget_text(row: pd.Series) -> str:
@@ -259,17 +254,17 @@ def _first_seen(col: pd.Series) -> pd.Series:
 
 def metrics_table(metrics: pd.DataFrame) -> pd.DataFrame:
     """``curve_metrics`` for display: one row per (variant, setting, step) with items and epochs, one column
-    per metric (``metric_title``: CVR (%), nDCG (%), R@k (%)) holding ``mean ± half-width`` in percent."""
+    per metric (``claims.metric_name``: CVR (%), nDCG (%), R@k (%)) holding ``mean ± half-width`` in percent."""
     text = metrics.assign(
         value=[
             percent_text(r["mean"]) + ("" if pd.isna(r["ci_low"]) else f" ± {(r['ci_high'] - r['ci_low']) * 50:.1f}")
             for _, r in metrics.iterrows()
         ],
-        title=metrics["metric"].map(_title),
+        title=metrics["metric"].map(lambda m: f"{metric_name(m)} (%)"),
     )
     index = _with_setting(["variant", *BUDGET], metrics, "variant")
     wide = text.pivot_table(index=index, columns="title", values="value", aggfunc="first", sort=False)
-    order = [_title(m) for m in METRICS]
+    order = [f"{metric_name(m)} (%)" for m in METRICS]
     out = wide[[c for c in order if c in wide.columns]].reset_index().rename_axis(columns=None)
     return out.astype({"items": int}) if out["items"].eq(out["items"].round()).all() else out
 

@@ -1,9 +1,9 @@
 """Figure 3's findings (section 5.3 of arXiv 2601.05588) checked on notebook 07's DE / CE runs
 and the ARR runs of notebook 05: "autoregressive ranking is on par with CEs while being
 significantly more powerful than DEs"; "an increasing alpha improves Recall@k, particularly for
-small k". ``findings`` compares the R@k curves, ``findings_rows`` gives them as ``Finding`` rows, the
-checks decided by intervals one family whose verdicts are also given Holm-adjusted
-(``statistics.holm``)."""
+small k". ``COMPARISONS`` lists the comparisons that decide them (``claims.Claim``), ``findings``
+compares the R@k curves and decides them, ``findings_rows`` gives them as ``Finding`` rows, the checks
+decided by intervals one family whose verdicts are also given Holm-adjusted (``statistics.holm``)."""
 
 from __future__ import annotations
 
@@ -88,8 +88,12 @@ def findings(
     DE at ``alpha_dim``, largest alpha above the smallest, at k = 1, 2). A check whose runs are
     missing is None; each comes with ``finding_X_numbers`` (and the DE means
     ``de_n<n>_mean_recall@1-<k>``). With ``per_query`` (``baselines.figure3.per_query_rows``) and
-    ``arr_per_query`` (``panels.arr_per_query``) each is decided by an interval instead
-    (``interval_checks``): True, False or None (undecided), with ``finding_X_verdict``.
+    ``arr_per_query`` (``panels.arr_per_query``) each is decided by an interval instead: its
+    comparisons (``COMPARISONS``; the configs are paired on the evaluation queries, ARR's training
+    queries an independent sample; ARR on par with the CE needs both bounds within ±``tol``;
+    thresholds: docs/findings.md) resolved on the run's configs (``roles``) and decided by
+    ``claims.decide_claim``: True, False or None (undecided), with ``finding_X_verdict`` and the
+    interval's fields; a check whose configs have no per-query rows keeps its point verdict.
     """
     ks = ks or [k for k in range(1, 6) if f"recall@{k}" in results.columns]
     small = [k for k in SMALL_KS if f"recall@{k}" in results.columns]

@@ -9,8 +9,8 @@ from typing import Any
 
 from arrank.common.display import percent_text
 from arrank.common.findings import Finding, finding, note
+from arrank.results.claims import metric_name
 from arrank.results.paper import NTP_CVR, RANK_AWARE_CVR_MAX, paper_row
-from arrank.results.tables import column_title
 from arrank.training.schemes import loss_label
 
 
@@ -37,7 +37,7 @@ def run_findings(params: dict[str, Any], m: dict[str, Any], floor: dict[str, Any
         rows.append(
             note(
                 f"The paper's row ({caption}, Mistral-7B): "
-                + ", ".join(f"{column_title(c).split(' (')[0].replace(' %', '')} {v:.2f}" for c, v in values.items())
+                + ", ".join(f"{metric_name(c)} {v:.2f}" for c, v in values.items())
                 + "."
             )
         )

@@ -1,6 +1,8 @@
 """Table 1's findings (section 5.2 of arXiv 2601.05588) checked on a WordNet sweep's collected
-points: one ``Finding`` per check (notebook 08's "what to look for"), the checks of one sweep a family
-whose verdicts are also given Holm-adjusted (``statistics.holm``, docs/findings.md)."""
+points: ``COMPARISONS`` lists the comparisons that decide them (``claims.Claim``; sides are roles of
+the sweep's variants, ``roles``), ``table1_findings`` gives one ``Finding`` per claim (notebook 08's
+"what to look for"), the checks of one sweep a family whose verdicts are also given Holm-adjusted
+(``statistics.holm``, docs/findings.md)."""
 
 from __future__ import annotations
 
@@ -97,12 +99,11 @@ def table1_findings(
     if finished.empty:
         raise ValueError("no finished points in this sweep: run it first")
     sides = roles(finished)
-    columns = [c for c in ("cvr", "ndcg") if c in finished] + [f"r{c[7:]}" for c in finished if c.startswith("recall@")]
-    frame_column = lambda m: m if m in ("cvr", "ndcg") else f"recall@{m[1:]}"
+    columns = {S.column(c): c for c in finished if c in S.METRIC_COLUMNS}  # per-query column -> the frame's
 
     def means(labels: tuple[str, ...], metrics: tuple[str, ...]) -> float:
         rows = finished[finished["label"].isin(labels)]
-        return float(rows[[frame_column(m) for m in metrics]].mean(axis=1).mean())
+        return float(rows[[columns[m] for m in metrics]].mean(axis=1).mean())
 
     rows = []
     for _, group in itertools.groupby(claims, key=lambda c: c.key):

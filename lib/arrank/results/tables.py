@@ -23,6 +23,7 @@ from arrank.common.display import (
     style,
 )
 from arrank.common.outputs import save_table
+from arrank.results.claims import metric_name
 from arrank.results.paper import LOWER_IS_BETTER, PAPER
 from arrank.training.schemes import loss_label
 
@@ -155,11 +156,7 @@ def best_variants(table: pd.DataFrame, source: str = "this run") -> dict[str, li
 
 def column_title(metric: str) -> str:
     """CVR % (↓), nDCG (↑), R@k (↑) as in the paper's headers."""
-    if metric == "cvr":
-        return "CVR % (↓)"
-    if metric == "ndcg":
-        return "nDCG (↑)"
-    return f"R@{metric.split('@')[1]} (↑)"
+    return "CVR % (↓)" if metric == "cvr" else f"{metric_name(metric)} (↑)"
 
 
 def markdown(table: pd.DataFrame) -> str:
