@@ -105,61 +105,41 @@ def findings(
     def record(name: str, holds: bool | None, numbers: str) -> None:
         out[f"finding_{name}"], out[f"finding_{name}_numbers"] = holds, numbers
 
-    de = [get("de", n, alpha) for n in sorted(de_dims)]
+    dims, span = sorted(de_dims), f"R@1..{max(ks)} (%)"
+    de = [get("de", n, alpha) for n in dims]
+    ce, best_de = get("ce", ce_dim, alpha), get("de", dims[-1], alpha)
+    ce_name, de_name = f"CE n={ce_dim} α={alpha:g}", f"DE n={dims[-1]} α={alpha:g}"
+    lo, hi = get("de", alpha_dim, min(alphas)), get("de", alpha_dim, max(alphas))
+    best_arr, missing = best_arr_run(arr, ks)
+    record("de_grows_with_n", None, "runs missing")  # each check: runs missing until its runs are found
     if all(r is not None for r in de) and len(de) > 1:
         means = [float(np.mean(curve(r, ks))) for r in de]
-        out.update({f"de_n{n}_mean_recall@1-{max(ks)}": m for n, m in zip(sorted(de_dims), means)})
-        record(
-            "de_grows_with_n",
-            all(b > a for a, b in zip(means, means[1:])),
-            f"mean R@1..{max(ks)} (%) "
-            + percent_text(means, sep=" / ")
-            + f" (n = {' / '.join(map(str, sorted(de_dims)))}, α = {alpha:g})",
-        )
-    else:
-        record("de_grows_with_n", None, "runs missing")
-    ce, best_de = get("ce", ce_dim, alpha), get("de", max(de_dims), alpha)
-    ce_name, de_name = f"CE n={ce_dim} α={alpha:g}", f"DE n={max(de_dims)} α={alpha:g}"
-    if ce is None or best_de is None:
-        record("ce_above_de", None, "runs missing")
-    else:
-        record(
-            "ce_above_de",
-            above(curve(ce, ks), curve(best_de, ks), tol),
-            f"R@1..{max(ks)} (%): {_curve_text(ce_name, ce, ks)}; {_curve_text(de_name, best_de, ks)}",
-        )
-    best_arr, missing = best_arr_run(arr, ks)
+        out.update({f"de_n{n}_mean_recall@1-{max(ks)}": m for n, m in zip(dims, means)})
+        shown = f"mean R@1..{max(ks)} (%) {percent_text(means, sep=' / ')} (n = {' / '.join(map(str, dims))}, α = {alpha:g})"
+        record("de_grows_with_n", all(b > a for a, b in zip(means, means[1:])), shown)
+    record("ce_above_de", None, "runs missing")
+    if ce is not None and best_de is not None:
+        shown = f"{span}: {_curve_text(ce_name, ce, ks)}; {_curve_text(de_name, best_de, ks)}"
+        record("ce_above_de", above(curve(ce, ks), curve(best_de, ks), tol), shown)
     for name, other, other_name, check in (
         ("arr_on_par_with_ce", ce, ce_name, on_par),
         ("arr_above_de", best_de, de_name, above),
     ):
         if best_arr is None or other is None:
             record(name, None, missing if best_arr is None else "runs missing")
-        else:
-            held_out = all(pd.notna(best_arr.get(f"recall@{k}")) for k in ks)
-            record(
-                name,
-                check(curve(best_arr, ks, "train_recall@"), curve(other, ks), tol),
-                f"R@1..{max(ks)} (%): {_curve_text(best_arr['label'], best_arr, ks, 'train_recall@')} (its training "
-                f"queries); {_curve_text(other_name, other, ks)}"
-                + (
-                    f"; beside it, on held-out queries: {_curve_text(best_arr['label'], best_arr, ks)}"
-                    if held_out
-                    else ""
-                ),
-            )
-    lo, hi = get("de", alpha_dim, min(alphas)), get("de", alpha_dim, max(alphas))
-    if lo is None or hi is None or min(alphas) == max(alphas) or not small:
-        record("alpha_raises_de_small_k", None, "runs missing")
-    else:
-        record(
-            "alpha_raises_de_small_k",
-            above(curve(hi, small), curve(lo, small), tol),
-            f"DE n={alpha_dim}, R@{','.join(map(str, small))} (%): α {min(alphas):g} "
-            + percent_text(curve(lo, small))
-            + f" -> α {max(alphas):g} "
-            + percent_text(curve(hi, small)),
+            continue
+        shown = f"{span}: {_curve_text(best_arr['label'], best_arr, ks, 'train_recall@')} (its training queries); "
+        shown += _curve_text(other_name, other, ks)
+        if all(pd.notna(best_arr.get(f"recall@{k}")) for k in ks):
+            shown += f"; beside it, on held-out queries: {_curve_text(best_arr['label'], best_arr, ks)}"
+        record(name, check(curve(best_arr, ks, "train_recall@"), curve(other, ks), tol), shown)
+    record("alpha_raises_de_small_k", None, "runs missing")
+    if lo is not None and hi is not None and min(alphas) != max(alphas) and small:
+        shown = (
+            f"DE n={alpha_dim}, R@{','.join(map(str, small))} (%): α {min(alphas):g} {percent_text(curve(lo, small))}"
         )
+        shown += f" -> α {max(alphas):g} {percent_text(curve(hi, small))}"
+        record("alpha_raises_de_small_k", above(curve(hi, small), curve(lo, small), tol), shown)
     if per_query is not None and len(per_query):
         data = per_query.assign(variant=per_query["config"], point=per_query["config"])
         if best_arr is not None and arr_per_query is not None and len(arr_per_query):
