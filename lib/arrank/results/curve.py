@@ -66,6 +66,13 @@ def _of(frame: pd.DataFrame, setting) -> pd.DataFrame:
     return frame if setting is None else frame[frame[SETTING] == setting]
 
 
+def _by_setting(findings: pd.DataFrame, claim: Claim) -> dict:
+    """``claim``'s rows of ``curve_findings`` per setting (``settings``' order), each sorted by step; {}
+    when it has none."""
+    rows = findings[findings["claim"] == claim.claim]
+    return {} if rows.empty else {setting: _of(rows, setting).sort_values("step") for setting in settings(rows)}
+
+
 def _with_setting(columns: list[str], frame: pd.DataFrame, after: str) -> list[str]:
     """``columns`` with ``setting`` right after ``after`` when ``frame`` has a ``setting`` column."""
     if SETTING not in frame.columns:
@@ -139,13 +146,12 @@ def turning_point(findings: pd.DataFrame, claim: Claim = CENTRAL) -> str:
     from which it holds at every larger budget measured, with the verdict of the budget before it;
     or that it does not hold at the largest budget (and where it held, if it did). Findings of several
     settings get one such clause each, ``(setting) ...``, joined by ``;``."""
-    rows = findings[findings["claim"] == claim.claim]
-    if rows.empty:
+    parts = _by_setting(findings, claim)
+    if not parts:
         return f"{claim.claim}: no budget at which both {claim.a} and {claim.b} were scored"
-    groups = settings(rows)
-    if len(groups) == 1:
-        return f"{claim.claim}: {_turning(rows.sort_values('step'))}"
-    return f"{claim.claim}: " + "; ".join(f"({s}) {_turning(_of(rows, s).sort_values('step'))}" for s in groups)
+    if len(parts) == 1:
+        return f"{claim.claim}: {_turning(*parts.values())}"
+    return f"{claim.claim}: " + "; ".join(f"({s}) {_turning(part)}" for s, part in parts.items())
 
 
 def _turning(rows: pd.DataFrame) -> str:
@@ -173,16 +179,12 @@ def budget_verdicts(findings: pd.DataFrame, claims: tuple[Claim, ...] = COMPARIS
     its numbers say where the verdict turned (``turning_point``) and the means at the largest budget."""
     out = []
     for claim in claims:
-        rows = findings[findings["claim"] == claim.claim]
-        groups = settings(rows)
-        for setting in groups:
-            part = _of(rows, setting).sort_values("step")
-            if part.empty:
-                continue
+        parts = _by_setting(findings, claim)
+        for setting, part in parts.items():
             last = part.iloc[-1]
             means = f"{claim.a} {percent_text(last['a_mean'])}, {claim.b} {percent_text(last['b_mean'])}"
             numbers = f"{_turning(part)}; there {claim.quantity()} (%): {means}"
-            name = claim.claim if len(groups) == 1 else f"{claim.claim} ({setting})"
+            name = claim.claim if len(parts) == 1 else f"{claim.claim} ({setting})"
             out.append(replace(Finding.from_dict(last), claim=name, numbers=numbers))
     return out
 
@@ -195,12 +197,11 @@ def budget_markdown(findings: pd.DataFrame, claims: tuple[Claim, ...] = COMPARIS
     then step)."""
     out = []
     for claim in claims:
-        rows = findings[findings["claim"] == claim.claim]
-        if rows.empty:
+        parts = _by_setting(findings, claim)
+        if not parts:
             continue
-        groups = settings(rows)
+        groups, rows = list(parts), pd.concat(parts.values())
         several = len(groups) > 1
-        rows = pd.concat([_of(rows, s).sort_values("step") for s in groups])
         head = ["step", "items", "epochs", f"{claim.a} (%)", f"{claim.b} (%)", f"{claim.name} (points)", "verdict"]
         head += ["p", "Holm (claims of the budget)"]
         head = ["setting", *head] if several else head
@@ -287,14 +288,12 @@ def curve_figure(findings: pd.DataFrame, claim: Claim = CENTRAL, title: str | No
     legend names the setting), side by side on the one axis, never pooled."""
     import plotly.graph_objects as go
 
-    rows = findings[findings["claim"] == claim.claim]
-    if rows.empty:
+    parts = _by_setting(findings, claim)
+    if not parts:
         raise ValueError(f"no budget of the curve has both {claim.a} and {claim.b}: nothing to draw")
-    groups = settings(rows)
-    several = len(groups) > 1
+    several = len(parts) > 1
     fig = go.Figure()
-    for i, setting in enumerate(groups):
-        part = _of(rows, setting).sort_values("step")
+    for i, (setting, part) in enumerate(parts.items()):
         color = SETTING_COLORS[i % len(SETTING_COLORS)]
         name = claim.name if setting is None else str(setting)
         x = part["items"].tolist()
@@ -339,5 +338,5 @@ def curve_figure(findings: pd.DataFrame, claim: Claim = CENTRAL, title: str | No
         xaxis_title="training budget (items seen; labels: epochs; hover: step)",
         legend={"orientation": "h", "yanchor": "top", "y": -0.2},
     )
-    log_axis(fig, rows["items"], "xaxis")
+    log_axis(fig, pd.concat(parts.values())["items"], "xaxis")
     return percent_axis(fig, "yaxis", f"{claim.name} (points)", full=False)
