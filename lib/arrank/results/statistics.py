@@ -317,14 +317,9 @@ def compare(
     independent samples."""
     diff = _differences(a, b, weight)
     paired = len(diff) >= 2
-    if paired:
-        est, lo, hi, reps = bootstrap_replicates([diff], True, level, n_resamples, seed)
-        n: int | tuple[int, int] = len(diff)
-    else:
-        est, lo, hi, reps = bootstrap_replicates(
-            [a.by_query.to_numpy(), weight * b.by_query.to_numpy()], False, level, n_resamples, seed
-        )
-        n = (len(a.by_query), len(b.by_query))
+    samples = [diff] if paired else [a.by_query.to_numpy(), weight * b.by_query.to_numpy()]
+    est, lo, hi, reps = bootstrap_replicates(samples, paired, level, n_resamples, seed)
+    n: int | tuple[int, int] = len(diff) if paired else (len(a.by_query), len(b.by_query))
     parts = ((a.run_means, 1.0), (b.run_means, weight))
     lo, hi = widen(est, lo, hi, seed_halfwidth(parts, level))
     return Comparison(est, (lo, hi), n, paired, (len(a.run_means), len(b.run_means)), level, reps, parts)
