@@ -408,7 +408,6 @@ def run_sweep(
     if not wait and kind != "slurm":
         raise SweepError("--no-wait needs --executor slurm (local points end with this command)")
     root = outputs_root or paths.OUTPUTS
-    states = point_states(sweep, root)  # raises on stale finished runs, before anything runs
     folder = sweep_dir(sweep, root)
     outputs.writable_folder(folder / "logs")  # one clear error, not a traceback per point
     outputs.writable_folder(root / sweep.notebook)
@@ -416,8 +415,7 @@ def run_sweep(
         if isinstance(executor, str):
             sweep_jobs.preflight(kind, resources, jobs)
             executor = make_executor(sweep, root, kind, resources, jobs)
-        previous = previous_errors(sweep, root, kind)  # jobs that ended: errors recorded, points rerun
-        return _run_points(sweep, executor, jobs, root, echo, states, previous, wait)
+        return _run_points(sweep, executor, jobs, root, echo, wait)
 
 
 @contextlib.contextmanager
@@ -441,17 +439,13 @@ def sweep_lock(sweep: Sweep, folder: Path) -> Iterator[None]:
 
 
 def _run_points(
-    sweep: Sweep,
-    executor: sweep_jobs.Executor,
-    jobs: int,
-    root: Path,
-    echo: Callable[[str], None],
-    states: list[str],
-    previous: dict[str, str],
-    wait: bool,
-) -> list[dict[str, Any]]:
-    """The body of :func:`run_sweep` once the checks passed and the sweep's lock is held: start
-    points while fewer than ``jobs`` run, look at the running ones every ``executor.poll_s``."""
+    sweep: Sweep, executor: sweep_jobs.Executor, jobs: int, root: Path, echo: Callable[[str], None], wait: bool
+) -> list[dict]:
+    """The body of :func:`run_sweep` once the sweep's lock is held: refuse stale runs, record the
+    Slurm jobs that ended, then start points while fewer than ``jobs`` run and look at the
+    running ones every ``executor.poll_s``."""
+    states = point_states(sweep, root)  # raises on stale finished runs, before anything runs
+    previous = previous_errors(sweep, root, executor.kind)  # jobs that ended: errors recorded, points rerun
     folder = sweep_dir(sweep, root)
     total, width = len(sweep.points), len(str(len(sweep.points)))
     empty = dict.fromkeys(("seconds", "error", "log", "failed_dir", "job_id"), None)
