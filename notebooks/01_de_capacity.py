@@ -26,19 +26,20 @@
 # for the inner-product score $\langle q, d\rangle$ that the paper's experiments use.
 
 # %% [markdown]
-# **Changing a parameter:** in JupyterLab, edit its value in the next cell (say `profile = "paper"`)
-# and run all cells; from the command line,
-# `python -m arrank.workbook.run 01 -p profile paper` runs the notebook into
-# `outputs/01_de_capacity/<run_name>/` (`--help` after `01` lists every parameter and its allowed values).
+# **Changing a parameter:** the next cell holds the values that run, those of the quick profile. In
+# JupyterLab, edit a value and run all cells; with `profile = "paper"` every value you left as
+# the cell has it takes the paper profile's (the cell after prints which). From the command line,
+# `python -m arrank.workbook.run 01 -p profile paper` runs the notebook into `outputs/01_de_capacity/<run_name>/`
+# (`--help` after `01` lists every parameter, each profile's values and what is allowed).
 
 # %% tags=["parameters"]
-profile = "quick"  # "quick" (laptop CPU, about a minute) or "paper" (k up to 7, more samples)
-seed = 0  # seeds every random site set and query sample
-run_name = "auto"  # folder under outputs/01_de_capacity/; auto: profile and date-time
-k_max_exact = None  # largest number of sites k for exact LP counts (2..7); None: 6 quick, 7 paper
-mc_queries = None  # largest Monte-Carlo sample of query points; None: 20k quick, 500k paper
-k_max_bound = None  # largest k in the dimension-bound figure; None: 1000
-site_sets = None  # random site sets per (k, n); None: 1 quick, 3 paper
+profile: str = "quick"  # "quick" (laptop CPU, about a minute) or "paper" (k up to 7, more samples)
+seed: int = 0  # seeds every random site set and query sample
+run_name: str = "auto"  # folder under outputs/01_de_capacity/; auto: profile and date-time
+k_max_exact: int = 6  # largest number of sites k for exact LP counts (2..7)
+mc_queries: int = 20_000  # largest Monte-Carlo sample of query points
+k_max_bound: int = 1000  # largest k in the dimension-bound figure
+site_sets: int = 1  # random site sets per (k, n)
 
 # %%
 import plotly.express as px

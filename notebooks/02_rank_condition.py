@@ -25,22 +25,23 @@
 # of documents. This notebook checks each statement numerically, exactly where it can.
 
 # %% [markdown]
-# **Changing a parameter:** in JupyterLab, edit its value in the next cell (say `profile = "paper"`)
-# and run all cells; from the command line,
-# `python -m arrank.workbook.run 02 -p profile paper` runs the notebook into
-# `outputs/02_rank_condition/<run_name>/` (`--help` after `02` lists every parameter and its allowed values).
+# **Changing a parameter:** the next cell holds the values that run, those of the quick profile. In
+# JupyterLab, edit a value and run all cells; with `profile = "paper"` every value you left as
+# the cell has it takes the paper profile's (the cell after prints which). From the command line,
+# `python -m arrank.workbook.run 02 -p profile paper` runs the notebook into `outputs/02_rank_condition/<run_name>/`
+# (`--help` after `02` lists every parameter, each profile's values and what is allowed).
 
 # %% tags=["parameters"]
-profile = "quick"  # "quick" (laptop CPU, about a minute) or "paper" (|V| up to 7, more targets)
-seed = 0  # seeds every random matrix and target distribution
-run_name = "auto"  # folder under outputs/02_rank_condition/; auto: profile and date-time
-v_max = None  # largest vocabulary |V| for exact ordering counts (2..7); None: 6 quick, 7 paper
-n_targets = None  # random target distributions per case; None: 20 quick, 200 paper
-seq_vocab = 4  # Corollary: docID tokens |V|
-seq_len = 3  # Corollary: docID length L (|V|^L sequences)
-seq_dim = 3  # Corollary: model dimension n; full rank(E') needs n of at least |V| - 1
-tokenizer_vocab = None  # BPE vocabulary of the tiny model's tokenizer; None: 2000
-model_name = "smollm2-135m"  # a pretrained LLM beside the tiny model: a known name, hub id or local folder; '' for none
+profile: str = "quick"  # "quick" (laptop CPU, about a minute) or "paper" (|V| up to 7, more targets)
+seed: int = 0  # seeds every random matrix and target distribution
+run_name: str = "auto"  # folder under outputs/02_rank_condition/; auto: profile and date-time
+v_max: int = 6  # largest vocabulary |V| for exact ordering counts (2..7)
+n_targets: int = 20  # random target distributions per case
+seq_vocab: int = 4  # Corollary: docID tokens |V|
+seq_len: int = 3  # Corollary: docID length L (|V|^L sequences)
+seq_dim: int = 3  # Corollary: model dimension n; full rank(E') needs n of at least |V| - 1
+tokenizer_vocab: int = 2000  # BPE vocabulary of the tiny model's tokenizer
+model_name: str = "smollm2-135m"  # a pretrained LLM beside the tiny model: a known name, hub id or local folder; '' for none
 
 # %%
 import math

@@ -26,24 +26,25 @@
 # either training view.
 
 # %% [markdown]
-# **Changing a parameter:** in JupyterLab, edit its value in the next cell (say `profile = "paper"`)
-# and run all cells; from the command line,
-# `python -m arrank.workbook.run 03 -p profile paper` runs the notebook into
-# `outputs/03_wordnet_data/<run_name>/` (`--help` after `03` lists every parameter and its allowed values).
+# **Changing a parameter:** the next cell holds the values that run, those of the quick profile. In
+# JupyterLab, edit a value and run all cells; with `profile = "paper"` every value you left as
+# the cell has it takes the paper profile's (the cell after prints which). From the command line,
+# `python -m arrank.workbook.run 03 -p profile paper` runs the notebook into `outputs/03_wordnet_data/<run_name>/`
+# (`--help` after `03` lists every parameter, each profile's values and what is allowed).
 
 # %% tags=["parameters"]
-profile = "quick"  # "quick" (animal.n.01 subtree, CPU) or "paper" (all 82k noun queries)
-seed = 0  # seeds the negatives, the prompt shuffles and the train/eval split
-run_name = "auto"  # folder under outputs/03_wordnet_data/; auto: profile and date-time
-subtree = None  # '' for all nouns, or a synset whose hyponyms are the queries; None: from profile
-min_relevant = None  # keep queries with at least this many relevant docIDs; None: 5 quick, 1 paper
-max_queries = None  # seeded sample of queries, 0 for all; None: 0
-n_eval = None  # held-out evaluation queries; None: 300 quick, 5000 paper (Table 1)
-path_rule = "longest"  # hypernym path of a synset with several: longest, shortest or union
-include_root = True  # whether entity.n.01 is a relevant docID (all-nouns builds)
-template = "wordnet"  # prompt: wordnet (Appendix D.1 word for word) or wordnet_short (tiny models)
-tokenizer_name = "tiny"  # docID length statistics: tiny (BPE trained on this data) or a local folder
-tokenizer_vocab = 2000  # vocabulary of the tiny BPE tokenizer
+profile: str = "quick"  # "quick" (animal.n.01 subtree, CPU) or "paper" (all 82k noun queries)
+seed: int = 0  # seeds the negatives, the prompt shuffles and the train/eval split
+run_name: str = "auto"  # folder under outputs/03_wordnet_data/; auto: profile and date-time
+subtree: str = "animal.n.01"  # '' for all nouns, or a synset whose hyponyms are the queries
+min_relevant: int = 5  # keep queries with at least this many relevant docIDs
+max_queries: int = 0  # seeded sample of queries, 0 for all
+n_eval: int = 300  # held-out evaluation queries
+path_rule: str = "longest"  # hypernym path of a synset with several: longest, shortest or union
+include_root: bool = True  # whether entity.n.01 is a relevant docID (all-nouns builds)
+template: str = "wordnet"  # prompt: wordnet (Appendix D.1 word for word) or wordnet_short (tiny models)
+tokenizer_name: str = "tiny"  # docID length statistics: tiny (BPE trained on this data) or a local folder
+tokenizer_vocab: int = 2000  # vocabulary of the tiny BPE tokenizer
 
 # %%
 import plotly.express as px

@@ -28,26 +28,27 @@
 # the code path is the same.
 
 # %% [markdown]
-# **Changing a parameter:** in JupyterLab, edit its value in the next cell (say `profile = "paper"`)
-# and run all cells; from the command line,
-# `python -m arrank.workbook.run 04 -p profile paper` runs the notebook into
-# `outputs/04_esci_data/<run_name>/` (`--help` after `04` lists every parameter and its allowed values).
+# **Changing a parameter:** the next cell holds the values that run, those of the quick profile. In
+# JupyterLab, edit a value and run all cells; with `profile = "paper"` every value you left as
+# the cell has it takes the paper profile's (the cell after prints which). From the command line,
+# `python -m arrank.workbook.run 04 -p profile paper` runs the notebook into `outputs/04_esci_data/<run_name>/`
+# (`--help` after `04` lists every parameter, each profile's values and what is allowed).
 
 # %% tags=["parameters"]
-profile = "quick"  # "quick" (the committed fixture, CPU) or "paper" (the real files in data/esci)
-seed = 0  # seeds the embedder, the dictionary learning and the prompt shuffles
-run_name = "auto"  # folder under outputs/04_esci_data/; auto: profile and date-time
-data_dir = None  # fixture, or the folder of the two ESCI parquet files; None: from profile
-embedder = "tfidf"  # tfidf, tfidf:DIM, precomputed:FOLDER or st:MODEL (sentence-transformers)
-step = None  # take every step-th title by inner product; None: 5 quick, 100 paper
-depth = None  # down to this rank; None: 60 quick, 10000 paper
-n_components = None  # dictionary atoms (docID alphabet); None: 32 quick, 100 paper
-nnz = 3  # nonzero OMP coefficients, i.e. components of a docID
-collisions = "keep"  # titles sharing a docID: keep (as in Appendix D.2), drop or suffix
-filter_titles = "before"  # English filter before ranking (default) or after it
-max_queries = 0  # 0 for all queries
-template = "esci"  # prompt: esci (Appendix D.2 word for word) or esci_short (tiny models)
-tokenizer_vocab = 2000  # vocabulary of the tiny BPE tokenizer for title/docID length statistics
+profile: str = "quick"  # "quick" (the committed fixture, CPU) or "paper" (the real files in data/esci)
+seed: int = 0  # seeds the embedder, the dictionary learning and the prompt shuffles
+run_name: str = "auto"  # folder under outputs/04_esci_data/; auto: profile and date-time
+data_dir: str = "fixture"  # fixture (the committed sample), or the folder of the two ESCI parquet files
+embedder: str = "tfidf"  # tfidf, tfidf:DIM, precomputed:FOLDER or st:MODEL (sentence-transformers)
+step: int = 5  # take every step-th title by inner product
+depth: int = 60  # down to this rank
+n_components: int = 32  # dictionary atoms (docID alphabet)
+nnz: int = 3  # nonzero OMP coefficients, i.e. components of a docID
+collisions: str = "keep"  # titles sharing a docID: keep (as in Appendix D.2), drop or suffix
+filter_titles: str = "before"  # English filter before ranking (default) or after it
+max_queries: int = 0  # 0 for all queries
+template: str = "esci"  # prompt: esci (Appendix D.2 word for word) or esci_short (tiny models)
+tokenizer_vocab: int = 2000  # vocabulary of the tiny BPE tokenizer for title/docID length statistics
 
 # %%
 from pathlib import Path

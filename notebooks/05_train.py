@@ -61,55 +61,56 @@
 # mask (transformers with sdpa or eager; Unsloth falls back to unpacked items with a warning).
 
 # %% [markdown]
-# **Changing a parameter:** in JupyterLab, edit its value in the next cell (say `profile = "pretrained"`)
-# and run all cells; from the command line,
-# `python -m arrank.workbook.run 05 -p profile pretrained` runs the notebook into
-# `outputs/05_train/<run_name>/` (`--help` after `05` lists every parameter and its allowed values).
+# **Changing a parameter:** the next cell holds the values that run, those of the quick profile. In
+# JupyterLab, edit a value and run all cells; with `profile = "pretrained"` every value you left as
+# the cell has it takes the pretrained profile's (the cell after prints which). From the command line,
+# `python -m arrank.workbook.run 05 -p profile pretrained` runs the notebook into `outputs/05_train/<run_name>/`
+# (`--help` after `05` lists every parameter, each profile's values and what is allowed).
 
 # %% tags=["parameters"]
-profile = "quick"  # "quick" (tiny model, CPU, minutes), "pretrained" (SmolLM2-135M + LoRA, CPU) or "paper" (Mistral-7B + LoRA, GPU)
-seed = 0  # seeds the model initialisation and the item order (and the data, unless data_seed is given)
-data_seed = None  # seeds the held-out split, the negatives and the prompts' order; None: the seed (fix it to compare seeds on the same queries)
-run_name = "auto"  # folder under outputs/05_train/; give a name to resume an interrupted run
-model_name = None  # None: the profile's; tiny, smollm2-135m, paper (Mistral-7B), a hub id, a local folder or .gguf file
-backend = "auto"  # auto (Unsloth with CUDA in one process, else transformers + peft), unsloth (one GPU only) or transformers
-scheme = "indicator"  # item weight lambda(r): indicator (NTP), fractional or stepwise
-alpha = 2.0  # fractional: lambda(r) is 1 / r**alpha
-targets = "onehot"  # token targets y(r, t): onehot or trie
-beta = 2.0  # trie: docID scores mu(r) are 1 / r**beta
-combined = False  # Appendix F: the trie of rank r holds d_r .. d_nq only
-sampling = "weighted"  # weighted (draw items in proportion to lambda, default) or uniform (weight lambda)
-packing = "auto"  # per_query (one sequence per query, shared prompt), none, or auto (per_query where possible)
-steps = None  # optimizer steps, 0 for none (zero-shot); None: 1200 quick, 80 pretrained, 10000 paper
-eval_steps = []  # also score the held-out queries after these optimizer steps, e.g. [120, 240, 480]: a budget curve in one run
-lr_schedule = "auto"  # after the warm-up: cosine or constant; auto: constant with eval_steps (each point is the run that stops there), else cosine
-save_steps = None  # optimizer steps between checkpoints (the newest two are kept); None: 300 quick, 50 pretrained, 500 paper
-lr = None  # learning rate; None: 2e-3 quick, 5e-4 pretrained (AdamW), 1e-5 paper (Adafactor)
-batch_size = None  # items per device step; None: 64 quick, 4 pretrained, 8 paper
-grad_accum = None  # gradient accumulation; None: 1 quick, 8 paper (global batch 64)
-max_length = None  # longest prompt + docID in tokens; None: 256 quick, 384 pretrained, 1024 paper
-optimizer = None  # adamw or adafactor (Appendix B: beta1 0.9, no relative step); None: adamw quick and pretrained, adafactor paper
-warmup_steps = None  # linear warm-up steps (then lr_schedule); None: 100 quick, 10 pretrained, 50 paper
-weight_decay = None  # decoupled weight decay; None: 0.01 quick, 0 pretrained and paper
-max_grad_norm = None  # gradient clipping norm; None: 1.0
-logging_steps = None  # log the loss every this many steps (at most a tenth of the steps); None: 50 quick, 10 pretrained, 50 paper
-lora_r = None  # LoRA rank, 0 for full fine-tuning; None: 0 quick, 16 pretrained and paper
-lora_alpha = 32  # LoRA scaling
-lora_dropout = 0.0  # LoRA dropout
-lora_targets = "all-linear"  # LoRA target modules: all-linear or a comma-separated list
-load_in_4bit = False  # Unsloth: 4-bit base weights (needs bitsandbytes); False is 16-bit LoRA
-dataset = "wordnet"  # wordnet (Table 1), esci (Table 2; data and docIDs of notebook 04's profile) or custom (data_path)
-data_path = ""  # dataset custom: its JSON Lines file of queries (docs/own-data.md)
-custom_docids = "id"  # dataset custom: docIDs from id (atomic), text (title) or semantic (OMP)
-subtree = None  # WordNet subtree of the queries; None: animal.n.01 quick and pretrained, all nouns paper
-min_relevant = None  # queries with at least this many hypernyms; None: 5 quick, 1 paper
-n_eval = None  # held-out queries; None: 300 quick, 100 pretrained, 5000 paper
-template = None  # prompt template; None: the short one quick, Appendix D's pretrained and paper (wordnet, esci)
-tokenizer_vocab = 2000  # BPE vocabulary of the tiny model's tokenizer
-eval_queries = 0  # evaluate on at most this many held-out queries, 0 for all
-train_queries = None  # also score a seeded sample of this many training queries (Figure 3 (a)); None: as many as held out, 0: none
-query_batch = 0  # queries scored in one forward pass; 0: auto (32 on a GPU, 1 on a CPU)
-precision = "auto"  # auto (bf16 where the CPU or GPU runs it natively and the model is not tiny, else fp32), fp32 or bf16 (mixed: trainable weights, loss and scores in fp32)
+profile: str = "quick"  # "quick" (tiny model, CPU, minutes), "pretrained" (SmolLM2-135M + LoRA, CPU) or "paper" (Mistral-7B + LoRA, GPU)
+seed: int = 0  # seeds the model initialisation and the item order (and the data, unless data_seed is given)
+data_seed: "Optional[int]" = None  # seeds the held-out split, the negatives and the prompts' order; None: the seed (fix it to compare seeds on the same queries)
+run_name: str = "auto"  # folder under outputs/05_train/; give a name to resume an interrupted run
+model_name: str = "tiny"  # tiny (a small Llama built for this data), smollm2-135m, paper (Mistral-7B), a hub id, a local folder or .gguf file
+backend: str = "auto"  # auto (Unsloth with CUDA in one process, else transformers + peft), unsloth (one GPU only) or transformers
+scheme: str = "indicator"  # item weight lambda(r): indicator (NTP), fractional or stepwise
+alpha: float = 2.0  # fractional: lambda(r) is 1 / r**alpha
+targets: str = "onehot"  # token targets y(r, t): onehot or trie
+beta: float = 2.0  # trie: docID scores mu(r) are 1 / r**beta
+combined: bool = False  # Appendix F: the trie of rank r holds d_r .. d_nq only
+sampling: str = "weighted"  # weighted (draw items in proportion to lambda, default) or uniform (weight lambda)
+packing: str = "auto"  # per_query (one sequence per query, shared prompt), none, or auto (per_query where possible)
+steps: int = 1200  # optimizer steps, 0 for none (zero-shot)
+eval_steps: list = []  # also score the held-out queries after these optimizer steps, e.g. [120, 240, 480]: a budget curve in one run
+lr_schedule: str = "auto"  # after the warm-up: cosine or constant; auto: constant with eval_steps (each point is the run that stops there), else cosine
+save_steps: int = 300  # optimizer steps between checkpoints (the newest two are kept)
+lr: float = 2e-3  # learning rate
+batch_size: int = 64  # items per device step
+grad_accum: int = 1  # gradient accumulation (items per optimizer step: batch_size times this)
+max_length: int = 256  # longest prompt + docID in tokens
+optimizer: str = "adamw"  # adamw or adafactor (Appendix B: beta1 0.9, no relative step)
+warmup_steps: int = 100  # linear warm-up steps (then lr_schedule)
+weight_decay: float = 0.01  # decoupled weight decay
+max_grad_norm: float = 1.0  # gradient clipping norm
+logging_steps: int = 50  # log the loss every this many steps (at most a tenth of the steps)
+lora_r: int = 0  # LoRA rank, 0 for full fine-tuning
+lora_alpha: int = 32  # LoRA scaling
+lora_dropout: float = 0.0  # LoRA dropout
+lora_targets: str = "all-linear"  # LoRA target modules: all-linear or a comma-separated list
+load_in_4bit: bool = False  # Unsloth: 4-bit base weights (needs bitsandbytes); False is 16-bit LoRA
+dataset: str = "wordnet"  # wordnet (Table 1), esci (Table 2; data and docIDs of notebook 04's profile) or custom (data_path)
+data_path: str = ""  # dataset custom: its JSON Lines file of queries (docs/own-data.md)
+custom_docids: str = "id"  # dataset custom: docIDs from id (atomic), text (title) or semantic (OMP)
+subtree: str = "animal.n.01"  # WordNet subtree of the queries, '' for all nouns
+min_relevant: int = 5  # queries with at least this many hypernyms
+n_eval: int = 300  # held-out queries
+template: str = "short"  # prompt: short (the dataset's short one, for tiny models), full (Appendix D word for word: D.1 wordnet, D.2 esci and custom) or a template's name
+tokenizer_vocab: int = 2000  # BPE vocabulary of the tiny model's tokenizer
+eval_queries: int = 0  # evaluate on at most this many held-out queries, 0 for all
+train_queries: "Optional[int]" = None  # also score a seeded sample of this many training queries (Figure 3 (a)); None: as many as held out, 0: none
+query_batch: int = 0  # queries scored in one forward pass; 0: auto (32 on a GPU, 1 on a CPU)
+precision: str = "auto"  # auto (bf16 where the CPU or GPU runs it natively and the model is not tiny, else fp32), fp32 or bf16 (mixed: trainable weights, loss and scores in fp32)
 
 # %%
 from IPython.display import Markdown

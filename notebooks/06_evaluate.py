@@ -30,33 +30,34 @@
 # scorer's ranking; and unconstrained beam search, to see how many of its outputs are no docID.
 
 # %% [markdown]
-# **Changing a parameter:** in JupyterLab, edit its value in the next cell (say `profile = "pretrained"`)
-# and run all cells; from the command line,
-# `python -m arrank.workbook.run 06 -p profile pretrained` runs the notebook into
-# `outputs/06_evaluate/<run_name>/` (`--help` after `06` lists every parameter and its allowed values).
+# **Changing a parameter:** the next cell holds the values that run, those of the quick profile. In
+# JupyterLab, edit a value and run all cells; with `profile = "pretrained"` every value you left as
+# the cell has it takes the pretrained profile's (the cell after prints which). From the command line,
+# `python -m arrank.workbook.run 06 -p profile pretrained` runs the notebook into `outputs/06_evaluate/<run_name>/`
+# (`--help` after `06` lists every parameter, each profile's values and what is allowed).
 
 # %% tags=["parameters"]
-profile = "quick"  # "quick" (CPU, minutes), "pretrained" (SmolLM2-135M, CPU) or "paper" (the paper's scale, GPU)
-seed = 0  # seeds the untrained model and the random floor
-run_name = "auto"  # folder under outputs/06_evaluate/
-train_run = "latest"  # run name of a finished 05_train run, latest, or none (an untrained model)
-model_name = None  # train_run none: None (the profile's), tiny (random init), smollm2-135m, a hub id or local folder
-backend = "auto"  # auto, unsloth or transformers (loading a pretrained model or an adapter)
-dataset = "wordnet"  # train_run none: wordnet, esci or custom (a trained run brings its own data)
-data_path = ""  # train_run none, dataset custom: its JSON Lines file of queries
-custom_docids = "id"  # train_run none, dataset custom: docIDs from id, text or semantic
-subtree = None  # train_run none: WordNet subtree; None: animal.n.01 quick, all nouns paper
-min_relevant = None  # train_run none: queries with at least this many hypernyms
-n_eval = None  # train_run none: held-out queries; None: 300 quick, 5000 paper
-template = None  # train_run none: prompt template; None: short quick, Appendix D paper
-tokenizer_vocab = 2000  # train_run none: BPE vocabulary of the untrained tiny model
-eval_queries = 0  # score at most this many held-out queries, 0 for all
-include_eos = False  # count the docID's closing EOS in its mean score (the paper: docID tokens only)
-method = "prefix_shared"  # prefix_shared (one prompt pass per query) or naive (one pass per candidate)
-query_batch = 0  # queries scored in one forward pass; 0: auto (32 on a GPU, 1 on a CPU)
-beam_k = 5  # beam size and top-k of beam search
-decode_queries = None  # decode at most this many held-out queries; None: 50 quick, 500 paper
-precision = "auto"  # auto (bf16 where the CPU or GPU runs it natively and the model is not tiny, else fp32), fp32 or bf16 (scores from fp32 logits)
+profile: str = "quick"  # "quick" (CPU, minutes), "pretrained" (SmolLM2-135M, CPU) or "paper" (the paper's scale, GPU)
+seed: int = 0  # seeds the untrained model and the random floor
+run_name: str = "auto"  # folder under outputs/06_evaluate/
+train_run: str = "latest"  # run name of a finished 05_train run, latest, or none (an untrained model)
+model_name: str = "tiny"  # train_run none: tiny (random init), smollm2-135m, paper (Mistral-7B), a hub id or local folder
+backend: str = "auto"  # auto, unsloth or transformers (loading a pretrained model or an adapter)
+dataset: str = "wordnet"  # train_run none: wordnet, esci or custom (a trained run brings its own data)
+data_path: str = ""  # train_run none, dataset custom: its JSON Lines file of queries
+custom_docids: str = "id"  # train_run none, dataset custom: docIDs from id, text or semantic
+subtree: str = "animal.n.01"  # train_run none: WordNet subtree, '' for all nouns
+min_relevant: int = 5  # train_run none: queries with at least this many hypernyms
+n_eval: int = 300  # train_run none: held-out queries
+template: str = "short"  # train_run none: prompt, short (the dataset's short one) or full (Appendix D's), or a template's name
+tokenizer_vocab: int = 2000  # train_run none: BPE vocabulary of the untrained tiny model
+eval_queries: int = 0  # score at most this many held-out queries, 0 for all
+include_eos: bool = False  # count the docID's closing EOS in its mean score (the paper: docID tokens only)
+method: str = "prefix_shared"  # prefix_shared (one prompt pass per query) or naive (one pass per candidate)
+query_batch: int = 0  # queries scored in one forward pass; 0: auto (32 on a GPU, 1 on a CPU)
+beam_k: int = 5  # beam size and top-k of beam search
+decode_queries: int = 50  # decode at most this many held-out queries
+precision: str = "auto"  # auto (bf16 where the CPU or GPU runs it natively and the model is not tiny, else fp32), fp32 or bf16 (scores from fp32 logits)
 
 # %%
 

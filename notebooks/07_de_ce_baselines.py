@@ -74,44 +74,45 @@
 # points of `sweeps/fig3_baselines_paper.yaml`) without training.
 
 # %% [markdown]
-# **Changing a parameter:** in JupyterLab, edit its value in the next cell (say `profile = "paper"`)
-# and run all cells; from the command line,
-# `python -m arrank.workbook.run 07 -p profile paper` runs the notebook into
-# `outputs/07_de_ce_baselines/<run_name>/` (`--help` after `07` lists every parameter and its allowed values).
+# **Changing a parameter:** the next cell holds the values that run, those of the quick profile. In
+# JupyterLab, edit a value and run all cells; with `profile = "paper"` every value you left as
+# the cell has it takes the paper profile's (the cell after prints which). From the command line,
+# `python -m arrank.workbook.run 07 -p profile paper` runs the notebook into `outputs/07_de_ce_baselines/<run_name>/`
+# (`--help` after `07` lists every parameter, each profile's values and what is allowed).
 
 # %% tags=["parameters"]
-profile = "quick"  # "quick" (animal.n.01 subtree, 3000 steps) or "paper" (all nouns, Appendix B steps)
-seed = 0  # seeds the data split and negatives, the tables, the batches and the CE permutations
-run_name = "auto"  # folder under outputs/07_de_ce_baselines/; auto: profile and date-time
-model = "figure3"  # figure3 (every run of Figure 3), de or ce (one run at n and alpha)
-n = 32  # embedding dimension of a single de or ce run
-alpha = 5.0  # lambda(r) is 1 / r**alpha, for a single run and for panel (a)
-de_dims = [4, 8, 16, 32]  # panel (a): the DE dimensions
-ce_dim = 32  # panels (a) and (c): the CE dimension
-de_alpha_dim = 8  # panel (b): the DE dimension of the alpha sweep
-alphas = [0, 1, 2, 3, 4, 5]  # panels (b) and (c): the alpha values
-de_steps = None  # DE steps; None: 3000 quick, 50000 paper
-ce_steps = None  # CE steps; None: 3000 quick, 20000 paper
-batch_size = 2048  # positive pairs per step (Appendix B: 2k)
-tau = 0.05  # DE softmax temperature
-de_lr = 1.0  # DE SGD learning rate
-de_momentum = 0.9  # DE SGD momentum
-ce_lr = 0.001  # CE Adam learning rate
-ce_weight_decay = 0.001  # CE weight decay (Appendix B: 0.001), applied as ce_optimizer says
-ce_optimizer = "adamw"  # adamw (decoupled decay: keeps the table) or adam_l2 (Adam's L2 term: erodes absent rows)
-ce_table_init_std = 1.0  # CE table rows start N(0, std^2) (the workbook's choice; the paper gives none)
-de_row_updates = "lazy"  # DE: lazy (rows in the batch only) or dense (torch.optim SGD on the whole table)
-ce_row_updates = "dense"  # CE: dense (torch.optim Adam on the whole table, Appendix B) or lazy
-retrieval = True  # DE extra: full-corpus retrieval R@k over every synset of the hierarchy
-arr_runs = "*"  # 05_train runs plotted in panel (a): a glob on their run names
-from_runs = ""  # a glob on 07 run names: draw Figure 3 from those single-config runs (a sweep's points), no training
-k_max = 10  # R@k for k from 1 to k_max
-on_par_tol = 0.02  # findings: two R@k curves are "on par" within this, "above" beyond it
-threads = 2  # CPU cores: Figure 3's configs train in this many 1-thread processes at once; a single de or ce run uses this many threads
-precision = "auto"  # auto, fp32 or bf16: accepted and recorded; the DE and CE train in fp32 (bf16 does not pay at these sizes)
-subtree = None  # '' for all nouns or a synset; None: animal.n.01 quick, all nouns paper
-min_relevant = None  # queries with at least this many hypernyms; None: 5 quick, 1 paper
-n_eval = None  # evaluation queries; None: 300 quick, 5000 paper
+profile: str = "quick"  # "quick" (animal.n.01 subtree, 3000 steps) or "paper" (all nouns, Appendix B steps)
+seed: int = 0  # seeds the data split and negatives, the tables, the batches and the CE permutations
+run_name: str = "auto"  # folder under outputs/07_de_ce_baselines/; auto: profile and date-time
+model: str = "figure3"  # figure3 (every run of Figure 3), de or ce (one run at n and alpha)
+n: int = 32  # embedding dimension of a single de or ce run
+alpha: float = 5.0  # lambda(r) is 1 / r**alpha, for a single run and for panel (a)
+de_dims: list = [4, 8, 16, 32]  # panel (a): the DE dimensions
+ce_dim: int = 32  # panels (a) and (c): the CE dimension
+de_alpha_dim: int = 8  # panel (b): the DE dimension of the alpha sweep
+alphas: list = [0, 1, 2, 3, 4, 5]  # panels (b) and (c): the alpha values
+de_steps: int = 3000  # DE steps
+ce_steps: int = 3000  # CE steps
+batch_size: int = 2048  # positive pairs per step (Appendix B: 2k)
+tau: float = 0.05  # DE softmax temperature
+de_lr: float = 1.0  # DE SGD learning rate
+de_momentum: float = 0.9  # DE SGD momentum
+ce_lr: float = 0.001  # CE Adam learning rate
+ce_weight_decay: float = 0.001  # CE weight decay (Appendix B: 0.001), applied as ce_optimizer says
+ce_optimizer: str = "adamw"  # adamw (decoupled decay: keeps the table) or adam_l2 (Adam's L2 term: erodes absent rows)
+ce_table_init_std: float = 1.0  # CE table rows start N(0, std^2) (the workbook's choice; the paper gives none)
+de_row_updates: str = "lazy"  # DE: lazy (rows in the batch only) or dense (torch.optim SGD on the whole table)
+ce_row_updates: str = "dense"  # CE: dense (torch.optim Adam on the whole table, Appendix B) or lazy
+retrieval: bool = True  # DE extra: full-corpus retrieval R@k over every synset of the hierarchy
+arr_runs: str = "*"  # 05_train runs plotted in panel (a): a glob on their run names
+from_runs: str = ""  # a glob on 07 run names: draw Figure 3 from those single-config runs (a sweep's points), no training
+k_max: int = 10  # R@k for k from 1 to k_max
+on_par_tol: float = 0.02  # findings: two R@k curves are "on par" within this, "above" beyond it
+threads: int = 2  # CPU cores: Figure 3's configs train in this many 1-thread processes at once; a single de or ce run uses this many threads
+precision: str = "auto"  # auto, fp32 or bf16: accepted and recorded; the DE and CE train in fp32 (bf16 does not pay at these sizes)
+subtree: str = "animal.n.01"  # '' for all nouns or a synset
+min_relevant: int = 5  # queries with at least this many hypernyms
+n_eval: int = 300  # evaluation queries
 
 # %%
 import torch

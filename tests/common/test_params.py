@@ -1,8 +1,10 @@
+import json
 import math
+import re
 
 import pytest
 
-from arrank.common import params
+from arrank.common import params, paths
 from arrank.common.params import ParamError
 
 
@@ -53,28 +55,66 @@ def test_run_names_that_collide_with_the_workbooks_markers_are_refused_by_the_ru
         assert "'.failed-', '.partial-', '.rank' + digits, a '.lock' ending" in str(err.value)
 
 
+STEMS = sorted(p.stem for p in paths.NOTEBOOKS.glob("[0-9][0-9]_*.py"))
+
+
 def _namespace(**over):
-    ns = {
-        "profile": "quick",
-        "seed": 0,
-        "run_name": "auto",
-        "k_max_exact": None,
-        "mc_queries": None,
-        "k_max_bound": None,
-        "site_sets": None,
-    }
-    ns.update(over)
-    return ns
+    """Notebook 01's parameters as its cell leaves them, with ``over`` set."""
+    return {**{n: p.default for n, p in params.spec("01_de_capacity").items()}, **over}
 
 
-def test_check_params_fills_profile_defaults_and_keeps_explicit_values():
+def test_the_cell_is_the_spec_read_by_papermill():
+    """Name, type, the quick profile's value and the meaning come from the parameters cell, read
+    with papermill's parser; the rules and the other profiles' values from params."""
+    steps = params.spec("05_train")["steps"]
+    assert (steps.type, steps.default, steps.help) == ("int", 1200, "optimizer steps, 0 for none (zero-shot)")
+    assert dict(steps.profiles) == {"pretrained": 80, "paper": 10_000}
+    assert params.spec("05_train")["data_seed"].type == "Optional[int]"
+    with pytest.raises(ParamError, match=r"steps=-1 is out of range: allowed in \[0, 10000000\]"):
+        steps.check("steps", -1)
+
+
+def test_a_cell_line_papermill_cannot_read_is_an_error():
+    """papermill's parser skips a line whose comment holds '=' (and any line not `name: type =
+    literal`): the spec refuses it, naming the parameter, rather than losing it."""
+    assert params.parse_cell('a: int = 1  # one\nb: str = "x"  # two\n', "t") == [
+        ("a", "int", 1, "one"),
+        ("b", "str", "x", "two"),
+    ]
+    with pytest.raises(ParamError, match="papermill cannot read parameter alpha"):
+        params.parse_cell("alpha: float = 2.0  # lambda(r) = 1 / r**alpha\n", "t")
+    with pytest.raises(ParamError, match="is not `name: type = literal"):
+        params.parse_cell("a = 1  # no type\n", "t")
+    with pytest.raises(ParamError, match="parameter a is not a plain literal"):
+        params.parse_cell("a: int = 1 + 1  # sum\n", "t")
+
+
+def test_check_params_applies_the_profile_to_values_left_as_the_cell_has_them(capsys, monkeypatch):
+    """From JupyterLab (no runner): a value the cell leaves as the file has it takes the profile's,
+    and check_params prints which; a value changed in the cell is kept."""
+    monkeypatch.delenv(params.PARAMS_ENV, raising=False)
     quick = params.check_params("01_de_capacity", _namespace(mc_queries=5))
-    assert quick["k_max_exact"] == 6 and quick["mc_queries"] == 5
-    paper = params.check_params("01_de_capacity", _namespace(profile="paper"))
-    assert paper["k_max_exact"] == 7 and paper["site_sets"] == 3
+    assert quick["k_max_exact"] == 6 and quick["mc_queries"] == 5 and capsys.readouterr().out == ""
+    paper = params.check_params("01_de_capacity", _namespace(profile="paper", site_sets=2))
+    assert (paper["k_max_exact"], paper["mc_queries"], paper["site_sets"]) == (7, 500_000, 2)
+    said = capsys.readouterr().out
+    assert said.startswith("profile 'paper' sets k_max_exact = 7, mc_queries = 500000") and "site_sets" not in said
 
 
-def test_check_params_errors():
+def test_check_params_in_a_runner_kernel_takes_the_resolved_values(monkeypatch):
+    """Under the runner the values were resolved before the kernel started: check_params returns
+    them, and refuses a namespace that differs from them."""
+    from arrank.workbook import run
+
+    resolved = run.prepare("01", {"profile": "paper", "run_name": "r"})[2]
+    monkeypatch.setenv(params.PARAMS_ENV, json.dumps(resolved))
+    assert params.check_params("01_de_capacity", dict(resolved)) == resolved
+    with pytest.raises(ParamError, match=r"\['site_sets'\] differ from what the runner resolved"):
+        params.check_params("01_de_capacity", {**resolved, "site_sets": 1})
+
+
+def test_check_params_errors(monkeypatch):
+    monkeypatch.delenv(params.PARAMS_ENV, raising=False)
     with pytest.raises(ParamError, match=r"k_max_exact=8 is out of range"):
         params.check_params("01_de_capacity", _namespace(k_max_exact=8))
     ns = _namespace()
@@ -87,7 +127,7 @@ def test_check_params_errors():
         params.spec_for("99_x")
 
 
-@pytest.mark.parametrize("stem", sorted(params.NOTEBOOKS))
+@pytest.mark.parametrize("stem", STEMS)
 def test_every_profile_resolves_every_parameter(stem):
     """What results.json records is complete: in every profile each parameter has a value after
     resolution (05's train_queries, None = as many as held out, is resolved by the notebook from
@@ -100,6 +140,28 @@ def test_every_profile_resolves_every_parameter(stem):
         assert not unresolved, (stem, profile, unresolved)
 
 
+@pytest.mark.parametrize("stem", STEMS)
+def test_each_fact_is_written_once(stem):
+    """No parameter's name, default or meaning is written twice: the cell holds the names, the
+    quick values and the meanings; params holds rules and the other profiles' values only for names
+    the cell has, a profile value never repeats the cell's, and no meaning is copied into lib."""
+    cell = params.spec(stem)
+    assert set(params.RULES.get(stem, {})) <= set(cell), "a rule for a parameter the cell lacks"
+    lib = (paths.ROOT / "lib" / "arrank" / "common" / "params.py").read_text()
+    for profile, values in params.PROFILES.get(stem, {}).items():
+        assert set(values) <= set(cell), (profile, sorted(set(values) - set(cell)))
+        same = [n for n, v in values.items() if v == cell[n].default]
+        assert not same, f"{stem} {profile}: {same} repeat the cell's values"
+    for name, p in cell.items():
+        assert p.help and repr(p.help) not in lib and f'"{p.help}"' not in lib, (
+            f"{stem}.{name}: meaning missing or copied"
+        )
+        assert not re.search(r"\bNone: (the profile|from profile|\d)", p.help), (
+            f"{stem}.{name}: a profile's value in words"
+        )
+        p.check(name, p.default)  # the cell's values are valid
+
+
 def test_training_hyperparameters_come_from_the_definition():
     from arrank.training import train
 
@@ -108,15 +170,10 @@ def test_training_hyperparameters_come_from_the_definition():
     assert train.profile_hyperparameters("paper")["optimizer"] == "adafactor"
     with pytest.raises(ValueError, match=r"\['lr'\] are unresolved"):
         train.hyperparameters({**quick, "lr": None})
-    p = params.resolve_profile(
-        "05_train",
-        {
-            **{n: q.default for n, q in params.definition("05_train").items()},
-            "profile": "pretrained",
-            "dataset": "esci",
-        },
-    )
+    p = params.profile_values("05_train", "pretrained", {"dataset": "esci"})
     assert (p["template"], p["steps"], p["batch_size"]) == ("esci", 80, 4)  # the template follows the dataset
+    explicit = params.profile_values("05_train", "pretrained", {"steps": 1200, "template": "short"})
+    assert (explicit["steps"], explicit["template"]) == (1200, "wordnet_short")  # set on purpose: kept
 
 
 def test_scheme_accepts_what_the_registry_holds():

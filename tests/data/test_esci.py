@@ -343,9 +343,24 @@ def test_embedding_errors(tmp_path):
         esci.build_esci_dataset(tmp_path / "esci", **kw)
     with pytest.raises(ValueError, match="unknown embedder 'gecko'"):
         esci.build_esci_dataset(tmp_path / "esci", embedder="gecko", cache_dir=tmp_path / "c")
-    with pytest.raises(ValueError, match="collisions='merge'; choose one of"):
-        esci.build_esci_dataset(tmp_path / "esci", collisions="merge", cache_dir=tmp_path / "c")
     assert not (tmp_path / "c").exists()
+
+
+def test_build_choices_are_refused_at_the_edge():
+    """collisions, filter_titles, template and step / depth are checked once, by notebook 04's
+    parameters (the runner before a kernel starts), naming the value and what is allowed."""
+    from arrank.common.params import ParamError
+    from arrank.workbook import run
+
+    for name, value, message in [
+        ("collisions", "merge", r"collisions='merge' is not allowed; choose one of \['keep', 'drop', 'suffix'\]"),
+        ("filter_titles", "never", r"filter_titles='never' is not allowed"),
+        ("template", "wordnet", r"template='wordnet' is not allowed; choose one of \['esci', 'esci_short'\]"),
+        ("step", "0", r"step=0 is out of range"),
+        ("embedder", "gecko", r"embedder='gecko' must be 'tfidf'"),
+    ]:
+        with pytest.raises(ParamError, match=message):
+            run.prepare("04", {name: value})
 
 
 def test_sentence_transformers_missing_is_clear():

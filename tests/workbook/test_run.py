@@ -20,21 +20,21 @@ from arrank.workbook import run
 
 pytestmark = pytest.mark.slow  # trains a model or runs notebooks / kernels / sweeps
 
-# the fake notebook's spec, registered in this process, in the kernel and in a runner subprocess
-SPEC = "{'fail': params.choice(False, True), 'sleep': params.number(0.0), 'squat': params.choice(False, True)}"
+# the fake notebook's rules, registered in this process and in a runner subprocess (the kernel
+# takes the values the runner resolved)
+SPEC = "{'sleep': (0.0, None)}"
 FAKE = textwrap.dedent("""\
     # %% tags=["parameters"]
-    profile = "quick"
-    seed = 0
-    run_name = "auto"
-    fail = False
-    sleep = 0.0
-    squat = False
+    profile: str = "quick"  # quick or paper
+    seed: int = 0  # unused
+    run_name: str = "auto"  # the run
+    fail: bool = False  # raise a multi-line error
+    sleep: float = 0.0  # seconds to sleep
+    squat: bool = False  # make the run directory meanwhile
 
     # %%
     import time
     from arrank.common import outputs, params
-    params.define("99_fake", __SPEC__)  # the kernel is another process
     P = params.check_params("99_fake", globals())
     run_dir = outputs.start_run("99_fake", P)
     (run_dir / "table.csv").write_text("a\\n1\\n")
@@ -48,12 +48,12 @@ FAKE = textwrap.dedent("""\
         (run_dir.parent / P["run_name"]).mkdir()
         (run_dir.parent / P["run_name"] / "other.txt").write_text("not this run's")
     outputs.write_results(run_dir, "99_fake", P, {"answer": 42}, {})
-""").replace("__SPEC__", SPEC)
+""")
 
 
 @pytest.fixture
 def fake_notebook(tmp_path, monkeypatch):
-    monkeypatch.setitem(params.NOTEBOOKS, "99_fake", {})
+    monkeypatch.setitem(params.RULES, "99_fake", {})
     params.define("99_fake", eval(SPEC))
     path = tmp_path / "99_fake.py"
     path.write_text(FAKE)

@@ -46,9 +46,6 @@ PRODUCTS_COLUMNS = (
 DEFAULT_DIR = paths.DATA / "esci"
 FIXTURE_DIR = paths.DATA / "fixtures" / "esci_fixture"
 CACHE_VERSION = 1
-TEMPLATES = ("esci", "esci_short")
-COLLISIONS = ("keep", "drop", "suffix")
-FILTERS = ("before", "after")
 LIST_COLUMNS = ("product_ids", "titles", "docids", "positions", "scores", "gold", "atoms")
 
 
@@ -424,7 +421,7 @@ def build_esci_dataset(
     steps; a query left without titles is dropped). ``device``: "cpu", "cuda", "auto". With ``cache``
     the tables are saved atomically under ``<cache_dir or data/cache/esci>/<hash of the parameters
     and input file sizes>/`` and read back by a later call with the same inputs."""
-    params = _check_params(locals())
+    params = {k: v for k, v in locals().items() if k not in ("data_dir", "cache", "cache_dir", "device")}  # JSON-able
     files = esci_files(data_dir)
     folder = Path(cache_dir) if cache_dir is not None else paths.CACHE / "esci"
     meta = {
@@ -442,19 +439,6 @@ def build_esci_dataset(
         meta["stats"] = tables["stats"].iloc[0].to_dict()
         dataset_cache.save_tables(target, tables, meta)
     return tables
-
-
-def _check_params(given: dict[str, Any]) -> dict[str, Any]:
-    """The JSON-able parameters of :func:`build_esci_dataset`, validated."""
-    for name, allowed in (("template", TEMPLATES), ("collisions", COLLISIONS), ("filter_titles", FILTERS)):
-        if given[name] not in allowed:
-            raise ValueError(f"{name}={given[name]!r}; choose one of {list(allowed)}")
-    embedders.parse_spec(given["embedder"])
-    rank_positions(given["step"], given["depth"])
-    if given["max_queries"] is not None and given["max_queries"] < 1:
-        raise ValueError(f"max_queries={given['max_queries']} must be >= 1 or None")
-    skip = ("data_dir", "cache", "cache_dir", "device")
-    return {k: v for k, v in given.items() if k not in skip}
 
 
 def _build(data_dir: Path | str | None, p: dict[str, Any], device: str = "cpu") -> dict[str, pd.DataFrame]:

@@ -13,8 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from arrank.common import paths
-from arrank.common.params import TEMPLATES
+from arrank.common import params, paths
 
 DATASETS = ("wordnet", "esci", "custom")  # custom: a JSON Lines file of one's own (arrank.data.custom)
 COLUMNS = ["query", "prompt", "relevant", "n_relevant", "negative", "split"]
@@ -42,11 +41,10 @@ def esci_ranking_frame(queries: pd.DataFrame, n_eval: int) -> pd.DataFrame:
 
 
 def esci_build_params(profile: str) -> dict[str, Any]:
-    """Notebook 04's ESCI build parameters of ``profile`` (its parameter definition)."""
-    from arrank.common.params import profile_values
+    """Notebook 04's ESCI build parameters of ``profile`` (its parameters cell and profile values)."""
     from arrank.data import esci
 
-    p = profile_values("04_esci_data", profile)
+    p = params.profile_values("04_esci_data", profile)
     data_dir = esci.FIXTURE_DIR if p["data_dir"] == "fixture" else paths.ROOT / p["data_dir"]
     return {"data_dir": data_dir, "step": p["step"], "depth": p["depth"], "n_components": p["n_components"]}
 
@@ -63,16 +61,16 @@ def ranking_dataset(
     custom_docids: str = "id",
 ) -> pd.DataFrame:
     """The ``dataset`` ("wordnet" | "esci" | "custom") in the common format; ``template`` None is the
-    profile's (``arrank.common.params.TEMPLATES``); ``subtree``/``min_relevant``: WordNet only;
+    one notebook 05 takes in ``profile`` for ``dataset``; ``subtree``/``min_relevant``: WordNet only;
     ``data_path``/``custom_docids``: custom only (:func:`arrank.data.custom.custom_frame`, its prompt
     Appendix D.2's, as ESCI's)."""
     if dataset not in DATASETS:
         raise ValueError(f"dataset={dataset!r} is not allowed; choose one of {list(DATASETS)}")
-    template = template or getattr(TEMPLATES[profile], dataset)
+    template = template or params.profile_values("05_train", profile, {"dataset": dataset})["template"]
     if not template.startswith("esci" if dataset == "custom" else dataset):
         raise ValueError(
             f"template={template!r} does not fit dataset={dataset!r}; choose one of "
-            f"{sorted({getattr(t, dataset) for t in TEMPLATES.values()})}"
+            f"{sorted(style[dataset != 'wordnet'] for style in params.TEMPLATE_STYLES.values())}"
         )
     if data_path and dataset != "custom":
         raise ValueError(f"data_path={data_path!r} is read for dataset='custom' only, not dataset={dataset!r}")

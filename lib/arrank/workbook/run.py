@@ -10,7 +10,6 @@ docs/reliability.md; several processes (torchrun, 05_train): docs/scale-out.md.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import logging
 import os
@@ -21,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from arrank.common import paths, processes
+from arrank.common import params, paths, processes
 from arrank.common.outputs import (
     RUN_DIR_ENV,
     OutputsNotWritableError,
@@ -35,9 +34,8 @@ from arrank.common.outputs import (
     tidy_abandoned,
     tidy_partials,
 )
-from arrank.common.params import ParamError, resolve_profile, validate
+from arrank.common.params import ParamError
 from arrank.training import schemes  # noqa: F401  (registers the values the 'scheme' parameter accepts)
-from arrank.workbook.param_help import describe_parameters
 
 KERNEL = "python3"  # the kernel of the interpreter that runs this module (the project's venv)
 
@@ -90,28 +88,30 @@ def read_notebook(source: Path) -> Any:
 
 
 def parameters_cell(nb: Any, source: Path) -> dict[str, Any]:
-    """The names and literal default values assigned in the cell tagged ``parameters``."""
-    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
-    if len(cells) != 1:
-        raise ParamError(f"{source.name} must have exactly one cell tagged 'parameters', has {len(cells)}")
-    defaults: dict[str, Any] = {}
-    for node in ast.parse(cells[0].source).body:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
-            raise ParamError(f"{source.name}: the parameters cell may only hold `name = literal` lines")
-        try:
-            defaults[node.targets[0].id] = ast.literal_eval(node.value)
-        except ValueError:
-            raise ParamError(f"{source.name}: parameter {node.targets[0].id} is not a plain literal") from None
-    return defaults
+    """The names and literal default values of the notebook's parameters cell (``params.parse_cell``)."""
+    return {
+        name: default
+        for name, _, default, _ in params.parse_cell(params.parameters_source(nb, source.name), source.name)
+    }
 
 
 def parameters_help(notebook: str | Path) -> str:
-    """What ``run NOTEBOOK --help`` prints about the notebook's parameters (``param_help``)."""
+    """What ``run NOTEBOOK --help`` prints about the notebook's parameters: each as its cell
+    states it (type, the quick profile's value, the comment as its meaning), the other profiles'
+    values where they differ (``params.PROFILES``) and what is allowed (``params.RULES``)."""
     source = find_notebook(notebook)
-    nb = read_notebook(source)
-    defaults = parameters_cell(nb, source)  # refuses a notebook without exactly one parameters cell
-    cell = next(c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", []))
-    return describe_parameters(source.stem, cell.source, defaults)
+    stem, profiles = source.stem, params.profiles_of(source.stem)
+    lines = [
+        f"parameters of {stem} (set with -p NAME VALUE; profiles: {', '.join(profiles)}; "
+        f"each value is the quick profile's, the others' follow where they differ):",
+        "",
+    ]
+    for name, p in params.spec(stem, source).items():
+        by_profile = " | ".join(f"{profile}: {value!r}" for profile, value in p.profiles.items())
+        lines.append(f"  {name}: {p.type} = {p.default!r}" + (f"  ({by_profile})" if by_profile else ""))
+        lines.append(f"      {p.help}")
+        lines.append(f"      allowed: {params.allowed_text(p.check)}")
+    return "\n".join(lines)
 
 
 def coerce(name: str, raw: Any, default: Any) -> Any:
@@ -148,15 +148,18 @@ def prepare_parsed(
     source: Path, defaults: dict[str, Any], overrides: dict[str, Any]
 ) -> tuple[Path, dict[str, Any], dict[str, Any]]:
     """``prepare`` for a notebook whose parameters cell was read already (``defaults``): a sweep
-    reads it once and checks every point with it."""
+    reads it once and checks every point with it. The values that run are resolved here, once
+    (``params.resolve``); papermill injects each that is not the cell's (the executed notebook
+    shows what ran) and the kernel reads them all from ``params.PARAMS_ENV``."""
     unknown = sorted(set(overrides) - set(defaults))
     if unknown:
         raise ParamError(f"unknown parameter(s) {unknown} for {source.stem}; allowed: {sorted(defaults)}")
-    injected = {k: coerce(k, v, defaults[k]) for k, v in overrides.items()}
-    values = validate(source.stem, {**defaults, **injected})
-    processes.check_launch(source.stem, values)  # several processes: 05 only, a run name, no Unsloth
-    values["run_name"] = injected["run_name"] = resolve_run_name(values["run_name"], values["profile"])
-    return source, injected, resolve_profile(source.stem, values)
+    given = {k: coerce(k, v, defaults[k]) for k, v in overrides.items()}
+    resolved = params.resolve(source.stem, {**defaults, **given}, set(given), source)
+    processes.check_launch(source.stem, resolved)  # several processes: 05 only, a run name, no Unsloth
+    resolved["run_name"] = resolve_run_name(resolved["run_name"], resolved["profile"])
+    injected = {k: v for k, v in resolved.items() if k in given or k == "run_name" or v != defaults[k]}
+    return source, injected, resolved
 
 
 def run_notebook(
@@ -179,7 +182,7 @@ def run_notebook(
     if not processes.is_main():  # process k > 0: its own staging folder beside process 0's, removed when done
         staging = final.parent / f".{final.name}.rank{processes.rank()}-{os.getpid()}"
         staging.mkdir(parents=True)
-        _execute(source, injected, staging, final.with_name(f"{final.name}.rank{processes.rank()}"), False)
+        _execute(source, injected, resolved, staging, final.with_name(f"{final.name}.rank{processes.rank()}"), False)
         shutil.rmtree(staging, ignore_errors=True)
         return final  # the run directory process 0 writes
     lock = claim_run(stem, name, outputs_root)
@@ -194,7 +197,7 @@ def run_notebook(
         check_resume(checkpoints_dir(stem, name, outputs_root), resolved)
         staging = final.parent / f".{final.name}.partial-{os.getpid()}"
         staging.mkdir()
-        _execute(source, injected, staging, final, progress)
+        _execute(source, injected, resolved, staging, final, progress)
         try:
             staging.rename(final)
         except OSError as err:  # the directory appeared meanwhile, or the folder became unwritable
@@ -209,9 +212,12 @@ def run_notebook(
     return final
 
 
-def _execute(source: Path, injected: dict[str, Any], staging: Path, final: Path, progress: bool) -> None:
-    """papermill into ``staging``; on failure or interruption ``staging`` becomes the failed folder
-    (with ``kernel.log``, what the kernel process itself printed)."""
+def _execute(
+    source: Path, injected: dict[str, Any], resolved: dict[str, Any], staging: Path, final: Path, progress: bool
+) -> None:
+    """papermill into ``staging``, the kernel given the ``resolved`` parameters (``params.PARAMS_ENV``);
+    on failure or interruption ``staging`` becomes the failed folder (with ``kernel.log``, what the
+    kernel process itself printed)."""
     import nbformat
     import papermill
 
@@ -221,8 +227,9 @@ def _execute(source: Path, injected: dict[str, Any], staging: Path, final: Path,
         src_ipynb = Path(tmp) / f"{source.stem}.ipynb"
         kernel_log = Path(tmp) / "kernel.log"
         nbformat.write(read_notebook(source), src_ipynb)
-        previous = {name: os.environ.get(name) for name in (RUN_DIR_ENV, KERNEL_LOG_ENV)}
+        previous = {name: os.environ.get(name) for name in (RUN_DIR_ENV, KERNEL_LOG_ENV, params.PARAMS_ENV)}
         os.environ.update({RUN_DIR_ENV: str(staging), KERNEL_LOG_ENV: str(kernel_log)})
+        os.environ[params.PARAMS_ENV] = json.dumps(resolved)
         os.environ.update(processes.openmp_wait_env(dict(os.environ)))  # the kernel's OpenMP waits passively
         try:
             papermill.execute_notebook(
@@ -303,7 +310,7 @@ def error_lines(message: str, prefix: str = "error: ") -> str:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """The command line; ``--help`` prints the usage, and with a notebook its parameters
-    (``arrank.workbook.param_help``), then exits 0."""
+    (``parameters_help``), then exits 0."""
     parser = argparse.ArgumentParser(
         prog="python -m arrank.workbook.run",
         add_help=False,
