@@ -137,9 +137,9 @@ def interval_text(f: Finding, scale: float = 100.0, unit: str = " points") -> st
     return f"{f.estimate * scale:+.1f}{unit}, {level} CI [{lo * scale:+.1f}, {hi * scale:+.1f}]"
 
 
-def p_text(p: float) -> str:
-    """A p-value for display: ``0.012``, ``0.31``, ``< 0.001``."""
-    return "< 0.001" if p < 0.001 else f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
+def p_text(p: float | None) -> str:
+    """A p-value for display: ``0.012``, ``0.31``, ``< 0.001``; '' for None."""
+    return "" if p is None else "< 0.001" if p < 0.001 else f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
 
 
 def holm_text(f: Finding) -> str:

@@ -29,7 +29,7 @@ from arrank.common.findings import Finding, holm_cell, interval_text, p_text
 from arrank.results import statistics as S
 from arrank.results import table1
 from arrank.results.claims import Claim, evaluate, metric_name
-from arrank.results.tables import TABLE_RESAMPLES
+from arrank.results.tables import TABLE_RESAMPLES, markdown_lines
 from arrank.training.schemes import loss_label
 
 R = table1.R
@@ -207,15 +207,15 @@ def budget_markdown(findings: pd.DataFrame, claims: tuple[Claim, ...] = COMPARIS
         head = ["setting", *head] if several else head
         one = f"; {groups[0]}" if not several and groups[0] is not None else ""
         claimed = f"claimed: difference {claim.side} {claim.threshold * 100:g} points"
-        lines = [f"**{claim.claim}** ({claim.quantity()} (%); {claimed}{one})", ""]
-        lines += ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+        cells = []
         for _, r in rows.iterrows():
             f = Finding.from_dict(r)
-            cells = [str(r[SETTING])] if several else []
-            cells += [str(int(r["step"])), f"{r['items']:,.0f}", f"{r['epochs']:.3g}"]
-            cells += [percent_text(r["a_mean"]), percent_text(r["b_mean"]), interval_text(f, unit=""), f.verdict]
-            cells += ["" if f.p_value is None else p_text(f.p_value), holm_cell(f)]
-            lines.append("| " + " | ".join(cells) + " |")
+            budget = [str(int(r["step"])), f"{r['items']:,.0f}", f"{r['epochs']:.3g}"]
+            means = [percent_text(r["a_mean"]), percent_text(r["b_mean"]), interval_text(f, unit="")]
+            cells.append(
+                [*([r[SETTING]] if several else []), *budget, *means, f.verdict, p_text(f.p_value), holm_cell(f)]
+            )
+        lines = [f"**{claim.claim}** ({claim.quantity()} (%); {claimed}{one})", "", *markdown_lines(head, cells)]
         out.append("\n".join(lines) + "\n")
     pairs = ", ".join(dict.fromkeys(f"{c.a} / {c.b}" for c in claims))
     return "\n".join(out) or f"No budget at which both variants of a claim were scored (the claims compare {pairs}).\n"

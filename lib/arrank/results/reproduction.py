@@ -28,6 +28,7 @@ from arrank.common import paths
 from arrank.common.findings import Finding, holm_cell, p_text
 from arrank.results import curve, figure3, paper, table1
 from arrank.results import statistics as S
+from arrank.results.tables import markdown_lines
 
 PAGE = "docs/reproduction.md"
 
@@ -189,26 +190,20 @@ def _points(f: Finding) -> str:
     return f"{f.estimate * 100:+.1f} [{lo * 100:+.1f}, {hi * 100:+.1f}]"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
 def _claim_table(rows: list[Row]) -> list[str]:
     head = ["source", "budget", "checked as", "estimate, 95% CI (points)", "p", "verdict", "Holm"]
     head += ["runs", "run time (summed)", "code digest"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    cells = []
     for row in rows:
         f = row.finding
         checked = "" if f.claim == CLAIMS[row.key][0] else f.claim
         estimate = _points(f) or (f"{len(f.parts)} parts, below" if f.parts else "")
-        p = "" if f.p_value is None else p_text(f.p_value)
-        cells = [row.source.key, row.budget, checked, estimate, p, f.verdict, holm_cell(f), *row.runs.cells()]
-        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-        for name, part in f.parts:
-            pp = "" if part.p_value is None else p_text(part.p_value)
-            cells = ["", "", f"↳ {name}", _points(part), pp, part.verdict, "", "", "", ""]
-            lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    return lines
+        cells.append([row.source.key, row.budget, checked, estimate, p_text(f.p_value), f.verdict, holm_cell(f),
+                      *row.runs.cells()])  # fmt: skip
+        cells += [
+            ["", "", f"↳ {name}", _points(p), p_text(p.p_value), p.verdict, "", "", "", ""] for name, p in f.parts
+        ]
+    return markdown_lines(head, cells)
 
 
 def page() -> str:

@@ -159,6 +159,12 @@ def column_title(metric: str) -> str:
     return "CVR % (↓)" if metric == "cvr" else f"{metric_name(metric)} (↑)"
 
 
+def markdown_lines(head: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown table's lines: the head, its rule, then a line per row of cells (``|`` escaped)."""
+    line = lambda cells: "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+    return [line(head), "|" + "|".join("---" for _ in head) + "|", *map(line, rows)]
+
+
 def markdown(table: pd.DataFrame) -> str:
     """The table as Markdown, values to 2 decimals ± what ``caption`` says, the best value of each
     column in bold (among this sweep's rows, and separately among the paper's)."""
@@ -173,7 +179,7 @@ def markdown(table: pd.DataFrame) -> str:
         + (["runs"] if show_runs else [])
         + [column_title(m) for m in metrics]
     )
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    rows = []
     for _, row in table.iterrows():
         cells = (
             [row["variant"]]
@@ -194,9 +200,9 @@ def markdown(table: pd.DataFrame) -> str:
             if row["variant"] in best.get(row["source"], {}).get(m, []):
                 text = f"**{text}**"
             cells.append(text)
-        lines.append("| " + " | ".join(cells) + " |")
+        rows.append(cells)
     note = caption(table)
-    return "\n".join(lines) + "\n" + (f"\n{note}\n" if note else "")
+    return "\n".join(markdown_lines(head, rows)) + "\n" + (f"\n{note}\n" if note else "")
 
 
 def write_tables(table: pd.DataFrame, run_dir: Path, name: str = "results_table") -> list[Path]:
