@@ -149,12 +149,18 @@ def test_cli_reports_errors_with_exit_code_2(capsys):
     assert "known notebooks" in capsys.readouterr().err
 
 
-def test_coerce_follows_the_default_type():
-    assert run.coerce("run_name", "007", "auto") == "007"
-    assert run.coerce("k", "5", None) == 5 and run.coerce("k", "none", 3) is None
-    assert run.coerce("a", "2.5", 1) == 2.5 and run.coerce("f", "true", False) is True
+def test_coerce_follows_the_cells_type():
+    assert run.coerce("run_name", "007", "str") == "007"
+    assert run.coerce("k", "5", "int") == 5 and run.coerce("k", "none", "Optional[int]") is None
+    assert run.coerce("a", "2.5", "float") == 2.5 and run.coerce("f", "true", "bool") is True
+    assert run.coerce("de_dims", "4", "list") == "4" and run.coerce("k", 3, "str") == 3
     with pytest.raises(ParamError, match="must be true or false"):
-        run.coerce("f", "yes", False)
+        run.coerce("f", "yes", "bool")
+    with pytest.raises(ParamError, match=r"k='none' must be a number \(int\)"):
+        run.coerce("k", "none", "int")
+    # a one-item list from the command line: '4' is the list [4]
+    assert run.prepare("07", {"de_dims": "4", "alphas": "0,5"})[2]["de_dims"] == [4]
+    assert run.prepare("05", {"eval_steps": "120", "steps": "240"})[2]["eval_steps"] == [120]
 
 
 def test_successful_run_is_staged_then_renamed(fake_notebook, outputs_root):

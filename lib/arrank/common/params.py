@@ -531,6 +531,6 @@ def check_params(stem: str, namespace: dict[str, Any]) -> dict[str, Any]:
         print(
             f"profile {out['profile']!r} sets "
             + ", ".join(f"{n} = {out[n]!r}" for n in taken)
-            + " (--help lists each profile's values)"
+            + " in place of the cell's values, which are the quick profile's (--help lists every profile's)"
         )
     return out

@@ -114,27 +114,26 @@ def parameters_help(notebook: str | Path) -> str:
     return "\n".join(lines)
 
 
-def coerce(name: str, raw: Any, default: Any) -> Any:
-    """Turn a command-line string into the type of the parameter's default value: strings stay
-    strings (``007`` keeps its zeros), ``None`` defaults accept ``none`` or a number, booleans
-    true/false; non-strings (from Python callers) pass unchanged."""
-    if not isinstance(raw, str) or isinstance(default, str):
+def coerce(name: str, raw: Any, kind: str) -> Any:
+    """Turn a command-line string into the parameter's type (``kind``, its cell's annotation):
+    ``str`` stays a string (``007`` keeps its zeros) and so does ``list`` (``number_list`` reads
+    ``'4,8'`` and ``'4'``), ``bool`` takes true/false, ``Optional[int]`` none too, numbers a
+    number; non-strings (from Python callers and sweep files) pass unchanged."""
+    if not isinstance(raw, str) or kind in ("str", "list"):
         return raw
     low = raw.strip().lower()
-    if isinstance(default, bool):
+    if kind == "bool":
         if low in ("true", "false"):
             return low == "true"
         raise ParamError(f"{name}={raw!r} must be true or false")
-    if low in ("none", "null"):
+    if low in ("none", "null") and kind.startswith("Optional"):
         return None
-    for kind in (int, float):
+    for number in (int, float):
         try:
-            return kind(raw)
+            return number(raw)
         except ValueError:
             pass
-    if isinstance(default, (int, float)):
-        raise ParamError(f"{name}={raw!r} must be a number (its default is {default!r})")
-    return raw
+    raise ParamError(f"{name}={raw!r} must be a number ({kind})")
 
 
 def prepare(notebook: str | Path, overrides: dict[str, Any]) -> tuple[Path, dict[str, Any], dict[str, Any]]:
@@ -154,7 +153,8 @@ def prepare_parsed(
     unknown = sorted(set(overrides) - set(defaults))
     if unknown:
         raise ParamError(f"unknown parameter(s) {unknown} for {source.stem}; allowed: {sorted(defaults)}")
-    given = {k: coerce(k, v, defaults[k]) for k, v in overrides.items()}
+    kinds = {name: p.type for name, p in params.spec(source.stem, source).items()}
+    given = {k: coerce(k, v, kinds[k]) for k, v in overrides.items()}
     resolved = params.resolve(source.stem, {**defaults, **given}, set(given), source)
     processes.check_launch(source.stem, resolved)  # several processes: 05 only, a run name, no Unsloth
     resolved["run_name"] = resolve_run_name(resolved["run_name"], resolved["profile"])
