@@ -31,6 +31,11 @@ def test_sides_resolve_on_roles_one_comparison_per_member():
     assert resolve([Claim("k", "w", "{a}", "NTP", "A", ("r5",))], ROLES, ["cvr"]) == []  # no metric at hand
     assert resolve([Claim("k", "w", "{a}", "X", "Y", ("cvr",))], ROLES, ["cvr"])[0].a == ("X",)  # a plain label
     assert Claim("k", "w", "", "a", "b", ("r2", "r3", "r4", "r5")).quantity(["r2"]) == "mean R@2"
+    uneven = {"two": [("x", ("x",)), ("y", ("y",))], "three": [("p", ("p",)), ("q", ("q",)), ("r", ("r",))]}
+    with pytest.raises(ValueError, match="the sides of '{a}' are 2 and 3 variants: one, or as many"):
+        resolve([Claim("k", "w", "{a}", "two", "three", ("r1",))], uneven, ["r1"])
+    with pytest.raises(ValueError, match=r"side='>=' of the claim 'n' is not allowed; choose one of \['>', '<'\]"):
+        Claim("k", "w", "n", "a", "b", ("r1",), side=">=")
 
 
 def test_the_point_verdict_and_inclusive_claims():
@@ -84,6 +89,12 @@ def test_a_claim_is_one_more_line_of_a_tables_tuple():
     found = table1.table1_findings(frame, claims=(*table1.COMPARISONS, extra))
     assert [f.claim for f in found][-1] == "fractional α=2 loses at most 15 points of R@1" and found[-1].holds
     assert found[-1].numbers.startswith("R@1 (%): fractional α=2 80.0, NTP 90.0")
+    plain = Claim(
+        "cvr_plain", "fractional α=2's CVR is below NTP's", "", "Fractional α=2", table1.NTP, ("cvr",), side="<"
+    )
+    assert table1.table1_findings(frame, claims=(plain,))[0].numbers.startswith(
+        "CVR (%): Fractional α=2 10.0, NTP 60.0"
+    )
     per_query = _rows({"NTP": 0.6, "Fractional α=2": 0.1}).assign(r1=1.0)
     decided = table1.table1_findings(frame, per_query, claims=(extra,))
     assert decided[0].estimate == 0.0 and decided[0].verdict == "holds" and decided[0].family_size == 1

@@ -19,7 +19,7 @@ from typing import Callable, Mapping, Sequence
 
 import pandas as pd
 
-from arrank.common.findings import Finding, decide, finding
+from arrank.common.findings import SIDES, Finding, decide, finding
 from arrank.results import statistics as S
 
 POINT_ESTIMATE = "point estimates, no interval (runs without per-query data)"
@@ -56,6 +56,12 @@ class Claim:
     weight: float = 1.0
     inclusive: bool = False
 
+    def __post_init__(self) -> None:
+        if self.side not in SIDES:
+            raise ValueError(
+                f"side={self.side!r} of the claim {self.name!r} is not allowed; choose one of {list(SIDES)}"
+            )
+
     def quantity(self, metrics: Sequence[str] | None = None) -> str:
         """What is compared, in words: ``CVR``, ``R@1``, ``mean R@2..R@5`` (over ``metrics``, the ones a
         table has of the claim's; a claim of several metrics keeps "mean" with one)."""
@@ -80,6 +86,14 @@ def evaluate(claim: Claim, per_query: pd.DataFrame, numbers: str = "", level: fl
     return replace(found, means=(float(a.by_query.mean()), float(b.by_query.mean())))
 
 
+def members(side: str | tuple[str, ...], roles: Mapping[str, Sequence[Member]]) -> list[Member]:
+    """The members of a claim's side: a role's (``roles``), or the side itself, a variant label (or
+    several pooled)."""
+    if isinstance(side, str) and side in roles:
+        return list(roles[side])
+    return [(side, (side,))] if isinstance(side, str) else [(" + ".join(side), tuple(side))]
+
+
 def resolve(claims: Sequence[Claim], roles: Mapping[str, Sequence[Member]], columns: Sequence[str]) -> list[Claim]:
     """The comparisons of ``claims`` with their sides resolved: a side that names a role of ``roles``
     is each of its members (both sides roles: member by member; a role of no member: no comparison),
@@ -89,7 +103,9 @@ def resolve(claims: Sequence[Claim], roles: Mapping[str, Sequence[Member]], colu
     out = []
     for _, group in itertools.groupby(claims, key=lambda c: (c.a, c.b)):
         group = list(group)
-        a, b = (list(roles.get(side, [(side, (side,))])) for side in (group[0].a, group[0].b))
+        a, b = (members(side, roles) for side in (group[0].a, group[0].b))
+        if len(a) > 1 and len(b) > 1 and len(a) != len(b):
+            raise ValueError(f"the sides of {group[0].name!r} are {len(a)} and {len(b)} variants: one, or as many")
         a, b = (a * len(b) if len(a) == 1 else a), (b * len(a) if len(b) == 1 else b)
         for (a_name, a_labels), (b_name, b_labels) in zip(a, b):
             for c in group:

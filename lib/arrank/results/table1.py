@@ -15,7 +15,7 @@ import pandas as pd
 from arrank.common.display import percent_text
 from arrank.common.findings import Finding, note
 from arrank.results import statistics as S
-from arrank.results.claims import Claim, Means, Member, decide_claim, resolve, words
+from arrank.results.claims import Claim, Means, Member, decide_claim, members, resolve, words
 
 NEAR = 0.02  # "NTP's R@1 is the best or within NEAR of it": 2 points
 # The roles of a sweep's variants that Table 1's claims compare (``roles``): "each ..." is one
@@ -72,12 +72,13 @@ def summary(claims: Sequence[Claim], sides: dict[str, list[Member]], columns: Se
     """The means the first comparison of ``claims`` (and those of the same sides) compares, percent, from
     the sweep's collected runs: ``CVR (%): NTP 92.3; Fractional α=2 3.3, Trie β=2 4.3``: the pooled sides
     first, then each variant of a per-variant side; several quantities as ``x / y``."""
-    same = [c for c in claims if (c.a, c.b) == (claims[0].a, claims[0].b)]
-    cut = [(c, tuple(m for m in c.metrics if m in columns)) for c in same]
+    first = claims[0]
+    cut = [(c, tuple(m for m in c.metrics if m in columns)) for c in claims if (c.a, c.b) == (first.a, first.b)]
     cut = [(c, metrics) for c, metrics in cut if metrics]
     text = lambda labels: " / ".join(percent_text(means(labels, metrics)) for _, metrics in cut)
-    shown = {each: [f"{name} {text(labels)}" for side in (claims[0].a, claims[0].b)
-                    if side.startswith("each ") == each for name, labels in sides[side]] for each in (False, True)}  # fmt: skip
+    shown: dict[bool, list[str]] = {False: [], True: []}  # per-variant side or not -> "name value"
+    for side in (first.a, first.b):
+        shown[str(side).startswith("each ")] += [f"{name} {text(labels)}" for name, labels in members(side, sides)]
     head = " / ".join(c.quantity(metrics) for c, metrics in cut) + " (%): " + ", ".join(shown[False])
     return head + (f"; {', '.join(shown[True])}" if shown[True] else "")
 
