@@ -71,8 +71,9 @@ class Claim:
         return "mean " + "..".join(dict.fromkeys(metric_name(m) for m in (shown[0], shown[-1])))
 
 
-def evaluate(claim: Claim, per_query: pd.DataFrame, numbers: str = "", level: float = S.LEVEL,
-             n_resamples: int = S.N_RESAMPLES) -> Finding:  # fmt: skip
+def evaluate(
+    claim: Claim, per_query: pd.DataFrame, numbers: str = "", level: float = S.LEVEL, n_resamples: int = S.N_RESAMPLES
+) -> Finding:
     """The finding of one comparison on per-query data (``arrank.workbook.report.per_query_frame``'s
     rows; ``a`` and ``b`` variant labels): the mean per-query difference and its ``level`` interval
     from one bootstrap (``statistics.compare``), decided against the threshold (``findings.decide``)
@@ -81,8 +82,8 @@ def evaluate(claim: Claim, per_query: pd.DataFrame, numbers: str = "", level: fl
     a, b = (S.variant_values(per_query, side, claim.metrics) for side in (claim.a, claim.b))
     c = S.compare(a, b, claim.weight, level, n_resamples)
     numbers = "; ".join(p for p in (numbers, c.text()) if p)
-    found = decide(claim.claim, c.estimate, c.interval, claim.threshold, claim.side, numbers, level,
-                   c.p_value(claim.threshold))  # fmt: skip
+    p = c.p_value(claim.threshold)
+    found = decide(claim.claim, c.estimate, c.interval, claim.threshold, claim.side, numbers, level, p)
     return replace(found, means=(float(a.by_query.mean()), float(b.by_query.mean())))
 
 
@@ -150,6 +151,7 @@ def decide_claim(
     would decide it, ``statistics.budget_to_decide``), or several decided together
     (``statistics.combine``); else the point verdict of ``means`` (every part on its side), its
     numbers labelled as point estimates; None without ``means`` or without a part."""
+    parts = [replace(c, a=members(c.a, {})[0][1], b=members(c.b, {})[0][1]) for c in parts]  # labels as tuples
     labels = {v for c in parts for v in (*c.a, *c.b)}
     if not parts or not S.has_variants(per_query, *labels):
         if means is None or not parts:
