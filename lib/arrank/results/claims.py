@@ -28,6 +28,11 @@ Member = tuple[str, tuple[str, ...]]  # a side in words and the variant labels i
 Means = Callable[[tuple[str, ...], tuple[str, ...]], float]  # (labels, metrics) -> the point mean
 
 
+def recall(*ks: int) -> tuple[str, ...]:
+    """The per-query columns of R@k at ``ks``: ``recall(2, 3)`` -> ``("r2", "r3")``."""
+    return tuple(f"r{k}" for k in ks)
+
+
 def metric_name(metric: str) -> str:
     """A metric in words: ``cvr`` -> ``CVR``, ``ndcg`` -> ``nDCG``, ``r2`` or ``recall@2`` -> ``R@2``."""
     return {"cvr": "CVR", "ndcg": "nDCG"}.get(metric, "R@" + metric.removeprefix("recall@").removeprefix("r"))

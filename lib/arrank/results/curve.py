@@ -28,18 +28,17 @@ from arrank.common.display import QUALITATIVE, log_axis, percent_axis, percent_t
 from arrank.common.findings import Finding, holm_cell, interval_text, p_text
 from arrank.results import statistics as S
 from arrank.results import table1
-from arrank.results.claims import Claim, evaluate, metric_name
+from arrank.results.claims import Claim, evaluate, metric_name, recall
 from arrank.results.tables import TABLE_RESAMPLES, markdown_lines
 from arrank.training.schemes import loss_label
 
-R = table1.R
 NTP = loss_label({"scheme": "indicator"})
 FRACTIONAL = loss_label({"scheme": "fractional", "alpha": 2})
 BUDGET = ["step", "items", "epochs"]
 SETTING = "setting"  # what a run's numbers are comparable within (report.curve_frame): never pooled across
 
 
-CENTRAL = Claim("central", table1.CENTRAL, "fractional α=2 − NTP, mean R@2..R@5", FRACTIONAL, NTP, R(2, 3, 4, 5))
+CENTRAL = Claim("central", table1.CENTRAL, "fractional α=2 − NTP, mean R@2..R@5", FRACTIONAL, NTP, recall(2, 3, 4, 5))
 COMPARISONS = (  # the central claim, then Table 1's R@1 and CVR checks of the same pair, with their thresholds
     CENTRAL,
     Claim("r1", "NTP's R@1 is within 2 points of fractional α=2's or above", "NTP − fractional α=2, R@1", NTP,

@@ -17,8 +17,7 @@ import pandas as pd
 from arrank.common.display import percent_text
 from arrank.common.findings import Finding, finding
 from arrank.results import statistics as S
-from arrank.results.claims import Claim, Member, decide_claim, point_finding, resolve, words
-from arrank.results.table1 import R
+from arrank.results.claims import Claim, Member, decide_claim, point_finding, recall, resolve, words
 
 SMALL_KS = (1, 2)  # "small k" in the findings of Figure 3
 INTERVAL_FIELDS = ("verdict", "estimate", "threshold", "side", "ci_low", "ci_high", "level", "p_value")  # per check
@@ -179,7 +178,7 @@ def roles(
 
 LARGER_DE, SMALLER_DE, CE, STRONGEST_DE = "each DE but the smallest", "each DE but the largest", "the CE", "the DE"
 LARGEST_ALPHA, SMALLEST_ALPHA = "the DE at the largest α", "the DE at the smallest α"
-ARR, ON_PAR, SPAN = "ARR", "arr_on_par_with_ce", R(1, 2, 3, 4, 5)  # SPAN: R@1..R@5, those the run has
+ARR, ON_PAR, SPAN = "ARR", "arr_on_par_with_ce", recall(1, 2, 3, 4, 5)  # SPAN: R@1..R@5, those the run has
 ON_PAR_WORDS = "section 5.3: ARR is on par with the CE (ARR on its training queries, as the CE)"
 COMPARISONS = (  # Figure 3's findings (section 5.3) as the comparisons that decide them; thresholds: docs/findings.md
     Claim("de_grows_with_n", "Figure 3 (a): the DE's recall grows with its dimension n", "{a} − {b}", LARGER_DE,
@@ -191,7 +190,7 @@ COMPARISONS = (  # Figure 3's findings (section 5.3) as the comparisons that dec
     Claim("arr_above_de", "section 5.3: ARR is significantly more powerful than the DEs (on its training queries)",
           "{a} − {b}, {quantity}", ARR, STRONGEST_DE, SPAN),
     Claim("alpha_raises_de_small_k", "Figure 3 (b): an increasing α improves R@k, particularly for small k (the DE)",
-          "{a} − {b}, {quantity}", LARGEST_ALPHA, SMALLEST_ALPHA, R(*SMALL_KS)),
+          "{a} − {b}, {quantity}", LARGEST_ALPHA, SMALLEST_ALPHA, recall(*SMALL_KS)),
 )  # fmt: skip
 CLAIMS = words(COMPARISONS)
 

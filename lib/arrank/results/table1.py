@@ -15,7 +15,7 @@ import pandas as pd
 from arrank.common.display import percent_text
 from arrank.common.findings import Finding, note
 from arrank.results import statistics as S
-from arrank.results.claims import Claim, Means, Member, decide_claim, members, resolve, words
+from arrank.results.claims import Claim, Means, Member, decide_claim, members, recall, resolve, words
 
 NEAR = 0.02  # "NTP's R@1 is the best or within NEAR of it": 2 points
 # The roles of a sweep's variants that Table 1's claims compare (``roles``): "each ..." is one
@@ -28,15 +28,14 @@ CVR, R1 = (
 )
 CENTRAL, TRIE_CVR = "fractional α=2 has a higher mean R@2..R@5 than NTP", "trie variants lower CVR relative to NTP"
 BEATS_ZERO_SHOT = "every fine-tuned variant beats the zero-shot model (nDCG and mean R@1..R@5)"
-R = lambda *ks: tuple(f"r{k}" for k in ks)
 COMPARISONS = (  # Table 1's findings (section 5.2) as the comparisons that decide them
     Claim("cvr", CVR, "{a} CVR below NTP's", OTHERS, NTP, ("cvr",), side="<"),
     Claim("cvr", CVR, "{a} CVR at most half NTP's", FRACTIONAL, NTP, ("cvr",), side="<", weight=0.5, inclusive=True),
     Claim("r1", R1, "NTP − {b} R@1 above −{points:g} points", NTP, OTHERS, ("r1",), threshold=-NEAR, inclusive=True),
-    Claim("central", CENTRAL, "fractional α=2 − NTP, {quantity}", FRACTIONAL_2, NTP, R(2, 3, 4, 5)),
+    Claim("central", CENTRAL, "fractional α=2 − NTP, {quantity}", FRACTIONAL_2, NTP, recall(2, 3, 4, 5)),
     Claim("trie", TRIE_CVR, "{a} CVR below NTP's", TRIE, NTP, ("cvr",), side="<"),
     Claim("zero_shot", BEATS_ZERO_SHOT, "{a} − zero-shot {quantity}", TUNED, ZERO_SHOT, ("ndcg",)),
-    Claim("zero_shot", BEATS_ZERO_SHOT, "{a} − zero-shot {quantity}", TUNED, ZERO_SHOT, R(1, 2, 3, 4, 5)),
+    Claim("zero_shot", BEATS_ZERO_SHOT, "{a} − zero-shot {quantity}", TUNED, ZERO_SHOT, recall(1, 2, 3, 4, 5)),
 )
 CLAIMS = words(COMPARISONS)
 
