@@ -134,7 +134,9 @@ def test_closure_downloads_what_the_image_lacks_once_and_pip_refuses_conflicts(t
     with pytest.raises(SystemExit, match=r"that install alpha==1.0 delta: .*conflicting dependencies"):
         kit.closure(["alpha==1.0", "delta"], tmp_path / "dl", args, image=frozenset({"numpy"}), force=())
     make_wheel(index, "epsilon", "1.0", ["torch<2"])  # the image's torch is 2.11.0
-    with pytest.raises(SystemExit, match=r"conflicting dependencies.*The conflict is caused by: epsilon 1.0 depends on torch<2"):
+    with pytest.raises(
+        SystemExit, match=r"conflicting dependencies.*The conflict is caused by: epsilon 1.0 depends on torch<2"
+    ):
         kit.closure(["epsilon"], tmp_path / "dl", args, image=frozenset({"torch"}), force=())
     with pytest.raises(SystemExit, match="that install zeta==1: ERROR: Could not find a version .* zeta==1"):
         kit.closure(["zeta==1"], tmp_path / "dl", args, force=())
