@@ -309,7 +309,7 @@ def test_query_groups_cap_queries_and_padded_tokens():
 
 
 def test_resolve_query_batch(model):
-    assert scoring.resolve_query_batch(model, None) == 1  # a CPU: one query at a time (docs/gpu.md)
+    assert scoring.resolve_query_batch(model, None) == 1  # a CPU: one query a pass (docs/measurements.md, "Scoring")
     assert scoring.resolve_query_batch(model, 8) == 8
     assert scoring.resolve_query_batch(model, 8, method="naive") == 1
     for bad in (0, -2, True, 2.0, "4"):
