@@ -111,6 +111,13 @@ def test_check_params_in_a_runner_kernel_takes_the_resolved_values(monkeypatch):
     assert params.check_params("01_de_capacity", dict(resolved)) == resolved
     with pytest.raises(ParamError, match=r"\['site_sets'\] differ from what the runner resolved"):
         params.check_params("01_de_capacity", {**resolved, "site_sets": 1})
+    # 07's alphas: the cell's [0, 1, ...] is not injected (it is the value that runs); the kernel
+    # returns the resolved floats, as results.json records them
+    source, injected, resolved = run.prepare("07", {"run_name": "r"})
+    assert "alphas" not in injected and resolved["alphas"] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    monkeypatch.setenv(params.PARAMS_ENV, json.dumps(resolved))
+    kernel = {**run.parameters_cell(run.read_notebook(source), source), **injected}
+    assert json.dumps(params.check_params("07_de_ce_baselines", kernel)) == json.dumps(resolved)
 
 
 def test_check_params_errors(monkeypatch):

@@ -503,28 +503,24 @@ def profile_values(stem: str, profile: str, values: Mapping[str, Any] | None = N
     return resolve(stem, {**defaults, **(values or {}), "profile": profile}, set(values or {}))
 
 
-def _same(a: Any, b: Any) -> bool:
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
-
-
 def check_params(stem: str, namespace: dict[str, Any]) -> dict[str, Any]:
     """A notebook's parameters, taken by name from its namespace (``globals()``). Run by the
-    runner, they were checked and resolved before the kernel started (``PARAMS_ENV``): they are
-    returned as they are. Run from JupyterLab or plain papermill, this is the edge: a value the
+    runner, they were checked and resolved before the kernel started (``PARAMS_ENV``; papermill
+    injected each that is not the cell's): they are returned as the runner resolved them. Run from JupyterLab or plain papermill, this is the edge: a value the
     cell holds as the notebook file has it takes the profile's (printed), then all are checked
     (``resolve``); ``ParamError`` names a bad name or value."""
     ran = os.environ.get(PARAMS_ENV)
     if ran:
         resolved = json.loads(ran)
-        wrong = sorted(n for n in resolved if n not in namespace or not _same(namespace[n], resolved[n]))
+        wrong = sorted(n for n in resolved if n not in namespace or namespace[n] != resolved[n])
         if wrong:
             raise ParamError(f"{stem}: parameter(s) {wrong} differ from what the runner resolved")
-        return {n: namespace[n] for n in resolved}
+        return resolved
     params = spec(stem)
     missing = sorted(n for n in params if n not in namespace)
     if missing:
         raise ParamError(f"{stem}: parameter(s) {missing} are not defined in the parameters cell")
-    given = {n for n, p in params.items() if not _same(namespace[n], p.default)}
+    given = {n for n, p in params.items() if namespace[n] != p.default}
     out = resolve(stem, {n: namespace[n] for n in params}, given)
     taken = [n for n, p in params.items() if n not in given and out["profile"] in p.profiles]
     if taken:
