@@ -148,6 +148,23 @@ def test_every_profile_resolves_every_parameter(stem):
 
 
 @pytest.mark.parametrize("stem", STEMS)
+def test_runner_kernel_and_jupyterlab_run_the_same_values(stem, monkeypatch, capsys):
+    """In every profile: the kernel under the runner (the cell, then papermill's injected values)
+    and a reader in JupyterLab who only sets ``profile`` in the cell get the values the runner
+    resolved, to the JSON type (results.json)."""
+    from arrank.workbook import run
+
+    for profile in params.profiles_of(stem):
+        source, injected, resolved = run.prepare(stem, {"profile": profile})
+        cell = run.parameters_cell(run.read_notebook(source), source)
+        monkeypatch.setenv(params.PARAMS_ENV, json.dumps(resolved))
+        assert json.dumps(params.check_params(stem, {**cell, **injected})) == json.dumps(resolved)
+        monkeypatch.delenv(params.PARAMS_ENV)
+        lab = params.check_params(stem, {**cell, "profile": profile})
+        assert json.dumps({**lab, "run_name": resolved["run_name"]}) == json.dumps(resolved), profile
+
+
+@pytest.mark.parametrize("stem", STEMS)
 def test_each_fact_is_written_once(stem):
     """No parameter's name, default or meaning is written twice: the cell holds the names, the
     quick values and the meanings; params holds rules and the other profiles' values only for names
