@@ -70,7 +70,7 @@
 # %% tags=["parameters"]
 profile: str = "quick"  # "quick" (tiny model, CPU, minutes), "pretrained" (SmolLM2-135M + LoRA, CPU) or "paper" (Mistral-7B + LoRA, GPU)
 seed: int = 0  # seeds the model initialisation and the item order (and the data, unless data_seed is given)
-data_seed: "Optional[int]" = None  # seeds the held-out split, the negatives and the prompts' order; None: the seed (fix it to compare seeds on the same queries)
+data_seed: int = None  # seeds the held-out split, the negatives and the prompts' order; None: the seed (fix it to compare seeds on the same queries)
 run_name: str = "auto"  # folder under outputs/05_train/; give a name to resume an interrupted run
 model_name: str = "tiny"  # tiny (a small Llama built for this data), smollm2-135m, paper (Mistral-7B), a hub id, a local folder or .gguf file
 backend: str = "auto"  # auto (Unsloth with CUDA in one process, else transformers + peft), unsloth (one GPU only) or transformers
@@ -108,7 +108,7 @@ n_eval: int = 300  # held-out queries
 template: str = "short"  # prompt: short (the dataset's short one, for tiny models), full (Appendix D word for word: D.1 wordnet, D.2 esci and custom) or a template's name
 tokenizer_vocab: int = 2000  # BPE vocabulary of the tiny model's tokenizer
 eval_queries: int = 0  # evaluate on at most this many held-out queries, 0 for all
-train_queries: "Optional[int]" = None  # also score a seeded sample of this many training queries (Figure 3 (a)); None: as many as held out, 0: none
+train_queries: int = None  # also score a seeded sample of this many training queries (Figure 3 (a)); None: as many as held out, 0: none
 query_batch: int = 0  # queries scored in one forward pass; 0: auto (32 on a GPU, 1 on a CPU)
 precision: str = "auto"  # auto (bf16 where the CPU or GPU runs it natively and the model is not tiny, else fp32), fp32 or bf16 (mixed: trainable weights, loss and scores in fp32)
 

@@ -69,7 +69,10 @@ def test_the_cell_is_the_spec_read_by_papermill():
     steps = params.spec("05_train")["steps"]
     assert (steps.type, steps.default, steps.help) == ("int", 1200, "optimizer steps, 0 for none (zero-shot)")
     assert dict(steps.profiles) == {"pretrained": 80, "paper": 10_000}
-    assert params.spec("05_train")["data_seed"].type == "Optional[int]"
+    data_seed = params.spec("05_train")["data_seed"]  # an int whose cell value is None: None allowed
+    assert (data_seed.type, data_seed.default, data_seed.check("data_seed", None)) == ("int", None, None)
+    with pytest.raises(ParamError, match=r"steps=None must be an integer"):
+        steps.check("steps", None)
     with pytest.raises(ParamError, match=r"steps=-1 is out of range: allowed in \[0, 10000000\]"):
         steps.check("steps", -1)
 

@@ -20,7 +20,7 @@ def test_05_help_lists_profiles_allowed_values_and_meanings(capsys):
     assert "  model_name: str = 'tiny'  (pretrained: 'smollm2-135m' | paper: 'paper')" in out
     assert "  n_eval: int = 300  (pretrained: 100 | paper: 5000)" in out
     assert "  template: str = 'short'  (pretrained: 'full' | paper: 'full')" in out
-    assert "  data_seed: Optional[int] = None\n" in out and "None: the seed" in out
+    assert "  data_seed: int = None\n" in out and "None: the seed" in out
     assert "allowed: one of 'indicator', 'fractional', 'stepwise'" in out
     assert "allowed: an integer in [0, 1024]\n" in out  # lora_r
     assert "unsloth-4bit" in out and "a hub id (owner/name)" in out  # model_name

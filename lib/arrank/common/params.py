@@ -413,16 +413,17 @@ def parse_cell(source: str, where: str) -> list[tuple[str, str, Any, str]]:
     return out
 
 
-def _validator(stem: str, name: str, kind: str) -> Validator:
-    """The validator of a parameter of type ``kind`` (the cell's annotation) from its rule."""
+def _validator(stem: str, name: str, kind: str, default: Any = 0) -> Validator:
+    """The validator of a parameter of type ``kind`` (the cell's annotation) from its rule; an
+    ``int`` whose cell value is None also takes None (its comment says what None means)."""
     rule = {**COMMON, **RULES.get(stem, {})}.get(name)
     if name == "profile":
         return choice(*profiles_of(stem))
     if callable(rule):
         return rule
     lo, hi = rule or (None, None)
-    if kind in ("int", "Optional[int]"):
-        return integer(lo, hi, optional=kind == "Optional[int]")
+    if kind == "int":
+        return integer(lo, hi, optional=default is None)
     if kind == "float":
         return number(lo, hi)
     if kind == "bool":
@@ -444,7 +445,7 @@ def _spec(stem: str, source: str, mtime: int) -> dict[str, Param]:
             kind,
             default,
             meaning,
-            _validator(stem, name, kind),
+            _validator(stem, name, kind, default),
             {p: values[name] for p, values in profiles.items() if name in values},
         )
         for name, kind, default, meaning in parse_cell(parameters_source(nb, Path(source).name), Path(source).name)

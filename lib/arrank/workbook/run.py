@@ -117,8 +117,8 @@ def parameters_help(notebook: str | Path) -> str:
 def coerce(name: str, raw: Any, kind: str) -> Any:
     """Turn a command-line string into the parameter's type (``kind``, its cell's annotation):
     ``str`` stays a string (``007`` keeps its zeros) and so does ``list`` (``number_list`` reads
-    ``'4,8'`` and ``'4'``), ``bool`` takes true/false, ``Optional[int]`` none too, numbers a
-    number; non-strings (from Python callers and sweep files) pass unchanged."""
+    ``'4,8'`` and ``'4'``), ``bool`` takes true/false, others none (for a parameter whose cell
+    value is None) or a number; non-strings (from Python callers and sweep files) pass unchanged."""
     if not isinstance(raw, str) or kind in ("str", "list"):
         return raw
     low = raw.strip().lower()
@@ -126,7 +126,7 @@ def coerce(name: str, raw: Any, kind: str) -> Any:
         if low in ("true", "false"):
             return low == "true"
         raise ParamError(f"{name}={raw!r} must be true or false")
-    if low in ("none", "null") and kind.startswith("Optional"):
+    if low in ("none", "null"):
         return None
     for number in (int, float):
         try:
