@@ -167,12 +167,23 @@ def test_a_damaged_converted_model_folder_is_set_aside_and_converted_again(
 ):
     """Issue 27: a truncated data/cache/models/smollm2-135m-*/model.safetensors gave a SafetensorError
     naming nothing. The folder is derived from the package's GGUF file: it is named in one line, set
-    aside, and converted again (about 30 s: the one conversion this test adds)."""
+    aside, and converted again. The conversion itself is the session fixture's (``smollm2_folder``,
+    checked by test_converted_model_is_smollm2_with_the_gguf_special_tokens); here it is stood in for
+    by a copy of that folder, so the test checks that the package's GGUF file is converted into the
+    folder that was set aside, not a second 30-60 s conversion."""
     from pathlib import Path
 
     from arrank.common import manifest, paths
 
     monkeypatch.setattr(paths, "CACHE", tmp_path / "cache")
+    converted = []
+
+    def convert(gguf, folder):  # models.convert_gguf's contract: a complete folder written in one rename
+        converted.append((gguf, folder))
+        shutil.copytree(smollm2_folder, folder)  # FileExistsError (an OSError) if the damaged one were still there
+        return folder
+
+    monkeypatch.setattr(models, "convert_gguf", convert)
     folder = tmp_path / "cache" / "models" / "smollm2-135m-0.1.2"
     folder.mkdir(parents=True)
     shutil.copy(Path(smollm2_folder) / "config.json", folder)
@@ -187,6 +198,7 @@ def test_a_damaged_converted_model_folder_is_set_aside_and_converted_again(
     assert (
         "it is converted again from SmolLM2-135M-Instruct.Q4_1.gguf; set aside as broken-smollm2-135m-0.1.2-" in said[0]
     )
+    assert converted == [(named_models.gguf_file("smollm2-135m"), folder)]
     assert (folder / manifest.MANIFEST).is_file() and models.model_folder_problem(folder) is None
 
 
