@@ -1,6 +1,9 @@
-"""outputs: a run's paths are never symbolic links, nor outside the outputs folder."""
+"""outputs: a run's folder, lock and staging, its results and their permissions; a run's paths are never
+symbolic links, nor outside the outputs folder."""
 
+import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -40,3 +43,182 @@ def test_the_runner_refuses_a_linked_run_with_one_line_and_rc_2(outputs_root, tm
     assert run.main(["01", "-p", "run_name", "linked"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "linked is a symbolic link" in err
+
+
+def test_start_run_creates_then_refuses_existing(outputs_root):
+    p = {"profile": "quick", "run_name": "r1"}
+    d = outputs.start_run("01_de_capacity", p)
+    assert d == outputs_root / "01_de_capacity" / "r1" and d.is_dir()
+    (d / "keep.txt").write_text("earlier run")
+    with pytest.raises(outputs.RunExistsError, match="r1 exists"):
+        outputs.start_run("01_de_capacity", p)
+    assert (d / "keep.txt").read_text() == "earlier run"
+
+
+def test_auto_run_name_uses_profile_and_time():
+    name = outputs.resolve_run_name("auto", "paper")
+    assert name.startswith("paper-") and len(name) == len("paper-20260101-000000")
+    assert outputs.resolve_run_name("mine", "quick") == "mine"
+
+
+def test_write_results_contract(tmp_path):
+    import numpy as np
+
+    path = outputs.write_results(tmp_path, "01_de_capacity", {"seed": 0}, {"cvr": np.float64(0.25)}, {"train": 1.5})
+    data = json.loads(path.read_text())
+    assert list(data) == ["notebook", "params", "metrics", "timings", "env", "warnings"]
+    assert data["metrics"] == {"cvr": 0.25} and data["env"]["cpu_count"] >= 1 and data["warnings"] == []
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]  # no temporary file left
+    with pytest.raises(ValueError, match="flat strings"):
+        outputs.write_results(tmp_path, "x", {}, {"a/b": 1}, {})
+
+
+def test_timed_accumulates():
+    t = {}
+    with outputs.timed(t, "step"):
+        pass
+    with outputs.timed(t, "step"):
+        pass
+    assert set(t) == {"step"} and t["step"] >= 0
+
+
+@pytest.mark.parametrize("umask, file_mode, dir_mode", [(0o022, 0o644, 0o755), (0o002, 0o664, 0o775)])
+def test_results_and_temporary_folders_follow_the_umask(tmp_path, umask, file_mode, dir_mode):
+    """Issue 20: results.json came out 0600 and model/ 0700 (tempfile's modes), unreadable to the
+    other users of a shared machine; now they get what the umask gives a plain open/mkdir."""
+    import tempfile
+
+    before = os.umask(umask)
+    try:
+        path = outputs.write_results(tmp_path, "01_de_capacity", {}, {"a": 1}, {})
+        made = Path(tempfile.mkdtemp(dir=tmp_path))  # as models.save_atomic and the data cache make theirs
+        (made / "inner").mkdir(mode=0o700)
+        fd, inner_file = tempfile.mkstemp(dir=made / "inner")
+        os.close(fd)
+        outputs.umask_permissions(made)
+    finally:
+        os.umask(before)
+    assert path.stat().st_mode & 0o777 == file_mode
+    assert made.stat().st_mode & 0o777 == dir_mode and (made / "inner").stat().st_mode & 0o777 == dir_mode
+    assert Path(inner_file).stat().st_mode & 0o777 == file_mode
+
+
+def test_a_run_name_is_claimed_by_one_process_and_given_back(outputs_root):
+    fd = outputs.claim_run("01_de_capacity", "r", outputs_root)
+    lock = outputs.lock_path("01_de_capacity", "r", outputs_root)
+    assert lock.read_text() == f"{os.getpid()}\n"
+    assert outputs.run_in_progress("01_de_capacity", "r", outputs_root) == str(os.getpid())
+    with pytest.raises(
+        outputs.RunInProgressError, match=rf"01_de_capacity run 'r' is in progress \(pid {os.getpid()}\)"
+    ):
+        outputs.claim_run("01_de_capacity", "r", outputs_root)  # a second claim, even from this process
+    fd.release()
+    assert outputs.run_in_progress("01_de_capacity", "r", outputs_root) is None  # given back (filelock keeps the file)
+    lock.write_text("999999\n")  # the file a killed run leaves: not held, so not in progress
+    assert outputs.run_in_progress("01_de_capacity", "r", outputs_root) is None
+    outputs.claim_run("01_de_capacity", "r", outputs_root).release()
+
+
+def test_staging_folders_of_dead_runs_become_failed_folders(outputs_root):
+    folder = outputs_root / "05_train"
+    for name in (".a.partial-11", ".a.partial-12", ".b.partial-13"):
+        (folder / name).mkdir(parents=True)
+        (folder / name / "x.txt").write_text(name)
+    held = outputs.claim_run("05_train", "b", outputs_root)  # b is running: its folder is left alone
+    try:
+        moved = outputs.tidy_abandoned("05_train", outputs_root)
+    finally:
+        held.release()
+    assert sorted(p.read_text() for p in folder.glob("a.failed-*/x.txt")) == [".a.partial-11", ".a.partial-12"]
+    assert len(moved) == 2 and len({p.name for p in moved}) == 2  # same second: the names stay distinct
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".") and not p.name.endswith(".lock")) == [
+        ".b.partial-13"
+    ]
+    assert [p.name for p in outputs.tidy_partials("05_train", "b", outputs_root)][0].startswith("b.failed-")
+
+
+@pytest.mark.skipif(outputs.png_backend() is None, reason="no Chromium for kaleido")
+def test_figures_share_one_chromium_and_each_png_is_its_own(tmp_path):
+    import plotly.graph_objects as go
+
+    small = go.Figure(go.Scatter(x=[1, 2], y=[1, 2]))
+    wide = go.Figure(go.Bar(x=["a", "b", "c"], y=[3, 1, 2]))
+    outputs.save_figure(small, tmp_path, "small", width=300, height=200)
+    assert outputs._PNG_SERVER  # started by the first PNG, reused by the next
+    outputs.save_figure(wide, tmp_path, "wide", width=640, height=200)
+    sizes = {}
+    for name in ("small", "wide"):
+        head = (tmp_path / f"{name}.png").read_bytes()[:24]
+        assert head[:8] == b"\x89PNG\r\n\x1a\n"
+        sizes[name] = (int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big"))
+        assert (tmp_path / f"{name}.html").exists()
+    assert sizes == {"small": (600, 400), "wide": (1280, 400)}  # scale 2
+
+
+def test_one_of_several_processes_outside_the_runner_is_refused(outputs_root, monkeypatch):
+    """Under torchrun, only the runner decides which process writes the run (issue 17)."""
+    from arrank.common.params import ParamError
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(
+        ParamError,
+        match=r"05_train is one of 2 processes \(WORLD_SIZE\) but not under the runner.*"
+        r"torchrun --nproc_per_node N -m arrank.workbook.run 05_train -p run_name NAME",
+    ):
+        outputs.start_run("05_train", {"run_name": "r", "profile": "quick"})
+    assert list(outputs_root.iterdir()) == []
+    monkeypatch.setenv("ARRANK_RUN_DIR", str(outputs_root / "staged"))  # under the runner: its folder
+    assert outputs.start_run("05_train", {"run_name": "r", "profile": "quick"}) == outputs_root / "staged"
+
+
+def _code_tree(root: Path, body: str) -> None:
+    (root / "lib/arrank/sub").mkdir(parents=True, exist_ok=True)
+    (root / "notebooks").mkdir(exist_ok=True)
+    (root / "lib/arrank/sub/mod.py").write_text(body)
+    (root / "notebooks/05_train.py").write_text("x = 1\n")
+
+
+def test_code_digest_follows_the_code_and_nothing_else(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    _code_tree(a, "def f():\n    return 1\n")
+    _code_tree(b, "def f():\n    return 1\n")
+    (b / "README.md").write_text("not code")  # outside lib and the notebooks: no change
+    digest = outputs.code_digest(a)
+    assert len(digest) == 12 and digest == outputs.code_digest(b)
+    (b / "lib/arrank/sub/mod.py").write_text("def f():\n    return 2\n")
+    assert outputs.code_digest(b) != digest
+    (b / "lib/arrank/sub/mod.py").rename(b / "lib/arrank/sub/other.py")  # same content, other path
+    assert outputs.code_digest(b) not in (digest, outputs.code_digest(a))
+
+
+def test_env_info_says_whether_the_tree_differs_from_its_commit(tmp_path, monkeypatch):
+    import shutil
+    import subprocess
+
+    from arrank.common import paths
+
+    _code_tree(tmp_path, "v = 1\n")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "c"], check=True)
+    monkeypatch.setattr(paths, "ROOT", tmp_path)
+    clean = outputs.env_info()
+    assert clean["git_dirty"] is False and len(clean["git_commit"]) >= 7
+    (tmp_path / "lib/arrank/sub/mod.py").write_text("v = 2\n")
+    dirty = outputs.env_info()
+    assert dirty["git_dirty"] is True and dirty["git_commit"] == clean["git_commit"]
+    assert dirty["code_digest"] != clean["code_digest"]
+    shutil.rmtree(tmp_path / ".git")  # a copied tree without its history
+    bare = outputs.env_info()
+    assert bare["git_commit"] is None and bare["git_dirty"] is None and bare["code_digest"] == dirty["code_digest"]
+
+
+def test_a_resume_may_change_only_what_does_not_change_training(tmp_path):
+    """Checkpoints recorded before ``query_batch`` existed still resume; another ``steps`` does not."""
+    (tmp_path / "checkpoint-2").mkdir()
+    then = {"run_name": "a", "steps": 10, "save_steps": 2, "scheme": "fractional"}
+    outputs.record_resume_params(tmp_path, then)
+    assert outputs.resume_diff(tmp_path, {**then, "run_name": "b", "save_steps": 5, "query_batch": 32}) == {}
+    assert outputs.resume_diff(tmp_path, {**then, "steps": 20}) == {"steps": (10, 20)}
+    assert outputs.resume_diff(tmp_path / "none", then) is None
