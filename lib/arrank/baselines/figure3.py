@@ -113,6 +113,12 @@ def retrieval_recall(
 
 
 # the arguments of train_de / train_ce that ``hyper`` holds, as ``<model>_<arg>`` but the shared ones
+TRAIN_ARGS = {
+    "de": ("steps", "lr", "momentum", "row_updates"),
+    "ce": ("steps", "lr", "weight_decay", "row_updates", "optimizer", "table_init_std"),
+}
+
+
 def train_config(
     config: Mapping[str, Any], pairs: Pairs, n_rows: int, hyper: Mapping[str, Any], seed: int, progress: bool = True
 ) -> tuple[Any, pd.DataFrame, dict[str, Any]]:
@@ -120,38 +126,11 @@ def train_config(
     (notebook 07's de_*, ce_*, batch_size and tau). Returns (model, loss log, facts, the row norms
     of the trained table among them)."""
     model, n, alpha = config["model"], config["n"], config["alpha"]
-    if model == "de":
-        return DE.train_de(
-            pairs,
-            n_rows,
-            n,
-            alpha,
-            steps=hyper["de_steps"],
-            batch_size=hyper["batch_size"],
-            tau=hyper["tau"],
-            lr=hyper["de_lr"],
-            momentum=hyper["de_momentum"],
-            row_updates=hyper["de_row_updates"],
-            seed=seed,
-            progress=progress,
-        )
-    if model == "ce":
-        return CE.train_ce(
-            pairs,
-            n_rows,
-            n,
-            alpha,
-            steps=hyper["ce_steps"],
-            batch_size=hyper["batch_size"],
-            lr=hyper["ce_lr"],
-            weight_decay=hyper["ce_weight_decay"],
-            row_updates=hyper["ce_row_updates"],
-            optimizer=hyper["ce_optimizer"],
-            table_init_std=hyper["ce_table_init_std"],
-            seed=seed,
-            progress=progress,
-        )
-    raise ValueError(f"model={model!r} is not allowed; choose one of {list(MODELS)}")
+    if model not in MODELS:
+        raise ValueError(f"model={model!r} is not allowed; choose one of {list(MODELS)}")
+    kw = {arg: hyper[f"{model}_{arg}"] for arg in TRAIN_ARGS[model]}
+    kw.update({arg: hyper[arg] for arg in (("batch_size", "tau") if model == "de" else ("batch_size",))})
+    return (DE.train_de if model == "de" else CE.train_ce)(pairs, n_rows, n, alpha, seed=seed, progress=progress, **kw)
 
 
 def baseline_precision(requested: str):
@@ -195,17 +174,8 @@ def run_config(
         records = score_records(df_eval, scores, sizes)
         trec.write_lines(Path(trec_dir) / f"{key}.trec", trec.run_lines(records, key))
         trec.write_lines(Path(trec_dir) / trec.QRELS_FILE, trec.qrels_lines(records))
-    result = {
-        "config": key,
-        "model": config["model"],
-        "n": config["n"],
-        "alpha": config["alpha"],
-        "panels": ",".join(config["panels"]),
-        **summary,
-        "final_loss": float(log["loss"].iloc[-1]),
-        **facts,
-        "eval_s": time.perf_counter() - start,
-    }
+    result = {"config": key, **{c: config[c] for c in ("model", "n", "alpha")}, "panels": ",".join(config["panels"])}
+    result.update(summary, final_loss=float(log["loss"].iloc[-1]), **facts, eval_s=time.perf_counter() - start)
     return result, log.assign(config=key), per_query_rows(frame, key)
 
 
@@ -268,13 +238,9 @@ def per_query_rows(frame: pd.DataFrame, key: str) -> pd.DataFrame:
     """A config's per-query metrics (``metrics.per_query_metrics``) as the rows of the run's
     ``per_query.csv``: config, query, cvr (the query's violation, 0 or 1), ndcg, r1..r5 (R@k,
     NaN where the query has fewer than k relevant docIDs), fractions."""
-    out = pd.DataFrame(
-        {"config": key, "query": frame["query"], "cvr": frame["violation"].astype(float), "ndcg": frame["ndcg"]}
-    )
-    for k in PER_QUERY_KS:
-        if f"recall@{k}" in frame.columns:
-            out[f"r{k}"] = frame[f"recall@{k}"].astype(float)
-    return out
+    short = metrics.short_columns(frame)
+    kept = ["query", "cvr", "ndcg", *(f"r{k}" for k in PER_QUERY_KS if f"r{k}" in short.columns)]
+    return short[kept].assign(config=key)[["config", *kept]]
 
 
 STEM = "07_de_ce_baselines"
@@ -402,11 +368,5 @@ def lookup_data(subtree: str | None, min_relevant: int, n_eval: int, seed: int) 
     df = W.build_wordnet_dataset(subtree=subtree, min_relevant=min_relevant, n_eval=n_eval, seed=seed)
     names, corpus = table_synsets(subtree)
     rows = row_index(names)
-    return {
-        "df": df,
-        "eval": df[df["split"] == "eval"].reset_index(drop=True),
-        "names": names,
-        "rows": rows,
-        "pairs": positive_pairs(df, rows),
-        "corpus": corpus,
-    }
+    held_out = df[df["split"] == "eval"].reset_index(drop=True)
+    return dict(df=df, eval=held_out, names=names, rows=rows, pairs=positive_pairs(df, rows), corpus=corpus)
