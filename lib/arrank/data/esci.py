@@ -23,30 +23,20 @@ from arrank.data import embedders, prompts
 REPOSITORY = "https://github.com/amazon-science/esci-data"
 EXAMPLES_FILE = "shopping_queries_dataset_examples.parquet"
 PRODUCTS_FILE = "shopping_queries_dataset_products.parquet"
-EXAMPLES_COLUMNS = (
-    "example_id",
-    "query",
-    "query_id",
-    "product_id",
-    "product_locale",
-    "esci_label",
-    "small_version",
-    "large_version",
-    "split",
+EXAMPLES_COLUMNS = tuple(
+    "example_id query query_id product_id product_locale esci_label small_version large_version split".split()
 )
-PRODUCTS_COLUMNS = (
-    "product_id",
-    "product_title",
-    "product_description",
-    "product_bullet_point",
-    "product_brand",
-    "product_color",
-    "product_locale",
+PRODUCTS_COLUMNS = tuple(
+    "product_id product_title product_description product_bullet_point product_brand product_color product_locale".split()
 )
 DEFAULT_DIR = paths.DATA / "esci"
 FIXTURE_DIR = paths.DATA / "fixtures" / "esci_fixture"
 CACHE_VERSION = 1
 LIST_COLUMNS = ("product_ids", "titles", "docids", "positions", "scores", "gold", "atoms")
+# the columns of query_table, in order
+QUERY_TABLE_COLUMNS = (
+    "query_id query split small_version product_ids titles docids positions scores gold n_titles n_collisions prompt"
+).split()
 
 
 # --- Loading --------------------------------------------------------------------------------
@@ -368,24 +358,7 @@ def query_table(
                 "prompt": prompt,
             }
         )
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "query_id",
-            "query",
-            "split",
-            "small_version",
-            "product_ids",
-            "titles",
-            "docids",
-            "positions",
-            "scores",
-            "gold",
-            "n_titles",
-            "n_collisions",
-            "prompt",
-        ],
-    )
+    return pd.DataFrame(rows, columns=QUERY_TABLE_COLUMNS)
 
 
 # --- Entry point -----------------------------------------------------------------------------

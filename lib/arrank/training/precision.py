@@ -36,25 +36,26 @@ class Precision:
         """The fields a run records in results.json: ``precision_used``, ``precision_reason`` and,
         where a probe decided, ``precision_probe_<figure>`` (its shapes, threads, best fp32 and bf16
         milliseconds, bf16's speed-up, whether it was read from the cache)."""
-        out: dict[str, Any] = {"precision_used": self.used, "precision_reason": self.reason}
-        for key in PROBE_RECORD if self.probe else ():
-            out[f"precision_probe_{key}"] = self.probe[key]
-        return out
+        probe = {f"precision_probe_{key}": self.probe[key] for key in PROBE_RECORD} if self.probe else {}
+        return {"precision_used": self.used, "precision_reason": self.reason, **probe}
 
 
 PROBE_RECORD = ("shapes", "threads", "fp32_ms", "bf16_ms", "bf16_speedup", "cached")
 
 
+def _cpuinfo_field(name: str, cpuinfo: str | Path) -> str | None:
+    """The value of the first ``name: value`` line of ``cpuinfo`` (the first processor's), None where
+    there is none or the file is unreadable."""
+    try:
+        lines = Path(cpuinfo).read_text().splitlines()
+    except OSError:
+        return None
+    return next((line.split(":", 1)[1] for line in lines if line.startswith(name) and ":" in line), None)
+
+
 def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> set[str]:
     """The CPU feature flags of the first processor listed in ``cpuinfo`` (empty where unreadable)."""
-    try:
-        text = Path(cpuinfo).read_text()
-    except OSError:
-        return set()
-    for line in text.splitlines():
-        if line.startswith("flags") and ":" in line:
-            return set(line.split(":", 1)[1].split())
-    return set()
+    return set((_cpuinfo_field("flags", cpuinfo) or "").split())
 
 
 def cpu_model(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
@@ -62,13 +63,8 @@ def cpu_model(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
     platform's processor string, else ``"unknown CPU"``."""
     import platform
 
-    try:
-        for line in Path(cpuinfo).read_text().splitlines():
-            if line.startswith("model name") and ":" in line:
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+    name = _cpuinfo_field("model name", cpuinfo)
+    return name.strip() if name is not None else platform.processor() or "unknown CPU"
 
 
 def bf16_support(device: str = "cpu", flags: set[str] | None = None) -> tuple[bool, str]:
@@ -245,18 +241,6 @@ def resolve_precision(
     return Precision(requested, used, f"auto: {why}", probe)
 
 
-def hidden_size(model) -> int | None:
-    """The hidden size of a transformers model (peft-wrapped or not), None when it names none."""
-    config = getattr(model, "config", None)
-    return getattr(config, "hidden_size", None)
-
-
-def intermediate_size(model) -> int | None:
-    """The MLP's inner width of a transformers model (peft-wrapped or not), None when it names none."""
-    config = getattr(model, "config", None)
-    return getattr(config, "intermediate_size", None)
-
-
 def dtype_of(used: str) -> torch.dtype:
     """torch dtype of a resolved precision (``fp32`` or ``bf16``)."""
     if used not in ("fp32", "bf16"):
@@ -325,7 +309,9 @@ def prepare_model(model, used: str) -> int:
 def apply_precision(model, requested: str) -> Precision:
     """Resolve ``requested`` for ``model`` (``resolve_precision``), ``prepare_model`` it and say so in
     one line: what notebooks 05 and 06 do before training or scoring."""
-    numerics = resolve_precision(requested, hidden_size=hidden_size(model), intermediate_size=intermediate_size(model))
+    # the hidden size and the MLP's inner width of a transformers model (peft-wrapped or not), None where it names none
+    sizes = {k: getattr(getattr(model, "config", None), k, None) for k in ("hidden_size", "intermediate_size")}
+    numerics = resolve_precision(requested, **sizes)
     held = prepare_model(model, numerics.used)
     print(f"precision: {numerics.used} ({numerics.reason}); {held:,} frozen weights held in bf16")
     return numerics
