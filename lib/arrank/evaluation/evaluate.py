@@ -76,55 +76,28 @@ def score_and_evaluate(
     items = [(row["prompt"], candidates(row)) for row in queries.to_dict("records")]
     with inference(model, precision):
         scores = scoring.score_queries(
-            model,
-            tokenizer,
-            items,
-            include_eos=include_eos,
-            method=method,
-            progress=progress,
-            query_batch=query_batch,
-            share_opening=share_opening,
+            model, tokenizer, items, include_eos, method, progress, query_batch=query_batch, share_opening=share_opening
         )
     records = _records(queries, scores)
     return metrics.evaluate_queries(records, ks), metrics.per_query_metrics(records, ks), records
 
 
 def evaluate_held_out(
-    model,
-    tokenizer,
-    df: pd.DataFrame,
-    limit: int | None = None,
-    ks: tuple[int, ...] = metrics.WORDNET_KS,
-    include_eos: bool = False,
-    method: str = "prefix_shared",
-    progress: bool = True,
-    precision: str = "fp32",
-    query_batch: int | None = None,
+    model, tokenizer, df: pd.DataFrame, limit: int | None = None, *args: Any, **kwargs: Any
 ) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]]]:
-    """``score_and_evaluate`` on the held-out queries (the first ``limit`` when given)."""
-    queries = eval_queries(df, limit)
-    return score_and_evaluate(model, tokenizer, queries, ks, include_eos, method, progress, precision, query_batch)
+    """``score_and_evaluate`` on the held-out queries (the first ``limit`` when given); ``args`` and
+    ``kwargs``: its arguments after ``queries`` (ks, include_eos, method, progress, precision, ...)."""
+    return score_and_evaluate(model, tokenizer, eval_queries(df, limit), *args, **kwargs)
 
 
 def evaluate_training_queries(
-    model,
-    tokenizer,
-    df: pd.DataFrame,
-    n: int,
-    seed: int,
-    ks: tuple[int, ...] = metrics.WORDNET_KS,
-    include_eos: bool = False,
-    method: str = "prefix_shared",
-    progress: bool = True,
-    precision: str = "fp32",
-    query_batch: int | None = None,
+    model, tokenizer, df: pd.DataFrame, n: int, seed: int, *args: Any, **kwargs: Any
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The metrics of ``score_and_evaluate`` on ``training_sample(df, n, seed)``, named
     ``train_<metric>`` (``train_cvr``, ``train_recall@k``, ...), and the per-query metrics frame of
-    the same queries (notebook 05's ``per_query_train.csv``, used by ``results.figure3``)."""
-    result, per_query, _ = score_and_evaluate(
-        model, tokenizer, training_sample(df, n, seed), ks, include_eos, method, progress, precision, query_batch
-    )
+    the same queries (notebook 05's ``per_query_train.csv``, used by ``results.figure3``); ``args`` and
+    ``kwargs``: ``score_and_evaluate``'s after ``queries``."""
+    result, per_query, _ = score_and_evaluate(model, tokenizer, training_sample(df, n, seed), *args, **kwargs)
     return {f"{TRAIN_PREFIX}{k}": v for k, v in result.items()}, per_query
 
 
@@ -316,25 +289,7 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
         data = {k: p[k] for k in keys}
         source, scale = "untrained", {"run": "untrained", "model_name": p["model_name"], "steps": 0}
         params = {**data, "model_name": p["model_name"], "steps": 0}
-    df = ranking.ranking_dataset(
-        dataset=data["dataset"],
-        profile=data["profile"],
-        seed=data["seed"],
-        n_eval=data["n_eval"],
-        template=data["template"],
-        subtree=data["subtree"],
-        min_relevant=data["min_relevant"],
-        data_path=data["data_path"],
-        custom_docids=data["custom_docids"],
-    )
+    df = ranking.ranking_dataset(**data)
     if p["train_run"] == "none":
         model, tok = models.untrained_model(p["model_name"], df, p["backend"], 1024, p["tokenizer_vocab"], p["seed"])
-    return {
-        "model": model,
-        "tokenizer": tok,
-        "df": df,
-        "source": source,
-        "data": data,
-        "scale": scale,
-        "params": params,
-    }
+    return dict(model=model, tokenizer=tok, df=df, source=source, data=data, scale=scale, params=params)
