@@ -117,11 +117,7 @@ def row_norm_stats(table: torch.Tensor, rows: torch.Tensor) -> dict[str, float]:
     if rows.numel() == 0:
         raise ValueError("row_norm_stats needs at least one row")
     norms = table.detach().index_select(0, torch.unique(rows)).double().norm(dim=1)
-    return {
-        "row_norm_mean": float(norms.mean()),
-        "row_norm_min": float(norms.min()),
-        "row_norm_max": float(norms.max()),
-    }
+    return {f"row_norm_{stat}": float(getattr(norms, stat)()) for stat in ("mean", "min", "max")}
 
 
 def run_steps(

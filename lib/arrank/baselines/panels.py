@@ -46,9 +46,8 @@ def arr_runs(
 
     rows, params = [], []
     for run in sorted((r for r in finished_runs(stem, root) if fnmatchcase(r.name, pattern)), key=lambda r: r.name):
-        path = run / "results.json"
         try:
-            result = read_results(path)
+            result = read_results(run / "results.json")
         except DamagedResultsError as err:  # left out, and said
             notice(str(err))
             continue
@@ -57,7 +56,7 @@ def arr_runs(
             continue
         rows.append(
             {
-                "run": path.parent.name,
+                "run": run.name,
                 "label": arr_label(p),
                 **{k: p.get(k) for k in ("scheme", "alpha", "targets", "beta", "combined", "sampling")},
                 **{k: v for k, v in m.items() if ARR_METRIC(k.removeprefix("train_"))},
@@ -88,14 +87,8 @@ def variant_order(p: Mapping[str, Any]) -> tuple:
     scheme = scheme_order(p.get("scheme"))
     num = lambda v: float(v) if isinstance(v, (int, float)) else 0.0
     trie = p.get("targets") == "trie"
-    return (
-        p.get("steps") != 0,
-        trie,
-        bool(p.get("combined")),
-        scheme,
-        num(p.get("alpha")) if p.get("scheme") == "fractional" else 0.0,
-        num(p.get("beta")) if trie else 0.0,
-    )
+    alpha = num(p.get("alpha")) if p.get("scheme") == "fractional" else 0.0
+    return (p.get("steps") != 0, trie, bool(p.get("combined")), scheme, alpha, num(p.get("beta")) if trie else 0.0)
 
 
 def distinct_labels(rows: list[dict[str, Any]], params: list[Mapping[str, Any]]) -> None:
