@@ -331,16 +331,7 @@ def build_wordnet_dataset(
     reused; ``df.attrs["params"]`` holds the parameters and ``df.attrs["hash"]`` their hash."""
     params = {
         "format_version": FORMAT_VERSION,
-        "path_rule": path_rule,
-        "include_root": include_root,
-        "subtree": subtree,
-        "subtree_root_relevant": subtree_root_relevant,
-        "negative_pool": negative_pool,
-        "max_queries": max_queries,
-        "min_relevant": min_relevant,
-        "n_eval": n_eval,
-        "template": template,
-        "seed": seed,
+        **{k: v for k, v in locals().items() if k not in ("cache", "cache_dir")},
     }
     _validate(params)
     folder = Path(cache_dir or paths.CACHE / "wordnet") / dataset_cache.params_hash(params)

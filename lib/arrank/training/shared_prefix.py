@@ -11,6 +11,7 @@ allows. Loss and gradients equal the unshared batch's up to float rounding
 
 from __future__ import annotations
 
+import os
 from typing import Sequence
 
 import torch
@@ -27,13 +28,7 @@ def shared_length(sequences: Sequence[Sequence[int]], limits: Sequence[int]) -> 
         raise ValueError(f"{len(sequences)} sequences but {len(limits)} limits")
     if len(sequences) < 2:
         return 0
-    first = sequences[0]
-    n = min(min(limits), *(len(s) for s in sequences))
-    for seq in sequences[1:]:
-        k = 0
-        while k < n and seq[k] == first[k]:
-            k += 1
-        n = k
+    n = min(min(limits), len(os.path.commonprefix([list(s) for s in sequences])))  # works on any sequences
     return n if n >= MIN_SHARED else 0
 
 

@@ -27,15 +27,14 @@ def _as_docids(docids: Sequence[Sequence[int]]) -> list[DocId]:
     if isinstance(docids, (str, bytes)) or len(docids) == 0:
         raise ValueError(f"docids must be a non-empty list of token-id sequences, got {docids!r}")
     out: list[DocId] = []
+    seen: dict[DocId, int] = {}
     for i, d in enumerate(docids):
         seq = tuple(int(x) for x in d)
         if len(seq) == 0:
             raise ValueError(f"docids[{i}] is empty; every docID must end with the EOS id")
         if min(seq) < 0:
             raise ValueError(f"docids[{i}]={seq} holds a negative token id")
-        out.append(seq)
-    eos = out[0][-1]
-    for i, seq in enumerate(out):
+        eos = out[0][-1] if out else seq[-1]
         if seq[-1] != eos:
             raise ValueError(
                 f"docids[{i}]={seq} does not end with the EOS id {eos} that docids[0] "
@@ -43,14 +42,13 @@ def _as_docids(docids: Sequence[Sequence[int]]) -> list[DocId]:
             )
         if eos in seq[:-1]:
             raise ValueError(f"docids[{i}]={seq} holds the EOS id {eos} before its end")
-    seen: dict[DocId, int] = {}
-    for i, seq in enumerate(out):
         if seq in seen:
             raise ValueError(
                 f"duplicate docID {seq} at positions {seen[seq]} and {i}; the docIDs "
                 "of one query must be distinct (deduplicate them first)"
             )
         seen[seq] = i
+        out.append(seq)
     return out
 
 
@@ -80,17 +78,6 @@ def trie_scores(n: int, beta: float) -> list[float]:
 def _check_beta(beta: float) -> None:
     if isinstance(beta, bool) or not isinstance(beta, (int, float)) or math.isnan(beta) or beta < 0:
         raise ValueError(f"beta={beta!r} must be a number >= 0 (math.inf allowed): mu(r) = 1/r**beta")
-
-
-def _path_index(seqs: list[DocId], path: Sequence[int]) -> int:
-    key = tuple(int(x) for x in path)
-    try:
-        return seqs.index(key)
-    except ValueError:
-        raise ValueError(
-            f"path {key} is not one of the docids; the teacher-forced path must be one "
-            "of the query's docIDs (ending with EOS)"
-        ) from None
 
 
 def _walk(trie: Trie, path: DocId, lo: int, log_mu: Sequence[float] | None) -> list[StepTargets]:
@@ -144,8 +131,13 @@ def sparse_targets(
     in ``docids`` (rank order) on."""
     seqs = _as_docids(docids)
     log_mu = _log_mu(mu, len(seqs))
-    r0 = _path_index(seqs, path)
-    return _walk(build_trie(seqs), seqs[r0], r0 if combined else 0, log_mu)
+    key = tuple(int(x) for x in path)
+    if key not in seqs:
+        raise ValueError(
+            f"path {key} is not one of the docids; the teacher-forced path must be one "
+            "of the query's docIDs (ending with EOS)"
+        )
+    return _walk(build_trie(seqs), key, seqs.index(key) if combined else 0, log_mu)
 
 
 def target_distributions(
