@@ -144,8 +144,9 @@ def test_figures_share_one_chromium_and_each_png_is_its_own(tmp_path):
     small = go.Figure(go.Scatter(x=[1, 2], y=[1, 2]))
     wide = go.Figure(go.Bar(x=["a", "b", "c"], y=[3, 1, 2]))
     outputs.save_figure(small, tmp_path, "small", width=300, height=200)
-    assert outputs._PNG_SERVER  # started by the first PNG, reused by the next
+    assert outputs._png_server.cache_info().currsize == 1  # started by the first PNG, reused by the next
     outputs.save_figure(wide, tmp_path, "wide", width=640, height=200)
+    assert outputs._png_server.cache_info().misses == 1  # one Chromium for the process
     sizes = {}
     for name in ("small", "wide"):
         head = (tmp_path / f"{name}.png").read_bytes()[:24]

@@ -18,11 +18,8 @@ MANIFEST = "manifest.json"
 
 def file_digest(path: Path) -> str:
     """sha256 of a file, hex."""
-    digest = hashlib.sha256()
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def fsync_path(path: Path) -> None:

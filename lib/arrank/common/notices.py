@@ -5,14 +5,13 @@ sweep print it again on the terminal, where a sweep's user looks (docs/reliabili
 
 from __future__ import annotations
 
-_TOLD: list[str] = []
+_TOLD: dict[str, None] = {}  # the messages in the order first told, each once
 
 
 def notice(message: str) -> None:
     """Print ``message`` and keep it for this run's ``results.json``."""
     print(message, flush=True)
-    if message not in _TOLD:
-        _TOLD.append(message)
+    _TOLD.setdefault(message)
 
 
 def forget() -> None:

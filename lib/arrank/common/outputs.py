@@ -8,6 +8,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
+import functools
 import glob
 import hashlib
 import json
@@ -399,19 +400,14 @@ def png_backend() -> str | None:
     return os.environ.get("BROWSER_PATH") or next((path for path in found if path), None)
 
 
+@functools.cache
 def _png_server() -> None:
     """Start kaleido's Chromium once per process (stopped at exit), reused by every PNG after the
     first (docs/measurements.md)."""
     import kaleido
 
-    global _PNG_SERVER
-    if not _PNG_SERVER:
-        kaleido.start_sync_server(n=1, silence_warnings=True)
-        atexit.register(kaleido.stop_sync_server, silence_warnings=True)
-        _PNG_SERVER = True
-
-
-_PNG_SERVER = False
+    kaleido.start_sync_server(n=1, silence_warnings=True)
+    atexit.register(kaleido.stop_sync_server, silence_warnings=True)
 
 
 def save_figure(fig: Any, run_dir: Path, name: str, width: int = 900, height: int = 520) -> list[Path]:

@@ -4,6 +4,7 @@ from a notebook's location: papermill runs in the caller's folder (docs/design.m
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
@@ -17,8 +18,5 @@ OUTPUTS: Path = Path(os.environ.get("ARRANK_OUTPUTS", ROOT / "outputs"))
 
 def unused(path: Path) -> Path:
     """``path``, or the first of ``path-2``, ``path-3``, ... that does not exist."""
-    target, n = path, 1
-    while target.exists():
-        n += 1
-        target = path.with_name(f"{path.name}-{n}")
-    return target
+    numbered = (path.with_name(f"{path.name}-{n}") for n in itertools.count(2))
+    return next(p for p in itertools.chain([path], numbered) if not p.exists())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import html
+import itertools
 import re
 from typing import Any
 
@@ -92,17 +93,11 @@ def for_the_book(nb: dict[str, Any]) -> dict[str, Any]:
     widgets that are not progress bars left out, no widget state (no widget JavaScript)."""
     out = copy.deepcopy(nb)
     widgets = out.get("metadata", {}).pop("widgets", {}).get(WIDGET_STATE_MIME, {}).get("state", {})
-    n = 0
+    n = itertools.count(1)  # each code output's number, for its figure's div id
     for cell in out["cells"]:
-        if cell["cell_type"] != "code":
-            continue
-        outputs = []
-        for output in cell.get("outputs", []):
-            n += 1
-            new = _output(output, widgets, n)
-            if new is not None:
-                outputs.append(new)
-        cell["outputs"] = outputs
+        if cell["cell_type"] == "code":
+            shown = (_output(output, widgets, next(n)) for output in cell.get("outputs", []))
+            cell["outputs"] = [new for new in shown if new is not None]
     return out
 
 
