@@ -19,6 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from arrank.common import params, paths, processes
 from arrank.common.outputs import (
@@ -227,49 +228,42 @@ def _execute(
         src_ipynb = Path(tmp) / f"{source.stem}.ipynb"
         kernel_log = Path(tmp) / "kernel.log"
         nbformat.write(read_notebook(source), src_ipynb)
-        previous = {name: os.environ.get(name) for name in (RUN_DIR_ENV, KERNEL_LOG_ENV, params.PARAMS_ENV)}
-        os.environ.update({RUN_DIR_ENV: str(staging), KERNEL_LOG_ENV: str(kernel_log)})
-        os.environ[params.PARAMS_ENV] = json.dumps(resolved)
-        os.environ.update(processes.openmp_wait_env(dict(os.environ)))  # the kernel's OpenMP waits passively
-        try:
-            papermill.execute_notebook(
-                str(src_ipynb),
-                str(staging / f"{source.stem}.ipynb"),
-                parameters=injected,
-                kernel_name=KERNEL,
-                cwd=str(paths.ROOT),
-                progress_bar=progress,
-                report_mode=False,
-                kernel_manager_class=KernelLogToFile,
-            )
-            if not (staging / "results.json").exists():
-                raise RunFailedError(f"{source.stem} finished without writing results.json")
-        except BaseException as err:
-            log_note = ""
-            if kernel_log.exists():
-                try:
-                    shutil.copyfile(kernel_log, staging / "kernel.log")
-                except OSError as copy_err:  # a full disk must not hide the notebook's own error
-                    log_note = f"; its kernel log could not be copied there ({copy_err.strerror or copy_err})"
-            failed = failed_path(final)
-            staging.rename(failed)
-            if isinstance(err, KeyboardInterrupt) or getattr(err, "ename", None) == "KeyboardInterrupt":
-                raise RunInterruptedError(
-                    f"{source.stem} run {final.name!r} interrupted; what it wrote is kept in {failed}. "
-                    "Run the same command again to go on (05_train resumes from its last checkpoint)",
-                    getattr(err, "signum", signal.SIGINT),
-                ) from None
-            if not isinstance(err, Exception):
-                raise
-            raise RunFailedError(
-                f"{source.stem} failed: {describe_error(err)} (the executed notebook is kept in {failed}{log_note})"
-            ) from err
-        finally:
-            for name, value in previous.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+        env = {RUN_DIR_ENV: str(staging), KERNEL_LOG_ENV: str(kernel_log), params.PARAMS_ENV: json.dumps(resolved)}
+        # the kernel's environment, os.environ as it was again afterwards; its OpenMP waits passively
+        with mock.patch.dict(os.environ, processes.openmp_wait_env({**os.environ, **env})):
+            try:
+                papermill.execute_notebook(
+                    str(src_ipynb),
+                    str(staging / f"{source.stem}.ipynb"),
+                    parameters=injected,
+                    kernel_name=KERNEL,
+                    cwd=str(paths.ROOT),
+                    progress_bar=progress,
+                    report_mode=False,
+                    kernel_manager_class=KernelLogToFile,
+                )
+                if not (staging / "results.json").exists():
+                    raise RunFailedError(f"{source.stem} finished without writing results.json")
+            except BaseException as err:
+                log_note = ""
+                if kernel_log.exists():
+                    try:
+                        shutil.copyfile(kernel_log, staging / "kernel.log")
+                    except OSError as copy_err:  # a full disk must not hide the notebook's own error
+                        log_note = f"; its kernel log could not be copied there ({copy_err.strerror or copy_err})"
+                failed = failed_path(final)
+                staging.rename(failed)
+                if isinstance(err, KeyboardInterrupt) or getattr(err, "ename", None) == "KeyboardInterrupt":
+                    raise RunInterruptedError(
+                        f"{source.stem} run {final.name!r} interrupted; what it wrote is kept in {failed}. "
+                        "Run the same command again to go on (05_train resumes from its last checkpoint)",
+                        getattr(err, "signum", signal.SIGINT),
+                    ) from None
+                if not isinstance(err, Exception):
+                    raise
+                raise RunFailedError(
+                    f"{source.stem} failed: {describe_error(err)} (the executed notebook is kept in {failed}{log_note})"
+                ) from err
 
 
 def describe_error(err: BaseException) -> str:
