@@ -42,9 +42,7 @@ def percent_series(m: Mapping[str, Any], digits: int = 2) -> pd.Series:
     shown = {}
     for k, v in m.items():
         if is_percent_metric(k):
-            if isinstance(v, (int, float)):
-                v = round(percent(v), digits)
-            k = metric_title(k)
+            k, v = metric_title(k), round(percent(v), digits) if isinstance(v, (int, float)) else v
         shown[k] = v
     return pd.Series(shown, dtype=object)
 

@@ -55,12 +55,9 @@ def model_kind(value: str) -> str:
             f"model_name={shown(value)} is too long for a name or path (at most {MAX_NAME} characters, "
             f"255 bytes a path component): it must be {allowed}"
         )
-    if value == "tiny":
-        return "tiny"
-    if value in HUB_ALIASES:
-        return "alias"
-    if value in GGUF_MODELS:
-        return "gguf_name"
+    named = {"tiny": "tiny", **dict.fromkeys(HUB_ALIASES, "alias"), **dict.fromkeys(GGUF_MODELS, "gguf_name")}
+    if value in named:
+        return named[value]
     path = Path(value).expanduser()
     if path.is_dir():
         return "folder"

@@ -112,14 +112,15 @@ def _cpu_ticks() -> tuple[int, int]:
     return sum(fields[:8]) - idle, sum(fields[:8])
 
 
-def _usable_cores() -> int:
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, where the system has one)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def free_cores(window_s: float = 0.3) -> float:
     """Cores this process may use minus what other processes kept busy over a ``window_s`` sample
     of /proc/stat (all usable cores where there is none)."""
-    cores = _usable_cores()
+    cores = usable_cores()
     busy0, total0 = _cpu_ticks()
     own0 = time.process_time()
     time.sleep(window_s)
@@ -146,4 +147,4 @@ def torch_threads(env: dict[str, str] | None = None) -> tuple[int, str]:
             raise ParamError(f"environment variable OMP_NUM_THREADS={given!r} must be a positive integer")
         return n, f"OMP_NUM_THREADS={n}"
     free = free_cores()
-    return max(1, round(free)), f"{free:.1f} of {_usable_cores()} cores free"
+    return max(1, round(free)), f"{free:.1f} of {usable_cores()} cores free"

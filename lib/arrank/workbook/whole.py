@@ -9,13 +9,12 @@ the others still run; at the end: each stage's wall time, Table 1 and the findin
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from arrank.common import paths
+from arrank.common import paths, processes
 from arrank.common.findings import note
 from arrank.common.outputs import (
     DamagedResultsError,
@@ -65,8 +64,7 @@ def workbook_jobs(points: int) -> int:
     """How many of the workbook sweep's points run at once: one per usable core (at most one per
     point), each with one torch thread (``sweep.thread_env``; docs/measurements.md, "Threads on a
     busy machine")."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cores, points))
+    return max(1, min(processes.usable_cores(), points))
 
 
 def _run_sweep_stage() -> str:
