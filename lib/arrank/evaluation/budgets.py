@@ -61,13 +61,9 @@ def scored_steps(folder: Path) -> list[int]:
 def held_out_scorer(tokenizer, df: pd.DataFrame, limit: int | None, ks, precision: str, query_batch: int):
     """``model -> per-query metrics`` of the held-out queries, as notebook 05's final evaluation
     scores them (``evaluate.evaluate_held_out``, no progress bar)."""
-
-    def score(model) -> pd.DataFrame:
-        return evaluate.evaluate_held_out(
-            model, tokenizer, df, limit, ks, progress=False, precision=precision, query_batch=query_batch
-        )[1]
-
-    return score
+    return lambda model: evaluate.evaluate_held_out(
+        model, tokenizer, df, limit, ks, progress=False, precision=precision, query_batch=query_batch
+    )[1]
 
 
 def budget_callback(points: Sequence[int], final_step: int, folder: Path, score: Callable, model):

@@ -162,8 +162,7 @@ def per_rank_scores(scores: pd.DataFrame, max_rank: int = 10) -> pd.DataFrame:
         mean_predicted_rank=("predicted_rank", "mean"),
     )
     out["sem"] = out["std"] / np.sqrt(out["count"])
-    out.index = ["negative" if r == 0 else str(r) for r in out.index]
-    out.index.name = "rank"
+    out.index = pd.Index(["negative" if r == 0 else str(r) for r in out.index], name="rank")
     return out[["mean", "sem", "count", "mean_predicted_rank"]]
 
 
