@@ -293,9 +293,7 @@ def loss_figure(logs: pd.DataFrame, title: str = "Training loss"):
     from arrank.common.display import log_axis, ordered_colors, style
 
     keys = list(dict.fromkeys(logs["config"]))
-    parsed = {
-        k: (k.split("_")[0], int(k.split("_")[1][1:]), float(k.split("_", 2)[2].removeprefix("alpha"))) for k in keys
-    }
+    parsed = {k: (m, int(n[1:]), float(a.removeprefix("alpha"))) for k in keys for m, n, a in [k.split("_", 2)]}
     order = sorted(keys, key=lambda k: ({"de": 0, "ce": 1}.get(parsed[k][0], 2), parsed[k][1], parsed[k][2]))
     colors = ordered_colors([(m != "de", n, a) for m, n, a in parsed.values()])
     fig = go.Figure()
