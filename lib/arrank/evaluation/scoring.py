@@ -39,9 +39,7 @@ METHODS = ("prefix_shared", "naive")
 def _eos_ids(model) -> set[int]:
     """The model's EOS id(s) from its config (an int or a list), empty when it has none."""
     eos = getattr(getattr(model, "config", None), "eos_token_id", None)
-    if eos is None:
-        return set()
-    return {int(eos)} if isinstance(eos, int) else {int(e) for e in eos}
+    return set() if eos is None else {int(e) for e in ([eos] if isinstance(eos, int) else eos)}
 
 
 def _check_ids(ids: Sequence[int], vocab_size: int | None, what: str) -> None:
