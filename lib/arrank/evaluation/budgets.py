@@ -89,11 +89,8 @@ def budget_callback(points: Sequence[int], final_step: int, folder: Path, score:
             tmp.replace(path)
             self.seconds += time.perf_counter() - start
             means = metrics.short_columns(per_query).drop(columns="query").mean()
-            shown = ", ".join(f"{k} {v:.3f}" for k, v in means.items())
-            print(
-                f"step {step}: held-out {shown} ({len(per_query)} queries, {time.perf_counter() - start:.1f} s)",
-                flush=True,
-            )
+            shown, took = ", ".join(f"{k} {v:.3f}" for k, v in means.items()), time.perf_counter() - start
+            print(f"step {step}: held-out {shown} ({len(per_query)} queries, {took:.1f} s)", flush=True)
 
     return BudgetPoints()
 

@@ -205,10 +205,8 @@ def decode_held_out(
     """
     from tqdm.auto import tqdm
 
-    queries = eval_queries(df, None)
     by_query = {r["query"]: r for r in records}
-    rows = [r for r in queries.to_dict("records") if r["n_relevant"] >= k and r["query"] in by_query]
-    rows = rows if limit is None else rows[:limit]
+    rows = [r for r in eval_queries(df).to_dict("records") if r["n_relevant"] >= k and r["query"] in by_query][:limit]
     if not rows:
         raise ValueError(f"no scored held-out query has at least k={k} relevant docIDs to decode")
     from arrank.training.precision import inference
