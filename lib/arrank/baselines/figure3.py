@@ -224,11 +224,8 @@ def run_configs(
                 f.result()
         done = [f.result() for f in futures]
     results, logs, per_query = zip(*done)
-    return (
-        pd.DataFrame(list(results)).set_index("config"),
-        pd.concat(logs, ignore_index=True),
-        pd.concat(per_query, ignore_index=True),
-    )
+    frames = [pd.concat(part, ignore_index=True) for part in (logs, per_query)]
+    return pd.DataFrame(list(results)).set_index("config"), *frames
 
 
 PER_QUERY_KS = range(1, 6)  # the R@k Figure 3's findings compare (k <= 5): per_query.csv stays small
@@ -348,11 +345,8 @@ def table_synsets(subtree: str | None, cache_dir: Path | None = None) -> tuple[l
     if tables is not None:
         return tables["names"]["synset"].tolist(), tables["corpus"]["synset"].tolist()
     names, corpus = W.noun_synset_names(), W.noun_hierarchy(subtree).nodes
-    cache.save_tables(
-        folder,
-        {"names": pd.DataFrame({"synset": names}), "corpus": pd.DataFrame({"synset": corpus})},
-        {"format": 1, "subtree": subtree, "n_names": len(names), "n_corpus": len(corpus)},
-    )
+    tables = {"names": pd.DataFrame({"synset": names}), "corpus": pd.DataFrame({"synset": corpus})}
+    cache.save_tables(folder, tables, {"format": 1, "subtree": subtree, "n_names": len(names), "n_corpus": len(corpus)})
     return names, corpus
 
 
