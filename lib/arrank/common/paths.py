@@ -16,6 +16,11 @@ NLTK_DATA: Path = DATA / "nltk_data"
 OUTPUTS: Path = Path(os.environ.get("ARRANK_OUTPUTS", ROOT / "outputs"))
 
 
+def notebooks() -> list[Path]:
+    """The workbook's notebook sources, ``notebooks/NN_name.py``, in paper order."""
+    return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py"))
+
+
 def unused(path: Path) -> Path:
     """``path``, or the first of ``path-2``, ``path-3``, ... that does not exist."""
     numbered = (path.with_name(f"{path.name}-{n}") for n in itertools.count(2))

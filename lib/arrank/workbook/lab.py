@@ -96,7 +96,7 @@ def pair_notebooks(sources: list[Path] | None = None) -> list[Path]:
     """Pair every ``notebooks/NN_name.py``; returns the ``.ipynb`` files written. A conflict is
     reported and skipped, so one notebook never blocks the set-up of the others."""
     written = []
-    for source in sources or sorted(paths.NOTEBOOKS.glob("[0-9][0-9]_*.py")):
+    for source in sources or paths.notebooks():
         try:
             if pair_notebook(source):
                 written.append(source.with_suffix(".ipynb"))

@@ -75,7 +75,7 @@ def find_notebook(name: str | Path) -> Path:
     exact = [m for m in matches if m.stem == candidate.name]
     if exact or len(matches) == 1:
         return (exact or matches)[0]
-    known = sorted(p.stem for p in paths.NOTEBOOKS.glob("[0-9]*.py"))
+    known = [p.stem for p in paths.notebooks()]
     raise ParamError(f"notebook {str(name)!r} not found (or ambiguous); known notebooks: {known}")
 
 
@@ -311,7 +311,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         description="Execute a workbook notebook with papermill into outputs/<stem>/<run_name>/.",
         epilog="`python -m arrank.workbook.run NOTEBOOK --help` lists the notebook's parameters with their "
         "defaults per profile, allowed values and meaning; notebooks: "
-        + ", ".join(sorted(p.stem for p in paths.NOTEBOOKS.glob("[0-9]*.py"))),
+        + ", ".join([p.stem for p in paths.notebooks()]),
     )
     parser.add_argument("notebook", nargs="?", help="stem (01_de_capacity), number (01) or path of the notebook")
     parser.add_argument(

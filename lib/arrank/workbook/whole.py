@@ -26,15 +26,11 @@ from arrank.common.outputs import (
     run_path,
 )
 from arrank.common.params import ParamError
+from arrank.common.paths import notebooks
 from arrank.workbook.run import RunFailedError, interrupt_on_signals, interrupted, restore_signals, run_notebook
 
 WORKBOOK_SWEEP = "sweeps/table1_wordnet_workbook.yaml"
 WORKBOOK_LOCK = ".workbook.lock"  # in the outputs folder: held by the one running workbook
-
-
-def notebooks() -> list[Path]:
-    """The workbook's notebooks, in order."""
-    return sorted(paths.NOTEBOOKS.glob("[0-9][0-9]_*.py"))
 
 
 def _sweep():

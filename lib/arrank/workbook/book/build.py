@@ -36,15 +36,10 @@ def executed_notebooks(run_name: str = "workbook") -> dict[str, Path]:
     from arrank.common.outputs import run_path
     from arrank.workbook.whole import stages
 
-    found: dict[str, Path] = {}
-    train_run = next(s["overrides"]["train_run"] for s in stages() if s["prefix"] == "06")
-    for stage in stages():
-        if stage["kind"] == "sweep":
-            stem = next(p.stem for p in paths.NOTEBOOKS.glob(f"{stage['prefix']}_*.py"))
-            found[stem] = run_path(stem, train_run) / f"{stem}.ipynb"
-        else:
-            found[stage["name"]] = run_path(stage["name"], run_name) / f"{stage['name']}.ipynb"
-    return found
+    steps = stages()
+    train_run = next(s["overrides"]["train_run"] for s in steps if s["prefix"] == "06")
+    runs = {s["prefix"]: train_run if s["kind"] == "sweep" else run_name for s in steps}
+    return {p.stem: run_path(p.stem, runs[p.stem[:2]]) / f"{p.stem}.ipynb" for p in paths.notebooks()}
 
 
 def _finished(ipynb: Path) -> bool:
@@ -119,11 +114,8 @@ def reproduction_page() -> str:
 def write_downloads(site: Path, notebooks: dict[str, Path]) -> list[Path]:
     """Each finished notebook's executed ``.ipynb`` as the run wrote it, beside its page in the site
     (``site/notebooks/<stem>.ipynb``, the file the page's download link names); returns the files."""
-    written = []
-    for stem, ipynb in notebooks.items():
-        if _finished(ipynb):
-            written.append(Path(shutil.copy2(ipynb, site / "notebooks" / f"{stem}.ipynb")))
-    return written
+    finished = {stem: ipynb for stem, ipynb in notebooks.items() if _finished(ipynb)}
+    return [Path(shutil.copy2(ipynb, site / "notebooks" / f"{stem}.ipynb")) for stem, ipynb in finished.items()]
 
 
 def sphinx_build(src: Path, site: Path, doctrees: Path) -> str:
