@@ -298,11 +298,8 @@ def resume_diff(folder: Path, params: dict[str, Any]) -> dict[str, tuple[Any, An
         then = json.loads((folder / RESUME_PARAMS).read_text())
     except (OSError, ValueError):
         return {"<parameters>": ("not recorded", "given")}
-    return {
-        k: (then.get(k, "<absent>"), now.get(k, "<absent>"))
-        for k in sorted(set(then) | set(now))
-        if then.get(k, "<absent>") != now.get(k, "<absent>")
-    }
+    pairs = {k: (then.get(k, "<absent>"), now.get(k, "<absent>")) for k in sorted(set(then) | set(now))}
+    return {k: (was, given) for k, (was, given) in pairs.items() if was != given}
 
 
 def check_resume(folder: Path, params: dict[str, Any]) -> None:
@@ -445,9 +442,8 @@ def env_info() -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "time": datetime.now().isoformat(timespec="seconds"),
     }
-    for module in ("numpy", "scipy", "torch", "transformers", "plotly"):
-        if sys.modules.get(module) is not None:
-            info[module] = getattr(sys.modules[module], "__version__", "?")
+    loaded = [m for m in ("numpy", "scipy", "torch", "transformers", "plotly") if sys.modules.get(m) is not None]
+    info.update({module: getattr(sys.modules[module], "__version__", "?") for module in loaded})
     info["git_commit"] = _git("rev-parse", "--short", "HEAD") or None
     status = _git("status", "--porcelain", "--untracked-files=no")
     info["git_dirty"] = None if status is None else bool(status)
