@@ -20,19 +20,14 @@ import torch
 
 from arrank.evaluation.scoring import eval_mode, model_device
 from arrank.training.encoding import docid_table, prompt_ids
+from arrank.training.trie import build_trie
 
 
 def prefix_children(docids: Sequence[Sequence[int]]) -> dict[tuple[int, ...], list[int]]:
     """The docID trie as prefix -> sorted next tokens allowed after it (the empty prefix included).
-    Each docID must end with the EOS id (section 4.2); a prefix that ends a docID has no children."""
-    children: dict[tuple[int, ...], set[int]] = {}
-    for ids in docids:
-        ids = tuple(int(t) for t in ids)
-        if not ids:
-            raise ValueError("a docID with no tokens cannot be in the trie")
-        for t in range(len(ids)):
-            children.setdefault(ids[:t], set()).add(ids[t])
-    return {p: sorted(c) for p, c in children.items()}
+    Each docID must end with the EOS id (section 4.2); a prefix that ends a docID has no children.
+    The trie is training's (``trie.build_trie``, which checks the docIDs)."""
+    return {p: sorted(c) for p, c in build_trie(list(docids)).items()}
 
 
 def allowed_tokens_fn(
