@@ -88,9 +88,8 @@ def ordered_colors(values: Iterable[Any], scale: str = "Viridis", lo: float = 0.
     from plotly.colors import sample_colorscale
 
     distinct = sorted(set(values))
-    if len(distinct) < 2:
-        return {v: sample_colorscale(scale, [hi])[0] for v in distinct}
-    where = [lo + (hi - lo) * i / (len(distinct) - 1) for i in range(len(distinct))]
+    n = len(distinct)
+    where = [lo + (hi - lo) * i / (n - 1) for i in range(n)] if n > 1 else [hi]  # one value: hi
     return dict(zip(distinct, sample_colorscale(scale, where)))
 
 
