@@ -223,7 +223,8 @@ def topk_inner_products(
         return np.zeros((len(Q), len(cols)), np.int64), np.zeros((len(Q), len(cols)), Q.dtype)
     backend = _backend(device)
     T_dev = T if backend is None else _to_torch(T, backend)
-    parts = [_topk_block(Q[i : i + query_block], T_dev, k, title_block, backend) for i in range(0, len(Q), query_block)]
+    block = _topk_block if backend is None else _topk_block_torch
+    parts = [block(Q[i : i + query_block], T_dev, k, title_block, backend) for i in range(0, len(Q), query_block)]
     return (np.vstack([p[0][:, cols] for p in parts]).astype(np.int64), np.vstack([p[1][:, cols] for p in parts]))
 
 
@@ -245,9 +246,7 @@ def _to_torch(X: np.ndarray, device):
 
 
 def _topk_block(q: np.ndarray, T, k: int, title_block: int, backend) -> tuple[np.ndarray, np.ndarray]:
-    """Top-k of one query block against all titles (running merge), sorted."""
-    if backend is not None:
-        return _topk_block_torch(q, T, k, title_block, backend)
+    """Top-k of one query block against all titles (running merge, numpy), sorted."""
     itype = np.int32 if len(T) < 2**31 else np.int64
     best_s, best_i = np.zeros((len(q), 0), q.dtype), np.zeros((len(q), 0), itype)
     for t0 in range(0, len(T), title_block):

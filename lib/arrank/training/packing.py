@@ -161,17 +161,14 @@ def resolve_packing(packing: str, items: Sequence[dict[str, Any]], model) -> tup
     """
     if packing not in PACKINGS:
         raise ValueError(f"packing={packing!r} is not allowed; choose one of {list(PACKINGS)}")
-    if packing == "none":
-        return "none", None
+    queries = [item.get("query") for item in items]
+    if packing == "none" or (packing == "auto" and len(set(queries)) == len(queries)):
+        return "none", None  # auto: one item per query, nothing to share
     ok, why = mask_support(model)
-    if packing == "auto":
-        queries = [item.get("query") for item in items]
-        if len(set(queries)) == len(queries):
-            return "none", None  # one item per query: nothing to share
-        return ("per_query", None) if ok else ("none", f"packing='auto' trains unpacked items: {why}")
-    if not ok:
-        return "none", f"packing='per_query' falls back to unpacked items: {why}"
-    return "per_query", None
+    if ok:
+        return "per_query", None
+    fallback = "trains unpacked items" if packing == "auto" else "falls back to unpacked items"
+    return "none", f"packing={packing!r} {fallback}: {why}"
 
 
 def pack_items(items: Sequence[dict[str, Any]], max_length: int) -> list[dict[str, Any]]:

@@ -27,20 +27,14 @@ class HeadCall:
     rows: int = 0
 
 
-def unwrap(model):
-    """The transformers model inside a DistributedDataParallel wrapper (or the model itself)."""
-    from torch.nn.parallel import DistributedDataParallel
-
-    while isinstance(model, DistributedDataParallel):
-        model = model.module
-    return model
-
-
 def output_head(model) -> torch.nn.Module:
     """The output-embedding module (``lm_head``) of a transformers model, peft-wrapped or not."""
-    head = unwrap(model).get_output_embeddings()
+    from accelerate.utils import extract_model_from_parallel
+
+    inner = extract_model_from_parallel(model)  # the model inside a DistributedDataParallel wrapper
+    head = inner.get_output_embeddings()
     if head is None:
-        raise ValueError(f"{type(unwrap(model)).__name__} has no output embedding (lm_head) to apply")
+        raise ValueError(f"{type(inner).__name__} has no output embedding (lm_head) to apply")
     return head
 
 

@@ -59,9 +59,7 @@ def query_items(
 ) -> list[dict[str, Any]]:
     """The training items of one query: token ids, where the docID starts, its sparse targets per
     step, lambda(r) and r. Items whose lambda(r) is 0 (indicator, r > 1) are not made."""
-    n_q = len(ranked)
-    if n_q == 0:
-        raise ValueError("a query with no relevant docIDs has no training items")
+    n_q = len(ranked)  # >= 1: training_items refuses an empty relevant list
     sparse = (
         query_sparse_targets(ranked, beta, combined=combined)
         if targets == "trie"
