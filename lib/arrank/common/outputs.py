@@ -215,12 +215,8 @@ def tidy_partials(stem: str, run_name: str, root: Path | None = None) -> list[Pa
     """Rename the staging folders ``.<run_name>.partial-<pid>`` of killed runs to ``<run_name>.failed-<time
     of their last write>``; returns the new paths. Call it only while holding the name (``claim_run``)."""
     final = run_path(stem, run_name, root)
-    moved = []
-    for partial in sorted(final.parent.glob(f".{glob.escape(run_name)}.partial-*")):
-        target = failed_path(final, partial.stat().st_mtime)
-        partial.rename(target)
-        moved.append(target)
-    return moved
+    partials = sorted(final.parent.glob(f".{glob.escape(run_name)}.partial-*"))
+    return [partial.rename(failed_path(final, partial.stat().st_mtime)) for partial in partials]  # one at a time
 
 
 def tidy_abandoned(stem: str, root: Path | None = None) -> list[Path]:

@@ -16,26 +16,14 @@ def index_page(landing: str, pages: list[str], missing: list[str]) -> str:
     lines = [landing.rstrip(), ""]
     if missing:
         lines += [f"*Not in this book (no finished run): {', '.join(missing)}.*", ""]
-    lines += [
-        "```{toctree}",
-        ":maxdepth: 1",
-        ":caption: The notebooks, in paper order",
-        "",
-        "\n".join(pages),
-        "```",
-        "",
-        "```{toctree}",
-        ":maxdepth: 1",
-        ":caption: The group",
-        "",
-        "results",
-        "reproduction",
-        "meetings",
-        "running",
-        "```",
-        "",
-    ]
+    lines += _toctree("The notebooks, in paper order", ["\n".join(pages)])
+    lines += _toctree("The group", ["results", "reproduction", "meetings", "running"])
     return "\n".join(lines)
+
+
+def _toctree(caption: str, entries: list[str]) -> list[str]:
+    """The lines of a MyST ``toctree`` directive listing ``entries`` under ``caption``."""
+    return ["```{toctree}", ":maxdepth: 1", f":caption: {caption}", "", *entries, "```", ""]
 
 
 def unlink_missing(text: str, missing: list[str]) -> str:
