@@ -367,14 +367,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     names = [name for name, _ in args.parameter]
     twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        given = "; ".join(f"{n}: " + ", ".join(repr(v) for k, v in args.parameter if k == n) for n in twice)
-        print(
-            f"error: parameter(s) {twice} given more than once ({given}); give each -p NAME VALUE once", file=sys.stderr
-        )
-        return 2
     previous = interrupt_on_signals()
     try:
+        if twice:
+            given = "; ".join(f"{n}: " + ", ".join(repr(v) for k, v in args.parameter if k == n) for n in twice)
+            raise ParamError(f"parameter(s) {twice} given more than once ({given}); give each -p NAME VALUE once")
         final = run_notebook(args.notebook, dict(args.parameter), progress=not args.no_progress)
     except (ParamError, RunExistsError, OutputsNotWritableError, RunFailedError) as err:
         print(error_lines(err), file=sys.stderr)
