@@ -66,13 +66,6 @@ def learn_dictionary(
     return model.fit(X)
 
 
-def sparse_codes(model, X: np.ndarray, chunk: int = 50_000) -> np.ndarray:
-    """OMP codes (n x n_components) of ``X`` under a fitted dictionary ``model``, in row chunks."""
-    X = np.asarray(X, dtype=np.float64)
-    parts = [model.transform(X[i : i + chunk]) for i in range(0, len(X), chunk)]
-    return np.vstack(parts) if parts else np.zeros((0, model.n_components))
-
-
 def docid_atoms(codes: np.ndarray) -> list[list[int]]:
     """For each sparse code, its nonzero indices by descending |coefficient| (ties: smaller index
     first); shorter than ``nnz`` where OMP stopped early, empty for an all-zero code."""
@@ -88,7 +81,10 @@ def sparse_docids(
 ) -> tuple[list[str], np.ndarray]:
     """Section 5.1: (docIDs such as ``"25,36,39"``, sparse codes n x n_components) by dictionary learning."""
     model = learn_dictionary(X, n_components, nnz, seed, algorithm, **fit_kw)
-    codes = sparse_codes(model, X)
+    # the OMP codes (n x n_components) of X under the fitted dictionary, in row chunks of 50,000
+    X, chunk = np.asarray(X, dtype=np.float64), 50_000
+    parts = [model.transform(X[i : i + chunk]) for i in range(0, len(X), chunk)]
+    codes = np.vstack(parts) if parts else np.zeros((0, model.n_components))
     return [format_docid(a) for a in docid_atoms(codes)], codes
 
 

@@ -416,11 +416,11 @@ def depth_distribution(df: pd.DataFrame) -> pd.DataFrame:
     return _distribution(df["depth"], "depth")
 
 
-def docid_token_lengths(df: pd.DataFrame, tokenizer, include_negatives: bool = False) -> pd.DataFrame:
+def docid_token_lengths(df: pd.DataFrame, tokenizer) -> pd.DataFrame:
     """Appendix C: columns docid, n_tokens (tokenised alone by ``tokenizer``, called like a
     transformers tokenizer, without special tokens), occurrences (items it is relevant in)."""
     counts = pd.Series(list(itertools.chain.from_iterable(df["relevant"]))).value_counts()
-    docids = sorted(set(counts.index) | (set(df["negative"]) if include_negatives else set()))
+    docids = sorted(counts.index)
     return pd.DataFrame(
         {
             "docid": docids,
