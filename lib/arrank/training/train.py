@@ -191,18 +191,8 @@ def lr_schedule(schedule: str, eval_steps: Sequence[int] | None) -> str:
 
 # The training hyper-parameters a 05 run reads from its resolved parameters; their values per
 # profile (Appendix B for paper) are the notebook's parameter definitions (arrank.common.params).
-HYPERPARAMETERS = (
-    "optimizer",
-    "lr",
-    "warmup_steps",
-    "weight_decay",
-    "max_grad_norm",
-    "steps",
-    "batch_size",
-    "grad_accum",
-    "logging_steps",
-    "save_steps",
-    "max_length",
+HYPERPARAMETERS = tuple(
+    "optimizer lr warmup_steps weight_decay max_grad_norm steps batch_size grad_accum logging_steps save_steps max_length".split()
 )
 
 
