@@ -20,36 +20,28 @@ pytestmark = pytest.mark.slow  # trains the tiny model through benchmarks/gpu.py
 SCRIPT = paths.ROOT / "benchmarks" / "gpu.py"
 
 
-def test_transformers_parts_measure_real_figures_and_packing_keeps_the_loss(tmp_path):
-    out = tmp_path / "gpu.json"
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    """One call of the script for every part these tests read (b, d, a, e; each part runs in its own
+    process, as on the GPU): 60 queries, 16 items a step, so that (e)'s packed batches hold several
+    queries. Returns (the --json results, stdout)."""
+    out = tmp_path_factory.mktemp("gpu") / "gpu.json"
     env = {**os.environ, "PYTHONPATH": str(paths.ROOT / "lib"), "OMP_NUM_THREADS": "1"}
     env.pop("UNSLOTH_FORCE_CPU", None)
+    args = ["--model", "tiny", "--queries", "60", "--batch", "16", "--steps", "1", "--warmup", "0"]
     run = subprocess.run(
-        [
-            sys.executable,
-            str(SCRIPT),
-            "--model",
-            "tiny",
-            "--queries",
-            "30",
-            "--batch",
-            "4",
-            "--steps",
-            "1",
-            "--warmup",
-            "0",
-            "--parts",
-            "b,d,a",
-            "--json",
-            str(out),
-        ],
+        [sys.executable, str(SCRIPT), *args, "--parts", "b,d,a,e", "--json", str(out)],
         env=env,
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    results = json.loads(out.read_text())["results"]
+    return json.loads(out.read_text())["results"], run.stdout
+
+
+def test_transformers_parts_measure_real_figures_and_packing_keeps_the_loss(toy):
+    results, stdout = toy
     b, d = results["b"], results["d"]
     for part, modes in ((b, ["unpacked"]), (d, ["unpacked", "packed"])):
         assert part["backend"] == "transformers" and part["attention"] == "sdpa"
@@ -64,34 +56,28 @@ def test_transformers_parts_measure_real_figures_and_packing_keeps_the_loss(tmp_
             assert t["items_per_s"] * t["s_per_step"] == t["items_per_step"] or math.isclose(
                 t["items_per_s"] * t["s_per_step"], t["items_per_step"], rel_tol=1e-9
             )
-    assert d["timing"]["unpacked"]["items_per_step"] == 4  # --batch items a step
-    assert d["timing"]["packed"]["items_per_step"] > 4 * 0.5  # sequences holding about as many
+    assert d["timing"]["unpacked"]["items_per_step"] == 16  # --batch items a step
+    assert d["timing"]["packed"]["items_per_step"] > 16 * 0.5  # sequences holding about as many
     # a packed batch's STOICaL loss is that of the same items unpacked (float32: rounding only)
     assert d["loss_packed"] > 0 and math.isclose(d["loss_packed"], d["loss_unpacked_same_items"], rel_tol=1e-5)
     # the agreement batch: finite base-model losses for one-hot and trie targets (beta = 1)
     assert b["loss_onehot"] > 0 and b["loss_trie"] > 0 and b["loss_trie"] != b["loss_onehot"]
     if importlib.util.find_spec("unsloth") is None:
         assert results["a"] == {"part": "a", "skipped": "unsloth is not installed (the gpu extra; docs/gpu.md)"}
-        assert "part a: skipped: unsloth is not installed" in run.stdout
+        assert "part a: skipped: unsloth is not installed" in stdout
 
 
-def test_the_workbooks_own_step_keeps_the_loss_and_runs_the_shared_opening_once(tmp_path):
+def test_the_workbooks_own_step_keeps_the_loss_and_runs_the_shared_opening_once(toy):
     """Part (e): StoicalTrainer.compute_loss on (d)'s packed batches (16 items: several queries a
     batch, so that their prompts' common opening is split off and run once)."""
-    out = tmp_path / "e.json"
-    env = {**os.environ, "PYTHONPATH": str(paths.ROOT / "lib"), "OMP_NUM_THREADS": "1"}
-    args = ["--model", "tiny", "--queries", "60", "--batch", "16", "--steps", "1", "--warmup", "0", "--parts", "e"]
-    run = subprocess.run(
-        [sys.executable, str(SCRIPT), *args, "--json", str(out)], env=env, capture_output=True, text=True, timeout=600
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    e = json.loads(out.read_text())["results"]["e"]
+    results, stdout = toy
+    e = results["e"]
     assert e["shared_prefix"]["on"] and set(e["timing"]) == {"packed", "workbook"}
     assert e["loss_packed"] > 0 and math.isclose(e["loss_workbook"], e["loss_packed"], rel_tol=1e-5)
     padded = {m: t["padded_tokens_per_s"] * t["s_per_step"] for m, t in e["timing"].items()}
     assert padded["workbook"] < 0.9 * padded["packed"]  # the opening counted once, not once per row
     assert e["timing"]["workbook"]["items_per_step"] == e["timing"]["packed"]["items_per_step"] > 8
-    assert "e workbook/packed tokens/s" in run.stdout
+    assert "e workbook/packed tokens/s" in stdout
 
 
 def test_a_later_run_merges_an_earlier_one_of_the_same_model_and_batch(tmp_path):
