@@ -48,9 +48,8 @@ def embed(
 def fingerprint(spec: str) -> dict[str, int]:
     """File sizes of a precomputed embedder's files (part of the ESCI cache key); else empty."""
     kind, arg = parse_spec(spec)
-    if kind != "precomputed":
-        return {}
-    return {p.name: p.stat().st_size for p in sorted(Path(arg).glob("*")) if p.is_file()}
+    files = sorted(Path(arg).glob("*")) if kind == "precomputed" else []
+    return {p.name: p.stat().st_size for p in files if p.is_file()}
 
 
 def tfidf_embeddings(

@@ -295,18 +295,6 @@ def ranked_titles(
 # --- docIDs and the query table ----------------------------------------------------------------
 
 
-def title_docids(
-    T: np.ndarray, n_components: int = 100, nnz: int = 3, seed: int = 0, collisions: str = "keep"
-) -> tuple[list[str], list[str], list[list[int]]]:
-    """Section 5.1 docIDs of the English titles: (docIDs used, sparse docIDs, atoms). Titles whose
-    codes coincide share a sparse docID (as in the paper's own D.2 prompt); ``collisions="suffix"``
-    makes the used docIDs unique by appending ",k" (:func:`arrank.data.docids.disambiguate_docids`),
-    "keep" and "drop" use the sparse docID (:func:`query_table`)."""
-    sparse, codes = dids.sparse_docids(T, n_components, nnz, seed)
-    used = dids.disambiguate_docids(sparse) if collisions == "suffix" else list(sparse)
-    return used, sparse, dids.docid_atoms(codes)
-
-
 def query_table(
     queries: pd.DataFrame,
     pool: pd.DataFrame,
@@ -433,7 +421,11 @@ def _build(data_dir: Path | str | None, p: dict[str, Any], device: str = "cpu") 
     nonzero = np.linalg.norm(T, axis=1) > 0
     pool, T = pool[nonzero].reset_index(drop=True), T[nonzero]
     english = pool["english"].to_numpy()
-    used, sparse, atoms = title_docids(T[english], p["n_components"], p["nnz"], p["seed"], p["collisions"])
+    # section 5.1 docIDs of the English titles: titles whose codes coincide share a sparse docID (as in
+    # the paper's own D.2 prompt); collisions="suffix" makes the used docIDs unique by appending ",k"
+    # (docids.disambiguate_docids), "keep" and "drop" use the sparse docID (query_table)
+    sparse, codes = dids.sparse_docids(T[english], p["n_components"], p["nnz"], p["seed"])
+    used = dids.disambiguate_docids(sparse) if p["collisions"] == "suffix" else list(sparse)
     docid = np.full(len(pool), "", dtype=object)
     docid[english] = used
     on_gpu = _backend(device) is not None
@@ -442,7 +434,7 @@ def _build(data_dir: Path | str | None, p: dict[str, Any], device: str = "cpu") 
     )
     table = query_table(queries, pool, docid, idx, scores, positions, p["collisions"], p["template"], p["seed"])
     titles = pool.loc[english, ["product_id", "title"]].reset_index(drop=True)
-    titles = titles.assign(docid=used, sparse_docid=sparse, atoms=atoms)
+    titles = titles.assign(docid=used, sparse_docid=sparse, atoms=dids.docid_atoms(codes))
     return {
         "queries": table,
         "titles": titles,

@@ -35,8 +35,7 @@ ITEM_COLUMNS = ["query", "docid", "rank", "n_q", "prompt", "split"]
 
 def noun_synset_names() -> list[str]:
     """The names of all noun synsets of WordNet 3.0 (82,115), sorted."""
-    wn = load_wordnet()
-    return sorted(s.name() for s in wn.all_synsets("n"))
+    return sorted(s.name() for s in load_wordnet().all_synsets("n"))
 
 
 # --------------------------------------------------------------------------- the hierarchy
