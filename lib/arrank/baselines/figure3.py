@@ -95,8 +95,7 @@ def retrieval_recall(
     but the query as a candidate. Exact: the candidates passed to recall_at_k are the retrieved
     top-max(ks) (ties kept) plus the relevant docIDs, which decide every top-k, k <= max(ks)."""
     corpus_rows = torch.as_tensor([rows[c] for c in corpus], dtype=torch.int64)
-    names = np.asarray(corpus, dtype=object)
-    column = {int(r): i for i, r in enumerate(corpus_rows.tolist())}
+    name_of = dict(zip(corpus_rows.tolist(), corpus))  # table row -> synset
     q = torch.as_tensor([rows[x] for x in df_eval["query"]], dtype=torch.int64)
     found, found_scores = DE.retrieve(table, q, corpus_rows, max(ks))
     per_k: dict[int, list[float]] = {k: [] for k in ks}
@@ -104,7 +103,7 @@ def retrieval_recall(
         rel = list(rel)
         gold_scores = DE.de_scores(table, q[i].repeat(len(rel)), torch.as_tensor([rows[x] for x in rel]))
         keep = found[i] >= 0
-        cand = dict(zip(names[[column[int(r)] for r in found[i][keep]]].tolist(), found_scores[i][keep].tolist()))
+        cand = dict(zip([name_of[r] for r in found[i][keep].tolist()], found_scores[i][keep].tolist()))
         cand.update(zip(rel, gold_scores.tolist()))
         for k in ks:
             if len(rel) >= k:  # R@k is defined for queries with at least k relevant docIDs
