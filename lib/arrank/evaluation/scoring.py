@@ -335,8 +335,7 @@ def query_rows(
     input_ids = torch.full((B, L), pad_id, dtype=torch.long)
     allowed = torch.zeros((B, 1, L, L), dtype=torch.bool)
     positions = torch.zeros((B, L), dtype=torch.long)
-    head_row: list[int] = []
-    head_pos: list[int] = []
+    head_row, head_pos = [], []  # the (row, position) pairs of head_rows
     for b, (row, prompt, tgt) in enumerate(zip(rows, prompts, targets)):
         P, n = len(prompt), len(row)
         input_ids[b, :n] = torch.tensor(row, dtype=torch.long)
