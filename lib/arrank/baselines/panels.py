@@ -201,16 +201,14 @@ def recall_figure(curves: pd.DataFrame, title: str, y_title: str = "R@k (%)"):
         arr = (part["model"] == "arr").any()
         kind = "held-out" if part["scored_on"].iloc[0] == SCORED_ON["held-out"] else "training"
         group = ARR_GROUPS[kind] if arr else BASELINE_GROUP
-        fig.add_trace(
-            go.Scatter(
-                x=part["k"],
-                y=part["recall"] * 100,
-                mode="lines+markers",
-                name=name,
-                legendgroup=group,
-                legendgrouptitle_text=None if group in seen else group,
-                line={"color": colors[name], "dash": ("dot" if kind == "held-out" else "dash") if arr else "solid"},
-            )
+        fig.add_scatter(
+            x=part["k"],
+            y=part["recall"] * 100,
+            mode="lines+markers",
+            name=name,
+            legendgroup=group,
+            legendgrouptitle_text=None if group in seen else group,
+            line={"color": colors[name], "dash": ("dot" if kind == "held-out" else "dash") if arr else "solid"},
         )
         seen.add(group)
     style(fig, title)
