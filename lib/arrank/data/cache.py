@@ -13,12 +13,11 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
 from arrank.common.manifest import manifest_problem, set_aside, write_manifest
-from arrank.common.notices import notice
 from arrank.common.outputs import umask_permissions, write_json_atomic
 
 
@@ -62,7 +61,7 @@ def read_tables(target: Path, list_columns: Iterable[str] = ()) -> dict[str, pd.
 
 
 def cached_tables(
-    target: Path, list_columns: Iterable[str] = (), names: Iterable[str] = (), say: Callable[[str], None] = notice
+    target: Path, list_columns: Iterable[str] = (), names: Iterable[str] = ()
 ) -> dict[str, pd.DataFrame] | None:
     """The tables of the cache folder ``target`` (``read_tables``), or None: no folder, or one that
     fails to load (no params.json, a file against its manifest, an unreadable file, one of ``names``
@@ -84,7 +83,7 @@ def cached_tables(
             why = f"its table(s) {missing} are missing"
         except Exception as err:  # pyarrow raises ArrowInvalid, OSError, ... on a damaged file
             why = f"it cannot be read ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
-    set_aside(target, f"{why}; it is derived data and is built again now", say)
+    set_aside(target, f"{why}; it is derived data and is built again now")
     return None
 
 
