@@ -109,15 +109,13 @@ def lazy_adam_step(
     step: int,
     lr: float,
     weight_decay: float,
-    betas: tuple[float, float] = BETAS,
-    eps: float = EPS,
     decoupled: bool = False,
 ) -> None:
     """torch.optim.Adam's update (L2 ``weight_decay`` added to the gradient), or with
     ``decoupled`` torch.optim.AdamW's (rows first scaled by 1 - lr * weight_decay), bias
     correction by ``step``, the global step count, applied to the given ``rows`` of ``table``
-    only, in place."""
-    beta1, beta2 = betas
+    only, in place; betas and eps: ``BETAS``, ``EPS``."""
+    (beta1, beta2), eps = BETAS, EPS
     theta = table.index_select(0, rows)
     if decoupled:
         theta.mul_(1 - lr * weight_decay)
