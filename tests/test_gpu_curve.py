@@ -28,6 +28,8 @@ def test_the_work_call_checks_scoring_runs_the_curve_and_packs_what_08_reads(tmp
     out, outputs = tmp_path / "out", tmp_path / "run" / "outputs"
     out.mkdir()
     rehearsal = (paths.ROOT / "gpu" / "curve_rehearsal.yaml").read_text()
+    sweep = tmp_path / "curve_rehearsal.yaml"  # a copy: a failed check writes its _one_query twin beside it
+    sweep.write_text(rehearsal)
     ntp = tmp_path / "curve_rehearsal_ntp.yaml"  # a second sweep, run beside the first
     ntp.write_text(rehearsal.replace("scheme: [fractional]\n    alpha: [2]", "scheme: [indicator]"))
     env = {
@@ -43,7 +45,7 @@ def test_the_work_call_checks_scoring_runs_the_curve_and_packs_what_08_reads(tmp
         "JOBS": "1",
     }
     done = subprocess.run(
-        ["bash", "gpu/curve_call.sh", "gpu/curve_rehearsal.yaml", str(ntp)],
+        ["bash", "gpu/curve_call.sh", str(sweep), str(ntp)],
         cwd=paths.ROOT,
         env=env,
         capture_output=True,
