@@ -152,10 +152,9 @@ def lock_path(stem: str, run_name: str, root: Path | None = None) -> Path:
 
 
 def _lock_pid(path: Path) -> str:
-    try:
+    with contextlib.suppress(OSError):
         return path.read_text().strip() or "?"
-    except OSError:
-        return "?"
+    return "?"
 
 
 def claim_lock(path: Path, busy: str) -> Any:
@@ -449,11 +448,10 @@ def env_info() -> dict[str, Any]:
 
 def _git(*args: str) -> str | None:
     """The stripped output of a git command in the repository, None where git fails or is absent."""
-    try:
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
         done = subprocess.run(["git", "-C", str(paths.ROOT), *args], capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
+        return done.stdout.strip() if done.returncode == 0 else None
+    return None
 
 
 CODE = ("lib/arrank/**/*.py", "notebooks/*.py")

@@ -10,6 +10,7 @@ docs/reliability.md; several processes (torchrun, 05_train): docs/scale-out.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -130,10 +131,8 @@ def coerce(name: str, raw: Any, kind: str) -> Any:
     if low in ("none", "null"):
         return None
     for number in (int, float):
-        try:
+        with contextlib.suppress(ValueError):
             return number(raw)
-        except ValueError:
-            pass
     raise ParamError(f"{name}={raw!r} must be a number ({kind})")
 
 
@@ -392,10 +391,9 @@ def main(argv: list[str] | None = None) -> int:
 def told_in(run_dir: Path) -> list[str]:
     """The messages a finished run addressed to its user (``results.json``'s ``warnings``: a
     checkpoint set aside, training started over, a fallback chosen), empty where there are none."""
-    try:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
         return list(json.loads((Path(run_dir) / "results.json").read_text()).get("warnings") or [])
-    except (OSError, ValueError, AttributeError):
-        return []
+    return []
 
 
 if __name__ == "__main__":
