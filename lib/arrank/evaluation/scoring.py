@@ -237,6 +237,13 @@ def _add_later_tokens(total: torch.Tensor, logits: torch.Tensor, targets: list[l
     return total.index_add(0, owner, token_logprobs(logits, nexts).double())
 
 
+def _query_scores(logits: torch.Tensor, targets: list[list[int]]) -> torch.Tensor:
+    """Scores of one query's candidates (float64 [B]) from the logits of its head rows: its prompt's
+    last position (every candidate's token 0), then its blocks' positions (tokens 1..), in order."""
+    total = _first_scores(torch.log_softmax(logits[0].float(), dim=-1), targets)
+    return _mean(_add_later_tokens(total, logits[1:], targets) if len(logits) > 1 else total, targets)
+
+
 def score_candidate_batch(
     model, cache, n_prompt: int, first_logprobs: torch.Tensor, targets: list[list[int]]
 ) -> torch.Tensor:
@@ -314,10 +321,7 @@ def score_one_pass(model, prompt: list[int], targets: list[list[int]], opening: 
         logits_to_keep=len(row) - P + 1,
         **kw,
     ).logits[0]
-    total = _first_scores(torch.log_softmax(logits[0].float(), dim=-1), targets)
-    if blocks:
-        total = _add_later_tokens(total, logits[1:], targets)
-    return _mean(total, targets)
+    return _query_scores(logits, targets)
 
 
 def query_rows(
@@ -385,15 +389,8 @@ def score_query_batch(
             use_cache=opening is not None,
             **_behind(model, opening, len(prompts)),
         ).logits  # (N, V): one row per head position, query by query
-    scores, start = [], 0  # each query's head rows: its prompt's last position, then its blocks
-    for tgt in targets:
-        end = start + 1 + sum(len(t) - 1 for t in tgt)
-        total = _first_scores(torch.log_softmax(logits[start].float(), dim=-1), tgt)
-        if end > start + 1:
-            total = _add_later_tokens(total, logits[start + 1 : end], tgt)
-        scores.append(_mean(total, tgt))
-        start = end
-    return scores
+    rows_per_query = [1 + sum(len(t) - 1 for t in tgt) for tgt in targets]  # its prompt's last position, its blocks
+    return [_query_scores(part, tgt) for part, tgt in zip(logits.split(rows_per_query), targets)]
 
 
 LAYOUTS = ("auto", "packed", "padded", "one_pass")
