@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -77,14 +77,6 @@ def score_records(df_eval: pd.DataFrame, scores: torch.Tensor, sizes: np.ndarray
         {"query": q, "relevant": list(rel), "negative": neg, "scores": dict(zip((*rel, neg), part.tolist()))}
         for (q, rel, neg), part in zip(columns, parts)
     ]
-
-
-def evaluate(
-    df_eval: pd.DataFrame, scores: torch.Tensor, sizes: np.ndarray, ks: Iterable[int]
-) -> tuple[dict[str, Any], pd.DataFrame]:
-    """(flat metrics, per-query frame) of section 5.1 for the candidates' scores."""
-    frame = metrics.per_query_metrics(score_records(df_eval, scores, sizes), ks)
-    return metrics.summarize(frame, ks), frame
 
 
 def retrieval_recall(
@@ -165,12 +157,13 @@ def run_config(
     model, log, facts = train_config(config, pairs, n_rows, hyper, seed, progress)
     start = time.perf_counter()
     scores = DE.de_scores(model, q, d) if config["model"] == "de" else CE.ce_scores(*model, q, d)
-    summary, frame = evaluate(df_eval, scores, sizes, ks)
+    records = score_records(df_eval, scores, sizes)
+    frame = metrics.per_query_metrics(records, ks)
+    summary = metrics.summarize(frame, ks)  # section 5.1's flat metrics
     if config["model"] == "de" and corpus is not None:
         summary.update(retrieval_recall(model, df_eval, rows, corpus, ks))
     key = config_key(config["model"], config["n"], config["alpha"])
     if trec_dir is not None:  # the candidates' scores as a TREC run (and the queries' qrels), docs/findings.md
-        records = score_records(df_eval, scores, sizes)
         trec.write_lines(Path(trec_dir) / f"{key}.trec", trec.run_lines(records, key))
         trec.write_lines(Path(trec_dir) / trec.QRELS_FILE, trec.qrels_lines(records))
     result = {"config": key, **{c: config[c] for c in ("model", "n", "alpha")}, "panels": ",".join(config["panels"])}
