@@ -96,7 +96,7 @@ def test_py_notebook_is_served_as_a_notebook(server):
     cells = model["content"]["cells"]
     assert cells[0]["cell_type"] == "markdown" and cells[0]["source"].startswith("# 01 ")
     params_cells = [c for c in cells if "parameters" in c["metadata"].get("tags", [])]
-    assert len(params_cells) == 1 and 'profile = "quick"' in params_cells[0]["source"]
+    assert len(params_cells) == 1 and 'profile: str = "quick"' in params_cells[0]["source"]
     # the kernelspec JupyterLab writes once the kernel runs: the same, so opening changes nothing
     assert model["content"]["metadata"]["kernelspec"] == lab.kernel_metadata()["kernelspec"]
 
@@ -191,9 +191,9 @@ def test_running_and_saving_in_the_lab_keeps_git_clean(clone, tmp_path, monkeypa
 
 
 LAB_TINY_01 = {
-    "k_max_exact = None": "k_max_exact = 4",
-    "mc_queries = None": "mc_queries = 3000",
-    "k_max_bound = None": "k_max_bound = 100",
+    "k_max_exact: int = 6": "k_max_exact: int = 4",
+    "mc_queries: int = 20_000": "mc_queries: int = 3000",
+    "k_max_bound: int = 1000": "k_max_bound: int = 100",
 }  # tests/test_notebooks.py's TINY, typed into the cell
 EXPECTED_STDERR: tuple[str, ...] = ()  # deliberate messages a notebook may print to stderr (none in 01)
 

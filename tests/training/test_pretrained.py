@@ -139,7 +139,8 @@ def test_bad_model_names_are_refused_before_any_kernel(value, message):
 def test_pretrained_profile_names_the_model_and_the_appendix_d_prompt():
     p = run.prepare("05_train", {"profile": "pretrained"})[2]
     assert (p["model_name"], p["lora_r"], p["subtree"]) == ("smollm2-135m", 16, "animal.n.01")
-    assert p["template"] == "wordnet" and params.TEMPLATES["pretrained"].esci == "esci"
+    esci = params.profile_values("05_train", "pretrained", {"dataset": "esci"})
+    assert p["template"] == "wordnet" and esci["template"] == "esci"
     assert named_models.model_kind("mistralai/Mistral-7B-Instruct-v0.3") == "hub"
 
 
