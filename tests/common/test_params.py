@@ -1,6 +1,8 @@
 import json
 import math
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -242,3 +244,23 @@ def test_over_long_values_are_refused_naming_the_parameter_and_not_echoed_whole(
             check("p", value)
         assert "(10,002 characters)" in str(err.value) and len(str(err.value)) < 400
     assert shown("short") == "'short'" and shown(list(range(100))).endswith("(390 characters)")
+
+
+@pytest.mark.parametrize("dataset", ["wordnet", "esci", "custom"])
+@pytest.mark.parametrize("profile", ["quick", "pretrained", "paper"])
+def test_profile_template_is_the_resolved_template_and_needs_no_stage(profile, dataset):
+    import arrank.training.schemes  # noqa: F401  (scheme's rule: profile_values validates every parameter)
+
+    assert (
+        params.profile_template(profile, dataset)
+        == params.profile_values("05_train", profile, {"dataset": dataset})["template"]
+    )
+
+
+def test_profile_template_works_without_the_training_stage_imported():
+    code = (
+        "import sys; from arrank.data import ranking; from arrank.common import params; "
+        "assert 'arrank.training.schemes' not in sys.modules; print(params.profile_template('pretrained', 'esci'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "esci"

@@ -504,6 +504,15 @@ def profile_values(stem: str, profile: str, values: Mapping[str, Any] | None = N
     return resolve(stem, {**defaults, **(values or {}), "profile": profile}, set(values or {}))
 
 
+def profile_template(profile: str, dataset: str) -> str:
+    """Notebook 05's prompt template in ``profile`` for ``dataset``: the profile's template (else
+    the cell's), a style (short, full) turned into the dataset's (custom data takes ESCI's). Reads
+    no other parameter, so it needs no stage imported (``scheme``'s rule does)."""
+    choice(*profiles_of("05_train"))("profile", profile)
+    style = PROFILES["05_train"].get(profile, {}).get("template", spec("05_train")["template"].default)
+    return TEMPLATE_STYLES[style][dataset != "wordnet"] if style in TEMPLATE_STYLES else style
+
+
 def check_params(stem: str, namespace: dict[str, Any]) -> dict[str, Any]:
     """A notebook's parameters, taken by name from its namespace (``globals()``). Run by the
     runner, they were checked and resolved before the kernel started (``PARAMS_ENV``; papermill

@@ -66,7 +66,7 @@ def ranking_dataset(
     Appendix D.2's, as ESCI's)."""
     if dataset not in DATASETS:
         raise ValueError(f"dataset={dataset!r} is not allowed; choose one of {list(DATASETS)}")
-    template = template or params.profile_values("05_train", profile, {"dataset": dataset})["template"]
+    template = template or params.profile_template(profile, dataset)
     if not template.startswith("esci" if dataset == "custom" else dataset):
         raise ValueError(
             f"template={template!r} does not fit dataset={dataset!r}; choose one of "
