@@ -55,8 +55,9 @@ def test_the_pattern_catches_what_it_is_for():
 
 def test_design_notes_are_in_the_repository():
     text = (paths.ROOT / "docs" / "design.md").read_text()
-    for section in ("## Layout", "## Contracts", "## Conventions", "## Known pitfalls"):
+    for section in ("## Layout", "## Contracts", "## Known pitfalls", "## Size"):
         assert section in text
+    assert "## Conventions" in (paths.ROOT / "DEVELOPERS.md").read_text()
     cited = set(
         re.findall(
             r"docs/design\.md",
