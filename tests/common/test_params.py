@@ -264,3 +264,26 @@ def test_profile_template_works_without_the_training_stage_imported():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "esci"
+
+
+def test_notebook_05s_profiles_prose_states_the_values_the_profiles_give():
+    """05's markdown describes each profile in words; its figures must be those params resolves."""
+    import arrank.training.schemes  # noqa: F401  (scheme's rule)
+
+    prose = " ".join(
+        line.removeprefix("#").strip() for line in (paths.NOTEBOOKS / "05_train.py").read_text().splitlines()
+    )
+    quick, pre, paper = (params.profile_values("05_train", p) for p in ("quick", "pretrained", "paper"))
+
+    def lr(x: float) -> str:
+        return f"{x:.0e}".replace("e-0", "e-")
+
+    for expected in (
+        f"{quick['steps']} steps of {quick['batch_size']} items",
+        f"LoRA r = {pre['lora_r']}",
+        f"lr {lr(pre['lr'])}, {pre['steps']} steps of {pre['batch_size']} items, {pre['n_eval']} held-out queries",
+        f"lr {lr(paper['lr'])}, {paper['warmup_steps']} warm-up steps",
+        f"{paper['steps'] // 1000}k steps, global batch {paper['batch_size'] * paper['grad_accum']} "
+        f"({paper['batch_size']} × {paper['grad_accum']} accumulation), max input {paper['max_length']}",
+    ):
+        assert expected in prose, expected
