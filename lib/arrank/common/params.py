@@ -456,7 +456,7 @@ def spec(stem: str, source: str | Path | None = None) -> dict[str, Param]:
     """The parameters of notebook ``stem`` (its cell at ``source``, by default notebooks/<stem>.py)."""
     path = Path(source) if source is not None else paths.NOTEBOOKS / f"{stem}.py"
     if not path.is_file():
-        known = sorted(p.stem for p in paths.NOTEBOOKS.glob("[0-9]*.py"))
+        known = [p.stem for p in paths.notebooks()]
         raise ParamError(f"no parameter spec for notebook {stem!r}; known notebooks: {known}")
     return _spec(stem, str(path), path.stat().st_mtime_ns)
 
@@ -493,8 +493,8 @@ def resolve(
     out = validate(stem, {**values, **from_profile}, source)
     if out.get("data_seed", 0) is None:
         out["data_seed"] = out["seed"]
-    if out.get("template") in TEMPLATE_STYLES and "dataset" in out:
-        out["template"] = TEMPLATE_STYLES[out["template"]][out["dataset"] != "wordnet"]
+    if "template" in out and "dataset" in out:
+        out["template"] = dataset_template(out["template"], out["dataset"])
     return out
 
 
@@ -510,7 +510,13 @@ def profile_template(profile: str, dataset: str) -> str:
     no other parameter, so it needs no stage imported (``scheme``'s rule does)."""
     choice(*profiles_of("05_train"))("profile", profile)
     style = PROFILES["05_train"].get(profile, {}).get("template", spec("05_train")["template"].default)
-    return TEMPLATE_STYLES[style][dataset != "wordnet"] if style in TEMPLATE_STYLES else style
+    return dataset_template(style, dataset)
+
+
+def dataset_template(template: str, dataset: str) -> str:
+    """``template`` as a template's name: a style (short, full) becomes ``dataset``'s (custom data
+    takes ESCI's); a name is kept."""
+    return TEMPLATE_STYLES[template][dataset != "wordnet"] if template in TEMPLATE_STYLES else template
 
 
 def check_params(stem: str, namespace: dict[str, Any]) -> dict[str, Any]:
