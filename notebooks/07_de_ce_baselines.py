@@ -67,8 +67,8 @@
 # queries with ≥ 5 hypernyms, the same 300 evaluation queries, so its ARR runs plot beside the
 # baselines), 3000 steps per model: all of Figure 3 in a few minutes on a 2-core CPU. `paper`:
 # all 82,114 noun queries (5000 evaluated) and Appendix B's step counts; a DE run of 50k steps takes
-# about 4 minutes on 2 cores, a CE run of 20k steps under 3, all 15 runs of Figure 3 about 50
-# minutes (docs/measurements.md).
+# about 4 minutes on 2 cores, a CE run of 20k steps under 3 (docs/measurements.md, "DE and CE
+# baselines").
 # `model = "de"` or `"ce"` trains one configuration at `n`, `alpha` (a sweep point);
 # `from_runs = "paper-fig3-*"` draws Figure 3 and its findings from such finished runs (e.g. the
 # points of `sweeps/fig3_baselines_paper.yaml`) without training.
@@ -224,7 +224,7 @@ print(f"{len(arr)} ARR run(s) on the same evaluation queries: {list(arr['label']
 # interval above 0; *on par* = the interval within ±`on_par_tol`; *grows with n* = every step
 # above 0. The verdict is then holds, fails or **undecided** (the interval covers the threshold);
 # without per-query data the point verdict stands, labelled as point estimates.
-# In the paper-profile run with AdamW (all 15 points, 2026-11-23, docs/measurements.md, "Figure 3"):
+# In the paper-profile run with AdamW (all 15 points; docs/results.md, "Figure 3 at paper scale"):
 # - *DE recall grows with n* holds: mean R@1..5 80.3 / 88.2 / 92.5 / 94.5% for n = 4 / 8 / 16 / 32
 #   (full-corpus retrieval R@1 2.1 / 7.2 / 28.7 / 59.1%);
 # - *a larger α raises the DE's R@k for small k* holds at small k: DE n = 8, R@1 78.2 -> 99.7%,
@@ -323,7 +323,7 @@ Markdown(findings.findings_markdown(rows))
 # At the quick scale, little: the subtree's rows are in most batches (CE $n = 32$, α = 5: R@1 100.0,
 # R@2 95.0 with Adam + L2 against 98.3, 94.7 with AdamW). At the paper's scale a row is in a batch
 # once every ~343 steps and moves ~lr towards 0 at every other step: the mean row norm falls from 5.6
-# to 0.056 in 20k steps and R@1 is 88.7% against AdamW's 97.6% (docs/measurements.md, "Why the CE
-# changed"; issue 19's measurement of the paper-profile CE).
+# to 0.056 in 20k steps and R@1 is 88.7% against AdamW's 97.6% (docs/results.md, "Figure 3 at
+# paper scale"; docs/measurements.md, "DE and CE baselines").
 #
 # </details>
