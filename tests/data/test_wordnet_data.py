@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -49,7 +50,7 @@ def prompt_docids(prompt: str) -> list[str]:
 @pytest.fixture(scope="module", autouse=True)
 def hashseed_runs():
     """Two processes with different PYTHONHASHSEED building the animal subtree, started first so
-    that they run while the other tests do (each reads WordNet again: ~8 s)."""
+    that they run while the other tests do."""
     runs = [
         subprocess.Popen(
             [sys.executable, "-c", HASHSEED_BUILD],
@@ -101,6 +102,38 @@ def test_path_rules_on_a_synset_with_two_paths():
     assert W.ranked_hypernyms("dog.n.01", "union") == canine[:1] + ["domestic_animal.n.01"] + canine[1:] + top
     assert W.ranked_hypernyms("dog.n.01", subtree="animal.n.01") == canine
     assert W.ranked_hypernyms("dog.n.01", subtree="animal.n.01", subtree_root_relevant=True) == canine + ["animal.n.01"]
+
+
+def test_noun_parents_are_nltks_hypernyms_and_are_kept_in_the_cache():
+    wn, parents = W.load_wordnet(), W.noun_parents()
+    assert len(parents) == 82115 and parents["entity.n.01"] == ()
+    for name in ("dog.n.01", "paris.n.01", "deer.n.01", "water.n.06", "abstraction.n.06"):
+        synset = wn.synset(name)
+        assert parents[name] == tuple(sorted(p.name() for p in synset.hypernyms() + synset.instance_hypernyms()))
+    assert parents["dog.n.01"] == ("canine.n.02", "domestic_animal.n.01")  # two hypernyms
+    assert W.noun_cache_path().parent == W.paths.CACHE
+    assert {k: tuple(v) for k, v in json.loads(W.noun_cache_path().read_text()).items()} == parents
+
+
+@pytest.mark.parametrize("damage", ["absent", "truncated", "not a mapping"])
+def test_a_damaged_noun_cache_is_built_again_and_then_read(tmp_path, monkeypatch, damage):
+    """The noun cache is derived data: absent or damaged, it is built again (here from a stand-in for
+    NLTK's slow read), written whole, and read by the next process instead of WordNet's files."""
+    monkeypatch.setattr(W.paths, "CACHE", tmp_path / "cache")
+    (tmp_path / "cache").mkdir()
+    path, reads = W.noun_cache_path(), []
+    if damage != "absent":
+        path.write_text('{"entity.n.01": [' if damage == "truncated" else '["entity.n.01"]')
+    small = {"entity.n.01": [], "thing.n.12": ["entity.n.01"]}
+    monkeypatch.setattr(W, "nltk_noun_parents", lambda: reads.append(1) or small)
+    W.noun_parents.cache_clear()
+    try:
+        assert W.noun_parents() == {"entity.n.01": (), "thing.n.12": ("entity.n.01",)} and reads == [1]
+        assert json.loads(path.read_text()) == small and [p.name for p in path.parent.iterdir()] == [path.name]
+        W.noun_parents.cache_clear()
+        assert W.noun_parents()["thing.n.12"] == ("entity.n.01",) and reads == [1]  # read, not built
+    finally:
+        W.noun_parents.cache_clear()
 
 
 def test_rules_agree_with_nltk_paths_whatever_their_order():

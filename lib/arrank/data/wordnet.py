@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 from arrank.common import paths
-from arrank.common.wordnet_setup import load_wordnet
+from arrank.common.outputs import write_json_atomic
+from arrank.common.wordnet_setup import load_wordnet, wordnet_root
 from arrank.data import cache as dataset_cache
 from arrank.data.prompts import query_rng, wordnet_prompt
 from arrank.data.prompts import template as prompt_template
@@ -35,7 +36,51 @@ ITEM_COLUMNS = ["query", "docid", "rank", "n_q", "prompt", "split"]
 
 def noun_synset_names() -> list[str]:
     """The names of all noun synsets of WordNet 3.0 (82,115), sorted."""
-    return sorted(s.name() for s in load_wordnet().all_synsets("n"))
+    return sorted(noun_parents())
+
+
+def _wordnet_file() -> Path:
+    """The file WordNet's nouns are read from (``data.noun``, or NLTK's zip), or WordNetMissingError."""
+    root = wordnet_root()
+    if root is None:
+        load_wordnet()  # raises WordNetMissingError, saying how to install WordNet
+    return root / "data.noun" if root.is_dir() else root
+
+
+def noun_cache_path() -> Path:
+    """Where ``noun_parents`` keeps WordNet's noun hierarchy: named by the digest of WordNet's noun file."""
+    digest = hashlib.sha256(_wordnet_file().read_bytes()).hexdigest()[:16]
+    return paths.CACHE / f"wordnet_nouns-{digest}-v{FORMAT_VERSION}.json"
+
+
+@lru_cache(maxsize=None)
+def noun_parents() -> Mapping[str, tuple[str, ...]]:
+    """Every noun synset of WordNet 3.0 -> its sorted direct hypernyms, instance hypernyms included
+    (entity.n.01 has none). Read from NLTK once (about half a minute), then from the JSON file of
+    ``noun_cache_path`` (under a second). Memoised."""
+    path = noun_cache_path()
+    try:
+        return {name: tuple(ps) for name, ps in json.loads(path.read_text()).items()}
+    except (OSError, ValueError, AttributeError, TypeError):  # absent or damaged: derived data, built again
+        parents = nltk_noun_parents()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, parents)
+        return {name: tuple(ps) for name, ps in parents.items()}
+
+
+def nltk_noun_parents() -> dict[str, list[str]]:
+    """``noun_parents`` as NLTK reads it from WordNet's files (the slow way)."""
+    return {s.name(): sorted(_hypernym_names(s)) for s in load_wordnet().all_synsets("n")}
+
+
+@lru_cache(maxsize=None)
+def _noun_children() -> Mapping[str, tuple[str, ...]]:
+    """Every noun synset -> its direct hyponyms, instance hyponyms included (``noun_parents`` inverted)."""
+    children: dict[str, list[str]] = {}
+    for name, ps in noun_parents().items():
+        for p in ps:
+            children.setdefault(p, []).append(name)
+    return {name: tuple(sorted(cs)) for name, cs in children.items()}
 
 
 # --------------------------------------------------------------------------- the hierarchy
@@ -58,45 +103,41 @@ def _hypernym_names(synset: Any) -> set[str]:
     return {p.name() for p in synset.hypernyms() + synset.instance_hypernyms()}
 
 
-def _noun_synset(name: str, role: str = "subtree") -> Any:
-    """The noun synset called ``name``, or a ValueError naming it."""
+def _check_noun(name: str, role: str = "subtree") -> None:
+    """Nothing if ``name`` names a noun synset, else a ValueError naming it."""
+    if name in noun_parents():
+        return
     from nltk.corpus.reader.wordnet import WordNetError
 
-    wn = load_wordnet()
     try:
-        synset = wn.synset(name)
+        synset = load_wordnet().synset(name)
     except (WordNetError, ValueError, AttributeError):
         synset = None
-    if synset is None or synset.pos() != "n":
-        raise ValueError(
-            f"unknown synset {name!r} for {role}: WordNet 3.0 has no noun synset of "
-            "that name (names look like 'animal.n.01')"
-        )
-    if synset.name() != name:
+    if synset is not None and synset.pos() == "n":
         raise ValueError(f"{name!r} is a lemma of the synset named {synset.name()!r}: give that name")
-    return synset
+    raise ValueError(
+        f"unknown synset {name!r} for {role}: WordNet 3.0 has no noun synset of that name (names look like 'animal.n.01')"
+    )
 
 
 @lru_cache(maxsize=None)
 def noun_hierarchy(subtree: str | None = None) -> Hierarchy:
     """WordNet's nouns below entity.n.01, or the hyponym closure of ``subtree``. Memoised."""
+    all_parents = noun_parents()
     if subtree is None:
-        parents = {s.name(): tuple(sorted(_hypernym_names(s))) for s in load_wordnet().all_synsets("n")}
-        tops = sorted(name for name, ps in parents.items() if not ps)
+        tops = sorted(name for name, ps in all_parents.items() if not ps)
         if tops != [ROOT_SYNSET]:
             raise RuntimeError(f"expected WordNet's nouns to have the single root {ROOT_SYNSET}, got {tops}")
-        del parents[ROOT_SYNSET]
-        return Hierarchy(ROOT_SYNSET, parents)
-    root = _noun_synset(subtree)
-    inside, stack, below = {subtree}, [root], []
+        return Hierarchy(ROOT_SYNSET, {n: ps for n, ps in all_parents.items() if n != ROOT_SYNSET})
+    _check_noun(subtree)
+    children, inside, stack = _noun_children(), {subtree}, [subtree]
     while stack:
-        for child in (lambda s: s.hyponyms() + s.instance_hyponyms())(stack.pop()):
-            if child.name() not in inside:
-                inside.add(child.name())
+        for child in children.get(stack.pop(), ()):
+            if child not in inside:
+                inside.add(child)
                 stack.append(child)
-                below.append(child)
-    parents = {s.name(): tuple(sorted(_hypernym_names(s) & inside)) for s in below}
-    return Hierarchy(subtree, parents)
+    inside_parents = {n: tuple(p for p in all_parents[n] if p in inside) for n in sorted(inside - {subtree})}
+    return Hierarchy(subtree, inside_parents)
 
 
 def _single_paths(h: Hierarchy, longest: bool) -> dict[str, tuple[str, ...]]:
@@ -139,12 +180,13 @@ def _longest_distances(h: Hierarchy) -> dict[str, dict[str, int]]:
 
 def _upward_hierarchy(name: str, subtree: str | None) -> Hierarchy:
     """The hierarchy of ``name``'s ancestors below ``subtree`` (or the root), without all of WordNet."""
-    top, stack, up = subtree or ROOT_SYNSET, [_noun_synset(name, "query")], {}
+    _check_noun(name, "query")
+    top, stack, up, all_parents = subtree or ROOT_SYNSET, [name], {}, noun_parents()
     while stack:
-        synset = stack.pop()
-        if synset.name() not in up and synset.name() != top:
-            up[synset.name()] = tuple(sorted(_hypernym_names(synset)))
-            stack.extend(synset.hypernyms() + synset.instance_hypernyms())
+        node = stack.pop()
+        if node not in up and node != top:
+            up[node] = all_parents[node]
+            stack.extend(all_parents[node])
     reaches: dict[str, bool] = {top: True}
 
     def reach(node: str) -> bool:
@@ -191,7 +233,7 @@ def ranked_hypernyms(
     ruminant.n.01, even-toed_ungulate.n.01, ..., physical_entity.n.01 [, entity.n.01]."""
     _check_choice("path_rule", path_rule, PATH_RULES)
     if subtree is not None:
-        _noun_synset(subtree)
+        _check_noun(subtree)
     h = _upward_hierarchy(name, subtree)
     keep_top = include_root if subtree is None else subtree_root_relevant
     return _drop_top(_rank_all(h, path_rule)[name][0], h.top, keep_top)
@@ -228,7 +270,7 @@ def _validate(params: dict[str, Any]) -> None:
     ):
         raise ValueError(f"n_eval must be an integer >= 0 or a fraction in (0, 1), got {n_eval!r}")
     if params["subtree"] is not None:
-        _noun_synset(params["subtree"])
+        _check_noun(params["subtree"])
 
 
 def _keyed_order(names: Sequence[str], seed: int, purpose: str) -> list[str]:
