@@ -193,6 +193,20 @@ def test_budget_to_decide_names_the_queries_and_seeds_that_would_decide():
     assert "queries needed" in budget.text() and "seeds a variant" in budget.text()
 
 
+def test_budget_to_decide_compares_variants_without_common_queries_unpaired():
+    """Two variants scored on different queries (ARR on training queries against a DE on held-out
+    ones): the two-sample half-width, and the queries a variant at which it falls under the gap."""
+    rng = np.random.default_rng(13)
+    a, b = (rng.random(300) < 0.62).astype(float), (rng.random(200) < 0.55).astype(float)
+    data = pd.concat([per_query({"A": [a]}), per_query({"B": [b]}).assign(query=lambda f: "p" + f["query"])])
+    budget = S.budget_to_decide(data, "A", "B", "r1")
+    z = stats.norm.ppf(0.975)
+    assert budget.gap == pytest.approx(abs(a.mean() - b.mean()))
+    assert budget.query_halfwidth == pytest.approx(z * math.sqrt(a.var(ddof=1) / 300 + b.var(ddof=1) / 200))
+    assert budget.queries == math.ceil(z**2 * (a.var(ddof=1) + b.var(ddof=1)) / budget.gap**2)
+    assert math.isnan(budget.seeds) and budget.seed_halfwidth == 0.0
+
+
 def test_replicates_read_scipys_interval_at_any_level():
     """The replicates a comparison keeps give, at every level, the interval scipy's BCa gives from the
     same bootstrap distribution (n_resamples=0 with bootstrap_result), and the replicates themselves are

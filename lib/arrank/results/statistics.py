@@ -442,7 +442,7 @@ def queries_to_decide(differences: Sequence[float] | np.ndarray, threshold: floa
 
 @dataclass(frozen=True)
 class Budget:
-    """What would decide an undecided paired comparison if the measured effect and spreads stay
+    """What would decide an undecided comparison if the measured effect and spreads stay
     as they are: the half-widths now (over queries, from the seeds) and the queries and seeds per
     variant that would bring the interval off the threshold (``inf``: not by that alone)."""
 
@@ -479,14 +479,21 @@ def budget_to_decide(
     half-width (``z * sd / sqrt(n)``) and today's seed half-width, in quadrature, fall below the
     gap; ``seeds``, the runs per variant at which today's query half-width and the seed
     half-width (``t * sqrt(s_a^2 / S + s_b^2 / S)``, Welch degrees of freedom) do. ``seeds`` is
-    ``nan`` when a variant has one run (no measured spread)."""
+    ``nan`` when a variant has one run (no measured spread). Variants that share fewer than two
+    queries compare unpaired (as ``compare`` does): ``z * sqrt(var_a / n_a + var_b / n_b)`` over
+    queries, and ``queries`` is then per variant."""
     from scipy import stats
 
     va, vb = variant_values(per_query, a, metrics), variant_values(per_query, b, metrics)
     d = _differences(va, vb, 1.0)
-    gap, sd = abs(float(d.mean()) - threshold), float(d.std(ddof=1))
     z = float(stats.norm.ppf(0.5 + level / 2))
-    q_half = z * sd / math.sqrt(len(d))
+    if len(d) >= 2:
+        gap, sd = abs(float(d.mean()) - threshold), float(d.std(ddof=1))
+        q_half = z * sd / math.sqrt(len(d))
+    else:
+        xa, xb = va.by_query.to_numpy(), vb.by_query.to_numpy()
+        gap, sd = abs(float(xa.mean() - xb.mean()) - threshold), math.hypot(xa.std(ddof=1), xb.std(ddof=1))
+        q_half = z * math.hypot(xa.std(ddof=1) / math.sqrt(len(xa)), xb.std(ddof=1) / math.sqrt(len(xb)))
     s_half = seed_halfwidth([(va.run_means, 1.0), (vb.run_means, 1.0)], level)
     queries = math.inf if s_half >= gap or gap == 0 else float(max(2, math.ceil((z * sd) ** 2 / (gap**2 - s_half**2))))
     if min(len(va.run_means), len(vb.run_means)) < 2:
