@@ -1,4 +1,4 @@
-"""The quick workbook quiet and beside one busy process, in one run (issue 29, section 1).
+"""The quick workbook quiet and beside one busy process, in one run.
 
 Runs ``python -m arrank.workbook`` twice, each into its own fresh outputs folder
 (``ARRANK_OUTPUTS``), so nothing is skipped as done and nothing of the repository's outputs is

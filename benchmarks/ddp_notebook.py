@@ -1,5 +1,5 @@
 """Notebook 05 on 2 processes (torchrun, DDP, gloo on CPU) against 1 process with twice the batch,
-issue 17: the runs' training logs, weights and held-out metrics, and which folders each wrote.
+as the runner launches it: the runs' training logs, weights and held-out metrics, and which folders each wrote.
 
     OMP_NUM_THREADS=1 python benchmarks/ddp_notebook.py [--steps 20] [--batch 8] [--kill-after 0]
 

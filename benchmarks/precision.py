@@ -15,7 +15,7 @@ Training step (forward, STOICaL loss, backward, AdamW step; ``arrank.training``)
 - the quick profile's tiny Llama (hidden 128, 4 layers, full fine-tuning), batch 64 x 36 tokens
   (30 + 6), as ``benchmarks/stoical_step.py``.
 
-Variants: (a) fp32, logits at every position (the path before issue 29: ``stoical_loss`` on the
+Variants: (a) fp32, logits at every position (the old path: ``stoical_loss`` on the
 model's full logits); (b) fp32, the head at the supervised positions only
 (``supervised_head.head_at`` + ``stoical_loss_at``); (c) bf16 as the workbook trains
 (``precision.mixed``: autocast, peft's float32 cast of LoRA inputs off; frozen LoRA base weights

@@ -1,4 +1,4 @@
-"""How fast a sweep handles large grids (issue 27): a 1,000,000-point grid refused before it is
+"""How fast a sweep handles large grids: a 1,000,000-point grid refused before it is
 expanded, a 10,000-point grid checked and listed (``--list``), and duplicate removal with a set
 against the list search it replaced (quadratic), on the same 10,000 points.
 
@@ -31,7 +31,7 @@ def sweep_file(folder: Path, name: str, a: int, b: int) -> Path:
 
 
 def quadratic_unique(points: list[dict]) -> list[dict]:
-    """Duplicate removal as it was before issue 27: a search of the list for every point."""
+    """Duplicate removal done the slow way: a search of the list for every point."""
     out: list[dict] = []
     for point in points:
         if point not in out:

@@ -84,7 +84,7 @@ def test_timed_accumulates():
 
 @pytest.mark.parametrize("umask, file_mode, dir_mode", [(0o022, 0o644, 0o755), (0o002, 0o664, 0o775)])
 def test_results_and_temporary_folders_follow_the_umask(tmp_path, umask, file_mode, dir_mode):
-    """Issue 20: results.json came out 0600 and model/ 0700 (tempfile's modes), unreadable to the
+    """results.json came out 0600 and model/ 0700 (tempfile's modes), unreadable to the
     other users of a shared machine; now they get what the umask gives a plain open/mkdir."""
     import tempfile
 
@@ -157,7 +157,7 @@ def test_figures_share_one_chromium_and_each_png_is_its_own(tmp_path):
 
 
 def test_one_of_several_processes_outside_the_runner_is_refused(outputs_root, monkeypatch):
-    """Under torchrun, only the runner decides which process writes the run (issue 17)."""
+    """Under torchrun, only the runner decides which process writes the run."""
     from arrank.common.params import ParamError
 
     monkeypatch.setenv("WORLD_SIZE", "2")

@@ -46,7 +46,7 @@ def test_run_name_refuses_paths():
 
 
 def test_run_names_that_collide_with_the_workbooks_markers_are_refused_by_the_rule():
-    """Issue 27: '.' was refused with a message listing '.' as allowed; names that read as the
+    """'.' was refused with a message listing '.' as allowed; names that read as the
     runner's own failed / staging / rank folders or lock files were accepted."""
     for ok in ("x.failed", "lock", "x.locked", "rank1", "a.b-c=1", "x.ranking"):
         assert params.RUN_NAME("run_name", ok) == ok

@@ -299,7 +299,7 @@ def test_missing_columns(tmp_path):
 
 
 def test_git_lfs_pointer_instead_of_parquet_says_so(tmp_path):
-    """Issue 20: a clone without git lfs holds pointer files; they are named as such, with the
+    """A clone without git lfs holds pointer files; they are named as such, with the
     command that fetches the real file, instead of pyarrow's 'Parquet magic bytes not found'."""
     folder = tmp_path / "esci"
     tiny_esci(folder)

@@ -260,7 +260,7 @@ def test_cache_is_written_once_and_reused(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("damage", ["truncated", "garbled", "no params.json"])
 def test_a_damaged_cache_is_named_set_aside_and_built_again(tmp_path, capsys, damage):
-    """Issue 27: a truncated queries.parquet gave an ArrowInvalid traceback naming nothing. The
+    """A truncated queries.parquet gave an ArrowInvalid traceback naming nothing. The
     cache is derived from WordNet: it is named in one line, set aside (kept) and built again."""
     cache_dir = tmp_path / "wn"
     built = W.build_wordnet_dataset(subtree="canine.n.02", n_eval=20, cache_dir=cache_dir)

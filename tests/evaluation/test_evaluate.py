@@ -97,7 +97,7 @@ def test_a_run_folder_without_a_model_or_a_missing_run_is_a_clear_error(tmp_path
 
 
 def test_a_damaged_saved_model_is_named_and_nothing_is_evaluated_from_it(tmp_path):
-    """Issue 27: a run's saved model is a result, not derived data: a file against its manifest
+    """A run's saved model is a result, not derived data: a file against its manifest
     is named, and 06 reports nothing from it."""
     from arrank.training import models
 

@@ -1,4 +1,4 @@
-"""Checkpoints as transactions and training that refuses garbage (issue 27), by fault injection
+"""Checkpoints as transactions and training that refuses garbage, by fault injection
 on a really trained tiny model: garbled and truncated weights and optimizer state, a save cut
 short, a checkpoint without its manifest, a NaN in the weights."""
 
@@ -207,7 +207,7 @@ def _fill(folder):
 
 
 def test_a_full_disk_cuts_a_save_short_and_the_rerun_resumes_from_the_last_good_checkpoint(data, small_disk, capsys):
-    """Issue 27: on a full disk a checkpoint written in place held only config.json, and every
+    """On a full disk a checkpoint written in place held only config.json, and every
     rerun failed ('Can't find a valid checkpoint'). Now the disk fills after the step-2
     checkpoint; the step-4 save fails and is never sealed, checkpoint-2 stays whole; once space
     is free, the rerun sets the cut-short save aside and resumes from step 2."""

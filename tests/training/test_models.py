@@ -59,7 +59,7 @@ def test_load_embeddings_errors(tmp_path):
 
 @pytest.mark.parametrize("damage", ["truncated weights", "garbled weights", "no manifest, truncated"])
 def test_a_damaged_tiny_model_cache_is_named_set_aside_and_built_again(tmp_path, monkeypatch, capsys, damage):
-    """Issue 27: a truncated model.safetensors in data/cache gave a SafetensorError naming nothing.
+    """A truncated model.safetensors in data/cache gave a SafetensorError naming nothing.
     The cached tiny model is derived (tokenizer and seeded weights from the task's texts): it is
     named in one line, set aside, and built again, with the same weights."""
     import torch

@@ -166,7 +166,7 @@ def test_a_truncated_gguf_file_is_named_and_leaves_nothing(smollm2_folder, tmp_p
 def test_a_damaged_converted_model_folder_is_set_aside_and_converted_again(
     smollm2_folder, tmp_path, monkeypatch, capsys
 ):
-    """Issue 27: a truncated data/cache/models/smollm2-135m-*/model.safetensors gave a SafetensorError
+    """A truncated data/cache/models/smollm2-135m-*/model.safetensors gave a SafetensorError
     naming nothing. The folder is derived from the package's GGUF file: it is named in one line, set
     aside, and converted again. The conversion itself is the session fixture's (``smollm2_folder``,
     checked by test_converted_model_is_smollm2_with_the_gguf_special_tokens); here it is stood in for

@@ -132,7 +132,7 @@ def _weights(model):
 
 
 def test_kill_and_resume_trains_exactly_the_uninterrupted_run(data, tmp_path):
-    """Issue 20 item 2: interrupted after the step-15 checkpoint (in the second epoch: 206 items,
+    """Interrupted after the step-15 checkpoint (in the second epoch: 206 items,
     16 a step) and resumed, the run has the same log, weights and held-out metrics as one that
     was never interrupted. Before the fix the weighted sampler replayed epoch 0's order on
     resume, and losses differed from step 16 on."""
@@ -186,7 +186,7 @@ def test_each_epoch_of_weighted_sampling_depends_only_on_seed_and_epoch():
 
 
 def test_resuming_with_other_parameters_is_refused_and_destroys_nothing(data, tmp_path):
-    """Issue 20 item 1: checkpoints of an interrupted run keep its parameters; a resume with
+    """Checkpoints of an interrupted run keep its parameters; a resume with
     others is refused with the differences listed and the ways out; the checkpoints stay."""
     from arrank.common.outputs import ResumeError
 

@@ -1,5 +1,5 @@
 """The papermill runner: parameter checks, never overwriting, staging and failure handling, and
-the faults of issue 20 produced for real (docs/reliability.md): a second process on the same run
+the faults produced for real (docs/reliability.md): a second process on the same run
 name, Ctrl-C and kill -9 in the middle of a run, a run directory that appears meanwhile, a
 multi-line error inside the kernel, unwritable outputs, checkpoints of other parameters."""
 
@@ -172,7 +172,7 @@ def test_successful_run_is_staged_then_renamed(fake_notebook, outputs_root):
 
 
 def test_failed_run_is_kept_aside_and_its_whole_error_is_shown(fake_notebook, outputs_root, capsys):
-    """Issue 20 item 3: the notebook's exception type and its whole (multi-line) message, not
+    """The notebook's exception type and its whole (multi-line) message, not
     the last line of papermill's wrapper."""
     from arrank.common.wordnet_setup import HOW_TO
 
@@ -214,7 +214,7 @@ def test_a_full_disk_while_keeping_the_kernel_log_does_not_hide_the_notebooks_er
 
 
 def test_a_second_process_on_the_same_run_name_is_refused_and_ctrl_c_is_one_line(fake_notebook, outputs_root, capsys):
-    """Issue 20 item 5 and Ctrl-C: while one runner works on 'x', a second one is refused with
+    """Ctrl-C too: while one runner works on 'x', a second one is refused with
     its pid before touching anything; SIGINT then ends the first with one line, exit 130, and
     its staging folder kept as x.failed-<time> (no hidden .partial left)."""
     proc = start_runner(fake_notebook, outputs_root, "-p", "run_name", "x", "-p", "sleep", "60")
@@ -250,7 +250,7 @@ def test_a_second_process_on_the_same_run_name_is_refused_and_ctrl_c_is_one_line
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_sigterm_and_sighup_end_a_run_as_ctrl_c_does_and_the_rerun_goes_at_once(fake_notebook, outputs_root, sig):
-    """Issue 27: what Slurm, systemd (SIGTERM) or a closing terminal (SIGHUP) send, to the runner
+    """What Slurm, systemd (SIGTERM) or a closing terminal (SIGHUP) send, to the runner
     alone: one line, exit 128 + the signal, the kernel stopped, the run kept as failed, and the
     same command runs again at once (the name is free)."""
     proc = start_runner(fake_notebook, outputs_root, "-p", "run_name", "x", "-p", "sleep", "60")
@@ -297,7 +297,7 @@ def test_a_killed_run_leaves_no_hidden_folder_after_the_next_run(fake_notebook, 
 
 
 def test_a_run_directory_that_appears_meanwhile_keeps_the_run_as_failed(fake_notebook, outputs_root):
-    """Issue 20 item 5: the final rename fails for real (the directory was created during the
+    """The final rename fails for real (the directory was created during the
     run); the finished run is kept as x.failed-<time>, the other directory untouched."""
     with pytest.raises(
         run.RunFailedError,
@@ -314,7 +314,7 @@ def test_a_run_directory_that_appears_meanwhile_keeps_the_run_as_failed(fake_not
 
 @pytest.mark.parametrize("inner", [False, True], ids=["outputs", "outputs-99_fake"])
 def test_unwritable_outputs_give_one_line_and_exit_2(fake_notebook, tmp_path, obey_permissions, inner):
-    """Issue 20 item 6: outputs/ (or outputs/99_fake/) read-only, for real (as root too: the
+    """A read-only outputs/ (or outputs/99_fake/), for real (as root too: the
     runner then runs without the capability to override permission bits)."""
     root = tmp_path / "outputs"
     (root / "99_fake").mkdir(parents=True)
@@ -337,7 +337,7 @@ def test_unwritable_outputs_give_one_line_and_exit_2(fake_notebook, tmp_path, ob
 
 
 def test_empty_free_text_parameters_are_refused_before_any_kernel(outputs_root, capsys):
-    """Issue 20 item 4: '' or blank text fails at once naming the parameter and what is allowed,
+    """'' or blank text fails at once naming the parameter and what is allowed,
     where '' means nothing (02's model_name, subtree: documented meanings) it is kept."""
     for stem, name, value in [
         ("05_train", "model_name", ""),
@@ -377,7 +377,7 @@ def _interrupted_05_checkpoints(outputs_root, name, **given):
 
 
 def test_resuming_05_with_other_parameters_is_refused_before_any_kernel(outputs_root, capsys):
-    """Issue 20 item 1, at the runner: the differing parameters and the ways out, exit 2,
+    """At the runner: the differing parameters and the ways out, exit 2,
     the checkpoints untouched."""
     folder = _interrupted_05_checkpoints(outputs_root, "r", steps=450)
     before = sorted(p.name for p in folder.iterdir())
@@ -413,7 +413,7 @@ def test_resuming_05_with_other_parameters_is_refused_before_any_kernel(outputs_
 
 
 def test_what_several_processes_cannot_share_is_refused_before_any_kernel(outputs_root, capsys, monkeypatch):
-    """Issue 17: under torchrun (WORLD_SIZE > 1) Unsloth, run_name=auto and notebooks other than
+    """Under torchrun (WORLD_SIZE > 1) Unsloth, run_name=auto and notebooks other than
     05 are refused at once, exit 2, one message naming the value and what is allowed, nothing
     written; a RANK outside [0, WORLD_SIZE) is named too. One process: the same arguments pass."""
     from arrank.training import models

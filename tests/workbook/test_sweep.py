@@ -322,7 +322,7 @@ def test_a_finished_run_made_with_other_parameters_stops_the_sweep_before_it_run
 
 
 def test_an_interrupted_point_whose_file_was_edited_is_refused_before_anything_runs(tmp_path, three, outputs_root):
-    """Issue 20 item 1, for sweeps: the point 'three-alpha=2' was interrupted after a checkpoint
+    """For sweeps: the point 'three-alpha=2' was interrupted after a checkpoint
     (its parameters recorded as notebook 05 records them, ``train.resume_point``); the file is
     then edited: the sweep refuses before running anything, naming the point and the values."""
     from arrank.training import train
@@ -348,7 +348,7 @@ def test_an_interrupted_point_whose_file_was_edited_is_refused_before_anything_r
 
 
 def test_a_multi_line_error_comes_back_whole_from_the_log(tmp_path):
-    """Issue 20 item 3, for sweeps: the error block a point prints (``run.error_lines``, after its
+    """For sweeps: the error block a point prints (``run.error_lines``, after its
     traceback) is read back whole into status.json, not its last line."""
     from arrank.common.wordnet_setup import HOW_TO
     from arrank.workbook import run
@@ -366,7 +366,7 @@ def test_a_multi_line_error_comes_back_whole_from_the_log(tmp_path):
 
 
 def test_unwritable_outputs_stop_the_sweep_with_one_line(tmp_path, three, outputs_root, obey_permissions):
-    """Issue 20 item 6, for sweeps: a read-only outputs/ (for real; as root too) gives one line
+    """For sweeps: a read-only outputs/ (for real; as root too) gives one line
     naming it and exit 2, nothing else."""
     import os
     import subprocess
@@ -631,7 +631,7 @@ def _cmdline(pid):
 
 
 def test_sigterm_to_a_sweep_stops_its_point_records_it_and_the_rerun_goes_at_once(tmp_path, outputs_root):
-    """Issue 27: SIGTERM to the sweep command alone (as Slurm, systemd or kill send it) used to
+    """SIGTERM to the sweep command alone (as Slurm, systemd or kill send it) used to
     leave its point running unsupervised with status.json saying 'pending'. Now the point's
     runner and kernel are stopped, the point is 'interrupted' (its run kept as failed), the sweep
     prints one line and exits 143, and the next call finds the name free at once."""
@@ -692,7 +692,7 @@ def test_sigterm_to_a_sweep_stops_its_point_records_it_and_the_rerun_goes_at_onc
 
 
 def test_a_million_point_grid_is_refused_before_it_is_expanded(tmp_path, outputs_root, capsys):
-    """Issue 27: 1000 seeds x 1000 alphas ran --list for over 10 minutes; now it is counted before
+    """1000 seeds x 1000 alphas ran --list for over 10 minutes; now it is counted before
     expansion and refused with the count and the cap (the speed: benchmarks/sweep_grid.py)."""
     import time
 

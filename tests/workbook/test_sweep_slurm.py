@@ -1,4 +1,4 @@
-"""A real single-node Slurm cluster (issue 17): Debian's ``slurm-wlm`` and ``munge`` started on
+"""A real single-node Slurm cluster: Debian's ``slurm-wlm`` and ``munge`` started on
 loopback from a slurm.conf generated in a temporary folder (munged, slurmctld and slurmd in the
 foreground, stopped at the end with every job they ran). A two-point sweep of notebook 01 is
 submitted through ``--executor slurm`` (submitit), one job is cancelled with ``scancel``, and the

@@ -34,7 +34,7 @@ def test_summary_lists_every_stage_and_the_total(tmp_path):
 
 @pytest.mark.slow  # runs the workbook / trains the tiny model
 def test_ctrl_c_during_the_workbook_is_one_line_and_exit_130(tmp_path):
-    """Issue 27: Ctrl-C during ``python -m arrank.workbook`` printed a RunInterruptedError traceback
+    """Ctrl-C during ``python -m arrank.workbook`` printed a RunInterruptedError traceback
     and exited 1; docs/reliability.md promises one line and 130. The interrupted stage is kept
     as failed, and no process of it is left."""
     import os
