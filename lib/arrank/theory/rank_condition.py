@@ -102,9 +102,8 @@ def docid_token_ids(tokenizer, docids: Iterable[str], with_eos: bool = True) -> 
     Each docID is a token sequence that ends with EOS (section 4.2), so EOS is included unless
     ``with_eos=False``.
     """
-    ids: set[int] = set()
-    for docid in docids:
-        ids.update(tokenizer(docid, add_special_tokens=False)["input_ids"])
+    docids = list(docids)
+    ids = {t for seq in (tokenizer(docids, add_special_tokens=False)["input_ids"] if docids else []) for t in seq}
     if with_eos:
         ids.add(tokenizer.eos_token_id)
     return sorted(ids)
