@@ -1,5 +1,5 @@
 """Machine set-up that pip cannot do (``make setup`` runs it; idempotent): WordNet 3.0 for NLTK
-(required), a Chromium for PNG figures (else HTML only), a check of the offline pretrained models'
+(required) and its noun hierarchy's cache (``arrank.data.wordnet.noun_parents``), a Chromium for PNG figures (else HTML only), a check of the offline pretrained models'
 GGUF files, JupyterLab's settings and each notebook's local ``.ipynb`` (``arrank.workbook.lab``).
 As root with apt it installs what is missing (Debian's wordnet-base, wordnet-sense-index, chromium);
 otherwise it says how (data/README.md).
@@ -12,6 +12,7 @@ import sys
 
 from arrank.common.outputs import png_backend
 from arrank.common.wordnet_setup import AptUnavailableError, WordNetMissingError, apt_install, ensure_wordnet
+from arrank.data.wordnet import noun_cache_path, noun_parents
 from arrank.workbook.lab import install_lab_settings, pair_notebooks
 
 
@@ -46,7 +47,7 @@ def check_gguf_models() -> bool:
 
 
 def main() -> int:
-    """Set up WordNet (required), Chromium (optional), JupyterLab's settings and the notebooks'
+    """Set up WordNet and its noun cache (required), Chromium (optional), JupyterLab's settings and the notebooks'
     ``.ipynb``, and check the offline pretrained models (required: make setup installs them);
     exit 1 with instructions on failure."""
     try:
@@ -54,6 +55,7 @@ def main() -> int:
     except WordNetMissingError as err:
         print(err, file=sys.stderr)
         return 1
+    print(f"WordNet's noun hierarchy: {len(noun_parents()):,} synsets, read from {noun_cache_path()}", flush=True)
     ensure_chromium()
     print(
         f"JupyterLab: .py notebooks open as notebooks ({install_lab_settings()}); "
