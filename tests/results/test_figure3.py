@@ -70,6 +70,12 @@ def test_figure3_findings_with_per_query_data_get_intervals_and_three_verdicts()
     assert [r.family_size for r in rows] == [5] * 5 and all(r.p_holm >= r.p_value for r in rows)
     text = findings_markdown(rows)
     assert "the CE above the strongest DE: **undecided** here" in text and "95% CI [" in text
+    decided = {}  # the same findings with their parts: on par is decided by two bounds
+    F3.findings(results, [16, 32], 32, 5.0, 8, [0.0, 5.0], arr=arr, per_query=per_query, arr_per_query=arr_rows,
+                decided=decided)  # fmt: skip
+    with_parts = F3.findings_rows(f, decided)
+    assert [(r.verdict, r.p_value, r.p_holm) for r in with_parts] == [(r.verdict, r.p_value, r.p_holm) for r in rows]
+    assert [len(r.parts) for r in with_parts] == [0, 0, 2, 0, 0] and with_parts[1].interval == (lo, hi)
     # without per-query data: the point checks, labelled as such where they have a verdict
     point = F3.findings_rows(F3.findings(results, [16, 32], 32, 5.0, 8, [0.0, 5.0]))
     assert all(r.interval is None for r in point)

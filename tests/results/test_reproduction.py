@@ -4,6 +4,7 @@ data, its claims are the workbook's checks, and it follows the data it is made f
 import hashlib
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -99,3 +100,48 @@ def test_the_text_followed_is_the_papers_source():
     assert hashlib.sha256(data).hexdigest() == paper.TEX_SHA256
     text = data.decode()
     assert "\\date{}" in text and not re.search(rf"{re.escape(paper.ARXIV_ID)}v\d", text)
+
+
+FIGURE3 = next(s for s in R.SOURCES if s.kind == "figure3")
+
+
+def _figure3_lines(page: str) -> list[str]:
+    return [line for line in page.splitlines() if line.startswith(f"| {FIGURE3.key} |")]
+
+
+def test_the_figure3_row_is_what_the_committed_rows_and_notebook_07_say():
+    per_query = pd.read_csv(paths.ROOT / FIGURE3.per_query)
+    page = (paths.ROOT / R.PAGE).read_text()
+    lines = _figure3_lines(page)
+    assert len(lines) == len(figure3.CLAIMS)  # one row per claim of Figure 3
+    # the CE above the strongest DE: the paired mean difference of mean R@1..R@5 over the 300 queries
+    baselines = per_query[per_query["config"].isin(["ce_n32_alpha5", "de_n32_alpha5"])]
+    wide = baselines.pivot(index="query", columns="config", values=[f"r{k}" for k in range(1, 6)])
+    diff = (wide.xs("ce_n32_alpha5", axis=1, level=1) - wide.xs("de_n32_alpha5", axis=1, level=1)).mean(axis=1)
+    assert len(diff) == 300 and f"| {diff.mean() * 100:+.1f} [" in lines[1]
+    # the ARR run compared is the best on its training queries (mean R@1..R@5), named in the budget
+    arr = per_query[~per_query["config"].str.fullmatch(R.CONFIG.pattern)]
+    best = arr.groupby("config")[[f"r{k}" for k in range(1, 6)]].mean().mean(axis=1).idxmax()
+    assert all(f"; {best}: " in line for line in lines)
+    # each verdict is the one notebook 07 recorded in its run's results.json
+    run = next(r for r in R._results(FIGURE3.results).values() if r["notebook"] == "07_de_ce_baselines")
+    recorded = [run["metrics"][f"finding_{key}_verdict"] for key in figure3.CLAIMS]
+    assert [line.split(" | ")[5] for line in lines] == recorded
+    assert ".venv/bin/python -m arrank.workbook.run 07 -p run_name workbook" in page
+
+
+def test_the_figure3_row_follows_its_data(tmp_path, monkeypatch):
+    per_query = pd.read_csv(paths.ROOT / FIGURE3.per_query)
+    monkeypatch.setattr(R, "SOURCES", (FIGURE3,))
+    out = tmp_path / "page.md"
+    assert R.main(["--output", str(out)]) == 0 and R.main(["--check", "--output", str(out)]) == 0
+    before = _figure3_lines(out.read_text())
+    assert before[1].split(" | ")[5] == "fails"  # the CE below the strongest DE
+    ce = per_query["config"] == "ce_n32_alpha5"
+    per_query.loc[ce, [f"r{k}" for k in range(1, 6)]] = 1.0  # a perfect CE: above the DE
+    per_query.to_csv(tmp_path / "per_query.csv", index=False)
+    monkeypatch.setattr(R, "SOURCES", (replace(FIGURE3, per_query=str(tmp_path / "per_query.csv")),))
+    after = _figure3_lines(R.page())
+    cells = lambda line: line.split(" | ")[:6]  # up to the verdict (Holm's p moves with the family's)
+    assert cells(after[1])[5] == "holds" and cells(after[0]) == cells(before[0]) and cells(after[3]) == cells(before[3])
+    assert R.main(["--check", "--output", str(out)]) == 1  # the page no longer agrees with the data

@@ -77,6 +77,7 @@ def findings(
     tol: float = ON_PAR_TOL,
     per_query: pd.DataFrame | None = None,
     arr_per_query: pd.DataFrame | None = None,
+    decided: dict[str, Finding] | None = None,
 ) -> dict[str, Any]:
     """The findings of Figure 3 and section 5.3 as checks on this run's R@k, k in ``ks`` (default:
     the k in 1..5 the results hold), "on par" and "above" within ``tol`` (``on_par``, ``above``):
@@ -92,7 +93,8 @@ def findings(
     queries an independent sample; ARR on par with the CE needs both bounds within ±``tol``;
     thresholds: docs/findings.md) resolved on the run's configs (``roles``) and decided by
     ``claims.decide_claim``: True, False or None (undecided), with ``finding_X_verdict`` and the
-    interval's fields; a check whose configs have no per-query rows keeps its point verdict.
+    interval's fields; a check whose configs have no per-query rows keeps its point verdict. Each
+    check decided so is also put in ``decided`` (by key, when given) as its ``Finding``, with its parts.
     """
     ks = ks or [k for k in range(1, 6) if f"recall@{k}" in results.columns]
     small = [k for k in SMALL_KS if f"recall@{k}" in results.columns]
@@ -154,6 +156,8 @@ def findings(
             if (f := decide_claim(parts, data, numbers)) is not None:
                 record(key, f.holds, f.numbers)
                 out.update({f"finding_{key}_{k}": v for k, v in f.as_dict().items() if k in INTERVAL_FIELDS})
+                if decided is not None:
+                    decided[key] = f
     return out
 
 
@@ -195,10 +199,11 @@ COMPARISONS = (  # Figure 3's findings (section 5.3) as the comparisons that dec
 CLAIMS = words(COMPARISONS)
 
 
-def findings_rows(found: Mapping[str, Any]) -> list[Finding]:
+def findings_rows(found: Mapping[str, Any], decided: Mapping[str, Finding] | None = None) -> list[Finding]:
     """The checks of ``findings`` as "what to look for" rows (``findings.Finding``): the paper's
-    claim, its verdict in this run (from the interval where ``finding_X_verdict`` is recorded;
-    else the point verdict, its numbers labelled as point estimates), the numbers compared. The
+    claim, its verdict in this run (``decided``'s finding, with its parts, where ``findings`` put one
+    there; from the interval where ``finding_X_verdict`` is recorded; else the point verdict, its
+    numbers labelled as point estimates), the numbers compared. The
     checks with a recorded p-value form Figure 3's family: each gets its Holm-adjusted verdict
     (``statistics.holm``)."""
     rows = []
@@ -206,7 +211,9 @@ def findings_rows(found: Mapping[str, Any]) -> list[Finding]:
         if f"finding_{key}" not in found:
             continue
         numbers = found.get(f"finding_{key}_numbers", "not run")
-        if found.get(f"finding_{key}_verdict"):
+        if decided and key in decided:
+            rows.append(decided[key])
+        elif found.get(f"finding_{key}_verdict"):
             recorded = {k: found.get(f"finding_{key}_{k}") for k in INTERVAL_FIELDS}
             rows.append(Finding.from_dict({**recorded, "claim": claim, "numbers": numbers}))
         elif found[f"finding_{key}"] is None:

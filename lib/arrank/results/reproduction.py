@@ -6,7 +6,7 @@ with its interval and p-value, the runs' summed wall time and the code digest th
 
 The claims are those of Table 1 (``table1.CLAIMS``) and Figure 3 (``figure3.CLAIMS``), Table 1's also
 checked on the budget curve (``curve.COMPARISONS``, by key); the committed data are ``SOURCES``; the verdicts are ``table1.table1_findings`` and
-``curve.curve_findings`` on them, as notebook 08 computes them.
+``curve.curve_findings`` on them, as notebook 08 computes them, and ``figure3.findings``, as notebook 07 does.
 
 ``python -m arrank.results.reproduction`` (``make reproduction``) writes the page from the committed
 data; ``--check`` exits 1 when the committed page and the data disagree.
@@ -44,9 +44,11 @@ CLAIMS: dict[str, tuple[str, str]] = {
 @dataclass(frozen=True)
 class Source:
     """Committed data that decide some of ``CLAIMS``: a Table 1 sweep (``kind="table1"``: its points'
-    CSV, ``points``, and their per-query rows) or a budget curve (``kind="curve"``: per-query rows
-    at each budget, the runs' results.json under ``results``, a glob). ``make`` makes one sweep of it
-    again (``{sweep}``: the sweep's file); the sweeps are named by the runs in the data."""
+    CSV, ``points``, and their per-query rows), a budget curve (``kind="curve"``: per-query rows
+    at each budget, the runs' results.json under ``results``, a glob) or Figure 3 (``kind="figure3"``:
+    notebook 07's per-query rows of the configs its findings compare and the ARR runs' on their training
+    queries, ``per_query``; the runs' results.json under ``results``). ``make`` makes one sweep
+    of it again (``{sweep}``: the sweep's file); the sweeps are named by the runs in the data."""
 
     key: str
     title: str
@@ -70,9 +72,11 @@ SOURCES: tuple[Source, ...] = (
            "The budget curve, NTP against fractional α=2 on SmolLM2-135M-Instruct + LoRA (docs/pretrained.md)",
            "pretrained", "GPU", "curve", "docs/data/pretrained_gpu_curve_per_query.csv.gz",
            "make gpu-curve SWEEP={sweep}", results="docs/data/gpu/**/*.results.json"),
+    Source("quick-cpu-figure3",
+           "Figure 3 on the quick profile: notebook 07's DEs and CE beside the ARR runs of the workbook's sweep "
+           "(`make workbook`)", "quick", "CPU", "figure3", "docs/data/quick_figure3_per_query.csv",
+           "make sweep SWEEP={sweep}", results="docs/data/quick_figure3_runs/*.results.json"),
 )  # fmt: skip
-# checked by a run of the workbook, with no per-query data committed: (profile, machine, command, what)
-UNCOMMITTED = (("quick", "CPU", "make workbook", "Figure 3's findings (notebook 07)"),)
 
 
 @dataclass(frozen=True)
@@ -116,10 +120,15 @@ def _sweeps(points: pd.Series) -> list[str]:
     return found
 
 
-def commands(source: Source, sweeps: list[str]) -> list[str]:
+def commands(source: Source, sweeps: list[str], figure3_run: dict | None = None) -> list[str]:
     """The commands that make ``source``'s data again: each sweep (``source.make``), then notebook
-    08 on them (the first as its sweep, the rest as ``curve_sweeps``), which prints the findings."""
+    08 on them (the first as its sweep, the rest as ``curve_sweeps``), which prints the findings; for
+    Figure 3, notebook 07 as ``figure3_run`` (its results.json) ran, beside the sweeps' ARR runs."""
     out = [source.make.format(sweep=s) for s in sweeps]
+    if figure3_run is not None:
+        p = figure3_run["params"]
+        return [*out, f".venv/bin/python -m arrank.workbook.run 07 -p run_name {p['run_name']} "
+                f"-p arr_runs '{p['arr_runs']}'"]  # fmt: skip
     run = f".venv/bin/python -m arrank.workbook.run 08 -p sweep {sweeps[0]}"
     if source.kind == "curve" and len(sweeps) > 1:
         run += f" -p curve_sweeps {','.join(sweeps[1:])}"
@@ -158,18 +167,20 @@ def _table1_rows(source: Source) -> tuple[list[Row], Runs, list[str]]:
     return rows, runs, _sweeps(done["run_name"])
 
 
+def _runs_of(results: dict[str, dict], names) -> Runs:
+    """``Runs`` of the runs ``names``, from those of them whose results.json ``results`` holds."""
+    names = tuple(sorted(names))
+    known = [results[n] for n in names if n in results]
+    seconds = sum(float(sum(r.get("timings", {}).values())) for r in known)
+    digests = tuple(sorted({r["env"]["code_digest"] for r in known if r.get("env", {}).get("code_digest")}))
+    return Runs(names, len(known), seconds, digests)
+
+
 def _curve_rows(source: Source) -> tuple[list[Row], Runs, list[str], pd.DataFrame, str]:
     rows_pq = pd.read_csv(paths.ROOT / source.per_query)
     results = _results(source.results)
     found = curve.curve_findings(rows_pq)
-
-    def runs_of(names) -> Runs:
-        names = tuple(sorted(names))
-        known = [results[n] for n in names if n in results]
-        seconds = sum(float(sum(r.get("timings", {}).values())) for r in known)
-        digests = tuple(sorted({r["env"]["code_digest"] for r in known if r.get("env", {}).get("code_digest")}))
-        return Runs(names, len(known), seconds, digests)
-
+    runs_of = lambda names: _runs_of(results, names)
     key = {c.claim: c.key for c in curve.COMPARISONS}
     points = rows_pq.groupby([curve.SETTING, "step", "variant"], sort=False)["point"].unique()
     out = []
@@ -180,6 +191,58 @@ def _curve_rows(source: Source) -> tuple[list[Row], Runs, list[str], pd.DataFram
         budget = f"{r[curve.SETTING]}: step {int(r['step'])} ({epochs})"
         out.append(Row(key[r["claim"]], source, budget, f, runs_of(at)))
     return out, runs_of(pd.unique(rows_pq["point"])), _sweeps(rows_pq["point"]), found, _device(results)
+
+
+CONFIG = re.compile(r"(de|ce)_n(\d+)_alpha(.+)")  # notebook 07's config keys (baselines.figure3.config_key)
+
+
+def figure3_found(per_query: pd.DataFrame, params: dict) -> tuple[list[Finding], str | None]:
+    """Figure 3's findings as notebook 07 decides them (``figure3.findings``, Holm within them:
+    ``figure3.findings_rows``) on its committed per-query rows (``point``, ``config``, ``query``,
+    ``r1``..``r5``) and its ``params``: the rows of its configs (``config``: a key, ``de_n8_alpha5``),
+    their means as its results; the ARR runs' on their training queries (``config``: the run's label,
+    ``point``: the run), of which the best (``figure3.best_arr_run``, also returned) is compared."""
+    ks = [int(c[1:]) for c in per_query.columns if re.fullmatch(r"r\d+", c)]
+    recall = [f"r{k}" for k in ks]
+    keys = per_query["config"].str.fullmatch(CONFIG.pattern)
+    configs, arr_rows = per_query[keys].drop(columns="point"), per_query[~keys]
+    means = configs.groupby("config", sort=False)[recall].mean().rename(columns=lambda c: f"recall@{c[1:]}")
+    results = pd.DataFrame([dict(zip(("model", "n", "alpha"), CONFIG.fullmatch(key).groups())) for key in means.index])
+    results = results.astype({"n": int, "alpha": float}).join(means.reset_index(drop=True))
+    arr = (
+        arr_rows.groupby(["point", "config"], sort=False)[recall]
+        .mean()
+        .rename(columns=lambda c: f"train_recall@{c[1:]}")
+    )
+    arr = arr.reset_index().rename(columns={"point": "run", "config": "label"})
+    best, _ = figure3.best_arr_run(arr, ks)
+    best_rows = None if best is None else arr_rows[arr_rows["point"] == best["run"]].drop(columns=["point", "config"])
+    decided: dict[str, Finding] = {}
+    found = figure3.findings(
+        results, params["de_dims"], params["ce_dim"], params["alpha"], params["de_alpha_dim"], params["alphas"],
+        arr=arr, tol=params["on_par_tol"], per_query=configs, arr_per_query=best_rows, decided=decided,
+    )  # fmt: skip
+    return figure3.findings_rows(found, decided), None if best is None else str(best["run"])
+
+
+def _figure3_rows(source: Source) -> tuple[list[Row], Runs, list[str], dict]:
+    per_query = pd.read_csv(paths.ROOT / source.per_query)
+    results = _results(source.results)
+    baselines = [r for r in results.values() if r.get("notebook") == "07_de_ce_baselines"]
+    if len(baselines) != 1:
+        raise ValueError(f"{source.results} holds {len(baselines)} results.json of notebook 07; Figure 3 needs one")
+    run = baselines[0]
+    p = run["params"]
+    found, best = figure3_found(per_query, p)
+    arr_points = [point for point in pd.unique(per_query["point"]) if point != p["run_name"]]
+    runs = _runs_of(results, [p["run_name"], *arr_points])
+    budget = f"DE {p['de_steps']:,} steps, CE {p['ce_steps']:,}"
+    if best is not None:  # the ARR run the findings compare: the best on its training queries
+        label = per_query.loc[per_query["point"] == best, "config"].iloc[0]
+        budget += f"; {label}: {results[best]['params']['steps']:,} steps" if best in results else f"; {label}"
+    key = {words: key for key, words in figure3.CLAIMS.items()}
+    rows = [Row(key[f.claim], source, budget, f, runs) for f in found]
+    return rows, runs, _sweeps(pd.Series(arr_points)), run
 
 
 def _points(f: Finding) -> str:
@@ -212,9 +275,14 @@ def page() -> str:
     sources = []
     sensitivity = ""
     for source in SOURCES:
+        figure3_run = None
         if source.kind == "table1":
             found, runs, sweeps = _table1_rows(source)
             family = f"the {sum(r.finding.family_size is not None for r in found)} findings of the sweep"
+            machine = source.machine
+        elif source.kind == "figure3":
+            found, runs, sweeps, figure3_run = _figure3_rows(source)
+            family = f"the {sum(r.finding.family_size is not None for r in found)} findings of Figure 3"
             machine = source.machine
         else:
             found, runs, sweeps, curve_found, device = _curve_rows(source)
@@ -225,7 +293,7 @@ def page() -> str:
         data = ", ".join(f"`{p}`" for p in (source.points, source.per_query) if p)
         if source.results:
             data += f", the runs' `results.json` under `{source.results.split('*')[0].rstrip('/')}/`"
-        sources.append((source, machine, data, runs, sweeps, family))
+        sources.append((source, machine, data, runs, sweeps, family, figure3_run))
     out = [
         "# Reproduction matrix",
         "",
@@ -246,21 +314,15 @@ def page() -> str:
         "## The data and how to make them again",
         "",
     ]
-    for source, machine, data, runs, sweeps, family in sources:
+    for source, machine, data, runs, sweeps, family, figure3_run in sources:
         n, seconds, digests = runs.cells()
         out += [
             f"**{source.key}**: {source.title}. Profile `{source.profile}` on a {machine}; data: {data}; {n} runs, "
             f"{seconds} of run time (summed); code digest: {digests}. Holm family: {family}.",
             "",
             "```bash",
-            *commands(source, sweeps),
+            *commands(source, sweeps, figure3_run),
             "```",
-            "",
-        ]
-    for profile, machine, command, what in UNCOMMITTED:
-        out += [
-            f"**{profile}** ({machine}): {what} are checked by `{command}`, which prints them; no per-query data "
-            "of those runs is committed, so they have no row here.",
             "",
         ]
     out += ["## The claims", ""]
@@ -270,7 +332,7 @@ def page() -> str:
         if mine:
             out += _claim_table(mine) + [""]
         else:
-            out += ["No committed data decide it: checked by a run (above).", ""]
+            out += ["No committed data decide it.", ""]
     if sensitivity:
         out += ["## The budget curve with another family", "", sensitivity, ""]
     return "\n".join(out)
