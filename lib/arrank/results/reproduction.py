@@ -256,13 +256,21 @@ def _points(f: Finding) -> str:
 def _claim_table(rows: list[Row]) -> list[str]:
     head = ["source", "budget", "checked as", "estimate, 95% CI (points)", "p", "verdict", "Holm"]
     head += ["runs", "run time (summed)", "code digest"]
-    cells = []
+    cells, before = [], None
     for row in rows:
         f = row.finding
         checked = "" if f.claim == CLAIMS[row.key][0] else f.claim
         estimate = _points(f) or (f"{len(f.parts)} parts, below" if f.parts else "")
-        cells.append([row.source.key, row.budget, checked, estimate, p_text(f.p_value), f.verdict, holm_cell(f),
+        source, budget = row.source.key, row.budget
+        if before is not None and before.source.key == source:  # what the row above says is not said again
+            source, checked = "", "" if before.finding.claim == f.claim else checked
+            setting = budget.split(": ")[0]
+            budget = (
+                budget[len(setting) + 2 :] if ": " in budget and before.budget.startswith(setting + ": ") else budget
+            )
+        cells.append([source, budget, checked, estimate, p_text(f.p_value), f.verdict, holm_cell(f),
                       *row.runs.cells()])  # fmt: skip
+        before = row
         cells += [
             ["", "", f"↳ {name}", _points(p), p_text(p.p_value), p.verdict, "", "", "", ""] for name, p in f.parts
         ]
@@ -307,9 +315,9 @@ def page() -> str:
         f"{S.N_RESAMPLES:,} resamples, widened by the spread of the seeds where a variant has several), the "
         "p-value that interval implies (below 0.05 exactly when the verdict is decided), the verdict (holds, "
         "fails, undecided), the verdict Holm-adjusted within its family, the runs it is read from with their "
-        "wall time summed over the runs (as their records give it; runs side by side took less) and the code "
+        "summed wall time (runs side by side took less) and the code "
         "digest their `results.json` record (a SHA-256 over `lib/` and `notebooks/`). A compound claim's parts "
-        "follow it (↳). What the verdicts and the families mean: `docs/findings.md`.",
+        "follow it (↳); a blank cell repeats the row above. What the verdicts and the families mean: `docs/findings.md`.",
         "",
         "## The data and how to make them again",
         "",
