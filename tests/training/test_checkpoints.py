@@ -149,13 +149,16 @@ def test_a_save_cut_short_is_set_aside(killed, tmp_path, capsys):
     assert [p.name for p in ckpt.checkpoints(folder)] == ["checkpoint-4", "checkpoint-6"]
 
 
-def test_a_nan_stops_training_at_once_naming_the_step_and_the_last_good_checkpoint(data, tmp_path):
+def test_a_nan_stops_training_at_once_naming_the_step_and_the_last_good_checkpoint(data, tmp_path, capsys):
     df, texts = data
     folder = tmp_path / "ckpt"
     model, tok = _tiny(texts)
     items = train.training_items(df, tok, "indicator")
+    capsys.readouterr()
     with pytest.raises(ckpt.NonFiniteTrainingError) as err:
         train.train(model, tok, items, {**HYPER, "steps": 10}, folder, callbacks=[_Steps(nan_at=6)])
+    bar = capsys.readouterr().err  # the progress bar is closed where training stopped, not at the interpreter's exit
+    assert bar.endswith("\n") and " 6/10 [" in bar.replace("\r", "\n").splitlines()[-1]
     message = str(err.value)
     assert message.startswith("training stopped at step 6: loss nan")
     assert f"the last good checkpoint is {folder / 'checkpoint-4'} (step 4)" in message

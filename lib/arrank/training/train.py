@@ -299,6 +299,8 @@ def train(
         print(f"torch threads: {threads} ({why})")
     args = training_arguments(checkpoints, hyper, seed, use_cpu=not torch.cuda.is_available())
     optimizers = (adafactor(model, hyper["lr"]), None) if hyper["optimizer"] == "adafactor" else (None, None)
+    from transformers import ProgressCallback
+
     from arrank.training.trainer import StoicalTrainer  # imports transformers: on first use
 
     trainer = StoicalTrainer(
@@ -312,7 +314,12 @@ def train(
     trainer.sample_weights = draw if weighted else None
     trainer.precision_used = precision
     resume = ckpt.usable_checkpoint(checkpoints, tidy=processes.is_main())
-    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    try:
+        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    finally:  # stopped by an error (a NaN, Ctrl-C): the progress bar ends here, not at the interpreter's exit
+        for callback in trainer.callback_handler.callbacks:
+            if isinstance(callback, ProgressCallback) and callback.training_bar is not None:
+                callback.training_bar.close()
     log = pd.DataFrame([r for r in trainer.state.log_history if "loss" in r])
     trainer.accelerator.wait_for_everyone()  # under several processes: none still writes a checkpoint
     if trainer.is_world_process_zero():
