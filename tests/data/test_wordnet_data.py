@@ -115,7 +115,7 @@ def test_noun_parents_are_nltks_hypernyms_and_are_kept_in_the_cache():
     assert {k: tuple(v) for k, v in json.loads(W.noun_cache_path().read_text()).items()} == parents
 
 
-@pytest.mark.parametrize("damage", ["absent", "truncated", "not a mapping"])
+@pytest.mark.parametrize("damage", ["absent", "truncated", "not a mapping", "no root"])
 def test_a_damaged_noun_cache_is_built_again_and_then_read(tmp_path, monkeypatch, damage):
     """The noun cache is derived data: absent or damaged, it is built again (here from a stand-in for
     NLTK's slow read), written whole, and read by the next process instead of WordNet's files."""
@@ -123,7 +123,9 @@ def test_a_damaged_noun_cache_is_built_again_and_then_read(tmp_path, monkeypatch
     (tmp_path / "cache").mkdir()
     path, reads = W.noun_cache_path(), []
     if damage != "absent":
-        path.write_text('{"entity.n.01": [' if damage == "truncated" else '["entity.n.01"]')
+        path.write_text(
+            {"truncated": '{"entity.n.01": [', "not a mapping": '["entity.n.01"]'}.get(damage, '{"a": "bc"}')
+        )
     small = {"entity.n.01": [], "thing.n.12": ["entity.n.01"]}
     monkeypatch.setattr(W, "nltk_noun_parents", lambda: reads.append(1) or small)
     W.noun_parents.cache_clear()
@@ -134,6 +136,32 @@ def test_a_damaged_noun_cache_is_built_again_and_then_read(tmp_path, monkeypatch
         assert W.noun_parents()["thing.n.12"] == ("entity.n.01",) and reads == [1]  # read, not built
     finally:
         W.noun_parents.cache_clear()
+
+
+def test_an_unwritable_noun_cache_is_said_in_one_line_and_the_hierarchy_still_read(tmp_path, monkeypatch, capsys):
+    (tmp_path / "file").write_text("not a folder")
+    monkeypatch.setattr(W.paths, "CACHE", tmp_path / "file" / "cache")
+    monkeypatch.setattr(W, "nltk_noun_parents", lambda: {"entity.n.01": []})
+    W.noun_parents.cache_clear()
+    try:
+        assert W.noun_parents() == {"entity.n.01": ()}
+    finally:
+        W.noun_parents.cache_clear()
+    said = capsys.readouterr().out.splitlines()
+    assert len(said) == 1 and said[0].endswith("cannot be written (Not a directory): each process reads WordNet again")
+
+
+def test_nltks_zip_download_keys_the_noun_cache_by_the_zip(tmp_path, monkeypatch):
+    """NLTK's own download is ``wordnet.zip``, found as ``.../wordnet.zip/wordnet``: the zip is hashed."""
+    (tmp_path / "wordnet.zip").write_bytes(b"PK zip bytes")
+    monkeypatch.setattr(W, "wordnet_root", lambda: tmp_path / "wordnet.zip" / "wordnet")
+    digest = __import__("hashlib").sha256(b"PK zip bytes").hexdigest()[:16]
+    assert W.noun_cache_path().name == f"wordnet_nouns-{digest}-v{W.FORMAT_VERSION}.json"
+
+
+def test_a_subtree_that_is_not_text_is_named():
+    with pytest.raises(ValueError, match=r"unknown synset \['dog.n.01'\] for subtree"):
+        W._check_noun(["dog.n.01"])
 
 
 def test_rules_agree_with_nltk_paths_whatever_their_order():

@@ -205,6 +205,8 @@ def test_budget_to_decide_compares_variants_without_common_queries_unpaired():
     assert budget.query_halfwidth == pytest.approx(z * math.sqrt(a.var(ddof=1) / 300 + b.var(ddof=1) / 200))
     assert budget.queries == math.ceil(z**2 * (a.var(ddof=1) + b.var(ddof=1)) / budget.gap**2)
     assert math.isnan(budget.seeds) and budget.seed_halfwidth == 0.0
+    with pytest.raises(ValueError, match="needs 2 queries a variant or more, got 300 and 1"):
+        S.budget_to_decide(data[data["query"] != "pq0"].query("variant == 'A' or query == 'pq1'"), "A", "B", "r1")
 
 
 def test_replicates_read_scipys_interval_at_any_level():

@@ -44,7 +44,7 @@ def _wordnet_file() -> Path:
     root = wordnet_root()
     if root is None:
         load_wordnet()  # raises WordNetMissingError, saying how to install WordNet
-    return root / "data.noun" if root.is_dir() else root
+    return root / "data.noun" if root.is_dir() else next(p for p in (root, *root.parents) if p.is_file())
 
 
 def noun_cache_path() -> Path:
@@ -60,12 +60,18 @@ def noun_parents() -> Mapping[str, tuple[str, ...]]:
     ``noun_cache_path`` (under a second). Memoised."""
     path = noun_cache_path()
     try:
-        return {name: tuple(ps) for name, ps in json.loads(path.read_text()).items()}
-    except (OSError, ValueError, AttributeError, TypeError):  # absent or damaged: derived data, built again
+        read = json.loads(path.read_text())
+        if read.get(ROOT_SYNSET) != [] or not all(isinstance(ps, list) for ps in read.values()):
+            raise ValueError(f"{path} is not a noun hierarchy")
+        return {name: tuple(ps) for name, ps in read.items()}
+    except (OSError, ValueError, AttributeError):  # absent or damaged: derived data, built again
         parents = nltk_noun_parents()
+    try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(path, parents)
-        return {name: tuple(ps) for name, ps in parents.items()}
+    except OSError as err:
+        print(f"WordNet's noun cache {path} cannot be written ({err.strerror}): each process reads WordNet again")
+    return {name: tuple(ps) for name, ps in parents.items()}
 
 
 def nltk_noun_parents() -> dict[str, list[str]]:
@@ -105,7 +111,7 @@ def _hypernym_names(synset: Any) -> set[str]:
 
 def _check_noun(name: str, role: str = "subtree") -> None:
     """Nothing if ``name`` names a noun synset, else a ValueError naming it."""
-    if name in noun_parents():
+    if isinstance(name, str) and name in noun_parents():
         return
     from nltk.corpus.reader.wordnet import WordNetError
 

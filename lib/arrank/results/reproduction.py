@@ -263,7 +263,7 @@ def _claim_table(rows: list[Row]) -> list[str]:
         estimate = _points(f) or (f"{len(f.parts)} parts, below" if f.parts else "")
         source, budget = row.source.key, row.budget
         if before is not None and before.source.key == source:  # what the row above says is not said again
-            source, checked = "", "" if before.finding.claim == f.claim else checked
+            source, checked = "", "〃" if checked and before.finding.claim == f.claim else checked
             setting = budget.split(": ")[0]
             budget = (
                 budget[len(setting) + 2 :] if ": " in budget and before.budget.startswith(setting + ": ") else budget
@@ -317,7 +317,7 @@ def page() -> str:
         "fails, undecided), the verdict Holm-adjusted within its family, the runs it is read from with their "
         "summed wall time (runs side by side took less) and the code "
         "digest their `results.json` record (a SHA-256 over `lib/` and `notebooks/`). A compound claim's parts "
-        "follow it (↳); a blank cell repeats the row above. What the verdicts and the families mean: `docs/findings.md`.",
+        "follow it (↳); a blank source, and 〃, repeat the row above; a blank 'checked as' is the claim's words. What the verdicts and the families mean: `docs/findings.md`.",
         "",
         "## The data and how to make them again",
         "",

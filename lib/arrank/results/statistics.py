@@ -492,6 +492,8 @@ def budget_to_decide(
         q_half = z * sd / math.sqrt(len(d))
     else:
         xa, xb = va.by_query.to_numpy(), vb.by_query.to_numpy()
+        if min(len(xa), len(xb)) < 2:
+            raise ValueError(f"budget_to_decide needs 2 queries a variant or more, got {len(xa)} and {len(xb)}")
         gap, sd = abs(float(xa.mean() - xb.mean()) - threshold), math.hypot(xa.std(ddof=1), xb.std(ddof=1))
         q_half = z * math.hypot(xa.std(ddof=1) / math.sqrt(len(xa)), xb.std(ddof=1) / math.sqrt(len(xb)))
     s_half = seed_halfwidth([(va.run_means, 1.0), (vb.run_means, 1.0)], level)
