@@ -264,10 +264,8 @@ def _claim_table(rows: list[Row]) -> list[str]:
         source, budget = row.source.key, row.budget
         if before is not None and before.source.key == source:  # what the row above says is not said again
             source, checked = "", "〃" if checked and before.finding.claim == f.claim else checked
-            setting = budget.split(": ")[0]
-            budget = (
-                budget[len(setting) + 2 :] if ": " in budget and before.budget.startswith(setting + ": ") else budget
-            )
+            setting, sep, rest = budget.partition(": ")
+            budget = rest if sep and before.budget.startswith(setting + sep) else budget
         cells.append([source, budget, checked, estimate, p_text(f.p_value), f.verdict, holm_cell(f),
                       *row.runs.cells()])  # fmt: skip
         before = row
