@@ -1,5 +1,5 @@
 """arrank.evaluation.trec: the TREC files of scored queries re-score, with ir_measures (trec_eval's
-measures through pytrec_eval), to the workbook's own nDCG of section 5.1."""
+measures through pytrec_eval; trectools for the finer gains), to the workbook's own nDCG of section 5.1."""
 
 from __future__ import annotations
 
@@ -51,6 +51,36 @@ def test_trec_files_rescore_to_the_workbooks_ndcg_with_ir_measures(tmp_path):
     assert [got[q] for q in want] == pytest.approx(list(want.values()), rel=trec.NDCG_RELATIVE_TOLERANCE, abs=0)
     assert trec.NDCG_RELATIVE_TOLERANCE == pytest.approx(1.4427e-3, rel=1e-4)
     assert min(want.values()) < 0.9  # the scores are random: the check is not of perfect rankings only
+
+
+def test_rescaled_qrels_rescore_to_the_workbooks_ndcg_within_1e_6_with_trectools(tmp_path):
+    """The gains of qrels.trec again at 10**7 (``rescaled_qrels``) equal those written at that scale,
+    and ir_measures' trectools provider scores them to the workbook's nDCG within 1e-6."""
+    records = _records(1)
+    run, qrels = trec.write_trec(tmp_path, records, "my run")
+    fine = trec.rescaled_qrels(qrels, 10**7)
+    assert fine == trec.qrels_lines(records, scale=10**7) and fine != qrels.read_text().splitlines()
+    read = (
+        ir_measures.read_trec_qrels(str(trec.write_lines(tmp_path / "fine.trec", fine))),
+        ir_measures.read_trec_run(str(run)),
+    )
+    got = {m.query_id: m.value for m in ir_measures.trectools.iter_calc([nDCG], *read)}
+    want = {trec.token(r["query"]): _ndcg(r) for r in records}
+    assert set(got) == set(want) and trec.ndcg_tolerance(10**7) < 1e-6
+    assert [got[q] for q in want] == pytest.approx(list(want.values()), rel=trec.ndcg_tolerance(10**7), abs=0)
+    assert min(want.values()) < 0.9
+
+
+def test_rescaled_qrels_refuses_a_file_that_is_not_the_workbooks(tmp_path):
+    _, qrels = trec.write_trec(tmp_path, _records(), "r")
+    lines = qrels.read_text().splitlines()
+    qid, _, docno, rel = lines[1].split()
+    (tmp_path / "edited.trec").write_text("\n".join([lines[0], f"{qid} 0 {docno} {int(rel) + 1}", *lines[2:]]))
+    with pytest.raises(ValueError, match=rf"edited.trec: query '{qid}' has relevance \[.*not the gains"):
+        trec.rescaled_qrels(tmp_path / "edited.trec", 10**7)
+    (tmp_path / "short.trec").write_text("q 0 d\n")
+    with pytest.raises(ValueError, match=r"short.trec: line 1 is not 'qid 0 docno rel'"):
+        trec.rescaled_qrels(tmp_path / "short.trec", 10**7)
 
 
 def test_the_files_are_one_token_per_field_with_the_gains_of_section_5_1(tmp_path):

@@ -5,11 +5,13 @@ with their own (docs/findings.md, "TREC files").
 
 Gains (section 5.1): the relevant docID at gold rank r of a query with n_q of them has gain
 log(n_q + 2 − r), the negative 0. trec_eval reads integer relevance, so ``qrels.trec`` holds
-``round(gain * GAIN_SCALE)``: nDCG with linear gains (trec_eval's ``ndcg``, ir_measures' ``nDCG``)
-is invariant to scaling them, and the rounding moves each gain by at most 0.5 / (GAIN_SCALE ·
-log 2) relative, so their nDCG is the workbook's within ``NDCG_RELATIVE_TOLERANCE``. A finer scale
-is not used: trec_eval's nDCG takes time that grows about quadratically with the largest relevance
-value (30 queries: 0.06 s at this scale, 2.2 s at 10x, minutes at 100x).
+``round(gain * scale)``: nDCG with linear gains (trec_eval's ``ndcg``, ir_measures' ``nDCG``) is
+invariant to scaling them, and the rounding moves each gain by at most 0.5 / (scale · log 2)
+relative, so their nDCG is the workbook's within :func:`ndcg_tolerance`. The files use
+``GAIN_SCALE`` = 1000 (1.44e-3): trec_eval's nDCG takes time that grows about quadratically with
+the largest relevance value (30 queries: 0.06 s at 1000, 2.2 s at 10x, minutes at 100x).
+:func:`rescaled_qrels` gives the same gains at a finer scale (10**7: 1.44e-7) for evaluators whose
+cost does not depend on the values (ir_measures' ``trectools`` or ``ranx`` provider).
 
 Query and document ids are written percent-encoded (``urllib.parse.quote(id, safe="")``): WordNet
 synset names such as ``dog.n.01`` come out unchanged, while ESCI queries and title docIDs, which
@@ -28,8 +30,7 @@ from urllib.parse import quote
 from arrank.common.outputs import umask_permissions
 from arrank.evaluation import metrics
 
-GAIN_SCALE = 1000  # integer relevance = round(gain * GAIN_SCALE)
-NDCG_RELATIVE_TOLERANCE = 2 * 0.5 / (GAIN_SCALE * math.log(2))  # the rounding's bound on nDCG, relative (1.44e-3)
+GAIN_SCALE = 1000  # integer relevance in qrels.trec = round(gain * GAIN_SCALE)
 RUN_FILE, QRELS_FILE = "run.trec", "qrels.trec"
 
 
@@ -38,21 +39,56 @@ def token(value: Any) -> str:
     return quote(str(value), safe="")
 
 
-def relevance(n_q: int) -> list[int]:
-    """The integer relevance of gold ranks 1..n_q (``metrics.gold_gains`` scaled by ``GAIN_SCALE``)."""
-    return [round(g * GAIN_SCALE) for g in metrics.gold_gains(n_q, with_negative=False)]
+def ndcg_tolerance(scale: int = GAIN_SCALE) -> float:
+    """The bound on nDCG's relative change when the gains are rounded to integers at ``scale``: DCG
+    and ideal DCG each move by at most 0.5 / (scale · log 2) relative (the smallest gain is log 2)."""
+    return 2 * 0.5 / (scale * math.log(2))
 
 
-def qrels_lines(records: Sequence[dict]) -> list[str]:
+NDCG_RELATIVE_TOLERANCE = ndcg_tolerance()  # that of qrels.trec (1.44e-3)
+
+
+def relevance(n_q: int, scale: int = GAIN_SCALE) -> list[int]:
+    """The integer relevance of gold ranks 1..n_q (``metrics.gold_gains`` times ``scale``)."""
+    return [round(g * scale) for g in metrics.gold_gains(n_q, with_negative=False)]
+
+
+def qrels_lines(records: Sequence[dict], scale: int = GAIN_SCALE) -> list[str]:
     """``qid 0 docno rel`` for every scored candidate of every query (``evaluate`` records): the
     relevant docIDs with :func:`relevance`, the negative (where there is one) with 0."""
     lines = []
     for rec in records:
         qid = token(rec["query"])
-        lines += [f"{qid} 0 {token(d)} {rel}" for d, rel in zip(rec["relevant"], relevance(len(rec["relevant"])))]
+        rels = relevance(len(rec["relevant"]), scale)
+        lines += [f"{qid} 0 {token(d)} {rel}" for d, rel in zip(rec["relevant"], rels)]
         if rec.get("negative") is not None:
             lines.append(f"{qid} 0 {token(rec['negative'])} 0")
     return lines
+
+
+def rescaled_qrels(path: Path, scale: int) -> list[str]:
+    """The lines of a workbook ``qrels.trec`` with its gains at ``scale`` instead of ``GAIN_SCALE``:
+    each query's positive relevance values, in descending order, are gold ranks 1..n_q, and
+    :func:`relevance` gives them again at ``scale`` (the negatives stay 0). A file whose values are
+    not the workbook's gains is refused, naming the query."""
+    path = Path(path)
+    rows = [line.split() for line in path.read_text().splitlines() if line.strip()]
+    if any(len(row) != 4 for row in rows):
+        bad = next(i for i, row in enumerate(rows, 1) if len(row) != 4)
+        raise ValueError(f"{path}: line {bad} is not 'qid 0 docno rel'")
+    coarse: dict[str, list[int]] = {}
+    for qid, _, _, rel in rows:
+        coarse.setdefault(qid, []).append(int(rel))
+    fine: dict[str, dict[int, int]] = {}
+    for qid, rels in coarse.items():
+        positive = sorted((r for r in rels if r > 0), reverse=True)
+        if positive != relevance(len(positive)):
+            raise ValueError(
+                f"{path}: query {qid!r} has relevance {positive}, not the gains of section 5.1 at scale "
+                f"{GAIN_SCALE} ({relevance(len(positive))})"
+            )
+        fine[qid] = dict(zip(positive, relevance(len(positive), scale)))
+    return [f"{qid} 0 {docno} {fine[qid].get(int(rel), 0)}" for qid, _, docno, rel in rows]
 
 
 def run_lines(records: Sequence[dict], run_name: str) -> list[str]:
