@@ -469,15 +469,20 @@ def code_digest(root: Path | None = None) -> str:
     return h.hexdigest()[:12]
 
 
-def write_json_atomic(path: Path, payload: Any) -> Path:
-    """Write JSON through a temporary file and a rename, so a reader never sees half a file."""
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Write ``text`` through a temporary file and a rename, so a reader never sees half a file."""
+    path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     with os.fdopen(fd, "w") as fh:
-        json.dump(payload, fh, indent=2, sort_keys=False, default=_jsonable)
-        fh.write("\n")
+        fh.write(text)
     umask_permissions(Path(tmp))
     os.replace(tmp, path)
     return path
+
+
+def write_json_atomic(path: Path, payload: Any) -> Path:
+    """Write JSON atomically (:func:`write_text_atomic`)."""
+    return write_text_atomic(path, json.dumps(payload, indent=2, default=_jsonable) + "\n")
 
 
 def _jsonable(value: Any) -> Any:

@@ -21,13 +21,11 @@ hold spaces, become single tokens (``unquote`` gives them back).
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import quote
 
-from arrank.common.outputs import umask_permissions
+from arrank.common.outputs import write_text_atomic
 from arrank.evaluation import metrics
 
 GAIN_SCALE = 1000  # integer relevance in qrels.trec = round(gain * GAIN_SCALE)
@@ -112,13 +110,7 @@ def run_lines(records: Sequence[dict], run_name: str) -> list[str]:
 
 def write_lines(path: Path, lines: Sequence[str]) -> Path:
     """Write ``lines`` to ``path`` atomically (a temporary file renamed into place: never half a file)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
-    umask_permissions(Path(tmp))
-    os.replace(tmp, path)
-    return path
+    return write_text_atomic(path, "\n".join(lines) + "\n")
 
 
 def write_trec(folder: Path, records: Sequence[dict], run_name: str) -> tuple[Path, Path]:

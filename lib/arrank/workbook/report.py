@@ -9,7 +9,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from arrank.common.outputs import read_results, read_rows, run_path, umask_permissions
+from arrank.common.outputs import read_results, read_rows, run_path, write_text_atomic
 from arrank.evaluation.metrics import short_columns
 from arrank.results.paper import PAPER
 from arrank.results.tables import metric_columns, sweep_profile, variant_label
@@ -193,8 +193,6 @@ def write_per_query(per_query: pd.DataFrame, path: Path, overwrite: bool = False
     """Write ``per_query_frame``'s rows as one CSV (e.g. ``docs/data/pretrained_table1_per_query.csv``),
     atomically (a temporary file renamed into place: never half a file). An existing file with
     other contents is kept and refused unless ``overwrite``; the same contents again is no change."""
-    import os
-    import tempfile
 
     missing = [c for c in PER_QUERY_COLUMNS[:6] if c not in per_query.columns]
     if missing or per_query.empty:
@@ -207,9 +205,4 @@ def write_per_query(per_query: pd.DataFrame, path: Path, overwrite: bool = False
     if path.exists() and path.read_text() != text and not overwrite:
         raise FileExistsError(f"{path} exists with other per-query rows: pass overwrite=True to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    umask_permissions(Path(tmp))
-    os.replace(tmp, path)
-    return path
+    return write_text_atomic(path, text)
