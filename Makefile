@@ -44,13 +44,15 @@ setup: $(STAMP)
 	@echo "environment: $(VENV) ($$($(PY) -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__, "cuda" if torch.cuda.is_available() else "cpu")'))"
 	$(PY) -m arrank.workbook.bootstrap
 
-# the suite in TEST_JOBS worker processes (pytest-xdist; idle workers take queued tests)
+# the suite in TEST_JOBS worker processes (pytest-xdist), handed one test at a time, the modules
+# that train or run notebooks first (tests/conftest.py), so that no long test ends the run alone
 TEST_JOBS ?= 2
+XDIST      = -n $(TEST_JOBS) --dist load --maxschedchunk 1
 test: setup
-	$(PY) -m pytest -q -n $(TEST_JOBS) --dist worksteal $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
 test-fast: setup
-	$(PY) -m pytest -q -n $(TEST_JOBS) --dist worksteal -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) -m "not slow" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check lib tests benchmarks notebooks docs

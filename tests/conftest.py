@@ -2,7 +2,21 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With worker processes (``make test``: pytest-xdist), the modules that train or run notebooks
+    go first, the end-to-end ones of tests/ itself (notebooks, the lab, the GPU calls) before those
+    of the subfolders, each module's tests kept together: the long tests start early and the short
+    ones fill the gaps, instead of a long test ending the run alone."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # what each worker collects is what it is given
+        return
+    slow = {item.module for item in items if item.get_closest_marker("slow")}
+    order = {item: i for i, item in enumerate(items)}
+    items.sort(key=lambda item: (item.module not in slow, item.path.parent.name != "tests", order[item]))
 
 
 @pytest.fixture
