@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Iterable, Literal, Mapping, get_args
 
 Verdict = Literal["holds", "fails", "undecided", "unchecked", "note"]
-VERDICTS: tuple[str, ...] = ("holds", "fails", "undecided", "unchecked", "note")
+VERDICTS: tuple[str, ...] = get_args(Verdict)
 WORDS = {
     "holds": "holds here",
     "fails": "does **not** hold here",

@@ -217,7 +217,7 @@ def resume_point(checkpoints: Path, params: dict[str, Any]) -> int:
         if processes.is_main():  # under several processes one writes; all resume from the same folder
             record_resume_params(checkpoints, params)
         return 0
-    return int(Path(found).name.split("-")[-1])
+    return ckpt.step_of(found)
 
 
 def packing_layout(packing: str, items: list[dict[str, Any]], model) -> str:
