@@ -48,7 +48,6 @@ def _obey_permissions() -> None:
     permission bits say no (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), so a read-only folder really
     refuses writes; a no-op for other users, whom the bits already bind."""
     import ctypes
-    import os
 
     if os.geteuid() != 0:
         return
