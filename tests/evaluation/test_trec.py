@@ -78,6 +78,13 @@ def test_rescaled_qrels_refuses_a_file_that_is_not_the_workbooks(tmp_path):
     (tmp_path / "edited.trec").write_text("\n".join([lines[0], f"{qid} 0 {docno} {int(rel) + 1}", *lines[2:]]))
     with pytest.raises(ValueError, match=rf"edited.trec: query '{qid}' has relevance \[.*not the gains"):
         trec.rescaled_qrels(tmp_path / "edited.trec", 10**7)
+    many = [{"query": "q", "relevant": [f"d{i}" for i in range(1022)], "negative": None, "scores": {}}]
+    trec.write_lines(tmp_path / "many.trec", trec.qrels_lines(many))
+    with pytest.raises(ValueError, match=r"many.trec: query 'q' has 1022 relevant docIDs whose gains tie"):
+        trec.rescaled_qrels(tmp_path / "many.trec", 10**7)
+    many[0]["relevant"].pop()  # 1021: every gain its own integer
+    trec.write_lines(tmp_path / "many.trec", trec.qrels_lines(many))
+    assert trec.rescaled_qrels(tmp_path / "many.trec", 10**7) == trec.qrels_lines(many, scale=10**7)
     (tmp_path / "short.trec").write_text("q 0 d\n")
     with pytest.raises(ValueError, match=r"short.trec: line 1 is not 'qid 0 docno rel'"):
         trec.rescaled_qrels(tmp_path / "short.trec", 10**7)

@@ -68,7 +68,8 @@ def rescaled_qrels(path: Path, scale: int) -> list[str]:
     """The lines of a workbook ``qrels.trec`` with its gains at ``scale`` instead of ``GAIN_SCALE``:
     each query's positive relevance values, in descending order, are gold ranks 1..n_q, and
     :func:`relevance` gives them again at ``scale`` (the negatives stay 0). A file whose values are
-    not the workbook's gains is refused, naming the query."""
+    not the workbook's gains, or a query whose gains tie at ``GAIN_SCALE`` (1,022 or more relevant
+    docIDs), is refused, naming the query."""
     path = Path(path)
     rows = [line.split() for line in path.read_text().splitlines() if line.strip()]
     if any(len(row) != 4 for row in rows):
@@ -85,6 +86,9 @@ def rescaled_qrels(path: Path, scale: int) -> list[str]:
                 f"{path}: query {qid!r} has relevance {positive}, not the gains of section 5.1 at scale "
                 f"{GAIN_SCALE} ({relevance(len(positive))})"
             )
+        if len(set(positive)) < len(positive):  # from n_q = 1022 on, neighbouring gains round alike
+            raise ValueError(f"{path}: query {qid!r} has {len(positive)} relevant docIDs whose gains tie at scale "
+                             f"{GAIN_SCALE}: their gold order cannot be read back")  # fmt: skip
         fine[qid] = dict(zip(positive, relevance(len(positive), scale)))
     return [f"{qid} 0 {docno} {fine[qid].get(int(rel), 0)}" for qid, _, docno, rel in rows]
 
