@@ -85,9 +85,12 @@ def test_rescaled_qrels_refuses_a_file_that_is_not_the_workbooks(tmp_path):
     many[0]["relevant"].pop()  # 1021: every gain its own integer
     trec.write_lines(tmp_path / "many.trec", trec.qrels_lines(many))
     assert trec.rescaled_qrels(tmp_path / "many.trec", 10**7) == trec.qrels_lines(many, scale=10**7)
-    (tmp_path / "short.trec").write_text("q 0 d\n")
-    with pytest.raises(ValueError, match=r"short.trec: line 1 is not 'qid 0 docno rel'"):
+    (tmp_path / "short.trec").write_text("q 0 d 693\nq 0 e\n")
+    with pytest.raises(ValueError, match=r"short.trec: line 2 is not 'qid 0 docno rel' .*: 'q 0 e'"):
         trec.rescaled_qrels(tmp_path / "short.trec", 10**7)
+    (tmp_path / "float.trec").write_text("q 0 d 0.69\n")
+    with pytest.raises(ValueError, match=r"float.trec: line 1 is not .* rel an integer >= 0: 'q 0 d 0.69'"):
+        trec.rescaled_qrels(tmp_path / "float.trec", 10**7)
 
 
 def test_the_files_are_one_token_per_field_with_the_gains_of_section_5_1(tmp_path):

@@ -72,12 +72,11 @@ def rescaled_qrels(path: Path, scale: int) -> list[str]:
     docIDs), is refused, naming the query."""
     path = Path(path)
     rows = [line.split() for line in path.read_text().splitlines() if line.strip()]
-    if any(len(row) != 4 for row in rows):
-        bad = next(i for i, row in enumerate(rows, 1) if len(row) != 4)
-        raise ValueError(f"{path}: line {bad} is not 'qid 0 docno rel'")
     coarse: dict[str, list[int]] = {}
-    for qid, _, _, rel in rows:
-        coarse.setdefault(qid, []).append(int(rel))
+    for i, row in enumerate(rows, start=1):
+        if len(row) != 4 or not row[3].isdigit():
+            raise ValueError(f"{path}: line {i} is not 'qid 0 docno rel' with rel an integer >= 0: {' '.join(row)!r}")
+        coarse.setdefault(row[0], []).append(int(row[3]))
     fine: dict[str, dict[int, int]] = {}
     for qid, rels in coarse.items():
         positive = sorted((r for r in rels if r > 0), reverse=True)
@@ -87,8 +86,10 @@ def rescaled_qrels(path: Path, scale: int) -> list[str]:
                 f"{GAIN_SCALE} ({relevance(len(positive))})"
             )
         if len(set(positive)) < len(positive):  # from n_q = 1022 on, neighbouring gains round alike
-            raise ValueError(f"{path}: query {qid!r} has {len(positive)} relevant docIDs whose gains tie at scale "
-                             f"{GAIN_SCALE}: their gold order cannot be read back")  # fmt: skip
+            raise ValueError(
+                f"{path}: query {qid!r} has {len(positive)} relevant docIDs whose gains tie at scale "
+                f"{GAIN_SCALE}: their gold order cannot be read back"
+            )
         fine[qid] = dict(zip(positive, relevance(len(positive), scale)))
     return [f"{qid} 0 {docno} {fine[qid].get(int(rel), 0)}" for qid, _, docno, rel in rows]
 
