@@ -5,10 +5,16 @@ from __future__ import annotations
 import os
 
 import pytest
+import tqdm.auto  # noqa: F401
+
+# tqdm.auto picks its bar class once, at its first import: the notebook (widget) bar when
+# ipykernel.zmqshell is loaded. tests/test_jupyter_server.py loads it into this process (nbclient),
+# so without this import every later test's bars (the Trainer's included) would become widgets
+# that print nothing: chosen here, before any test, the bars are a plain process's.
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With worker processes (``make test TEST_JOBS=2``: pytest-xdist), the modules that train or run notebooks
+    """With worker processes (``make test``: pytest-xdist, ``TEST_JOBS`` of them), the modules that train or run notebooks
     go first, the end-to-end ones of tests/ itself (notebooks, the lab, the GPU calls) before those
     of the subfolders, each module's tests kept together: the long tests start early and the short
     ones fill the gaps, instead of a long test ending the run alone."""
