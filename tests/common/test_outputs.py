@@ -223,3 +223,24 @@ def test_a_resume_may_change_only_what_does_not_change_training(tmp_path):
     assert outputs.resume_diff(tmp_path, {**then, "run_name": "b", "save_steps": 5, "query_batch": 32}) == {}
     assert outputs.resume_diff(tmp_path, {**then, "steps": 20}) == {"steps": (10, 20)}
     assert outputs.resume_diff(tmp_path / "none", then) is None
+
+
+def test_a_staged_folder_appears_whole_or_not_at_all(tmp_path):
+    """outputs.staged_folder (the data cache, saved models, WordNet): an error inside the block
+    leaves neither the target nor a temporary folder; an existing target is refused unless
+    ``replace``, which swaps it for the new one."""
+    target = tmp_path / "sub" / "thing"
+    with pytest.raises(RuntimeError):
+        with outputs.staged_folder(target) as tmp:
+            (tmp / "half").write_text("x")
+            raise RuntimeError("interrupted")
+    assert list((tmp_path / "sub").iterdir()) == []
+    with outputs.staged_folder(target) as tmp:
+        (tmp / "a").write_text("1")
+    assert [p.name for p in target.iterdir()] == ["a"] and target.stat().st_mode & 0o777 == 0o777 & ~outputs._umask()
+    with pytest.raises(OSError):
+        with outputs.staged_folder(target) as tmp:
+            (tmp / "b").write_text("2")
+    with outputs.staged_folder(target, replace=True) as tmp:
+        (tmp / "c").write_text("3")
+    assert [p.name for p in target.iterdir()] == ["c"] and [p.name for p in (tmp_path / "sub").iterdir()] == ["thing"]

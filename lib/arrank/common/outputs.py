@@ -480,6 +480,24 @@ def write_text_atomic(path: Path, text: str) -> Path:
     return path
 
 
+@contextlib.contextmanager
+def staged_folder(target: Path, replace: bool = False) -> Iterator[Path]:
+    """A hidden temporary folder beside ``target`` to write into, renamed to ``target`` (with the
+    umask's permissions, not tempfile's 0700) when the block ends, removed if it raises, so an
+    interrupted write never looks complete. An existing ``target`` is removed first with
+    ``replace``; otherwise the rename fails (``OSError``) unless ``target`` is an empty folder."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        yield tmp
+        umask_permissions(tmp)
+        if replace and target.exists():
+            shutil.rmtree(target)
+        os.rename(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def write_json_atomic(path: Path, payload: Any) -> Path:
     """Write JSON atomically (:func:`write_text_atomic`)."""
     return write_text_atomic(path, json.dumps(payload, indent=2, default=_jsonable) + "\n")

@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from arrank.common.paths import NLTK_DATA
@@ -85,25 +84,22 @@ def install_from_debian(
     source: Path = DEBIAN_WORDNET, manpage: Path = DEBIAN_LEXNAMES_MAN, dest_root: Path = NLTK_DATA
 ) -> Path:
     """Copy Debian's WordNet 3.0 files into ``dest_root/corpora/wordnet`` with a generated lexnames,
-    through a temporary folder renamed into place (an interrupted copy never looks complete)."""
+    through a temporary folder renamed into place (``outputs.staged_folder``: an interrupted copy
+    never looks complete)."""
     missing = [f for f in ("data.noun", "index.noun", "index.sense") if not (source / f).exists()]
     if missing:
         raise WordNetMissingError(f"{source} lacks {missing}.\n{HOW_TO}")
     if not manpage.exists():
         raise WordNetMissingError(f"the lexnames manual page {manpage} is missing.\n{HOW_TO}")
-    dest = dest_root / "corpora" / "wordnet"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".wordnet-", dir=dest.parent))
-    for f in source.iterdir():
-        if f.is_file():
-            shutil.copy2(f, tmp / f.name)
-    manual = gzip.decompress(manpage.read_bytes()).decode("utf-8", errors="replace")
-    (tmp / "lexnames").write_text("\n".join(lexnames_from_manpage(manual)) + "\n")
-    if dest.exists():
-        shutil.rmtree(dest)
-    from arrank.common.outputs import umask_permissions
+    from arrank.common.outputs import staged_folder
 
-    umask_permissions(tmp).rename(dest)  # mkdtemp's 0700 would hide WordNet from other users
+    dest = dest_root / "corpora" / "wordnet"
+    with staged_folder(dest, replace=True) as tmp:
+        for f in source.iterdir():
+            if f.is_file():
+                shutil.copy2(f, tmp / f.name)
+        manual = gzip.decompress(manpage.read_bytes()).decode("utf-8", errors="replace")
+        (tmp / "lexnames").write_text("\n".join(lexnames_from_manpage(manual)) + "\n")
     return dest
 
 

@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
 from arrank.common.manifest import manifest_problem, set_aside, write_manifest
-from arrank.common.outputs import umask_permissions, write_json_atomic
+from arrank.common.outputs import staged_folder, write_json_atomic
 
 
 def params_hash(params: Mapping[str, Any]) -> str:
@@ -29,22 +26,16 @@ def params_hash(params: Mapping[str, Any]) -> str:
 
 def save_tables(target: Path, tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> Path:
     """Write each table as ``<name>.parquet`` plus ``params.json`` through a temporary folder renamed
-    into place (removed on any error); if another process finished ``target`` first, its copy is kept."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    into place (``outputs.staged_folder``); if another process finished ``target`` first, its copy is kept."""
     try:
-        for name, df in tables.items():
-            df.to_parquet(tmp / f"{name}.parquet", index=False)
-        write_manifest(tmp)
-        write_json_atomic(tmp / "params.json", dict(meta))
-        umask_permissions(tmp)  # mkdtemp makes it 0700
-        try:
-            os.rename(tmp, target)
-        except OSError:
-            if not (target / "params.json").is_file():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        with staged_folder(target) as tmp:
+            for name, df in tables.items():
+                df.to_parquet(tmp / f"{name}.parquet", index=False)
+            write_manifest(tmp)
+            write_json_atomic(tmp / "params.json", dict(meta))
+    except OSError:
+        if not (target / "params.json").is_file():
+            raise
     return target
 
 

@@ -255,23 +255,16 @@ def quiet_saves() -> None:
 
 def save_atomic(model, tokenizer, folder: Path) -> Path:
     """``save_pretrained`` model and tokenizer into a temporary folder, a manifest of its files
-    (``arrank.common.manifest``: sizes and sha256, flushed to disk), then renamed into place."""
-    import shutil
-    import tempfile
+    (``arrank.common.manifest``: sizes and sha256, flushed to disk), then renamed into place
+    (``outputs.staged_folder``)."""
+    from arrank.common.manifest import write_manifest
+    from arrank.common.outputs import staged_folder
 
     quiet_saves()
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
-    try:
+    with staged_folder(folder) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        from arrank.common.manifest import write_manifest
-        from arrank.common.outputs import umask_permissions
-
         write_manifest(tmp)
-        umask_permissions(tmp).rename(folder)  # mkdtemp's 0700 would hide the model from other users
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return folder
 
 
