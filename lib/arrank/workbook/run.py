@@ -341,7 +341,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def interrupt_on_signals() -> dict[int, Any]:
     """Let SIGTERM (``kill``, Slurm, a sweep stopping its points) and SIGHUP (a closing terminal)
     end a command as Ctrl-C does: a ``KeyboardInterrupt`` carrying ``signum`` (``exit_code``); a
-    second such signal while the first is handled is ignored. Returns the handlers replaced."""
+    second such signal while the first is handled is ignored. Ctrl-C (SIGINT) stays a plain
+    ``KeyboardInterrupt`` but silences at once what the libraries log of the kernel it ends
+    (``quiet_abandoned_tasks``). Returns the handlers replaced."""
 
     def handler(signum: int, frame: Any) -> None:
         for sig in STOP_SIGNALS:
@@ -351,7 +353,14 @@ def interrupt_on_signals() -> dict[int, Any]:
         err.signum = signum
         raise err
 
-    return {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+    def ctrl_c(signum: int, frame: Any) -> None:  # quiet at once: papermill's clean-up logs before ``interrupted``
+        quiet_abandoned_tasks()
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where Ctrl-C is ignored
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, ctrl_c)
+    return previous
 
 
 def restore_signals(previous: dict[int, Any]) -> None:
