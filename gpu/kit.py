@@ -141,7 +141,7 @@ NOT_CARRIED = {
     "playwright": "the book's browser tests are not run on the GPU machine",
     "statsmodels": "notebooks 07 and 08 (Holm's adjustment of the findings) do not run on the GPU machine",
     **dict.fromkeys(
-        ("ir-measures", "pytrec-eval-terrier"), "the tests that score TREC files do not run on the GPU machine"
+        ("ir-measures", "pytrec-eval-terrier", "trectools"), "the tests that score TREC files do not run on the GPU machine"
     ),
 }
 UNSLOTH = ("unsloth==2026.10.9", "unsloth_zoo==2026.10.9")  # with --unsloth: benchmarks/gpu.py parts a and c
@@ -435,9 +435,11 @@ def stage_command(call: Call) -> str:
 
 
 # the work's environment: the staged packages, the project, no hub (nothing outside is reachable)
+# The work's environment: offline, and torch's allocator growing segments in place (the sweep's six
+# runs share one GPU's memory; fewer reserved-but-unused blocks leave more for the others).
 ENV = (
     f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 "
-    "TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1; "
+    "TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; "
 )
 SWEEP = "gpu/pretrained_curve_gpu.yaml"  # the work's sweep unless --sweep names others
 WORK_LIMIT_S = 540  # gpu/curve_call.sh's LIMIT_S: it packs its results by then, whatever the sweep's state

@@ -248,6 +248,15 @@ def test_the_gpu_curve_trains_one_epoch_at_the_papers_batch_on_2000_queries(tmp_
         assert _same_but(q, p, "steps", "eval_steps") and q["seed"] in (3, 4, 5)
         seeds.add((q["scheme"], q["seed"]))
     assert len(seeds) == 6
+    longest = tmp_path / "pretrained_curve_gpu_3epochs.yaml"  # the same seeds to three epochs, scored at 2 and 3
+    longest.write_text(
+        (paths.ROOT / "gpu" / longest.name).read_text().replace(str(kit.GGUF_LINK), str(gguf_file("smollm2-135m")))
+    )
+    points = [q.resolved for q in sweep.load_sweep(longest).points]
+    for q in points:
+        assert (q["steps"], q["eval_steps"]) == (3 * p["steps"], [2 * p["steps"], 3 * p["steps"]])
+        assert _same_but(q, p, "steps", "eval_steps")
+    assert {(q["scheme"], q["seed"]) for q in points} == seeds
 
 
 def test_the_small_batch_gpu_curve_is_the_cpu_curve_with_three_seeds(tmp_path):
