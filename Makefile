@@ -17,7 +17,7 @@ help:
 	@echo "make book       the executed workbook as a static website (outputs/book/site/; runs make workbook's missing stages first)"
 	@echo "make reproduction  docs/reproduction.md from the committed data under docs/data/ (the paper's claims, verdicts, Holm)"
 	@echo "make sweep SWEEP=sweeps/NAME.yaml [JOBS=N] [EXECUTOR=local|slurm]   run a sweep's unfinished points"
-	@echo "make test       set up, then run the tests (the whole suite, about 16 minutes on 2 cores; TEST_JOBS=2: about 12)"
+	@echo "make test       set up, then run the tests (the whole suite in two workers, about 9 minutes on 2 cores; TEST_JOBS=1: one process, about 16)"
 	@echo "make test-fast  the tests that neither train nor run notebooks (pytest -m 'not slow', about a minute)"
 	@echo "make lint       ruff check + ruff format --check (what the pre-commit hook runs)"
 	@echo "make lab        set up, then start JupyterLab (double-click notebooks/NN_name.py: it opens as a notebook)"
@@ -45,11 +45,10 @@ setup: $(STAMP)
 	@echo "environment: $(VENV) ($$($(PY) -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__, "cuda" if torch.cuda.is_available() else "cpu")'))"
 	$(PY) -m arrank.workbook.bootstrap
 
-# TEST_JOBS=N > 1: the suite in N worker processes (pytest-xdist), handed one test at a time, the
-# modules that train or run notebooks first (tests/conftest.py), so that no long test ends the run
-# alone. The default stays one process: under two busy workers a runner stopped by Ctrl-C in the
-# signal tests (tests/workbook/test_run.py, test_whole.py) sometimes does not exit within a minute.
-TEST_JOBS ?= 1
+# The suite in TEST_JOBS worker processes (pytest-xdist), handed one test at a time, the modules
+# that train or run notebooks first (tests/conftest.py), so that no long test ends the run alone;
+# TEST_JOBS=1: one process.
+TEST_JOBS ?= 2
 XDIST      = $(if $(filter-out 1,$(TEST_JOBS)),-n $(TEST_JOBS) --dist load --maxschedchunk 1)
 test: setup
 	$(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)

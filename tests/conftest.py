@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 import tqdm.auto  # noqa: F401
@@ -11,6 +12,17 @@ import tqdm.auto  # noqa: F401
 # ipykernel.zmqshell is loaded. tests/test_jupyter_server.py loads it into this process (nbclient),
 # so without this import every later test's bars (the Trainer's included) would become widgets
 # that print nothing: chosen here, before any test, the bars are a plain process's.
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C as at a terminal. The tests that send SIGINT to a command they started (the runner,
+    the workbook, a sweep) stand for a terminal, where a foreground command has SIGINT at its default.
+    pytest started where SIGINT is ignored (a background job of a non-interactive shell, some CI
+    runners) passes that on to every command it starts, and each would rightly ignore the Ctrl-C
+    (``run.interrupt_on_signals`` keeps an ignored SIGINT ignored) and run to its end. So the suite's
+    processes take the default handler back before any test, whatever started them."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
