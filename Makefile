@@ -27,7 +27,9 @@ help:
 	@echo "environment:    $(VENV)  (an active venv / conda env, else .venv; override: make VENV=path ...)"
 
 # The pinned set is installed by uv, compiled to bytecode as pip does (80 s into a fresh venv on
-# 2 cores, where pip took 221 s); uv itself comes from pip. uv reads no pip.conf: pip's
+# 2 cores, where pip took 221 s); uv itself comes from pip. Compiled up front, not on first import:
+# where PYTHONDONTWRITEBYTECODE is set nothing imported is cached, and every process (each test's
+# kernel and runner) would compile torch and transformers again. uv reads no pip.conf: pip's
 # find-links (where a local torch wheel may lie) is passed on.
 UV_VERSION := 0.13.8
 FIND_LINKS ?= $(or $(PIP_FIND_LINKS),$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
