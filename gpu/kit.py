@@ -434,9 +434,8 @@ def stage_command(call: Call) -> str:
     return f"python3 gpu/kit.py stage .gpu-kit/calls/call{call.number}"
 
 
-# the work's environment: the staged packages, the project, no hub (nothing outside is reachable)
-# The work's environment: offline, and torch's allocator growing segments in place (the sweep's six
-# runs share one GPU's memory; fewer reserved-but-unused blocks leave more for the others).
+# the work's environment: the staged packages, the project, no hub (nothing outside is reachable),
+# and torch's allocator growing segments in place (the sweep's six runs share one GPU's memory).
 ENV = (
     f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 "
     "TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; "

@@ -26,7 +26,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With worker processes (``make test TEST_JOBS=2``: pytest-xdist), the modules that train or run notebooks
+    """With worker processes (``make test``: pytest-xdist, ``TEST_JOBS`` of them), the modules that train or run notebooks
     go first, the end-to-end ones of tests/ itself (notebooks, the lab, the GPU calls) before those
     of the subfolders, each module's tests kept together: the long tests start early and the short
     ones fill the gaps, instead of a long test ending the run alone."""

@@ -231,28 +231,16 @@ def test_the_gpu_curve_trains_one_epoch_at_the_papers_batch_on_2000_queries(tmp_
     assert (p["n_eval"], pairs, p["batch_size"] * p["grad_accum"]) == (2000, 8834, 64)
     assert 1.0 <= p["steps"] * 64 / pairs < 1.01 and p["eval_steps"][-1] == p["steps"] and len(p["eval_steps"]) == 5
     assert p["query_batch"] > 1 and p["lr_schedule"] == "auto" and p["train_queries"] == 0
-    longer = tmp_path / "pretrained_curve_gpu_2epochs.yaml"  # the same runs, trained to two epochs
-    longer.write_text(
-        (paths.ROOT / "gpu" / longer.name).read_text().replace(str(kit.GGUF_LINK), str(gguf_file("smollm2-135m")))
-    )
-    for q in (q.resolved for q in sweep.load_sweep(longer).points):
+    for q in _gpu_points(tmp_path, "pretrained_curve_gpu_2epochs.yaml"):  # the same runs, trained to two epochs
         assert (q["steps"], q["eval_steps"]) == (2 * p["steps"], [int(1.5 * p["steps"]), 2 * p["steps"]])
         assert _same_but(q, p, "steps", "eval_steps")
-    more = tmp_path / "pretrained_curve_gpu_more_seeds.yaml"  # three more seeds, scored at 1 and 1.5 epochs
-    more.write_text(
-        (paths.ROOT / "gpu" / more.name).read_text().replace(str(kit.GGUF_LINK), str(gguf_file("smollm2-135m")))
-    )
     seeds = set()
-    for q in (q.resolved for q in sweep.load_sweep(more).points):
+    for q in _gpu_points(tmp_path, "pretrained_curve_gpu_more_seeds.yaml"):  # three more seeds, at 1 and 1.5 epochs
         assert (q["steps"], q["eval_steps"]) == (int(1.5 * p["steps"]), [p["steps"], int(1.5 * p["steps"])])
         assert _same_but(q, p, "steps", "eval_steps") and q["seed"] in (3, 4, 5)
         seeds.add((q["scheme"], q["seed"]))
     assert len(seeds) == 6
-    longest = tmp_path / "pretrained_curve_gpu_3epochs.yaml"  # the same seeds to three epochs, scored at 2 and 3
-    longest.write_text(
-        (paths.ROOT / "gpu" / longest.name).read_text().replace(str(kit.GGUF_LINK), str(gguf_file("smollm2-135m")))
-    )
-    points = [q.resolved for q in sweep.load_sweep(longest).points]
+    points = _gpu_points(tmp_path, "pretrained_curve_gpu_3epochs.yaml")  # the same seeds to three epochs
     for q in points:
         assert (q["steps"], q["eval_steps"]) == (3 * p["steps"], [2 * p["steps"], 3 * p["steps"]])
         assert _same_but(q, p, "steps", "eval_steps")
@@ -263,24 +251,30 @@ def test_the_small_batch_gpu_curve_is_the_cpu_curve_with_three_seeds(tmp_path):
     """gpu/pretrained_curve_gpu_4items.yaml runs sweeps/pretrained_curve.yaml's points (the same data,
     batch, steps and budgets) on the GPU: only the model's path, the backend, scoring's queries a pass
     and the seeds differ."""
-    from arrank.common.named_models import gguf_file
     from arrank.workbook import sweep
 
-    gpu = tmp_path / "pretrained_curve_gpu_4items.yaml"
-    gpu.write_text(
-        (paths.ROOT / "gpu" / gpu.name).read_text().replace(str(kit.GGUF_LINK), str(gguf_file("smollm2-135m")))
-    )
     cpu = {
         (q.resolved["scheme"], q.resolved["seed"]): q.resolved
         for q in sweep.load_sweep(paths.ROOT / "sweeps" / "pretrained_curve.yaml").points
     }
-    points = [q.resolved for q in sweep.load_sweep(gpu).points]
+    points = _gpu_points(tmp_path, "pretrained_curve_gpu_4items.yaml")
     assert sorted((q["scheme"], q["seed"]) for q in points) == sorted(
         (s, n) for s in ("indicator", "fractional") for n in (0, 1, 2)
     )
     for q in points:
         assert _same_but(q, cpu[(q["scheme"], 0)], "model_name", "backend", "query_batch", "save_steps")
         assert q["query_batch"] == 32 and q["backend"] == "transformers"
+
+
+def _gpu_points(tmp_path: Path, name: str) -> list[dict]:
+    """The resolved points of the GPU sweep file ``gpu/<name>``, its model path (the GGUF the kit joins
+    on the GPU machine) pointed at the package's GGUF."""
+    from arrank.common.named_models import gguf_file
+    from arrank.workbook import sweep
+
+    here = tmp_path / name
+    here.write_text((paths.ROOT / "gpu" / name).read_text().replace(str(kit.GGUF_LINK), str(gguf_file("smollm2-135m"))))
+    return [q.resolved for q in sweep.load_sweep(here).points]
 
 
 def _same_but(a: dict, b: dict, *keys: str) -> bool:
