@@ -27,7 +27,7 @@ def test_install_lab_settings_is_idempotent_and_leaves_user_overrides(tmp_path):
 
 
 def test_default_settings_dir_is_in_the_running_environment():
-    assert lab.lab_settings_dir() == Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings"
+    assert lab.SETTINGS_DIR == Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings"
 
 
 @pytest.fixture

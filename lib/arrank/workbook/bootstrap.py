@@ -13,7 +13,7 @@ import sys
 from arrank.common.outputs import png_backend
 from arrank.common.wordnet_setup import AptUnavailableError, WordNetMissingError, apt_install, ensure_wordnet
 from arrank.data.wordnet import noun_cache_path, noun_parents
-from arrank.workbook.lab import install_lab_settings, pair_notebooks
+from arrank.workbook import lab
 
 
 def ensure_chromium() -> str | None:
@@ -57,10 +57,7 @@ def main() -> int:
         return 1
     print(f"WordNet's noun hierarchy: {len(noun_parents()):,} synsets, read from {noun_cache_path()}", flush=True)
     ensure_chromium()
-    print(
-        f"JupyterLab: .py notebooks open as notebooks ({install_lab_settings()}); "
-        f"{len(pair_notebooks())} .ipynb written from their .py"
-    )
+    lab.main()
     return 0 if check_gguf_models() else 1
 
 

@@ -9,7 +9,6 @@ metadata, so JupyterLab does not mark it modified (docs/design.md, "Notebooks an
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -18,7 +17,7 @@ from typing import Any
 
 from arrank.common import paths
 
-SETTINGS_FILE = "arrank-workbook.json"
+SETTINGS_DIR = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings"  # JupyterLab's, of this environment
 LAB_SETTINGS: dict[str, Any] = {
     # the viewer a double-click (and /lab/tree/<path>) uses for *.py files
     "@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}},
@@ -31,15 +30,10 @@ class PairingConflictError(RuntimeError):
     """A local ``.ipynb`` is newer than its ``.py`` and holds other cells: nothing was overwritten."""
 
 
-def lab_settings_dir(prefix: str | Path = sys.prefix) -> Path:
-    """JupyterLab's application settings directory of the environment at ``prefix``."""
-    return Path(prefix) / "share" / "jupyter" / "lab" / "settings"
-
-
-def install_lab_settings(settings_dir: Path | None = None) -> Path:
+def install_lab_settings(settings_dir: Path = SETTINGS_DIR) -> Path:
     """Write ``LAB_SETTINGS`` to ``<settings_dir>/overrides.d/arrank-workbook.json`` (default: the
     running environment's); a user's own ``overrides.json`` there is left alone and wins."""
-    target = (settings_dir or lab_settings_dir()) / "overrides.d" / SETTINGS_FILE
+    target = settings_dir / "overrides.d" / "arrank-workbook.json"
     text = json.dumps(LAB_SETTINGS, indent=2) + "\n"
     if not target.exists() or target.read_text() != text:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -74,18 +68,16 @@ def pair_notebook(source: Path) -> bool:
 
     ipynb = source.with_suffix(".ipynb")
     nb = jupytext.read(source)
-    before = None
-    if ipynb.exists():
-        before = nbformat.read(ipynb, as_version=4)
-        if ipynb.stat().st_mtime > source.stat().st_mtime + 1 and _inputs(before) != _inputs(nb):
-            raise PairingConflictError(
-                f"{ipynb} is newer than {source.name} and their cells differ; nothing overwritten. Keep the "
-                f".ipynb's cells: `jupytext --sync {ipynb}`; keep the .py's: delete {ipynb.name}"
-            )
-        nb = combine_inputs_with_outputs(nb, before)
+    before = nbformat.read(ipynb, as_version=4) if ipynb.exists() else nbformat.v4.new_notebook()
+    if ipynb.exists() and ipynb.stat().st_mtime > source.stat().st_mtime + 1 and _inputs(before) != _inputs(nb):
+        raise PairingConflictError(
+            f"{ipynb} is newer than {source.name} and their cells differ; nothing overwritten. Keep the "
+            f".ipynb's cells: `jupytext --sync {ipynb}`; keep the .py's: delete {ipynb.name}"
+        )
+    nb = combine_inputs_with_outputs(nb, before)
     nb.metadata.update(kernel_metadata())
     nb.metadata.pop("jupytext", None)
-    if before is not None and before == nb:
+    if before == nb:
         return False
     nbformat.write(nb, ipynb)
     os.utime(ipynb, (source.stat().st_atime, source.stat().st_mtime))  # never newer than its source
@@ -105,16 +97,12 @@ def pair_notebooks(sources: list[Path] | None = None) -> list[Path]:
     return written
 
 
-def main(argv: list[str] | None = None) -> int:
+def main() -> int:
     """Install the JupyterLab settings and pair the notebooks; print what was done."""
-    parser = argparse.ArgumentParser(prog="python -m arrank.workbook.lab", description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--settings-dir", type=Path, default=None, help=f"JupyterLab settings directory (default: {lab_settings_dir()})"
+    print(
+        f"JupyterLab: .py notebooks open as notebooks ({install_lab_settings()}); "
+        f"{len(pair_notebooks())} .ipynb written from their .py (not tracked by git)"
     )
-    args = parser.parse_args(argv)
-    print(f"JupyterLab settings: {install_lab_settings(args.settings_dir)}")
-    written = pair_notebooks()
-    print(f"Notebooks: {len(written)} .ipynb written from their .py (not tracked by git)")
     return 0
 
 

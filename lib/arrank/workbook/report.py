@@ -9,7 +9,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from arrank.common.outputs import read_results, read_rows, run_path, write_text_atomic
+from arrank.common.outputs import DamagedResultsError, read_results, read_rows, run_path, write_text_atomic
 from arrank.evaluation.metrics import short_columns
 from arrank.results.paper import PAPER
 from arrank.results.tables import metric_columns, sweep_profile, variant_label
@@ -38,11 +38,10 @@ def random_floor(sweep: Sweep, frame: pd.DataFrame, outputs_root: Path | None = 
     the floor every row should be read against (docs/design.md). None if there is none."""
     for run_name in frame.loc[frame["state"] == "done", "run_name"]:
         table = run_path(sweep.notebook, run_name, outputs_root) / "metrics.csv"
-        if table.exists():
-            df = pd.read_csv(table)
-            if "run" in df.columns and (df["run"] == "random scores").any():
-                row = df[df["run"] == "random scores"].iloc[0]
-                return {k: float(row[k]) for k in metric_columns(df.columns)}
+        rows = pd.read_csv(table) if table.exists() else pd.DataFrame(columns=["run"])
+        rows = rows[rows["run"] == "random scores"] if "run" in rows.columns else rows.iloc[:0]
+        if len(rows):
+            return {k: float(rows.iloc[0][k]) for k in metric_columns(rows.columns)}
     return None
 
 
@@ -81,8 +80,9 @@ def per_query_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_roo
             continue
         results = read_results(path.parent / "results.json")
         q = read_rows(path, ["query", "ndcg"], results["metrics"].get("n_queries"))
-        part = short_columns(q).assign(point=row["run_name"], variant=row["label"], seed=results["params"].get("seed"))
-        parts.append(part)
+        parts.append(
+            short_columns(q).assign(point=row["run_name"], variant=row["label"], seed=results["params"].get("seed"))
+        )
     out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=PER_QUERY_COLUMNS)
     return out[[c for c in PER_QUERY_COLUMNS if c in out.columns]]
 
@@ -92,15 +92,16 @@ CURVE_COLUMNS += PER_QUERY_COLUMNS[3:]
 BUDGET_PARAMS = ("steps",)  # what a curve spans: left out of its variant label
 
 
+def items_per_step(params: dict) -> int:
+    """The items an optimizer step of a notebook 05 run carries: ``batch_size * grad_accum``."""
+    return int(params["batch_size"]) * int(params.get("grad_accum") or 1)
+
+
 def curve_setting(params: dict, rows: pd.DataFrame) -> str:
     """The training setting of a curve run, what its numbers compare within: ``64 items a step,
-    2,000 held-out queries`` (``batch_size * grad_accum`` of its params, else the items per step its
-    ``curve_per_query.csv`` counts; the distinct queries that file scored, the held-out set it is)."""
-    if params.get("batch_size"):
-        per_step = int(params["batch_size"]) * int(params.get("grad_accum") or 1)
-    else:
-        per_step = int(round((rows["items"] / rows["step"]).median()))
-    return f"{per_step:,} items a step, {rows['query'].nunique():,} held-out queries"
+    2,000 held-out queries`` (``items_per_step`` of its params; the distinct queries its
+    ``curve_per_query.csv`` scored, the held-out set it is)."""
+    return f"{items_per_step(params):,} items a step, {rows['query'].nunique():,} held-out queries"
 
 
 def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: Path | None = None) -> pd.DataFrame:
@@ -122,12 +123,12 @@ def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: P
     for point in (p for p in sweep.points if p.run_name in states):
         state = states[point.run_name]
         folder = run_path(sweep.notebook, point.run_name, outputs_root)
-        found = (folder, read_results(folder / "results.json")) if state == "done" else stopped_run(folder)
-        if found and (found[0] / "curve_per_query.csv").exists():
-            results = found[1]
+        run, results = (folder, read_results(folder / "results.json")) if state == "done" else stopped_run(folder)
+        if run and (run / "curve_per_query.csv").exists():
             params = results["params"]
-            path = found[0] / "curve_per_query.csv"
-            rows = read_rows(path, ["step", "query", "ndcg"], results["metrics"].get("n_queries"), by="step")
+            rows = read_rows(
+                run / "curve_per_query.csv", ["step", "query", "ndcg"], results["metrics"].get("n_queries"), by="step"
+            )
         elif state != "done" and (rows := stopped_points(folder, point.resolved)) is not None:
             params = point.resolved
         else:
@@ -139,18 +140,16 @@ def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: P
     return out[[c for c in CURVE_COLUMNS if c in out.columns]]
 
 
-def stopped_run(folder: Path) -> tuple[Path, dict] | None:
+def stopped_run(folder: Path) -> tuple[Path | None, dict | None]:
     """The newest ``<run>.failed-<time>`` folder beside ``folder`` that holds a complete results.json
     (a run stopped after its measurements, e.g. by a time limit while its last cells ran), with
-    that results.json; None if there is none."""
-    from arrank.common.outputs import DamagedResultsError
-
+    that results.json; ``(None, None)`` if there is none."""
     for failed in sorted(folder.parent.glob(f"{folder.name}.failed-*"), reverse=True):
         try:
             return failed, read_results(failed / "results.json")
         except (FileNotFoundError, DamagedResultsError):
             continue
-    return None
+    return None, None
 
 
 def stopped_points(folder: Path, params: dict) -> pd.DataFrame | None:
@@ -164,22 +163,12 @@ def stopped_points(folder: Path, params: dict) -> pd.DataFrame | None:
     steps = budgets.scored_steps(curve_dir)
     if not steps:
         return None
-    df = ranking_dataset(
-        params["dataset"],
-        params["profile"],
-        params["data_seed"],
-        params["n_eval"],
-        params.get("template"),
-        params.get("subtree"),
-        params.get("min_relevant", 1),
-        params.get("data_path"),
-        params.get("custom_docids", "id"),
-    )
+    keys = ("dataset", "profile", "n_eval", "template", "subtree", "min_relevant", "data_path", "custom_docids")
+    df = ranking_dataset(seed=params["data_seed"], **{k: params[k] for k in keys})
     n_queries = len(evaluate.eval_queries(df, params.get("eval_queries") or None))
     for step in steps:
         read_rows(budgets.point_path(curve_dir, step), ["query", "ndcg"], n_queries)
-    items_per_step = int(params["batch_size"]) * int(params.get("grad_accum") or 1)
-    return budgets.curve_table(curve_dir, steps, steps[-1], None, items_per_step, budgets.training_pairs(df))
+    return budgets.curve_table(curve_dir, steps, steps[-1], None, items_per_step(params), budgets.training_pairs(df))
 
 
 def curves(sweeps: Sequence[Sweep], outputs_root: Path | None = None) -> pd.DataFrame:

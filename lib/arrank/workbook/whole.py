@@ -28,6 +28,7 @@ from arrank.common.outputs import (
 from arrank.common.params import ParamError
 from arrank.common.paths import notebooks
 from arrank.workbook.run import RunFailedError, interrupt_on_signals, interrupted, restore_signals, run_notebook
+from arrank.workbook.sweep import SweepError, load_sweep, point_states, run_sweep
 
 WORKBOOK_SWEEP = "sweeps/table1_wordnet_workbook.yaml"
 WORKBOOK_LOCK = ".workbook.lock"  # in the outputs folder: held by the one running workbook
@@ -35,25 +36,21 @@ WORKBOOK_LOCK = ".workbook.lock"  # in the outputs folder: held by the one runni
 
 def _sweep():
     """The workbook's Table 1 sweep, checked (nothing runs)."""
-    from arrank.workbook.sweep import load_sweep
-
     return load_sweep(paths.ROOT / WORKBOOK_SWEEP)
 
 
 def stages() -> list[dict[str, Any]]:
-    """The stages in order: ``{"name", "kind": "notebook" | "sweep", "overrides"}``. Notebook 05
-    runs inside the sweep; 06 evaluates the sweep's fractional point."""
+    """The stages in order: ``{"name", "kind": "notebook" | "sweep", "overrides", "prefix"}``.
+    Notebook 05 runs inside the sweep; 06 evaluates the sweep's fractional point."""
     sweep = _sweep()
     fractional = next(p.run_name for p in sweep.points if p.grid.get("scheme") == "fractional")
     overrides = {"06": {"train_run": fractional}, "07": {"arr_runs": f"{sweep.name}-*"}}
-    out = []
-    for source in notebooks():
-        prefix = source.stem[:2]
-        stage = {"name": source.stem, "kind": "notebook", "overrides": overrides.get(prefix, {}), "prefix": prefix}
-        if prefix == "05":
-            stage.update(name=f"sweep {sweep.name}", kind="sweep")
-        out.append(stage)
-    return out
+    sweep_stage = {"name": f"sweep {sweep.name}", "kind": "sweep"}
+    return [
+        {"name": s.stem, "kind": "notebook", "overrides": overrides.get(s.stem[:2], {}), "prefix": s.stem[:2]}
+        | (sweep_stage if s.stem[:2] == "05" else {})
+        for s in notebooks()
+    ]
 
 
 def workbook_jobs(points: int) -> int:
@@ -63,19 +60,25 @@ def workbook_jobs(points: int) -> int:
     return max(1, min(processes.usable_cores(), points))
 
 
-def _run_sweep_stage() -> str:
-    """Run the workbook sweep's unfinished points; 'ran', 'done earlier' or 'FAILED: ...'."""
-    from arrank.workbook.sweep import SweepError, point_states, run_sweep
-
+def _run_stage(stage: dict[str, Any], run_name: str) -> tuple[str, Path]:
+    """Run one stage unless it finished earlier: its status ('ran', 'done earlier' or 'FAILED: ...',
+    stale runs and unwritable outputs said, not raised) and its folder."""
     sweep = _sweep()
+    target = paths.OUTPUTS / "sweeps" / sweep.name if stage["kind"] == "sweep" else run_path(stage["name"], run_name)
     try:
+        if stage["kind"] == "notebook":
+            if (target / "results.json").exists():
+                return "done earlier", target
+            run_notebook(stage["name"], {"profile": "quick", "run_name": run_name, **stage["overrides"]})
+            return "ran", target
         if all(s == "done" for s in point_states(sweep)):
-            return "done earlier"
-        rows = run_sweep(sweep, jobs=workbook_jobs(len(sweep.points)))
-    except (SweepError, OutputsNotWritableError) as err:  # stale runs, unwritable outputs: said, not raised
-        return f"FAILED: {err}"
-    failed = [r["run_name"] for r in rows if r["status"] == "failed"]
-    return f"FAILED: points {failed} (logs in outputs/sweeps/{sweep.name}/logs/)" if failed else "ran"
+            return "done earlier", target
+        failed = [
+            r["run_name"] for r in run_sweep(sweep, jobs=workbook_jobs(len(sweep.points))) if r["status"] == "failed"
+        ]
+    except (SweepError, RunFailedError, ParamError, RunExistsError, OutputsNotWritableError) as err:
+        return f"FAILED: {err}", target
+    return (f"FAILED: points {failed} (logs in outputs/sweeps/{sweep.name}/logs/)" if failed else "ran"), target
 
 
 def run_workbook(run_name: str = "workbook", only: list[str] | None = None) -> list[dict]:
@@ -86,20 +89,7 @@ def run_workbook(run_name: str = "workbook", only: list[str] | None = None) -> l
             continue
         start = time.perf_counter()
         print(f"== {stage['name']}", flush=True)
-        if stage["kind"] == "sweep":
-            status = _run_sweep_stage()
-            target = paths.OUTPUTS / "sweeps" / _sweep().name
-        else:
-            target = run_path(stage["name"], run_name)
-            if (target / "results.json").exists():
-                status = "done earlier"
-            else:
-                overrides = {"profile": "quick", "run_name": run_name, **stage["overrides"]}
-                try:
-                    run_notebook(stage["name"], overrides)
-                    status = "ran"
-                except (RunFailedError, ParamError, RunExistsError, OutputsNotWritableError) as err:
-                    status = f"FAILED: {err}"
+        status, target = _run_stage(stage, run_name)
         seconds = round(time.perf_counter() - start, 1)
         rows.append({"notebook": stage["name"], "status": status, "seconds": seconds, "dir": str(target)})
     return rows
@@ -109,30 +99,32 @@ def summary(rows: list[dict]) -> str:
     """A plain-text table: stage, status, wall time, a few headline metrics."""
     lines = [f"{'stage':<36} {'status':<13} {'wall s':>7}  metrics"]
     for row in rows:
-        metrics = ""
-        results = Path(row["dir"]) / "results.json"
-        if results.exists():
-            try:
-                m = read_results(results)["metrics"]
-                metrics = ", ".join(
-                    f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in list(m.items())[:4]
-                )
-            except DamagedResultsError as err:
-                metrics = str(err)
+        try:
+            found = list(read_results(Path(row["dir"]) / "results.json")["metrics"].items())[:4]
+            metrics = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in found)
+        except (FileNotFoundError, IsADirectoryError):
+            metrics = ""
+        except DamagedResultsError as err:
+            metrics = str(err)
         lines.append(f"{row['notebook']:<36} {row['status'][:13]:<13} {row['seconds']:>7}  {metrics}")
-    total = sum(r["seconds"] for r in rows)
-    lines.append(f"{'total':<36} {'':<13} {round(total, 1):>7}")
-    return "\n".join(lines)
+    return "\n".join([*lines, f"{'total':<36} {'':<13} {round(sum(r['seconds'] for r in rows), 1):>7}"])
+
+
+def _table1_runs():
+    """The workbook sweep's collected points and their per-query rows (``arrank.workbook.report``)."""
+    from arrank.workbook import report
+
+    frame = report.collect(_sweep())
+    return frame, report.per_query_frame(_sweep(), frame)
 
 
 def table1_summary() -> str:
     """The workbook sweep's table (percent) as Markdown, or a line saying why there is none."""
     from arrank.results import tables
-    from arrank.workbook import report
 
     try:
-        frame = report.collect(_sweep())
-        return tables.markdown(tables.results_table(frame, per_query=report.per_query_frame(_sweep(), frame)))
+        frame, per_query = _table1_runs()
+        return tables.markdown(tables.results_table(frame, per_query=per_query))
     except Exception as err:  # the summary must never hide the stage table above it
         return f"(no Table 1 summary: {type(err).__name__}: {err})"
 
@@ -143,11 +135,9 @@ def findings_summary(run_name: str = "workbook") -> str:
     from arrank.common.findings import findings_markdown
     from arrank.results.figure3 import findings_rows
     from arrank.results.table1 import table1_findings
-    from arrank.workbook import report
 
     try:
-        frame = report.collect(_sweep())
-        found = table1_findings(frame, per_query=report.per_query_frame(_sweep(), frame))
+        found = table1_findings(*_table1_runs())
     except Exception as err:  # never hide the stage table above it
         found = [note(f"Table 1 findings: not available ({type(err).__name__}: {err})")]
     results = run_path("07_de_ce_baselines", run_name) / "results.json"
@@ -165,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m arrank.workbook", description=__doc__.split("\n")[0])
     parser.add_argument("--run-name", default="workbook", help="run directory name (default: workbook)")
     parser.add_argument("--only", nargs="*", help="notebook stems or number prefixes to run")
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
     try:  # one workbook at a time: two would run each other's stages and mark them failed
         lock = claim_lock(
             paths.OUTPUTS / WORKBOOK_LOCK,
@@ -198,7 +188,3 @@ def main(argv: list[str] | None = None) -> int:
     for row in failed:
         print(f"{row['notebook']}: {row['status']}", file=sys.stderr)
     return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
