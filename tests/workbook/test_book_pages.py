@@ -20,9 +20,14 @@ def test_links_to_notebooks_not_in_the_book_become_text():
     assert pages.unlink_missing(text, []) == text
 
 
+def _page(name: str, notebooks: dict, missing: list, table1: str = "", findings: str = "", run: str = "r") -> str:
+    return pages.page(name, pages.fields(notebooks, missing, table1, findings, run) | {"paper": "arXiv:x"}, missing)
+
+
 def test_index_lists_the_pages_and_what_is_missing():
-    page = pages.index_page("# Title\n", ["notebooks/01_de_capacity"], ["05_train"])
-    assert page.startswith("# Title\n") and "*Not in this book (no finished run): 05_train.*" in page
+    page = _page("landing.md", {"01_de_capacity": {"cells": []}}, ["05_train"])
+    assert page.startswith("# Autoregressive Ranking") and "*Not in this book (no finished run): 05_train.*" in page
+    assert "(arXiv:x)" in page and "{toctree}" in page and "{missing}" not in page
     assert (
         "```{toctree}\n:maxdepth: 1\n:caption: The notebooks, in paper order\n\nnotebooks/01_de_capacity\n```" in page
     )
@@ -54,8 +59,10 @@ def test_results_page_is_read_from_the_run():
             },
         ]
     }
-    page = pages.results_page(
+    page = _page(
+        "results.md",
         {"07_de_ce_baselines": nb07},
+        [],
         "| variant | CVR |\n|---|---|\n| NTP | 92.33 |",
         "| finding | holds |\n|---|---|\n| x | yes |",
         "run `workbook`",
@@ -65,5 +72,5 @@ def test_results_page_is_read_from_the_run():
     assert "### 07 · Baselines" in page and "- DE recall grows with n: **holds here**" in page
     assert "[its page](notebooks/07_de_ce_baselines.ipynb)" in page
     assert "*No Figure 3 run.*" not in page
-    empty = pages.results_page({}, "", "", "r")
+    empty = _page("results.md", {}, [])
     assert "*No Table 1 run.*" in empty and "*No Figure 3 run.*" in empty

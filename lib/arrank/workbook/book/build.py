@@ -2,7 +2,7 @@
 
 The site goes to ``outputs/book/site/`` (``index.html`` opens from disk), a zip of it to
 ``outputs/book/book.zip`` and the generated sources to ``outputs/book/src/``; what it renders and
-when it runs missing stages: docs/book.md. A failed build leaves the previous site as it was.
+when it runs missing stages: docs/book.md. A failed build leaves the previous book as it was.
 """
 
 from __future__ import annotations
@@ -17,13 +17,9 @@ import time
 from pathlib import Path
 
 from arrank.common import paths
-from arrank.common.outputs import DamagedResultsError, read_results
+from arrank.common.outputs import run_path
 from arrank.workbook.book.executed import for_the_book, with_download_link
-from arrank.workbook.book.pages import index_page, results_page, unlink_missing
-
-SITE_SOURCES = Path(__file__).parent / "site"
-HAND_WRITTEN = ("meetings.md", "running.md")
-MATHJAX = "sphinx-mathjax-offline/static/mathjax/tex-svg-full.js"  # MathJax 3.2.2, TeX to SVG, one file
+from arrank.workbook.book.pages import PAGES, SITE_SOURCES, fields, page
 
 
 class BookError(RuntimeError):
@@ -33,7 +29,6 @@ class BookError(RuntimeError):
 def executed_notebooks(run_name: str = "workbook") -> dict[str, Path]:
     """Each workbook notebook's executed ``.ipynb`` from ``make workbook``'s run ``run_name``, in
     paper order (notebook 05: the sweep point that notebook 06 evaluates), whether it exists or not."""
-    from arrank.common.outputs import run_path
     from arrank.workbook.whole import stages
 
     steps = stages()
@@ -47,75 +42,35 @@ def _finished(ipynb: Path) -> bool:
     return ipynb.exists() and (ipynb.parent / "results.json").exists()
 
 
-def _copy_static(static: Path) -> None:
-    """plotly.min.js (from the installed plotly) and MathJax (one file, from the PyPI package
-    sphinx-mathjax-offline) into the site's ``_static``: the site loads nothing from outside itself."""
-    from importlib.metadata import distribution
-
-    import plotly
-
-    (static / "mathjax").mkdir(parents=True, exist_ok=True)
-    shutil.copy2(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", static / "plotly.min.js")
-    shutil.copy2(
-        Path(distribution("sphinx-mathjax-offline").locate_file(MATHJAX)), static / "mathjax" / "tex-svg-full.js"
-    )
-
-
-def _run_label(run_name: str, results: Path | None) -> str:
-    """How the results page names the run: its name and when its first notebook ran."""
-    try:
-        when = read_results(results).get("env", {}).get("time", "") if results else ""
-    except DamagedResultsError:
-        when = ""
-    return f"run `{run_name}` of `make workbook`, quick profile" + (f", started {when}" if when else "")
-
-
 def write_sources(src: Path, notebooks: dict[str, Path], run_name: str) -> list[str]:
     """The Sphinx sources of the book in ``src``; returns the notebooks left out (no finished run).
-    Each notebook page links the notebook file ``write_downloads`` puts beside it; the landing page
-    names the text of the paper the workbook follows; the reproduction matrix is the committed
-    docs/reproduction.md (``arrank.results.reproduction``)."""
+    Each notebook page links the notebook file as it ran, which Sphinx copies beside the page from
+    ``src/extra/`` (``html_extra_path``); the landing page names the text of the paper the workbook
+    follows; the reproduction matrix is the committed docs/reproduction.md (a test keeps it in step
+    with the committed data), else made from that data (``arrank.results.reproduction``)."""
+    from arrank.results import reproduction
     from arrank.results.paper import TEXT_FOLLOWED
     from arrank.workbook.whole import findings_summary, table1_summary
 
-    (src / "notebooks").mkdir(parents=True)
+    for folder in ("notebooks", "extra/notebooks"):
+        (src / folder).mkdir(parents=True)
     shutil.copy2(SITE_SOURCES / "conf.py", src / "conf.py")
-    _copy_static(src / "_static")
-    loaded, missing = {}, []
-    for stem, ipynb in notebooks.items():
-        if not _finished(ipynb):
-            missing.append(stem)
-            continue
-        loaded[stem] = json.loads(ipynb.read_text())
-        page = with_download_link(for_the_book(loaded[stem]), f"{stem}.ipynb")
-        (src / "notebooks" / f"{stem}.ipynb").write_text(json.dumps(page, indent=1))
-    for name in HAND_WRITTEN:
-        (src / name).write_text(unlink_missing((SITE_SOURCES / name).read_text(), missing))
-    (src / "reproduction.md").write_text(reproduction_page())
-    pages = [f"notebooks/{stem}" for stem in loaded]
-    landing = (SITE_SOURCES / "landing.md").read_text().replace("{paper}", TEXT_FOLLOWED)
-    (src / "index.md").write_text(index_page(landing, pages, missing))
-    first = notebooks[next(iter(loaded))].parent / "results.json" if loaded else None
-    (src / "results.md").write_text(
-        results_page(loaded, table1_summary(), findings_summary(run_name), _run_label(run_name, first))
-    )
-    return missing
-
-
-def reproduction_page() -> str:
-    """The reproduction matrix: the committed docs/reproduction.md (a test keeps it in step with the
-    committed data), else made from that data (``arrank.results.reproduction``)."""
-    from arrank.results import reproduction
-
+    loaded = {stem: json.loads(ipynb.read_text()) for stem, ipynb in notebooks.items() if _finished(ipynb)}
+    missing = [stem for stem in notebooks if stem not in loaded]
+    for stem, nb in loaded.items():
+        page_nb = with_download_link(for_the_book(nb), f"{stem}.ipynb")
+        (src / "notebooks" / f"{stem}.ipynb").write_text(json.dumps(page_nb, indent=1))
+        shutil.copy2(notebooks[stem], src / "extra" / "notebooks" / f"{stem}.ipynb")
     committed = paths.ROOT / reproduction.PAGE
-    return committed.read_text() if committed.is_file() else reproduction.page()
-
-
-def write_downloads(site: Path, notebooks: dict[str, Path]) -> list[Path]:
-    """Each finished notebook's executed ``.ipynb`` as the run wrote it, beside its page in the site
-    (``site/notebooks/<stem>.ipynb``, the file the page's download link names); returns the files."""
-    finished = {stem: ipynb for stem, ipynb in notebooks.items() if _finished(ipynb)}
-    return [Path(shutil.copy2(ipynb, site / "notebooks" / f"{stem}.ipynb")) for stem, ipynb in finished.items()]
+    (src / "reproduction.md").write_text(committed.read_text() if committed.is_file() else reproduction.page())
+    started = next(iter(loaded.values()), {}).get("metadata", {}).get("papermill", {}).get("start_time") or ""
+    run = f"run `{run_name}` of `make workbook`, quick profile" + (
+        f", started {started[:16].replace('T', ' ')} UTC" if started else ""
+    )
+    filled = fields(loaded, missing, table1_summary(), findings_summary(run_name), run) | {"paper": TEXT_FOLLOWED}
+    for name, target in PAGES.items():
+        (src / target).write_text(page(name, filled, missing))
+    return missing
 
 
 def sphinx_build(src: Path, site: Path, doctrees: Path) -> str:
@@ -127,20 +82,10 @@ def sphinx_build(src: Path, site: Path, doctrees: Path) -> str:
     return done.stderr.strip()
 
 
-def _replace(staging: Path, dest: Path) -> None:
-    """Move the finished ``site``, ``src`` and ``book.zip`` from ``staging`` into ``dest``, each
-    replacing the previous one only once the new one is complete."""
-    for name in ("site", "src", "book.zip"):
-        old = dest / f".old-{name}-{os.getpid()}"
-        if (dest / name).exists():
-            (dest / name).rename(old)
-        (staging / name).rename(dest / name)
-        shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
-
-
 def build_book(run_name: str = "workbook", dest: Path | None = None, run_missing: bool = True) -> Path:
     """Build the book from the executed workbook (running its missing stages first when
-    ``run_missing``); returns the site's ``index.html``."""
+    ``run_missing``) in a staging folder beside ``dest`` that replaces ``dest`` once complete;
+    returns the site's ``index.html``."""
     dest = dest or paths.OUTPUTS / "book"
     notebooks = executed_notebooks(run_name)
     if run_missing and not all(_finished(p) for p in notebooks.values()):
@@ -150,15 +95,18 @@ def build_book(run_name: str = "workbook", dest: Path | None = None, run_missing
         run_workbook(run_name)
     if not any(_finished(p) for p in notebooks.values()):
         raise BookError(f"no executed notebook of run {run_name!r} under {paths.OUTPUTS}: run `make workbook` first")
-    dest.mkdir(parents=True, exist_ok=True)
-    staging = dest / f".staging-{os.getpid()}"
+    staging, old = (dest.parent / f".{dest.name}.{what}-{os.getpid()}" for what in ("staging", "old"))
     shutil.rmtree(staging, ignore_errors=True)
     try:
         missing = write_sources(staging / "src", notebooks, run_name)
         warnings = sphinx_build(staging / "src", staging / "site", staging / "doctrees")
-        write_downloads(staging / "site", notebooks)
+        for scratch in ("doctrees", "jupyter_execute"):  # Sphinx's and MyST-NB's working folders
+            shutil.rmtree(staging / scratch, ignore_errors=True)
         shutil.make_archive(str(staging / "book"), "zip", staging / "site")
-        _replace(staging, dest)
+        if dest.exists():
+            dest.rename(old)
+        staging.rename(dest)
+        shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     if warnings:
@@ -173,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m arrank.workbook.book", description=__doc__.split("\n")[0])
     parser.add_argument("--run-name", default="workbook", help="the workbook run to render (default: workbook)")
     parser.add_argument("--no-run", action="store_true", help="never run the workbook; build from the runs there are")
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
     start = time.perf_counter()
     try:
         index = build_book(args.run_name, run_missing=not args.no_run)

@@ -73,12 +73,8 @@ def _output(output: dict[str, Any], widgets: dict[str, Any], n: int) -> dict[str
     """One output as the book shows it, or None to leave it out."""
     data = output.get("data", {})
     if PLOTLY_MIME in data:
-        new = copy.deepcopy(output)
-        new["data"] = {
-            "text/html": plotly_fragment(data[PLOTLY_MIME], f"plotly-figure-{n}"),
-            PLOTLY_MIME: data[PLOTLY_MIME],
-        }
-        return new
+        fragment = plotly_fragment(data[PLOTLY_MIME], f"plotly-figure-{n}")
+        return {**output, "data": {"text/html": fragment, PLOTLY_MIME: data[PLOTLY_MIME]}}
     if WIDGET_VIEW_MIME in data:
         text = progress_text(data[WIDGET_VIEW_MIME].get("model_id", ""), widgets)
         return None if text is None else {"output_type": "stream", "name": "stdout", "text": text + "\n"}
@@ -108,13 +104,11 @@ def with_download_link(nb: dict[str, Any], name: str) -> dict[str, Any]:
     """``nb`` (not copied) with a link to ``name``, the notebook file the book writes beside its page,
     under the title of its first Markdown cell (raw HTML: a Markdown link to an ``.ipynb`` would be
     read as a link to the page itself)."""
-    for cell in nb["cells"]:
-        if cell["cell_type"] != "markdown":
-            continue
+    cell = next((c for c in nb["cells"] if c["cell_type"] == "markdown"), None)
+    if cell is not None:
         lines = _text(cell["source"]).split("\n")
         at = next((i + 1 for i, line in enumerate(lines) if line.startswith("# ")), 0)
         cell["source"] = "\n".join([*lines[:at], "", DOWNLOAD_LINK.format(name=name), "", *lines[at:]])
-        break
     return nb
 
 
@@ -128,22 +122,12 @@ def is_look_for_heading(cell: dict[str, Any]) -> bool:
 def look_for_markdown(nb: dict[str, Any]) -> str:
     """The findings a notebook prints under its "What to look for" heading (the Markdown output of
     the code cell after that Markdown cell); empty when the notebook has none."""
-    cells = nb["cells"]
-    for i, cell in enumerate(cells[:-1]):
-        if is_look_for_heading(cell):
-            return "".join(
-                _text(o["data"]["text/markdown"])
-                for o in cells[i + 1].get("outputs", [])
-                if "text/markdown" in o.get("data", {})
-            )
-    return ""
+    after = next((cell for before, cell in zip(nb["cells"], nb["cells"][1:]) if is_look_for_heading(before)), {})
+    outputs = after.get("outputs", [])
+    return "".join(_text(o["data"]["text/markdown"]) for o in outputs if "text/markdown" in o.get("data", {}))
 
 
 def first_heading(nb: dict[str, Any]) -> str:
     """The title of a notebook: its first Markdown heading, without the ``#``."""
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "markdown":
-            for line in _text(cell["source"]).splitlines():
-                if line.startswith("# "):
-                    return line[2:].strip()
-    return ""
+    lines = (line for c in nb["cells"] if c["cell_type"] == "markdown" for line in _text(c["source"]).splitlines())
+    return next((line[2:].strip() for line in lines if line.startswith("# ")), "")

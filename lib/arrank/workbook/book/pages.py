@@ -1,29 +1,25 @@
-"""The book's generated pages (MyST Markdown): the landing page's table of contents and the results
-page, written from the run's outputs (results.json files, the executed notebooks' printed
+"""The book's pages (MyST Markdown): the hand-written ones in ``site/`` with their generated parts
+filled in: the landing page's table of contents, and the results page's tables, figures and
+findings, written from the run's outputs (results.json files, the executed notebooks' printed
 findings and figures), never by hand."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from arrank.workbook.book.executed import PLOTLY_MIME, first_heading, look_for_markdown, plotly_fragment
 
-
-def index_page(landing: str, pages: list[str], missing: list[str]) -> str:
-    """The landing text, the list of notebook pages, and the table of contents Sphinx follows.
-    ``pages``: document names (``notebooks/01_de_capacity``); ``missing``: notebooks without a run."""
-    lines = [landing.rstrip(), ""]
-    if missing:
-        lines += [f"*Not in this book (no finished run): {', '.join(missing)}.*", ""]
-    lines += _toctree("The notebooks, in paper order", ["\n".join(pages)])
-    lines += _toctree("The group", ["results", "reproduction", "meetings", "running"])
-    return "\n".join(lines)
+SITE_SOURCES = Path(__file__).parent / "site"
+PAGES = {"landing.md": "index.md", "results.md": "results.md", "meetings.md": "meetings.md", "running.md": "running.md"}
 
 
-def _toctree(caption: str, entries: list[str]) -> list[str]:
-    """The lines of a MyST ``toctree`` directive listing ``entries`` under ``caption``."""
-    return ["```{toctree}", ":maxdepth: 1", f":caption: {caption}", "", *entries, "```", ""]
+def page(name: str, fields: dict[str, str], missing: list[str]) -> str:
+    """The page ``site/<name>`` with each ``{field}`` of ``fields`` filled in (other braces, as in
+    MyST's ``{toctree}``, kept) and its links to notebooks not in the book made text."""
+    text = re.sub(r"\{(\w+)\}", lambda m: fields.get(m[1], m[0]), (SITE_SOURCES / name).read_text())
+    return unlink_missing(text, missing)
 
 
 def unlink_missing(text: str, missing: list[str]) -> str:
@@ -46,48 +42,32 @@ def figures_titled(nb: dict[str, Any], words: str) -> list[dict[str, Any]]:
     return found
 
 
-def _raw_figure(fig: dict[str, Any], div_id: str) -> str:
-    """A figure as a MyST raw-HTML block."""
-    return "```{raw} html\n" + plotly_fragment(fig, div_id) + "\n```\n"
+def _raw_figures(nb: dict[str, Any], words: str, name: str) -> str:
+    """The figures ``figures_titled`` finds, each as a MyST raw-HTML block (div ids ``name-0``, ...)."""
+    found = enumerate(figures_titled(nb, words))
+    return "".join(f"```{{raw}} html\n{plotly_fragment(fig, f'{name}-{i}')}\n```\n\n" for i, fig in found)
 
 
-def results_page(notebooks: dict[str, dict[str, Any]], table1: str, findings: str, run_label: str) -> str:
-    """The results page: Table 1 (``table1``: Markdown, from the workbook sweep's results.json
-    files), Figure 3 (the figures notebook 07 drew), the findings table ``make workbook`` prints
-    (``findings``) and each notebook's "What to look for" findings as its run printed them."""
-    out = [
-        "# The results of this run",
-        "",
-        f"Everything on this page is read from the workbook's outputs ({run_label}): the run's "
-        "`results.json` files and what the executed notebooks printed and drew. CVR, nDCG and R@k "
-        "are in percent; CVR is better lower, the others higher.",
-        "",
-        "## Table 1 at CPU scale (WordNet, held-out queries)",
-        "",
-        table1.strip() or "*No Table 1 run.*",
-        "",
+def fields(notebooks: dict[str, dict[str, Any]], missing: list[str], table1: str, findings: str, run: str) -> dict:
+    """What the landing and results pages are filled with: the notebook pages in the table of
+    contents and the notebooks ``missing`` (no run); Table 1 (``table1``: Markdown, from the
+    workbook sweep's results.json files) and notebook 08's R@k figures, Figure 3 (the figures
+    notebook 07 drew), the findings table ``make workbook`` prints (``findings``), and each
+    notebook's "What to look for" findings as its run printed them; ``run`` names the run."""
+    empty = {"cells": []}
+    shows = [
+        f"### {first_heading(nb) or stem}\n\nFrom [its page](notebooks/{stem}.ipynb), "
+        f'"What to look for":\n\n{look_for_markdown(nb).strip() or "*(nothing printed)*"}\n'
+        for stem, nb in notebooks.items()
     ]
-    t1 = figures_titled(notebooks.get("08_results", {"cells": []}), "R@k per variant")
-    out += [_raw_figure(fig, f"results-table1-{i}") for i, fig in enumerate(t1)]
-    out += ["## Figure 3: ARR beside dual and cross encoders", ""]
-    f3 = figures_titled(notebooks.get("07_de_ce_baselines", {"cells": []}), "Figure 3")
-    out += [_raw_figure(fig, f"results-figure3-{i}") for i, fig in enumerate(f3)] or ["*No Figure 3 run.*", ""]
-    out += [
-        "## The paper's findings, checked at CPU scale",
-        "",
-        findings.strip(),
-        "",
-        "## What each notebook's run shows",
-        "",
-    ]
-    for stem, nb in notebooks.items():
-        text = look_for_markdown(nb).strip()
-        out += [
-            f"### {first_heading(nb) or stem}",
-            "",
-            f'From [its page](notebooks/{stem}.ipynb), "What to look for":',
-            "",
-            text or "*(nothing printed)*",
-            "",
-        ]
-    return "\n".join(out)
+    return {
+        "missing": f"*Not in this book (no finished run): {', '.join(missing)}.*" if missing else "",
+        "notebooks": "\n".join(f"notebooks/{stem}" for stem in notebooks),
+        "run": run,
+        "table1": f"{table1.strip() or '*No Table 1 run.*'}\n\n"
+        + _raw_figures(notebooks.get("08_results", empty), "R@k per variant", "results-table1"),
+        "figure3": _raw_figures(notebooks.get("07_de_ce_baselines", empty), "Figure 3", "results-figure3")
+        or "*No Figure 3 run.*",
+        "findings": findings.strip(),
+        "shows": "\n".join(shows),
+    }
