@@ -79,7 +79,7 @@ def test_stderr_progress_keeps_its_last_redraw_and_other_stderr_stays():
         "text": "run: 100%|██████████| 4/4\n",
     }
     assert out["cells"][1]["outputs"][1]["text"] == warning and out["cells"][1]["outputs"][1]["name"] == "stderr"
-    assert not executed.is_progress(warning) and not executed.is_progress("50%| no carriage return\n")
+    assert executed.progress_lines(warning) is None and executed.progress_lines("50%| no carriage return\n") is None
 
 
 def test_look_for_and_title():

@@ -38,10 +38,10 @@ def random_floor(sweep: Sweep, frame: pd.DataFrame, outputs_root: Path | None = 
     the floor every row should be read against (docs/design.md). None if there is none."""
     for run_name in frame.loc[frame["state"] == "done", "run_name"]:
         table = run_path(sweep.notebook, run_name, outputs_root) / "metrics.csv"
-        rows = pd.read_csv(table) if table.exists() else pd.DataFrame(columns=["run"])
-        rows = rows[rows["run"] == "random scores"] if "run" in rows.columns else rows.iloc[:0]
-        if len(rows):
-            return {k: float(rows.iloc[0][k]) for k in metric_columns(rows.columns)}
+        rows = pd.read_csv(table) if table.exists() else pd.DataFrame()
+        if "run" in rows.columns and (rows["run"] == "random scores").any():
+            row = rows[rows["run"] == "random scores"].iloc[0]
+            return {k: float(row[k]) for k in metric_columns(rows.columns)}
     return None
 
 
@@ -50,16 +50,12 @@ def paper_reference(sweep: Sweep, frame: pd.DataFrame, paper_rows: str = "auto")
     has no numbers for this sweep), ``auto`` when every finished point ran the paper profile."""
     if paper_rows not in ("auto", "yes", "no"):
         raise ValueError(f"paper_rows={paper_rows!r} is not allowed; choose one of ['auto', 'yes', 'no']")
-    if paper_rows == "no":
-        return None
-    if sweep.paper not in PAPER:
-        if paper_rows == "yes":
-            raise ValueError(
-                f"the paper gives no numbers for sweep {sweep.name} (paper: {sweep.paper}); "
-                f"numbers exist for {sorted(PAPER)}"
-            )
-        return None
-    return sweep.paper if paper_rows == "yes" or sweep_profile(frame) == "paper" else None
+    if paper_rows == "yes" and sweep.paper not in PAPER:
+        raise ValueError(
+            f"the paper gives no numbers for sweep {sweep.name} (paper: {sweep.paper}); numbers exist for {sorted(PAPER)}"
+        )
+    shown = paper_rows == "yes" or paper_rows == "auto" and sweep_profile(frame) == "paper"
+    return sweep.paper if shown and sweep.paper in PAPER else None
 
 
 PER_QUERY_COLUMNS = ["point", "variant", "seed", "query", "cvr", "ndcg", "r1", "r2", "r3", "r4", "r5"]

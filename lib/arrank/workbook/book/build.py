@@ -31,10 +31,10 @@ def executed_notebooks(run_name: str = "workbook") -> dict[str, Path]:
     paper order (notebook 05: the sweep point that notebook 06 evaluates), whether it exists or not."""
     from arrank.workbook.whole import stages
 
-    steps = stages()
+    steps = stages()  # one per notebook, in order
     train_run = next(s["overrides"]["train_run"] for s in steps if s["prefix"] == "06")
-    runs = {s["prefix"]: train_run if s["kind"] == "sweep" else run_name for s in steps}
-    return {p.stem: run_path(p.stem, runs[p.stem[:2]]) / f"{p.stem}.ipynb" for p in paths.notebooks()}
+    runs = {p.stem: train_run if s["kind"] == "sweep" else run_name for s, p in zip(steps, paths.notebooks())}
+    return {stem: run_path(stem, run) / f"{stem}.ipynb" for stem, run in runs.items()}
 
 
 def _finished(ipynb: Path) -> bool:

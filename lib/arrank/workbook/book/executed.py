@@ -58,15 +58,12 @@ def progress_text(model_id: str, state: dict[str, Any]) -> str | None:
     return text.replace("\u2007", " ")
 
 
-def carriage_returns(text: str) -> str:
-    """Text as a terminal shows it: of each line's ``\\r``-separated rewrites, the last one."""
-    return "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))
-
-
-def is_progress(text: str) -> bool:
-    """True for text that is progress bars only (tqdm's ``NN%|...|`` lines redrawn with ``\\r``)."""
-    lines = [ln for ln in carriage_returns(text).split("\n") if ln.strip()]
-    return "\r" in text and bool(lines) and all(re.search(r"\d+%\|", ln) for ln in lines)
+def progress_lines(text: str) -> str | None:
+    """Text that is progress bars only (tqdm's ``NN%|...|`` lines redrawn with ``\\r``) as a terminal
+    shows it: of each line's ``\\r``-separated rewrites, the last one; None for any other text."""
+    shown = "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))
+    lines = [ln for ln in shown.split("\n") if ln.strip()]
+    return shown if "\r" in text and lines and all(re.search(r"\d+%\|", ln) for ln in lines) else None
 
 
 def _output(output: dict[str, Any], widgets: dict[str, Any], n: int) -> dict[str, Any] | None:
@@ -78,8 +75,8 @@ def _output(output: dict[str, Any], widgets: dict[str, Any], n: int) -> dict[str
     if WIDGET_VIEW_MIME in data:
         text = progress_text(data[WIDGET_VIEW_MIME].get("model_id", ""), widgets)
         return None if text is None else {"output_type": "stream", "name": "stdout", "text": text + "\n"}
-    if output.get("output_type") == "stream" and output.get("name") == "stderr" and is_progress(_text(output["text"])):
-        return {"output_type": "stream", "name": "stdout", "text": carriage_returns(_text(output["text"]))}
+    if output.get("name") == "stderr" and (shown := progress_lines(_text(output["text"]))) is not None:
+        return {"output_type": "stream", "name": "stdout", "text": shown}
     return output
 
 

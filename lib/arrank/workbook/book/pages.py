@@ -32,14 +32,8 @@ def unlink_missing(text: str, missing: list[str]) -> str:
 
 def figures_titled(nb: dict[str, Any], words: str) -> list[dict[str, Any]]:
     """The plotly figures a notebook drew whose title contains ``words``, in order."""
-    found = []
-    for cell in nb["cells"]:
-        for output in cell.get("outputs", []) if cell["cell_type"] == "code" else []:
-            fig = output.get("data", {}).get(PLOTLY_MIME)
-            title = (fig or {}).get("layout", {}).get("title", {})
-            if fig and words in (title.get("text", "") if isinstance(title, dict) else str(title)):
-                found.append(fig)
-    return found
+    figures = (out.get("data", {}).get(PLOTLY_MIME) for cell in nb["cells"] for out in cell.get("outputs", []))
+    return [fig for fig in figures if fig and words in fig.get("layout", {}).get("title", {}).get("text", "")]
 
 
 def _raw_figures(nb: dict[str, Any], words: str, name: str) -> str:
