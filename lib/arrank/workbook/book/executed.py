@@ -15,6 +15,8 @@ import itertools
 import re
 from typing import Any
 
+from tqdm.std import Bar
+
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE_MIME = "application/vnd.jupyter.widget-state+json"
@@ -52,9 +54,8 @@ def progress_text(model_id: str, state: dict[str, Any]) -> str | None:
     if box.get("model_name") != "HBoxModel" or [p.get("model_name") for p in parts] != TQDM_BAR:
         return None
     left, bar, right = (p["state"] for p in parts)
-    done = bar.get("value", 0) / bar["max"] if bar.get("max") else 0.0
-    filled = min(10, int(done * 10))
-    text = f"{html.unescape(left.get('value', ''))}|{'█' * filled}{' ' * (10 - filled)}|{html.unescape(right.get('value', ''))}"
+    done = Bar(min(1.0, bar.get("value", 0) / bar["max"] if bar.get("max") else 0.0))  # tqdm's own 10-cell bar
+    text = f"{html.unescape(left.get('value', ''))}|{done}|{html.unescape(right.get('value', ''))}"
     return text.replace("\u2007", " ")
 
 
