@@ -64,9 +64,8 @@ def write_sources(src: Path, notebooks: dict[str, Path], run_name: str) -> list[
     committed = paths.ROOT / reproduction.PAGE
     (src / "reproduction.md").write_text(committed.read_text() if committed.is_file() else reproduction.page())
     started = next(iter(loaded.values()), {}).get("metadata", {}).get("papermill", {}).get("start_time") or ""
-    run = f"run `{run_name}` of `make workbook`, quick profile" + (
-        f", started {started[:16].replace('T', ' ')} UTC" if started else ""
-    )
+    started = started[:16].replace("T", " ")  # papermill's UTC time, to the minute
+    run = f"run `{run_name}` of `make workbook`, quick profile" + (f", started {started} UTC" if started else "")
     filled = fields(loaded, missing, table1_summary(), findings_summary(run_name), run) | {"paper": TEXT_FOLLOWED}
     for name, target in PAGES.items():
         (src / target).write_text(page(name, filled, missing))
