@@ -291,6 +291,18 @@ def slurm_jobs(sweep: Sweep, states: list[str], outputs_root: Path | None = None
     }
 
 
+def _headline(results: Path) -> str:
+    metrics = json.loads(results.read_text())["metrics"]
+    return " ".join(
+        f"{k} {metrics[k]:.3f}" for k in ("cvr", "ndcg", "recall@1") if isinstance(metrics.get(k), (int, float))
+    )
+
+
+def _newest_failed(run_dir: Path, since: float) -> str | None:
+    found = [p for p in run_dir.parent.glob(f"{run_dir.name}.failed-*") if p.stat().st_mtime >= since - 1]
+    return str(max(found, key=os.path.getmtime)) if found else None
+
+
 def last_error(log: Path, ended: str) -> str:
     """Why an attempt left no results.json: the error a point's process printed last
     (``run.error_lines``: an ``error: `` line and its indented continuation lines, so a multi-line
@@ -399,38 +411,24 @@ def run_sweep(
             outputs.write_json_atomic(folder / "status.json", status)
 
         def finish(i: int, attempt: sweep_jobs.Attempt, stopped: bool = False) -> None:
-            row, results = rows[i], results_path(sweep, points[i], root)
-            row["seconds"] = seconds = round(time.time() - attempt.began, 1)
+            results, seconds = results_path(sweep, points[i], root), round(time.time() - attempt.began, 1)
             if results.exists():
-                metrics = json.loads(results.read_text())["metrics"]
-                head = [
-                    f"{k} {metrics[k]:.3f}"
-                    for k in ("cvr", "ndcg", "recall@1")
-                    if isinstance(metrics.get(k), (int, float))
-                ]
-                row["status"] = "done"
-                say(i, "done", f"{seconds:.1f} s  {' '.join(head)}")
-                for message in run.told_in(results.parent):  # what the point's run told its user
-                    echo(f"    note: {message}")
+                row, text = {"status": "done"}, f"{seconds:.1f} s  {_headline(results)}"
             elif attempt.ended is None:  # a Slurm job left queued or running
                 state = sweep_jobs.slurm_state(attempt.job_id)
-                row.update(status="submitted", job_state=state)
-                say(i, "submitted", f"slurm job {attempt.job_id} {state}; the next call follows it")
+                row = {"status": "submitted", "job_state": state}
+                text = f"slurm job {attempt.job_id} {state}; the next call follows it"
             elif stopped:
-                row["status"] = "interrupted"
-                say(i, "interrupted", f"{seconds:.1f} s")
+                row, text = {"status": "interrupted"}, f"{seconds:.1f} s"
             else:
-                error, since = last_error(attempt.log, attempt.ended), attempt.began - 1
-                kept = [
-                    p
-                    for p in root.glob(f"{sweep.notebook}/{points[i].run_name}.failed-*")
-                    if p.stat().st_mtime >= since
-                ]
-                row.update(
-                    status="failed", error=error, failed_dir=str(max(kept, key=os.path.getmtime)) if kept else None
-                )
+                error = last_error(attempt.log, attempt.ended)
+                row = {"status": "failed", "error": error, "failed_dir": _newest_failed(results.parent, attempt.began)}
                 indented = error.replace("\n", "\n    ")  # a multi-line message stays one indented block
-                say(i, "FAILED", f"{seconds:.1f} s  {indented}  (log: {attempt.log})")
+                text = f"{seconds:.1f} s  {indented}  (log: {attempt.log})"
+            rows[i].update(row, seconds=seconds)
+            say(i, "FAILED" if row["status"] == "failed" else row["status"], text)
+            for message in run.told_in(results.parent):  # what a finished point's run told its user
+                echo(f"    note: {message}")
             save()
 
         for i, state in enumerate(states):
