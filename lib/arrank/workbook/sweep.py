@@ -310,15 +310,11 @@ def last_error(log: Path, ended: str) -> str:
     CANCELLED``); else how it ended and the log's last line."""
     lines = log.read_text(errors="replace").splitlines() if log.exists() else []
     tail = next((ln for ln in reversed(lines) if ln.strip()), "")
-    starts = [i for i, ln in enumerate(lines) if ln.startswith(("error: ", "interrupted: "))]
-    if not starts:
+    start = max((i for i, ln in enumerate(lines) if ln.startswith(("error: ", "interrupted: "))), default=None)
+    if start is None:
         return f"{ended} without results" + (f"; its log ends: {tail}" if tail else f"; no output in {log}")
-    block = [lines[starts[-1]].split(": ", 1)[1]]
-    for ln in lines[starts[-1] + 1 :]:
-        if not ln.startswith("  "):
-            break
-        block.append(ln[2:])
-    return "\n".join(block) + (f" ({ended})" if ended.startswith("slurm job") else "")
+    more = [ln[2:] for ln in itertools.takewhile(lambda ln: ln.startswith("  "), lines[start + 1 :])]
+    return "\n".join([lines[start].split(": ", 1)[1], *more]) + (f" ({ended})" if ended.startswith("slurm job") else "")
 
 
 def thread_env(jobs: int) -> dict[str, str]:
@@ -326,11 +322,8 @@ def thread_env(jobs: int) -> dict[str, str]:
     cpu_count // jobs threads (OMP_NUM_THREADS, MKL_NUM_THREADS) unless the caller set them;
     two 2-thread trainings on 2 cores ran 7x slower than one after the other (docs/measurements.md)."""
     env = processes.openmp_wait_env(dict(os.environ))  # passive OpenMP waiting in every point
-    if jobs > 1:
-        threads = str(max(1, (os.cpu_count() or 1) // jobs))
-        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            env.setdefault(name, threads)
-    return env
+    threads = str(max(1, (os.cpu_count() or 1) // jobs))
+    return {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, **env} if jobs > 1 else env
 
 
 def sweep_lock(sweep: Sweep, folder: Path) -> Any:
