@@ -438,17 +438,15 @@ def run_sweep(
             while todo or running:
                 while todo and len(running) < jobs:
                     i = todo.pop(0)
-                    rows[i]["status"], log = "running", sweep_jobs.attempt_log(folder, points[i].run_name)
-                    retry = states[i] == "failed" or rows[i]["previous_error"]
-                    say(i, "running", "(retry of a failed point)" if retry else "")
+                    log = sweep_jobs.attempt_log(folder, points[i].run_name)
                     try:
                         attempt = live.get(points[i].run_name) or executor.start(points[i], log)
                     except Exception as err:  # the executor itself broke (not the notebook): record it, go on
                         attempt = sweep_jobs.Attempt(log, ended=f"{type(err).__name__}: {err}")
-                    rows[i].update(job_id=attempt.job_id, log=str(attempt.log))
-                    if attempt.note:
-                        say(i, "job", attempt.note)
                     running[i] = attempt
+                    rows[i].update(status="running", job_id=attempt.job_id, log=str(attempt.log))
+                    retry = "(retry of a failed point)" if states[i] == "failed" or rows[i]["previous_error"] else ""
+                    say(i, "running", "  ".join(filter(None, [retry, attempt.note])))
                 for i, attempt in list(running.items()):
                     attempt.ended = attempt.ended or executor.end(attempt)
                     if attempt.ended is not None or not wait:
