@@ -249,22 +249,21 @@ def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
     present = {p.name for p in folder.iterdir()} if folder.is_dir() else set()  # one listing, not one per point
     tried = {name.rsplit(".failed-", 1)[0] for name in present if ".failed-" in name}
     for point in sweep.points:
-        name, diff, label = point.run_name, {}, point.run_name  # label: how the point is named in the error
-        if name in present and results_path(sweep, point, outputs_root).exists():
+        name, results, diff = point.run_name, results_path(sweep, point, outputs_root), {}
+        finished = name in present and results.exists()
+        states.append("done" if finished else "failed" if name in tried else "missing")
+        if finished:
             try:
-                done = outputs.read_results(results_path(sweep, point, outputs_root))["params"]
+                done = outputs.read_results(results)["params"]
             except outputs.DamagedResultsError as err:
                 raise SweepError(str(err)) from None
-            given = {k: point.resolved[k] for k in point.overrides if k != "run_name"}
-            diff = {k: (done.get(k, "<absent>"), v) for k, v in given.items() if done.get(k, "<absent>") != v}
-            states.append("done")
-        else:
-            if name in present or f".checkpoints-{name}" in present:
-                diff = outputs.resume_diff(outputs.checkpoints_dir(sweep.notebook, name, outputs_root), point.resolved)
-                label = f"{name} (interrupted, its checkpoints)"
-            states.append("failed" if name in tried else "missing")
-        if diff:
-            stale.append(f"{label}: " + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items()))
+            diff = {k: (done.get(k, "<absent>"), point.resolved[k]) for k in point.overrides if k != "run_name"}
+        elif f".checkpoints-{name}" in present:  # interrupted: its checkpoints' parameters
+            diff = outputs.resume_diff(outputs.checkpoints_dir(sweep.notebook, name, outputs_root), point.resolved)
+            name = f"{name} (interrupted, its checkpoints)"  # as the error names it
+        listed = ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in (diff or {}).items() if a != b)
+        if listed:
+            stale.append(f"{name}: {listed}")
     if stale:
         raise SweepError(
             f"{sweep.path.name}: runs of its points were made with other parameters than the file now "
