@@ -100,8 +100,8 @@ def job_folder(log: Path) -> Path:
 @dataclass
 class Attempt:
     """One try at a point: its log; the child process (local) or the Slurm job id; the GPUs it
-    holds; what starting it did (``note``, printed by the sweep); ``ended`` once known; when the
-    sweep began it (``began``, ``time.time()``)."""
+    holds; what starting or attaching to it did (``note``, printed by the sweep); ``ended`` once
+    known; when the sweep began it or attached to it (``began``, ``time.time()``)."""
 
     log: Path
     proc: subprocess.Popen | None = None
