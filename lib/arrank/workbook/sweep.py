@@ -479,14 +479,12 @@ def run_point(notebook: str, outputs_root: Path, overrides: dict[str, Any]) -> i
     run.interrupt_on_signals()
     try:
         final = run.run_notebook(notebook, overrides, outputs_root=outputs_root, progress=False)
-    except (ParamError, outputs.RunExistsError, outputs.OutputsNotWritableError) as err:
+    except (ParamError, outputs.RunExistsError, outputs.OutputsNotWritableError, run.RunFailedError) as err:
+        failed = isinstance(err, run.RunFailedError)  # the notebook failed (1), or the run was refused (2)
+        if failed:
+            traceback.print_exception(err.__cause__ or err, file=sys.stdout)
         print(run.error_lines(err), flush=True)
-        return 2
-    except run.RunFailedError as err:
-        cause = err.__cause__ or err
-        print("".join(traceback.format_exception(type(cause), cause, cause.__traceback__)), flush=True)
-        print(run.error_lines(err), flush=True)
-        return 1
+        return 1 if failed else 2
     except KeyboardInterrupt as err:
         print(run.error_lines(err or "interrupted", "interrupted: "), flush=True)
         return run.exit_code(err)
