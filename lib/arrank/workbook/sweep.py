@@ -88,8 +88,7 @@ def grid_parts(grid: Any) -> list[dict[str, list[Any]]]:
                     f"{label}.{name} must be a non-empty list of values, got {values!r} "
                     f"(a single value belongs under 'fixed')"
                 )
-            bad = [v for v in values if isinstance(v, (list, dict))]
-            if bad:
+            if bad := [v for v in values if isinstance(v, (list, dict))]:
                 raise SweepError(f"{label}.{name} holds {bad[0]!r}: grid values must be plain values")
     return parts
 
@@ -143,16 +142,14 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         known = sorted(str(p.relative_to(paths.ROOT)) for p in SWEEPS.glob("*.yaml")) if SWEEPS.is_dir() else []
         raise SweepError(f"sweep file {str(path)!r} not found; sweeps: {known}")
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
+    if (size := path.stat().st_size) > MAX_FILE_BYTES:
         raise SweepError(f"{path.name} is {size:,} bytes: a sweep file is at most {MAX_FILE_BYTES:,}")
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as err:
         raise SweepError(f"{path.name} is not UTF-8 text (byte {err.start}): a sweep file is YAML") from None
     try:
-        alias = next((e for e in yaml.parse(text, Loader=yaml.SafeLoader) if isinstance(e, yaml.AliasEvent)), None)
-        if alias is not None:
+        if alias := next((e for e in yaml.parse(text, Loader=yaml.SafeLoader) if isinstance(e, yaml.AliasEvent)), None):
             line = alias.start_mark.line + 1
             raise yaml.YAMLError(f"line {line}: aliases (*name) are not allowed in a sweep file")
         data = yaml.safe_load(text)
@@ -160,8 +157,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         raise SweepError(f"{path.name} is not valid YAML: {str(err)[:300]}") from None
     if not isinstance(data, dict):
         raise SweepError(f"{path.name} must be a mapping with keys {sorted(KEYS)}")
-    unknown = sorted(set(data) - KEYS)
-    if unknown:
+    if unknown := sorted(set(data) - KEYS):
         raise SweepError(f"{path.name}: unknown key(s) {unknown}; allowed: {sorted(KEYS)}")
     for key in ("notebook", "grid"):
         if key not in data:
@@ -190,8 +186,7 @@ def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
         )
     if not isinstance(data["notebook"], (str, int)):
         raise SweepError(f"{path.name}: notebook must be a notebook stem such as 05_train, got {data['notebook']!r}")
-    n = count_points(data["grid"])  # before the notebook is read: a refusal takes no time
-    if n > max_points:
+    if (n := count_points(data["grid"])) > max_points:  # before the notebook is read: a refusal takes no time
         factors = " + ".join(
             " x ".join(f"{len(v):,} {k}" for k, v in part.items()) for part in grid_parts(data["grid"])
         )
@@ -214,8 +209,7 @@ def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
     for where, names in (("fixed", set(fixed)), ("grid", grid_names)):
         if "run_name" in names:
             raise SweepError(f"{path.name}: run_name may not be in '{where}': the sweep names its runs")
-    both = sorted(grid_names & set(fixed))
-    if both:
+    if both := sorted(grid_names & set(fixed)):
         raise SweepError(f"{path.name}: {both} both fixed and in the grid; keep each in one place")
     points: dict[str, Point] = {}
     for values in grid_points:
@@ -261,8 +255,7 @@ def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
         elif f".checkpoints-{name}" in present:  # interrupted: its checkpoints' parameters
             diff = outputs.resume_diff(outputs.checkpoints_dir(sweep.notebook, name, outputs_root), point.resolved)
             name = f"{name} (interrupted, its checkpoints)"  # as the error names it
-        listed = ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in (diff or {}).items() if a != b)
-        if listed:
+        if listed := ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in (diff or {}).items() if a != b):
             stale.append(f"{name}: {listed}")
     if stale:
         raise SweepError(

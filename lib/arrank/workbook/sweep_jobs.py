@@ -54,8 +54,7 @@ def check_resources(resources: Any, where: str = "resources") -> dict[str, Any]:
         return {}
     if not isinstance(resources, dict):
         raise JobError(f"{where} must be a mapping of {sorted(RESOURCES)}, got {resources!r}")
-    unknown = sorted(set(resources) - set(RESOURCES))
-    if unknown:
+    if unknown := sorted(set(resources) - set(RESOURCES)):
         raise JobError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(RESOURCES)}")
     for key, value in resources.items():
         low = int(key != "gpus_per_node")
@@ -134,8 +133,7 @@ def slurm_state(job_id: str) -> str:
     ``sacct``: UNKNOWN for ever on a cluster without accounting."""
     if shutil.which("scontrol") is None:
         return "UNKNOWN"
-    match = re.search(r"\bJobState=(\S+)", _run(["scontrol", "-o", "show", "job", job_id]))
-    if match:
+    if match := re.search(r"\bJobState=(\S+)", _run(["scontrol", "-o", "show", "job", job_id])):
         return match.group(1)
     out = _run(["sacct", "-n", "-X", "-P", "-o", "State", "-j", job_id]).strip()
     return out.split()[0] if out else "GONE"
@@ -182,13 +180,10 @@ class Local:
 
     def end(self, attempt: Attempt) -> str | None:
         """``exit code N`` once the process ended (its GPUs given back), else None."""
-        code = attempt.proc.poll()
-        if code is None:
-            return None
-        if attempt.slot is not None:
+        if (code := attempt.proc.poll()) is not None and attempt.slot is not None:
             self.slots.append(attempt.slot)
             attempt.slot = None
-        return f"exit code {code}"
+        return None if code is None else f"exit code {code}"
 
     def stop(self, attempts: list[Attempt], forward: bool, grace: float = 20.0) -> None:
         """Stop the points still running. A Ctrl-C at the terminal reached them already, so wait a
