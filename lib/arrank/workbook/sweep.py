@@ -105,8 +105,7 @@ def expand_grid(grid: Any) -> list[dict[str, Any]]:
     points: dict[frozenset, dict[str, Any]] = {}
     for part in grid_parts(grid):
         for combo in itertools.product(*part.values()):
-            point = dict(zip(part.keys(), combo))
-            points.setdefault(frozenset(point.items()), point)
+            points.setdefault(frozenset(zip(part, combo)), dict(zip(part, combo)))
     return list(points.values())
 
 
@@ -285,9 +284,8 @@ def slurm_jobs(sweep: Sweep, states: list[str], outputs_root: Path | None = None
 
 def _headline(results: Path) -> str:
     metrics = json.loads(results.read_text())["metrics"]
-    return " ".join(
-        f"{k} {metrics[k]:.3f}" for k in ("cvr", "ndcg", "recall@1") if isinstance(metrics.get(k), (int, float))
-    )
+    keys = [k for k in ("cvr", "ndcg", "recall@1") if isinstance(metrics.get(k), (int, float))]
+    return " ".join(f"{k} {metrics[k]:.3f}" for k in keys)
 
 
 def _newest_failed(run_dir: Path, since: float) -> str | None:
@@ -490,12 +488,10 @@ def describe(sweep: Sweep, outputs_root: Path | None = None) -> str:
     for a point whose newest attempt is a Slurm job, queued / running / ended (its job id and state)."""
     states = point_states(sweep, outputs_root)
     jobs = slurm_jobs(sweep, states, outputs_root)
-    lines = [
-        f"{sweep.name}: notebook {sweep.notebook}, {len(sweep.points)} points"
-        + (f", paper {sweep.paper}" if sweep.paper else "")
-        + (f"; {sweep.description}" if sweep.description else ""),
-        f"fixed: {sweep.fixed}",
-    ]
+    paper = f", paper {sweep.paper}" if sweep.paper else ""
+    about = f"; {sweep.description}" if sweep.description else ""
+    head = f"{sweep.name}: notebook {sweep.notebook}, {len(sweep.points)} points{paper}{about}"
+    lines = [head, f"fixed: {sweep.fixed}"]
     for point, state in zip(sweep.points, states):
         job, now = jobs.get(point.run_name, (None, ""))
         if job is not None:
