@@ -358,11 +358,11 @@ def test_a_multi_line_error_comes_back_whole_from_the_log(tmp_path):
     log.write_text(
         "Traceback (most recent call last):\n  File ...\nerror: old line\n" + run.error_lines(message) + "\n"
     )
-    assert sweep._last_error(log, "exit code 1") == message and len(message.splitlines()) == 4
-    job = sweep._last_error(log, "slurm job 7 ended FAILED", "7")
+    assert sweep.last_error(log, "exit code 1") == message and len(message.splitlines()) == 4
+    job = sweep.last_error(log, "slurm job 7 ended FAILED")
     assert job == message + " (slurm job 7 ended FAILED)"
     log.write_text("Traceback (most recent call last):\n  killed\n")
-    assert sweep._last_error(log, "exit code -9") == "exit code -9 without results; its log ends:   killed"
+    assert sweep.last_error(log, "exit code -9") == "exit code -9 without results; its log ends:   killed"
 
 
 def test_unwritable_outputs_stop_the_sweep_with_one_line(tmp_path, three, outputs_root, obey_permissions):
@@ -575,8 +575,9 @@ def test_a_points_current_job_is_the_job_of_its_newest_attempt(tmp_path):
     jobs.job_folder(longer).mkdir(parents=True)
     (jobs.job_folder(longer) / "12_submitted.pkl").touch()
     longer.touch()
-    assert jobs.current_jobs(tmp_path) == {"s-alpha=1": jobs.Job("11", log), "s-alpha=1.5": jobs.Job("12", longer)}
-    assert jobs.current_jobs(tmp_path)["s-alpha=1"].submitted == "2020-01-01T00:00:00"
+    found = jobs.current_jobs(tmp_path)
+    assert {k: (v.job_id, v.log) for k, v in found.items()} == {"s-alpha=1": ("11", log), "s-alpha=1.5": ("12", longer)}
+    assert found["s-alpha=1"].note == "attached to slurm job 11 (submitted 2020-01-01T00:00:00)"
     (tmp_path / "logs" / "s-alpha=1.20200101-000001.log").touch()  # a local attempt, one second later
     assert list(jobs.current_jobs(tmp_path)) == ["s-alpha=1.5"]
 
@@ -591,7 +592,7 @@ def test_several_gpus_in_one_box_give_each_local_point_its_own():
             match=rf"jobs={have + 1} points at once with gpus_per_node=1 "
             rf"each need {have + 1} GPUs; this machine has {have}",
         ):
-            sweep.sweep_jobs.preflight("local", {"gpus_per_node": 1}, jobs=have + 1)
+            sweep.sweep_jobs.Local([], {}, {"gpus_per_node": 1}, jobs=have + 1)
 
 
 def test_a_slurm_job_seen_from_a_machine_without_slurm_is_never_submitted_again(
@@ -603,8 +604,9 @@ def test_a_slurm_job_seen_from_a_machine_without_slurm_is_never_submitted_again(
     calls = []
     with pytest.raises(sweep.SweepError, match=r"three-alpha=1: slurm job 4242 UNKNOWN"):
         sweep.run_sweep(three, outputs_root=outputs_root, executor=fake_executor(three, outputs_root, calls=calls))
-    assert calls == [] and sweep.sweep_jobs.current_jobs(folder) == {
-        three.points[0].run_name: sweep.sweep_jobs.Job("4242", log)
+    current = sweep.sweep_jobs.current_jobs(folder)
+    assert calls == [] and {k: (v.job_id, v.log) for k, v in current.items()} == {
+        three.points[0].run_name: ("4242", log)
     }
 
 

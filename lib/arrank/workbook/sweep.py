@@ -11,7 +11,6 @@ docs/scale-out.md.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import itertools
 import json
@@ -26,11 +25,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from arrank.common import outputs, paths, processes
 from arrank.common.params import ParamError, spec_for
 from arrank.workbook import run, sweep_jobs
+from arrank.workbook.sweep_jobs import ENDED
 
 SWEEPS = paths.ROOT / "sweeps"
 KEYS = {"notebook", "grid", "fixed", "paper", "description", "resources"}
@@ -72,14 +72,14 @@ class Sweep:
         return list(dict.fromkeys(k for p in self.points for k in p.grid))
 
 
-def grid_parts(grid: Any, where: str = "grid") -> list[dict[str, list[Any]]]:
+def grid_parts(grid: Any) -> list[dict[str, list[Any]]]:
     """The grid's mappings (one, or each of a list), checked: non-empty mappings of parameter ->
     non-empty list of plain values."""
     parts = grid if isinstance(grid, list) else [grid]
     if not parts or grid == {} or grid is None:
-        raise SweepError(f"{where} is empty: give a mapping of parameter -> list of values")
+        raise SweepError("grid is empty: give a mapping of parameter -> list of values")
     for i, part in enumerate(parts):
-        label = f"{where}[{i}]" if isinstance(grid, list) else where
+        label = f"grid[{i}]" if isinstance(grid, list) else "grid"
         if not isinstance(part, dict) or not part:
             raise SweepError(f"{label} must be a non-empty mapping of parameter -> list of values, got {part!r}")
         for name, values in part.items():
@@ -88,48 +88,31 @@ def grid_parts(grid: Any, where: str = "grid") -> list[dict[str, list[Any]]]:
                     f"{label}.{name} must be a non-empty list of values, got {values!r} "
                     f"(a single value belongs under 'fixed')"
                 )
-            bad = [v for v in values if isinstance(v, (list, dict))]
-            if bad:
+            if bad := [v for v in values if isinstance(v, (list, dict))]:
                 raise SweepError(f"{label}.{name} holds {bad[0]!r}: grid values must be plain values")
     return parts
 
 
-def count_points(grid: Any, where: str = "grid") -> int:
+def count_points(grid: Any) -> int:
     """How many points the grid's products hold before duplicates are dropped, computed without
     expanding them (the sum over its mappings of the product of their list lengths)."""
-    return sum(math.prod(len(values) for values in part.values()) for part in grid_parts(grid, where))
+    return sum(math.prod(len(values) for values in part.values()) for part in grid_parts(grid))
 
 
-def check_size(grid: Any, file: str, max_points: int = MAX_POINTS) -> int:
-    """Refuse (``SweepError``, before anything is expanded) a grid of more than ``max_points``
-    points, with the count, its factors and the way out; returns the count."""
-    n = count_points(grid)
-    if n > max_points:
-        factors = " + ".join(" x ".join(f"{len(v):,} {k}" for k, v in part.items()) for part in grid_parts(grid))
-        raise SweepError(
-            f"{file}: the grid has {n:,} points ({factors}), more than the cap of {max_points:,}: split the "
-            f"sweep, or pass --max-points {n} to run them all"
-        )
-    return n
-
-
-def expand_grid(grid: Any, where: str = "grid") -> list[dict[str, Any]]:
+def expand_grid(grid: Any) -> list[dict[str, Any]]:
     """The points of a grid: the Cartesian product of a mapping's value lists, or the union (in
     order, duplicates dropped: found with a set) of the products of a list of mappings."""
     points: dict[frozenset, dict[str, Any]] = {}
-    for part in grid_parts(grid, where):
+    for part in grid_parts(grid):
         for combo in itertools.product(*part.values()):
-            point = dict(zip(part.keys(), combo))
-            points.setdefault(frozenset(point.items()), point)
+            points.setdefault(frozenset(zip(part, combo)), dict(zip(part, combo)))
     return list(points.values())
 
 
 def format_value(value: Any) -> str:
     """A grid value as it appears in a run name: 2.0 -> '2', True -> 'true', None -> 'none'."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or value is None:
         return str(value).lower()
-    if value is None:
-        return "none"
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return re.sub(r"[^A-Za-z0-9._=-]", "_", str(value))
@@ -149,43 +132,31 @@ MAX_FILE_BYTES = 1_000_000  # a sweep file is a few KB; anything near this is no
 MAX_DESCRIPTION = 500  # characters of a sweep's description
 
 
-def _no_aliases_loader():
-    """PyYAML's safe loader refusing aliases (``*name``): nested anchors expand a few KB into
-    gigabytes (a "billion laughs"), and a sweep file needs none."""
-    import yaml
-
-    class NoAliases(yaml.SafeLoader):
-        def compose_node(self, parent, index):
-            if self.check_event(yaml.AliasEvent):
-                mark = self.peek_event().start_mark
-                raise yaml.YAMLError(f"line {mark.line + 1}: aliases (*name) are not allowed in a sweep file")
-            return super().compose_node(parent, index)
-
-    return NoAliases
-
-
 def _read_yaml(path: Path) -> dict[str, Any]:
-    """A sweep file's mapping, read as untrusted input: at most ``MAX_FILE_BYTES``, UTF-8, no aliases."""
+    """A sweep file's mapping, read as untrusted input: at most ``MAX_FILE_BYTES``, UTF-8, and no
+    aliases (``*name``), found in PyYAML's event stream before anything is built: nested anchors
+    expand a few KB into gigabytes (a "billion laughs"), and a sweep file needs none."""
     import yaml
 
     if not path.is_file():
         known = sorted(str(p.relative_to(paths.ROOT)) for p in SWEEPS.glob("*.yaml")) if SWEEPS.is_dir() else []
         raise SweepError(f"sweep file {str(path)!r} not found; sweeps: {known}")
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
+    if (size := path.stat().st_size) > MAX_FILE_BYTES:
         raise SweepError(f"{path.name} is {size:,} bytes: a sweep file is at most {MAX_FILE_BYTES:,}")
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as err:
         raise SweepError(f"{path.name} is not UTF-8 text (byte {err.start}): a sweep file is YAML") from None
     try:
-        data = yaml.load(text, Loader=_no_aliases_loader())  # noqa: S506 (a SafeLoader subclass)
+        if alias := next((e for e in yaml.parse(text, Loader=yaml.SafeLoader) if isinstance(e, yaml.AliasEvent)), None):
+            line = alias.start_mark.line + 1
+            raise yaml.YAMLError(f"line {line}: aliases (*name) are not allowed in a sweep file")
+        data = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise SweepError(f"{path.name} is not valid YAML: {str(err)[:300]}") from None
     if not isinstance(data, dict):
         raise SweepError(f"{path.name} must be a mapping with keys {sorted(KEYS)}")
-    unknown = sorted(set(data) - KEYS)
-    if unknown:
+    if unknown := sorted(set(data) - KEYS):
         raise SweepError(f"{path.name}: unknown key(s) {unknown}; allowed: {sorted(KEYS)}")
     for key in ("notebook", "grid"):
         if key not in data:
@@ -195,28 +166,40 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
     """Read and check a sweep file, expanding its points; nothing runs. A grid over ``max_points``
-    is refused before it is expanded; every point goes through the runner's own checks
-    (``run.prepare_parsed``, the parameters cell read once), so a bad file fails here, naming the point."""
+    is refused before it is expanded (with the count, its factors and the way out); every point
+    goes through the runner's own checks (``run.prepare_parsed``, the parameters cell read once),
+    so a bad file fails here, naming the point."""
     path = Path(path)
     if not path.is_absolute() and not path.exists():
         path = paths.ROOT / path
     data = _read_yaml(path)
-    name = path.stem
+    name, paper, description = path.stem, data.get("paper"), data.get("description", "")
     if not re.fullmatch(NAME_PATTERN, name):
         raise SweepError(f"sweep file name {name!r} must match {NAME_PATTERN} (it prefixes the run names)")
-    paper = data.get("paper")
-    if paper is not None and (not isinstance(paper, str) or paper not in PAPER_KEYS):
+    if paper is not None and paper not in PAPER_KEYS:
         raise SweepError(f"{path.name}: paper={repr(paper)[:80]} is not allowed; choose one of {list(PAPER_KEYS)}")
+    if not isinstance(description, str) or len(description) > MAX_DESCRIPTION:
+        shown = repr(description)[:80]
+        raise SweepError(
+            f"{path.name}: description must be a string of at most {MAX_DESCRIPTION} characters, got {shown}"
+        )
     if not isinstance(data["notebook"], (str, int)):
         raise SweepError(f"{path.name}: notebook must be a notebook stem such as 05_train, got {data['notebook']!r}")
-    check_size(data["grid"], path.name, max_points)  # before the notebook is read: a refusal takes no time
+    if (n := count_points(data["grid"])) > max_points:  # before the notebook is read: a refusal takes no time
+        factors = " + ".join(
+            " x ".join(f"{len(v):,} {k}" for k, v in part.items()) for part in grid_parts(data["grid"])
+        )
+        raise SweepError(
+            f"{path.name}: the grid has {n:,} points ({factors}), more than the cap of {max_points:,}: split the "
+            f"sweep, or pass --max-points {n} to run them all"
+        )
     try:
         source = run.find_notebook(str(data["notebook"]))
-        stem = source.stem
-        spec_for(stem)
+        spec_for(source.stem)
         defaults = run.parameters_cell(run.read_notebook(source), source)
-    except ParamError as err:
-        raise SweepError(f"{path.name}: {err}") from None
+        resources = sweep_jobs.check_resources(data.get("resources"), f"{path.name}: resources")
+    except (ParamError, sweep_jobs.JobError) as err:
+        raise SweepError(str(err) if isinstance(err, sweep_jobs.JobError) else f"{path.name}: {err}") from None
     fixed = data.get("fixed") or {}
     if not isinstance(fixed, dict):
         raise SweepError(f"{path.name}: 'fixed' must be a mapping of parameter -> value, got {fixed!r}")
@@ -225,8 +208,7 @@ def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
     for where, names in (("fixed", set(fixed)), ("grid", grid_names)):
         if "run_name" in names:
             raise SweepError(f"{path.name}: run_name may not be in '{where}': the sweep names its runs")
-    both = sorted(grid_names & set(fixed))
-    if both:
+    if both := sorted(grid_names & set(fixed)):
         raise SweepError(f"{path.name}: {both} both fixed and in the grid; keep each in one place")
     points: dict[str, Point] = {}
     for values in grid_points:
@@ -243,17 +225,7 @@ def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
                 f"run name {point.run_name!r}; use values that differ in their run-name form"
             )
         points[point.run_name] = point
-    try:
-        resources = sweep_jobs.check_resources(data.get("resources"), f"{path.name}: resources")
-    except sweep_jobs.JobError as err:
-        raise SweepError(str(err)) from None
-    description = data.get("description", "")
-    if not isinstance(description, str) or len(description) > MAX_DESCRIPTION:
-        shown = repr(description)[:80]
-        raise SweepError(
-            f"{path.name}: description must be a string of at most {MAX_DESCRIPTION} characters, got {shown}"
-        )
-    return Sweep(name, path, stem, dict(fixed), list(points.values()), paper, description, resources)
+    return Sweep(name, path, source.stem, dict(fixed), list(points.values()), paper, description, resources)
 
 
 def results_path(sweep: Sweep, point: Point, outputs_root: Path | None = None) -> Path:
@@ -270,23 +242,20 @@ def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
     present = {p.name for p in folder.iterdir()} if folder.is_dir() else set()  # one listing, not one per point
     tried = {name.rsplit(".failed-", 1)[0] for name in present if ".failed-" in name}
     for point in sweep.points:
-        name, diff = point.run_name, {}
-        label = name  # how the point is named in the error below
-        if name in present and results_path(sweep, point, outputs_root).exists():
+        name, results, diff = point.run_name, results_path(sweep, point, outputs_root), {}
+        finished = name in present and results.exists()
+        states.append("done" if finished else "failed" if name in tried else "missing")
+        if finished:
             try:
-                done = outputs.read_results(results_path(sweep, point, outputs_root))["params"]
+                done = outputs.read_results(results)["params"]
             except outputs.DamagedResultsError as err:
                 raise SweepError(str(err)) from None
-            given = {k: point.resolved[k] for k in point.overrides if k != "run_name"}
-            diff = {k: (done.get(k, "<absent>"), v) for k, v in given.items() if done.get(k, "<absent>") != v}
-            states.append("done")
-        else:
-            if name in present or f".checkpoints-{name}" in present:
-                diff = outputs.resume_diff(outputs.checkpoints_dir(sweep.notebook, name, outputs_root), point.resolved)
-                label = f"{name} (interrupted, its checkpoints)"
-            states.append("failed" if point.run_name in tried else "missing")
-        if diff:
-            stale.append(f"{label}: " + ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items()))
+            diff = {k: (done.get(k, "<absent>"), point.resolved[k]) for k in point.overrides if k != "run_name"}
+        elif f".checkpoints-{name}" in present:  # interrupted: its checkpoints' parameters
+            diff = outputs.resume_diff(outputs.checkpoints_dir(sweep.notebook, name, outputs_root), point.resolved)
+            name = f"{name} (interrupted, its checkpoints)"  # as the error names it
+        if listed := ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in (diff or {}).items() if a != b):
+            stale.append(f"{name}: {listed}")
     if stale:
         raise SweepError(
             f"{sweep.path.name}: runs of its points were made with other parameters than the file now "
@@ -302,32 +271,40 @@ def sweep_dir(sweep: Sweep, outputs_root: Path | None = None) -> Path:
     return (outputs_root or paths.OUTPUTS) / "sweeps" / sweep.name
 
 
-def _headline(metrics: dict[str, Any]) -> str:
+def slurm_jobs(sweep: Sweep, states: list[str], outputs_root: Path | None = None) -> dict[str, tuple[Any, str]]:
+    """{run_name: (attempt, Slurm state)} for the unfinished points (``states``: ``point_states``)
+    whose newest attempt is a Slurm job."""
+    jobs = sweep_jobs.current_jobs(sweep_dir(sweep, outputs_root))
+    return {
+        p.run_name: (jobs[p.run_name], sweep_jobs.slurm_state(jobs[p.run_name].job_id))
+        for p, state in zip(sweep.points, states)
+        if state != "done" and p.run_name in jobs
+    }
+
+
+def _headline(results: Path) -> str:
+    metrics = json.loads(results.read_text())["metrics"]
     keys = [k for k in ("cvr", "ndcg", "recall@1") if isinstance(metrics.get(k), (int, float))]
     return " ".join(f"{k} {metrics[k]:.3f}" for k in keys)
 
 
-def _last_error(log: Path, ended: str | None, job_id: str | None = None) -> str:
+def _newest_failed(run_dir: Path, since: float) -> str | None:
+    found = [p for p in run_dir.parent.glob(f"{run_dir.name}.failed-*") if p.stat().st_mtime >= since - 1]
+    return str(max(found, key=os.path.getmtime)) if found else None
+
+
+def last_error(log: Path, ended: str) -> str:
     """Why an attempt left no results.json: the error a point's process printed last
     (``run.error_lines``: an ``error: `` line and its indented continuation lines, so a multi-line
     message comes back whole), with the job's end for a Slurm job (``slurm job 12 ended
     CANCELLED``); else how it ended and the log's last line."""
     lines = log.read_text(errors="replace").splitlines() if log.exists() else []
     tail = next((ln for ln in reversed(lines) if ln.strip()), "")
-    starts = [i for i, ln in enumerate(lines) if ln.startswith(("error: ", "interrupted: "))]
-    if not starts:
+    start = max((i for i, ln in enumerate(lines) if ln.startswith(("error: ", "interrupted: "))), default=None)
+    if start is None:
         return f"{ended} without results" + (f"; its log ends: {tail}" if tail else f"; no output in {log}")
-    block = [lines[starts[-1]].split(": ", 1)[1]]
-    for ln in lines[starts[-1] + 1 :]:
-        if not ln.startswith("  "):
-            break
-        block.append(ln[2:])
-    return "\n".join(block) + (f" ({ended})" if job_id else "")
-
-
-def _newest_failed(run_dir: Path, since: float) -> str | None:
-    found = [p for p in run_dir.parent.glob(f"{run_dir.name}.failed-*") if p.stat().st_mtime >= since - 1]
-    return str(max(found, key=lambda p: p.stat().st_mtime)) if found else None
+    more = [ln[2:] for ln in itertools.takewhile(lambda ln: ln.startswith("  "), lines[start + 1 :])]
+    return "\n".join([lines[start].split(": ", 1)[1], *more]) + (f" ({ended})" if ended.startswith("slurm job") else "")
 
 
 def thread_env(jobs: int) -> dict[str, str]:
@@ -335,56 +312,30 @@ def thread_env(jobs: int) -> dict[str, str]:
     cpu_count // jobs threads (OMP_NUM_THREADS, MKL_NUM_THREADS) unless the caller set them;
     two 2-thread trainings on 2 cores ran 7x slower than one after the other (docs/measurements.md)."""
     env = processes.openmp_wait_env(dict(os.environ))  # passive OpenMP waiting in every point
-    if jobs > 1:
-        threads = str(max(1, (os.cpu_count() or 1) // jobs))
-        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            env.setdefault(name, threads)
-    return env
+    threads = str(max(1, (os.cpu_count() or 1) // jobs))
+    return {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, **env} if jobs > 1 else env
 
 
-def make_executor(sweep: Sweep, root: Path, kind: str, resources: dict[str, Any], jobs: int) -> sweep_jobs.Executor:
-    """The executor ``kind`` for this sweep: both run ``python -m arrank.workbook.sweep --point
-    <notebook> <overrides> --outputs-root <root>`` for a point, with ``thread_env(jobs)``."""
+def sweep_lock(sweep: Sweep, folder: Path) -> Any:
+    """An exclusive lock (``filelock``) on ``outputs/sweeps/<sweep>/.lock``, held for a ``with``
+    block (two calls of one sweep at once would run or submit a point twice); a second call fails
+    with a clear error."""
+    from filelock import FileLock, Timeout
 
-    def command(point: Point) -> list[str]:
-        head = [sys.executable, "-m", "arrank.workbook.sweep", "--point", sweep.notebook]
-        return head + [json.dumps(point.overrides), "--outputs-root", str(root)]
-
-    env = thread_env(jobs)
-    if kind == "local":
-        return sweep_jobs.Local(command, env, paths.ROOT, resources.get("gpus_per_node", 0))
-    kept = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", *processes.OPENMP_WAIT)  # the job inherits the rest
-    return sweep_jobs.Slurm(command, {k: v for k, v in env.items() if k in kept}, sweep_dir(sweep, root), resources)
-
-
-def previous_errors(sweep: Sweep, root: Path, kind: str) -> dict[str, str]:
-    """Before a call runs anything: {run_name: error} for the points whose newest attempt is a
-    Slurm job that ended without results (recorded, and run again now). Refuses a local call while
-    a point's job is still queued or running (it would run the point twice)."""
-    previous, busy = {}, []
-    for name, job in sweep_jobs.current_jobs(sweep_dir(sweep, root)).items():
-        point = next((p for p in sweep.points if p.run_name == name), None)
-        if point is None or results_path(sweep, point, root).exists():
-            continue
-        state = sweep_jobs.slurm_state(job.job_id)
-        ended = sweep_jobs.job_end(job.job_id, state)
-        if ended is not None:
-            previous[name] = _last_error(job.log, ended, job.job_id)
-        elif kind != "slurm":
-            busy.append(f"{name}: slurm job {job.job_id} {state}")
-    if busy:
+    try:
+        return FileLock(folder / ".lock", timeout=0).acquire()
+    except Timeout:
         raise SweepError(
-            f"{sweep.path.name}: points have jobs still queued or running; follow them with the executor that "
-            "submitted them (--executor slurm), or cancel them first:\n  " + "\n  ".join(sorted(busy))
-        )
-    return previous
+            f"another call of sweep {sweep.name!r} is running (it holds {folder / '.lock'}); "
+            "wait for it, or see its points with --list"
+        ) from None
 
 
 def run_sweep(
     sweep: Sweep,
     jobs: int | None = None,
     outputs_root: Path | None = None,
-    executor: str | sweep_jobs.Executor = "local",
+    executor: Any = "local",
     echo: Callable[[str], None] = print,
     resources: dict[str, Any] | None = None,
     wait: bool = True,
@@ -395,169 +346,136 @@ def run_sweep(
     ``failed`` (recorded, the sweep goes on), ``interrupted`` (Ctrl-C, SIGTERM, SIGHUP: running
     points stopped, KeyboardInterrupt raised) or ``submitted`` (a Slurm job left queued or running:
     on an interruption, or with ``wait`` false, which submits and returns). ``executor``: ``local``
-    or ``slurm`` (``sweep_jobs``; ``resources`` over the sweep file's, a local point takes only
-    ``gpus_per_node``), or an object with the same interface."""
+    or ``slurm`` (``sweep_jobs.EXECUTORS``, with ``resources`` over the sweep file's, each point
+    running ``python -m arrank.workbook.sweep --point <notebook> <outputs root> <overrides>`` with
+    ``thread_env(jobs)``), or an object with the same interface.
+
+    Once the sweep's lock is held, before anything runs: stale runs are refused; of the unfinished
+    points whose newest attempt is a Slurm job, one that ended is recorded (``previous_error``) and
+    runs again, one still queued or running is attached to (a local call refuses: it would run the
+    point twice). Then points start while fewer than ``jobs`` run, the running ones looked at
+    every ``executor.poll_s``."""
     kind = executor if isinstance(executor, str) else executor.kind
-    sweep_jobs.check_executor(kind)
+    if kind not in sweep_jobs.EXECUTORS:
+        raise sweep_jobs.JobError(f"executor={kind!r} is not known; choose one of {list(sweep_jobs.EXECUTORS)}")
     resources = sweep_jobs.check_resources({**sweep.resources, **(resources or {})})
-    if kind == "local":
-        resources = {k: v for k, v in resources.items() if k in sweep_jobs.LOCAL_RESOURCES}
     jobs = jobs if jobs is not None else (len(sweep.points) if kind == "slurm" else 1)
     if jobs < 1:
         raise SweepError(f"jobs={jobs} must be at least 1")
     if not wait and kind != "slurm":
         raise SweepError("--no-wait needs --executor slurm (local points end with this command)")
     root = outputs_root or paths.OUTPUTS
-    folder = sweep_dir(sweep, root)
+    folder, points = sweep_dir(sweep, root), sweep.points
     outputs.writable_folder(folder / "logs")  # one clear error, not a traceback per point
     outputs.writable_folder(root / sweep.notebook)
     with sweep_lock(sweep, folder):
         if isinstance(executor, str):
-            sweep_jobs.preflight(kind, resources, jobs)
-            executor = make_executor(sweep, root, kind, resources, jobs)
-        return _run_points(sweep, executor, jobs, root, echo, wait)
+            command = [sys.executable, "-m", "arrank.workbook.sweep", "--point", sweep.notebook, str(root)]
+            executor = sweep_jobs.EXECUTORS[kind](command, thread_env(jobs), resources, jobs)
+        states = point_states(sweep, root)  # raises on stale finished runs, before anything runs
+        found = slurm_jobs(sweep, states, root)
+        live = {name: job for name, (job, state) in found.items() if state not in ENDED}
+        if live and kind != "slurm":
+            busy = sorted(f"{name}: slurm job {job.job_id} {found[name][1]}" for name, job in live.items())
+            raise SweepError(
+                f"{sweep.path.name}: points have jobs still queued or running; follow them with the executor that "
+                "submitted them (--executor slurm), or cancel them first:\n  " + "\n  ".join(busy)
+            )
+        empty = dict.fromkeys(("seconds", "error", "log", "failed_dir", "job_id", "previous_error"))
+        rows = [dict(run_name=p.run_name, grid=p.grid, status="pending", **empty) for p in points]
+        width, wall, running, interrupt = len(str(len(points))), time.time(), {}, None
 
+        def say(i: int, word: str, text: str = "") -> None:
+            echo(f"[{i + 1:>{width}}/{len(points)}] {word:<11} {points[i].run_name}{'  ' + text if text else ''}")
 
-@contextlib.contextmanager
-def sweep_lock(sweep: Sweep, folder: Path) -> Iterator[None]:
-    """An exclusive lock (``filelock``) on ``outputs/sweeps/<sweep>/.lock`` for one call (two calls
-    of one sweep at once would run or submit a point twice); a second call fails with a clear error."""
-    from filelock import FileLock, Timeout
+        def save() -> None:
+            now = datetime.now().isoformat(timespec="seconds")
+            status = {"sweep": str(sweep.path), "notebook": sweep.notebook, "updated": now, "points": rows}
+            outputs.write_json_atomic(folder / "status.json", status)
 
-    lock = FileLock(folder / ".lock", timeout=0)
-    try:
-        lock.acquire()
-    except Timeout:
-        raise SweepError(
-            f"another call of sweep {sweep.name!r} is running (it holds {folder / '.lock'}); "
-            "wait for it, or see its points with --list"
-        ) from None
-    try:
-        yield
-    finally:
-        lock.release()
-
-
-def _run_points(
-    sweep: Sweep, executor: sweep_jobs.Executor, jobs: int, root: Path, echo: Callable[[str], None], wait: bool
-) -> list[dict]:
-    """The body of :func:`run_sweep` once the sweep's lock is held: refuse stale runs, record the
-    Slurm jobs that ended, then start points while fewer than ``jobs`` run and look at the
-    running ones every ``executor.poll_s``."""
-    states = point_states(sweep, root)  # raises on stale finished runs, before anything runs
-    previous = previous_errors(sweep, root, executor.kind)  # jobs that ended: errors recorded, points rerun
-    folder = sweep_dir(sweep, root)
-    total, width = len(sweep.points), len(str(len(sweep.points)))
-    empty = dict.fromkeys(("seconds", "error", "log", "failed_dir", "job_id"), None)
-    rows = [dict(run_name=p.run_name, grid=p.grid, status="pending", **empty) for p in sweep.points]
-    for p, row in zip(sweep.points, rows):
-        row.update(
-            run_dir=str(outputs.run_path(sweep.notebook, p.run_name, root)), previous_error=previous.get(p.run_name)
-        )
-
-    def say(i: int, word: str, text: str = "") -> None:
-        echo(f"[{i + 1:>{width}}/{total}] {word:<11} {sweep.points[i].run_name}{'  ' + text if text else ''}")
-
-    def save() -> None:
-        now = datetime.now().isoformat(timespec="seconds")
-        status = {"sweep": str(sweep.path), "notebook": sweep.notebook, "updated": now, "points": rows}
-        outputs.write_json_atomic(folder / "status.json", status)
-
-    def finish(i: int, attempt: sweep_jobs.Attempt, began: tuple[float, float], stopped: bool = False) -> None:
-        row, seconds = rows[i], round(time.perf_counter() - began[1], 1)
-        row["seconds"] = seconds
-        results = results_path(sweep, sweep.points[i], root)
-        if results.exists():
-            row["status"] = "done"
-            say(i, "done", f"{seconds:.1f} s  {_headline(json.loads(results.read_text())['metrics'])}")
-            for message in run.told_in(results.parent):  # what the point's run told its user
+        def finish(i: int, attempt: sweep_jobs.Attempt, stopped: bool = False) -> None:
+            results, seconds = results_path(sweep, points[i], root), round(time.time() - attempt.began, 1)
+            if results.exists():
+                row, text = {"status": "done"}, f"{seconds:.1f} s  {_headline(results)}"
+            elif attempt.ended is None:  # a Slurm job left queued or running
+                state = sweep_jobs.slurm_state(attempt.job_id)
+                row = {"status": "submitted", "job_state": state}
+                text = f"slurm job {attempt.job_id} {state}; the next call follows it"
+            elif stopped:
+                row, text = {"status": "interrupted"}, f"{seconds:.1f} s"
+            else:
+                error = last_error(attempt.log, attempt.ended)
+                row = {"status": "failed", "error": error, "failed_dir": _newest_failed(results.parent, attempt.began)}
+                indented = error.replace("\n", "\n    ")  # a multi-line message stays one indented block
+                text = f"{seconds:.1f} s  {indented}  (log: {attempt.log})"
+            rows[i].update(row, seconds=seconds)
+            say(i, "FAILED" if row["status"] == "failed" else row["status"], text)
+            for message in run.told_in(results.parent):  # what a finished point's run told its user
                 echo(f"    note: {message}")
-        elif attempt.ended is None:  # a Slurm job left queued or running
-            state = sweep_jobs.slurm_state(attempt.job_id)
-            row.update(status="submitted", job_state=state)
-            say(i, "submitted", f"slurm job {attempt.job_id} {state}; the next call follows it")
-        elif stopped:
-            row["status"] = "interrupted"
-            say(i, "interrupted", f"{seconds:.1f} s")
-        else:
-            error = _last_error(attempt.log, attempt.ended, attempt.job_id)
-            row.update(status="failed", error=error, failed_dir=_newest_failed(Path(row["run_dir"]), began[0]))
-            indented = error.replace("\n", "\n    ")  # a multi-line message stays one indented block
-            say(i, "FAILED", f"{seconds:.1f} s  {indented}  (log: {attempt.log})")
-        save()
+            save()
 
-    todo = []
-    for i, state in enumerate(states):
-        if rows[i]["previous_error"]:
-            states[i] = "failed"
-            say(i, "FAILED", f"earlier: {rows[i]['previous_error']}")
-        if state == "done":
-            rows[i]["status"] = "done earlier"
-            say(i, "skipped", "(results.json exists)")
-        else:
-            todo.append(i)
-    save()
-    wall, interrupt = time.perf_counter(), None
-    running: dict[int, tuple[sweep_jobs.Attempt, tuple[float, float]]] = {}
-    try:
-        while todo or running:
-            while todo and len(running) < jobs:
-                i = todo.pop(0)
-                log = sweep_jobs.attempt_log(folder, sweep.points[i].run_name)
-                rows[i].update(status="running", log=str(log))
-                say(i, "running", "(retry of a failed point)" if states[i] == "failed" else "")
-                began = (time.time(), time.perf_counter())
-                try:
-                    attempt = executor.start(sweep.points[i], log)
-                except Exception as err:  # the executor itself broke (not the notebook): record it, go on
-                    attempt = sweep_jobs.Attempt(log, ended=f"{type(err).__name__}: {err}")
-                rows[i].update(job_id=attempt.job_id, log=str(attempt.log))
-                if attempt.note:
-                    say(i, "job", attempt.note)
-                running[i] = (attempt, began)
-            for i, (attempt, began) in list(running.items()):
+        for i, state in enumerate(states):
+            job, slurm_state = found.get(points[i].run_name, (None, None))
+            if slurm_state in ENDED:  # recorded, and run again now
+                rows[i]["previous_error"] = last_error(job.log, sweep_jobs.job_end(job.job_id, slurm_state))
+                say(i, "FAILED", f"earlier: {rows[i]['previous_error']}")
+            if state == "done":
+                rows[i]["status"] = "done earlier"
+                say(i, "skipped", "(results.json exists)")
+        save()
+        todo = [i for i, state in enumerate(states) if state != "done"]
+        try:
+            while todo or running:
+                while todo and len(running) < jobs:
+                    i = todo.pop(0)
+                    log = sweep_jobs.attempt_log(folder, points[i].run_name)
+                    try:
+                        attempt = live.get(points[i].run_name) or executor.start(points[i], log)
+                    except Exception as err:  # the executor itself broke (not the notebook): record it, go on
+                        attempt = sweep_jobs.Attempt(log, ended=f"{type(err).__name__}: {err}")
+                    running[i] = attempt
+                    rows[i].update(status="running", job_id=attempt.job_id, log=str(attempt.log))
+                    retry = "(retry of a failed point)" if states[i] == "failed" or rows[i]["previous_error"] else ""
+                    say(i, "running", "  ".join(filter(None, [retry, attempt.note])))
+                for i, attempt in list(running.items()):
+                    attempt.ended = attempt.ended or executor.end(attempt)
+                    if attempt.ended is not None or not wait:
+                        finish(i, running.pop(i))
+                if running:
+                    time.sleep(executor.poll_s)
+        except KeyboardInterrupt as err:
+            interrupt = err
+            executor.stop(list(running.values()), forward=getattr(err, "signum", signal.SIGINT) != signal.SIGINT)
+            for i, attempt in running.items():
                 attempt.ended = attempt.ended or executor.end(attempt)
-                if attempt.ended is not None or not wait:
-                    del running[i]
-                    finish(i, attempt, began)
-            if running:
-                time.sleep(executor.poll_s)
-    except KeyboardInterrupt as err:
-        interrupt = err
-        executor.stop([a for a, _ in running.values()], forward=getattr(err, "signum", signal.SIGINT) != signal.SIGINT)
-        for i, (attempt, began) in running.items():
-            attempt.ended = attempt.ended or executor.end(attempt)
-            finish(i, attempt, began, stopped=True)
-    for row in rows:
-        if row["status"] in ("pending", "running") and interrupt is not None:
-            row["status"] = "interrupted"
-    save()
+                finish(i, attempt, stopped=True)
+            for row in rows:
+                row["status"] = "interrupted" if row["status"] in ("pending", "running") else row["status"]
+        save()
     counts = Counter(r["status"] for r in rows)
     echo(
         f"sweep {sweep.name}: {counts['done']} ran, {counts['done earlier']} done earlier, {counts['failed']} failed"
         + (f", {counts['interrupted']} interrupted" if counts["interrupted"] else "")
         + (f", {counts['submitted']} submitted (queued or running)" if counts["submitted"] else "")
-        + f" ({time.perf_counter() - wall:.0f} s); status: {folder / 'status.json'}"
+        + f" ({time.time() - wall:.0f} s); status: {folder / 'status.json'}"
     )
     if interrupt is not None:
         raise interrupt
     return rows
 
 
-def run_point(notebook: str, overrides: dict[str, Any], outputs_root: Path | None) -> int:
+def run_point(notebook: str, outputs_root: Path, overrides: dict[str, Any]) -> int:
     """The process of one point (local or in a Slurm job): run it, print the full error on failure
     (the log keeps it)."""
     run.interrupt_on_signals()
     try:
         final = run.run_notebook(notebook, overrides, outputs_root=outputs_root, progress=False)
-    except (ParamError, outputs.RunExistsError, outputs.OutputsNotWritableError) as err:
+    except (ParamError, outputs.RunExistsError, outputs.OutputsNotWritableError, run.RunFailedError) as err:
+        failed = isinstance(err, run.RunFailedError)  # the notebook failed (1), or the run was refused (2)
+        if failed:
+            traceback.print_exception(err.__cause__ or err, file=sys.stdout)
         print(run.error_lines(err), flush=True)
-        return 2
-    except run.RunFailedError as err:
-        cause = err.__cause__ or err
-        print("".join(traceback.format_exception(type(cause), cause, cause.__traceback__)), flush=True)
-        print(run.error_lines(err), flush=True)
-        return 1
+        return 1 if failed else 2
     except KeyboardInterrupt as err:
         print(run.error_lines(err or "interrupted", "interrupted: "), flush=True)
         return run.exit_code(err)
@@ -569,19 +487,16 @@ def describe(sweep: Sweep, outputs_root: Path | None = None) -> str:
     """The points of a sweep with their state (the ``--list`` output): done, failed, missing, or
     for a point whose newest attempt is a Slurm job, queued / running / ended (its job id and state)."""
     states = point_states(sweep, outputs_root)
-    current = sweep_jobs.current_jobs(sweep_dir(sweep, outputs_root))
-    lines = [
-        f"{sweep.name}: notebook {sweep.notebook}, {len(sweep.points)} points"
-        + (f", paper {sweep.paper}" if sweep.paper else "")
-        + (f"; {sweep.description}" if sweep.description else ""),
-        f"fixed: {sweep.fixed}",
-    ]
+    jobs = slurm_jobs(sweep, states, outputs_root)
+    paper = f", paper {sweep.paper}" if sweep.paper else ""
+    about = f"; {sweep.description}" if sweep.description else ""
+    head = f"{sweep.name}: notebook {sweep.notebook}, {len(sweep.points)} points{paper}{about}"
+    lines = [head, f"fixed: {sweep.fixed}"]
     for point, state in zip(sweep.points, states):
-        job, text = current.get(point.run_name), ""
-        if job is not None and state != "done":
-            now = sweep_jobs.slurm_state(job.job_id)
-            state = "ended" if now in sweep_jobs.ENDED else "queued" if now == "PENDING" else "running"
-            text = f"  (slurm job {job.job_id} {now}, log {job.log})"
+        job, now = jobs.get(point.run_name, (None, ""))
+        if job is not None:
+            state = "ended" if now in ENDED else "queued" if now == "PENDING" else "running"
+        text = f"  (slurm job {job.job_id} {now}, log {job.log})" if job else ""
         lines.append(f"  {state:<8} {point.run_name}{text}")
     return "\n".join(lines)
 
@@ -589,9 +504,8 @@ def describe(sweep: Sweep, outputs_root: Path | None = None) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Command line: check a sweep file, then run its unfinished points (exit 1 if any failed)."""
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--point"]:
-        root = Path(argv[4]) if len(argv) > 4 and argv[3] == "--outputs-root" else None
-        return run_point(argv[1], json.loads(argv[2]), root)
+    if argv[:1] == ["--point"]:  # --point NOTEBOOK OUTPUTS_ROOT OVERRIDES: one point's process
+        return run_point(argv[1], Path(argv[2]), json.loads(argv[3]))
     parser = argparse.ArgumentParser(prog="python -m arrank.workbook.sweep", description=__doc__.split("\n")[0])
     add = parser.add_argument
     add("sweep", help="the sweep file, e.g. sweeps/table1_wordnet_quick.yaml")
