@@ -431,19 +431,18 @@ def save_table(df: Any, run_dir: Path, name: str) -> Path:
 
 def env_info() -> dict[str, Any]:
     """Facts about the machine and software a run used."""
-    info: dict[str, Any] = {
+    loaded = [m for m in ("numpy", "scipy", "torch", "transformers", "plotly") if sys.modules.get(m) is not None]
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return {
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
         "time": datetime.now().isoformat(timespec="seconds"),
+        **{module: getattr(sys.modules[module], "__version__", "?") for module in loaded},
+        "git_commit": _git("rev-parse", "--short", "HEAD") or None,
+        "git_dirty": None if status is None else bool(status),
+        "code_digest": code_digest(),
     }
-    loaded = [m for m in ("numpy", "scipy", "torch", "transformers", "plotly") if sys.modules.get(m) is not None]
-    info.update({module: getattr(sys.modules[module], "__version__", "?") for module in loaded})
-    info["git_commit"] = _git("rev-parse", "--short", "HEAD") or None
-    status = _git("status", "--porcelain", "--untracked-files=no")
-    info["git_dirty"] = None if status is None else bool(status)
-    info["code_digest"] = code_digest()
-    return info
 
 
 def _git(*args: str) -> str | None:

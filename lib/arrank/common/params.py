@@ -131,23 +131,9 @@ RUN_NAME_TEXT = (
     "or digit and holds none of the workbook's own markers ('.failed-', '.partial-', '.rank' + digits, "
     "a '.lock' ending)"
 )
-RUN_NAME_MARKERS = re.compile(r"\.failed-|\.partial-|\.rank\d|\.lock$")  # outputs: failed, staging, rank, lock
-_RUN_NAME_TEXT_CHECK = text(r"[A-Za-z0-9][A-Za-z0-9._=-]{0,99}", RUN_NAME_TEXT)
-
-
-def run_name_value(name: str, value: Any) -> Any:
-    """Validator of ``run_name``: ``text``'s checks, and no name that could be taken for a folder
-    or file the runner makes beside a run (``RUN_NAME_MARKERS``, or a leading '.')."""
-    value = _RUN_NAME_TEXT_CHECK(name, value)
-    if RUN_NAME_MARKERS.search(value):
-        raise ParamError(
-            f"{name}={shown(value)} collides with the workbook's own markers beside a run: it must be {RUN_NAME_TEXT}"
-        )
-    return value
-
-
-run_name_value.allowed = RUN_NAME_TEXT
-RUN_NAME = run_name_value
+# ``text``'s checks, and no name that could be taken for a folder or file the runner makes beside a
+# run (outputs: failed, staging, rank, lock; or a leading '.')
+RUN_NAME = text(r"(?!.*(\.failed-|\.partial-|\.rank\d|\.lock$))[A-Za-z0-9][A-Za-z0-9._=-]{0,99}", RUN_NAME_TEXT)
 
 
 def model_name(name: str, value: Any) -> Any:
@@ -165,12 +151,10 @@ def optional_model_name(name: str, value: Any) -> Any:
     return value if value == "" else model_name(name, value)
 
 
-def _model_names_text() -> str:
-    return f"a named model ({', '.join(known_names())}), a hub id (owner/name), a local model folder or a .gguf file"
-
-
-model_name.allowed = _model_names_text
-optional_model_name.allowed = lambda: "'' (no model) or " + _model_names_text()
+model_name.allowed = (
+    f"a named model ({', '.join(known_names())}), a hub id (owner/name), a local model folder or a .gguf file"
+)
+optional_model_name.allowed = "'' (no model) or " + model_name.allowed
 
 
 def allowed_text(validator: Validator) -> str:
@@ -184,25 +168,20 @@ def registered(kind: str, what: str) -> Validator:
     item-weight schemes of ``arrank.training.schemes``: this ground floor never imports a stage."""
 
     def check(name: str, value: Any) -> Any:
-        names = REGISTRIES.get(kind)
-        if not names:
+        if not REGISTRIES.get(kind):
             raise ParamError(f"{name}: no {what} are registered; import the stage that registers them first")
-        if value not in names:
-            raise ParamError(f"{name}={shown(value)} is not allowed; choose one of {list(names)}")
-        return value
+        return choice(*REGISTRIES[kind])(name, value)
 
-    check.allowed = lambda: "one of " + ", ".join(repr(n) for n in REGISTRIES.get(kind, ())) + f" ({what})"
+    check.allowed = lambda: choice(*REGISTRIES.get(kind, ())).allowed + f" ({what})"
     return check
 
 
-REGISTRIES: dict[str, list[str]] = {}
+REGISTRIES: dict[str, dict[str, None]] = {}  # kind: the names registered, in order
 
 
 def register_name(kind: str, name: str) -> None:
     """Add ``name`` to the allowed values of ``registered(kind)`` validators."""
-    names = REGISTRIES.setdefault(kind, [])
-    if name not in names:
-        names.append(name)
+    REGISTRIES.setdefault(kind, {})[name] = None
 
 
 # --- the rules: what each value may be ---------------------------------------------------------
