@@ -192,15 +192,12 @@ def run_in_progress(stem: str, run_name: str, root: Path | None = None) -> str |
     """The pid (as written) of a live process holding this run name, or None."""
     path = lock_path(stem, run_name, root)
     try:
-        fd = os.open(path, os.O_RDONLY)
+        with open(path) as fh:  # closing it gives the shared lock back
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except FileNotFoundError:
         return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
+    except BlockingIOError:  # another process holds it exclusively
         return _lock_pid(path)
-    finally:
-        os.close(fd)
     return None
 
 
@@ -225,14 +222,12 @@ def tidy_abandoned(stem: str, root: Path | None = None) -> list[Path]:
     names = sorted({p.name[1:].rsplit(".partial-", 1)[0] for p in partials})
     moved = []
     for name in names:
-        try:
+        with contextlib.suppress(RunInProgressError):  # a live process holds the name: its folders are its own
             lock = claim_run(stem, name, root)
-        except RunInProgressError:
-            continue
-        try:
-            moved += tidy_partials(stem, name, root)
-        finally:
-            lock.release()
+            try:
+                moved += tidy_partials(stem, name, root)
+            finally:
+                lock.release()
     return moved
 
 
@@ -244,7 +239,6 @@ def refuse_links(stem: str, run_name: str, root: Path | None = None) -> None:
     """Refuse (:class:`LinkedOutputsError`) before any work when a path a run writes is a symbolic
     link (dangling or not: its folder, ``.checkpoints-``, ``.curve-`` or its lock) or its notebook's
     folder resolves outside the outputs folder: nothing of a run is written through a link."""
-    base = root or paths.OUTPUTS
     folder = _notebook_dir(stem, root)
     names = (run_name, f".checkpoints-{run_name}", f".curve-{run_name}", f".{run_name}.lock")
     for path in (folder, *(folder / n for n in names)):
@@ -253,7 +247,7 @@ def refuse_links(stem: str, run_name: str, root: Path | None = None) -> None:
                 f"{path} is a symbolic link (to {os.readlink(path)}): a run never writes through links; "
                 "remove the link, or set ARRANK_OUTPUTS to the folder it points to"
             )
-    inside = base.resolve()
+    inside = (root or paths.OUTPUTS).resolve()
     if folder.exists() and inside != folder.resolve() and inside not in folder.resolve().parents:
         raise LinkedOutputsError(f"{folder} resolves to {folder.resolve()}, outside the outputs folder {inside}")
 

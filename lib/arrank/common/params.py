@@ -20,13 +20,14 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import AbstractSet, Any, Callable, Mapping
 
 from arrank.common import paths
 from arrank.common.display import shown
 from arrank.common.named_models import known_names, model_kind
 
 Validator = Callable[[str, Any], Any]
+Source = str | Path | None  # a notebook's source; None: notebooks/<stem>.py
 PARAMS_ENV = "ARRANK_PARAMS"  # the runner's resolved parameters (JSON), read by check_params in the kernel
 
 
@@ -417,21 +418,14 @@ def _spec(stem: str, source: str, mtime: int) -> dict[str, Param]:
     import jupytext
 
     nb = jupytext.read(source)
-    profiles = PROFILES.get(stem, {})
-    return {
-        name: Param(
-            name,
-            kind,
-            default,
-            meaning,
-            _validator(stem, name, kind, default),
-            {p: values[name] for p, values in profiles.items() if name in values},
-        )
-        for name, kind, default, meaning in parse_cell(parameters_source(nb, Path(source).name), Path(source).name)
-    }
+    out = {}
+    for name, kind, default, meaning in parse_cell(parameters_source(nb, Path(source).name), Path(source).name):
+        by_profile = {p: values[name] for p, values in PROFILES.get(stem, {}).items() if name in values}
+        out[name] = Param(name, kind, default, meaning, _validator(stem, name, kind, default), by_profile)
+    return out
 
 
-def spec(stem: str, source: str | Path | None = None) -> dict[str, Param]:
+def spec(stem: str, source: Source = None) -> dict[str, Param]:
     """The parameters of notebook ``stem`` (its cell at ``source``, by default notebooks/<stem>.py)."""
     path = Path(source) if source is not None else paths.NOTEBOOKS / f"{stem}.py"
     if not path.is_file():
@@ -440,12 +434,12 @@ def spec(stem: str, source: str | Path | None = None) -> dict[str, Param]:
     return _spec(stem, str(path), path.stat().st_mtime_ns)
 
 
-def spec_for(stem: str, source: str | Path | None = None) -> dict[str, Validator]:
+def spec_for(stem: str, source: Source = None) -> dict[str, Validator]:
     """Every parameter's validator."""
     return {name: p.check for name, p in spec(stem, source).items()}
 
 
-def validate(stem: str, values: Mapping[str, Any], source: str | Path | None = None) -> dict[str, Any]:
+def validate(stem: str, values: Mapping[str, Any], source: Source = None) -> dict[str, Any]:
     """Check names (none unknown, none missing) and each value against the notebook's rules; return
     the normalised values (no profile applied: ``resolve``)."""
     params = spec(stem, source)
@@ -458,12 +452,7 @@ def validate(stem: str, values: Mapping[str, Any], source: str | Path | None = N
     return {name: params[name].check(name, values[name]) for name in params}
 
 
-def resolve(
-    stem: str,
-    values: Mapping[str, Any],
-    given: set[str] | frozenset[str] = frozenset(),
-    source: str | Path | None = None,
-) -> dict[str, Any]:
+def resolve(stem: str, values: Mapping[str, Any], given: AbstractSet[str] = frozenset(), source: Source = None) -> dict:
     """The values that run: each parameter not in ``given`` (set on purpose) takes its profile's
     value (``PROFILES``), every value is validated, 05's ``data_seed`` None is the seed and a
     template style (short, full) becomes the dataset's template."""
