@@ -199,7 +199,7 @@ WORDNET_QUERIES = {  # 03, 05, 06 and 07: which WordNet queries
 TEMPLATE_STYLES = {"short": ("wordnet_short", "esci_short"), "full": ("wordnet", "esci")}
 TEMPLATE = choice(*TEMPLATE_STYLES, "wordnet", "wordnet_short", "esci", "esci_short")
 PRECISION = choice("auto", "fp32", "bf16")
-RANKING_DATA = {  # 05 and 06: the dataset
+RANKING_DATA = {  # 05 and 06: the dataset, the held-out queries and their scoring
     "dataset": choice("wordnet", "esci", "custom"),
     "data_path": text(
         r"[^\x00]{1,4096}", "a JSON Lines file of queries (docs/own-data.md)", empty="none (wordnet, esci)"
@@ -208,6 +208,7 @@ RANKING_DATA = {  # 05 and 06: the dataset
     "tokenizer_vocab": (300, 100_000),
     **WORDNET_QUERIES,
     "template": TEMPLATE,
+    **{"eval_queries": (0, 10**6), "query_batch": (0, 4096), "precision": PRECISION},
 }
 MODEL = {"model_name": model_name, "backend": choice("auto", "unsloth", "transformers")}
 
@@ -259,8 +260,7 @@ RULES: dict[str, dict[str, Any]] = {
         **{"lora_r": (0, 1024), "lora_alpha": (1, 4096), "lora_dropout": (0.0, 1.0)},
         "lora_targets": text(what="'all-linear' or comma-separated module names"),
         **RANKING_DATA,
-        **{"eval_queries": (0, 10**6), "train_queries": (0, 10**6), "query_batch": (0, 4096)},
-        "precision": PRECISION,
+        "train_queries": (0, 10**6),
     },
     "06_evaluate": {
         "train_run": text(
@@ -269,9 +269,8 @@ RULES: dict[str, dict[str, Any]] = {
         ),
         **MODEL,
         **RANKING_DATA,
-        **{"eval_queries": (0, 10**6), "query_batch": (0, 4096), "beam_k": (1, 100), "decode_queries": (0, 10**6)},
+        **{"beam_k": (1, 100), "decode_queries": (0, 10**6)},
         "method": choice("prefix_shared", "naive"),
-        "precision": PRECISION,
     },
     "07_de_ce_baselines": {
         "model": choice("figure3", "de", "ce"),
