@@ -53,8 +53,7 @@ FAKE = textwrap.dedent("""\
 
 @pytest.fixture
 def fake_notebook(tmp_path, monkeypatch):
-    monkeypatch.setitem(params.RULES, "99_fake", {})
-    params.define("99_fake", eval(SPEC))
+    monkeypatch.setitem(params.RULES, "99_fake", eval(SPEC))
     path = tmp_path / "99_fake.py"
     path.write_text(FAKE)
     return path
@@ -64,7 +63,7 @@ def start_runner(fake, outputs_root, *args, preexec_fn=None):
     """``python -m arrank.workbook.run FAKE ARGS`` in its own process (with the fake's spec),
     writing to ``outputs_root``."""
     code = (
-        f"import sys; from arrank.common import params; from arrank.workbook import run; params.define('99_fake', {SPEC}); "
+        f"import sys; from arrank.common import params; from arrank.workbook import run; params.RULES['99_fake'] = {SPEC}; "
         "raise SystemExit(run.main(sys.argv[1:]))"
     )
     env = {**os.environ, "ARRANK_OUTPUTS": str(outputs_root), "PYTHONPATH": os.pathsep.join(sys.path)}

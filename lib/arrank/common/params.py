@@ -331,13 +331,6 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 
-def define(stem: str, checks: Mapping[str, Any]) -> dict[str, Any]:
-    """Register the rules of a notebook made on the fly (a test, an experiment), whose parameters
-    cell holds ``profile`` (quick | paper), ``seed``, ``run_name`` and the names of ``checks``."""
-    RULES[stem] = dict(checks)
-    return RULES[stem]
-
-
 def profiles_of(stem: str) -> list[str]:
     """The profiles a notebook accepts: quick (its cell's values) and those ``PROFILES`` names
     (paper for every notebook; 05, 06 and the ESCI build of 04 also pretrained)."""
