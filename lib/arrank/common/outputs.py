@@ -90,10 +90,10 @@ def read_rows(path: Path, columns: Sequence[str], rows: int | None, by: str | No
     if frame.empty:
         raise damaged(Path(path), "no rows")
     counts = frame.groupby(by).size() if by else pd.Series({"all": len(frame)})
-    if rows is not None and (counts != rows).any():
-        where = f" at {by} {counts[counts != rows].index[0]}" if by else ""
-        got = counts[counts != rows].iloc[0]
-        raise damaged(Path(path), f"{got} rows{where} where its results.json records {rows} queries")
+    off = counts[counts != rows] if rows is not None else counts[:0]  # the groups whose rows are not the queries
+    if len(off):
+        where = f" at {by} {off.index[0]}" if by else ""
+        raise damaged(Path(path), f"{off.iloc[0]} rows{where} where its results.json records {rows} queries")
     if frame[list(columns)].isna().any().any():
         raise damaged(Path(path), "a row is cut short")
     return frame
