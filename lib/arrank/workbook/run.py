@@ -255,11 +255,8 @@ def _execute(
 def describe_error(err: BaseException) -> str:
     """The exception's type and its whole message; for an error inside the notebook, the
     notebook's own exception (papermill's ``ename: evalue``) rather than papermill's wrapper."""
-    ename, evalue = getattr(err, "ename", None), getattr(err, "evalue", None)
-    if ename:
-        return f"{ename}: {evalue}".rstrip() if evalue else ename
-    text = str(err).strip()
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+    name, text = (err.ename, err.evalue or "") if getattr(err, "ename", None) else (type(err).__name__, str(err))
+    return f"{name}: {text.strip()}" if text.strip() else name
 
 
 # Loggers that report the kernel a stop signal also ended: asyncio ('Task exception was never
