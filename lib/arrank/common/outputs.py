@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import fcntl
 import functools
 import glob
 import hashlib
@@ -188,19 +187,6 @@ def _write_pid(fd: int) -> None:
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
 
 
-def run_in_progress(stem: str, run_name: str, root: Path | None = None) -> str | None:
-    """The pid (as written) of a live process holding this run name, or None."""
-    path = lock_path(stem, run_name, root)
-    try:
-        with open(path) as fh:  # closing it gives the shared lock back
-            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except FileNotFoundError:
-        return None
-    except BlockingIOError:  # another process holds it exclusively
-        return _lock_pid(path)
-    return None
-
-
 def failed_path(final: Path, when: float | None = None) -> Path:
     """``<run_name>.failed-<YYYYmmdd-HHMMSS>`` beside ``final`` (a suffix keeps it new)."""
     stamp = datetime.fromtimestamp(when if when is not None else time.time()).strftime("%Y%m%d-%H%M%S")
@@ -339,7 +325,8 @@ def outputs_root(run_dir: Path) -> Path:
 
 def start_run(stem: str, params: dict[str, Any]) -> Path:
     """The directory this run writes to: the runner's staging folder (``ARRANK_RUN_DIR``), else a
-    new run directory made here (``RunExistsError`` if it exists; ``ParamError`` for one of
+    new run directory made here, after :func:`claim_run`'s checks (``RunInProgressError`` while
+    another process holds the name; ``RunExistsError`` if it exists; ``ParamError`` for one of
     several torchrun processes outside the runner)."""
     forget()  # this run's notices start here
     staged = os.environ.get(RUN_DIR_ENV)
@@ -352,14 +339,8 @@ def start_run(stem: str, params: dict[str, Any]) -> Path:
             f"`torchrun --nproc_per_node N -m arrank.workbook.run {stem} -p run_name NAME ...`"
         )
     name = resolve_run_name(params["run_name"], params["profile"])
+    claim_run(stem, name).release()  # refused while another process holds the name, or where a link would be written
     target = run_path(stem, name)
-    writable_folder(target.parent)
-    holder = run_in_progress(stem, name)
-    if holder:
-        raise RunInProgressError(
-            f"{stem} run {name!r} is in progress (pid {holder}) under the runner; "
-            "set run_name to a new name (or 'auto')"
-        )
     try:
         target.mkdir()
     except FileExistsError:
