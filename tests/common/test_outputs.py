@@ -132,7 +132,7 @@ def test_staging_folders_of_dead_runs_become_failed_folders(outputs_root):
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".") and not p.name.endswith(".lock")) == [
         ".b.partial-13"
     ]
-    assert [p.name for p in outputs.tidy_partials("05_train", "b", outputs_root)][0].startswith("b.failed-")
+    assert [p.name for p in outputs.tidy_abandoned("05_train", outputs_root)][0].startswith("b.failed-")  # b ended
 
 
 @pytest.mark.skipif(outputs.png_backend() is None, reason="no Chromium for kaleido")

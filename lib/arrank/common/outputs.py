@@ -8,7 +8,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
-import glob
 import hashlib
 import json
 import os
@@ -193,25 +192,17 @@ def failed_path(final: Path, when: float | None = None) -> Path:
     return paths.unused(final.parent / f"{final.name}.failed-{stamp}")
 
 
-def tidy_partials(stem: str, run_name: str, root: Path | None = None) -> list[Path]:
-    """Rename the staging folders ``.<run_name>.partial-<pid>`` of killed runs to ``<run_name>.failed-<time
-    of their last write>``; returns the new paths. Call it only while holding the name (``claim_run``)."""
-    final = run_path(stem, run_name, root)
-    partials = sorted(final.parent.glob(f".{glob.escape(run_name)}.partial-*"))
-    return [partial.rename(failed_path(final, partial.stat().st_mtime)) for partial in partials]  # one at a time
-
-
 def tidy_abandoned(stem: str, root: Path | None = None) -> list[Path]:
-    """``tidy_partials`` for every run name of ``stem`` that has a staging folder and that no live
-    process holds (each name claimed while it is tidied); returns the new failed folders."""
-    partials = _notebook_dir(stem, root).glob(".*.partial-*")
-    names = sorted({p.name[1:].rsplit(".partial-", 1)[0] for p in partials})
+    """Rename the staging folders ``.<run_name>.partial-<pid>`` of killed runs of ``stem`` to
+    ``<run_name>.failed-<time of their last write>``, each while its name is claimed, so the folder
+    of a run that a live process holds is left alone; returns the new paths."""
     moved = []
-    for name in names:
-        with contextlib.suppress(RunInProgressError):  # a live process holds the name: its folders are its own
+    for partial in sorted(_notebook_dir(stem, root).glob(".*.partial-*")):
+        name = partial.name[1:].rsplit(".partial-", 1)[0]
+        with contextlib.suppress(RunInProgressError):  # a live process holds the name: its folder is its own
             lock = claim_run(stem, name, root)
             try:
-                moved += tidy_partials(stem, name, root)
+                moved.append(partial.rename(failed_path(run_path(stem, name, root), partial.stat().st_mtime)))
             finally:
                 lock.release()
     return moved

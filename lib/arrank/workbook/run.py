@@ -169,10 +169,9 @@ def run_notebook(
         _execute(source, injected, resolved, staging, final.with_name(f"{final.name}.rank{processes.rank()}"), False)
         shutil.rmtree(staging, ignore_errors=True)
         return final  # the run directory process 0 writes
+    outputs.tidy_abandoned(stem, outputs_root)  # staging folders left by runs killed with -9 become failed folders
     lock = outputs.claim_run(stem, name, outputs_root)
     try:
-        outputs.tidy_partials(stem, name, outputs_root)
-        outputs.tidy_abandoned(stem, outputs_root)  # other names' folders, left by runs killed with -9
         if final.exists():
             raise outputs.RunExistsError(
                 f"run directory {final} exists: runs are never overwritten; "
