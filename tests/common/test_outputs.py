@@ -107,15 +107,13 @@ def test_a_run_name_is_claimed_by_one_process_and_given_back(outputs_root):
     fd = outputs.claim_run("01_de_capacity", "r", outputs_root)
     lock = outputs.lock_path("01_de_capacity", "r", outputs_root)
     assert lock.read_text() == f"{os.getpid()}\n"
-    assert outputs.run_in_progress("01_de_capacity", "r", outputs_root) == str(os.getpid())
     with pytest.raises(
         outputs.RunInProgressError, match=rf"01_de_capacity run 'r' is in progress \(pid {os.getpid()}\)"
     ):
         outputs.claim_run("01_de_capacity", "r", outputs_root)  # a second claim, even from this process
     fd.release()
-    assert outputs.run_in_progress("01_de_capacity", "r", outputs_root) is None  # given back (filelock keeps the file)
+    outputs.claim_run("01_de_capacity", "r", outputs_root).release()  # given back (filelock keeps the file)
     lock.write_text("999999\n")  # the file a killed run leaves: not held, so not in progress
-    assert outputs.run_in_progress("01_de_capacity", "r", outputs_root) is None
     outputs.claim_run("01_de_capacity", "r", outputs_root).release()
 
 
@@ -134,7 +132,7 @@ def test_staging_folders_of_dead_runs_become_failed_folders(outputs_root):
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".") and not p.name.endswith(".lock")) == [
         ".b.partial-13"
     ]
-    assert [p.name for p in outputs.tidy_partials("05_train", "b", outputs_root)][0].startswith("b.failed-")
+    assert [p.name for p in outputs.tidy_abandoned("05_train", outputs_root)][0].startswith("b.failed-")  # b ended
 
 
 @pytest.mark.skipif(outputs.png_backend() is None, reason="no Chromium for kaleido")

@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 from arrank.common import outputs, paths
-from arrank.common.findings import findings_frame
 from arrank.results import paper, table1, tables
 from arrank.training import schemes
 from arrank.workbook import report, sweep
@@ -308,7 +307,7 @@ def _holds(found):
 
 
 def test_table1_findings_hold_and_fail_on_the_numbers():
-    found = findings_frame(table1.table1_findings(_finding_frame(0.9, 0.3))).set_index("claim")
+    found = pd.DataFrame([f.as_dict() for f in table1.table1_findings(_finding_frame(0.9, 0.3))]).set_index("claim")
     assert list(found["verdict"]) == ["holds"] * 4
     point = "; point estimates, no interval (runs without per-query data)"  # no per-query data: the point verdict
     assert found["numbers"].tolist() == [

@@ -53,8 +53,7 @@ FAKE = textwrap.dedent("""\
 
 @pytest.fixture
 def fake_notebook(tmp_path, monkeypatch):
-    monkeypatch.setitem(params.RULES, "99_fake", {})
-    params.define("99_fake", eval(SPEC))
+    monkeypatch.setitem(params.RULES, "99_fake", eval(SPEC))
     path = tmp_path / "99_fake.py"
     path.write_text(FAKE)
     return path
@@ -64,7 +63,7 @@ def start_runner(fake, outputs_root, *args, preexec_fn=None):
     """``python -m arrank.workbook.run FAKE ARGS`` in its own process (with the fake's spec),
     writing to ``outputs_root``."""
     code = (
-        f"import sys; from arrank.common import params; from arrank.workbook import run; params.define('99_fake', {SPEC}); "
+        f"import sys; from arrank.common import params; from arrank.workbook import run; params.RULES['99_fake'] = {SPEC}; "
         "raise SystemExit(run.main(sys.argv[1:]))"
     )
     env = {**os.environ, "ARRANK_OUTPUTS": str(outputs_root), "PYTHONPATH": os.pathsep.join(sys.path)}
@@ -241,7 +240,7 @@ def test_a_second_process_on_the_same_run_name_is_refused_and_ctrl_c_is_one_line
             "Run the same command again to go on (05_train resumes from its last checkpoint)\n"
         )
         assert sorted(p.name for p in folder.iterdir()) == [".x.lock", failed[0].name]  # no staging folder
-        assert outputs.run_in_progress("99_fake", "x", outputs_root) is None  # the lock file stays, unheld
+        outputs.claim_run("99_fake", "x", outputs_root).release()  # free: a claim succeeds; the lock file stays, unheld
         time.sleep(1)
         assert not end(kernels)  # the kernel was shut down with its runner
     finally:
@@ -269,7 +268,7 @@ def test_sigterm_and_sighup_end_a_run_as_ctrl_c_does_and_the_rerun_goes_at_once(
         )
         time.sleep(1)
         assert not end(kernels)
-        assert outputs.run_in_progress("99_fake", "x", outputs_root) is None
+        outputs.claim_run("99_fake", "x", outputs_root).release()  # free: a claim succeeds
         final = run.run_notebook(fake_notebook, {"run_name": "x"}, outputs_root=outputs_root, progress=False)
         assert (final / "results.json").exists()
     finally:
@@ -289,7 +288,7 @@ def test_a_killed_run_leaves_no_hidden_folder_after_the_next_run(fake_notebook, 
     finally:
         end([proc.pid, *kernels])
     assert staging.name == f".x.partial-{proc.pid}" and staging.is_dir()
-    assert outputs.run_in_progress("99_fake", "x", outputs_root) is None  # its lock file stays, unheld
+    outputs.claim_run("99_fake", "x", outputs_root).release()  # free: a claim succeeds; its lock file stays, unheld
     final = run.run_notebook(fake_notebook, {"run_name": "y"}, outputs_root=outputs_root, progress=False)
     names = sorted(p.name for p in final.parent.iterdir() if not p.name.endswith(".lock"))
     assert len(names) == 2 and names[0].startswith("x.failed-") and names[1] == "y"

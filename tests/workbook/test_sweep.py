@@ -683,7 +683,7 @@ def test_sigterm_to_a_sweep_stops_its_point_records_it_and_the_rerun_goes_at_onc
         assert [p["status"] for p in status["points"]] == ["interrupted", "interrupted"]
         folder = outputs_root / "01_de_capacity"
         assert [p.name[:22] for p in folder.iterdir() if not p.name.endswith(".lock")] == ["long-seed=0.failed-202"]
-        assert outputs.run_in_progress("01_de_capacity", "long-seed=0", outputs_root) is None
+        outputs.claim_run("01_de_capacity", "long-seed=0", outputs_root).release()  # free: a claim succeeds
         assert sweep.point_states(sweep.load_sweep(path), outputs_root) == ["failed", "missing"]
     finally:
         for pid in [proc.pid, *below]:

@@ -124,11 +124,6 @@ def subtitle(title: str, note: str) -> str:
     return f"{title}<br><sup>{note}</sup>"
 
 
-def percent_values(m: Mapping[str, Any], keys: Iterable[str]) -> list[Any]:
-    """``percent(m[k])`` for each key (None when absent)."""
-    return [percent(m.get(k)) for k in keys]
-
-
 def log_axis(fig, values: Iterable[float], axis: str = "yaxis") -> Any:
     """``axis`` on a log scale with labelled ticks at 1, 2, 5 x 10^k over the range of ``values``
     (plotly's default labels the minor ticks with bare digits, ``2 3 ... 9``, which read as the

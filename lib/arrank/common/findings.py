@@ -53,11 +53,9 @@ class Finding:
     means: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
-        for name, value, allowed in (("verdict", self.verdict, VERDICTS), ("side", self.side, SIDES)):
-            if value not in allowed:
-                raise ValueError(f"{name}={value!r} is not allowed; choose one of {list(allowed)}")
-        if self.holm_verdict is not None and self.holm_verdict not in VERDICTS:
-            raise ValueError(f"holm_verdict={self.holm_verdict!r} is not allowed; choose one of {list(VERDICTS)}")
+        for name, allowed in (("verdict", VERDICTS), ("side", SIDES), ("holm_verdict", (*VERDICTS, None))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name}={getattr(self, name)!r} is not allowed; choose one of {list(allowed)}")
 
     @property
     def holds(self) -> bool | None:
@@ -142,17 +140,6 @@ def p_text(p: float | None) -> str:
     return "" if p is None else "< 0.001" if p < 0.001 else f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
 
 
-def holm_text(f: Finding) -> str:
-    """The p-values of a finding with its Holm adjustment: ``p = 0.012; Holm (5 findings): p = 0.048,
-    holds``; ``p = 0.012`` outside a family; '' without a p-value."""
-    if f.p_value is None:
-        return ""
-    text = f"p = {p_text(f.p_value)}"
-    if f.p_holm is not None and f.holm_verdict is not None:
-        text += f"; Holm ({f.family_size} findings): p = {p_text(f.p_holm)}, {f.holm_verdict}"
-    return text
-
-
 def holm_cell(f: Finding) -> str:
     """A finding's Holm-adjusted verdict for a table cell, with the adjusted p-value: ``holds (p 0.012)``,
     or the change marked, ``holds → **undecided** (p 0.061)``; '' outside a family."""
@@ -160,13 +147,6 @@ def holm_cell(f: Finding) -> str:
         return ""
     head = f"{f.verdict} → **{f.holm_verdict}**" if f.holm_changed else f.holm_verdict
     return f"{head} (p {p_text(f.p_holm)})"
-
-
-def verdict_words(f: Finding) -> str:
-    """The verdict in words (``WORDS``), marked where the Holm-adjusted verdict differs:
-    ``holds here → **undecided** (Holm)``."""
-    words = WORDS[f.verdict]
-    return f"{words} → **{f.holm_verdict}** (Holm)" if f.holm_changed else words
 
 
 def findings_markdown(rows: Iterable[Finding], intro: str = "") -> str:
@@ -179,14 +159,9 @@ def findings_markdown(rows: Iterable[Finding], intro: str = "") -> str:
             lines.append(f"- {f.claim}")
             continue
         detail = "; ".join(part for part in (f.numbers, interval_text(f)) if part)
-        tests = holm_text(f)
-        line = f"- {f.claim}: {verdict_words(f)}" + (f" ({detail})" if detail else "") + (f"; {tests}" if tests else "")
-        lines.append(line)
+        words = WORDS[f.verdict] + (f" → **{f.holm_verdict}** (Holm)" if f.holm_changed else "")
+        tests = "" if f.p_value is None else f"; p = {p_text(f.p_value)}"
+        if tests and f.p_holm is not None and f.holm_verdict is not None:
+            tests += f"; Holm ({f.family_size} findings): p = {p_text(f.p_holm)}, {f.holm_verdict}"
+        lines.append(f"- {f.claim}: {words}" + (f" ({detail})" if detail else "") + tests)
     return "\n".join(lines) + "\n"
-
-
-def findings_frame(rows: Iterable[Finding]):
-    """Findings as a pandas DataFrame (one row each, ``Finding.as_dict`` columns)."""
-    import pandas as pd
-
-    return pd.DataFrame([f.as_dict() for f in rows], columns=list(COLUMNS))

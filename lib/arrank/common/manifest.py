@@ -31,24 +31,21 @@ def fsync_path(path: Path) -> None:
         os.close(fd)
 
 
-def write_manifest(folder: Path, sync: bool = True) -> dict[str, dict[str, int | str]]:
+def write_manifest(folder: Path) -> dict[str, dict[str, int | str]]:
     """Write ``manifest.json`` = {"files": {relative path: {size, sha256}}} for every file under
-    ``folder``; with ``sync`` each file is flushed to disk first and the manifest and the folders
-    after, so that a manifest on disk vouches for data on disk. Returns the entries."""
+    ``folder``; each file is flushed to disk first and the manifest and the folders after, so that
+    a manifest on disk vouches for data on disk. Returns the entries."""
     files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
     entries = {}
     for path in files:
-        if sync:
-            fsync_path(path)
+        fsync_path(path)
         entries[path.relative_to(folder).as_posix()] = {"size": path.stat().st_size, "sha256": file_digest(path)}
     with open(folder / MANIFEST, "w") as fh:
         json.dump({"files": entries}, fh, indent=1)
         fh.flush()
-        if sync:
-            os.fsync(fh.fileno())
-    if sync:
-        for sub in sorted({p.parent for p in files} | {folder}):
-            fsync_path(sub)
+        os.fsync(fh.fileno())
+    for sub in sorted({p.parent for p in files} | {folder}):
+        fsync_path(sub)
     return entries
 
 

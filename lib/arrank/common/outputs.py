@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import fcntl
 import functools
-import glob
 import hashlib
 import json
 import os
@@ -90,10 +88,10 @@ def read_rows(path: Path, columns: Sequence[str], rows: int | None, by: str | No
     if frame.empty:
         raise damaged(Path(path), "no rows")
     counts = frame.groupby(by).size() if by else pd.Series({"all": len(frame)})
-    if rows is not None and (counts != rows).any():
-        where = f" at {by} {counts[counts != rows].index[0]}" if by else ""
-        got = counts[counts != rows].iloc[0]
-        raise damaged(Path(path), f"{got} rows{where} where its results.json records {rows} queries")
+    off = counts[counts != rows] if rows is not None else counts[:0]  # the groups whose rows are not the queries
+    if len(off):
+        where = f" at {by} {off.index[0]}" if by else ""
+        raise damaged(Path(path), f"{off.iloc[0]} rows{where} where its results.json records {rows} queries")
     if frame[list(columns)].isna().any().any():
         raise damaged(Path(path), "a row is cut short")
     return frame
@@ -188,51 +186,25 @@ def _write_pid(fd: int) -> None:
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
 
 
-def run_in_progress(stem: str, run_name: str, root: Path | None = None) -> str | None:
-    """The pid (as written) of a live process holding this run name, or None."""
-    path = lock_path(stem, run_name, root)
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return _lock_pid(path)
-    finally:
-        os.close(fd)
-    return None
-
-
 def failed_path(final: Path, when: float | None = None) -> Path:
     """``<run_name>.failed-<YYYYmmdd-HHMMSS>`` beside ``final`` (a suffix keeps it new)."""
     stamp = datetime.fromtimestamp(when if when is not None else time.time()).strftime("%Y%m%d-%H%M%S")
     return paths.unused(final.parent / f"{final.name}.failed-{stamp}")
 
 
-def tidy_partials(stem: str, run_name: str, root: Path | None = None) -> list[Path]:
-    """Rename the staging folders ``.<run_name>.partial-<pid>`` of killed runs to ``<run_name>.failed-<time
-    of their last write>``; returns the new paths. Call it only while holding the name (``claim_run``)."""
-    final = run_path(stem, run_name, root)
-    partials = sorted(final.parent.glob(f".{glob.escape(run_name)}.partial-*"))
-    return [partial.rename(failed_path(final, partial.stat().st_mtime)) for partial in partials]  # one at a time
-
-
 def tidy_abandoned(stem: str, root: Path | None = None) -> list[Path]:
-    """``tidy_partials`` for every run name of ``stem`` that has a staging folder and that no live
-    process holds (each name claimed while it is tidied); returns the new failed folders."""
-    partials = _notebook_dir(stem, root).glob(".*.partial-*")
-    names = sorted({p.name[1:].rsplit(".partial-", 1)[0] for p in partials})
+    """Rename the staging folders ``.<run_name>.partial-<pid>`` of killed runs of ``stem`` to
+    ``<run_name>.failed-<time of their last write>``, each while its name is claimed, so the folder
+    of a run that a live process holds is left alone; returns the new paths."""
     moved = []
-    for name in names:
-        try:
+    for partial in sorted(_notebook_dir(stem, root).glob(".*.partial-*")):
+        name = partial.name[1:].rsplit(".partial-", 1)[0]
+        with contextlib.suppress(RunInProgressError):  # a live process holds the name: its folder is its own
             lock = claim_run(stem, name, root)
-        except RunInProgressError:
-            continue
-        try:
-            moved += tidy_partials(stem, name, root)
-        finally:
-            lock.release()
+            try:
+                moved.append(partial.rename(failed_path(run_path(stem, name, root), partial.stat().st_mtime)))
+            finally:
+                lock.release()
     return moved
 
 
@@ -244,7 +216,6 @@ def refuse_links(stem: str, run_name: str, root: Path | None = None) -> None:
     """Refuse (:class:`LinkedOutputsError`) before any work when a path a run writes is a symbolic
     link (dangling or not: its folder, ``.checkpoints-``, ``.curve-`` or its lock) or its notebook's
     folder resolves outside the outputs folder: nothing of a run is written through a link."""
-    base = root or paths.OUTPUTS
     folder = _notebook_dir(stem, root)
     names = (run_name, f".checkpoints-{run_name}", f".curve-{run_name}", f".{run_name}.lock")
     for path in (folder, *(folder / n for n in names)):
@@ -253,7 +224,7 @@ def refuse_links(stem: str, run_name: str, root: Path | None = None) -> None:
                 f"{path} is a symbolic link (to {os.readlink(path)}): a run never writes through links; "
                 "remove the link, or set ARRANK_OUTPUTS to the folder it points to"
             )
-    inside = base.resolve()
+    inside = (root or paths.OUTPUTS).resolve()
     if folder.exists() and inside != folder.resolve() and inside not in folder.resolve().parents:
         raise LinkedOutputsError(f"{folder} resolves to {folder.resolve()}, outside the outputs folder {inside}")
 
@@ -345,7 +316,8 @@ def outputs_root(run_dir: Path) -> Path:
 
 def start_run(stem: str, params: dict[str, Any]) -> Path:
     """The directory this run writes to: the runner's staging folder (``ARRANK_RUN_DIR``), else a
-    new run directory made here (``RunExistsError`` if it exists; ``ParamError`` for one of
+    new run directory made here, after :func:`claim_run`'s checks (``RunInProgressError`` while
+    another process holds the name; ``RunExistsError`` if it exists; ``ParamError`` for one of
     several torchrun processes outside the runner)."""
     forget()  # this run's notices start here
     staged = os.environ.get(RUN_DIR_ENV)
@@ -358,14 +330,8 @@ def start_run(stem: str, params: dict[str, Any]) -> Path:
             f"`torchrun --nproc_per_node N -m arrank.workbook.run {stem} -p run_name NAME ...`"
         )
     name = resolve_run_name(params["run_name"], params["profile"])
+    claim_run(stem, name).release()  # refused while another process holds the name, or where a link would be written
     target = run_path(stem, name)
-    writable_folder(target.parent)
-    holder = run_in_progress(stem, name)
-    if holder:
-        raise RunInProgressError(
-            f"{stem} run {name!r} is in progress (pid {holder}) under the runner; "
-            "set run_name to a new name (or 'auto')"
-        )
     try:
         target.mkdir()
     except FileExistsError:
@@ -431,19 +397,18 @@ def save_table(df: Any, run_dir: Path, name: str) -> Path:
 
 def env_info() -> dict[str, Any]:
     """Facts about the machine and software a run used."""
-    info: dict[str, Any] = {
+    loaded = [m for m in ("numpy", "scipy", "torch", "transformers", "plotly") if sys.modules.get(m) is not None]
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return {
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
         "time": datetime.now().isoformat(timespec="seconds"),
+        **{module: getattr(sys.modules[module], "__version__", "?") for module in loaded},
+        "git_commit": _git("rev-parse", "--short", "HEAD") or None,
+        "git_dirty": None if status is None else bool(status),
+        "code_digest": code_digest(),
     }
-    loaded = [m for m in ("numpy", "scipy", "torch", "transformers", "plotly") if sys.modules.get(m) is not None]
-    info.update({module: getattr(sys.modules[module], "__version__", "?") for module in loaded})
-    info["git_commit"] = _git("rev-parse", "--short", "HEAD") or None
-    status = _git("status", "--porcelain", "--untracked-files=no")
-    info["git_dirty"] = None if status is None else bool(status)
-    info["code_digest"] = code_digest()
-    return info
 
 
 def _git(*args: str) -> str | None:

@@ -20,13 +20,14 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import AbstractSet, Any, Callable, Mapping
 
 from arrank.common import paths
 from arrank.common.display import shown
 from arrank.common.named_models import known_names, model_kind
 
 Validator = Callable[[str, Any], Any]
+Source = str | Path | None  # a notebook's source; None: notebooks/<stem>.py
 PARAMS_ENV = "ARRANK_PARAMS"  # the runner's resolved parameters (JSON), read by check_params in the kernel
 
 
@@ -131,23 +132,9 @@ RUN_NAME_TEXT = (
     "or digit and holds none of the workbook's own markers ('.failed-', '.partial-', '.rank' + digits, "
     "a '.lock' ending)"
 )
-RUN_NAME_MARKERS = re.compile(r"\.failed-|\.partial-|\.rank\d|\.lock$")  # outputs: failed, staging, rank, lock
-_RUN_NAME_TEXT_CHECK = text(r"[A-Za-z0-9][A-Za-z0-9._=-]{0,99}", RUN_NAME_TEXT)
-
-
-def run_name_value(name: str, value: Any) -> Any:
-    """Validator of ``run_name``: ``text``'s checks, and no name that could be taken for a folder
-    or file the runner makes beside a run (``RUN_NAME_MARKERS``, or a leading '.')."""
-    value = _RUN_NAME_TEXT_CHECK(name, value)
-    if RUN_NAME_MARKERS.search(value):
-        raise ParamError(
-            f"{name}={shown(value)} collides with the workbook's own markers beside a run: it must be {RUN_NAME_TEXT}"
-        )
-    return value
-
-
-run_name_value.allowed = RUN_NAME_TEXT
-RUN_NAME = run_name_value
+# ``text``'s checks, and no name that could be taken for a folder or file the runner makes beside a
+# run (outputs: failed, staging, rank, lock; or a leading '.')
+RUN_NAME = text(r"(?!.*(\.failed-|\.partial-|\.rank\d|\.lock$))[A-Za-z0-9][A-Za-z0-9._=-]{0,99}", RUN_NAME_TEXT)
 
 
 def model_name(name: str, value: Any) -> Any:
@@ -165,12 +152,10 @@ def optional_model_name(name: str, value: Any) -> Any:
     return value if value == "" else model_name(name, value)
 
 
-def _model_names_text() -> str:
-    return f"a named model ({', '.join(known_names())}), a hub id (owner/name), a local model folder or a .gguf file"
-
-
-model_name.allowed = _model_names_text
-optional_model_name.allowed = lambda: "'' (no model) or " + _model_names_text()
+model_name.allowed = (
+    f"a named model ({', '.join(known_names())}), a hub id (owner/name), a local model folder or a .gguf file"
+)
+optional_model_name.allowed = "'' (no model) or " + model_name.allowed
 
 
 def allowed_text(validator: Validator) -> str:
@@ -184,25 +169,20 @@ def registered(kind: str, what: str) -> Validator:
     item-weight schemes of ``arrank.training.schemes``: this ground floor never imports a stage."""
 
     def check(name: str, value: Any) -> Any:
-        names = REGISTRIES.get(kind)
-        if not names:
+        if not REGISTRIES.get(kind):
             raise ParamError(f"{name}: no {what} are registered; import the stage that registers them first")
-        if value not in names:
-            raise ParamError(f"{name}={shown(value)} is not allowed; choose one of {list(names)}")
-        return value
+        return choice(*REGISTRIES[kind])(name, value)
 
-    check.allowed = lambda: "one of " + ", ".join(repr(n) for n in REGISTRIES.get(kind, ())) + f" ({what})"
+    check.allowed = lambda: choice(*REGISTRIES.get(kind, ())).allowed + f" ({what})"
     return check
 
 
-REGISTRIES: dict[str, list[str]] = {}
+REGISTRIES: dict[str, dict[str, None]] = {}  # kind: the names registered, in order
 
 
 def register_name(kind: str, name: str) -> None:
     """Add ``name`` to the allowed values of ``registered(kind)`` validators."""
-    names = REGISTRIES.setdefault(kind, [])
-    if name not in names:
-        names.append(name)
+    REGISTRIES.setdefault(kind, {})[name] = None
 
 
 # --- the rules: what each value may be ---------------------------------------------------------
@@ -219,7 +199,7 @@ WORDNET_QUERIES = {  # 03, 05, 06 and 07: which WordNet queries
 TEMPLATE_STYLES = {"short": ("wordnet_short", "esci_short"), "full": ("wordnet", "esci")}
 TEMPLATE = choice(*TEMPLATE_STYLES, "wordnet", "wordnet_short", "esci", "esci_short")
 PRECISION = choice("auto", "fp32", "bf16")
-RANKING_DATA = {  # 05 and 06: the dataset
+RANKING_DATA = {  # 05 and 06: the dataset, the held-out queries and their scoring
     "dataset": choice("wordnet", "esci", "custom"),
     "data_path": text(
         r"[^\x00]{1,4096}", "a JSON Lines file of queries (docs/own-data.md)", empty="none (wordnet, esci)"
@@ -228,6 +208,7 @@ RANKING_DATA = {  # 05 and 06: the dataset
     "tokenizer_vocab": (300, 100_000),
     **WORDNET_QUERIES,
     "template": TEMPLATE,
+    **{"eval_queries": (0, 10**6), "query_batch": (0, 4096), "precision": PRECISION},
 }
 MODEL = {"model_name": model_name, "backend": choice("auto", "unsloth", "transformers")}
 
@@ -279,8 +260,7 @@ RULES: dict[str, dict[str, Any]] = {
         **{"lora_r": (0, 1024), "lora_alpha": (1, 4096), "lora_dropout": (0.0, 1.0)},
         "lora_targets": text(what="'all-linear' or comma-separated module names"),
         **RANKING_DATA,
-        **{"eval_queries": (0, 10**6), "train_queries": (0, 10**6), "query_batch": (0, 4096)},
-        "precision": PRECISION,
+        "train_queries": (0, 10**6),
     },
     "06_evaluate": {
         "train_run": text(
@@ -289,9 +269,8 @@ RULES: dict[str, dict[str, Any]] = {
         ),
         **MODEL,
         **RANKING_DATA,
-        **{"eval_queries": (0, 10**6), "query_batch": (0, 4096), "beam_k": (1, 100), "decode_queries": (0, 10**6)},
+        **{"beam_k": (1, 100), "decode_queries": (0, 10**6)},
         "method": choice("prefix_shared", "naive"),
-        "precision": PRECISION,
     },
     "07_de_ce_baselines": {
         "model": choice("figure3", "de", "ce"),
@@ -350,13 +329,6 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "07_de_ce_baselines": {"paper": {"de_steps": 50_000, "ce_steps": 20_000, **ALL_NOUNS}},
     "08_results": {"paper": {"sweep": "sweeps/table1_wordnet_paper.yaml"}},
 }
-
-
-def define(stem: str, checks: Mapping[str, Any]) -> dict[str, Any]:
-    """Register the rules of a notebook made on the fly (a test, an experiment), whose parameters
-    cell holds ``profile`` (quick | paper), ``seed``, ``run_name`` and the names of ``checks``."""
-    RULES[stem] = dict(checks)
-    return RULES[stem]
 
 
 def profiles_of(stem: str) -> list[str]:
@@ -438,21 +410,14 @@ def _spec(stem: str, source: str, mtime: int) -> dict[str, Param]:
     import jupytext
 
     nb = jupytext.read(source)
-    profiles = PROFILES.get(stem, {})
-    return {
-        name: Param(
-            name,
-            kind,
-            default,
-            meaning,
-            _validator(stem, name, kind, default),
-            {p: values[name] for p, values in profiles.items() if name in values},
-        )
-        for name, kind, default, meaning in parse_cell(parameters_source(nb, Path(source).name), Path(source).name)
-    }
+    out = {}
+    for name, kind, default, meaning in parse_cell(parameters_source(nb, Path(source).name), Path(source).name):
+        by_profile = {p: values[name] for p, values in PROFILES.get(stem, {}).items() if name in values}
+        out[name] = Param(name, kind, default, meaning, _validator(stem, name, kind, default), by_profile)
+    return out
 
 
-def spec(stem: str, source: str | Path | None = None) -> dict[str, Param]:
+def spec(stem: str, source: Source = None) -> dict[str, Param]:
     """The parameters of notebook ``stem`` (its cell at ``source``, by default notebooks/<stem>.py)."""
     path = Path(source) if source is not None else paths.NOTEBOOKS / f"{stem}.py"
     if not path.is_file():
@@ -461,12 +426,12 @@ def spec(stem: str, source: str | Path | None = None) -> dict[str, Param]:
     return _spec(stem, str(path), path.stat().st_mtime_ns)
 
 
-def spec_for(stem: str, source: str | Path | None = None) -> dict[str, Validator]:
+def spec_for(stem: str, source: Source = None) -> dict[str, Validator]:
     """Every parameter's validator."""
     return {name: p.check for name, p in spec(stem, source).items()}
 
 
-def validate(stem: str, values: Mapping[str, Any], source: str | Path | None = None) -> dict[str, Any]:
+def validate(stem: str, values: Mapping[str, Any], source: Source = None) -> dict[str, Any]:
     """Check names (none unknown, none missing) and each value against the notebook's rules; return
     the normalised values (no profile applied: ``resolve``)."""
     params = spec(stem, source)
@@ -479,12 +444,7 @@ def validate(stem: str, values: Mapping[str, Any], source: str | Path | None = N
     return {name: params[name].check(name, values[name]) for name in params}
 
 
-def resolve(
-    stem: str,
-    values: Mapping[str, Any],
-    given: set[str] | frozenset[str] = frozenset(),
-    source: str | Path | None = None,
-) -> dict[str, Any]:
+def resolve(stem: str, values: Mapping[str, Any], given: AbstractSet[str] = frozenset(), source: Source = None) -> dict:
     """The values that run: each parameter not in ``given`` (set on purpose) takes its profile's
     value (``PROFILES``), every value is validated, 05's ``data_seed`` None is the seed and a
     template style (short, full) becomes the dataset's template."""

@@ -101,17 +101,6 @@ def openmp_wait_env(env: dict[str, str]) -> dict[str, str]:
     return {**OPENMP_WAIT, **env}
 
 
-def _cpu_ticks() -> tuple[int, int]:
-    """(busy, total) jiffies of all CPUs from /proc/stat, (0, 0) where unreadable."""
-    try:
-        with open("/proc/stat") as fh:
-            fields = [int(x) for x in fh.readline().split()[1:]]
-    except (OSError, ValueError):
-        return 0, 0
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    return sum(fields[:8]) - idle, sum(fields[:8])
-
-
 def usable_cores() -> int:
     """The cores this process may run on (its CPU affinity, where the system has one)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -119,17 +108,13 @@ def usable_cores() -> int:
 
 def free_cores(window_s: float = 0.3) -> float:
     """Cores this process may use minus what other processes kept busy over a ``window_s`` sample
-    of /proc/stat (all usable cores where there is none)."""
+    of all CPUs (psutil's busy share, idle and iowait left out)."""
+    import psutil
+
     cores = usable_cores()
-    busy0, total0 = _cpu_ticks()
     own0 = time.process_time()
-    time.sleep(window_s)
-    busy1, total1 = _cpu_ticks()
-    own = time.process_time() - own0
-    if total1 <= total0:
-        return float(cores)
-    ncpu = os.cpu_count() or cores
-    others = (busy1 - busy0) / (total1 - total0) * ncpu - own / window_s
+    busy = psutil.cpu_percent(window_s) / 100 * (os.cpu_count() or cores)
+    others = busy - (time.process_time() - own0) / window_s
     return max(0.0, min(float(cores), cores - max(0.0, others)))
 
 
@@ -139,10 +124,7 @@ def torch_threads(env: dict[str, str] | None = None) -> tuple[int, str]:
     env = os.environ if env is None else env
     given = env.get("OMP_NUM_THREADS")
     if given:
-        try:
-            n = int(given)
-        except ValueError:
-            n = 0
+        n = int(given) if given.strip().isdigit() else 0
         if n < 1:
             raise ParamError(f"environment variable OMP_NUM_THREADS={given!r} must be a positive integer")
         return n, f"OMP_NUM_THREADS={n}"

@@ -140,7 +140,7 @@ def recall_figure(rows: Mapping[str, Mapping[str, Any]], scale: str = "", title:
     fig = go.Figure()
     for label, m in rows.items():
         ks = [k for k in m if k.startswith("recall@") and m[k] is not None]
-        fig.add_bar(x=[k.replace("recall@", "R@") for k in ks], y=display.percent_values(m, ks), name=label)
+        fig.add_bar(x=[k.replace("recall@", "R@") for k in ks], y=[display.percent(m[k]) for k in ks], name=label)
     display.style(fig, display.subtitle(title, scale) if scale else title)
     fig.update_layout(barmode="group")
     return display.percent_axis(fig, "yaxis", "R@k (%)")

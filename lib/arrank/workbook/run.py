@@ -22,20 +22,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from arrank.common import params, paths, processes
-from arrank.common.outputs import (
-    RUN_DIR_ENV,
-    OutputsNotWritableError,
-    RunExistsError,
-    check_resume,
-    checkpoints_dir,
-    claim_run,
-    failed_path,
-    resolve_run_name,
-    run_path,
-    tidy_abandoned,
-    tidy_partials,
-)
+from arrank.common import outputs, params, paths, processes
 from arrank.common.params import ParamError
 from arrank.training import schemes  # noqa: F401  (registers the values the 'scheme' parameter accepts)
 
@@ -68,9 +55,8 @@ def find_notebook(name: str | Path) -> Path:
     (``01``) or a path (``notebooks/01_de_capacity.py`` or ``.ipynb``)."""
     candidate = Path(name)
     if candidate.suffix in (".py", ".ipynb"):
-        source = candidate.with_suffix(".py")
-        if source.exists():
-            return source.resolve()
+        if candidate.with_suffix(".py").exists():
+            return candidate.with_suffix(".py").resolve()
         candidate = Path(candidate.stem)
     matches = sorted(paths.NOTEBOOKS.glob(f"{candidate.name}*.py"))
     exact = [m for m in matches if m.stem == candidate.name]
@@ -102,17 +88,18 @@ def parameters_help(notebook: str | Path) -> str:
     states it (type, the quick profile's value, the comment as its meaning), the other profiles'
     values where they differ (``params.PROFILES``) and what is allowed (``params.RULES``)."""
     source = find_notebook(notebook)
-    stem, profiles = source.stem, params.profiles_of(source.stem)
     lines = [
-        f"parameters of {stem} (set with -p NAME VALUE; profiles: {', '.join(profiles)}; "
+        f"parameters of {source.stem} (set with -p NAME VALUE; profiles: {', '.join(params.profiles_of(source.stem))}; "
         f"each value is the quick profile's, the others' follow where they differ):",
         "",
     ]
-    for name, p in params.spec(stem, source).items():
+    for name, p in params.spec(source.stem, source).items():
         by_profile = " | ".join(f"{profile}: {value!r}" for profile, value in p.profiles.items())
-        lines.append(f"  {name}: {p.type} = {p.default!r}" + (f"  ({by_profile})" if by_profile else ""))
-        lines.append(f"      {p.help}")
-        lines.append(f"      allowed: {params.allowed_text(p.check)}")
+        lines += [
+            f"  {name}: {p.type} = {p.default!r}" + (f"  ({by_profile})" if by_profile else ""),
+            f"      {p.help}",
+            f"      allowed: {params.allowed_text(p.check)}",
+        ]
     return "\n".join(lines)
 
 
@@ -150,14 +137,11 @@ def prepare_parsed(
     reads it once and checks every point with it. The values that run are resolved here, once
     (``params.resolve``); papermill injects each that is not the cell's (the executed notebook
     shows what ran) and the kernel reads them all from ``params.PARAMS_ENV``."""
-    unknown = sorted(set(overrides) - set(defaults))
-    if unknown:
-        raise ParamError(f"unknown parameter(s) {unknown} for {source.stem}; allowed: {sorted(defaults)}")
     kinds = {name: p.type for name, p in params.spec(source.stem, source).items()}
-    given = {k: coerce(k, v, kinds[k]) for k, v in overrides.items()}
+    given = {k: coerce(k, v, kinds.get(k, "str")) for k, v in overrides.items()}  # unknown names: resolve refuses
     resolved = params.resolve(source.stem, {**defaults, **given}, set(given), source)
     processes.check_launch(source.stem, resolved)  # several processes: 05 only, a run name, no Unsloth
-    resolved["run_name"] = resolve_run_name(resolved["run_name"], resolved["profile"])
+    resolved["run_name"] = outputs.resolve_run_name(resolved["run_name"], resolved["profile"])
     injected = {k: v for k, v in resolved.items() if k in given or k == "run_name" or v != defaults[k]}
     return source, injected, resolved
 
@@ -178,30 +162,29 @@ def run_notebook(
     """
     source, injected, resolved = prepare(notebook, dict(overrides or {}))
     stem, name = source.stem, resolved["run_name"]
-    final = run_path(stem, name, outputs_root)
+    final = outputs.run_path(stem, name, outputs_root)
     if not processes.is_main():  # process k > 0: its own staging folder beside process 0's, removed when done
         staging = final.parent / f".{final.name}.rank{processes.rank()}-{os.getpid()}"
         staging.mkdir(parents=True)
         _execute(source, injected, resolved, staging, final.with_name(f"{final.name}.rank{processes.rank()}"), False)
         shutil.rmtree(staging, ignore_errors=True)
         return final  # the run directory process 0 writes
-    lock = claim_run(stem, name, outputs_root)
+    outputs.tidy_abandoned(stem, outputs_root)  # staging folders left by runs killed with -9 become failed folders
+    lock = outputs.claim_run(stem, name, outputs_root)
     try:
-        tidy_partials(stem, name, outputs_root)
-        tidy_abandoned(stem, outputs_root)  # other names' folders, left by runs killed with -9
         if final.exists():
-            raise RunExistsError(
+            raise outputs.RunExistsError(
                 f"run directory {final} exists: runs are never overwritten; "
                 "pass -p run_name NEW (or auto), or delete that directory"
             )
-        check_resume(checkpoints_dir(stem, name, outputs_root), resolved)
+        outputs.check_resume(outputs.checkpoints_dir(stem, name, outputs_root), resolved)
         staging = final.parent / f".{final.name}.partial-{os.getpid()}"
         staging.mkdir()
         _execute(source, injected, resolved, staging, final, progress)
         try:
             staging.rename(final)
         except OSError as err:  # the directory appeared meanwhile, or the folder became unwritable
-            failed = failed_path(final)
+            failed = outputs.failed_path(final)
             staging.rename(failed)
             raise RunFailedError(
                 f"{stem} finished, but its run directory {final} could not be written "
@@ -215,24 +198,27 @@ def run_notebook(
 def _execute(
     source: Path, injected: dict[str, Any], resolved: dict[str, Any], staging: Path, final: Path, progress: bool
 ) -> None:
-    """papermill into ``staging``, the kernel given the ``resolved`` parameters (``params.PARAMS_ENV``);
-    on failure or interruption ``staging`` becomes the failed folder (with ``kernel.log``, what the
-    kernel process itself printed)."""
-    import nbformat
+    """papermill into ``staging``, the kernel given the ``resolved`` parameters (``params.PARAMS_ENV``)
+    and its process's own stderr written to a log file, not the terminal (so an interrupted run
+    ends in one line; the notebook's own output travels over the kernel's channels); on failure or
+    interruption ``staging`` becomes the failed folder, with that ``kernel.log``."""
     import papermill
-
-    from arrank.workbook.kernel_log import KERNEL_LOG_ENV, KernelLogToFile
+    from jupyter_client.manager import AsyncKernelManager
 
     with tempfile.TemporaryDirectory() as tmp:
-        src_ipynb = Path(tmp) / f"{source.stem}.ipynb"
         kernel_log = Path(tmp) / "kernel.log"
-        nbformat.write(read_notebook(source), src_ipynb)
-        env = {RUN_DIR_ENV: str(staging), KERNEL_LOG_ENV: str(kernel_log), params.PARAMS_ENV: json.dumps(resolved)}
+
+        class KernelLogToFile(AsyncKernelManager):
+            async def start_kernel(self, **kw: Any) -> None:
+                with open(kernel_log, "ab") as log:
+                    await super().start_kernel(**{**kw, "stderr": log})
+
+        env = {outputs.RUN_DIR_ENV: str(staging), params.PARAMS_ENV: json.dumps(resolved)}
         # the kernel's environment, os.environ as it was again afterwards; its OpenMP waits passively
         with mock.patch.dict(os.environ, processes.openmp_wait_env({**os.environ, **env})):
             try:
                 papermill.execute_notebook(
-                    str(src_ipynb),
+                    read_notebook(source),
                     str(staging / f"{source.stem}.ipynb"),
                     parameters=injected,
                     kernel_name=KERNEL,
@@ -250,7 +236,7 @@ def _execute(
                         shutil.copyfile(kernel_log, staging / "kernel.log")
                     except OSError as copy_err:  # a full disk must not hide the notebook's own error
                         log_note = f"; its kernel log could not be copied there ({copy_err.strerror or copy_err})"
-                failed = failed_path(final)
+                failed = outputs.failed_path(final)
                 staging.rename(failed)
                 if isinstance(err, KeyboardInterrupt) or getattr(err, "ename", None) == "KeyboardInterrupt":
                     raise RunInterruptedError(
@@ -268,11 +254,8 @@ def _execute(
 def describe_error(err: BaseException) -> str:
     """The exception's type and its whole message; for an error inside the notebook, the
     notebook's own exception (papermill's ``ename: evalue``) rather than papermill's wrapper."""
-    ename, evalue = getattr(err, "ename", None), getattr(err, "evalue", None)
-    if ename:
-        return f"{ename}: {evalue}".rstrip() if evalue else ename
-    text = str(err).strip()
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+    name, text = (err.ename, err.evalue or "") if getattr(err, "ename", None) else (type(err).__name__, str(err))
+    return f"{name}: {text.strip()}" if text.strip() else name
 
 
 # Loggers that report the kernel a stop signal also ended: asyncio ('Task exception was never
@@ -346,20 +329,18 @@ def interrupt_on_signals() -> dict[int, Any]:
     (``quiet_abandoned_tasks``). Returns the handlers replaced."""
 
     def handler(signum: int, frame: Any) -> None:
+        quiet_abandoned_tasks()  # at once: papermill's clean-up logs before ``interrupted``
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
         for sig in STOP_SIGNALS:
             signal.signal(sig, signal.SIG_IGN)
-        quiet_abandoned_tasks()
         err = KeyboardInterrupt(f"signal {signum}")
         err.signum = signum
         raise err
 
-    def ctrl_c(signum: int, frame: Any) -> None:  # quiet at once: papermill's clean-up logs before ``interrupted``
-        quiet_abandoned_tasks()
-        raise KeyboardInterrupt
-
     previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where Ctrl-C is ignored
-        previous[signal.SIGINT] = signal.signal(signal.SIGINT, ctrl_c)
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, handler)
     return previous
 
 
@@ -381,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
             given = "; ".join(f"{n}: " + ", ".join(repr(v) for k, v in args.parameter if k == n) for n in twice)
             raise ParamError(f"parameter(s) {twice} given more than once ({given}); give each -p NAME VALUE once")
         final = run_notebook(args.notebook, dict(args.parameter), progress=not args.no_progress)
-    except (ParamError, RunExistsError, OutputsNotWritableError, RunFailedError) as err:
+    except (ParamError, outputs.RunExistsError, outputs.OutputsNotWritableError, RunFailedError) as err:
         print(error_lines(err), file=sys.stderr)
         return 1 if isinstance(err, RunFailedError) else 2  # 2: refused before running
     except KeyboardInterrupt as err:
