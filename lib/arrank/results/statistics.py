@@ -94,7 +94,7 @@ class Replicates:
     def interval(self, level: float) -> tuple[float, float]:
         """The ``level`` interval from these replicates: the quantiles (linear interpolation, as
         scipy's) at BCa's adjusted probabilities ``Phi(z0 + (z0 + z) / (1 - a (z0 + z)))`` or at the
-        percentile's ``(1 -+ level) / 2``; stretched to hold the estimate, as ``bootstrap_interval``."""
+        percentile's ``(1 -+ level) / 2``; stretched to hold the estimate, as ``bootstrap_replicates``."""
         from scipy.special import ndtr, ndtri
 
         if self.method == "point":
@@ -162,8 +162,10 @@ def bootstrap_replicates(
     n_resamples: int = N_RESAMPLES,
     seed: int = RNG_SEED,
 ) -> tuple[float, float, float, Replicates]:
-    """(estimate, low, high, replicates): ``bootstrap_interval``'s interval at ``level`` and the
-    replicates it was read from, from which ``Replicates.interval`` reads the same construction at any
+    """(estimate, low, high, replicates): the mean of one sample, or the difference of the means of two
+    independent samples, with its BCa bootstrap interval at ``level`` (``scipy.stats.bootstrap``; data
+    with no spread, every value equal, give the point itself as the interval) and the replicates it was
+    read from, from which ``Replicates.interval`` reads the same construction at any
     other level without resampling. One sample (a paired comparison, a mean) is resampled here as
     scipy resamples it (``_paired_replicates``: the same replicates, the same interval to float
     rounding, several times faster: the indices are drawn once); two independent samples, and data
@@ -203,19 +205,6 @@ def bootstrap_replicates(
     dist = np.asarray(res.bootstrap_distribution, dtype=float)
     reps = _bca(estimate, dist, arrays) if method == "BCa" else Replicates(estimate, dist, method)
     return estimate, min(lo, estimate), max(hi, estimate), reps
-
-
-def bootstrap_interval(
-    samples: Sequence[np.ndarray],
-    paired: bool,
-    level: float = LEVEL,
-    n_resamples: int = N_RESAMPLES,
-    seed: int = RNG_SEED,
-) -> tuple[float, float, float]:
-    """(estimate, low, high): the mean of one sample, or the difference of the means of two
-    independent samples, with its BCa bootstrap interval (``scipy.stats.bootstrap``). Data with
-    no spread (every value equal) give the point itself as the interval."""
-    return bootstrap_replicates(samples, paired, level, n_resamples, seed)[:3]
 
 
 def interval_p_value(
@@ -329,20 +318,8 @@ def mean_interval(
     values: Values, level: float = LEVEL, n_resamples: int = N_RESAMPLES, seed: int = RNG_SEED
 ) -> tuple[float, float, float]:
     """(estimate, low, high) of a variant's mean: bootstrap over queries, widened for seed variation."""
-    est, lo, hi = bootstrap_interval([values.by_query.to_numpy()], True, level, n_resamples, seed)
+    est, lo, hi, _ = bootstrap_replicates([values.by_query.to_numpy()], True, level, n_resamples, seed)
     return (est, *widen(est, lo, hi, seed_halfwidth([(values.run_means, 1.0)], level)))
-
-
-def paired_differences(
-    per_query: pd.DataFrame,
-    a: str | Sequence[str],
-    b: str | Sequence[str],
-    metrics: str | Sequence[str],
-    weight: float = 1.0,
-) -> np.ndarray:
-    """The per-query differences ``a_q - weight * b_q`` on the queries both variants have (each
-    averaged over its runs): the data of a paired check, and of ``queries_to_decide``."""
-    return _differences(variant_values(per_query, a, metrics), variant_values(per_query, b, metrics), weight)
 
 
 def _differences(a: Values, b: Values, weight: float) -> np.ndarray:
@@ -421,23 +398,6 @@ def holm(findings: Sequence[Finding], alpha: float = 1 - LEVEL) -> list[Finding]
         p = min(float(p), 1.0)
         out[i] = replace(f, p_holm=p, holm_verdict=f.verdict if p < alpha else "undecided", family_size=len(members))
     return out
-
-
-def queries_to_decide(differences: Sequence[float] | np.ndarray, threshold: float = 0.0, level: float = LEVEL) -> float:
-    """How many queries a paired comparison needs for its interval to exclude ``threshold``, if
-    the mean and spread of the per-query ``differences`` stay as measured (normal approximation):
-    ``ceil((z * sd / |mean - threshold|)^2)``; ``inf`` when the mean is the threshold."""
-    from scipy import stats
-
-    d = np.asarray(differences, dtype=float)
-    d = d[np.isfinite(d)]
-    if len(d) < 2:
-        raise ValueError(f"queries_to_decide needs at least 2 differences, got {len(d)}")
-    gap, sd = abs(float(d.mean()) - threshold), float(d.std(ddof=1))
-    if gap == 0:
-        return math.inf
-    z = float(stats.norm.ppf(0.5 + level / 2))
-    return float(max(2, math.ceil((z * sd / gap) ** 2)))
 
 
 @dataclass(frozen=True)
