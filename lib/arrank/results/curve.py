@@ -201,23 +201,23 @@ def budget_markdown(findings: pd.DataFrame, claims: tuple[Claim, ...] = COMPARIS
             continue
         groups, rows = list(parts), pd.concat(parts.values())
         several = len(groups) > 1
-        head = ["step", "items", "epochs", f"{claim.a} (%)", f"{claim.b} (%)", f"{claim.name} (points)", "verdict"]
-        head += ["p", "Holm (claims of the budget)"]
-        head = ["setting", *head] if several else head
+        head = [*["setting"] * several, "step", "items", "epochs", f"{claim.a} (%)", f"{claim.b} (%)"]
+        head += [f"{claim.name} (points)", "verdict", "p", "Holm (claims of the budget)"]
         one = f"; {groups[0]}" if not several and groups[0] is not None else ""
         claimed = f"claimed: difference {claim.side} {claim.threshold * 100:g} points"
-        cells = []
-        for _, r in rows.iterrows():
-            f = Finding.from_dict(r)
-            budget = [str(int(r["step"])), f"{r['items']:,.0f}", f"{r['epochs']:.3g}"]
-            means = [percent_text(r["a_mean"]), percent_text(r["b_mean"]), interval_text(f, unit="")]
-            cells.append(
-                [*([r[SETTING]] if several else []), *budget, *means, f.verdict, p_text(f.p_value), holm_cell(f)]
-            )
+        cells = [_budget_row(r, several) for _, r in rows.iterrows()]
         lines = [f"**{claim.claim}** ({claim.quantity()} (%); {claimed}{one})", "", *markdown_lines(head, cells)]
         out.append("\n".join(lines) + "\n")
     pairs = ", ".join(dict.fromkeys(f"{c.a} / {c.b}" for c in claims))
     return "\n".join(out) or f"No budget at which both variants of a claim were scored (the claims compare {pairs}).\n"
+
+
+def _budget_row(r: pd.Series, several: bool) -> list[str]:
+    """A row of ``budget_markdown``'s table: (its setting,) the budget, the means, the difference, the verdicts."""
+    f = Finding.from_dict(r)
+    budget = [str(int(r["step"])), f"{r['items']:,.0f}", f"{r['epochs']:.3g}"]
+    means = [percent_text(r["a_mean"]), percent_text(r["b_mean"]), interval_text(f, unit="")]
+    return [*([r[SETTING]] if several else []), *budget, *means, f.verdict, p_text(f.p_value), holm_cell(f)]
 
 
 def curve_metrics(curve: pd.DataFrame, level: float = S.LEVEL, n_resamples: int = TABLE_RESAMPLES) -> pd.DataFrame:
