@@ -76,19 +76,17 @@ class Claim:
         return "mean " + "..".join(dict.fromkeys(metric_name(m) for m in (shown[0], shown[-1])))
 
 
-def evaluate(
-    claim: Claim, per_query: pd.DataFrame, numbers: str = "", level: float = S.LEVEL, n_resamples: int = S.N_RESAMPLES
-) -> Finding:
+def evaluate(claim: Claim, per_query: pd.DataFrame, numbers: str = "", n_resamples: int = S.N_RESAMPLES) -> Finding:
     """The finding of one comparison on per-query data (``arrank.workbook.report.per_query_frame``'s
-    rows; ``a`` and ``b`` variant labels): the mean per-query difference and its ``level`` interval
+    rows; ``a`` and ``b`` variant labels): the mean per-query difference and its 95% interval
     from one bootstrap (``statistics.compare``), decided against the threshold (``findings.decide``)
     with the p-value the interval implies; ``numbers`` followed by how the interval was made, and the
     two sides' means over their queries in ``means``."""
     a, b = (S.variant_values(per_query, side, claim.metrics) for side in (claim.a, claim.b))
-    c = S.compare(a, b, claim.weight, level, n_resamples)
+    c = S.compare(a, b, claim.weight, n_resamples=n_resamples)
     numbers = "; ".join(p for p in (numbers, c.text()) if p)
     p = c.p_value(claim.threshold)
-    found = decide(claim.claim, c.estimate, c.interval, claim.threshold, claim.side, numbers, level, p)
+    found = decide(claim.claim, c.estimate, c.interval, claim.threshold, claim.side, numbers, c.level, p)
     return replace(found, means=(float(a.by_query.mean()), float(b.by_query.mean())))
 
 

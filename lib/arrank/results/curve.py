@@ -93,7 +93,6 @@ def budgets(curve: pd.DataFrame, variants: list[str]) -> pd.DataFrame:
 def curve_findings(
     curve: pd.DataFrame,
     claims: tuple[Claim, ...] = COMPARISONS,
-    level: float = S.LEVEL,
     n_resamples: int = S.N_RESAMPLES,
     family: tuple[str, ...] = FAMILY,
 ) -> pd.DataFrame:
@@ -101,7 +100,7 @@ def curve_findings(
     of the curve: one row per (claim, setting, step), ``FINDING_COLUMNS`` with ``setting`` after
     ``claim`` when the curve has the column; fractions. ``a_mean`` and ``b_mean`` are the variants'
     means over their queries (each query averaged over the runs), ``estimate`` the mean per-query
-    ``a - weight * b`` with its ``level`` interval (``ci_low``, ``ci_high``: bootstrap over the
+    ``a - weight * b`` with its 95% interval (``ci_low``, ``ci_high``: bootstrap over the
     queries, widened by the spread of the runs' means where a variant has several), ``verdict``
     holds / fails / undecided (``findings.decide``), ``numbers`` how the interval was made;
     ``p_value`` the p-value the interval implies and ``p_holm``, ``holm_verdict`` its Holm adjustment
@@ -114,7 +113,7 @@ def curve_findings(
     for claim in claims:
         for setting, part in parts.items():
             for _, budget in budgets(part, [claim.a, claim.b]).iterrows():
-                f = evaluate(claim, steps[setting][budget["step"]], level=level, n_resamples=n_resamples)
+                f = evaluate(claim, steps[setting][budget["step"]], n_resamples=n_resamples)
                 means = {"a": claim.a, "b": claim.b, "a_mean": f.means[0], "b_mean": f.means[1]}
                 rows.append({**f.as_dict(), SETTING: setting, **budget.to_dict(), **means})
     found = pd.DataFrame(rows, columns=_with_setting(FINDING_COLUMNS, curve, "claim")).astype({"step": int})
