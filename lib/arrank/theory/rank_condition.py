@@ -27,18 +27,13 @@ from arrank.theory.orderings import (
 )
 
 
-def _token_system(E: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pair system of "token a has a strictly larger logit than token b": (e_b - e_a) . phi < 0."""
-    diff = E[None, :, :] - E[:, None, :]  # [a, b] -> e_b - e_a
-    return _unit_rows(diff, np.zeros(diff.shape[:2]))
-
-
 def realisable_token_permutations(E: np.ndarray) -> list[tuple[int, ...]]:
     """Orders (top first) of the logits E @ phi realised strictly by some phi in R^n (|V| <= 7):
     the sorted tuples pi with (E phi)_pi1 > ... > (E phi)_pik (:func:`count_token_permutations`)."""
     E = _check_matrix("E", E)
     _check_exact_k("E", E.shape[0])
-    G, h = _token_system(E)
+    # "token a has a strictly larger logit than token b": (e_b - e_a) . phi < 0, [a, b] -> e_b - e_a
+    G, h = _unit_rows(E[None, :, :] - E[:, None, :], np.zeros((E.shape[0], E.shape[0])))
 
     def key(phi: np.ndarray) -> np.ndarray:  # rows of phi -> negated logits
         return -(phi @ E.T)
