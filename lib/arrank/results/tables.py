@@ -92,13 +92,8 @@ def results_table(
     if floor:
         scaled = {m: floor.get(m, math.nan) * 100 for m in metrics}
         rows.append({"variant": "Random scores", "source": "random scores", "runs": None, **scaled})
-    columns = (
-        ["variant", "source", "runs"]
-        + metrics
-        + ([f"{m} sd" for m in metrics] if several else [])
-        + ([f"{m} ci" for m in metrics] if halfwidths else [])
-    )
-    return pd.DataFrame(rows, columns=columns).round(4)
+    spreads = [f"{m} {kind}" for kind, shown in (("sd", several), ("ci", halfwidths)) if shown for m in metrics]
+    return pd.DataFrame(rows, columns=["variant", "source", "runs", *metrics, *spreads]).round(4)
 
 
 TABLE_RESAMPLES = 1999  # the tables' ± (a display); the findings' intervals use statistics.N_RESAMPLES
