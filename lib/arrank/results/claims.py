@@ -111,18 +111,10 @@ def resolve(claims: Sequence[Claim], roles: Mapping[str, Sequence[Member]], colu
         if len(a) > 1 and len(b) > 1 and len(a) != len(b):
             raise ValueError(f"the sides of {group[0].name!r} are {len(a)} and {len(b)} variants: one, or as many")
         a, b = (a * len(b) if len(a) == 1 else a), (b * len(a) if len(b) == 1 else b)
-        for (a_name, a_labels), (b_name, b_labels) in zip(a, b):
-            for c in group:
-                metrics = tuple(m for m in c.metrics if m in columns)
-                if metrics:
-                    fields = {
-                        "a": a_name,
-                        "b": b_name,
-                        "quantity": c.quantity(metrics),
-                        "points": abs(c.threshold) * 100,
-                    }
-                    name = c.name.format(**fields)
-                    out.append(replace(c, name=name, a=a_labels, b=b_labels, metrics=metrics))
+        for ((a_name, a_labels), (b_name, b_labels)), c in itertools.product(zip(a, b), group):
+            if metrics := tuple(m for m in c.metrics if m in columns):
+                name = c.name.format(a=a_name, b=b_name, quantity=c.quantity(metrics), points=abs(c.threshold) * 100)
+                out.append(replace(c, name=name, a=a_labels, b=b_labels, metrics=metrics))
     return out
 
 
