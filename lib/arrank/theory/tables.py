@@ -14,6 +14,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from arrank import theory
+from arrank.common.findings import Finding, finding
 
 
 def closed_form_table(k_max: int) -> pd.DataFrame:
@@ -130,11 +131,9 @@ def docid_rank_metrics(frame: pd.DataFrame) -> dict[str, int]:
     return out
 
 
-def capacity_findings(m: dict, k_top: int) -> list[dict]:
+def capacity_findings(m: dict, k_top: int) -> list[Finding]:
     """Notebook 01's results.json metrics ``m`` against section 3.1 (Proposition 3.1), in words:
     ``arrank.common.findings.Finding`` rows; ``k_top`` is the largest k of the bound table."""
-    from arrank.common.findings import finding
-
     exact, bound = m[f"exact_min_dimension_k{k_top}"], m[f"paper_bound_k{k_top}"]
     return [
         finding(
@@ -162,11 +161,9 @@ def capacity_findings(m: dict, k_top: int) -> list[dict]:
     ]
 
 
-def rank_condition_findings(m: dict) -> list[dict]:
+def rank_condition_findings(m: dict) -> list[Finding]:
     """Notebook 02's results.json metrics ``m`` against section 3.2 (the rank(E') propositions and
     the remark on real tokenizers), in words: ``arrank.common.findings.Finding`` rows."""
-    from arrank.common.findings import finding
-
     rows = [
         finding(
             "Arbitrary Permutations over Tokens: all |V|! orderings of the logits exactly when rank(E') = |V|",
