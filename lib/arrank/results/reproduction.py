@@ -20,7 +20,6 @@ import json
 import re
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 
@@ -207,11 +206,8 @@ def figure3_found(per_query: pd.DataFrame, params: dict) -> tuple[list[Finding],
     means = configs.groupby("config", sort=False)[recall].mean().rename(columns=lambda c: f"recall@{c[1:]}")
     results = pd.DataFrame([dict(zip(("model", "n", "alpha"), CONFIG.fullmatch(key).groups())) for key in means.index])
     results = results.astype({"n": int, "alpha": float}).join(means.reset_index(drop=True))
-    arr = (
-        arr_rows.groupby(["point", "config"], sort=False)[recall]
-        .mean()
-        .rename(columns=lambda c: f"train_recall@{c[1:]}")
-    )
+    arr = arr_rows.groupby(["point", "config"], sort=False)[recall].mean()
+    arr.columns = [f"train_recall@{k}" for k in ks]
     arr = arr.reset_index().rename(columns={"point": "run", "config": "label"})
     best, _ = figure3.best_arr_run(arr, ks)
     best_rows = None if best is None else arr_rows[arr_rows["point"] == best["run"]].drop(columns=["point", "config"])
@@ -359,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when the committed page differs from the data")
     parser.add_argument("--output", default=PAGE, help=f"where to write the page (default: {PAGE})")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    path = Path(args.output) if Path(args.output).is_absolute() else paths.ROOT / args.output
+    path = paths.ROOT / args.output  # an absolute output stays as it is
     text = page()
     if args.check:
         old = path.read_text() if path.exists() else ""
