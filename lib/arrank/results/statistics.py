@@ -278,11 +278,7 @@ class Comparison:
 
     def text(self) -> str:
         """``paired over 300 queries, 2 / 1 runs`` (how the interval was made)."""
-        if self.paired:
-            n = f"{self.n_queries} queries, paired"
-        else:
-            n_a, n_b = self.n_queries
-            n = f"{n_a} / {n_b} queries, unpaired"
+        n = f"{self.n_queries} queries, paired" if self.paired else "{} / {} queries, unpaired".format(*self.n_queries)
         seeds = "seed variation in the interval" if max(self.runs) > 1 else "one run each: seed variation not estimated"
         return f"{n}; {self.runs[0]} / {self.runs[1]} runs, {seeds}"
 
@@ -401,10 +397,8 @@ class Budget:
 
     def text(self) -> str:
         q = "never" if math.isinf(self.queries) else f"{self.queries:,.0f}"
-        if math.isnan(self.seeds):
-            s = "seeds not estimated (a variant with one run)"
-        else:
-            s = "no number of seeds" if math.isinf(self.seeds) else f"{self.seeds:.0f} seeds a variant"
+        s = "no number of seeds" if math.isinf(self.seeds) else f"{self.seeds:.0f} seeds a variant"
+        s = "seeds not estimated (a variant with one run)" if math.isnan(self.seeds) else s
         return (
             f"gap to the threshold {self.gap * 100:.1f} points; half-widths: queries {self.query_halfwidth * 100:.1f}, "
             f"seeds {self.seed_halfwidth * 100:.1f}; with today's seeds, queries needed: {q}; "
