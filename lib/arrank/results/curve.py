@@ -273,11 +273,6 @@ VERDICT_COLORS = {"holds": "#2ca02c", "fails": "#d62728", "undecided": "#7f7f7f"
 SETTING_COLORS = ("#1f77b4", *(c for c in QUALITATIVE if c not in VERDICT_COLORS.values()))
 
 
-def _rgba(color: str, alpha: float) -> str:
-    """``#1f77b4`` -> ``rgba(31, 119, 180, 0.2)`` (a band in its line's colour)."""
-    return f"rgba({int(color[1:3], 16)}, {int(color[3:5], 16)}, {int(color[5:7], 16)}, {alpha:g})"
-
-
 def curve_figure(findings: pd.DataFrame, claim: Claim = CENTRAL, title: str | None = None):
     """Plotly: ``claim``'s difference (points) against the training budget in items seen (log
     axis), its 95% interval as a band, the claim's threshold dotted and zero as a line; markers
@@ -285,6 +280,7 @@ def curve_figure(findings: pd.DataFrame, claim: Claim = CENTRAL, title: str | No
     One line and band per setting of the findings (``SETTING_COLORS``, in first-seen order; the
     legend names the setting), side by side on the one axis, never pooled."""
     import plotly.graph_objects as go
+    from plotly.colors import hex_to_rgb
 
     parts = _by_setting(findings, claim)
     if not parts:
@@ -301,7 +297,7 @@ def curve_figure(findings: pd.DataFrame, claim: Claim = CENTRAL, title: str | No
             y=list(hi) + list(lo[::-1]),
             mode="lines",
             fill="toself",
-            fillcolor=_rgba(color, 0.2),
+            fillcolor=f"rgba{(*hex_to_rgb(color), 0.2)}",  # the band in its line's colour
             line={"width": 0},
             hoverinfo="skip",
             name=f"{part['level'].iloc[0] * 100:g}% interval",
