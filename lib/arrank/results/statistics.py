@@ -60,8 +60,7 @@ def variant_values(per_query: pd.DataFrame, variants: Labels, metrics: Labels) -
     relevant docIDs) are left out. A clear error when the variant has no rows."""
     names = [variants] if isinstance(variants, str) else list(variants)
     cols = [column(m) for m in ([metrics] if isinstance(metrics, str) else metrics)]
-    missing = [c for c in cols if c not in per_query.columns]
-    if missing:
+    if missing := [c for c in cols if c not in per_query.columns]:
         raise ValueError(f"the per-query data have no column {missing}; they have {list(per_query.columns)}")
     rows = per_query[per_query["variant"].isin(names)]
     values = rows[cols].astype(float).mean(axis=1, skipna=True)

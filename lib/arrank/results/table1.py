@@ -108,8 +108,7 @@ def table1_findings(
     rows = []
     for _, group in itertools.groupby(claims, key=lambda c: c.key):
         group = list(group)
-        parts = resolve(group, sides, columns)
-        if parts:
+        if parts := resolve(group, sides, columns):
             rows.append(decide_claim(parts, per_query, summary(group, sides, columns, means), means, to_decide=True))
     return S.holm(rows)
 
