@@ -73,7 +73,7 @@ def test_the_interval_covers_the_true_difference_at_about_the_nominal_rate():
     covered = 0
     for _ in range(200):
         a, b = bernoulli_pair(rng, 100, 0.75, 0.65)
-        _, lo, hi = S.bootstrap_interval([a - b], True, n_resamples=999, seed=int(rng.integers(1 << 31)))
+        _, lo, hi, _ = S.bootstrap_replicates([a - b], True, n_resamples=999, seed=int(rng.integers(1 << 31)))
         covered += lo <= 0.10 <= hi
     assert 181 <= covered <= 199, covered
 
@@ -148,20 +148,24 @@ def test_weighted_differences_check_at_most_half():
 
 
 def test_queries_to_decide_from_the_measured_effect_and_spread():
+    """One run a variant: the queries of ``budget_to_decide`` are ceil((z · sd / |mean − threshold|)²) of
+    the per-query differences (here A's values against B = 0)."""
     rng = np.random.default_rng(7)
+    data = lambda d: per_query({"A": [d], "B": [np.zeros(len(d))]})
+    decide_at = lambda d, threshold=0.0: S.budget_to_decide(data(d), "A", "B", "r1", threshold).queries
     d = rng.normal(0.02, 0.5, 1000)
-    n = S.queries_to_decide(d)
-    assert n == math.ceil((stats.norm.ppf(0.975) * d.std(ddof=1) / abs(d.mean())) ** 2)
+    n = decide_at(d)
+    assert n == math.ceil((stats.norm.ppf(0.975) * d.std(ddof=1)) ** 2 / d.mean() ** 2)
     assert 1000 < n < 10000  # about (1.96 * 0.5 / 0.02)^2 = 2401 for the true mean and sd
-    assert S.queries_to_decide(np.array([0.1, -0.1, 0.1, -0.1])) == math.inf
-    assert S.queries_to_decide(np.array([0.3, 0.1]), threshold=0.2) == math.inf
+    assert decide_at(np.array([0.1, -0.1, 0.1, -0.1])) == math.inf
+    assert decide_at(np.array([0.3, 0.1]), threshold=0.2) == math.inf
     # at the n it gives, an interval from that many queries excludes the threshold
     big = rng.normal(0.1, 0.5, 5000)
-    need = int(S.queries_to_decide(big))
-    _, lo, _ = S.bootstrap_interval([rng.normal(big.mean(), big.std(), need * 2)], True, n_resamples=999)
+    need = int(decide_at(big))
+    _, lo, _, _ = S.bootstrap_replicates([rng.normal(big.mean(), big.std(), need * 2)], True, n_resamples=999)
     assert lo > 0
-    with pytest.raises(ValueError, match="at least 2 differences"):
-        S.queries_to_decide([0.1])
+    with pytest.raises(ValueError, match="needs 2 queries a variant or more, got 1 and 1"):
+        decide_at(np.array([0.1]))
 
 
 def test_budget_to_decide_names_the_queries_and_seeds_that_would_decide():
@@ -189,7 +193,8 @@ def test_budget_to_decide_names_the_queries_and_seeds_that_would_decide():
     assert math.hypot(budget.query_halfwidth, stats.t.ppf(0.975, df) * math.sqrt(v)) < budget.gap
     one = S.budget_to_decide(per_query({"A": [a], "B": [b]}), "A", "B", "r1")
     assert math.isnan(one.seeds) and one.seed_halfwidth == 0.0
-    assert one.queries == S.queries_to_decide(a - b)  # no seed term: the queries of queries_to_decide
+    z_sd = stats.norm.ppf(0.975) * (a - b).std(ddof=1)
+    assert one.queries == math.ceil(z_sd**2 / (a - b).mean() ** 2)  # no seed term: the normal approximation
     assert "queries needed" in budget.text() and "seeds a variant" in budget.text()
 
 

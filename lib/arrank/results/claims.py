@@ -76,19 +76,17 @@ class Claim:
         return "mean " + "..".join(dict.fromkeys(metric_name(m) for m in (shown[0], shown[-1])))
 
 
-def evaluate(
-    claim: Claim, per_query: pd.DataFrame, numbers: str = "", level: float = S.LEVEL, n_resamples: int = S.N_RESAMPLES
-) -> Finding:
+def evaluate(claim: Claim, per_query: pd.DataFrame, numbers: str = "", n_resamples: int = S.N_RESAMPLES) -> Finding:
     """The finding of one comparison on per-query data (``arrank.workbook.report.per_query_frame``'s
-    rows; ``a`` and ``b`` variant labels): the mean per-query difference and its ``level`` interval
+    rows; ``a`` and ``b`` variant labels): the mean per-query difference and its 95% interval
     from one bootstrap (``statistics.compare``), decided against the threshold (``findings.decide``)
     with the p-value the interval implies; ``numbers`` followed by how the interval was made, and the
     two sides' means over their queries in ``means``."""
     a, b = (S.variant_values(per_query, side, claim.metrics) for side in (claim.a, claim.b))
-    c = S.compare(a, b, claim.weight, level, n_resamples)
+    c = S.compare(a, b, claim.weight, n_resamples=n_resamples)
     numbers = "; ".join(p for p in (numbers, c.text()) if p)
     p = c.p_value(claim.threshold)
-    found = decide(claim.claim, c.estimate, c.interval, claim.threshold, claim.side, numbers, level, p)
+    found = decide(claim.claim, c.estimate, c.interval, claim.threshold, claim.side, numbers, c.level, p)
     return replace(found, means=(float(a.by_query.mean()), float(b.by_query.mean())))
 
 
@@ -113,18 +111,10 @@ def resolve(claims: Sequence[Claim], roles: Mapping[str, Sequence[Member]], colu
         if len(a) > 1 and len(b) > 1 and len(a) != len(b):
             raise ValueError(f"the sides of {group[0].name!r} are {len(a)} and {len(b)} variants: one, or as many")
         a, b = (a * len(b) if len(a) == 1 else a), (b * len(a) if len(b) == 1 else b)
-        for (a_name, a_labels), (b_name, b_labels) in zip(a, b):
-            for c in group:
-                metrics = tuple(m for m in c.metrics if m in columns)
-                if metrics:
-                    fields = {
-                        "a": a_name,
-                        "b": b_name,
-                        "quantity": c.quantity(metrics),
-                        "points": abs(c.threshold) * 100,
-                    }
-                    name = c.name.format(**fields)
-                    out.append(replace(c, name=name, a=a_labels, b=b_labels, metrics=metrics))
+        for ((a_name, a_labels), (b_name, b_labels)), c in itertools.product(zip(a, b), group):
+            if metrics := tuple(m for m in c.metrics if m in columns):
+                name = c.name.format(a=a_name, b=b_name, quantity=c.quantity(metrics), points=abs(c.threshold) * 100)
+                out.append(replace(c, name=name, a=a_labels, b=b_labels, metrics=metrics))
     return out
 
 

@@ -93,7 +93,6 @@ def budgets(curve: pd.DataFrame, variants: list[str]) -> pd.DataFrame:
 def curve_findings(
     curve: pd.DataFrame,
     claims: tuple[Claim, ...] = COMPARISONS,
-    level: float = S.LEVEL,
     n_resamples: int = S.N_RESAMPLES,
     family: tuple[str, ...] = FAMILY,
 ) -> pd.DataFrame:
@@ -101,7 +100,7 @@ def curve_findings(
     of the curve: one row per (claim, setting, step), ``FINDING_COLUMNS`` with ``setting`` after
     ``claim`` when the curve has the column; fractions. ``a_mean`` and ``b_mean`` are the variants'
     means over their queries (each query averaged over the runs), ``estimate`` the mean per-query
-    ``a - weight * b`` with its ``level`` interval (``ci_low``, ``ci_high``: bootstrap over the
+    ``a - weight * b`` with its 95% interval (``ci_low``, ``ci_high``: bootstrap over the
     queries, widened by the spread of the runs' means where a variant has several), ``verdict``
     holds / fails / undecided (``findings.decide``), ``numbers`` how the interval was made;
     ``p_value`` the p-value the interval implies and ``p_holm``, ``holm_verdict`` its Holm adjustment
@@ -114,7 +113,7 @@ def curve_findings(
     for claim in claims:
         for setting, part in parts.items():
             for _, budget in budgets(part, [claim.a, claim.b]).iterrows():
-                f = evaluate(claim, steps[setting][budget["step"]], level=level, n_resamples=n_resamples)
+                f = evaluate(claim, steps[setting][budget["step"]], n_resamples=n_resamples)
                 means = {"a": claim.a, "b": claim.b, "a_mean": f.means[0], "b_mean": f.means[1]}
                 rows.append({**f.as_dict(), SETTING: setting, **budget.to_dict(), **means})
     found = pd.DataFrame(rows, columns=_with_setting(FINDING_COLUMNS, curve, "claim")).astype({"step": int})
@@ -201,23 +200,23 @@ def budget_markdown(findings: pd.DataFrame, claims: tuple[Claim, ...] = COMPARIS
             continue
         groups, rows = list(parts), pd.concat(parts.values())
         several = len(groups) > 1
-        head = ["step", "items", "epochs", f"{claim.a} (%)", f"{claim.b} (%)", f"{claim.name} (points)", "verdict"]
-        head += ["p", "Holm (claims of the budget)"]
-        head = ["setting", *head] if several else head
+        head = [*["setting"] * several, "step", "items", "epochs", f"{claim.a} (%)", f"{claim.b} (%)"]
+        head += [f"{claim.name} (points)", "verdict", "p", "Holm (claims of the budget)"]
         one = f"; {groups[0]}" if not several and groups[0] is not None else ""
         claimed = f"claimed: difference {claim.side} {claim.threshold * 100:g} points"
-        cells = []
-        for _, r in rows.iterrows():
-            f = Finding.from_dict(r)
-            budget = [str(int(r["step"])), f"{r['items']:,.0f}", f"{r['epochs']:.3g}"]
-            means = [percent_text(r["a_mean"]), percent_text(r["b_mean"]), interval_text(f, unit="")]
-            cells.append(
-                [*([r[SETTING]] if several else []), *budget, *means, f.verdict, p_text(f.p_value), holm_cell(f)]
-            )
+        cells = [_budget_row(r, several) for _, r in rows.iterrows()]
         lines = [f"**{claim.claim}** ({claim.quantity()} (%); {claimed}{one})", "", *markdown_lines(head, cells)]
         out.append("\n".join(lines) + "\n")
     pairs = ", ".join(dict.fromkeys(f"{c.a} / {c.b}" for c in claims))
     return "\n".join(out) or f"No budget at which both variants of a claim were scored (the claims compare {pairs}).\n"
+
+
+def _budget_row(r: pd.Series, several: bool) -> list[str]:
+    """A row of ``budget_markdown``'s table: (its setting,) the budget, the means, the difference, the verdicts."""
+    f = Finding.from_dict(r)
+    budget = [str(int(r["step"])), f"{r['items']:,.0f}", f"{r['epochs']:.3g}"]
+    means = [percent_text(r["a_mean"]), percent_text(r["b_mean"]), interval_text(f, unit="")]
+    return [*([r[SETTING]] if several else []), *budget, *means, f.verdict, p_text(f.p_value), holm_cell(f)]
 
 
 def curve_metrics(curve: pd.DataFrame, level: float = S.LEVEL, n_resamples: int = TABLE_RESAMPLES) -> pd.DataFrame:
@@ -274,11 +273,6 @@ VERDICT_COLORS = {"holds": "#2ca02c", "fails": "#d62728", "undecided": "#7f7f7f"
 SETTING_COLORS = ("#1f77b4", *(c for c in QUALITATIVE if c not in VERDICT_COLORS.values()))
 
 
-def _rgba(color: str, alpha: float) -> str:
-    """``#1f77b4`` -> ``rgba(31, 119, 180, 0.2)`` (a band in its line's colour)."""
-    return f"rgba({int(color[1:3], 16)}, {int(color[3:5], 16)}, {int(color[5:7], 16)}, {alpha:g})"
-
-
 def curve_figure(findings: pd.DataFrame, claim: Claim = CENTRAL, title: str | None = None):
     """Plotly: ``claim``'s difference (points) against the training budget in items seen (log
     axis), its 95% interval as a band, the claim's threshold dotted and zero as a line; markers
@@ -286,6 +280,7 @@ def curve_figure(findings: pd.DataFrame, claim: Claim = CENTRAL, title: str | No
     One line and band per setting of the findings (``SETTING_COLORS``, in first-seen order; the
     legend names the setting), side by side on the one axis, never pooled."""
     import plotly.graph_objects as go
+    from plotly.colors import hex_to_rgb
 
     parts = _by_setting(findings, claim)
     if not parts:
@@ -302,7 +297,7 @@ def curve_figure(findings: pd.DataFrame, claim: Claim = CENTRAL, title: str | No
             y=list(hi) + list(lo[::-1]),
             mode="lines",
             fill="toself",
-            fillcolor=_rgba(color, 0.2),
+            fillcolor=f"rgba{(*hex_to_rgb(color), 0.2)}",  # the band in its line's colour
             line={"width": 0},
             hoverinfo="skip",
             name=f"{part['level'].iloc[0] * 100:g}% interval",

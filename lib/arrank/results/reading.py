@@ -23,24 +23,15 @@ def run_findings(params: dict[str, Any], m: dict[str, Any], floor: dict[str, Any
     """A notebook 05 run (its params and results.json metrics ``m``; the random-scores floor of
     the same queries) against the paper's Tables 1-3 and section 5.2, in words: rows of
     ``Finding``. Sweep-level checks are ``table1_findings``, notebook 08."""
-    label, pct = loss_label(params), lambda v: percent_text(v)
+    label, pct = loss_label(params), percent_text
     has_cvr = m.get("cvr") is not None
-    here = (
-        f"This run, {label}, in percent on {m.get('n_queries')} held-out queries: "
-        + (f"CVR {pct(m['cvr'])}, " if has_cvr else "")
-        + f"nDCG {pct(m.get('ndcg'))}, {_curve(m)}."
-    )
-    rows = [note(here)]
-    row = paper_row(params)
-    if row:
+    cvr = f"CVR {pct(m['cvr'])}, " if has_cvr else ""
+    here = f"This run, {label}, in percent on {m.get('n_queries')} held-out queries: {cvr}nDCG {pct(m.get('ndcg'))}"
+    rows = [note(f"{here}, {_curve(m)}.")]
+    if row := paper_row(params):
         caption, values = row
-        rows.append(
-            note(
-                f"The paper's row ({caption}, Mistral-7B): "
-                + ", ".join(f"{metric_name(c)} {v:.2f}" for c, v in values.items())
-                + "."
-            )
-        )
+        shown = ", ".join(f"{metric_name(c)} {v:.2f}" for c, v in values.items())
+        rows.append(note(f"The paper's row ({caption}, Mistral-7B): {shown}."))
     if floor:
         mean = lambda d: sum(d[f"recall@{k}"] for k in range(1, 6) if d.get(f"recall@{k}") is not None)
         rows.append(
@@ -63,14 +54,9 @@ def run_findings(params: dict[str, Any], m: dict[str, Any], floor: dict[str, Any
         rows.append(finding(claim, holds, f"CVR {pct(m['cvr'])}%"))
     train = {k.removeprefix("train_"): v for k, v in m.items() if k.startswith("train_")}
     if train:
-        rows.append(
-            note(
-                f"On {train.get('n_queries')} of its training queries (Figure 3 (a)'s capacity question, "
-                f"notebook 07): {_curve(train)}"
-                + (f", CVR {pct(train['cvr'])}" if train.get("cvr") is not None else "")
-                + f"; held out: {_curve(m)}."
-            )
-        )
+        cvr = f", CVR {pct(train['cvr'])}" if train.get("cvr") is not None else ""
+        text = f"On {train.get('n_queries')} of its training queries (Figure 3 (a)'s capacity question, notebook 07): "
+        rows.append(note(f"{text}{_curve(train)}{cvr}; held out: {_curve(m)}."))
     return rows
 
 

@@ -20,7 +20,6 @@ import json
 import re
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 
@@ -156,15 +155,13 @@ def _device(results: dict[str, dict]) -> str:
 
 def _table1_rows(source: Source) -> tuple[list[Row], Runs, list[str]]:
     points = pd.read_csv(paths.ROOT / source.points)
-    per_query = pd.read_csv(paths.ROOT / source.per_query)
     done = points[points["state"] == "done"]
     digests = tuple(sorted(done["code_digest"].dropna().unique())) if "code_digest" in done else ()
     runs = Runs(tuple(done["run_name"]), len(done), float(done["s_total"].sum()), digests)
-    steps = sorted({int(s) for s in done["steps"] if s > 0})
-    budget = ", ".join(f"{s} steps" for s in steps)
+    budget = ", ".join(f"{s} steps" for s in sorted({int(s) for s in done["steps"] if s > 0}))
     key = {words: key for key, words in table1.CLAIMS.items()}
-    rows = [Row(key[f.claim], source, budget, f, runs) for f in table1.table1_findings(points, per_query=per_query)]
-    return rows, runs, _sweeps(done["run_name"])
+    found = table1.table1_findings(points, per_query=pd.read_csv(paths.ROOT / source.per_query))
+    return [Row(key[f.claim], source, budget, f, runs) for f in found], runs, _sweeps(done["run_name"])
 
 
 def _runs_of(results: dict[str, dict], names) -> Runs:
@@ -209,11 +206,8 @@ def figure3_found(per_query: pd.DataFrame, params: dict) -> tuple[list[Finding],
     means = configs.groupby("config", sort=False)[recall].mean().rename(columns=lambda c: f"recall@{c[1:]}")
     results = pd.DataFrame([dict(zip(("model", "n", "alpha"), CONFIG.fullmatch(key).groups())) for key in means.index])
     results = results.astype({"n": int, "alpha": float}).join(means.reset_index(drop=True))
-    arr = (
-        arr_rows.groupby(["point", "config"], sort=False)[recall]
-        .mean()
-        .rename(columns=lambda c: f"train_recall@{c[1:]}")
-    )
+    arr = arr_rows.groupby(["point", "config"], sort=False)[recall].mean()
+    arr.columns = [f"train_recall@{k}" for k in ks]
     arr = arr.reset_index().rename(columns={"point": "run", "config": "label"})
     best, _ = figure3.best_arr_run(arr, ks)
     best_rows = None if best is None else arr_rows[arr_rows["point"] == best["run"]].drop(columns=["point", "config"])
@@ -278,28 +272,7 @@ def _claim_table(rows: list[Row]) -> list[str]:
 def page() -> str:
     """The reproduction matrix as Markdown, from the committed data (``SOURCES``)."""
     rows: list[Row] = []
-    sources = []
     sensitivity = ""
-    for source in SOURCES:
-        figure3_run = None
-        if source.kind == "table1":
-            found, runs, sweeps = _table1_rows(source)
-            family = f"the {sum(r.finding.family_size is not None for r in found)} findings of the sweep"
-            machine = source.machine
-        elif source.kind == "figure3":
-            found, runs, sweeps, figure3_run = _figure3_rows(source)
-            family = f"the {sum(r.finding.family_size is not None for r in found)} findings of Figure 3"
-            machine = source.machine
-        else:
-            found, runs, sweeps, curve_found, device = _curve_rows(source)
-            family = "the claims of one budget and setting (3)"
-            machine = f"{source.machine} ({device})" if device else source.machine
-            sensitivity = _sensitivity(curve_found)
-        rows += found
-        data = ", ".join(f"`{p}`" for p in (source.points, source.per_query) if p)
-        if source.results:
-            data += f", the runs' `results.json` under `{source.results.split('*')[0].rstrip('/')}/`"
-        sources.append((source, machine, data, runs, sweeps, family, figure3_run))
     out = [
         "# Reproduction matrix",
         "",
@@ -320,11 +293,27 @@ def page() -> str:
         "## The data and how to make them again",
         "",
     ]
-    for source, machine, data, runs, sweeps, family, figure3_run in sources:
+    for source in SOURCES:
+        figure3_run, device = None, ""
+        if source.kind == "table1":
+            found, runs, sweeps = _table1_rows(source)
+        elif source.kind == "figure3":
+            found, runs, sweeps, figure3_run = _figure3_rows(source)
+        else:
+            found, runs, sweeps, curve_found, device = _curve_rows(source)
+            sensitivity = _sensitivity(curve_found)
+        rows += found
+        n_found = sum(r.finding.family_size is not None for r in found)
+        family = {"table1": f"the {n_found} findings of the sweep", "figure3": f"the {n_found} findings of Figure 3"}
+        machine = f"{source.machine} ({device})" if device else source.machine
+        data = ", ".join(f"`{p}`" for p in (source.points, source.per_query) if p)
+        if source.results:
+            data += f", the runs' `results.json` under `{source.results.split('*')[0].rstrip('/')}/`"
         n, seconds, digests = runs.cells()
         out += [
             f"**{source.key}**: {source.title}. Profile `{source.profile}` on a {machine}; data: {data}; {n} runs, "
-            f"{seconds} of run time (summed); code digest: {digests}. Holm family: {family}.",
+            f"{seconds} of run time (summed); code digest: {digests}. Holm family: "
+            f"{family.get(source.kind, 'the claims of one budget and setting (3)')}.",
             "",
             "```bash",
             *commands(source, sweeps, figure3_run),
@@ -334,11 +323,7 @@ def page() -> str:
     out += ["## The claims", ""]
     for key, (words, section) in CLAIMS.items():
         mine = [r for r in rows if r.key == key]
-        out += [f"### {words} ({section})", ""]
-        if mine:
-            out += _claim_table(mine) + [""]
-        else:
-            out += ["No committed data decide it.", ""]
+        out += [f"### {words} ({section})", "", *(_claim_table(mine) if mine else ["No committed data decide it."]), ""]
     if sensitivity:
         out += ["## The budget curve with another family", "", sensitivity, ""]
     return "\n".join(out)
@@ -370,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when the committed page differs from the data")
     parser.add_argument("--output", default=PAGE, help=f"where to write the page (default: {PAGE})")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    path = Path(args.output) if Path(args.output).is_absolute() else paths.ROOT / args.output
+    path = paths.ROOT / args.output  # an absolute output stays as it is
     text = page()
     if args.check:
         old = path.read_text() if path.exists() else ""

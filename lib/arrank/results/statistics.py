@@ -31,6 +31,7 @@ N_RESAMPLES = 9999
 RNG_SEED = 0  # the bootstrap's generator seed: the same data always give the same interval
 P_TOLERANCE = 1e-6  # the bisection's resolution in confidence level, hence in p
 BATCH = 2000  # resamples drawn at a time, as the BCa bootstrap has always asked scipy for them
+Labels = str | Sequence[str]  # a variant label, or several pooled; a metric, or several averaged per query
 METRIC_COLUMNS = {"cvr": "cvr", "ndcg": "ndcg", **{f"recall@{k}": f"r{k}" for k in range(1, 51)}}
 
 
@@ -52,15 +53,14 @@ class Values:
     run_means: np.ndarray
 
 
-def variant_values(per_query: pd.DataFrame, variants: str | Sequence[str], metrics: str | Sequence[str]) -> Values:
+def variant_values(per_query: pd.DataFrame, variants: Labels, metrics: Labels) -> Values:
     """The per-query values of ``metrics`` (one, or the mean of several per query) of the rows of
     ``variants`` (one label, or several pooled as runs of one variant), averaged per query over
     the runs (``point``). Queries without any of the metrics (R@k of a query with fewer than k
     relevant docIDs) are left out. A clear error when the variant has no rows."""
     names = [variants] if isinstance(variants, str) else list(variants)
     cols = [column(m) for m in ([metrics] if isinstance(metrics, str) else metrics)]
-    missing = [c for c in cols if c not in per_query.columns]
-    if missing:
+    if missing := [c for c in cols if c not in per_query.columns]:
         raise ValueError(f"the per-query data have no column {missing}; they have {list(per_query.columns)}")
     rows = per_query[per_query["variant"].isin(names)]
     values = rows[cols].astype(float).mean(axis=1, skipna=True)
@@ -94,7 +94,7 @@ class Replicates:
     def interval(self, level: float) -> tuple[float, float]:
         """The ``level`` interval from these replicates: the quantiles (linear interpolation, as
         scipy's) at BCa's adjusted probabilities ``Phi(z0 + (z0 + z) / (1 - a (z0 + z)))`` or at the
-        percentile's ``(1 -+ level) / 2``; stretched to hold the estimate, as ``bootstrap_interval``."""
+        percentile's ``(1 -+ level) / 2``; stretched to hold the estimate, as ``bootstrap_replicates``."""
         from scipy.special import ndtr, ndtri
 
         if self.method == "point":
@@ -137,15 +137,6 @@ def _resample_indices(n: int, n_resamples: int, seed: int) -> tuple[np.ndarray, 
     )
 
 
-def _paired_replicates(x: np.ndarray, estimate: float, n_resamples: int, seed: int) -> Replicates:
-    """The BCa replicates of the mean of one sample, as ``scipy.stats.bootstrap(..., method="BCa",
-    paired=True, batch=BATCH)`` computes them: the same resamples (``_resample_indices``), each
-    mean over its gathered values, and BCa's z0 and acceleration (``_acceleration``)."""
-
-    dist = np.concatenate([np.mean(x[i], axis=-1) for i in _resample_indices(len(x), n_resamples, seed)])
-    return _bca(estimate, dist, [x])
-
-
 def _bca(estimate: float, dist: np.ndarray, arrays: Sequence[np.ndarray]) -> Replicates:
     """BCa replicates: z0 from the share of replicates below and at the estimate, as scipy's
     ``_bca_interval``, and the acceleration from the jackknife (``_acceleration``)."""
@@ -162,10 +153,12 @@ def bootstrap_replicates(
     n_resamples: int = N_RESAMPLES,
     seed: int = RNG_SEED,
 ) -> tuple[float, float, float, Replicates]:
-    """(estimate, low, high, replicates): ``bootstrap_interval``'s interval at ``level`` and the
-    replicates it was read from, from which ``Replicates.interval`` reads the same construction at any
+    """(estimate, low, high, replicates): the mean of one sample, or the difference of the means of two
+    independent samples, with its BCa bootstrap interval at ``level`` (``scipy.stats.bootstrap``; data
+    with no spread, every value equal, give the point itself as the interval) and the replicates it was
+    read from, from which ``Replicates.interval`` reads the same construction at any
     other level without resampling. One sample (a paired comparison, a mean) is resampled here as
-    scipy resamples it (``_paired_replicates``: the same replicates, the same interval to float
+    scipy resamples it (``_resample_indices``: the same replicates, the same interval to float
     rounding, several times faster: the indices are drawn once); two independent samples, and data
     where BCa is undefined, go through ``scipy.stats.bootstrap`` itself."""
     from scipy import stats
@@ -181,7 +174,9 @@ def bootstrap_replicates(
     if all(np.ptp(a) == 0 for a in arrays):
         return estimate, estimate, estimate, Replicates(estimate, np.array([estimate]), "point")
     if len(arrays) == 1:
-        reps = _paired_replicates(arrays[0], estimate, n_resamples, seed)
+        x = arrays[0]  # the same resamples as scipy's, each mean over its gathered values
+        dist = np.concatenate([np.mean(x[i], axis=-1) for i in _resample_indices(len(x), n_resamples, seed)])
+        reps = _bca(estimate, dist, arrays)
         lo, hi = reps.interval(level)
         if math.isfinite(lo) and math.isfinite(hi):
             return estimate, lo, hi, reps
@@ -203,19 +198,6 @@ def bootstrap_replicates(
     dist = np.asarray(res.bootstrap_distribution, dtype=float)
     reps = _bca(estimate, dist, arrays) if method == "BCa" else Replicates(estimate, dist, method)
     return estimate, min(lo, estimate), max(hi, estimate), reps
-
-
-def bootstrap_interval(
-    samples: Sequence[np.ndarray],
-    paired: bool,
-    level: float = LEVEL,
-    n_resamples: int = N_RESAMPLES,
-    seed: int = RNG_SEED,
-) -> tuple[float, float, float]:
-    """(estimate, low, high): the mean of one sample, or the difference of the means of two
-    independent samples, with its BCa bootstrap interval (``scipy.stats.bootstrap``). Data with
-    no spread (every value equal) give the point itself as the interval."""
-    return bootstrap_replicates(samples, paired, level, n_resamples, seed)[:3]
 
 
 def interval_p_value(
@@ -295,22 +277,13 @@ class Comparison:
 
     def text(self) -> str:
         """``paired over 300 queries, 2 / 1 runs`` (how the interval was made)."""
-        if self.paired:
-            n = f"{self.n_queries} queries, paired"
-        else:
-            n_a, n_b = self.n_queries
-            n = f"{n_a} / {n_b} queries, unpaired"
+        n = f"{self.n_queries} queries, paired" if self.paired else "{} / {} queries, unpaired".format(*self.n_queries)
         seeds = "seed variation in the interval" if max(self.runs) > 1 else "one run each: seed variation not estimated"
         return f"{n}; {self.runs[0]} / {self.runs[1]} runs, {seeds}"
 
 
 def compare(
-    a: Values,
-    b: Values,
-    weight: float = 1.0,
-    level: float = LEVEL,
-    n_resamples: int = N_RESAMPLES,
-    seed: int = RNG_SEED,
+    a: Values, b: Values, weight: float = 1.0, level: float = LEVEL, n_resamples: int = N_RESAMPLES
 ) -> Comparison:
     """The mean of ``a - weight * b`` with its bootstrap interval widened for seed variation (module
     docstring): paired on the common queries when the two share at least two queries, else two
@@ -318,31 +291,17 @@ def compare(
     diff = _differences(a, b, weight)
     paired = len(diff) >= 2
     samples = [diff] if paired else [a.by_query.to_numpy(), weight * b.by_query.to_numpy()]
-    est, lo, hi, reps = bootstrap_replicates(samples, paired, level, n_resamples, seed)
+    est, lo, hi, reps = bootstrap_replicates(samples, paired, level, n_resamples)
     n: int | tuple[int, int] = len(diff) if paired else (len(a.by_query), len(b.by_query))
     parts = ((a.run_means, 1.0), (b.run_means, weight))
     lo, hi = widen(est, lo, hi, seed_halfwidth(parts, level))
     return Comparison(est, (lo, hi), n, paired, (len(a.run_means), len(b.run_means)), level, reps, parts)
 
 
-def mean_interval(
-    values: Values, level: float = LEVEL, n_resamples: int = N_RESAMPLES, seed: int = RNG_SEED
-) -> tuple[float, float, float]:
+def mean_interval(values: Values, level: float = LEVEL, n_resamples: int = N_RESAMPLES) -> tuple[float, float, float]:
     """(estimate, low, high) of a variant's mean: bootstrap over queries, widened for seed variation."""
-    est, lo, hi = bootstrap_interval([values.by_query.to_numpy()], True, level, n_resamples, seed)
+    est, lo, hi, _ = bootstrap_replicates([values.by_query.to_numpy()], True, level, n_resamples)
     return (est, *widen(est, lo, hi, seed_halfwidth([(values.run_means, 1.0)], level)))
-
-
-def paired_differences(
-    per_query: pd.DataFrame,
-    a: str | Sequence[str],
-    b: str | Sequence[str],
-    metrics: str | Sequence[str],
-    weight: float = 1.0,
-) -> np.ndarray:
-    """The per-query differences ``a_q - weight * b_q`` on the queries both variants have (each
-    averaged over its runs): the data of a paired check, and of ``queries_to_decide``."""
-    return _differences(variant_values(per_query, a, metrics), variant_values(per_query, b, metrics), weight)
 
 
 def _differences(a: Values, b: Values, weight: float) -> np.ndarray:
@@ -423,23 +382,6 @@ def holm(findings: Sequence[Finding], alpha: float = 1 - LEVEL) -> list[Finding]
     return out
 
 
-def queries_to_decide(differences: Sequence[float] | np.ndarray, threshold: float = 0.0, level: float = LEVEL) -> float:
-    """How many queries a paired comparison needs for its interval to exclude ``threshold``, if
-    the mean and spread of the per-query ``differences`` stay as measured (normal approximation):
-    ``ceil((z * sd / |mean - threshold|)^2)``; ``inf`` when the mean is the threshold."""
-    from scipy import stats
-
-    d = np.asarray(differences, dtype=float)
-    d = d[np.isfinite(d)]
-    if len(d) < 2:
-        raise ValueError(f"queries_to_decide needs at least 2 differences, got {len(d)}")
-    gap, sd = abs(float(d.mean()) - threshold), float(d.std(ddof=1))
-    if gap == 0:
-        return math.inf
-    z = float(stats.norm.ppf(0.5 + level / 2))
-    return float(max(2, math.ceil((z * sd / gap) ** 2)))
-
-
 @dataclass(frozen=True)
 class Budget:
     """What would decide an undecided comparison if the measured effect and spreads stay
@@ -454,10 +396,8 @@ class Budget:
 
     def text(self) -> str:
         q = "never" if math.isinf(self.queries) else f"{self.queries:,.0f}"
-        if math.isnan(self.seeds):
-            s = "seeds not estimated (a variant with one run)"
-        else:
-            s = "no number of seeds" if math.isinf(self.seeds) else f"{self.seeds:.0f} seeds a variant"
+        s = "no number of seeds" if math.isinf(self.seeds) else f"{self.seeds:.0f} seeds a variant"
+        s = "seeds not estimated (a variant with one run)" if math.isnan(self.seeds) else s
         return (
             f"gap to the threshold {self.gap * 100:.1f} points; half-widths: queries {self.query_halfwidth * 100:.1f}, "
             f"seeds {self.seed_halfwidth * 100:.1f}; with today's seeds, queries needed: {q}; "
@@ -465,28 +405,20 @@ class Budget:
         )
 
 
-def budget_to_decide(
-    per_query: pd.DataFrame,
-    a: str | Sequence[str],
-    b: str | Sequence[str],
-    metrics: str | Sequence[str],
-    threshold: float = 0.0,
-    level: float = LEVEL,
-    max_seeds: int = 1000,
-) -> Budget:
+def budget_to_decide(per_query: pd.DataFrame, a: Labels, b: Labels, metrics: Labels, threshold: float = 0.0) -> Budget:
     """The budget that would decide ``a - b`` (``claims.evaluate``'s comparison, weight 1) from today's
     per-query differences and run means: ``queries``, the common queries at which the query
     half-width (``z * sd / sqrt(n)``) and today's seed half-width, in quadrature, fall below the
     gap; ``seeds``, the runs per variant at which today's query half-width and the seed
-    half-width (``t * sqrt(s_a^2 / S + s_b^2 / S)``, Welch degrees of freedom) do. ``seeds`` is
-    ``nan`` when a variant has one run (no measured spread). Variants that share fewer than two
+    half-width (``t * sqrt(s_a^2 / S + s_b^2 / S)``, Welch degrees of freedom) do (up to 1,000;
+    ``inf`` beyond), at 95%. ``seeds`` is ``nan`` when a variant has one run (no measured spread). Variants that share fewer than two
     queries compare unpaired (as ``compare`` does): ``z * sqrt(var_a / n_a + var_b / n_b)`` over
     queries, and ``queries`` is then per variant."""
     from scipy import stats
 
     va, vb = variant_values(per_query, a, metrics), variant_values(per_query, b, metrics)
     d = _differences(va, vb, 1.0)
-    z = float(stats.norm.ppf(0.5 + level / 2))
+    z = float(stats.norm.ppf(0.5 + LEVEL / 2))
     if len(d) >= 2:
         gap, sd = abs(float(d.mean()) - threshold), float(d.std(ddof=1))
         q_half = z * sd / math.sqrt(len(d))
@@ -496,12 +428,12 @@ def budget_to_decide(
             raise ValueError(f"budget_to_decide needs 2 queries a variant or more, got {len(xa)} and {len(xb)}")
         gap, sd = abs(float(xa.mean() - xb.mean()) - threshold), math.hypot(xa.std(ddof=1), xb.std(ddof=1))
         q_half = z * math.hypot(xa.std(ddof=1) / math.sqrt(len(xa)), xb.std(ddof=1) / math.sqrt(len(xb)))
-    s_half = seed_halfwidth([(va.run_means, 1.0), (vb.run_means, 1.0)], level)
+    s_half = seed_halfwidth([(va.run_means, 1.0), (vb.run_means, 1.0)], LEVEL)
     queries = math.inf if s_half >= gap or gap == 0 else float(max(2, math.ceil((z * sd) ** 2 / (gap**2 - s_half**2))))
     if min(len(va.run_means), len(vb.run_means)) < 2:
         seeds = math.nan
     else:
         var = [float(np.var(m, ddof=1)) for m in (va.run_means, vb.run_means)]
-        seeds = next((float(n) for n in range(2, max_seeds + 1)
-                      if math.hypot(q_half, _welch([(x / n, n - 1) for x in var], level)) < gap), math.inf)  # fmt: skip
+        seeds = next((float(n) for n in range(2, 1001)
+                      if math.hypot(q_half, _welch([(x / n, n - 1) for x in var], LEVEL)) < gap), math.inf)  # fmt: skip
     return Budget(gap, q_half, s_half, queries, seeds)

@@ -108,8 +108,7 @@ def table1_findings(
     rows = []
     for _, group in itertools.groupby(claims, key=lambda c: c.key):
         group = list(group)
-        parts = resolve(group, sides, columns)
-        if parts:
+        if parts := resolve(group, sides, columns):
             rows.append(decide_claim(parts, per_query, summary(group, sides, columns, means), means, to_decide=True))
     return S.holm(rows)
 
@@ -119,15 +118,9 @@ def sweep_findings(frame: Any, notebook: str, per_query: pd.DataFrame | None = N
     (``table1_findings``: NTP's CVR and R@1, fractional α=2 at R@2..R@5, trie CVR, the zero-shot
     row), with intervals where ``per_query`` has the runs' per-query metrics; a note where no
     Table 1 finding applies to the sweep."""
-    if notebook != "05_train" or frame.empty or not (frame["state"] == "done").any():
-        return [
-            note(
-                f"No Table 1 finding applies to this sweep ({notebook}, "
-                f"{int((frame['state'] == 'done').sum()) if len(frame) else 0} finished points)"
-                + ("; Figure 3's findings: notebook 07 with from_runs." if notebook == "07_de_ce_baselines" else ".")
-            )
-        ]
+    done = int((frame["state"] == "done").sum()) if len(frame) else 0
+    if notebook != "05_train" or not done:
+        end = "; Figure 3's findings: notebook 07 with from_runs." if notebook == "07_de_ce_baselines" else "."
+        return [note(f"No Table 1 finding applies to this sweep ({notebook}, {done} finished points){end}")]
     checks = table1_findings(frame, per_query=per_query)
-    if not checks:
-        return [note("This sweep has no NTP row and another variant, which every Table 1 finding compares.")]
-    return checks
+    return checks or [note("This sweep has no NTP row and another variant, which every Table 1 finding compares.")]

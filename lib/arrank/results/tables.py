@@ -92,13 +92,8 @@ def results_table(
     if floor:
         scaled = {m: floor.get(m, math.nan) * 100 for m in metrics}
         rows.append({"variant": "Random scores", "source": "random scores", "runs": None, **scaled})
-    columns = (
-        ["variant", "source", "runs"]
-        + metrics
-        + ([f"{m} sd" for m in metrics] if several else [])
-        + ([f"{m} ci" for m in metrics] if halfwidths else [])
-    )
-    return pd.DataFrame(rows, columns=columns).round(4)
+    spreads = [f"{m} {kind}" for kind, shown in (("sd", several), ("ci", halfwidths)) if shown for m in metrics]
+    return pd.DataFrame(rows, columns=["variant", "source", "runs", *metrics, *spreads]).round(4)
 
 
 TABLE_RESAMPLES = 1999  # the tables' ± (a display); the findings' intervals use statistics.N_RESAMPLES
@@ -173,34 +168,22 @@ def markdown(table: pd.DataFrame) -> str:
     show_runs = bool((table["runs"].fillna(1) > 1).any())
     best = {s: best_variants(table, s) for s in ("this run", "paper")}
     has_ci = any(str(c).endswith(" ci") for c in table.columns)  # then ± is the interval only (caption)
-    head = (
-        ["variant"]
-        + (["source"] if show_source else [])
-        + (["runs"] if show_runs else [])
-        + [column_title(m) for m in metrics]
-    )
-    rows = []
-    for _, row in table.iterrows():
-        cells = (
-            [row["variant"]]
-            + ([row["source"]] if show_source else [])
-            + ([str(int(row["runs"])) if pd.notna(row["runs"]) else ""] if show_runs else [])
-        )
-        for m in metrics:
-            value = row[m]
-            if pd.isna(value):
-                cells.append("–")
-                continue
-            text = f"{value:.2f}"
-            ci, sd = row.get(f"{m} ci"), None if has_ci else row.get(f"{m} sd")
-            if ci is not None and pd.notna(ci):
-                text += f" ± {ci:.2f}"
-            elif sd is not None and pd.notna(sd) and row["runs"] and row["runs"] > 1:
-                text += f" ± {sd:.2f}"
-            if row["variant"] in best.get(row["source"], {}).get(m, []):
-                text = f"**{text}**"
-            cells.append(text)
-        rows.append(cells)
+    head = ["variant", *["source"] * show_source, *["runs"] * show_runs, *map(column_title, metrics)]
+
+    def cell(row: pd.Series, m: str) -> str:
+        if pd.isna(row[m]):
+            return "–"
+        several = row["runs"] and row["runs"] > 1
+        spread = row.get(f"{m} ci") if has_ci else row.get(f"{m} sd") if several else None
+        text = f"{row[m]:.2f}" + (f" ± {spread:.2f}" if spread is not None and pd.notna(spread) else "")
+        return f"**{text}**" if row["variant"] in best.get(row["source"], {}).get(m, []) else text
+
+    rows = [
+        [row["variant"], *[row["source"]] * show_source]
+        + [str(int(row["runs"])) if pd.notna(row["runs"]) else ""] * show_runs
+        + [cell(row, m) for m in metrics]
+        for _, row in table.iterrows()
+    ]
     note = caption(table)
     return "\n".join(markdown_lines(head, rows)) + "\n" + (f"\n{note}\n" if note else "")
 
@@ -251,10 +234,8 @@ def variant_colors(variants: list[str]) -> dict[str, str]:
 
 def legend_order(variants: list[str]) -> list[str]:
     """Variants in first-seen order of their family, by parameter value within a family."""
-    first = {}
-    for i, v in enumerate(variants):
-        first.setdefault(variant_family(v)[0], i)
-    key = lambda v: (first[variant_family(v)[0]], variant_family(v)[1] if variant_family(v)[1] is not None else 0)
+    families = list(dict.fromkeys(variant_family(v)[0] for v in variants))
+    key = lambda v: (families.index(variant_family(v)[0]), variant_family(v)[1] or 0)
     return sorted(dict.fromkeys(variants), key=key)
 
 

@@ -34,28 +34,3 @@ from arrank.theory.rank_condition import (
     solve_phi_for_distribution,
     unrealisable_permutation,
 )
-
-__all__ = [
-    "MAX_EXACT_K",
-    "LP_MARGIN_TOL",
-    "stirling1_unsigned_row",
-    "skala_count",
-    "paper_dimension_bound",
-    "exact_min_dimension",
-    "observed_inner_product_count",
-    "de_fraction_realisable",
-    "log10_de_fraction_realisable",
-    "count_distance_permutations",
-    "realisable_distance_permutations",
-    "monte_carlo_distance_permutations",
-    "count_token_permutations",
-    "realisable_token_permutations",
-    "augmented_rank",
-    "docid_token_ids",
-    "docid_token_rank",
-    "null_vector_h",
-    "unrealisable_permutation",
-    "affine_counterexample",
-    "solve_phi_for_distribution",
-    "sequence_distribution_fit",
-]

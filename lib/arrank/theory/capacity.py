@@ -117,24 +117,6 @@ def log10_de_fraction_realisable(n: int, k: int) -> float:
     return math.log10(count) - math.lgamma(k + 1) / math.log(10.0)
 
 
-def _normalised_sites(sites: np.ndarray) -> np.ndarray:
-    """Centre the sites and scale them to unit RMS radius (no-op scale if all coincide)."""
-    centred = sites - sites.mean(axis=0)
-    radius = math.sqrt(float(np.mean(np.sum(centred**2, axis=1))))
-    return centred / radius if radius > 0 else centred
-
-
-def _distance_system(sites: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pair system of "site a strictly nearer to q than site b".
-
-    ||q - a||^2 < ||q - b||^2  <=>  2 (b - a) . q < ||b||^2 - ||a||^2.
-    """
-    sq = np.sum(sites**2, axis=1)
-    diff = 2.0 * (sites[None, :, :] - sites[:, None, :])  # [a, b] -> 2 (s_b - s_a)
-    rhs = sq[None, :] - sq[:, None]  # [a, b] -> |s_b|^2 - |s_a|^2
-    return _unit_rows(diff, rhs)
-
-
 def realisable_distance_permutations(sites: np.ndarray) -> list[tuple[int, ...]]:
     """The distance permutations of ``sites`` (k x n, k <= 7) realised by some query q in R^n.
 
@@ -143,8 +125,12 @@ def realisable_distance_permutations(sites: np.ndarray) -> list[tuple[int, ...]]
     """
     sites = _check_matrix("sites", sites)
     _check_exact_k("sites", sites.shape[0])
-    unit = _normalised_sites(sites)
-    G, h = _distance_system(unit)
+    centred = sites - sites.mean(axis=0)  # centred, scaled to unit RMS radius (unless all coincide)
+    radius = math.sqrt(float(np.mean(np.sum(centred**2, axis=1))))
+    unit = centred / radius if radius > 0 else centred
+    # "site a strictly nearer to q than site b": ||q - a||^2 < ||q - b||^2 <=> 2 (b - a) . q < ||b||^2 - ||a||^2
+    sq = np.sum(unit**2, axis=1)
+    G, h = _unit_rows(2.0 * (unit[None, :, :] - unit[:, None, :]), sq[None, :] - sq[:, None])  # [a, b]
 
     def key(q: np.ndarray) -> np.ndarray:  # rows of q -> squared distances to the sites
         return np.sum((q[:, None, :] - unit[None, :, :]) ** 2, axis=2)
@@ -183,15 +169,8 @@ def monte_carlo_distance_permutations(
         m = min(chunk_size, n_queries - start)
         scale = radius * rng.choice(np.array([0.5, 2.0, 8.0]), size=(m, 1))
         queries = centre + scale * rng.standard_normal((m, sites.shape[1]))
-        seen.update(_strict_orders(queries, sites))
+        d2 = np.sum((queries[:, None, :] - sites[None, :, :]) ** 2, axis=2)
+        perms = np.argsort(d2, axis=1, kind="stable")
+        strict = np.all(np.diff(np.take_along_axis(d2, perms, axis=1), axis=1) > 0, axis=1)  # distinct distances
+        seen.update(tuple(int(i) for i in row) for row in np.unique(perms[strict], axis=0))
     return len(seen)
-
-
-def _strict_orders(queries: np.ndarray, sites: np.ndarray) -> set[tuple[int, ...]]:
-    """Distinct distance orders of the queries whose distances are all distinct."""
-    d2 = np.sum((queries[:, None, :] - sites[None, :, :]) ** 2, axis=2)
-    perms = np.argsort(d2, axis=1, kind="stable")
-    sorted_d2 = np.take_along_axis(d2, perms, axis=1)
-    strict = np.all(np.diff(sorted_d2, axis=1) > 0, axis=1)
-    unique = np.unique(perms[strict], axis=0)
-    return {tuple(int(i) for i in row) for row in unique}

@@ -95,20 +95,12 @@ def _max_margin(
     rows = np.array([G[a, b] for a, b in pairs])
     A_ub = np.hstack([rows, np.ones((len(pairs), 1))])
     b_ub = np.array([h[a, b] for a, b in pairs])
-    c = np.zeros(d + 1)
-    c[-1] = -1.0
+    c = np.r_[np.zeros(d), -1.0]
     bounds = [x_bounds] * d + [(None, 1.0)]
     res = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs", options=_HIGHS_OPTIONS)
     if res.status != 0:  # pragma: no cover - the LP is always feasible and bounded
         raise RuntimeError(f"margin LP failed: {res.message}")
     return float(res.x[-1]), res.x[:-1], -res.ineqlin.marginals
-
-
-def _prefix_pairs(prefix: tuple[int, ...], rest: Sequence[int]) -> list[tuple[int, int]]:
-    """Pairs for "prefix are the first j items, in this order, all before every item of rest"."""
-    pairs = list(zip(prefix[:-1], prefix[1:]))
-    pairs += [(prefix[-1], r) for r in rest]
-    return pairs
 
 
 def _witness_orders(
@@ -150,39 +142,13 @@ def _probe_points(
     return np.array(points)
 
 
-def _closure_mask(prefix: tuple[int, ...], k: int) -> np.ndarray:
-    """k x k mask of the pairs (a before b) implied by "prefix first, in order, then the rest"."""
-    pos = np.full(k, len(prefix))
-    pos[list(prefix)] = np.arange(len(prefix))
-    return pos[:, None] < pos[None, :]
-
-
-def _dual_core(pairs: list[tuple[int, int]], duals: np.ndarray) -> list[tuple[int, int]]:
-    """The pairs that carry the dual certificate of a rejected system (positive duals): by LP
-    duality every system whose implied pairs contain them is rejected as well. Cores are
-    confirmed by an LP of their own before their first reuse."""
-    return [pair for pair, y in zip(pairs, duals) if y > 1e-9 * max(1.0, float(duals.max()))]
-
-
-def _rejected_by_core(
-    cores: list[list[tuple[int, int]]], implied: np.ndarray, confirm: Callable[[list[tuple[int, int]]], bool]
-) -> bool:
-    """True if a confirmed core lies inside ``implied``; unconfirmable cores are dropped."""
-    for core in list(cores):
-        if all(implied[a, b] for a, b in core):
-            if confirm(core):
-                return True
-            cores.remove(core)
-    return False
-
-
 def _realisable_orders(
     G: np.ndarray, h: np.ndarray, x_bounds: tuple[float | None, float | None], key: Callable[[np.ndarray], np.ndarray]
 ) -> list[tuple[int, ...]]:
     """All strictly realisable orders, depth-first by prefix (pi_1 < ... < pi_j < every remaining
     item) with pruning of infeasible prefixes. Two exact shortcuts save most LPs: probe points
     around each LP solution certify the orders they realise (:func:`_probe_points`), and the dual
-    certificate of a rejected prefix rejects later prefixes implying its pairs (:func:`_dual_core`).
+    certificate of a rejected prefix rejects later prefixes implying its pairs (its core).
     """
     k = G.shape[0]
     box = x_bounds[1]
@@ -201,13 +167,22 @@ def _realisable_orders(
     def feasible(prefix: tuple[int, ...], rest: list[int]) -> bool:
         if prefix in certified:
             return True
-        if _rejected_by_core(cores, _closure_mask(prefix, k), confirm):
-            return False
-        pairs = _prefix_pairs(prefix, rest)
+        # the pairs (a before b) that "prefix first, in order, then the rest" implies: a confirmed core
+        # inside them rejects the prefix; an unconfirmable core is dropped
+        pos = np.full(k, len(prefix))
+        pos[list(prefix)] = np.arange(len(prefix))
+        implied = pos[:, None] < pos[None, :]
+        for core in [c for c in cores if all(implied[a, b] for a, b in c)]:
+            if confirm(core):
+                return False
+            cores.remove(core)
+        pairs = [*zip(prefix[:-1], prefix[1:]), *((prefix[-1], r) for r in rest)]
         t, x, duals = _max_margin(G, h, pairs, x_bounds)
         if t <= LP_MARGIN_TOL:
-            core = _dual_core(pairs, duals)
-            if core:
+            # the pairs that carry the dual certificate of the rejection (positive duals): by LP duality
+            # every system whose implied pairs contain them is rejected as well (confirmed by an LP of
+            # their own before their first reuse)
+            if core := [pair for pair, y in zip(pairs, duals) if y > 1e-9 * max(1.0, float(duals.max()))]:
                 cores.append(core)
             return False
         for order in _witness_orders(G, h, _probe_points(G, h, x, t, rest), key, box):

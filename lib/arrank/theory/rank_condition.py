@@ -27,18 +27,13 @@ from arrank.theory.orderings import (
 )
 
 
-def _token_system(E: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pair system of "token a has a strictly larger logit than token b": (e_b - e_a) . phi < 0."""
-    diff = E[None, :, :] - E[:, None, :]  # [a, b] -> e_b - e_a
-    return _unit_rows(diff, np.zeros(diff.shape[:2]))
-
-
 def realisable_token_permutations(E: np.ndarray) -> list[tuple[int, ...]]:
     """Orders (top first) of the logits E @ phi realised strictly by some phi in R^n (|V| <= 7):
     the sorted tuples pi with (E phi)_pi1 > ... > (E phi)_pik (:func:`count_token_permutations`)."""
     E = _check_matrix("E", E)
     _check_exact_k("E", E.shape[0])
-    G, h = _token_system(E)
+    # "token a has a strictly larger logit than token b": (e_b - e_a) . phi < 0, [a, b] -> e_b - e_a
+    G, h = _unit_rows(E[None, :, :] - E[:, None, :], np.zeros((E.shape[0], E.shape[0])))
 
     def key(phi: np.ndarray) -> np.ndarray:  # rows of phi -> negated logits
         return -(phi @ E.T)
@@ -72,28 +67,26 @@ def augmented_rank(E: np.ndarray, tol: float | None = None) -> int:
     return int(np.linalg.matrix_rank(_augment(E), tol=tol))
 
 
-def _gram_rank_augmented(rows: np.ndarray, tol: float | None, chunk: int = 4096) -> tuple[int, float]:
-    """rank([rows 1]) for tall ``rows`` from the eigenvalues of the (n+1) x (n+1) Gram matrix,
-    accumulated in float64 by blocks of rows. Its eigenvalues carry absolute error ~ (n+1) * eps *
-    lambda_max, hence the default threshold sqrt(max(shape) * eps) * s_max on singular values."""
+def _rank_augmented(rows: np.ndarray, tol: float | None, chunk: int = 4096) -> tuple[int, float, str]:
+    """(rank([rows 1]), the threshold used on its singular values, the method). At most n + 1 rows:
+    by SVD, numpy's default threshold s_max * max(shape) * eps ("svd"). Taller ``rows``: from the
+    eigenvalues of the (n+1) x (n+1) Gram matrix, accumulated in float64 by blocks of rows (no
+    float64 copy of the rows); its eigenvalues carry absolute error ~ (n+1) * eps * lambda_max,
+    hence the default threshold sqrt(max(shape) * eps) * s_max ("gram")."""
     cols = rows.shape[1] + 1
-    gram = np.zeros((cols, cols))
-    for start in range(0, rows.shape[0], chunk):
-        block = _augment(np.asarray(rows[start : start + chunk], dtype=np.float64))
-        gram += block.T @ block
-    sing = np.sqrt(np.clip(np.linalg.eigvalsh(gram), 0.0, None))
-    if tol is None:
-        tol = float(sing.max()) * math.sqrt(max(rows.shape[0], cols) * np.finfo(float).eps)
-    return int(np.sum(sing > tol)), float(tol)
-
-
-def _svd_rank_augmented(rows: np.ndarray, tol: float | None) -> tuple[int, float]:
-    """rank([rows 1]) by SVD with numpy's default threshold s_max * max(shape) * eps."""
-    e_prime = _augment(rows.astype(np.float64))
-    sing = np.linalg.svd(e_prime, compute_uv=False)
-    if tol is None:
-        tol = float(sing.max()) * max(e_prime.shape) * np.finfo(float).eps
-    return int(np.sum(sing > tol)), float(tol)
+    if rows.shape[0] <= cols:
+        e_prime = _augment(rows.astype(np.float64))
+        sing, method = np.linalg.svd(e_prime, compute_uv=False), "svd"
+        default = lambda: float(sing.max()) * max(e_prime.shape) * np.finfo(float).eps
+    else:
+        gram = np.zeros((cols, cols))
+        for start in range(0, rows.shape[0], chunk):
+            block = _augment(np.asarray(rows[start : start + chunk], dtype=np.float64))
+            gram += block.T @ block
+        sing, method = np.sqrt(np.clip(np.linalg.eigvalsh(gram), 0.0, None)), "gram"
+        default = lambda: float(sing.max()) * math.sqrt(max(rows.shape[0], cols) * np.finfo(float).eps)
+    tol = default() if tol is None else tol
+    return int(np.sum(sing > tol)), float(tol), method
 
 
 def docid_token_ids(tokenizer, docids: Iterable[str], with_eos: bool = True) -> list[int]:
@@ -116,16 +109,13 @@ def docid_token_rank(
 
     Returns {"n_docid_tokens": |V_docids| (distinct ids), "n": n, "rank_e_prime": rank(E'),
     "full_rank": rank(E') == |V_docids| (the condition of Props. 3.2, 3.3, Cor. 3.1),
-    "method": "svd" (at most n + 1 ids) | "gram" (more: ``_gram_rank_augmented``, no float64
+    "method": "svd" (at most n + 1 ids) | "gram" (more: ``_rank_augmented``, no float64
     copy), "tol": the threshold used on singular values}. bf16 tensors must be converted by the
     caller (e.g. ``tensor.float().numpy()``).
     """
     ids = _check_token_ids(token_ids, np.shape(embedding_matrix))
     rows = _check_matrix("embedding_matrix", np.asarray(embedding_matrix)[ids], convert=False)
-    if rows.shape[0] <= rows.shape[1] + 1:
-        (rank, thr), method = _svd_rank_augmented(rows, tol), "svd"
-    else:
-        (rank, thr), method = _gram_rank_augmented(rows, tol), "gram"
+    rank, thr, method = _rank_augmented(rows, tol)
     return {
         "n_docid_tokens": len(ids),
         "n": rows.shape[1],
@@ -173,11 +163,8 @@ def unrealisable_permutation(E: np.ndarray) -> tuple[int, ...]:
     max |h|), then h_i > 0, each by index (z_i > z_j for all i in N, j in P contradicts h^T E' phi' = 0).
     """
     h = null_vector_h(E)
-    zero = np.abs(h) <= 1e-12 * np.max(np.abs(h))
-    neg = [i for i in range(len(h)) if h[i] < 0 and not zero[i]]
-    mid = [i for i in range(len(h)) if zero[i]]
-    pos = [i for i in range(len(h)) if h[i] > 0 and not zero[i]]
-    return tuple(neg + mid + pos)
+    sign = np.where(np.abs(h) <= 1e-12 * np.max(np.abs(h)), 0, np.sign(h))
+    return tuple(sorted(range(len(h)), key=lambda i: (sign[i], i)))
 
 
 def affine_counterexample(n: int = 4) -> np.ndarray:

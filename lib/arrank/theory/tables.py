@@ -14,6 +14,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from arrank import theory
+from arrank.common.findings import Finding, finding
 
 
 def closed_form_table(k_max: int) -> pd.DataFrame:
@@ -111,10 +112,9 @@ def distribution_fit_table(v_max: int, n_targets: int, seed: int) -> pd.DataFram
 def docid_rank_table(E: np.ndarray, tokenizer, docid_sets: dict[str, list[str]]) -> pd.DataFrame:
     """The paper's remark in practice (section 3.2): for each set of docIDs, |V_docids| (the
     distinct tokens they use, EOS included), the model dimension n and rank(E'_docids)."""
-    rows = []
-    for label, docids in docid_sets.items():
-        info = theory.docid_token_rank(E, theory.docid_token_ids(tokenizer, docids))
-        rows.append((label, len(docids), info["n_docid_tokens"], info["n"], info["rank_e_prime"], info["full_rank"]))
+    info = {label: theory.docid_token_rank(E, theory.docid_token_ids(tokenizer, d)) for label, d in docid_sets.items()}
+    keys = ["n_docid_tokens", "n", "rank_e_prime", "full_rank"]
+    rows = [(label, len(docid_sets[label]), *(i[k] for k in keys)) for label, i in info.items()]
     return pd.DataFrame(rows, columns=["docids", "count", "V_docids", "n", "rank_E_prime", "full_rank"])
 
 
@@ -126,21 +126,14 @@ def docid_rank_metrics(frame: pd.DataFrame) -> dict[str, int]:
     for row in frame.itertuples(index=False):
         model = str(row.model).split()[0].replace("-", "_").replace("/", "_").replace(".", "_")
         kind = "wordnet" if str(row.docids).startswith("WordNet") else "numeric"
-        out.update(
-            {
-                f"{model}_{kind}_v_docids": int(row.V_docids),
-                f"{model}_{kind}_n": int(row.n),
-                f"{model}_{kind}_rank_e_prime": int(row.rank_E_prime),
-            }
-        )
+        values = {"v_docids": row.V_docids, "n": row.n, "rank_e_prime": row.rank_E_prime}
+        out |= {f"{model}_{kind}_{name}": int(v) for name, v in values.items()}
     return out
 
 
-def capacity_findings(m: dict, k_top: int) -> list[dict]:
+def capacity_findings(m: dict, k_top: int) -> list[Finding]:
     """Notebook 01's results.json metrics ``m`` against section 3.1 (Proposition 3.1), in words:
     ``arrank.common.findings.Finding`` rows; ``k_top`` is the largest k of the bound table."""
-    from arrank.common.findings import finding
-
     exact, bound = m[f"exact_min_dimension_k{k_top}"], m[f"paper_bound_k{k_top}"]
     return [
         finding(
@@ -168,11 +161,9 @@ def capacity_findings(m: dict, k_top: int) -> list[dict]:
     ]
 
 
-def rank_condition_findings(m: dict) -> list[dict]:
+def rank_condition_findings(m: dict) -> list[Finding]:
     """Notebook 02's results.json metrics ``m`` against section 3.2 (the rank(E') propositions and
     the remark on real tokenizers), in words: ``arrank.common.findings.Finding`` rows."""
-    from arrank.common.findings import finding
-
     rows = [
         finding(
             "Arbitrary Permutations over Tokens: all |V|! orderings of the logits exactly when rank(E') = |V|",
