@@ -27,8 +27,6 @@ import torch
 from arrank.baselines.lookup import (
     Pairs,
     batch_indices,
-    check_alpha,
-    check_dim,
     rank_weights,
     run_steps,
     training_facts,
@@ -47,7 +45,6 @@ def init_table(n_rows: int, n: int, generator: torch.Generator) -> torch.Tensor:
     """The embedding table: i.i.d. N(0, 1) rows projected onto the unit sphere (uniform on it).
     No init scale to choose: Appendix B projects every row to the unit sphere, so only the
     direction of a row matters, and any scale of the Gaussian gives the same table."""
-    n = check_dim(n)
     table = torch.randn(n_rows, n, generator=generator)
     return table / table.norm(dim=1, keepdim=True)
 
@@ -130,11 +127,6 @@ def train_de(
     ``lookup.training_facts``, the row norms 1 up to rounding). The same arguments and seed give
     the same table (CPU).
     """
-    n, alpha = check_dim(n), check_alpha(alpha)
-    if row_updates not in ROW_UPDATES:
-        raise ValueError(f"row_updates={row_updates!r} is not allowed; choose one of {list(ROW_UPDATES)}")
-    if not (tau > 0 and lr > 0 and 0 <= momentum < 1):
-        raise ValueError(f"need tau > 0, lr > 0 and 0 <= momentum < 1; got tau={tau}, lr={lr}, momentum={momentum}")
     gen = torch.Generator().manual_seed(seed)
     batches = batch_indices(len(pairs.query), batch_size, steps, gen)
     table = init_table(n_rows, n, gen)

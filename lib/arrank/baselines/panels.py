@@ -38,8 +38,6 @@ def arr_runs(
     per run in the paper's row order (``variant_order``): run, label (``arr_label``, made
     distinct), scheme, alpha, targets, beta, combined, sampling, the held-out metrics and the
     same under ``train_``. Empty (with a ``label`` column) if none."""
-    if not pattern or "/" in pattern:
-        raise ValueError(f"pattern={pattern!r} must be a glob on run names, e.g. '*' or 'table1_wordnet_quick-*'")
     from fnmatch import fnmatchcase
 
     from arrank.common.outputs import finished_runs
