@@ -187,9 +187,8 @@ def title_pool(products: pd.DataFrame, english_only: bool = True) -> pd.DataFram
 
 def rank_positions(step: int = 100, depth: int = 10_000, n_titles: int | None = None) -> np.ndarray:
     """1-based rank positions 1, step, 2*step, ..., up to min(depth, n_titles): position p is the p-th
-    largest inner product; ``step=100, depth=10000`` gives the paper's 101 positions."""
-    if step < 1 or depth < 1:
-        raise ValueError(f"step={step} and depth={depth} must be >= 1")
+    largest inner product; ``step=100, depth=10000`` gives the paper's 101 positions (``step``, ``depth``
+    >= 1: notebook 04's parameters)."""
     last = depth if n_titles is None else min(depth, n_titles)
     return np.array(sorted({1, *range(step, last + 1, step)}) if last >= 1 else [], dtype=np.int64)
 
@@ -217,8 +216,6 @@ def topk_inner_products(
         raise ValueError(f"need 2-D embeddings of one dimension, got {Q.shape} and {T.shape}")
     k = min(int(k), len(T))
     cols = np.arange(k) if keep is None else np.asarray(keep, dtype=np.int64)
-    if len(cols) and (cols.min() < 0 or cols.max() >= k):
-        raise ValueError(f"keep must hold 0-based positions below k={k}, got {cols.min()}..{cols.max()}")
     if k < 1 or len(Q) == 0:
         return np.zeros((len(Q), len(cols)), np.int64), np.zeros((len(Q), len(cols)), Q.dtype)
     backend = _backend(device)

@@ -12,7 +12,7 @@ import hashlib
 import itertools
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -148,39 +148,28 @@ def noun_hierarchy(subtree: str | None = None) -> Hierarchy:
 def _single_paths(h: Hierarchy, longest: bool) -> dict[str, tuple[str, ...]]:
     """Every synset's longest (or shortest) path to the top, itself first; ties by the smallest tuple
     of names (exact by dynamic programming: candidates compare as their parents' best paths do)."""
-    memo: dict[str, tuple[str, ...]] = {h.top: (h.top,)}
     sign = -1 if longest else 1
 
+    @cache
     def path(node: str) -> tuple[str, ...]:
-        found = memo.get(node)
-        if found is None:
-            best = min((path(p) for p in h.parents[node]), key=lambda t: (sign * len(t), t))
-            found = memo[node] = (node, *best)
-        return found
+        parents = h.parents.get(node, ())  # the top has none
+        return (node, *min((path(p) for p in parents), key=lambda t: (sign * len(t), t))) if parents else (node,)
 
-    for node in h.parents:
-        path(node)
-    return memo
+    return {node: path(node) for node in h.nodes}
 
 
 def _longest_distances(h: Hierarchy) -> dict[str, dict[str, int]]:
     """For every synset, the longest distance (hypernym links) to each of its ancestors, itself 0."""
-    memo: dict[str, dict[str, int]] = {h.top: {h.top: 0}}
 
+    @cache
     def dist(node: str) -> dict[str, int]:
-        found = memo.get(node)
-        if found is None:
-            found = {node: 0}
-            for parent in h.parents[node]:
-                for anc, d in dist(parent).items():
-                    if d + 1 > found.get(anc, -1):
-                        found[anc] = d + 1
-            memo[node] = found
+        found = {node: 0}
+        for parent in h.parents.get(node, ()):
+            for anc, d in dist(parent).items():
+                found[anc] = max(found.get(anc, 0), d + 1)
         return found
 
-    for node in h.parents:
-        dist(node)
-    return memo
+    return {node: dist(node) for node in h.nodes}
 
 
 @lru_cache(maxsize=None)
