@@ -666,7 +666,7 @@ def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
     point("q-de-n4", "de", 4, 5.0)  # name does not match the glob
     point("p-ce-n4-adam", "ce", 4, 5.0, ce_optimizer="adam_l2")  # other training settings: left out
     configs = BL.figure3_configs([2, 4], 4, 5.0, 2, [0.0, 5.0])
-    results, logs, used = BL.point_results({**data, "ce_optimizer": "adamw"}, "p-*", configs, root=tmp_path)
+    results, logs, per_query, used = BL.point_results({**data, "ce_optimizer": "adamw"}, "p-*", configs, root=tmp_path)
     assert used == ["p-ce-n4", "p-de-n2", "p-de-n2-a0"]
     assert results.index.tolist() == ["de_n2_alpha5", "ce_n4_alpha5", "de_n2_alpha0"]  # no de n4: not run
     assert results.loc["de_n2_alpha5", "panels"] == "a,b" and results.loc["ce_n4_alpha5", "panels"] == "a,c"
@@ -675,7 +675,6 @@ def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
     assert panels.panel_table(results, "b", [1])["curve"].tolist() == ["DE n=2 α=0", "DE n=2 α=5"]  # alpha order
     f = F3.findings(results, [2, 4], 4, 5.0, 2, [0.0, 5.0])
     assert f["finding_de_grows_with_n"] is None and f["finding_alpha_raises_de_small_k"] in (True, False)
-    per_query = BL.point_per_query({**data, "ce_optimizer": "adamw"}, "p-*", configs, root=tmp_path)
     assert per_query["config"].unique().tolist() == ["de_n2_alpha5", "ce_n4_alpha5"]  # not the run without the file
     assert len(per_query) == 2 * len(df[df["split"] == "eval"]) and {"cvr", "ndcg", "r1", "r2"} <= set(per_query)
     with pytest.raises(ValueError, match=r"no finished 07_de_ce_baselines run named like 'z\*'"):
