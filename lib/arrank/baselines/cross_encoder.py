@@ -129,12 +129,11 @@ def train_ce(
     row_updates: str = "dense",
     optimizer: str = OPTIMIZER,
     table_init_std: float = TABLE_INIT_STD,
-    log_every: int = 100,
     progress: bool = True,
 ) -> tuple[tuple[torch.Tensor, torch.nn.Sequential], pd.DataFrame, dict[str, Any]]:
     """Train a lookup-table CE (section 5.3, Appendix B; ``optimizer``, ``row_updates`` and
     ``table_init_std``: module docstring) on ``pairs`` over a table of ``n_rows``. Returns ((table,
-    MLP), a log with the mean loss of every ``log_every`` steps, facts: ``lookup.training_facts``).
+    MLP), a log with the mean loss of every ``lookup.LOG_EVERY`` steps, facts: ``lookup.training_facts``).
     The same arguments and seed give the same model (CPU).
     """
     gen = torch.Generator().manual_seed(seed)
@@ -168,7 +167,7 @@ def train_ce(
                 lazy_adam_step(table, m, v, rows, emb.grad, i, lr, weight_decay, decoupled=optimizer == "adamw")
         return loss.item()
 
-    log, seconds = run_steps(step, batches, steps, f"CE n={n} alpha={alpha:g}", log_every, progress)
+    log, seconds = run_steps(step, batches, steps, f"CE n={n} alpha={alpha:g}", progress)
     final = table.detach().clone() if row_updates == "dense" else table
     log_frame, facts = training_facts(log, seconds, final, pairs, "CE training diverged (loss {loss})")
     return (final, model.eval()), log_frame, facts

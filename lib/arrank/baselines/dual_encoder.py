@@ -119,11 +119,10 @@ def train_de(
     momentum: float = MOMENTUM,
     seed: int = 0,
     row_updates: str = "lazy",
-    log_every: int = 100,
     progress: bool = True,
 ) -> tuple[torch.Tensor, pd.DataFrame, dict[str, Any]]:
     """Train a lookup-table DE (section 5.3, Appendix B) on ``pairs`` over a table of ``n_rows``.
-    Returns (the table, a log with the mean loss of every ``log_every`` steps, facts:
+    Returns (the table, a log with the mean loss of every ``lookup.LOG_EVERY`` steps, facts:
     ``lookup.training_facts``, the row norms 1 up to rounding). The same arguments and seed give
     the same table (CPU).
     """
@@ -152,7 +151,7 @@ def train_de(
             project_rows(param.data)
         return loss
 
-    log, seconds = run_steps(step, batches, steps, f"DE n={n} alpha={alpha:g}", log_every, progress)
+    log, seconds = run_steps(step, batches, steps, f"DE n={n} alpha={alpha:g}", progress)
     final = param.data.detach().clone() if row_updates == "dense" else table
     diverged = "DE training diverged (loss {loss}); lower lr or raise tau"
     return (final, *training_facts(log, seconds, final, pairs, diverged))

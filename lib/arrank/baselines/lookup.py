@@ -104,16 +104,14 @@ def row_norm_stats(table: torch.Tensor, rows: torch.Tensor) -> dict[str, float]:
     return {f"row_norm_{stat}": float(getattr(norms, stat)()) for stat in ("mean", "min", "max")}
 
 
+LOG_EVERY = 100  # the training logs hold the mean loss of every LOG_EVERY steps
+
+
 def run_steps(
-    step: Callable[[int, torch.Tensor], float],
-    batches: Iterator[torch.Tensor],
-    steps: int,
-    desc: str,
-    log_every: int,
-    progress: bool,
+    step: Callable[[int, torch.Tensor], float], batches: Iterator[torch.Tensor], steps: int, desc: str, progress: bool
 ) -> tuple[list[dict[str, float]], float]:
     """Call ``step(i, batch) -> loss`` for every batch (i from 1) under a progress bar: (the mean
-    loss of every ``log_every`` steps, seconds taken)."""
+    loss of every ``LOG_EVERY`` steps, seconds taken)."""
     from tqdm.auto import tqdm
 
     log, total, count = [], 0.0, 0
@@ -121,7 +119,7 @@ def run_steps(
     bar = tqdm(batches, total=steps, desc=desc, unit="step", mininterval=2.0, disable=not progress)
     for i, idx in enumerate(bar, start=1):
         total, count = total + step(i, idx), count + 1
-        if i % log_every == 0 or i == steps:
+        if i % LOG_EVERY == 0 or i == steps:
             log.append({"step": i, "loss": total / count})
             total, count = 0.0, 0
     return log, time.perf_counter() - start
