@@ -9,7 +9,6 @@ item counts that chose the defaults: docs/design.md, "Datasets"."""
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 from dataclasses import dataclass
 from functools import cache, lru_cache
@@ -366,14 +365,8 @@ def dataset_fingerprint(df: pd.DataFrame) -> str:
 
 
 def _distribution(values: pd.Series, name: str) -> pd.DataFrame:
-    counts = values.value_counts().sort_index()
-    return pd.DataFrame(
-        {
-            name: counts.index.to_numpy(),
-            "queries": counts.to_numpy(),
-            "fraction": counts.to_numpy() / max(len(values), 1),
-        }
-    )
+    counts = values.value_counts().sort_index().rename_axis(name).reset_index(name="queries")
+    return counts.assign(fraction=counts["queries"] / max(len(values), 1))
 
 
 def relevant_count_distribution(df: pd.DataFrame) -> pd.DataFrame:
@@ -387,17 +380,11 @@ def depth_distribution(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def docid_token_lengths(df: pd.DataFrame, tokenizer) -> pd.DataFrame:
-    """Appendix C: columns docid, n_tokens (tokenised alone by ``tokenizer``, called like a
+    """Appendix C: columns docid (sorted), n_tokens (tokenised alone by ``tokenizer``, called like a
     transformers tokenizer, without special tokens), occurrences (items it is relevant in)."""
-    counts = pd.Series(list(itertools.chain.from_iterable(df["relevant"]))).value_counts()
-    docids = sorted(counts.index)
-    return pd.DataFrame(
-        {
-            "docid": docids,
-            "n_tokens": [len(tokenizer(d, add_special_tokens=False)["input_ids"]) for d in docids],
-            "occurrences": [int(counts.get(d, 0)) for d in docids],
-        }
-    )
+    counts = df["relevant"].explode().value_counts().sort_index()
+    n_tokens = [len(tokenizer(d, add_special_tokens=False)["input_ids"]) for d in counts.index]
+    return pd.DataFrame({"docid": counts.index, "n_tokens": n_tokens, "occurrences": counts.to_numpy()})
 
 
 def token_length_distribution(lengths: pd.DataFrame) -> pd.DataFrame:
@@ -408,20 +395,15 @@ def token_length_distribution(lengths: pd.DataFrame) -> pd.DataFrame:
 
 def dataset_summary(df: pd.DataFrame) -> pd.DataFrame:
     """Per split and overall: queries, per-docID items, mean / max relevant docIDs, mean depth."""
-    parts = {**{s: g for s, g in df.groupby("split", sort=True)}, "all": df}
-    return pd.DataFrame.from_dict(
-        {
-            name: {
-                "queries": len(g),
-                "items": int(g["n_relevant"].sum()),
-                "mean_relevant": float(g["n_relevant"].mean()),
-                "max_relevant": int(g["n_relevant"].max()),
-                "mean_depth": float(g["depth"].mean()),
-            }
-            for name, g in parts.items()
-        },
-        orient="index",
-    )
+    agg = {
+        "queries": ("n_relevant", "size"),
+        "items": ("n_relevant", "sum"),
+        "mean_relevant": ("n_relevant", "mean"),
+        "max_relevant": ("n_relevant", "max"),
+        "mean_depth": ("depth", "mean"),
+    }
+    parts = [df.groupby("split").agg(**agg), df.assign(split="all").groupby("split").agg(**agg)]
+    return pd.concat(parts).rename_axis(None)
 
 
 PAPER_QUERIES, PAPER_PER_DOCID_ITEMS = 82_114, 700_000  # section 5.1, Appendix B
