@@ -88,34 +88,6 @@ def pair_logits(model: torch.nn.Module, q_emb: torch.Tensor, d_emb: torch.Tensor
     return model(torch.cat([q_emb, d_emb], dim=1)).squeeze(1)
 
 
-def lazy_adam_step(
-    table: torch.Tensor,
-    m: torch.Tensor,
-    v: torch.Tensor,
-    rows: torch.Tensor,
-    grad: torch.Tensor,
-    step: int,
-    lr: float,
-    weight_decay: float,
-    decoupled: bool = False,
-) -> None:
-    """torch.optim.Adam's update (L2 ``weight_decay`` added to the gradient), or with
-    ``decoupled`` torch.optim.AdamW's (rows first scaled by 1 - lr * weight_decay), bias
-    correction by ``step``, the global step count, applied to the given ``rows`` of ``table``
-    only, in place; betas and eps: ``BETAS``, ``EPS``."""
-    (beta1, beta2), eps = BETAS, EPS
-    theta = table.index_select(0, rows)
-    if decoupled:
-        theta.mul_(1 - lr * weight_decay)
-    g = grad.add(theta, alpha=weight_decay) if weight_decay and not decoupled else grad
-    m_rows = m.index_select(0, rows).mul_(beta1).add_(g, alpha=1 - beta1)
-    v_rows = v.index_select(0, rows).mul_(beta2).addcmul_(g, g, value=1 - beta2)
-    m.index_copy_(0, rows, m_rows)
-    v.index_copy_(0, rows, v_rows)
-    denom = v_rows.sqrt().div_(math.sqrt(1 - beta2**step)).add_(eps)
-    table.index_copy_(0, rows, theta.addcdiv_(m_rows, denom, value=-lr / (1 - beta1**step)))
-
-
 def train_ce(
     pairs: Pairs,
     n_rows: int,
@@ -148,6 +120,24 @@ def train_ce(
         opt = make_optimizer(list(model.parameters()), optimizer, lr, weight_decay)
         m, v = torch.zeros_like(table), torch.zeros_like(table)
 
+    @torch.no_grad()
+    def lazy_adam_step(rows: torch.Tensor, grad: torch.Tensor, step: int) -> None:
+        """torch.optim.Adam's update (L2 ``weight_decay`` added to the gradient), or for ``"adamw"``
+        torch.optim.AdamW's (rows first scaled by 1 - lr * weight_decay), bias correction by
+        ``step``, the global step count, applied to the given ``rows`` of ``table`` only, in place;
+        betas and eps: ``BETAS``, ``EPS``."""
+        (beta1, beta2), decoupled = BETAS, optimizer == "adamw"
+        theta = table.index_select(0, rows)
+        if decoupled:
+            theta.mul_(1 - lr * weight_decay)
+        g = grad.add(theta, alpha=weight_decay) if weight_decay and not decoupled else grad
+        m_rows = m.index_select(0, rows).mul_(beta1).add_(g, alpha=1 - beta1)
+        v_rows = v.index_select(0, rows).mul_(beta2).addcmul_(g, g, value=1 - beta2)
+        m.index_copy_(0, rows, m_rows)
+        v.index_copy_(0, rows, v_rows)
+        denom = v_rows.sqrt().div_(math.sqrt(1 - beta2**step)).add_(EPS)
+        table.index_copy_(0, rows, theta.addcdiv_(m_rows, denom, value=-lr / (1 - beta1**step)))
+
     def step(i: int, idx: torch.Tensor) -> float:
         q, d, B = pairs.query.index_select(0, idx), pairs.doc.index_select(0, idx), idx.numel()
         rho = torch.randperm(B, generator=gen)
@@ -163,8 +153,7 @@ def train_ce(
             table.grad.zero_().index_copy_(0, rows, emb.grad)
         opt.step()
         if row_updates == "lazy":
-            with torch.no_grad():
-                lazy_adam_step(table, m, v, rows, emb.grad, i, lr, weight_decay, decoupled=optimizer == "adamw")
+            lazy_adam_step(rows, emb.grad, i)
         return loss.item()
 
     log, seconds = run_steps(step, batches, steps, f"CE n={n} alpha={alpha:g}", progress)
