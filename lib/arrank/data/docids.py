@@ -99,23 +99,18 @@ def disambiguate_docids(docids: Sequence[str]) -> list[str]:
     return (ids + suffix).tolist()
 
 
-def _branching(docids: Iterable[str]) -> list[dict[str, float]]:
-    """Rows of :func:`trie_branching` (plain Python: fast enough per query)."""
+BRANCHING = ["depth", "prefixes", "parents", "mean_children", "max_children", "docids"]  # a row of _branching
+
+
+def _branching(docids: Iterable[str]) -> list[tuple]:
+    """Rows of :func:`trie_branching`, then the number of distinct docIDs (plain Python: fast
+    enough per query)."""
     seqs = {tuple(d.split(",")) for d in docids if d}
     rows = []
     for d in range(1, max((len(s) for s in seqs), default=0) + 1):
         kids = {s[:d] for s in seqs if len(s) >= d}
         per_parent = Counter(k[:-1] for k in kids)
-        rows.append(
-            {
-                "depth": d,
-                "prefixes": len(kids),
-                "parents": len(per_parent),
-                "mean_children": len(kids) / len(per_parent),
-                "max_children": max(per_parent.values()),
-                "docids": len(seqs),
-            }
-        )
+        rows.append((d, len(kids), len(per_parent), len(kids) / len(per_parent), max(per_parent.values()), len(seqs)))
     return rows
 
 
@@ -124,19 +119,16 @@ def trie_branching(docids: Iterable[str]) -> pd.DataFrame:
     ("25,36,39" -> (25, 36, 39)), one row per depth d: ``prefixes`` (nodes at depth d), ``parents``
     (nodes at depth d-1 with a child), ``mean_children`` = prefixes / parents, ``max_children``.
     Few children per node is what "trie-friendly" docIDs offer (section 5.2)."""
-    cols = ["depth", "prefixes", "parents", "mean_children", "max_children"]
-    return pd.DataFrame(_branching(docids), columns=cols + ["docids"])[cols]
+    return pd.DataFrame(_branching(docids), columns=BRANCHING).drop(columns="docids")
 
 
 def query_trie_branching(lists: Iterable[Sequence[str]]) -> pd.DataFrame:
     """:func:`trie_branching` within each query's docID list, averaged over queries: per depth,
     ``queries`` reaching it, ``mean_prefixes``, ``mean_children`` and ``mean_prefix_ratio`` (prefixes /
     distinct docIDs: 1.0 means no two docIDs of a query share that prefix)."""
-    rows = [dict(r, prefix_ratio=r["prefixes"] / r["docids"]) for docs in lists for r in _branching(docs)]
-    if not rows:
-        return pd.DataFrame(columns=["depth", "queries", "mean_prefixes", "mean_children", "mean_prefix_ratio"])
+    rows = pd.DataFrame([r for docs in lists for r in _branching(docs)], columns=BRANCHING)
     return (
-        pd.DataFrame(rows)
+        rows.assign(prefix_ratio=rows["prefixes"] / rows["docids"])
         .groupby("depth", as_index=False)
         .agg(
             queries=("prefixes", "size"),
