@@ -40,18 +40,19 @@ def fingerprint(spec: str) -> dict[str, int]:
 
 
 def tfidf_embeddings(
-    queries: Sequence[str], titles: Sequence[str], dim: int = 256, seed: int = 0, max_features: int = 262_144
+    queries: Sequence[str], titles: Sequence[str], dim: int = 256, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
     """The offline default standing in for Gecko (section 5.1): sublinear TF-IDF over lower-cased
-    words fitted on queries + titles together, TruncatedSVD to ``dim`` (capped by the vocabulary and
-    row counts, ``random_state=seed``), rows L2-normalised (an all-zero row stays zero)."""
+    words (the 262,144 most frequent) fitted on queries + titles together, TruncatedSVD to ``dim``
+    (capped by the vocabulary and row counts, ``random_state=seed``), rows L2-normalised (an all-zero
+    row stays zero): (query, title) float32 arrays."""
     from sklearn.decomposition import TruncatedSVD
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.preprocessing import normalize
 
     texts = list(queries) + list(titles)
     tfidf = TfidfVectorizer(
-        token_pattern=r"(?u)\b\w+\b", sublinear_tf=True, dtype=np.float32, max_features=max_features
+        token_pattern=r"(?u)\b\w+\b", sublinear_tf=True, dtype=np.float32, max_features=262_144
     ).fit_transform(texts)
     k = max(1, min(dim, tfidf.shape[1] - 1, len(texts) - 1))
     reduced = TruncatedSVD(n_components=k, random_state=seed).fit_transform(tfidf)
@@ -60,9 +61,10 @@ def tfidf_embeddings(
 
 
 def sentence_transformer_embeddings(
-    model: str, queries: Sequence[str], titles: Sequence[str], device: str = "cpu", batch_size: int = 256
+    model: str, queries: Sequence[str], titles: Sequence[str], device: str = "cpu"
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Normalised sentence-transformers embeddings; an ImportError saying what to do without the package."""
+    """Normalised sentence-transformers embeddings (batches of 256), (query, title) float32 arrays;
+    an ImportError saying what to do without the package."""
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as err:
@@ -72,12 +74,8 @@ def sentence_transformer_embeddings(
             "'precomputed:<folder>' (e.g. Gecko embeddings computed elsewhere)"
         ) from err
     st = SentenceTransformer(model, device=device)
-
-    def enc(texts: Sequence[str]) -> np.ndarray:
-        kwargs = dict(batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
-        return st.encode(list(texts), **kwargs).astype(np.float32)
-
-    return enc(queries), enc(titles)
+    kwargs = dict(batch_size=256, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+    return tuple(st.encode(list(texts), **kwargs).astype(np.float32) for texts in (queries, titles))
 
 
 def save_precomputed(folder: Path, kind: str, ids: Sequence[str], X: np.ndarray, fmt: str = "npy") -> Path:
