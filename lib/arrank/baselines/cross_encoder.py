@@ -53,15 +53,6 @@ def init_table(n_rows: int, n: int, generator: torch.Generator, std: float = TAB
     return torch.randn(n_rows, n, generator=generator).mul_(float(std))
 
 
-def make_optimizer(
-    params: list[torch.Tensor], optimizer: str, lr: float, weight_decay: float, fused: bool | None = None
-) -> torch.optim.Optimizer:
-    """torch.optim.AdamW (``"adamw"``) or torch.optim.Adam with its L2 ``weight_decay``
-    (``"adam_l2"``) over ``params``, betas (0.9, 0.999), eps 1e-8 (Appendix B's Adam)."""
-    kind = torch.optim.AdamW if optimizer == "adamw" else torch.optim.Adam
-    return kind(params, lr=lr, betas=BETAS, eps=EPS, weight_decay=weight_decay, fused=fused)
-
-
 def mlp(n: int, generator: torch.Generator) -> torch.nn.Sequential:
     """f_MLP: R^2n -> R, three hidden ReLU layers of width 2n; weights N(0, 1/(2n)), biases 0."""
     width = 2 * n
@@ -112,12 +103,15 @@ def train_ce(
     batches = batch_indices(len(pairs.query), batch_size, steps, gen)
     table, model = init_table(n_rows, n, gen, table_init_std), mlp(n, gen)
     weights = rank_weights(pairs.rank, alpha)
+    # Appendix B's Adam: torch.optim.AdamW ("adamw") or torch.optim.Adam with its L2 weight_decay ("adam_l2")
+    adam = torch.optim.AdamW if optimizer == "adamw" else torch.optim.Adam
+    settings = dict(lr=lr, betas=BETAS, eps=EPS, weight_decay=weight_decay)
     if row_updates == "dense":
         table = torch.nn.Parameter(table)
         table.grad = torch.zeros_like(table)  # one table-sized gradient buffer, reused every step
-        opt = make_optimizer([table, *model.parameters()], optimizer, lr, weight_decay, fused=True)
+        opt = adam([table, *model.parameters()], **settings, fused=True)
     else:
-        opt = make_optimizer(list(model.parameters()), optimizer, lr, weight_decay)
+        opt = adam(list(model.parameters()), **settings)
         m, v = torch.zeros_like(table), torch.zeros_like(table)
 
     @torch.no_grad()

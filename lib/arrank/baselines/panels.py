@@ -28,9 +28,7 @@ def arr_label(p: Mapping[str, Any]) -> str:
     return f"ARR {loss_label(dict(p))}"
 
 
-def arr_runs(
-    dataset: Mapping[str, Any], n_queries: int, root: Path | None = None, stem: str = "05_train", pattern: str = "*"
-) -> pd.DataFrame:
+def arr_runs(dataset: Mapping[str, Any], n_queries: int, root: Path | None = None, pattern: str = "*") -> pd.DataFrame:
     """Finished ARR runs (``outputs/05_train/<run>/results.json``, names matching the glob
     ``pattern``) whose params match ``dataset`` and that evaluated ``n_queries`` queries, one row
     per run in the paper's row order (``variant_order``): run, label (``arr_label``, made
@@ -39,7 +37,7 @@ def arr_runs(
     from arrank.baselines.figure3 import matching_runs
 
     rows, params = [], []
-    for run, result in sorted(matching_runs(stem, pattern, dataset, root), key=lambda found: found[0].name):
+    for run, result in sorted(matching_runs("05_train", pattern, dataset, root), key=lambda found: found[0].name):
         p, m = result.get("params", {}), result.get("metrics", {})
         if m.get("n_queries") != n_queries:
             continue
