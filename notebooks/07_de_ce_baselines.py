@@ -162,8 +162,7 @@ configs = (BL.figure3_configs(P["de_dims"], P["ce_dim"], P["alpha"], P["de_alpha
 point_runs: list[str] = []
 with outputs.timed(timings, "train_and_evaluate"):
     if P["from_runs"]:  # Figure 3 from finished single-config runs on the same data
-        results, logs, point_runs = BL.point_results({**dataset, **hyper}, P["from_runs"], configs)
-        per_query = BL.point_per_query({**dataset, **hyper}, P["from_runs"], configs)
+        results, logs, per_query, point_runs = BL.point_results({**dataset, **hyper}, P["from_runs"], configs)
         print(f"{len(results)} configurations from the runs {point_runs}")
     else:
         results, logs, per_query = BL.run_configs(configs, data["pairs"], len(data["names"]), data["eval"],

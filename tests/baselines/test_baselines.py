@@ -230,10 +230,6 @@ def test_ce_table_init_std_scales_the_same_draw_and_bad_settings_are_refused():
     for std in (0.0, -1.0, float("nan"), float("inf"), "1"):
         with pytest.raises(ValueError, match="table_init_std=.*finite number > 0"):
             CE.init_table(5, 3, torch.Generator(), std=std)
-    nodes, df = tiny_tree(2)
-    pairs = lookup.positive_pairs(df, lookup.row_index(nodes))
-    with pytest.raises(ValueError, match=r"optimizer='sgd' is not allowed; choose one of \['adamw', 'adam_l2'\]"):
-        CE.train_ce(pairs, len(nodes), 4, 1.0, steps=1, batch_size=2, optimizer="sgd", progress=False)
 
 
 def test_de_rows_stay_on_the_unit_sphere_and_the_facts_say_so():
@@ -315,8 +311,6 @@ def test_configs_in_worker_processes_give_the_results_of_one_process_in_config_o
     assert (logs_two["loss"] - logs_one["loss"]).abs().max() <= 1e-4 * scale
     assert logs_two["config"].tolist() == logs_one["config"].tolist()
     assert pq_two["config"].tolist() == pq_one["config"].tolist()
-    with pytest.raises(ValueError, match=r"workers=0 must be an integer >= 1"):
-        BL.run_configs(*args, seed=0, progress=False, workers=0)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -366,14 +360,33 @@ def test_retrieval_recall_equals_brute_force():
 # --------------------------------------------------------------------------- bad input
 
 
-@pytest.mark.parametrize("n", [0, -3, 2.5, True])
-def test_bad_dimension_is_refused(n):
-    nodes, df = tiny_tree(2)
-    pairs = lookup.positive_pairs(df, lookup.row_index(nodes))
-    with pytest.raises(ValueError, match=r"embedding dimension n=.*integer >= 1"):
-        DE.train_de(pairs, len(nodes), n, 1.0, steps=1, batch_size=2, progress=False)
-    with pytest.raises(ValueError, match=r"embedding dimension n="):
-        CE.train_ce(pairs, len(nodes), n, 1.0, steps=1, batch_size=2, progress=False)
+def test_bad_settings_are_refused_at_the_edge():
+    """Dimensions, the model, the optimiser and its settings, steps, batch size, workers and the run
+    globs are checked once, by notebook 07's parameters (the runner before a kernel starts)."""
+    from arrank.common.params import ParamError
+    from arrank.workbook import run
+
+    for name, value, message in [
+        ("n", "0", r"n=0 is out of range: allowed in \[1, 4096\]"),
+        ("n", "2.5", r"n=2.5 must be an integer"),
+        ("ce_dim", "-3", r"ce_dim=-3 is out of range"),
+        ("de_dims", "4,0", r"de_dims='4,0' must be a non-empty list of integers >= 1"),
+        ("de_alpha_dim", "0", r"de_alpha_dim=0 is out of range"),
+        ("alphas", "", r"alphas='' must be a non-empty list of numbers >= 0.0"),
+        ("model", "mlp", r"model='mlp' is not allowed; choose one of \['figure3', 'de', 'ce'\]"),
+        ("ce_optimizer", "sgd", r"ce_optimizer='sgd' is not allowed; choose one of \['adamw', 'adam_l2'\]"),
+        ("de_row_updates", "sparse", r"de_row_updates='sparse' is not allowed"),
+        ("tau", "0", r"tau=0 is out of range"),
+        ("de_momentum", "1", r"de_momentum=1 is out of range"),
+        ("ce_weight_decay", "-1", r"ce_weight_decay=-1 is out of range"),
+        ("de_steps", "0", r"de_steps=0 is out of range"),
+        ("batch_size", "0", r"batch_size=0 is out of range"),
+        ("threads", "0", r"threads=0 is out of range"),
+        ("arr_runs", "../x", r"arr_runs='../x' must be a glob on 05_train run names"),
+        ("from_runs", "a/b", r"from_runs='a/b' must be '' \(train\) or a glob on 07_de_ce_baselines run names"),
+    ]:
+        with pytest.raises(ParamError, match=message):
+            run.prepare("07", {name: value})
 
 
 @pytest.mark.parametrize("alpha", [-1.0, -0.01, float("nan"), "2"])
@@ -392,16 +405,12 @@ def test_batch_larger_than_the_pairs_is_refused():
     for train in (DE.train_de, CE.train_ce):
         with pytest.raises(ValueError, match=r"batch_size=11 is larger than the number of training pairs \(10\)"):
             train(pairs, len(nodes), 4, 1.0, steps=1, batch_size=11, progress=False)
-        with pytest.raises(ValueError, match=r"batch_size=0"):
-            train(pairs, len(nodes), 4, 1.0, steps=1, batch_size=0, progress=False)
 
 
-def test_unknown_synset_and_model_are_refused():
+def test_unknown_synset_is_refused():
     nodes, df = tiny_tree(2)
     with pytest.raises(ValueError, match=r"'r00' has no row"):
         lookup.positive_pairs(df, lookup.row_index(["r", "r0", "r1"]))
-    with pytest.raises(ValueError, match=r"model='mlp'"):
-        BL.single_config("mlp", 4, 1.0)
 
 
 # --------------------------------------------------------------------------- Figure 3 plumbing
@@ -441,8 +450,6 @@ def test_arr_runs_are_picked_up_on_the_same_evaluation_queries(tmp_path):
     assert "train_recall@1" not in arr.columns and "final_loss" not in arr.columns
     assert panels.arr_runs({**same, "seed": 1}, 300, root=tmp_path).empty
     assert panels.arr_runs(same, 300, root=tmp_path, pattern="fewer*").empty  # matches, but 50 queries
-    with pytest.raises(ValueError, match="glob on run names"):
-        panels.arr_runs(same, 300, root=tmp_path, pattern="../x")
     # a newer run of the same variant with training-query metrics: labels told apart by what differs
     write("frac-long", {**frac, "steps": 1200}, 300, {"recall@1": 0.9, "recall@2": 0.8, "n_queries": 300})
     arr = panels.arr_runs(same, 300, root=tmp_path, pattern="frac*")
@@ -659,7 +666,7 @@ def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
     point("q-de-n4", "de", 4, 5.0)  # name does not match the glob
     point("p-ce-n4-adam", "ce", 4, 5.0, ce_optimizer="adam_l2")  # other training settings: left out
     configs = BL.figure3_configs([2, 4], 4, 5.0, 2, [0.0, 5.0])
-    results, logs, used = BL.point_results({**data, "ce_optimizer": "adamw"}, "p-*", configs, root=tmp_path)
+    results, logs, per_query, used = BL.point_results({**data, "ce_optimizer": "adamw"}, "p-*", configs, root=tmp_path)
     assert used == ["p-ce-n4", "p-de-n2", "p-de-n2-a0"]
     assert results.index.tolist() == ["de_n2_alpha5", "ce_n4_alpha5", "de_n2_alpha0"]  # no de n4: not run
     assert results.loc["de_n2_alpha5", "panels"] == "a,b" and results.loc["ce_n4_alpha5", "panels"] == "a,c"
@@ -668,7 +675,6 @@ def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
     assert panels.panel_table(results, "b", [1])["curve"].tolist() == ["DE n=2 α=0", "DE n=2 α=5"]  # alpha order
     f = F3.findings(results, [2, 4], 4, 5.0, 2, [0.0, 5.0])
     assert f["finding_de_grows_with_n"] is None and f["finding_alpha_raises_de_small_k"] in (True, False)
-    per_query = BL.point_per_query({**data, "ce_optimizer": "adamw"}, "p-*", configs, root=tmp_path)
     assert per_query["config"].unique().tolist() == ["de_n2_alpha5", "ce_n4_alpha5"]  # not the run without the file
     assert len(per_query) == 2 * len(df[df["split"] == "eval"]) and {"cvr", "ndcg", "r1", "r2"} <= set(per_query)
     with pytest.raises(ValueError, match=r"no finished 07_de_ce_baselines run named like 'z\*'"):

@@ -47,8 +47,6 @@ def test_dictionary_follows_the_papers_footnote():
     assert (model.n_components, model.transform_algorithm, model.transform_n_nonzero_coefs) == (100, "omp", 3)
     with pytest.raises(ValueError, match="nnz=4 must be in"):
         docids.learn_dictionary(X, n_components=3, nnz=4)
-    with pytest.raises(ValueError, match="unknown dictionary algorithm"):
-        docids.learn_dictionary(X, algorithm="kmeans")
 
 
 def test_collision_table_summary_and_suffixes():

@@ -44,8 +44,6 @@ def test_rank_positions_are_one_based_and_capped():
     assert esci.rank_positions(100, 10_000, n_titles=50).tolist() == [1]
     assert esci.rank_positions(1, 4).tolist() == [1, 2, 3, 4]
     assert esci.rank_positions(1, 4, n_titles=0).tolist() == []
-    with pytest.raises(ValueError, match="must be >= 1"):
-        esci.rank_positions(0, 10)
 
 
 def exact_scores(n_titles, xs, seed=0):
@@ -341,8 +339,6 @@ def test_embedding_errors(tmp_path):
     os.remove(emb / "queries.npy")
     with pytest.raises(FileNotFoundError, match="no queries embeddings"):
         esci.build_esci_dataset(tmp_path / "esci", **kw)
-    with pytest.raises(ValueError, match="unknown embedder 'gecko'"):
-        esci.build_esci_dataset(tmp_path / "esci", embedder="gecko", cache_dir=tmp_path / "c")
     assert not (tmp_path / "c").exists()
 
 

@@ -102,6 +102,9 @@ def test_path_rules_on_a_synset_with_two_paths():
     assert W.ranked_hypernyms("dog.n.01", "union") == canine[:1] + ["domestic_animal.n.01"] + canine[1:] + top
     assert W.ranked_hypernyms("dog.n.01", subtree="animal.n.01") == canine
     assert W.ranked_hypernyms("dog.n.01", subtree="animal.n.01", subtree_root_relevant=True) == canine + ["animal.n.01"]
+    for name in ("animal.n.01", "car.n.01"):  # the top, and a synset outside the subtree
+        with pytest.raises(ValueError, match=f"'{name}' is not a query of the hierarchy below animal.n.01"):
+            W.ranked_hypernyms(name, subtree="animal.n.01")
 
 
 def test_noun_parents_are_nltks_hypernyms_and_are_kept_in_the_cache():
@@ -337,10 +340,8 @@ def test_failure_mid_build_leaves_no_folder(tmp_path, monkeypatch):
         (dict(subtree="canine.n.02", min_relevant=40), "no queries left after filtering.*min_relevant=40"),
         (dict(subtree="puppy.n.01"), "no queries left after filtering.*has 0 queries"),
         (dict(subtree="canine.n.02"), "n_eval=5000 leaves no training queries: only"),
-        (dict(subtree="canine.n.02", n_eval=1.5), "n_eval must be"),
-        (dict(subtree="canine.n.02", path_rule="deepest"), "unknown path_rule 'deepest'"),
-        (dict(subtree="canine.n.02", template="nope"), "unknown prompt template 'nope'"),
-        (dict(subtree="canine.n.02", min_relevant=0), "min_relevant must be >= 1"),
+        (dict(subtree="canine.n.02", n_eval=20, template="nope"), "unknown prompt template 'nope'"),
+        (dict(subtree="canine.n.02", negative_pool="near"), "unknown negative_pool 'near'"),
     ],
 )
 def test_bad_input_is_a_clear_error_and_leaves_nothing(tmp_path, kwargs, message):
@@ -348,6 +349,27 @@ def test_bad_input_is_a_clear_error_and_leaves_nothing(tmp_path, kwargs, message
     with pytest.raises(ValueError, match=message):
         W.build_wordnet_dataset(cache_dir=cache_dir, **kwargs)
     assert not cache_dir.exists() or list(cache_dir.iterdir()) == []
+
+
+def test_build_choices_are_refused_at_the_edge():
+    """path_rule, n_eval, min_relevant, max_queries and template are checked once, by notebook 03's
+    parameters (the runner before a kernel starts), naming the value and what is allowed."""
+    from arrank.common.params import ParamError
+    from arrank.workbook import run
+
+    for name, value, message in [
+        ("n_eval", "1.5", r"n_eval=1.5 must be an integer in \[1, 100000\]"),
+        (
+            "path_rule",
+            "deepest",
+            r"path_rule='deepest' is not allowed; choose one of \['longest', 'shortest', 'union'\]",
+        ),
+        ("min_relevant", "0", r"min_relevant=0 is out of range"),
+        ("max_queries", "-1", r"max_queries=-1 is out of range"),
+        ("template", "nope", r"template='nope' is not allowed; choose one of \['wordnet', 'wordnet_short'\]"),
+    ]:
+        with pytest.raises(ParamError, match=message):
+            run.prepare("03", {name: value})
 
 
 def test_statistics_for_appendix_c(animal):

@@ -28,8 +28,6 @@ import torch
 from arrank.baselines.lookup import (
     Pairs,
     batch_indices,
-    check_alpha,
-    check_dim,
     rank_weights,
     run_steps,
     training_facts,
@@ -47,36 +45,17 @@ OPTIMIZER = "adamw"
 TABLE_INIT_STD = 1.0
 
 
-def check_optimizer(optimizer: object) -> str:
-    """The CE optimiser's name: ``"adamw"`` or ``"adam_l2"`` (module docstring), else a ValueError."""
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(
-            f"optimizer={optimizer!r} is not allowed; choose one of {list(OPTIMIZERS)} "
-            "(adamw: decoupled weight decay; adam_l2: torch.optim.Adam's L2 term)"
-        )
-    return str(optimizer)
-
-
 def init_table(n_rows: int, n: int, generator: torch.Generator, std: float = TABLE_INIT_STD) -> torch.Tensor:
     """The CE's embedding table: i.i.d. N(0, std^2) entries (see the module docstring); the same
     generator state gives ``std`` times the std = 1 table."""
     if not (isinstance(std, (int, float)) and not isinstance(std, bool) and math.isfinite(std) and std > 0):
         raise ValueError(f"table_init_std={std!r} is not allowed: it must be a finite number > 0")
-    return torch.randn(n_rows, check_dim(n), generator=generator).mul_(float(std))
-
-
-def make_optimizer(
-    params: list[torch.Tensor], optimizer: str, lr: float, weight_decay: float, fused: bool | None = None
-) -> torch.optim.Optimizer:
-    """torch.optim.AdamW (``"adamw"``) or torch.optim.Adam with its L2 ``weight_decay``
-    (``"adam_l2"``) over ``params``, betas (0.9, 0.999), eps 1e-8 (Appendix B's Adam)."""
-    kind = torch.optim.AdamW if check_optimizer(optimizer) == "adamw" else torch.optim.Adam
-    return kind(params, lr=lr, betas=BETAS, eps=EPS, weight_decay=weight_decay, fused=fused)
+    return torch.randn(n_rows, n, generator=generator).mul_(float(std))
 
 
 def mlp(n: int, generator: torch.Generator) -> torch.nn.Sequential:
     """f_MLP: R^2n -> R, three hidden ReLU layers of width 2n; weights N(0, 1/(2n)), biases 0."""
-    width = 2 * check_dim(n)
+    width = 2 * n
     layers: list[torch.nn.Module] = []
     for out in (width, width, width, 1):
         linear = torch.nn.Linear(width, out)
@@ -100,34 +79,6 @@ def pair_logits(model: torch.nn.Module, q_emb: torch.Tensor, d_emb: torch.Tensor
     return model(torch.cat([q_emb, d_emb], dim=1)).squeeze(1)
 
 
-def lazy_adam_step(
-    table: torch.Tensor,
-    m: torch.Tensor,
-    v: torch.Tensor,
-    rows: torch.Tensor,
-    grad: torch.Tensor,
-    step: int,
-    lr: float,
-    weight_decay: float,
-    decoupled: bool = False,
-) -> None:
-    """torch.optim.Adam's update (L2 ``weight_decay`` added to the gradient), or with
-    ``decoupled`` torch.optim.AdamW's (rows first scaled by 1 - lr * weight_decay), bias
-    correction by ``step``, the global step count, applied to the given ``rows`` of ``table``
-    only, in place; betas and eps: ``BETAS``, ``EPS``."""
-    (beta1, beta2), eps = BETAS, EPS
-    theta = table.index_select(0, rows)
-    if decoupled:
-        theta.mul_(1 - lr * weight_decay)
-    g = grad.add(theta, alpha=weight_decay) if weight_decay and not decoupled else grad
-    m_rows = m.index_select(0, rows).mul_(beta1).add_(g, alpha=1 - beta1)
-    v_rows = v.index_select(0, rows).mul_(beta2).addcmul_(g, g, value=1 - beta2)
-    m.index_copy_(0, rows, m_rows)
-    v.index_copy_(0, rows, v_rows)
-    denom = v_rows.sqrt().div_(math.sqrt(1 - beta2**step)).add_(eps)
-    table.index_copy_(0, rows, theta.addcdiv_(m_rows, denom, value=-lr / (1 - beta1**step)))
-
-
 def train_ce(
     pairs: Pairs,
     n_rows: int,
@@ -141,30 +92,45 @@ def train_ce(
     row_updates: str = "dense",
     optimizer: str = OPTIMIZER,
     table_init_std: float = TABLE_INIT_STD,
-    log_every: int = 100,
     progress: bool = True,
 ) -> tuple[tuple[torch.Tensor, torch.nn.Sequential], pd.DataFrame, dict[str, Any]]:
     """Train a lookup-table CE (section 5.3, Appendix B; ``optimizer``, ``row_updates`` and
     ``table_init_std``: module docstring) on ``pairs`` over a table of ``n_rows``. Returns ((table,
-    MLP), a log with the mean loss of every ``log_every`` steps, facts: ``lookup.training_facts``).
+    MLP), a log with the mean loss of every ``lookup.LOG_EVERY`` steps, facts: ``lookup.training_facts``).
     The same arguments and seed give the same model (CPU).
     """
-    n, alpha, optimizer = check_dim(n), check_alpha(alpha), check_optimizer(optimizer)
-    if row_updates not in ROW_UPDATES:
-        raise ValueError(f"row_updates={row_updates!r} is not allowed; choose one of {list(ROW_UPDATES)}")
-    if not (lr > 0 and weight_decay >= 0):
-        raise ValueError(f"need lr > 0 and weight_decay >= 0; got lr={lr}, weight_decay={weight_decay}")
     gen = torch.Generator().manual_seed(seed)
     batches = batch_indices(len(pairs.query), batch_size, steps, gen)
     table, model = init_table(n_rows, n, gen, table_init_std), mlp(n, gen)
     weights = rank_weights(pairs.rank, alpha)
+    # Appendix B's Adam: torch.optim.AdamW ("adamw") or torch.optim.Adam with its L2 weight_decay ("adam_l2")
+    adam = torch.optim.AdamW if optimizer == "adamw" else torch.optim.Adam
+    settings = dict(lr=lr, betas=BETAS, eps=EPS, weight_decay=weight_decay)
     if row_updates == "dense":
         table = torch.nn.Parameter(table)
         table.grad = torch.zeros_like(table)  # one table-sized gradient buffer, reused every step
-        opt = make_optimizer([table, *model.parameters()], optimizer, lr, weight_decay, fused=True)
+        opt = adam([table, *model.parameters()], **settings, fused=True)
     else:
-        opt = make_optimizer(list(model.parameters()), optimizer, lr, weight_decay)
+        opt = adam(list(model.parameters()), **settings)
         m, v = torch.zeros_like(table), torch.zeros_like(table)
+
+    @torch.no_grad()
+    def lazy_adam_step(rows: torch.Tensor, grad: torch.Tensor, step: int) -> None:
+        """torch.optim.Adam's update (L2 ``weight_decay`` added to the gradient), or for ``"adamw"``
+        torch.optim.AdamW's (rows first scaled by 1 - lr * weight_decay), bias correction by
+        ``step``, the global step count, applied to the given ``rows`` of ``table`` only, in place;
+        betas and eps: ``BETAS``, ``EPS``."""
+        (beta1, beta2), decoupled = BETAS, optimizer == "adamw"
+        theta = table.index_select(0, rows)
+        if decoupled:
+            theta.mul_(1 - lr * weight_decay)
+        g = grad.add(theta, alpha=weight_decay) if weight_decay and not decoupled else grad
+        m_rows = m.index_select(0, rows).mul_(beta1).add_(g, alpha=1 - beta1)
+        v_rows = v.index_select(0, rows).mul_(beta2).addcmul_(g, g, value=1 - beta2)
+        m.index_copy_(0, rows, m_rows)
+        v.index_copy_(0, rows, v_rows)
+        denom = v_rows.sqrt().div_(math.sqrt(1 - beta2**step)).add_(EPS)
+        table.index_copy_(0, rows, theta.addcdiv_(m_rows, denom, value=-lr / (1 - beta1**step)))
 
     def step(i: int, idx: torch.Tensor) -> float:
         q, d, B = pairs.query.index_select(0, idx), pairs.doc.index_select(0, idx), idx.numel()
@@ -181,11 +147,10 @@ def train_ce(
             table.grad.zero_().index_copy_(0, rows, emb.grad)
         opt.step()
         if row_updates == "lazy":
-            with torch.no_grad():
-                lazy_adam_step(table, m, v, rows, emb.grad, i, lr, weight_decay, decoupled=optimizer == "adamw")
+            lazy_adam_step(rows, emb.grad, i)
         return loss.item()
 
-    log, seconds = run_steps(step, batches, steps, f"CE n={n} alpha={alpha:g}", log_every, progress)
+    log, seconds = run_steps(step, batches, steps, f"CE n={n} alpha={alpha:g}", progress)
     final = table.detach().clone() if row_updates == "dense" else table
     log_frame, facts = training_facts(log, seconds, final, pairs, "CE training diverged (loss {loss})")
     return (final, model.eval()), log_frame, facts

@@ -27,8 +27,6 @@ import torch
 from arrank.baselines.lookup import (
     Pairs,
     batch_indices,
-    check_alpha,
-    check_dim,
     rank_weights,
     run_steps,
     training_facts,
@@ -47,7 +45,6 @@ def init_table(n_rows: int, n: int, generator: torch.Generator) -> torch.Tensor:
     """The embedding table: i.i.d. N(0, 1) rows projected onto the unit sphere (uniform on it).
     No init scale to choose: Appendix B projects every row to the unit sphere, so only the
     direction of a row matters, and any scale of the Gaussian gives the same table."""
-    n = check_dim(n)
     table = torch.randn(n_rows, n, generator=generator)
     return table / table.norm(dim=1, keepdim=True)
 
@@ -122,19 +119,13 @@ def train_de(
     momentum: float = MOMENTUM,
     seed: int = 0,
     row_updates: str = "lazy",
-    log_every: int = 100,
     progress: bool = True,
 ) -> tuple[torch.Tensor, pd.DataFrame, dict[str, Any]]:
     """Train a lookup-table DE (section 5.3, Appendix B) on ``pairs`` over a table of ``n_rows``.
-    Returns (the table, a log with the mean loss of every ``log_every`` steps, facts:
+    Returns (the table, a log with the mean loss of every ``lookup.LOG_EVERY`` steps, facts:
     ``lookup.training_facts``, the row norms 1 up to rounding). The same arguments and seed give
     the same table (CPU).
     """
-    n, alpha = check_dim(n), check_alpha(alpha)
-    if row_updates not in ROW_UPDATES:
-        raise ValueError(f"row_updates={row_updates!r} is not allowed; choose one of {list(ROW_UPDATES)}")
-    if not (tau > 0 and lr > 0 and 0 <= momentum < 1):
-        raise ValueError(f"need tau > 0, lr > 0 and 0 <= momentum < 1; got tau={tau}, lr={lr}, momentum={momentum}")
     gen = torch.Generator().manual_seed(seed)
     batches = batch_indices(len(pairs.query), batch_size, steps, gen)
     table = init_table(n_rows, n, gen)
@@ -160,7 +151,7 @@ def train_de(
             project_rows(param.data)
         return loss
 
-    log, seconds = run_steps(step, batches, steps, f"DE n={n} alpha={alpha:g}", log_every, progress)
+    log, seconds = run_steps(step, batches, steps, f"DE n={n} alpha={alpha:g}", progress)
     final = param.data.detach().clone() if row_updates == "dense" else table
     diverged = "DE training diverged (loss {loss}); lower lr or raise tau"
     return (final, *training_facts(log, seconds, final, pairs, diverged))

@@ -21,11 +21,9 @@ import torch
 
 from arrank.baselines import cross_encoder as CE
 from arrank.baselines import dual_encoder as DE
-from arrank.baselines.lookup import Pairs, check_alpha, check_dim
+from arrank.baselines.lookup import Pairs
 from arrank.common import paths
 from arrank.evaluation import metrics, trec
-
-MODELS = ("de", "ce")
 
 
 def config_key(model: str, n: int, alpha: float) -> str:
@@ -39,12 +37,8 @@ def figure3_configs(
     """The distinct (model, n, alpha) runs Figure 3 needs, each with the panels it appears in:
     (a) DE n in ``de_dims`` at ``alpha`` and CE ``ce_dim`` at ``alpha``; (b) DE ``alpha_dim`` for
     every alpha in ``alphas``; (c) CE ``ce_dim`` for every alpha in ``alphas``."""
-    if not de_dims or not alphas:
-        raise ValueError("Figure 3 needs at least one DE dimension and one alpha")
-    wanted = [("de", check_dim(n), check_alpha(alpha), "a") for n in de_dims]
-    wanted.append(("ce", check_dim(ce_dim), check_alpha(alpha), "a"))
-    wanted += [("de", check_dim(alpha_dim), check_alpha(a), "b") for a in alphas]
-    wanted += [("ce", check_dim(ce_dim), check_alpha(a), "c") for a in alphas]
+    wanted = [("de", n, float(alpha), "a") for n in de_dims] + [("ce", ce_dim, float(alpha), "a")]
+    wanted += [("de", alpha_dim, float(a), "b") for a in alphas] + [("ce", ce_dim, float(a), "c") for a in alphas]
     configs: dict[tuple[str, int, float], dict[str, Any]] = {}
     for model, n, a, panel in wanted:
         entry = configs.setdefault((model, n, a), {"model": model, "n": n, "alpha": a, "panels": []})
@@ -55,9 +49,7 @@ def figure3_configs(
 
 def single_config(model: str, n: int, alpha: float) -> list[dict[str, Any]]:
     """One DE or CE run (a sweep point) as a config list."""
-    if model not in MODELS:
-        raise ValueError(f"model={model!r} is not allowed; choose one of {list(MODELS)} (or figure3)")
-    return [{"model": model, "n": check_dim(n), "alpha": check_alpha(alpha), "panels": []}]
+    return [{"model": model, "n": n, "alpha": float(alpha), "panels": []}]
 
 
 def candidate_rows(df_eval: pd.DataFrame, rows: Mapping[str, int]) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
@@ -117,8 +109,6 @@ def train_config(
     (notebook 07's de_*, ce_*, batch_size and tau). Returns (model, loss log, facts, the row norms
     of the trained table among them)."""
     model, n, alpha = config["model"], config["n"], config["alpha"]
-    if model not in MODELS:
-        raise ValueError(f"model={model!r} is not allowed; choose one of {list(MODELS)}")
     kw = {arg: hyper[f"{model}_{arg}"] for arg in TRAIN_ARGS[model]}
     kw.update({arg: hyper[arg] for arg in (("batch_size", "tau") if model == "de" else ("batch_size",))})
     return (DE.train_de if model == "de" else CE.train_ce)(pairs, n_rows, n, alpha, seed=seed, progress=progress, **kw)
@@ -196,8 +186,6 @@ def run_configs(
     per-query metrics, ``per_query_rows``). ``workers > 1``: that many spawned one-thread worker
     processes (docs/measurements.md); each config is seeded by ``seed`` alone. ``trec_dir``: each
     config's TREC run there (``run_config``)."""
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers={workers!r} must be an integer >= 1")
     if trec_dir is not None:
         Path(trec_dir).mkdir(parents=True, exist_ok=True)
     args = (pairs, n_rows, df_eval, rows, hyper, ks, seed, corpus, trec_dir)
@@ -212,9 +200,7 @@ def run_configs(
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(min(workers, len(configs)), mp_context=context, initializer=_one_thread) as pool:
             futures = [pool.submit(run_config, c, *args, progress=False) for c in configs]
-            for f in tqdm(futures, desc=f"configs ({workers} workers)", disable=not progress):
-                f.result()
-        done = [f.result() for f in futures]
+            done = [f.result() for f in tqdm(futures, desc=f"configs ({workers} workers)", disable=not progress)]
     results, logs, per_query = zip(*done)
     frames = [pd.concat(part, ignore_index=True) for part in (logs, per_query)]
     return pd.DataFrame(list(results)).set_index("config"), *frames
@@ -237,24 +223,31 @@ STEM = "07_de_ce_baselines"
 
 def point_results(
     params: Mapping[str, Any], pattern: str, configs: Sequence[Mapping[str, Any]], root: Path | None = None
-) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
     """Figure 3 from single-configuration runs of this notebook (the points of a sweep such as
     ``sweeps/fig3_baselines_paper.yaml``) instead of training: the finished runs named like the
     glob ``pattern`` whose params match ``params`` (data and training settings); each results row
     whose (model, n, alpha) is one of ``configs`` gets that config's panels; of two runs of one
-    config the newer wins. Returns (results, their training logs, the run names used); a clear
-    error when no run matches."""
+    config the newer wins. Returns (results, their training logs, their per-query rows
+    (``per_query_rows``; runs made before per_query.csv was written give none: an empty frame
+    with a ``config`` column), the run names used); a clear error when no run matches."""
     wanted = {config_key(c["model"], c["n"], c["alpha"]): ",".join(c["panels"]) for c in configs}
     rows: dict[str, pd.Series] = {}
     logs: dict[str, pd.DataFrame] = {}
+    per_query: dict[str, pd.DataFrame] = {}
     used: dict[str, str] = {}
-    for run in _matching_runs(params, pattern, root):  # oldest first: a newer run of a config replaces it
+    for run, ran in matching_runs(STEM, pattern, params, root):  # oldest first: a newer run of a config replaces it
+        if ran["params"].get("model") == "figure3":
+            continue
         table = pd.read_csv(run / "results.csv", index_col="config")
         log = pd.read_csv(run / "training_log.csv")
+        pq = pd.read_csv(run / "per_query.csv") if (run / "per_query.csv").exists() else None
         for key, row in table.iterrows():
             if key in wanted:
                 rows[key], logs[key], used[key] = row.copy(), log[log["config"] == key], run.name
                 rows[key]["panels"] = wanted[key]
+                if pq is not None:
+                    per_query[key] = pq[pq["config"] == key]
     if not rows:
         raise ValueError(
             f"no finished {STEM} run named like {pattern!r} holds a Figure 3 configuration "
@@ -263,47 +256,31 @@ def point_results(
     order = [k for k in wanted if k in rows]
     results = pd.DataFrame([rows[k] for k in order]).infer_objects()
     results.index.name = "config"
-    return results, pd.concat([logs[k] for k in order], ignore_index=True), sorted(set(used.values()))
+    pq_rows = [per_query[k] for k in order if k in per_query]
+    pq_frame = pd.concat(pq_rows, ignore_index=True) if pq_rows else pd.DataFrame(columns=["config"])
+    return results, pd.concat([logs[k] for k in order], ignore_index=True), pq_frame, sorted(set(used.values()))
 
 
-def _matching_runs(params: Mapping[str, Any], pattern: str, root: Path | None = None) -> list[Path]:
-    """The finished single-configuration runs of this notebook named like ``pattern`` whose params
-    match ``params``, oldest first."""
-    if not pattern or "/" in pattern:
-        raise ValueError(f"from_runs={pattern!r} must be a glob on {STEM} run names, e.g. 'paper-fig3-*'")
+def matching_runs(
+    stem: str, pattern: str, params: Mapping[str, Any], root: Path | None = None
+) -> list[tuple[Path, dict[str, Any]]]:
+    """(run folder, its results.json) of the finished runs of ``stem`` named like the glob ``pattern``
+    whose params match ``params``, oldest first; a damaged results.json is left out, and said."""
     from fnmatch import fnmatchcase
 
     from arrank.common.notices import notice
     from arrank.common.outputs import DamagedResultsError, finished_runs, read_results
 
     out = []
-    for run in finished_runs(STEM, root):
-        if not fnmatchcase(run.name, pattern):
-            continue
+    for run in (r for r in finished_runs(stem, root) if fnmatchcase(r.name, pattern)):
         try:
-            ran = read_results(run / "results.json")["params"]
-        except DamagedResultsError as err:  # left out, and said
+            result = read_results(run / "results.json")
+        except DamagedResultsError as err:
             notice(str(err))
             continue
-        if ran.get("model") == "figure3" or any(ran.get(k) != v for k, v in params.items()):
-            continue
-        out.append(run)
+        if all(result.get("params", {}).get(k) == v for k, v in params.items()):
+            out.append((run, result))
     return out
-
-
-def point_per_query(
-    params: Mapping[str, Any], pattern: str, configs: Sequence[Mapping[str, Any]], root: Path | None = None
-) -> pd.DataFrame:
-    """The per-query rows (``per_query_rows``) of the configs of ``point_results``, from the same
-    runs (of two runs of one config the newer wins); runs made before per_query.csv was written
-    give none (empty frame with a ``config`` column)."""
-    wanted = {config_key(c["model"], c["n"], c["alpha"]) for c in configs}
-    found: dict[str, pd.DataFrame] = {}
-    for run in _matching_runs(params, pattern, root):
-        if (run / "per_query.csv").exists():
-            table = pd.read_csv(run / "per_query.csv")
-            found.update({key: part for key, part in table.groupby("config", sort=False) if key in wanted})
-    return pd.concat(found.values(), ignore_index=True) if found else pd.DataFrame(columns=["config"])
 
 
 ROW_NORMS = ("row_norm_mean", "row_norm_min", "row_norm_max")

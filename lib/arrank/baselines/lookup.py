@@ -29,13 +29,6 @@ class Pairs(NamedTuple):
     rank: torch.Tensor
 
 
-def check_dim(n: object) -> int:
-    """The embedding dimension n: an int >= 1, or a ValueError naming the bad value."""
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n <= 0:
-        raise ValueError(f"embedding dimension n={n!r} is not allowed: it must be an integer >= 1")
-    return int(n)
-
-
 def check_alpha(alpha: object) -> float:
     """alpha of lambda(r) = 1/r^alpha: a finite number >= 0 (0 gives the unweighted loss)."""
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not math.isfinite(alpha) or alpha < 0:
@@ -48,11 +41,8 @@ def check_alpha(alpha: object) -> float:
 
 def row_index(names: Sequence[str]) -> dict[str, int]:
     """Row of each synset in a table over ``names`` (e.g. ``wordnet.noun_synset_names()``, the
-    82,115 noun synsets, sorted); duplicate names are an error."""
-    rows = {name: i for i, name in enumerate(names)}
-    if len(rows) != len(names):
-        raise ValueError("the table's synset names contain duplicates")
-    return rows
+    82,115 noun synsets, sorted: each name once)."""
+    return {name: i for i, name in enumerate(names)}
 
 
 def _rows_of(names: Sequence[str], rows: Mapping[str, int], what: str) -> np.ndarray:
@@ -64,12 +54,9 @@ def _rows_of(names: Sequence[str], rows: Mapping[str, int], what: str) -> np.nda
 
 def positive_pairs(df: pd.DataFrame, rows: Mapping[str, int]) -> Pairs:
     """The pairs (q, d_r, r) of every query of the dataset ``df`` (columns ``query`` and
-    ``relevant``, rank 1 first; both splits: see the module docstring), as table rows."""
-    if df.empty:
-        raise ValueError("the dataset has no queries, so there are no pairs to train on")
+    ``relevant``, rank 1 first, at least one: ``build_wordnet_dataset`` keeps no other; both splits:
+    see the module docstring), as table rows."""
     n_rel = np.fromiter((len(r) for r in df["relevant"]), dtype=np.int64, count=len(df))
-    if (n_rel < 1).any():
-        raise ValueError(f"query {df['query'].iloc[int(np.argmin(n_rel))]!r} has no relevant document")
     queries = _rows_of(list(df["query"]), rows, "query synset")
     docs = _rows_of([d for rel in df["relevant"] for d in rel], rows, "relevant synset")
     ranks = np.arange(int(n_rel.sum())) - np.repeat(np.cumsum(n_rel) - n_rel, n_rel) + 1
@@ -80,7 +67,8 @@ def positive_pairs(df: pd.DataFrame, rows: Mapping[str, int]) -> Pairs:
 
 def rank_weights(rank: torch.Tensor, alpha: float, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """lambda(r) = 1 / r^alpha (section 4.1's fractional weight, reused by section 5.3).
-    alpha = 0 gives 1 for every pair (the standard, unweighted loss)."""
+    alpha = 0 gives 1 for every pair (the standard, unweighted loss). The one check of alpha below
+    notebook 07's parameters, which do not refuse an infinite one."""
     alpha = check_alpha(alpha)
     if (rank < 1).any():
         raise ValueError(f"ranks must be >= 1, got {int(rank.min())}")
@@ -90,17 +78,13 @@ def rank_weights(rank: torch.Tensor, alpha: float, dtype: torch.dtype = torch.fl
 def batch_indices(n_pairs: int, batch_size: int, steps: int, generator: torch.Generator) -> Iterator[torch.Tensor]:
     """``steps`` batches of pair indices: the pairs are shuffled once per epoch and cut into
     consecutive batches (a batch that would cross an epoch boundary is taken from the next
-    epoch's order, so no batch holds a pair twice). Errors for batch sizes < 1 or larger than
-    the number of pairs."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
-        raise ValueError(f"batch_size={batch_size!r} is not allowed: it must be an integer >= 1")
+    epoch's order, so no batch holds a pair twice). An error for a batch larger than the number of
+    pairs (``batch_size`` and ``steps`` >= 1: notebook 07's parameters)."""
     if batch_size > n_pairs:
         raise ValueError(
             f"batch_size={batch_size} is larger than the number of training pairs "
             f"({n_pairs}); use a batch of at most {n_pairs} pairs"
         )
-    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
-        raise ValueError(f"steps={steps!r} is not allowed: it must be an integer >= 1")
     order, at = torch.randperm(n_pairs, generator=generator), 0
     for _ in range(steps):
         if at + batch_size > n_pairs:
@@ -120,16 +104,14 @@ def row_norm_stats(table: torch.Tensor, rows: torch.Tensor) -> dict[str, float]:
     return {f"row_norm_{stat}": float(getattr(norms, stat)()) for stat in ("mean", "min", "max")}
 
 
+LOG_EVERY = 100  # the training logs hold the mean loss of every LOG_EVERY steps
+
+
 def run_steps(
-    step: Callable[[int, torch.Tensor], float],
-    batches: Iterator[torch.Tensor],
-    steps: int,
-    desc: str,
-    log_every: int,
-    progress: bool,
+    step: Callable[[int, torch.Tensor], float], batches: Iterator[torch.Tensor], steps: int, desc: str, progress: bool
 ) -> tuple[list[dict[str, float]], float]:
     """Call ``step(i, batch) -> loss`` for every batch (i from 1) under a progress bar: (the mean
-    loss of every ``log_every`` steps, seconds taken)."""
+    loss of every ``LOG_EVERY`` steps, seconds taken)."""
     from tqdm.auto import tqdm
 
     log, total, count = [], 0.0, 0
@@ -137,7 +119,7 @@ def run_steps(
     bar = tqdm(batches, total=steps, desc=desc, unit="step", mininterval=2.0, disable=not progress)
     for i, idx in enumerate(bar, start=1):
         total, count = total + step(i, idx), count + 1
-        if i % log_every == 0 or i == steps:
+        if i % LOG_EVERY == 0 or i == steps:
             log.append({"step": i, "loss": total / count})
             total, count = 0.0, 0
     return log, time.perf_counter() - start

@@ -16,8 +16,6 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from arrank.common.notices import notice
-from arrank.common.outputs import DamagedResultsError, read_results
 from arrank.training.schemes import loss_label, scheme_order
 
 SCORED_ON = {"training": "training queries", "held-out": "held-out queries"}
@@ -30,29 +28,18 @@ def arr_label(p: Mapping[str, Any]) -> str:
     return f"ARR {loss_label(dict(p))}"
 
 
-def arr_runs(
-    dataset: Mapping[str, Any], n_queries: int, root: Path | None = None, stem: str = "05_train", pattern: str = "*"
-) -> pd.DataFrame:
+def arr_runs(dataset: Mapping[str, Any], n_queries: int, root: Path | None = None, pattern: str = "*") -> pd.DataFrame:
     """Finished ARR runs (``outputs/05_train/<run>/results.json``, names matching the glob
     ``pattern``) whose params match ``dataset`` and that evaluated ``n_queries`` queries, one row
     per run in the paper's row order (``variant_order``): run, label (``arr_label``, made
     distinct), scheme, alpha, targets, beta, combined, sampling, the held-out metrics and the
     same under ``train_``. Empty (with a ``label`` column) if none."""
-    if not pattern or "/" in pattern:
-        raise ValueError(f"pattern={pattern!r} must be a glob on run names, e.g. '*' or 'table1_wordnet_quick-*'")
-    from fnmatch import fnmatchcase
-
-    from arrank.common.outputs import finished_runs
+    from arrank.baselines.figure3 import matching_runs
 
     rows, params = [], []
-    for run in sorted((r for r in finished_runs(stem, root) if fnmatchcase(r.name, pattern)), key=lambda r: r.name):
-        try:
-            result = read_results(run / "results.json")
-        except DamagedResultsError as err:  # left out, and said
-            notice(str(err))
-            continue
+    for run, result in sorted(matching_runs("05_train", pattern, dataset, root), key=lambda found: found[0].name):
         p, m = result.get("params", {}), result.get("metrics", {})
-        if any(p.get(k) != v for k, v in dataset.items()) or m.get("n_queries") != n_queries:
+        if m.get("n_queries") != n_queries:
             continue
         rows.append(
             {
@@ -277,12 +264,6 @@ def figure3_panels(
     return out
 
 
-def config_label(key: str) -> str:
-    """A config key as a figure names it: ``de_n32_alpha5`` -> ``DE n=32 α=5``."""
-    model, n, alpha = key.split("_", 2)
-    return f"{model.upper()} n={n.removeprefix('n')} α={alpha.removeprefix('alpha')}"
-
-
 def loss_figure(logs: pd.DataFrame, title: str = "Training loss"):
     """Plotly training curves (mean loss per logged interval, log scale), one line per config,
     named ``DE n=32 α=5``, in (model, n, α) order, each model's α on an ordered scale."""
@@ -302,7 +283,7 @@ def loss_figure(logs: pd.DataFrame, title: str = "Training loss"):
             x=part["step"],
             y=part["loss"],
             mode="lines",
-            name=config_label(key),
+            name=f"{m.upper()} n={n} α={a:g}",
             line={"color": colors[(m != "de", n, a)], "dash": "solid" if m == "de" else "dash"},
         )
     style(fig, title)

@@ -39,22 +39,11 @@ def save_tables(target: Path, tables: Mapping[str, pd.DataFrame], meta: Mapping[
     return target
 
 
-def read_tables(target: Path, list_columns: Iterable[str] = ()) -> dict[str, pd.DataFrame]:
-    """The tables saved by :func:`save_tables`; cells of ``list_columns`` become Python lists."""
-    wanted = set(list_columns)
-    tables = {}
-    for path in sorted(target.glob("*.parquet")):
-        df = pd.read_parquet(path)
-        for col in wanted & set(df.columns):
-            df[col] = [list(v) for v in df[col]]
-        tables[path.stem] = df
-    return tables
-
-
 def cached_tables(
     target: Path, list_columns: Iterable[str] = (), names: Iterable[str] = ()
 ) -> dict[str, pd.DataFrame] | None:
-    """The tables of the cache folder ``target`` (``read_tables``), or None: no folder, or one that
+    """The tables saved by :func:`save_tables` in ``target`` (cells of ``list_columns`` as Python
+    lists), or None: no folder, or one that
     fails to load (no params.json, a file against its manifest, an unreadable file, one of ``names``
     missing), which is then set aside with one line so that the caller builds it again."""
     if not target.exists():
@@ -67,7 +56,10 @@ def cached_tables(
         why = "it has no params.json (cut short)"
     if why is None:
         try:
-            tables = read_tables(target, list_columns)
+            tables = {path.stem: pd.read_parquet(path) for path in sorted(target.glob("*.parquet"))}
+            for df in tables.values():
+                for col in set(list_columns) & set(df.columns):
+                    df[col] = [list(v) for v in df[col]]
             missing = sorted(set(names) - set(tables))
             if not missing:
                 return tables

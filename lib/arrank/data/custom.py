@@ -162,15 +162,9 @@ def custom_frame(path: Path | str, template: str, seed: int, n_eval: int, docids
             continue
         docs = q["relevant"] + ([q["negative"]] if q["negative"] else [])
         items = [(names[d["id"]], d["text"]) for d in docs]
-        rows.append(
-            {
-                "query": q["query"] if q["query"] == q["query_id"] else f"{q['query_id']}: {q['query']}",
-                "prompt": prompts.esci_prompt(q["query"], items, prompts.query_rng(seed, q["query"]), template),
-                "relevant": [names[d["id"]] for d in q["relevant"]],
-                "negative": names[q["negative"]["id"]] if q["negative"] else None,
-                "split": split,
-            }
-        )
-    out = pd.DataFrame(rows)
-    out["n_relevant"] = out["relevant"].map(len)
-    return out
+        query = q["query"] if q["query"] == q["query_id"] else f"{q['query_id']}: {q['query']}"
+        prompt = prompts.esci_prompt(q["query"], items, prompts.query_rng(seed, q["query"]), template)
+        negative = names[q["negative"]["id"]] if q["negative"] else None
+        rows.append((query, prompt, [names[d["id"]] for d in q["relevant"]], negative, split))
+    out = pd.DataFrame(rows, columns=["query", "prompt", "relevant", "negative", "split"])
+    return out.assign(n_relevant=out["relevant"].map(len))

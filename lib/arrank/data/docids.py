@@ -4,12 +4,10 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
-
-if TYPE_CHECKING:
-    import pandas as pd
+import pandas as pd
 
 
 def format_docid(indices: Sequence[int]) -> str:
@@ -28,42 +26,23 @@ def random_numeric_docids(count: int, n_components: int = 100, nnz: int = 3, see
 # --- Sparse-code docIDs (section 5.1, "ESCI Shopping Queries", footnote on OMP) -----------------
 
 
-def learn_dictionary(
-    X: np.ndarray,
-    n_components: int = 100,
-    nnz: int = 3,
-    seed: int = 0,
-    algorithm: str = "minibatch",
-    alpha: float = 1.0,
-    max_iter: int = 20,
-    fit_max_samples: int | None = 100_000,
-):
-    """Fit scikit-learn dictionary learning on the title embeddings ``X`` (section 5.1's footnote: OMP,
-    n_components=100, transform_n_nonzero_coefs=3): ``transform_algorithm="omp"`` with ``nnz``
-    nonzeros; ``algorithm`` ``"minibatch"`` (for the ~1.2M real titles) or ``"batch"``; ``alpha`` is
-    scikit-learn's default (the paper gives none); at most ``fit_max_samples`` rows, drawn with ``seed``, fit."""
-    from sklearn.decomposition import DictionaryLearning, MiniBatchDictionaryLearning
+FIT_MAX_SAMPLES = 100_000  # the dictionary is fitted on at most this many rows, drawn with the seed
+
+
+def learn_dictionary(X: np.ndarray, n_components: int = 100, nnz: int = 3, seed: int = 0, max_iter: int = 20):
+    """Fit scikit-learn's MiniBatchDictionaryLearning (for the ~1.2M real titles) on the title
+    embeddings ``X`` (section 5.1's footnote: OMP, n_components=100, transform_n_nonzero_coefs=3):
+    ``transform_algorithm="omp"`` with ``nnz`` nonzeros; alpha is scikit-learn's default (the paper
+    gives none); at most ``FIT_MAX_SAMPLES`` rows, drawn with ``seed``, fit."""
+    from sklearn.decomposition import MiniBatchDictionaryLearning
 
     if not 1 <= nnz <= n_components:
         raise ValueError(f"nnz={nnz} must be in [1, n_components={n_components}]")
     X = np.asarray(X, dtype=np.float64)
-    if fit_max_samples is not None and len(X) > fit_max_samples:
-        rows = np.sort(np.random.default_rng(seed).choice(len(X), fit_max_samples, replace=False))
-        X = X[rows]
-    common = dict(
-        n_components=n_components,
-        alpha=alpha,
-        transform_algorithm="omp",
-        transform_n_nonzero_coefs=nnz,
-        random_state=seed,
-    )
-    if algorithm == "minibatch":
-        model = MiniBatchDictionaryLearning(max_iter=max_iter, batch_size=256, **common)
-    elif algorithm == "batch":
-        model = DictionaryLearning(max_iter=max_iter, **common)
-    else:
-        raise ValueError(f"unknown dictionary algorithm {algorithm!r}; choose 'minibatch' or 'batch'")
-    return model.fit(X)
+    if len(X) > FIT_MAX_SAMPLES:
+        X = X[np.sort(np.random.default_rng(seed).choice(len(X), FIT_MAX_SAMPLES, replace=False))]
+    omp = dict(transform_algorithm="omp", transform_n_nonzero_coefs=nnz)
+    return MiniBatchDictionaryLearning(n_components, **omp, random_state=seed, max_iter=max_iter, batch_size=256).fit(X)
 
 
 def docid_atoms(codes: np.ndarray) -> list[list[int]]:
@@ -76,11 +55,9 @@ def docid_atoms(codes: np.ndarray) -> list[list[int]]:
     return out
 
 
-def sparse_docids(
-    X: np.ndarray, n_components: int = 100, nnz: int = 3, seed: int = 0, algorithm: str = "minibatch", **fit_kw
-) -> tuple[list[str], np.ndarray]:
+def sparse_docids(X: np.ndarray, n_components: int = 100, nnz: int = 3, seed: int = 0) -> tuple[list[str], np.ndarray]:
     """Section 5.1: (docIDs such as ``"25,36,39"``, sparse codes n x n_components) by dictionary learning."""
-    model = learn_dictionary(X, n_components, nnz, seed, algorithm, **fit_kw)
+    model = learn_dictionary(X, n_components, nnz, seed)
     # the OMP codes (n x n_components) of X under the fitted dictionary, in row chunks of 50,000
     X, chunk = np.asarray(X, dtype=np.float64), 50_000
     parts = [model.transform(X[i : i + chunk]) for i in range(0, len(X), chunk)]
@@ -93,8 +70,6 @@ def sparse_docids(
 
 def docid_counts(docids: Sequence[str]) -> pd.DataFrame:
     """Per-docID count table (columns docid, count), most shared first (ties: by docID)."""
-    import pandas as pd
-
     counts = pd.Series(list(docids), dtype=object).value_counts()
     table = counts.rename_axis("docid").reset_index(name="count")
     return table.sort_values(["count", "docid"], ascending=[False, True], ignore_index=True)
@@ -119,34 +94,23 @@ def collision_summary(docids: Sequence[str]) -> dict[str, int | float]:
 def disambiguate_docids(docids: Sequence[str]) -> list[str]:
     """Make docIDs unique by appending ``,k`` (k = 0, 1, ... in input order) to every shared docID
     (one more trie level): ``["1,2,3", "4,5,6", "1,2,3"]`` -> ``["1,2,3,0", "4,5,6", "1,2,3,1"]``."""
-    total, seen = Counter(docids), Counter()
-    out = []
-    for d in docids:
-        if total[d] > 1:
-            out.append(f"{d},{seen[d]}")
-            seen[d] += 1
-        else:
-            out.append(d)
-    return out
+    ids = pd.Series(list(docids), dtype=object)
+    suffix = ("," + ids.groupby(ids).cumcount().astype(str)).where(ids.duplicated(keep=False), "")
+    return (ids + suffix).tolist()
 
 
-def _branching(docids: Iterable[str]) -> list[dict[str, float]]:
-    """Rows of :func:`trie_branching` (plain Python: fast enough per query)."""
+BRANCHING = ["depth", "prefixes", "parents", "mean_children", "max_children", "docids"]  # a row of _branching
+
+
+def _branching(docids: Iterable[str]) -> list[tuple]:
+    """Rows of :func:`trie_branching`, then the number of distinct docIDs (plain Python: fast
+    enough per query)."""
     seqs = {tuple(d.split(",")) for d in docids if d}
     rows = []
     for d in range(1, max((len(s) for s in seqs), default=0) + 1):
         kids = {s[:d] for s in seqs if len(s) >= d}
         per_parent = Counter(k[:-1] for k in kids)
-        rows.append(
-            {
-                "depth": d,
-                "prefixes": len(kids),
-                "parents": len(per_parent),
-                "mean_children": len(kids) / len(per_parent),
-                "max_children": max(per_parent.values()),
-                "docids": len(seqs),
-            }
-        )
+        rows.append((d, len(kids), len(per_parent), len(kids) / len(per_parent), max(per_parent.values()), len(seqs)))
     return rows
 
 
@@ -155,23 +119,16 @@ def trie_branching(docids: Iterable[str]) -> pd.DataFrame:
     ("25,36,39" -> (25, 36, 39)), one row per depth d: ``prefixes`` (nodes at depth d), ``parents``
     (nodes at depth d-1 with a child), ``mean_children`` = prefixes / parents, ``max_children``.
     Few children per node is what "trie-friendly" docIDs offer (section 5.2)."""
-    import pandas as pd
-
-    cols = ["depth", "prefixes", "parents", "mean_children", "max_children"]
-    return pd.DataFrame(_branching(docids), columns=cols + ["docids"])[cols]
+    return pd.DataFrame(_branching(docids), columns=BRANCHING).drop(columns="docids")
 
 
 def query_trie_branching(lists: Iterable[Sequence[str]]) -> pd.DataFrame:
     """:func:`trie_branching` within each query's docID list, averaged over queries: per depth,
     ``queries`` reaching it, ``mean_prefixes``, ``mean_children`` and ``mean_prefix_ratio`` (prefixes /
     distinct docIDs: 1.0 means no two docIDs of a query share that prefix)."""
-    import pandas as pd
-
-    rows = [dict(r, prefix_ratio=r["prefixes"] / r["docids"]) for docs in lists for r in _branching(docs)]
-    if not rows:
-        return pd.DataFrame(columns=["depth", "queries", "mean_prefixes", "mean_children", "mean_prefix_ratio"])
+    rows = pd.DataFrame([r for docs in lists for r in _branching(docs)], columns=BRANCHING)
     return (
-        pd.DataFrame(rows)
+        rows.assign(prefix_ratio=rows["prefixes"] / rows["docids"])
         .groupby("depth", as_index=False)
         .agg(
             queries=("prefixes", "size"),

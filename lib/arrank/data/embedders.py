@@ -10,21 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-
-KINDS = ("queries", "titles")
-
-
-def parse_spec(spec: str) -> tuple[str, str]:
-    """``"tfidf:128"`` -> ``("tfidf", "128")``; a clear error on an unknown form."""
-    kind, _, arg = spec.partition(":")
-    if kind not in ("tfidf", "precomputed", "st") or (kind != "tfidf" and not arg):
-        raise ValueError(
-            f"unknown embedder {spec!r}; use 'tfidf' or 'tfidf:<dim>', "
-            "'precomputed:<folder>' or 'st:<sentence-transformers model name or path>'"
-        )
-    if kind == "tfidf" and arg and not arg.isdigit():
-        raise ValueError(f"embedder {spec!r}: the TF-IDF dimension must be a positive integer")
-    return kind, arg
+import pandas as pd
 
 
 def embed(
@@ -36,8 +22,9 @@ def embed(
     seed: int = 0,
     device: str = "cpu",
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(query, title) embeddings as float32 arrays, rows in the order given, from the ``spec`` embedder."""
-    kind, arg = parse_spec(spec)
+    """(query, title) embeddings as float32 arrays, rows in the order given, from the ``spec`` embedder
+    (its form is checked once, by notebook 04's parameters)."""
+    kind, _, arg = spec.partition(":")
     if kind == "tfidf":
         return tfidf_embeddings(queries, titles, dim=int(arg or 256), seed=seed)
     if kind == "precomputed":
@@ -47,24 +34,25 @@ def embed(
 
 def fingerprint(spec: str) -> dict[str, int]:
     """File sizes of a precomputed embedder's files (part of the ESCI cache key); else empty."""
-    kind, arg = parse_spec(spec)
+    kind, _, arg = spec.partition(":")
     files = sorted(Path(arg).glob("*")) if kind == "precomputed" else []
     return {p.name: p.stat().st_size for p in files if p.is_file()}
 
 
 def tfidf_embeddings(
-    queries: Sequence[str], titles: Sequence[str], dim: int = 256, seed: int = 0, max_features: int = 262_144
+    queries: Sequence[str], titles: Sequence[str], dim: int = 256, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
     """The offline default standing in for Gecko (section 5.1): sublinear TF-IDF over lower-cased
-    words fitted on queries + titles together, TruncatedSVD to ``dim`` (capped by the vocabulary and
-    row counts, ``random_state=seed``), rows L2-normalised (an all-zero row stays zero)."""
+    words (the 262,144 most frequent) fitted on queries + titles together, TruncatedSVD to ``dim``
+    (capped by the vocabulary and row counts, ``random_state=seed``), rows L2-normalised (an all-zero
+    row stays zero): (query, title) float32 arrays."""
     from sklearn.decomposition import TruncatedSVD
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.preprocessing import normalize
 
     texts = list(queries) + list(titles)
     tfidf = TfidfVectorizer(
-        token_pattern=r"(?u)\b\w+\b", sublinear_tf=True, dtype=np.float32, max_features=max_features
+        token_pattern=r"(?u)\b\w+\b", sublinear_tf=True, dtype=np.float32, max_features=262_144
     ).fit_transform(texts)
     k = max(1, min(dim, tfidf.shape[1] - 1, len(texts) - 1))
     reduced = TruncatedSVD(n_components=k, random_state=seed).fit_transform(tfidf)
@@ -73,9 +61,10 @@ def tfidf_embeddings(
 
 
 def sentence_transformer_embeddings(
-    model: str, queries: Sequence[str], titles: Sequence[str], device: str = "cpu", batch_size: int = 256
+    model: str, queries: Sequence[str], titles: Sequence[str], device: str = "cpu"
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Normalised sentence-transformers embeddings; an ImportError saying what to do without the package."""
+    """Normalised sentence-transformers embeddings (batches of 256), (query, title) float32 arrays;
+    an ImportError saying what to do without the package."""
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as err:
@@ -85,19 +74,13 @@ def sentence_transformer_embeddings(
             "'precomputed:<folder>' (e.g. Gecko embeddings computed elsewhere)"
         ) from err
     st = SentenceTransformer(model, device=device)
-
-    def enc(texts: Sequence[str]) -> np.ndarray:
-        kwargs = dict(batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
-        return st.encode(list(texts), **kwargs).astype(np.float32)
-
-    return enc(queries), enc(titles)
+    kwargs = dict(batch_size=256, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+    return tuple(st.encode(list(texts), **kwargs).astype(np.float32) for texts in (queries, titles))
 
 
 def save_precomputed(folder: Path, kind: str, ids: Sequence[str], X: np.ndarray, fmt: str = "npy") -> Path:
-    """Write embeddings in the ``precomputed:<folder>`` layout (``fmt`` "npy" or "parquet")."""
-    import pandas as pd
-
-    _check_kind(kind)
+    """Write ``kind`` ("queries" or "titles") embeddings in the ``precomputed:<folder>`` layout (``fmt``
+    "npy" or "parquet")."""
     folder.mkdir(parents=True, exist_ok=True)
     if fmt == "npy":
         np.save(folder / f"{kind}.npy", np.asarray(X, dtype=np.float32))
@@ -114,7 +97,18 @@ def save_precomputed(folder: Path, kind: str, ids: Sequence[str], X: np.ndarray,
 def load_precomputed(folder: Path, kind: str, wanted: Sequence[str]) -> np.ndarray:
     """Rows of ``folder``'s ``kind`` embeddings for the ids ``wanted``, in that order; clear errors for
     no file, ids and rows that do not match one to one, duplicate ids, missing ids."""
-    ids, X = _read_embedding_file(folder, kind)
+    pq, npy, txt = folder / f"{kind}.parquet", folder / f"{kind}.npy", folder / f"{kind}_ids.txt"
+    if pq.exists():
+        df = pd.read_parquet(pq)
+        if not {"id", "embedding"} <= set(df.columns):
+            raise ValueError(f"{pq} needs the columns 'id' and 'embedding'; it has {list(df.columns)}")
+        ids, X = [str(i) for i in df["id"]], np.stack(df["embedding"].to_numpy()) if len(df) else np.zeros((0, 0))
+    elif npy.exists() and txt.exists():
+        ids, X = txt.read_text().splitlines(), np.load(npy)
+    else:
+        raise FileNotFoundError(
+            f"no {kind} embeddings in {folder}: expected {pq.name}, or {npy.name} with {txt.name} (one id per line)"
+        )
     if len(ids) != len(X):
         raise ValueError(
             f"precomputed {kind} embeddings in {folder}: {len(X)} rows but {len(ids)} ids; they must match one to one"
@@ -129,26 +123,3 @@ def load_precomputed(folder: Path, kind: str, wanted: Sequence[str]) -> np.ndarr
             f"{len(wanted)} ids needed, e.g. {missing[:5]}"
         )
     return np.asarray(X, dtype=np.float32)[[index[w] for w in wanted]]
-
-
-def _read_embedding_file(folder: Path, kind: str) -> tuple[list[str], np.ndarray]:
-    _check_kind(kind)
-    pq, npy, txt = folder / f"{kind}.parquet", folder / f"{kind}.npy", folder / f"{kind}_ids.txt"
-    if pq.exists():
-        import pandas as pd
-
-        df = pd.read_parquet(pq)
-        if not {"id", "embedding"} <= set(df.columns):
-            raise ValueError(f"{pq} needs the columns 'id' and 'embedding'; it has {list(df.columns)}")
-        X = np.stack(df["embedding"].to_numpy()) if len(df) else np.zeros((0, 0))
-        return [str(i) for i in df["id"]], X
-    if npy.exists() and txt.exists():
-        return txt.read_text().splitlines(), np.load(npy)
-    raise FileNotFoundError(
-        f"no {kind} embeddings in {folder}: expected {pq.name}, or {npy.name} with {txt.name} (one id per line)"
-    )
-
-
-def _check_kind(kind: str) -> None:
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")

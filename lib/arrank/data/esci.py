@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -187,9 +187,8 @@ def title_pool(products: pd.DataFrame, english_only: bool = True) -> pd.DataFram
 
 def rank_positions(step: int = 100, depth: int = 10_000, n_titles: int | None = None) -> np.ndarray:
     """1-based rank positions 1, step, 2*step, ..., up to min(depth, n_titles): position p is the p-th
-    largest inner product; ``step=100, depth=10000`` gives the paper's 101 positions."""
-    if step < 1 or depth < 1:
-        raise ValueError(f"step={step} and depth={depth} must be >= 1")
+    largest inner product; ``step=100, depth=10000`` gives the paper's 101 positions (``step``, ``depth``
+    >= 1: notebook 04's parameters)."""
     last = depth if n_titles is None else min(depth, n_titles)
     return np.array(sorted({1, *range(step, last + 1, step)}) if last >= 1 else [], dtype=np.int64)
 
@@ -217,8 +216,6 @@ def topk_inner_products(
         raise ValueError(f"need 2-D embeddings of one dimension, got {Q.shape} and {T.shape}")
     k = min(int(k), len(T))
     cols = np.arange(k) if keep is None else np.asarray(keep, dtype=np.int64)
-    if len(cols) and (cols.min() < 0 or cols.max() >= k):
-        raise ValueError(f"keep must hold 0-based positions below k={k}, got {cols.min()}..{cols.max()}")
     if k < 1 or len(Q) == 0:
         return np.zeros((len(Q), len(cols)), np.int64), np.zeros((len(Q), len(cols)), Q.dtype)
     backend = _backend(device)
@@ -296,54 +293,38 @@ def ranked_titles(
 
 
 def query_table(
-    queries: pd.DataFrame,
-    pool: pd.DataFrame,
-    docid: np.ndarray,
-    idx: np.ndarray,
-    scores: np.ndarray,
-    positions: np.ndarray,
-    collisions: str = "keep",
-    template: str = "esci",
-    seed: int = 0,
+    queries: pd.DataFrame, pool: pd.DataFrame, docid: np.ndarray, ranked: tuple, p: Mapping[str, Any]
 ) -> pd.DataFrame:
-    """One row per query with at least one English title among its ranked titles (section 5.1).
+    """One row per query with at least one English title among its ranked titles (section 5.1):
+    ``queries`` (:func:`english_queries`), the ``pool`` and ``docid`` of each title, ``ranked`` =
+    (title indices, scores, positions) of :func:`ranked_titles`, the build parameters ``p``.
 
     Columns: query_id, query, split, small_version, product_ids, titles, docids, positions (1-based
     ranks in the pool), scores, gold (the distinct docIDs, best rank first: the target ranking),
-    n_titles, n_collisions (titles whose docID appeared higher in the list), prompt (Appendix D.2,
-    titles shuffled with ``query_rng(seed, query)``). ``collisions``: "keep" (default) keeps every
-    title, ``gold`` listing each docID once; "drop" keeps the best-ranked title of each docID;
-    "suffix": docIDs are unique already."""
+    n_titles, n_collisions (titles whose docID appeared higher in the list), prompt (Appendix D.2
+    ``p["template"]``, titles shuffled with ``query_rng(p["seed"], query)``). ``p["collisions"]``:
+    "keep" keeps every title, ``gold`` listing each docID once; "drop" keeps the best-ranked title
+    of each docID; "suffix": docIDs are unique already."""
+    idx, scores, positions = ranked
     english = pool["english"].to_numpy()
     titles, pids = pool["title"].to_numpy(), pool["product_id"].to_numpy()
     rows = []
     for r, q in enumerate(queries.itertuples(index=False)):
         sel = np.flatnonzero(english[idx[r]])
         cols = idx[r][sel]
-        if collisions == "drop":
+        if p["collisions"] == "drop":
             first = pd.Index(docid[cols]).duplicated(keep="first")
             sel, cols = sel[~first], cols[~first]
         if len(cols) == 0:
             continue
         docs = [str(d) for d in docid[cols]]
         gold = list(dict.fromkeys(docs))
-        prompt = prompts.esci_prompt(q.query, list(zip(docs, titles[cols])), prompts.query_rng(seed, q.query), template)
+        rng = prompts.query_rng(p["seed"], q.query)
+        prompt = prompts.esci_prompt(q.query, list(zip(docs, titles[cols])), rng, p["template"])
+        ranks = positions[sel].tolist(), scores[r][sel].astype(float).tolist()
+        # q: query_id, query, split, small_version (english_queries), then the ranked titles' columns
         rows.append(
-            {
-                "query_id": q.query_id,
-                "query": q.query,
-                "split": q.split,
-                "small_version": q.small_version,
-                "product_ids": list(pids[cols]),
-                "titles": list(titles[cols]),
-                "docids": docs,
-                "positions": positions[sel].tolist(),
-                "scores": scores[r][sel].astype(float).tolist(),
-                "gold": gold,
-                "n_titles": len(docs),
-                "n_collisions": len(docs) - len(gold),
-                "prompt": prompt,
-            }
+            [*q, list(pids[cols]), list(titles[cols]), docs, *ranks, gold, len(docs), len(docs) - len(gold), prompt]
         )
     return pd.DataFrame(rows, columns=QUERY_TABLE_COLUMNS)
 
@@ -429,37 +410,10 @@ def _build(data_dir: Path | str | None, p: dict[str, Any], device: str = "cpu") 
     docid = np.full(len(pool), "", dtype=object)
     docid[english] = used
     on_gpu = _backend(device) is not None
-    idx, scores, positions = ranked_titles(
-        Q, T, p["step"], p["depth"], device=device, query_block=4096 if on_gpu else 256
-    )
-    table = query_table(queries, pool, docid, idx, scores, positions, p["collisions"], p["template"], p["seed"])
-    titles = pool.loc[english, ["product_id", "title"]].reset_index(drop=True)
-    titles = titles.assign(docid=used, sparse_docid=sparse, atoms=dids.docid_atoms(codes))
-    return {
-        "queries": table,
-        "titles": titles,
-        "docid_counts": dids.docid_counts(sparse),
-        "trie_corpus": dids.trie_branching(used),
-        "trie_queries": dids.query_trie_branching(table["gold"]),
-        "stats": _stats(examples, products, queries, n_english_queries, pool, nonzero, table, sparse, p["nnz"]),
-    }
-
-
-def _stats(
-    examples: pd.DataFrame,
-    products: pd.DataFrame,
-    queries: pd.DataFrame,
-    n_english_queries: int,
-    pool: pd.DataFrame,
-    nonzero: np.ndarray,
-    table: pd.DataFrame,
-    sparse: list[str],
-    nnz: int,
-) -> pd.DataFrame:
-    """One row of counts describing what the filters and docIDs did."""
+    ranked = ranked_titles(Q, T, p["step"], p["depth"], device=device, query_block=4096 if on_gpu else 256)
+    table = query_table(queries, pool, docid, ranked, p)
     us_titles = products.loc[products["product_locale"] == "us", "product_title"].fillna("")
-    coll = dids.collision_summary(sparse)
-    row = {
+    stats = {  # what the filters and docIDs did
         "us_queries": int(examples.loc[examples["product_locale"] == "us", "query_id"].nunique()),
         "english_queries": n_english_queries,
         "queries_considered": len(queries),
@@ -469,14 +423,23 @@ def _stats(
         "us_titles_not_english": int((~us_titles.map(is_english)).sum()),
         "pool_titles": len(pool),
         "zero_embedding_titles": int((~nonzero).sum()),
-        "english_titles": int(pool["english"].sum()),
-        "short_docids": sum(len(d.split(",")) < nnz for d in sparse),
-        **{f"docid_{k}": v for k, v in coll.items()},
+        "english_titles": int(english.sum()),
+        "short_docids": sum(len(d.split(",")) < p["nnz"] for d in sparse),
+        **{f"docid_{k}": v for k, v in dids.collision_summary(sparse).items()},
         "mean_titles_per_query": float(table["n_titles"].mean()) if len(table) else 0.0,
         "queries_with_collisions": int((table["n_collisions"] > 0).sum()),
         "within_query_collisions": int(table["n_collisions"].sum()),
     }
-    return pd.DataFrame([row])
+    titles = pool.loc[english, ["product_id", "title"]].reset_index(drop=True)
+    titles = titles.assign(docid=used, sparse_docid=sparse, atoms=dids.docid_atoms(codes))
+    return {
+        "queries": table,
+        "titles": titles,
+        "docid_counts": dids.docid_counts(sparse),
+        "trie_corpus": dids.trie_branching(used),
+        "trie_queries": dids.query_trie_branching(table["gold"]),
+        "stats": pd.DataFrame([stats]),
+    }
 
 
 # --- Cache (arrank.data.cache: one folder per parameter hash, written atomically) ------------------

@@ -27,17 +27,9 @@ def esci_ranking_frame(queries: pd.DataFrame, n_eval: int) -> pd.DataFrame:
     test = queries[queries["split"] == "test"].sort_values("query_id").head(n_eval)
     train = queries[queries["split"] == "train"]
     frame = pd.concat([train.assign(split="train"), test.assign(split="eval")], ignore_index=True)
-    out = pd.DataFrame(
-        {
-            "query": frame["query_id"].astype(str) + ": " + frame["query"],
-            "prompt": frame["prompt"],
-            "relevant": frame["gold"].map(list),
-            "negative": None,
-            "split": frame["split"],
-        }
-    )
-    out["n_relevant"] = out["relevant"].map(len)
-    return out[COLUMNS]
+    relevant = frame["gold"].map(list)
+    query = frame["query_id"].astype(str) + ": " + frame["query"]
+    return frame.assign(query=query, relevant=relevant, n_relevant=relevant.map(len), negative=None)[COLUMNS]
 
 
 def esci_build_params(profile: str) -> dict[str, Any]:

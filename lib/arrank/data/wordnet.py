@@ -9,10 +9,9 @@ item counts that chose the defaults: docs/design.md, "Datasets"."""
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -24,7 +23,6 @@ from arrank.common.outputs import write_json_atomic
 from arrank.common.wordnet_setup import load_wordnet, wordnet_root
 from arrank.data import cache as dataset_cache
 from arrank.data.prompts import query_rng, wordnet_prompt
-from arrank.data.prompts import template as prompt_template
 
 ROOT_SYNSET = "entity.n.01"
 PATH_RULES = ("longest", "shortest", "union")
@@ -149,70 +147,34 @@ def noun_hierarchy(subtree: str | None = None) -> Hierarchy:
 def _single_paths(h: Hierarchy, longest: bool) -> dict[str, tuple[str, ...]]:
     """Every synset's longest (or shortest) path to the top, itself first; ties by the smallest tuple
     of names (exact by dynamic programming: candidates compare as their parents' best paths do)."""
-    memo: dict[str, tuple[str, ...]] = {h.top: (h.top,)}
     sign = -1 if longest else 1
 
+    @cache
     def path(node: str) -> tuple[str, ...]:
-        found = memo.get(node)
-        if found is None:
-            best = min((path(p) for p in h.parents[node]), key=lambda t: (sign * len(t), t))
-            found = memo[node] = (node, *best)
-        return found
+        parents = h.parents.get(node, ())  # the top has none
+        return (node, *min((path(p) for p in parents), key=lambda t: (sign * len(t), t))) if parents else (node,)
 
-    for node in h.parents:
-        path(node)
-    return memo
+    return {node: path(node) for node in h.nodes}
 
 
 def _longest_distances(h: Hierarchy) -> dict[str, dict[str, int]]:
     """For every synset, the longest distance (hypernym links) to each of its ancestors, itself 0."""
-    memo: dict[str, dict[str, int]] = {h.top: {h.top: 0}}
 
+    @cache
     def dist(node: str) -> dict[str, int]:
-        found = memo.get(node)
-        if found is None:
-            found = {node: 0}
-            for parent in h.parents[node]:
-                for anc, d in dist(parent).items():
-                    if d + 1 > found.get(anc, -1):
-                        found[anc] = d + 1
-            memo[node] = found
+        found = {node: 0}
+        for parent in h.parents.get(node, ()):
+            for anc, d in dist(parent).items():
+                found[anc] = max(found.get(anc, 0), d + 1)
         return found
 
-    for node in h.parents:
-        dist(node)
-    return memo
-
-
-def _upward_hierarchy(name: str, subtree: str | None) -> Hierarchy:
-    """The hierarchy of ``name``'s ancestors below ``subtree`` (or the root), without all of WordNet."""
-    _check_noun(name, "query")
-    top, stack, up, all_parents = subtree or ROOT_SYNSET, [name], {}, noun_parents()
-    while stack:
-        node = stack.pop()
-        if node not in up and node != top:
-            up[node] = all_parents[node]
-            stack.extend(all_parents[node])
-    reaches: dict[str, bool] = {top: True}
-
-    def reach(node: str) -> bool:
-        if node not in reaches:
-            reaches[node] = any([reach(p) for p in up.get(node, ())])
-        return reaches[node]
-
-    if name == top or not reach(name):
-        raise ValueError(f"{name!r} is not a query of the hierarchy below {top}")
-    return Hierarchy(top, {n: tuple(p for p in ps if reach(p)) for n, ps in up.items() if reach(n)})
+    return {node: dist(node) for node in h.nodes}
 
 
 @lru_cache(maxsize=None)
 def _ranked_table(subtree: str | None, path_rule: str) -> dict[str, tuple[tuple[str, ...], int]]:
     """synset -> (its ancestors, most specific first, top included; its depth under the rule). Memoised."""
-    return _rank_all(noun_hierarchy(subtree), path_rule)
-
-
-def _rank_all(h: Hierarchy, path_rule: str) -> dict[str, tuple[tuple[str, ...], int]]:
-    """``_ranked_table`` for any hierarchy ``h``."""
+    h = noun_hierarchy(subtree)
     if path_rule == "union":
         table = {}
         for node, dist in _longest_distances(h).items():
@@ -236,13 +198,14 @@ def ranked_hypernyms(
     subtree_root_relevant: bool = False,
 ) -> list[str]:
     """The relevant docIDs of query ``name`` (section 5.1), most specific first: deer.n.01 gives
-    ruminant.n.01, even-toed_ungulate.n.01, ..., physical_entity.n.01 [, entity.n.01]."""
-    _check_choice("path_rule", path_rule, PATH_RULES)
-    if subtree is not None:
-        _check_noun(subtree)
-    h = _upward_hierarchy(name, subtree)
+    ruminant.n.01, even-toed_ungulate.n.01, ..., physical_entity.n.01 [, entity.n.01]. One lookup in
+    the memoised table of the whole hierarchy (``_ranked_table``)."""
+    _check_noun(name, "query")
+    table, top = _ranked_table(subtree, path_rule), subtree or ROOT_SYNSET
+    if name == top or name not in table:
+        raise ValueError(f"{name!r} is not a query of the hierarchy below {top}")
     keep_top = include_root if subtree is None else subtree_root_relevant
-    return _drop_top(_rank_all(h, path_rule)[name][0], h.top, keep_top)
+    return _drop_top(table[name][0], top, keep_top)
 
 
 def _drop_top(chain: Sequence[str], top: str, keep_top: bool) -> list[str]:
@@ -250,33 +213,6 @@ def _drop_top(chain: Sequence[str], top: str, keep_top: bool) -> list[str]:
 
 
 # --------------------------------------------------------------------------- the dataset
-
-
-def _check_choice(label: str, value: str, allowed: Sequence[str]) -> None:
-    if value not in allowed:
-        raise ValueError(f"unknown {label} {value!r}; choose one of {list(allowed)}")
-
-
-def _validate(params: dict[str, Any]) -> None:
-    """Clear errors for parameters that cannot make a dataset (before anything is built)."""
-    _check_choice("path_rule", params["path_rule"], PATH_RULES)
-    _check_choice("negative_pool", params["negative_pool"], NEGATIVE_POOLS)
-    prompt_template(params["template"])
-    for key in ("min_relevant", "max_queries", "seed"):
-        value = params[key]
-        if (value is not None or key == "seed") and (isinstance(value, bool) or not isinstance(value, int)):
-            raise ValueError(f"{key} must be an integer, got {value!r}")
-    if params["min_relevant"] < 1:
-        raise ValueError(f"min_relevant must be >= 1 (a prompt needs a document), got {params['min_relevant']}")
-    if params["max_queries"] is not None and params["max_queries"] < 1:
-        raise ValueError(f"max_queries must be None or >= 1, got {params['max_queries']}")
-    n_eval = params["n_eval"]
-    if isinstance(n_eval, bool) or not (
-        (isinstance(n_eval, int) and n_eval >= 0) or (isinstance(n_eval, float) and 0 < n_eval < 1)
-    ):
-        raise ValueError(f"n_eval must be an integer >= 0 or a fraction in (0, 1), got {n_eval!r}")
-    if params["subtree"] is not None:
-        _check_noun(params["subtree"])
 
 
 def _keyed_order(names: Sequence[str], seed: int, purpose: str) -> list[str]:
@@ -380,7 +316,8 @@ def build_wordnet_dataset(
         "format_version": FORMAT_VERSION,
         **{k: v for k, v in locals().items() if k not in ("cache", "cache_dir")},
     }
-    _validate(params)
+    if negative_pool not in NEGATIVE_POOLS:  # the other values are checked at the edge (notebook 03's RULES)
+        raise ValueError(f"unknown negative_pool {negative_pool!r}; choose one of {list(NEGATIVE_POOLS)}")
     folder = Path(cache_dir or paths.CACHE / "wordnet") / dataset_cache.params_hash(params)
     tables = dataset_cache.cached_tables(folder, ["relevant"], ["queries"]) if cache else None
     if tables is not None:
@@ -399,36 +336,21 @@ def build_wordnet_dataset(
 def top1_view(df: pd.DataFrame) -> pd.DataFrame:
     """One item per query, docID = the rank-1 hypernym: the ~84k view trained with lambda(r) = 1[r = 1]
     (Appendix B). Columns ``query, docid, rank, n_q, prompt, split``."""
-    return pd.DataFrame(
-        {
-            "query": df["query"].to_numpy(),
-            "docid": [r[0] for r in df["relevant"]],
-            "rank": np.ones(len(df), dtype=np.int64),
-            "n_q": df["n_relevant"].to_numpy(),
-            "prompt": df["prompt"].to_numpy(),
-            "split": df["split"].to_numpy(),
-        }
-    )[ITEM_COLUMNS]
+    top1 = df.assign(docid=df["relevant"].str[0].astype(str), rank=1, n_q=df["n_relevant"])
+    return top1.reset_index(drop=True)[ITEM_COLUMNS]
 
 
 def per_docid_view(df: pd.DataFrame) -> pd.DataFrame:
     """One item (q, d_r, r, n_q) per relevant docID: the ~700k view trained with item-level
     reweighting lambda(r) (section 4, Appendix B); a query's rows are consecutive, rank 1 first, and
-    share its prompt string."""
-    n = df["n_relevant"].to_numpy()
-    row = np.repeat(np.arange(len(df)), n)
-    rank = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n) + 1
-    pick = lambda col: pd.Series(np.asarray(df[col].to_numpy(), dtype=object)[row], dtype=object)
-    return pd.DataFrame(
-        {
-            "query": pick("query"),
-            "docid": pd.Series(list(itertools.chain.from_iterable(df["relevant"])), dtype=object),
-            "rank": rank.astype(np.int64),
-            "n_q": n[row],
-            "prompt": pick("prompt"),
-            "split": pick("split"),
-        }
-    )[ITEM_COLUMNS]
+    share its prompt string (object columns: one string object, not a copy a row)."""
+    items = df.reset_index(drop=True).astype({"query": object, "prompt": object, "split": object})
+    items = (
+        items.explode("relevant")
+        .astype({"relevant": object})
+        .rename(columns={"relevant": "docid", "n_relevant": "n_q"})
+    )
+    return items.assign(rank=items.groupby(level=0).cumcount() + 1).reset_index(drop=True)[ITEM_COLUMNS]
 
 
 def dataset_fingerprint(df: pd.DataFrame) -> str:
@@ -443,14 +365,8 @@ def dataset_fingerprint(df: pd.DataFrame) -> str:
 
 
 def _distribution(values: pd.Series, name: str) -> pd.DataFrame:
-    counts = values.value_counts().sort_index()
-    return pd.DataFrame(
-        {
-            name: counts.index.to_numpy(),
-            "queries": counts.to_numpy(),
-            "fraction": counts.to_numpy() / max(len(values), 1),
-        }
-    )
+    counts = values.value_counts().sort_index().rename_axis(name).reset_index(name="queries")
+    return counts.assign(fraction=counts["queries"] / max(len(values), 1))
 
 
 def relevant_count_distribution(df: pd.DataFrame) -> pd.DataFrame:
@@ -464,17 +380,11 @@ def depth_distribution(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def docid_token_lengths(df: pd.DataFrame, tokenizer) -> pd.DataFrame:
-    """Appendix C: columns docid, n_tokens (tokenised alone by ``tokenizer``, called like a
+    """Appendix C: columns docid (sorted), n_tokens (tokenised alone by ``tokenizer``, called like a
     transformers tokenizer, without special tokens), occurrences (items it is relevant in)."""
-    counts = pd.Series(list(itertools.chain.from_iterable(df["relevant"]))).value_counts()
-    docids = sorted(counts.index)
-    return pd.DataFrame(
-        {
-            "docid": docids,
-            "n_tokens": [len(tokenizer(d, add_special_tokens=False)["input_ids"]) for d in docids],
-            "occurrences": [int(counts.get(d, 0)) for d in docids],
-        }
-    )
+    counts = df["relevant"].explode().value_counts().sort_index()
+    n_tokens = [len(tokenizer(d, add_special_tokens=False)["input_ids"]) for d in counts.index]
+    return pd.DataFrame({"docid": counts.index, "n_tokens": n_tokens, "occurrences": counts.to_numpy()})
 
 
 def token_length_distribution(lengths: pd.DataFrame) -> pd.DataFrame:
@@ -485,23 +395,18 @@ def token_length_distribution(lengths: pd.DataFrame) -> pd.DataFrame:
 
 def dataset_summary(df: pd.DataFrame) -> pd.DataFrame:
     """Per split and overall: queries, per-docID items, mean / max relevant docIDs, mean depth."""
-    parts = {**{s: g for s, g in df.groupby("split", sort=True)}, "all": df}
-    return pd.DataFrame.from_dict(
-        {
-            name: {
-                "queries": len(g),
-                "items": int(g["n_relevant"].sum()),
-                "mean_relevant": float(g["n_relevant"].mean()),
-                "max_relevant": int(g["n_relevant"].max()),
-                "mean_depth": float(g["depth"].mean()),
-            }
-            for name, g in parts.items()
-        },
-        orient="index",
-    )
+    agg = {
+        "queries": ("n_relevant", "size"),
+        "items": ("n_relevant", "sum"),
+        "mean_relevant": ("n_relevant", "mean"),
+        "max_relevant": ("n_relevant", "max"),
+        "mean_depth": ("depth", "mean"),
+    }
+    parts = [df.groupby("split").agg(**agg), df.assign(split="all").groupby("split").agg(**agg)]
+    return pd.concat(parts).rename_axis(None)
 
 
-PAPER_QUERIES, PAPER_TOP1_ITEMS, PAPER_PER_DOCID_ITEMS = 82_114, 84_000, 700_000  # section 5.1, Appendix B
+PAPER_QUERIES, PAPER_PER_DOCID_ITEMS = 82_114, 700_000  # section 5.1, Appendix B
 
 
 def dataset_findings(m: dict, p: dict) -> list[dict]:
