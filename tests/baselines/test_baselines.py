@@ -230,6 +230,13 @@ def test_ce_table_init_std_scales_the_same_draw_and_bad_settings_are_refused():
     for std in (0.0, -1.0, float("nan"), float("inf"), "1"):
         with pytest.raises(ValueError, match="table_init_std=.*finite number > 0"):
             CE.init_table(5, 3, torch.Generator(), std=std)
+    nodes, df = tiny_tree(2)
+    pairs = lookup.positive_pairs(df, lookup.row_index(nodes))
+    # a direct call (not through notebook 07's rules) must not fall back to another optimiser silently
+    with pytest.raises(ValueError, match=r"optimizer='sgd' is not allowed; choose one of \['adamw', 'adam_l2'\]"):
+        CE.train_ce(pairs, len(nodes), 4, 1.0, steps=1, batch_size=2, optimizer="sgd", progress=False)
+    with pytest.raises(ValueError, match=r"row_updates='sparse' is not allowed; choose one of \['lazy', 'dense'\]"):
+        DE.train_de(pairs, len(nodes), 4, 1.0, steps=1, batch_size=2, row_updates="sparse", progress=False)
 
 
 def test_de_rows_stay_on_the_unit_sphere_and_the_facts_say_so():

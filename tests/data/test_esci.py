@@ -394,3 +394,9 @@ def test_the_esci_notebook_says_what_matches_appendix_d2():
         esci.dataset_findings({**m, "mean_docid_tokens": 12.0}, {"step": 5, "depth": 30, "data_dir": "x"})[1].holds
         is False
     )
+
+
+def test_an_unknown_embedder_is_named():
+    """A direct call with an embedder spec of no known form fails naming it (not as a missing package)."""
+    with pytest.raises(ValueError, match=r"embedder='gecko' is not known: give 'tfidf', 'tfidf:<dim>'"):
+        embedders.embed("gecko", ["a"], ["b"], ["1"], ["2"])

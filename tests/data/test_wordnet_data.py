@@ -417,3 +417,11 @@ def test_the_dataset_notebook_says_what_matches_the_paper():
         )[2].holds
         is False
     )
+
+
+def test_an_unknown_path_rule_is_refused_not_read_as_shortest():
+    """A direct call with a path rule the notebook's rules would refuse is refused here too."""
+    with pytest.raises(
+        ValueError, match=r"path_rule='deepest' is not allowed; choose one of \['longest', 'shortest', 'union'\]"
+    ):
+        W.ranked_hypernyms("dog.n.01", "deepest")

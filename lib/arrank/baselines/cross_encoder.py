@@ -32,6 +32,7 @@ from arrank.baselines.lookup import (
     run_steps,
     training_facts,
 )
+from arrank.common.params import choice
 
 LR = 1e-3
 WEIGHT_DECAY = 1e-3
@@ -99,6 +100,8 @@ def train_ce(
     MLP), a log with the mean loss of every ``lookup.LOG_EVERY`` steps, facts: ``lookup.training_facts``).
     The same arguments and seed give the same model (CPU).
     """
+    choice(*OPTIMIZERS)("optimizer", optimizer)  # the edge (notebook 07's rules) checks them too; a direct call
+    choice(*ROW_UPDATES)("row_updates", row_updates)  # must not fall back silently
     gen = torch.Generator().manual_seed(seed)
     batches = batch_indices(len(pairs.query), batch_size, steps, gen)
     table, model = init_table(n_rows, n, gen, table_init_std), mlp(n, gen)

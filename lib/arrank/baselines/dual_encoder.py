@@ -31,6 +31,7 @@ from arrank.baselines.lookup import (
     run_steps,
     training_facts,
 )
+from arrank.common.params import choice
 
 TAU = 0.05
 LR = 1.0
@@ -126,6 +127,7 @@ def train_de(
     ``lookup.training_facts``, the row norms 1 up to rounding). The same arguments and seed give
     the same table (CPU).
     """
+    choice(*ROW_UPDATES)("row_updates", row_updates)
     gen = torch.Generator().manual_seed(seed)
     batches = batch_indices(len(pairs.query), batch_size, steps, gen)
     table = init_table(n_rows, n, gen)

@@ -29,7 +29,11 @@ def embed(
         return tfidf_embeddings(queries, titles, dim=int(arg or 256), seed=seed)
     if kind == "precomputed":
         return (load_precomputed(Path(arg), "queries", query_ids), load_precomputed(Path(arg), "titles", title_ids))
-    return sentence_transformer_embeddings(arg, queries, titles, device=device)
+    if kind == "st" and arg:
+        return sentence_transformer_embeddings(arg, queries, titles, device=device)
+    raise ValueError(
+        f"embedder={spec!r} is not known: give 'tfidf', 'tfidf:<dim>', 'precomputed:<folder>' or 'st:<model>'"
+    )
 
 
 def fingerprint(spec: str) -> dict[str, int]:

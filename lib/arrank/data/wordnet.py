@@ -20,6 +20,7 @@ import pandas as pd
 
 from arrank.common import paths
 from arrank.common.outputs import write_json_atomic
+from arrank.common.params import choice
 from arrank.common.wordnet_setup import load_wordnet, wordnet_root
 from arrank.data import cache as dataset_cache
 from arrank.data.prompts import query_rng, wordnet_prompt
@@ -174,6 +175,7 @@ def _longest_distances(h: Hierarchy) -> dict[str, dict[str, int]]:
 @lru_cache(maxsize=None)
 def _ranked_table(subtree: str | None, path_rule: str) -> dict[str, tuple[tuple[str, ...], int]]:
     """synset -> (its ancestors, most specific first, top included; its depth under the rule). Memoised."""
+    choice(*PATH_RULES)("path_rule", path_rule)
     h = noun_hierarchy(subtree)
     if path_rule == "union":
         table = {}

@@ -202,11 +202,13 @@ def _execute(
     and its process's own stderr written to a log file, not the terminal (so an interrupted run
     ends in one line; the notebook's own output travels over the kernel's channels); on failure or
     interruption ``staging`` becomes the failed folder, with that ``kernel.log``."""
+    import nbformat
     import papermill
     from jupyter_client.manager import AsyncKernelManager
 
     with tempfile.TemporaryDirectory() as tmp:
-        kernel_log = Path(tmp) / "kernel.log"
+        kernel_log, src_ipynb = Path(tmp) / "kernel.log", Path(tmp) / f"{source.stem}.ipynb"
+        nbformat.write(read_notebook(source), src_ipynb)  # a path: papermill records its input in the output
 
         class KernelLogToFile(AsyncKernelManager):
             async def start_kernel(self, **kw: Any) -> None:
@@ -218,7 +220,7 @@ def _execute(
         with mock.patch.dict(os.environ, processes.openmp_wait_env({**os.environ, **env})):
             try:
                 papermill.execute_notebook(
-                    read_notebook(source),
+                    str(src_ipynb),
                     str(staging / f"{source.stem}.ipynb"),
                     parameters=injected,
                     kernel_name=KERNEL,

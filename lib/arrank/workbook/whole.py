@@ -63,8 +63,8 @@ def workbook_jobs(points: int) -> int:
 def _run_stage(stage: dict[str, Any], run_name: str) -> tuple[str, Path]:
     """Run one stage unless it finished earlier: its status ('ran', 'done earlier' or 'FAILED: ...',
     stale runs and unwritable outputs said, not raised) and its folder."""
-    sweep = _sweep()
-    target = paths.OUTPUTS / "sweeps" / sweep.name if stage["kind"] == "sweep" else run_path(stage["name"], run_name)
+    sweep = _sweep() if stage["kind"] == "sweep" else None  # checked only for its own stage
+    target = paths.OUTPUTS / "sweeps" / sweep.name if sweep else run_path(stage["name"], run_name)
     try:
         if stage["kind"] == "notebook":
             if (target / "results.json").exists():
