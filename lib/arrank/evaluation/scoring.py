@@ -30,7 +30,7 @@ from typing import Any, Iterator, NamedTuple, Sequence
 import numpy as np
 import torch
 
-from arrank.training.packing import mask_support, model_mask, row_mask, row_positions
+from arrank.training.packing import mask_support, model_mask, segments_mask, segments_positions
 from arrank.training.shared_prefix import MIN_SHARED, decoder_of, expand_cache, prefix_cache, shared_length
 
 METHODS = ("prefix_shared", "naive")
@@ -208,131 +208,68 @@ def _behind(model, opening: Opening | None, rows: int) -> dict[str, Any]:
     return {} if opening is None else {"past_key_values": expand_cache(model, opening.cache, rows)}
 
 
-def prompt_cache(model, prompt: Sequence[int], opening: Opening | None = None):
-    """Run the prompt once: (log-probs of the next token [V] in float32, the prompt's cache). With an
-    ``opening`` (:func:`opening_cache`) only the tokens after it run, behind a copy of its cache."""
+def prompt_opening(model, prompt: Sequence[int], opening: Opening | None = None) -> Opening | None:
+    """The prompt but its last token as an :class:`Opening`, run once (behind a copy of ``opening``'s
+    cache where given; ``opening`` itself where the prompt adds nothing to it before its last token):
+    the ``packed`` and ``padded`` layouts run every batch of candidates behind it, the prompt's last
+    token first, whose logits predict each candidate's token 0."""
     n = _opening_length([prompt], opening)
-    ids = torch.tensor([list(prompt[n:])], dtype=torch.long, device=model_device(model))
+    if len(prompt) - 1 <= n:
+        return opening
+    ids = torch.tensor([list(prompt[n:-1])], dtype=torch.long, device=model_device(model))
     out = model(input_ids=ids, use_cache=True, logits_to_keep=1, **_behind(model, opening, 1))
-    return torch.log_softmax(out.logits[0, -1].float(), dim=-1), out.past_key_values
-
-
-def _mean(total: torch.Tensor, targets: list[list[int]]) -> torch.Tensor:  # summed log-probs / scored tokens
-    return total / torch.tensor([len(t) for t in targets], device=total.device).double()
-
-
-def _first_scores(first_logprobs: torch.Tensor, targets: list[list[int]]) -> torch.Tensor:
-    """log p of each candidate's token 0 from the prompt's last log-probs, float64 [B]."""
-    firsts = torch.tensor([t[0] for t in targets], dtype=torch.long, device=first_logprobs.device)
-    return first_logprobs[firsts].double()
-
-
-def _add_later_tokens(total: torch.Tensor, logits: torch.Tensor, targets: list[list[int]]) -> torch.Tensor:
-    """``total`` plus the log-probs of tokens 1.. of every candidate, read from ``logits`` whose
-    rows are the candidates' packed inputs ``tgt[:-1]`` (token 0 excluded), in order."""
-    device = logits.device
-    nexts = torch.tensor([x for t in targets for x in t[1:]], dtype=torch.long, device=device)
-    later = torch.tensor([len(t) - 1 for t in targets], device=device)
-    owner = torch.repeat_interleave(torch.arange(len(targets), device=device), later)
-    return total.index_add(0, owner, token_logprobs(logits, nexts).double())
+    return Opening([int(t) for t in prompt[:-1]], out.past_key_values)
 
 
 def _query_scores(logits: torch.Tensor, targets: list[list[int]]) -> torch.Tensor:
     """Scores of one query's candidates (float64 [B]) from the logits of its head rows: its prompt's
     last position (every candidate's token 0), then its blocks' positions (tokens 1..), in order."""
-    total = _first_scores(torch.log_softmax(logits[0].float(), dim=-1), targets)
-    return _mean(_add_later_tokens(total, logits[1:], targets) if len(logits) > 1 else total, targets)
+    device = logits.device
+    starts = np.cumsum([0] + [len(t) - 1 for t in targets])  # block i's rows: starts[i] + 1 .. starts[i + 1]
+    rows = [r for s, t in zip(starts, targets) for r in (0, *range(s + 1, s + len(t)))]
+    owner = torch.tensor([i for i, t in enumerate(targets) for _ in t], device=device)
+    tokens = torch.tensor([x for t in targets for x in t], dtype=torch.long, device=device)
+    logprobs = token_logprobs(logits[torch.tensor(rows, device=device)], tokens).double()
+    total = torch.zeros(len(targets), dtype=torch.float64, device=device).index_add(0, owner, logprobs)
+    return total / torch.tensor([len(t) for t in targets], device=device)
 
 
-def score_candidate_batch(
-    model, cache, n_prompt: int, first_logprobs: torch.Tensor, targets: list[list[int]]
+def score_padded(
+    model, prompt: Sequence[int], targets: list[list[int]], opening: Opening | None = None
 ) -> torch.Tensor:
-    """Scores of a batch of candidates behind a cached prompt of ``n_prompt`` tokens (float64 [B]):
-    token 0 from the prompt's last log-probs, tokens 1.. from one batched pass over the
-    right-padded inputs ``tgt[:-1]``, a 2-D mask over prompt + candidate, positions ``n_prompt + k``.
-    """
-    device = first_logprobs.device
-    B = len(targets)
-    lengths = torch.tensor([len(t) for t in targets], device=device)
-    total = _first_scores(first_logprobs, targets)
-    width = int(lengths.max()) - 1  # inputs per candidate: all scored tokens but the last
-    if width > 0:
-        pad = getattr(model.config, "pad_token_id", None)
-        pad = pad if isinstance(pad, int) else 0
-        inputs = torch.tensor([t[:-1] + [pad] * (width + 1 - len(t)) for t in targets], dtype=torch.long, device=device)
-        nexts = torch.tensor([t[1:] + [0] * (width + 1 - len(t)) for t in targets], dtype=torch.long, device=device)
-        valid = torch.arange(width, device=device)[None, :] < (lengths[:, None] - 1)
-        mask = torch.cat([torch.ones((B, n_prompt), dtype=torch.long, device=device), valid.long()], 1)
-        positions = (n_prompt + torch.arange(width, device=device))[None, :].expand(B, -1)
-        logits = model(
-            input_ids=inputs,
-            attention_mask=mask,
-            position_ids=positions,
-            past_key_values=expand_cache(model, cache, B),
-            use_cache=True,
-        ).logits
-        lp = token_logprobs(logits, nexts).double()
-        total = total + (lp * valid).sum(dim=1)
-    return _mean(total, targets)
-
-
-def score_candidate_pack(
-    model, cache, n_prompt: int, first_logprobs: torch.Tensor, targets: list[list[int]]
-) -> torch.Tensor:
-    """Scores of candidates packed into ONE row behind a cached prompt (float64 [B]): the inputs
-    ``tgt[:-1]`` concatenated, a 4-D mask letting each attend to the prompt and causally to its own
-    candidate, position ids ``n_prompt + k`` restarting per candidate. As ``score_candidate_batch``
-    without copying the prompt's keys/values per candidate."""
-    device = first_logprobs.device
-    total = _first_scores(first_logprobs, targets)
-    blocks = [len(t) - 1 for t in targets if len(t) > 1]  # inputs: all scored tokens but the last
-    if blocks:
-        inputs = [x for t in targets for x in t[:-1]]
-        allowed = row_mask(n_prompt, blocks)[n_prompt:].to(device)  # the block rows: (Q, P + Q)
-        positions = row_positions(n_prompt, blocks)[n_prompt:].to(device)
-        logits = model(
-            input_ids=torch.tensor([inputs], dtype=torch.long, device=device),
-            attention_mask=model_mask(model, allowed[None, None]),
-            position_ids=positions[None, :],
-            past_key_values=expand_cache(model, cache, 1),
-            use_cache=True,
-        ).logits[0]
-        total = _add_later_tokens(total, logits, targets)
-    return _mean(total, targets)
-
-
-def score_one_pass(model, prompt: list[int], targets: list[list[int]], opening: Opening | None = None) -> torch.Tensor:
-    """Scores of candidates packed behind the prompt in ONE forward pass, no prompt cache (float64
-    [B]): the row ``prompt + tgt_1[:-1] + tgt_2[:-1] + ...`` with the block mask and position ids of
-    ``arrank.training.packing`` (the packed training layout); with an ``opening``, the row's tokens
-    after it, behind a copy of its cache (the mask's and positions' rows from there on)."""
+    """Scores of candidates in right-padded rows, one a candidate, in one pass (float64 [B]): each row
+    the prompt's tokens after ``opening`` (behind a copy of its cache expanded to the rows), then the
+    candidate's inputs ``tgt[:-1]``, under a 2-D mask and position ids offset by the opening. No
+    block mask: the layout for an attention that cannot read one (:func:`resolve_layout`)."""
     device = model_device(model)
-    P, n = len(prompt), _opening_length([prompt], opening)
-    blocks = [len(t) - 1 for t in targets if len(t) > 1]
-    row = list(prompt) + [x for t in targets for x in t[:-1]]
-    kw = _behind(model, opening, 1)
-    if blocks:
-        allowed = row_mask(P, blocks)[n:].to(device)[None, None]
-        kw["attention_mask"] = model_mask(model, allowed)
-        kw["position_ids"] = row_positions(P, blocks)[n:].to(device)[None, :]
+    n = _opening_length([prompt], opening)
+    rest, longest = [int(t) for t in prompt[n:]], max(map(len, targets))
+    pad = getattr(model.config, "pad_token_id", None)
+    pad = pad if isinstance(pad, int) else 0
+    inputs = torch.tensor([rest + t[:-1] + [pad] * (longest - len(t)) for t in targets], device=device)
+    nexts = torch.tensor([t + [0] * (longest - len(t)) for t in targets], device=device)
+    lengths = torch.tensor([len(t) for t in targets], device=device)
+    valid = torch.arange(longest, device=device)[None, :] < lengths[:, None]  # logits L-1+k predict t[k]
+    cached = torch.ones((len(targets), n + len(rest) - 1), dtype=torch.long, device=device)
     logits = model(
-        input_ids=torch.tensor([row[n:]], dtype=torch.long, device=device),
+        input_ids=inputs,
+        attention_mask=torch.cat([cached, valid.long()], 1),
+        position_ids=(n + torch.arange(inputs.shape[1], device=device))[None, :].expand(len(targets), -1),
         use_cache=opening is not None,
-        logits_to_keep=len(row) - P + 1,
-        **kw,
-    ).logits[0]
-    return _query_scores(logits, targets)
+        logits_to_keep=longest,
+        **_behind(model, opening, len(targets)),
+    ).logits
+    return (token_logprobs(logits, nexts).double() * valid).sum(1) / lengths
 
 
 def query_rows(
     prompts: Sequence[Sequence[int]], targets: Sequence[list[list[int]]], pad_id: int
 ) -> dict[str, torch.Tensor]:
     """The batch of :func:`score_query_batch`: one right-padded row per query holding its prompt and
-    then every candidate's inputs ``tgt[:-1]`` as a block (``score_one_pass``'s row), with the
+    then every candidate's inputs ``tgt[:-1]`` as a block (the ``one_pass`` layout's row), with the
     boolean (B, 1, L, L) block mask ``allowed``, ``position_ids``, and the (row, position) pairs
     ``head_rows`` whose logits predict a scored token: the prompt's last position (every candidate's
     token 0), then each block's positions (tokens 1..)."""
-    from arrank.training.packing import segments_mask, segments_positions
 
     rows = [list(p) + [x for t in tgt for x in t[:-1]] for p, tgt in zip(prompts, targets)]
     B, L = len(rows), max(map(len, rows))
@@ -367,7 +304,7 @@ def score_query_batch(
     """Section 5.1 scores of SEVERAL queries in one forward pass (float64, one tensor per query, its
     candidates in order; in eval and inference mode): the rows of :func:`query_rows`, the model's
     head applied only where a scored token is predicted (``supervised_head.head_at``). ``targets`` are each query's
-    :func:`scored_tokens`. The scores of ``score_one_pass`` query by query, up to float rounding;
+    :func:`scored_tokens`. The scores of ``score_prefix_shared`` query by query, up to float rounding;
     on a GPU it replaces a query's two small passes by a share of one large one (docs/gpu.md).
     With an ``opening`` every row starts after it, behind its cache expanded to the rows (a view):
     the mask's rows, the position ids and the head positions from there on; rows stay right-padded,
@@ -423,26 +360,29 @@ def score_prefix_shared(
     opening: Opening | None = None,
 ) -> np.ndarray:
     """Section 5.1 score of each candidate, with the prompt's key/value cache shared: the inputs,
-    default and scores of ``score_naive`` (~1e-6 in float32). The prompt runs once; candidates run
-    ``batch_size`` at a time (None: all at once) in the ``layout`` ``"padded"``
-    (``score_candidate_batch``), ``"packed"`` (``score_candidate_pack``) or ``"one_pass"``
-    (``score_one_pass``: no cache, the prompt once per batch); ``"auto"`` (``resolve_layout``)
-    picks packed when the model's attention reads 4-D masks (sdpa or eager). With an ``opening``
-    (:func:`opening_cache`) the prompt's tokens after it run, behind its cache (``auto``: one_pass).
+    default and scores of ``score_naive`` (~1e-6 in float32). Candidates run ``batch_size`` at a
+    time (None: all at once) in the ``layout`` ``"packed"`` (the prompt but its last token run once,
+    :func:`prompt_opening`; each batch behind it in one row, the block mask of
+    :func:`score_query_batch`), ``"padded"`` (the same prompt run once; each batch in right-padded
+    rows, :func:`score_padded`) or ``"one_pass"`` (no prompt cache: the prompt and the batch in one
+    row, once per batch); ``"auto"`` (``resolve_layout``) picks packed when the model's attention
+    reads 4-D masks (sdpa or eager). With an ``opening`` (:func:`opening_cache`) the prompt's tokens
+    after it run, behind its cache (``auto``: one_pass).
     """
     targets = scored_tokens(model, prompt, candidates, include_eos, eos_id)
     if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
         raise ValueError(f"batch_size={batch_size!r} must be a positive integer or None")
     layout = resolve_layout(model, layout, opening is not None)
     step = batch_size or len(targets)
-    batches = [targets[s : s + step] for s in range(0, len(targets), step)]
     with eval_mode(model):
-        if layout == "one_pass":
-            parts = [score_one_pass(model, prompt, batch, opening) for batch in batches]
-        else:
-            run = score_candidate_pack if layout == "packed" else score_candidate_batch
-            first, cache = prompt_cache(model, prompt, opening)
-            parts = [run(model, cache, len(prompt), first, batch) for batch in batches]
+        if layout != "one_pass":
+            opening = prompt_opening(model, prompt, opening)
+        parts = [
+            score_padded(model, prompt, targets[s : s + step], opening)
+            if layout == "padded"
+            else score_query_batch(model, [prompt], [targets[s : s + step]], opening)[0]
+            for s in range(0, len(targets), step)
+        ]
     return torch.cat(parts).cpu().numpy()
 
 
