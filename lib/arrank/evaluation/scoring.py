@@ -30,7 +30,7 @@ from typing import Any, Iterator, NamedTuple, Sequence
 import numpy as np
 import torch
 
-from arrank.training.packing import mask_support, model_mask, segments_mask, segments_positions
+from arrank.training.packing import mask_support, model_mask, segments_layout
 from arrank.training.shared_prefix import MIN_SHARED, decoder_of, expand_cache, prefix_cache, shared_length
 
 METHODS = ("prefix_shared", "naive")
@@ -281,13 +281,8 @@ def query_rows(
         P, n = len(prompt), len(row)
         input_ids[b, :n] = torch.tensor(row, dtype=torch.long)
         blocks = [len(t) - 1 for t in tgt if len(t) > 1]
-        if blocks:
-            allowed[b, 0] = segments_mask([(P, blocks)], L)
-            positions[b] = segments_positions([(P, blocks)], L)
-        else:  # single-token candidates only: the prompt, causally; padding attends to itself
-            allowed[b, 0] = torch.eye(L, dtype=torch.bool)
-            allowed[b, 0, :n, :n] = torch.ones((n, n), dtype=torch.bool).tril()
-            positions[b, :n] = torch.arange(n)
+        # single-token candidates only: the prompt, causally, as its last token were a block of its own
+        allowed[b, 0], positions[b] = segments_layout([(P, blocks)] if blocks else [(P - 1, [1])], L)
         head_row += [b] * (n - P + 1)
         head_pos += list(range(P - 1, n))
     return {
