@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from arrank.evaluation.scoring import eval_mode, model_device
+from arrank.evaluation.scoring import check_candidates, eval_mode, model_device
 from arrank.training.encoding import docid_table, prompt_ids
 from arrank.training.trie import build_trie
 
@@ -46,15 +46,8 @@ def allowed_tokens_fn(
 
 
 def _check_candidates(docids: Sequence[str], k: int | None = None) -> list[str]:
-    """The candidate docIDs as a list, with clear errors for none, duplicates or a bad k."""
-    if isinstance(docids, str):
-        raise TypeError(f"candidate docIDs must be a list of str, got the str {docids!r}")
-    docids = list(docids)
-    if not docids:
-        raise ValueError("the candidate docID list is empty")
-    dups = sorted({d for i, d in enumerate(docids) if d in docids[:i]})
-    if dups:
-        raise ValueError(f"duplicate candidate docIDs: {dups}")
+    """The candidate docIDs as a list (``scoring.check_candidates``), with a clear error for a bad k."""
+    docids = check_candidates(docids)
     if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= len(docids)):
         raise ValueError(f"k={k!r} must be an integer in [1, {len(docids)}] (the number of candidates)")
     return docids

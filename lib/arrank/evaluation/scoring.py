@@ -381,6 +381,20 @@ def score_prefix_shared(
     return torch.cat(parts).cpu().numpy()
 
 
+def check_candidates(docids: Sequence[str], where: str = "") -> list[str]:
+    """A query's candidate docIDs as a list, with clear errors (after ``where``) for a str, none or
+    duplicates; scoring and decoding (``evaluation.decoding``) take them alike."""
+    if isinstance(docids, str):
+        raise TypeError(f"{where}candidate docIDs must be a list of str, got the str {docids!r}")
+    docids = list(docids)
+    if not docids:
+        raise ValueError(f"{where}empty candidate list: a query needs at least one candidate docID")
+    dups = sorted(d for d, count in Counter(docids).items() if count > 1)
+    if dups:
+        raise ValueError(f"{where}duplicate candidate docIDs: {dups}")
+    return docids
+
+
 def check_item(index: int, item) -> tuple[str, list[str]]:
     """One (prompt, docIDs) item, with clear errors for a bad shape, no docIDs or duplicates."""
     try:
@@ -389,15 +403,7 @@ def check_item(index: int, item) -> tuple[str, list[str]]:
         raise ValueError(f"item {index} must be a (prompt, candidate docIDs) pair, got {item!r:.80}") from None
     if not isinstance(prompt, str):
         raise TypeError(f"item {index}: the prompt must be a str, got {type(prompt).__name__}")
-    if isinstance(docids, str):
-        raise TypeError(f"item {index}: candidate docIDs must be a list of str, got the str {docids!r}")
-    docids = list(docids)
-    if not docids:
-        raise ValueError(f"item {index} (prompt {prompt[-60:]!r}) has an empty candidate list")
-    dups = sorted(d for d, count in Counter(docids).items() if count > 1)
-    if dups:
-        raise ValueError(f"item {index} (prompt {prompt[-60:]!r}) lists duplicate candidate docIDs: {dups}")
-    return prompt, docids
+    return prompt, check_candidates(docids, f"item {index} (prompt {prompt[-60:]!r}): ")
 
 
 def resolve_query_batch(model, query_batch: int | None, method: str = "prefix_shared", layout: str = "auto") -> int:
