@@ -111,15 +111,6 @@ def _hypotheses(out, n_prompt: int, table: dict[str, tuple[int, ...]], eos_id: i
     return sorted(ranked, key=lambda r: -r[1])
 
 
-def _distinct_docids(ranked: list[tuple[str | None, float]]) -> list[tuple[str, float]]:
-    """The candidates among ``ranked``, each once (its best entry), best first."""
-    seen: dict[str, float] = {}
-    for d, s in ranked:
-        if d is not None and d not in seen:
-            seen[d] = s
-    return list(seen.items())
-
-
 def beam_search(
     model, tokenizer, prompt: str, docids: Sequence[str], k: int, num_beams: int | None = None, constrained: bool = True
 ) -> list[tuple[str | None, float]]:
@@ -150,7 +141,7 @@ def beam_search(
         ranked = _hypotheses(out, n_prompt, table, tokenizer.eos_token_id)
         if not constrained:
             return (ranked + [(None, float("-inf"))] * k)[:k]
-        found = _distinct_docids(ranked)
+        found = [(d, s) for i, (d, s) in enumerate(ranked) if d is not None and d not in [e for e, _ in ranked[:i]]]
         if len(found) >= k or num_beams >= 2 * len(docids):
             return found[:k]
         num_beams = min(2 * num_beams, 2 * len(docids))

@@ -233,15 +233,10 @@ def decode_held_out(
             }
         )
     frame = pd.DataFrame(out)
-    result = {
-        "greedy_valid_rate": float(frame["greedy_valid"].mean()),
-        "greedy_top1_rate": float(frame["greedy_top1"].mean()),
-        f"beam_recall@{k}_gold": float(frame["beam_recall_gold"].mean()),
-        f"beam_recall@{k}_scorer": float(frame["beam_recall_scorer"].mean()),
-        "beam_invalid_rate_unconstrained": float(frame["unconstrained_invalid"].mean()),
-        "n_decoded": len(frame),
-    }
-    return result, frame
+    names = {"greedy_valid": "greedy_valid_rate", "greedy_top1": "greedy_top1_rate"}
+    names |= {"beam_recall_gold": f"beam_recall@{k}_gold", "beam_recall_scorer": f"beam_recall@{k}_scorer"}
+    names |= {"unconstrained_invalid": "beam_invalid_rate_unconstrained"}
+    return {**{names[c]: float(frame[c].mean()) for c in names}, "n_decoded": len(frame)}, frame
 
 
 def metrics_table(rows: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:

@@ -36,12 +36,6 @@ from arrank.training.shared_prefix import MIN_SHARED, decoder_of, expand_cache, 
 METHODS = ("prefix_shared", "naive")
 
 
-def _eos_ids(model) -> set[int]:
-    """The model's EOS id(s) from its config (an int or a list), empty when it has none."""
-    eos = getattr(getattr(model, "config", None), "eos_token_id", None)
-    return set() if eos is None else {int(e) for e in ([eos] if isinstance(eos, int) else eos)}
-
-
 def _check_ids(ids: Sequence[int], vocab_size: int | None, what: str) -> None:
     """Every id must be an integer in [0, vocab_size)."""
     for t in ids:
@@ -74,7 +68,8 @@ def scored_tokens(
         raise ValueError("no candidates to score: a query needs at least one candidate docID")
     vocab = getattr(getattr(model, "config", None), "vocab_size", None)
     _check_ids(prompt, vocab, "the prompt")
-    eos = {int(eos_id)} if eos_id is not None else _eos_ids(model)
+    eos = getattr(getattr(model, "config", None), "eos_token_id", None) if eos_id is None else eos_id
+    eos = set() if eos is None else {int(e) for e in ([eos] if isinstance(eos, int) else eos)}  # config: int or list
     out = []
     for i, cand in enumerate(candidates):
         cand = [int(t) for t in cand]
@@ -395,17 +390,6 @@ def check_candidates(docids: Sequence[str], where: str = "") -> list[str]:
     return docids
 
 
-def check_item(index: int, item) -> tuple[str, list[str]]:
-    """One (prompt, docIDs) item, with clear errors for a bad shape, no docIDs or duplicates."""
-    try:
-        prompt, docids = item
-    except (TypeError, ValueError):
-        raise ValueError(f"item {index} must be a (prompt, candidate docIDs) pair, got {item!r:.80}") from None
-    if not isinstance(prompt, str):
-        raise TypeError(f"item {index}: the prompt must be a str, got {type(prompt).__name__}")
-    return prompt, check_candidates(docids, f"item {index} (prompt {prompt[-60:]!r}): ")
-
-
 def resolve_query_batch(model, query_batch: int | None, method: str = "prefix_shared", layout: str = "auto") -> int:
     """How many queries ``score_queries`` scores in one forward pass: ``query_batch`` when given
     (an integer >= 1), else :data:`QUERY_BATCH_GPU` on a GPU with layout ``auto`` or ``one_pass`` and
@@ -430,15 +414,24 @@ def resolve_query_batch(model, query_batch: int | None, method: str = "prefix_sh
 QUERY_BATCH_GPU = 32
 
 
-def encode_item(tokenizer, index: int, prompt: str, docids: list[str]) -> tuple[list[int], list[list[int]]]:
-    """(prompt ids, candidate docid ids) of a checked item (``encoding.prompt_ids`` /
-    ``encoding.docid_table``), errors naming the item."""
+def encode_item(tokenizer, index: int, item) -> tuple[list[int], list[list[int]]]:
+    """(prompt ids, candidate docid ids) of one (prompt, docIDs) item (``encoding.prompt_ids`` /
+    ``encoding.docid_table``), with clear errors naming the item: a bad shape, no docIDs, duplicates,
+    a docID with no tokens or sharing its tokens."""
     from arrank.training.encoding import docid_table, prompt_ids
 
     try:
+        prompt, docids = item
+    except (TypeError, ValueError):
+        raise ValueError(f"item {index} must be a (prompt, candidate docIDs) pair, got {item!r:.80}") from None
+    if not isinstance(prompt, str):
+        raise TypeError(f"item {index}: the prompt must be a str, got {type(prompt).__name__}")
+    where = f"item {index} (prompt {prompt[-60:]!r}): "
+    docids = check_candidates(docids, where)
+    try:
         table = docid_table(tokenizer, docids)
     except ValueError as err:
-        raise ValueError(f"item {index} (prompt {prompt[-60:]!r}): {err}") from None
+        raise ValueError(f"{where}{err}") from None
     return prompt_ids(tokenizer, prompt), [list(table[d]) for d in docids]
 
 
@@ -468,7 +461,7 @@ def score_queries(
 
     if method not in METHODS:
         raise ValueError(f"method={method!r} is not allowed; choose one of {list(METHODS)}")
-    checked = [check_item(i, it) for i, it in enumerate(items)]
+    encoded = [encode_item(tokenizer, i, item) for i, item in enumerate(items)]
     group = resolve_query_batch(model, query_batch, method, layout)
     if batch_size is not None:  # it batches one query's candidates: queries go one at a time
         if group > 1 and query_batch is not None:
@@ -477,10 +470,9 @@ def score_queries(
             )
         group = 1
     eos = tokenizer.eos_token_id
-    encoded = [encode_item(tokenizer, i, *item) for i, item in enumerate(checked)]
     targets = [scored_tokens(model, ids, cands, include_eos, eos) for ids, cands in encoded]
     results: list[np.ndarray] = []
-    with tqdm(total=len(checked), desc=f"scoring ({method})", unit="query", disable=not progress) as bar:
+    with tqdm(total=len(encoded), desc=f"scoring ({method})", unit="query", disable=not progress) as bar:
         if method == "naive":
             for ids, cands in encoded:
                 results.append(score_naive(model, ids, cands, include_eos, eos_id=eos))
