@@ -275,14 +275,8 @@ def collate_packed(
         targets.append(steps)
     # position 0 is a prompt token or a block's copy of p (never a target): start at 1
     target_ids, target_mass = pad_sparse_targets([t[1:] for t in targets], [1] * R, L)
-    out = {
-        "input_ids": input_ids,
-        "allowed": allowed,
-        "position_ids": positions,
-        "target_ids": target_ids,
-        "target_mass": target_mass,
-        "item_weight": weights,
-    }
+    out = dict(input_ids=input_ids, allowed=allowed, position_ids=positions, target_ids=target_ids)
+    out.update(target_mass=target_mass, item_weight=weights)
     if shared:
         out["prefix_ids"] = torch.tensor([prefix], dtype=torch.long)
     return out

@@ -73,10 +73,8 @@ def bf16_support(device: str = "cpu", flags: set[str] | None = None) -> tuple[bo
     if device == "cuda":
         if not torch.cuda.is_available():
             return False, "no CUDA GPU"
-        name = torch.cuda.get_device_name()
-        if torch.cuda.is_bf16_supported(including_emulation=False):
-            return True, f"CUDA GPU {name} supports bf16"
-        return False, f"CUDA GPU {name} has no native bf16"
+        ok = torch.cuda.is_bf16_supported(including_emulation=False)
+        return ok, f"CUDA GPU {torch.cuda.get_device_name()} {'supports bf16' if ok else 'has no native bf16'}"
     if device != "cpu":
         raise ValueError(f"device={device!r} is not allowed; choose 'cpu' or 'cuda'")
     flags = cpu_flags() if flags is None else flags
