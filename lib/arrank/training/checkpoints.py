@@ -30,10 +30,8 @@ def step_of(path: Path) -> int:
 
 def checkpoints(folder: Path) -> list[Path]:
     """The committed ``checkpoint-N`` folders under ``folder``, oldest first."""
-    if not Path(folder).is_dir():
-        return []
-    found = [p for p in Path(folder).glob(f"{PREFIX}*") if p.is_dir() and p.name[len(PREFIX) :].isdigit()]
-    return sorted(found, key=step_of)
+    found = Path(folder).glob(f"{PREFIX}*")  # nothing where the folder does not exist
+    return sorted((p for p in found if p.is_dir() and p.name[len(PREFIX) :].isdigit()), key=step_of)
 
 
 def commit(folder: Path, keep: int = KEEP) -> Path:
@@ -86,7 +84,7 @@ def remove(folder: Path, say: Callable[[str], None] = notice) -> None:
     (``broken-*``, never deleted: docs/reliability.md), moved beside it with the run's name."""
     folder = Path(folder)
     run = folder.name.removeprefix(".checkpoints-")
-    for broken in sorted(folder.glob("broken-*")) if folder.is_dir() else []:
+    for broken in sorted(folder.glob("broken-*")):
         kept = paths.unused(folder.parent / f"{broken.name}.{run}")
         os.rename(broken, kept)
         say(f"{broken.name}, set aside during this run, is kept as {kept}")

@@ -182,21 +182,12 @@ def cpu_probe(shapes: list[tuple[int, int, int]], cache_file: Path | None = None
         return {**entry, "cached": True}
     start = time.perf_counter()
     best = probe_matmuls(shapes)
-    entry = {
-        "cpu": cpu,
-        "torch": torch.__version__,
-        "threads": threads,
-        "shapes": shapes_text(shapes),
-        "fp32_ms": round(1e3 * best["fp32"], 3),
-        "bf16_ms": round(1e3 * best["bf16"], 3),
-        "bf16_speedup": round(best["fp32"] / best["bf16"], 3),
-        "probe_s": round(time.perf_counter() - start, 3),
-    }
-    try:
+    entry = {"cpu": cpu, "torch": torch.__version__, "threads": threads, "shapes": shapes_text(shapes)}
+    entry |= {f"{kind}_ms": round(1e3 * best[kind], 3) for kind in ("fp32", "bf16")}
+    entry |= {"bf16_speedup": round(best["fp32"] / best["bf16"], 3), "probe_s": round(time.perf_counter() - start, 3)}
+    with contextlib.suppress(OSError):  # a cache that cannot be written is left as it was
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(cache_file, {**known, key: entry})
-    except OSError:
-        pass
     return {**entry, "cached": False}
 
 
