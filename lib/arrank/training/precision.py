@@ -249,14 +249,12 @@ def autocast(used: str, device_type: str = "cpu") -> contextlib.AbstractContextM
 def mixed(model, used: str, device_type: str = "cpu") -> Iterator[None]:
     """:func:`autocast` for a forward of ``model``; under bf16, peft's cast of a LoRA layer's input to
     float32 is switched off, so the adapters' matmuls run in bf16 like the base layers'."""
-    with autocast(used, device_type):
+    with autocast(used, device_type), contextlib.ExitStack() as stack:
         if dtype_of(used) == torch.bfloat16 and _has_peft_layers(model):
             from peft.helpers import disable_input_dtype_casting
 
-            with disable_input_dtype_casting(model):
-                yield
-        else:
-            yield
+            stack.enter_context(disable_input_dtype_casting(model))
+        yield
 
 
 def _has_peft_layers(model) -> bool:
