@@ -304,8 +304,9 @@ def resolve_backend(backend: str) -> str:
     if backend == "unsloth" and not has_unsloth:
         raise RuntimeError("backend='unsloth' but unsloth is not installed: pip install -e '.[gpu]'")
     if backend == "auto":
-        one = processes.world_size() == 1
-        return "unsloth" if torch.cuda.is_available() and has_unsloth and one else "transformers"
+        return (
+            "unsloth" if torch.cuda.is_available() and has_unsloth and processes.world_size() == 1 else "transformers"
+        )
     return backend
 
 

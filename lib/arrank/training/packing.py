@@ -177,12 +177,8 @@ def pack_items(items: Sequence[dict[str, Any]], max_length: int) -> list[dict[st
                 f"{len(ids)} tokens > max_length={max_length}; a docID is "
                 "never truncated: use a shorter template or a larger max_length"
             )
-        same_query = (
-            current is not None
-            and current["query"] == query
-            and current["input_ids"][: current["prompt_length"]] == prompt
-        )
-        if not same_query or len(current["input_ids"]) + len(block) > max_length:
+        opened = current and (current["query"], current["input_ids"][: current["prompt_length"]])  # the query's own
+        if opened != (query, prompt) or len(current["input_ids"]) + len(block) > max_length:
             current = {"input_ids": list(prompt), "prompt_length": len(prompt)}
             current.update(block_lengths=[], targets=[], weights=[], ranks=[], query=query)
             packed.append(current)
