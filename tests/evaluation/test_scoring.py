@@ -142,7 +142,7 @@ def test_scores_depend_on_context(model):
     assert np.abs(scoring.score_naive(model, prompt, swapped) - base).min() > 1e-2
 
 
-def test_prompt_cache_reused_not_corrupted(model):
+def test_prompt_opening_reused_not_corrupted(model):
     """The prompt's cache serves many batches (batch_size=1) and repeated calls identically."""
     rng = np.random.default_rng(11)
     prompt, cands = rand_ids(rng, 15), candidate_set(rng, [3, 6, 2, 4])

@@ -56,17 +56,15 @@ def _check_candidates(docids: Sequence[str], k: int | None = None) -> list[str]:
 def _match(generated: Sequence[int], table: dict[str, tuple[int, ...]], eos_id: int) -> str | None:
     """The candidate whose ids (with EOS) the generation starts with up to its first EOS, else None."""
     gen = list(generated)
-    if eos_id in gen:
-        gen = gen[: gen.index(eos_id) + 1]
-    by_ids = {ids: d for d, ids in table.items()}
-    return by_ids.get(tuple(gen))
+    gen = gen[: gen.index(eos_id) + 1] if eos_id in gen else gen
+    return {ids: d for d, ids in table.items()}.get(tuple(gen))
 
 
 def _generate(model, tokenizer, prompt: Sequence[int], max_new_tokens: int, **kwargs: Any):
     """transformers ``generate`` on one prompt's ids (``encoding.prompt_ids``), deterministic."""
     ids = torch.tensor([list(prompt)], device=model_device(model))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    with eval_mode(model), torch.no_grad():
+    with eval_mode(model):  # inference mode: no gradients
         out = model.generate(
             input_ids=ids,
             attention_mask=torch.ones_like(ids),

@@ -219,12 +219,8 @@ def resolve_precision(
     if hidden_size is None:
         return Precision(requested, "fp32", "auto: the model names no hidden size, so no matmul shape to time for bf16")
     if hidden_size < AUTO_MIN_HIDDEN:
-        return Precision(
-            requested,
-            "fp32",
-            f"auto: the model's hidden size {hidden_size} is below {AUTO_MIN_HIDDEN}: "
-            "its matmuls are too small for bf16 to pay",
-        )
+        why = f"the model's hidden size {hidden_size} is below {AUTO_MIN_HIDDEN}: its matmuls are too small for bf16 to pay"
+        return Precision(requested, "fp32", f"auto: {why}")
     probe = cpu_probe(probe_shapes(hidden_size, intermediate_size), cache_file)
     used, why = probe_choice(probe["fp32_ms"], probe["bf16_ms"])
     return Precision(requested, used, f"auto: {why}", probe)
