@@ -157,13 +157,12 @@ def per_rank_scores(scores: pd.DataFrame, max_rank: int = 10) -> pd.DataFrame:
     kept = scores[scores["rank"] <= max_rank]
     out = kept.groupby("rank").agg(
         mean=("score", "mean"),
-        std=("score", "std"),
+        sem=("score", "sem"),  # std (ddof 1) / sqrt(count)
         count=("score", "count"),
         mean_predicted_rank=("predicted_rank", "mean"),
     )
-    out["sem"] = out["std"] / np.sqrt(out["count"])
     out.index = pd.Index(["negative" if r == 0 else str(r) for r in out.index], name="rank")
-    return out[["mean", "sem", "count", "mean_predicted_rank"]]
+    return out
 
 
 def violation_examples(records: list[dict[str, Any]], n: int = 5) -> pd.DataFrame:
