@@ -114,14 +114,10 @@ def collate(
     (each item keeps its last prompt token) leaves the rows as ``prefix_ids`` (1, P)
     (``arrank.training.shared_prefix``), and ``attention_mask`` covers prefix + rows, (B, P + L)."""
     shared = shared_length([b["input_ids"] for b in batch], [b["start"] - 1 for b in batch]) if share_prefix else 0
-    rows = [b["input_ids"][shared:] for b in batch]
-    seq_len = max(len(r) for r in rows)
-    input_ids = torch.full((len(batch), seq_len), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(batch), shared + seq_len), dtype=torch.long)
-    mask[:, :shared] = 1
-    for i, row in enumerate(rows):
-        input_ids[i, : len(row)] = torch.tensor(row)
-        mask[i, shared : shared + len(row)] = 1
+    rows = [torch.tensor(b["input_ids"][shared:], dtype=torch.long) for b in batch]
+    input_ids = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=pad_id)
+    seq_len, lengths = input_ids.shape[1], torch.tensor([len(r) for r in rows])
+    mask = (torch.arange(shared + seq_len)[None, :] < shared + lengths[:, None]).long()  # prefix + the row's own
     starts = [b["start"] - shared for b in batch]
     target_ids, target_mass = pad_sparse_targets([b["targets"] for b in batch], starts, seq_len)
     weights = torch.tensor([1.0 if weighted_sampling else b["weight"] for b in batch], dtype=torch.float32)
