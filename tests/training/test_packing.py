@@ -39,7 +39,7 @@ def data():
 # --------------------------------------------------------------------------- the mask
 
 
-def test_row_mask_and_positions_by_hand():
+def test_segments_layout_by_hand():
     # [p0 p1][a0 a1][b0] + one padding token
     T, F = True, False
     expected = torch.tensor(
