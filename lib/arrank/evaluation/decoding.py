@@ -87,10 +87,8 @@ def greedy_decode(model, tokenizer, prompt: str, docids: Sequence[str]) -> dict[
     steps = max(len(ids) for ids in table.values())
     n_prompt, out = _generate(model, tokenizer, prompt_ids(tokenizer, prompt), steps, num_beams=1)
     gen = out.sequences[0, n_prompt:].tolist()
-    return {
-        "text": tokenizer.decode(gen, skip_special_tokens=True).strip(),
-        "docid": _match(gen, table, tokenizer.eos_token_id),
-    }
+    text = tokenizer.decode(gen, skip_special_tokens=True).strip()
+    return {"text": text, "docid": _match(gen, table, tokenizer.eos_token_id)}
 
 
 # transformers fills the slots of finished hypotheses it never found with this score (and a copy

@@ -260,14 +260,13 @@ def query_rows(
     token 0), then each block's positions (tokens 1..)."""
 
     rows = [list(p) + [x for t in tgt for x in t[:-1]] for p, tgt in zip(prompts, targets)]
-    B, L = len(rows), max(map(len, rows))
-    input_ids = torch.full((B, L), pad_id, dtype=torch.long)
+    input_ids = torch.nn.utils.rnn.pad_sequence([torch.tensor(r) for r in rows], batch_first=True, padding_value=pad_id)
+    B, L = input_ids.shape
     allowed = torch.zeros((B, 1, L, L), dtype=torch.bool)
     positions = torch.zeros((B, L), dtype=torch.long)
     head_row, head_pos = [], []  # the (row, position) pairs of head_rows
     for b, (row, prompt, tgt) in enumerate(zip(rows, prompts, targets)):
         P, n = len(prompt), len(row)
-        input_ids[b, :n] = torch.tensor(row, dtype=torch.long)
         blocks = [len(t) - 1 for t in tgt if len(t) > 1]
         # single-token candidates only: the prompt, causally, as its last token were a block of its own
         allowed[b, 0], positions[b] = segments_layout([(P, blocks)] if blocks else [(P - 1, [1])], L)
