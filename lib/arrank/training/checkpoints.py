@@ -57,15 +57,11 @@ def usable_checkpoint(folder: Path, say: Callable[[str], None] = notice, tidy: b
     """The newest checkpoint under ``folder`` whose files match its manifest, or None (start over).
     With ``tidy`` (process 0) failing checkpoints (a save cut short: no manifest) are set aside, one
     line each, and a last line says whether the run resumes or starts over. Other processes only read."""
-    folder = Path(folder)
-    found = checkpoints(folder)
     broken = []
-    for candidate in reversed(found):
+    for candidate in reversed(checkpoints(folder)):
         manifest = candidate / MANIFEST
         key = (str(candidate), manifest.stat().st_mtime if manifest.exists() else -1.0)
-        if _VERIFIED.get(key):
-            return candidate
-        why = problem(candidate)
+        why = None if _VERIFIED.get(key) else problem(candidate)  # verified once a process
         if why is None:
             _VERIFIED[key] = True
             if broken:
