@@ -465,19 +465,16 @@ def score_queries(
     targets = [scored_tokens(model, ids, cands, include_eos, eos) for ids, cands in encoded]
     results: list[np.ndarray] = []
     with tqdm(total=len(encoded), desc=f"scoring ({method})", unit="query", disable=not progress) as bar:
-        if method == "naive":
-            for ids, cands in encoded:
-                results.append(score_naive(model, ids, cands, include_eos, eos_id=eos))
-                bar.update(1)
-            return results
         opening = None
-        if share_opening and opening_support(model)[0]:
+        if share_opening and method != "naive" and opening_support(model)[0]:
             with eval_mode(model):
                 opening = opening_cache(model, [ids for ids, _ in encoded])
         lengths = [len(ids) + sum(len(t) - 1 for t in tg) for (ids, _), tg in zip(encoded, targets)]
         for chunk in query_groups(lengths, group, PASS_TOKENS):
-            if len(chunk) == 1:  # one query a pass (or too long to share one): score_prefix_shared's layout
-                ids, cands = encoded[chunk[0]]
+            ids, cands = encoded[chunk[0]]
+            if len(chunk) == 1 and method == "naive":  # group is 1 for the naive method
+                results.append(score_naive(model, ids, cands, include_eos, eos_id=eos))
+            elif len(chunk) == 1:  # one query a pass (or too long to share one): score_prefix_shared's layout
                 results.append(
                     score_prefix_shared(model, ids, cands, include_eos, batch_size, layout, eos_id=eos, opening=opening)
                 )
