@@ -142,7 +142,7 @@ def test_scores_depend_on_context(model):
     assert np.abs(scoring.score_naive(model, prompt, swapped) - base).min() > 1e-2
 
 
-def test_prompt_cache_reused_not_corrupted(model):
+def test_prompt_opening_reused_not_corrupted(model):
     """The prompt's cache serves many batches (batch_size=1) and repeated calls identically."""
     rng = np.random.default_rng(11)
     prompt, cands = rand_ids(rng, 15), candidate_set(rng, [3, 6, 2, 4])
@@ -150,14 +150,14 @@ def test_prompt_cache_reused_not_corrupted(model):
     again = scoring.score_prefix_shared(model, prompt, cands, batch_size=1, layout="padded")
     np.testing.assert_array_equal(first, again)
     with torch.inference_mode():
-        _, cache = scoring.prompt_cache(model, prompt)
-        before = [k.clone() for k, _, *_ in cache]
-        logp, _ = scoring.prompt_cache(model, prompt)
+        opening = scoring.prompt_opening(model, prompt)
+        before = [k.clone() for k, _, *_ in opening.cache]
         targets = scoring.scored_tokens(model, prompt, cands)
-        for run in (scoring.score_candidate_batch, scoring.score_candidate_pack):
-            run(model, cache, len(prompt), logp, targets)
-        assert cache.get_seq_length() == len(prompt)
-        assert all(torch.equal(b, k) for b, (k, _, *_) in zip(before, cache))
+        for _ in range(2):
+            scoring.score_padded(model, prompt, targets, opening)
+            scoring.score_query_batch(model, [prompt], [targets], opening)
+        assert opening.cache.get_seq_length() == len(prompt) - 1
+        assert all(torch.equal(b, k) for b, (k, _, *_) in zip(before, opening.cache))
 
 
 # --------------------------------------------------------------------------- the arithmetic
@@ -473,7 +473,7 @@ def test_shared_opening_cache_serves_many_queries_unchanged(opening_model):
         with pytest.raises(ValueError, match=f"does not continue the shared opening of {n} tokens"):
             scoring.score_prefix_shared(model, [5] + prompts[0][1:], cands[0], opening=opening)
         with pytest.raises(ValueError, match="by at least one token"):
-            scoring.prompt_cache(model, prompts[0][:n], opening)
+            scoring.prompt_opening(model, prompts[0][:n], opening)
         assert scoring.opening_cache(model, prompts[:1]) is None  # one prompt: nothing to share
         short = [p[:5] + [9, 9, 9] for p in prompts]  # 5 shared tokens, below MIN_SHARED
         assert scoring.opening_cache(model, short) is None

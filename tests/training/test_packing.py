@@ -39,7 +39,7 @@ def data():
 # --------------------------------------------------------------------------- the mask
 
 
-def test_row_mask_and_positions_by_hand():
+def test_segments_layout_by_hand():
     # [p0 p1][a0 a1][b0] + one padding token
     T, F = True, False
     expected = torch.tensor(
@@ -52,17 +52,18 @@ def test_row_mask_and_positions_by_hand():
             [F, F, F, F, F, T],  # padding: itself only
         ]
     )
-    assert torch.equal(packing.row_mask(2, [2, 1], 6), expected)
-    assert packing.row_positions(2, [2, 1], 6).tolist() == [0, 1, 2, 3, 2, 0]
-    assert torch.equal(packing.row_mask(2, [2, 1]), expected[:5, :5])
+    mask, positions = packing.segments_layout([(2, [2, 1])], 6)
+    assert torch.equal(mask, expected) and positions.tolist() == [0, 1, 2, 3, 2, 0]
+    assert torch.equal(packing.segments_layout([(2, [2, 1])])[0], expected[:5, :5])
     with pytest.raises(ValueError, match="at least one docID block"):
-        packing.row_mask(3, [])
+        packing.segments_layout([(3, [])])
     with pytest.raises(ValueError, match="prompt_length=-1"):
-        packing.row_positions(-1, [2])
-    assert packing.row_positions(0, [2, 1]).tolist() == [0, 1, 0]  # no prefix: blocks stand alone
-    assert torch.equal(packing.row_mask(0, [2, 1]), torch.tensor([[T, F, F], [T, T, F], [F, F, T]]))
+        packing.segments_layout([(-1, [2])])
+    mask, positions = packing.segments_layout([(0, [2, 1])])
+    assert positions.tolist() == [0, 1, 0]  # no prefix: blocks stand alone
+    assert torch.equal(mask, torch.tensor([[T, F, F], [T, T, F], [F, F, T]]))
     with pytest.raises(ValueError, match="length=3 is shorter"):
-        packing.row_mask(2, [2], 3)
+        packing.segments_layout([(2, [2])], 3)
 
 
 # --------------------------------------------------------------------------- packing and splitting
@@ -235,8 +236,8 @@ def test_rows_hold_several_sequences_apart():
             [F, F, F, F, F, F, T],  # padding
         ]
     )
-    assert torch.equal(packing.segments_mask([(1, [2]), (2, [1])], 7), expected)
-    assert packing.segments_positions([(1, [2]), (2, [1])], 7).tolist() == [0, 1, 2, 0, 1, 2, 0]
+    mask, positions = packing.segments_layout([(1, [2]), (2, [1])], 7)
+    assert torch.equal(mask, expected) and positions.tolist() == [0, 1, 2, 0, 1, 2, 0]
     assert packing.fill_rows([50, 30, 40, 20], 70) == [[0, 3], [2, 1]]
     assert packing.fill_rows([5, 6], None) == [[0], [1]]
     with pytest.raises(ValueError, match="80 tokens does not fit row_length=70"):

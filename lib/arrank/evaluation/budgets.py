@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 import pandas as pd
 
 from arrank.common import processes
+from arrank.common.outputs import write_text_atomic
 from arrank.evaluation import evaluate, metrics
 
 CURVE_COLUMNS = ("step", "items", "epochs")  # then metrics.short_columns: query, cvr, ndcg, r<k>
@@ -84,9 +85,7 @@ def budget_callback(points: Sequence[int], final_step: int, folder: Path, score:
             start = time.perf_counter()
             per_query = score(model)
             folder.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            per_query.to_csv(tmp, index=False)
-            tmp.replace(path)
+            write_text_atomic(path, per_query.to_csv(index=False))
             self.seconds += time.perf_counter() - start
             means = metrics.short_columns(per_query).drop(columns="query").mean()
             shown, took = ", ".join(f"{k} {v:.3f}" for k, v in means.items()), time.perf_counter() - start

@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from arrank.evaluation.scoring import eval_mode, model_device
+from arrank.evaluation.scoring import check_candidates, eval_mode, model_device
 from arrank.training.encoding import docid_table, prompt_ids
 from arrank.training.trie import build_trie
 
@@ -46,15 +46,8 @@ def allowed_tokens_fn(
 
 
 def _check_candidates(docids: Sequence[str], k: int | None = None) -> list[str]:
-    """The candidate docIDs as a list, with clear errors for none, duplicates or a bad k."""
-    if isinstance(docids, str):
-        raise TypeError(f"candidate docIDs must be a list of str, got the str {docids!r}")
-    docids = list(docids)
-    if not docids:
-        raise ValueError("the candidate docID list is empty")
-    dups = sorted({d for i, d in enumerate(docids) if d in docids[:i]})
-    if dups:
-        raise ValueError(f"duplicate candidate docIDs: {dups}")
+    """The candidate docIDs as a list (``scoring.check_candidates``), with a clear error for a bad k."""
+    docids = check_candidates(docids)
     if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= len(docids)):
         raise ValueError(f"k={k!r} must be an integer in [1, {len(docids)}] (the number of candidates)")
     return docids
@@ -63,17 +56,15 @@ def _check_candidates(docids: Sequence[str], k: int | None = None) -> list[str]:
 def _match(generated: Sequence[int], table: dict[str, tuple[int, ...]], eos_id: int) -> str | None:
     """The candidate whose ids (with EOS) the generation starts with up to its first EOS, else None."""
     gen = list(generated)
-    if eos_id in gen:
-        gen = gen[: gen.index(eos_id) + 1]
-    by_ids = {ids: d for d, ids in table.items()}
-    return by_ids.get(tuple(gen))
+    gen = gen[: gen.index(eos_id) + 1] if eos_id in gen else gen
+    return {ids: d for d, ids in table.items()}.get(tuple(gen))
 
 
 def _generate(model, tokenizer, prompt: Sequence[int], max_new_tokens: int, **kwargs: Any):
     """transformers ``generate`` on one prompt's ids (``encoding.prompt_ids``), deterministic."""
     ids = torch.tensor([list(prompt)], device=model_device(model))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    with eval_mode(model), torch.no_grad():
+    with eval_mode(model):  # inference mode: no gradients
         out = model.generate(
             input_ids=ids,
             attention_mask=torch.ones_like(ids),
@@ -96,10 +87,8 @@ def greedy_decode(model, tokenizer, prompt: str, docids: Sequence[str]) -> dict[
     steps = max(len(ids) for ids in table.values())
     n_prompt, out = _generate(model, tokenizer, prompt_ids(tokenizer, prompt), steps, num_beams=1)
     gen = out.sequences[0, n_prompt:].tolist()
-    return {
-        "text": tokenizer.decode(gen, skip_special_tokens=True).strip(),
-        "docid": _match(gen, table, tokenizer.eos_token_id),
-    }
+    text = tokenizer.decode(gen, skip_special_tokens=True).strip()
+    return {"text": text, "docid": _match(gen, table, tokenizer.eos_token_id)}
 
 
 # transformers fills the slots of finished hypotheses it never found with this score (and a copy
@@ -116,15 +105,6 @@ def _hypotheses(out, n_prompt: int, table: dict[str, tuple[int, ...]], eos_id: i
         if float(score) > EMPTY_SLOT_SCORE
     ]
     return sorted(ranked, key=lambda r: -r[1])
-
-
-def _distinct_docids(ranked: list[tuple[str | None, float]]) -> list[tuple[str, float]]:
-    """The candidates among ``ranked``, each once (its best entry), best first."""
-    seen: dict[str, float] = {}
-    for d, s in ranked:
-        if d is not None and d not in seen:
-            seen[d] = s
-    return list(seen.items())
 
 
 def beam_search(
@@ -157,7 +137,7 @@ def beam_search(
         ranked = _hypotheses(out, n_prompt, table, tokenizer.eos_token_id)
         if not constrained:
             return (ranked + [(None, float("-inf"))] * k)[:k]
-        found = _distinct_docids(ranked)
+        found = [(d, s) for i, (d, s) in enumerate(ranked) if d is not None and d not in [e for e, _ in ranked[:i]]]
         if len(found) >= k or num_beams >= 2 * len(docids):
             return found[:k]
         num_beams = min(2 * num_beams, 2 * len(docids))

@@ -157,13 +157,12 @@ def per_rank_scores(scores: pd.DataFrame, max_rank: int = 10) -> pd.DataFrame:
     kept = scores[scores["rank"] <= max_rank]
     out = kept.groupby("rank").agg(
         mean=("score", "mean"),
-        std=("score", "std"),
+        sem=("score", "sem"),  # std (ddof 1) / sqrt(count)
         count=("score", "count"),
         mean_predicted_rank=("predicted_rank", "mean"),
     )
-    out["sem"] = out["std"] / np.sqrt(out["count"])
     out.index = pd.Index(["negative" if r == 0 else str(r) for r in out.index], name="rank")
-    return out[["mean", "sem", "count", "mean_predicted_rank"]]
+    return out
 
 
 def violation_examples(records: list[dict[str, Any]], n: int = 5) -> pd.DataFrame:
@@ -233,15 +232,10 @@ def decode_held_out(
             }
         )
     frame = pd.DataFrame(out)
-    result = {
-        "greedy_valid_rate": float(frame["greedy_valid"].mean()),
-        "greedy_top1_rate": float(frame["greedy_top1"].mean()),
-        f"beam_recall@{k}_gold": float(frame["beam_recall_gold"].mean()),
-        f"beam_recall@{k}_scorer": float(frame["beam_recall_scorer"].mean()),
-        "beam_invalid_rate_unconstrained": float(frame["unconstrained_invalid"].mean()),
-        "n_decoded": len(frame),
-    }
-    return result, frame
+    names = {"greedy_valid": "greedy_valid_rate", "greedy_top1": "greedy_top1_rate"}
+    names |= {"beam_recall_gold": f"beam_recall@{k}_gold", "beam_recall_scorer": f"beam_recall@{k}_scorer"}
+    names |= {"unconstrained_invalid": "beam_invalid_rate_unconstrained"}
+    return {**{names[c]: float(frame[c].mean()) for c in names}, "n_decoded": len(frame)}, frame
 
 
 def metrics_table(rows: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:

@@ -59,15 +59,11 @@ def _check_unique(docids: Sequence[DocId], what: str) -> None:
 def _score_map(scores: Mapping[DocId, float] | pd.Series) -> tuple[list[DocId], np.ndarray]:
     """Candidates and their scores from a docid -> score mapping (or a pandas Series)."""
     if isinstance(scores, pd.Series):
-        docids = list(scores.index)
-        _check_unique(docids, "candidates (Series index)")
-        values = scores.to_numpy()
-    elif isinstance(scores, Mapping):
-        docids = list(scores.keys())
-        values = list(scores.values())
-    else:
+        _check_unique(list(scores.index), "candidates (Series index)")
+        scores = scores.to_dict()
+    if not isinstance(scores, Mapping):
         raise ValueError(f"scores must be a mapping docid -> score, got {type(scores).__name__}")
-    return docids, _scores_array(values)
+    return list(scores), _scores_array(list(scores.values()))
 
 
 def _check_k(k: Any, n_candidates: int) -> int:

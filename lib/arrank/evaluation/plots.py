@@ -97,37 +97,32 @@ def violations_figure(
     records: list[dict[str, Any]], examples: pd.DataFrame, scale: str = "", title: str = "Worst constraint violations"
 ):
     """Every candidate's score for the queries of ``evaluate.violation_examples``: relevant
-    docIDs coloured by gold rank (an ordered scale), the negative as a red cross above some positive."""
+    docIDs coloured by gold rank (one ordered scale for all), the negative as a red cross above some positive."""
     import plotly.graph_objects as go
 
     by_query = {r["query"]: r for r in records}
+    shown = [by_query[q] for q in examples["query"]]
+    relevant = [(r["query"], d, rank, r["scores"][d]) for r in shown for rank, d in enumerate(r["relevant"], start=1)]
+    query, docid, rank, score = zip(*relevant)
     fig = go.Figure()
-    for q in examples["query"]:
-        rec = by_query[q]
-        pos = rec["relevant"]
-        fig.add_scatter(
-            x=[rec["scores"][d] for d in pos],
-            y=[q] * len(pos),
-            mode="markers",
-            marker={
-                "color": list(range(1, len(pos) + 1)),
-                "colorscale": "Viridis",
-                "size": 9,
-                "colorbar": {"title": "gold rank"},
-            },
-            text=pos,
-            showlegend=False,
-            hovertemplate="%{text}: %{x:.3f}",
-        )
-        fig.add_scatter(
-            x=[rec["scores"][rec["negative"]]],
-            y=[q],
-            mode="markers",
-            showlegend=False,
-            marker={"symbol": "x", "color": "red", "size": 12},
-            text=[rec["negative"]],
-            hovertemplate="negative %{text}: %{x:.3f}",
-        )
+    fig.add_scatter(
+        x=score,
+        y=query,
+        mode="markers",
+        marker={"color": rank, "colorscale": "Viridis", "size": 9, "colorbar": {"title": "gold rank"}},
+        text=docid,
+        showlegend=False,
+        hovertemplate="%{text}: %{x:.3f}",
+    )
+    fig.add_scatter(
+        x=[r["scores"][r["negative"]] for r in shown],
+        y=[r["query"] for r in shown],
+        mode="markers",
+        showlegend=False,
+        marker={"symbol": "x", "color": "red", "size": 12},
+        text=[r["negative"] for r in shown],
+        hovertemplate="negative %{text}: %{x:.3f}",
+    )
     display.style(fig, display.subtitle(title, scale) if scale else title)
     fig.update_layout(xaxis_title="score (mean token log-probability)", yaxis_title="query")
     return fig

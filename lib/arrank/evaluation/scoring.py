@@ -30,16 +30,10 @@ from typing import Any, Iterator, NamedTuple, Sequence
 import numpy as np
 import torch
 
-from arrank.training.packing import mask_support, model_mask, row_mask, row_positions
+from arrank.training.packing import mask_support, model_mask, segments_layout
 from arrank.training.shared_prefix import MIN_SHARED, decoder_of, expand_cache, prefix_cache, shared_length
 
 METHODS = ("prefix_shared", "naive")
-
-
-def _eos_ids(model) -> set[int]:
-    """The model's EOS id(s) from its config (an int or a list), empty when it has none."""
-    eos = getattr(getattr(model, "config", None), "eos_token_id", None)
-    return set() if eos is None else {int(e) for e in ([eos] if isinstance(eos, int) else eos)}
 
 
 def _check_ids(ids: Sequence[int], vocab_size: int | None, what: str) -> None:
@@ -74,7 +68,8 @@ def scored_tokens(
         raise ValueError("no candidates to score: a query needs at least one candidate docID")
     vocab = getattr(getattr(model, "config", None), "vocab_size", None)
     _check_ids(prompt, vocab, "the prompt")
-    eos = {int(eos_id)} if eos_id is not None else _eos_ids(model)
+    eos = getattr(getattr(model, "config", None), "eos_token_id", None) if eos_id is None else eos_id
+    eos = set() if eos is None else {int(e) for e in ([eos] if isinstance(eos, int) else eos)}  # config: int or list
     out = []
     for i, cand in enumerate(candidates):
         cand = [int(t) for t in cand]
@@ -127,21 +122,14 @@ def score_naive(
     model, prompt: list[int], candidates: list[list[int]], include_eos: bool = False, *, eos_id: int | None = None
 ) -> np.ndarray:
     """Section 5.1 score of each candidate, one forward pass per candidate over prompt + candidate
-    (the reference). ``candidates`` are ``encoding.docid_ids`` lists ending with ``eos_id``
+    (the reference: :func:`score_padded` of one candidate, no cache, the logits of its last
+    len(tgt) positions). ``candidates`` are ``encoding.docid_ids`` lists ending with ``eos_id``
     (default: the model config's EOS), scored without it unless ``include_eos``. Returns float64
     scores, one per candidate, in order.
     """
     targets = scored_tokens(model, prompt, candidates, include_eos, eos_id)
-    device = model_device(model)
-    scores = np.empty(len(targets), dtype=np.float64)
     with eval_mode(model):
-        for i, tgt in enumerate(targets):
-            # the last scored token is never an input; logits of the last len(tgt) inputs predict tgt
-            ids = torch.tensor([list(prompt) + tgt[:-1]], dtype=torch.long, device=device)
-            logits = model(input_ids=ids, use_cache=False, logits_to_keep=len(tgt)).logits[0]
-            lp = token_logprobs(logits, torch.tensor(tgt, dtype=torch.long, device=device))
-            scores[i] = lp.double().mean().item()
-    return scores
+        return np.array([score_padded(model, prompt, [tgt]).item() for tgt in targets], dtype=np.float64)
 
 
 class Opening(NamedTuple):
@@ -208,149 +196,80 @@ def _behind(model, opening: Opening | None, rows: int) -> dict[str, Any]:
     return {} if opening is None else {"past_key_values": expand_cache(model, opening.cache, rows)}
 
 
-def prompt_cache(model, prompt: Sequence[int], opening: Opening | None = None):
-    """Run the prompt once: (log-probs of the next token [V] in float32, the prompt's cache). With an
-    ``opening`` (:func:`opening_cache`) only the tokens after it run, behind a copy of its cache."""
+def prompt_opening(model, prompt: Sequence[int], opening: Opening | None = None) -> Opening | None:
+    """The prompt but its last token as an :class:`Opening`, run once (behind a copy of ``opening``'s
+    cache where given; ``opening`` itself where the prompt adds nothing to it before its last token):
+    the ``packed`` and ``padded`` layouts run every batch of candidates behind it, the prompt's last
+    token first, whose logits predict each candidate's token 0."""
     n = _opening_length([prompt], opening)
-    ids = torch.tensor([list(prompt[n:])], dtype=torch.long, device=model_device(model))
+    if len(prompt) - 1 <= n:
+        return opening
+    ids = torch.tensor([list(prompt[n:-1])], dtype=torch.long, device=model_device(model))
     out = model(input_ids=ids, use_cache=True, logits_to_keep=1, **_behind(model, opening, 1))
-    return torch.log_softmax(out.logits[0, -1].float(), dim=-1), out.past_key_values
-
-
-def _mean(total: torch.Tensor, targets: list[list[int]]) -> torch.Tensor:  # summed log-probs / scored tokens
-    return total / torch.tensor([len(t) for t in targets], device=total.device).double()
-
-
-def _first_scores(first_logprobs: torch.Tensor, targets: list[list[int]]) -> torch.Tensor:
-    """log p of each candidate's token 0 from the prompt's last log-probs, float64 [B]."""
-    firsts = torch.tensor([t[0] for t in targets], dtype=torch.long, device=first_logprobs.device)
-    return first_logprobs[firsts].double()
-
-
-def _add_later_tokens(total: torch.Tensor, logits: torch.Tensor, targets: list[list[int]]) -> torch.Tensor:
-    """``total`` plus the log-probs of tokens 1.. of every candidate, read from ``logits`` whose
-    rows are the candidates' packed inputs ``tgt[:-1]`` (token 0 excluded), in order."""
-    device = logits.device
-    nexts = torch.tensor([x for t in targets for x in t[1:]], dtype=torch.long, device=device)
-    later = torch.tensor([len(t) - 1 for t in targets], device=device)
-    owner = torch.repeat_interleave(torch.arange(len(targets), device=device), later)
-    return total.index_add(0, owner, token_logprobs(logits, nexts).double())
+    return Opening([int(t) for t in prompt[:-1]], out.past_key_values)
 
 
 def _query_scores(logits: torch.Tensor, targets: list[list[int]]) -> torch.Tensor:
     """Scores of one query's candidates (float64 [B]) from the logits of its head rows: its prompt's
     last position (every candidate's token 0), then its blocks' positions (tokens 1..), in order."""
-    total = _first_scores(torch.log_softmax(logits[0].float(), dim=-1), targets)
-    return _mean(_add_later_tokens(total, logits[1:], targets) if len(logits) > 1 else total, targets)
+    device = logits.device
+    starts = np.cumsum([0] + [len(t) - 1 for t in targets])  # block i's rows: starts[i] + 1 .. starts[i + 1]
+    rows = [r for s, t in zip(starts, targets) for r in (0, *range(s + 1, s + len(t)))]
+    owner = torch.tensor([i for i, t in enumerate(targets) for _ in t], device=device)
+    tokens = torch.tensor([x for t in targets for x in t], dtype=torch.long, device=device)
+    logprobs = token_logprobs(logits[torch.tensor(rows, device=device)], tokens).double()
+    total = torch.zeros(len(targets), dtype=torch.float64, device=device).index_add(0, owner, logprobs)
+    return total / torch.tensor([len(t) for t in targets], device=device)
 
 
-def score_candidate_batch(
-    model, cache, n_prompt: int, first_logprobs: torch.Tensor, targets: list[list[int]]
+def score_padded(
+    model, prompt: Sequence[int], targets: list[list[int]], opening: Opening | None = None
 ) -> torch.Tensor:
-    """Scores of a batch of candidates behind a cached prompt of ``n_prompt`` tokens (float64 [B]):
-    token 0 from the prompt's last log-probs, tokens 1.. from one batched pass over the
-    right-padded inputs ``tgt[:-1]``, a 2-D mask over prompt + candidate, positions ``n_prompt + k``.
-    """
-    device = first_logprobs.device
-    B = len(targets)
-    lengths = torch.tensor([len(t) for t in targets], device=device)
-    total = _first_scores(first_logprobs, targets)
-    width = int(lengths.max()) - 1  # inputs per candidate: all scored tokens but the last
-    if width > 0:
-        pad = getattr(model.config, "pad_token_id", None)
-        pad = pad if isinstance(pad, int) else 0
-        inputs = torch.tensor([t[:-1] + [pad] * (width + 1 - len(t)) for t in targets], dtype=torch.long, device=device)
-        nexts = torch.tensor([t[1:] + [0] * (width + 1 - len(t)) for t in targets], dtype=torch.long, device=device)
-        valid = torch.arange(width, device=device)[None, :] < (lengths[:, None] - 1)
-        mask = torch.cat([torch.ones((B, n_prompt), dtype=torch.long, device=device), valid.long()], 1)
-        positions = (n_prompt + torch.arange(width, device=device))[None, :].expand(B, -1)
-        logits = model(
-            input_ids=inputs,
-            attention_mask=mask,
-            position_ids=positions,
-            past_key_values=expand_cache(model, cache, B),
-            use_cache=True,
-        ).logits
-        lp = token_logprobs(logits, nexts).double()
-        total = total + (lp * valid).sum(dim=1)
-    return _mean(total, targets)
-
-
-def score_candidate_pack(
-    model, cache, n_prompt: int, first_logprobs: torch.Tensor, targets: list[list[int]]
-) -> torch.Tensor:
-    """Scores of candidates packed into ONE row behind a cached prompt (float64 [B]): the inputs
-    ``tgt[:-1]`` concatenated, a 4-D mask letting each attend to the prompt and causally to its own
-    candidate, position ids ``n_prompt + k`` restarting per candidate. As ``score_candidate_batch``
-    without copying the prompt's keys/values per candidate."""
-    device = first_logprobs.device
-    total = _first_scores(first_logprobs, targets)
-    blocks = [len(t) - 1 for t in targets if len(t) > 1]  # inputs: all scored tokens but the last
-    if blocks:
-        inputs = [x for t in targets for x in t[:-1]]
-        allowed = row_mask(n_prompt, blocks)[n_prompt:].to(device)  # the block rows: (Q, P + Q)
-        positions = row_positions(n_prompt, blocks)[n_prompt:].to(device)
-        logits = model(
-            input_ids=torch.tensor([inputs], dtype=torch.long, device=device),
-            attention_mask=model_mask(model, allowed[None, None]),
-            position_ids=positions[None, :],
-            past_key_values=expand_cache(model, cache, 1),
-            use_cache=True,
-        ).logits[0]
-        total = _add_later_tokens(total, logits, targets)
-    return _mean(total, targets)
-
-
-def score_one_pass(model, prompt: list[int], targets: list[list[int]], opening: Opening | None = None) -> torch.Tensor:
-    """Scores of candidates packed behind the prompt in ONE forward pass, no prompt cache (float64
-    [B]): the row ``prompt + tgt_1[:-1] + tgt_2[:-1] + ...`` with the block mask and position ids of
-    ``arrank.training.packing`` (the packed training layout); with an ``opening``, the row's tokens
-    after it, behind a copy of its cache (the mask's and positions' rows from there on)."""
+    """Scores of candidates in right-padded rows, one a candidate, in one pass (float64 [B]): each row
+    the prompt's tokens after ``opening`` (behind a copy of its cache expanded to the rows), then the
+    candidate's inputs ``tgt[:-1]``, under a 2-D mask and position ids offset by the opening. No
+    block mask: the layout for an attention that cannot read one (:func:`resolve_layout`)."""
     device = model_device(model)
-    P, n = len(prompt), _opening_length([prompt], opening)
-    blocks = [len(t) - 1 for t in targets if len(t) > 1]
-    row = list(prompt) + [x for t in targets for x in t[:-1]]
-    kw = _behind(model, opening, 1)
-    if blocks:
-        allowed = row_mask(P, blocks)[n:].to(device)[None, None]
-        kw["attention_mask"] = model_mask(model, allowed)
-        kw["position_ids"] = row_positions(P, blocks)[n:].to(device)[None, :]
+    n = _opening_length([prompt], opening)
+    rest, longest = [int(t) for t in prompt[n:]], max(map(len, targets))
+    pad = getattr(model.config, "pad_token_id", None)
+    pad = pad if isinstance(pad, int) else 0
+    inputs = torch.tensor([rest + t[:-1] + [pad] * (longest - len(t)) for t in targets], device=device)
+    nexts = torch.tensor([t + [0] * (longest - len(t)) for t in targets], device=device)
+    lengths = torch.tensor([len(t) for t in targets], device=device)
+    valid = torch.arange(longest, device=device)[None, :] < lengths[:, None]  # logits L-1+k predict t[k]
+    cached = torch.ones((len(targets), n + len(rest) - 1), dtype=torch.long, device=device)
     logits = model(
-        input_ids=torch.tensor([row[n:]], dtype=torch.long, device=device),
+        input_ids=inputs,
+        attention_mask=torch.cat([cached, valid.long()], 1),
+        position_ids=(n + torch.arange(inputs.shape[1], device=device))[None, :].expand(len(targets), -1),
         use_cache=opening is not None,
-        logits_to_keep=len(row) - P + 1,
-        **kw,
-    ).logits[0]
-    return _query_scores(logits, targets)
+        logits_to_keep=longest,
+        **_behind(model, opening, len(targets)),
+    ).logits
+    return (token_logprobs(logits, nexts).double() * valid).sum(1) / lengths
 
 
 def query_rows(
     prompts: Sequence[Sequence[int]], targets: Sequence[list[list[int]]], pad_id: int
 ) -> dict[str, torch.Tensor]:
     """The batch of :func:`score_query_batch`: one right-padded row per query holding its prompt and
-    then every candidate's inputs ``tgt[:-1]`` as a block (``score_one_pass``'s row), with the
+    then every candidate's inputs ``tgt[:-1]`` as a block (the ``one_pass`` layout's row), with the
     boolean (B, 1, L, L) block mask ``allowed``, ``position_ids``, and the (row, position) pairs
     ``head_rows`` whose logits predict a scored token: the prompt's last position (every candidate's
     token 0), then each block's positions (tokens 1..)."""
-    from arrank.training.packing import segments_mask, segments_positions
 
     rows = [list(p) + [x for t in tgt for x in t[:-1]] for p, tgt in zip(prompts, targets)]
-    B, L = len(rows), max(map(len, rows))
-    input_ids = torch.full((B, L), pad_id, dtype=torch.long)
+    input_ids = torch.nn.utils.rnn.pad_sequence([torch.tensor(r) for r in rows], batch_first=True, padding_value=pad_id)
+    B, L = input_ids.shape
     allowed = torch.zeros((B, 1, L, L), dtype=torch.bool)
     positions = torch.zeros((B, L), dtype=torch.long)
     head_row, head_pos = [], []  # the (row, position) pairs of head_rows
     for b, (row, prompt, tgt) in enumerate(zip(rows, prompts, targets)):
         P, n = len(prompt), len(row)
-        input_ids[b, :n] = torch.tensor(row, dtype=torch.long)
         blocks = [len(t) - 1 for t in tgt if len(t) > 1]
-        if blocks:
-            allowed[b, 0] = segments_mask([(P, blocks)], L)
-            positions[b] = segments_positions([(P, blocks)], L)
-        else:  # single-token candidates only: the prompt, causally; padding attends to itself
-            allowed[b, 0] = torch.eye(L, dtype=torch.bool)
-            allowed[b, 0, :n, :n] = torch.ones((n, n), dtype=torch.bool).tril()
-            positions[b, :n] = torch.arange(n)
+        # single-token candidates only: the prompt, causally, as its last token were a block of its own
+        allowed[b, 0], positions[b] = segments_layout([(P, blocks)] if blocks else [(P - 1, [1])], L)
         head_row += [b] * (n - P + 1)
         head_pos += list(range(P - 1, n))
     return {
@@ -367,7 +286,7 @@ def score_query_batch(
     """Section 5.1 scores of SEVERAL queries in one forward pass (float64, one tensor per query, its
     candidates in order; in eval and inference mode): the rows of :func:`query_rows`, the model's
     head applied only where a scored token is predicted (``supervised_head.head_at``). ``targets`` are each query's
-    :func:`scored_tokens`. The scores of ``score_one_pass`` query by query, up to float rounding;
+    :func:`scored_tokens`. The scores of ``score_prefix_shared`` query by query, up to float rounding;
     on a GPU it replaces a query's two small passes by a share of one large one (docs/gpu.md).
     With an ``opening`` every row starts after it, behind its cache expanded to the rows (a view):
     the mask's rows, the position ids and the head positions from there on; rows stay right-padded,
@@ -423,46 +342,44 @@ def score_prefix_shared(
     opening: Opening | None = None,
 ) -> np.ndarray:
     """Section 5.1 score of each candidate, with the prompt's key/value cache shared: the inputs,
-    default and scores of ``score_naive`` (~1e-6 in float32). The prompt runs once; candidates run
-    ``batch_size`` at a time (None: all at once) in the ``layout`` ``"padded"``
-    (``score_candidate_batch``), ``"packed"`` (``score_candidate_pack``) or ``"one_pass"``
-    (``score_one_pass``: no cache, the prompt once per batch); ``"auto"`` (``resolve_layout``)
-    picks packed when the model's attention reads 4-D masks (sdpa or eager). With an ``opening``
-    (:func:`opening_cache`) the prompt's tokens after it run, behind its cache (``auto``: one_pass).
+    default and scores of ``score_naive`` (~1e-6 in float32). Candidates run ``batch_size`` at a
+    time (None: all at once) in the ``layout`` ``"packed"`` (the prompt but its last token run once,
+    :func:`prompt_opening`; each batch behind it in one row, the block mask of
+    :func:`score_query_batch`), ``"padded"`` (the same prompt run once; each batch in right-padded
+    rows, :func:`score_padded`) or ``"one_pass"`` (no prompt cache: the prompt and the batch in one
+    row, once per batch); ``"auto"`` (``resolve_layout``) picks packed when the model's attention
+    reads 4-D masks (sdpa or eager). With an ``opening`` (:func:`opening_cache`) the prompt's tokens
+    after it run, behind its cache (``auto``: one_pass).
     """
     targets = scored_tokens(model, prompt, candidates, include_eos, eos_id)
     if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
         raise ValueError(f"batch_size={batch_size!r} must be a positive integer or None")
     layout = resolve_layout(model, layout, opening is not None)
     step = batch_size or len(targets)
-    batches = [targets[s : s + step] for s in range(0, len(targets), step)]
     with eval_mode(model):
-        if layout == "one_pass":
-            parts = [score_one_pass(model, prompt, batch, opening) for batch in batches]
-        else:
-            run = score_candidate_pack if layout == "packed" else score_candidate_batch
-            first, cache = prompt_cache(model, prompt, opening)
-            parts = [run(model, cache, len(prompt), first, batch) for batch in batches]
+        if layout != "one_pass":
+            opening = prompt_opening(model, prompt, opening)
+        parts = [
+            score_padded(model, prompt, targets[s : s + step], opening)
+            if layout == "padded"
+            else score_query_batch(model, [prompt], [targets[s : s + step]], opening)[0]
+            for s in range(0, len(targets), step)
+        ]
     return torch.cat(parts).cpu().numpy()
 
 
-def check_item(index: int, item) -> tuple[str, list[str]]:
-    """One (prompt, docIDs) item, with clear errors for a bad shape, no docIDs or duplicates."""
-    try:
-        prompt, docids = item
-    except (TypeError, ValueError):
-        raise ValueError(f"item {index} must be a (prompt, candidate docIDs) pair, got {item!r:.80}") from None
-    if not isinstance(prompt, str):
-        raise TypeError(f"item {index}: the prompt must be a str, got {type(prompt).__name__}")
+def check_candidates(docids: Sequence[str], where: str = "") -> list[str]:
+    """A query's candidate docIDs as a list, with clear errors (after ``where``) for a str, none or
+    duplicates; scoring and decoding (``evaluation.decoding``) take them alike."""
     if isinstance(docids, str):
-        raise TypeError(f"item {index}: candidate docIDs must be a list of str, got the str {docids!r}")
+        raise TypeError(f"{where}candidate docIDs must be a list of str, got the str {docids!r}")
     docids = list(docids)
     if not docids:
-        raise ValueError(f"item {index} (prompt {prompt[-60:]!r}) has an empty candidate list")
+        raise ValueError(f"{where}empty candidate list: a query needs at least one candidate docID")
     dups = sorted(d for d, count in Counter(docids).items() if count > 1)
     if dups:
-        raise ValueError(f"item {index} (prompt {prompt[-60:]!r}) lists duplicate candidate docIDs: {dups}")
-    return prompt, docids
+        raise ValueError(f"{where}duplicate candidate docIDs: {dups}")
+    return docids
 
 
 def resolve_query_batch(model, query_batch: int | None, method: str = "prefix_shared", layout: str = "auto") -> int:
@@ -489,15 +406,24 @@ def resolve_query_batch(model, query_batch: int | None, method: str = "prefix_sh
 QUERY_BATCH_GPU = 32
 
 
-def encode_item(tokenizer, index: int, prompt: str, docids: list[str]) -> tuple[list[int], list[list[int]]]:
-    """(prompt ids, candidate docid ids) of a checked item (``encoding.prompt_ids`` /
-    ``encoding.docid_table``), errors naming the item."""
+def encode_item(tokenizer, index: int, item) -> tuple[list[int], list[list[int]]]:
+    """(prompt ids, candidate docid ids) of one (prompt, docIDs) item (``encoding.prompt_ids`` /
+    ``encoding.docid_table``), with clear errors naming the item: a bad shape, no docIDs, duplicates,
+    a docID with no tokens or sharing its tokens."""
     from arrank.training.encoding import docid_table, prompt_ids
 
     try:
+        prompt, docids = item
+    except (TypeError, ValueError):
+        raise ValueError(f"item {index} must be a (prompt, candidate docIDs) pair, got {item!r:.80}") from None
+    if not isinstance(prompt, str):
+        raise TypeError(f"item {index}: the prompt must be a str, got {type(prompt).__name__}")
+    where = f"item {index} (prompt {prompt[-60:]!r}): "
+    docids = check_candidates(docids, where)
+    try:
         table = docid_table(tokenizer, docids)
     except ValueError as err:
-        raise ValueError(f"item {index} (prompt {prompt[-60:]!r}): {err}") from None
+        raise ValueError(f"{where}{err}") from None
     return prompt_ids(tokenizer, prompt), [list(table[d]) for d in docids]
 
 
@@ -527,7 +453,7 @@ def score_queries(
 
     if method not in METHODS:
         raise ValueError(f"method={method!r} is not allowed; choose one of {list(METHODS)}")
-    checked = [check_item(i, it) for i, it in enumerate(items)]
+    encoded = [encode_item(tokenizer, i, item) for i, item in enumerate(items)]
     group = resolve_query_batch(model, query_batch, method, layout)
     if batch_size is not None:  # it batches one query's candidates: queries go one at a time
         if group > 1 and query_batch is not None:
@@ -536,23 +462,19 @@ def score_queries(
             )
         group = 1
     eos = tokenizer.eos_token_id
-    encoded = [encode_item(tokenizer, i, *item) for i, item in enumerate(checked)]
     targets = [scored_tokens(model, ids, cands, include_eos, eos) for ids, cands in encoded]
     results: list[np.ndarray] = []
-    with tqdm(total=len(checked), desc=f"scoring ({method})", unit="query", disable=not progress) as bar:
-        if method == "naive":
-            for ids, cands in encoded:
-                results.append(score_naive(model, ids, cands, include_eos, eos_id=eos))
-                bar.update(1)
-            return results
+    with tqdm(total=len(encoded), desc=f"scoring ({method})", unit="query", disable=not progress) as bar:
         opening = None
-        if share_opening and opening_support(model)[0]:
+        if share_opening and method != "naive" and opening_support(model)[0]:
             with eval_mode(model):
                 opening = opening_cache(model, [ids for ids, _ in encoded])
         lengths = [len(ids) + sum(len(t) - 1 for t in tg) for (ids, _), tg in zip(encoded, targets)]
         for chunk in query_groups(lengths, group, PASS_TOKENS):
-            if len(chunk) == 1:  # one query a pass (or too long to share one): score_prefix_shared's layout
-                ids, cands = encoded[chunk[0]]
+            ids, cands = encoded[chunk[0]]
+            if len(chunk) == 1 and method == "naive":  # group is 1 for the naive method
+                results.append(score_naive(model, ids, cands, include_eos, eos_id=eos))
+            elif len(chunk) == 1:  # one query a pass (or too long to share one): score_prefix_shared's layout
                 results.append(
                     score_prefix_shared(model, ids, cands, include_eos, batch_size, layout, eos_id=eos, opening=opening)
                 )

@@ -56,11 +56,9 @@ def qrels_lines(records: Sequence[dict], scale: int = GAIN_SCALE) -> list[str]:
     relevant docIDs with :func:`relevance`, the negative (where there is one) with 0."""
     lines = []
     for rec in records:
-        qid = token(rec["query"])
-        rels = relevance(len(rec["relevant"]), scale)
-        lines += [f"{qid} 0 {token(d)} {rel}" for d, rel in zip(rec["relevant"], rels)]
-        if rec.get("negative") is not None:
-            lines.append(f"{qid} 0 {token(rec['negative'])} 0")
+        negative = [] if rec.get("negative") is None else [rec["negative"]]
+        rels = relevance(len(rec["relevant"]), scale) + [0] * len(negative)
+        lines += [f"{token(rec['query'])} 0 {token(d)} {r}" for d, r in zip([*rec["relevant"], *negative], rels)]
     return lines
 
 

@@ -30,10 +30,8 @@ def step_of(path: Path) -> int:
 
 def checkpoints(folder: Path) -> list[Path]:
     """The committed ``checkpoint-N`` folders under ``folder``, oldest first."""
-    if not Path(folder).is_dir():
-        return []
-    found = [p for p in Path(folder).glob(f"{PREFIX}*") if p.is_dir() and p.name[len(PREFIX) :].isdigit()]
-    return sorted(found, key=step_of)
+    found = Path(folder).glob(f"{PREFIX}*")  # nothing where the folder does not exist
+    return sorted((p for p in found if p.is_dir() and p.name[len(PREFIX) :].isdigit()), key=step_of)
 
 
 def commit(folder: Path, keep: int = KEEP) -> Path:
@@ -59,15 +57,11 @@ def usable_checkpoint(folder: Path, say: Callable[[str], None] = notice, tidy: b
     """The newest checkpoint under ``folder`` whose files match its manifest, or None (start over).
     With ``tidy`` (process 0) failing checkpoints (a save cut short: no manifest) are set aside, one
     line each, and a last line says whether the run resumes or starts over. Other processes only read."""
-    folder = Path(folder)
-    found = checkpoints(folder)
     broken = []
-    for candidate in reversed(found):
+    for candidate in reversed(checkpoints(folder)):
         manifest = candidate / MANIFEST
         key = (str(candidate), manifest.stat().st_mtime if manifest.exists() else -1.0)
-        if _VERIFIED.get(key):
-            return candidate
-        why = problem(candidate)
+        why = None if _VERIFIED.get(key) else problem(candidate)  # verified once a process
         if why is None:
             _VERIFIED[key] = True
             if broken:
@@ -86,7 +80,7 @@ def remove(folder: Path, say: Callable[[str], None] = notice) -> None:
     (``broken-*``, never deleted: docs/reliability.md), moved beside it with the run's name."""
     folder = Path(folder)
     run = folder.name.removeprefix(".checkpoints-")
-    for broken in sorted(folder.glob("broken-*")) if folder.is_dir() else []:
+    for broken in sorted(folder.glob("broken-*")):
         kept = paths.unused(folder.parent / f"{broken.name}.{run}")
         os.rename(broken, kept)
         say(f"{broken.name}, set aside during this run, is kept as {kept}")

@@ -117,18 +117,25 @@ def resolve_model(model_name: str) -> str:
     else:
         gguf = Path(model_name).expanduser().resolve()
         folder = paths.CACHE / "models" / f"{gguf.stem}-{gguf.stat().st_size}-{int(gguf.stat().st_mtime)}"
-    why = model_folder_problem(folder) if folder.exists() else None
-    if why:  # derived from the GGUF file: set aside and converted again
+    return str(derived_folder(folder, lambda f: convert_gguf(gguf, f), f"it is converted again from {gguf.name}"))
+
+
+def derived_folder(folder: Path, build, again: str, problem=None) -> Path:
+    """A model folder the workbook derives (a converted GGUF, the tiny model): one that fails its check
+    (``problem``, default :func:`model_folder_problem`) is set aside, saying what happens ``again``; a
+    missing one is made by ``build(folder)``, atomically (another process that made it first wins)."""
+    why = (problem or model_folder_problem)(folder) if folder.exists() else None
+    if why:
         from arrank.common.manifest import set_aside
 
-        set_aside(folder, f"{why}; it is converted again from {gguf.name}")
+        set_aside(folder, f"{why}; {again}")
     if not (folder / "config.json").exists():
         try:
-            convert_gguf(gguf, folder)
-        except OSError:  # another process converted it first: its folder is complete
+            build(folder)
+        except OSError:  # another process (torchrun's other ranks) made it first: its folder is complete
             if not (folder / "config.json").exists():
                 raise
-    return str(folder)
+    return folder
 
 
 def convert_gguf(gguf: Path, folder: Path) -> Path:
@@ -196,27 +203,23 @@ def tiny_model_and_tokenizer(
     digest = hashlib.sha256("\n".join(texts).encode("utf-8")).hexdigest()
     sizes = {"vocab_size": vocab_size, "hidden": hidden, "layers": layers, "heads": heads, "intermediate": intermediate}
     key = params_hash({"texts": digest, **sizes, "seed": seed, "version": 1})
-    folder = paths.CACHE / "tiny" / key
-    if cache and folder.exists():
-        why = model_folder_problem(folder) or (
-            None if (folder / "tokenizer.json").is_file() else "it has no tokenizer.json"
-        )
-        if why is None:
-            return LlamaForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
-        from arrank.common.manifest import set_aside
 
-        set_aside(folder, f"{why}; the tiny model is built again (the same seed gives the same weights)")
-    tokenizer = train_bpe(texts, vocab_size)
-    tokenizer.chat_template = TINY_CHAT_TEMPLATE
-    model = build_tiny_model(len(tokenizer), hidden, layers, heads, intermediate, seed, tokenizer)
-    if cache:  # reloaded from the folder so that LoRA adapters record it as their base model
-        try:
-            save_atomic(model, tokenizer, folder)
-        except OSError:  # another process (torchrun's other ranks) saved it first: load that one
-            if not (folder / "config.json").exists():
-                raise
-        return LlamaForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
-    return model, tokenizer
+    def build(folder: Path | None):
+        tokenizer = train_bpe(texts, vocab_size)
+        tokenizer.chat_template = TINY_CHAT_TEMPLATE
+        model = build_tiny_model(len(tokenizer), hidden, layers, heads, intermediate, seed, tokenizer)
+        return (model, tokenizer) if folder is None else save_atomic(model, tokenizer, folder)
+
+    def problem(folder: Path) -> str | None:
+        tokenizer = None if (folder / "tokenizer.json").is_file() else "it has no tokenizer.json"
+        return model_folder_problem(folder) or tokenizer
+
+    if not cache:
+        return build(None)
+    folder = paths.CACHE / "tiny" / key
+    derived_folder(folder, build, "the tiny model is built again (the same seed gives the same weights)", problem)
+    # loaded from the folder, also just after it was built, so that LoRA adapters record it as their base model
+    return LlamaForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
 
 
 def model_folder_problem(folder: Path) -> str | None:
@@ -301,8 +304,9 @@ def resolve_backend(backend: str) -> str:
     if backend == "unsloth" and not has_unsloth:
         raise RuntimeError("backend='unsloth' but unsloth is not installed: pip install -e '.[gpu]'")
     if backend == "auto":
-        one = processes.world_size() == 1
-        return "unsloth" if torch.cuda.is_available() and has_unsloth and one else "transformers"
+        return (
+            "unsloth" if torch.cuda.is_available() and has_unsloth and processes.world_size() == 1 else "transformers"
+        )
     return backend
 
 

@@ -3,7 +3,7 @@
 One sequence holds ``[prompt minus its last token p][p d_1][p d_2]...[p d_k]`` behind a block
 mask, so each block's logits, loss lambda(r) * sum_t CE(y(r, t), p) (eq. 2) and gradient are the
 unpacked item's up to float rounding, the prompt run once per query (section 5.2 names the
-unpacked cost as why the paper trained ESCI with trie targets). The mask (:func:`row_mask`) is
+unpacked cost as why the paper trained ESCI with trie targets). The mask (:func:`segments_layout`) is
 used by training and by candidate scoring (``arrank.evaluation.scoring``). Which models can take
 it (:func:`mask_support`), how a query is split and how blocks are weighted: docs/design.md,
 "Training".
@@ -24,20 +24,28 @@ MASK_ATTENTION = ("sdpa", "eager")
 Segment = tuple[int, Sequence[int]]  # (prompt length, docID block lengths) of one packed sequence
 
 
-def segments_mask(segments: Sequence[Segment], length: int | None = None) -> torch.Tensor:
-    """The attention pattern of one row holding packed sequences side by side, each
-    ``[prompt][block 1]...[block k]``, as a boolean (L, L) matrix: True where token i may attend to
-    token j. Prompt tokens attend causally to their prompt; a block's tokens to their sequence's
-    prompt and causally to their own block. ``length`` pads the row to L tokens; a padding token
-    attends to itself only (no softmax runs over nothing).
+def segments_layout(segments: Sequence[Segment], length: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The attention pattern and position ids of one row holding packed sequences side by side, each
+    ``[prompt][block 1]...[block k]``. The pattern is a boolean (L, L) matrix, True where token i may
+    attend to token j: prompt tokens attend causally to their prompt; a block's tokens to their
+    sequence's prompt and causally to their own block. Position ids are 0..P-1 for each prompt, then
+    P, P+1, ... restarting at P for every block (the positions the block has as an unpacked item).
+    ``length`` pads the row to L tokens; a padding token attends to itself only (no softmax runs over
+    nothing), at position 0.
     """
     if len(segments) == 0:
         raise ValueError("a packed row needs at least one sequence")
-    seg, blk = [], []
+    seg, blk, pos = [], [], []
     for s, (prompt_length, block_lengths) in enumerate(segments):
-        _check_lengths(prompt_length, block_lengths)
+        if isinstance(prompt_length, bool) or not isinstance(prompt_length, int) or prompt_length < 0:
+            raise ValueError(f"prompt_length={prompt_length!r} must be an integer >= 0")
+        if len(block_lengths) == 0:
+            raise ValueError("a packed row needs at least one docID block")
+        if any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in block_lengths):
+            raise ValueError(f"block lengths must be integers >= 1, got {list(block_lengths)}")
         seg += [s] * (prompt_length + sum(block_lengths))
         blk += [-1] * prompt_length + [b for b, n in enumerate(block_lengths) for _ in range(n)]
+        pos += [*range(prompt_length)] + [prompt_length + i for n in block_lengths for i in range(n)]
     used = len(seg)
     L = used if length is None else length
     if L < used:
@@ -48,43 +56,8 @@ def segments_mask(segments: Sequence[Segment], length: int | None = None) -> tor
     causal = idx[None, :] <= idx[:, None]
     same_seq = (seg_t[None, :] == seg_t[:, None]) & (seg_t[:, None] >= 0)
     visible = (blk_t[None, :] == -1) | (blk_t[None, :] == blk_t[:, None])
-    return (causal & same_seq & visible) | torch.eye(L, dtype=torch.bool)
-
-
-def segments_positions(segments: Sequence[Segment], length: int | None = None) -> torch.Tensor:
-    """Position ids of a row of packed sequences: 0..P-1 for each prompt, then P, P+1, ...
-    restarting at P for every block (the positions the block has as an unpacked item); 0 for
-    padding."""
-    parts = []
-    for prompt_length, block_lengths in segments:
-        _check_lengths(prompt_length, block_lengths)
-        parts += [torch.arange(prompt_length)] + [prompt_length + torch.arange(n) for n in block_lengths]
-    pos = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.long)
-    if length is not None:
-        if length < len(pos):
-            raise ValueError(f"length={length} is shorter than the row's {len(pos)} tokens")
-        pos = torch.cat([pos, torch.zeros(length - len(pos), dtype=torch.long)])
-    return pos
-
-
-def row_mask(prompt_length: int, block_lengths: Sequence[int], length: int | None = None) -> torch.Tensor:
-    """:func:`segments_mask` of a row holding one sequence ``[prompt][block 1]...[block k]``."""
-    return segments_mask([(prompt_length, block_lengths)], length)
-
-
-def row_positions(prompt_length: int, block_lengths: Sequence[int], length: int | None = None) -> torch.Tensor:
-    """:func:`segments_positions` of a row holding one sequence."""
-    return segments_positions([(prompt_length, block_lengths)], length)
-
-
-def _check_lengths(prompt_length: int, block_lengths: Sequence[int]) -> None:
-    if isinstance(prompt_length, bool) or not isinstance(prompt_length, int) or prompt_length < 0:
-        raise ValueError(f"prompt_length={prompt_length!r} must be an integer >= 0")
-    if len(block_lengths) == 0:
-        raise ValueError("a packed row needs at least one docID block")
-    bad = [n for n in block_lengths if isinstance(n, bool) or not isinstance(n, int) or n < 1]
-    if bad:
-        raise ValueError(f"block lengths must be integers >= 1, got {list(block_lengths)}")
+    mask = (causal & same_seq & visible) | torch.eye(L, dtype=torch.bool)
+    return mask, torch.tensor(pos + [0] * (L - used), dtype=torch.long)
 
 
 def mask_support(model) -> tuple[bool, str]:
@@ -204,12 +177,8 @@ def pack_items(items: Sequence[dict[str, Any]], max_length: int) -> list[dict[st
                 f"{len(ids)} tokens > max_length={max_length}; a docID is "
                 "never truncated: use a shorter template or a larger max_length"
             )
-        same_query = (
-            current is not None
-            and current["query"] == query
-            and current["input_ids"][: current["prompt_length"]] == prompt
-        )
-        if not same_query or len(current["input_ids"]) + len(block) > max_length:
+        opened = current and (current["query"], current["input_ids"][: current["prompt_length"]])  # the query's own
+        if opened != (query, prompt) or len(current["input_ids"]) + len(block) > max_length:
             current = {"input_ids": list(prompt), "prompt_length": len(prompt)}
             current.update(block_lengths=[], targets=[], weights=[], ranks=[], query=query)
             packed.append(current)
@@ -283,8 +252,8 @@ def collate_packed(
     targets: list[list] = []
     for r, row in enumerate(rows):
         segments = [(batch[i]["prompt_length"], batch[i]["block_lengths"]) for i in row]
-        allowed[r, 0, :, shared:] = segments_mask(segments, L)
-        positions[r] = segments_positions(segments, L) + shared
+        allowed[r, 0, :, shared:], positions[r] = segments_layout(segments, L)
+        positions[r] += shared
         at, steps = 0, []
         for i in row:
             b = batch[i]
@@ -302,14 +271,8 @@ def collate_packed(
         targets.append(steps)
     # position 0 is a prompt token or a block's copy of p (never a target): start at 1
     target_ids, target_mass = pad_sparse_targets([t[1:] for t in targets], [1] * R, L)
-    out = {
-        "input_ids": input_ids,
-        "allowed": allowed,
-        "position_ids": positions,
-        "target_ids": target_ids,
-        "target_mass": target_mass,
-        "item_weight": weights,
-    }
+    out = dict(input_ids=input_ids, allowed=allowed, position_ids=positions, target_ids=target_ids)
+    out.update(target_mass=target_mass, item_weight=weights)
     if shared:
         out["prefix_ids"] = torch.tensor([prefix], dtype=torch.long)
     return out

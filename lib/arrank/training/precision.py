@@ -73,10 +73,8 @@ def bf16_support(device: str = "cpu", flags: set[str] | None = None) -> tuple[bo
     if device == "cuda":
         if not torch.cuda.is_available():
             return False, "no CUDA GPU"
-        name = torch.cuda.get_device_name()
-        if torch.cuda.is_bf16_supported(including_emulation=False):
-            return True, f"CUDA GPU {name} supports bf16"
-        return False, f"CUDA GPU {name} has no native bf16"
+        ok = torch.cuda.is_bf16_supported(including_emulation=False)
+        return ok, f"CUDA GPU {torch.cuda.get_device_name()} {'supports bf16' if ok else 'has no native bf16'}"
     if device != "cpu":
         raise ValueError(f"device={device!r} is not allowed; choose 'cpu' or 'cuda'")
     flags = cpu_flags() if flags is None else flags
@@ -184,21 +182,12 @@ def cpu_probe(shapes: list[tuple[int, int, int]], cache_file: Path | None = None
         return {**entry, "cached": True}
     start = time.perf_counter()
     best = probe_matmuls(shapes)
-    entry = {
-        "cpu": cpu,
-        "torch": torch.__version__,
-        "threads": threads,
-        "shapes": shapes_text(shapes),
-        "fp32_ms": round(1e3 * best["fp32"], 3),
-        "bf16_ms": round(1e3 * best["bf16"], 3),
-        "bf16_speedup": round(best["fp32"] / best["bf16"], 3),
-        "probe_s": round(time.perf_counter() - start, 3),
-    }
-    try:
+    entry = {"cpu": cpu, "torch": torch.__version__, "threads": threads, "shapes": shapes_text(shapes)}
+    entry |= {f"{kind}_ms": round(1e3 * best[kind], 3) for kind in ("fp32", "bf16")}
+    entry |= {"bf16_speedup": round(best["fp32"] / best["bf16"], 3), "probe_s": round(time.perf_counter() - start, 3)}
+    with contextlib.suppress(OSError):  # a cache that cannot be written is left as it was
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(cache_file, {**known, key: entry})
-    except OSError:
-        pass
     return {**entry, "cached": False}
 
 
@@ -230,12 +219,8 @@ def resolve_precision(
     if hidden_size is None:
         return Precision(requested, "fp32", "auto: the model names no hidden size, so no matmul shape to time for bf16")
     if hidden_size < AUTO_MIN_HIDDEN:
-        return Precision(
-            requested,
-            "fp32",
-            f"auto: the model's hidden size {hidden_size} is below {AUTO_MIN_HIDDEN}: "
-            "its matmuls are too small for bf16 to pay",
-        )
+        why = f"the model's hidden size {hidden_size} is below {AUTO_MIN_HIDDEN}: its matmuls are too small for bf16 to pay"
+        return Precision(requested, "fp32", f"auto: {why}")
     probe = cpu_probe(probe_shapes(hidden_size, intermediate_size), cache_file)
     used, why = probe_choice(probe["fp32_ms"], probe["bf16_ms"])
     return Precision(requested, used, f"auto: {why}", probe)
@@ -260,14 +245,12 @@ def autocast(used: str, device_type: str = "cpu") -> contextlib.AbstractContextM
 def mixed(model, used: str, device_type: str = "cpu") -> Iterator[None]:
     """:func:`autocast` for a forward of ``model``; under bf16, peft's cast of a LoRA layer's input to
     float32 is switched off, so the adapters' matmuls run in bf16 like the base layers'."""
-    with autocast(used, device_type):
+    with autocast(used, device_type), contextlib.ExitStack() as stack:
         if dtype_of(used) == torch.bfloat16 and _has_peft_layers(model):
             from peft.helpers import disable_input_dtype_casting
 
-            with disable_input_dtype_casting(model):
-                yield
-        else:
-            yield
+            stack.enter_context(disable_input_dtype_casting(model))
+        yield
 
 
 def _has_peft_layers(model) -> bool:

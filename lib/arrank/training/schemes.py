@@ -75,11 +75,6 @@ def scheme(name: str) -> Scheme:
     return SCHEMES[name]
 
 
-def scheme_params(name: str, values: dict[str, Any]) -> dict[str, Any]:
-    """The parameters of scheme ``name`` taken from ``values`` (a run's parameters)."""
-    return {p: values.get(p) for p in scheme(name).params}
-
-
 def loss_label(params: dict[str, Any]) -> str:
     """The paper's name of a 05_train loss variant (eq. 2: item weight λ(r), token targets y), or
     ``Zero-shot`` for a run of 0 steps: NTP, Fractional α=a, Stepwise, Trie β=b, Combined α=a, β=b."""
@@ -88,7 +83,7 @@ def loss_label(params: dict[str, Any]) -> str:
     name, trie = params.get("scheme"), params.get("targets") == "trie"
     b = number_text(params.get("beta"))
     if name in SCHEMES:
-        item = SCHEMES[name].label({p: number_text(v) for p, v in scheme_params(name, params).items()})
+        item = SCHEMES[name].label({p: number_text(params.get(p)) for p in SCHEMES[name].params})
     else:
         item = str(name)
     if not trie:

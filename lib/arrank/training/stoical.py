@@ -167,14 +167,11 @@ def stoical_loss_at(
             f"got shape {tuple(rows.shape)}"
         )
     V = rows.shape[1]
-    if num_items_in_batch is None:
-        denom = float(n_sup)
-    else:
-        denom = num_items_in_batch
-        if torch.is_tensor(denom):
-            denom = denom.to(rows.device, torch.float32)
-        if not (denom > 0):
-            raise ValueError(f"num_items_in_batch={num_items_in_batch!r} must be > 0")
+    denom = float(n_sup) if num_items_in_batch is None else num_items_in_batch
+    if torch.is_tensor(denom):
+        denom = denom.to(rows.device, torch.float32)
+    if num_items_in_batch is not None and not (denom > 0):
+        raise ValueError(f"num_items_in_batch={num_items_in_batch!r} must be > 0")
     if n_sup == 0:
         return rows.sum() * 0.0
 

@@ -59,20 +59,14 @@ def query_items(
 ) -> list[dict[str, Any]]:
     """The training items of one query: token ids, where the docID starts, its sparse targets per
     step, lambda(r) and r. Items whose lambda(r) is 0 (indicator, r > 1) are not made."""
-    n_q = len(ranked)  # >= 1: training_items refuses an empty relevant list
-    sparse = (
-        query_sparse_targets(ranked, beta, combined=combined)
-        if targets == "trie"
-        else [one_hot_targets(d) for d in ranked]
-    )
-    items = []
-    for r, (docid, steps) in enumerate(zip(ranked, sparse), start=1):
-        weight = item_weight(scheme, r, n_q, alpha)
-        if weight > 0:
-            items.append(
-                {"input_ids": prompt + list(docid), "start": len(prompt), "targets": steps, "weight": weight, "rank": r}
-            )
-    return items
+    trie = targets == "trie"  # len(ranked) >= 1: training_items refuses an empty relevant list
+    sparse = query_sparse_targets(ranked, beta, combined=combined) if trie else [one_hot_targets(d) for d in ranked]
+    weights = [item_weight(scheme, r, len(ranked), alpha) for r in range(1, len(ranked) + 1)]
+    return [
+        {"input_ids": prompt + list(docid), "start": len(prompt), "targets": steps, "weight": weight, "rank": r}
+        for r, (docid, steps, weight) in enumerate(zip(ranked, sparse, weights), start=1)
+        if weight > 0
+    ]
 
 
 def training_items(
@@ -120,24 +114,15 @@ def collate(
     (each item keeps its last prompt token) leaves the rows as ``prefix_ids`` (1, P)
     (``arrank.training.shared_prefix``), and ``attention_mask`` covers prefix + rows, (B, P + L)."""
     shared = shared_length([b["input_ids"] for b in batch], [b["start"] - 1 for b in batch]) if share_prefix else 0
-    rows = [b["input_ids"][shared:] for b in batch]
-    seq_len = max(len(r) for r in rows)
-    input_ids = torch.full((len(batch), seq_len), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(batch), shared + seq_len), dtype=torch.long)
-    mask[:, :shared] = 1
-    for i, row in enumerate(rows):
-        input_ids[i, : len(row)] = torch.tensor(row)
-        mask[i, shared : shared + len(row)] = 1
+    rows = [torch.tensor(b["input_ids"][shared:], dtype=torch.long) for b in batch]
+    input_ids = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=pad_id)
+    seq_len, lengths = input_ids.shape[1], torch.tensor([len(r) for r in rows])
+    mask = (torch.arange(shared + seq_len)[None, :] < shared + lengths[:, None]).long()  # prefix + the row's own
     starts = [b["start"] - shared for b in batch]
     target_ids, target_mass = pad_sparse_targets([b["targets"] for b in batch], starts, seq_len)
     weights = torch.tensor([1.0 if weighted_sampling else b["weight"] for b in batch], dtype=torch.float32)
-    out = {
-        "input_ids": input_ids,
-        "attention_mask": mask,
-        "target_ids": target_ids,
-        "target_mass": target_mass,
-        "item_weight": weights,
-    }
+    out = dict(input_ids=input_ids, attention_mask=mask, target_ids=target_ids, target_mass=target_mass)
+    out["item_weight"] = weights
     if shared:
         out["prefix_ids"] = torch.tensor([list(batch[0]["input_ids"][:shared])], dtype=torch.long)
     return out
@@ -335,18 +320,13 @@ def trained_sequences(
     ``epoch_weighted_sampler``'s draws cut into batches, a step ``grad_accum`` of them (fewer at an
     epoch's end), as the Trainer does."""
     dataset, batch, draw = training_dataset(items, hyper, packing, True)
-    drawn, steps, epoch = [], 0, 0
+    per_step, drawn, steps, epoch = batch * hyper["grad_accum"], [], 0, 0
     while steps < hyper["steps"]:
         sampler = epoch_weighted_sampler(draw, seed)
         sampler.set_epoch(epoch)
         order = list(sampler)
-        batches = [order[i : i + batch] for i in range(0, len(order), batch)]
-        for i in range(0, len(batches), hyper["grad_accum"]):
-            if steps == hyper["steps"]:
-                break
-            drawn += [x for b in batches[i : i + hyper["grad_accum"]] for x in b]
-            steps += 1
-        epoch += 1
+        n = min(math.ceil(len(order) / per_step), hyper["steps"] - steps)  # the epoch's steps, the last one short
+        drawn, steps, epoch = drawn + order[: n * per_step], steps + n, epoch + 1
     return dataset, drawn
 
 

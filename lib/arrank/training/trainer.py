@@ -59,10 +59,9 @@ class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
                 kwargs["use_cache"] = True
             with head_at(inner, rows) as head:
                 outputs = model(input_ids=inputs["input_ids"], **kwargs)
-        if head.used:
-            loss = stoical_loss_at(outputs.logits, target_ids, target_mass, weights, num_items_in_batch)
-        else:  # a forward that bypasses the head module (Unsloth's kernels): full logits
-            loss = stoical_loss(outputs.logits, target_ids, target_mass, weights, num_items_in_batch)
+        # the supervised positions' logits, or full logits from a forward that bypasses the head module (Unsloth)
+        loss_of = stoical_loss_at if head.used else stoical_loss
+        loss = loss_of(outputs.logits, target_ids, target_mass, weights, num_items_in_batch)
         if num_items_in_batch is not None and self.args.average_tokens_across_devices:
             # DDP averages the processes' gradients; N counts every process's positions, so
             # the mean of W * (this process's sum / N) is the whole step's sum / N
@@ -72,17 +71,12 @@ class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
     def _load_optimizer_and_scheduler(self, checkpoint):
         """On resume under several CPU processes (gloo), load the optimizer state onto the CPU
         (transformers maps it onto ``cpu:0``, which ``torch.load`` does not know); else the Trainer's own."""
-        folder = Path(checkpoint) if checkpoint else None
-        if (
-            folder is None
-            or self.args.device.type != "cpu"
-            or self.args.world_size == 1
-            or not (folder / "optimizer.pt").is_file()
-            or not (folder / "scheduler.pt").is_file()
-        ):
+        files = [Path(checkpoint or "") / name for name in ("optimizer.pt", "scheduler.pt")]
+        one = self.args.device.type != "cpu" or self.args.world_size == 1  # not several CPU processes
+        if one or not checkpoint or not all(f.is_file() for f in files):
             return super()._load_optimizer_and_scheduler(checkpoint)
-        self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", map_location="cpu", weights_only=True))
-        self.lr_scheduler.load_state_dict(torch.load(folder / "scheduler.pt", weights_only=True))
+        self.optimizer.load_state_dict(torch.load(files[0], map_location="cpu", weights_only=True))
+        self.lr_scheduler.load_state_dict(torch.load(files[1], weights_only=True))
 
     def _get_train_sampler(self, train_dataset=None):
         if self.sample_weights is None:
