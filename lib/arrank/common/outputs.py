@@ -438,7 +438,7 @@ def write_text_atomic(path: Path, text: str) -> Path:
     """Write ``text`` through a temporary file and a rename, so a reader never sees half a file."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w") as fh:
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(text)
     umask_permissions(Path(tmp))
     os.replace(tmp, path)

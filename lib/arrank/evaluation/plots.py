@@ -103,7 +103,7 @@ def violations_figure(
     by_query = {r["query"]: r for r in records}
     shown = [by_query[q] for q in examples["query"]]
     relevant = [(r["query"], d, rank, r["scores"][d]) for r in shown for rank, d in enumerate(r["relevant"], start=1)]
-    query, docid, rank, score = zip(*relevant)
+    query, docid, rank, score = zip(*relevant) if relevant else ((),) * 4  # no examples: an empty figure
     fig = go.Figure()
     fig.add_scatter(
         x=score,

@@ -122,14 +122,21 @@ def score_naive(
     model, prompt: list[int], candidates: list[list[int]], include_eos: bool = False, *, eos_id: int | None = None
 ) -> np.ndarray:
     """Section 5.1 score of each candidate, one forward pass per candidate over prompt + candidate
-    (the reference: :func:`score_padded` of one candidate, no cache, the logits of its last
-    len(tgt) positions). ``candidates`` are ``encoding.docid_ids`` lists ending with ``eos_id``
+    (the reference). ``candidates`` are ``encoding.docid_ids`` lists ending with ``eos_id``
     (default: the model config's EOS), scored without it unless ``include_eos``. Returns float64
     scores, one per candidate, in order.
     """
     targets = scored_tokens(model, prompt, candidates, include_eos, eos_id)
+    device = model_device(model)
+    scores = np.empty(len(targets), dtype=np.float64)
     with eval_mode(model):
-        return np.array([score_padded(model, prompt, [tgt]).item() for tgt in targets], dtype=np.float64)
+        for i, tgt in enumerate(targets):
+            # the last scored token is never an input; logits of the last len(tgt) inputs predict tgt
+            ids = torch.tensor([list(prompt) + tgt[:-1]], dtype=torch.long, device=device)
+            logits = model(input_ids=ids, use_cache=False, logits_to_keep=len(tgt)).logits[0]
+            lp = token_logprobs(logits, torch.tensor(tgt, dtype=torch.long, device=device))
+            scores[i] = lp.double().mean().item()
+    return scores
 
 
 class Opening(NamedTuple):

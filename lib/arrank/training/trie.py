@@ -15,7 +15,6 @@ import math
 from typing import Sequence
 
 import torch
-from scipy.special import logsumexp, softmax
 
 DocId = tuple[int, ...]
 Trie = dict[DocId, dict[int, tuple[int, ...]]]
@@ -95,15 +94,21 @@ def _walk(trie: Trie, path: DocId, lo: int, log_mu: Sequence[float] | None) -> l
             continue
         # log-sum-exp per child, then a softmax over the children: exact and free of underflow
         # for large beta (e.g. 9**-1000 is 0 in floating point, its logarithm is not).
-        tokens = sorted(children)
-        logs = [logsumexp([log_mu[i] for i in children[tok]]) for tok in tokens]
-        if max(logs) == -math.inf:
+        logs = {}
+        for tok, idx in children.items():
+            vals = [log_mu[i] for i in idx]
+            m = max(vals)
+            logs[tok] = m if m == -math.inf else m + math.log(sum(math.exp(v - m) for v in vals))
+        top = max(logs.values())
+        if top == -math.inf:
             raise ValueError(
                 f"mu is 0 for every docID below the prefix {path[:t]}: no target "
                 "distribution is defined there (for the beta=inf limit use "
                 "query_sparse_targets(docids, math.inf))"
             )
-        rows.append(list(zip(tokens, softmax(logs).tolist())))
+        weights = {tok: math.exp(v - top) for tok, v in logs.items()}
+        total = sum(weights.values())
+        rows.append([(tok, weights[tok] / total) for tok in sorted(weights)])
     return rows
 
 
