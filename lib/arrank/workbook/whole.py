@@ -114,8 +114,9 @@ def _table1_runs():
     """The workbook sweep's collected points and their per-query rows (``arrank.workbook.report``)."""
     from arrank.workbook import report
 
-    frame = report.collect(_sweep())
-    return frame, report.per_query_frame(_sweep(), frame)
+    sweep = _sweep()
+    frame = report.collect(sweep)
+    return frame, report.per_query_frame(sweep, frame)
 
 
 def table1_summary() -> str:
