@@ -20,6 +20,7 @@ import json
 import re
 import sys
 from dataclasses import dataclass
+from typing import Iterable
 
 import pandas as pd
 
@@ -30,6 +31,7 @@ from arrank.results import statistics as S
 from arrank.results.tables import markdown_lines
 
 PAGE = "docs/reproduction.md"
+RUN = ".venv/bin/python -m arrank.workbook.run"  # a notebook run, as the commands write it
 
 
 # Each claim of the paper that the workbook checks, by key: its words (Table 1's finding, else Figure 3's)
@@ -107,31 +109,23 @@ class Row:
     runs: Runs
 
 
-def _sweeps(points: pd.Series) -> list[str]:
-    """The sweep files the runs were made by, in first-seen order (a run's name starts with its
-    sweep's, ``<sweep>-<grid values>``), as paths from the repository root."""
-    found = []
-    for name in dict.fromkeys(str(p).split("-", 1)[0] for p in pd.unique(points)):
+# Each claim's key (``CLAIMS``) by its words: Table 1's, Figure 3's, and the budget curve's check of Table 1's.
+KEYS = {c.claim: c.key for c in (*table1.COMPARISONS, *figure3.COMPARISONS, *curve.COMPARISONS)}
+
+
+def commands(source: Source, runs: Iterable, notebook: str | None = None) -> list[str]:
+    """The commands that make ``source``'s data again: each sweep the ``runs`` (their names) were made by, in
+    first-seen order (a run's name starts with its sweep's, ``<sweep>-<grid values>``; the sweep file under
+    sweeps/ or gpu/), with ``source.make``; then ``notebook``, by default notebook 08 on them (the first as
+    its sweep, the rest as ``curve_sweeps``), which prints the findings."""
+    sweeps = []
+    for name in dict.fromkeys(str(run).split("-", 1)[0] for run in runs):
         path = next((p for p in (f"sweeps/{name}.yaml", f"gpu/{name}.yaml") if (paths.ROOT / p).is_file()), None)
         if path is None:
             raise ValueError(f"no sweep file sweeps/{name}.yaml or gpu/{name}.yaml for the runs {name}-*")
-        found.append(path)
-    return found
-
-
-def commands(source: Source, sweeps: list[str], figure3_run: dict | None = None) -> list[str]:
-    """The commands that make ``source``'s data again: each sweep (``source.make``), then notebook
-    08 on them (the first as its sweep, the rest as ``curve_sweeps``), which prints the findings; for
-    Figure 3, notebook 07 as ``figure3_run`` (its results.json) ran, beside the sweeps' ARR runs."""
-    out = [source.make.format(sweep=s) for s in sweeps]
-    if figure3_run is not None:
-        p = figure3_run["params"]
-        return [*out, f".venv/bin/python -m arrank.workbook.run 07 -p run_name {p['run_name']} "
-                f"-p arr_runs '{p['arr_runs']}'"]  # fmt: skip
-    run = f".venv/bin/python -m arrank.workbook.run 08 -p sweep {sweeps[0]}"
-    if source.kind == "curve" and len(sweeps) > 1:
-        run += f" -p curve_sweeps {','.join(sweeps[1:])}"
-    return [*out, run]
+        sweeps.append(path)
+    more = f" -p curve_sweeps {','.join(sweeps[1:])}" if len(sweeps) > 1 else ""
+    return [*(source.make.format(sweep=s) for s in sweeps), notebook or f"{RUN} 08 -p sweep {sweeps[0]}{more}"]
 
 
 def _results(pattern: str | None) -> dict[str, dict]:
@@ -153,17 +147,6 @@ def _device(results: dict[str, dict]) -> str:
     return ", ".join(sorted(names))
 
 
-def _table1_rows(source: Source) -> tuple[list[Row], Runs, list[str]]:
-    points = pd.read_csv(paths.ROOT / source.points)
-    done = points[points["state"] == "done"]
-    digests = tuple(sorted(done["code_digest"].dropna().unique())) if "code_digest" in done else ()
-    runs = Runs(tuple(done["run_name"]), len(done), float(done["s_total"].sum()), digests)
-    budget = ", ".join(f"{s} steps" for s in sorted({int(s) for s in done["steps"] if s > 0}))
-    key = {words: key for key, words in table1.CLAIMS.items()}
-    found = table1.table1_findings(points, per_query=pd.read_csv(paths.ROOT / source.per_query))
-    return [Row(key[f.claim], source, budget, f, runs) for f in found], runs, _sweeps(done["run_name"])
-
-
 def _runs_of(results: dict[str, dict], names) -> Runs:
     """``Runs`` of the runs ``names``, from those of them whose results.json ``results`` holds."""
     names = tuple(sorted(names))
@@ -173,70 +156,78 @@ def _runs_of(results: dict[str, dict], names) -> Runs:
     return Runs(names, len(known), seconds, digests)
 
 
-def _curve_rows(source: Source) -> tuple[list[Row], Runs, list[str], pd.DataFrame, str]:
+# What a source gives the page (``READERS``, by ``Source.kind``, from the source and its runs' results.json):
+# the rows of its claims, all its runs, the ``commands`` that make them again, and what the page adds at its
+# end (the budget curve read with another Holm family, ``_sensitivity``).
+Read = tuple[list[Row], Runs, list[str], str]
+
+
+def _table1_rows(source: Source, results: dict[str, dict]) -> Read:
+    points = pd.read_csv(paths.ROOT / source.points)
+    done = points[points["state"] == "done"]
+    digests = tuple(sorted(done["code_digest"].dropna().unique())) if "code_digest" in done else ()
+    runs = Runs(tuple(done["run_name"]), len(done), float(done["s_total"].sum()), digests)
+    budget = ", ".join(f"{s} steps" for s in sorted({int(s) for s in done["steps"] if s > 0}))
+    found = table1.table1_findings(points, per_query=pd.read_csv(paths.ROOT / source.per_query))
+    return [Row(KEYS[f.claim], source, budget, f, runs) for f in found], runs, commands(source, done["run_name"]), ""
+
+
+def _curve_rows(source: Source, results: dict[str, dict]) -> Read:
     rows_pq = pd.read_csv(paths.ROOT / source.per_query)
-    results = _results(source.results)
     found = curve.curve_findings(rows_pq)
-    runs_of = lambda names: _runs_of(results, names)
-    key = {c.claim: c.key for c in curve.COMPARISONS}
     points = rows_pq.groupby([curve.SETTING, "step", "variant"], sort=False)["point"].unique()
     out = []
     for _, r in found.iterrows():
         at = [p for v in (r["a"], r["b"]) for p in points[(r[curve.SETTING], r["step"], v)]]
-        f = Finding.from_dict(r)
         epochs = f"{r['epochs']:.2g} epoch" + ("" if f"{r['epochs']:.2g}" == "1" else "s")
         budget = f"{r[curve.SETTING]}: step {int(r['step'])} ({epochs})"
-        out.append(Row(key[r["claim"]], source, budget, f, runs_of(at)))
-    return out, runs_of(pd.unique(rows_pq["point"])), _sweeps(rows_pq["point"]), found, _device(results)
+        out.append(Row(KEYS[r["claim"]], source, budget, Finding.from_dict(r), _runs_of(results, at)))
+    runs = _runs_of(results, pd.unique(rows_pq["point"]))
+    return out, runs, commands(source, rows_pq["point"]), _sensitivity(found)
 
 
-CONFIG = re.compile(r"(de|ce)_n(\d+)_alpha(.+)")  # notebook 07's config keys (baselines.figure3.config_key)
+# notebook 07's config keys (baselines.figure3.config_key)
+CONFIG = re.compile(r"(?P<model>de|ce)_n(?P<n>\d+)_alpha(?P<alpha>.+)")
 
 
-def figure3_found(per_query: pd.DataFrame, params: dict) -> tuple[list[Finding], str | None]:
+def _figure3_rows(source: Source, results: dict[str, dict]) -> Read:
     """Figure 3's findings as notebook 07 decides them (``figure3.findings``, Holm within them:
-    ``figure3.findings_rows``) on its committed per-query rows (``point``, ``config``, ``query``,
-    ``r1``..``r5``) and its ``params``: the rows of its configs (``config``: a key, ``de_n8_alpha5``),
-    their means as its results; the ARR runs' on their training queries (``config``: the run's label,
-    ``point``: the run), of which the best (``figure3.best_arr_run``, also returned) is compared."""
-    ks = [int(c[1:]) for c in per_query.columns if re.fullmatch(r"r\d+", c)]
-    recall = [f"r{k}" for k in ks]
+    ``figure3.findings_rows``) with the params of its run's results.json, on its committed per-query rows
+    (``point``, ``config``, ``query``, ``r1``..``r5``): the rows of its configs (``config``: a key,
+    ``de_n8_alpha5``), their means as its results; the ARR runs' on their training queries (``config``:
+    the run's label, ``point``: the run), of which the best (``figure3.best_arr_run``) is compared."""
+    baselines = [r["params"] for r in results.values() if r.get("notebook") == "07_de_ce_baselines"]
+    if len(baselines) != 1:
+        raise ValueError(f"{source.results} holds {len(baselines)} results.json of notebook 07; Figure 3 needs one")
+    p, per_query = baselines[0], pd.read_csv(paths.ROOT / source.per_query)
+    recall = [c for c in per_query.columns if re.fullmatch(r"r\d+", c)]
     keys = per_query["config"].str.fullmatch(CONFIG.pattern)
     configs, arr_rows = per_query[keys].drop(columns="point"), per_query[~keys]
-    means = configs.groupby("config", sort=False)[recall].mean().rename(columns=lambda c: f"recall@{c[1:]}")
-    results = pd.DataFrame([dict(zip(("model", "n", "alpha"), CONFIG.fullmatch(key).groups())) for key in means.index])
-    results = results.astype({"n": int, "alpha": float}).join(means.reset_index(drop=True))
+    means = configs.groupby("config", sort=False)[recall].mean()
+    table = means.index.to_series().str.extract(CONFIG).astype({"n": int, "alpha": float})
+    table = table.join(means.rename(columns=lambda c: f"recall@{c[1:]}"))
     arr = arr_rows.groupby(["point", "config"], sort=False)[recall].mean()
-    arr.columns = [f"train_recall@{k}" for k in ks]
+    arr.columns = [f"train_recall@{c[1:]}" for c in recall]
     arr = arr.reset_index().rename(columns={"point": "run", "config": "label"})
-    best, _ = figure3.best_arr_run(arr, ks)
+    best, _ = figure3.best_arr_run(arr, [int(c[1:]) for c in recall])
     best_rows = None if best is None else arr_rows[arr_rows["point"] == best["run"]].drop(columns=["point", "config"])
     decided: dict[str, Finding] = {}
     found = figure3.findings(
-        results, params["de_dims"], params["ce_dim"], params["alpha"], params["de_alpha_dim"], params["alphas"],
-        arr=arr, tol=params["on_par_tol"], per_query=configs, arr_per_query=best_rows, decided=decided,
+        table, p["de_dims"], p["ce_dim"], p["alpha"], p["de_alpha_dim"], p["alphas"], arr=arr,
+        tol=p["on_par_tol"], per_query=configs, arr_per_query=best_rows, decided=decided,
     )  # fmt: skip
-    return figure3.findings_rows(found, decided), None if best is None else str(best["run"])
-
-
-def _figure3_rows(source: Source) -> tuple[list[Row], Runs, list[str], dict]:
-    per_query = pd.read_csv(paths.ROOT / source.per_query)
-    results = _results(source.results)
-    baselines = [r for r in results.values() if r.get("notebook") == "07_de_ce_baselines"]
-    if len(baselines) != 1:
-        raise ValueError(f"{source.results} holds {len(baselines)} results.json of notebook 07; Figure 3 needs one")
-    run = baselines[0]
-    p = run["params"]
-    found, best = figure3_found(per_query, p)
     arr_points = [point for point in pd.unique(per_query["point"]) if point != p["run_name"]]
     runs = _runs_of(results, [p["run_name"], *arr_points])
     budget = f"DE {p['de_steps']:,} steps, CE {p['ce_steps']:,}"
     if best is not None:  # the ARR run the findings compare: the best on its training queries
-        label = per_query.loc[per_query["point"] == best, "config"].iloc[0]
-        budget += f"; {label}: {results[best]['params']['steps']:,} steps" if best in results else f"; {label}"
-    key = {words: key for key, words in figure3.CLAIMS.items()}
-    rows = [Row(key[f.claim], source, budget, f, runs) for f in found]
-    return rows, runs, _sweeps(pd.Series(arr_points)), run
+        label, run = best["label"], str(best["run"])
+        budget += f"; {label}: {results[run]['params']['steps']:,} steps" if run in results else f"; {label}"
+    rows = [Row(KEYS[f.claim], source, budget, f, runs) for f in figure3.findings_rows(found, decided)]
+    notebook = f"{RUN} 07 -p run_name {p['run_name']} -p arr_runs '{p['arr_runs']}'"
+    return rows, runs, commands(source, arr_points, notebook), ""
+
+
+READERS = {"table1": _table1_rows, "curve": _curve_rows, "figure3": _figure3_rows}
 
 
 def _points(f: Finding) -> str:
@@ -294,17 +285,12 @@ def page() -> str:
         "",
     ]
     for source in SOURCES:
-        figure3_run, device = None, ""
-        if source.kind == "table1":
-            found, runs, sweeps = _table1_rows(source)
-        elif source.kind == "figure3":
-            found, runs, sweeps, figure3_run = _figure3_rows(source)
-        else:
-            found, runs, sweeps, curve_found, device = _curve_rows(source)
-            sensitivity = _sensitivity(curve_found)
-        rows += found
+        results = _results(source.results)
+        found, runs, make, after = READERS[source.kind](source, results)
+        rows, sensitivity = rows + found, sensitivity + after
         n_found = sum(r.finding.family_size is not None for r in found)
         family = {"table1": f"the {n_found} findings of the sweep", "figure3": f"the {n_found} findings of Figure 3"}
+        device = _device(results)
         machine = f"{source.machine} ({device})" if device else source.machine
         data = ", ".join(f"`{p}`" for p in (source.points, source.per_query) if p)
         if source.results:
@@ -316,7 +302,7 @@ def page() -> str:
             f"{family.get(source.kind, 'the claims of one budget and setting (3)')}.",
             "",
             "```bash",
-            *commands(source, sweeps, figure3_run),
+            *make,
             "```",
             "",
         ]
