@@ -76,17 +76,16 @@ class Claim:
         return "mean " + "..".join(dict.fromkeys(metric_name(m) for m in (shown[0], shown[-1])))
 
 
-def evaluate(claim: Claim, per_query: pd.DataFrame, numbers: str = "", n_resamples: int = S.N_RESAMPLES) -> Finding:
+def evaluate(claim: Claim, per_query: pd.DataFrame, n_resamples: int = S.N_RESAMPLES) -> Finding:
     """The finding of one comparison on per-query data (``arrank.workbook.report.per_query_frame``'s
     rows; ``a`` and ``b`` variant labels): the mean per-query difference and its 95% interval
     from one bootstrap (``statistics.compare``), decided against the threshold (``findings.decide``)
-    with the p-value the interval implies; ``numbers`` followed by how the interval was made, and the
+    with the p-value the interval implies; ``numbers``: how the interval was made, and the
     two sides' means over their queries in ``means``."""
     a, b = (S.variant_values(per_query, side, claim.metrics) for side in (claim.a, claim.b))
     c = S.compare(a, b, claim.weight, n_resamples=n_resamples)
-    numbers = "; ".join(p for p in (numbers, c.text()) if p)
     p = c.p_value(claim.threshold)
-    found = decide(claim.claim, c.estimate, c.interval, claim.threshold, claim.side, numbers, c.level, p)
+    found = decide(claim.claim, c.estimate, c.interval, claim.threshold, claim.side, c.text(), c.level, p)
     return replace(found, means=(float(a.by_query.mean()), float(b.by_query.mean())))
 
 
@@ -138,7 +137,6 @@ def decide_claim(
     numbers: str = "",
     means: Means | None = None,
     to_decide: bool = False,
-    n_resamples: int = S.N_RESAMPLES,
 ) -> Finding | None:
     """The finding of the claim of the paper that ``parts`` (resolved comparisons, ``resolve``) check:
     with per-query rows of every variant, one comparison's finding (``evaluate``) under the claim's
@@ -153,10 +151,9 @@ def decide_claim(
             return None
         return point_finding(parts[0].claim, all(point_holds(c, means) for c in parts), numbers)
     if len(parts) > 1:
-        found = [(c.name, evaluate(c, per_query, n_resamples=n_resamples)) for c in parts]
-        return S.combine(parts[0].claim, found, numbers)
+        return S.combine(parts[0].claim, [(c.name, evaluate(c, per_query)) for c in parts], numbers)
     c = parts[0]
-    one = evaluate(c, per_query, n_resamples=n_resamples)
+    one = evaluate(c, per_query)
     numbers = "; ".join(p for p in (numbers, one.numbers) if p)
     if to_decide and one.verdict == "undecided" and c.weight == 1.0:  # at today's effect and spreads
         numbers += f"; to decide: {S.budget_to_decide(per_query, c.a, c.b, c.metrics, c.threshold).text()}"

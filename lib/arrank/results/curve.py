@@ -219,9 +219,9 @@ def _budget_row(r: pd.Series, several: bool) -> list[str]:
     return [*([r[SETTING]] if several else []), *budget, *means, f.verdict, p_text(f.p_value), holm_cell(f)]
 
 
-def curve_metrics(curve: pd.DataFrame, level: float = S.LEVEL, n_resamples: int = TABLE_RESAMPLES) -> pd.DataFrame:
+def curve_metrics(curve: pd.DataFrame, n_resamples: int = TABLE_RESAMPLES) -> pd.DataFrame:
     """Each variant's mean of each metric (``METRICS``) at each step it was scored at, with its
-    ``level`` interval (bootstrap over the queries, each averaged over the runs, widened by the
+    95% interval (bootstrap over the queries, each averaged over the runs, widened by the
     spread of the runs' means: the tables' ±, ``statistics.mean_interval``): one row per
     (variant, setting, step, metric), ``METRIC_COLUMNS`` with ``setting`` after ``variant`` when the
     curve has the column, fractions; ``runs`` and ``queries`` behind it. A metric no query of the
@@ -235,7 +235,7 @@ def curve_metrics(curve: pd.DataFrame, level: float = S.LEVEL, n_resamples: int 
         for m in (m for m in METRICS if m in at and at[m].notna().any()):
             values = S.variant_values(at, variant, m)
             if len(values.by_query) >= 2:
-                est, lo, hi = S.mean_interval(values, level, n_resamples)
+                est, lo, hi = S.mean_interval(values, n_resamples)
                 # every metric is a fraction; the seed spread's t can carry a bound past 0 or 1
                 lo, hi = max(lo, 0.0), min(hi, 1.0)
             else:

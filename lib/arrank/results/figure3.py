@@ -72,15 +72,14 @@ def findings(
     alpha: float,
     alpha_dim: int,
     alphas: Sequence[float],
-    ks: Sequence[int] | None = None,
     arr: pd.DataFrame | None = None,
     tol: float = ON_PAR_TOL,
     per_query: pd.DataFrame | None = None,
     arr_per_query: pd.DataFrame | None = None,
     decided: dict[str, Finding] | None = None,
 ) -> dict[str, Any]:
-    """The findings of Figure 3 and section 5.3 as checks on this run's R@k, k in ``ks`` (default:
-    the k in 1..5 the results hold), "on par" and "above" within ``tol`` (``on_par``, ``above``):
+    """The findings of Figure 3 and section 5.3 as checks on this run's R@k, at each k in 1..5 the
+    results hold, "on par" and "above" within ``tol`` (``on_par``, ``above``):
     ``finding_de_grows_with_n`` (panel a: the DE's mean R@k rises with every step of
     ``de_dims``), ``finding_ce_above_de`` (the CE above the strongest DE),
     ``finding_arr_on_par_with_ce`` / ``finding_arr_above_de`` (``best_arr_run`` on its training
@@ -96,7 +95,7 @@ def findings(
     interval's fields; a check whose configs have no per-query rows keeps its point verdict. Each
     check decided so is also put in ``decided`` (by key, when given) as its ``Finding``, with its parts.
     """
-    ks = ks or [k for k in range(1, 6) if f"recall@{k}" in results.columns]
+    ks = [k for k in range(1, 6) if f"recall@{k}" in results.columns]
     small = [k for k in SMALL_KS if f"recall@{k}" in results.columns]
     res = results.set_index(["model", "n", "alpha"])
     get = lambda m, n, a: res.loc[(m, n, float(a))] if (m, n, float(a)) in res.index else None

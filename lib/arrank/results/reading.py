@@ -14,9 +14,9 @@ from arrank.results.paper import NTP_CVR, RANK_AWARE_CVR_MAX, paper_row
 from arrank.training.schemes import loss_label
 
 
-def _curve(m: dict[str, Any], prefix: str = "") -> str:
-    ks = sorted(int(k.split("@")[1]) for k in m if re.fullmatch(rf"{prefix}recall@\d+", k))
-    return (f"R@{ks[0]}..{ks[-1]} " + percent_text([m[f"{prefix}recall@{k}"] for k in ks])) if ks else "no R@k"
+def _curve(m: dict[str, Any]) -> str:
+    ks = sorted(int(k.split("@")[1]) for k in m if re.fullmatch(r"recall@\d+", k))
+    return (f"R@{ks[0]}..{ks[-1]} " + percent_text([m[f"recall@{k}"] for k in ks])) if ks else "no R@k"
 
 
 def run_findings(params: dict[str, Any], m: dict[str, Any], floor: dict[str, Any] | None = None) -> list[Finding]:

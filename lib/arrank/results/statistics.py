@@ -201,19 +201,15 @@ def bootstrap_replicates(
 
 
 def interval_p_value(
-    interval_at: Callable[[float], tuple[float, float]],
-    threshold: float,
-    decided: bool,
-    level: float = LEVEL,
-    tolerance: float = P_TOLERANCE,
+    interval_at: Callable[[float], tuple[float, float]], threshold: float, decided: bool, level: float = LEVEL
 ) -> float:
     """The two-sided p-value of ``threshold`` that a family of nested intervals implies: 1 - the
     largest confidence level whose interval (``interval_at(level)``) still excludes the threshold,
-    found by bisection to ``tolerance``. ``decided``: whether the ``level`` interval the verdict was
+    found by bisection to ``P_TOLERANCE``. ``decided``: whether the ``level`` interval the verdict was
     read from excludes it; the search starts on that side of ``level`` and returns 1 - the middle of
     its last bracket, so the p-value is below ``1 - level`` exactly when the verdict is decided."""
     lo, hi = (level, 1.0) if decided else (0.0, level)  # lo excludes the threshold, hi does not
-    while hi - lo > tolerance:
+    while hi - lo > P_TOLERANCE:
         mid = (lo + hi) / 2
         if excludes(interval_at(mid), threshold):
             lo = mid
@@ -282,26 +278,24 @@ class Comparison:
         return f"{n}; {self.runs[0]} / {self.runs[1]} runs, {seeds}"
 
 
-def compare(
-    a: Values, b: Values, weight: float = 1.0, level: float = LEVEL, n_resamples: int = N_RESAMPLES
-) -> Comparison:
+def compare(a: Values, b: Values, weight: float = 1.0, n_resamples: int = N_RESAMPLES) -> Comparison:
     """The mean of ``a - weight * b`` with its bootstrap interval widened for seed variation (module
     docstring): paired on the common queries when the two share at least two queries, else two
     independent samples."""
     diff = _differences(a, b, weight)
     paired = len(diff) >= 2
     samples = [diff] if paired else [a.by_query.to_numpy(), weight * b.by_query.to_numpy()]
-    est, lo, hi, reps = bootstrap_replicates(samples, paired, level, n_resamples)
+    est, lo, hi, reps = bootstrap_replicates(samples, paired, n_resamples=n_resamples)
     n: int | tuple[int, int] = len(diff) if paired else (len(a.by_query), len(b.by_query))
     parts = ((a.run_means, 1.0), (b.run_means, weight))
-    lo, hi = widen(est, lo, hi, seed_halfwidth(parts, level))
-    return Comparison(est, (lo, hi), n, paired, (len(a.run_means), len(b.run_means)), level, reps, parts)
+    lo, hi = widen(est, lo, hi, seed_halfwidth(parts))
+    return Comparison(est, (lo, hi), n, paired, (len(a.run_means), len(b.run_means)), LEVEL, reps, parts)
 
 
-def mean_interval(values: Values, level: float = LEVEL, n_resamples: int = N_RESAMPLES) -> tuple[float, float, float]:
-    """(estimate, low, high) of a variant's mean: bootstrap over queries, widened for seed variation."""
-    est, lo, hi, _ = bootstrap_replicates([values.by_query.to_numpy()], True, level, n_resamples)
-    return (est, *widen(est, lo, hi, seed_halfwidth([(values.run_means, 1.0)], level)))
+def mean_interval(values: Values, n_resamples: int = N_RESAMPLES) -> tuple[float, float, float]:
+    """(estimate, low, high) of a variant's mean: bootstrap over queries, widened for seed variation (95%)."""
+    est, lo, hi, _ = bootstrap_replicates([values.by_query.to_numpy()], True, n_resamples=n_resamples)
+    return (est, *widen(est, lo, hi, seed_halfwidth([(values.run_means, 1.0)])))
 
 
 def _differences(a: Values, b: Values, weight: float) -> np.ndarray:
