@@ -158,8 +158,3 @@ def decide_claim(
     if to_decide and one.verdict == "undecided" and c.weight == 1.0:  # at today's effect and spreads
         numbers += f"; to decide: {S.budget_to_decide(per_query, c.a, c.b, c.metrics, c.threshold).text()}"
     return replace(one, numbers=numbers)
-
-
-def words(claims: Sequence[Claim]) -> dict[str, str]:
-    """Each claim of the paper that ``claims`` check, by key, in words (first-seen order)."""
-    return {c.key: c.claim for c in claims}

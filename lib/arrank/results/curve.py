@@ -54,30 +54,23 @@ METRICS = ("cvr", "ndcg", "r1", "r2", "r3", "r4", "r5")
 METRIC_COLUMNS = ["variant", *BUDGET, "runs", "queries", "metric", "mean", "ci_low", "ci_high"]
 
 
-def settings(frame: pd.DataFrame) -> list:
-    """The distinct ``setting`` values of a frame in first-seen order; ``[None]`` (one setting, unnamed)
-    when it has no such column."""
-    return list(pd.unique(frame[SETTING])) if SETTING in frame.columns else [None]
-
-
-def _of(frame: pd.DataFrame, setting) -> pd.DataFrame:
-    """The rows of one of ``settings(frame)`` (all of them for ``None``)."""
-    return frame if setting is None else frame[frame[SETTING] == setting]
+def settings(frame: pd.DataFrame) -> dict:
+    """The rows of each ``setting`` of a frame, in first-seen order; one unnamed setting (None), all of
+    them, when it has no such column."""
+    return dict(tuple(frame.groupby(SETTING, sort=False, dropna=False))) if SETTING in frame else {None: frame}
 
 
 def _by_setting(findings: pd.DataFrame, claim: Claim) -> dict:
-    """``claim``'s rows of ``curve_findings`` per setting (``settings``' order), each sorted by step; {}
+    """``claim``'s rows of ``curve_findings`` per setting (``settings``), each sorted by step; {}
     when it has none."""
     rows = findings[findings["claim"] == claim.claim]
-    return {} if rows.empty else {setting: _of(rows, setting).sort_values("step") for setting in settings(rows)}
+    return {setting: part.sort_values("step") for setting, part in settings(rows).items() if len(part)}
 
 
 def _with_setting(columns: list[str], frame: pd.DataFrame, after: str) -> list[str]:
     """``columns`` with ``setting`` right after ``after`` when ``frame`` has a ``setting`` column."""
-    if SETTING not in frame.columns:
-        return list(columns)
     i = columns.index(after) + 1
-    return [*columns[:i], SETTING, *columns[i:]]
+    return [*columns[:i], *[SETTING] * (SETTING in frame.columns), *columns[i:]]
 
 
 def budgets(curve: pd.DataFrame, variants: list[str]) -> pd.DataFrame:
@@ -108,7 +101,7 @@ def curve_findings(
     and setting; ``("claim", "setting")``: one claim's budgets), ``family_size`` of them. Claims
     whose variants the curve lacks have no rows."""
     rows = []
-    parts = {setting: _of(curve, setting) for setting in settings(curve)}
+    parts = settings(curve)
     steps = {setting: dict(tuple(part.groupby("step", sort=False))) for setting, part in parts.items()}
     for claim in claims:
         for setting, part in parts.items():

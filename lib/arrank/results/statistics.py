@@ -37,11 +37,9 @@ METRIC_COLUMNS = {"cvr": "cvr", "ndcg": "ndcg", **{f"recall@{k}": f"r{k}" for k 
 
 def column(metric: str) -> str:
     """The per-query column of a metric: ``cvr``, ``ndcg``, ``recall@k`` -> ``rk``."""
-    if metric in METRIC_COLUMNS.values():
-        return metric
-    if metric not in METRIC_COLUMNS:
+    if metric not in METRIC_COLUMNS and metric not in METRIC_COLUMNS.values():
         raise ValueError(f"metric={metric!r} is not allowed; choose cvr, ndcg or recall@k")
-    return METRIC_COLUMNS[metric]
+    return METRIC_COLUMNS.get(metric, metric)
 
 
 @dataclass(frozen=True)
@@ -255,14 +253,12 @@ class Comparison:
     paired: bool
     runs: tuple[int, int]
     level: float
-    replicates: Replicates | None = field(default=None, repr=False, compare=False)
-    seed_parts: tuple[tuple[np.ndarray, float], ...] = field(default=(), repr=False, compare=False)
+    replicates: Replicates = field(repr=False, compare=False)
+    seed_parts: tuple[tuple[np.ndarray, float], ...] = field(repr=False, compare=False)
 
     def interval_at(self, level: float) -> tuple[float, float]:
         """The interval this comparison would give at ``level``: the same bootstrap replicates read at
         that level, widened by the seed spread's half-width at that level."""
-        if self.replicates is None:
-            raise ValueError("this comparison keeps no bootstrap replicates: make it with compare()")
         lo, hi = self.replicates.interval(level)
         return widen(self.estimate, lo, hi, seed_halfwidth(self.seed_parts, level))
 

@@ -15,7 +15,7 @@ import pandas as pd
 from arrank.common.display import percent_text
 from arrank.common.findings import Finding, note
 from arrank.results import statistics as S
-from arrank.results.claims import Claim, Means, Member, decide_claim, members, recall, resolve, words
+from arrank.results.claims import Claim, Means, Member, decide_claim, members, recall, resolve
 
 NEAR = 0.02  # "NTP's R@1 is the best or within NEAR of it": 2 points
 # The roles of a sweep's variants that Table 1's claims compare (``roles``): "each ..." is one
@@ -37,7 +37,7 @@ COMPARISONS = (  # Table 1's findings (section 5.2) as the comparisons that deci
     Claim("zero_shot", BEATS_ZERO_SHOT, "{a} − zero-shot {quantity}", TUNED, ZERO_SHOT, ("ndcg",)),
     Claim("zero_shot", BEATS_ZERO_SHOT, "{a} − zero-shot {quantity}", TUNED, ZERO_SHOT, recall(1, 2, 3, 4, 5)),
 )
-CLAIMS = words(COMPARISONS)
+CLAIMS = {c.key: c.claim for c in COMPARISONS}  # each claim of Table 1 checked, by key, in words
 
 
 def roles(finished: pd.DataFrame) -> dict[str, list[Member]]:

@@ -23,6 +23,7 @@ from arrank.common.display import (
     style,
 )
 from arrank.common.outputs import save_table
+from arrank.results import statistics as S
 from arrank.results.claims import metric_name
 from arrank.results.paper import LOWER_IS_BETTER, PAPER
 from arrank.training.schemes import loss_label
@@ -104,8 +105,6 @@ def interval_halfwidths(
 ) -> dict[str, dict[str, float]]:
     """label -> metric -> the half-width (percent) of its mean's 95% interval, for the labels
     and metrics ``per_query`` has values of (half the width of ``statistics.mean_interval``); {} without it."""
-    from arrank.results import statistics as S
-
     out: dict[str, dict[str, float]] = {}
     for label in labels:
         if not S.has_variants(per_query, label):
@@ -149,11 +148,6 @@ def best_variants(table: pd.DataFrame, source: str = "this run") -> dict[str, li
     return out
 
 
-def column_title(metric: str) -> str:
-    """CVR % (↓), nDCG (↑), R@k (↑) as in the paper's headers."""
-    return "CVR % (↓)" if metric == "cvr" else f"{metric_name(metric)} (↑)"
-
-
 def markdown_lines(head: list[str], rows: list[list[str]]) -> list[str]:
     """A Markdown table's lines: the head, its rule, then a line per row of cells (``|`` escaped)."""
     line = lambda cells: "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
@@ -168,7 +162,8 @@ def markdown(table: pd.DataFrame) -> str:
     show_runs = bool((table["runs"].fillna(1) > 1).any())
     best = {s: best_variants(table, s) for s in ("this run", "paper")}
     has_ci = any(str(c).endswith(" ci") for c in table.columns)  # then ± is the interval only (caption)
-    head = ["variant", *["source"] * show_source, *["runs"] * show_runs, *map(column_title, metrics)]
+    titles = ["CVR % (↓)" if m == "cvr" else f"{metric_name(m)} (↑)" for m in metrics]  # the paper's headers
+    head = ["variant", *["source"] * show_source, *["runs"] * show_runs, *titles]
 
     def cell(row: pd.Series, m: str) -> str:
         if pd.isna(row[m]):
