@@ -222,11 +222,10 @@ def curve_metrics(curve: pd.DataFrame, n_resamples: int = TABLE_RESAMPLES) -> pd
     keys = _with_setting(["variant", "step"], curve, "variant")
     rows = []
     for key, at in curve.groupby(keys, sort=False):
-        variant, step = key[0], key[-1]
-        budget = {"variant": variant, **dict(zip(keys[1:-1], key[1:-1])), "step": int(step)}
+        budget = dict(zip(keys, key)) | {"step": int(key[-1])}
         budget |= {"items": at["items"].mean(), "epochs": at["epochs"].mean()}
         for m in (m for m in METRICS if m in at and at[m].notna().any()):
-            values = S.variant_values(at, variant, m)
+            values = S.variant_values(at, key[0], m)
             if len(values.by_query) >= 2:
                 est, lo, hi = S.mean_interval(values, n_resamples)
                 # every metric is a fraction; the seed spread's t can carry a bound past 0 or 1

@@ -217,11 +217,8 @@ def variant_colors(variants: list[str]) -> dict[str, str]:
     for family, members in families.items():
         if len(members) > 1:
             symbol = next((s for s in FAMILY_SCALES if family.endswith(s) or f"{s}," in family), None)
-            scale = ordered_colors(
-                [val for val, _ in members],
-                FAMILY_SCALES.get(symbol, "Viridis"),
-                *((0.4, 1.0) if symbol else (0.0, 0.9)),
-            )
+            lo, hi = (0.4, 1.0) if symbol else (0.0, 0.9)
+            scale = ordered_colors([val for val, _ in members], FAMILY_SCALES.get(symbol, "Viridis"), lo, hi)
             colors.update({v: scale[val] for val, v in members})
     colors.update(qualitative_colors(v for v in variants if v not in colors))
     return colors
