@@ -130,21 +130,14 @@ def commands(source: Source, runs: Iterable, notebook: str | None = None) -> lis
 
 def _results(pattern: str | None) -> dict[str, dict]:
     """Each committed results.json under ``pattern`` by its run's name."""
-    found = {}
-    for path in sorted(paths.ROOT.glob(pattern)) if pattern else []:
-        data = json.loads(path.read_text())
-        found[data["params"]["run_name"]] = data
-    return found
+    found = [json.loads(path.read_text()) for path in sorted(paths.ROOT.glob(pattern))] if pattern else []
+    return {data["params"]["run_name"]: data for data in found}
 
 
 def _device(results: dict[str, dict]) -> str:
     """The accelerator the runs name (``precision_reason``: ``CUDA GPU NVIDIA H200 supports bf16``), or ''."""
-    names = {
-        m.group(1)
-        for r in results.values()
-        if (m := re.search(r"CUDA GPU (.+?) supports", str(r.get("metrics", {}).get("precision_reason", ""))))
-    }
-    return ", ".join(sorted(names))
+    reasons = "\n".join(str(r.get("metrics", {}).get("precision_reason", "")) for r in results.values())
+    return ", ".join(sorted(set(re.findall(r"CUDA GPU (.+?) supports", reasons))))
 
 
 def _runs_of(results: dict[str, dict], names) -> Runs:
