@@ -22,18 +22,12 @@ SCORED_ON = {"training": "training queries", "held-out": "held-out queries"}
 ARR_METRIC = lambda c: c in ("cvr", "ndcg", "n_queries") or c.startswith("recall@")
 
 
-def arr_label(p: Mapping[str, Any]) -> str:
-    """A curve label from a 05_train run's params: ARR and the paper's name of its loss variant
-    (``schemes.loss_label``), e.g. ``ARR Fractional α=2``, ``ARR Trie β=2``, ``ARR NTP``."""
-    return f"ARR {loss_label(dict(p))}"
-
-
 def arr_runs(dataset: Mapping[str, Any], n_queries: int, root: Path | None = None, pattern: str = "*") -> pd.DataFrame:
     """Finished ARR runs (``outputs/05_train/<run>/results.json``, names matching the glob
     ``pattern``) whose params match ``dataset`` and that evaluated ``n_queries`` queries, one row
-    per run in the paper's row order (``variant_order``): run, label (``arr_label``, made
-    distinct), scheme, alpha, targets, beta, combined, sampling, the held-out metrics and the
-    same under ``train_``. Empty (with a ``label`` column) if none."""
+    per run in the paper's row order (``variant_order``): run, label (ARR and the paper's name of
+    its loss variant, ``schemes.loss_label``, made distinct), scheme, alpha, targets, beta,
+    combined, sampling, the held-out metrics and the same under ``train_``. Empty (with a ``label`` column) if none."""
     from arrank.baselines.figure3 import matching_runs
 
     rows, params = [], []
@@ -44,7 +38,7 @@ def arr_runs(dataset: Mapping[str, Any], n_queries: int, root: Path | None = Non
         rows.append(
             {
                 "run": run.name,
-                "label": arr_label(p),
+                "label": f"ARR {loss_label(dict(p))}",  # the paper's name of the loss: ARR Fractional α=2
                 **{k: p.get(k) for k in ("scheme", "alpha", "targets", "beta", "combined", "sampling")},
                 **{k: v for k, v in m.items() if ARR_METRIC(k.removeprefix("train_"))},
             }
