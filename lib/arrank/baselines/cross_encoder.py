@@ -54,9 +54,8 @@ def mlp(n: int, generator: torch.Generator) -> torch.nn.Sequential:
     layers: list[torch.nn.Module] = []
     for out in (width, width, width, 1):
         linear = torch.nn.Linear(width, out)
-        with torch.no_grad():
-            linear.weight.normal_(0.0, 1.0 / math.sqrt(width), generator=generator)
-            linear.bias.zero_()
+        torch.nn.init.normal_(linear.weight, 0.0, 1.0 / math.sqrt(width), generator=generator)
+        torch.nn.init.zeros_(linear.bias)
         layers += [linear, torch.nn.ReLU()]
     return torch.nn.Sequential(*layers[:-1])
 

@@ -161,19 +161,13 @@ def retrieve(
     C = table.index_select(0, corpus)
     if not 1 <= k < corpus.numel():
         raise ValueError(f"k={k} must be in [1, corpus size - 1 = {corpus.numel() - 1}]")
-    column = torch.full((table.shape[0],), -1, dtype=torch.int64)
-    column[corpus] = torch.arange(corpus.numel())
     out_rows, out_scores = [], []
     for start in range(0, q.numel(), block):
         qb = q[start : start + block]
         s = table.index_select(0, qb) @ C.T
-        own = column[qb]
-        inside = torch.nonzero(own >= 0).squeeze(1)
-        s[inside, own[inside]] = -math.inf  # a query never retrieves itself
-        kth = s.topk(k, dim=1).values[:, -1:]
-        keep = s >= kth
-        width = int(keep.sum(1).max())
-        vals, pos = s.masked_fill(~keep, -math.inf).topk(width, dim=1)
+        s[qb[:, None] == corpus] = -math.inf  # a query never retrieves itself
+        keep = s >= s.topk(k, dim=1).values[:, -1:]  # the top k and every tie of the k-th
+        vals, pos = s.masked_fill(~keep, -math.inf).topk(int(keep.sum(1).max()), dim=1)
         out_rows.append(torch.where(torch.isfinite(vals), corpus[pos], -1))
         out_scores.append(vals)
     width = max(r.shape[1] for r in out_rows)

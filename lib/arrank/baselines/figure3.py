@@ -160,11 +160,6 @@ def run_config(
     return result, log.assign(config=key), per_query_rows(frame, key)
 
 
-def _one_thread() -> None:
-    """A worker process of ``run_configs``: one torch thread (one core per worker)."""
-    torch.set_num_threads(1)
-
-
 def run_configs(
     configs: Sequence[Mapping[str, Any]],
     pairs: Pairs,
@@ -197,7 +192,8 @@ def run_configs(
         from tqdm.auto import tqdm
 
         context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(min(workers, len(configs)), mp_context=context, initializer=_one_thread) as pool:
+        one_thread = dict(initializer=torch.set_num_threads, initargs=(1,))  # one core per worker
+        with ProcessPoolExecutor(min(workers, len(configs)), mp_context=context, **one_thread) as pool:
             futures = [pool.submit(run_config, c, *args, progress=False) for c in configs]
             done = [f.result() for f in tqdm(futures, desc=f"configs ({workers} workers)", disable=not progress)]
     results, logs, per_query = zip(*done)

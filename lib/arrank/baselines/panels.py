@@ -133,16 +133,10 @@ def panel_table(results: pd.DataFrame, panel: str, ks: Sequence[int], arr: pd.Da
     the CE, then the ARR runs (``arr_curves``); (b), (c) by alpha. R@k as fractions."""
     chosen = results[results["panels"].str.split(",").apply(lambda p: panel in p)]
     order = ["model_rank", "n", "alpha"] if panel == "a" else ["model_rank", "alpha"]
-    chosen = (
-        chosen.assign(model_rank=chosen["model"].map({"de": 0, "ce": 1}))
-        .sort_values(order, kind="stable")
-        .drop(columns="model_rank")
-    )
+    chosen = chosen.assign(model_rank=chosen["model"].map({"de": 0, "ce": 1})).sort_values(order, kind="stable")
     curves = recall_curves(chosen, ks, vary="n" if panel == "a" else "alpha")
-    if panel == "a":
-        extra = arr_curves(arr, ks)
-        curves = pd.concat([df for df in (curves, extra) if len(df)], ignore_index=True) if len(extra) else curves
-    return curves
+    extra = arr_curves(arr, ks) if panel == "a" else pd.DataFrame()
+    return pd.concat([df for df in (curves, extra) if len(df)], ignore_index=True) if len(extra) else curves
 
 
 def _curve_colors(curves: pd.DataFrame) -> dict[str, str]:
