@@ -280,10 +280,8 @@ def ranked_titles(
     Q: np.ndarray, T: np.ndarray, step: int = 100, depth: int = 10_000, **topk_kw: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Section 5.1: (title indices, scores) at :func:`rank_positions` per query, best first; positions."""
-    pos = rank_positions(step, depth, len(T))
-    if len(pos) == 0:
-        return np.zeros((len(Q), 0), np.int64), np.zeros((len(Q), 0), np.float32), pos
-    idx, scores = topk_inner_products(Q, T, int(pos[-1]), keep=pos - 1, **topk_kw)
+    pos = rank_positions(step, depth, len(T))  # empty for no titles: then k = 0, (n_queries x 0) arrays
+    idx, scores = topk_inner_products(Q, T, pos[-1] if len(pos) else 0, keep=pos - 1, **topk_kw)
     return idx, scores, pos
 
 

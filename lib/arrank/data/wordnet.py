@@ -77,16 +77,6 @@ def nltk_noun_parents() -> dict[str, list[str]]:
     return {s.name(): sorted(_hypernym_names(s)) for s in load_wordnet().all_synsets("n")}
 
 
-@lru_cache(maxsize=None)
-def _noun_children() -> Mapping[str, tuple[str, ...]]:
-    """Every noun synset -> its direct hyponyms, instance hyponyms included (``noun_parents`` inverted)."""
-    children: dict[str, list[str]] = {}
-    for name, ps in noun_parents().items():
-        for p in ps:
-            children.setdefault(p, []).append(name)
-    return {name: tuple(sorted(cs)) for name, cs in children.items()}
-
-
 # --------------------------------------------------------------------------- the hierarchy
 
 
@@ -134,10 +124,12 @@ def noun_hierarchy(subtree: str | None = None) -> Hierarchy:
             raise RuntimeError(f"expected WordNet's nouns to have the single root {ROOT_SYNSET}, got {tops}")
         return Hierarchy(ROOT_SYNSET, {n: ps for n, ps in all_parents.items() if n != ROOT_SYNSET})
     _check_noun(subtree)
-    children, inside, frontier = _noun_children(), {subtree}, [subtree]
-    while frontier:  # one level of hyponyms a pass
-        frontier = [child for node in frontier for child in children.get(node, ()) if child not in inside]
-        inside.update(frontier)
+
+    @cache
+    def below(node: str) -> bool:  # node is subtree or one of its hyponyms (instance hyponyms included)
+        return node == subtree or any(below(p) for p in all_parents[node])
+
+    inside = {name for name in all_parents if below(name)}
     inside_parents = {n: tuple(p for p in all_parents[n] if p in inside) for n in sorted(inside - {subtree})}
     return Hierarchy(subtree, inside_parents)
 
