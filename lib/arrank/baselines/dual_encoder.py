@@ -159,8 +159,6 @@ def retrieve(
     products (ties at the k-th score all kept: returns (rows, scores) padded with -1 / -inf),
     the query itself excluded. Exact, by blocks of queries."""
     C = table.index_select(0, corpus)
-    if not 1 <= k < corpus.numel():
-        raise ValueError(f"k={k} must be in [1, corpus size - 1 = {corpus.numel() - 1}]")
     out_rows, out_scores = [], []
     for start in range(0, q.numel(), block):
         qb = q[start : start + block]
