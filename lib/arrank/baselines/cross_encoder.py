@@ -25,13 +25,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from arrank.baselines.lookup import (
-    Pairs,
-    batch_indices,
-    rank_weights,
-    run_steps,
-    training_facts,
-)
+from arrank.baselines.lookup import Pairs, rank_weights, train_steps
 from arrank.common.params import choice
 
 LR = 1e-3
@@ -60,9 +54,8 @@ def mlp(n: int, generator: torch.Generator) -> torch.nn.Sequential:
     layers: list[torch.nn.Module] = []
     for out in (width, width, width, 1):
         linear = torch.nn.Linear(width, out)
-        with torch.no_grad():
-            linear.weight.normal_(0.0, 1.0 / math.sqrt(width), generator=generator)
-            linear.bias.zero_()
+        torch.nn.init.normal_(linear.weight, 0.0, 1.0 / math.sqrt(width), generator=generator)
+        torch.nn.init.zeros_(linear.bias)
         layers += [linear, torch.nn.ReLU()]
     return torch.nn.Sequential(*layers[:-1])
 
@@ -97,22 +90,21 @@ def train_ce(
 ) -> tuple[tuple[torch.Tensor, torch.nn.Sequential], pd.DataFrame, dict[str, Any]]:
     """Train a lookup-table CE (section 5.3, Appendix B; ``optimizer``, ``row_updates`` and
     ``table_init_std``: module docstring) on ``pairs`` over a table of ``n_rows``. Returns ((table,
-    MLP), a log with the mean loss of every ``lookup.LOG_EVERY`` steps, facts: ``lookup.training_facts``).
+    MLP), a log with the mean loss of every ``lookup.LOG_EVERY`` steps, facts: ``lookup.train_steps``).
     The same arguments and seed give the same model (CPU).
     """
     choice(*OPTIMIZERS)("optimizer", optimizer)  # the edge (notebook 07's rules) checks them too; a direct call
     choice(*ROW_UPDATES)("row_updates", row_updates)  # must not fall back silently
     gen = torch.Generator().manual_seed(seed)
-    batches = batch_indices(len(pairs.query), batch_size, steps, gen)
     table, model = init_table(n_rows, n, gen, table_init_std), mlp(n, gen)
     weights = rank_weights(pairs.rank, alpha)
     # Appendix B's Adam: torch.optim.AdamW ("adamw") or torch.optim.Adam with its L2 weight_decay ("adam_l2")
     adam = torch.optim.AdamW if optimizer == "adamw" else torch.optim.Adam
     settings = dict(lr=lr, betas=BETAS, eps=EPS, weight_decay=weight_decay)
     if row_updates == "dense":
-        table = torch.nn.Parameter(table)
-        table.grad = torch.zeros_like(table)  # one table-sized gradient buffer, reused every step
-        opt = adam([table, *model.parameters()], **settings, fused=True)
+        param = torch.nn.Parameter(table)  # shares the table's storage: Adam updates the table in place
+        param.grad = torch.zeros_like(table)  # one table-sized gradient buffer, reused every step
+        opt = adam([param, *model.parameters()], **settings, fused=True)
     else:
         opt = adam(list(model.parameters()), **settings)
         m, v = torch.zeros_like(table), torch.zeros_like(table)
@@ -141,22 +133,21 @@ def train_ce(
         model.zero_grad(set_to_none=True)
         # the batch's distinct rows as one leaf: its gradient is dL/dE on those rows, 0 elsewhere
         rows, where = torch.unique(torch.cat([q, d]), return_inverse=True)
-        emb = table.detach().index_select(0, rows).requires_grad_()
+        emb = table.index_select(0, rows).requires_grad_()
         eq, ed = emb[where[:B]], emb[where[B:]]
         logits = pair_logits(model, torch.cat([eq, eq]), torch.cat([ed, ed[rho]]))
         loss = ce_loss(logits[:B], logits[B:], weights.index_select(0, idx))
         loss.backward()
         if row_updates == "dense":  # the whole table's gradient, written into the reused buffer
-            table.grad.zero_().index_copy_(0, rows, emb.grad)
+            param.grad.zero_().index_copy_(0, rows, emb.grad)
         opt.step()
         if row_updates == "lazy":
             lazy_adam_step(rows, emb.grad, i)
         return loss.item()
 
-    log, seconds = run_steps(step, batches, steps, f"CE n={n} alpha={alpha:g}", progress)
-    final = table.detach().clone() if row_updates == "dense" else table
-    log_frame, facts = training_facts(log, seconds, final, pairs, "CE training diverged (loss {loss})")
-    return (final, model.eval()), log_frame, facts
+    desc, diverged = f"CE n={n} alpha={alpha:g}", "CE training diverged (loss {loss})"
+    log, facts = train_steps(step, pairs, table, batch_size, steps, gen, desc, progress, diverged)
+    return (table, model.eval()), log, facts
 
 
 @torch.no_grad()

@@ -24,13 +24,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from arrank.baselines.lookup import (
-    Pairs,
-    batch_indices,
-    rank_weights,
-    run_steps,
-    training_facts,
-)
+from arrank.baselines.lookup import Pairs, rank_weights, train_steps
 from arrank.common.params import choice
 
 TAU = 0.05
@@ -124,16 +118,15 @@ def train_de(
 ) -> tuple[torch.Tensor, pd.DataFrame, dict[str, Any]]:
     """Train a lookup-table DE (section 5.3, Appendix B) on ``pairs`` over a table of ``n_rows``.
     Returns (the table, a log with the mean loss of every ``lookup.LOG_EVERY`` steps, facts:
-    ``lookup.training_facts``, the row norms 1 up to rounding). The same arguments and seed give
+    ``lookup.train_steps``, the row norms 1 up to rounding). The same arguments and seed give
     the same table (CPU).
     """
     choice(*ROW_UPDATES)("row_updates", row_updates)
     gen = torch.Generator().manual_seed(seed)
-    batches = batch_indices(len(pairs.query), batch_size, steps, gen)
     table = init_table(n_rows, n, gen)
     weights = rank_weights(pairs.rank, alpha)
     if row_updates == "dense":
-        param = torch.nn.Parameter(table)
+        param = torch.nn.Parameter(table)  # shares the table's storage: SGD updates the table in place
         param.grad = torch.zeros_like(table)  # one table-sized gradient buffer, reused every step
         optimizer = torch.optim.SGD([param], lr=lr, momentum=momentum)
     else:
@@ -141,22 +134,17 @@ def train_de(
 
     def step(_: int, idx: torch.Tensor) -> float:
         batch = (pairs.query.index_select(0, idx), pairs.doc.index_select(0, idx), weights.index_select(0, idx))
+        loss, rows, grad = de_loss_and_grad(table, *batch, tau)
         if row_updates == "lazy":
-            loss, rows, grad = de_loss_and_grad(table, *batch, tau)
             lazy_momentum_step(table, buffer, rows, grad, lr, momentum)
-            return loss
-        with torch.no_grad():
-            loss, rows, grad = de_loss_and_grad(param.data, *batch, tau)
+        else:
             param.grad.zero_().index_copy_(0, rows, grad)
-        optimizer.step()
-        with torch.no_grad():
-            project_rows(param.data)
+            optimizer.step()
+            project_rows(table)
         return loss
 
-    log, seconds = run_steps(step, batches, steps, f"DE n={n} alpha={alpha:g}", progress)
-    final = param.data.detach().clone() if row_updates == "dense" else table
-    diverged = "DE training diverged (loss {loss}); lower lr or raise tau"
-    return (final, *training_facts(log, seconds, final, pairs, diverged))
+    desc, diverged = f"DE n={n} alpha={alpha:g}", "DE training diverged (loss {loss}); lower lr or raise tau"
+    return (table, *train_steps(step, pairs, table, batch_size, steps, gen, desc, progress, diverged))
 
 
 def de_scores(table: torch.Tensor, q: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
@@ -171,21 +159,13 @@ def retrieve(
     products (ties at the k-th score all kept: returns (rows, scores) padded with -1 / -inf),
     the query itself excluded. Exact, by blocks of queries."""
     C = table.index_select(0, corpus)
-    if not 1 <= k < corpus.numel():
-        raise ValueError(f"k={k} must be in [1, corpus size - 1 = {corpus.numel() - 1}]")
-    column = torch.full((table.shape[0],), -1, dtype=torch.int64)
-    column[corpus] = torch.arange(corpus.numel())
     out_rows, out_scores = [], []
     for start in range(0, q.numel(), block):
         qb = q[start : start + block]
         s = table.index_select(0, qb) @ C.T
-        own = column[qb]
-        inside = torch.nonzero(own >= 0).squeeze(1)
-        s[inside, own[inside]] = -math.inf  # a query never retrieves itself
-        kth = s.topk(k, dim=1).values[:, -1:]
-        keep = s >= kth
-        width = int(keep.sum(1).max())
-        vals, pos = s.masked_fill(~keep, -math.inf).topk(width, dim=1)
+        s[qb[:, None] == corpus] = -math.inf  # a query never retrieves itself
+        keep = s >= s.topk(k, dim=1).values[:, -1:]  # the top k and every tie of the k-th
+        vals, pos = s.masked_fill(~keep, -math.inf).topk(int(keep.sum(1).max()), dim=1)
         out_rows.append(torch.where(torch.isfinite(vals), corpus[pos], -1))
         out_scores.append(vals)
     width = max(r.shape[1] for r in out_rows)

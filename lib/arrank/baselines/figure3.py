@@ -41,9 +41,8 @@ def figure3_configs(
     wanted += [("de", alpha_dim, float(a), "b") for a in alphas] + [("ce", ce_dim, float(a), "c") for a in alphas]
     configs: dict[tuple[str, int, float], dict[str, Any]] = {}
     for model, n, a, panel in wanted:
-        entry = configs.setdefault((model, n, a), {"model": model, "n": n, "alpha": a, "panels": []})
-        if panel not in entry["panels"]:
-            entry["panels"].append(panel)
+        panels = configs.setdefault((model, n, a), {"model": model, "n": n, "alpha": a, "panels": []})["panels"]
+        panels += [] if panel in panels else [panel]
     return list(configs.values())
 
 
@@ -161,11 +160,6 @@ def run_config(
     return result, log.assign(config=key), per_query_rows(frame, key)
 
 
-def _one_thread() -> None:
-    """A worker process of ``run_configs``: one torch thread (one core per worker)."""
-    torch.set_num_threads(1)
-
-
 def run_configs(
     configs: Sequence[Mapping[str, Any]],
     pairs: Pairs,
@@ -198,7 +192,8 @@ def run_configs(
         from tqdm.auto import tqdm
 
         context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(min(workers, len(configs)), mp_context=context, initializer=_one_thread) as pool:
+        one_thread = dict(initializer=torch.set_num_threads, initargs=(1,))  # one core per worker
+        with ProcessPoolExecutor(min(workers, len(configs)), mp_context=context, **one_thread) as pool:
             futures = [pool.submit(run_config, c, *args, progress=False) for c in configs]
             done = [f.result() for f in tqdm(futures, desc=f"configs ({workers} workers)", disable=not progress)]
     results, logs, per_query = zip(*done)
@@ -232,33 +227,27 @@ def point_results(
     (``per_query_rows``; runs made before per_query.csv was written give none: an empty frame
     with a ``config`` column), the run names used); a clear error when no run matches."""
     wanted = {config_key(c["model"], c["n"], c["alpha"]): ",".join(c["panels"]) for c in configs}
-    rows: dict[str, pd.Series] = {}
-    logs: dict[str, pd.DataFrame] = {}
-    per_query: dict[str, pd.DataFrame] = {}
-    used: dict[str, str] = {}
+    found: dict[str, tuple[Path, pd.Series]] = {}  # config -> (the run that holds it, its results row)
     for run, ran in matching_runs(STEM, pattern, params, root):  # oldest first: a newer run of a config replaces it
-        if ran["params"].get("model") == "figure3":
-            continue
-        table = pd.read_csv(run / "results.csv", index_col="config")
-        log = pd.read_csv(run / "training_log.csv")
-        pq = pd.read_csv(run / "per_query.csv") if (run / "per_query.csv").exists() else None
-        for key, row in table.iterrows():
-            if key in wanted:
-                rows[key], logs[key], used[key] = row.copy(), log[log["config"] == key], run.name
-                rows[key]["panels"] = wanted[key]
-                if pq is not None:
-                    per_query[key] = pq[pq["config"] == key]
-    if not rows:
+        if ran["params"].get("model") != "figure3":
+            table = pd.read_csv(run / "results.csv", index_col="config")
+            found.update({key: (run, row) for key, row in table.iterrows() if key in wanted})
+    if not found:
         raise ValueError(
             f"no finished {STEM} run named like {pattern!r} holds a Figure 3 configuration "
             f"with these params ({dict(params)})"
         )
-    order = [k for k in wanted if k in rows]
-    results = pd.DataFrame([rows[k] for k in order]).infer_objects()
-    results.index.name = "config"
-    pq_rows = [per_query[k] for k in order if k in per_query]
-    pq_frame = pd.concat(pq_rows, ignore_index=True) if pq_rows else pd.DataFrame(columns=["config"])
-    return results, pd.concat([logs[k] for k in order], ignore_index=True), pq_frame, sorted(set(used.values()))
+    order = [k for k in wanted if k in found]
+    results = pd.DataFrame([found[k][1] for k in order]).assign(panels=[wanted[k] for k in order])
+
+    def rows_of(name: str) -> pd.DataFrame:
+        """Each config's rows of the csv ``name`` of its run (none from a run without that file)."""
+        tables = {k: pd.read_csv(found[k][0] / name) for k in order if (found[k][0] / name).exists()}
+        parts = [table[table["config"] == k] for k, table in tables.items()]
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["config"])
+
+    used = sorted({found[k][0].name for k in order})
+    return results.infer_objects().rename_axis("config"), rows_of("training_log.csv"), rows_of("per_query.csv"), used
 
 
 def matching_runs(

@@ -29,16 +29,6 @@ class Pairs(NamedTuple):
     rank: torch.Tensor
 
 
-def check_alpha(alpha: object) -> float:
-    """alpha of lambda(r) = 1/r^alpha: a finite number >= 0 (0 gives the unweighted loss)."""
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not math.isfinite(alpha) or alpha < 0:
-        raise ValueError(
-            f"alpha={alpha!r} is not allowed: lambda(r) = 1/r**alpha needs a finite "
-            "number alpha >= 0 (alpha = 0 gives the plain, unweighted loss)"
-        )
-    return float(alpha)
-
-
 def row_index(names: Sequence[str]) -> dict[str, int]:
     """Row of each synset in a table over ``names`` (e.g. ``wordnet.noun_synset_names()``, the
     82,115 noun synsets, sorted: each name once)."""
@@ -66,13 +56,17 @@ def positive_pairs(df: pd.DataFrame, rows: Mapping[str, int]) -> Pairs:
 
 
 def rank_weights(rank: torch.Tensor, alpha: float, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """lambda(r) = 1 / r^alpha (section 4.1's fractional weight, reused by section 5.3).
-    alpha = 0 gives 1 for every pair (the standard, unweighted loss). The one check of alpha below
-    notebook 07's parameters, which do not refuse an infinite one."""
-    alpha = check_alpha(alpha)
+    """lambda(r) = 1 / r^alpha (section 4.1's fractional weight, reused by section 5.3) for a finite
+    alpha >= 0; alpha = 0 gives 1 for every pair (the standard, unweighted loss). The one check of
+    alpha below notebook 07's parameters, which do not refuse an infinite one."""
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not math.isfinite(alpha) or alpha < 0:
+        raise ValueError(
+            f"alpha={alpha!r} is not allowed: lambda(r) = 1/r**alpha needs a finite "
+            "number alpha >= 0 (alpha = 0 gives the plain, unweighted loss)"
+        )
     if (rank < 1).any():
         raise ValueError(f"ranks must be >= 1, got {int(rank.min())}")
-    return rank.to(torch.float64).pow(-alpha).to(dtype)
+    return rank.to(torch.float64).pow(-float(alpha)).to(dtype)
 
 
 def batch_indices(n_pairs: int, batch_size: int, steps: int, generator: torch.Generator) -> Iterator[torch.Tensor]:
@@ -98,8 +92,6 @@ def row_norm_stats(table: torch.Tensor, rows: torch.Tensor) -> dict[str, float]:
     training pairs): ``row_norm_mean``, ``row_norm_min``, ``row_norm_max``. A diagnostic of
     Appendix B's optimisers: the DE's projection keeps them at 1, an optimiser that erodes the
     CE's table drives them to 0."""
-    if rows.numel() == 0:
-        raise ValueError("row_norm_stats needs at least one row")
     norms = table.detach().index_select(0, torch.unique(rows)).double().norm(dim=1)
     return {f"row_norm_{stat}": float(getattr(norms, stat)()) for stat in ("mean", "min", "max")}
 
@@ -107,32 +99,35 @@ def row_norm_stats(table: torch.Tensor, rows: torch.Tensor) -> dict[str, float]:
 LOG_EVERY = 100  # the training logs hold the mean loss of every LOG_EVERY steps
 
 
-def run_steps(
-    step: Callable[[int, torch.Tensor], float], batches: Iterator[torch.Tensor], steps: int, desc: str, progress: bool
-) -> tuple[list[dict[str, float]], float]:
-    """Call ``step(i, batch) -> loss`` for every batch (i from 1) under a progress bar: (the mean
-    loss of every ``LOG_EVERY`` steps, seconds taken)."""
+def train_steps(
+    step: Callable[[int, torch.Tensor], float],
+    pairs: Pairs,
+    table: torch.Tensor,
+    batch_size: int,
+    steps: int,
+    generator: torch.Generator,
+    desc: str,
+    progress: bool,
+    diverged: str,
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Call ``step(i, batch) -> loss`` for each of the ``steps`` batches of ``batch_indices`` (i from
+    1, ``generator`` drawing the order) under a progress bar: (the mean loss of every ``LOG_EVERY``
+    steps; facts: steps, train_s, steps_per_s and ``row_norm_stats`` of the training pairs' rows of
+    ``table`` as trained); a FloatingPointError starting with ``diverged`` when the last loss is
+    not finite."""
     from tqdm.auto import tqdm
 
     log, total, count = [], 0.0, 0
     start = time.perf_counter()
+    batches = batch_indices(len(pairs.query), batch_size, steps, generator)
     bar = tqdm(batches, total=steps, desc=desc, unit="step", mininterval=2.0, disable=not progress)
     for i, idx in enumerate(bar, start=1):
         total, count = total + step(i, idx), count + 1
         if i % LOG_EVERY == 0 or i == steps:
             log.append({"step": i, "loss": total / count})
             total, count = 0.0, 0
-    return log, time.perf_counter() - start
-
-
-def training_facts(
-    log: list[dict[str, float]], seconds: float, table: torch.Tensor, pairs: Pairs, diverged: str
-) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """(the loss log, facts: steps, train_s, steps_per_s and ``row_norm_stats`` of the training
-    pairs' rows); a FloatingPointError starting with ``diverged`` when the last loss is not finite."""
-    loss = log[-1]["loss"]
-    if not math.isfinite(loss):
-        raise FloatingPointError(diverged.format(loss=loss))
-    steps = int(log[-1]["step"])
+    seconds = time.perf_counter() - start
+    if not math.isfinite(log[-1]["loss"]):
+        raise FloatingPointError(diverged.format(loss=log[-1]["loss"]))
     facts = {"steps": steps, "train_s": seconds, "steps_per_s": steps / seconds}
     return pd.DataFrame(log), {**facts, **row_norm_stats(table, torch.cat([pairs.query, pairs.doc]))}

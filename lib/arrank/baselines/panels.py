@@ -22,18 +22,12 @@ SCORED_ON = {"training": "training queries", "held-out": "held-out queries"}
 ARR_METRIC = lambda c: c in ("cvr", "ndcg", "n_queries") or c.startswith("recall@")
 
 
-def arr_label(p: Mapping[str, Any]) -> str:
-    """A curve label from a 05_train run's params: ARR and the paper's name of its loss variant
-    (``schemes.loss_label``), e.g. ``ARR Fractional α=2``, ``ARR Trie β=2``, ``ARR NTP``."""
-    return f"ARR {loss_label(dict(p))}"
-
-
 def arr_runs(dataset: Mapping[str, Any], n_queries: int, root: Path | None = None, pattern: str = "*") -> pd.DataFrame:
     """Finished ARR runs (``outputs/05_train/<run>/results.json``, names matching the glob
     ``pattern``) whose params match ``dataset`` and that evaluated ``n_queries`` queries, one row
-    per run in the paper's row order (``variant_order``): run, label (``arr_label``, made
-    distinct), scheme, alpha, targets, beta, combined, sampling, the held-out metrics and the
-    same under ``train_``. Empty (with a ``label`` column) if none."""
+    per run in the paper's row order (``variant_order``): run, label (ARR and the paper's name of
+    its loss variant, ``schemes.loss_label``, made distinct), scheme, alpha, targets, beta,
+    combined, sampling, the held-out metrics and the same under ``train_``. Empty (with a ``label`` column) if none."""
     from arrank.baselines.figure3 import matching_runs
 
     rows, params = [], []
@@ -44,7 +38,7 @@ def arr_runs(dataset: Mapping[str, Any], n_queries: int, root: Path | None = Non
         rows.append(
             {
                 "run": run.name,
-                "label": arr_label(p),
+                "label": f"ARR {loss_label(dict(p))}",  # the paper's name of the loss: ARR Fractional α=2
                 **{k: p.get(k) for k in ("scheme", "alpha", "targets", "beta", "combined", "sampling")},
                 **{k: v for k, v in m.items() if ARR_METRIC(k.removeprefix("train_"))},
             }
@@ -139,16 +133,10 @@ def panel_table(results: pd.DataFrame, panel: str, ks: Sequence[int], arr: pd.Da
     the CE, then the ARR runs (``arr_curves``); (b), (c) by alpha. R@k as fractions."""
     chosen = results[results["panels"].str.split(",").apply(lambda p: panel in p)]
     order = ["model_rank", "n", "alpha"] if panel == "a" else ["model_rank", "alpha"]
-    chosen = (
-        chosen.assign(model_rank=chosen["model"].map({"de": 0, "ce": 1}))
-        .sort_values(order, kind="stable")
-        .drop(columns="model_rank")
-    )
+    chosen = chosen.assign(model_rank=chosen["model"].map({"de": 0, "ce": 1})).sort_values(order, kind="stable")
     curves = recall_curves(chosen, ks, vary="n" if panel == "a" else "alpha")
-    if panel == "a":
-        extra = arr_curves(arr, ks)
-        curves = pd.concat([df for df in (curves, extra) if len(df)], ignore_index=True) if len(extra) else curves
-    return curves
+    extra = arr_curves(arr, ks) if panel == "a" else pd.DataFrame()
+    return pd.concat([df for df in (curves, extra) if len(df)], ignore_index=True) if len(extra) else curves
 
 
 def _curve_colors(curves: pd.DataFrame) -> dict[str, str]:

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from arrank.common.params import choice
 from arrank.data import prompts
 
 DOCIDS = ("id", "text", "semantic")
@@ -110,8 +111,7 @@ def read_queries(path: Path | str) -> list[dict[str, Any]]:
 
 def docid_map(queries: list[dict[str, Any]], docids: str, seed: int = 0) -> dict[str, str]:
     """Document id -> the docID the model generates, for ``docids`` in :data:`DOCIDS`."""
-    if docids not in DOCIDS:
-        raise ValueError(f"custom_docids={docids!r} is not allowed; choose one of {list(DOCIDS)}")
+    choice(*DOCIDS)("custom_docids", docids)
     texts: dict[str, str] = {}
     for q in queries:
         for d in q["relevant"] + ([q["negative"]] if q["negative"] else []):

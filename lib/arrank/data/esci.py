@@ -212,8 +212,6 @@ def topk_inner_products(
     or "auto" (CUDA when available). ``keep`` (0-based sorted positions < k) returns only those
     columns, computed per query block."""
     Q, T = np.asarray(Q), np.asarray(T)
-    if Q.ndim != 2 or T.ndim != 2 or Q.shape[1] != T.shape[1]:
-        raise ValueError(f"need 2-D embeddings of one dimension, got {Q.shape} and {T.shape}")
     k = min(int(k), len(T))
     cols = np.arange(k) if keep is None else np.asarray(keep, dtype=np.int64)
     if k < 1 or len(Q) == 0:
@@ -282,10 +280,8 @@ def ranked_titles(
     Q: np.ndarray, T: np.ndarray, step: int = 100, depth: int = 10_000, **topk_kw: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Section 5.1: (title indices, scores) at :func:`rank_positions` per query, best first; positions."""
-    pos = rank_positions(step, depth, len(T))
-    if len(pos) == 0:
-        return np.zeros((len(Q), 0), np.int64), np.zeros((len(Q), 0), np.float32), pos
-    idx, scores = topk_inner_products(Q, T, int(pos[-1]), keep=pos - 1, **topk_kw)
+    pos = rank_positions(step, depth, len(T))  # empty for no titles: then k = 0, (n_queries x 0) arrays
+    idx, scores = topk_inner_products(Q, T, pos[-1] if len(pos) else 0, keep=pos - 1, **topk_kw)
     return idx, scores, pos
 
 
@@ -385,6 +381,7 @@ def build_esci_dataset(
 def _build(data_dir: Path | str | None, p: dict[str, Any], device: str = "cpu") -> dict[str, pd.DataFrame]:
     """The pipeline of section 5.1 (see the module docstring)."""
     examples, products = load_esci(data_dir)
+    backend = _backend(device)
     queries = english_queries(examples)
     n_english_queries = len(queries)
     if p["max_queries"] is not None:
@@ -397,7 +394,7 @@ def _build(data_dir: Path | str | None, p: dict[str, Any], device: str = "cpu") 
         queries["query_id"].astype(str).tolist(),
         pool["title_id"].tolist(),
         seed=p["seed"],
-        device=str(_backend(device) or "cpu"),
+        device=str(backend or "cpu"),
     )
     nonzero = np.linalg.norm(T, axis=1) > 0
     pool, T = pool[nonzero].reset_index(drop=True), T[nonzero]
@@ -409,8 +406,7 @@ def _build(data_dir: Path | str | None, p: dict[str, Any], device: str = "cpu") 
     used = dids.disambiguate_docids(sparse) if p["collisions"] == "suffix" else list(sparse)
     docid = np.full(len(pool), "", dtype=object)
     docid[english] = used
-    on_gpu = _backend(device) is not None
-    ranked = ranked_titles(Q, T, p["step"], p["depth"], device=device, query_block=4096 if on_gpu else 256)
+    ranked = ranked_titles(Q, T, p["step"], p["depth"], device=device, query_block=256 if backend is None else 4096)
     table = query_table(queries, pool, docid, ranked, p)
     us_titles = products.loc[products["product_locale"] == "us", "product_title"].fillna("")
     stats = {  # what the filters and docIDs did

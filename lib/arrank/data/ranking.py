@@ -56,8 +56,7 @@ def ranking_dataset(
     one notebook 05 takes in ``profile`` for ``dataset``; ``subtree``/``min_relevant``: WordNet only;
     ``data_path``/``custom_docids``: custom only (:func:`arrank.data.custom.custom_frame`, its prompt
     Appendix D.2's, as ESCI's)."""
-    if dataset not in DATASETS:
-        raise ValueError(f"dataset={dataset!r} is not allowed; choose one of {list(DATASETS)}")
+    params.choice(*DATASETS)("dataset", dataset)
     template = template or params.profile_template(profile, dataset)
     if not template.startswith("esci" if dataset == "custom" else dataset):
         raise ValueError(

@@ -59,33 +59,22 @@ def noun_parents() -> Mapping[str, tuple[str, ...]]:
     ``noun_cache_path`` (under a second). Memoised."""
     path = noun_cache_path()
     try:
-        read = json.loads(path.read_text())
-        if read.get(ROOT_SYNSET) != [] or not all(isinstance(ps, list) for ps in read.values()):
+        parents = json.loads(path.read_text())
+        if parents.get(ROOT_SYNSET) != [] or not all(isinstance(ps, list) for ps in parents.values()):
             raise ValueError(f"{path} is not a noun hierarchy")
-        return {name: tuple(ps) for name, ps in read.items()}
     except (OSError, ValueError, AttributeError):  # absent or damaged: derived data, built again
         parents = nltk_noun_parents()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(path, parents)
-    except OSError as err:
-        print(f"WordNet's noun cache {path} cannot be written ({err.strerror}): each process reads WordNet again")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_json_atomic(path, parents)
+        except OSError as err:
+            print(f"WordNet's noun cache {path} cannot be written ({err.strerror}): each process reads WordNet again")
     return {name: tuple(ps) for name, ps in parents.items()}
 
 
 def nltk_noun_parents() -> dict[str, list[str]]:
     """``noun_parents`` as NLTK reads it from WordNet's files (the slow way)."""
     return {s.name(): sorted(_hypernym_names(s)) for s in load_wordnet().all_synsets("n")}
-
-
-@lru_cache(maxsize=None)
-def _noun_children() -> Mapping[str, tuple[str, ...]]:
-    """Every noun synset -> its direct hyponyms, instance hyponyms included (``noun_parents`` inverted)."""
-    children: dict[str, list[str]] = {}
-    for name, ps in noun_parents().items():
-        for p in ps:
-            children.setdefault(p, []).append(name)
-    return {name: tuple(sorted(cs)) for name, cs in children.items()}
 
 
 # --------------------------------------------------------------------------- the hierarchy
@@ -135,12 +124,12 @@ def noun_hierarchy(subtree: str | None = None) -> Hierarchy:
             raise RuntimeError(f"expected WordNet's nouns to have the single root {ROOT_SYNSET}, got {tops}")
         return Hierarchy(ROOT_SYNSET, {n: ps for n, ps in all_parents.items() if n != ROOT_SYNSET})
     _check_noun(subtree)
-    children, inside, stack = _noun_children(), {subtree}, [subtree]
-    while stack:
-        for child in children.get(stack.pop(), ()):
-            if child not in inside:
-                inside.add(child)
-                stack.append(child)
+
+    @cache
+    def below(node: str) -> bool:  # node is subtree or one of its hyponyms (instance hyponyms included)
+        return node == subtree or any(below(p) for p in all_parents[node])
+
+    inside = {name for name in all_parents if below(name)}
     inside_parents = {n: tuple(p for p in all_parents[n] if p in inside) for n in sorted(inside - {subtree})}
     return Hierarchy(subtree, inside_parents)
 
@@ -207,11 +196,7 @@ def ranked_hypernyms(
     if name == top or name not in table:
         raise ValueError(f"{name!r} is not a query of the hierarchy below {top}")
     keep_top = include_root if subtree is None else subtree_root_relevant
-    return _drop_top(table[name][0], top, keep_top)
-
-
-def _drop_top(chain: Sequence[str], top: str, keep_top: bool) -> list[str]:
-    return list(chain) if keep_top else [a for a in chain if a != top]
+    return [a for a in table[name][0] if keep_top or a != top]
 
 
 # --------------------------------------------------------------------------- the dataset
@@ -225,10 +210,8 @@ def _keyed_order(names: Sequence[str], seed: int, purpose: str) -> list[str]:
 
 def _select_queries(p: dict[str, Any]) -> tuple[list[str], dict[str, list[str]], dict[str, int]]:
     """(queries kept by the filters, sorted; relevant docIDs; depths), or a ValueError naming the filter."""
-    h = noun_hierarchy(p["subtree"])
-    table = _ranked_table(p["subtree"], p["path_rule"])
-    keep_top = p["include_root"] if p["subtree"] is None else p["subtree_root_relevant"]
-    relevant = {q: _drop_top(table[q][0], h.top, keep_top) for q in h.parents}
+    h, rules = noun_hierarchy(p["subtree"]), [p[k] for k in ("path_rule", "include_root", "subtree")]
+    relevant = {q: ranked_hypernyms(q, *rules, p["subtree_root_relevant"]) for q in h.parents}
     kept = sorted(q for q, docs in relevant.items() if len(docs) >= p["min_relevant"])
     if not kept:
         most = max((len(d) for d in relevant.values()), default=0)
@@ -240,6 +223,7 @@ def _select_queries(p: dict[str, Any]) -> tuple[list[str], dict[str, list[str]],
         )
     if p["max_queries"] is not None:
         kept = sorted(_keyed_order(kept, p["seed"], "sample")[: p["max_queries"]])
+    table = _ranked_table(p["subtree"], p["path_rule"])
     return kept, relevant, {q: table[q][1] for q in kept}
 
 
