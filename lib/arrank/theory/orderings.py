@@ -33,46 +33,35 @@ def _check_int(name: str, value: Any, minimum: int) -> int:
     return int(value)
 
 
-def _check_matrix(name: str, value: Any, min_rows: int = 1, convert: bool = True) -> np.ndarray:
-    """Return ``value`` as a finite 2-D array (float64 if ``convert``); raise naming the fault."""
-    try:
-        arr = np.asarray(value)
-    except Exception as exc:  # pragma: no cover - exotic inputs (e.g. bf16 tensors)
-        raise TypeError(f"{name} must be convertible to a numpy array: {exc}") from exc
-    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+def _check_matrix(name: str, value: Any, max_rows: int | None = None, convert: bool = True) -> np.ndarray:
+    """Return ``value`` as a finite 2-D array of real numbers (float64 if ``convert``); with ``max_rows``
+    (the exact LP counters: :data:`MAX_EXACT_K`) at most that many rows. Raise naming the fault."""
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iuf":
         raise TypeError(f"{name} must hold real numbers (int or float), got dtype {arr.dtype}")
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array (rows x n), got shape {arr.shape}")
-    if arr.shape[0] < min_rows or arr.shape[1] < 1:
-        raise ValueError(f"{name} must have at least {min_rows} row(s) and 1 column, got shape {arr.shape}")
-    if convert:
-        arr = arr.astype(np.float64, copy=False)
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must contain only finite values (no NaN or inf)")
-    return arr
-
-
-def _check_exact_k(name: str, k: int) -> None:
-    """Refuse exact LP enumeration for more than :data:`MAX_EXACT_K` rows."""
-    if k > MAX_EXACT_K:
+    if arr.ndim != 2 or arr.size == 0:
         raise ValueError(
-            f"{name} has {k} rows; exact counts are limited to k <= {MAX_EXACT_K} because the "
+            f"{name} must be a 2-D array (rows x n) with at least 1 row and 1 column, got shape {arr.shape}"
+        )
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} must contain only finite values (no NaN or inf)")
+    if max_rows is not None and arr.shape[0] > max_rows:
+        raise ValueError(
+            f"{name} has {arr.shape[0]} rows; exact counts are limited to k <= {max_rows} because the "
             f"number of candidate orders grows as k! and each surviving prefix needs one LP "
             f"(use skala_count / monte_carlo_distance_permutations for larger k)"
         )
+    return arr.astype(np.float64, copy=False) if convert else arr
 
 
 def _check_distribution(p: Any, shape: tuple[int, ...], name: str = "p") -> np.ndarray:
     """Return ``p`` as a float64 array of the given shape, strictly positive and summing to 1."""
     arr = np.asarray(p, dtype=np.float64)
-    if arr.shape != shape:
-        raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must contain only finite values (no NaN or inf)")
-    if np.any(arr <= 0):
-        raise ValueError(f"{name} must be strictly positive; smallest entry is {arr.min()!r}")
-    if abs(arr.sum() - 1.0) > 1e-9:
-        raise ValueError(f"{name} must sum to 1 (within 1e-9), sums to {arr.sum()!r}")
+    if arr.shape != shape or not np.all(arr > 0) or abs(arr.sum() - 1.0) > 1e-9:  # NaN fails "> 0", inf the sum
+        raise ValueError(
+            f"{name} must have shape {shape}, be finite and strictly positive, and sum to 1 (within 1e-9); "
+            f"got shape {arr.shape} with sum {arr.sum()!r}"
+        )
     return arr
 
 
