@@ -79,7 +79,8 @@ def score_and_evaluate(
             model, tokenizer, items, include_eos, method, progress, query_batch=query_batch, share_opening=share_opening
         )
     records = _records(queries, scores)
-    return metrics.evaluate_queries(records, ks), metrics.per_query_metrics(records, ks), records
+    per_query = metrics.per_query_metrics(records, ks)
+    return metrics.summarize(per_query, ks), per_query, records
 
 
 def evaluate_held_out(
