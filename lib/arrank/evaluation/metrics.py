@@ -56,8 +56,6 @@ def _score_map(scores: Mapping[DocId, float] | pd.Series) -> tuple[list[DocId], 
     if isinstance(scores, pd.Series):
         _check_unique(list(scores.index), "candidates (Series index)")
         scores = scores.to_dict()
-    if not isinstance(scores, Mapping):
-        raise ValueError(f"scores must be a mapping docid -> score, got {type(scores).__name__}")
     return list(scores), _scores_array(list(scores.values()))
 
 
@@ -188,21 +186,14 @@ def _check_ks(ks: Iterable[int]) -> list[int]:
 
 
 def _query_row(i: int, rec: Mapping[str, Any], ks: list[int]) -> dict[str, Any]:
-    qid = rec.get(QUERY, i)
-    try:
-        relevant = list(rec[RELEVANT])
-        score_map = rec[SCORES]
-    except KeyError as err:
-        raise ValueError(f"query {qid!r}: record lacks the key {err}") from None
+    # a record without relevant docIDs is gold_gains' error; one without a key, a KeyError
+    qid, relevant, score_map = rec.get(QUERY, i), list(rec[RELEVANT]), rec[SCORES]
     negative = rec.get(NEGATIVE)
     if isinstance(negative, float) and math.isnan(negative):  # a DataFrame's missing value
         negative = None
-    if not relevant:
-        raise ValueError(f"query {qid!r}: no relevant document")
     cand, values = _score_map(score_map)
     _check_unique(relevant, f"the relevant docIDs of query {qid!r}")
-    known = set(cand)
-    missing = [d for d in relevant + ([] if negative is None else [negative]) if d not in known]
+    missing = [d for d in relevant + ([] if negative is None else [negative]) if d not in score_map]
     if missing:
         raise ValueError(f"query {qid!r}: docIDs missing from the scores: {missing!r}")
     if negative is not None and negative in relevant:

@@ -30,6 +30,7 @@ from typing import Any, Iterator, NamedTuple, Sequence
 import numpy as np
 import torch
 
+from arrank.common.params import choice
 from arrank.training.packing import mask_support, model_mask, segments_layout
 from arrank.training.shared_prefix import MIN_SHARED, decoder_of, expand_cache, prefix_cache, shared_length
 
@@ -316,8 +317,7 @@ def resolve_layout(model, layout: str, opening: bool = False) -> str:
     sdpa/eager attention), or ``one_pass`` behind a shared ``opening`` (the prompt's rest and the
     candidates in one pass, not two: faster on SmolLM2, docs/measurements.md), else ``padded``; an
     explicit packed layout on a model that cannot take the mask is an error naming the reason."""
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout={layout!r} is not allowed; choose one of {list(LAYOUTS)}")
+    choice(*LAYOUTS)("layout", layout)
     ok, why = mask_support(model)
     if layout == "auto":
         return ("one_pass" if opening else "packed") if ok else "padded"
@@ -437,8 +437,7 @@ def score_queries(
     """
     from tqdm.auto import tqdm
 
-    if method not in METHODS:
-        raise ValueError(f"method={method!r} is not allowed; choose one of {list(METHODS)}")
+    choice(*METHODS)("method", method)
     encoded = [encode_item(tokenizer, i, item) for i, item in enumerate(items)]
     group = resolve_query_batch(model, query_batch, method, layout)
     if batch_size is not None:  # it batches one query's candidates: queries go one at a time
