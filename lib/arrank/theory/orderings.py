@@ -21,6 +21,8 @@ MAX_EXACT_K = 7
 #: is a radius in units of the sites' RMS radius, so thinner cells count as empty.
 LP_MARGIN_TOL = 1e-7
 
+Bounds = tuple[float | None, float | None]  # of every coordinate of x: (lower, upper), None for none
+
 _HIGHS_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 
 
@@ -77,7 +79,7 @@ def _check_distribution(p: Any, shape: tuple[int, ...], name: str = "p") -> np.n
 
 
 def _max_margin(
-    G: np.ndarray, h: np.ndarray, pairs: Sequence[tuple[int, int]], x_bounds: tuple[float | None, float | None]
+    G: np.ndarray, h: np.ndarray, pairs: Sequence[tuple[int, int]], x_bounds: Bounds
 ) -> tuple[float, np.ndarray, np.ndarray]:
     """Solve the margin LP for the given (before, after) pairs; return (t*, x*, duals >= 0)."""
     d = G.shape[2]
@@ -132,13 +134,18 @@ def _probe_points(
 
 
 def _realisable_orders(
-    G: np.ndarray, h: np.ndarray, x_bounds: tuple[float | None, float | None], key: Callable[[np.ndarray], np.ndarray]
+    diff: np.ndarray, rhs: np.ndarray, x_bounds: Bounds, key: Callable[[np.ndarray], np.ndarray]
 ) -> list[tuple[int, ...]]:
-    """All strictly realisable orders, depth-first by prefix (pi_1 < ... < pi_j < every remaining
-    item) with pruning of infeasible prefixes. Two exact shortcuts save most LPs: probe points
-    around each LP solution certify the orders they realise (:func:`_probe_points`), and the dual
-    certificate of a rejected prefix rejects later prefixes implying its pairs (its core).
+    """All strictly realisable orders of the system ``diff[a, b] . x < rhs[a, b]`` ("a before b";
+    ``key``: rows of x -> values whose ascending order is the order x realises), depth-first by prefix
+    (pi_1 < ... < pi_j < every remaining item) with pruning of infeasible prefixes. Two exact shortcuts
+    save most LPs: probe points around each LP solution certify the orders they realise
+    (:func:`_probe_points`), and the dual certificate of a rejected prefix rejects later prefixes
+    implying its pairs (its core).
     """
+    norms = np.linalg.norm(diff, axis=-1)  # each pair's inequality scaled to a unit normal G (zero rows stay zero)
+    safe = np.where(norms > 0, norms, 1.0)
+    G, h = diff / safe[..., None], rhs / safe
     k = G.shape[0]
     box = x_bounds[1]
     certified: set[tuple[int, ...]] = set()
@@ -189,10 +196,3 @@ def _realisable_orders(
 
     descend((), list(range(k)))
     return sorted(found)
-
-
-def _unit_rows(diff: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Scale each pair inequality diff . x < rhs to a unit normal (zero rows left at zero)."""
-    norms = np.linalg.norm(diff, axis=-1)
-    safe = np.where(norms > 0, norms, 1.0)
-    return diff / safe[..., None], rhs / safe

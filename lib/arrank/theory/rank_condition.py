@@ -23,7 +23,6 @@ from arrank.theory.orderings import (
     _check_int,
     _check_matrix,
     _realisable_orders,
-    _unit_rows,
 )
 
 
@@ -32,12 +31,8 @@ def realisable_token_permutations(E: np.ndarray) -> list[tuple[int, ...]]:
     the sorted tuples pi with (E phi)_pi1 > ... > (E phi)_pik (:func:`count_token_permutations`)."""
     E = _check_matrix("E", E, MAX_EXACT_K)
     # "token a has a strictly larger logit than token b": (e_b - e_a) . phi < 0, [a, b] -> e_b - e_a
-    G, h = _unit_rows(E[None, :, :] - E[:, None, :], np.zeros((E.shape[0], E.shape[0])))
-
-    def key(phi: np.ndarray) -> np.ndarray:  # rows of phi -> negated logits
-        return -(phi @ E.T)
-
-    return _realisable_orders(G, h, (-1.0, 1.0), key)
+    diff = E[None, :, :] - E[:, None, :]
+    return _realisable_orders(diff, np.zeros(diff.shape[:2]), (-1.0, 1.0), lambda phi: -(phi @ E.T))  # negated logits
 
 
 def count_token_permutations(E: np.ndarray) -> int:
@@ -125,14 +120,13 @@ def null_vector_h(E: np.ndarray) -> np.ndarray:
     left singular vector of E', its largest entry positive; sum(h) = 0, so h has entries of both
     signs. Exists iff rank(E') < |V|, else a ValueError."""
     E = _check_matrix("E", E)
-    e_prime = _augment(E)
-    rank = int(np.linalg.matrix_rank(e_prime))
+    rank = augmented_rank(E)
     if rank == E.shape[0]:
         raise ValueError(
             f"rank(E') = {rank} equals |V| = {E.shape[0]}: no nonzero h with "
             f"h^T E' = 0 exists (Prop. 3.2 condition holds)"
         )
-    u, _, _ = np.linalg.svd(e_prime, full_matrices=True)
+    u, _, _ = np.linalg.svd(_augment(E), full_matrices=True)
     h = u[:, -1]
     return h if h[np.argmax(np.abs(h))] > 0 else -h
 
@@ -177,19 +171,10 @@ def solve_phi_for_distribution(E: np.ndarray, p: np.ndarray) -> tuple[np.ndarray
     E = _check_matrix("E", E)
     p = _check_distribution(p, (E.shape[0],))
     e_prime = _augment(E)
-    phi_ls = np.linalg.lstsq(e_prime, np.log(p), rcond=None)[0][:-1]
-    if np.linalg.matrix_rank(e_prime) == E.shape[0]:
-        phi = phi_ls
-    else:
-        res = minimize(
-            _cross_entropy,
-            phi_ls,
-            args=(E, p),
-            jac=True,
-            method="L-BFGS-B",
-            options={"maxiter": 10000, "ftol": 1e-15, "gtol": 1e-12},
-        )
-        phi = res.x
+    phi = np.linalg.lstsq(e_prime, np.log(p), rcond=None)[0][:-1]
+    if np.linalg.matrix_rank(e_prime) < E.shape[0]:  # the bottleneck: the cross-entropy from there
+        options = {"maxiter": 10000, "ftol": 1e-15, "gtol": 1e-12}
+        phi = minimize(_cross_entropy, phi, args=(E, p), jac=True, method="L-BFGS-B", options=options).x
     return phi, float(np.max(np.abs(softmax(E @ phi) - p)))
 
 
