@@ -234,9 +234,8 @@ def decode_held_out(
 
 def metrics_table(rows: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """Rows = runs, columns = CVR, nDCG, R@k (Table 1's layout), values rounded to 4 digits."""
-    table = pd.DataFrame.from_dict(dict(rows), orient="index")
-    keep = [c for c in table.columns if c in ("cvr", "ndcg") or c.startswith("recall@")]
-    return table[keep].astype(float).round(4).rename_axis("run")
+    table = pd.DataFrame.from_dict(dict(rows), orient="index").filter(regex=r"^(cvr|ndcg|recall@.*)$")
+    return table.astype(float).round(4).rename_axis("run")
 
 
 def trained_scale(params: Mapping[str, Any], run_name: str) -> dict[str, Any]:
