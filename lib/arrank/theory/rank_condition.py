@@ -99,10 +99,13 @@ def docid_token_rank(embedding_matrix: np.ndarray, token_ids: Sequence[int]) -> 
     "full_rank": rank(E') == |V_docids| (the condition of Props. 3.2, 3.3, Cor. 3.1),
     "method": "svd" (at most n + 1 ids) | "gram" (more: ``_rank_augmented``, no float64
     copy), "tol": the threshold used on singular values}. bf16 tensors must be converted by the
-    caller (e.g. ``tensor.float().numpy()``). Ids repeat at no cost (distinct ones count); an id
-    outside the vocabulary or not an integer is numpy's IndexError.
+    caller (e.g. ``tensor.float().numpy()``). Ids repeat at no cost (distinct ones count); a negative
+    id is refused (numpy would read it from the end), one past the vocabulary or not an integer is
+    numpy's IndexError.
     """
     ids = np.unique(token_ids)
+    if ids.size and ids[0] < 0:
+        raise ValueError(f"token ids must be >= 0, got {ids[0]}")
     rows = _check_matrix("embedding_matrix", np.asarray(embedding_matrix)[ids], convert=False)
     rank, thr, method = _rank_augmented(rows)
     return {
