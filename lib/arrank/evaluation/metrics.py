@@ -12,8 +12,10 @@
 All values are fractions in [0, 1]. Every predicted ranking is :func:`predicted_order`: score
 descending, ties by docID ascending (deterministic, independent of the input order; trec_eval and
 sklearn differ only on ties). Errors are ``ValueError``s: NaN scores, length mismatches, empty
-inputs, duplicate docIDs, a bad ``k``, missing gold / negative docIDs, docIDs that cannot be
-compared; infinite scores (-inf: an impossible docID) are allowed.
+inputs, duplicate docIDs, a bad ``k``, missing gold / negative docIDs (docIDs that cannot be
+compared, str against int, are Python's ``TypeError``; a record without a key, a ``KeyError``);
+infinite scores (-inf: an impossible docID) are allowed. ``ks`` are the datasets' constants
+(``WORDNET_KS``, ``ESCI_KS``): a k below 1 is ``recall_at_k``'s error.
 """
 
 from __future__ import annotations
