@@ -33,7 +33,6 @@ def test_order_is_score_descending_then_docid_ascending():
         (["a", "a"], [1.0, 2.0], "duplicate docIDs"),
         (["a", "b"], [1.0], "2 docIDs but 1 scores"),
         (["a", "b"], [1.0, float("nan")], "NaN at positions \\[1\\]"),
-        (["a", 1], [1.0, 1.0], "mutually comparable"),
         ([], [], "empty"),
     ],
 )
@@ -151,7 +150,6 @@ def test_recall_ties_follow_predicted_order():
         (["a", "x"], SCORES, 1, "gold docIDs missing from the scores: \\['x'\\]"),
         (["a", "a"], SCORES, 1, "duplicate docIDs among gold_order"),
         (GOLD, pd.Series([1.0, 2.0, 3.0], index=["a", "b", "a"]), 1, "duplicate docIDs"),
-        (GOLD, [1.0, 2.0, 3.0], 1, "must be a mapping"),
     ],
 )
 def test_recall_errors(gold, scores, k, match):
@@ -281,9 +279,6 @@ def test_extra_candidates_count_as_irrelevant():
     "records, ks, match",
     [
         ([], (1,), "no queries"),
-        (WORDNET_RECORDS, (), "ks is empty"),
-        (WORDNET_RECORDS, (0,), "every k must be an int >= 1"),
-        (WORDNET_RECORDS, (1, 1), "duplicate k"),
         ([WORDNET_RECORDS[0], {"relevant": ["a"], "scores": {"a": 0.0}}], (1,), "evaluate them apart"),
         (
             [{"query": "q", "relevant": ["a"], "negative": "a", "scores": {"a": 0.0}}],
@@ -295,8 +290,6 @@ def test_extra_candidates_count_as_irrelevant():
             (1,),
             "docIDs missing from the scores: \\['n'\\]",
         ),
-        ([{"relevant": [], "scores": {"a": 0.0}}], (1,), "no relevant document"),
-        ([{"relevant": ["a"]}], (1,), "lacks the key 'scores'"),
         ([{"relevant": ["a", "a"], "scores": {"a": 0.0}}], (1,), "duplicate docIDs"),
     ],
 )

@@ -312,13 +312,8 @@ def test_resolve_query_batch(model):
     assert scoring.resolve_query_batch(model, None) == 1  # a CPU: one query a pass (docs/measurements.md, "Scoring")
     assert scoring.resolve_query_batch(model, 8) == 8
     assert scoring.resolve_query_batch(model, 8, method="naive") == 1
-    for bad in (0, -2, True, 2.0, "4"):
-        with pytest.raises(ValueError, match=r"query_batch=.* must be an integer >= 1 or None"):
-            scoring.resolve_query_batch(model, bad)
     with pytest.raises(ValueError, match="query_batch=4 scores queries in the one_pass layout, not layout='padded'"):
         scoring.resolve_query_batch(model, 4, layout="padded")
-    with pytest.raises(ValueError, match=r"layout='ragged' is not allowed; choose one of \['auto'"):
-        scoring.resolve_query_batch(model, None, layout="ragged")
     flash = sharp_tiny_model()
     flash.config._attn_implementation = "flash_attention_2"
     assert scoring.resolve_query_batch(flash, 8) == 1  # no block mask: one query at a time
@@ -334,8 +329,6 @@ def test_score_queries_errors(tok_model):
         scoring.score_queries(model, tok, [("p", ["dog.n.01", " "])], progress=False)
     with pytest.raises(TypeError, match="list of str"):
         scoring.score_queries(model, tok, [("p", "dog.n.01")], progress=False)
-    with pytest.raises(ValueError, match="pair"):
-        scoring.score_queries(model, tok, ["just a prompt"], progress=False)
     with pytest.raises(ValueError, match="method"):
         scoring.score_queries(model, tok, [("p", ["dog.n.01"])], method="beam", progress=False)
     with pytest.raises(
@@ -355,8 +348,6 @@ def test_low_level_errors(model):
             fn(model, prompt, [[EOS]])
         with pytest.raises(ValueError, match="does not end with EOS"):
             fn(model, prompt, [[8, 9]])
-        with pytest.raises(ValueError, match="outside the vocabulary"):
-            fn(model, prompt, [[8, VOCAB, EOS]])
         with pytest.raises(ValueError, match="prompt has no tokens"):
             fn(model, [], ok)
         assert np.isfinite(fn(model, prompt, [[EOS]], include_eos=True)).all()  # EOS alone is scorable

@@ -303,13 +303,6 @@ def test_docid_token_rank_detects_affine_dependency_in_gram_path():
 
 
 def test_docid_token_rank_bad_ids():
-    M = np.zeros((10, 3))
-    with pytest.raises(ValueError, match=r"token_ids must lie in \[0, 9\]"):
-        th.docid_token_rank(M, [0, 10])
-    with pytest.raises(TypeError, match="token_ids must be ints"):
-        th.docid_token_rank(M, [0.5, 1.0])
-    with pytest.raises(ValueError, match="token_ids must be a non-empty"):
-        th.docid_token_rank(M, [])
     with pytest.raises(ValueError, match="2-D"):
         th.docid_token_rank(np.zeros(10), [0])
 

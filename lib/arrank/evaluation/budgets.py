@@ -124,5 +124,4 @@ def curve_table(
 
 def curve_summary(table: pd.DataFrame) -> pd.DataFrame:
     """The held-out means of ``curve_table`` per point (fractions), one row per step."""
-    measured = [c for c in table.columns if c not in (*CURVE_COLUMNS, "query")]
-    return table.groupby(list(CURVE_COLUMNS), as_index=False)[measured].mean()
+    return table.drop(columns="query").groupby(list(CURVE_COLUMNS), as_index=False).mean()

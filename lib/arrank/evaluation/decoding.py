@@ -45,14 +45,6 @@ def allowed_tokens_fn(
     return allowed
 
 
-def _check_candidates(docids: Sequence[str], k: int | None = None) -> list[str]:
-    """The candidate docIDs as a list (``scoring.check_candidates``), with a clear error for a bad k."""
-    docids = check_candidates(docids)
-    if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= len(docids)):
-        raise ValueError(f"k={k!r} must be an integer in [1, {len(docids)}] (the number of candidates)")
-    return docids
-
-
 def _match(generated: Sequence[int], table: dict[str, tuple[int, ...]], eos_id: int) -> str | None:
     """The candidate whose ids (with EOS) the generation starts with up to its first EOS, else None."""
     gen = list(generated)
@@ -82,7 +74,7 @@ def greedy_decode(model, tokenizer, prompt: str, docids: Sequence[str]) -> dict[
     """Greedy decoding for ``max_i |T(d_i)| + 1`` steps (section 5.1's proxy; +1 for the EOS that
     ends a docID here). Returns ``{"text", "docid"}``: the decoded string (up to EOS) and the
     candidate it equals token for token, or None when the generation is not a valid docID."""
-    docids = _check_candidates(docids)
+    docids = check_candidates(docids)
     table = docid_table(tokenizer, docids)
     steps = max(len(ids) for ids in table.values())
     n_prompt, out = _generate(model, tokenizer, prompt_ids(tokenizer, prompt), steps, num_beams=1)
@@ -117,7 +109,9 @@ def beam_search(
     is re-run with twice the beams, up to twice the number of candidates, and the list may be
     shorter than k only if even that fails. Unconstrained, an entry that is no candidate (or an
     empty slot, scored ``-inf``) is ``None``."""
-    docids = _check_candidates(docids, k)
+    docids = check_candidates(docids)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= len(docids):
+        raise ValueError(f"k={k!r} must be an integer in [1, {len(docids)}] (the number of candidates)")
     num_beams = max(k, 2) if num_beams is None else num_beams
     if isinstance(num_beams, bool) or not isinstance(num_beams, (int, np.integer)) or num_beams < k:
         raise ValueError(f"num_beams={num_beams!r} must be an integer >= k={k}")

@@ -44,9 +44,8 @@ def _records(queries: pd.DataFrame, scores: list[np.ndarray]) -> list[dict[str, 
 
 def training_sample(df: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
     """A seeded sample of ``n`` training queries (``split == "train"``; all of them when there are
-    fewer), in dataset order: the same queries for the same data, ``n`` and ``seed``."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n={n!r} training queries: must be an integer >= 1")
+    fewer), in dataset order: the same queries for the same data, ``n`` and ``seed`` (``n`` is notebook
+    05's ``train_queries``, checked at its edge; pandas refuses a negative one)."""
     trained = df[df["split"] == "train"]
     if trained.empty:
         raise ValueError("the dataset has no training (split == 'train') queries")
@@ -79,7 +78,8 @@ def score_and_evaluate(
             model, tokenizer, items, include_eos, method, progress, query_batch=query_batch, share_opening=share_opening
         )
     records = _records(queries, scores)
-    return metrics.evaluate_queries(records, ks), metrics.per_query_metrics(records, ks), records
+    per_query = metrics.per_query_metrics(records, ks)
+    return metrics.summarize(per_query, ks), per_query, records
 
 
 def evaluate_held_out(
@@ -112,14 +112,8 @@ def training_metrics(m: Mapping[str, Any]) -> dict[str, Any]:
 
 def n_training_queries(requested: int | None, n_held_out: int) -> int:
     """How many training queries notebook 05 scores: ``requested`` (0: none), or as many as the
-    held-out queries it scored when None."""
-    if requested is None:
-        return n_held_out
-    if isinstance(requested, bool) or not isinstance(requested, int) or requested < 0:
-        raise ValueError(
-            f"train_queries={requested!r} must be None (as many as the held-out queries) or an integer >= 0"
-        )
-    return requested
+    held-out queries it scored when None (``train_queries``, checked at notebook 05's edge)."""
+    return n_held_out if requested is None else requested
 
 
 def random_floor(
@@ -240,9 +234,8 @@ def decode_held_out(
 
 def metrics_table(rows: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """Rows = runs, columns = CVR, nDCG, R@k (Table 1's layout), values rounded to 4 digits."""
-    table = pd.DataFrame.from_dict(dict(rows), orient="index")
-    keep = [c for c in table.columns if c in ("cvr", "ndcg") or c.startswith("recall@")]
-    return table[keep].astype(float).round(4).rename_axis("run")
+    table = pd.DataFrame.from_dict(dict(rows), orient="index").filter(regex=r"^(cvr|ndcg|recall@.*)$")
+    return table.astype(float).round(4).rename_axis("run")
 
 
 def trained_scale(params: Mapping[str, Any], run_name: str) -> dict[str, Any]:

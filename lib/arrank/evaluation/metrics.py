@@ -12,8 +12,10 @@
 All values are fractions in [0, 1]. Every predicted ranking is :func:`predicted_order`: score
 descending, ties by docID ascending (deterministic, independent of the input order; trec_eval and
 sklearn differ only on ties). Errors are ``ValueError``s: NaN scores, length mismatches, empty
-inputs, duplicate docIDs, a bad ``k``, missing gold / negative docIDs, docIDs that cannot be
-compared; infinite scores (-inf: an impossible docID) are allowed.
+inputs, duplicate docIDs, a bad ``k``, missing gold / negative docIDs (docIDs that cannot be
+compared, str against int, are Python's ``TypeError``; a record without a key, a ``KeyError``);
+infinite scores (-inf: an impossible docID) are allowed. ``ks`` are the datasets' constants
+(``WORDNET_KS``, ``ESCI_KS``): a k below 1 is ``recall_at_k``'s error.
 """
 
 from __future__ import annotations
@@ -35,18 +37,13 @@ QUERY, RELEVANT, NEGATIVE, SCORES = "query", "relevant", "negative", "scores"
 
 
 def _scores_array(scores: Any, name: str = "scores") -> np.ndarray:
-    """Scores as a 1-D float array; NaN is an error (section 5.1 scores are log-probabilities)."""
-    try:
-        arr = np.asarray(scores, dtype=float)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be real numbers: {err}") from None
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
-    if arr.size == 0:
-        raise ValueError(f"{name} is empty")
+    """Scores as a non-empty 1-D float array (numpy refuses what is no number); NaN is an error
+    (section 5.1 scores are log-probabilities)."""
+    arr = np.asarray(scores, dtype=float)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} is empty or not one-dimensional: shape {arr.shape}")
     if np.isnan(arr).any():
-        bad = np.flatnonzero(np.isnan(arr)).tolist()
-        raise ValueError(f"{name} contains NaN at positions {bad}")
+        raise ValueError(f"{name} contains NaN at positions {np.flatnonzero(np.isnan(arr)).tolist()}")
     return arr
 
 
@@ -61,8 +58,6 @@ def _score_map(scores: Mapping[DocId, float] | pd.Series) -> tuple[list[DocId], 
     if isinstance(scores, pd.Series):
         _check_unique(list(scores.index), "candidates (Series index)")
         scores = scores.to_dict()
-    if not isinstance(scores, Mapping):
-        raise ValueError(f"scores must be a mapping docid -> score, got {type(scores).__name__}")
     return list(scores), _scores_array(list(scores.values()))
 
 
@@ -82,18 +77,15 @@ def predicted_order(docids: Sequence[DocId], scores: Sequence[float] | np.ndarra
     Sorts by score descending, then docID ascending (Python ordering: code points for str), so
     ties are broken deterministically and independently of the input order. trec_eval breaks
     ties by docno *descending* (``comp_sim_docno``, compared as strings). Raises ValueError on
-    length mismatch, duplicates, NaN, or docIDs that cannot be ordered against each other.
+    length mismatch, duplicates or NaN; docIDs that cannot be ordered against each other (str and
+    int) are Python's TypeError.
     """
     docids = list(docids)
     values = _scores_array(scores)
     if len(docids) != values.size:
         raise ValueError(f"{len(docids)} docIDs but {values.size} scores")
     _check_unique(docids, "candidates")
-    try:
-        order = sorted(range(len(docids)), key=lambda i: (-values[i], docids[i]))
-    except TypeError as err:
-        raise ValueError(f"docIDs must be mutually comparable (e.g. all str or all int): {err}") from None
-    return [docids[i] for i in order]
+    return [d for _, d in sorted(zip(-values, docids))]  # score descending, then docID ascending
 
 
 def gold_gains(n_q: int, with_negative: bool = True) -> np.ndarray:
@@ -180,34 +172,15 @@ def cvr(violations: Iterable[bool]) -> float:
     return sum(bool(v) for v in flags) / len(flags)
 
 
-def _check_ks(ks: Iterable[int]) -> list[int]:
-    ks = list(ks)
-    if not ks:
-        raise ValueError("ks is empty")
-    for k in ks:
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k <= 0:
-            raise ValueError(f"every k must be an int >= 1, got {k!r}")
-    if len(set(ks)) != len(ks):
-        raise ValueError(f"duplicate k in {ks}")
-    return [int(k) for k in ks]
-
-
 def _query_row(i: int, rec: Mapping[str, Any], ks: list[int]) -> dict[str, Any]:
-    qid = rec.get(QUERY, i)
-    try:
-        relevant = list(rec[RELEVANT])
-        score_map = rec[SCORES]
-    except KeyError as err:
-        raise ValueError(f"query {qid!r}: record lacks the key {err}") from None
+    # a record without relevant docIDs is gold_gains' error; one without a key, a KeyError
+    qid, relevant, score_map = rec.get(QUERY, i), list(rec[RELEVANT]), rec[SCORES]
     negative = rec.get(NEGATIVE)
     if isinstance(negative, float) and math.isnan(negative):  # a DataFrame's missing value
         negative = None
-    if not relevant:
-        raise ValueError(f"query {qid!r}: no relevant document")
     cand, values = _score_map(score_map)
     _check_unique(relevant, f"the relevant docIDs of query {qid!r}")
-    known = set(cand)
-    missing = [d for d in relevant + ([] if negative is None else [negative]) if d not in known]
+    missing = [d for d in relevant + ([] if negative is None else [negative]) if d not in score_map]
     if missing:
         raise ValueError(f"query {qid!r}: docIDs missing from the scores: {missing!r}")
     if negative is not None and negative in relevant:
@@ -235,7 +208,7 @@ def per_query_metrics(
     (docid -> score for every candidate; other candidates count as irrelevant), optional
     ``negative`` (None / absent for ESCI) and optional ``query`` (default: the position).
     """
-    ks = _check_ks(ks)
+    ks = list(ks)
     records = records.to_dict("records") if isinstance(records, pd.DataFrame) else records
     rows = [_query_row(i, rec, ks) for i, rec in enumerate(records)]
     if not rows:
@@ -252,7 +225,6 @@ def summarize(frame: pd.DataFrame, ks: Iterable[int] = WORDNET_KS) -> dict[str, 
     """Flat metrics of Tables 1-2 from :func:`per_query_metrics`'s frame: ``n_queries``; ``cvr``
     (only when queries have a negative); ``ndcg``; ``recall@k`` = mean over the ``n_queries@k``
     queries with >= k relevant documents (None if there are none; the others are skipped)."""
-    ks = _check_ks(ks)
     out: dict[str, float | int | None] = {"n_queries": int(len(frame))}
     if frame["violation"].notna().all():
         out["cvr"] = cvr(frame["violation"].astype(bool).tolist())
@@ -272,7 +244,6 @@ def evaluate_queries(
     negative per record; ESCI: ``ks=ESCI_KS`` (1, 2, 5, 10, 25, 50), no negative, so no ``cvr``.
     See :func:`per_query_metrics` for the record format and :func:`summarize` for the rules.
     """
-    ks = _check_ks(ks)
     return summarize(per_query_metrics(records, ks), ks)
 
 

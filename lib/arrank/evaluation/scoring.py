@@ -30,19 +30,11 @@ from typing import Any, Iterator, NamedTuple, Sequence
 import numpy as np
 import torch
 
+from arrank.common.params import choice
 from arrank.training.packing import mask_support, model_mask, segments_layout
 from arrank.training.shared_prefix import MIN_SHARED, decoder_of, expand_cache, prefix_cache, shared_length
 
 METHODS = ("prefix_shared", "naive")
-
-
-def _check_ids(ids: Sequence[int], vocab_size: int | None, what: str) -> None:
-    """Every id must be an integer in [0, vocab_size)."""
-    for t in ids:
-        if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
-            raise TypeError(f"{what} holds {t!r}, which is not an integer token id")
-        if t < 0 or (vocab_size is not None and t >= vocab_size):
-            raise ValueError(f"{what} holds token id {t}, outside the vocabulary [0, {vocab_size})")
 
 
 def scored_tokens(
@@ -57,7 +49,8 @@ def scored_tokens(
     Each candidate is ``docid_ids`` (docID tokens + EOS). With ``include_eos=False`` (default) its
     last token must be EOS (``eos_id``, else the model config's EOS when it names one) and is
     dropped. Errors: empty prompt, no candidates, a candidate with no tokens (or only EOS when
-    EOS is excluded), ids outside the vocabulary.
+    EOS is excluded). Ids come from the tokenizer (``encoding``): one outside the model's vocabulary
+    is the embedding's IndexError.
     """
     if len(prompt) == 0:
         raise ValueError(
@@ -66,8 +59,6 @@ def scored_tokens(
         )
     if len(candidates) == 0:
         raise ValueError("no candidates to score: a query needs at least one candidate docID")
-    vocab = getattr(getattr(model, "config", None), "vocab_size", None)
-    _check_ids(prompt, vocab, "the prompt")
     eos = getattr(getattr(model, "config", None), "eos_token_id", None) if eos_id is None else eos_id
     eos = set() if eos is None else {int(e) for e in ([eos] if isinstance(eos, int) else eos)}  # config: int or list
     out = []
@@ -75,7 +66,6 @@ def scored_tokens(
         cand = [int(t) for t in cand]
         if not cand:
             raise ValueError(f"candidate {i} has no tokens")
-        _check_ids(cand, vocab, f"candidate {i}")
         if not include_eos:
             if eos and cand[-1] not in eos:
                 raise ValueError(
@@ -327,8 +317,7 @@ def resolve_layout(model, layout: str, opening: bool = False) -> str:
     sdpa/eager attention), or ``one_pass`` behind a shared ``opening`` (the prompt's rest and the
     candidates in one pass, not two: faster on SmolLM2, docs/measurements.md), else ``padded``; an
     explicit packed layout on a model that cannot take the mask is an error naming the reason."""
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout={layout!r} is not allowed; choose one of {list(LAYOUTS)}")
+    choice(*LAYOUTS)("layout", layout)
     ok, why = mask_support(model)
     if layout == "auto":
         return ("one_pass" if opening else "packed") if ok else "padded"
@@ -393,13 +382,8 @@ def resolve_query_batch(model, query_batch: int | None, method: str = "prefix_sh
     """How many queries ``score_queries`` scores in one forward pass: ``query_batch`` when given
     (an integer >= 1), else :data:`QUERY_BATCH_GPU` on a GPU with layout ``auto`` or ``one_pass`` and
     1 otherwise (docs/gpu.md); 1 for the naive method and wherever the model cannot take the block
-    mask (``packing.mask_support``)."""
-    if query_batch is not None and (
-        isinstance(query_batch, bool) or not isinstance(query_batch, int) or query_batch < 1
-    ):
-        raise ValueError(f"query_batch={query_batch!r} must be an integer >= 1 or None (auto)")
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout={layout!r} is not allowed; choose one of {list(LAYOUTS)}")
+    mask (``packing.mask_support``). The notebooks' ``query_batch`` is checked at their edge
+    (``common.params``); a layout, where it is used (:func:`resolve_layout`)."""
     if method == "naive" or not mask_support(model)[0]:
         return 1
     if query_batch is None:  # auto: an explicit per-query layout keeps one query a pass
@@ -415,16 +399,11 @@ QUERY_BATCH_GPU = 32
 
 def encode_item(tokenizer, index: int, item) -> tuple[list[int], list[list[int]]]:
     """(prompt ids, candidate docid ids) of one (prompt, docIDs) item (``encoding.prompt_ids`` /
-    ``encoding.docid_table``), with clear errors naming the item: a bad shape, no docIDs, duplicates,
-    a docID with no tokens or sharing its tokens."""
+    ``encoding.docid_table``), with clear errors naming the item: no docIDs, duplicates, a docID with
+    no tokens or sharing its tokens."""
     from arrank.training.encoding import docid_table, prompt_ids
 
-    try:
-        prompt, docids = item
-    except (TypeError, ValueError):
-        raise ValueError(f"item {index} must be a (prompt, candidate docIDs) pair, got {item!r:.80}") from None
-    if not isinstance(prompt, str):
-        raise TypeError(f"item {index}: the prompt must be a str, got {type(prompt).__name__}")
+    prompt, docids = item
     where = f"item {index} (prompt {prompt[-60:]!r}): "
     docids = check_candidates(docids, where)
     try:
@@ -458,8 +437,7 @@ def score_queries(
     """
     from tqdm.auto import tqdm
 
-    if method not in METHODS:
-        raise ValueError(f"method={method!r} is not allowed; choose one of {list(METHODS)}")
+    choice(*METHODS)("method", method)
     encoded = [encode_item(tokenizer, i, item) for i, item in enumerate(items)]
     group = resolve_query_batch(model, query_batch, method, layout)
     if batch_size is not None:  # it batches one query's candidates: queries go one at a time

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from arrank.theory.orderings import _check_exact_k, _check_int, _check_matrix, _realisable_orders, _unit_rows
+from arrank.theory.orderings import MAX_EXACT_K, _check_int, _check_matrix, _realisable_orders
 
 
 @functools.lru_cache(maxsize=256)
@@ -123,19 +123,15 @@ def realisable_distance_permutations(sites: np.ndarray) -> list[tuple[int, ...]]
     Sorted list of tuples pi with ||q - s_pi1|| < ... < ||q - s_pik|| for some q (strict).
     See :func:`count_distance_permutations` for the method and tolerance.
     """
-    sites = _check_matrix("sites", sites)
-    _check_exact_k("sites", sites.shape[0])
+    sites = _check_matrix("sites", sites, MAX_EXACT_K)
     centred = sites - sites.mean(axis=0)  # centred, scaled to unit RMS radius (unless all coincide)
     radius = math.sqrt(float(np.mean(np.sum(centred**2, axis=1))))
     unit = centred / radius if radius > 0 else centred
     # "site a strictly nearer to q than site b": ||q - a||^2 < ||q - b||^2 <=> 2 (b - a) . q < ||b||^2 - ||a||^2
     sq = np.sum(unit**2, axis=1)
-    G, h = _unit_rows(2.0 * (unit[None, :, :] - unit[:, None, :]), sq[None, :] - sq[:, None])  # [a, b]
-
-    def key(q: np.ndarray) -> np.ndarray:  # rows of q -> squared distances to the sites
-        return np.sum((q[:, None, :] - unit[None, :, :]) ** 2, axis=2)
-
-    return _realisable_orders(G, h, (None, None), key)
+    diff, rhs = 2.0 * (unit[None, :, :] - unit[:, None, :]), sq[None, :] - sq[:, None]  # [a, b]
+    squared_distances = lambda q: np.sum((q[:, None, :] - unit[None, :, :]) ** 2, axis=2)  # rows of q -> [m, k]
+    return _realisable_orders(diff, rhs, (None, None), squared_distances)
 
 
 def count_distance_permutations(sites: np.ndarray) -> int:

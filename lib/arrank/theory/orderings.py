@@ -21,6 +21,8 @@ MAX_EXACT_K = 7
 #: is a radius in units of the sites' RMS radius, so thinner cells count as empty.
 LP_MARGIN_TOL = 1e-7
 
+Bounds = tuple[float | None, float | None]  # of every coordinate of x: (lower, upper), None for none
+
 _HIGHS_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 
 
@@ -33,46 +35,35 @@ def _check_int(name: str, value: Any, minimum: int) -> int:
     return int(value)
 
 
-def _check_matrix(name: str, value: Any, min_rows: int = 1, convert: bool = True) -> np.ndarray:
-    """Return ``value`` as a finite 2-D array (float64 if ``convert``); raise naming the fault."""
-    try:
-        arr = np.asarray(value)
-    except Exception as exc:  # pragma: no cover - exotic inputs (e.g. bf16 tensors)
-        raise TypeError(f"{name} must be convertible to a numpy array: {exc}") from exc
-    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+def _check_matrix(name: str, value: Any, max_rows: int | None = None, convert: bool = True) -> np.ndarray:
+    """Return ``value`` as a finite 2-D array of real numbers (float64 if ``convert``); with ``max_rows``
+    (the exact LP counters: :data:`MAX_EXACT_K`) at most that many rows. Raise naming the fault."""
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iuf":
         raise TypeError(f"{name} must hold real numbers (int or float), got dtype {arr.dtype}")
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array (rows x n), got shape {arr.shape}")
-    if arr.shape[0] < min_rows or arr.shape[1] < 1:
-        raise ValueError(f"{name} must have at least {min_rows} row(s) and 1 column, got shape {arr.shape}")
-    if convert:
-        arr = arr.astype(np.float64, copy=False)
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must contain only finite values (no NaN or inf)")
-    return arr
-
-
-def _check_exact_k(name: str, k: int) -> None:
-    """Refuse exact LP enumeration for more than :data:`MAX_EXACT_K` rows."""
-    if k > MAX_EXACT_K:
+    if arr.ndim != 2 or arr.size == 0:
         raise ValueError(
-            f"{name} has {k} rows; exact counts are limited to k <= {MAX_EXACT_K} because the "
+            f"{name} must be a 2-D array (rows x n) with at least 1 row and 1 column, got shape {arr.shape}"
+        )
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} must contain only finite values (no NaN or inf)")
+    if max_rows is not None and arr.shape[0] > max_rows:
+        raise ValueError(
+            f"{name} has {arr.shape[0]} rows; exact counts are limited to k <= {max_rows} because the "
             f"number of candidate orders grows as k! and each surviving prefix needs one LP "
             f"(use skala_count / monte_carlo_distance_permutations for larger k)"
         )
+    return arr.astype(np.float64, copy=False) if convert else arr
 
 
 def _check_distribution(p: Any, shape: tuple[int, ...], name: str = "p") -> np.ndarray:
     """Return ``p`` as a float64 array of the given shape, strictly positive and summing to 1."""
     arr = np.asarray(p, dtype=np.float64)
-    if arr.shape != shape:
-        raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must contain only finite values (no NaN or inf)")
-    if np.any(arr <= 0):
-        raise ValueError(f"{name} must be strictly positive; smallest entry is {arr.min()!r}")
-    if abs(arr.sum() - 1.0) > 1e-9:
-        raise ValueError(f"{name} must sum to 1 (within 1e-9), sums to {arr.sum()!r}")
+    if arr.shape != shape or not np.all(arr > 0) or abs(arr.sum() - 1.0) > 1e-9:  # NaN fails "> 0", inf the sum
+        raise ValueError(
+            f"{name} must have shape {shape}, be finite and strictly positive, and sum to 1 (within 1e-9); "
+            f"got shape {arr.shape} with sum {arr.sum()!r}"
+        )
     return arr
 
 
@@ -88,7 +79,7 @@ def _check_distribution(p: Any, shape: tuple[int, ...], name: str = "p") -> np.n
 
 
 def _max_margin(
-    G: np.ndarray, h: np.ndarray, pairs: Sequence[tuple[int, int]], x_bounds: tuple[float | None, float | None]
+    G: np.ndarray, h: np.ndarray, pairs: Sequence[tuple[int, int]], x_bounds: Bounds
 ) -> tuple[float, np.ndarray, np.ndarray]:
     """Solve the margin LP for the given (before, after) pairs; return (t*, x*, duals >= 0)."""
     d = G.shape[2]
@@ -143,13 +134,18 @@ def _probe_points(
 
 
 def _realisable_orders(
-    G: np.ndarray, h: np.ndarray, x_bounds: tuple[float | None, float | None], key: Callable[[np.ndarray], np.ndarray]
+    diff: np.ndarray, rhs: np.ndarray, x_bounds: Bounds, key: Callable[[np.ndarray], np.ndarray]
 ) -> list[tuple[int, ...]]:
-    """All strictly realisable orders, depth-first by prefix (pi_1 < ... < pi_j < every remaining
-    item) with pruning of infeasible prefixes. Two exact shortcuts save most LPs: probe points
-    around each LP solution certify the orders they realise (:func:`_probe_points`), and the dual
-    certificate of a rejected prefix rejects later prefixes implying its pairs (its core).
+    """All strictly realisable orders of the system ``diff[a, b] . x < rhs[a, b]`` ("a before b";
+    ``key``: rows of x -> values whose ascending order is the order x realises), depth-first by prefix
+    (pi_1 < ... < pi_j < every remaining item) with pruning of infeasible prefixes. Two exact shortcuts
+    save most LPs: probe points around each LP solution certify the orders they realise
+    (:func:`_probe_points`), and the dual certificate of a rejected prefix rejects later prefixes
+    implying its pairs (its core).
     """
+    norms = np.linalg.norm(diff, axis=-1)  # each pair's inequality scaled to a unit normal G (zero rows stay zero)
+    safe = np.where(norms > 0, norms, 1.0)
+    G, h = diff / safe[..., None], rhs / safe
     k = G.shape[0]
     box = x_bounds[1]
     certified: set[tuple[int, ...]] = set()
@@ -200,10 +196,3 @@ def _realisable_orders(
 
     descend((), list(range(k)))
     return sorted(found)
-
-
-def _unit_rows(diff: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Scale each pair inequality diff . x < rhs to a unit normal (zero rows left at zero)."""
-    norms = np.linalg.norm(diff, axis=-1)
-    safe = np.where(norms > 0, norms, 1.0)
-    return diff / safe[..., None], rhs / safe

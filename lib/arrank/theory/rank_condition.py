@@ -18,27 +18,21 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp, softmax
 
 from arrank.theory.orderings import (
+    MAX_EXACT_K,
     _check_distribution,
-    _check_exact_k,
     _check_int,
     _check_matrix,
     _realisable_orders,
-    _unit_rows,
 )
 
 
 def realisable_token_permutations(E: np.ndarray) -> list[tuple[int, ...]]:
     """Orders (top first) of the logits E @ phi realised strictly by some phi in R^n (|V| <= 7):
     the sorted tuples pi with (E phi)_pi1 > ... > (E phi)_pik (:func:`count_token_permutations`)."""
-    E = _check_matrix("E", E)
-    _check_exact_k("E", E.shape[0])
+    E = _check_matrix("E", E, MAX_EXACT_K)
     # "token a has a strictly larger logit than token b": (e_b - e_a) . phi < 0, [a, b] -> e_b - e_a
-    G, h = _unit_rows(E[None, :, :] - E[:, None, :], np.zeros((E.shape[0], E.shape[0])))
-
-    def key(phi: np.ndarray) -> np.ndarray:  # rows of phi -> negated logits
-        return -(phi @ E.T)
-
-    return _realisable_orders(G, h, (-1.0, 1.0), key)
+    diff = E[None, :, :] - E[:, None, :]
+    return _realisable_orders(diff, np.zeros(diff.shape[:2]), (-1.0, 1.0), lambda phi: -(phi @ E.T))  # negated logits
 
 
 def count_token_permutations(E: np.ndarray) -> int:
@@ -58,16 +52,13 @@ def _augment(E: np.ndarray) -> np.ndarray:
     return np.hstack([E, np.ones((E.shape[0], 1))])
 
 
-def augmented_rank(E: np.ndarray, tol: float | None = None) -> int:
-    """rank(E') with E' = [E 1] (section 3.2; the condition of Props. 3.2, 3.3 and Cor. 3.1).
-
-    ``tol`` is passed to ``numpy.linalg.matrix_rank`` (default: s_max * max(rows, n+1) * eps).
-    """
-    E = _check_matrix("E", E)
-    return int(np.linalg.matrix_rank(_augment(E), tol=tol))
+def augmented_rank(E: np.ndarray) -> int:
+    """rank(E') with E' = [E 1] (section 3.2; the condition of Props. 3.2, 3.3 and Cor. 3.1), by
+    ``numpy.linalg.matrix_rank`` (threshold s_max * max(rows, n+1) * eps)."""
+    return int(np.linalg.matrix_rank(_augment(_check_matrix("E", E))))
 
 
-def _rank_augmented(rows: np.ndarray, tol: float | None, chunk: int = 4096) -> tuple[int, float, str]:
+def _rank_augmented(rows: np.ndarray, chunk: int = 4096) -> tuple[int, float, str]:
     """(rank([rows 1]), the threshold used on its singular values, the method). At most n + 1 rows:
     by SVD, numpy's default threshold s_max * max(shape) * eps ("svd"). Taller ``rows``: from the
     eigenvalues of the (n+1) x (n+1) Gram matrix, accumulated in float64 by blocks of rows (no
@@ -77,16 +68,15 @@ def _rank_augmented(rows: np.ndarray, tol: float | None, chunk: int = 4096) -> t
     if rows.shape[0] <= cols:
         e_prime = _augment(rows.astype(np.float64))
         sing, method = np.linalg.svd(e_prime, compute_uv=False), "svd"
-        default = lambda: float(sing.max()) * max(e_prime.shape) * np.finfo(float).eps
+        tol = float(sing.max()) * max(e_prime.shape) * np.finfo(float).eps
     else:
         gram = np.zeros((cols, cols))
         for start in range(0, rows.shape[0], chunk):
             block = _augment(np.asarray(rows[start : start + chunk], dtype=np.float64))
             gram += block.T @ block
         sing, method = np.sqrt(np.clip(np.linalg.eigvalsh(gram), 0.0, None)), "gram"
-        default = lambda: float(sing.max()) * math.sqrt(max(rows.shape[0], cols) * np.finfo(float).eps)
-    tol = default() if tol is None else tol
-    return int(np.sum(sing > tol)), float(tol), method
+        tol = float(sing.max()) * math.sqrt(max(rows.shape[0], cols) * np.finfo(float).eps)
+    return int(np.sum(sing > tol)), tol, method
 
 
 def docid_token_ids(tokenizer, docids: Iterable[str], with_eos: bool = True) -> list[int]:
@@ -102,20 +92,22 @@ def docid_token_ids(tokenizer, docids: Iterable[str], with_eos: bool = True) -> 
     return sorted(ids)
 
 
-def docid_token_rank(
-    embedding_matrix: np.ndarray, token_ids: Sequence[int], tol: float | None = None
-) -> dict[str, Any]:
+def docid_token_rank(embedding_matrix: np.ndarray, token_ids: Sequence[int]) -> dict[str, Any]:
     """rank(E'_docids) for the rows ``token_ids`` of a |V| x n embedding matrix (section 3.2).
 
     Returns {"n_docid_tokens": |V_docids| (distinct ids), "n": n, "rank_e_prime": rank(E'),
     "full_rank": rank(E') == |V_docids| (the condition of Props. 3.2, 3.3, Cor. 3.1),
     "method": "svd" (at most n + 1 ids) | "gram" (more: ``_rank_augmented``, no float64
     copy), "tol": the threshold used on singular values}. bf16 tensors must be converted by the
-    caller (e.g. ``tensor.float().numpy()``).
+    caller (e.g. ``tensor.float().numpy()``). Ids repeat at no cost (distinct ones count); a negative
+    id is refused (numpy would read it from the end), one past the vocabulary or not an integer is
+    numpy's IndexError.
     """
-    ids = _check_token_ids(token_ids, np.shape(embedding_matrix))
+    ids = np.unique(token_ids)
+    if ids.size and ids[0] < 0:
+        raise ValueError(f"token ids must be >= 0, got {ids[0]}")
     rows = _check_matrix("embedding_matrix", np.asarray(embedding_matrix)[ids], convert=False)
-    rank, thr, method = _rank_augmented(rows, tol)
+    rank, thr, method = _rank_augmented(rows)
     return {
         "n_docid_tokens": len(ids),
         "n": rows.shape[1],
@@ -126,33 +118,18 @@ def docid_token_rank(
     }
 
 
-def _check_token_ids(token_ids: Sequence[int], shape: tuple[int, ...]) -> np.ndarray:
-    """Distinct, in-range integer token ids as a sorted int array."""
-    if len(shape) != 2:
-        raise ValueError(f"embedding_matrix must be a 2-D array (|V| x n), got shape {shape}")
-    ids = np.asarray(token_ids)
-    if ids.ndim != 1 or ids.size == 0:
-        raise ValueError(f"token_ids must be a non-empty 1-D sequence of ints, got shape {ids.shape}")
-    if ids.dtype == bool or not np.issubdtype(ids.dtype, np.integer):
-        raise TypeError(f"token_ids must be ints, got dtype {ids.dtype}")
-    if ids.min() < 0 or ids.max() >= shape[0]:
-        raise ValueError(f"token_ids must lie in [0, {shape[0] - 1}], got range [{ids.min()}, {ids.max()}]")
-    return np.unique(ids)
-
-
 def null_vector_h(E: np.ndarray) -> np.ndarray:
     """A unit h != 0 with h^T E' = 0, E' = [E 1] (Appendix A, proof of Prop. 3.2, "=>"): the last
     left singular vector of E', its largest entry positive; sum(h) = 0, so h has entries of both
     signs. Exists iff rank(E') < |V|, else a ValueError."""
     E = _check_matrix("E", E)
-    e_prime = _augment(E)
-    rank = int(np.linalg.matrix_rank(e_prime))
+    rank = augmented_rank(E)
     if rank == E.shape[0]:
         raise ValueError(
             f"rank(E') = {rank} equals |V| = {E.shape[0]}: no nonzero h with "
             f"h^T E' = 0 exists (Prop. 3.2 condition holds)"
         )
-    u, _, _ = np.linalg.svd(e_prime, full_matrices=True)
+    u, _, _ = np.linalg.svd(_augment(E), full_matrices=True)
     h = u[:, -1]
     return h if h[np.argmax(np.abs(h))] > 0 else -h
 
@@ -197,19 +174,10 @@ def solve_phi_for_distribution(E: np.ndarray, p: np.ndarray) -> tuple[np.ndarray
     E = _check_matrix("E", E)
     p = _check_distribution(p, (E.shape[0],))
     e_prime = _augment(E)
-    phi_ls = np.linalg.lstsq(e_prime, np.log(p), rcond=None)[0][:-1]
-    if np.linalg.matrix_rank(e_prime) == E.shape[0]:
-        phi = phi_ls
-    else:
-        res = minimize(
-            _cross_entropy,
-            phi_ls,
-            args=(E, p),
-            jac=True,
-            method="L-BFGS-B",
-            options={"maxiter": 10000, "ftol": 1e-15, "gtol": 1e-12},
-        )
-        phi = res.x
+    phi = np.linalg.lstsq(e_prime, np.log(p), rcond=None)[0][:-1]
+    if np.linalg.matrix_rank(e_prime) < E.shape[0]:  # the bottleneck: the cross-entropy from there
+        options = {"maxiter": 10000, "ftol": 1e-15, "gtol": 1e-12}
+        phi = minimize(_cross_entropy, phi, args=(E, p), jac=True, method="L-BFGS-B", options=options).x
     return phi, float(np.max(np.abs(softmax(E @ phi) - p)))
 
 
