@@ -282,17 +282,6 @@ def slurm_jobs(sweep: Sweep, states: list[str], outputs_root: Path | None = None
     }
 
 
-def _headline(results: Path) -> str:
-    metrics = json.loads(results.read_text())["metrics"]
-    keys = [k for k in ("cvr", "ndcg", "recall@1") if isinstance(metrics.get(k), (int, float))]
-    return " ".join(f"{k} {metrics[k]:.3f}" for k in keys)
-
-
-def _newest_failed(run_dir: Path, since: float) -> str | None:
-    found = [p for p in run_dir.parent.glob(f"{run_dir.name}.failed-*") if p.stat().st_mtime >= since - 1]
-    return str(max(found, key=os.path.getmtime)) if found else None
-
-
 def last_error(log: Path, ended: str) -> str:
     """Why an attempt left no results.json: the error a point's process printed last
     (``run.error_lines``: an ``error: `` line and its indented continuation lines, so a multi-line
@@ -331,6 +320,77 @@ def sweep_lock(sweep: Sweep, folder: Path) -> Any:
         ) from None
 
 
+def _outcome(sweep: Sweep, point: Point, attempt: sweep_jobs.Attempt, root: Path, stopped: bool) -> tuple[dict, str]:
+    """An ended (or, without waiting, submitted) attempt's status.json row fields and the text of its
+    printed line: ``done`` with its headline metrics, ``submitted`` (a Slurm job left queued or
+    running), ``interrupted``, or ``failed`` with the error its process printed last."""
+    results, seconds = results_path(sweep, point, root), round(time.time() - attempt.began, 1)
+    if results.exists():
+        metrics = json.loads(results.read_text())["metrics"]
+        keys = [k for k in ("cvr", "ndcg", "recall@1") if isinstance(metrics.get(k), (int, float))]
+        headline = " ".join(f"{k} {metrics[k]:.3f}" for k in keys)
+        return {"status": "done", "seconds": seconds}, f"{seconds:.1f} s  {headline}"
+    if attempt.ended is None:
+        state = sweep_jobs.slurm_state(attempt.job_id)
+        row = {"status": "submitted", "job_state": state, "seconds": seconds}
+        return row, f"slurm job {attempt.job_id} {state}; the next call follows it"
+    if stopped:
+        return {"status": "interrupted", "seconds": seconds}, f"{seconds:.1f} s"
+    error = last_error(attempt.log, attempt.ended)
+    tries = results.parent.parent.glob(f"{point.run_name}.failed-*")  # its run's failed folders, this one's newest
+    newest = max((p for p in tries if p.stat().st_mtime >= attempt.began - 1), key=os.path.getmtime, default=None)
+    indented = error.replace("\n", "\n    ")  # a multi-line message stays one indented block
+    row = {"status": "failed", "error": error, "failed_dir": str(newest) if newest else None, "seconds": seconds}
+    return row, f"{seconds:.1f} s  {indented}  (log: {attempt.log})"
+
+
+def _slurm_prepass(sweep: Sweep, states: list[str], root: Path, kind: str) -> tuple[dict, dict[str, str]]:
+    """Before anything runs, the unfinished points whose newest attempt is a Slurm job: ({run_name:
+    attempt} of the jobs still queued or running, to attach to; {run_name: how it failed} of those
+    that ended, run again). A local call refuses live jobs: it would run their points twice."""
+    found = slurm_jobs(sweep, states, root)
+    live = {name: job for name, (job, state) in found.items() if state not in ENDED}
+    if live and kind != "slurm":
+        busy = sorted(f"{name}: slurm job {job.job_id} {found[name][1]}" for name, job in live.items())
+        raise SweepError(
+            f"{sweep.path.name}: points have jobs still queued or running; follow them with the executor that "
+            "submitted them (--executor slurm), or cancel them first:\n  " + "\n  ".join(busy)
+        )
+    ended = {
+        name: last_error(job.log, sweep_jobs.job_end(job.job_id, state))
+        for name, (job, state) in found.items()
+        if state in ENDED
+    }
+    return live, ended
+
+
+class _Progress:
+    """A sweep's rows as ``status.json`` holds them (saved after every change) and its printed lines."""
+
+    def __init__(self, sweep: Sweep, folder: Path, root: Path, echo: Callable[[str], None]):
+        empty = dict.fromkeys(("seconds", "error", "log", "failed_dir", "job_id", "previous_error"))
+        self.rows = [dict(run_name=p.run_name, grid=p.grid, status="pending", **empty) for p in sweep.points]
+        self.sweep, self.folder, self.root, self.echo = sweep, folder, root, echo
+
+    def say(self, i: int, word: str, text: str = "") -> None:
+        n = len(self.rows)
+        self.echo(f"[{i + 1:>{len(str(n))}}/{n}] {word:<11} {self.rows[i]['run_name']}{'  ' + text if text else ''}")
+
+    def save(self) -> None:
+        now = datetime.now().isoformat(timespec="seconds")
+        status = {"sweep": str(self.sweep.path), "notebook": self.sweep.notebook, "updated": now, "points": self.rows}
+        outputs.write_json_atomic(self.folder / "status.json", status)
+
+    def finish(self, i: int, attempt: sweep_jobs.Attempt, stopped: bool = False) -> None:
+        """Record and print how point ``i``'s attempt ended, with what its run told its user."""
+        row, text = _outcome(self.sweep, self.sweep.points[i], attempt, self.root, stopped)
+        self.rows[i].update(row)
+        self.say(i, "FAILED" if row["status"] == "failed" else row["status"], text)
+        for message in run.told_in(results_path(self.sweep, self.sweep.points[i], self.root).parent):
+            self.echo(f"    note: {message}")
+        self.save()
+
+
 def run_sweep(
     sweep: Sweep,
     jobs: int | None = None,
@@ -353,8 +413,8 @@ def run_sweep(
     Once the sweep's lock is held, before anything runs: stale runs are refused; of the unfinished
     points whose newest attempt is a Slurm job, one that ended is recorded (``previous_error``) and
     runs again, one still queued or running is attached to (a local call refuses: it would run the
-    point twice). Then points start while fewer than ``jobs`` run, the running ones looked at
-    every ``executor.poll_s``."""
+    point twice; ``_slurm_prepass``). Then points start while fewer than ``jobs`` run, the running
+    ones looked at every ``executor.poll_s``."""
     kind = executor if isinstance(executor, str) else executor.kind
     if kind not in sweep_jobs.EXECUTORS:
         raise sweep_jobs.JobError(f"executor={kind!r} is not known; choose one of {list(sweep_jobs.EXECUTORS)}")
@@ -365,7 +425,7 @@ def run_sweep(
     if not wait and kind != "slurm":
         raise SweepError("--no-wait needs --executor slurm (local points end with this command)")
     root = outputs_root or paths.OUTPUTS
-    folder, points = sweep_dir(sweep, root), sweep.points
+    folder, points, wall = sweep_dir(sweep, root), sweep.points, time.time()
     outputs.writable_folder(folder / "logs")  # one clear error, not a traceback per point
     outputs.writable_folder(root / sweep.notebook)
     with sweep_lock(sweep, folder):
@@ -373,56 +433,17 @@ def run_sweep(
             command = [sys.executable, "-m", "arrank.workbook.sweep", "--point", sweep.notebook, str(root)]
             executor = sweep_jobs.EXECUTORS[kind](command, thread_env(jobs), resources, jobs)
         states = point_states(sweep, root)  # raises on stale finished runs, before anything runs
-        found = slurm_jobs(sweep, states, root)
-        live = {name: job for name, (job, state) in found.items() if state not in ENDED}
-        if live and kind != "slurm":
-            busy = sorted(f"{name}: slurm job {job.job_id} {found[name][1]}" for name, job in live.items())
-            raise SweepError(
-                f"{sweep.path.name}: points have jobs still queued or running; follow them with the executor that "
-                "submitted them (--executor slurm), or cancel them first:\n  " + "\n  ".join(busy)
-            )
-        empty = dict.fromkeys(("seconds", "error", "log", "failed_dir", "job_id", "previous_error"))
-        rows = [dict(run_name=p.run_name, grid=p.grid, status="pending", **empty) for p in points]
-        width, wall, running, interrupt = len(str(len(points))), time.time(), {}, None
-
-        def say(i: int, word: str, text: str = "") -> None:
-            echo(f"[{i + 1:>{width}}/{len(points)}] {word:<11} {points[i].run_name}{'  ' + text if text else ''}")
-
-        def save() -> None:
-            now = datetime.now().isoformat(timespec="seconds")
-            status = {"sweep": str(sweep.path), "notebook": sweep.notebook, "updated": now, "points": rows}
-            outputs.write_json_atomic(folder / "status.json", status)
-
-        def finish(i: int, attempt: sweep_jobs.Attempt, stopped: bool = False) -> None:
-            results, seconds = results_path(sweep, points[i], root), round(time.time() - attempt.began, 1)
-            if results.exists():
-                row, text = {"status": "done"}, f"{seconds:.1f} s  {_headline(results)}"
-            elif attempt.ended is None:  # a Slurm job left queued or running
-                state = sweep_jobs.slurm_state(attempt.job_id)
-                row = {"status": "submitted", "job_state": state}
-                text = f"slurm job {attempt.job_id} {state}; the next call follows it"
-            elif stopped:
-                row, text = {"status": "interrupted"}, f"{seconds:.1f} s"
-            else:
-                error = last_error(attempt.log, attempt.ended)
-                row = {"status": "failed", "error": error, "failed_dir": _newest_failed(results.parent, attempt.began)}
-                indented = error.replace("\n", "\n    ")  # a multi-line message stays one indented block
-                text = f"{seconds:.1f} s  {indented}  (log: {attempt.log})"
-            rows[i].update(row, seconds=seconds)
-            say(i, "FAILED" if row["status"] == "failed" else row["status"], text)
-            for message in run.told_in(results.parent):  # what a finished point's run told its user
-                echo(f"    note: {message}")
-            save()
-
-        for i, state in enumerate(states):
-            job, slurm_state = found.get(points[i].run_name, (None, None))
-            if slurm_state in ENDED:  # recorded, and run again now
-                rows[i]["previous_error"] = last_error(job.log, sweep_jobs.job_end(job.job_id, slurm_state))
-                say(i, "FAILED", f"earlier: {rows[i]['previous_error']}")
+        live, ended = _slurm_prepass(sweep, states, root, kind)
+        progress, running, interrupt = _Progress(sweep, folder, root, echo), {}, None
+        rows = progress.rows
+        for i, (point, state) in enumerate(zip(points, states)):
+            if point.run_name in ended:  # recorded, and run again now
+                rows[i]["previous_error"] = ended[point.run_name]
+                progress.say(i, "FAILED", f"earlier: {rows[i]['previous_error']}")
             if state == "done":
                 rows[i]["status"] = "done earlier"
-                say(i, "skipped", "(results.json exists)")
-        save()
+                progress.say(i, "skipped", "(results.json exists)")
+        progress.save()
         todo = [i for i, state in enumerate(states) if state != "done"]
         try:
             while todo or running:
@@ -436,11 +457,11 @@ def run_sweep(
                     running[i] = attempt
                     rows[i].update(status="running", job_id=attempt.job_id, log=str(attempt.log))
                     retry = "(retry of a failed point)" if states[i] == "failed" or rows[i]["previous_error"] else ""
-                    say(i, "running", "  ".join(filter(None, [retry, attempt.note])))
+                    progress.say(i, "running", "  ".join(filter(None, [retry, attempt.note])))
                 for i, attempt in list(running.items()):
                     attempt.ended = attempt.ended or executor.end(attempt)
                     if attempt.ended is not None or not wait:
-                        finish(i, running.pop(i))
+                        progress.finish(i, running.pop(i))
                 if running:
                     time.sleep(executor.poll_s)
         except KeyboardInterrupt as err:
@@ -448,10 +469,10 @@ def run_sweep(
             executor.stop(list(running.values()), forward=getattr(err, "signum", signal.SIGINT) != signal.SIGINT)
             for i, attempt in running.items():
                 attempt.ended = attempt.ended or executor.end(attempt)
-                finish(i, attempt, stopped=True)
+                progress.finish(i, attempt, stopped=True)
             for row in rows:
                 row["status"] = "interrupted" if row["status"] in ("pending", "running") else row["status"]
-        save()
+        progress.save()
     counts = Counter(r["status"] for r in rows)
     echo(
         f"sweep {sweep.name}: {counts['done']} ran, {counts['done earlier']} done earlier, {counts['failed']} failed"
