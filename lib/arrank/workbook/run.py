@@ -19,7 +19,7 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 from unittest import mock
 
 from arrank.common import outputs, params, paths, processes
@@ -323,12 +323,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def interrupt_on_signals() -> dict[int, Any]:
-    """Let SIGTERM (``kill``, Slurm, a sweep stopping its points) and SIGHUP (a closing terminal)
-    end a command as Ctrl-C does: a ``KeyboardInterrupt`` carrying ``signum`` (``exit_code``); a
-    second such signal while the first is handled is ignored. Ctrl-C (SIGINT) stays a plain
-    ``KeyboardInterrupt`` but silences at once what the libraries log of the kernel it ends
-    (``quiet_abandoned_tasks``). Returns the handlers replaced."""
+@contextlib.contextmanager
+def interrupt_on_signals() -> Iterator[None]:
+    """For the ``with`` block, let SIGTERM (``kill``, Slurm, a sweep stopping its points) and SIGHUP
+    (a closing terminal) end a command as Ctrl-C does: a ``KeyboardInterrupt`` carrying ``signum``
+    (``exit_code``); a second such signal while the first is handled is ignored. Ctrl-C (SIGINT)
+    stays a plain ``KeyboardInterrupt`` but silences at once what the libraries log of the kernel it
+    ends (``quiet_abandoned_tasks``). The handlers replaced are put back after the block."""
 
     def handler(signum: int, frame: Any) -> None:
         quiet_abandoned_tasks()  # at once: papermill's clean-up logs before ``interrupted``
@@ -343,13 +344,11 @@ def interrupt_on_signals() -> dict[int, Any]:
     previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where Ctrl-C is ignored
         previous[signal.SIGINT] = signal.signal(signal.SIGINT, handler)
-    return previous
-
-
-def restore_signals(previous: dict[int, Any]) -> None:
-    """Put back the handlers ``interrupt_on_signals`` replaced."""
-    for sig, old in previous.items():
-        signal.signal(sig, old)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -358,19 +357,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     names = [name for name, _ in args.parameter]
     twice = sorted({n for n in names if names.count(n) > 1})
-    previous = interrupt_on_signals()
-    try:
-        if twice:
-            given = "; ".join(f"{n}: " + ", ".join(repr(v) for k, v in args.parameter if k == n) for n in twice)
-            raise ParamError(f"parameter(s) {twice} given more than once ({given}); give each -p NAME VALUE once")
-        final = run_notebook(args.notebook, dict(args.parameter), progress=not args.no_progress)
-    except (ParamError, outputs.RunExistsError, outputs.OutputsNotWritableError, RunFailedError) as err:
-        print(error_lines(err), file=sys.stderr)
-        return 1 if isinstance(err, RunFailedError) else 2  # 2: refused before running
-    except KeyboardInterrupt as err:
-        return interrupted(err, "while no notebook was running; run the same command again")
-    finally:
-        restore_signals(previous)
+    with interrupt_on_signals():
+        try:
+            if twice:
+                given = "; ".join(f"{n}: " + ", ".join(repr(v) for k, v in args.parameter if k == n) for n in twice)
+                raise ParamError(f"parameter(s) {twice} given more than once ({given}); give each -p NAME VALUE once")
+            final = run_notebook(args.notebook, dict(args.parameter), progress=not args.no_progress)
+        except (ParamError, outputs.RunExistsError, outputs.OutputsNotWritableError, RunFailedError) as err:
+            print(error_lines(err), file=sys.stderr)
+            return 1 if isinstance(err, RunFailedError) else 2  # 2: refused before running
+        except KeyboardInterrupt as err:
+            return interrupted(err, "while no notebook was running; run the same command again")
     if processes.is_main():
         for message in told_in(final):  # what the run told its user inside the notebook
             print(f"note: {message}")

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from arrank.common import outputs, paths, processes
+from arrank.common.display import number_text
 from arrank.common.params import ParamError, spec_for
 from arrank.workbook import run, sweep_jobs
 from arrank.workbook.sweep_jobs import ENDED
@@ -110,12 +111,9 @@ def expand_grid(grid: Any) -> list[dict[str, Any]]:
 
 
 def format_value(value: Any) -> str:
-    """A grid value as it appears in a run name: 2.0 -> '2', True -> 'true', None -> 'none'."""
-    if isinstance(value, bool) or value is None:
-        return str(value).lower()
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return re.sub(r"[^A-Za-z0-9._=-]", "_", str(value))
+    """A grid value as it appears in a run name: 2.0 -> '2', True -> 'true' (as in labels:
+    ``display.number_text``), None -> 'none', other characters than a run name's -> '_'."""
+    return re.sub(r"[^A-Za-z0-9._=-]", "_", "none" if value is None else number_text(value))
 
 
 def point_run_name(sweep_name: str, grid_values: dict[str, Any]) -> str:
@@ -488,18 +486,18 @@ def run_sweep(
 def run_point(notebook: str, outputs_root: Path, overrides: dict[str, Any]) -> int:
     """The process of one point (local or in a Slurm job): run it, print the full error on failure
     (the log keeps it)."""
-    run.interrupt_on_signals()
-    try:
-        final = run.run_notebook(notebook, overrides, outputs_root=outputs_root, progress=False)
-    except (ParamError, outputs.RunExistsError, outputs.OutputsNotWritableError, run.RunFailedError) as err:
-        failed = isinstance(err, run.RunFailedError)  # the notebook failed (1), or the run was refused (2)
-        if failed:
-            traceback.print_exception(err.__cause__ or err, file=sys.stdout)
-        print(run.error_lines(err), flush=True)
-        return 1 if failed else 2
-    except KeyboardInterrupt as err:
-        print(run.error_lines(err or "interrupted", "interrupted: "), flush=True)
-        return run.exit_code(err)
+    with run.interrupt_on_signals():
+        try:
+            final = run.run_notebook(notebook, overrides, outputs_root=outputs_root, progress=False)
+        except (ParamError, outputs.RunExistsError, outputs.OutputsNotWritableError, run.RunFailedError) as err:
+            failed = isinstance(err, run.RunFailedError)  # the notebook failed (1), or the run was refused (2)
+            if failed:
+                traceback.print_exception(err.__cause__ or err, file=sys.stdout)
+            print(run.error_lines(err), flush=True)
+            return 1 if failed else 2
+        except KeyboardInterrupt as err:
+            print(run.error_lines(err or "interrupted", "interrupted: "), flush=True)
+            return run.exit_code(err)
     print(f"run written to {final}", flush=True)
     return 0
 
@@ -552,27 +550,23 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--no-wait", action="store_true", help="slurm: submit the unfinished points and return")
     args = parser.parse_args(argv)
     flags = {k: getattr(args, k) for k in sweep_jobs.RESOURCES if getattr(args, k) is not None}
-    previous = run.interrupt_on_signals()  # SIGTERM and SIGHUP stop the sweep as Ctrl-C does
-    try:
-        slurm_only = sorted(set(flags) - set(sweep_jobs.LOCAL_RESOURCES))
-        if slurm_only and args.executor == "local":
-            raise SweepError(f"{slurm_only} are Slurm job resources: they need --executor slurm")
-        sweep = load_sweep(args.sweep, args.max_points)
-        if args.list:
-            print(describe(sweep, args.outputs_root))
-            return 0
-        rows = run_sweep(sweep, args.jobs, args.outputs_root, args.executor, resources=flags, wait=not args.no_wait)
-    except (SweepError, sweep_jobs.JobError, outputs.OutputsNotWritableError) as err:
-        print(run.error_lines(err), file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as err:
-        print(
-            "interrupted: finished points are kept, Slurm jobs keep running; run the same command again to go on",
-            file=sys.stderr,
-        )
-        return run.exit_code(err)
-    finally:
-        run.restore_signals(previous)
+    with run.interrupt_on_signals():  # SIGTERM and SIGHUP stop the sweep as Ctrl-C does
+        try:
+            slurm_only = sorted(set(flags) - set(sweep_jobs.LOCAL_RESOURCES))
+            if slurm_only and args.executor == "local":
+                raise SweepError(f"{slurm_only} are Slurm job resources: they need --executor slurm")
+            sweep = load_sweep(args.sweep, args.max_points)
+            if args.list:
+                print(describe(sweep, args.outputs_root))
+                return 0
+            rows = run_sweep(sweep, args.jobs, args.outputs_root, args.executor, resources=flags, wait=not args.no_wait)
+        except (SweepError, sweep_jobs.JobError, outputs.OutputsNotWritableError) as err:
+            print(run.error_lines(err), file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as err:
+            return run.interrupted(
+                err, "finished points are kept, Slurm jobs keep running; run the same command again to go on"
+            )
     return 1 if any(r["status"] == "failed" for r in rows) else 0
 
 

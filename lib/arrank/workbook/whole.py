@@ -27,7 +27,7 @@ from arrank.common.outputs import (
 )
 from arrank.common.params import ParamError
 from arrank.common.paths import notebooks
-from arrank.workbook.run import RunFailedError, interrupt_on_signals, interrupted, restore_signals, run_notebook
+from arrank.workbook.run import RunFailedError, interrupt_on_signals, interrupted, run_notebook
 from arrank.workbook.sweep import SweepError, load_sweep, point_states, run_sweep
 
 WORKBOOK_SWEEP = "sweeps/table1_wordnet_workbook.yaml"
@@ -165,16 +165,16 @@ def main(argv: list[str] | None = None) -> int:
     except (RunInProgressError, OutputsNotWritableError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    previous = interrupt_on_signals()
-    try:
-        rows = run_workbook(args.run_name, args.only)
-    except KeyboardInterrupt as err:
-        return interrupted(
-            err, "the workbook stopped; finished stages and sweep points are kept: run the same command again to go on"
-        )
-    finally:
-        restore_signals(previous)
-        lock.release()
+    with interrupt_on_signals():
+        try:
+            rows = run_workbook(args.run_name, args.only)
+        except KeyboardInterrupt as err:
+            return interrupted(
+                err,
+                "the workbook stopped; finished stages and sweep points are kept: run the same command again to go on",
+            )
+        finally:
+            lock.release()
     print(summary(rows))
     print("\nTable 1, quick (workbook sweep; percent):\n" + table1_summary())
     print(
