@@ -75,12 +75,9 @@ def read_notebook(source: Path) -> Any:
     return nb
 
 
-def parameters_cell(nb: Any, source: Path) -> dict[str, Any]:
-    """The names and literal default values of the notebook's parameters cell (``params.parse_cell``)."""
-    return {
-        name: default
-        for name, _, default, _ in params.parse_cell(params.parameters_source(nb, source.name), source.name)
-    }
+def parameters_cell(source: Path) -> dict[str, Any]:
+    """The names and literal default values of the notebook's parameters cell (``params.spec``)."""
+    return {name: p.default for name, p in params.spec(source.stem, source).items()}
 
 
 def parameters_help(notebook: str | Path) -> str:
@@ -126,19 +123,17 @@ def coerce(name: str, raw: Any, kind: str) -> Any:
 def prepare(notebook: str | Path, overrides: dict[str, Any]) -> tuple[Path, dict[str, Any], dict[str, Any]]:
     """Find the notebook, check the overrides, resolve ``run_name``; returns (source, the parameters
     injected into papermill, all resolved parameters)."""
-    source = find_notebook(notebook)
-    return prepare_parsed(source, parameters_cell(read_notebook(source), source), overrides)
+    return prepare_parsed(find_notebook(notebook), overrides)
 
 
-def prepare_parsed(
-    source: Path, defaults: dict[str, Any], overrides: dict[str, Any]
-) -> tuple[Path, dict[str, Any], dict[str, Any]]:
-    """``prepare`` for a notebook whose parameters cell was read already (``defaults``): a sweep
-    reads it once and checks every point with it. The values that run are resolved here, once
-    (``params.resolve``); papermill injects each that is not the cell's (the executed notebook
-    shows what ran) and the kernel reads them all from ``params.PARAMS_ENV``."""
-    kinds = {name: p.type for name, p in params.spec(source.stem, source).items()}
-    given = {k: coerce(k, v, kinds.get(k, "str")) for k, v in overrides.items()}  # unknown names: resolve refuses
+def prepare_parsed(source: Path, overrides: dict[str, Any]) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+    """``prepare`` for a notebook found already (``source``): a sweep finds it once and checks every
+    point with it (its cell read once: ``params.spec`` is cached). The values that run are resolved
+    here, once (``params.resolve``); papermill injects each that is not the cell's (the executed
+    notebook shows what ran) and the kernel reads them all from ``params.PARAMS_ENV``."""
+    spec = params.spec(source.stem, source)
+    defaults = {name: p.default for name, p in spec.items()}
+    given = {k: coerce(k, v, spec[k].type if k in spec else "str") for k, v in overrides.items()}  # unknown: refused
     resolved = params.resolve(source.stem, {**defaults, **given}, set(given), source)
     processes.check_launch(source.stem, resolved)  # several processes: 05 only, a run name, no Unsloth
     resolved["run_name"] = outputs.resolve_run_name(resolved["run_name"], resolved["profile"])

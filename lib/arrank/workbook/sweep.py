@@ -194,7 +194,6 @@ def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
     try:
         source = run.find_notebook(str(data["notebook"]))
         spec_for(source.stem)
-        defaults = run.parameters_cell(run.read_notebook(source), source)
         resources = sweep_jobs.check_resources(data.get("resources"), f"{path.name}: resources")
     except (ParamError, sweep_jobs.JobError) as err:
         raise SweepError(str(err) if isinstance(err, sweep_jobs.JobError) else f"{path.name}: {err}") from None
@@ -212,7 +211,7 @@ def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
     for values in grid_points:
         overrides = {**fixed, **values, "run_name": point_run_name(name, values)}
         try:
-            _, _, resolved = run.prepare_parsed(source, defaults, overrides)
+            _, _, resolved = run.prepare_parsed(source, overrides)
         except ParamError as err:
             where = ", ".join(f"{k}={v!r}" for k, v in values.items())
             raise SweepError(f"{path.name}: point ({where}): {err}") from None
