@@ -364,19 +364,21 @@ def _slurm_prepass(sweep: Sweep, states: list[str], root: Path, kind: str) -> tu
 class _Progress:
     """A sweep's rows as ``status.json`` holds them (saved after every change) and its printed lines."""
 
-    def __init__(self, sweep: Sweep, folder: Path, root: Path, echo: Callable[[str], None]):
+    def __init__(self, sweep: Sweep, root: Path, echo: Callable[[str], None]):
         empty = dict.fromkeys(("seconds", "error", "log", "failed_dir", "job_id", "previous_error"))
         self.rows = [dict(run_name=p.run_name, grid=p.grid, status="pending", **empty) for p in sweep.points]
-        self.sweep, self.folder, self.root, self.echo = sweep, folder, root, echo
+        self.sweep, self.root, self.echo = sweep, root, echo
 
     def say(self, i: int, word: str, text: str = "") -> None:
+        """``[2/3] running     <run name>  <text>``."""
         n = len(self.rows)
         self.echo(f"[{i + 1:>{len(str(n))}}/{n}] {word:<11} {self.rows[i]['run_name']}{'  ' + text if text else ''}")
 
     def save(self) -> None:
+        """Write the rows to ``<sweep folder>/status.json``, atomically."""
         now = datetime.now().isoformat(timespec="seconds")
         status = {"sweep": str(self.sweep.path), "notebook": self.sweep.notebook, "updated": now, "points": self.rows}
-        outputs.write_json_atomic(self.folder / "status.json", status)
+        outputs.write_json_atomic(sweep_dir(self.sweep, self.root) / "status.json", status)
 
     def finish(self, i: int, attempt: sweep_jobs.Attempt, stopped: bool = False) -> None:
         """Record and print how point ``i``'s attempt ended, with what its run told its user."""
@@ -431,7 +433,7 @@ def run_sweep(
             executor = sweep_jobs.EXECUTORS[kind](command, thread_env(jobs), resources, jobs)
         states = point_states(sweep, root)  # raises on stale finished runs, before anything runs
         live, ended = _slurm_prepass(sweep, states, root, kind)
-        progress, running, interrupt = _Progress(sweep, folder, root, echo), {}, None
+        progress, running, interrupt = _Progress(sweep, root, echo), {}, None
         rows = progress.rows
         for i, (point, state) in enumerate(zip(points, states)):
             if point.run_name in ended:  # recorded, and run again now
