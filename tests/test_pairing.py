@@ -57,7 +57,7 @@ def test_parameters_cell_is_a_valid_spec(source: Path):
     (the quick profile's values) are valid."""
     import papermill
 
-    defaults = run.parameters_cell(run.read_notebook(source), source)
+    defaults = run.parameters_cell(source)
     assert defaults["profile"] == "quick" and defaults["run_name"] == "auto"
     assert params.validate(source.stem, defaults).keys() == defaults.keys()
     with tempfile.TemporaryDirectory() as tmp:

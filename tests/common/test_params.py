@@ -121,7 +121,7 @@ def test_check_params_in_a_runner_kernel_takes_the_resolved_values(monkeypatch):
     source, injected, resolved = run.prepare("07", {"run_name": "r"})
     assert "alphas" not in injected and resolved["alphas"] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
     monkeypatch.setenv(params.PARAMS_ENV, json.dumps(resolved))
-    kernel = {**run.parameters_cell(run.read_notebook(source), source), **injected}
+    kernel = {**run.parameters_cell(source), **injected}
     assert json.dumps(params.check_params("07_de_ce_baselines", kernel)) == json.dumps(resolved)
 
 
@@ -161,7 +161,7 @@ def test_runner_kernel_and_jupyterlab_run_the_same_values(stem, monkeypatch, cap
 
     for profile in params.profiles_of(stem):
         source, injected, resolved = run.prepare(stem, {"profile": profile})
-        cell = run.parameters_cell(run.read_notebook(source), source)
+        cell = run.parameters_cell(source)
         monkeypatch.setenv(params.PARAMS_ENV, json.dumps(resolved))
         assert json.dumps(params.check_params(stem, {**cell, **injected})) == json.dumps(resolved)
         monkeypatch.delenv(params.PARAMS_ENV)

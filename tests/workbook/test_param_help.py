@@ -33,7 +33,7 @@ def test_every_parameter_has_a_meaning_and_allowed_values(stem):
     text = run.parameters_help(stem)
     spec = params.spec_for(stem)
     source = run.find_notebook(stem)
-    defaults = run.parameters_cell(run.read_notebook(source), source)
+    defaults = run.parameters_cell(source)
     blocks = re.split(r"\n  (?=\w+: [\w\[\]]+ = )", text)[1:]
     assert [b.split(":")[0] for b in blocks] == list(defaults)
     for name, block in zip(defaults, blocks):

@@ -353,14 +353,6 @@ class Param:
     profiles: Mapping[str, Any]
 
 
-def parameters_source(nb: Any, where: str) -> str:
-    """The source of the one cell of notebook ``nb`` (nbformat) tagged ``parameters``."""
-    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
-    if len(cells) != 1:
-        raise ParamError(f"{where} must have exactly one cell tagged 'parameters', has {len(cells)}")
-    return cells[0].source
-
-
 def parse_cell(source: str, where: str) -> list[tuple[str, str, Any, str]]:
     """``(name, type, default, help)`` per line of a parameters cell, by papermill's parser
     (``PythonTranslator.inspect``), which skips a line it cannot read (an ``=`` in the comment):
@@ -407,11 +399,16 @@ def _validator(stem: str, name: str, kind: str, default: Any = 0) -> Validator:
 
 @lru_cache(maxsize=64)
 def _spec(stem: str, source: str, mtime: int) -> dict[str, Param]:
+    """The parameters of the notebook at ``source`` (cached per file and modification time): the
+    one cell tagged ``parameters``, read by ``parse_cell``, with each parameter's rule and profiles."""
     import jupytext
 
-    nb = jupytext.read(source)
+    where = Path(source).name
+    cells = [c for c in jupytext.read(source).cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if len(cells) != 1:
+        raise ParamError(f"{where} must have exactly one cell tagged 'parameters', has {len(cells)}")
     out = {}
-    for name, kind, default, meaning in parse_cell(parameters_source(nb, Path(source).name), Path(source).name):
+    for name, kind, default, meaning in parse_cell(cells[0].source, where):
         by_profile = {p: values[name] for p, values in PROFILES.get(stem, {}).items() if name in values}
         out[name] = Param(name, kind, default, meaning, _validator(stem, name, kind, default), by_profile)
     return out

@@ -19,7 +19,7 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 from unittest import mock
 
 from arrank.common import outputs, params, paths, processes
@@ -75,12 +75,9 @@ def read_notebook(source: Path) -> Any:
     return nb
 
 
-def parameters_cell(nb: Any, source: Path) -> dict[str, Any]:
-    """The names and literal default values of the notebook's parameters cell (``params.parse_cell``)."""
-    return {
-        name: default
-        for name, _, default, _ in params.parse_cell(params.parameters_source(nb, source.name), source.name)
-    }
+def parameters_cell(source: Path) -> dict[str, Any]:
+    """The names and literal default values of the notebook's parameters cell (``params.spec``)."""
+    return {name: p.default for name, p in params.spec(source.stem, source).items()}
 
 
 def parameters_help(notebook: str | Path) -> str:
@@ -126,19 +123,17 @@ def coerce(name: str, raw: Any, kind: str) -> Any:
 def prepare(notebook: str | Path, overrides: dict[str, Any]) -> tuple[Path, dict[str, Any], dict[str, Any]]:
     """Find the notebook, check the overrides, resolve ``run_name``; returns (source, the parameters
     injected into papermill, all resolved parameters)."""
-    source = find_notebook(notebook)
-    return prepare_parsed(source, parameters_cell(read_notebook(source), source), overrides)
+    return prepare_parsed(find_notebook(notebook), overrides)
 
 
-def prepare_parsed(
-    source: Path, defaults: dict[str, Any], overrides: dict[str, Any]
-) -> tuple[Path, dict[str, Any], dict[str, Any]]:
-    """``prepare`` for a notebook whose parameters cell was read already (``defaults``): a sweep
-    reads it once and checks every point with it. The values that run are resolved here, once
-    (``params.resolve``); papermill injects each that is not the cell's (the executed notebook
-    shows what ran) and the kernel reads them all from ``params.PARAMS_ENV``."""
-    kinds = {name: p.type for name, p in params.spec(source.stem, source).items()}
-    given = {k: coerce(k, v, kinds.get(k, "str")) for k, v in overrides.items()}  # unknown names: resolve refuses
+def prepare_parsed(source: Path, overrides: dict[str, Any]) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+    """``prepare`` for a notebook found already (``source``): a sweep finds it once and checks every
+    point with it (its cell read once: ``params.spec`` is cached). The values that run are resolved
+    here, once (``params.resolve``); papermill injects each that is not the cell's (the executed
+    notebook shows what ran) and the kernel reads them all from ``params.PARAMS_ENV``."""
+    spec = params.spec(source.stem, source)
+    defaults = {name: p.default for name, p in spec.items()}
+    given = {k: coerce(k, v, spec[k].type if k in spec else "str") for k, v in overrides.items()}  # unknown: refused
     resolved = params.resolve(source.stem, {**defaults, **given}, set(given), source)
     processes.check_launch(source.stem, resolved)  # several processes: 05 only, a run name, no Unsloth
     resolved["run_name"] = outputs.resolve_run_name(resolved["run_name"], resolved["profile"])
@@ -323,12 +318,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def interrupt_on_signals() -> dict[int, Any]:
-    """Let SIGTERM (``kill``, Slurm, a sweep stopping its points) and SIGHUP (a closing terminal)
-    end a command as Ctrl-C does: a ``KeyboardInterrupt`` carrying ``signum`` (``exit_code``); a
-    second such signal while the first is handled is ignored. Ctrl-C (SIGINT) stays a plain
-    ``KeyboardInterrupt`` but silences at once what the libraries log of the kernel it ends
-    (``quiet_abandoned_tasks``). Returns the handlers replaced."""
+@contextlib.contextmanager
+def interrupt_on_signals() -> Iterator[None]:
+    """For the ``with`` block, let SIGTERM (``kill``, Slurm, a sweep stopping its points) and SIGHUP
+    (a closing terminal) end a command as Ctrl-C does: a ``KeyboardInterrupt`` carrying ``signum``
+    (``exit_code``); a second such signal while the first is handled is ignored. Ctrl-C (SIGINT)
+    stays a plain ``KeyboardInterrupt`` but silences at once what the libraries log of the kernel it
+    ends (``quiet_abandoned_tasks``). The handlers replaced are put back after the block."""
 
     def handler(signum: int, frame: Any) -> None:
         quiet_abandoned_tasks()  # at once: papermill's clean-up logs before ``interrupted``
@@ -343,13 +339,11 @@ def interrupt_on_signals() -> dict[int, Any]:
     previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where Ctrl-C is ignored
         previous[signal.SIGINT] = signal.signal(signal.SIGINT, handler)
-    return previous
-
-
-def restore_signals(previous: dict[int, Any]) -> None:
-    """Put back the handlers ``interrupt_on_signals`` replaced."""
-    for sig, old in previous.items():
-        signal.signal(sig, old)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -358,19 +352,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     names = [name for name, _ in args.parameter]
     twice = sorted({n for n in names if names.count(n) > 1})
-    previous = interrupt_on_signals()
-    try:
-        if twice:
-            given = "; ".join(f"{n}: " + ", ".join(repr(v) for k, v in args.parameter if k == n) for n in twice)
-            raise ParamError(f"parameter(s) {twice} given more than once ({given}); give each -p NAME VALUE once")
-        final = run_notebook(args.notebook, dict(args.parameter), progress=not args.no_progress)
-    except (ParamError, outputs.RunExistsError, outputs.OutputsNotWritableError, RunFailedError) as err:
-        print(error_lines(err), file=sys.stderr)
-        return 1 if isinstance(err, RunFailedError) else 2  # 2: refused before running
-    except KeyboardInterrupt as err:
-        return interrupted(err, "while no notebook was running; run the same command again")
-    finally:
-        restore_signals(previous)
+    with interrupt_on_signals():
+        try:
+            if twice:
+                given = "; ".join(f"{n}: " + ", ".join(repr(v) for k, v in args.parameter if k == n) for n in twice)
+                raise ParamError(f"parameter(s) {twice} given more than once ({given}); give each -p NAME VALUE once")
+            final = run_notebook(args.notebook, dict(args.parameter), progress=not args.no_progress)
+        except (ParamError, outputs.RunExistsError, outputs.OutputsNotWritableError, RunFailedError) as err:
+            print(error_lines(err), file=sys.stderr)
+            return 1 if isinstance(err, RunFailedError) else 2  # 2: refused before running
+        except KeyboardInterrupt as err:
+            return interrupted(err, "while no notebook was running; run the same command again")
     if processes.is_main():
         for message in told_in(final):  # what the run told its user inside the notebook
             print(f"note: {message}")

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from arrank.common import outputs, paths, processes
+from arrank.common.display import number_text
 from arrank.common.params import ParamError, spec_for
 from arrank.workbook import run, sweep_jobs
 from arrank.workbook.sweep_jobs import ENDED
@@ -110,12 +111,9 @@ def expand_grid(grid: Any) -> list[dict[str, Any]]:
 
 
 def format_value(value: Any) -> str:
-    """A grid value as it appears in a run name: 2.0 -> '2', True -> 'true', None -> 'none'."""
-    if isinstance(value, bool) or value is None:
-        return str(value).lower()
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return re.sub(r"[^A-Za-z0-9._=-]", "_", str(value))
+    """A grid value as it appears in a run name: 2.0 -> '2', True -> 'true' (as in labels:
+    ``display.number_text``), None -> 'none', other characters than a run name's -> '_'."""
+    return re.sub(r"[^A-Za-z0-9._=-]", "_", "none" if value is None else number_text(value))
 
 
 def point_run_name(sweep_name: str, grid_values: dict[str, Any]) -> str:
@@ -196,7 +194,6 @@ def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
     try:
         source = run.find_notebook(str(data["notebook"]))
         spec_for(source.stem)
-        defaults = run.parameters_cell(run.read_notebook(source), source)
         resources = sweep_jobs.check_resources(data.get("resources"), f"{path.name}: resources")
     except (ParamError, sweep_jobs.JobError) as err:
         raise SweepError(str(err) if isinstance(err, sweep_jobs.JobError) else f"{path.name}: {err}") from None
@@ -214,7 +211,7 @@ def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
     for values in grid_points:
         overrides = {**fixed, **values, "run_name": point_run_name(name, values)}
         try:
-            _, _, resolved = run.prepare_parsed(source, defaults, overrides)
+            _, _, resolved = run.prepare_parsed(source, overrides)
         except ParamError as err:
             where = ", ".join(f"{k}={v!r}" for k, v in values.items())
             raise SweepError(f"{path.name}: point ({where}): {err}") from None
@@ -282,17 +279,6 @@ def slurm_jobs(sweep: Sweep, states: list[str], outputs_root: Path | None = None
     }
 
 
-def _headline(results: Path) -> str:
-    metrics = json.loads(results.read_text())["metrics"]
-    keys = [k for k in ("cvr", "ndcg", "recall@1") if isinstance(metrics.get(k), (int, float))]
-    return " ".join(f"{k} {metrics[k]:.3f}" for k in keys)
-
-
-def _newest_failed(run_dir: Path, since: float) -> str | None:
-    found = [p for p in run_dir.parent.glob(f"{run_dir.name}.failed-*") if p.stat().st_mtime >= since - 1]
-    return str(max(found, key=os.path.getmtime)) if found else None
-
-
 def last_error(log: Path, ended: str) -> str:
     """Why an attempt left no results.json: the error a point's process printed last
     (``run.error_lines``: an ``error: `` line and its indented continuation lines, so a multi-line
@@ -331,6 +317,79 @@ def sweep_lock(sweep: Sweep, folder: Path) -> Any:
         ) from None
 
 
+def _outcome(sweep: Sweep, point: Point, attempt: sweep_jobs.Attempt, root: Path, stopped: bool) -> tuple[dict, str]:
+    """An ended (or, without waiting, submitted) attempt's status.json row fields and the text of its
+    printed line: ``done`` with its headline metrics, ``submitted`` (a Slurm job left queued or
+    running), ``interrupted``, or ``failed`` with the error its process printed last."""
+    results, seconds = results_path(sweep, point, root), round(time.time() - attempt.began, 1)
+    if results.exists():
+        metrics = json.loads(results.read_text())["metrics"]
+        keys = [k for k in ("cvr", "ndcg", "recall@1") if isinstance(metrics.get(k), (int, float))]
+        headline = " ".join(f"{k} {metrics[k]:.3f}" for k in keys)
+        return {"status": "done", "seconds": seconds}, f"{seconds:.1f} s  {headline}"
+    if attempt.ended is None:
+        state = sweep_jobs.slurm_state(attempt.job_id)
+        row = {"status": "submitted", "job_state": state, "seconds": seconds}
+        return row, f"slurm job {attempt.job_id} {state}; the next call follows it"
+    if stopped:
+        return {"status": "interrupted", "seconds": seconds}, f"{seconds:.1f} s"
+    error = last_error(attempt.log, attempt.ended)
+    tries = results.parent.parent.glob(f"{point.run_name}.failed-*")  # its run's failed folders, this one's newest
+    newest = max((p for p in tries if p.stat().st_mtime >= attempt.began - 1), key=os.path.getmtime, default=None)
+    indented = error.replace("\n", "\n    ")  # a multi-line message stays one indented block
+    row = {"status": "failed", "error": error, "failed_dir": str(newest) if newest else None, "seconds": seconds}
+    return row, f"{seconds:.1f} s  {indented}  (log: {attempt.log})"
+
+
+def _slurm_prepass(sweep: Sweep, states: list[str], root: Path, kind: str) -> tuple[dict, dict[str, str]]:
+    """Before anything runs, the unfinished points whose newest attempt is a Slurm job: ({run_name:
+    attempt} of the jobs still queued or running, to attach to; {run_name: how it failed} of those
+    that ended, run again). A local call refuses live jobs: it would run their points twice."""
+    found = slurm_jobs(sweep, states, root)
+    live = {name: job for name, (job, state) in found.items() if state not in ENDED}
+    if live and kind != "slurm":
+        busy = sorted(f"{name}: slurm job {job.job_id} {found[name][1]}" for name, job in live.items())
+        raise SweepError(
+            f"{sweep.path.name}: points have jobs still queued or running; follow them with the executor that "
+            "submitted them (--executor slurm), or cancel them first:\n  " + "\n  ".join(busy)
+        )
+    ended = {
+        name: last_error(job.log, sweep_jobs.job_end(job.job_id, state))
+        for name, (job, state) in found.items()
+        if state in ENDED
+    }
+    return live, ended
+
+
+class _Progress:
+    """A sweep's rows as ``status.json`` holds them (saved after every change) and its printed lines."""
+
+    def __init__(self, sweep: Sweep, root: Path, echo: Callable[[str], None]):
+        empty = dict.fromkeys(("seconds", "error", "log", "failed_dir", "job_id", "previous_error"))
+        self.rows = [dict(run_name=p.run_name, grid=p.grid, status="pending", **empty) for p in sweep.points]
+        self.sweep, self.root, self.echo = sweep, root, echo
+
+    def say(self, i: int, word: str, text: str = "") -> None:
+        """``[2/3] running     <run name>  <text>``."""
+        n = len(self.rows)
+        self.echo(f"[{i + 1:>{len(str(n))}}/{n}] {word:<11} {self.rows[i]['run_name']}{'  ' + text if text else ''}")
+
+    def save(self) -> None:
+        """Write the rows to ``<sweep folder>/status.json``, atomically."""
+        now = datetime.now().isoformat(timespec="seconds")
+        status = {"sweep": str(self.sweep.path), "notebook": self.sweep.notebook, "updated": now, "points": self.rows}
+        outputs.write_json_atomic(sweep_dir(self.sweep, self.root) / "status.json", status)
+
+    def finish(self, i: int, attempt: sweep_jobs.Attempt, stopped: bool = False) -> None:
+        """Record and print how point ``i``'s attempt ended, with what its run told its user."""
+        row, text = _outcome(self.sweep, self.sweep.points[i], attempt, self.root, stopped)
+        self.rows[i].update(row)
+        self.say(i, "FAILED" if row["status"] == "failed" else row["status"], text)
+        for message in run.told_in(results_path(self.sweep, self.sweep.points[i], self.root).parent):
+            self.echo(f"    note: {message}")
+        self.save()
+
+
 def run_sweep(
     sweep: Sweep,
     jobs: int | None = None,
@@ -353,8 +412,8 @@ def run_sweep(
     Once the sweep's lock is held, before anything runs: stale runs are refused; of the unfinished
     points whose newest attempt is a Slurm job, one that ended is recorded (``previous_error``) and
     runs again, one still queued or running is attached to (a local call refuses: it would run the
-    point twice). Then points start while fewer than ``jobs`` run, the running ones looked at
-    every ``executor.poll_s``."""
+    point twice; ``_slurm_prepass``). Then points start while fewer than ``jobs`` run, the running
+    ones looked at every ``executor.poll_s``."""
     kind = executor if isinstance(executor, str) else executor.kind
     if kind not in sweep_jobs.EXECUTORS:
         raise sweep_jobs.JobError(f"executor={kind!r} is not known; choose one of {list(sweep_jobs.EXECUTORS)}")
@@ -365,7 +424,7 @@ def run_sweep(
     if not wait and kind != "slurm":
         raise SweepError("--no-wait needs --executor slurm (local points end with this command)")
     root = outputs_root or paths.OUTPUTS
-    folder, points = sweep_dir(sweep, root), sweep.points
+    folder, points, wall = sweep_dir(sweep, root), sweep.points, time.time()
     outputs.writable_folder(folder / "logs")  # one clear error, not a traceback per point
     outputs.writable_folder(root / sweep.notebook)
     with sweep_lock(sweep, folder):
@@ -373,56 +432,17 @@ def run_sweep(
             command = [sys.executable, "-m", "arrank.workbook.sweep", "--point", sweep.notebook, str(root)]
             executor = sweep_jobs.EXECUTORS[kind](command, thread_env(jobs), resources, jobs)
         states = point_states(sweep, root)  # raises on stale finished runs, before anything runs
-        found = slurm_jobs(sweep, states, root)
-        live = {name: job for name, (job, state) in found.items() if state not in ENDED}
-        if live and kind != "slurm":
-            busy = sorted(f"{name}: slurm job {job.job_id} {found[name][1]}" for name, job in live.items())
-            raise SweepError(
-                f"{sweep.path.name}: points have jobs still queued or running; follow them with the executor that "
-                "submitted them (--executor slurm), or cancel them first:\n  " + "\n  ".join(busy)
-            )
-        empty = dict.fromkeys(("seconds", "error", "log", "failed_dir", "job_id", "previous_error"))
-        rows = [dict(run_name=p.run_name, grid=p.grid, status="pending", **empty) for p in points]
-        width, wall, running, interrupt = len(str(len(points))), time.time(), {}, None
-
-        def say(i: int, word: str, text: str = "") -> None:
-            echo(f"[{i + 1:>{width}}/{len(points)}] {word:<11} {points[i].run_name}{'  ' + text if text else ''}")
-
-        def save() -> None:
-            now = datetime.now().isoformat(timespec="seconds")
-            status = {"sweep": str(sweep.path), "notebook": sweep.notebook, "updated": now, "points": rows}
-            outputs.write_json_atomic(folder / "status.json", status)
-
-        def finish(i: int, attempt: sweep_jobs.Attempt, stopped: bool = False) -> None:
-            results, seconds = results_path(sweep, points[i], root), round(time.time() - attempt.began, 1)
-            if results.exists():
-                row, text = {"status": "done"}, f"{seconds:.1f} s  {_headline(results)}"
-            elif attempt.ended is None:  # a Slurm job left queued or running
-                state = sweep_jobs.slurm_state(attempt.job_id)
-                row = {"status": "submitted", "job_state": state}
-                text = f"slurm job {attempt.job_id} {state}; the next call follows it"
-            elif stopped:
-                row, text = {"status": "interrupted"}, f"{seconds:.1f} s"
-            else:
-                error = last_error(attempt.log, attempt.ended)
-                row = {"status": "failed", "error": error, "failed_dir": _newest_failed(results.parent, attempt.began)}
-                indented = error.replace("\n", "\n    ")  # a multi-line message stays one indented block
-                text = f"{seconds:.1f} s  {indented}  (log: {attempt.log})"
-            rows[i].update(row, seconds=seconds)
-            say(i, "FAILED" if row["status"] == "failed" else row["status"], text)
-            for message in run.told_in(results.parent):  # what a finished point's run told its user
-                echo(f"    note: {message}")
-            save()
-
-        for i, state in enumerate(states):
-            job, slurm_state = found.get(points[i].run_name, (None, None))
-            if slurm_state in ENDED:  # recorded, and run again now
-                rows[i]["previous_error"] = last_error(job.log, sweep_jobs.job_end(job.job_id, slurm_state))
-                say(i, "FAILED", f"earlier: {rows[i]['previous_error']}")
+        live, ended = _slurm_prepass(sweep, states, root, kind)
+        progress, running, interrupt = _Progress(sweep, root, echo), {}, None
+        rows = progress.rows
+        for i, (point, state) in enumerate(zip(points, states)):
+            if point.run_name in ended:  # recorded, and run again now
+                rows[i]["previous_error"] = ended[point.run_name]
+                progress.say(i, "FAILED", f"earlier: {rows[i]['previous_error']}")
             if state == "done":
                 rows[i]["status"] = "done earlier"
-                say(i, "skipped", "(results.json exists)")
-        save()
+                progress.say(i, "skipped", "(results.json exists)")
+        progress.save()
         todo = [i for i, state in enumerate(states) if state != "done"]
         try:
             while todo or running:
@@ -436,11 +456,11 @@ def run_sweep(
                     running[i] = attempt
                     rows[i].update(status="running", job_id=attempt.job_id, log=str(attempt.log))
                     retry = "(retry of a failed point)" if states[i] == "failed" or rows[i]["previous_error"] else ""
-                    say(i, "running", "  ".join(filter(None, [retry, attempt.note])))
+                    progress.say(i, "running", "  ".join(filter(None, [retry, attempt.note])))
                 for i, attempt in list(running.items()):
                     attempt.ended = attempt.ended or executor.end(attempt)
                     if attempt.ended is not None or not wait:
-                        finish(i, running.pop(i))
+                        progress.finish(i, running.pop(i))
                 if running:
                     time.sleep(executor.poll_s)
         except KeyboardInterrupt as err:
@@ -448,10 +468,10 @@ def run_sweep(
             executor.stop(list(running.values()), forward=getattr(err, "signum", signal.SIGINT) != signal.SIGINT)
             for i, attempt in running.items():
                 attempt.ended = attempt.ended or executor.end(attempt)
-                finish(i, attempt, stopped=True)
+                progress.finish(i, attempt, stopped=True)
             for row in rows:
                 row["status"] = "interrupted" if row["status"] in ("pending", "running") else row["status"]
-        save()
+        progress.save()
     counts = Counter(r["status"] for r in rows)
     echo(
         f"sweep {sweep.name}: {counts['done']} ran, {counts['done earlier']} done earlier, {counts['failed']} failed"
@@ -467,18 +487,18 @@ def run_sweep(
 def run_point(notebook: str, outputs_root: Path, overrides: dict[str, Any]) -> int:
     """The process of one point (local or in a Slurm job): run it, print the full error on failure
     (the log keeps it)."""
-    run.interrupt_on_signals()
-    try:
-        final = run.run_notebook(notebook, overrides, outputs_root=outputs_root, progress=False)
-    except (ParamError, outputs.RunExistsError, outputs.OutputsNotWritableError, run.RunFailedError) as err:
-        failed = isinstance(err, run.RunFailedError)  # the notebook failed (1), or the run was refused (2)
-        if failed:
-            traceback.print_exception(err.__cause__ or err, file=sys.stdout)
-        print(run.error_lines(err), flush=True)
-        return 1 if failed else 2
-    except KeyboardInterrupt as err:
-        print(run.error_lines(err or "interrupted", "interrupted: "), flush=True)
-        return run.exit_code(err)
+    with run.interrupt_on_signals():
+        try:
+            final = run.run_notebook(notebook, overrides, outputs_root=outputs_root, progress=False)
+        except (ParamError, outputs.RunExistsError, outputs.OutputsNotWritableError, run.RunFailedError) as err:
+            failed = isinstance(err, run.RunFailedError)  # the notebook failed (1), or the run was refused (2)
+            if failed:
+                traceback.print_exception(err.__cause__ or err, file=sys.stdout)
+            print(run.error_lines(err), flush=True)
+            return 1 if failed else 2
+        except KeyboardInterrupt as err:
+            print(run.error_lines(err or "interrupted", "interrupted: "), flush=True)
+            return run.exit_code(err)
     print(f"run written to {final}", flush=True)
     return 0
 
@@ -531,27 +551,23 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--no-wait", action="store_true", help="slurm: submit the unfinished points and return")
     args = parser.parse_args(argv)
     flags = {k: getattr(args, k) for k in sweep_jobs.RESOURCES if getattr(args, k) is not None}
-    previous = run.interrupt_on_signals()  # SIGTERM and SIGHUP stop the sweep as Ctrl-C does
-    try:
-        slurm_only = sorted(set(flags) - set(sweep_jobs.LOCAL_RESOURCES))
-        if slurm_only and args.executor == "local":
-            raise SweepError(f"{slurm_only} are Slurm job resources: they need --executor slurm")
-        sweep = load_sweep(args.sweep, args.max_points)
-        if args.list:
-            print(describe(sweep, args.outputs_root))
-            return 0
-        rows = run_sweep(sweep, args.jobs, args.outputs_root, args.executor, resources=flags, wait=not args.no_wait)
-    except (SweepError, sweep_jobs.JobError, outputs.OutputsNotWritableError) as err:
-        print(run.error_lines(err), file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as err:
-        print(
-            "interrupted: finished points are kept, Slurm jobs keep running; run the same command again to go on",
-            file=sys.stderr,
-        )
-        return run.exit_code(err)
-    finally:
-        run.restore_signals(previous)
+    with run.interrupt_on_signals():  # SIGTERM and SIGHUP stop the sweep as Ctrl-C does
+        try:
+            slurm_only = sorted(set(flags) - set(sweep_jobs.LOCAL_RESOURCES))
+            if slurm_only and args.executor == "local":
+                raise SweepError(f"{slurm_only} are Slurm job resources: they need --executor slurm")
+            sweep = load_sweep(args.sweep, args.max_points)
+            if args.list:
+                print(describe(sweep, args.outputs_root))
+                return 0
+            rows = run_sweep(sweep, args.jobs, args.outputs_root, args.executor, resources=flags, wait=not args.no_wait)
+        except (SweepError, sweep_jobs.JobError, outputs.OutputsNotWritableError) as err:
+            print(run.error_lines(err), file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as err:
+            return run.interrupted(
+                err, "finished points are kept, Slurm jobs keep running; run the same command again to go on"
+            )
     return 1 if any(r["status"] == "failed" for r in rows) else 0
 
 

@@ -14,20 +14,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from arrank.common import paths, processes
+from arrank.common import outputs, paths, processes
 from arrank.common.findings import note
-from arrank.common.outputs import (
-    DamagedResultsError,
-    OutputsNotWritableError,
-    RunExistsError,
-    RunInProgressError,
-    claim_lock,
-    read_results,
-    run_path,
-)
 from arrank.common.params import ParamError
 from arrank.common.paths import notebooks
-from arrank.workbook.run import RunFailedError, interrupt_on_signals, interrupted, restore_signals, run_notebook
+from arrank.workbook.run import RunFailedError, interrupt_on_signals, interrupted, run_notebook
 from arrank.workbook.sweep import SweepError, load_sweep, point_states, run_sweep
 
 WORKBOOK_SWEEP = "sweeps/table1_wordnet_workbook.yaml"
@@ -64,7 +55,7 @@ def _run_stage(stage: dict[str, Any], run_name: str) -> tuple[str, Path]:
     """Run one stage unless it finished earlier: its status ('ran', 'done earlier' or 'FAILED: ...',
     stale runs and unwritable outputs said, not raised) and its folder."""
     sweep = _sweep() if stage["kind"] == "sweep" else None  # checked only for its own stage
-    target = paths.OUTPUTS / "sweeps" / sweep.name if sweep else run_path(stage["name"], run_name)
+    target = paths.OUTPUTS / "sweeps" / sweep.name if sweep else outputs.run_path(stage["name"], run_name)
     try:
         if stage["kind"] == "notebook":
             if (target / "results.json").exists():
@@ -76,7 +67,7 @@ def _run_stage(stage: dict[str, Any], run_name: str) -> tuple[str, Path]:
         failed = [
             r["run_name"] for r in run_sweep(sweep, jobs=workbook_jobs(len(sweep.points))) if r["status"] == "failed"
         ]
-    except (SweepError, RunFailedError, ParamError, RunExistsError, OutputsNotWritableError) as err:
+    except (SweepError, RunFailedError, ParamError, outputs.RunExistsError, outputs.OutputsNotWritableError) as err:
         return f"FAILED: {err}", target
     return (f"FAILED: points {failed} (logs in outputs/sweeps/{sweep.name}/logs/)" if failed else "ran"), target
 
@@ -100,11 +91,11 @@ def summary(rows: list[dict]) -> str:
     lines = [f"{'stage':<36} {'status':<13} {'wall s':>7}  metrics"]
     for row in rows:
         try:
-            found = list(read_results(Path(row["dir"]) / "results.json")["metrics"].items())[:4]
+            found = list(outputs.read_results(Path(row["dir"]) / "results.json")["metrics"].items())[:4]
             metrics = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in found)
         except (FileNotFoundError, IsADirectoryError):
             metrics = ""
-        except DamagedResultsError as err:
+        except outputs.DamagedResultsError as err:
             metrics = str(err)
         lines.append(f"{row['notebook']:<36} {row['status'][:13]:<13} {row['seconds']:>7}  {metrics}")
     return "\n".join([*lines, f"{'total':<36} {'':<13} {round(sum(r['seconds'] for r in rows), 1):>7}"])
@@ -141,11 +132,11 @@ def findings_summary(run_name: str = "workbook") -> str:
         found = table1_findings(*_table1_runs())
     except Exception as err:  # never hide the stage table above it
         found = [note(f"Table 1 findings: not available ({type(err).__name__}: {err})")]
-    results = run_path("07_de_ce_baselines", run_name) / "results.json"
+    results = outputs.run_path("07_de_ce_baselines", run_name) / "results.json"
     if results.exists():
         try:
-            found += findings_rows(read_results(results)["metrics"])
-        except DamagedResultsError as err:
+            found += findings_rows(outputs.read_results(results)["metrics"])
+        except outputs.DamagedResultsError as err:
             found.append(note(f"Figure 3 findings: not available ({err})"))
     return findings_markdown(found)
 
@@ -158,23 +149,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", help="notebook stems or number prefixes to run")
     args = parser.parse_args(argv)
     try:  # one workbook at a time: two would run each other's stages and mark them failed
-        lock = claim_lock(
+        lock = outputs.claim_lock(
             paths.OUTPUTS / WORKBOOK_LOCK,
             "another workbook is running (pid {pid}): wait for it to finish; its finished stages are kept",
         )
-    except (RunInProgressError, OutputsNotWritableError) as err:
+    except (outputs.RunInProgressError, outputs.OutputsNotWritableError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    previous = interrupt_on_signals()
-    try:
-        rows = run_workbook(args.run_name, args.only)
-    except KeyboardInterrupt as err:
-        return interrupted(
-            err, "the workbook stopped; finished stages and sweep points are kept: run the same command again to go on"
-        )
-    finally:
-        restore_signals(previous)
-        lock.release()
+    with interrupt_on_signals():
+        try:
+            rows = run_workbook(args.run_name, args.only)
+        except KeyboardInterrupt as err:
+            return interrupted(
+                err,
+                "the workbook stopped; finished stages and sweep points are kept: run the same command again to go on",
+            )
+        finally:
+            lock.release()
     print(summary(rows))
     print("\nTable 1, quick (workbook sweep; percent):\n" + table1_summary())
     print(

@@ -30,15 +30,11 @@ def unlink_missing(text: str, missing: list[str]) -> str:
     return text
 
 
-def figures_titled(nb: dict[str, Any], words: str) -> list[dict[str, Any]]:
-    """The plotly figures a notebook drew whose title contains ``words``, in order."""
-    figures = (out.get("data", {}).get(PLOTLY_MIME) for cell in nb["cells"] for out in cell.get("outputs", []))
-    return [fig for fig in figures if fig and words in fig.get("layout", {}).get("title", {}).get("text", "")]
-
-
 def _raw_figures(nb: dict[str, Any], words: str, name: str) -> str:
-    """The figures ``figures_titled`` finds, each as a MyST raw-HTML block (div ids ``name-0``, ...)."""
-    found = enumerate(figures_titled(nb, words))
+    """The plotly figures a notebook drew whose title contains ``words``, in order, each as a MyST
+    raw-HTML block (div ids ``name-0``, ...)."""
+    figures = (out.get("data", {}).get(PLOTLY_MIME) for cell in nb["cells"] for out in cell.get("outputs", []))
+    found = enumerate(fig for fig in figures if fig and words in fig.get("layout", {}).get("title", {}).get("text", ""))
     return "".join(f"```{{raw}} html\n{plotly_fragment(fig, f'{name}-{i}')}\n```\n\n" for i, fig in found)
 
 
