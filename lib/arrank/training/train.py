@@ -17,6 +17,7 @@ import torch
 from arrank.common import processes
 from arrank.common.notices import notice
 from arrank.common.outputs import check_resume, record_resume_params
+from arrank.common.params import choice
 from arrank.training import checkpoints as ckpt
 from arrank.training.encoding import docid_table, prompt_ids
 from arrank.training.packing import (
@@ -35,17 +36,6 @@ from arrank.training.trie import one_hot_targets, query_sparse_targets
 
 TARGETS = ("onehot", "trie")
 SAMPLINGS = ("uniform", "weighted")
-
-
-def check_variant(scheme: str, alpha: float | None, targets: str, beta: float | None, combined: bool) -> None:
-    """Clear errors for a loss variant outside what section 4 defines."""
-    item_weight(scheme, 1, 1, alpha)  # validates scheme and alpha
-    if targets not in TARGETS:
-        raise ValueError(f"targets={targets!r} is not allowed; choose one of {list(TARGETS)}")
-    if targets == "trie" and (beta is None or beta < 0 or beta != beta):
-        raise ValueError(f"beta={beta!r} must be a number >= 0 (or inf) for trie targets")
-    if combined and targets != "trie":
-        raise ValueError("combined=True (Appendix F) needs targets='trie'")
 
 
 def query_items(
@@ -81,8 +71,11 @@ def training_items(
 ) -> list[dict[str, Any]]:
     """Items of every training query of a dataset table (``arrank.data.wordnet`` columns
     ``query, relevant, prompt, split``). A prompt + docID longer than ``max_length`` is an error
-    naming the query (a docID is never truncated): shorten the prompt template or raise the limit."""
-    check_variant(scheme, alpha, targets, beta, combined)
+    naming the query (a docID is never truncated): shorten the prompt template or raise the limit.
+    The scheme, alpha and beta are refused, naming the value, by the first item's weight and targets."""
+    choice(*TARGETS)("targets", targets)
+    if combined and targets != "trie":
+        raise ValueError("combined=True (Appendix F) needs targets='trie'")
     train = df[df["split"] == "train"]
     if train.empty:
         raise ValueError("the dataset has no training queries")
@@ -144,18 +137,15 @@ def training_arguments(output_dir: Path, profile_args: dict[str, Any], seed: int
         weight_decay=a["weight_decay"],
         max_grad_norm=a["max_grad_norm"],
         logging_steps=min(a["logging_steps"], max(1, a["steps"] // 10)),
-        save_steps=a["save_steps"],
-        save_total_limit=None,
-        seed=seed,  # checkpoints.commit keeps the newest two
+        save_steps=a["save_steps"],  # every checkpoint kept by the Trainer: checkpoints.commit keeps the newest two
+        seed=seed,
         logging_nan_inf_filter=False,  # a NaN loss must reach checkpoints.refuse_non_finite, not be averaged away
         data_seed=seed,
         report_to=[],
         remove_unused_columns=False,
         use_cpu=use_cpu,
         average_tokens_across_devices=True,  # N of eq. 2 counts every process's positions
-        dataloader_num_workers=0,
         disable_tqdm=False,
-        save_only_model=False,
     )
 
 
@@ -254,8 +244,7 @@ def train(
     log (step, loss, learning_rate, grad_norm), empty for ``steps = 0`` (zero-shot). The checkpoints
     folder is removed at the end: the caller saves the final model into its run directory.
     """
-    if sampling not in SAMPLINGS:
-        raise ValueError(f"sampling={sampling!r} is not allowed; choose one of {list(SAMPLINGS)}")
+    choice(*SAMPLINGS)("sampling", sampling)
     dtype_of(precision)  # a resolved precision: fp32 or bf16
     if not items:
         raise ValueError("no training items")
@@ -377,10 +366,8 @@ def hyperparameters(params: dict[str, Any]) -> dict[str, Any]:
 
 def profile_hyperparameters(profile: str) -> dict[str, Any]:
     """The training hyper-parameters notebook 05 takes in ``profile`` (its parameter definitions)."""
-    from arrank.common.params import ParamError, profile_values, profiles_of
+    from arrank.common.params import profile_values
 
-    if profile not in profiles_of("05_train"):
-        raise ParamError(f"profile={profile!r} is not allowed; choose one of {profiles_of('05_train')}")
     return hyperparameters(profile_values("05_train", profile))
 
 
