@@ -156,9 +156,9 @@ class GuardedCheckpoints:
     :func:`refuse_non_finite` before its log and save, and a full disk during a save is said in one line."""
 
     def __init__(self, *args, **kwargs):
-        from arrank.training.models import quiet_saves
+        from transformers.utils.logging import disable_progress_bar
 
-        quiet_saves()
+        disable_progress_bar()  # no "Writing model shards" bar per checkpoint; the training bar stays
         kwargs["callbacks"] = [_sealer(self), *(kwargs.get("callbacks") or [])]  # sealed before others see it
         super().__init__(*args, **kwargs)
 

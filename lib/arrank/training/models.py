@@ -248,22 +248,17 @@ def model_folder_problem(folder: Path) -> str | None:
     return None
 
 
-def quiet_saves() -> None:
-    """Keep transformers' "Writing model shards" progress bar (one per save) out of a notebook's
-    outputs; the Trainer's training progress bar stays."""
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-
-
 def save_atomic(model, tokenizer, folder: Path) -> Path:
     """``save_pretrained`` model and tokenizer into a temporary folder, a manifest of its files
     (``arrank.common.manifest``: sizes and sha256, flushed to disk), then renamed into place
-    (``outputs.staged_folder``)."""
+    (``outputs.staged_folder``). transformers' "Writing model shards" progress bar (one per save)
+    is kept out of a notebook's outputs; the Trainer's training progress bar stays."""
+    from transformers.utils.logging import disable_progress_bar
+
     from arrank.common.manifest import write_manifest
     from arrank.common.outputs import staged_folder
 
-    quiet_saves()
+    disable_progress_bar()
     with staged_folder(folder) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
@@ -288,9 +283,9 @@ def resolve_backend(backend: str) -> str:
     import torch
 
     from arrank.common import processes
+    from arrank.common.params import choice
 
-    if backend not in BACKENDS:
-        raise ValueError(f"backend={backend!r} is not allowed; choose one of {list(BACKENDS)}")
+    choice(*BACKENDS)("backend", backend)
     refused = processes.unsloth_refusal(backend)
     if refused:
         raise RuntimeError(refused)
@@ -326,14 +321,15 @@ def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit
     (``UNSLOTH_RETURN_LOGITS=1``: the STOICaL loss is computed from them)."""
     import os
 
-    if load_in_4bit and resolve_backend(backend) != "unsloth":
+    used = resolve_backend(backend)
+    if load_in_4bit and used != "unsloth":
         raise ValueError(
             f"load_in_4bit=True needs backend='unsloth' (4-bit base weights through bitsandbytes "
             f"on an NVIDIA GPU); backend={backend!r} resolves to transformers here: give "
             "load_in_4bit=False (16-bit LoRA) or run on a GPU with unsloth installed"
         )
     model_name = resolve_model(model_name)
-    if resolve_backend(backend) == "unsloth":
+    if used == "unsloth":
         os.environ.setdefault("UNSLOTH_RETURN_LOGITS", "1")
         from unsloth import FastLanguageModel
 
