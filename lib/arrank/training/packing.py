@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 import torch
 
+from arrank.common.params import choice
 from arrank.training.shared_prefix import shared_length
 
 PACKINGS = ("auto", "per_query", "none")
@@ -132,8 +133,7 @@ def resolve_packing(packing: str, items: Sequence[dict[str, Any]], model) -> tup
     when some query has more than one item and the model can take the mask; a model that cannot
     gets unpacked items and a warning naming the reason; ``"none"`` never packs.
     """
-    if packing not in PACKINGS:
-        raise ValueError(f"packing={packing!r} is not allowed; choose one of {list(PACKINGS)}")
+    choice(*PACKINGS)("packing", packing)
     queries = [item.get("query") for item in items]
     if packing == "none" or (packing == "auto" and len(set(queries)) == len(queries)):
         return "none", None  # auto: one item per query, nothing to share
@@ -152,8 +152,6 @@ def pack_items(items: Sequence[dict[str, Any]], max_length: int) -> list[dict[st
     ``targets`` (per position after the prefix; none at each copy of p), ``weights`` (lambda(r) per
     block), ``ranks`` and ``query``.
     """
-    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
-        raise ValueError(f"max_length={max_length!r} must be an integer >= 2")
     if not items:
         raise ValueError("no training items to pack")
     packed: list[dict[str, Any]] = []
