@@ -410,17 +410,10 @@ def load_trained(folder: Path | str, backend: str = "auto", max_length: int = 10
             f"the saved model {folder} is damaged: {why}; nothing is evaluated from it: train it again "
             "(notebook 05 with another run_name), or restore the run folder from a copy"
         )
-    if not adapter.exists():
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        return on_accelerator(AutoModelForCausalLM.from_pretrained(folder)), AutoTokenizer.from_pretrained(folder)
-    base = json.loads(adapter.read_text()).get("base_model_name_or_path")
-    if not base:
-        raise ValueError(f"{adapter} names no base model (base_model_name_or_path)")
-    if resolve_backend(backend) == "unsloth":
+    if adapter.exists() and resolve_backend(backend) == "unsloth":
         return load_pretrained(str(folder), backend, max_length)  # Unsloth loads base + adapter itself
-    from peft import PeftModel
-    from transformers import AutoTokenizer
+    from peft import AutoPeftModelForCausalLM  # the base model adapter_config.json names, then the adapter
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    model, _ = load_pretrained(base, backend, max_length)
-    return on_accelerator(PeftModel.from_pretrained(model, folder)), AutoTokenizer.from_pretrained(folder)
+    auto = AutoPeftModelForCausalLM if adapter.exists() else AutoModelForCausalLM
+    return on_accelerator(auto.from_pretrained(folder)), AutoTokenizer.from_pretrained(folder)
