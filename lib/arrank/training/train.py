@@ -157,10 +157,9 @@ def lr_schedule(schedule: str, eval_steps: Sequence[int] | None) -> str:
     """The learning-rate schedule after the warm-up: ``schedule``, or for ``"auto"`` constant when
     ``eval_steps`` scores points during the run (then the model at step N is the model of a run that
     stops at N: the rate never depends on the horizon) and cosine (Appendix B) otherwise."""
+    choice("auto", *SCHEDULES)("lr_schedule", schedule)
     if schedule == "auto":
         return "constant" if eval_steps else "cosine"
-    if schedule not in SCHEDULES:
-        raise ValueError(f"lr_schedule={schedule!r} is not allowed; choose one of {['auto', *SCHEDULES]}")
     return schedule
 
 
