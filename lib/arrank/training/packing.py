@@ -145,7 +145,7 @@ def resolve_packing(packing: str, items: Sequence[dict[str, Any]], model) -> tup
 
 
 def pack_items(items: Sequence[dict[str, Any]], max_length: int) -> list[dict[str, Any]]:
-    """Packed sequences from training items (``arrank.training.train.query_items``): consecutive
+    """Packed sequences from training items (``arrank.training.train.training_items``): consecutive
     items of one query go into ``[prefix][p d_r1][p d_r2]...`` (module docstring), a new sequence
     repeating the prefix when the next block would pass ``max_length``; an item longer than that is
     an error. Each holds ``input_ids``, ``prompt_length`` (the prefix's), ``block_lengths``,

@@ -38,27 +38,6 @@ TARGETS = ("onehot", "trie")
 SAMPLINGS = ("uniform", "weighted")
 
 
-def query_items(
-    prompt: list[int],
-    ranked: Sequence[tuple[int, ...]],
-    scheme: str,
-    alpha: float | None,
-    targets: str,
-    beta: float | None,
-    combined: bool,
-) -> list[dict[str, Any]]:
-    """The training items of one query: token ids, where the docID starts, its sparse targets per
-    step, lambda(r) and r. Items whose lambda(r) is 0 (indicator, r > 1) are not made."""
-    trie = targets == "trie"  # len(ranked) >= 1: training_items refuses an empty relevant list
-    sparse = query_sparse_targets(ranked, beta, combined=combined) if trie else [one_hot_targets(d) for d in ranked]
-    weights = [item_weight(scheme, r, len(ranked), alpha) for r in range(1, len(ranked) + 1)]
-    return [
-        {"input_ids": prompt + list(docid), "start": len(prompt), "targets": steps, "weight": weight, "rank": r}
-        for r, (docid, steps, weight) in enumerate(zip(ranked, sparse, weights), start=1)
-        if weight > 0
-    ]
-
-
 def training_items(
     df: pd.DataFrame,
     tokenizer,
@@ -70,7 +49,9 @@ def training_items(
     max_length: int = 1024,
 ) -> list[dict[str, Any]]:
     """Items of every training query of a dataset table (``arrank.data.wordnet`` columns
-    ``query, relevant, prompt, split``). A prompt + docID longer than ``max_length`` is an error
+    ``query, relevant, prompt, split``): per ranked docID r of a query, its token ids, where the
+    docID starts, its sparse targets per step, lambda(r), r and the query; items whose lambda(r) is
+    0 (indicator, r > 1) are not made. A prompt + docID longer than ``max_length`` is an error
     naming the query (a docID is never truncated): shorten the prompt template or raise the limit.
     The scheme, alpha and beta are refused, naming the value, by the first item's weight and targets."""
     choice(*TARGETS)("targets", targets)
@@ -93,9 +74,14 @@ def training_items(
                 f"query {query!r}: prompt + docID take {longest} tokens > max_length="
                 f"{max_length}; use a shorter template or a larger max_length"
             )
-        for item in query_items(p_ids, [ids[d] for d in relevant], scheme, alpha, targets, beta, combined):
-            item["query"] = query
-            items.append(item)
+        ranked = [ids[d] for d in relevant]
+        trie = query_sparse_targets(ranked, beta, combined=combined) if targets == "trie" else None
+        for r, docid in enumerate(ranked, start=1):
+            weight = item_weight(scheme, r, len(ranked), alpha)
+            if weight > 0:
+                steps = trie[r - 1] if trie is not None else one_hot_targets(docid)
+                item = {"input_ids": p_ids + list(docid), "start": len(p_ids), "targets": steps, "weight": weight}
+                items.append({**item, "rank": r, "query": query})
     return items
 
 
