@@ -17,7 +17,7 @@ import torch
 from arrank.common import processes
 from arrank.common.notices import notice
 from arrank.common.outputs import check_resume, record_resume_params
-from arrank.common.params import choice
+from arrank.common.params import choice, profile_values
 from arrank.training import checkpoints as ckpt
 from arrank.training.encoding import docid_table, prompt_ids
 from arrank.training.packing import (
@@ -351,8 +351,6 @@ def hyperparameters(params: dict[str, Any]) -> dict[str, Any]:
 
 def profile_hyperparameters(profile: str) -> dict[str, Any]:
     """The training hyper-parameters notebook 05 takes in ``profile`` (its parameter definitions)."""
-    from arrank.common.params import profile_values
-
     return hyperparameters(profile_values("05_train", profile))
 
 
