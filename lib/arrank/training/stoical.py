@@ -134,7 +134,7 @@ def stoical_loss(
     _check_targets(B, T, target_ids, target_mass, item_weight)
     b_idx, t_idx = supervised_positions(target_mass)
     rows = logits[b_idx.to(logits.device), t_idx.to(logits.device)]
-    return stoical_loss_at(rows, target_ids, target_mass, item_weight, num_items_in_batch, checked=True)
+    return stoical_loss_at(rows, target_ids, target_mass, item_weight, num_items_in_batch)
 
 
 def stoical_loss_at(
@@ -143,13 +143,11 @@ def stoical_loss_at(
     target_mass: torch.Tensor,
     item_weight: torch.Tensor,
     num_items_in_batch: int | torch.Tensor | None = None,
-    checked: bool = False,
 ) -> torch.Tensor:
     """:func:`stoical_loss` (eq. 2) from the logits of the supervised positions only: ``rows`` (N, V),
     row n at the n-th pair of :func:`supervised_positions`, as ``supervised_head.head_at`` returns them."""
     B, T = target_ids.shape[:2] if target_ids.dim() == 3 else (-1, -1)
-    if not checked:
-        _check_targets(B, T, target_ids, target_mass, item_weight)
+    _check_targets(B, T, target_ids, target_mass, item_weight)
     b_idx, t_idx = supervised_positions(target_mass)
     n_sup = b_idx.numel()
     if rows.dim() != 2 or rows.shape[0] != n_sup:
