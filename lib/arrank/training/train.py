@@ -127,7 +127,6 @@ def training_arguments(output_dir: Path, profile_args: dict[str, Any], seed: int
         seed=seed,
         logging_nan_inf_filter=False,  # a NaN loss must reach checkpoints.refuse_non_finite, not be averaged away
         data_seed=seed,
-        report_to=[],
         remove_unused_columns=False,
         use_cpu=use_cpu,
         average_tokens_across_devices=True,  # N of eq. 2 counts every process's positions
