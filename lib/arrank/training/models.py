@@ -110,7 +110,6 @@ def resolve_model(model_name: str) -> str:
     """What transformers (or Unsloth) loads for a pretrained ``model_name`` (``arrank.common.named_models``):
     an alias gives its hub id; a GGUF model (a known name, or a ``.gguf`` path) is converted once
     (:func:`convert_gguf`) into a folder under ``data/cache/models/``, which every later load takes."""
-
     kind = named_models.model_kind(model_name)
     if kind == "tiny":
         raise ValueError("model_name='tiny' is built, not loaded: use tiny_model_and_tokenizer")
@@ -196,7 +195,6 @@ def tiny_model_and_tokenizer(
     and a random-initialised Llama of the given size, built once and cached under
     ``data/cache/tiny/<hash>/`` (the hash covers the texts and every size). Returns (model, tokenizer).
     """
-
     from transformers import AutoTokenizer, LlamaForCausalLM
 
     from arrank.data.cache import params_hash
@@ -227,7 +225,6 @@ def tiny_model_and_tokenizer(
 def model_folder_problem(folder: Path) -> str | None:
     """What makes a saved model folder unusable, in words, or None: a file against its manifest;
     without one, no readable config.json or a safetensors file whose size disagrees with its header."""
-
     folder = Path(folder)
     if (folder / MANIFEST).exists():
         return manifest_problem(folder)
@@ -267,7 +264,6 @@ def save_atomic(model, tokenizer, folder: Path) -> Path:
 def unsloth_cpu_opt_in() -> bool:
     """Whether ``UNSLOTH_FORCE_CPU=1`` asks for Unsloth's CPU fallback, a check of the Unsloth code path
     on a CPU machine (docs/gpu.md); ``auto`` never picks it."""
-
     return os.environ.get("UNSLOTH_FORCE_CPU", "") == "1"
 
 
@@ -275,7 +271,6 @@ def resolve_backend(backend: str) -> str:
     """``auto`` -> ``unsloth`` when CUDA and unsloth are importable and one process trains, else
     ``transformers``. ``unsloth`` fails at once without CUDA (unless :func:`unsloth_cpu_opt_in`) and
     under several processes (``arrank.common.processes``)."""
-
     choice(*BACKENDS)("backend", backend)
     refused = processes.unsloth_refusal(backend)
     if refused:
@@ -301,7 +296,6 @@ def on_accelerator(model):
     the Trainer moves a model for training, but notebook 06 scores wherever the model is
     (``evaluation.scoring.model_device``), so on a GPU machine a model left on the CPU would be
     scored there. Unsloth places its models itself."""
-
     return model.to("cuda") if torch.cuda.is_available() and model.device.type == "cpu" else model
 
 
@@ -309,7 +303,6 @@ def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit
     """A pretrained causal LM and its tokenizer through the backend, for any name :func:`resolve_model`
     takes. Unsloth: ``load_in_4bit`` (False = 16-bit LoRA) and logits returned
     (``UNSLOTH_RETURN_LOGITS=1``: the STOICaL loss is computed from them)."""
-
     used = resolve_backend(backend)
     if load_in_4bit and used != "unsloth":
         raise ValueError(
