@@ -17,15 +17,8 @@ from arrank.training import models, precision, train
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-def test_cpu_flags_are_read_from_cpuinfo(tmp_path):
-    info = tmp_path / "cpuinfo"
-    info.write_text(
-        "processor\t: 0\nmodel name\t: X\nflags\t\t: fpu sse2 avx512f avx512_bf16\n\nprocessor\t: 1\nflags\t\t: fpu\n"
-    )
-    assert precision.cpu_flags(info) == {"fpu", "sse2", "avx512f", "avx512_bf16"}  # the first processor's
-    assert precision.cpu_flags(tmp_path / "missing") == set()
-    assert precision.cpu_model(info) == "X"  # the probe's cache key names it
-    assert precision.cpu_model(tmp_path / "missing")  # the platform's name, or "unknown CPU"
+def test_the_cpu_is_named():
+    assert precision.cpu_model()  # the probe's cache key names it: torch's name, the platform's, or "unknown CPU"
 
 
 def fake_probe(monkeypatch, fp32_s: float, bf16_s: float) -> list:
@@ -141,7 +134,7 @@ def test_auto_on_this_cpu_is_what_its_real_probe_measured(tmp_path):
     probe = got.probe
     assert probe["cached"] is False and probe["fp32_ms"] > 0 and probe["bf16_ms"] > 0
     assert got.used == precision.probe_choice(probe["fp32_ms"], probe["bf16_ms"])[0]
-    if not any(f in precision.cpu_flags() for f in precision.CPU_BF16_FLAGS):
+    if not any(torch.cpu.get_capabilities().get(f) for f in precision.CPU_BF16_FLAGS):
         assert got.used == "fp32" and probe["bf16_speedup"] < 1, probe
 
 

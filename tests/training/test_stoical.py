@@ -167,7 +167,6 @@ def test_pad_sparse_targets_layout():
         (lambda: item_weight("indicator", 1, 0), "n_q=0"),
         (lambda: pad_sparse_targets([[[(1, 1.0)]]], [0], 4), "position 0"),
         (lambda: pad_sparse_targets([[[(1, 1.0)]] * 3], [2], 4), r"within positions \[1, 4\)"),
-        (lambda: pad_sparse_targets([[[(1, 0.5), (2, 0.5)]]], [1], 4, k=1), "more than k=1"),
         (lambda: pad_sparse_targets([[[(1, 1.0)]]], [1, 2], 4), "one start per item"),
     ],
 )
@@ -180,8 +179,6 @@ def test_bad_loss_inputs_raise():
     logits = torch.zeros(2, 4, 6)
     ids, mass = pad_sparse_targets([[[(1, 1.0)]], [[(2, 1.0)]]], [1, 1], 4)
     w = torch.ones(2)
-    with pytest.raises(ValueError, match="logits must be"):
-        stoical_loss(logits[0], ids, mass, w)
     with pytest.raises(ValueError, match="target_ids must be"):
         stoical_loss(logits, ids[:, :3], mass[:, :3], w)
     with pytest.raises(ValueError, match="target_mass shape"):
@@ -196,8 +193,6 @@ def test_bad_loss_inputs_raise():
         bad = mass.clone()
         bad[0, 0, 0] = 1.0
         stoical_loss(logits, ids, bad, w)
-    with pytest.raises(ValueError, match=r"\[0, V=6\)"):
-        stoical_loss(logits, ids + 6, mass, w)
     with pytest.raises(ValueError, match="num_items_in_batch=0"):
         stoical_loss(logits, ids, mass, w, num_items_in_batch=0)
     with pytest.raises(ValueError, match="integer token ids"):

@@ -13,7 +13,6 @@ import math
 import os
 import shutil
 from pathlib import Path
-from typing import Callable
 
 from arrank.common import paths
 from arrank.common.manifest import MANIFEST, fsync_path, manifest_problem, set_aside, write_manifest
@@ -34,12 +33,12 @@ def checkpoints(folder: Path) -> list[Path]:
     return sorted((p for p in found if p.is_dir() and p.name[len(PREFIX) :].isdigit()), key=step_of)
 
 
-def commit(folder: Path, keep: int = KEEP) -> Path:
+def commit(folder: Path) -> Path:
     """Seal a checkpoint the Trainer wrote: its manifest last (flushed), the parent folder flushed,
-    then all but the newest ``keep`` checkpoints removed."""
+    then all but the newest ``KEEP`` checkpoints removed."""
     write_manifest(folder)
     fsync_path(folder.parent)
-    for old in checkpoints(folder.parent)[:-keep]:
+    for old in checkpoints(folder.parent)[:-KEEP]:
         shutil.rmtree(old, ignore_errors=True)
     return folder
 
@@ -53,7 +52,7 @@ def problem(folder: Path) -> str | None:
 _VERIFIED: dict[tuple[str, float], bool] = {}  # (path, manifest mtime) -> verified, within one process
 
 
-def usable_checkpoint(folder: Path, say: Callable[[str], None] = notice, tidy: bool = True) -> Path | None:
+def usable_checkpoint(folder: Path, tidy: bool = True) -> Path | None:
     """The newest checkpoint under ``folder`` whose files match its manifest, or None (start over).
     With ``tidy`` (process 0) failing checkpoints (a save cut short: no manifest) are set aside, one
     line each, and a last line says whether the run resumes or starts over. Other processes only read."""
@@ -65,17 +64,17 @@ def usable_checkpoint(folder: Path, say: Callable[[str], None] = notice, tidy: b
         if why is None:
             _VERIFIED[key] = True
             if broken:
-                say(f"resuming from the previous good checkpoint {candidate.name} (step {step_of(candidate)})")
+                notice(f"resuming from the previous good checkpoint {candidate.name} (step {step_of(candidate)})")
             return candidate
         broken.append(candidate)
         if tidy:
-            set_aside(candidate, why, say, candidate.name)
+            set_aside(candidate, why, label=candidate.name)
     if broken:
-        say(f"no good checkpoint left in {folder}: training starts over from step 0")
+        notice(f"no good checkpoint left in {folder}: training starts over from step 0")
     return None
 
 
-def remove(folder: Path, say: Callable[[str], None] = notice) -> None:
+def remove(folder: Path) -> None:
     """Remove a finished run's checkpoints ``folder``, keeping what was set aside in it
     (``broken-*``, never deleted: docs/reliability.md), moved beside it with the run's name."""
     folder = Path(folder)
@@ -83,7 +82,7 @@ def remove(folder: Path, say: Callable[[str], None] = notice) -> None:
     for broken in sorted(folder.glob("broken-*")):
         kept = paths.unused(folder.parent / f"{broken.name}.{run}")
         os.rename(broken, kept)
-        say(f"{broken.name}, set aside during this run, is kept as {kept}")
+        notice(f"{broken.name}, set aside during this run, is kept as {kept}")
     shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -156,9 +155,9 @@ class GuardedCheckpoints:
     :func:`refuse_non_finite` before its log and save, and a full disk during a save is said in one line."""
 
     def __init__(self, *args, **kwargs):
-        from arrank.training.models import quiet_saves
+        from transformers.utils.logging import disable_progress_bar
 
-        quiet_saves()
+        disable_progress_bar()  # no "Writing model shards" bar per checkpoint; the training bar stays
         kwargs["callbacks"] = [_sealer(self), *(kwargs.get("callbacks") or [])]  # sealed before others see it
         super().__init__(*args, **kwargs)
 

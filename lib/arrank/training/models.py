@@ -4,11 +4,20 @@ embedding matrix E (section 3.2: P(. | c) = softmax(E phi(c))) of any model.
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
+import os
 import warnings
 from pathlib import Path
 
 import numpy as np
+import torch
+
+from arrank.common import named_models, paths, processes
+from arrank.common.manifest import MANIFEST, manifest_problem, set_aside, write_manifest
+from arrank.common.outputs import staged_folder
+from arrank.common.params import choice
 
 
 def build_tiny_model(
@@ -22,7 +31,6 @@ def build_tiny_model(
 ):
     """A random-initialised, seeded Llama causal LM (transformers) of the CPU-feasible size of
     docs/design.md by default; a ``tokenizer``'s pad/bos/eos ids go into the config."""
-    import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     ids = special_token_ids(tokenizer) if tokenizer is not None else {}
@@ -102,8 +110,6 @@ def resolve_model(model_name: str) -> str:
     """What transformers (or Unsloth) loads for a pretrained ``model_name`` (``arrank.common.named_models``):
     an alias gives its hub id; a GGUF model (a known name, or a ``.gguf`` path) is converted once
     (:func:`convert_gguf`) into a folder under ``data/cache/models/``, which every later load takes."""
-    from arrank.common import named_models, paths
-
     kind = named_models.model_kind(model_name)
     if kind == "tiny":
         raise ValueError("model_name='tiny' is built, not loaded: use tiny_model_and_tokenizer")
@@ -126,8 +132,6 @@ def derived_folder(folder: Path, build, again: str, problem=None) -> Path:
     missing one is made by ``build(folder)``, atomically (another process that made it first wins)."""
     why = (problem or model_folder_problem)(folder) if folder.exists() else None
     if why:
-        from arrank.common.manifest import set_aside
-
         set_aside(folder, f"{why}; {again}")
     if not (folder / "config.json").exists():
         try:
@@ -147,7 +151,6 @@ def convert_gguf(gguf: Path, folder: Path) -> Path:
     file says ``<|im_end|>``, the token that ends every docID (section 4.2). A truncated or
     unreadable file is a clear error, and nothing is left in ``folder``.
     """
-    import torch
     from gguf import GGUFReader
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -192,11 +195,8 @@ def tiny_model_and_tokenizer(
     and a random-initialised Llama of the given size, built once and cached under
     ``data/cache/tiny/<hash>/`` (the hash covers the texts and every size). Returns (model, tokenizer).
     """
-    import hashlib
-
     from transformers import AutoTokenizer, LlamaForCausalLM
 
-    from arrank.common import paths
     from arrank.data.cache import params_hash
     from arrank.training.tokenizer import train_bpe
 
@@ -225,8 +225,6 @@ def tiny_model_and_tokenizer(
 def model_folder_problem(folder: Path) -> str | None:
     """What makes a saved model folder unusable, in words, or None: a file against its manifest;
     without one, no readable config.json or a safetensors file whose size disagrees with its header."""
-    from arrank.common.manifest import MANIFEST, manifest_problem
-
     folder = Path(folder)
     if (folder / MANIFEST).exists():
         return manifest_problem(folder)
@@ -248,22 +246,14 @@ def model_folder_problem(folder: Path) -> str | None:
     return None
 
 
-def quiet_saves() -> None:
-    """Keep transformers' "Writing model shards" progress bar (one per save) out of a notebook's
-    outputs; the Trainer's training progress bar stays."""
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-
-
 def save_atomic(model, tokenizer, folder: Path) -> Path:
     """``save_pretrained`` model and tokenizer into a temporary folder, a manifest of its files
     (``arrank.common.manifest``: sizes and sha256, flushed to disk), then renamed into place
-    (``outputs.staged_folder``)."""
-    from arrank.common.manifest import write_manifest
-    from arrank.common.outputs import staged_folder
+    (``outputs.staged_folder``). transformers' "Writing model shards" progress bar (one per save)
+    is kept out of a notebook's outputs; the Trainer's training progress bar stays."""
+    from transformers.utils.logging import disable_progress_bar
 
-    quiet_saves()
+    disable_progress_bar()
     with staged_folder(folder) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
@@ -274,8 +264,6 @@ def save_atomic(model, tokenizer, folder: Path) -> Path:
 def unsloth_cpu_opt_in() -> bool:
     """Whether ``UNSLOTH_FORCE_CPU=1`` asks for Unsloth's CPU fallback, a check of the Unsloth code path
     on a CPU machine (docs/gpu.md); ``auto`` never picks it."""
-    import os
-
     return os.environ.get("UNSLOTH_FORCE_CPU", "") == "1"
 
 
@@ -283,14 +271,7 @@ def resolve_backend(backend: str) -> str:
     """``auto`` -> ``unsloth`` when CUDA and unsloth are importable and one process trains, else
     ``transformers``. ``unsloth`` fails at once without CUDA (unless :func:`unsloth_cpu_opt_in`) and
     under several processes (``arrank.common.processes``)."""
-    import importlib.util
-
-    import torch
-
-    from arrank.common import processes
-
-    if backend not in BACKENDS:
-        raise ValueError(f"backend={backend!r} is not allowed; choose one of {list(BACKENDS)}")
+    choice(*BACKENDS)("backend", backend)
     refused = processes.unsloth_refusal(backend)
     if refused:
         raise RuntimeError(refused)
@@ -315,8 +296,6 @@ def on_accelerator(model):
     the Trainer moves a model for training, but notebook 06 scores wherever the model is
     (``evaluation.scoring.model_device``), so on a GPU machine a model left on the CPU would be
     scored there. Unsloth places its models itself."""
-    import torch
-
     return model.to("cuda") if torch.cuda.is_available() and model.device.type == "cpu" else model
 
 
@@ -324,16 +303,15 @@ def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit
     """A pretrained causal LM and its tokenizer through the backend, for any name :func:`resolve_model`
     takes. Unsloth: ``load_in_4bit`` (False = 16-bit LoRA) and logits returned
     (``UNSLOTH_RETURN_LOGITS=1``: the STOICaL loss is computed from them)."""
-    import os
-
-    if load_in_4bit and resolve_backend(backend) != "unsloth":
+    used = resolve_backend(backend)
+    if load_in_4bit and used != "unsloth":
         raise ValueError(
             f"load_in_4bit=True needs backend='unsloth' (4-bit base weights through bitsandbytes "
             f"on an NVIDIA GPU); backend={backend!r} resolves to transformers here: give "
             "load_in_4bit=False (16-bit LoRA) or run on a GPU with unsloth installed"
         )
     model_name = resolve_model(model_name)
-    if resolve_backend(backend) == "unsloth":
+    if used == "unsloth":
         os.environ.setdefault("UNSLOTH_RETURN_LOGITS", "1")
         from unsloth import FastLanguageModel
 
@@ -406,7 +384,6 @@ def load_trained(folder: Path | str, backend: str = "auto", max_length: int = 10
         raise FileNotFoundError(
             f"{folder} holds no saved model (no config.json or adapter_config.json); give a finished notebook 05 run"
         )
-    from arrank.common.manifest import manifest_problem
 
     why = manifest_problem(folder, required=False)  # a run's result: named, never rebuilt or evaluated
     if why:
@@ -414,17 +391,10 @@ def load_trained(folder: Path | str, backend: str = "auto", max_length: int = 10
             f"the saved model {folder} is damaged: {why}; nothing is evaluated from it: train it again "
             "(notebook 05 with another run_name), or restore the run folder from a copy"
         )
-    if not adapter.exists():
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        return on_accelerator(AutoModelForCausalLM.from_pretrained(folder)), AutoTokenizer.from_pretrained(folder)
-    base = json.loads(adapter.read_text()).get("base_model_name_or_path")
-    if not base:
-        raise ValueError(f"{adapter} names no base model (base_model_name_or_path)")
-    if resolve_backend(backend) == "unsloth":
+    if adapter.exists() and resolve_backend(backend) == "unsloth":
         return load_pretrained(str(folder), backend, max_length)  # Unsloth loads base + adapter itself
-    from peft import PeftModel
-    from transformers import AutoTokenizer
+    from peft import AutoPeftModelForCausalLM  # the base model adapter_config.json names, then the adapter
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    model, _ = load_pretrained(base, backend, max_length)
-    return on_accelerator(PeftModel.from_pretrained(model, folder)), AutoTokenizer.from_pretrained(folder)
+    auto = AutoPeftModelForCausalLM if adapter.exists() else AutoModelForCausalLM
+    return on_accelerator(auto.from_pretrained(folder)), AutoTokenizer.from_pretrained(folder)

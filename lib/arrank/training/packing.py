@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 import torch
 
+from arrank.common.params import choice
 from arrank.training.shared_prefix import shared_length
 
 PACKINGS = ("auto", "per_query", "none")
@@ -41,8 +42,6 @@ def segments_layout(segments: Sequence[Segment], length: int | None = None) -> t
             raise ValueError(f"prompt_length={prompt_length!r} must be an integer >= 0")
         if len(block_lengths) == 0:
             raise ValueError("a packed row needs at least one docID block")
-        if any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in block_lengths):
-            raise ValueError(f"block lengths must be integers >= 1, got {list(block_lengths)}")
         seg += [s] * (prompt_length + sum(block_lengths))
         blk += [-1] * prompt_length + [b for b, n in enumerate(block_lengths) for _ in range(n)]
         pos += [*range(prompt_length)] + [prompt_length + i for n in block_lengths for i in range(n)]
@@ -132,8 +131,7 @@ def resolve_packing(packing: str, items: Sequence[dict[str, Any]], model) -> tup
     when some query has more than one item and the model can take the mask; a model that cannot
     gets unpacked items and a warning naming the reason; ``"none"`` never packs.
     """
-    if packing not in PACKINGS:
-        raise ValueError(f"packing={packing!r} is not allowed; choose one of {list(PACKINGS)}")
+    choice(*PACKINGS)("packing", packing)
     queries = [item.get("query") for item in items]
     if packing == "none" or (packing == "auto" and len(set(queries)) == len(queries)):
         return "none", None  # auto: one item per query, nothing to share
@@ -145,15 +143,13 @@ def resolve_packing(packing: str, items: Sequence[dict[str, Any]], model) -> tup
 
 
 def pack_items(items: Sequence[dict[str, Any]], max_length: int) -> list[dict[str, Any]]:
-    """Packed sequences from training items (``arrank.training.train.query_items``): consecutive
+    """Packed sequences from training items (``arrank.training.train.training_items``): consecutive
     items of one query go into ``[prefix][p d_r1][p d_r2]...`` (module docstring), a new sequence
     repeating the prefix when the next block would pass ``max_length``; an item longer than that is
     an error. Each holds ``input_ids``, ``prompt_length`` (the prefix's), ``block_lengths``,
     ``targets`` (per position after the prefix; none at each copy of p), ``weights`` (lambda(r) per
     block), ``ranks`` and ``query``.
     """
-    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
-        raise ValueError(f"max_length={max_length!r} must be an integer >= 2")
     if not items:
         raise ValueError("no training items to pack")
     packed: list[dict[str, Any]] = []

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 import torch
+
+from arrank.common.params import choice
 
 PRECISIONS = ("auto", "fp32", "bf16")
 CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
@@ -43,33 +46,17 @@ class Precision:
 PROBE_RECORD = ("shapes", "threads", "fp32_ms", "bf16_ms", "bf16_speedup", "cached")
 
 
-def _cpuinfo_field(name: str, cpuinfo: str | Path) -> str | None:
-    """The value of the first ``name: value`` line of ``cpuinfo`` (the first processor's), None where
-    there is none or the file is unreadable."""
-    try:
-        lines = Path(cpuinfo).read_text().splitlines()
-    except OSError:
-        return None
-    return next((line.split(":", 1)[1] for line in lines if line.startswith(name) and ":" in line), None)
-
-
-def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> set[str]:
-    """The CPU feature flags of the first processor listed in ``cpuinfo`` (empty where unreadable)."""
-    return set((_cpuinfo_field("flags", cpuinfo) or "").split())
-
-
-def cpu_model(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
-    """The CPU's model name as ``cpuinfo`` gives it (the first ``model name`` line), else the
-    platform's processor string, else ``"unknown CPU"``."""
+def cpu_model() -> str:
+    """The CPU's model name as torch reads it (``torch.cpu.get_capabilities``), else the platform's
+    processor string, else ``"unknown CPU"``."""
     import platform
 
-    name = _cpuinfo_field("model name", cpuinfo)
-    return name.strip() if name is not None else platform.processor() or "unknown CPU"
+    return torch.cpu.get_capabilities().get("cpu_name") or platform.processor() or "unknown CPU"
 
 
 def bf16_support(device: str = "cpu", flags: set[str] | None = None) -> tuple[bool, str]:
     """(whether ``device`` runs bf16 matmuls natively, the evidence in words): CPU flags avx512_bf16 or
-    amx_bf16 (``flags``, default /proc/cpuinfo) or torch's CPU checks; CUDA without emulation."""
+    amx_bf16 (``flags``, default what ``torch.cpu.get_capabilities`` finds); CUDA without emulation."""
     if device == "cuda":
         if not torch.cuda.is_available():
             return False, "no CUDA GPU"
@@ -77,13 +64,8 @@ def bf16_support(device: str = "cpu", flags: set[str] | None = None) -> tuple[bo
         return ok, f"CUDA GPU {torch.cuda.get_device_name()} {'supports bf16' if ok else 'has no native bf16'}"
     if device != "cpu":
         raise ValueError(f"device={device!r} is not allowed; choose 'cpu' or 'cuda'")
-    flags = cpu_flags() if flags is None else flags
-    found = [f for f in CPU_BF16_FLAGS if f in flags]
-    if not flags:  # no /proc/cpuinfo (not Linux): ask torch
-        if torch.cpu._is_amx_tile_supported():
-            found = ["amx (torch)"]
-        elif torch.cpu._is_avx512_bf16_supported():
-            found = ["avx512_bf16 (torch)"]
+    capabilities = torch.cpu.get_capabilities() if flags is None else dict.fromkeys(flags, True)
+    found = [f for f in CPU_BF16_FLAGS if capabilities.get(f)]
     if found:
         return True, f"CPU has {' and '.join(found)}"
     return False, f"CPU has neither {' nor '.join(CPU_BF16_FLAGS)} (bf16 would be emulated, slower than fp32)"
@@ -204,8 +186,7 @@ def resolve_precision(
     the GPU has native bf16; on a CPU, fp32 for a model narrower than ``AUTO_MIN_HIDDEN`` (or of no
     known width), else what the probe of its matmul shapes picks (:func:`cpu_probe`, cached per
     machine in ``cache_file``; :func:`probe_choice`)."""
-    if requested not in PRECISIONS:
-        raise ValueError(f"precision={requested!r} is not allowed; choose one of {list(PRECISIONS)}")
+    choice(*PRECISIONS)("precision", requested)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     if requested == "fp32":
         return Precision(requested, "fp32", "asked for fp32")
@@ -246,29 +227,22 @@ def mixed(model, used: str, device_type: str = "cpu") -> Iterator[None]:
     """:func:`autocast` for a forward of ``model``; under bf16, peft's cast of a LoRA layer's input to
     float32 is switched off, so the adapters' matmuls run in bf16 like the base layers'."""
     with autocast(used, device_type), contextlib.ExitStack() as stack:
-        if dtype_of(used) == torch.bfloat16 and _has_peft_layers(model):
+        if dtype_of(used) == torch.bfloat16 and "peft" in sys.modules:  # peft never imported: no adapters
             from peft.helpers import disable_input_dtype_casting
 
             stack.enter_context(disable_input_dtype_casting(model))
         yield
 
 
-def _has_peft_layers(model) -> bool:
-    """Whether ``model`` holds peft adapter layers (checked without importing peft otherwise)."""
-    import sys
-
-    if "peft" not in sys.modules:
-        return False
-    from peft.tuners.tuners_utils import BaseTunerLayer
-
-    return any(isinstance(m, BaseTunerLayer) for m in model.modules())
-
-
-def frozen_linears(model) -> list[torch.nn.Linear]:
-    """Every ``nn.Linear`` of ``model`` whose parameters are all frozen (the base layers under LoRA),
-    except the output embedding and LoRA's own layers (float32 in notebooks 05 and 06 alike)."""
+def prepare_model(model, used: str) -> int:
+    """Hold the frozen base weights of ``model`` in bf16 for a resolved ``bf16`` (nothing for ``fp32``):
+    every ``nn.Linear`` whose parameters are all frozen (the base layers under LoRA), except the
+    output embedding and LoRA's own layers (float32 in notebooks 05 and 06 alike); returns how many
+    weights were cast. Call it after LoRA adapters are added."""
+    if dtype_of(used) == torch.float32:
+        return 0
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-    return [
+    linears = [
         m
         for name, m in model.named_modules()
         if type(m) is torch.nn.Linear
@@ -276,14 +250,6 @@ def frozen_linears(model) -> list[torch.nn.Linear]:
         and ".lora_" not in f".{name}"
         and not any(p.requires_grad for p in m.parameters())
     ]
-
-
-def prepare_model(model, used: str) -> int:
-    """Hold the frozen base weights of ``model`` in bf16 for a resolved ``bf16`` (nothing for ``fp32``);
-    returns how many weights were cast. Call it after LoRA adapters are added."""
-    if dtype_of(used) == torch.float32:
-        return 0
-    linears = frozen_linears(model)
     for m in linears:
         m.to(torch.bfloat16)
     return sum(m.weight.numel() for m in linears)

@@ -24,7 +24,6 @@ class Scheme:
     weight: Callable[..., float]
     params: tuple[str, ...]
     label: Callable[[dict[str, str]], str]
-    doc: str
 
 
 SCHEMES: dict[str, Scheme] = {}
@@ -47,25 +46,19 @@ def _check_alpha(alpha: Any) -> float:
     return float(alpha)
 
 
-register(
-    Scheme(
-        "indicator",
-        lambda r, n_q: 1.0 if r == 1 else 0.0,
-        (),
-        lambda p: "NTP",
-        "I_{r=1}: the top-1 items only, next-token prediction (the NTP baseline)",
-    )
-)
+# I_{r=1}: the top-1 items only, next-token prediction (the NTP baseline)
+register(Scheme("indicator", lambda r, n_q: 1.0 if r == 1 else 0.0, (), lambda p: "NTP"))
+# 1 / r^alpha
 register(
     Scheme(
         "fractional",
         lambda r, n_q, alpha=None: 1.0 / r ** _check_alpha(alpha),
         ("alpha",),
         lambda p: f"Fractional α={p['alpha']}",
-        "1 / r^alpha",
     )
 )
-register(Scheme("stepwise", lambda r, n_q: (n_q - r + 1) / n_q, (), lambda p: "Stepwise", "(n_q - r + 1) / n_q"))
+# (n_q - r + 1) / n_q
+register(Scheme("stepwise", lambda r, n_q: (n_q - r + 1) / n_q, (), lambda p: "Stepwise"))
 
 
 def scheme(name: str) -> Scheme:

@@ -30,8 +30,6 @@ def item_weight(scheme: str, r: int, n_q: int, alpha: float | None = None, **par
     1 / r**alpha (alpha >= 0 required), ``"stepwise"`` (n_q - r + 1) / n_q; a scheme's other
     parameters come by name in ``params``."""
     found = schemes.scheme(scheme)
-    if isinstance(n_q, bool) or not isinstance(n_q, int) or n_q < 1:
-        raise ValueError(f"n_q={n_q!r} must be a positive integer (docIDs of the query)")
     if isinstance(r, bool) or not isinstance(r, int) or not 1 <= r <= n_q:
         raise ValueError(f"rank r={r!r} must be an integer in [1, n_q={n_q}]")
     given = {"alpha": alpha, **params}
@@ -48,13 +46,8 @@ def pad_sparse_targets(
     (then no step may hold more). Padding and unsupervised positions: id 0, mass 0."""
     if len(targets) != len(starts):
         raise ValueError(f"{len(targets)} target lists but {len(starts)} starts; one start per item")
-    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 2:
-        raise ValueError(f"seq_len={seq_len!r} must be an integer >= 2")
-    widest = max((len(step) for item in targets for step in item), default=1)
-    if k is None:
-        k = max(widest, 1)
-    elif widest > k:
-        raise ValueError(f"a step holds {widest} (token, mass) pairs, more than k={k}")
+    if k is None:  # the widest step (a step wider than a given k is an IndexError below)
+        k = max([1, *(len(step) for item in targets for step in item)])
     ids = torch.zeros(len(targets), seq_len, k, dtype=torch.long)
     mass = torch.zeros(len(targets), seq_len, k, dtype=torch.float32)
     entries = []  # (row, position, slot, token, mass), filled in one assignment below
@@ -137,13 +130,11 @@ def stoical_loss(
     only (no dense target); a batch with none gives a zero loss still in the graph. Training calls
     :func:`stoical_loss_at` on the supervised positions' logits (``arrank.training.supervised_head``).
     """
-    if logits.dim() != 3:
-        raise ValueError(f"logits must be (B, T, V), got shape {tuple(logits.shape)}")
-    B, T, V = logits.shape
+    B, T, _ = logits.shape  # (B, T, V): another shape cannot be unpacked
     _check_targets(B, T, target_ids, target_mass, item_weight)
     b_idx, t_idx = supervised_positions(target_mass)
     rows = logits[b_idx.to(logits.device), t_idx.to(logits.device)]
-    return stoical_loss_at(rows, target_ids, target_mass, item_weight, num_items_in_batch, checked=True)
+    return stoical_loss_at(rows, target_ids, target_mass, item_weight, num_items_in_batch)
 
 
 def stoical_loss_at(
@@ -152,13 +143,11 @@ def stoical_loss_at(
     target_mass: torch.Tensor,
     item_weight: torch.Tensor,
     num_items_in_batch: int | torch.Tensor | None = None,
-    checked: bool = False,
 ) -> torch.Tensor:
     """:func:`stoical_loss` (eq. 2) from the logits of the supervised positions only: ``rows`` (N, V),
     row n at the n-th pair of :func:`supervised_positions`, as ``supervised_head.head_at`` returns them."""
     B, T = target_ids.shape[:2] if target_ids.dim() == 3 else (-1, -1)
-    if not checked:
-        _check_targets(B, T, target_ids, target_mass, item_weight)
+    _check_targets(B, T, target_ids, target_mass, item_weight)
     b_idx, t_idx = supervised_positions(target_mass)
     n_sup = b_idx.numel()
     if rows.dim() != 2 or rows.shape[0] != n_sup:
@@ -166,7 +155,6 @@ def stoical_loss_at(
             f"rows must be (N={n_sup}, V): the logits of the {n_sup} supervised positions, "
             f"got shape {tuple(rows.shape)}"
         )
-    V = rows.shape[1]
     denom = float(n_sup) if num_items_in_batch is None else num_items_in_batch
     if torch.is_tensor(denom):
         denom = denom.to(rows.device, torch.float32)
@@ -178,8 +166,6 @@ def stoical_loss_at(
     rows = rows.float()  # (N, V): logits[b, t] -> token t+1
     ids = target_ids[b_idx, t_idx + 1].to(rows.device, torch.long)  # (N, K)
     mass = target_mass[b_idx, t_idx + 1].to(rows.device, rows.dtype)  # (N, K)
-    if ids.min() < 0 or ids.max() >= V:
-        raise ValueError(f"target_ids must lie in [0, V={V}), got range [{int(ids.min())}, {int(ids.max())}]")
     logz = torch.logsumexp(rows, dim=-1)  # (N,)
     picked = rows.gather(1, ids)  # (N, K)
     ce = mass.sum(-1) * logz - (mass * picked).sum(-1)  # -sum_k m_k log p(id_k)

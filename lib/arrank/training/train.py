@@ -17,6 +17,7 @@ import torch
 from arrank.common import processes
 from arrank.common.notices import notice
 from arrank.common.outputs import check_resume, record_resume_params
+from arrank.common.params import choice, profile_values
 from arrank.training import checkpoints as ckpt
 from arrank.training.encoding import docid_table, prompt_ids
 from arrank.training.packing import (
@@ -37,38 +38,6 @@ TARGETS = ("onehot", "trie")
 SAMPLINGS = ("uniform", "weighted")
 
 
-def check_variant(scheme: str, alpha: float | None, targets: str, beta: float | None, combined: bool) -> None:
-    """Clear errors for a loss variant outside what section 4 defines."""
-    item_weight(scheme, 1, 1, alpha)  # validates scheme and alpha
-    if targets not in TARGETS:
-        raise ValueError(f"targets={targets!r} is not allowed; choose one of {list(TARGETS)}")
-    if targets == "trie" and (beta is None or beta < 0 or beta != beta):
-        raise ValueError(f"beta={beta!r} must be a number >= 0 (or inf) for trie targets")
-    if combined and targets != "trie":
-        raise ValueError("combined=True (Appendix F) needs targets='trie'")
-
-
-def query_items(
-    prompt: list[int],
-    ranked: Sequence[tuple[int, ...]],
-    scheme: str,
-    alpha: float | None,
-    targets: str,
-    beta: float | None,
-    combined: bool,
-) -> list[dict[str, Any]]:
-    """The training items of one query: token ids, where the docID starts, its sparse targets per
-    step, lambda(r) and r. Items whose lambda(r) is 0 (indicator, r > 1) are not made."""
-    trie = targets == "trie"  # len(ranked) >= 1: training_items refuses an empty relevant list
-    sparse = query_sparse_targets(ranked, beta, combined=combined) if trie else [one_hot_targets(d) for d in ranked]
-    weights = [item_weight(scheme, r, len(ranked), alpha) for r in range(1, len(ranked) + 1)]
-    return [
-        {"input_ids": prompt + list(docid), "start": len(prompt), "targets": steps, "weight": weight, "rank": r}
-        for r, (docid, steps, weight) in enumerate(zip(ranked, sparse, weights), start=1)
-        if weight > 0
-    ]
-
-
 def training_items(
     df: pd.DataFrame,
     tokenizer,
@@ -80,9 +49,14 @@ def training_items(
     max_length: int = 1024,
 ) -> list[dict[str, Any]]:
     """Items of every training query of a dataset table (``arrank.data.wordnet`` columns
-    ``query, relevant, prompt, split``). A prompt + docID longer than ``max_length`` is an error
-    naming the query (a docID is never truncated): shorten the prompt template or raise the limit."""
-    check_variant(scheme, alpha, targets, beta, combined)
+    ``query, relevant, prompt, split``): per ranked docID r of a query, its token ids, where the
+    docID starts, its sparse targets per step, lambda(r), r and the query; items whose lambda(r) is
+    0 (indicator, r > 1) are not made. A prompt + docID longer than ``max_length`` is an error
+    naming the query (a docID is never truncated): shorten the prompt template or raise the limit.
+    The scheme, alpha and beta are refused, naming the value, by the first item's weight and targets."""
+    choice(*TARGETS)("targets", targets)
+    if combined and targets != "trie":
+        raise ValueError("combined=True (Appendix F) needs targets='trie'")
     train = df[df["split"] == "train"]
     if train.empty:
         raise ValueError("the dataset has no training queries")
@@ -100,9 +74,14 @@ def training_items(
                 f"query {query!r}: prompt + docID take {longest} tokens > max_length="
                 f"{max_length}; use a shorter template or a larger max_length"
             )
-        for item in query_items(p_ids, [ids[d] for d in relevant], scheme, alpha, targets, beta, combined):
-            item["query"] = query
-            items.append(item)
+        ranked = [ids[d] for d in relevant]
+        trie = query_sparse_targets(ranked, beta, combined=combined) if targets == "trie" else None
+        for r, docid in enumerate(ranked, start=1):
+            weight = item_weight(scheme, r, len(ranked), alpha)
+            if weight > 0:
+                steps = trie[r - 1] if trie is not None else one_hot_targets(docid)
+                item = {"input_ids": p_ids + list(docid), "start": len(p_ids), "targets": steps, "weight": weight}
+                items.append({**item, "rank": r, "query": query})
     return items
 
 
@@ -144,18 +123,14 @@ def training_arguments(output_dir: Path, profile_args: dict[str, Any], seed: int
         weight_decay=a["weight_decay"],
         max_grad_norm=a["max_grad_norm"],
         logging_steps=min(a["logging_steps"], max(1, a["steps"] // 10)),
-        save_steps=a["save_steps"],
-        save_total_limit=None,
-        seed=seed,  # checkpoints.commit keeps the newest two
+        save_steps=a["save_steps"],  # every checkpoint kept by the Trainer: checkpoints.commit keeps the newest two
+        seed=seed,
         logging_nan_inf_filter=False,  # a NaN loss must reach checkpoints.refuse_non_finite, not be averaged away
         data_seed=seed,
-        report_to=[],
         remove_unused_columns=False,
         use_cpu=use_cpu,
         average_tokens_across_devices=True,  # N of eq. 2 counts every process's positions
-        dataloader_num_workers=0,
         disable_tqdm=False,
-        save_only_model=False,
     )
 
 
@@ -167,10 +142,9 @@ def lr_schedule(schedule: str, eval_steps: Sequence[int] | None) -> str:
     """The learning-rate schedule after the warm-up: ``schedule``, or for ``"auto"`` constant when
     ``eval_steps`` scores points during the run (then the model at step N is the model of a run that
     stops at N: the rate never depends on the horizon) and cosine (Appendix B) otherwise."""
+    choice("auto", *SCHEDULES)("lr_schedule", schedule)
     if schedule == "auto":
         return "constant" if eval_steps else "cosine"
-    if schedule not in SCHEDULES:
-        raise ValueError(f"lr_schedule={schedule!r} is not allowed; choose one of {['auto', *SCHEDULES]}")
     return schedule
 
 
@@ -254,8 +228,7 @@ def train(
     log (step, loss, learning_rate, grad_norm), empty for ``steps = 0`` (zero-shot). The checkpoints
     folder is removed at the end: the caller saves the final model into its run directory.
     """
-    if sampling not in SAMPLINGS:
-        raise ValueError(f"sampling={sampling!r} is not allowed; choose one of {list(SAMPLINGS)}")
+    choice(*SAMPLINGS)("sampling", sampling)
     dtype_of(precision)  # a resolved precision: fp32 or bf16
     if not items:
         raise ValueError("no training items")
@@ -377,10 +350,6 @@ def hyperparameters(params: dict[str, Any]) -> dict[str, Any]:
 
 def profile_hyperparameters(profile: str) -> dict[str, Any]:
     """The training hyper-parameters notebook 05 takes in ``profile`` (its parameter definitions)."""
-    from arrank.common.params import ParamError, profile_values, profiles_of
-
-    if profile not in profiles_of("05_train"):
-        raise ParamError(f"profile={profile!r} is not allowed; choose one of {profiles_of('05_train')}")
     return hyperparameters(profile_values("05_train", profile))
 
 
