@@ -26,7 +26,8 @@ import pandas as pd
 import torch
 
 from arrank.baselines.lookup import Pairs, rank_weights, train_steps
-from arrank.common.params import choice
+from arrank.common.params import CE_OPTIMIZERS as OPTIMIZERS  # decoupled weight decay (default) or Adam's coupled L2
+from arrank.common.params import ROW_UPDATES, choice
 
 LR = 1e-3
 WEIGHT_DECAY = 1e-3
@@ -34,8 +35,6 @@ STEPS = 20_000
 BATCH_SIZE = 2048
 BETAS = (0.9, 0.999)
 EPS = 1e-8
-ROW_UPDATES = ("lazy", "dense")
-OPTIMIZERS = ("adamw", "adam_l2")  # decoupled weight decay (default) or Adam's coupled L2 term
 OPTIMIZER = "adamw"
 TABLE_INIT_STD = 1.0
 

@@ -25,14 +25,13 @@ import pandas as pd
 import torch
 
 from arrank.baselines.lookup import Pairs, rank_weights, train_steps
-from arrank.common.params import choice
+from arrank.common.params import ROW_UPDATES, choice
 
 TAU = 0.05
 LR = 1.0
 MOMENTUM = 0.9
 STEPS = 50_000
 BATCH_SIZE = 2048
-ROW_UPDATES = ("lazy", "dense")
 LOG2E, LN2 = 1.0 / math.log(2.0), math.log(2.0)
 
 

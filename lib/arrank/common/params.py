@@ -185,6 +185,22 @@ def register_name(kind: str, name: str) -> None:
     REGISTRIES.setdefault(kind, {})[name] = None
 
 
+# --- the choices a stage also refuses on a direct call (``choice(*PACKINGS)("packing", value)``):
+# each list written once, here, and imported by the stage that reads the value ----------------------
+PRECISIONS = ("auto", "fp32", "bf16")  # arrank.training.precision
+BACKENDS = ("auto", "unsloth", "transformers")  # arrank.training.models
+DATASETS = ("wordnet", "esci", "custom")  # arrank.data.ranking
+CUSTOM_DOCIDS = ("id", "text", "semantic")  # arrank.data.custom
+PATH_RULES = ("longest", "shortest", "union")  # arrank.data.wordnet
+TARGETS = ("onehot", "trie")  # arrank.training.train: token targets y(r, t)
+SAMPLINGS = ("uniform", "weighted")  # arrank.training.train
+PACKINGS = ("auto", "per_query", "none")  # arrank.training.packing
+LR_SCHEDULES = ("auto", "cosine", "constant")  # arrank.training.train
+METHODS = ("prefix_shared", "naive")  # arrank.evaluation.scoring
+ROW_UPDATES = ("lazy", "dense")  # arrank.baselines.dual_encoder and cross_encoder
+CE_OPTIMIZERS = ("adamw", "adam_l2")  # arrank.baselines.cross_encoder
+PAPER_ROWS = ("auto", "yes", "no")  # arrank.workbook.report
+
 # --- the rules: what each value may be ---------------------------------------------------------
 
 COMMON: dict[str, Any] = {"seed": (0, 2**32 - 1), "run_name": RUN_NAME}  # profile: one of the notebook's
@@ -198,19 +214,19 @@ WORDNET_QUERIES = {  # 03, 05, 06 and 07: which WordNet queries
 # 05 and 06: the prompt template by style (short, full: the dataset's) or by name; custom data takes ESCI's.
 TEMPLATE_STYLES = {"short": ("wordnet_short", "esci_short"), "full": ("wordnet", "esci")}
 TEMPLATE = choice(*TEMPLATE_STYLES, "wordnet", "wordnet_short", "esci", "esci_short")
-PRECISION = choice("auto", "fp32", "bf16")
+PRECISION = choice(*PRECISIONS)
 RANKING_DATA = {  # 05 and 06: the dataset, the held-out queries and their scoring
-    "dataset": choice("wordnet", "esci", "custom"),
+    "dataset": choice(*DATASETS),
     "data_path": text(
         r"[^\x00]{1,4096}", "a JSON Lines file of queries (docs/own-data.md)", empty="none (wordnet, esci)"
     ),
-    "custom_docids": choice("id", "text", "semantic"),
+    "custom_docids": choice(*CUSTOM_DOCIDS),
     "tokenizer_vocab": (300, 100_000),
     **WORDNET_QUERIES,
     "template": TEMPLATE,
     **{"eval_queries": (0, 10**6), "query_batch": (0, 4096), "precision": PRECISION},
 }
-MODEL = {"model_name": model_name, "backend": choice("auto", "unsloth", "transformers")}
+MODEL = {"model_name": model_name, "backend": choice(*BACKENDS)}
 
 RULES: dict[str, dict[str, Any]] = {
     "01_de_capacity": {
@@ -226,7 +242,7 @@ RULES: dict[str, dict[str, Any]] = {
     "03_wordnet_data": {
         **WORDNET_QUERIES,
         "max_queries": (0, 10**6),
-        "path_rule": choice("longest", "shortest", "union"),
+        "path_rule": choice(*PATH_RULES),
         "template": choice("wordnet", "wordnet_short"),
         "tokenizer_name": text(what="'tiny' (a BPE trained on the data) or a local tokenizer/model folder"),
         "tokenizer_vocab": (300, 100_000),
@@ -248,12 +264,12 @@ RULES: dict[str, dict[str, Any]] = {
         "data_seed": (0, 2**32 - 1),
         "scheme": registered("scheme", "item-weight schemes of arrank.training.schemes"),
         **{"alpha": (0.0, None), "beta": (0.0, None)},
-        "targets": choice("onehot", "trie"),
-        "sampling": choice("uniform", "weighted"),
-        "packing": choice("auto", "per_query", "none"),
+        "targets": choice(*TARGETS),
+        "sampling": choice(*SAMPLINGS),
+        "packing": choice(*PACKINGS),
         **{"steps": (0, 10**7), "save_steps": (1, 10**7), "lr": (0.0, 10.0), "batch_size": (1, 4096)},
         "eval_steps": number_list(1, integers=True, empty=True),
-        "lr_schedule": choice("auto", "cosine", "constant"),
+        "lr_schedule": choice(*LR_SCHEDULES),
         **{"grad_accum": (1, 4096), "max_length": (16, 131_072), "warmup_steps": (0, 10**7)},
         "optimizer": choice("adamw", "adafactor"),
         **{"weight_decay": (0.0, 1.0), "max_grad_norm": (0.0, 1e6), "logging_steps": (1, 10**7)},
@@ -270,7 +286,7 @@ RULES: dict[str, dict[str, Any]] = {
         **MODEL,
         **RANKING_DATA,
         **{"beam_k": (1, 100), "decode_queries": (0, 10**6)},
-        "method": choice("prefix_shared", "naive"),
+        "method": choice(*METHODS),
     },
     "07_de_ce_baselines": {
         "model": choice("figure3", "de", "ce"),
@@ -278,9 +294,9 @@ RULES: dict[str, dict[str, Any]] = {
         **{"de_dims": number_list(1, integers=True), "alphas": number_list(0.0)},
         **{"de_steps": (1, 10**7), "ce_steps": (1, 10**7), "batch_size": (1, 10**6), "tau": (1e-6, None)},
         **{"de_lr": (1e-9, None), "de_momentum": (0.0, 0.999), "ce_lr": (1e-9, None), "ce_weight_decay": (0.0, None)},
-        "ce_optimizer": choice("adamw", "adam_l2"),
+        "ce_optimizer": choice(*CE_OPTIMIZERS),
         "ce_table_init_std": (1e-6, None),
-        **{"de_row_updates": choice("lazy", "dense"), "ce_row_updates": choice("lazy", "dense")},
+        **{"de_row_updates": choice(*ROW_UPDATES), "ce_row_updates": choice(*ROW_UPDATES)},
         "arr_runs": text(r"[^/]+", "a glob on 05_train run names, e.g. '*' or 'table1_wordnet_quick-*'"),
         "from_runs": text(
             r"[^/]*", "'' (train) or a glob on 07_de_ce_baselines run names, e.g. 'paper-fig3-*'", empty="train"
@@ -291,7 +307,7 @@ RULES: dict[str, dict[str, Any]] = {
     },
     "08_results": {
         "sweep": text(r".+\.ya?ml", "the path of a sweep file (.yaml), e.g. 'sweeps/table1_wordnet_quick.yaml'"),
-        "paper_rows": choice("auto", "yes", "no"),
+        "paper_rows": choice(*PAPER_ROWS),
         "curve_sweeps": text(
             r"[^,\s]+\.ya?ml(,[^,\s]+\.ya?ml)*", "'' or comma-separated sweep files (.yaml)", empty="none"
         ),

@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from arrank.common.params import CUSTOM_DOCIDS as DOCIDS
 from arrank.common.params import choice
 from arrank.data import prompts
 
-DOCIDS = ("id", "text", "semantic")
 SPLITS = ("train", "eval")
 MAX_BYTES = 1 << 30  # a file over 1 GiB is refused before it is read
 

@@ -15,7 +15,6 @@ import pandas as pd
 
 from arrank.common import params, paths
 
-DATASETS = ("wordnet", "esci", "custom")  # custom: a JSON Lines file of one's own (arrank.data.custom)
 COLUMNS = ["query", "prompt", "relevant", "n_relevant", "negative", "split"]
 # The R@k cutoffs each dataset reports: Table 1 (WordNet) R@1-5, Table 2 (ESCI) R@1, 2, 5, 10, 25, 50.
 WORDNET_KS: tuple[int, ...] = (1, 2, 3, 4, 5)
@@ -56,7 +55,7 @@ def ranking_dataset(
     one notebook 05 takes in ``profile`` for ``dataset``; ``subtree``/``min_relevant``: WordNet only;
     ``data_path``/``custom_docids``: custom only (:func:`arrank.data.custom.custom_frame`, its prompt
     Appendix D.2's, as ESCI's)."""
-    params.choice(*DATASETS)("dataset", dataset)
+    params.choice(*params.DATASETS)("dataset", dataset)
     template = template or params.profile_template(profile, dataset)
     if not template.startswith("esci" if dataset == "custom" else dataset):
         raise ValueError(

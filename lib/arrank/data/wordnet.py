@@ -20,13 +20,12 @@ import pandas as pd
 
 from arrank.common import paths
 from arrank.common.outputs import write_json_atomic
-from arrank.common.params import choice
+from arrank.common.params import PATH_RULES, choice
 from arrank.common.wordnet_setup import load_wordnet, wordnet_root
 from arrank.data import cache as dataset_cache
 from arrank.data.prompts import query_rng, wordnet_prompt
 
 ROOT_SYNSET = "entity.n.01"
-PATH_RULES = ("longest", "shortest", "union")
 NEGATIVE_POOLS = ("subtree", "all")
 FORMAT_VERSION = 1  # bump when the content of a built dataset changes: old cache folders go stale
 QUERY_COLUMNS = ["query", "relevant", "negative", "depth", "n_relevant", "split", "prompt"]

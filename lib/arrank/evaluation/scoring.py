@@ -30,11 +30,9 @@ from typing import Any, Iterator, NamedTuple, Sequence
 import numpy as np
 import torch
 
-from arrank.common.params import choice
+from arrank.common.params import METHODS, choice
 from arrank.training.packing import mask_support, model_mask, segments_layout
 from arrank.training.shared_prefix import MIN_SHARED, decoder_of, expand_cache, prefix_cache, shared_length
-
-METHODS = ("prefix_shared", "naive")
 
 
 def scored_tokens(

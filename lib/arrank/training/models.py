@@ -17,7 +17,7 @@ import torch
 from arrank.common import named_models, paths, processes
 from arrank.common.manifest import MANIFEST, manifest_problem, set_aside, write_manifest
 from arrank.common.outputs import staged_folder
-from arrank.common.params import choice
+from arrank.common.params import BACKENDS, choice
 
 
 def build_tiny_model(
@@ -98,7 +98,6 @@ def pretrained_embeddings(model_name: str) -> tuple[np.ndarray, object]:
 
 # --------------------------------------------------------------------------- model_name / backends
 
-BACKENDS = ("auto", "unsloth", "transformers")
 # A chat template for the tiny model that is exactly BOS + the prompt: the prompt itself ends with
 # its answer marker, and the docID follows it directly (arrank.training.encoding).
 TINY_CHAT_TEMPLATE = "{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}"

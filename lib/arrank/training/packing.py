@@ -15,10 +15,9 @@ from typing import Any, Sequence
 
 import torch
 
-from arrank.common.params import choice
+from arrank.common.params import PACKINGS, choice
 from arrank.training.shared_prefix import shared_length
 
-PACKINGS = ("auto", "per_query", "none")
 MASK_ATTENTION = ("sdpa", "eager")
 
 

@@ -19,9 +19,8 @@ from typing import Any, Iterator
 
 import torch
 
-from arrank.common.params import choice
+from arrank.common.params import PRECISIONS, choice
 
-PRECISIONS = ("auto", "fp32", "bf16")
 CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 

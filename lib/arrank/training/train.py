@@ -17,7 +17,7 @@ import torch
 from arrank.common import processes
 from arrank.common.notices import notice
 from arrank.common.outputs import check_resume, record_resume_params
-from arrank.common.params import choice, profile_values
+from arrank.common.params import LR_SCHEDULES, SAMPLINGS, TARGETS, choice, profile_values
 from arrank.training import checkpoints as ckpt
 from arrank.training.encoding import docid_table, prompt_ids
 from arrank.training.packing import (
@@ -33,9 +33,6 @@ from arrank.training.sampling import epoch_seed, epoch_weighted_sampler  # noqa:
 from arrank.training.shared_prefix import shared_length
 from arrank.training.stoical import item_weight, pad_sparse_targets
 from arrank.training.trie import one_hot_targets, query_sparse_targets
-
-TARGETS = ("onehot", "trie")
-SAMPLINGS = ("uniform", "weighted")
 
 
 def training_items(
@@ -142,7 +139,7 @@ def lr_schedule(schedule: str, eval_steps: Sequence[int] | None) -> str:
     """The learning-rate schedule after the warm-up: ``schedule``, or for ``"auto"`` constant when
     ``eval_steps`` scores points during the run (then the model at step N is the model of a run that
     stops at N: the rate never depends on the horizon) and cosine (Appendix B) otherwise."""
-    choice("auto", *SCHEDULES)("lr_schedule", schedule)
+    choice(*LR_SCHEDULES)("lr_schedule", schedule)
     if schedule == "auto":
         return "constant" if eval_steps else "cosine"
     return schedule

@@ -10,7 +10,7 @@ from typing import Sequence
 import pandas as pd
 
 from arrank.common.outputs import DamagedResultsError, read_results, read_rows, run_path, write_text_atomic
-from arrank.common.params import choice
+from arrank.common.params import PAPER_ROWS, choice
 from arrank.evaluation.metrics import short_columns
 from arrank.results.paper import PAPER
 from arrank.results.tables import metric_columns, sweep_profile, variant_label
@@ -49,7 +49,7 @@ def random_floor(sweep: Sweep, frame: pd.DataFrame, outputs_root: Path | None = 
 def paper_reference(sweep: Sweep, frame: pd.DataFrame, paper_rows: str = "auto") -> str | None:
     """The key of PAPER whose rows go beside the table: ``yes`` always (an error when the paper
     has no numbers for this sweep), ``auto`` when every finished point ran the paper profile."""
-    choice("auto", "yes", "no")("paper_rows", paper_rows)  # else an unknown value would show no rows
+    choice(*PAPER_ROWS)("paper_rows", paper_rows)  # else an unknown value would show no rows
     if paper_rows == "yes" and sweep.paper not in PAPER:
         raise ValueError(
             f"the paper gives no numbers for sweep {sweep.name} (paper: {sweep.paper}); numbers exist for {sorted(PAPER)}"
