@@ -298,6 +298,13 @@ def test_evaluate_errors(records, ks, match):
         M.evaluate_queries(records, ks=ks)
 
 
+def test_evaluate_ks():
+    assert M.evaluate_queries(WORDNET_RECORDS, ks=iter([1, 2])) == M.evaluate_queries(WORDNET_RECORDS, ks=(1, 2))
+    for ks in ((), (2.0,), (0,), (True,)):  # no recall column would be computed, or a wrong one
+        with pytest.raises(ValueError, match="ks=.* must be a non-empty list of integers >= 1"):
+            M.evaluate_queries(WORDNET_RECORDS, ks=ks)
+
+
 def test_dataframe_nan_negative_means_none():
     df = pd.DataFrame({"relevant": [["a", "b"]], "negative": [np.nan], "scores": [{"a": 1.0, "b": 0.0}]})
     assert "cvr" not in M.evaluate_queries(df, ks=(1,))

@@ -314,6 +314,11 @@ def test_resolve_query_batch(model):
     assert scoring.resolve_query_batch(model, 8, method="naive") == 1
     with pytest.raises(ValueError, match="query_batch=4 scores queries in the one_pass layout, not layout='padded'"):
         scoring.resolve_query_batch(model, 4, layout="padded")
+    for bad in (0, -2, True, 2.0):  # refused, not taken as one query a pass
+        with pytest.raises(ValueError, match="query_batch="):
+            scoring.resolve_query_batch(model, bad)
+    with pytest.raises(ValueError, match="layout='ragged' is not allowed"):
+        scoring.resolve_query_batch(model, None, method="naive", layout="ragged")
     flash = sharp_tiny_model()
     flash.config._attn_implementation = "flash_attention_2"
     assert scoring.resolve_query_batch(flash, 8) == 1  # no block mask: one query at a time

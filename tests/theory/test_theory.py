@@ -305,6 +305,13 @@ def test_docid_token_rank_detects_affine_dependency_in_gram_path():
 def test_docid_token_rank_bad_ids():
     with pytest.raises(ValueError, match="2-D"):
         th.docid_token_rank(np.zeros(10), [0])
+    E = np.eye(2)
+    for ids in ([True, False], [[0, 1]], [0.0, 1.0]):  # a mask, a matrix, floats: refused, not read as rows
+        with pytest.raises(TypeError, match="token_ids must be a 1-D sequence of integers"):
+            th.docid_token_rank(E, ids)
+    with pytest.raises(ValueError, match="token ids must be >= 0, got -1"):
+        th.docid_token_rank(E, [0, -1])
+    assert type(th.docid_token_rank(E, [0, 1])["tol"]) is float
 
 
 # -------------------------------------------------------------- fitting distributions

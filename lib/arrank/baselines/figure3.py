@@ -241,9 +241,11 @@ def point_results(
     results = pd.DataFrame([found[k][1] for k in order]).assign(panels=[wanted[k] for k in order])
 
     def rows_of(name: str) -> pd.DataFrame:
-        """Each config's rows of the csv ``name`` of its run (none from a run without that file)."""
-        tables = {k: pd.read_csv(found[k][0] / name) for k in order if (found[k][0] / name).exists()}
-        parts = [table[table["config"] == k] for k, table in tables.items()]
+        """Each config's rows of the csv ``name`` of its run (none from a run without that file); each
+        run's file read once (one run usually holds every config)."""
+        run_of = {k: found[k][0] for k in order}
+        tables = {run: pd.read_csv(run / name) for run in set(run_of.values()) if (run / name).exists()}
+        parts = [tables[run][tables[run]["config"] == k] for k, run in run_of.items() if run in tables]
         return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["config"])
 
     used = sorted({found[k][0].name for k in order})

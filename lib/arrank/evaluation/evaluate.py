@@ -77,7 +77,7 @@ def score_and_evaluate(
         scores = scoring.score_queries(
             model, tokenizer, items, include_eos, method, progress, query_batch=query_batch, share_opening=share_opening
         )
-    records = _records(queries, scores)
+    records, ks = _records(queries, scores), tuple(ks)
     per_query = metrics.per_query_metrics(records, ks)
     return metrics.summarize(per_query, ks), per_query, records
 

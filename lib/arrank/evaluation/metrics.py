@@ -14,8 +14,8 @@ descending, ties by docID ascending (deterministic, independent of the input ord
 sklearn differ only on ties). Errors are ``ValueError``s: NaN scores, length mismatches, empty
 inputs, duplicate docIDs, a bad ``k``, missing gold / negative docIDs (docIDs that cannot be
 compared, str against int, are Python's ``TypeError``; a record without a key, a ``KeyError``);
-infinite scores (-inf: an impossible docID) are allowed. ``ks`` are the datasets' constants
-(``WORDNET_KS``, ``ESCI_KS``): a k below 1 is ``recall_at_k``'s error.
+infinite scores (-inf: an impossible docID) are allowed. ``ks``: the datasets' constants
+(``WORDNET_KS``, ``ESCI_KS``) or notebook 07's 1..k_max; empty, a k below 1 or not an integer is refused.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any, Hashable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from arrank.common.params import number_list
 from arrank.data.ranking import WORDNET_KS
 
 DocId = Hashable
@@ -208,7 +209,7 @@ def per_query_metrics(
     (docid -> score for every candidate; other candidates count as irrelevant), optional
     ``negative`` (None / absent for ESCI) and optional ``query`` (default: the position).
     """
-    ks = list(ks)
+    ks = number_list(1, integers=True)("ks", list(ks))  # no k below 1, no float k, not empty
     records = records.to_dict("records") if isinstance(records, pd.DataFrame) else records
     rows = [_query_row(i, rec, ks) for i, rec in enumerate(records)]
     if not rows:
@@ -244,6 +245,7 @@ def evaluate_queries(
     negative per record; ESCI: ``ks=ESCI_KS`` (1, 2, 5, 10, 25, 50), no negative, so no ``cvr``.
     See :func:`per_query_metrics` for the record format and :func:`summarize` for the rules.
     """
+    ks = tuple(ks)  # read twice: an iterator would be spent by the first
     return summarize(per_query_metrics(records, ks), ks)
 
 

@@ -30,7 +30,7 @@ from typing import Any, Iterator, NamedTuple, Sequence
 import numpy as np
 import torch
 
-from arrank.common.params import METHODS, choice
+from arrank.common.params import METHODS, choice, integer
 from arrank.training.packing import mask_support, model_mask, segments_layout
 from arrank.training.shared_prefix import MIN_SHARED, decoder_of, expand_cache, prefix_cache, shared_length
 
@@ -47,8 +47,9 @@ def scored_tokens(
     Each candidate is ``docid_ids`` (docID tokens + EOS). With ``include_eos=False`` (default) its
     last token must be EOS (``eos_id``, else the model config's EOS when it names one) and is
     dropped. Errors: empty prompt, no candidates, a candidate with no tokens (or only EOS when
-    EOS is excluded). Ids come from the tokenizer (``encoding``): one outside the model's vocabulary
-    is the embedding's IndexError.
+    EOS is excluded). Ids come from the tokenizer (``encoding``) and are not re-checked: one outside
+    the model's vocabulary fails in torch (an IndexError in the embedding, a RuntimeError in the
+    gather of a candidate's log-probs; a device-side assert on CUDA).
     """
     if len(prompt) == 0:
         raise ValueError(
@@ -380,8 +381,10 @@ def resolve_query_batch(model, query_batch: int | None, method: str = "prefix_sh
     """How many queries ``score_queries`` scores in one forward pass: ``query_batch`` when given
     (an integer >= 1), else :data:`QUERY_BATCH_GPU` on a GPU with layout ``auto`` or ``one_pass`` and
     1 otherwise (docs/gpu.md); 1 for the naive method and wherever the model cannot take the block
-    mask (``packing.mask_support``). The notebooks' ``query_batch`` is checked at their edge
-    (``common.params``); a layout, where it is used (:func:`resolve_layout`)."""
+    mask (``packing.mask_support``). A bad ``query_batch`` or ``layout`` is refused here too, as at
+    the notebooks' edge: a direct call must not fall back to one query a pass silently."""
+    integer(1, optional=True)("query_batch", query_batch)
+    choice(*LAYOUTS)("layout", layout)
     if method == "naive" or not mask_support(model)[0]:
         return 1
     if query_batch is None:  # auto: an explicit per-query layout keeps one query a pass

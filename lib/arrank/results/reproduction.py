@@ -256,7 +256,7 @@ def _claim_table(rows: list[Row]) -> list[str]:
 def page() -> str:
     """The reproduction matrix as Markdown, from the committed data (``SOURCES``)."""
     rows: list[Row] = []
-    sensitivity = ""
+    sensitivity: list[str] = []  # one text per budget-curve source
     out = [
         "# Reproduction matrix",
         "",
@@ -280,7 +280,9 @@ def page() -> str:
     for source in SOURCES:
         results = _results(source.results)
         found, runs, make, after = READERS[source.kind](source, results)
-        rows, sensitivity = rows + found, sensitivity + after
+        rows += found
+        if after:
+            sensitivity.append(after)
         n_found = sum(r.finding.family_size is not None for r in found)
         family = {"table1": f"the {n_found} findings of the sweep", "figure3": f"the {n_found} findings of Figure 3"}
         device = _device(results)
@@ -304,7 +306,7 @@ def page() -> str:
         mine = [r for r in rows if r.key == key]
         out += [f"### {words} ({section})", "", *(_claim_table(mine) if mine else ["No committed data decide it."]), ""]
     if sensitivity:
-        out += ["## The budget curve with another family", "", sensitivity, ""]
+        out += ["## The budget curve with another family", "", "\n\n".join(sensitivity), ""]
     return "\n".join(out)
 
 

@@ -76,7 +76,7 @@ def _rank_augmented(rows: np.ndarray, chunk: int = 4096) -> tuple[int, float, st
             gram += block.T @ block
         sing, method = np.sqrt(np.clip(np.linalg.eigvalsh(gram), 0.0, None)), "gram"
         tol = float(sing.max()) * math.sqrt(max(rows.shape[0], cols) * np.finfo(float).eps)
-    return int(np.sum(sing > tol)), tol, method
+    return int(np.sum(sing > tol)), float(tol), method
 
 
 def docid_token_ids(tokenizer, docids: Iterable[str], with_eos: bool = True) -> list[int]:
@@ -100,10 +100,13 @@ def docid_token_rank(embedding_matrix: np.ndarray, token_ids: Sequence[int]) -> 
     "method": "svd" (at most n + 1 ids) | "gram" (more: ``_rank_augmented``, no float64
     copy), "tol": the threshold used on singular values}. bf16 tensors must be converted by the
     caller (e.g. ``tensor.float().numpy()``). Ids repeat at no cost (distinct ones count); a negative
-    id is refused (numpy would read it from the end), one past the vocabulary or not an integer is
-    numpy's IndexError.
+    id is refused (numpy would read it from the end), and so are ids that are not integers (bools
+    would select rows as a mask); one past the vocabulary is numpy's IndexError.
     """
-    ids = np.unique(token_ids)
+    given = np.asarray(token_ids)
+    if given.ndim != 1 or (given.size and given.dtype.kind not in "iu"):  # bools would be a mask
+        raise TypeError(f"token_ids must be a 1-D sequence of integers, got {given.dtype} of shape {given.shape}")
+    ids = np.unique(given)
     if ids.size and ids[0] < 0:
         raise ValueError(f"token ids must be >= 0, got {ids[0]}")
     rows = _check_matrix("embedding_matrix", np.asarray(embedding_matrix)[ids], convert=False)

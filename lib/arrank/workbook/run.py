@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import json
 import logging
 import os
@@ -76,8 +77,9 @@ def read_notebook(source: Path) -> Any:
 
 
 def parameters_cell(source: Path) -> dict[str, Any]:
-    """The names and literal default values of the notebook's parameters cell (``params.spec``)."""
-    return {name: p.default for name, p in params.spec(source.stem, source).items()}
+    """The names and literal default values of the notebook's parameters cell (``params.spec``), copied:
+    the spec is cached for the process, and a caller may change a list it is given."""
+    return copy.deepcopy({name: p.default for name, p in params.spec(source.stem, source).items()})
 
 
 def parameters_help(notebook: str | Path) -> str:

@@ -424,7 +424,7 @@ def run_sweep(
     if not wait and kind != "slurm":
         raise SweepError("--no-wait needs --executor slurm (local points end with this command)")
     root = outputs_root or paths.OUTPUTS
-    folder, points, wall = sweep_dir(sweep, root), sweep.points, time.time()
+    folder, points = sweep_dir(sweep, root), sweep.points
     outputs.writable_folder(folder / "logs")  # one clear error, not a traceback per point
     outputs.writable_folder(root / sweep.notebook)
     with sweep_lock(sweep, folder):
@@ -433,7 +433,7 @@ def run_sweep(
             executor = sweep_jobs.EXECUTORS[kind](command, thread_env(jobs), resources, jobs)
         states = point_states(sweep, root)  # raises on stale finished runs, before anything runs
         live, ended = _slurm_prepass(sweep, states, root, kind)
-        progress, running, interrupt = _Progress(sweep, root, echo), {}, None
+        progress, running, interrupt, wall = _Progress(sweep, root, echo), {}, None, time.time()
         rows = progress.rows
         for i, (point, state) in enumerate(zip(points, states)):
             if point.run_name in ended:  # recorded, and run again now
