@@ -59,6 +59,8 @@ def test_segments_layout_by_hand():
         packing.segments_layout([(3, [])])
     with pytest.raises(ValueError, match="prompt_length=-1"):
         packing.segments_layout([(-1, [2])])
+    with pytest.raises(ValueError, match=r"block lengths must be integers >= 1, got \[2, -1\]"):
+        packing.segments_layout([(0, [2, -1])])  # would broadcast into a 2 x 2 mask for one token
     mask, positions = packing.segments_layout([(0, [2, 1])])
     assert positions.tolist() == [0, 1, 0]  # no prefix: blocks stand alone
     assert torch.equal(mask, torch.tensor([[T, F, F], [T, T, F], [F, F, T]]))

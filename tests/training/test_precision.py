@@ -134,7 +134,7 @@ def test_auto_on_this_cpu_is_what_its_real_probe_measured(tmp_path):
     probe = got.probe
     assert probe["cached"] is False and probe["fp32_ms"] > 0 and probe["bf16_ms"] > 0
     assert got.used == precision.probe_choice(probe["fp32_ms"], probe["bf16_ms"])[0]
-    if not any(torch.cpu.get_capabilities().get(f) for f in precision.CPU_BF16_FLAGS):
+    if not any(precision.cpu_capabilities().get(f) for f in precision.CPU_BF16_FLAGS):
         assert got.used == "fp32" and probe["bf16_speedup"] < 1, probe
 
 

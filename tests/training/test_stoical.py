@@ -165,6 +165,7 @@ def test_pad_sparse_targets_layout():
         (lambda: item_weight("stepwise", 0, 4), r"r=0 .*\[1, n_q=4\]"),
         (lambda: item_weight("stepwise", 5, 4), r"r=5"),
         (lambda: item_weight("indicator", 1, 0), "n_q=0"),
+        (lambda: item_weight("stepwise", 1, 2.5), "n_q=2.5 must be a positive integer"),
         (lambda: pad_sparse_targets([[[(1, 1.0)]]], [0], 4), "position 0"),
         (lambda: pad_sparse_targets([[[(1, 1.0)]] * 3], [2], 4), r"within positions \[1, 4\)"),
         (lambda: pad_sparse_targets([[[(1, 1.0)]]], [1, 2], 4), "one start per item"),
@@ -193,6 +194,13 @@ def test_bad_loss_inputs_raise():
         bad = mass.clone()
         bad[0, 0, 0] = 1.0
         stoical_loss(logits, ids, bad, w)
+    loud = (ValueError, IndexError, RuntimeError)  # not re-checked here, but never a silent loss
+    with pytest.raises(loud):
+        stoical_loss(logits[0], ids, mass, w)  # logits not (B, T, V)
+    with pytest.raises(loud):
+        stoical_loss(logits, ids + 6, mass, w)  # a target id outside [0, V)
+    with pytest.raises(loud):
+        pad_sparse_targets([[[(1, 0.5), (2, 0.5)]]], [1], 4, k=1)  # a step wider than k
     with pytest.raises(ValueError, match="num_items_in_batch=0"):
         stoical_loss(logits, ids, mass, w, num_items_in_batch=0)
     with pytest.raises(ValueError, match="integer token ids"):

@@ -390,6 +390,12 @@ def load_trained(folder: Path | str, backend: str = "auto", max_length: int = 10
             f"the saved model {folder} is damaged: {why}; nothing is evaluated from it: train it again "
             "(notebook 05 with another run_name), or restore the run folder from a copy"
         )
+    if adapter.exists():  # the base it names must be loadable here: a clear error, not a model-hub request
+        base = json.loads(adapter.read_text()).get("base_model_name_or_path") or ""
+        try:
+            named_models.model_kind(base)
+        except ValueError as err:
+            raise ValueError(f"{adapter} names a base model that cannot be loaded here: {err}") from None
     if adapter.exists() and resolve_backend(backend) == "unsloth":
         return load_pretrained(str(folder), backend, max_length)  # Unsloth loads base + adapter itself
     from peft import AutoPeftModelForCausalLM  # the base model adapter_config.json names, then the adapter

@@ -41,6 +41,8 @@ def segments_layout(segments: Sequence[Segment], length: int | None = None) -> t
             raise ValueError(f"prompt_length={prompt_length!r} must be an integer >= 0")
         if len(block_lengths) == 0:
             raise ValueError("a packed row needs at least one docID block")
+        if any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in block_lengths):
+            raise ValueError(f"block lengths must be integers >= 1, got {list(block_lengths)}")  # -1 would broadcast
         seg += [s] * (prompt_length + sum(block_lengths))
         blk += [-1] * prompt_length + [b for b, n in enumerate(block_lengths) for _ in range(n)]
         pos += [*range(prompt_length)] + [prompt_length + i for n in block_lengths for i in range(n)]

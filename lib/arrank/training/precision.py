@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 import torch
 
@@ -45,17 +45,24 @@ class Precision:
 PROBE_RECORD = ("shapes", "threads", "fp32_ms", "bf16_ms", "bf16_speedup", "cached")
 
 
+def cpu_capabilities() -> Mapping[str, Any]:
+    """The CPU's features and name as torch detects them (``torch.cpu.get_capabilities``, torch >= 2.12);
+    empty on an older torch (the GPU machines' image has 2.11), where no CPU bf16 is assumed."""
+    get = getattr(torch.cpu, "get_capabilities", None)
+    return get() if get is not None else {}
+
+
 def cpu_model() -> str:
-    """The CPU's model name as torch reads it (``torch.cpu.get_capabilities``), else the platform's
+    """The CPU's model name as torch reads it (:func:`cpu_capabilities`), else the platform's
     processor string, else ``"unknown CPU"``."""
     import platform
 
-    return torch.cpu.get_capabilities().get("cpu_name") or platform.processor() or "unknown CPU"
+    return cpu_capabilities().get("cpu_name") or platform.processor() or "unknown CPU"
 
 
 def bf16_support(device: str = "cpu", flags: set[str] | None = None) -> tuple[bool, str]:
     """(whether ``device`` runs bf16 matmuls natively, the evidence in words): CPU flags avx512_bf16 or
-    amx_bf16 (``flags``, default what ``torch.cpu.get_capabilities`` finds); CUDA without emulation."""
+    amx_bf16 (``flags``, default what :func:`cpu_capabilities` finds); CUDA without emulation."""
     if device == "cuda":
         if not torch.cuda.is_available():
             return False, "no CUDA GPU"
@@ -63,7 +70,7 @@ def bf16_support(device: str = "cpu", flags: set[str] | None = None) -> tuple[bo
         return ok, f"CUDA GPU {torch.cuda.get_device_name()} {'supports bf16' if ok else 'has no native bf16'}"
     if device != "cpu":
         raise ValueError(f"device={device!r} is not allowed; choose 'cpu' or 'cuda'")
-    capabilities = torch.cpu.get_capabilities() if flags is None else dict.fromkeys(flags, True)
+    capabilities = cpu_capabilities() if flags is None else dict.fromkeys(flags, True)
     found = [f for f in CPU_BF16_FLAGS if capabilities.get(f)]
     if found:
         return True, f"CPU has {' and '.join(found)}"

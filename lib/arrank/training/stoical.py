@@ -30,6 +30,8 @@ def item_weight(scheme: str, r: int, n_q: int, alpha: float | None = None, **par
     1 / r**alpha (alpha >= 0 required), ``"stepwise"`` (n_q - r + 1) / n_q; a scheme's other
     parameters come by name in ``params``."""
     found = schemes.scheme(scheme)
+    if isinstance(n_q, bool) or not isinstance(n_q, int) or n_q < 1:  # else a wrong weight, silently
+        raise ValueError(f"n_q={n_q!r} must be a positive integer (docIDs of the query)")
     if isinstance(r, bool) or not isinstance(r, int) or not 1 <= r <= n_q:
         raise ValueError(f"rank r={r!r} must be an integer in [1, n_q={n_q}]")
     given = {"alpha": alpha, **params}
