@@ -17,8 +17,18 @@ from arrank.training import models, precision, train
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-def test_the_cpu_is_named():
-    assert precision.cpu_model()  # the probe's cache key names it: torch's name, the platform's, or "unknown CPU"
+def test_the_cpu_is_named_by_torch_and_a_torch_without_capabilities_assumes_no_cpu_bf16(monkeypatch):
+    import platform
+
+    named = torch.cpu.get_capabilities().get("cpu_name")  # the probe's cache key names the CPU
+    assert precision.cpu_model() == (named or platform.processor() or "unknown CPU")
+    monkeypatch.delattr(torch.cpu, "get_capabilities")  # torch 2.11, the GPU machines' image
+    assert precision.cpu_capabilities() == {}
+    assert precision.cpu_model() == (platform.processor() or "unknown CPU")
+    assert precision.bf16_support("cpu") == (
+        False,
+        "CPU has neither avx512_bf16 nor amx_bf16 (bf16 would be emulated, slower than fp32)",
+    )
 
 
 def fake_probe(monkeypatch, fp32_s: float, bf16_s: float) -> list:
