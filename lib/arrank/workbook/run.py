@@ -133,8 +133,7 @@ def prepare_parsed(source: Path, overrides: dict[str, Any]) -> tuple[Path, dict[
     point with it (its cell read once: ``params.spec`` is cached). The values that run are resolved
     here, once (``params.resolve``); papermill injects each that is not the cell's (the executed
     notebook shows what ran) and the kernel reads them all from ``params.PARAMS_ENV``."""
-    spec = params.spec(source.stem, source)
-    defaults = {name: p.default for name, p in spec.items()}
+    spec, defaults = params.spec(source.stem, source), parameters_cell(source)
     given = {k: coerce(k, v, spec[k].type if k in spec else "str") for k, v in overrides.items()}  # unknown: refused
     resolved = params.resolve(source.stem, {**defaults, **given}, set(given), source)
     processes.check_launch(source.stem, resolved)  # several processes: 05 only, a run name, no Unsloth
