@@ -18,7 +18,7 @@ help:
 	@echo "make reproduction  docs/reproduction.md from the committed data under docs/data/ (the paper's claims, verdicts, Holm)"
 	@echo "make sweep SWEEP=sweeps/NAME.yaml [JOBS=N] [EXECUTOR=local|slurm]   run a sweep's unfinished points"
 	@echo "make test       set up, then run the tests (the whole suite in two workers, 5-12 minutes on 2 cores, by CPU; TEST_JOBS=1: one process, about 16)"
-	@echo "make test-fast  the tests that neither train nor run notebooks (pytest -m 'not slow', about a minute)"
+	@echo "make test-fast  the tests that neither train nor run notebooks (pytest -m 'not slow', 1-2 minutes)"
 	@echo "make lint       ruff check + ruff format --check (what the pre-commit hook runs)"
 	@echo "make lab        set up, then start JupyterLab (double-click notebooks/NN_name.py: it opens as a notebook)"
 	@echo "make sync       write the local notebooks/NN_name.ipynb from NN_name.py (not tracked by git)"

@@ -4,6 +4,7 @@ stages before it; ``workbook`` (the notebook runner, sweeps, set-up) is on top a
 imports it. No exceptions are allowed, and no module imports itself back through a cycle."""
 
 import ast
+import re
 from pathlib import Path
 
 import arrank
@@ -95,3 +96,23 @@ def test_no_import_cycles():
     for node in g:
         if node not in state:
             visit(node, [])
+
+
+def test_developers_table_names_every_module_on_its_floor():
+    """DEVELOPERS.md's "Where code belongs" table (one row a floor) names each module of that floor,
+    and nothing that is not one: the map a contributor reads stays the code's."""
+    rows = {}
+    for line in (PACKAGE.parents[1] / "DEVELOPERS.md").read_text().splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) > 2 and cells[1].strip("`").rstrip("/") in FLOORS:
+            rows[cells[1].strip("`").rstrip("/")] = set(re.findall(r"`([a-z_0-9]+)`", cells[-2]))
+    modules = {
+        f: {p.stem for p in (PACKAGE / f).iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+        - {"__init__", "__main__"}
+        for f in FLOORS
+    }
+    assert sorted(rows) == sorted(FLOORS)
+    assert {f: sorted(modules[f] - rows[f]) for f in FLOORS if modules[f] - rows[f]} == {}, (
+        "modules missing from the table"
+    )
+    assert {f: sorted(rows[f] - modules[f]) for f in FLOORS if rows[f] - modules[f]} == {}, "names that are no module"
