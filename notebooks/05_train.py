@@ -125,7 +125,6 @@ from arrank.data import ranking
 
 P = params.check_params("05_train", globals())
 P["eval_steps"] = budgets.check_eval_steps(P["eval_steps"], P["steps"])  # sorted, each in 1..steps
-P["lr_schedule"] = train.lr_schedule(P["lr_schedule"], P["eval_steps"])  # results.json: the schedule used
 run_dir = outputs.start_run("05_train", P)
 timings: dict[str, float] = {}
 hyper = train.hyperparameters(P)

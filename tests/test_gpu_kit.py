@@ -230,7 +230,7 @@ def test_the_gpu_curve_trains_one_epoch_at_the_papers_batch_on_2000_queries(tmp_
     pairs = budgets.training_pairs(df)
     assert (p["n_eval"], pairs, p["batch_size"] * p["grad_accum"]) == (2000, 8834, 64)
     assert 1.0 <= p["steps"] * 64 / pairs < 1.01 and p["eval_steps"][-1] == p["steps"] and len(p["eval_steps"]) == 5
-    assert p["query_batch"] > 1 and p["lr_schedule"] == "auto" and p["train_queries"] == 0
+    assert p["query_batch"] > 1 and p["lr_schedule"] == "constant" and p["train_queries"] == 0
     for q in _gpu_points(tmp_path, "pretrained_curve_gpu_2epochs.yaml"):  # the same runs, trained to two epochs
         assert (q["steps"], q["eval_steps"]) == (2 * p["steps"], [int(1.5 * p["steps"]), 2 * p["steps"]])
         assert _same_but(q, p, "steps", "eval_steps")

@@ -26,7 +26,7 @@ def test_integer_refuses_bool_float_and_out_of_range():
 def test_number_refuses_nan_and_strings():
     check = params.number(0.0)
     assert check("alpha", 2) == 2.0
-    for bad in (math.nan, "2", None):
+    for bad in (math.nan, math.inf, -math.inf, "2", None):
         with pytest.raises(ParamError, match="alpha=.*must be a number"):
             check("alpha", bad)
     with pytest.raises(ParamError, match=">= 0.0"):
@@ -226,6 +226,22 @@ def test_data_seed_is_the_seed_unless_given():
     assert (fixed["seed"], fixed["data_seed"]) == (3, 0)
     with pytest.raises(ParamError, match=r"data_seed=-1 is out of range"):
         run.prepare("05_train", {"profile": "quick", "data_seed": -1})
+
+
+def test_eval_steps_are_sorted_within_the_run_and_lr_schedule_auto_is_named_before_any_kernel():
+    """The values a resume and a sweep compare are the ones that ran: 05's eval_steps sorted (a point
+    beyond ``steps`` refused at once) and ``lr_schedule`` auto resolved, constant for a curve, else cosine."""
+    from arrank.workbook import run
+
+    plain = run.prepare("05_train", {"steps": 40})[2]
+    curve = run.prepare("05_train", {"steps": 40, "eval_steps": "40,10,10"})[2]
+    assert (plain["lr_schedule"], curve["lr_schedule"], curve["eval_steps"]) == ("cosine", "constant", [10, 40])
+    assert (
+        run.prepare("05_train", {"steps": 40, "eval_steps": [10], "lr_schedule": "cosine"})[2]["lr_schedule"]
+        == "cosine"
+    )
+    with pytest.raises(ParamError, match=r"eval_steps=\[10, 50\]: \[50\] beyond steps=40"):
+        run.prepare("05_train", {"steps": 40, "eval_steps": [50, 10]})
 
 
 def test_over_long_values_are_refused_naming_the_parameter_and_not_echoed_whole():

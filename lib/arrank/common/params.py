@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import os
 import re
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import AbstractSet, Any, Callable, Mapping
+from typing import AbstractSet, Any, Callable, Mapping, Sequence
 
 from arrank.common import paths
 from arrank.common.display import shown
@@ -48,16 +50,21 @@ def choice(*allowed: Any) -> Validator:
 
 
 def _ranged(what: str, types: type | tuple[type, ...], lo: Any, hi: Any, convert: type, optional: bool) -> Validator:
-    """Validator of ``integer`` and ``number``: a value of ``types`` (no bool, no NaN) in [lo, hi];
+    """Validator of ``integer`` and ``number``: a value of ``types`` (no bool, nothing infinite or NaN) in [lo, hi];
     ``None`` too when ``optional`` (the parameter's comment says what it means)."""
     what += _range_text(lo, hi)
 
     def check(name: str, value: Any) -> Any:
         if value is None and optional:
             return None
-        if isinstance(value, bool) or not isinstance(value, types) or value != value:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, types)
+            or isinstance(value, float)
+            and not math.isfinite(value)
+        ):
             raise ParamError(f"{name}={shown(value)} must be {what}")
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
+        if (lo is not None and value < lo) or (hi is not None and value > hi) or abs(value) > sys.float_info.max:
             raise ParamError(f"{name}={shown(value)} is out of range: allowed{_range_text(lo, hi)}")
         return convert(value)
 
@@ -459,8 +466,10 @@ def validate(stem: str, values: Mapping[str, Any], source: Source = None) -> dic
 
 def resolve(stem: str, values: Mapping[str, Any], given: AbstractSet[str] = frozenset(), source: Source = None) -> dict:
     """The values that run: each parameter not in ``given`` (set on purpose) takes its profile's
-    value (``PROFILES``), every value is validated, 05's ``data_seed`` None is the seed and a
-    template style (short, full) becomes the dataset's template."""
+    value (``PROFILES``), every value is validated, 05's ``data_seed`` None is the seed, its
+    ``eval_steps`` are sorted (each at most ``steps``) and ``lr_schedule`` auto named (``lr_schedule``),
+    and a template style (short, full) becomes the dataset's template: a resume or a sweep compares
+    what ran with these values."""
     profile = _validator(stem, "profile", "str")("profile", values.get("profile"))
     from_profile = {n: v for n, v in PROFILES.get(stem, {}).get(profile, {}).items() if n not in given}
     out = validate(stem, {**values, **from_profile}, source)
@@ -468,7 +477,24 @@ def resolve(stem: str, values: Mapping[str, Any], given: AbstractSet[str] = froz
         out["data_seed"] = out["seed"]
     if "template" in out and "dataset" in out:
         out["template"] = dataset_template(out["template"], out["dataset"])
+    if "eval_steps" in out:  # 05: the points a budget curve scores, and the schedule they imply
+        out["eval_steps"] = sorted(set(out["eval_steps"]))
+        if beyond := [s for s in out["eval_steps"] if s > out["steps"]]:
+            raise ParamError(
+                f"eval_steps={out['eval_steps']}: {beyond} beyond steps={out['steps']}; each is a step of the run"
+            )
+        out["lr_schedule"] = lr_schedule(out["lr_schedule"], out["eval_steps"])
     return out
+
+
+def lr_schedule(schedule: str, eval_steps: Sequence[int] | None) -> str:
+    """Notebook 05's learning-rate schedule after the warm-up: ``schedule``, or for ``"auto"`` constant
+    when ``eval_steps`` scores points during the run (then the model at step N is the model of a run
+    that stops at N: the rate never depends on the horizon) and cosine (Appendix B) otherwise."""
+    choice(*LR_SCHEDULES)("lr_schedule", schedule)
+    if schedule == "auto":
+        return "constant" if eval_steps else "cosine"
+    return schedule
 
 
 def profile_values(stem: str, profile: str, values: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import torch
 from arrank.common import processes
 from arrank.common.notices import notice
 from arrank.common.outputs import check_resume, record_resume_params
-from arrank.common.params import LR_SCHEDULES, SAMPLINGS, TARGETS, choice, profile_values
+from arrank.common.params import SAMPLINGS, TARGETS, choice, lr_schedule, profile_values
 from arrank.training import checkpoints as ckpt
 from arrank.training.encoding import docid_table, prompt_ids
 from arrank.training.packing import (
@@ -133,16 +133,6 @@ def training_arguments(output_dir: Path, profile_args: dict[str, Any], seed: int
 
 # What ``lr_schedule`` names in transformers' scheduler types: both warm up linearly over ``warmup_steps``.
 SCHEDULES = {"cosine": "cosine", "constant": "constant_with_warmup"}
-
-
-def lr_schedule(schedule: str, eval_steps: Sequence[int] | None) -> str:
-    """The learning-rate schedule after the warm-up: ``schedule``, or for ``"auto"`` constant when
-    ``eval_steps`` scores points during the run (then the model at step N is the model of a run that
-    stops at N: the rate never depends on the horizon) and cosine (Appendix B) otherwise."""
-    choice(*LR_SCHEDULES)("lr_schedule", schedule)
-    if schedule == "auto":
-        return "constant" if eval_steps else "cosine"
-    return schedule
 
 
 # The training hyper-parameters a 05 run reads from its resolved parameters; their values per
