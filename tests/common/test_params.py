@@ -269,8 +269,27 @@ def test_profile_template_is_the_resolved_template_and_needs_no_stage(profile, d
 
     assert (
         params.profile_template(profile, dataset)
-        == params.profile_values("05_train", profile, {"dataset": dataset})["template"]
+        == params.profile_values(
+            "05_train", profile, {"dataset": dataset, "data_path": "q.jsonl"[: 7 * (dataset == "custom")]}
+        )["template"]
     )
+
+
+def test_data_and_template_that_do_not_go_together_are_refused_before_any_kernel():
+    from arrank.workbook import run
+
+    for given, message in (
+        ({"dataset": "custom"}, r"data_path='' with dataset='custom'"),
+        ({"data_path": "q.jsonl"}, r"data_path='q.jsonl' with dataset='wordnet'"),
+        (
+            {"dataset": "esci", "template": "wordnet_short"},
+            r"template='wordnet_short' is not for dataset='esci'; choose one of \['esci_short', 'esci'\]",
+        ),
+    ):
+        for stem in ("05_train", "06_evaluate"):
+            with pytest.raises(ParamError, match=message):
+                run.prepare(stem, given)
+    assert run.prepare("05_train", {"dataset": "custom", "data_path": "q.jsonl"})[2]["template"] == "esci_short"
 
 
 def test_profile_template_works_without_the_training_stage_imported():

@@ -69,6 +69,8 @@ def test_the_files_own_split_holds_out_its_first_n_eval_eval_queries(tmp_path):
         ('{"query_id": "q", "query": "x", "relevant": [{"id": "b", "text": "t"}], "split": "test"}',
          r"bad.jsonl:2: field 'split' is 'test'"),
         ('{"query_id": "q0", "query": "x", "relevant": [{"id": "b", "text": "t"}]}', r"bad.jsonl:2: field 'query_id' 'q0' repeats line 1"),
+        ('{"query_id": "q", "query": "x", "relevant": [{"id": "b", "text": "t"}], "negative": {"id": "c", "text": "u"}}',
+         r"bad.jsonl:1: field 'negative' is missing; give it on every line or on none"),
     ],
 )  # fmt: skip
 def test_bad_input_is_refused_in_one_line_naming_file_line_and_field(tmp_path, line, message):

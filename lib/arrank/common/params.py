@@ -475,8 +475,18 @@ def resolve(stem: str, values: Mapping[str, Any], given: AbstractSet[str] = froz
     out = validate(stem, {**values, **from_profile}, source)
     if out.get("data_seed", 0) is None:
         out["data_seed"] = out["seed"]
-    if "template" in out and "dataset" in out:
+    if "template" in out and "dataset" in out:  # 05 and 06: the data and their prompts agree
         out["template"] = dataset_template(out["template"], out["dataset"])
+        fits = [names[out["dataset"] != "wordnet"] for names in TEMPLATE_STYLES.values()]
+        if out["template"] not in fits:
+            raise ParamError(
+                f"template={out['template']!r} is not for dataset={out['dataset']!r}; choose one of {fits}"
+            )
+        if (out["dataset"] == "custom") != bool(out["data_path"]):
+            raise ParamError(
+                f"data_path={out['data_path']!r} with dataset={out['dataset']!r}: a data_path is given exactly "
+                "with dataset 'custom' (docs/own-data.md)"
+            )
     if "eval_steps" in out:  # 05: the points a budget curve scores, and the schedule they imply
         out["eval_steps"] = sorted(set(out["eval_steps"]))
         if beyond := [s for s in out["eval_steps"] if s > out["steps"]]:

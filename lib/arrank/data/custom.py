@@ -9,8 +9,8 @@ One query a line::
      "negative": {"id": "p90", "text": "USB-C cable"}, "split": "train"}
 
 - ``relevant``: the query's relevant documents, **best first** (the gold ranking; at least one);
-- ``negative`` (optional): one document that is not relevant, ranked after all of them (CVR counts
-  the queries where the model puts it above a relevant one);
+- ``negative`` (optional, on every line or none): one document that is not relevant, ranked after
+  all of them (CVR counts the queries where the model puts it above a relevant one);
 - ``split`` (optional): ``train`` or ``eval``. Where no line has one, ``n_eval`` queries drawn with
   the data seed are held out; where some lines have one, every line needs one.
 
@@ -102,10 +102,11 @@ def read_queries(path: Path | str) -> list[dict[str, Any]]:
             raise CustomDataError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     if not queries:
         raise CustomDataError(f"{path}: no queries (one JSON object a line, docs/own-data.md)")
-    given = [q["split"] is not None for q in queries]
-    if any(given) and not all(given):
-        line = [seen[q["query_id"]] for q in queries if q["split"] is None][0]
-        raise CustomDataError(f"{path}:{line}: field 'split' is missing; give it on every line or on none")
+    for field in ("split", "negative"):  # CVR and the split are over every query or none
+        given = [q[field] is not None for q in queries]
+        if any(given) and not all(given):
+            line = [seen[q["query_id"]] for q in queries if q[field] is None][0]
+            raise CustomDataError(f"{path}:{line}: field {field!r} is missing; give it on every line or on none")
     return queries
 
 
