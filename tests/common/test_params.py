@@ -322,3 +322,12 @@ def test_notebook_05s_profiles_prose_states_the_values_the_profiles_give():
         f"({paper['batch_size']} × {paper['grad_accum']} accumulation), max input {paper['max_length']}",
     ):
         assert expected in prose, expected
+
+
+def test_a_tfidf_embedder_of_no_dimension_is_refused():
+    """``tfidf:0`` would embed every title on one axis: one docID for all (it ran, silently)."""
+    check = params.spec("04_esci_data")["embedder"].check
+    assert check("embedder", "tfidf:16") == "tfidf:16" and check("embedder", "tfidf") == "tfidf"
+    for bad in ("tfidf:0", "tfidf:007", "tfidf:-1"):
+        with pytest.raises(ParamError, match=rf"embedder='{bad}' must be 'tfidf', 'tfidf:<dim>' \(dim 1-99999\)"):
+            check("embedder", bad)

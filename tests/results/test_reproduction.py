@@ -21,6 +21,16 @@ def test_the_committed_page_agrees_with_the_committed_data():
     assert R.page() == committed, f"{R.PAGE} is stale: run `make reproduction` and commit it"
 
 
+def test_an_output_that_is_no_file_in_a_folder_is_refused_and_the_page_is_written_whole(tmp_path, capsys):
+    for bad in ("", str(tmp_path), str(tmp_path / "nowhere" / "x.md")):
+        with pytest.raises(SystemExit) as exit:
+            R.main(["--output", bad])
+        assert exit.value.code == 2 and "must name a file in an existing folder" in capsys.readouterr().err
+    assert R.main(["--output", str(tmp_path / "page.md")]) == 0
+    assert (tmp_path / "page.md").read_text() == (paths.ROOT / R.PAGE).read_text()
+    assert [p.name for p in tmp_path.iterdir()] == ["page.md"]  # no temporary file left
+
+
 def test_the_claims_are_the_workbooks_checks_each_once():
     assert list(R.CLAIMS) == [*table1.CLAIMS, *figure3.CLAIMS] and len(R.CLAIMS) == 10
     assert {c.key for c in curve.COMPARISONS} <= set(table1.CLAIMS)  # the curve checks Table 1's claims

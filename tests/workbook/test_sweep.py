@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from arrank.common import outputs, paths
-from arrank.common.params import RUN_NAME
-from arrank.workbook import sweep
+from arrank.common.params import RUN_NAME, ParamError
+from arrank.workbook import run, sweep
 
 pytestmark = pytest.mark.slow  # trains a model or runs notebooks / kernels / sweeps
 
@@ -49,6 +49,12 @@ fixed: {profile: quick, steps: 5}
         ("notebook: 05_train\n", r"has no 'grid'"),
         (BASE + "paper: table9\ngrid: {alpha: [1]}\n", r"paper='table9' is not allowed"),
         (BASE + "grid: {alpha: [1\n", r"is not valid YAML"),
+        (BASE + "1: 2\ngrid: {alpha: [1]}\n", r"is not valid YAML: key 1 is not text"),
+        ("notebook: 05_train\nfixed: {~: 10, 3: 4}\ngrid: {alpha: [1]}\n", r"not valid YAML: key None is not text"),
+        (BASE + "grid: {alpha: [1]}\ngrid: {alpha: [2]}\n", r"not valid YAML: key 'grid' is given twice"),
+        ("notebook: 05_train\nfixed: {steps: 10, steps: 2000}\ngrid: {alpha: [1]}\n", r"key 'steps' is given twice"),
+        (BASE + f"grid: {{seed: [{'9' * 5000}]}}\n", r"is not valid YAML: .*4300"),
+        (BASE + "grid: {combined: [true, 1]}\n", r"combined=1 is not allowed"),  # not taken for true
     ],
 )
 def test_bad_sweep_files_fail_before_anything_runs(tmp_path, outputs_root, text, expected):
@@ -738,3 +744,15 @@ def test_ten_thousand_points_are_listed(tmp_path, outputs_root, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("tenk: notebook 05_train, 10000 points") and len(lines) == 10_002
     assert "  failed   tenk-seed=4-alpha=0.7" in lines and "  missing  tenk-seed=3-alpha=0.7" in lines
+
+
+def test_a_notebook_number_that_yaml_reads_as_a_number_and_a_glob_character_in_a_name(tmp_path, outputs_root):
+    """``notebook: 05`` (YAML reads 5) is notebook 05; a notebook name holding glob characters is
+    not a pattern: not found, in one line."""
+    assert (
+        sweep.load_sweep(write(tmp_path, BASE.replace("05_train", "05") + "grid: {alpha: [1]}\n")).notebook
+        == "05_train"
+    )
+    for name in ("05*", "0[5]"):
+        with pytest.raises(ParamError, match=r"not found \(or ambiguous\); known notebooks"):
+            run.find_notebook(name)

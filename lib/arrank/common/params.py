@@ -257,7 +257,8 @@ RULES: dict[str, dict[str, Any]] = {
     "04_esci_data": {
         "data_dir": text(what="'fixture' or the folder holding the two ESCI parquet files"),
         "embedder": text(
-            r"tfidf(:\d+)?|precomputed:.+|st:.+", "'tfidf', 'tfidf:<dim>', 'precomputed:<folder>' or 'st:<model>'"
+            r"tfidf(:[1-9]\d{0,4})?|precomputed:.+|st:.+",
+            "'tfidf', 'tfidf:<dim>' (dim 1-99999), 'precomputed:<folder>' or 'st:<model>'",
         ),
         **{"step": (1, 10**5), "depth": (1, 10**6), "n_components": (2, 10_000), "nnz": (1, 10)},
         "collisions": choice("keep", "drop", "suffix"),

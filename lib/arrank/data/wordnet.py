@@ -232,7 +232,7 @@ def _eval_queries(queries: list[str], n_eval: int | float, seed: int) -> set[str
     if count >= len(queries):
         raise ValueError(
             f"n_eval={n_eval} leaves no training queries: only {len(queries)} queries "
-            "pass the filters; lower n_eval (an int, or a fraction such as 0.1)"
+            f"pass the filters; give n_eval below {len(queries)}"
         )
     return set(_keyed_order(queries, seed, "split")[:count])
 

@@ -24,7 +24,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from arrank.common import paths
+from arrank.common import outputs, paths
 from arrank.common.findings import Finding, holm_cell, p_text
 from arrank.results import curve, figure3, paper, table1
 from arrank.results import statistics as S
@@ -337,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", default=PAGE, help=f"where to write the page (default: {PAGE})")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     path = paths.ROOT / args.output  # an absolute output stays as it is
+    if not args.output or path.is_dir() or not path.parent.is_dir():
+        parser.error(f"--output {args.output!r} must name a file in an existing folder")
     text = page()
     if args.check:
         old = path.read_text() if path.exists() else ""
@@ -347,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(list(diff)[:60]), file=sys.stderr)
         print(f"{args.output} differs from the committed data: run `make reproduction`", file=sys.stderr)
         return 1
-    path.write_text(text)
+    outputs.write_text_atomic(path, text)
     print(f"wrote {args.output}")
     return 0
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import glob
 import json
 import logging
 import os
@@ -59,7 +60,7 @@ def find_notebook(name: str | Path) -> Path:
         if candidate.with_suffix(".py").exists():
             return candidate.with_suffix(".py").resolve()
         candidate = Path(candidate.stem)
-    matches = sorted(paths.NOTEBOOKS.glob(f"{candidate.name}*.py"))
+    matches = sorted(paths.NOTEBOOKS.glob(f"{glob.escape(candidate.name)}*.py"))
     exact = [m for m in matches if m.stem == candidate.name]
     if exact or len(matches) == 1:
         return (exact or matches)[0]

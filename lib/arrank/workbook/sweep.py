@@ -102,11 +102,13 @@ def count_points(grid: Any) -> int:
 
 def expand_grid(grid: Any) -> list[dict[str, Any]]:
     """The points of a grid: the Cartesian product of a mapping's value lists, or the union (in
-    order, duplicates dropped: found with a set) of the products of a list of mappings."""
+    order, duplicates dropped: found with a set, where 1 and true differ) of the products of a list
+    of mappings."""
     points: dict[frozenset, dict[str, Any]] = {}
     for part in grid_parts(grid):
         for combo in itertools.product(*part.values()):
-            points.setdefault(frozenset(zip(part, combo)), dict(zip(part, combo)))
+            key = frozenset((k, type(v).__name__, v) for k, v in zip(part, combo))
+            points.setdefault(key, dict(zip(part, combo)))
     return list(points.values())
 
 
@@ -133,8 +135,18 @@ MAX_DESCRIPTION = 500  # characters of a sweep's description
 def _read_yaml(path: Path) -> dict[str, Any]:
     """A sweep file's mapping, read as untrusted input: at most ``MAX_FILE_BYTES``, UTF-8, and no
     aliases (``*name``), found in PyYAML's event stream before anything is built: nested anchors
-    expand a few KB into gigabytes (a "billion laughs"), and a sweep file needs none."""
+    expand a few KB into gigabytes (a "billion laughs"), and a sweep file needs none. Every mapping's
+    keys are text, each once (PyYAML would keep the last of two)."""
     import yaml
+
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict:
+            keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
+            for i, key in enumerate(keys):
+                if not isinstance(key, str) or key in keys[:i]:
+                    why = "is given twice" if isinstance(key, str) else "is not text"
+                    raise yaml.MarkedYAMLError(problem=f"key {key!r} {why}", problem_mark=node.start_mark)
+            return super().construct_mapping(node, deep)
 
     if not path.is_file():
         known = sorted(str(p.relative_to(paths.ROOT)) for p in SWEEPS.glob("*.yaml")) if SWEEPS.is_dir() else []
@@ -149,8 +161,8 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         if alias := next((e for e in yaml.parse(text, Loader=yaml.SafeLoader) if isinstance(e, yaml.AliasEvent)), None):
             line = alias.start_mark.line + 1
             raise yaml.YAMLError(f"line {line}: aliases (*name) are not allowed in a sweep file")
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
+        data = yaml.load(text, Loader=Loader)
+    except (yaml.YAMLError, ValueError) as err:  # ValueError: an integer of over 4,300 digits
         raise SweepError(f"{path.name} is not valid YAML: {str(err)[:300]}") from None
     if not isinstance(data, dict):
         raise SweepError(f"{path.name} must be a mapping with keys {sorted(KEYS)}")
@@ -181,8 +193,10 @@ def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
         raise SweepError(
             f"{path.name}: description must be a string of at most {MAX_DESCRIPTION} characters, got {shown}"
         )
-    if not isinstance(data["notebook"], (str, int)):
+    if not isinstance(data["notebook"], (str, int)) or isinstance(data["notebook"], bool):
         raise SweepError(f"{path.name}: notebook must be a notebook stem such as 05_train, got {data['notebook']!r}")
+    if isinstance(data["notebook"], int):  # notebook: 05 is read as the number 5
+        data["notebook"] = f"{data['notebook']:02d}"
     if (n := count_points(data["grid"])) > max_points:  # before the notebook is read: a refusal takes no time
         factors = " + ".join(
             " x ".join(f"{len(v):,} {k}" for k, v in part.items()) for part in grid_parts(data["grid"])
