@@ -259,6 +259,9 @@ def test_over_long_values_are_refused_naming_the_parameter_and_not_echoed_whole(
         with pytest.raises(ParamError) as err:
             check("p", value)
         assert "(10,002 characters)" in str(err.value) and len(str(err.value)) < 400
+    for value in ("/tmp/" + "a" * 300 + ".jsonl", "b/" * 2100):  # a path component, a whole path too long
+        with pytest.raises(ParamError, match=r"data_path='.*characters\) is too long \(4,096 characters, 255 bytes"):
+            params.spec("05_train")["data_path"].check("data_path", value)
     assert shown("short") == "'short'" and shown(list(range(100))).endswith("(390 characters)")
 
 

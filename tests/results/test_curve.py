@@ -181,6 +181,7 @@ def test_curve_rows_of_a_sweep_carry_the_variant_without_the_budget(tmp_path, ou
     assert got["point"].unique().tolist() == [s.points[1].run_name, s.points[3].run_name] and len(got) == 2 * 2 * 40
     mine = rows[(rows["variant"] == FRAC) & (rows["seed"] == 0)]
     assert got.loc[got["variant"] == FRAC, "r3"].tolist() == pytest.approx(mine["r3"].tolist())
+    assert report.curves([s, s]).equals(got)  # a sweep named twice counts once
     empty = report.curve_frame(s, frame[frame["run_name"] == s.points[2].run_name])
     assert empty.empty and list(empty.columns) == report.CURVE_COLUMNS
 

@@ -132,6 +132,22 @@ def test_bad_values_are_refused(outputs_root, name, value, message):
         run.run_notebook("01", {name: value}, outputs_root=outputs_root)
 
 
+def test_inputs_in_other_files_are_checked_before_any_kernel(outputs_root, tmp_path):
+    """06's train_run and 08's sweep files are found (and the sweeps checked) before a kernel starts:
+    one ParamError, no failed run folder."""
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("notebook: 05_train\ngrid: {alpha: [1\n")
+    for stem, given, message in (
+        ("06", {"train_run": "r9"}, r"no finished 05_train run named 'r9'"),
+        ("06", {"train_run": "latest"}, r"no finished 05_train run named 'latest'"),
+        ("08", {"sweep": "sweeps/nothing.yaml"}, r"sweep file '.*sweeps/nothing.yaml' not found; sweeps: \['sweeps/"),
+        ("08", {"curve_sweeps": str(broken)}, r"broken.yaml is not valid YAML"),
+    ):
+        with pytest.raises(ParamError, match=message):
+            run.run_notebook(stem, given, outputs_root=outputs_root)
+    assert list(outputs_root.rglob("*")) == []
+
+
 def test_existing_run_directory_is_never_overwritten(outputs_root):
     existing = outputs_root / "01_de_capacity" / "mine"
     existing.mkdir(parents=True)

@@ -83,9 +83,10 @@ def number(lo: float | None = None, hi: float | None = None) -> Validator:
 
 
 def text(pattern: str | None = None, what: str = "a string", empty: str | None = None) -> Validator:
-    """Validator: a string, matching ``pattern`` (full match) when one is given. Blank strings and
-    spaces around are refused (they would fail deep inside a kernel), but ``''`` is allowed when
-    ``empty`` says what it means."""
+    """Validator: a string, matching ``pattern`` (full match) when one is given. Blank strings, spaces
+    around and what no file system takes as a path (over 4,096 characters, over 255 bytes between two
+    '/') are refused (they would fail deep inside a kernel), but ``''`` is allowed when ``empty`` says
+    what it means."""
 
     def check(name: str, value: Any) -> Any:
         if not isinstance(value, str):
@@ -96,6 +97,10 @@ def text(pattern: str | None = None, what: str = "a string", empty: str | None =
             raise ParamError(f"{name}={shown(value)} is empty: it must be {what}")
         if value != value.strip():
             raise ParamError(f"{name}={shown(value)} has spaces around it: it must be {what}, without them")
+        if len(value) > 4096 or any(len(part.encode()) > 255 for part in value.split("/")):
+            raise ParamError(
+                f"{name}={shown(value)} is too long (4,096 characters, 255 bytes between two '/'): it must be {what}"
+            )
         if pattern is not None and not re.fullmatch(pattern, value):
             raise ParamError(f"{name}={shown(value)} must be {what}")
         return value

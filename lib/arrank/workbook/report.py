@@ -170,8 +170,10 @@ def stopped_points(folder: Path, params: dict) -> pd.DataFrame | None:
 def curves(sweeps: Sequence[Sweep], outputs_root: Path | None = None) -> pd.DataFrame:
     """``curve_frame`` of several sweeps of notebook 05 in one frame (the first sweep's rows first):
     one comparison at the budgets each sweep scored, e.g. a sweep and the same runs trained longer;
-    sweeps of different settings (``curve_setting``) stay apart by their ``setting`` column."""
-    return pd.concat([curve_frame(s, outputs_root=outputs_root) for s in sweeps], ignore_index=True)
+    sweeps of different settings (``curve_setting``) stay apart by their ``setting`` column. A run's
+    budget that two of them hold (a sweep named twice, two files of one run) counts once."""
+    rows = pd.concat([curve_frame(s, outputs_root=outputs_root) for s in sweeps], ignore_index=True)
+    return rows.drop_duplicates(["point", "step", "query"], ignore_index=True)
 
 
 def write_per_query(per_query: pd.DataFrame, path: Path, overwrite: bool = False) -> Path:

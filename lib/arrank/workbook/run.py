@@ -143,6 +143,21 @@ def prepare_parsed(source: Path, overrides: dict[str, Any]) -> tuple[Path, dict[
     return source, injected, resolved
 
 
+def check_inputs(stem: str, resolved: dict[str, Any], outputs_root: Path | None = None) -> None:
+    """Refuse (``ParamError``) before a kernel starts what no rule on one value can see: 06's
+    ``train_run`` that names no finished 05 run, 08's sweep files that are missing or malformed."""
+    from arrank.workbook import sweep  # it imports this module
+
+    try:
+        if stem == "06_evaluate" and resolved["train_run"] != "none":
+            outputs.find_run("05_train", resolved["train_run"], outputs_root)
+        if stem == "08_results":
+            for name in [resolved["sweep"], *filter(None, resolved["curve_sweeps"].split(","))]:
+                sweep.load_sweep(name)
+    except (FileNotFoundError, ValueError) as err:  # a SweepError is a ValueError
+        raise ParamError(str(err)) from None
+
+
 def run_notebook(
     notebook: str | Path,
     overrides: dict[str, Any] | None = None,
@@ -151,7 +166,7 @@ def run_notebook(
 ) -> Path:
     """Execute a notebook with papermill into a new run directory and return that directory.
 
-    Before any kernel starts: the parameters are checked, the run name is claimed
+    Before any kernel starts: the parameters are checked (``check_inputs`` too), the run name is claimed
     (``RunInProgressError``), dead runs' staging folders become ``<name>.failed-<time>``, an
     existing run directory is refused, and so are checkpoints made with other parameters
     (``ResumeError``). Ctrl-C (or SIGTERM under ``main``) keeps what was written as
@@ -159,6 +174,7 @@ def run_notebook(
     """
     source, injected, resolved = prepare(notebook, dict(overrides or {}))
     stem, name = source.stem, resolved["run_name"]
+    check_inputs(stem, resolved, outputs_root)
     final = outputs.run_path(stem, name, outputs_root)
     if not processes.is_main():  # process k > 0: its own staging folder beside process 0's, removed when done
         staging = final.parent / f".{final.name}.rank{processes.rank()}-{os.getpid()}"
