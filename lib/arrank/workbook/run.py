@@ -145,17 +145,17 @@ def prepare_parsed(source: Path, overrides: dict[str, Any]) -> tuple[Path, dict[
 
 def check_inputs(stem: str, resolved: dict[str, Any], outputs_root: Path | None = None) -> None:
     """Refuse (``ParamError``) before a kernel starts what no rule on one value can see: 06's
-    ``train_run`` that names no finished 05 run, 08's sweep files that are missing or malformed."""
-    from arrank.workbook import sweep  # it imports this module
-
-    try:
-        if stem == "06_evaluate" and resolved["train_run"] != "none":
+    ``train_run`` that names no finished 05 run, 08's sweep files that do not exist (as
+    ``sweep.load_sweep`` finds them: a relative path from here, else from the repository)."""
+    if stem == "06_evaluate" and resolved["train_run"] != "none":
+        try:
             outputs.find_run("05_train", resolved["train_run"], outputs_root)
-        if stem == "08_results":
-            for name in [resolved["sweep"], *filter(None, resolved["curve_sweeps"].split(","))]:
-                sweep.load_sweep(name)
-    except (FileNotFoundError, ValueError) as err:  # a SweepError is a ValueError
-        raise ParamError(str(err)) from None
+        except FileNotFoundError as err:
+            raise ParamError(str(err)) from None
+    for key in ("sweep", "curve_sweeps") if stem == "08_results" else ():
+        for name in filter(None, resolved[key].split(",")):
+            if not (Path(name).is_file() or (paths.ROOT / name).is_file()):
+                raise ParamError(f"{key}={name!r}: no such sweep file (sweeps: {paths.ROOT / 'sweeps'})")
 
 
 def run_notebook(
@@ -166,7 +166,7 @@ def run_notebook(
 ) -> Path:
     """Execute a notebook with papermill into a new run directory and return that directory.
 
-    Before any kernel starts: the parameters are checked (``check_inputs`` too), the run name is claimed
+    Before any kernel starts: the parameters are checked (and ``check_inputs``), the run name is claimed
     (``RunInProgressError``), dead runs' staging folders become ``<name>.failed-<time>``, an
     existing run directory is refused, and so are checkpoints made with other parameters
     (``ResumeError``). Ctrl-C (or SIGTERM under ``main``) keeps what was written as

@@ -102,12 +102,12 @@ def count_points(grid: Any) -> int:
 
 def expand_grid(grid: Any) -> list[dict[str, Any]]:
     """The points of a grid: the Cartesian product of a mapping's value lists, or the union (in
-    order, duplicates dropped: found with a set, where 1 and true differ) of the products of a list
+    order, duplicates dropped: found with a set, where 1 and 1.0 are one value, 1 and true two) of the products of a list
     of mappings."""
     points: dict[frozenset, dict[str, Any]] = {}
     for part in grid_parts(grid):
         for combo in itertools.product(*part.values()):
-            key = frozenset((k, type(v).__name__, v) for k, v in zip(part, combo))
+            key = frozenset((k, isinstance(v, bool), v) for k, v in zip(part, combo))
             points.setdefault(key, dict(zip(part, combo)))
     return list(points.values())
 
