@@ -143,6 +143,23 @@ def test_a_custom_train_run_whose_data_file_changed_since_is_refused_before_its_
     assert f"whether {data} is the file it trained on cannot be checked" in capsys.readouterr().out
 
 
+def test_a_beam_size_no_scored_held_out_query_can_fill_names_beam_k_before_scoring():
+    """Notebook 06's beam_k larger than every held-out query's relevant list: one line naming beam_k
+    and the largest that decodes, from the queries alone (before scoring) and in decoding, where
+    only the scored queries count."""
+    from arrank.common.params import ParamError
+
+    df = _df().assign(n_relevant=lambda d: d["relevant"].map(len))  # held out: a (3 relevant), b (2)
+    with pytest.raises(ParamError, match=r"^beam_k=5: no scored held-out query has at least 5 relevant docIDs; "
+                       r"give -p beam_k N with N at most 3$"):  # fmt: skip
+        evaluate.check_beam_k(evaluate.eval_queries(df), 5)
+    evaluate.check_beam_k(evaluate.eval_queries(df), 3)
+    with pytest.raises(
+        ParamError, match=r"^beam_k=3: .* at least 3 relevant docIDs; give -p beam_k N with N at most 2$"
+    ):
+        evaluate.decode_held_out(None, None, df, _records()[1:], 3)  # only b scored; no model is needed to say so
+
+
 def test_esci_ranking_frame_holds_out_test_queries_only():
     from arrank.data import ranking
 

@@ -178,6 +178,18 @@ def violation_examples(records: list[dict[str, Any]], n: int = 5) -> pd.DataFram
     return frame.sort_values("margin", ascending=False).head(n).reset_index(drop=True)
 
 
+def check_beam_k(queries: pd.DataFrame, k: int) -> None:
+    """Refuse (``ParamError``) a beam size ``k`` (notebook 06's ``beam_k``) that no query of ``queries``
+    (the scored held-out ones) can be decoded with: ``decode_held_out`` takes those with at least ``k``
+    relevant docIDs. Notebook 06 checks it before scoring."""
+    most = int(queries["n_relevant"].max()) if len(queries) else 0
+    if most < k:
+        raise ParamError(
+            f"beam_k={k}: no scored held-out query has at least {k} relevant docIDs; "
+            f"give -p beam_k N with N at most {most}"
+        )
+
+
 def decode_held_out(
     model,
     tokenizer,
@@ -201,9 +213,9 @@ def decode_held_out(
     from tqdm.auto import tqdm
 
     by_query = {r["query"]: r for r in records}
-    rows = [r for r in eval_queries(df).to_dict("records") if r["n_relevant"] >= k and r["query"] in by_query][:limit]
-    if not rows:
-        raise ValueError(f"no scored held-out query has at least k={k} relevant docIDs to decode")
+    scored = eval_queries(df)[lambda q: q["query"].isin(by_query)]
+    check_beam_k(scored, k)
+    rows = [r for r in scored.to_dict("records") if r["n_relevant"] >= k][:limit]
     from arrank.training.precision import inference
 
     out = []
