@@ -125,6 +125,7 @@ from arrank.data import ranking
 
 P = params.check_params("05_train", globals())
 P["eval_steps"] = budgets.check_eval_steps(P["eval_steps"], P["steps"])  # sorted, each in 1..steps
+P |= outputs.data_digest(P)  # dataset custom: the data file's sha256, checked by a resume and by notebook 06
 run_dir = outputs.start_run("05_train", P)
 timings: dict[str, float] = {}
 hyper = train.hyperparameters(P)
@@ -164,6 +165,7 @@ print(f"example: {example['query']} rank {example['rank']}, lambda = {example['w
 for t, step in enumerate(example["targets"][:3]):
     print(f"  step {t}: " + ", ".join(f"{tok.convert_ids_to_tokens(i)} {m:.3f}" for i, m in step))
 layout = train.packing_layout(P["packing"], items, model)
+train.check_step_fits(items, hyper, layout, P["sampling"] == "weighted")  # a step trains at most one epoch
 n_sequences = len(train.pack_items(items, hyper["max_length"])) if layout == "per_query" else len(items)
 print(f"packing: {layout} ({n_sequences:,} sequences of {len(items) / n_sequences:.2f} items on average)")
 prefix_shared = train.shared_opening(model, items)  # the prompts' common opening: run once per batch

@@ -86,6 +86,7 @@ model, tok, df, data = subject["model"], subject["tokenizer"], subject["df"], su
 numerics = mixed_precision.apply_precision(model, P["precision"])  # frozen weights in bf16 where bf16 is used
 ks = ranking.ks_for(data["dataset"])
 held_out = evaluate.eval_queries(df, P["eval_queries"] or None)
+evaluate.check_beam_k(held_out, P["beam_k"])  # before scoring: beam search needs queries with beam_k relevant docIDs
 print(f"model: {subject['source']}\ndata: {data}\n{len(held_out)} held-out queries, "
       f"{held_out['n_relevant'].sum() + held_out['negative'].notna().sum():,} candidates to score")
 

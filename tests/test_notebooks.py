@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from arrank.common import outputs
+from arrank.common import outputs, paths
 from arrank.workbook import run
 
 pytestmark = pytest.mark.slow  # trains a model or runs notebooks / kernels / sweeps
@@ -149,7 +149,8 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     assert m["packing"] == "per_query" and m["n_sequences"] < m["n_items"]  # packed by default (auto)
     assert m["resumed_from_step"] == 0  # a fresh run (tests/training/test_train.py: kill and resume)
     assert m["prefix_shared_tokens"] == 0  # the quick short template shares fewer than MIN_SHARED opening tokens
-    assert json.loads((final / "results.json").read_text())["params"]["save_steps"] == 4  # recorded as a parameter
+    recorded = json.loads((final / "results.json").read_text())["params"]
+    assert recorded["save_steps"] == 4 and "data_digest" not in recorded  # WordNet: built from pinned sources
     assert m["precision_used"] in ("fp32", "bf16") and m["precision_reason"].startswith("auto: ")
     # a seeded sample of as many training queries as held out, scored the same way (Figure 3 (a))
     assert m["train_n_queries"] == 10 and 0.0 <= m["train_cvr"] <= 1.0 and 0.0 < m["train_ndcg"] <= 1.0
@@ -285,6 +286,8 @@ def test_05_trains_and_evaluates_on_ones_own_data(outputs_root):
     )  # fmt: skip
     r = json.loads((final / "results.json").read_text())
     assert {k: r["params"][k] for k in data} == data and r["params"]["template"] == "esci_short"
+    digest = __import__("hashlib").sha256((paths.ROOT / data["data_path"]).read_bytes()).hexdigest()[:12]
+    assert r["params"]["data_digest"] == digest  # the file's content, which 06 and a resume check
     m = r["metrics"]
     assert m["n_queries"] == 8 and 0.0 <= m["cvr"] <= 1.0 and 0.0 < m["ndcg"] <= 1.0 and m["n_queries@3"] == 8
     held = __import__("pandas").read_csv(final / "per_query.csv")

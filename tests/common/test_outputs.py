@@ -223,6 +223,35 @@ def test_a_resume_may_change_only_what_does_not_change_training(tmp_path):
     assert outputs.resume_diff(tmp_path / "none", then) is None
 
 
+def test_a_resume_on_a_custom_data_file_edited_since_is_refused(tmp_path):
+    """A run on one's own data records its file's sha256 (``data_digest``) with its parameters; the
+    same command after the file's lines were reordered is refused as another parameter is. WordNet
+    and ESCI record none (their data are built from pinned sources)."""
+    import hashlib
+
+    data = tmp_path / "mine.jsonl"
+    data.write_text('{"query_id": "a"}\n{"query_id": "b"}\n')
+    folder, then = tmp_path / "ckpt", {"run_name": "r", "dataset": "custom", "data_path": str(data), "steps": 10}
+    outputs.record_resume_params(folder, then)
+    (folder / "checkpoint-5").mkdir()
+    digest = json.loads((folder / "params.json").read_text())["data_digest"]
+    assert digest == hashlib.sha256(data.read_bytes()).hexdigest()[:12] == outputs.data_digest(then)["data_digest"]
+    assert outputs.resume_diff(folder, {**then, "run_name": "s"}) == {}
+    data.write_text('{"query_id": "b"}\n{"query_id": "a"}\n')  # the same queries, reordered
+    now = outputs.data_digest(then)["data_digest"]
+    assert now != digest and outputs.resume_diff(folder, then) == {"data_digest": (digest, now)}
+    with pytest.raises(
+        outputs.ResumeError, match=rf"\(step 5\) made with other parameters: data_digest was '{digest}', now '{now}'"
+    ):
+        outputs.check_resume(folder, then)
+    wordnet = {"run_name": "w", "dataset": "wordnet", "data_path": "", "steps": 10}
+    assert outputs.data_digest(wordnet) == {} and outputs.resume_params(wordnet) == {
+        "dataset": "wordnet",
+        "data_path": "",
+        "steps": 10,
+    }
+
+
 def test_a_staged_folder_appears_whole_or_not_at_all(tmp_path):
     """outputs.staged_folder (the data cache, saved models, WordNet): an error inside the block
     leaves neither the target nor a temporary folder; an existing target is refused unless

@@ -111,6 +111,55 @@ def test_a_damaged_saved_model_is_named_and_nothing_is_evaluated_from_it(tmp_pat
         models.load_trained(folder)
 
 
+def test_a_custom_train_run_whose_data_file_changed_since_is_refused_before_its_model_loads(tmp_path, capsys):
+    """Notebook 06 rebuilds a train_run's held-out split from its data file: a file edited since
+    (its ``data_digest`` differs from the run's) is refused in one line naming the file and the ways
+    out, before the model is loaded; the unchanged file goes on (to the model, absent here). A run
+    recorded before runs kept a digest is evaluated with a notice."""
+    import json
+    import re
+
+    from arrank.common import outputs
+    from arrank.common.params import ParamError
+
+    data = tmp_path / "mine.jsonl"
+    data.write_text('{"query_id": "a"}\n')
+    params = {"dataset": "custom", "data_path": str(data), "n_eval": 1, "seed": 0, "profile": "quick"}
+    (tmp_path / "05_train" / "own").mkdir(parents=True)
+    (tmp_path / "05_train" / "own" / "results.json").write_text(
+        json.dumps({"params": {**params, **outputs.data_digest(params)}})
+    )
+    p = {"train_run": "own", "backend": "auto"}
+    with pytest.raises(FileNotFoundError, match="holds no saved model"):
+        evaluate.model_under_test(p, tmp_path)
+    data.write_text('{"query_id": "a"}\n{"query_id": "b"}\n')  # a query added after training
+    with pytest.raises(
+        ParamError,
+        match=rf"^train_run 'own' trained on {re.escape(str(data))} with data_digest [0-9a-f]{{12}}, but the file "
+        r"now has [0-9a-f]{12}: it changed since training, .* restore the file as it was, or train a new 05 run on it$",
+    ):
+        evaluate.model_under_test(p, tmp_path)
+    evaluate.check_data_digest("old", params, outputs.data_digest(params))  # no data_digest recorded
+    assert f"whether {data} is the file it trained on cannot be checked" in capsys.readouterr().out
+
+
+def test_a_beam_size_no_scored_held_out_query_can_fill_names_beam_k_before_scoring():
+    """Notebook 06's beam_k larger than every held-out query's relevant list: one line naming beam_k
+    and the largest that decodes, from the queries alone (before scoring) and in decoding, where
+    only the scored queries count."""
+    from arrank.common.params import ParamError
+
+    df = _df().assign(n_relevant=lambda d: d["relevant"].map(len))  # held out: a (3 relevant), b (2)
+    with pytest.raises(ParamError, match=r"^beam_k=5: no scored held-out query has at least 5 relevant docIDs; "
+                       r"give -p beam_k N with N at most 3$"):  # fmt: skip
+        evaluate.check_beam_k(evaluate.eval_queries(df), 5)
+    evaluate.check_beam_k(evaluate.eval_queries(df), 3)
+    with pytest.raises(
+        ParamError, match=r"^beam_k=3: .* at least 3 relevant docIDs; give -p beam_k N with N at most 2$"
+    ):
+        evaluate.decode_held_out(None, None, df, _records()[1:], 3)  # only b scored; no model is needed to say so
+
+
 def test_esci_ranking_frame_holds_out_test_queries_only():
     from arrank.data import ranking
 

@@ -6,6 +6,7 @@ import pytest
 import torch
 from tiny_setup import tiny_model as _tiny
 
+from arrank.common.params import ParamError
 from arrank.training import checkpoints, models, train
 
 pytestmark = pytest.mark.slow  # trains a model or runs notebooks / kernels / sweeps
@@ -82,6 +83,33 @@ def test_queries_seen_replays_what_training_draws(data, tmp_path, monkeypatch, p
     counted = train.queries_seen(items, hyper, 3, "weighted", packing)
     assert counted == {"sequences": len(drawn), "queries": len(set(seen[: len(drawn)]))}
     assert train.queries_seen(items, hyper, 3, "uniform", packing) is None
+
+
+def test_a_step_larger_than_the_training_data_is_refused_naming_what_fits():
+    """An epoch draws each item (packed: each query's sequence) once and a step ends with it, so a
+    step of more items than that would train one epoch while results.json counts batch_size x
+    grad_accum: refused before training, naming both, their product, what there is and what fits."""
+    items = [
+        {"input_ids": [10 + q, 1, 2, 3], "start": 3, "targets": [[(3, 1.0)]], "weight": 1 / r**2, "rank": r, "query": q}
+        for q in range(4)
+        for r in (1, 2, 3)
+    ]  # 4 queries x 3 ranks: 12 items, 4 packed sequences
+    hyper = {"steps": 10, "batch_size": 4, "grad_accum": 3, "max_length": 64}
+    train.check_step_fits(items, hyper, "none", True)  # 12 items a step: one epoch, as recorded
+    with pytest.raises(
+        ParamError,
+        match=r"^batch_size=5 x grad_accum=3 = 15 items a step, more than the 12 training items: each step "
+        r"would train those 12 \(one epoch\) while results.json counts 15 items; give -p batch_size B -p grad_accum G with B x G at most 12$",
+    ):
+        train.check_step_fits(items, {**hyper, "batch_size": 5}, "none", True)
+    packed = {**hyper, "grad_accum": 1, "batch_size": 6}  # weighted: round(6 x 4 / sum of lambda 5.44) = 4 sequences
+    train.check_step_fits(items, packed, "per_query", True)
+    with pytest.raises(ParamError, match=r"= 7 items a step, 5 sequences packed per query, more than the 4 training "
+                       r"sequences \(12 items\): .* give -p batch_size 6 or less with grad_accum 1$"):  # fmt: skip
+        train.check_step_fits(items, {**packed, "batch_size": 7}, "per_query", True)
+    with pytest.raises(ParamError, match=r"give -p grad_accum 4 or less$"):
+        train.check_step_fits(items, {**packed, "grad_accum": 5}, "per_query", True)
+    train.check_step_fits(items, {**hyper, "batch_size": 4096, "steps": 0}, "none", True)  # zero-shot trains nothing
 
 
 def test_interrupted_run_resumes_from_its_checkpoint(data, tmp_path):

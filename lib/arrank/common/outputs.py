@@ -250,8 +250,10 @@ RESUME_FREE = ("run_name", "save_steps", "query_batch")  # may differ on a resum
 
 
 def resume_params(params: dict[str, Any]) -> dict[str, Any]:
-    """The parameters that must agree for a resume: all but ``RESUME_FREE``, as JSON gives them back."""
-    return json.loads(json.dumps({k: v for k, v in params.items() if k not in RESUME_FREE}, default=_jsonable))
+    """The parameters that must agree for a resume: all but ``RESUME_FREE``, and the data file's
+    ``data_digest`` as it reads now (``data_digest``), as JSON gives them back."""
+    kept = {k: v for k, v in params.items() if k not in RESUME_FREE} | data_digest(params)
+    return json.loads(json.dumps(kept, default=_jsonable))
 
 
 def resume_diff(folder: Path, params: dict[str, Any]) -> dict[str, tuple[Any, Any]] | None:
@@ -432,6 +434,18 @@ def code_digest(root: Path | None = None) -> str:
     for path in sorted({p for pattern in CODE for p in root.glob(pattern) if p.is_file()}):
         h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:12]
+
+
+def data_digest(params: dict[str, Any]) -> dict[str, str]:
+    """``{"data_digest": the first 12 hex digits of the file's sha256}`` for a run on one's own data
+    (``dataset`` custom; ``data_path`` as ``arrank.data.ranking`` reads it): what the file held, so
+    that a file edited after training is seen (notebook 06's ``train_run``, a resume). ``{}`` for
+    WordNet and ESCI (built from pinned sources) and for a missing file (reading it names that)."""
+    path = paths.ROOT / str(params.get("data_path") or "")
+    if params.get("dataset") != "custom" or not params.get("data_path") or not path.is_file():
+        return {}
+    with path.open("rb") as fh:
+        return {"data_digest": hashlib.file_digest(fh, "sha256").hexdigest()[:12]}
 
 
 def write_text_atomic(path: Path, text: str) -> Path:

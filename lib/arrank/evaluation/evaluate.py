@@ -13,6 +13,8 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from arrank.common.notices import notice
+from arrank.common.params import ParamError
 from arrank.evaluation import decoding, metrics, scoring
 
 
@@ -176,6 +178,18 @@ def violation_examples(records: list[dict[str, Any]], n: int = 5) -> pd.DataFram
     return frame.sort_values("margin", ascending=False).head(n).reset_index(drop=True)
 
 
+def check_beam_k(queries: pd.DataFrame, k: int) -> None:
+    """Refuse (``ParamError``) a beam size ``k`` (notebook 06's ``beam_k``) that no query of ``queries``
+    (the scored held-out ones) can be decoded with: ``decode_held_out`` takes those with at least ``k``
+    relevant docIDs. Notebook 06 checks it before scoring."""
+    most = int(queries["n_relevant"].max()) if len(queries) else 0
+    if most < k:
+        raise ParamError(
+            f"beam_k={k}: no scored held-out query has at least {k} relevant docIDs; "
+            f"give -p beam_k N with N at most {most}"
+        )
+
+
 def decode_held_out(
     model,
     tokenizer,
@@ -199,9 +213,9 @@ def decode_held_out(
     from tqdm.auto import tqdm
 
     by_query = {r["query"]: r for r in records}
-    rows = [r for r in eval_queries(df).to_dict("records") if r["n_relevant"] >= k and r["query"] in by_query][:limit]
-    if not rows:
-        raise ValueError(f"no scored held-out query has at least k={k} relevant docIDs to decode")
+    scored = eval_queries(df)[lambda q: q["query"].isin(by_query)]
+    check_beam_k(scored, k)
+    rows = [r for r in scored.to_dict("records") if r["n_relevant"] >= k][:limit]
     from arrank.training.precision import inference
 
     out = []
@@ -245,6 +259,26 @@ def trained_scale(params: Mapping[str, Any], run_name: str) -> dict[str, Any]:
     return {"run": run_name, "model_name": params.get("model_name"), "steps": params.get("steps")}
 
 
+def check_data_digest(run_name: str, trained: Mapping[str, Any], now: Mapping[str, str]) -> None:
+    """Refuse (``ParamError``) a notebook 05 run on one's own data whose file changed since it trained:
+    its ``data_digest`` (``trained``: its results.json params) is not the file's now (``now``:
+    ``outputs.data_digest``), so its held-out split, rebuilt from the file, could hold queries it
+    trained on. A run recorded before runs kept a digest is evaluated with a notice that it cannot be checked."""
+    then = trained.get("data_digest")
+    if trained.get("dataset") != "custom" or then == now.get("data_digest"):
+        return
+    path = trained.get("data_path")
+    if then is None:
+        notice(f"train_run {run_name!r} recorded no data_digest (made before runs did): whether {path} is "
+               "the file it trained on cannot be checked")  # fmt: skip
+        return
+    raise ParamError(
+        f"train_run {run_name!r} trained on {path} with data_digest {then}, but the file now has "
+        f"{now.get('data_digest', 'none (it is missing)')}: it changed since training, so its held-out queries "
+        "need not be the ones that run never saw; restore the file as it was, or train a new 05 run on it"
+    )
+
+
 def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
     """What notebook 06 evaluates, from its parameters ``p`` and the outputs folder ``root``.
 
@@ -267,6 +301,7 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
         trained = json.loads((run / "results.json").read_text())["params"]
         data = {k: trained.get(k, {"dataset": "wordnet", "custom_docids": "id"}.get(k)) for k in keys}
         data["seed"] = trained.get("data_seed", data["seed"])  # the seed of its data, when it had one
+        check_data_digest(run.name, trained, outputs.data_digest(data))
         model, tok = models.load_trained(run / "model", p["backend"])
         source, scale, params = str(run), trained_scale(trained, run.name), trained
     else:

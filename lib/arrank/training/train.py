@@ -17,7 +17,7 @@ import torch
 from arrank.common import processes
 from arrank.common.notices import notice
 from arrank.common.outputs import check_resume, record_resume_params
-from arrank.common.params import SAMPLINGS, TARGETS, choice, lr_schedule, profile_values
+from arrank.common.params import SAMPLINGS, TARGETS, ParamError, choice, lr_schedule, profile_values
 from arrank.training import checkpoints as ckpt
 from arrank.training.encoding import docid_table, prompt_ids
 from arrank.training.packing import (
@@ -194,6 +194,35 @@ def training_dataset(
         batch = packed_batch_size(hyper["batch_size"], items, len(dataset), weighted)
         return dataset, batch, sequence_weights(dataset)
     return items, hyper["batch_size"], [item["weight"] for item in items]
+
+
+def check_step_fits(items: list[dict[str, Any]], hyper: dict[str, Any], layout: str, weighted: bool) -> None:
+    """Refuse (``ParamError``) an optimizer step larger than the training data, before training: an
+    epoch draws each of ``training_dataset``'s items or packed sequences once (weighted sampling: as
+    many draws), shared by the processes (``WORLD_SIZE``), and the Trainer ends a step with its epoch,
+    so such a step trains one epoch while results.json, ``workbook.report.items_per_step`` and notebook
+    08's curves count ``batch_size * grad_accum`` items. ``steps = 0`` trains nothing and passes."""
+    if hyper["steps"] == 0:
+        return
+    dataset, batch, _ = training_dataset(items, hyper, layout, weighted)
+    n, ga, procs = len(dataset), hyper["grad_accum"], processes.world_size()
+    if batch * ga * procs <= n:
+        return
+    factors = f"batch_size={hyper['batch_size']} x grad_accum={ga}" + (f" x {procs} processes" if procs > 1 else "")
+    total = hyper["batch_size"] * ga * procs
+    if layout == "per_query":
+        fits, over = 0, hyper["batch_size"]  # the largest batch_size that fits with this grad_accum, by bisection
+        while over - fits > 1:
+            mid = (fits + over) // 2
+            fits, over = (mid, over) if packed_batch_size(mid, items, n, weighted) * ga * procs <= n else (fits, mid)
+        packed, unit = f", {batch * ga * procs:,} sequences packed per query", f"sequences ({len(items):,} items)"
+        todo = f"-p batch_size {fits} or less with grad_accum {ga}" if fits else f"-p grad_accum {n // procs} or less"
+    else:
+        packed, unit, todo = "", "items", f"-p batch_size B -p grad_accum G with B x G at most {n // procs:,}"
+    raise ParamError(
+        f"{factors} = {total:,} items a step{packed}, more than the {n:,} training {unit}: each step would "
+        f"train those {n:,} (one epoch) while results.json counts {total:,} items; give {todo}"
+    )
 
 
 def train(
