@@ -17,9 +17,12 @@ MANIFEST = "manifest.json"
 
 
 def file_digest(path: Path) -> str:
-    """sha256 of a file, hex."""
+    """sha256 of a file, hex (read in 1 MiB blocks: ``hashlib.file_digest`` needs Python 3.11)."""
+    digest = hashlib.sha256()
     with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def fsync_path(path: Path) -> None:

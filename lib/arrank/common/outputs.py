@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from arrank.common import paths, processes
+from arrank.common.manifest import file_digest
 from arrank.common.notices import forget, told
 from arrank.common.params import ParamError
 
@@ -444,8 +445,7 @@ def data_digest(params: dict[str, Any]) -> dict[str, str]:
     path = paths.ROOT / str(params.get("data_path") or "")
     if params.get("dataset") != "custom" or not params.get("data_path") or not path.is_file():
         return {}
-    with path.open("rb") as fh:
-        return {"data_digest": hashlib.file_digest(fh, "sha256").hexdigest()[:12]}
+    return {"data_digest": file_digest(path)[:12]}
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
