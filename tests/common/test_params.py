@@ -262,6 +262,8 @@ def test_over_long_values_are_refused_naming_the_parameter_and_not_echoed_whole(
     for value in ("/tmp/" + "a" * 300 + ".jsonl", "b/" * 2100):  # a path component, a whole path too long
         with pytest.raises(ParamError, match=r"data_path='.*characters\) is too long \(4,096 characters, 255 bytes"):
             params.spec("05_train")["data_path"].check("data_path", value)
+    modules = ",".join(f"model.layers.{i}.self_attn.q_proj" for i in range(10))  # 321 characters, no path
+    assert params.spec("05_train")["lora_targets"].check("lora_targets", modules) == modules
     assert shown("short") == "'short'" and shown(list(range(100))).endswith("(390 characters)")
 
 

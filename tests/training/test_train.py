@@ -107,7 +107,7 @@ def test_a_step_larger_than_the_training_data_is_refused_naming_what_fits():
     with pytest.raises(ParamError, match=r"= 7 items a step, 5 sequences packed per query, more than the 4 training "
                        r"sequences \(12 items\): .* give -p batch_size 6 or less with grad_accum 1$"):  # fmt: skip
         train.check_step_fits(items, {**packed, "batch_size": 7}, "per_query", True)
-    with pytest.raises(ParamError, match=r"give -p grad_accum 4 or less$"):
+    with pytest.raises(ParamError, match=r"give -p batch_size 1 -p grad_accum 4 or less$"):
         train.check_step_fits(items, {**packed, "grad_accum": 5}, "per_query", True)
     train.check_step_fits(items, {**hyper, "batch_size": 4096, "steps": 0}, "none", True)  # zero-shot trains nothing
 

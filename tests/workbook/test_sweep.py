@@ -746,6 +746,12 @@ def test_ten_thousand_points_are_listed(tmp_path, outputs_root, capsys):
     assert "  failed   tenk-seed=4-alpha=0.7" in lines and "  missing  tenk-seed=3-alpha=0.7" in lines
 
 
+def test_a_merge_key_still_merges(tmp_path, outputs_root):
+    """``<<: {...}`` merges, and its keys may be overridden: not "given twice"."""
+    text = "notebook: 05_train\nfixed: {<<: {steps: 5, alpha: 1}, steps: 6}\ngrid: {seed: [0]}\n"
+    assert sweep.load_sweep(write(tmp_path, text)).fixed == {"steps": 6, "alpha": 1}
+
+
 def test_a_notebook_number_that_yaml_reads_as_a_number_and_a_glob_character_in_a_name(tmp_path, outputs_root):
     """``notebook: 05`` (YAML reads 5) is notebook 05; a notebook name holding glob characters is
     not a pattern: not found, in one line."""

@@ -82,11 +82,11 @@ def number(lo: float | None = None, hi: float | None = None) -> Validator:
     return _ranged("a number", (int, float), lo, hi, float, False)
 
 
-def text(pattern: str | None = None, what: str = "a string", empty: str | None = None) -> Validator:
+def text(pattern: str | None = None, what: str = "a string", empty: str | None = None, path: bool = False) -> Validator:
     """Validator: a string, matching ``pattern`` (full match) when one is given. Blank strings, spaces
-    around and what no file system takes as a path (over 4,096 characters, over 255 bytes between two
-    '/') are refused (they would fail deep inside a kernel), but ``''`` is allowed when ``empty`` says
-    what it means."""
+    around, over 4,096 characters and, for a ``path``, over 255 bytes between two '/' (what no file
+    system takes) are refused (they would fail deep inside a kernel), but ``''`` is allowed when
+    ``empty`` says what it means."""
 
     def check(name: str, value: Any) -> Any:
         if not isinstance(value, str):
@@ -97,7 +97,7 @@ def text(pattern: str | None = None, what: str = "a string", empty: str | None =
             raise ParamError(f"{name}={shown(value)} is empty: it must be {what}")
         if value != value.strip():
             raise ParamError(f"{name}={shown(value)} has spaces around it: it must be {what}, without them")
-        if len(value) > 4096 or any(len(part.encode()) > 255 for part in value.split("/")):
+        if len(value) > 4096 or path and any(len(part.encode()) > 255 for part in value.split("/")):
             raise ParamError(
                 f"{name}={shown(value)} is too long (4,096 characters, 255 bytes between two '/'): it must be {what}"
             )
@@ -230,7 +230,7 @@ PRECISION = choice(*PRECISIONS)
 RANKING_DATA = {  # 05 and 06: the dataset, the held-out queries and their scoring
     "dataset": choice(*DATASETS),
     "data_path": text(
-        r"[^\x00]{1,4096}", "a JSON Lines file of queries (docs/own-data.md)", empty="none (wordnet, esci)"
+        r"[^\x00]+", "a JSON Lines file of queries (docs/own-data.md)", empty="none (wordnet, esci)", path=True
     ),
     "custom_docids": choice(*CUSTOM_DOCIDS),
     "tokenizer_vocab": (300, 100_000),
@@ -256,11 +256,11 @@ RULES: dict[str, dict[str, Any]] = {
         "max_queries": (0, 10**6),
         "path_rule": choice(*PATH_RULES),
         "template": choice("wordnet", "wordnet_short"),
-        "tokenizer_name": text(what="'tiny' (a BPE trained on the data) or a local tokenizer/model folder"),
+        "tokenizer_name": text(what="'tiny' (a BPE trained on the data) or a local tokenizer/model folder", path=True),
         "tokenizer_vocab": (300, 100_000),
     },
     "04_esci_data": {
-        "data_dir": text(what="'fixture' or the folder holding the two ESCI parquet files"),
+        "data_dir": text(what="'fixture' or the folder holding the two ESCI parquet files", path=True),
         "embedder": text(
             r"tfidf(:[1-9]\d{0,4})?|precomputed:.+|st:.+",
             "'tfidf', 'tfidf:<dim>' (dim 1-99999), 'precomputed:<folder>' or 'st:<model>'",
@@ -319,7 +319,9 @@ RULES: dict[str, dict[str, Any]] = {
         **WORDNET_QUERIES,
     },
     "08_results": {
-        "sweep": text(r".+\.ya?ml", "the path of a sweep file (.yaml), e.g. 'sweeps/table1_wordnet_quick.yaml'"),
+        "sweep": text(
+            r".+\.ya?ml", "the path of a sweep file (.yaml), e.g. 'sweeps/table1_wordnet_quick.yaml'", path=True
+        ),
         "paper_rows": choice(*PAPER_ROWS),
         "curve_sweeps": text(
             r"[^,\s]+\.ya?ml(,[^,\s]+\.ya?ml)*", "'' or comma-separated sweep files (.yaml)", empty="none"

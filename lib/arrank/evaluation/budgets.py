@@ -4,7 +4,7 @@ seed, not one run per budget.
 
 The paper (arXiv 2601.05588, Table 1) reports one budget: 10k steps of 64 items, about 0.91 epochs
 over the (query, rank) items (Appendix B). A point at step N is the model of a run that stops at
-N only if nothing before N depends on the horizon: ``train.lr_schedule`` makes the rate constant
+N only if nothing before N depends on the horizon: ``params.lr_schedule`` makes the rate constant
 after the warm-up for such runs, and the weighted sampler's draws depend on the seed and epoch only.
 
 Each point's per-query metrics (``metrics.per_query_metrics``) go to ``<folder>/step-NNNNNNN.csv``

@@ -216,7 +216,12 @@ def check_step_fits(items: list[dict[str, Any]], hyper: dict[str, Any], layout: 
             mid = (fits + over) // 2
             fits, over = (mid, over) if packed_batch_size(mid, items, n, weighted) * ga * procs <= n else (fits, mid)
         packed, unit = f", {batch * ga * procs:,} sequences packed per query", f"sequences ({len(items):,} items)"
-        todo = f"-p batch_size {fits} or less with grad_accum {ga}" if fits else f"-p grad_accum {n // procs} or less"
+        most = n // (packed_batch_size(1, items, n, weighted) * procs)  # grad_accum with batch_size 1
+        todo = (
+            f"-p batch_size {fits} or less with grad_accum {ga}"
+            if fits
+            else f"-p batch_size 1 -p grad_accum {most} or less"
+        )
     else:
         packed, unit, todo = "", "items", f"-p batch_size B -p grad_accum G with B x G at most {n // procs:,}"
     raise ParamError(

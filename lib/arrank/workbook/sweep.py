@@ -141,11 +141,15 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
     class Loader(yaml.SafeLoader):
         def construct_mapping(self, node: Any, deep: bool = False) -> dict:
-            keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
-            for i, key in enumerate(keys):
-                if not isinstance(key, str) or key in keys[:i]:
+            seen: set[str] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # << : a mapping's keys merged in, may be overridden
+                    continue
+                key = self.construct_object(key_node, deep=deep)
+                if not isinstance(key, str) or key in seen:
                     why = "is given twice" if isinstance(key, str) else "is not text"
                     raise yaml.MarkedYAMLError(problem=f"key {key!r} {why}", problem_mark=node.start_mark)
+                seen.add(key)
             return super().construct_mapping(node, deep)
 
     if not path.is_file():
