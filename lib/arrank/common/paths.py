@@ -21,6 +21,13 @@ def notebooks() -> list[Path]:
     return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py"))
 
 
+def given(path: str | Path) -> Path:
+    """A path as the user gave it: from the working directory where it exists there, else (relative)
+    from the repository, where the notebooks' kernels run (a sweep file such as ``sweeps/x.yaml``)."""
+    path = Path(path)
+    return ROOT / path if not path.is_absolute() and not path.exists() else path
+
+
 def unused(path: Path) -> Path:
     """``path``, or the first of ``path-2``, ``path-3``, ... that does not exist."""
     numbered = (path.with_name(f"{path.name}-{n}") for n in itertools.count(2))

@@ -145,8 +145,8 @@ def prepare_parsed(source: Path, overrides: dict[str, Any]) -> tuple[Path, dict[
 
 def check_inputs(stem: str, resolved: dict[str, Any], outputs_root: Path | None = None) -> None:
     """Refuse (``ParamError``) before a kernel starts what no rule on one value can see: 06's
-    ``train_run`` that names no finished 05 run, 08's sweep files that do not exist (as
-    ``sweep.load_sweep`` finds them: a relative path from here, else from the repository)."""
+    ``train_run`` that names no finished 05 run, 08's sweep files that do not exist (``paths.given``,
+    as ``sweep.load_sweep`` finds them)."""
     if stem == "06_evaluate" and resolved["train_run"] != "none":
         try:
             outputs.find_run("05_train", resolved["train_run"], outputs_root)
@@ -154,7 +154,7 @@ def check_inputs(stem: str, resolved: dict[str, Any], outputs_root: Path | None 
             raise ParamError(str(err)) from None
     for key in ("sweep", "curve_sweeps") if stem == "08_results" else ():
         for name in filter(None, resolved[key].split(",")):
-            if not (Path(name).is_file() or (paths.ROOT / name).is_file()):
+            if not paths.given(name).is_file():
                 raise ParamError(f"{key}={name!r}: no such sweep file (sweeps: {paths.ROOT / 'sweeps'})")
 
 

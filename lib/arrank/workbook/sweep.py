@@ -183,9 +183,7 @@ def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
     is refused before it is expanded (with the count, its factors and the way out); every point
     goes through the runner's own checks (``run.prepare_parsed``, the parameters cell read once),
     so a bad file fails here, naming the point."""
-    path = Path(path)
-    if not path.is_absolute() and not path.exists():
-        path = paths.ROOT / path
+    path = paths.given(path)
     data = _read_yaml(path)
     name, paper, description = path.stem, data.get("paper"), data.get("description", "")
     if not re.fullmatch(NAME_PATTERN, name):
