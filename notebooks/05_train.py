@@ -105,6 +105,7 @@ custom_docids: str = "id"  # dataset custom: docIDs from id (atomic), text (titl
 subtree: str = "animal.n.01"  # WordNet subtree of the queries, '' for all nouns
 min_relevant: int = 5  # queries with at least this many hypernyms
 n_eval: int = 300  # held-out queries
+n_dev: int = 0  # validation queries taken out of the held-out ones (seeded by data_seed) and scored at every budget: choose a budget without reading the test queries; 0: none
 template: str = "short"  # prompt: short (the dataset's short one, for tiny models), full (Appendix D word for word: D.1 wordnet, D.2 esci and custom) or a template's name
 tokenizer_vocab: int = 2000  # BPE vocabulary of the tiny model's tokenizer
 eval_queries: int = 0  # evaluate on at most this many held-out queries, 0 for all
@@ -139,14 +140,14 @@ P, hyper
 # %%
 with outputs.timed(timings, "data"):
     df = ranking.ranking_dataset(P["dataset"], P["profile"], P["data_seed"], P["n_eval"], P["template"],
-                                 P["subtree"], P["min_relevant"], P["data_path"], P["custom_docids"])
+                                 P["subtree"], P["min_relevant"], P["data_path"], P["custom_docids"], P["n_dev"])
 with outputs.timed(timings, "model"):
     model, tok = models.untrained_model(P["model_name"], df, P["backend"], hyper["max_length"],
                                         P["tokenizer_vocab"], P["seed"], P["load_in_4bit"])
     model = models.add_lora(model, P["backend"], P["lora_r"], P["lora_alpha"], P["lora_dropout"],
                             P["lora_targets"], P["seed"])
 trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-print(f"{len(df)} queries ({(df['split'] == 'eval').sum()} held out); model {P['model_name']} "
+print(f"{len(df)} queries ({(df['split'] == 'eval').sum()} held out, {(df['split'] == 'dev').sum()} validation); model {P['model_name']} "
       f"({trainable:,} trainable parameters), backend {models.resolve_backend(P['backend'])}")
 numerics = mixed_precision.apply_precision(model, P["precision"])  # frozen base weights in bf16 where bf16 is used
 
@@ -226,6 +227,9 @@ fig.show()
 with outputs.timed(timings, "evaluate"):
     result, per_query, records = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks,
                                                       precision=numerics.used, query_batch=P["query_batch"])
+with outputs.timed(timings, "evaluate_validation"):  # n_dev: the validation queries, scored as the test ones
+    dev, per_query_dev, _ = (evaluate.evaluate_held_out(model, tok, df, None, ks, split="dev", precision=numerics.used,
+                                                        query_batch=P["query_batch"]) if P["n_dev"] else ({}, None, None))
 n_train = evaluate.n_training_queries(P["train_queries"], result["n_queries"])
 P["train_queries"] = n_train  # results.json records the number used, not None
 with outputs.timed(timings, "evaluate_training"):
@@ -240,6 +244,8 @@ with outputs.timed(timings, "trec"):
 if per_query_train is not None:
     outputs.save_table(per_query_train, run_dir, "per_query_train")  # ... and of notebook 07's
 rows = {"held-out queries": result, "random scores": floor}
+if dev:
+    rows[f"validation queries ({P['n_dev']})"] = dev
 if trained:
     rows[f"training queries ({n_train} sampled)"] = evaluate.training_metrics(trained)
 table = evaluate.metrics_table(rows)
@@ -248,20 +254,23 @@ display.percent_table(table)
 
 # %% [markdown]
 # With `eval_steps`: the same held-out queries at every scored step (`curve_per_query.csv`, one row
-# per step and query; notebook 08 draws a sweep's curves with intervals). The budget in items is
+# per step and query; notebook 08 draws a sweep's curves with intervals). With `n_dev`, the validation
+# queries too, at every step and at the end, each row's `split` saying which (test or dev): notebook 08
+# chooses each method's budget on them and reads the test queries once. The budget in items is
 # the step times the items a step carries; an epoch is one pass over the training queries'
 # (query, relevant docID) pairs, as Appendix B counts it.
 
 # %%
 n_pairs = budgets.training_pairs(df)  # (query, relevant docID) pairs: an epoch
-if P["eval_steps"]:
-    curve = budgets.curve_table(curve_dir, P["eval_steps"], hyper["steps"], per_query,
+if P["eval_steps"] or P["n_dev"]:
+    final = budgets.with_splits(lambda split: per_query if split == "eval" else per_query_dev, df)
+    curve = budgets.curve_table(curve_dir, P["eval_steps"], hyper["steps"], final,
                                 hyper["batch_size"] * hyper["grad_accum"], n_pairs)
     outputs.save_table(curve, run_dir, "curve_per_query")
     display.percent_table(budgets.curve_summary(curve).set_index(["step", "items", "epochs"]))
 
 # %%
-metrics = {**result, **trained, "n_items": len(items), "packing": layout, "n_sequences": n_sequences,
+metrics = {**result, **trained, **{f"dev_{k}": v for k, v in dev.items()}, "n_items": len(items), "packing": layout, "n_sequences": n_sequences,
            **{f"{k}_trained": v for k, v in seen.items()}, "final_loss": train.final_loss(log),
            "resumed_from_step": resumed_from_step, "prefix_shared_tokens": prefix_shared, "n_train_pairs": n_pairs,
            **numerics.record()}

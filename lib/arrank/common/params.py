@@ -289,7 +289,7 @@ RULES: dict[str, dict[str, Any]] = {
         **{"lora_r": (0, 1024), "lora_alpha": (1, 4096), "lora_dropout": (0.0, 1.0)},
         "lora_targets": text(what="'all-linear' or comma-separated module names"),
         **RANKING_DATA,
-        "train_queries": (0, 10**6),
+        **{"train_queries": (0, 10**6), "n_dev": (0, 10**5)},
     },
     "06_evaluate": {
         "train_run": text(
@@ -502,6 +502,10 @@ def resolve(stem: str, values: Mapping[str, Any], given: AbstractSet[str] = froz
                 f"eval_steps={out['eval_steps']}: {beyond} beyond steps={out['steps']}; each is a step of the run"
             )
         out["lr_schedule"] = lr_schedule(out["lr_schedule"], out["eval_steps"])
+    if out.get("n_dev", 0) >= out.get("n_eval", 1):  # 05: the validation queries come out of the held-out ones
+        raise ParamError(
+            f"n_dev={out['n_dev']} leaves no test queries of n_eval={out['n_eval']}; give n_dev below n_eval"
+        )
     return out
 
 

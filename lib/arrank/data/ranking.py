@@ -1,6 +1,7 @@
 """One table format for both ranking datasets of section 5.1, as notebooks 05 and 06 read them: one
 row per query with ``query, prompt, relevant`` (gold docIDs, rank 1 first), ``n_relevant``,
-``negative`` (None for ESCI) and ``split`` ("train" | "eval").
+``negative`` (None for ESCI) and ``split`` ("train" | "eval" | "dev": the validation queries that
+``carve_dev`` takes out of the held-out ones, never trained on and never reported as test queries).
 
 WordNet is :func:`arrank.data.wordnet.build_wordnet_dataset` as it is. ESCI is the ``queries`` table
 of :func:`arrank.data.esci.build_esci_dataset`: at most ``n_eval`` of its "test" queries are held
@@ -50,11 +51,46 @@ def ranking_dataset(
     min_relevant: int = 1,
     data_path: str | None = None,
     custom_docids: str = "id",
+    n_dev: int = 0,
 ) -> pd.DataFrame:
     """The ``dataset`` ("wordnet" | "esci" | "custom") in the common format; ``template`` None is the
     one notebook 05 takes in ``profile`` for ``dataset``; ``subtree``/``min_relevant``: WordNet only;
     ``data_path``/``custom_docids``: custom only (:func:`arrank.data.custom.custom_frame`, its prompt
-    Appendix D.2's, as ESCI's)."""
+    Appendix D.2's, as ESCI's); ``n_dev`` validation queries carved out of the held-out ones
+    (``carve_dev``)."""
+    return carve_dev(_dataset(dataset, profile, seed, n_eval, template, subtree, min_relevant, data_path,
+                              custom_docids), n_dev, seed)  # fmt: skip
+
+
+def carve_dev(df: pd.DataFrame, n_dev: int, seed: int) -> pd.DataFrame:
+    """``df`` with a seeded sample of ``n_dev`` of its held-out queries relabelled ``split == "dev"``: a
+    validation split disjoint from training and test, for choosing a budget or a learning rate without
+    reading the test queries. The training queries stay as they are, so runs with and without one train
+    alike, and the test queries are the other held-out ones, in their order."""
+    if not n_dev:
+        return df
+    held = df.index[df["split"] == "eval"]
+    if n_dev >= len(held):
+        raise ValueError(
+            f"n_dev={n_dev} leaves no test queries: {len(held)} are held out; give n_dev below {len(held)}"
+        )
+    out = df.copy()
+    out.loc[pd.Series(held).sample(n=n_dev, random_state=seed).to_numpy(), "split"] = "dev"
+    return out
+
+
+def _dataset(
+    dataset: str,
+    profile: str,
+    seed: int,
+    n_eval: int,
+    template: str | None,
+    subtree: str | None,
+    min_relevant: int,
+    data_path: str | None,
+    custom_docids: str,
+) -> pd.DataFrame:
+    """``ranking_dataset`` without a validation split."""
     params.choice(*params.DATASETS)("dataset", dataset)
     template = template or params.profile_template(profile, dataset)
     if not template.startswith("esci" if dataset == "custom" else dataset):

@@ -59,12 +59,28 @@ def scored_steps(folder: Path) -> list[int]:
     return sorted(int(p.stem.removeprefix("step-")) for p in folder.glob("step-*.csv")) if folder.is_dir() else []
 
 
+SPLITS = {"test": "eval", "dev": "dev"}  # a curve row's split: the ranking table's split it scores
+
+
+def with_splits(score: Callable[[str], pd.DataFrame], df: pd.DataFrame) -> pd.DataFrame:
+    """``score("eval")``, the per-query metrics of the held-out test queries; where ``df`` has validation
+    queries (``arrank.data.ranking.carve_dev``), ``score("dev")``'s rows below them and a ``split``
+    column (``SPLITS``: test, dev) naming each row's."""
+    if not (df["split"] == "dev").any():
+        return score("eval")
+    return pd.concat([score(split).assign(split=name) for name, split in SPLITS.items()], ignore_index=True)
+
+
 def held_out_scorer(tokenizer, df: pd.DataFrame, limit: int | None, ks, precision: str, query_batch: int):
-    """``model -> per-query metrics`` of the held-out queries, as notebook 05's final evaluation
-    scores them (``evaluate.evaluate_held_out``, no progress bar)."""
-    return lambda model: evaluate.evaluate_held_out(
-        model, tokenizer, df, limit, ks, progress=False, precision=precision, query_batch=query_batch
-    )[1]
+    """``model -> per-query metrics`` of the held-out test queries (the first ``limit``) and the
+    validation ones (``with_splits``), as notebook 05's final evaluation scores them (no progress bar)."""
+
+    def score(model, split: str) -> pd.DataFrame:
+        n = limit if split == "eval" else None
+        kwargs = {"split": split, "progress": False, "precision": precision, "query_batch": query_batch}
+        return evaluate.evaluate_held_out(model, tokenizer, df, n, ks, **kwargs)[1]
+
+    return lambda model: with_splits(lambda split: score(model, split), df)
 
 
 def budget_callback(points: Sequence[int], final_step: int, folder: Path, score: Callable, model):
@@ -87,9 +103,10 @@ def budget_callback(points: Sequence[int], final_step: int, folder: Path, score:
             folder.mkdir(parents=True, exist_ok=True)
             write_text_atomic(path, per_query.to_csv(index=False))
             self.seconds += time.perf_counter() - start
-            means = metrics.short_columns(per_query).drop(columns="query").mean()
+            test = per_query[per_query["split"] != "dev"] if "split" in per_query else per_query
+            means = metrics.short_columns(test).drop(columns="query").mean()
             shown, took = ", ".join(f"{k} {v:.3f}" for k, v in means.items()), time.perf_counter() - start
-            print(f"step {step}: held-out {shown} ({len(per_query)} queries, {took:.1f} s)", flush=True)
+            print(f"step {step}: held-out {shown} ({len(test)} test queries, {took:.1f} s)", flush=True)
 
     return BudgetPoints()
 
@@ -112,16 +129,20 @@ def curve_table(
     points in ``folder`` and ``final`` (the run's own evaluation; None: read from ``folder`` too) at
     ``final_step``. ``items`` is the
     step times the items a step carries; ``epochs`` is ``items`` over ``n_pairs``, the training
-    queries' (query, relevant docID) pairs, as Appendix B counts an epoch."""
+    queries' (query, relevant docID) pairs, as Appendix B counts an epoch. Per-query frames with a
+    ``split`` column (``with_splits``) keep it, after ``epochs``."""
     frames = []
     for step in sorted(set(points) | {final_step}):
         per_query = final if step == final_step and final is not None else pd.read_csv(point_path(folder, step))
         items = step * items_per_step
         short = metrics.short_columns(per_query)
+        if "split" in per_query:
+            short.insert(0, "split", per_query["split"].to_numpy())
         frames.append(short.assign(step=step, items=items, epochs=items / n_pairs)[[*CURVE_COLUMNS, *short.columns]])
     return pd.concat(frames, ignore_index=True)
 
 
 def curve_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """The held-out means of ``curve_table`` per point (fractions), one row per step."""
-    return table.drop(columns="query").groupby(list(CURVE_COLUMNS), as_index=False).mean()
+    """The held-out means of ``curve_table`` per point (fractions), one row per step (and split)."""
+    keys = [*CURVE_COLUMNS, *["split"] * ("split" in table)]
+    return table.drop(columns="query").groupby(keys, as_index=False, sort=False).mean()

@@ -18,11 +18,12 @@ from arrank.common.params import ParamError
 from arrank.evaluation import decoding, metrics, scoring
 
 
-def eval_queries(df: pd.DataFrame, limit: int | None = None) -> pd.DataFrame:
-    """The held-out queries (``split == "eval"``), the first ``limit`` of them when given."""
-    held_out = df[df["split"] == "eval"]
+def eval_queries(df: pd.DataFrame, limit: int | None = None, split: str = "eval") -> pd.DataFrame:
+    """The held-out test queries (``split == "eval"``; ``split="dev"``: the validation queries,
+    ``arrank.data.ranking.carve_dev``), the first ``limit`` of them when given."""
+    held_out = df[df["split"] == split]
     if held_out.empty:
-        raise ValueError("the dataset has no held-out (split == 'eval') queries")
+        raise ValueError(f"the dataset has no held-out (split == {split!r}) queries")
     return held_out if limit is None else held_out.iloc[:limit]
 
 
@@ -85,11 +86,12 @@ def score_and_evaluate(
 
 
 def evaluate_held_out(
-    model, tokenizer, df: pd.DataFrame, limit: int | None = None, *args: Any, **kwargs: Any
+    model, tokenizer, df: pd.DataFrame, limit: int | None = None, *args: Any, split: str = "eval", **kwargs: Any
 ) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]]]:
-    """``score_and_evaluate`` on the held-out queries (the first ``limit`` when given); ``args`` and
-    ``kwargs``: its arguments after ``queries`` (ks, include_eos, method, progress, precision, ...)."""
-    return score_and_evaluate(model, tokenizer, eval_queries(df, limit), *args, **kwargs)
+    """``score_and_evaluate`` on the held-out queries of ``split`` (``eval_queries``: the test ones, or
+    ``"dev"``, the validation ones; the first ``limit`` when given); ``args`` and ``kwargs``: its
+    arguments after ``queries`` (ks, include_eos, method, progress, precision, ...)."""
+    return score_and_evaluate(model, tokenizer, eval_queries(df, limit, split), *args, **kwargs)
 
 
 def evaluate_training_queries(
@@ -299,7 +301,10 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
     if p["train_run"] != "none":
         run = outputs.find_run("05_train", p["train_run"], root)
         trained = json.loads((run / "results.json").read_text())["params"]
-        data = {k: trained.get(k, {"dataset": "wordnet", "custom_docids": "id"}.get(k)) for k in keys}
+        data = {
+            k: trained.get(k, {"dataset": "wordnet", "custom_docids": "id", "n_dev": 0}.get(k))
+            for k in (*keys, "n_dev")
+        }
         data["seed"] = trained.get("data_seed", data["seed"])  # the seed of its data, when it had one
         check_data_digest(run.name, trained, outputs.data_digest(data))
         model, tok = models.load_trained(run / "model", p["backend"])

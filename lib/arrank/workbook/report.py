@@ -83,8 +83,8 @@ def per_query_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_roo
     return out[[c for c in PER_QUERY_COLUMNS if c in out.columns]]
 
 
-CURVE_COLUMNS = [*PER_QUERY_COLUMNS[:2], "setting", PER_QUERY_COLUMNS[2], "step", "items", "epochs"]
-CURVE_COLUMNS += PER_QUERY_COLUMNS[3:]
+CURVE_COLUMNS = [*PER_QUERY_COLUMNS[:2], "setting", PER_QUERY_COLUMNS[2], "step", "items", "epochs", "split"]
+CURVE_COLUMNS += PER_QUERY_COLUMNS[3:]  # split: test or dev (runs with a validation split; else absent)
 BUDGET_PARAMS = ("steps",)  # what a curve spans: left out of its variant label
 
 
@@ -95,9 +95,15 @@ def items_per_step(params: dict) -> int:
 
 def curve_setting(params: dict, rows: pd.DataFrame) -> str:
     """The training setting of a curve run, what its numbers compare within: ``64 items a step,
-    2,000 held-out queries`` (``items_per_step`` of its params; the distinct queries its
-    ``curve_per_query.csv`` scored, the held-out set it is)."""
-    return f"{items_per_step(params):,} items a step, {rows['query'].nunique():,} held-out queries"
+    2,000 held-out queries`` (``items_per_step`` of its params; the distinct test queries its
+    ``curve_per_query.csv`` scored, the held-out set it is), then for a run with a validation split
+    its schedule, ``, cosine to each budget`` or ``, constant rate`` (Appendix B's cosine decays to the
+    run's last step: one run per budget; a constant rate reads every budget off one run)."""
+    test = rows[rows["split"] != "dev"] if "split" in rows else rows
+    setting = f"{items_per_step(params):,} items a step, {test['query'].nunique():,} held-out queries"
+    if "split" not in rows:
+        return setting
+    return setting + (", cosine to each budget" if params.get("lr_schedule") == "cosine" else ", constant rate")
 
 
 def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: Path | None = None) -> pd.DataFrame:
@@ -122,9 +128,9 @@ def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: P
         run, results = (folder, read_results(folder / "results.json")) if state == "done" else stopped_run(folder)
         if run and (run / "curve_per_query.csv").exists():
             params = results["params"]
-            rows = read_rows(
-                run / "curve_per_query.csv", ["step", "query", "ndcg"], results["metrics"].get("n_queries"), by="step"
-            )
+            n = results["metrics"].get("n_queries")  # test queries, and the validation ones beside them
+            n = n + results["metrics"].get("dev_n_queries", 0) if n is not None else None
+            rows = read_rows(run / "curve_per_query.csv", ["step", "query", "ndcg"], n, by="step")
         elif state != "done" and (rows := stopped_points(folder, point.resolved)) is not None:
             params = point.resolved
         else:
@@ -160,8 +166,8 @@ def stopped_points(folder: Path, params: dict) -> pd.DataFrame | None:
     if not steps:
         return None
     keys = ("dataset", "profile", "n_eval", "template", "subtree", "min_relevant", "data_path", "custom_docids")
-    df = ranking_dataset(seed=params["data_seed"], **{k: params[k] for k in keys})
-    n_queries = len(evaluate.eval_queries(df, params.get("eval_queries") or None))
+    df = ranking_dataset(seed=params["data_seed"], n_dev=params.get("n_dev", 0), **{k: params[k] for k in keys})
+    n_queries = len(evaluate.eval_queries(df, params.get("eval_queries") or None)) + int((df["split"] == "dev").sum())
     for step in steps:
         read_rows(budgets.point_path(curve_dir, step), ["query", "ndcg"], n_queries)
     return budgets.curve_table(curve_dir, steps, steps[-1], None, items_per_step(params), budgets.training_pairs(df))
