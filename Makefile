@@ -23,7 +23,7 @@ help:
 	@echo "make lab        set up, then start JupyterLab (double-click notebooks/NN_name.py: it opens as a notebook)"
 	@echo "make sync       write the local notebooks/NN_name.ipynb from NN_name.py (not tracked by git)"
 	@echo "make gpu-kit    prepare what the calls to a lent GPU machine carry, check the limits, print the calls (docs/gpu.md)"
-	@echo "make gpu-curve [SWEEP=gpu/NAME.yaml]  on a CUDA GPU: the budget curve of the central finding (default gpu/pretrained_curve_gpu.yaml)"
+	@echo "make gpu-curve [SWEEP=gpu/NAME.yaml] [SEQUENTIAL=1]  on a CUDA GPU: the central finding at several budgets (default gpu/pretrained_protocol_cosine_gpu.yaml)"
 	@echo "environment:    $(VENV)  (an active venv / conda env, else .venv; override: make VENV=path ...)"
 
 # The pinned set is installed by uv, compiled to bytecode as pip does (80 s into a fresh venv on
@@ -90,7 +90,7 @@ gpu-kit: setup
 gpu-curve: setup
 	$(PY) gpu/kit.py link
 	mkdir -p outputs/gpu-curve
-	OUT=outputs/gpu-curve PYTHON=$(PY) JOBS=$(or $(JOBS),6) bash gpu/curve_call.sh $(or $(SWEEP),gpu/pretrained_curve_gpu.yaml)
+	OUT=outputs/gpu-curve PYTHON=$(PY) JOBS=$(or $(JOBS),6) SEQUENTIAL=$(SEQUENTIAL) bash gpu/curve_call.sh $(or $(SWEEP),gpu/pretrained_protocol_cosine_gpu.yaml)
 
 clean-venv:
 	rm -rf $(VENV)

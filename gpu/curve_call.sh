@@ -3,16 +3,17 @@
 # time, run the budget-curve sweeps side by side within the time left, and pack their small results
 # into $OUT/gpu-curve.tgz, even when the limit stops a sweep.
 #
-#   bash gpu/curve_call.sh [SWEEP ...]     # default gpu/pretrained_curve_gpu.yaml
+#   bash gpu/curve_call.sh [SWEEP ...]     # default gpu/pretrained_protocol_cosine_gpu.yaml
 #
 # Environment: OUT (where results go; required), JOBS (points at once in each sweep, default 6),
+# SEQUENTIAL (1: the sweeps one after another, each with the time left, instead of side by side),
 # LIMIT_S (seconds for the whole script, default 540),
 # PYTHON (default python3), CHECK_MODEL (the model the check scores, default the sweep's GGUF),
 # DEVICE (cuda or cpu, default cuda), CHECK_QUERIES (default 64), CHECK_ARGS (more arguments of the
 # check, benchmarks/query_batch.py), OUTPUTS (the outputs folder, default outputs; the tarball's
 # members are named outputs/...). tests/test_gpu_curve.py runs it on a CPU at toy scale.
 set -uo pipefail
-[ $# -gt 0 ] || set -- gpu/pretrained_curve_gpu.yaml
+[ $# -gt 0 ] || set -- gpu/pretrained_protocol_cosine_gpu.yaml
 JOBS=${JOBS:-6}
 : "${OUT:?set OUT to the folder the results go to}"
 LIMIT_S=${LIMIT_S:-540}
@@ -44,12 +45,15 @@ fi
 # 2. The sweeps side by side, stopped where the time left runs out (finished points keep their
 # results; a stopped run keeps the points it scored).
 left=$((LIMIT_S - (SECONDS - start) - PACK_S))
-echo "curve_call: ${left} s for the sweeps ${sweeps[*]}, $JOBS points at once in each" | tee -a "$OUT/sweep.log"
+how=$([ "${SEQUENTIAL:-0}" = 1 ] && echo "one after another" || echo "side by side")
+echo "curve_call: ${left} s for the sweeps ${sweeps[*]} ($how), $JOBS points at once in each" | tee -a "$OUT/sweep.log"
 for sweep in "${sweeps[@]}"; do
+  left=$((LIMIT_S - (SECONDS - start) - PACK_S))
   (
     timeout -k 10 "$left" "$PYTHON" -m arrank.workbook.sweep "$sweep" --jobs "$JOBS" --outputs-root "$OUTPUTS" 2>&1
     echo "curve_call: sweep $sweep exit $? after $((SECONDS - start)) s"
   ) | tee -a "$OUT/sweep.log" &
+  [ "${SEQUENTIAL:-0}" = 1 ] && wait
 done
 wait
 

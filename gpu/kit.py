@@ -141,7 +141,8 @@ NOT_CARRIED = {
     "playwright": "the book's browser tests are not run on the GPU machine",
     "statsmodels": "notebooks 07 and 08 (Holm's adjustment of the findings) do not run on the GPU machine",
     **dict.fromkeys(
-        ("ir-measures", "pytrec-eval-terrier", "trectools"), "the tests that score TREC files do not run on the GPU machine"
+        ("ir-measures", "pytrec-eval-terrier", "trectools"),
+        "the tests that score TREC files do not run on the GPU machine",
     ),
 }
 UNSLOTH = ("unsloth==2026.10.9", "unsloth_zoo==2026.10.9")  # with --unsloth: benchmarks/gpu.py parts a and c
@@ -440,28 +441,30 @@ ENV = (
     f"set -o pipefail; export PYTHONPATH={SITE}:$PWD/lib PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 "
     "TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; "
 )
-SWEEP = "gpu/pretrained_curve_gpu.yaml"  # the work's sweep unless --sweep names others
+SWEEP = "gpu/pretrained_protocol_cosine_gpu.yaml"  # the work's sweep unless --sweep names others
 WORK_LIMIT_S = 540  # gpu/curve_call.sh's LIMIT_S: it packs its results by then, whatever the sweep's state
 
 
-def work(sweeps: tuple[str, ...] = (SWEEP,)) -> str:
+def work(sweeps: tuple[str, ...] = (SWEEP,), sequential: bool = False) -> str:
     """The work, after the last staging call in the same command: the machine's facts, then the budget
-    curve (gpu/curve_call.sh: the batched-scoring check, the sweeps side by side within the time left,
-    6 points at once in each, the tarball)."""
+    curve (gpu/curve_call.sh: the batched-scoring check, the sweeps side by side, or one after another
+    where ``sequential``, within the time left, 6 points at once in each, the tarball)."""
     return (
         "nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > $OUT/nvidia-smi.txt; "
         f"python3 -m pip list 2>/dev/null > $OUT/pip-list.txt; LIMIT_S={WORK_LIMIT_S} JOBS=6 "
-        f"timeout -k 10 {WORK_LIMIT_S + 30} bash gpu/curve_call.sh {' '.join(sweeps)} 2>&1 | tee $OUT/curve-call.log"
+        + "SEQUENTIAL=1 " * sequential
+        + f"timeout -k 10 {WORK_LIMIT_S + 30} bash gpu/curve_call.sh {' '.join(sweeps)} 2>&1 | tee $OUT/curve-call.log"
     )
 
 
 WORK = work()
 
 
-def work_what(sweeps: tuple[str, ...] = (SWEEP,)) -> str:
+def work_what(sweeps: tuple[str, ...] = (SWEEP,), sequential: bool = False) -> str:
     """What :func:`work` does, in words, for the printed plan."""
+    how = "one after another" if sequential else "side by side"
     return (
-        f"the budget curve: 32 queries a pass checked against one, then {', '.join(sweeps)} side by side, "
+        f"the budget curve: 32 queries a pass checked against one, then {', '.join(sweeps)} {how}, "
         "6 points at once in each, their small results as $OUT/gpu-curve.tgz"
     )
 
@@ -729,6 +732,7 @@ def main() -> None:
         action="append",
         help=f"a sweep file the work runs (repeat for several side by side; default {SWEEP})",
     )
+    ap.add_argument("--sequential", action="store_true", help="run the --sweep files one after another")
     a = ap.parse_args()
     try:
         return run_verb(a)
@@ -768,7 +772,7 @@ def run_verb(a: argparse.Namespace) -> None:
         call.files = linked
         call.command = stage_command(call)
     if not a.no_model:  # the work needs SmolLM2's GGUF; without it the calls only stage
-        calls[-1].command += " || exit 1; " + ENV + work(tuple(a.sweep or (SWEEP,)))
+        calls[-1].command += " || exit 1; " + ENV + work(tuple(a.sweep or (SWEEP,)), a.sequential)
     seconds = expected_seconds(calls, work_s=0 if a.no_model else WORK_LIMIT_S + 20)
     problems = command_problems(calls) + [f"no sweep file {f}" for f in a.sweep or () if not (ROOT / f).is_file()]
     for call in calls:
@@ -793,7 +797,7 @@ def run_verb(a: argparse.Namespace) -> None:
             f"{(call.carried_bytes + repo) / MIB:.1f} of {LIMIT_BYTES / MIB:.0f} MiB); expected {s_} s"
             + (" (the machine's start included)" if call.number == 1 else "")
             + (
-                f"; then {work_what(tuple(a.sweep or (SWEEP,)))}"
+                f"; then {work_what(tuple(a.sweep or (SWEEP,)), a.sequential)}"
                 if call.number == len(calls) and not a.no_model
                 else ""
             )

@@ -38,7 +38,7 @@ curve_sweeps: str = ""  # more sweeps whose budget curves join this sweep's (com
 from IPython.display import Markdown, display
 
 from arrank.common import findings, outputs, params
-from arrank.results import curve, paper, table1, tables
+from arrank.results import chosen, curve, paper, table1, tables
 from arrank.workbook import report
 from arrank.workbook import sweep as sweeps
 
@@ -120,7 +120,10 @@ else:
 # with their intervals, fractions) and the rows as `curve_per_query.csv`. `curve_sweeps` adds the
 # curves of other sweeps: runs of the same setting (items a step, held-out queries; the `setting`
 # column) join into one curve, e.g. the same runs trained longer; different settings, e.g. a GPU and
-# a CPU sweep, are decided and drawn side by side, one line each, never pooled.
+# a CPU sweep, or a constant rate read at each budget and a cosine decay to each budget (one run per
+# budget, the paper's schedule), are decided and drawn side by side, one line each, never pooled. Runs
+# with validation queries (notebook 05's `n_dev`) are read on their test queries here; section 6 uses
+# the validation ones, and the figure marks each method's budget chosen on them.
 
 # %%
 more = [sweeps.load_sweep(f) for f in P["curve_sweeps"].split(",") if f]  # other runs, other budgets
@@ -136,10 +139,31 @@ else:
     verdicts = findings.findings_markdown(curve.budget_verdicts(per_budget))
     display(Markdown(curve.budget_markdown(per_budget) + "\n" + verdicts))
     display(curve.metrics_table(means))
+    picks = chosen.choices(curve_rows)  # each method's budget chosen on validation, per seed (section 6)
     if (per_budget["claim"] == curve.CENTRAL.claim).any():
-        fig = curve.curve_figure(per_budget, title=f"{S.name}: {curve.CENTRAL.name}")
+        fig = curve.curve_figure(per_budget, title=f"{S.name}: {curve.CENTRAL.name}", chosen=picks)
         outputs.save_figure(fig, run_dir, "curve")
         fig.show()
+
+# %% [markdown]
+# ## 6. Each method at its budget chosen on the validation queries
+# Reading every budget on the test queries asks where a claim holds; a reader of the paper asks
+# whether it holds for each method at its best budget. With validation queries (notebook 05's
+# `n_dev`), each method's budget (and schedule, where both were run) is chosen per seed by its
+# validation mean R@2..R@5, and the test queries are read once, there (`results.chosen`). The interval
+# resamples the seeds and both query sets and makes the choice again in each resample, so a choice
+# that could have gone either way widens it. The three claims at the chosen budgets are one Holm
+# family. Written as `chosen_budgets.csv` and `chosen_findings.csv`.
+
+# %%
+at_chosen = chosen.chosen_findings(curve_rows) if curve_rows is not None else []
+if not at_chosen:
+    print("no run of these sweeps has validation queries (notebook 05's n_dev): no budget chosen on them")
+else:
+    outputs.save_table(picks, run_dir, "chosen_budgets")
+    outputs.save_table(chosen.findings_frame(at_chosen), run_dir, "chosen_findings")
+    display(chosen.choices_table(picks))
+    display(Markdown(findings.findings_markdown([f for _, f in at_chosen])))
 
 # %% [markdown]
 # ## Results

@@ -1,6 +1,8 @@
-"""The GPU work call rehearsed on this CPU: gpu/curve_call.sh on gpu/curve_rehearsal.yaml (the
-tiny model, two budgets, one seed, a few queries) and an NTP copy of it side by side, then its
-tarball brought in as after a GPU run, so that the only unknown on the GPU is speed."""
+"""The GPU work call rehearsed on this CPU: gpu/curve_call.sh on each paper-protocol GPU sweep
+(gpu/pretrained_protocol_*.yaml) at toy scale (``rehearsal``: the tiny model, a few queries, seed 0,
+the same schedules, budgets and validation split scaled down), one sweep after another, then its tarball
+brought in as after a GPU run and decided as notebook 08 decides it, so that the only unknown on the
+GPU is speed."""
 
 from __future__ import annotations
 
@@ -10,9 +12,11 @@ import os
 import subprocess
 import sys
 import tarfile
+from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from arrank.common import paths
 
@@ -24,14 +28,48 @@ sys.modules["gpu_kit"] = kit
 spec.loader.exec_module(kit)
 
 
-def test_the_work_call_checks_scoring_runs_the_curve_and_packs_what_08_reads(tmp_path):
+PROTOCOL = sorted((paths.ROOT / "gpu").glob("pretrained_protocol_*.yaml"))
+STEP_SCALE = 35  # a GPU sweep's steps (69 .. 417) over this: the rehearsal's (2 .. 12)
+
+
+def rehearsal(gpu_sweep: Path) -> str:
+    """``gpu_sweep`` at toy scale on a CPU: the tiny model on a few canine queries (4 of the 12 held out
+    for validation where it has them), 8 items a step, seed 0, every step count divided by ``STEP_SCALE``;
+    its schedule, budgets and grid as they are."""
+    data = yaml.safe_load(gpu_sweep.read_text())
+    fixed = {k: v for k, v in data["fixed"].items() if k not in ("model_name", "backend", "profile")}
+    fixed |= {"profile": "quick", "subtree": "canine.n.02", "min_relevant": 1, "n_eval": 12, "batch_size": 8}
+    fixed |= {"query_batch": 4, "tokenizer_vocab": 400, "warmup_steps": 1} | ({"n_dev": 4} if "n_dev" in fixed else {})
+    scale = lambda steps: (
+        [max(1, round(s / STEP_SCALE)) for s in steps] if isinstance(steps, list) else scale([steps])[0]
+    )
+    fixed |= {k: scale(fixed[k]) for k in ("steps", "eval_steps") if k in fixed}
+    grid = [
+        group | {"seed": [0]} | ({"steps": scale(group["steps"])} if "steps" in group else {}) for group in data["grid"]
+    ]
+    return yaml.safe_dump({**data, "fixed": fixed, "grid": grid}, sort_keys=False)
+
+
+def test_the_work_call_checks_scoring_runs_each_protocol_sweep_and_packs_what_08_decides(tmp_path):
     out, outputs = tmp_path / "out", tmp_path / "run" / "outputs"
     out.mkdir()
-    rehearsal = (paths.ROOT / "gpu" / "curve_rehearsal.yaml").read_text()
-    sweep = tmp_path / "curve_rehearsal.yaml"  # a copy: a failed check writes its _one_query twin beside it
-    sweep.write_text(rehearsal)
-    ntp = tmp_path / "curve_rehearsal_ntp.yaml"  # a second sweep, run beside the first
-    ntp.write_text(rehearsal.replace("scheme: [fractional]\n    alpha: [2]", "scheme: [indicator]"))
+    assert [p.stem for p in PROTOCOL] == [
+        "pretrained_protocol_constant_gpu",
+        "pretrained_protocol_cosine_gpu",
+        "pretrained_protocol_cosine_gpu_3epochs",
+        "pretrained_protocol_cosine_gpu_half",
+    ]
+    sweeps = []
+    for gpu_sweep in PROTOCOL:  # copies: a failed check writes a _one_query twin beside each
+        sweeps.append(tmp_path / gpu_sweep.name)
+        sweeps[-1].write_text(rehearsal(gpu_sweep))
+    from arrank.workbook import sweep
+
+    # the cosine sweeps differ in their budgets alone: the first one runs for all three
+    cosine = [[{k: v for k, v in p.resolved.items() if k not in ("steps", "run_name")} for p in sweep.load_sweep(s).points]
+              for s in sweeps[1:]]  # fmt: skip
+    assert cosine[0][:2] == cosine[0][2:] == cosine[1] == cosine[2] and {p["lr_schedule"] for p in cosine[0]} == {"cosine"}
+    sweeps = sweeps[:2]
     env = {
         **os.environ,
         "OUT": str(out),
@@ -39,24 +77,22 @@ def test_the_work_call_checks_scoring_runs_the_curve_and_packs_what_08_reads(tmp
         "PYTHON": sys.executable,
         "CHECK_MODEL": "tiny",
         "CHECK_QUERIES": "8",
-        "CHECK_ARGS": "--subtree canine.n.02 --min-relevant 1 --n-eval 8",  # the rehearsal sweep's data
+        "CHECK_ARGS": "--subtree canine.n.02 --min-relevant 1 --n-eval 8",  # the rehearsal sweeps' data
         "DEVICE": "cpu",
-        "LIMIT_S": "400",
-        "JOBS": "1",
+        "LIMIT_S": "500",
+        "JOBS": "2",
+        "SEQUENTIAL": "1",
     }
     done = subprocess.run(
-        ["bash", "gpu/curve_call.sh", str(sweep), str(ntp)],
-        cwd=paths.ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=500,
-    )
+        ["bash", "gpu/curve_call.sh", *map(str, sweeps)], cwd=paths.ROOT, env=env, capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     check = json.loads((out / "query-batch.json").read_text())
     assert check["agree"] and [r["queries_per_pass"] for r in check["sizes"]] == [1, 32]
     assert check["sizes"][1]["max_abs_diff"] < 1e-4  # fp32 on a CPU: batching changes rounding only
-    assert (out / "sweep.log").read_text().count("1 ran, 0 done earlier, 0 failed") == 2
+    log = (out / "sweep.log").read_text()
+    assert "one after another" in log and [log.count(f"{n} ran, 0 done earlier, 0 failed") for n in (2, 4)] == [1, 1]
     with tarfile.open(out / "gpu-curve.tgz") as tar:
         names = tar.getnames()
     assert all(n.startswith(kit.RESULT_FOLDERS) or n in ("outputs/05_train", "outputs/sweeps") for n in names)
@@ -64,12 +100,30 @@ def test_the_work_call_checks_scoring_runs_the_curve_and_packs_what_08_reads(tmp
 
     root = tmp_path / "here"
     runs, same = kit.unpack_results(out / "gpu-curve.tgz", root, tmp_path / "kit" / "model.gguf")
-    assert len(runs) == 2 and not same and any("indicator" in r for r in runs)
+    assert len(runs) == 6 and not same
     for run in runs:
-        curve = pd.read_csv(root / run / "curve_per_query.csv")
-        assert sorted(curve["step"].unique()) == [2, 4] and curve.groupby("step").size().tolist() == [8, 8]
-        results = json.loads((root / run / "results.json").read_text())
-        assert results["params"]["lr_schedule"] == "constant" and results["params"]["eval_steps"] == [2, 4]
-        final = pd.read_csv(root / run / "per_query.csv")
-        assert curve.loc[curve["step"] == 4, "ndcg"].tolist() == pytest.approx(final["ndcg"].tolist(), rel=1e-9)
-        assert curve["items"].tolist() == [s * 8 for s in curve["step"]]
+        rows = pd.read_csv(root / run / "curve_per_query.csv")
+        params = json.loads((root / run / "results.json").read_text())["params"]
+        steps = [*params["eval_steps"], params["steps"]]
+        assert sorted(rows["step"].unique()) == steps and (params["lr_schedule"] == "constant") == (len(steps) == 3)
+        assert rows.groupby(["step", "split"]).size().to_dict() == {
+            (s, sp): n for s in steps for sp, n in (("dev", 4), ("test", 8))
+        }
+        final = pd.read_csv(root / run / "per_query.csv")  # the test queries, as the last step's test rows
+        last = rows[(rows["step"] == params["steps"]) & (rows["split"] == "test")]
+        assert last["ndcg"].tolist() == pytest.approx(final["ndcg"].tolist(), rel=1e-9)
+
+    from arrank.results import chosen, curve
+    from arrank.workbook import report
+
+    frame = report.curves([sweep.load_sweep(s) for s in sweeps], outputs_root=root / "outputs")
+    found = curve.curve_findings(frame, n_resamples=199)
+    assert sorted(found.groupby(curve.SETTING)["step"].apply(lambda s: sorted(set(s))).to_dict().items()) == [
+        ("8 items a step, 8 held-out queries, constant rate", [2, 4, 8]),
+        ("8 items a step, 8 held-out queries, cosine to each budget", [4, 8]),
+    ]
+    at_chosen = chosen.chosen_findings(frame, n_resamples=199)
+    assert [(data, f.claim, f.family_size) for data, f in at_chosen] == [
+        ("8 items a step, 8 held-out queries", c.claim, 3) for c in curve.COMPARISONS
+    ]
+    assert "8 test queries, paired; budgets chosen on 4 validation queries; 1 / 1 seeds" in at_chosen[0][1].numbers

@@ -36,6 +36,22 @@ NTP = loss_label({"scheme": "indicator"})
 FRACTIONAL = loss_label({"scheme": "fractional", "alpha": 2})
 BUDGET = ["step", "items", "epochs"]
 SETTING = "setting"  # what a run's numbers are comparable within (report.curve_frame): never pooled across
+# a run with validation queries names its schedule after its setting: Appendix B's cosine decays to the run's
+# last step (one run per budget); a constant rate reads every budget off one run
+SCHEDULE_TEXT = {"cosine": ", cosine to each budget", "constant": ", constant rate"}
+
+
+def data_setting(setting: str) -> str:
+    """A setting without its schedule (``SCHEDULE_TEXT``): the items a step and the held-out queries that
+    runs of both schedules share, among which a budget is chosen on validation (``results.chosen``)."""
+    for text in SCHEDULE_TEXT.values():
+        setting = setting.removesuffix(text)
+    return setting
+
+
+def test_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """A curve frame's test rows: all of a run without validation queries, ``split != "dev"`` of one with."""
+    return frame[frame["split"].ne("dev")] if "split" in frame else frame
 
 
 CENTRAL = Claim("central", table1.CENTRAL, "fractional α=2 − NTP, mean R@2..R@5", FRACTIONAL, NTP, recall(2, 3, 4, 5))
@@ -101,7 +117,7 @@ def curve_findings(
     and setting; ``("claim", "setting")``: one claim's budgets), ``family_size`` of them. Claims
     whose variants the curve lacks have no rows."""
     rows = []
-    parts = settings(curve)
+    parts = settings(test_rows(curve))
     steps = {setting: dict(tuple(part.groupby("step", sort=False))) for setting, part in parts.items()}
     for claim in claims:
         for setting, part in parts.items():
@@ -221,7 +237,7 @@ def curve_metrics(curve: pd.DataFrame, n_resamples: int = TABLE_RESAMPLES) -> pd
     step has (R@5 of queries with four relevant docIDs) has no row."""
     keys = _with_setting(["variant", "step"], curve, "variant")
     rows = []
-    for key, at in curve.groupby(keys, sort=False):
+    for key, at in test_rows(curve).groupby(keys, sort=False):
         budget = dict(zip(keys, key)) | {"step": int(key[-1])}
         budget |= {"items": at["items"].mean(), "epochs": at["epochs"].mean()}
         for m in (m for m in METRICS if m in at and at[m].notna().any()):
@@ -260,17 +276,46 @@ def metrics_table(metrics: pd.DataFrame) -> pd.DataFrame:
     return out.astype({"items": int}) if out["items"].eq(out["items"].round()).all() else out
 
 
+CHOSEN_SYMBOLS = {NTP: "triangle-down-open", FRACTIONAL: "triangle-up-open"}  # a method's chosen budget
+
+
+def _mark_chosen(fig, parts: dict, chosen: pd.DataFrame | None) -> None:
+    """Open triangles on each setting's line where a method's budget was chosen on validation, sized by
+    and hovering the number of seeds that chose it (``curve_figure``)."""
+    if chosen is None or chosen.empty:
+        return
+    shown = set()
+    for (variant, setting, step), seeds in chosen.groupby(["variant", "setting", "step"], sort=False)["seed"]:
+        at = parts.get(setting, pd.DataFrame())
+        at = at[at["step"] == step] if len(at) else at
+        if not len(at):
+            continue
+        label = f"{variant}: budget chosen on validation ({len(seeds)} of {chosen['variant'].eq(variant).sum()} seeds)"
+        fig.add_scatter(
+            x=[at["items"].iloc[0]], y=[at["estimate"].iloc[0] * 100], mode="markers", name=f"{variant}'s choice",
+            marker={"symbol": CHOSEN_SYMBOLS.get(variant, "diamond-open"), "size": 12 + 4 * len(seeds),
+                    "color": "black", "line": {"width": 2}},
+            hovertemplate=f"{label}<br>{setting}, step {step}<extra></extra>", legendgroup=variant,
+            showlegend=variant not in shown,
+        )  # fmt: skip
+        shown.add(variant)
+
+
 VERDICT_COLORS = {"holds": "#2ca02c", "fails": "#d62728", "undecided": "#7f7f7f"}
 # one line per setting: blue (the one-setting curve's), then the qualitative palette less the verdicts' colours
 SETTING_COLORS = ("#1f77b4", *(c for c in QUALITATIVE if c not in VERDICT_COLORS.values()))
 
 
-def curve_figure(findings: pd.DataFrame, claim: Claim = CENTRAL, title: str | None = None):
+def curve_figure(
+    findings: pd.DataFrame, claim: Claim = CENTRAL, title: str | None = None, chosen: pd.DataFrame | None = None
+):
     """Plotly: ``claim``'s difference (points) against the training budget in items seen (log
     axis), its 95% interval as a band, the claim's threshold dotted and zero as a line; markers
     coloured by the verdict at that budget and labelled with its epochs, the step in the hover.
     One line and band per setting of the findings (``SETTING_COLORS``, in first-seen order; the
-    legend names the setting), side by side on the one axis, never pooled."""
+    legend names the setting), side by side on the one axis, never pooled. ``chosen``: each method's
+    budgets chosen on validation (``results.chosen.choices``), marked on their setting's line with how
+    many seeds chose each."""
     import plotly.graph_objects as go
     from plotly.colors import hex_to_rgb
 
@@ -313,6 +358,7 @@ def curve_figure(findings: pd.DataFrame, claim: Claim = CENTRAL, title: str | No
             + "step %{customdata[0]}, %{x:,.0f} items, %{customdata[1]:.3g} epochs<br>"
             "%{y:+.1f} points, 95% CI [%{customdata[2]:+.1f}, %{customdata[3]:+.1f}]: %{customdata[4]}<extra></extra>",
         )
+    _mark_chosen(fig, parts, chosen)
     fig.add_hline(y=0, line={"color": "black", "width": 1})
     if claim.threshold != 0:
         fig.add_hline(y=claim.threshold * 100, line={"dash": "dot", "color": "grey"}, annotation_text="threshold")

@@ -12,6 +12,7 @@ import pandas as pd
 from arrank.common.outputs import DamagedResultsError, read_results, read_rows, run_path, write_text_atomic
 from arrank.common.params import PAPER_ROWS, choice
 from arrank.evaluation.metrics import short_columns
+from arrank.results.curve import SCHEDULE_TEXT
 from arrank.results.paper import PAPER
 from arrank.results.tables import metric_columns, sweep_profile, variant_label
 from arrank.workbook.sweep import Sweep, point_states, results_path
@@ -101,9 +102,7 @@ def curve_setting(params: dict, rows: pd.DataFrame) -> str:
     run's last step: one run per budget; a constant rate reads every budget off one run)."""
     test = rows[rows["split"] != "dev"] if "split" in rows else rows
     setting = f"{items_per_step(params):,} items a step, {test['query'].nunique():,} held-out queries"
-    if "split" not in rows:
-        return setting
-    return setting + (", cosine to each budget" if params.get("lr_schedule") == "cosine" else ", constant rate")
+    return setting + (SCHEDULE_TEXT[params.get("lr_schedule", "cosine")] if "split" in rows else "")
 
 
 def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: Path | None = None) -> pd.DataFrame:

@@ -1,0 +1,194 @@
+"""Each method at its training budget chosen on the validation queries (arXiv 2601.05588, section 5.2:
+Table 1's central claim, fractional λ(r) = 1/r^2 above NTP at R@2..R@5, decided once per method's best
+budget rather than at every budget on the same test queries).
+
+The protocol: per method and seed, the budget (and schedule, where runs of both are offered) with the
+best validation mean R@2..R@5 (``CHOICE``, the central claim's quantity) is that run's checkpoint; the
+test queries are read once, at the chosen checkpoints, and each claim of ``curve.COMPARISONS`` is decided
+there. The candidates are the curve rows of one setting apart from its schedule (``curve.data_setting``):
+the same items a step and the same test and validation queries, so that a choice never mixes query sets.
+
+The interval includes the choice: a percentile bootstrap that resamples the seeds of each method, the
+validation queries and the test queries (paired across the methods), and makes the choice again inside
+every resample on its validation queries, so a choice that flips between near-equal budgets widens the
+interval as it should (``rechoose=False`` keeps the choice of the data: the narrower interval that
+ignores it). The claims decided at the chosen budgets are one family for Holm's adjustment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from arrank.common.findings import Finding, decide, excludes
+from arrank.results import curve
+from arrank.results import statistics as S
+from arrank.results.claims import Claim, recall
+
+CHOICE = recall(2, 3, 4, 5)  # what a budget is chosen by: the central claim's quantity on the validation queries
+CHOICE_COLUMNS = ["data_setting", "variant", "seed", "setting", "step", "items", "epochs", "dev_mean"]
+
+
+@dataclass(frozen=True)
+class Arrays:
+    """One variant's scored budgets in one data setting: ``candidates`` (setting, step) every seed of it
+    has, ``seeds``, and per (seed, candidate, query) the validation value of ``CHOICE`` (``dev``) and the
+    test value of a claim's metrics (``test``), on the queries every run has."""
+
+    candidates: list[tuple[str, int]]
+    seeds: list
+    dev: np.ndarray
+    test: np.ndarray
+
+
+def has_validation(frame: pd.DataFrame) -> bool:
+    """Whether a curve frame (``report.curve_frame``) holds validation rows (``split == "dev"``)."""
+    return "split" in frame and frame["split"].eq("dev").any()
+
+
+def _cube(rows: pd.DataFrame, metrics: tuple[str, ...], candidates: list, seeds: list) -> np.ndarray:
+    """(seed, candidate, query) values of the mean of ``metrics`` per row, on the queries every
+    (seed, candidate) has a value for."""
+    values = rows.assign(value=rows[list(metrics)].astype(float).mean(axis=1)).dropna(subset=["value"])
+    table = values.pivot_table(index=["seed", curve.SETTING, "step"], columns="query", values="value", aggfunc="mean")
+    table = table.reindex(pd.MultiIndex.from_tuples([(s, *c) for s in seeds for c in candidates])).dropna(axis=1)
+    if table.shape[1] < 2:
+        raise ValueError(f"fewer than 2 queries have {list(metrics)} at every budget of every seed")
+    return table.to_numpy().reshape(len(seeds), len(candidates), -1)
+
+
+def arrays(frame: pd.DataFrame, variant: str, metrics: tuple[str, ...], queries: dict | None = None) -> Arrays:
+    """``Arrays`` of ``variant`` in a frame of one data setting; ``queries``: the test and validation
+    queries to keep (``{"test": [...], "dev": [...]}``, the ones both sides of a claim share)."""
+    rows = frame[frame["variant"] == variant]
+    by_seed = rows.groupby("seed")[[curve.SETTING, "step"]].apply(lambda r: set(map(tuple, r.to_numpy())))
+    if by_seed.empty:
+        raise ValueError(f"no curve rows of the variant {variant!r}")
+    candidates = sorted(set.intersection(*by_seed), key=lambda c: (c[1], c[0]))
+    seeds = sorted(by_seed.index)
+    rows = rows[[(s, int(t)) in set(candidates) for s, t in zip(rows[curve.SETTING], rows["step"])]]
+    if queries is not None:
+        rows = rows[rows["query"].isin([*queries["test"], *queries["dev"]])]
+    dev, test = (rows[rows["split"].eq("dev") == (split == "dev")] for split in ("dev", "test"))
+    return Arrays(candidates, seeds, _cube(dev, CHOICE, candidates, seeds), _cube(test, metrics, candidates, seeds))
+
+
+def _shared_queries(frame: pd.DataFrame, variants: tuple[str, str]) -> dict[str, list]:
+    """The test and validation queries every row of both ``variants`` has, by split."""
+    rows = frame[frame["variant"].isin(variants)]
+    split = np.where(rows["split"].eq("dev"), "dev", "test")
+    runs = rows.groupby([rows["variant"], rows["seed"], rows[curve.SETTING], rows["step"]]).ngroups
+    counts = rows.groupby([split, rows["query"]]).size()
+    return {s: sorted(counts[s][counts[s] == runs].index) if s in counts else [] for s in ("test", "dev")}
+
+
+def _means(x: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """(seed, candidate, resample) means of ``x`` (seed, candidate, query) under query resample ``counts``."""
+    return x @ counts.T / counts.shape[1]
+
+
+def _counts(rng: np.random.Generator, n: int, batch: int) -> np.ndarray:
+    """(batch, n) how often each of ``n`` queries is drawn in each of ``batch`` bootstrap resamples."""
+    idx = rng.integers(0, n, (batch, n))
+    return np.stack([np.bincount(row, minlength=n) for row in idx]).astype(float)
+
+
+def _chosen_mean(x: Arrays, dev: np.ndarray, test: np.ndarray, seeds: np.ndarray | None, rechoose: bool) -> np.ndarray:
+    """Per resample, the mean over (resampled) seeds of the test mean at each seed's chosen candidate:
+    ``dev``/``test`` (seed, candidate, resample) means, ``seeds`` (resample, seed) indices (None: each once)."""
+    n_seeds, _, n = test.shape
+    choice = dev.argmax(axis=1) if rechoose else np.repeat(x.dev.mean(axis=2).argmax(axis=1)[:, None], n, axis=1)
+    picked = np.take_along_axis(test, choice[:, None, :], axis=1)[:, 0, :]  # (seed, resample)
+    seeds = np.tile(np.arange(n_seeds), (n, 1)) if seeds is None else seeds
+    return picked[seeds, np.arange(n)[:, None]].mean(axis=1)
+
+
+def _difference(a: Arrays, b: Arrays, weight: float, dev: np.ndarray, test: np.ndarray, rng, rechoose: bool):
+    """``a - weight * b`` of the sides' chosen means under the query draw counts ``dev`` and ``test``
+    (resample, query), shared by both sides (paired); ``rng``: the seeds resampled too (None: as they are)."""
+    out = []
+    for x in (a, b):
+        seeds = None if rng is None else rng.integers(0, len(x.seeds), (len(dev), len(x.seeds)))
+        out.append(_chosen_mean(x, _means(x.dev, dev), _means(x.test, test), seeds, rechoose))
+    return out[0] - weight * out[1]
+
+
+def chosen_finding(
+    frame: pd.DataFrame, claim: Claim, n_resamples: int = S.N_RESAMPLES, rechoose: bool = True
+) -> Finding:
+    """``claim`` decided at each side's budget chosen on the validation queries (module docstring), in a
+    frame of one data setting: the estimate ``mean_q(a_q - weight * b_q)`` on the shared test queries,
+    each side's ``a_q`` the mean over its seeds at each seed's chosen budget, with the 95% percentile
+    interval of ``n_resamples`` resamples of seeds, validation and test queries (the choice re-made in each
+    unless ``rechoose`` is False) and the p-value it implies; ``means``: the sides' chosen means."""
+    queries = _shared_queries(frame, (claim.a, claim.b))
+    a, b = (arrays(frame, v, claim.metrics, queries) for v in (claim.a, claim.b))
+    once = {n: np.ones((1, n)) for n in (a.dev.shape[2], a.test.shape[2])}  # the data: every query once
+    point = lambda x: float(_chosen_mean(x, _means(x.dev, once[x.dev.shape[2]]), _means(x.test, once[x.test.shape[2]]),
+                                         None, True)[0])  # fmt: skip
+    est = point(a) - claim.weight * point(b)
+    rng = np.random.default_rng(S.RNG_SEED)
+    batches = [min(S.BATCH, n_resamples - k) for k in range(0, n_resamples, S.BATCH)]
+    dist = np.concatenate([
+        _difference(a, b, claim.weight, _counts(rng, a.dev.shape[2], n), _counts(rng, a.test.shape[2], n), rng,
+                    rechoose) for n in batches
+    ])  # fmt: skip
+    reps = S.Replicates(est, dist, "percentile")
+    lo, hi = reps.interval(S.LEVEL)
+    p = S.interval_p_value(reps.interval, claim.threshold, excludes((lo, hi), claim.threshold), S.LEVEL)
+    how = "the choice re-made in each resample" if rechoose else "the choice held fixed"
+    numbers = (
+        f"{len(queries['test'])} test queries, paired; budgets chosen on {len(queries['dev'])} validation queries; "
+        f"{len(a.seeds)} / {len(b.seeds)} seeds; seeds and both query sets resampled, {how}"
+    )
+    found = decide(claim.claim, est, (lo, hi), claim.threshold, claim.side, numbers, S.LEVEL, p)
+    return replace(found, means=(point(a), point(b)))
+
+
+def choices(frame: pd.DataFrame, variants: tuple[str, ...] = (curve.FRACTIONAL, curve.NTP)) -> pd.DataFrame:
+    """Each seed's chosen budget per variant and data setting: ``CHOICE_COLUMNS`` (``dev_mean``: its
+    validation mean R@2..R@5, a fraction), in the variants' order."""
+    rows = []
+    for data, part in data_settings(frame).items():
+        for variant in (v for v in variants if v in set(part["variant"])):
+            x = arrays(part, variant, CHOICE)
+            means = x.dev.mean(axis=2)
+            for i, seed in enumerate(x.seeds):
+                setting, step = x.candidates[int(means[i].argmax())]
+                at = part[(part[curve.SETTING] == setting) & (part["step"] == step)].iloc[0]
+                rows.append([data, variant, seed, setting, step, at["items"], at["epochs"], float(means[i].max())])
+    return pd.DataFrame(rows, columns=CHOICE_COLUMNS)
+
+
+def data_settings(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The rows of runs with validation queries by data setting (``curve.data_setting``), first seen first."""
+    if not has_validation(frame):
+        return {}
+    rows = frame[frame.groupby("point")["split"].transform(lambda s: s.eq("dev").any())]
+    return dict(tuple(rows.groupby(rows[curve.SETTING].map(curve.data_setting), sort=False)))
+
+
+def chosen_findings(
+    frame: pd.DataFrame, claims: tuple[Claim, ...] = curve.COMPARISONS, n_resamples: int = S.N_RESAMPLES
+) -> list[tuple[str, Finding]]:
+    """Each claim at the budgets chosen on validation, per data setting: (data setting, finding), Holm-
+    adjusted over the claims of one data setting (one family); [] without validation rows."""
+    out = []
+    for data, part in data_settings(frame).items():
+        found = [chosen_finding(part, c, n_resamples) for c in claims if {c.a, c.b} <= set(part["variant"])]
+        out += [(data, f) for f in S.holm(found)]
+    return out
+
+
+def choices_table(picks: pd.DataFrame) -> pd.DataFrame:
+    """``choices`` for display: the validation mean in percent, one decimal."""
+    shown = picks.assign(dev_mean=(picks["dev_mean"] * 100).round(1))
+    return shown.rename(columns={"dev_mean": "validation mean R@2..R@5 (%)"})
+
+
+def findings_frame(found: list[tuple[str, Finding]]) -> pd.DataFrame:
+    """``chosen_findings`` as a table: the data setting, then the finding's columns and both sides' means."""
+    rows = [{"data_setting": data, **f.as_dict(), "a_mean": f.means[0], "b_mean": f.means[1]} for data, f in found]
+    return pd.DataFrame(rows)

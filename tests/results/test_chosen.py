@@ -1,0 +1,96 @@
+"""Each method at its budget chosen on the validation queries (``arrank.results.chosen``)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from arrank.results import chosen, curve
+
+CONSTANT, COSINE = (f"64 items a step, 30 held-out queries{t}" for t in curve.SCHEDULE_TEXT.values())
+
+
+def frame(dev: dict, test: dict, seeds=(0, 1, 2), n_dev=20, n_test=30, noise=0.05) -> pd.DataFrame:
+    """Curve rows of NTP and fractional α=2: per variant a {(setting, step): value} of the validation and
+    the test queries' R@2..R@5 (and R@1, CVR), each query and seed off it by seeded noise."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for variant in (curve.NTP, curve.FRACTIONAL):
+        for seed in seeds:
+            for (setting, step), d in dev[variant].items():
+                point = f"{variant}-{seed}-{setting[-8:]}" + (f"-{step}" if setting == COSINE else "")
+                for split, base, n in (("dev", d, n_dev), ("test", test[variant][(setting, step)], n_test)):
+                    v = base + noise * rng.standard_normal(n)
+                    rows += [
+                        dict(point=point, variant=variant, setting=setting, seed=seed, step=step, items=64 * step,
+                             epochs=step / 10, split=split, query=f"{split}{q}", cvr=1 - x, ndcg=x, r1=x,
+                             **{f"r{k}": x for k in (2, 3, 4, 5)})
+                        for q, x in enumerate(v)
+                    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def by_hand(rows: pd.DataFrame, variant: str, metric: str = "r2") -> float:
+    """The test mean at each seed's best validation budget, averaged over the seeds (plain pandas)."""
+    rows = rows[rows["variant"] == variant]
+    dev = rows[rows["split"] == "dev"].groupby(["seed", "setting", "step"])[metric].mean()
+    best = dev.groupby(level="seed").idxmax()
+    test = rows[rows["split"] == "test"].groupby(["seed", "setting", "step"])[metric].mean()
+    return float(np.mean([test[best[s]] for s in best.index]))
+
+
+BUDGETS = [(CONSTANT, 10), (CONSTANT, 20), (COSINE, 10), (COSINE, 20)]
+
+
+def test_each_method_is_read_at_its_validation_best_budget():
+    # NTP is best on validation at constant step 10, fractional at cosine step 20; the test values differ
+    dev = {
+        curve.NTP: dict(zip(BUDGETS, [0.80, 0.70, 0.75, 0.72])),
+        curve.FRACTIONAL: dict(zip(BUDGETS, [0.6, 0.7, 0.72, 0.85])),
+    }
+    test = {
+        curve.NTP: dict(zip(BUDGETS, [0.78, 0.90, 0.90, 0.90])),
+        curve.FRACTIONAL: dict(zip(BUDGETS, [0.5, 0.5, 0.5, 0.83])),
+    }
+    rows = frame(dev, test)
+    found = chosen.chosen_finding(rows, curve.CENTRAL, n_resamples=999)
+    expected = by_hand(rows, curve.FRACTIONAL) - by_hand(rows, curve.NTP)
+    assert found.estimate == pytest.approx(expected, rel=1e-9)
+    assert found.estimate == pytest.approx(0.83 - 0.78, abs=0.03)  # not the test-best budget of NTP (0.90)
+    assert found.means == pytest.approx((by_hand(rows, curve.FRACTIONAL), by_hand(rows, curve.NTP)), rel=1e-9)
+    assert found.interval[0] < found.estimate < found.interval[1] and found.verdict == "holds"
+    assert "30 test queries" in found.numbers and "20 validation queries" in found.numbers
+    picks = chosen.choices(rows)
+    assert set(zip(picks["variant"], picks["setting"], picks["step"])) == {
+        (curve.FRACTIONAL, COSINE, 20),
+        (curve.NTP, CONSTANT, 10),
+    }
+    assert len(picks) == 6 and picks["data_setting"].eq("64 items a step, 30 held-out queries").all()
+
+
+def test_the_interval_includes_a_choice_that_flips_inside_resamples():
+    # NTP's two budgets are all but tied on validation and far apart on test: which one a resample picks
+    # moves its estimate, so re-making the choice widens the interval
+    dev = {curve.NTP: dict(zip(BUDGETS[:2], [0.700, 0.701])), curve.FRACTIONAL: dict(zip(BUDGETS[:2], [0.8, 0.6]))}
+    test = {curve.NTP: dict(zip(BUDGETS[:2], [0.60, 0.90])), curve.FRACTIONAL: dict(zip(BUDGETS[:2], [0.8, 0.6]))}
+    rows = frame(dev, test, seeds=(0,), noise=0.02)  # one seed: the fixed choice's interval holds the queries alone
+    again = chosen.chosen_finding(rows, curve.CENTRAL, n_resamples=999)
+    fixed = chosen.chosen_finding(rows, curve.CENTRAL, n_resamples=999, rechoose=False)
+    assert again.estimate == fixed.estimate
+    width = lambda f: f.interval[1] - f.interval[0]
+    assert width(again) > 3 * width(fixed)
+
+
+def test_runs_without_validation_give_no_chosen_finding():
+    rows = frame({v: {BUDGETS[0]: 0.5} for v in (curve.NTP, curve.FRACTIONAL)},
+                 {v: {BUDGETS[0]: 0.5} for v in (curve.NTP, curve.FRACTIONAL)})  # fmt: skip
+    assert chosen.chosen_findings(rows.drop(columns="split")) == []
+    assert chosen.chosen_findings(rows[rows["split"] == "test"]) == []
+    assert len(curve.test_rows(rows)) == len(rows[rows["split"] == "test"])  # the per-budget claims read test rows
+
+
+def test_the_claims_at_the_chosen_budgets_are_one_holm_family():
+    dev = {v: dict(zip(BUDGETS, [0.7, 0.8, 0.6, 0.65])) for v in (curve.NTP, curve.FRACTIONAL)}
+    test = {curve.NTP: dict(zip(BUDGETS, [0.7] * 4)), curve.FRACTIONAL: dict(zip(BUDGETS, [0.75] * 4))}
+    found = chosen.chosen_findings(frame(dev, test), n_resamples=199)
+    assert [f.claim for _, f in found] == [c.claim for c in curve.COMPARISONS]
+    assert {f.family_size for _, f in found} == {3} and all(f.p_holm >= f.p_value for _, f in found)
