@@ -68,7 +68,9 @@ def test_the_work_call_checks_scoring_runs_each_protocol_sweep_and_packs_what_08
     # the cosine sweeps differ in their budgets alone: the first one runs for all three
     cosine = [[{k: v for k, v in p.resolved.items() if k not in ("steps", "run_name")} for p in sweep.load_sweep(s).points]
               for s in sweeps[1:]]  # fmt: skip
-    assert cosine[0][:2] == cosine[0][2:] == cosine[1] == cosine[2] and {p["lr_schedule"] for p in cosine[0]} == {"cosine"}
+    assert cosine[0][:2] == cosine[0][2:] == cosine[1] == cosine[2] and {p["lr_schedule"] for p in cosine[0]} == {
+        "cosine"
+    }
     sweeps = sweeps[:2]
     env = {
         **os.environ,
