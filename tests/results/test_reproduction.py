@@ -5,8 +5,8 @@ import gzip
 import hashlib
 import json
 import os
-import shutil
 import re
+import shutil
 from dataclasses import replace
 from pathlib import Path
 

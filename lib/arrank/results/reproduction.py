@@ -26,8 +26,8 @@ from typing import Iterable
 import pandas as pd
 
 from arrank.common import outputs, paths
-from arrank.common.manifest import MANIFEST, manifest_problem, write_manifest
 from arrank.common.findings import Finding, holm_cell, p_text
+from arrank.common.manifest import MANIFEST, manifest_problem, write_manifest
 from arrank.results import curve, figure3, paper, table1
 from arrank.results import statistics as S
 from arrank.results.tables import markdown_lines
