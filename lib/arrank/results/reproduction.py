@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
 import re
 import sys
 from dataclasses import dataclass
@@ -133,7 +132,7 @@ def commands(source: Source, runs: Iterable, notebook: str | None = None) -> lis
 
 def _results(pattern: str | None) -> dict[str, dict]:
     """Each committed results.json under ``pattern`` by its run's name."""
-    found = [json.loads(path.read_text()) for path in sorted(paths.ROOT.glob(pattern))] if pattern else []
+    found = [outputs.read_results(path) for path in sorted(paths.ROOT.glob(pattern))] if pattern else []
     return {data["params"]["run_name"]: data for data in found}
 
 

@@ -75,7 +75,7 @@ def per_query_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_roo
         if not path.exists():
             continue
         results = read_results(path.parent / "results.json")
-        q = read_rows(path, ["query", "ndcg"], results["metrics"].get("n_queries"))
+        q = read_rows(path, ["query", "ndcg"], results["metrics"])
         parts.append(
             short_columns(q).assign(point=row["run_name"], variant=row["label"], seed=results["params"].get("seed"))
         )
@@ -122,9 +122,7 @@ def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: P
         run, results = (folder, read_results(folder / "results.json")) if state == "done" else stopped_run(folder)
         if run and (run / "curve_per_query.csv").exists():
             params = results["params"]
-            rows = read_rows(
-                run / "curve_per_query.csv", ["step", "query", "ndcg"], results["metrics"].get("n_queries"), by="step"
-            )
+            rows = read_rows(run / "curve_per_query.csv", ["step", "query", "ndcg"], results["metrics"], by="step")
         elif state != "done" and (rows := stopped_points(folder, point.resolved)) is not None:
             params = point.resolved
         else:
@@ -163,7 +161,7 @@ def stopped_points(folder: Path, params: dict) -> pd.DataFrame | None:
     df = ranking_dataset(seed=params["data_seed"], **{k: params[k] for k in keys})
     n_queries = len(evaluate.eval_queries(df, params.get("eval_queries") or None))
     for step in steps:
-        read_rows(budgets.point_path(curve_dir, step), ["query", "ndcg"], n_queries)
+        read_rows(budgets.point_path(curve_dir, step), ["query", "ndcg"], {"n_queries": n_queries})
     return budgets.curve_table(curve_dir, steps, steps[-1], None, items_per_step(params), budgets.training_pairs(df))
 
 
