@@ -3,6 +3,7 @@ the faults produced for real (docs/reliability.md): a second process on the same
 name, Ctrl-C and kill -9 in the middle of a run, a run directory that appears meanwhile, a
 multi-line error inside the kernel, unwritable outputs, checkpoints of other parameters."""
 
+import json
 import os
 import signal
 import subprocess
@@ -147,6 +148,18 @@ def test_inputs_in_other_files_are_checked_before_any_kernel(outputs_root):
     ):
         with pytest.raises(ParamError, match=message):
             run.run_notebook(stem, given, outputs_root=outputs_root)
+    assert list(outputs_root.rglob("*")) == []
+
+
+def test_own_data_with_a_line_over_the_limit_is_refused_by_the_runner_before_any_kernel(tmp_path, outputs_root, capsys):
+    """A 2 MiB line of valid JSON (a huge query) in one's own data: exit 2 and one line naming file, line
+    and limit, no run folder (the kernel would have read and held it whole)."""
+    path = tmp_path / "huge.jsonl"
+    row = {"query_id": "q", "query": "x" * (2 << 20), "relevant": [{"id": "a", "text": "t"}]}
+    path.write_text('{"query_id": "q0", "query": "y", "relevant": [{"id": "a", "text": "t"}]}\n' + json.dumps(row))
+    assert run.main(["05", "-p", "dataset", "custom", "-p", "data_path", str(path), "-p", "n_eval", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "huge.jsonl:2: the line is over 1,048,576 bytes, a query's most" in err
     assert list(outputs_root.rglob("*")) == []
 
 

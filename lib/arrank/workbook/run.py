@@ -146,7 +146,15 @@ def prepare_parsed(source: Path, overrides: dict[str, Any]) -> tuple[Path, dict[
 def check_inputs(stem: str, resolved: dict[str, Any], outputs_root: Path | None = None) -> None:
     """Refuse (``ParamError``) before a kernel starts what no rule on one value can see: 06's
     ``train_run`` that names no finished 05 run, 08's sweep files that do not exist (``paths.given``,
-    as ``sweep.load_sweep`` finds them)."""
+    as ``sweep.load_sweep`` finds them), one's own data file that breaks its format (``custom.read_queries``,
+    every line, in bounded memory)."""
+    if resolved.get("dataset") == "custom" and resolved.get("data_path"):
+        from arrank.data import custom
+
+        try:
+            custom.read_queries(paths.ROOT / resolved["data_path"], keep=False)
+        except custom.CustomDataError as err:
+            raise ParamError(str(err)) from None
     if stem == "06_evaluate" and resolved["train_run"] != "none":
         try:
             outputs.find_run("05_train", resolved["train_run"], outputs_root)
