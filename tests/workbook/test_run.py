@@ -243,6 +243,34 @@ def test_a_full_disk_while_keeping_the_kernel_log_does_not_hide_the_notebooks_er
     assert len(names) == 1 and names[0].startswith("full.failed-")
 
 
+def test_a_full_disk_while_saving_the_executed_notebook_keeps_the_kernels_error_and_a_whole_notebook(
+    fake_notebook, outputs_root, capsys, monkeypatch
+):
+    """The disk fills after the runner's first save of the executed notebook: the notebook's own error
+    stays the line shown, with the file that could not be written and the space it needed; the kept
+    notebook is its last whole save (JSON), no temporary file stays, and no empty kernel.log."""
+    import errno
+
+    import nbformat
+
+    saves, write = [], outputs.write_text_atomic
+
+    def full_after_one(path, text):
+        saves.append(path)
+        if len(saves) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write(path, text)
+
+    monkeypatch.setattr(run.outputs, "write_text_atomic", full_after_one)
+    assert run.main([str(fake_notebook), "-p", "run_name", "full", "-p", "fail", "true", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: 99_fake failed: WordNetMissingError: WordNet 3.0 is not available")
+    assert "writing 99_fake.ipynb failed (No space left on device: it needed " in err and " were free): free " in err
+    (failed,) = (outputs_root / "99_fake").glob("full.failed-*")
+    assert len(saves) > 1 and nbformat.read(failed / "99_fake.ipynb", as_version=4).cells
+    assert sorted(p.name for p in failed.iterdir() if p.name.startswith(".")) == []
+
+
 def test_a_second_process_on_the_same_run_name_is_refused_and_ctrl_c_is_one_line(fake_notebook, outputs_root, capsys):
     """Ctrl-C too: while one runner works on 'x', a second one is refused with
     its pid before touching anything; SIGINT then ends the first with one line, exit 130, and

@@ -486,13 +486,18 @@ def data_digest(params: dict[str, Any]) -> dict[str, str]:
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` through a temporary file and a rename, so a reader never sees half a file."""
+    """Write ``text`` through a temporary file and a rename, so a reader never sees half a file
+    (a write that fails leaves the file as it was)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    umask_permissions(Path(tmp))
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        umask_permissions(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:  # a full disk: the file as it was, and no temporary file left
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path
 
 
