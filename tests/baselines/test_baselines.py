@@ -4,7 +4,6 @@ bad input, ARR-run pick-up and the findings of Figure 3."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -16,6 +15,7 @@ from arrank.baselines import cross_encoder as CE
 from arrank.baselines import dual_encoder as DE
 from arrank.baselines import figure3 as BL
 from arrank.baselines import lookup, panels
+from arrank.common import outputs
 from arrank.results import figure3 as F3
 
 
@@ -442,7 +442,7 @@ def test_arr_runs_are_picked_up_on_the_same_evaluation_queries(tmp_path):
             **{f"train_{k}": v for k, v in (train or {}).items()},
             "final_loss": 1.0,
         }
-        (folder / "results.json").write_text(json.dumps({"params": params, "metrics": metrics}))
+        outputs.write_results(folder, "05_train", params, metrics, {})
 
     same = {"subtree": "animal.n.01", "min_relevant": 5, "n_eval": 300, "seed": 0}
     frac = {**same, "scheme": "fractional", "alpha": 2.0, "targets": "onehot", "beta": 2.0}
@@ -661,7 +661,7 @@ def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
         if name != "p-de-n2-a0":  # a run made before per_query.csv was written
             per_query.to_csv(folder / "per_query.csv", index=False)
         logs.to_csv(folder / "training_log.csv", index=False)
-        (folder / "results.json").write_text(json.dumps({"params": {**data, "model": model, **params}}))
+        outputs.write_results(folder, BL.STEM, {**data, "model": model, **params}, {}, {})
         return results
 
     de = point("p-de-n2", "de", 2, 5.0)

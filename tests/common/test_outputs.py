@@ -271,3 +271,27 @@ def test_a_staged_folder_appears_whole_or_not_at_all(tmp_path):
     with outputs.staged_folder(target, replace=True) as tmp:
         (tmp / "c").write_text("3")
     assert [p.name for p in target.iterdir()] == ["c"] and [p.name for p in (tmp_path / "sub").iterdir()] == ["thing"]
+
+
+def test_an_atomic_write_that_fails_leaves_the_file_as_it_was_and_no_temporary_file(tmp_path, monkeypatch):
+    import errno
+
+    path = outputs.write_text_atomic(tmp_path / "a.txt", "whole")
+
+    class Full:
+        def __init__(self, fd, *a, **k):
+            os.close(fd)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(outputs.os, "fdopen", Full)
+    with pytest.raises(OSError, match="No space left"):
+        outputs.write_text_atomic(path, "new and longer")
+    assert path.read_text() == "whole" and [p.name for p in tmp_path.iterdir()] == ["a.txt"]

@@ -71,12 +71,19 @@ def test_the_files_own_split_holds_out_its_first_n_eval_eval_queries(tmp_path):
         ('{"query_id": "q0", "query": "x", "relevant": [{"id": "b", "text": "t"}]}', r"bad.jsonl:2: field 'query_id' 'q0' repeats line 1"),
         ('{"query_id": "q", "query": "x", "relevant": [{"id": "b", "text": "t"}], "negative": {"id": "c", "text": "u"}}',
          r"bad.jsonl:1: field 'negative' is missing; give it on every line or on none"),
+        ('{"query_id": "q", "query": "' + "x" * 4097 + '", "relevant": [{"id": "b", "text": "t"}]}',
+         r"bad.jsonl:2: field 'query' has 4,097 characters, more than the 4,096 allowed"),
+        ('{"query_id": "q", "query": "x", "relevant": [{"id": "b", "text": "' + "t" * 5000 + '"}]}',
+         r"bad.jsonl:2: relevant\[0\].text: has 5,000 characters, more than the 4,096 allowed"),
+        (json.dumps({"query_id": "q", "query": "x", "relevant": [{"id": i, "text": "t"} for i in range(20_000)]}),
+         r"bad.jsonl:2: 20,000 relevant documents; a query has at most 1,000"),
+        ('{"query_id": "q", "query": "\udcff"}', r"bad.jsonl:2: not UTF-8 text \(invalid start byte at byte 29 of the line\)"),
     ],
 )  # fmt: skip
 def test_bad_input_is_refused_in_one_line_naming_file_line_and_field(tmp_path, line, message):
     good = {"query_id": "q0", "query": "apples", "relevant": [{"id": "a", "text": "apple tart"}]}
     path = tmp_path / "bad.jsonl"
-    path.write_text(json.dumps(good) + "\n" + line + "\n")
+    path.write_bytes((json.dumps(good) + "\n" + line + "\n").encode("utf-8", "surrogateescape"))
     with pytest.raises(custom.CustomDataError, match=message) as err:
         custom.read_queries(path)
     assert "\n" not in str(err.value)

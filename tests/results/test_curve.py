@@ -165,7 +165,7 @@ def test_curve_rows_of_a_sweep_carry_the_variant_without_the_budget(tmp_path, ou
     for point, variant in ((s.points[1], NTP), (s.points[3], FRAC), (s.points[2], None)):
         run_dir = outputs.run_path(s.notebook, point.run_name, outputs_root)
         run_dir.mkdir(parents=True)
-        outputs.write_results(run_dir, s.notebook, {**point.resolved, "seed": 7}, {"cvr": 0.5, "n_queries": 40}, {})
+        outputs.write_results(run_dir, s.notebook, {**point.resolved, "seed": 7}, {"n_queries": 40}, {})
         if variant:  # the fractional step-5 run is an ordinary one: no curve
             mine = rows[(rows["variant"] == variant) & (rows["seed"] == 0)].drop(columns=["point", "variant", "seed"])
             mine.to_csv(run_dir / "curve_per_query.csv", index=False)

@@ -1,9 +1,12 @@
 """The reproduction matrix (arrank.results.reproduction): the committed page agrees with the committed
 data, its claims are the workbook's checks, and it follows the data it is made from."""
 
+import gzip
 import hashlib
+import json
 import os
 import re
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,6 +15,7 @@ import pandas as pd
 import pytest
 
 from arrank.common import paths
+from arrank.common.manifest import manifest_problem
 from arrank.results import curve, figure3, paper, table1
 from arrank.results import reproduction as R
 
@@ -155,3 +159,54 @@ def test_the_figure3_row_follows_its_data(tmp_path, monkeypatch):
     cells = lambda line: line.split(" | ")[:6]  # up to the verdict (Holm's p moves with the family's)
     assert cells(after[1])[5] == "holds" and cells(after[0]) == cells(before[0]) and cells(after[3]) == cells(before[3])
     assert R.main(["--check", "--output", str(out)]) == 1  # the page no longer agrees with the data
+
+
+def test_every_committed_data_file_is_recorded_in_the_manifest_and_matches_it():
+    assert manifest_problem(paths.ROOT / R.DATA, whole=True) is None
+    listed = json.loads((paths.ROOT / R.DATA / "manifest.json").read_text())["files"]
+    for source in R.SOURCES:
+        for name in (source.per_query, source.points):
+            assert name is None or name.removeprefix(R.DATA + "/") in listed
+    curve_rows = listed["pretrained_gpu_curve_per_query.csv.gz"]["rows"]
+    assert curve_rows == len(pd.read_csv(paths.ROOT / R.DATA / "pretrained_gpu_curve_per_query.csv.gz"))
+
+
+@pytest.fixture
+def data_copy(tmp_path, monkeypatch):
+    """docs/data copied to ``tmp_path/data``, which the page reads instead (``R.DATA``, ``R.SOURCES``)."""
+    data = tmp_path / "data"
+    shutil.copytree(paths.ROOT / R.DATA, data)
+    moved = [
+        replace(s, **{k: getattr(s, k).replace(R.DATA, str(data)) for k in ("per_query", "points", "results")
+                      if getattr(s, k)})
+        for s in R.SOURCES
+    ]  # fmt: skip
+    monkeypatch.setattr(R, "DATA", str(data))
+    monkeypatch.setattr(R, "SOURCES", tuple(moved))
+    return data
+
+
+def _refused(out: Path, capsys) -> str:
+    assert R.main(["--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nothing was written" in err and not out.exists()
+    return err
+
+
+def test_a_committed_data_file_cut_short_is_refused_by_name_before_anything_is_written(data_copy, tmp_path, capsys):
+    curve = data_copy / "pretrained_gpu_curve_per_query.csv.gz"
+    whole = curve.read_bytes()
+    lines = gzip.decompress(whole).splitlines(keepends=True)
+    curve.write_bytes(gzip.compress(b"".join(lines[: len(lines) // 2])))  # valid, half the rows
+    err = _refused(tmp_path / "page.md", capsys)
+    assert "pretrained_gpu_curve_per_query.csv.gz holds 70,749 rows where the manifest records 141,500" in err
+    curve.write_bytes(whole[: len(whole) // 2])  # cut mid-stream: one line, not a traceback
+    err = _refused(tmp_path / "page.md", capsys)
+    assert "pretrained_gpu_curve_per_query.csv.gz is not a whole gzip file (Compressed file ended" in err
+    assert R.main(["--record", "--output", str(tmp_path / "page.md")]) == 2  # nor recorded as it is
+    assert "nothing was recorded" in capsys.readouterr().err
+    curve.write_bytes(whole)
+    (data_copy / "new.csv").write_text("a\n1\n")  # a file the manifest does not list
+    assert "new.csv is not in its manifest.json (1 files are not)" in _refused(tmp_path / "page.md", capsys)
+    assert R.record_data()["new.csv"]["rows"] == 1  # data changed on purpose: recorded, then read
+    R.check_data()

@@ -44,3 +44,29 @@ def test_an_invalid_results_json_is_one_line_with_rc_2(two_points, capsys):
     assert sweep.main([str(path), "--list", "--outputs-root", str(root)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "results.json is damaged" in err and "run that point again" in err
+
+
+def test_a_results_json_without_metrics_is_named_not_tabulated_nor_listed_done(two_points, capsys):
+    s, path, root = two_points
+    results = outputs.run_path(s.notebook, s.points[1].run_name, root) / "results.json"
+    results.write_text(results.read_text().replace('"metrics"', '"metricz"'))  # valid JSON, no metrics key
+    with pytest.raises(sweep.SweepError, match=r"results.json is damaged \(its 'metrics' is missing or not a mapping"):
+        report.collect(s)
+    assert sweep.main([str(path), "--list", "--outputs-root", str(root)]) == 2
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "'metrics' is missing" in err and "delete its run folder" in err and not out
+
+
+@pytest.mark.parametrize(
+    "edit, why",
+    [
+        (lambda q: q.replace({"query": {"q1": "q0"}}), "query 'q0' has two rows"),
+        (lambda q: q.assign(violation=[True, *q["violation"][1:]]), "the mean cvr of its rows is 0.0333333 where"),
+    ],
+)
+def test_per_query_rows_that_disagree_with_their_results_json_are_named(two_points, edit, why):
+    s, _, root = two_points
+    path = outputs.run_path(s.notebook, s.points[0].run_name, root) / "per_query.csv"
+    edit(pd.read_csv(path)).to_csv(path, index=False)
+    with pytest.raises(outputs.DamagedResultsError, match=f"per_query.csv is damaged \\({why}"):
+        report.per_query_frame(s)

@@ -3,6 +3,7 @@ the faults produced for real (docs/reliability.md): a second process on the same
 name, Ctrl-C and kill -9 in the middle of a run, a run directory that appears meanwhile, a
 multi-line error inside the kernel, unwritable outputs, checkpoints of other parameters."""
 
+import json
 import os
 import signal
 import subprocess
@@ -150,6 +151,18 @@ def test_inputs_in_other_files_are_checked_before_any_kernel(outputs_root):
     assert list(outputs_root.rglob("*")) == []
 
 
+def test_own_data_with_a_line_over_the_limit_is_refused_by_the_runner_before_any_kernel(tmp_path, outputs_root, capsys):
+    """A 2 MiB line of valid JSON (a huge query) in one's own data: exit 2 and one line naming file, line
+    and limit, no run folder (the kernel would have read and held it whole)."""
+    path = tmp_path / "huge.jsonl"
+    row = {"query_id": "q", "query": "x" * (2 << 20), "relevant": [{"id": "a", "text": "t"}]}
+    path.write_text('{"query_id": "q0", "query": "y", "relevant": [{"id": "a", "text": "t"}]}\n' + json.dumps(row))
+    assert run.main(["05", "-p", "dataset", "custom", "-p", "data_path", str(path), "-p", "n_eval", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "huge.jsonl:2: the line is over 1,048,576 bytes, a query's most" in err
+    assert list(outputs_root.rglob("*")) == []
+
+
 def test_existing_run_directory_is_never_overwritten(outputs_root):
     existing = outputs_root / "01_de_capacity" / "mine"
     existing.mkdir(parents=True)
@@ -228,6 +241,34 @@ def test_a_full_disk_while_keeping_the_kernel_log_does_not_hide_the_notebooks_er
     assert "its kernel log could not be copied there (No space left on device)" in err and "Traceback" not in err
     names = [p.name for p in (outputs_root / "99_fake").iterdir() if not p.name.endswith(".lock")]
     assert len(names) == 1 and names[0].startswith("full.failed-")
+
+
+def test_a_full_disk_while_saving_the_executed_notebook_keeps_the_kernels_error_and_a_whole_notebook(
+    fake_notebook, outputs_root, capsys, monkeypatch
+):
+    """The disk fills after the runner's first save of the executed notebook: the notebook's own error
+    stays the line shown, with the file that could not be written and the space it needed; the kept
+    notebook is its last whole save (JSON), no temporary file stays, and no empty kernel.log."""
+    import errno
+
+    import nbformat
+
+    saves, write = [], outputs.write_text_atomic
+
+    def full_after_one(path, text):
+        saves.append(path)
+        if len(saves) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write(path, text)
+
+    monkeypatch.setattr(run.outputs, "write_text_atomic", full_after_one)
+    assert run.main([str(fake_notebook), "-p", "run_name", "full", "-p", "fail", "true", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: 99_fake failed: WordNetMissingError: WordNet 3.0 is not available")
+    assert "writing 99_fake.ipynb failed (No space left on device: it needed " in err and " were free): free " in err
+    (failed,) = (outputs_root / "99_fake").glob("full.failed-*")
+    assert len(saves) > 1 and nbformat.read(failed / "99_fake.ipynb", as_version=4).cells
+    assert sorted(p.name for p in failed.iterdir() if p.name.startswith(".")) == []
 
 
 def test_a_second_process_on_the_same_run_name_is_refused_and_ctrl_c_is_one_line(fake_notebook, outputs_root, capsys):

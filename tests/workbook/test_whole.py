@@ -2,6 +2,7 @@
 
 import pytest
 
+from arrank.common import outputs
 from arrank.workbook import whole
 
 
@@ -22,14 +23,18 @@ def test_stages_run_05_through_the_sweep_and_06_on_its_fractional_point():
 
 
 def test_summary_lists_every_stage_and_the_total(tmp_path):
-    (tmp_path / "results.json").write_text('{"params": {}, "metrics": {"cvr": 0.123456, "n": 3}}')
+    outputs.write_results(tmp_path, "05_train", {}, {"cvr": 0.123456, "n": 3}, {})
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "results.json").write_text('{"notebook": "07", "params": {}, "timings": {}, "env": {}}')
     text = whole.summary(
         [
             {"notebook": "05", "status": "ran", "seconds": 1.5, "dir": str(tmp_path)},
             {"notebook": "06", "status": "FAILED: x", "seconds": 2.0, "dir": str(tmp_path / "no")},
+            {"notebook": "07", "status": "ran", "seconds": 1.0, "dir": str(tmp_path / "bad")},
         ]
     )
-    assert "cvr=0.1235, n=3" in text and text.splitlines()[-1].split()[-1] == "3.5"
+    assert "cvr=0.1235, n=3" in text and text.splitlines()[-1].split()[-1] == "4.5"
+    assert "results.json is damaged (its 'metrics' is missing or not a mapping): delete its run folder" in text
 
 
 @pytest.mark.slow  # runs the workbook / trains the tiny model

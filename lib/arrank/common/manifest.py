@@ -3,6 +3,7 @@ before the folder is used; a folder that fails is set aside, never deleted (docs
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -34,15 +35,27 @@ def fsync_path(path: Path) -> None:
         os.close(fd)
 
 
-def write_manifest(folder: Path) -> dict[str, dict[str, int | str]]:
+def data_rows(path: Path, name: str | None = None) -> int:
+    """The rows a data file holds: a CSV's lines below its header, another file's lines (a ``.gz``
+    read through; a gzip stream cut short is a one-line ``ValueError`` naming the file, or ``name``)."""
+    try:
+        with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as fh:
+            lines = sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
+    except (EOFError, gzip.BadGzipFile) as err:
+        raise ValueError(f"{name or path} is not a whole gzip file ({err})") from None
+    return lines - (".csv" in path.suffixes)
+
+
+def write_manifest(folder: Path, rows: bool = False) -> dict[str, dict[str, int | str]]:
     """Write ``manifest.json`` = {"files": {relative path: {size, sha256}}} for every file under
-    ``folder``; each file is flushed to disk first and the manifest and the folders after, so that
-    a manifest on disk vouches for data on disk. Returns the entries."""
+    ``folder`` (and ``rows``, ``data_rows``, with ``rows``); each file is flushed to disk first and the
+    manifest and the folders after, so that a manifest on disk vouches for data on disk. Returns the entries."""
     files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
     entries = {}
     for path in files:
         fsync_path(path)
-        entries[path.relative_to(folder).as_posix()] = {"size": path.stat().st_size, "sha256": file_digest(path)}
+        entry = {"size": path.stat().st_size, "sha256": file_digest(path)} | ({"rows": data_rows(path)} if rows else {})
+        entries[path.relative_to(folder).as_posix()] = entry
     with open(folder / MANIFEST, "w") as fh:
         json.dump({"files": entries}, fh, indent=1)
         fh.flush()
@@ -52,10 +65,11 @@ def write_manifest(folder: Path) -> dict[str, dict[str, int | str]]:
     return entries
 
 
-def manifest_problem(folder: Path, required: bool = True) -> str | None:
+def manifest_problem(folder: Path, required: bool = True, whole: bool = False) -> str | None:
     """What is wrong with ``folder`` against its manifest, in words; None when every file it lists
     is there with its size and sha256 (and, unless ``required``, when there is no manifest: a
-    folder written before manifests existed)."""
+    folder written before manifests existed); with ``whole``, every file in it must be listed too.
+    A file whose manifest entry records its ``rows`` is named with the rows it holds now."""
     try:
         files = json.loads((folder / MANIFEST).read_text())["files"]
     except FileNotFoundError:
@@ -66,13 +80,21 @@ def manifest_problem(folder: Path, required: bool = True) -> str | None:
         path = folder / name
         try:
             size = path.stat().st_size
-            if size != want["size"]:
-                return f"{name} is {size:,} bytes where the manifest says {want['size']:,}"
-            if file_digest(path) != want["sha256"]:
-                return f"{name} does not match its sha256 in the manifest (altered on disk)"
+            same = size == want["size"] and file_digest(path) == want["sha256"]
+            rows = data_rows(path, name) if not same and "rows" in want else want.get("rows")
         except OSError as err:
             return f"{name} cannot be read ({err.strerror or err})"
-    return None
+        except ValueError as err:  # a gzip stream cut short
+            return str(err)
+        if rows != want.get("rows"):
+            return f"{name} holds {rows:,} rows where the manifest records {want['rows']:,}"
+        if size != want["size"]:
+            return f"{name} is {size:,} bytes where the manifest says {want['size']:,}"
+        if not same:
+            return f"{name} does not match its sha256 in the manifest (altered on disk)"
+    unlisted = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()) if whole else []
+    extra = [name for name in unlisted if name not in files and name != MANIFEST]
+    return f"{extra[0]} is not in its manifest.json ({len(extra)} files are not)" if extra else None
 
 
 def set_aside(folder: Path, why: str, say: Callable[[str], None] = notice, label: str | None = None) -> Path:

@@ -9,7 +9,9 @@ import atexit
 import contextlib
 import functools
 import hashlib
+import io
 import json
+import math
 import os
 import platform
 import shutil
@@ -57,30 +59,59 @@ def damaged(path: Path, why: str) -> DamagedResultsError:
     )
 
 
+# results.json's keys and their types, as ``write_results`` writes them (``warnings``: where notices were recorded)
+RESULTS_SCHEMA = {"notebook": str, "params": dict, "metrics": dict, "timings": dict, "env": dict, "warnings": list}
+KINDS = {str: "a string", dict: "a mapping", list: "a list"}
+
+
+def results_problem(results: Any) -> str | None:
+    """What is wrong with a parsed results.json against ``RESULTS_SCHEMA``, in words; None when nothing."""
+    if not isinstance(results, dict):
+        return "not a mapping"
+    absent = [] if "warnings" in results else ["warnings"]
+    bad = [k for k, kind in RESULTS_SCHEMA.items() if k not in absent and not isinstance(results.get(k), kind)]
+    return f"its {bad[0]!r} is missing or not {KINDS[RESULTS_SCHEMA[bad[0]]]}" if bad else None
+
+
 def read_results(path: Path) -> dict[str, Any]:
-    """A run's ``results.json``, checked: valid JSON, a mapping with a ``params`` mapping and a
-    ``metrics`` mapping (``{}`` where absent); else :class:`DamagedResultsError` naming the file."""
+    """A run's ``results.json``, checked: valid JSON of ``RESULTS_SCHEMA``; else
+    :class:`DamagedResultsError` naming the file."""
     try:
         results = json.loads(Path(path).read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise damaged(Path(path), f"not JSON: {str(err)[:80]}") from None
-    if not isinstance(results, dict) or not isinstance(results.get("params"), dict):
-        raise damaged(Path(path), "no params mapping")
-    results.setdefault("metrics", {})
-    if not isinstance(results["metrics"], dict):
-        raise damaged(Path(path), "its metrics are not a mapping")
+    if problem := results_problem(results):
+        raise damaged(Path(path), problem)
     return results
 
 
-def read_rows(path: Path, columns: Sequence[str], rows: int | None, by: str | None = None) -> pd.DataFrame:
-    """A per-query CSV of a finished run, checked whole: it parses, has ``columns``, exactly ``rows``
-    rows (the queries the run's results.json records, when it records them; ``rows`` in each group
-    of ``by`` where given) and no row cut short (an empty ``columns`` cell); else
+def means_problem(rows: pd.DataFrame, metrics: dict[str, Any]) -> str | None:
+    """The first held-out metric ``metrics`` records (``cvr``, ``ndcg``, ``recall@k``; section 5.1) that
+    is not the mean of the per-query ``rows`` (long columns ``violation``, ``recall@k``, or short
+    ``cvr``, ``r<k>``), in words; None when all agree."""
+    for key, value in metrics.items():
+        if key not in ("cvr", "ndcg") and not key.startswith("recall@") or not isinstance(value, (int, float)):
+            continue
+        alias = {"cvr": "violation", "ndcg": "ndcg"}.get(key, "r" + key.removeprefix("recall@"))
+        column = next((c for c in (key, alias) if c in rows.columns), None)
+        mean = None if column is None else rows[column].astype(float).mean()
+        if mean is not None and not math.isclose(mean, value, rel_tol=1e-9, abs_tol=1e-12):
+            return f"the mean {key} of its rows is {mean:.6g} where its results.json records {value:.6g}"
+    return None
+
+
+def read_rows(
+    path: Path, columns: Sequence[str], metrics: dict[str, Any], by: str | None = None, data: bytes | None = None
+) -> pd.DataFrame:
+    """A per-query CSV of a finished run (``data``: its bytes, where not yet on disk), checked whole
+    against the ``metrics`` of its results.json: it parses, has ``columns``, each query once with
+    ``n_queries`` rows (in each group of ``by`` where given), no row cut short (an empty ``columns``
+    cell), and the recorded means (``means_problem``; of the last ``by`` group, the run's end); else
     :class:`DamagedResultsError` naming the file."""
     import pandas as pd
 
     try:
-        frame = pd.read_csv(path)
+        frame = pd.read_csv(path if data is None else io.BytesIO(data))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
         raise damaged(Path(path), f"not a CSV table: {str(err)[:80]}") from None
     missing = [c for c in columns if c not in frame.columns]
@@ -88,13 +119,27 @@ def read_rows(path: Path, columns: Sequence[str], rows: int | None, by: str | No
         raise damaged(Path(path), f"no column {missing}")
     if frame.empty:
         raise damaged(Path(path), "no rows")
-    counts = frame.groupby(by).size() if by else pd.Series({"all": len(frame)})
-    off = counts[counts != rows] if rows is not None else counts[:0]  # the groups whose rows are not the queries
-    if len(off):
-        where = f" at {by} {off.index[0]}" if by else ""
-        raise damaged(Path(path), f"{off.iloc[0]} rows{where} where its results.json records {rows} queries")
     if frame[list(columns)].isna().any().any():
         raise damaged(Path(path), "a row is cut short")
+    splits = (
+        {"": frame}
+        if "split" not in frame
+        else {p: frame[frame["split"].eq("dev") == (p == "dev_")] for p in ("", "dev_")}
+    )
+    for prefix, part in splits.items():  # a curve with validation queries: the test rows, then the validation ones
+        recorded = {k.removeprefix(prefix): v for k, v in metrics.items() if k.startswith(prefix)}
+        rows = recorded.get("n_queries")
+        counts = part.groupby(by).size() if by else pd.Series({"all": len(part)})
+        off = counts[counts != rows] if rows is not None else counts[:0]  # the groups whose rows are not the queries
+        if len(off):
+            where = f" at {by} {off.index[0]}" if by else ""
+            what = "validation rows" if prefix else "rows"
+            raise damaged(Path(path), f"{off.iloc[0]} {what}{where} where its results.json records {rows} queries")
+        twice = part[part.duplicated([by, "query"] if by else ["query"])]
+        if len(twice):
+            raise damaged(Path(path), f"query {str(twice['query'].iloc[0])[:80]!r} has two rows")
+        if problem := means_problem(part[part[by] == part[by].max()] if by else part, recorded):
+            raise damaged(Path(path), prefix + problem)
     return frame
 
 
@@ -449,13 +494,18 @@ def data_digest(params: dict[str, Any]) -> dict[str, str]:
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` through a temporary file and a rename, so a reader never sees half a file."""
+    """Write ``text`` through a temporary file and a rename, so a reader never sees half a file
+    (a write that fails leaves the file as it was)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    umask_permissions(Path(tmp))
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        umask_permissions(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:  # a full disk: the file as it was, and no temporary file left
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path
 
 

@@ -36,10 +36,23 @@ from arrank.data import prompts
 
 SPLITS = ("train", "eval")
 MAX_BYTES = 1 << 30  # a file over 1 GiB is refused before it is read
+MAX_LINE_BYTES = 1 << 20  # a line (one query) over 1 MiB is refused, read no further than that
+MAX_CHARS = 4096  # characters of a query_id, query, document id or text
+MAX_DOCUMENTS = 1000  # documents of one query (relevant and negative): its prompt shows them all
 
 
 class CustomDataError(ValueError):
     """A line of the JSONL file breaks the format: the message names the file, line and field."""
+
+
+def _text(row: dict, key: str, where: str) -> str:
+    """``row[key]``: a non-empty string (or integer) of at most ``MAX_CHARS`` characters, checked."""
+    value = row.get(key)
+    if not isinstance(value, (str, int)) or str(value).strip() == "":
+        raise CustomDataError(f"{where} must be a non-empty string, got {value!r:.60}")
+    if len(str(value)) > MAX_CHARS:
+        raise CustomDataError(f"{where} has {len(str(value)):,} characters, more than the {MAX_CHARS:,} allowed")
+    return str(value)
 
 
 def _document(value: Any, where: str) -> dict[str, str]:
@@ -47,8 +60,7 @@ def _document(value: Any, where: str) -> dict[str, str]:
     if not isinstance(value, dict):
         raise CustomDataError(f"{where}: must be an object with 'id' and 'text', got {type(value).__name__}")
     for key in ("id", "text"):
-        if not isinstance(value.get(key), (str, int)) or str(value[key]).strip() == "":
-            raise CustomDataError(f"{where}.{key}: must be a non-empty string, got {value.get(key)!r:.60}")
+        _text(value, key, f"{where}.{key}:")
     return {"id": str(value["id"]).strip(), "text": " ".join(str(value["text"]).split())}
 
 
@@ -61,11 +73,12 @@ def _query(line: str, where: str) -> dict[str, Any]:
     if not isinstance(row, dict):
         raise CustomDataError(f"{where}: must be a JSON object, got {type(row).__name__}")
     for key in ("query_id", "query"):
-        if not isinstance(row.get(key), (str, int)) or str(row[key]).strip() == "":
-            raise CustomDataError(f"{where}: field {key!r} must be a non-empty string, got {row.get(key)!r:.60}")
+        _text(row, key, f"{where}: field {key!r}")
     relevant = row.get("relevant")
     if not isinstance(relevant, list) or not relevant:
         raise CustomDataError(f"{where}: field 'relevant' must be a non-empty list of documents, best first")
+    if len(relevant) + (row.get("negative") is not None) > MAX_DOCUMENTS:
+        raise CustomDataError(f"{where}: {len(relevant):,} relevant documents; a query has at most {MAX_DOCUMENTS:,}")
     docs = [_document(d, f"{where}: relevant[{i}]") for i, d in enumerate(relevant)]
     negative = None if row.get("negative") is None else _document(row["negative"], f"{where}: negative")
     ids = [d["id"] for d in docs] + ([negative["id"]] if negative else [])
@@ -78,34 +91,43 @@ def _query(line: str, where: str) -> dict[str, Any]:
             "negative": negative, "split": split}  # fmt: skip
 
 
-def read_queries(path: Path | str) -> list[dict[str, Any]]:
+def read_queries(path: Path | str, keep: bool = True) -> list[dict[str, Any]]:
     """Every query of the JSONL file at ``path``, checked (:class:`CustomDataError` names file,
-    line and field; blank lines are skipped)."""
+    line and field; blank lines are skipped), in bounded memory: the file at most ``MAX_BYTES``, a line
+    ``MAX_LINE_BYTES`` (read no further), a field ``MAX_CHARS``, a query ``MAX_DOCUMENTS``. Without
+    ``keep``, nothing is kept but the ids (the runner's check before a kernel starts); returns []."""
     path = Path(path)
     if not path.is_file():
         raise CustomDataError(f"data_path={str(path)!r}: no such file (a JSON Lines file of queries, docs/own-data.md)")
     if path.stat().st_size > MAX_BYTES:
         raise CustomDataError(f"{path}: {path.stat().st_size:,} bytes; at most {MAX_BYTES:,} are read")
-    queries, seen = [], {}
-    with path.open(encoding="utf-8", errors="strict") as fh:
-        try:
-            for number, line in enumerate(fh, start=1):
-                if line.strip():
-                    q = _query(line, f"{path}:{number}")
-                    if q["query_id"] in seen:
-                        raise CustomDataError(
-                            f"{path}:{number}: field 'query_id' {q['query_id']!r} repeats line {seen[q['query_id']]}"
-                        )
-                    seen[q["query_id"]] = number
-                    queries.append(q)
-        except UnicodeDecodeError as err:
-            raise CustomDataError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
-    if not queries:
+    queries, seen, first = [], {}, {}  # first: the first line with and without each optional field
+    with path.open("rb") as fh:
+        for number, raw in enumerate(iter(lambda: fh.readline(MAX_LINE_BYTES + 1), b""), start=1):
+            if len(raw) > MAX_LINE_BYTES:
+                raise CustomDataError(f"{path}:{number}: the line is over {MAX_LINE_BYTES:,} bytes, a query's most")
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise CustomDataError(
+                    f"{path}:{number}: not UTF-8 text ({err.reason} at byte {err.start + 1} of the line)"
+                ) from None
+            if not line.strip():
+                continue
+            q = _query(line, f"{path}:{number}")
+            if q["query_id"] in seen:
+                raise CustomDataError(
+                    f"{path}:{number}: field 'query_id' {q['query_id']!r:.80} repeats line {seen[q['query_id']]}"
+                )
+            seen[q["query_id"]] = number
+            for field in ("split", "negative"):
+                first.setdefault((field, q[field] is None), number)
+            queries += [q] if keep else []
+    if not seen:
         raise CustomDataError(f"{path}: no queries (one JSON object a line, docs/own-data.md)")
     for field in ("split", "negative"):  # CVR and the split are over every query or none
-        given = [q[field] is not None for q in queries]
-        if any(given) and not all(given):
-            line = [seen[q["query_id"]] for q in queries if q[field] is None][0]
+        if (field, False) in first and (field, True) in first:
+            line = first[field, True]
             raise CustomDataError(f"{path}:{line}: field {field!r} is missing; give it on every line or on none")
     return queries
 

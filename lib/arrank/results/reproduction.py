@@ -9,14 +9,14 @@ checked on the budget curve (``curve.COMPARISONS``, by key); the committed data 
 ``curve.curve_findings`` on them, as notebook 08 computes them, and ``figure3.findings``, as notebook 07 does.
 
 ``python -m arrank.results.reproduction`` (``make reproduction``) writes the page from the committed
-data; ``--check`` exits 1 when the committed page and the data disagree.
+data, each file checked first against ``docs/data/manifest.json`` (its size, sha256 and rows); ``--check``
+exits 1 when the committed page and the data disagree; ``--record`` records the data as they are now.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
-import json
 import re
 import sys
 from dataclasses import dataclass
@@ -26,11 +26,13 @@ import pandas as pd
 
 from arrank.common import outputs, paths
 from arrank.common.findings import Finding, holm_cell, p_text
+from arrank.common.manifest import MANIFEST, manifest_problem, write_manifest
 from arrank.results import curve, figure3, paper, table1
 from arrank.results import statistics as S
 from arrank.results.tables import markdown_lines
 
 PAGE = "docs/reproduction.md"
+DATA = "docs/data"  # the committed data, each file recorded in its manifest.json (``--record``)
 RUN = ".venv/bin/python -m arrank.workbook.run"  # a notebook run, as the commands write it
 
 
@@ -130,7 +132,7 @@ def commands(source: Source, runs: Iterable, notebook: str | None = None) -> lis
 
 def _results(pattern: str | None) -> dict[str, dict]:
     """Each committed results.json under ``pattern`` by its run's name."""
-    found = [json.loads(path.read_text()) for path in sorted(paths.ROOT.glob(pattern))] if pattern else []
+    found = [outputs.read_results(path) for path in sorted(paths.ROOT.glob(pattern))] if pattern else []
     return {data["params"]["run_name"]: data for data in found}
 
 
@@ -253,8 +255,34 @@ def _claim_table(rows: list[Row]) -> list[str]:
     return markdown_lines(head, cells)
 
 
+class DamagedDataError(ValueError):
+    """A committed data file that does not match ``DATA``'s manifest: named, and nothing is written."""
+
+
+def check_data() -> None:
+    """Refuse (``DamagedDataError``, one line) when a file under ``DATA`` is not the one its manifest
+    records (size, sha256, rows), is missing, or is not listed there."""
+    if problem := manifest_problem(paths.ROOT / DATA, whole=True):
+        raise DamagedDataError(
+            f"{DATA}: {problem}; nothing was written: restore it (git checkout -- {DATA}), or, for data "
+            f"changed on purpose, record them with `python -m arrank.results.reproduction --record`"
+        )
+
+
+def record_data() -> dict[str, dict]:
+    """Record every file under ``DATA`` as it is now (size, sha256, rows) in its manifest: after changing
+    the committed data on purpose. A gzip file cut short is refused (``DamagedDataError``)."""
+    try:
+        return write_manifest(paths.ROOT / DATA, rows=True)
+    except ValueError as err:
+        raise DamagedDataError(f"{err}; nothing was recorded") from None
+
+
 def page() -> str:
-    """The reproduction matrix as Markdown, from the committed data (``SOURCES``)."""
+    """The reproduction matrix as Markdown, from the committed data (``SOURCES``), checked first
+    (``check_data``) where a source reads them."""
+    if any(str(f).startswith(DATA) for s in SOURCES for f in (s.per_query, s.points, s.results) if f):
+        check_data()
     rows: list[Row] = []
     sensitivity: list[str] = []  # one text per budget-curve source
     out = [
@@ -335,11 +363,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m arrank.results.reproduction", description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when the committed page differs from the data")
     parser.add_argument("--output", default=PAGE, help=f"where to write the page (default: {PAGE})")
+    parser.add_argument("--record", action="store_true", help=f"record {DATA} as it is now in its {MANIFEST} first")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     path = paths.ROOT / args.output  # an absolute output stays as it is
     if not args.output or path.is_dir() or not path.parent.is_dir():
         parser.error(f"--output {args.output!r} must name a file in an existing folder")
-    text = page()
+    try:
+        if args.record:
+            print(f"recorded {len(record_data())} files in {DATA}/{MANIFEST}")
+        text = page()
+    except (DamagedDataError, outputs.DamagedResultsError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     if args.check:
         old = path.read_text() if path.exists() else ""
         if old == text:

@@ -76,7 +76,7 @@ def per_query_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_roo
         if not path.exists():
             continue
         results = read_results(path.parent / "results.json")
-        q = read_rows(path, ["query", "ndcg"], results["metrics"].get("n_queries"))
+        q = read_rows(path, ["query", "ndcg"], results["metrics"])
         parts.append(
             short_columns(q).assign(point=row["run_name"], variant=row["label"], seed=results["params"].get("seed"))
         )
@@ -127,9 +127,7 @@ def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: P
         run, results = (folder, read_results(folder / "results.json")) if state == "done" else stopped_run(folder)
         if run and (run / "curve_per_query.csv").exists():
             params = results["params"]
-            n = results["metrics"].get("n_queries")  # test queries, and the validation ones beside them
-            n = n + results["metrics"].get("dev_n_queries", 0) if n is not None else None
-            rows = read_rows(run / "curve_per_query.csv", ["step", "query", "ndcg"], n, by="step")
+            rows = read_rows(run / "curve_per_query.csv", ["step", "query", "ndcg"], results["metrics"], by="step")
         elif state != "done" and (rows := stopped_points(folder, point.resolved)) is not None:
             params = point.resolved
         else:
@@ -166,9 +164,10 @@ def stopped_points(folder: Path, params: dict) -> pd.DataFrame | None:
         return None
     keys = ("dataset", "profile", "n_eval", "template", "subtree", "min_relevant", "data_path", "custom_docids")
     df = ranking_dataset(seed=params["data_seed"], n_dev=params.get("n_dev", 0), **{k: params[k] for k in keys})
-    n_queries = len(evaluate.eval_queries(df, params.get("eval_queries") or None)) + int((df["split"] == "dev").sum())
+    counts = {"n_queries": len(evaluate.eval_queries(df, params.get("eval_queries") or None))}
+    counts |= {"dev_n_queries": int((df["split"] == "dev").sum())} if params.get("n_dev") else {}
     for step in steps:
-        read_rows(budgets.point_path(curve_dir, step), ["query", "ndcg"], n_queries)
+        read_rows(budgets.point_path(curve_dir, step), ["query", "ndcg"], counts)
     return budgets.curve_table(curve_dir, steps, steps[-1], None, items_per_step(params), budgets.training_pairs(df))
 
 

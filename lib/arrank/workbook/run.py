@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import functools
 import glob
 import json
 import logging
@@ -146,7 +147,15 @@ def prepare_parsed(source: Path, overrides: dict[str, Any]) -> tuple[Path, dict[
 def check_inputs(stem: str, resolved: dict[str, Any], outputs_root: Path | None = None) -> None:
     """Refuse (``ParamError``) before a kernel starts what no rule on one value can see: 06's
     ``train_run`` that names no finished 05 run, 08's sweep files that do not exist (``paths.given``,
-    as ``sweep.load_sweep`` finds them)."""
+    as ``sweep.load_sweep`` finds them), one's own data file that breaks its format (``custom.read_queries``,
+    every line, in bounded memory)."""
+    if resolved.get("dataset") == "custom" and resolved.get("data_path"):
+        from arrank.data import custom
+
+        try:
+            custom.read_queries(paths.ROOT / resolved["data_path"], keep=False)
+        except custom.CustomDataError as err:
+            raise ParamError(str(err)) from None
     if stem == "06_evaluate" and resolved["train_run"] != "none":
         try:
             outputs.find_run("05_train", resolved["train_run"], outputs_root)
@@ -208,6 +217,37 @@ def run_notebook(
     return final
 
 
+class NotebookSaves:
+    """papermill's writer of the executed notebook (paths under ``SCHEME``): each save whole, through a
+    temporary file and a rename (``outputs.write_text_atomic``), so the kept notebook is whole or absent;
+    a save that fails (a full disk) is recorded in ``unsaved`` (path: why, with the bytes it needed and
+    the free space) and not raised, so that the kernel's own error stays the one shown."""
+
+    SCHEME = "arrank-atomic://"
+    unsaved: dict[str, str] = {}
+
+    def write(self, buf: str, path: str) -> None:
+        target = Path(path.removeprefix(self.SCHEME))
+        try:
+            outputs.write_text_atomic(target, buf)
+        except OSError as err:
+            free = shutil.disk_usage(target.parent).free
+            why = f"{err.strerror or err}: it needed {len(buf.encode()):,} bytes, {free:,} were free"
+            self.unsaved.setdefault(str(target), why)
+
+    def pretty_path(self, path: str) -> str:
+        return path.removeprefix(self.SCHEME)
+
+
+@functools.cache
+def _notebook_saves() -> NotebookSaves:
+    """The one ``NotebookSaves``, registered with papermill's I/O (its public extension point) once."""
+    from papermill.iorw import papermill_io
+
+    papermill_io.register(NotebookSaves.SCHEME, saves := NotebookSaves())
+    return saves
+
+
 def _execute(
     source: Path, injected: dict[str, Any], resolved: dict[str, Any], staging: Path, final: Path, progress: bool
 ) -> None:
@@ -219,6 +259,7 @@ def _execute(
     import papermill
     from jupyter_client.manager import AsyncKernelManager
 
+    saves, executed = _notebook_saves(), staging / f"{source.stem}.ipynb"
     with tempfile.TemporaryDirectory() as tmp:
         kernel_log, src_ipynb = Path(tmp) / "kernel.log", Path(tmp) / f"{source.stem}.ipynb"
         nbformat.write(read_notebook(source), src_ipynb)  # a path: papermill records its input in the output
@@ -234,7 +275,7 @@ def _execute(
             try:
                 papermill.execute_notebook(
                     str(src_ipynb),
-                    str(staging / f"{source.stem}.ipynb"),
+                    saves.SCHEME + str(executed),
                     parameters=injected,
                     kernel_name=KERNEL,
                     cwd=str(paths.ROOT),
@@ -244,13 +285,20 @@ def _execute(
                 )
                 if not (staging / "results.json").exists():
                     raise RunFailedError(f"{source.stem} finished without writing results.json")
+                if str(executed) in saves.unsaved:
+                    raise RunFailedError("its executed notebook could not be saved")
             except BaseException as err:
-                log_note = ""
+                unsaved = saves.unsaved.pop(str(executed), None)
+                log_note = f"; {executed.name} there is its last whole save, or absent" if unsaved else ""
                 if kernel_log.exists():
                     try:
                         shutil.copyfile(kernel_log, staging / "kernel.log")
                     except OSError as copy_err:  # a full disk must not hide the notebook's own error
-                        log_note = f"; its kernel log could not be copied there ({copy_err.strerror or copy_err})"
+                        (staging / "kernel.log").unlink(missing_ok=True)
+                        log_note += f"; its kernel log could not be copied there ({copy_err.strerror or copy_err})"
+                if unsaved:
+                    log_note += (f"; writing {executed.name} failed ({unsaved}): free space (or set ARRANK_OUTPUTS "
+                                 "to a larger disk), then run the same command again")  # fmt: skip
                 failed = outputs.failed_path(final)
                 staging.rename(failed)
                 if isinstance(err, KeyboardInterrupt) or getattr(err, "ename", None) == "KeyboardInterrupt":
