@@ -172,9 +172,9 @@ def test_curve_rows_of_a_sweep_carry_the_variant_without_the_budget(tmp_path, ou
     frame = report.collect(s)
     assert frame.loc[1, "label"] == "NTP (steps=10)"
     got = report.curve_frame(s, frame)
-    assert list(got.columns) == report.CURVE_COLUMNS == ["point", "variant", "setting", "seed", "step", "items",
-                                                          "epochs", "query", "cvr", "ndcg", "r1", "r2", "r3", "r4",
-                                                          "r5"]  # fmt: skip
+    assert report.CURVE_COLUMNS == ["point", "variant", "setting", "seed", "step", "items", "epochs", "split",
+                                    "query", "cvr", "ndcg", "r1", "r2", "r3", "r4", "r5"]  # fmt: skip
+    assert list(got.columns) == [c for c in report.CURVE_COLUMNS if c != "split"]  # runs without validation queries
     assert got["variant"].unique().tolist() == [NTP, FRAC] and got["seed"].eq(7).all()
     per_step = s.points[1].resolved["batch_size"] * (s.points[1].resolved.get("grad_accum") or 1)
     assert got["setting"].unique().tolist() == [f"{per_step:,} items a step, 40 held-out queries"]
