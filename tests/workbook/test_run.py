@@ -166,6 +166,24 @@ def test_cli_reports_errors_with_exit_code_2(capsys):
     assert "known notebooks" in capsys.readouterr().err
 
 
+def test_a_list_too_long_or_a_bracket_form_on_the_command_line_gives_one_short_line(capsys, outputs_root):
+    """``-p eval_steps "[4, 8]"`` (the form --help shows) is read; 20,000 values are refused in one
+    line under 300 characters that shows the value once, exit 2, nothing written."""
+    values = ",".join(map(str, range(1, 20_001)))
+    assert run.main(["05", "-p", "eval_steps", values, "-p", "steps", "20000"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 300 and err.count("1,2,3") == 1 and "it holds 20,000" in err
+    assert run.main(["05", "-p", "eval_steps", "[4, 8]", "-p", "steps", "2"]) == 2  # read as a list, then checked
+    assert (
+        capsys.readouterr().err
+        == "error: eval_steps=[4, 8]: 2 beyond steps=2 (the first: 4); each is a step of the run\n"
+    )
+    assert run.main(["05", "-p", "seed", "x" * 5000]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: seed='xxx") and "(5,002 characters) must be a number" in err and len(err) < 300
+    assert not any(outputs_root.iterdir())
+
+
 def test_coerce_follows_the_cells_type():
     assert run.coerce("run_name", "007", "str") == "007"
     assert run.coerce("k", "5", "int") == 5 and run.coerce("k", "none", "int") is None

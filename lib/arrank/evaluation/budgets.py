@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 import pandas as pd
 
 from arrank.common import processes
+from arrank.common.display import shown
 from arrank.common.outputs import write_text_atomic
 from arrank.evaluation import evaluate, metrics
 
@@ -34,11 +35,12 @@ def check_eval_steps(eval_steps: Sequence[int], steps: int) -> list[int]:
     bad = [s for s in points if not 1 <= s <= steps]
     if bad:
         raise ValueError(
-            f"eval_steps={list(eval_steps)!r}: {bad} outside 1..steps={steps}; every point is a step of the run"
+            f"eval_steps={shown(list(eval_steps))}: {len(bad):,} outside 1..steps={steps} (the first: {bad[0]}); "
+            "every point is a step of the run"
         )
     if points and processes.world_size() > 1:
         raise ValueError(
-            f"eval_steps={list(eval_steps)!r} scores on one process; this run has {processes.world_size()}"
+            f"eval_steps={shown(list(eval_steps))} scores on one process; this run has {processes.world_size()}"
         )
     return points
 

@@ -25,6 +25,7 @@ from typing import Any, Iterator
 from unittest import mock
 
 from arrank.common import outputs, params, paths, processes
+from arrank.common.display import shown
 from arrank.common.params import ParamError
 from arrank.training import schemes  # noqa: F401  (registers the values the 'scheme' parameter accepts)
 
@@ -114,13 +115,13 @@ def coerce(name: str, raw: Any, kind: str) -> Any:
     if kind == "bool":
         if low in ("true", "false"):
             return low == "true"
-        raise ParamError(f"{name}={raw!r} must be true or false")
+        raise ParamError(f"{name}={shown(raw)} must be true or false")
     if low in ("none", "null"):
         return None
     for number in (int, float):
         with contextlib.suppress(ValueError):
             return number(raw)
-    raise ParamError(f"{name}={raw!r} must be a number ({kind})")
+    raise ParamError(f"{name}={shown(raw)} must be a number ({kind})")
 
 
 def prepare(notebook: str | Path, overrides: dict[str, Any]) -> tuple[Path, dict[str, Any], dict[str, Any]]:
@@ -373,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     with interrupt_on_signals():
         try:
             if twice:
-                given = "; ".join(f"{n}: " + ", ".join(repr(v) for k, v in args.parameter if k == n) for n in twice)
+                given = "; ".join(f"{n}: " + ", ".join(shown(v) for k, v in args.parameter if k == n) for n in twice)
                 raise ParamError(f"parameter(s) {twice} given more than once ({given}); give each -p NAME VALUE once")
             final = run_notebook(args.notebook, dict(args.parameter), progress=not args.no_progress)
         except (ParamError, outputs.RunExistsError, outputs.OutputsNotWritableError, RunFailedError) as err:
