@@ -3,6 +3,7 @@ the faults produced for real (docs/reliability.md): a second process on the same
 name, Ctrl-C and kill -9 in the middle of a run, a run directory that appears meanwhile, a
 multi-line error inside the kernel, unwritable outputs, checkpoints of other parameters."""
 
+import json
 import os
 import signal
 import subprocess
@@ -182,6 +183,15 @@ def test_a_list_too_long_or_a_bracket_form_on_the_command_line_gives_one_short_l
     err = capsys.readouterr().err
     assert err.startswith("error: seed='xxx") and "(5,002 characters) must be a number" in err and len(err) < 300
     assert not any(outputs_root.iterdir())
+
+
+def test_two_auto_runs_in_the_same_second_get_two_folders(fake_notebook, outputs_root, monkeypatch):
+    """run_name auto, twice in one second (the time fixed here): the second run takes the name with
+    ``-2``, and its notebook and results.json know it by that name."""
+    monkeypatch.setattr(outputs, "resolve_run_name", lambda name, profile: f"{profile}-20260101-000000")
+    first, second = (run.run_notebook(fake_notebook, {}, outputs_root=outputs_root, progress=False) for _ in "12")
+    assert (first.name, second.name) == ("quick-20260101-000000", "quick-20260101-000000-2")
+    assert json.loads((second / "results.json").read_text())["params"]["run_name"] == second.name
 
 
 def test_coerce_follows_the_cells_type():
@@ -491,7 +501,7 @@ def test_what_several_processes_cannot_share_is_refused_before_any_kernel(output
     assert list(outputs_root.iterdir()) == []
     monkeypatch.setenv("WORLD_SIZE", "1")
     monkeypatch.setenv("RANK", "0")
-    assert run.prepare("05", {"scheme": "fractional"})[2]["run_name"].startswith("quick-")
+    assert run.prepare("05", {"scheme": "fractional"})[2]["run_name"] == "auto"  # named when claimed
     assert run.prepare("05", {"run_name": "r", "backend": "unsloth"})[2]["backend"] == "unsloth"
 
 

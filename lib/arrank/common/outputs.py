@@ -9,6 +9,7 @@ import atexit
 import contextlib
 import functools
 import hashlib
+import itertools
 import json
 import os
 import platform
@@ -181,6 +182,22 @@ def claim_run(stem: str, run_name: str, root: Path | None = None) -> Any:
     )
 
 
+def claim_name(stem: str, run_name: str, profile: str, root: Path | None = None) -> tuple[str, Any]:
+    """The run name, claimed (:func:`claim_run`), and its lock. ``"auto"`` is
+    ``<profile>-<YYYYmmdd-HHMMSS>`` (:func:`resolve_run_name`), then ``-2``, ``-3``, ... while another
+    process holds that name or its run or checkpoints folder exists: runs started in the same second
+    get names of their own."""
+    if run_name != "auto":
+        return run_name, claim_run(stem, run_name, root)
+    base = resolve_run_name(run_name, profile)
+    for name in (base if n == 1 else f"{base}-{n}" for n in itertools.count(1)):
+        with contextlib.suppress(RunInProgressError):
+            lock = claim_run(stem, name, root)
+            if not run_path(stem, name, root).exists() and not checkpoints_dir(stem, name, root).exists():
+                return name, lock
+            lock.release()
+
+
 def _write_pid(fd: int) -> None:
     """What a run's lock file holds: the pid of the process that holds it."""
     os.ftruncate(fd, 0)
@@ -332,8 +349,7 @@ def start_run(stem: str, params: dict[str, Any]) -> Path:
             "runner, which decides which process writes the run: launch "
             f"`torchrun --nproc_per_node N -m arrank.workbook.run {stem} -p run_name NAME ...`"
         )
-    name = resolve_run_name(params["run_name"], params["profile"])
-    claim_run(stem, name).release()  # refused while another process holds the name, or where a link would be written
+    name, lock = claim_name(stem, params["run_name"], params["profile"])  # refused while another process holds it
     target = run_path(stem, name)
     try:
         target.mkdir()
@@ -342,6 +358,8 @@ def start_run(stem: str, params: dict[str, Any]) -> Path:
             f"run directory {target} exists; set run_name to a new name (or 'auto'), "
             "or delete that directory to run again"
         ) from None
+    finally:
+        lock.release()
     return target
 
 

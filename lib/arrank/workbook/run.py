@@ -125,8 +125,8 @@ def coerce(name: str, raw: Any, kind: str) -> Any:
 
 
 def prepare(notebook: str | Path, overrides: dict[str, Any]) -> tuple[Path, dict[str, Any], dict[str, Any]]:
-    """Find the notebook, check the overrides, resolve ``run_name``; returns (source, the parameters
-    injected into papermill, all resolved parameters)."""
+    """Find the notebook, check the overrides; returns (source, the parameters injected into papermill,
+    all resolved parameters; ``run_name`` 'auto' is named when ``run_notebook`` claims it)."""
     return prepare_parsed(find_notebook(notebook), overrides)
 
 
@@ -139,7 +139,6 @@ def prepare_parsed(source: Path, overrides: dict[str, Any]) -> tuple[Path, dict[
     given = {k: coerce(k, v, spec[k].type if k in spec else "str") for k, v in overrides.items()}  # unknown: refused
     resolved = params.resolve(source.stem, {**defaults, **given}, set(given), source)
     processes.check_launch(source.stem, resolved)  # several processes: 05 only, a run name, no Unsloth
-    resolved["run_name"] = outputs.resolve_run_name(resolved["run_name"], resolved["profile"])
     injected = {k: v for k, v in resolved.items() if k in given or k == "run_name" or v != defaults[k]}
     return source, injected, resolved
 
@@ -184,7 +183,9 @@ def run_notebook(
         shutil.rmtree(staging, ignore_errors=True)
         return final  # the run directory process 0 writes
     outputs.tidy_abandoned(stem, outputs_root)  # staging folders left by runs killed with -9 become failed folders
-    lock = outputs.claim_run(stem, name, outputs_root)
+    name, lock = outputs.claim_name(stem, name, resolved["profile"], outputs_root)  # auto: a name no run has
+    resolved["run_name"] = injected["run_name"] = name
+    final = outputs.run_path(stem, name, outputs_root)
     try:
         if final.exists():
             raise outputs.RunExistsError(
