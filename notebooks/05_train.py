@@ -117,7 +117,7 @@ from IPython.display import Markdown
 
 from arrank.evaluation import budgets, evaluate, scoring, trec
 from arrank.training import models, train
-from arrank.common import display, findings, outputs, params
+from arrank.common import display, findings, outputs, params, processes
 from arrank.results import reading
 from arrank.training.schemes import loss_label
 from arrank.training import precision as mixed_precision
@@ -160,7 +160,8 @@ with outputs.timed(timings, "items"):
     items = train.training_items(df, tok, P["scheme"], P["alpha"], P["targets"], P["beta"], P["combined"],
                                  hyper["max_length"])
 example = max(items, key=lambda i: len(i["targets"][0]))
-print(f"{len(items):,} items, {train.epochs_of(hyper['steps'], hyper['batch_size'] * hyper['grad_accum'], len(items)):.2f} epochs")
+per_step = hyper["batch_size"] * hyper["grad_accum"] * processes.world_size()  # items an optimizer step carries
+print(f"{len(items):,} items, {train.epochs_of(hyper['steps'], per_step, len(items)):.2f} epochs")
 print(f"example: {example['query']} rank {example['rank']}, lambda = {example['weight']:.4f}")
 for t, step in enumerate(example["targets"][:3]):
     print(f"  step {t}: " + ", ".join(f"{tok.convert_ids_to_tokens(i)} {m:.3f}" for i, m in step))
@@ -255,8 +256,7 @@ display.percent_table(table)
 # %%
 n_pairs = budgets.training_pairs(df)  # (query, relevant docID) pairs: an epoch
 if P["eval_steps"]:
-    curve = budgets.curve_table(curve_dir, P["eval_steps"], hyper["steps"], per_query,
-                                hyper["batch_size"] * hyper["grad_accum"], n_pairs)
+    curve = budgets.curve_table(curve_dir, P["eval_steps"], hyper["steps"], per_query, per_step, n_pairs)
     outputs.save_table(curve, run_dir, "curve_per_query")
     display.percent_table(budgets.curve_summary(curve).set_index(["step", "items", "epochs"]))
 

@@ -424,6 +424,7 @@ def env_info() -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
+        "processes": processes.world_size(),  # several: each trained batch_size items a step (docs/scale-out.md)
         "time": datetime.now().isoformat(timespec="seconds"),
         **{module: getattr(sys.modules[module], "__version__", "?") for module in loaded},
         "git_commit": _git("rev-parse", "--short", "HEAD") or None,

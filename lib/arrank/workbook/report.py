@@ -88,16 +88,17 @@ CURVE_COLUMNS += PER_QUERY_COLUMNS[3:]
 BUDGET_PARAMS = ("steps",)  # what a curve spans: left out of its variant label
 
 
-def items_per_step(params: dict) -> int:
-    """The items an optimizer step of a notebook 05 run carries: ``batch_size * grad_accum``."""
-    return int(params["batch_size"]) * int(params.get("grad_accum") or 1)
+def items_per_step(params: dict, processes: int = 1) -> int:
+    """The items an optimizer step of a notebook 05 run carries: ``batch_size * grad_accum`` on each of
+    its ``processes`` (``WORLD_SIZE``, results.json's ``env``; docs/scale-out.md)."""
+    return int(params["batch_size"]) * int(params.get("grad_accum") or 1) * processes
 
 
-def curve_setting(params: dict, rows: pd.DataFrame) -> str:
+def curve_setting(params: dict, rows: pd.DataFrame, processes: int = 1) -> str:
     """The training setting of a curve run, what its numbers compare within: ``64 items a step,
-    2,000 held-out queries`` (``items_per_step`` of its params; the distinct queries its
+    2,000 held-out queries`` (``items_per_step``; the distinct queries its
     ``curve_per_query.csv`` scored, the held-out set it is)."""
-    return f"{items_per_step(params):,} items a step, {rows['query'].nunique():,} held-out queries"
+    return f"{items_per_step(params, processes):,} items a step, {rows['query'].nunique():,} held-out queries"
 
 
 def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: Path | None = None) -> pd.DataFrame:
@@ -126,11 +127,11 @@ def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: P
                 run / "curve_per_query.csv", ["step", "query", "ndcg"], results["metrics"].get("n_queries"), by="step"
             )
         elif state != "done" and (rows := stopped_points(folder, point.resolved)) is not None:
-            params = point.resolved
+            params, results = point.resolved, {}  # a sweep's point runs as one process
         else:
             continue
         label = variant_label(sweep.notebook, params, varying)
-        setting = curve_setting(params, rows)
+        setting = curve_setting(params, rows, results.get("env", {}).get("processes", 1))
         parts.append(rows.assign(point=point.run_name, variant=label, setting=setting, seed=params.get("seed")))
     out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)
     return out[[c for c in CURVE_COLUMNS if c in out.columns]]
