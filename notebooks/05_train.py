@@ -124,7 +124,6 @@ from arrank.training import precision as mixed_precision
 from arrank.data import ranking
 
 P = params.check_params("05_train", globals())
-P["eval_steps"] = budgets.check_eval_steps(P["eval_steps"], P["steps"])  # sorted, each in 1..steps
 P |= outputs.data_digest(P)  # dataset custom: the data file's sha256, checked by a resume and by notebook 06
 run_dir = outputs.start_run("05_train", P)
 timings: dict[str, float] = {}

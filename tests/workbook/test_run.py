@@ -458,7 +458,7 @@ def test_resuming_05_with_other_parameters_is_refused_before_any_kernel(outputs_
 
 
 def test_what_several_processes_cannot_share_is_refused_before_any_kernel(outputs_root, capsys, monkeypatch):
-    """Under torchrun (WORLD_SIZE > 1) Unsloth, run_name=auto and notebooks other than
+    """Under torchrun (WORLD_SIZE > 1) Unsloth, run_name=auto, eval_steps and notebooks other than
     05 are refused at once, exit 2, one message naming the value and what is allowed, nothing
     written; a RANK outside [0, WORLD_SIZE) is named too. One process: the same arguments pass."""
     from arrank.training import models
@@ -482,6 +482,11 @@ def test_what_several_processes_cannot_share_is_refused_before_any_kernel(output
             "error: load_in_4bit=True loads 4-bit base weights through Unsloth, which trains on one GPU only, and "
             "this is one of 2 processes: give load_in_4bit=false (16-bit LoRA through transformers + peft) or "
             "launch a single process",
+        ),
+        (
+            ["05", "-p", "run_name", "r", "-p", "eval_steps", "[4, 8]"],
+            "error: eval_steps=[4, 8] scores the held-out queries on one process, and this is one of 2: give "
+            "eval_steps [] or launch a single process",
         ),
         (
             ["01", "-p", "run_name", "r"],
