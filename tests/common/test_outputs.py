@@ -64,7 +64,9 @@ def test_auto_run_name_uses_profile_and_time():
 def test_auto_names_are_unique_even_within_one_second(outputs_root, monkeypatch):
     """Runs with run_name auto started in the same second (the time fixed here) get names of their
     own: a name another process holds, or whose run or checkpoints folder exists, is passed over."""
-    monkeypatch.setattr(outputs, "resolve_run_name", lambda name, profile: f"{profile}-20260101-000000")
+    monkeypatch.setattr(
+        outputs, "resolve_run_name", lambda name, profile: f"{profile}-20260101-000000" if name == "auto" else name
+    )
     name, held = outputs.claim_name("05_train", "auto", "quick", outputs_root)  # the first run, going
     second, lock = outputs.claim_name("05_train", "auto", "quick", outputs_root)
     assert (name, second) == ("quick-20260101-000000", "quick-20260101-000000-2")

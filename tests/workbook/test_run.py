@@ -188,7 +188,9 @@ def test_a_list_too_long_or_a_bracket_form_on_the_command_line_gives_one_short_l
 def test_two_auto_runs_in_the_same_second_get_two_folders(fake_notebook, outputs_root, monkeypatch):
     """run_name auto, twice in one second (the time fixed here): the second run takes the name with
     ``-2``, and its notebook and results.json know it by that name."""
-    monkeypatch.setattr(outputs, "resolve_run_name", lambda name, profile: f"{profile}-20260101-000000")
+    monkeypatch.setattr(
+        outputs, "resolve_run_name", lambda name, profile: f"{profile}-20260101-000000" if name == "auto" else name
+    )
     first, second = (run.run_notebook(fake_notebook, {}, outputs_root=outputs_root, progress=False) for _ in "12")
     assert (first.name, second.name) == ("quick-20260101-000000", "quick-20260101-000000-2")
     assert json.loads((second / "results.json").read_text())["params"]["run_name"] == second.name

@@ -183,19 +183,26 @@ def claim_run(stem: str, run_name: str, root: Path | None = None) -> Any:
 
 
 def claim_name(stem: str, run_name: str, profile: str, root: Path | None = None) -> tuple[str, Any]:
-    """The run name, claimed (:func:`claim_run`), and its lock. ``"auto"`` is
-    ``<profile>-<YYYYmmdd-HHMMSS>`` (:func:`resolve_run_name`), then ``-2``, ``-3``, ... while another
-    process holds that name or its run or checkpoints folder exists: runs started in the same second
-    get names of their own."""
-    if run_name != "auto":
-        return run_name, claim_run(stem, run_name, root)
-    base = resolve_run_name(run_name, profile)
+    """The run name, claimed (:func:`claim_run`), and its lock; a name whose run folder exists is refused
+    (``RunExistsError``). ``"auto"`` is ``<profile>-<YYYYmmdd-HHMMSS>`` (:func:`resolve_run_name`), then
+    ``-2``, ``-3``, ... while another process holds that name or its run or checkpoints folder exists:
+    runs started in the same second get names of their own."""
+    auto, base = run_name == "auto", resolve_run_name(run_name, profile)
     for name in (base if n == 1 else f"{base}-{n}" for n in itertools.count(1)):
-        with contextlib.suppress(RunInProgressError):
+        try:
             lock = claim_run(stem, name, root)
-            if not run_path(stem, name, root).exists() and not checkpoints_dir(stem, name, root).exists():
-                return name, lock
-            lock.release()
+        except RunInProgressError:
+            if auto:
+                continue
+            raise
+        if not run_path(stem, name, root).exists() and not (auto and checkpoints_dir(stem, name, root).exists()):
+            return name, lock
+        lock.release()
+        if not auto:
+            raise RunExistsError(
+                f"run directory {run_path(stem, name, root)} exists: runs are never overwritten; pass another "
+                "run_name (or auto), or delete that directory"
+            )
 
 
 def _write_pid(fd: int) -> None:
@@ -336,7 +343,7 @@ def outputs_root(run_dir: Path) -> Path:
 
 def start_run(stem: str, params: dict[str, Any]) -> Path:
     """The directory this run writes to: the runner's staging folder (``ARRANK_RUN_DIR``), else a
-    new run directory made here, after :func:`claim_run`'s checks (``RunInProgressError`` while
+    new run directory made here, after :func:`claim_name`'s checks (``RunInProgressError`` while
     another process holds the name; ``RunExistsError`` if it exists; ``ParamError`` for one of
     several torchrun processes outside the runner)."""
     forget()  # this run's notices start here
@@ -353,11 +360,6 @@ def start_run(stem: str, params: dict[str, Any]) -> Path:
     target = run_path(stem, name)
     try:
         target.mkdir()
-    except FileExistsError:
-        raise RunExistsError(
-            f"run directory {target} exists; set run_name to a new name (or 'auto'), "
-            "or delete that directory to run again"
-        ) from None
     finally:
         lock.release()
     return target

@@ -187,11 +187,6 @@ def run_notebook(
     resolved["run_name"] = injected["run_name"] = name
     final = outputs.run_path(stem, name, outputs_root)
     try:
-        if final.exists():
-            raise outputs.RunExistsError(
-                f"run directory {final} exists: runs are never overwritten; "
-                "pass -p run_name NEW (or auto), or delete that directory"
-            )
         outputs.check_resume(outputs.checkpoints_dir(stem, name, outputs_root), resolved)
         staging = final.parent / f".{final.name}.partial-{os.getpid()}"
         staging.mkdir()
