@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from arrank.common import paths, processes
+from arrank.common.display import shown
 from arrank.common.manifest import file_digest
 from arrank.common.notices import forget, told
 from arrank.common.params import ParamError
@@ -302,7 +303,7 @@ def check_resume(folder: Path, params: dict[str, Any]) -> None:
     if not diff:
         return
     steps = sorted(int(p.name.split("-")[-1]) for p in folder.glob("checkpoint-*") if p.name.split("-")[-1].isdigit())
-    listed = ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items())
+    listed = ", ".join(f"{k} was {shown(a)}, now {shown(b)}" for k, (a, b) in diff.items())
     raise ResumeError(
         f"{folder} holds the checkpoint of an interrupted run (step {steps[-1] if steps else '?'}) made with "
         f"other parameters: {listed}. Resuming would mix two runs. Either run again with the parameters "

@@ -266,7 +266,7 @@ def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
         elif f".checkpoints-{name}" in present:  # interrupted: its checkpoints' parameters
             diff = outputs.resume_diff(outputs.checkpoints_dir(sweep.notebook, name, outputs_root), point.resolved)
             name = f"{name} (interrupted, its checkpoints)"  # as the error names it
-        if listed := ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in (diff or {}).items() if a != b):
+        if listed := ", ".join(f"{k} was {shown(a)}, now {shown(b)}" for k, (a, b) in (diff or {}).items() if a != b):
             stale.append(f"{name}: {listed}")
     if stale:
         raise SweepError(
