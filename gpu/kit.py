@@ -141,8 +141,7 @@ NOT_CARRIED = {
     "playwright": "the book's browser tests are not run on the GPU machine",
     "statsmodels": "notebooks 07 and 08 (Holm's adjustment of the findings) do not run on the GPU machine",
     **dict.fromkeys(
-        ("ir-measures", "pytrec-eval-terrier", "trectools"),
-        "the tests that score TREC files do not run on the GPU machine",
+        ("ir-measures", "pytrec-eval-terrier", "trectools"), "the tests that score TREC files do not run on the GPU machine"
     ),
 }
 UNSLOTH = ("unsloth==2026.10.9", "unsloth_zoo==2026.10.9")  # with --unsloth: benchmarks/gpu.py parts a and c
