@@ -599,10 +599,11 @@ MAX_MEMBER_BYTES = 64 * MIB  # a run's largest small result (per-query CSVs) is 
 MAX_TARBALL_BYTES = 512 * MIB  # all members together, unpacked
 
 
-def run_of(name: str) -> str | None:
-    """The run folder ``outputs/05_train/<run>`` a tarball member belongs to (None for others)."""
+def run_of(name: str, kind: str = "05_train") -> str | None:
+    """The run folder ``outputs/05_train/<run>`` (``kind`` sweeps: the sweep's ``outputs/sweeps/<sweep>``)
+    a tarball member belongs to (None for others)."""
     parts = Path(name).parts
-    return "/".join(parts[:3]) if len(parts) >= 3 and parts[1] == "05_train" else None
+    return "/".join(parts[:3]) if len(parts) >= 3 and parts[1] == kind else None
 
 
 def result_members(tarball: Path, root: Path = ROOT) -> dict[str, bytes | None]:
@@ -658,6 +659,21 @@ def result_members(tarball: Path, root: Path = ROOT) -> dict[str, bytes | None]:
     return out
 
 
+def foreign_sweeps(members: dict[str, bytes | None]) -> list[str]:
+    """The sweep folders ``outputs/sweeps/<sweep>`` of a tarball whose ``status.json`` lists none of
+    the tarball's runs (or that holds no readable one): never written here."""
+    runs = {Path(r).name.removeprefix(".curve-").split(".failed-")[0] for n in members if (r := run_of(n))}
+    out = []
+    for folder in sorted({s for n in members if (s := run_of(n, "sweeps"))}):
+        try:
+            listed = {p["run_name"] for p in json.loads(members[f"{folder}/status.json"])["points"]}
+        except (KeyError, TypeError, ValueError):
+            listed = set()
+        if not listed & runs:
+            out.append(folder)
+    return out
+
+
 def link_model(link: Path = GGUF_LINK) -> Path:
     """Make ``link`` (the GPU sweep file's model path) point at the installed SmolLM2 GGUF
     (``named_models.gguf_file``), unless it exists: reading a sweep checks its parameters."""
@@ -678,13 +694,16 @@ def unpack_results(tarball: Path, root: Path = ROOT, link: Path = GGUF_LINK) -> 
     with the same results.json, skipped). The tarball is read whole and checked first
     (:func:`result_members`). A run that exists here with another or no results.json is never
     overwritten: the whole tarball is refused, nothing written (a stopped run's folder,
-    ``.curve-<run>`` or ``<run>.failed-<time>``, is the same when every file is). The sweep's status and logs
-    (``outputs/sweeps/``) are replaced by the tarball's, the newer. :func:`link_model` first."""
+    ``.curve-<run>`` or ``<run>.failed-<time>``, is the same when every file is); so is one without runs.
+    A sweep's status and logs (``outputs/sweeps/<sweep>/``) are replaced by the tarball's, the newer, when it holds
+    runs of that sweep (:func:`foreign_sweeps`). Once every check passed, :func:`link_model`, then the files."""
     if not tarball.is_file():
         raise Refused(f"{tarball}: no such file (the gpu-curve.tgz that the work call brought back)")
     members = result_members(tarball, root)
-    link_model(link)
     runs = sorted({r for n in members if (r := run_of(n))})
+    if not runs:
+        raise Refused(f"{tarball}: holds no run under outputs/05_train/; nothing was unpacked")
+    foreign = foreign_sweeps(members)
     same, clash = [], []
     for run in runs:
         here = root / run
@@ -700,8 +719,11 @@ def unpack_results(tarball: Path, root: Path = ROOT, link: Path = GGUF_LINK) -> 
             f"{tarball}: these runs exist here with other results and are never overwritten: "
             f"{', '.join(clash)} (move them aside to take the tarball's; nothing was unpacked)"
         )
+    link_model(link)
+    for folder in foreign:
+        print(f"left out: {folder} (its status.json lists none of this tarball's runs)")
     for name, data in members.items():
-        if run_of(name) in same:
+        if run_of(name) in same or run_of(name, "sweeps") in foreign:
             continue
         target = root / name
         if data is None:

@@ -118,14 +118,13 @@ from IPython.display import Markdown
 
 from arrank.evaluation import budgets, evaluate, scoring, trec
 from arrank.training import models, train
-from arrank.common import display, findings, outputs, params
+from arrank.common import display, findings, outputs, params, processes
 from arrank.results import reading
 from arrank.training.schemes import loss_label
 from arrank.training import precision as mixed_precision
 from arrank.data import ranking
 
 P = params.check_params("05_train", globals())
-P["eval_steps"] = budgets.check_eval_steps(P["eval_steps"], P["steps"])  # sorted, each in 1..steps
 P |= outputs.data_digest(P)  # dataset custom: the data file's sha256, checked by a resume and by notebook 06
 run_dir = outputs.start_run("05_train", P)
 timings: dict[str, float] = {}
@@ -161,7 +160,8 @@ with outputs.timed(timings, "items"):
     items = train.training_items(df, tok, P["scheme"], P["alpha"], P["targets"], P["beta"], P["combined"],
                                  hyper["max_length"])
 example = max(items, key=lambda i: len(i["targets"][0]))
-print(f"{len(items):,} items, {train.epochs_of(hyper['steps'], hyper['batch_size'] * hyper['grad_accum'], len(items)):.2f} epochs")
+per_step = hyper["batch_size"] * hyper["grad_accum"] * processes.world_size()  # items an optimizer step carries
+print(f"{len(items):,} items, {train.epochs_of(hyper['steps'], per_step, len(items)):.2f} epochs")
 print(f"example: {example['query']} rank {example['rank']}, lambda = {example['weight']:.4f}")
 for t, step in enumerate(example["targets"][:3]):
     print(f"  step {t}: " + ", ".join(f"{tok.convert_ids_to_tokens(i)} {m:.3f}" for i, m in step))
@@ -264,8 +264,7 @@ display.percent_table(table)
 n_pairs = budgets.training_pairs(df)  # (query, relevant docID) pairs: an epoch
 if P["eval_steps"] or P["n_dev"]:
     final = budgets.with_splits(lambda split: per_query if split == "eval" else per_query_dev, df)
-    curve = budgets.curve_table(curve_dir, P["eval_steps"], hyper["steps"], final,
-                                hyper["batch_size"] * hyper["grad_accum"], n_pairs)
+    curve = budgets.curve_table(curve_dir, P["eval_steps"], hyper["steps"], final, per_step, n_pairs)
     outputs.save_table(curve, run_dir, "curve_per_query")
     display.percent_table(budgets.curve_summary(curve).set_index(["step", "items", "epochs"]))
 

@@ -314,10 +314,14 @@ def test_results_unpack_a_gpu_sweep_and_never_overwrite_a_run(tmp_path):
     from arrank.common.named_models import gguf_file
 
     root, link = tmp_path / "repo", tmp_path / "kit" / "model.gguf"
+
+    def status(call: int, *runs: str) -> str:
+        return json.dumps({"updated": f"call {call}", "points": [{"run_name": r} for r in runs]})
+
     first = {
         "outputs/05_train/gpu-a/results.json": '{"a": 1}',
         "outputs/05_train/gpu-a/per_query.csv": "query\n",
-        "outputs/sweeps/table1/status.json": "call 5",
+        "outputs/sweeps/table1/status.json": status(5, "gpu-a", "gpu-b"),
     }
     assert kit.unpack_results(_results_tarball(tmp_path / "call5.tgz", first), root, link) == (
         ["outputs/05_train/gpu-a"],
@@ -325,19 +329,41 @@ def test_results_unpack_a_gpu_sweep_and_never_overwrite_a_run(tmp_path):
     )
     assert (root / "outputs/05_train/gpu-a/per_query.csv").read_text() == "query\n"
     assert link.resolve() == gguf_file("smollm2-135m").resolve()
-    newer = {**first, "outputs/05_train/gpu-b/results.json": "{}", "outputs/sweeps/table1/status.json": "call 6"}
+    newer = {
+        **first,
+        "outputs/05_train/gpu-b/results.json": "{}",
+        "outputs/sweeps/table1/status.json": status(6, "gpu-b"),
+    }
     assert kit.unpack_results(_results_tarball(tmp_path / "call6.tgz", newer), root, link) == (
         ["outputs/05_train/gpu-b"],
         ["outputs/05_train/gpu-a"],
     )
-    assert (root / "outputs/sweeps/table1/status.json").read_text() == "call 6"
+    assert (root / "outputs/sweeps/table1/status.json").read_text() == status(6, "gpu-b")
     other = {"outputs/05_train/gpu-a/results.json": '{"a": 2}', "outputs/05_train/gpu-c/results.json": "{}"}
+    unlinked = tmp_path / "kit2" / "model.gguf"  # a session that has not linked the model yet
     with pytest.raises(
         SystemExit, match="runs exist here with other results and are never overwritten: outputs/05_train/gpu-a "
     ):
-        kit.unpack_results(_results_tarball(tmp_path / "other.tgz", other), root, link)
+        kit.unpack_results(_results_tarball(tmp_path / "other.tgz", other), root, unlinked)
     assert (root / "outputs/05_train/gpu-a/results.json").read_text() == '{"a": 1}'
-    assert not (root / "outputs/05_train/gpu-c").exists()
+    assert not (root / "outputs/05_train/gpu-c").exists() and not unlinked.parent.exists()  # no link made either
+    only = {"outputs/sweeps/table1/status.json": status(7, "gpu-x")}  # another sweep's status, none of its runs
+    with pytest.raises(kit.Refused, match=r"only.tgz: holds no run under outputs/05_train/; nothing was unpacked"):
+        kit.unpack_results(_results_tarball(tmp_path / "only.tgz", only), root, unlinked)
+    mixed = {
+        "outputs/05_train/gpu-e/results.json": "{}",
+        "outputs/sweeps/table2/status.json": status(8, "gpu-e"),
+        "outputs/sweeps/table2/logs/gpu-e.20261128-000000.log": "ok\n",
+        "outputs/sweeps/table1/status.json": status(8, "gpu-x"),  # lists none of the tarball's runs
+        "outputs/sweeps/table1/logs/gpu-x.20261128-000000.log": "x\n",
+    }
+    assert kit.unpack_results(_results_tarball(tmp_path / "mixed.tgz", mixed), root, link) == (
+        ["outputs/05_train/gpu-e"],
+        [],
+    )
+    assert (root / "outputs/sweeps/table2/status.json").read_text() == status(8, "gpu-e")
+    assert (root / "outputs/sweeps/table1/status.json").read_text() == status(6, "gpu-b")  # kept
+    assert not (root / "outputs/sweeps/table1/logs").exists() and not unlinked.parent.exists()
     for bad in ("README.md", "outputs/05_train/../../escape.txt", "/etc/passwd"):
         tarball = _results_tarball(tmp_path / "bad.tgz", {"outputs/05_train/gpu-d/results.json": "{}", bad: "x"})
         with pytest.raises(SystemExit, match="is not a plain file or folder under outputs/05_train/"):

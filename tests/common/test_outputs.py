@@ -61,6 +61,31 @@ def test_auto_run_name_uses_profile_and_time():
     assert outputs.resolve_run_name("mine", "quick") == "mine"
 
 
+def test_auto_names_are_unique_even_within_one_second(outputs_root, monkeypatch):
+    """Runs with run_name auto started in the same second (the time fixed here) get names of their
+    own: a name another process holds, or whose run or checkpoints folder exists, is passed over."""
+    monkeypatch.setattr(
+        outputs, "resolve_run_name", lambda name, profile: f"{profile}-20260101-000000" if name == "auto" else name
+    )
+    name, held = outputs.claim_name("05_train", "auto", "quick", outputs_root)  # the first run, going
+    second, lock = outputs.claim_name("05_train", "auto", "quick", outputs_root)
+    assert (name, second) == ("quick-20260101-000000", "quick-20260101-000000-2")
+    held.release(), lock.release()
+    outputs.checkpoints_dir("05_train", name, outputs_root).mkdir()  # an interrupted run of that name
+    outputs.run_path("05_train", second, outputs_root).mkdir()  # a finished one
+    third, lock = outputs.claim_name("05_train", "auto", "quick", outputs_root)
+    assert third == "quick-20260101-000000-3"
+    lock.release()
+    name, lock = outputs.claim_name("05_train", "mine", "quick", outputs_root)
+    assert name == "mine"
+    lock.release()
+    p = {"run_name": "auto", "profile": "paper"}  # outside the runner (JupyterLab): the same
+    assert [outputs.start_run("01_de_capacity", p).name for _ in range(2)] == [
+        "paper-20260101-000000",
+        "paper-20260101-000000-2",
+    ]
+
+
 def test_write_results_contract(tmp_path):
     import numpy as np
 

@@ -240,8 +240,32 @@ def test_eval_steps_are_sorted_within_the_run_and_lr_schedule_auto_is_named_befo
         run.prepare("05_train", {"steps": 40, "eval_steps": [10], "lr_schedule": "cosine"})[2]["lr_schedule"]
         == "cosine"
     )
-    with pytest.raises(ParamError, match=r"eval_steps=\[10, 50\]: \[50\] beyond steps=40"):
+    with pytest.raises(ParamError, match=r"eval_steps=\[10, 50\]: 1 beyond steps=40 \(the first: 50\)"):
         run.prepare("05_train", {"steps": 40, "eval_steps": [50, 10]})
+
+
+def test_list_parameters_take_the_forms_help_shows_and_at_most_max_list_values():
+    """``--help`` shows ``[4, 8]`` and ``'4,8'``: both are read from the command line (a bracket
+    alone is not a number); a list over ``MAX_LIST`` values, or past ``steps``, is refused in one
+    short line that names it once, so what a sweep file's check accepts fits a point's command line."""
+    from arrank.workbook import run
+
+    for given in ("[4, 8]", " [8,4] ", "4,8", [4, 8]):
+        assert run.prepare("05_train", {"steps": 10, "eval_steps": given})[2]["eval_steps"] == [4, 8]
+    assert run.prepare("05_train", {"eval_steps": "[]"})[2]["eval_steps"] == []
+    assert run.prepare("07", {"alphas": "[0.5, 2]"})[2]["alphas"] == [0.5, 2.0]
+    assert "e.g. [4, 8] or '4,8'" in params.allowed_text(params.spec("05_train")["eval_steps"].check)
+    with pytest.raises(ParamError, match=r"'\[4' is not a number"):
+        run.prepare("05_train", {"eval_steps": "[4"})
+    most = ",".join(map(str, range(1, params.MAX_LIST + 1)))
+    assert len(run.prepare("05_train", {"steps": 10**7, "eval_steps": most})[2]["eval_steps"]) == params.MAX_LIST
+    for value in (most + f",{params.MAX_LIST + 1}", list(range(1, 100_001))):
+        with pytest.raises(ParamError, match=r"\(at most 1,000 values\).*; it holds 1(,001|00,000)$") as err:
+            run.prepare("05_train", {"steps": 10**7, "eval_steps": value})
+        assert len(str(err.value)) < 250
+    with pytest.raises(ParamError, match=r"characters\): 990 beyond steps=10 \(the first: 11\)") as err:
+        run.prepare("05_train", {"steps": 10, "eval_steps": most})
+    assert len(str(err.value)) < 250
 
 
 def test_over_long_values_are_refused_naming_the_parameter_and_not_echoed_whole():

@@ -24,15 +24,6 @@ def _per_query(n: int, offset: float) -> pd.DataFrame:
     )
 
 
-def test_eval_steps_are_checked_and_sorted():
-    assert budgets.check_eval_steps([40, 10, 40, 20], 40) == [10, 20, 40]
-    assert budgets.check_eval_steps([], 40) == []
-    with pytest.raises(ValueError, match=r"eval_steps=\[10, 50\]: \[50\] outside 1..steps=40"):
-        budgets.check_eval_steps([10, 50], 40)
-    with pytest.raises(ValueError, match=r"\[0\] outside"):
-        budgets.check_eval_steps([0], 40)
-
-
 def test_schedule_is_constant_for_a_curve_and_cosine_otherwise():
     assert train.lr_schedule("auto", [10, 20]) == "constant" and train.lr_schedule("auto", []) == "cosine"
     assert train.lr_schedule("cosine", [10]) == "cosine"

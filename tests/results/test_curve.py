@@ -186,6 +186,26 @@ def test_curve_rows_of_a_sweep_carry_the_variant_without_the_budget(tmp_path, ou
     assert empty.empty and list(empty.columns) == report.CURVE_COLUMNS
 
 
+def test_a_run_on_several_processes_counts_the_items_of_them_all(tmp_path, outputs_root, monkeypatch):
+    """N processes of ``batch_size`` B train steps of N x B items (docs/scale-out.md): results.json
+    records the processes (``WORLD_SIZE``) and the curve's setting counts them."""
+    assert report.items_per_step({"batch_size": 32, "grad_accum": 2}, processes=2) == 128
+    path = tmp_path / "ddp.yaml"
+    path.write_text("notebook: 05_train\nfixed: {profile: quick, batch_size: 32, grad_accum: 2}\ngrid: {seed: [0]}\n")
+    s = sweep.load_sweep(path)
+    run_dir = outputs.run_path(s.notebook, s.points[0].run_name, outputs_root)
+    run_dir.mkdir(parents=True)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    outputs.write_results(run_dir, s.notebook, s.points[0].resolved, {"n_queries": 40}, {})
+    monkeypatch.delenv("WORLD_SIZE")
+    rows = make_curve({2: 0.1})
+    rows[(rows["variant"] == NTP) & (rows["seed"] == 0)].drop(columns=["point", "variant", "seed"]).to_csv(
+        run_dir / "curve_per_query.csv", index=False
+    )
+    got = report.curve_frame(s, report.collect(s))
+    assert got["setting"].unique().tolist() == ["128 items a step, 40 held-out queries"]
+
+
 def test_a_stopped_run_gives_the_budgets_it_scored(tmp_path, outputs_root):
     """A run stopped mid-training keeps its scored budgets in ``.curve-<run>/`` (its batch and data
     make the items and epochs); one stopped after its results.json, in ``<run>.failed-<time>/``,

@@ -179,6 +179,35 @@ def test_cli_reports_errors_with_exit_code_2(capsys):
     assert "known notebooks" in capsys.readouterr().err
 
 
+def test_a_list_too_long_or_a_bracket_form_on_the_command_line_gives_one_short_line(capsys, outputs_root):
+    """``-p eval_steps "[4, 8]"`` (the form --help shows) is read; 20,000 values are refused in one
+    line under 300 characters that shows the value once, exit 2, nothing written."""
+    values = ",".join(map(str, range(1, 20_001)))
+    assert run.main(["05", "-p", "eval_steps", values, "-p", "steps", "20000"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 300 and err.count("1,2,3") == 1 and "it holds 20,000" in err
+    assert run.main(["05", "-p", "eval_steps", "[4, 8]", "-p", "steps", "2"]) == 2  # read as a list, then checked
+    assert (
+        capsys.readouterr().err
+        == "error: eval_steps=[4, 8]: 2 beyond steps=2 (the first: 4); each is a step of the run\n"
+    )
+    assert run.main(["05", "-p", "seed", "x" * 5000]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: seed='xxx") and "(5,002 characters) must be a number" in err and len(err) < 300
+    assert not any(outputs_root.iterdir())
+
+
+def test_two_auto_runs_in_the_same_second_get_two_folders(fake_notebook, outputs_root, monkeypatch):
+    """run_name auto, twice in one second (the time fixed here): the second run takes the name with
+    ``-2``, and its notebook and results.json know it by that name."""
+    monkeypatch.setattr(
+        outputs, "resolve_run_name", lambda name, profile: f"{profile}-20260101-000000" if name == "auto" else name
+    )
+    first, second = (run.run_notebook(fake_notebook, {}, outputs_root=outputs_root, progress=False) for _ in "12")
+    assert (first.name, second.name) == ("quick-20260101-000000", "quick-20260101-000000-2")
+    assert json.loads((second / "results.json").read_text())["params"]["run_name"] == second.name
+
+
 def test_coerce_follows_the_cells_type():
     assert run.coerce("run_name", "007", "str") == "007"
     assert run.coerce("k", "5", "int") == 5 and run.coerce("k", "none", "int") is None
@@ -471,7 +500,7 @@ def test_resuming_05_with_other_parameters_is_refused_before_any_kernel(outputs_
 
 
 def test_what_several_processes_cannot_share_is_refused_before_any_kernel(outputs_root, capsys, monkeypatch):
-    """Under torchrun (WORLD_SIZE > 1) Unsloth, run_name=auto and notebooks other than
+    """Under torchrun (WORLD_SIZE > 1) Unsloth, run_name=auto, eval_steps and notebooks other than
     05 are refused at once, exit 2, one message naming the value and what is allowed, nothing
     written; a RANK outside [0, WORLD_SIZE) is named too. One process: the same arguments pass."""
     from arrank.training import models
@@ -497,6 +526,11 @@ def test_what_several_processes_cannot_share_is_refused_before_any_kernel(output
             "launch a single process",
         ),
         (
+            ["05", "-p", "run_name", "r", "-p", "eval_steps", "[4, 8]"],
+            "error: eval_steps=[4, 8] scores the held-out queries on one process, and this is one of 2: give "
+            "eval_steps [] or launch a single process",
+        ),
+        (
             ["01", "-p", "run_name", "r"],
             "error: 01_de_capacity runs in one process, and this is one of 2 (WORLD_SIZE=2): only ['05_train'] "
             "train on several processes; run 01_de_capacity without torchrun / accelerate launch",
@@ -514,7 +548,7 @@ def test_what_several_processes_cannot_share_is_refused_before_any_kernel(output
     assert list(outputs_root.iterdir()) == []
     monkeypatch.setenv("WORLD_SIZE", "1")
     monkeypatch.setenv("RANK", "0")
-    assert run.prepare("05", {"scheme": "fractional"})[2]["run_name"].startswith("quick-")
+    assert run.prepare("05", {"scheme": "fractional"})[2]["run_name"] == "auto"  # named when claimed
     assert run.prepare("05", {"run_name": "r", "backend": "unsloth"})[2]["backend"] == "unsloth"
 
 

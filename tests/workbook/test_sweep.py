@@ -762,3 +762,28 @@ def test_a_notebook_number_that_yaml_reads_as_a_number_and_a_glob_character_in_a
     for name in ("05*", "0[5]"):
         with pytest.raises(ParamError, match=r"not found \(or ambiguous\); known notebooks"):
             run.find_notebook(name)
+
+
+def test_a_list_that_list_accepts_fits_a_points_command_line(tmp_path, outputs_root, capsys):
+    """A point's parameters travel as one argument (at most 128 KiB): a list over ``MAX_LIST`` values
+    (100,000 eval_steps made a 1.38 MB error line, then 'Argument list too long' when run) is refused by
+    --list in one short line; the longest list it accepts reaches the point's process whole."""
+    import sys
+
+    from arrank.common.params import MAX_LIST
+
+    def fixed(steps: int, eval_steps: list[int]) -> str:
+        return BASE.replace("steps: 5", f"steps: {steps}, eval_steps: {eval_steps}") + "grid: {seed: [0]}\n"
+
+    many = write(tmp_path, fixed(200_000, list(range(1, 20_001))), "many.yaml")
+    assert sweep.main([str(many), "--list", "--outputs-root", str(outputs_root)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 300 and err.endswith("4, 8] or '4,8'; it holds 20,000\n")
+    top = 10**7  # the longest values steps allows
+    most = write(tmp_path, fixed(top, list(range(top - MAX_LIST + 1, top + 1))), "most.yaml")
+    assert sweep.main([str(most), "--list", "--outputs-root", str(outputs_root)]) == 0
+    point = sweep.load_sweep(most).points[0]
+    echo = [sys.executable, "-c", "import json, sys; print(len(json.loads(sys.argv[1])['eval_steps']))"]
+    attempt = sweep.sweep_jobs.Local(echo, {}, {}, 1).start(point, tmp_path / "point.log")
+    assert attempt.proc.wait() == 0 and (tmp_path / "point.log").read_text() == f"{MAX_LIST}\n"
+    assert not any(p for p in outputs_root.rglob("*") if p.is_file())

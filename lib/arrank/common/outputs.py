@@ -10,6 +10,7 @@ import contextlib
 import functools
 import hashlib
 import io
+import itertools
 import json
 import math
 import os
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from arrank.common import paths, processes
+from arrank.common.display import shown
 from arrank.common.manifest import file_digest
 from arrank.common.notices import forget, told
 from arrank.common.params import ParamError
@@ -226,6 +228,29 @@ def claim_run(stem: str, run_name: str, root: Path | None = None) -> Any:
     )
 
 
+def claim_name(stem: str, run_name: str, profile: str, root: Path | None = None) -> tuple[str, Any]:
+    """The run name, claimed (:func:`claim_run`), and its lock; a name whose run folder exists is refused
+    (``RunExistsError``). ``"auto"`` is ``<profile>-<YYYYmmdd-HHMMSS>`` (:func:`resolve_run_name`), then
+    ``-2``, ``-3``, ... while another process holds that name or its run or checkpoints folder exists:
+    runs started in the same second get names of their own."""
+    auto, base = run_name == "auto", resolve_run_name(run_name, profile)
+    for name in (base if n == 1 else f"{base}-{n}" for n in itertools.count(1)):
+        try:
+            lock = claim_run(stem, name, root)
+        except RunInProgressError:
+            if auto:
+                continue
+            raise
+        if not run_path(stem, name, root).exists() and not (auto and checkpoints_dir(stem, name, root).exists()):
+            return name, lock
+        lock.release()
+        if not auto:
+            raise RunExistsError(
+                f"run directory {run_path(stem, name, root)} exists: runs are never overwritten; pass another "
+                "run_name (or auto), or delete that directory"
+            )
+
+
 def _write_pid(fd: int) -> None:
     """What a run's lock file holds: the pid of the process that holds it."""
     os.ftruncate(fd, 0)
@@ -323,7 +348,7 @@ def check_resume(folder: Path, params: dict[str, Any]) -> None:
     if not diff:
         return
     steps = sorted(int(p.name.split("-")[-1]) for p in folder.glob("checkpoint-*") if p.name.split("-")[-1].isdigit())
-    listed = ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in diff.items())
+    listed = ", ".join(f"{k} was {shown(a)}, now {shown(b)}" for k, (a, b) in diff.items())
     raise ResumeError(
         f"{folder} holds the checkpoint of an interrupted run (step {steps[-1] if steps else '?'}) made with "
         f"other parameters: {listed}. Resuming would mix two runs. Either run again with the parameters "
@@ -364,7 +389,7 @@ def outputs_root(run_dir: Path) -> Path:
 
 def start_run(stem: str, params: dict[str, Any]) -> Path:
     """The directory this run writes to: the runner's staging folder (``ARRANK_RUN_DIR``), else a
-    new run directory made here, after :func:`claim_run`'s checks (``RunInProgressError`` while
+    new run directory made here, after :func:`claim_name`'s checks (``RunInProgressError`` while
     another process holds the name; ``RunExistsError`` if it exists; ``ParamError`` for one of
     several torchrun processes outside the runner)."""
     forget()  # this run's notices start here
@@ -377,16 +402,12 @@ def start_run(stem: str, params: dict[str, Any]) -> Path:
             "runner, which decides which process writes the run: launch "
             f"`torchrun --nproc_per_node N -m arrank.workbook.run {stem} -p run_name NAME ...`"
         )
-    name = resolve_run_name(params["run_name"], params["profile"])
-    claim_run(stem, name).release()  # refused while another process holds the name, or where a link would be written
+    name, lock = claim_name(stem, params["run_name"], params["profile"])  # refused while another process holds it
     target = run_path(stem, name)
     try:
         target.mkdir()
-    except FileExistsError:
-        raise RunExistsError(
-            f"run directory {target} exists; set run_name to a new name (or 'auto'), "
-            "or delete that directory to run again"
-        ) from None
+    finally:
+        lock.release()
     return target
 
 
@@ -451,6 +472,7 @@ def env_info() -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
+        "processes": processes.world_size(),  # several: each trained batch_size items a step (docs/scale-out.md)
         "time": datetime.now().isoformat(timespec="seconds"),
         **{module: getattr(sys.modules[module], "__version__", "?") for module in loaded},
         "git_commit": _git("rev-parse", "--short", "HEAD") or None,

@@ -109,16 +109,23 @@ def text(pattern: str | None = None, what: str = "a string", empty: str | None =
     return check
 
 
+MAX_LIST = 1000  # values in a list parameter: a sweep point's parameters travel as one argument (128 KiB at most)
+
+
 def number_list(lo: float | None = None, integers: bool = False, empty: bool = False) -> Validator:
-    """Validator: a list of numbers >= lo (ints when ``integers``; non-empty unless ``empty``), given
-    as a list or as a comma-separated string (``-p alphas 0,1,2`` on the command line); returns a list."""
+    """Validator: a list of at most ``MAX_LIST`` numbers >= lo (ints when ``integers``; non-empty unless
+    ``empty``), given as a list or as a string, comma-separated in brackets or not (``-p alphas 0,1,2``,
+    ``-p eval_steps "[4, 8]"``); returns a list."""
     what = f"a {'' if empty else 'non-empty '}list of {'integers' if integers else 'numbers'}{_range_text(lo, None)}"
+    what += f" (at most {MAX_LIST:,} values), e.g. [4, 8] or '4,8'"
     item_check = integer(lo) if integers else number(lo)
 
     def check(name: str, value: Any) -> Any:
-        items = ([] if value.strip() == "" else value.split(",")) if isinstance(value, str) else value
-        if not isinstance(items, (list, tuple)) or not (items or empty):
-            raise ParamError(f"{name}={shown(value)} must be {what}, e.g. [4, 8] or '4,8'")
+        text = re.sub(r"^\[(.*)\]$", r"\1", value.strip(), flags=re.S) if isinstance(value, str) else None
+        items = value if text is None else [] if text.strip() == "" else text.split(",")
+        if not isinstance(items, (list, tuple)) or not (items or empty) or len(items) > MAX_LIST:
+            size = f"; it holds {len(items):,}" if isinstance(items, (list, tuple)) and items else ""
+            raise ParamError(f"{name}={shown(value)} must be {what}{size}")
         out = []
         for item in items:
             try:
@@ -126,10 +133,10 @@ def number_list(lo: float | None = None, integers: bool = False, empty: bool = F
                 out.append(item_check(name, x))
             except ValueError as err:
                 why = "is not allowed" if isinstance(err, ParamError) else "is not a number"
-                raise ParamError(f"{name}={shown(value)} must be {what}: {item!r} {why}") from None
+                raise ParamError(f"{name}={shown(value)} must be {what}: {shown(item)} {why}") from None
         return out
 
-    check.allowed = what + ", e.g. [4, 8] or '4,8'"
+    check.allowed = what
     return check
 
 
@@ -492,14 +499,15 @@ def resolve(stem: str, values: Mapping[str, Any], given: AbstractSet[str] = froz
             )
         if (out["dataset"] == "custom") != bool(out["data_path"]):
             raise ParamError(
-                f"data_path={out['data_path']!r} with dataset={out['dataset']!r}: a data_path is given exactly "
+                f"data_path={shown(out['data_path'])} with dataset={out['dataset']!r}: a data_path is given exactly "
                 "with dataset 'custom' (docs/own-data.md)"
             )
     if "eval_steps" in out:  # 05: the points a budget curve scores, and the schedule they imply
         out["eval_steps"] = sorted(set(out["eval_steps"]))
         if beyond := [s for s in out["eval_steps"] if s > out["steps"]]:
             raise ParamError(
-                f"eval_steps={out['eval_steps']}: {beyond} beyond steps={out['steps']}; each is a step of the run"
+                f"eval_steps={shown(out['eval_steps'])}: {len(beyond):,} beyond steps={out['steps']} (the first: "
+                f"{beyond[0]}); each is a step of the run"
             )
         out["lr_schedule"] = lr_schedule(out["lr_schedule"], out["eval_steps"])
     if out.get("n_dev", 0) >= out.get("n_eval", 1):  # 05: the validation queries come out of the held-out ones

@@ -9,6 +9,7 @@ import os
 import time
 from typing import Any
 
+from arrank.common.display import shown
 from arrank.common.params import ParamError
 
 MULTI_PROCESS_NOTEBOOKS = ("05_train",)
@@ -61,7 +62,8 @@ def unsloth_refusal(backend: str) -> str | None:
 
 def check_launch(stem: str, values: dict[str, Any]) -> None:
     """Refuse, before any work, a notebook run that several processes cannot share: a notebook
-    other than 05_train, ``run_name="auto"`` (each process would stamp its own time), Unsloth
+    other than 05_train, ``run_name="auto"`` (each process would stamp its own time), ``eval_steps``
+    (process 0 alone scores the held-out queries), Unsloth
     (``backend="unsloth"``, ``load_in_4bit``: one GPU only). Nothing to check for one process."""
     size = world_size()
     rank()  # a RANK outside [0, WORLD_SIZE) is an error here, not in the kernel
@@ -77,6 +79,11 @@ def check_launch(stem: str, values: dict[str, Any]) -> None:
         raise ParamError(
             f"run_name='auto' under {size} processes: each would stamp its own time, and "
             "they must share one run name (and its checkpoints); give -p run_name NAME"
+        )
+    if values.get("eval_steps"):
+        raise ParamError(
+            f"eval_steps={shown(values['eval_steps'])} scores the held-out queries on one process, and this is one "
+            f"of {size}: give eval_steps [] or launch a single process"
         )
     why = unsloth_refusal(values.get("backend", "auto"))
     if why:

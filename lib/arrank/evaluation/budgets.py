@@ -20,27 +20,10 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-from arrank.common import processes
 from arrank.common.outputs import write_text_atomic
 from arrank.evaluation import evaluate, metrics
 
 CURVE_COLUMNS = ("step", "items", "epochs")  # then metrics.short_columns: query, cvr, ndcg, r<k>
-
-
-def check_eval_steps(eval_steps: Sequence[int], steps: int) -> list[int]:
-    """The scoring points of a run of ``steps`` optimizer steps, sorted, duplicates dropped; each must
-    be in 1..steps (the last, ``steps``, is the run's own final evaluation)."""
-    points = sorted(set(int(s) for s in eval_steps))
-    bad = [s for s in points if not 1 <= s <= steps]
-    if bad:
-        raise ValueError(
-            f"eval_steps={list(eval_steps)!r}: {bad} outside 1..steps={steps}; every point is a step of the run"
-        )
-    if points and processes.world_size() > 1:
-        raise ValueError(
-            f"eval_steps={list(eval_steps)!r} scores on one process; this run has {processes.world_size()}"
-        )
-    return points
 
 
 def training_pairs(df: pd.DataFrame) -> int:

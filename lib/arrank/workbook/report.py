@@ -89,19 +89,20 @@ CURVE_COLUMNS += PER_QUERY_COLUMNS[3:]  # split: test or dev (runs with a valida
 BUDGET_PARAMS = ("steps",)  # what a curve spans: left out of its variant label
 
 
-def items_per_step(params: dict) -> int:
-    """The items an optimizer step of a notebook 05 run carries: ``batch_size * grad_accum``."""
-    return int(params["batch_size"]) * int(params.get("grad_accum") or 1)
+def items_per_step(params: dict, processes: int = 1) -> int:
+    """The items an optimizer step of a notebook 05 run carries: ``batch_size * grad_accum`` on each of
+    its ``processes`` (``WORLD_SIZE``, results.json's ``env``; docs/scale-out.md)."""
+    return int(params["batch_size"]) * int(params.get("grad_accum") or 1) * processes
 
 
-def curve_setting(params: dict, rows: pd.DataFrame) -> str:
+def curve_setting(params: dict, rows: pd.DataFrame, processes: int = 1) -> str:
     """The training setting of a curve run, what its numbers compare within: ``64 items a step,
-    2,000 held-out queries`` (``items_per_step`` of its params; the distinct test queries its
-    ``curve_per_query.csv`` scored, the held-out set it is), then for a run with a validation split
-    its schedule, ``, cosine to each budget`` or ``, constant rate`` (Appendix B's cosine decays to the
-    run's last step: one run per budget; a constant rate reads every budget off one run)."""
+    2,000 held-out queries`` (``items_per_step``; the distinct test queries its ``curve_per_query.csv``
+    scored, the held-out set it is), then for a run with a validation split its schedule, ``, cosine to
+    each budget`` or ``, constant rate`` (Appendix B's cosine decays to the run's last step: one run per
+    budget; a constant rate reads every budget off one run)."""
     test = rows[rows["split"] != "dev"] if "split" in rows else rows
-    setting = f"{items_per_step(params):,} items a step, {test['query'].nunique():,} held-out queries"
+    setting = f"{items_per_step(params, processes):,} items a step, {test['query'].nunique():,} held-out queries"
     return setting + (SCHEDULE_TEXT[params.get("lr_schedule", "cosine")] if "split" in rows else "")
 
 
@@ -129,11 +130,11 @@ def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: P
             params = results["params"]
             rows = read_rows(run / "curve_per_query.csv", ["step", "query", "ndcg"], results["metrics"], by="step")
         elif state != "done" and (rows := stopped_points(folder, point.resolved)) is not None:
-            params = point.resolved
+            params, results = point.resolved, {}  # a sweep's point runs as one process
         else:
             continue
         label = variant_label(sweep.notebook, params, varying)
-        setting = curve_setting(params, rows)
+        setting = curve_setting(params, rows, results.get("env", {}).get("processes", 1))
         parts.append(rows.assign(point=point.run_name, variant=label, setting=setting, seed=params.get("seed")))
     out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)
     return out[[c for c in CURVE_COLUMNS if c in out.columns]]

@@ -26,6 +26,7 @@ from typing import Any, Iterator
 from unittest import mock
 
 from arrank.common import outputs, params, paths, processes
+from arrank.common.display import shown
 from arrank.common.params import ParamError
 from arrank.training import schemes  # noqa: F401  (registers the values the 'scheme' parameter accepts)
 
@@ -115,18 +116,18 @@ def coerce(name: str, raw: Any, kind: str) -> Any:
     if kind == "bool":
         if low in ("true", "false"):
             return low == "true"
-        raise ParamError(f"{name}={raw!r} must be true or false")
+        raise ParamError(f"{name}={shown(raw)} must be true or false")
     if low in ("none", "null"):
         return None
     for number in (int, float):
         with contextlib.suppress(ValueError):
             return number(raw)
-    raise ParamError(f"{name}={raw!r} must be a number ({kind})")
+    raise ParamError(f"{name}={shown(raw)} must be a number ({kind})")
 
 
 def prepare(notebook: str | Path, overrides: dict[str, Any]) -> tuple[Path, dict[str, Any], dict[str, Any]]:
-    """Find the notebook, check the overrides, resolve ``run_name``; returns (source, the parameters
-    injected into papermill, all resolved parameters)."""
+    """Find the notebook, check the overrides; returns (source, the parameters injected into papermill,
+    all resolved parameters; ``run_name`` 'auto' is named when ``run_notebook`` claims it)."""
     return prepare_parsed(find_notebook(notebook), overrides)
 
 
@@ -139,7 +140,6 @@ def prepare_parsed(source: Path, overrides: dict[str, Any]) -> tuple[Path, dict[
     given = {k: coerce(k, v, spec[k].type if k in spec else "str") for k, v in overrides.items()}  # unknown: refused
     resolved = params.resolve(source.stem, {**defaults, **given}, set(given), source)
     processes.check_launch(source.stem, resolved)  # several processes: 05 only, a run name, no Unsloth
-    resolved["run_name"] = outputs.resolve_run_name(resolved["run_name"], resolved["profile"])
     injected = {k: v for k, v in resolved.items() if k in given or k == "run_name" or v != defaults[k]}
     return source, injected, resolved
 
@@ -192,13 +192,10 @@ def run_notebook(
         shutil.rmtree(staging, ignore_errors=True)
         return final  # the run directory process 0 writes
     outputs.tidy_abandoned(stem, outputs_root)  # staging folders left by runs killed with -9 become failed folders
-    lock = outputs.claim_run(stem, name, outputs_root)
+    name, lock = outputs.claim_name(stem, name, resolved["profile"], outputs_root)  # auto: a name no run has
+    resolved["run_name"] = injected["run_name"] = name
+    final = outputs.run_path(stem, name, outputs_root)
     try:
-        if final.exists():
-            raise outputs.RunExistsError(
-                f"run directory {final} exists: runs are never overwritten; "
-                "pass -p run_name NEW (or auto), or delete that directory"
-            )
         outputs.check_resume(outputs.checkpoints_dir(stem, name, outputs_root), resolved)
         staging = final.parent / f".{final.name}.partial-{os.getpid()}"
         staging.mkdir()
@@ -421,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     with interrupt_on_signals():
         try:
             if twice:
-                given = "; ".join(f"{n}: " + ", ".join(repr(v) for k, v in args.parameter if k == n) for n in twice)
+                given = "; ".join(f"{n}: " + ", ".join(shown(v) for k, v in args.parameter if k == n) for n in twice)
                 raise ParamError(f"parameter(s) {twice} given more than once ({given}); give each -p NAME VALUE once")
             final = run_notebook(args.notebook, dict(args.parameter), progress=not args.no_progress)
         except (ParamError, outputs.RunExistsError, outputs.OutputsNotWritableError, RunFailedError) as err:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from arrank.common import outputs, paths, processes
-from arrank.common.display import number_text
+from arrank.common.display import number_text, shown
 from arrank.common.params import ParamError, spec_for
 from arrank.workbook import run, sweep_jobs
 from arrank.workbook.sweep_jobs import ENDED
@@ -189,11 +189,10 @@ def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
     if not re.fullmatch(NAME_PATTERN, name):
         raise SweepError(f"sweep file name {name!r} must match {NAME_PATTERN} (it prefixes the run names)")
     if paper is not None and paper not in PAPER_KEYS:
-        raise SweepError(f"{path.name}: paper={repr(paper)[:80]} is not allowed; choose one of {list(PAPER_KEYS)}")
+        raise SweepError(f"{path.name}: paper={shown(paper)} is not allowed; choose one of {list(PAPER_KEYS)}")
     if not isinstance(description, str) or len(description) > MAX_DESCRIPTION:
-        shown = repr(description)[:80]
         raise SweepError(
-            f"{path.name}: description must be a string of at most {MAX_DESCRIPTION} characters, got {shown}"
+            f"{path.name}: description must be a string of at most {MAX_DESCRIPTION} characters, got {shown(description)}"
         )
     if not isinstance(data["notebook"], (str, int)) or isinstance(data["notebook"], bool):
         raise SweepError(f"{path.name}: notebook must be a notebook stem such as 05_train, got {data['notebook']!r}")
@@ -229,7 +228,7 @@ def load_sweep(path: str | Path, max_points: int = MAX_POINTS) -> Sweep:
         try:
             _, _, resolved = run.prepare_parsed(source, overrides)
         except ParamError as err:
-            where = ", ".join(f"{k}={v!r}" for k, v in values.items())
+            where = ", ".join(f"{k}={shown(v)}" for k, v in values.items())
             raise SweepError(f"{path.name}: point ({where}): {err}") from None
         point = Point(overrides["run_name"], values, overrides, resolved)
         if point.run_name in points:
@@ -267,7 +266,7 @@ def point_states(sweep: Sweep, outputs_root: Path | None = None) -> list[str]:
         elif f".checkpoints-{name}" in present:  # interrupted: its checkpoints' parameters
             diff = outputs.resume_diff(outputs.checkpoints_dir(sweep.notebook, name, outputs_root), point.resolved)
             name = f"{name} (interrupted, its checkpoints)"  # as the error names it
-        if listed := ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in (diff or {}).items() if a != b):
+        if listed := ", ".join(f"{k} was {shown(a)}, now {shown(b)}" for k, (a, b) in (diff or {}).items() if a != b):
             stale.append(f"{name}: {listed}")
     if stale:
         raise SweepError(
