@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -50,7 +51,7 @@ def rehearsal(gpu_sweep: Path) -> str:
     return yaml.safe_dump({**data, "fixed": fixed, "grid": grid}, sort_keys=False)
 
 
-def test_the_work_call_checks_scoring_runs_each_protocol_sweep_and_packs_what_08_decides(tmp_path):
+def test_the_work_call_checks_scoring_runs_each_protocol_sweep_and_packs_what_08_decides(tmp_path, monkeypatch):
     out, outputs = tmp_path / "out", tmp_path / "run" / "outputs"
     out.mkdir()
     assert [p.stem for p in PROTOCOL] == [
@@ -129,3 +130,20 @@ def test_the_work_call_checks_scoring_runs_each_protocol_sweep_and_packs_what_08
         ("8 items a step, 8 held-out queries", c.claim, 3) for c in curve.COMPARISONS
     ]
     assert "8 test queries, paired; budgets chosen on 4 validation queries; 1 / 1 seeds" in at_chosen[0][1].numbers
+
+    # notebook 08 draws it: both schedules side by side, each method's chosen budget marked, the findings there
+    from arrank.workbook import run
+
+    monkeypatch.setenv("ARRANK_OUTPUTS", str(root / "outputs"))  # where the kernel reads the runs
+    final = run.run_notebook(
+        "08_results", {"sweep": str(sweeps[0]), "curve_sweeps": str(sweeps[1]), "run_name": "protocol"},
+        outputs_root=root / "outputs", progress=False,
+    )  # fmt: skip
+    picks = pd.read_csv(final / "chosen_budgets.csv")
+    assert sorted(picks["variant"]) == [curve.FRACTIONAL, curve.NTP] and picks["dev_mean"].between(0, 1).all()
+    decided = pd.read_csv(final / "chosen_findings.csv")
+    assert decided["claim"].tolist() == [c.claim for c in curve.COMPARISONS] and decided["family_size"].eq(3).all()
+    names = set(re.findall(r'"name":"([^"]*)"', (final / "curve.html").read_text()))
+    assert {f"{curve.NTP}'s choice", f"{curve.FRACTIONAL}'s choice"} <= names and len(
+        names & set(found[curve.SETTING])
+    ) == 2

@@ -216,9 +216,9 @@ def test_the_gpu_curve_trains_one_epoch_at_the_papers_batch_on_2000_queries(tmp_
     from arrank.evaluation import budgets
     from arrank.workbook import sweep
 
-    gpu = paths.ROOT / kit.SWEEP
+    gpu = paths.ROOT / "gpu" / "pretrained_curve_gpu.yaml"
     text = gpu.read_text()
-    assert f"{kit.KIT}/SmolLM2-135M-Instruct.Q4_1.gguf" in text and kit.SWEEP in kit.WORK
+    assert f"{kit.KIT}/SmolLM2-135M-Instruct.Q4_1.gguf" in text
     here = tmp_path / gpu.name
     here.write_text(text.replace(f"{kit.KIT}/SmolLM2-135M-Instruct.Q4_1.gguf", str(gguf_file("smollm2-135m"))))
     points = [p.resolved for p in sweep.load_sweep(here).points]
@@ -245,6 +245,26 @@ def test_the_gpu_curve_trains_one_epoch_at_the_papers_batch_on_2000_queries(tmp_
         assert (q["steps"], q["eval_steps"]) == (3 * p["steps"], [2 * p["steps"], 3 * p["steps"]])
         assert _same_but(q, p, "steps", "eval_steps")
     assert {(q["scheme"], q["seed"]) for q in points} == seeds
+
+
+def test_the_protocol_sweeps_train_the_committed_curves_runs_to_each_budget_with_validation_queries(tmp_path):
+    """gpu/pretrained_protocol_*.yaml: the committed curve's data, training set and batch, its 2,000
+    held-out queries split into 500 validation and 1,500 test queries; NTP and fractional alpha 2 x seeds
+    0-2 with a cosine decay to 0.5, 1, 2 and 3 epochs, and a constant rate scored at 0.5, 1 and 2."""
+    curve = _gpu_points(tmp_path, "pretrained_curve_gpu.yaml")[0]
+    epoch = curve["steps"]  # 139 steps of 64: one epoch
+    budgets = {}
+    for name in ("cosine_gpu", "cosine_gpu_half", "cosine_gpu_3epochs", "constant_gpu"):
+        for q in _gpu_points(tmp_path, f"pretrained_protocol_{name}.yaml"):
+            assert (q["n_eval"], q["n_dev"]) == (2000, 500) and _same_but(q, curve, "steps", "eval_steps", "n_dev",
+                                                                           "lr_schedule")  # fmt: skip
+            budgets.setdefault(q["lr_schedule"], set()).update(
+                (s, q["scheme"], q["seed"]) for s in [*q["eval_steps"], q["steps"]]
+            )
+    fractions = {k: sorted({s / epoch for s, _, _ in v}) for k, v in budgets.items()}
+    assert fractions == {"cosine": [69 / 139, 1, 2, 3], "constant": [69 / 139, 1, 2]}
+    assert all(len(v) == len(fractions[k]) * 6 for k, v in budgets.items())  # both methods, three seeds each
+    assert "gpu/pretrained_protocol_cosine_gpu.yaml" in kit.WORK and "SEQUENTIAL=1" in kit.work(("a", "b"), True)
 
 
 def test_the_small_batch_gpu_curve_is_the_cpu_curve_with_three_seeds(tmp_path):

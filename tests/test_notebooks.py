@@ -21,7 +21,8 @@ TINY = {
     "05_train": {
         "subtree": "canine.n.02",
         "min_relevant": 1,
-        "n_eval": 10,
+        "n_eval": 13,
+        "n_dev": 3,  # validation queries: 10 test queries remain
         "steps": 10,
         "save_steps": 4,
         "batch_size": 16,
@@ -156,10 +157,20 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     assert m["train_n_queries"] == 10 and 0.0 <= m["train_cvr"] <= 1.0 and 0.0 < m["train_ndcg"] <= 1.0
     assert 0.0 <= m["train_recall@1"] <= 1.0 and m["train_n_queries@1"] == 10
     metrics_rows = __import__("pandas").read_csv(final / "metrics.csv")["run"].tolist()
-    assert metrics_rows == ["held-out queries", "random scores", "training queries (10 sampled)"]
+    assert metrics_rows == [
+        "held-out queries",
+        "random scores",
+        "validation queries (3)",
+        "training queries (10 sampled)",
+    ]
+    # the validation queries at the run's one budget, beside the test ones, each row naming its split
+    curve = __import__("pandas").read_csv(final / "curve_per_query.csv")
+    assert curve.groupby("split").size().to_dict() == {"dev": 3, "test": 10} and m["dev_n_queries"] == 3
+    assert abs(curve.loc[curve["split"] == "dev", "ndcg"].mean() - m["dev_ndcg"]) < 1e-12
     # the per-query metrics behind the findings' intervals: held-out (08) and training queries (07)
     held, train = (__import__("pandas").read_csv(final / f"{name}.csv") for name in ("per_query", "per_query_train"))
     assert len(held) == 10 and len(train) == 10 and set(held["query"]).isdisjoint(train["query"])
+    assert not set(curve.loc[curve["split"] == "dev", "query"]) & (set(held["query"]) | set(train["query"]))
     assert abs(train["violation"].mean() - m["train_cvr"]) < 1e-12
     _rescores_to(final, held)  # run.trec and qrels.trec of the held-out scores
     assert abs(train["recall@1"].mean() - m["train_recall@1"]) < 1e-12

@@ -192,3 +192,15 @@ def findings_frame(found: list[tuple[str, Finding]]) -> pd.DataFrame:
     """``chosen_findings`` as a table: the data setting, then the finding's columns and both sides' means."""
     rows = [{"data_setting": data, **f.as_dict(), "a_mean": f.means[0], "b_mean": f.means[1]} for data, f in found]
     return pd.DataFrame(rows)
+
+
+def choices_text(picks: pd.DataFrame) -> str:
+    """``choices``' rows in words: ``NTP: step 139 (cosine to each budget) in 2 of 3 seeds, ...``."""
+    parts = []
+    for variant, rows in picks.groupby("variant", sort=False):
+        at = rows.groupby(["step", "setting"], sort=False).size()
+        schedule = lambda setting: next((k for k, t in curve.SCHEDULE_TEXT.items() if setting.endswith(t)), "")
+        where = ", ".join(f"step {step}{f' {schedule(st)}' if schedule(st) else ''} ({n} of {len(rows)} seeds)"
+                          for (step, st), n in at.items())  # fmt: skip
+        parts.append(f"{variant}: {where}")
+    return "; ".join(parts)

@@ -27,7 +27,7 @@ import pandas as pd
 from arrank.common import outputs, paths
 from arrank.common.findings import Finding, holm_cell, p_text
 from arrank.common.manifest import MANIFEST, manifest_problem, write_manifest
-from arrank.results import curve, figure3, paper, table1
+from arrank.results import chosen, curve, figure3, paper, table1
 from arrank.results import statistics as S
 from arrank.results.tables import markdown_lines
 
@@ -177,6 +177,12 @@ def _curve_rows(source: Source, results: dict[str, dict]) -> Read:
         epochs = f"{r['epochs']:.2g} epoch" + ("" if f"{r['epochs']:.2g}" == "1" else "s")
         budget = f"{r[curve.SETTING]}: step {int(r['step'])} ({epochs})"
         out.append(Row(KEYS[r["claim"]], source, budget, Finding.from_dict(r), _runs_of(results, at)))
+    picks = chosen.choices(rows_pq)
+    for data, f in chosen.chosen_findings(rows_pq):  # where runs have validation queries: each method's best budget
+        mine = picks[picks["data_setting"] == data]
+        budget = f"{data}: chosen on validation ({chosen.choices_text(mine)})"
+        at = rows_pq.loc[rows_pq[curve.SETTING].map(curve.data_setting) == data, "point"].unique()
+        out.append(Row(KEYS[f.claim], source, budget, f, _runs_of(results, at)))
     runs = _runs_of(results, pd.unique(rows_pq["point"]))
     return out, runs, commands(source, rows_pq["point"]), _sensitivity(found)
 
