@@ -143,7 +143,7 @@ def test_the_work_call_checks_scoring_runs_each_protocol_sweep_and_packs_what_08
     assert sorted(picks["variant"]) == [curve.FRACTIONAL, curve.NTP] and picks["dev_mean"].between(0, 1).all()
     decided = pd.read_csv(final / "chosen_findings.csv")
     assert decided["claim"].tolist() == [c.claim for c in curve.COMPARISONS] and decided["family_size"].eq(3).all()
-    names = set(re.findall(r'"name":"([^"]*)"', (final / "curve.html").read_text()))
+    names = {json.loads(f'"{n}"') for n in re.findall(r'"name":"([^"]*)"', (final / "curve.html").read_text())}
     assert {f"{curve.NTP}'s choice", f"{curve.FRACTIONAL}'s choice"} <= names and len(
         names & set(found[curve.SETTING])
     ) == 2
