@@ -365,9 +365,8 @@ def run_part(a: argparse.Namespace) -> dict:
 def build_paper_architecture(a: argparse.Namespace) -> None:
     """The random-weight Mistral-7B-Instruct-v0.3 folder ``--model`` names, built once, with a BPE
     tokenizer trained on the benchmark's own WordNet texts (docs/gpu.md)."""
+    import paper_architecture  # benchmarks/paper_architecture.py, beside this script
     import torch
-
-    from arrank.training import paper_architecture
 
     folder = Path(a.model)
     if (folder / "config.json").exists():
@@ -528,7 +527,7 @@ def main() -> None:
         "--build-paper-architecture",
         action="store_true",
         help="first build Mistral-7B-Instruct-v0.3's architecture, random bf16 weights, into the "
-        "folder --model names (on CUDA when there; training.paper_architecture), unless it exists",
+        "folder --model names (on CUDA when there; benchmarks/paper_architecture.py), unless it exists",
     )
     ap.add_argument(
         "--build-only",

@@ -166,7 +166,6 @@ print(f"example: {example['query']} rank {example['rank']}, lambda = {example['w
 for t, step in enumerate(example["targets"][:3]):
     print(f"  step {t}: " + ", ".join(f"{tok.convert_ids_to_tokens(i)} {m:.3f}" for i, m in step))
 layout = train.packing_layout(P["packing"], items, model)
-train.check_step_fits(items, hyper, layout, P["sampling"] == "weighted")  # a step trains at most one epoch
 n_sequences = len(train.pack_items(items, hyper["max_length"])) if layout == "per_query" else len(items)
 print(f"packing: {layout} ({n_sequences:,} sequences of {len(items) / n_sequences:.2f} items on average)")
 prefix_shared = train.shared_opening(model, items)  # the prompts' common opening: run once per batch

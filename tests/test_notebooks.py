@@ -5,6 +5,7 @@ checks values that would be wrong if the notebook or lib were wrong, plus the ou
 """
 
 import json
+import math
 
 import pytest
 
@@ -224,7 +225,7 @@ def test_05_train_then_06_evaluates_it(outputs_root):
 
 def _rescores_to(run_dir, per_query, run_file: str = "run.trec") -> None:
     """The run's TREC files, scored by ir_measures (trec_eval's nDCG), give its per-query nDCG within
-    the integer gains' rounding (``trec.NDCG_RELATIVE_TOLERANCE``), and within 1e-6 with the gains at
+    the integer gains' rounding (1 / (GAIN_SCALE · log 2) relative: arrank.evaluation.trec), and within 1e-6 with the gains at
     10**7 (``trec.rescaled_qrels``, scored by trectools), on every query whose scores do not tie
     (trec_eval orders tied scores by docno descending, the workbook by docID ascending:
     docs/findings.md); at least half of them."""
@@ -245,7 +246,9 @@ def _rescores_to(run_dir, per_query, run_file: str = "run.trec") -> None:
     want = {trec.token(q): v for q, v in zip(per_query["query"], per_query["ndcg"])}
     assert set(got) == set(want) == set(scores) and len(got) == len(per_query) and 2 * len(untied) >= len(want)
     compared = [q for q in want if q in untied]
-    assert [got[q] for q in compared] == pytest.approx([want[q] for q in compared], rel=trec.NDCG_RELATIVE_TOLERANCE)
+    assert [got[q] for q in compared] == pytest.approx(
+        [want[q] for q in compared], rel=1 / (trec.GAIN_SCALE * math.log(2))
+    )
     fine = [q.split() for q in trec.rescaled_qrels(run_dir / "qrels.trec", 10**7)]
     qrels = [ir_measures.Qrel(qid, docno, int(rel)) for qid, _, docno, rel in fine]
     run = ir_measures.read_trec_run(str(run_dir / run_file))

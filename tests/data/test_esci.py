@@ -1,7 +1,10 @@
 """The ESCI ranking dataset of section 5.1, on the committed fixture and on tiny hand-made data."""
 
 import importlib.util
+import json
 import os
+from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -19,6 +22,29 @@ D2_START = (
     "You are given a query and a list of product titles for that query. Each product title is "
     "preceded by its docID in square brackets"
 )
+
+
+def cached_folders(cache_dir: Path) -> list[Path]:
+    """Finished dataset folders in an ESCI cache (hidden temporary folders and broken-* excluded)."""
+    return sorted(
+        p for p in cache_dir.glob("[!.]*") if (p / "params.json").is_file() and not p.name.startswith("broken-")
+    )
+
+
+def save_precomputed(folder: Path, kind: str, ids: Sequence[str], X: np.ndarray, fmt: str = "npy") -> Path:
+    """Write ``kind`` ("queries" or "titles") embeddings in the ``precomputed:<folder>`` layout (``fmt``
+    "npy" or "parquet")."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if fmt == "npy":
+        np.save(folder / f"{kind}.npy", np.asarray(X, dtype=np.float32))
+        (folder / f"{kind}_ids.txt").write_text("".join(f"{i}\n" for i in ids))
+        return folder / f"{kind}.npy"
+    if fmt == "parquet":
+        pd.DataFrame({"id": [str(i) for i in ids], "embedding": list(np.asarray(X, np.float32))}).to_parquet(
+            folder / f"{kind}.parquet", index=False
+        )
+        return folder / f"{kind}.parquet"
+    raise ValueError(f"unknown embedding file format {fmt!r}; choose 'npy' or 'parquet'")
 
 
 def fixture_module():
@@ -150,10 +176,10 @@ def test_dataset_tables_and_prompts(built):
 
 def test_cache_folder_and_reload(built, tmp_path):
     tables, cache = built
-    (folder,) = esci.cached_folders(cache)
+    (folder,) = cached_folders(cache)
     assert sorted(p.name for p in cache.iterdir()) == [folder.name]  # no temporary folder left
     assert {p.name for p in folder.iterdir()} == {f"{n}.parquet" for n in tables} | {"params.json", "manifest.json"}
-    meta = esci.load_params(folder)
+    meta = json.loads((folder / "params.json").read_text())
     assert meta["params"]["step"] == 5 and meta["files"].keys() == {"examples", "products"}
     again = esci.build_esci_dataset(esci.FIXTURE_DIR, step=5, depth=60, cache_dir=cache)
     for name in tables:
@@ -168,7 +194,7 @@ def test_a_truncated_cache_is_named_set_aside_and_built_again(built, tmp_path, c
 
     tables, cache = built
     copy = shutil.copytree(cache, tmp_path / "c")
-    (folder,) = esci.cached_folders(copy)
+    (folder,) = cached_folders(copy)
     titles = folder / "titles.parquet"
     titles.write_bytes(titles.read_bytes()[:200])
     capsys.readouterr()
@@ -177,7 +203,7 @@ def test_a_truncated_cache_is_named_set_aside_and_built_again(built, tmp_path, c
         pd.testing.assert_frame_equal(again[name], tables[name], check_dtype=False)
     said = capsys.readouterr().out
     assert said.startswith(f"{folder} is unusable: titles.parquet is 200 bytes where the manifest says ")
-    assert esci.cached_folders(copy) == [folder] and len(list(copy.glob("broken-*"))) == 1
+    assert cached_folders(copy) == [folder] and len(list(copy.glob("broken-*"))) == 1
 
 
 def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
@@ -256,8 +282,8 @@ def tiny_esci(folder, n_english=12):
 def test_queries_without_english_titles_are_dropped(tmp_path, fmt):
     ids, T, Q = tiny_esci(tmp_path / "esci")
     emb = tmp_path / "emb"
-    embedders.save_precomputed(emb, "titles", ids, T, fmt)
-    embedders.save_precomputed(emb, "queries", ["10", "20"], Q, fmt)
+    save_precomputed(emb, "titles", ids, T, fmt)
+    save_precomputed(emb, "queries", ["10", "20"], Q, fmt)
     kw = dict(embedder=f"precomputed:{emb}", step=1, depth=2, n_components=4, nnz=2, cache=False)
     after = esci.build_esci_dataset(tmp_path / "esci", filter_titles="after", **kw)
     assert after["queries"]["query"].tolist() == ["kitchen widget"]  # "wall charger" had only Spanish titles
@@ -330,8 +356,8 @@ def test_git_lfs_pointer_instead_of_parquet_says_so(tmp_path):
 def test_embedding_errors(tmp_path):
     ids, T, Q = tiny_esci(tmp_path / "esci")
     emb = tmp_path / "emb"
-    embedders.save_precomputed(emb, "titles", ids, T)
-    embedders.save_precomputed(emb, "queries", ["10", "20"], Q)
+    save_precomputed(emb, "titles", ids, T)
+    save_precomputed(emb, "queries", ["10", "20"], Q)
     (emb / "titles_ids.txt").write_text("".join(f"{i}\n" for i in ids[:-1]))  # one id short
     kw = dict(embedder=f"precomputed:{emb}", cache_dir=tmp_path / "c")
     with pytest.raises(ValueError, match=f"{len(ids)} rows but {len(ids) - 1} ids"):

@@ -262,6 +262,14 @@ def test_a_full_disk_is_recognised_in_safetensors_words_too():
     assert ckpt.disk_full(SafetensorError("invalid header")) is None and ckpt.disk_full(ValueError("x")) is None
 
 
+# The one private Trainer method GuardedCheckpoints overrides: the step's loss and gradient norm
+# reach no public hook (callbacks get neither), and the save happens inside it.
+HOOKED = "_maybe_log_save_evaluate"
+HOOKED_SIGNATURE = (
+    "(self, tr_loss, grad_norm, model, trial, epoch, ignore_keys_for_eval, start_time, learning_rate=None)"
+)
+
+
 def test_the_private_trainer_method_overridden_is_as_expected():
     """The checkpoints use public hooks (``on_save``) where they can; one private Trainer method is
     overridden, because the step's loss and gradient norm reach no callback. This fails loudly
@@ -272,12 +280,12 @@ def test_the_private_trainer_method_overridden_is_as_expected():
     from transformers import Trainer
 
     private = [n for n in vars(ckpt.GuardedCheckpoints) if n.startswith("_") and not n.startswith("__")]
-    assert private == [ckpt.HOOKED]
-    method = getattr(Trainer, ckpt.HOOKED)
+    assert private == [HOOKED]
+    method = getattr(Trainer, HOOKED)
     bare = inspect.signature(method).replace(return_annotation=inspect.Signature.empty)
     bare = bare.replace(parameters=[p.replace(annotation=inspect.Parameter.empty) for p in bare.parameters.values()])
-    assert str(bare) == ckpt.HOOKED_SIGNATURE, f"transformers changed Trainer.{ckpt.HOOKED}: {bare}"
+    assert str(bare) == HOOKED_SIGNATURE, f"transformers changed Trainer.{HOOKED}: {bare}"
     source = inspect.getsource(method)
     assert "self._save_checkpoint(" in source and "callback_handler.on_save(" in source
     assert source.index("self._save_checkpoint(") < source.index("callback_handler.on_save(")
-    assert f"self.{ckpt.HOOKED}(\n" in inspect.getsource(Trainer)  # called by the training loop
+    assert f"self.{HOOKED}(\n" in inspect.getsource(Trainer)  # called by the training loop

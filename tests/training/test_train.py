@@ -112,6 +112,19 @@ def test_a_step_larger_than_the_training_data_is_refused_naming_what_fits():
     train.check_step_fits(items, {**hyper, "batch_size": 4096, "steps": 0}, "none", True)  # zero-shot trains nothing
 
 
+def test_train_refuses_a_step_larger_than_the_data_and_leaves_no_checkpoints_folder(data, tmp_path):
+    """``train`` itself refuses such a step (``check_step_fits``), before the Trainer starts, and removes
+    the checkpoints folder that ``resume_point`` made for the fresh start."""
+    df, texts = data
+    model, tok = _tiny(texts)
+    items = train.training_items(df, tok, "indicator")
+    hyper = {**HYPER, "batch_size": len(items) + 1, "grad_accum": 1}
+    assert train.resume_point(tmp_path / "ckpt", {"steps": 20}) == 0 and (tmp_path / "ckpt").is_dir()
+    with pytest.raises(ParamError, match=rf"^batch_size={len(items) + 1} x grad_accum=1 = .* \(one epoch\)"):
+        train.train(model, tok, items, hyper, tmp_path / "ckpt", packing="none")
+    assert not (tmp_path / "ckpt").exists()
+
+
 def test_interrupted_run_resumes_from_its_checkpoint(data, tmp_path):
     from transformers import TrainerCallback
 

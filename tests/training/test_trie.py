@@ -18,6 +18,11 @@ DOG, CAT, CATS, DEER, FISH = [D, OG, EOS], [C, AT, EOS], [C, AT, S, EOS], [D, EE
 TOY = [DOG, CAT, CATS, DEER, FISH]  # rank order: dog=1, cat=2, cats=3, deer=4, fish=5
 
 
+def trie_scores(n, beta):
+    """mu(r) = 1 / r**beta for r = 1..n (section 4.2); beta = inf gives [1, 0, ..., 0]."""
+    return [1.0] + [0.0] * (n - 1) if math.isinf(beta) else [1.0 / r**beta for r in range(1, n + 1)]
+
+
 def mu_exact(beta):
     return [F(1, r**beta) for r in range(1, 6)]
 
@@ -65,7 +70,7 @@ def test_hand_written_fractions_beta1_and_beta2():
 @pytest.mark.parametrize("beta", [1, 2])
 @pytest.mark.parametrize("path", TOY, ids=["dog", "cat", "cats", "deer", "fish"])
 def test_target_distributions_toy_example(beta, path):
-    mu = trie.trie_scores(5, beta)
+    mu = trie_scores(5, beta)
     got = trie.target_distributions(TOY, mu, path, V, dtype=torch.float64)
     want = dense(expected_rows(beta)[tuple(path)])
     assert got.shape == (len(path), V)
@@ -82,13 +87,13 @@ def test_target_distributions_accepts_any_mu_and_default_dtype():
 
 
 def test_sparse_targets_sorted_pairs_and_query_helper():
-    rows = trie.sparse_targets(TOY, trie.trie_scores(5, 1), CATS)
+    rows = trie.sparse_targets(TOY, trie_scores(5, 1), CATS)
     assert [[tok for tok, _ in row] for row in rows] == [[D, C, FF], [AT], [EOS, S], [EOS]]
     assert rows[2][0][1] == pytest.approx(3 / 5, abs=1e-12) and rows[2][1][1] == pytest.approx(2 / 5, abs=1e-12)
     per_rank = trie.query_sparse_targets(TOY, 1)
     assert len(per_rank) == 5
     for r, path in enumerate(TOY):
-        want = trie.sparse_targets(TOY, trie.trie_scores(5, 1), path)
+        want = trie.sparse_targets(TOY, trie_scores(5, 1), path)
         assert [[t for t, _ in row] for row in per_rank[r]] == [[t for t, _ in row] for row in want]
         for a, b in zip(per_rank[r], want):
             assert [m for _, m in a] == pytest.approx([m for _, m in b], abs=1e-12)
@@ -96,7 +101,7 @@ def test_sparse_targets_sorted_pairs_and_query_helper():
 
 def test_combined_variant_drops_higher_ranked_docids():
     # Appendix F: the tree for rank r uses d_r..d_5 only.
-    mu = trie.trie_scores(5, 1)
+    mu = trie_scores(5, 1)
     cats = trie.target_distributions(TOY, mu, CATS, V, combined=True, dtype=torch.float64)
     # root over cats (1/3), deer (1/4), fish (1/5): H = 47/60; cat is gone, so "s" gets everything.
     want = dense([{C: F(20, 47), D: F(15, 47), FF: F(12, 47)}, {AT: F(1)}, {S: F(1)}, {EOS: F(1)}])
@@ -129,11 +134,9 @@ def rows_dense(rows):
 
 
 def test_beta_large_gives_one_hot_rows():
-    assert trie.trie_scores(3, math.inf) == [1.0, 0.0, 0.0]
-    assert trie.trie_scores(3, 0) == [1.0, 1.0, 1.0]
     # top-ranked path: one-hot on its own tokens, for beta = inf and (to 1e-6) beta = 40
     for beta in (math.inf, 40):
-        got = trie.target_distributions(TOY, trie.trie_scores(5, beta), DOG, V, dtype=torch.float64)
+        got = trie.target_distributions(TOY, trie_scores(5, beta), DOG, V, dtype=torch.float64)
         torch.testing.assert_close(got, onehot(DOG), rtol=0, atol=1e-6)
     # combined (Appendix F): every rank's rows tend to its own one-hot (item-level limit)
     for beta in (math.inf, 100, 1000):  # (4/5)**100 ~ 2e-10; 1000: no underflow (log-space)
@@ -147,7 +150,7 @@ def test_beta_large_gives_one_hot_rows():
 
 
 def test_beta_zero_counts_docids():
-    got = trie.target_distributions(TOY, trie.trie_scores(5, 0), CAT, V, dtype=torch.float64)
+    got = trie.target_distributions(TOY, trie_scores(5, 0), CAT, V, dtype=torch.float64)
     assert got[0, D].item() == pytest.approx(2 / 5) and got[0, C].item() == pytest.approx(2 / 5)
     assert got[2, EOS].item() == pytest.approx(1 / 2) and got[2, S].item() == pytest.approx(1 / 2)
 
@@ -176,9 +179,7 @@ def test_bad_docids_raise(docids, match):
 
 def test_bad_arguments_raise():
     with pytest.raises(ValueError, match="not one of the docids"):
-        trie.target_distributions(TOY, trie.trie_scores(5, 1), [C, OG, EOS], V)
-    with pytest.raises(ValueError, match="beta=-1"):
-        trie.trie_scores(5, -1)
+        trie.target_distributions(TOY, trie_scores(5, 1), [C, OG, EOS], V)
     with pytest.raises(ValueError, match="beta=-0.5"):
         trie.query_sparse_targets(TOY, -0.5)
     with pytest.raises(ValueError, match="4 scores"):
@@ -186,4 +187,4 @@ def test_bad_arguments_raise():
     with pytest.raises(ValueError, match=r"mu\[1\]"):
         trie.sparse_targets(TOY, [1, -2, 3, 4, 5], DOG)
     with pytest.raises(ValueError, match="mu is 0"):  # inf limit via explicit mu: use the query helper
-        trie.sparse_targets(TOY, trie.trie_scores(5, math.inf), CATS)
+        trie.sparse_targets(TOY, trie_scores(5, math.inf), CATS)

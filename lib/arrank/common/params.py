@@ -479,44 +479,6 @@ def validate(stem: str, values: Mapping[str, Any], source: Source = None) -> dic
     return {name: params[name].check(name, values[name]) for name in params}
 
 
-def resolve(stem: str, values: Mapping[str, Any], given: AbstractSet[str] = frozenset(), source: Source = None) -> dict:
-    """The values that run: each parameter not in ``given`` (set on purpose) takes its profile's
-    value (``PROFILES``), every value is validated, 05's ``data_seed`` None is the seed, its
-    ``eval_steps`` are sorted (each at most ``steps``) and ``lr_schedule`` auto named (``lr_schedule``),
-    and a template style (short, full) becomes the dataset's template: a resume or a sweep compares
-    what ran with these values."""
-    profile = _validator(stem, "profile", "str")("profile", values.get("profile"))
-    from_profile = {n: v for n, v in PROFILES.get(stem, {}).get(profile, {}).items() if n not in given}
-    out = validate(stem, {**values, **from_profile}, source)
-    if out.get("data_seed", 0) is None:
-        out["data_seed"] = out["seed"]
-    if "template" in out and "dataset" in out:  # 05 and 06: the data and their prompts agree
-        out["template"] = dataset_template(out["template"], out["dataset"])
-        fits = [names[out["dataset"] != "wordnet"] for names in TEMPLATE_STYLES.values()]
-        if out["template"] not in fits:
-            raise ParamError(
-                f"template={out['template']!r} is not for dataset={out['dataset']!r}; choose one of {fits}"
-            )
-        if (out["dataset"] == "custom") != bool(out["data_path"]):
-            raise ParamError(
-                f"data_path={shown(out['data_path'])} with dataset={out['dataset']!r}: a data_path is given exactly "
-                "with dataset 'custom' (docs/own-data.md)"
-            )
-    if "eval_steps" in out:  # 05: the points a budget curve scores, and the schedule they imply
-        out["eval_steps"] = sorted(set(out["eval_steps"]))
-        if beyond := [s for s in out["eval_steps"] if s > out["steps"]]:
-            raise ParamError(
-                f"eval_steps={shown(out['eval_steps'])}: {len(beyond):,} beyond steps={out['steps']} (the first: "
-                f"{beyond[0]}); each is a step of the run"
-            )
-        out["lr_schedule"] = lr_schedule(out["lr_schedule"], out["eval_steps"])
-    if out.get("n_dev", 0) >= out.get("n_eval", 1):  # 05: the validation queries come out of the held-out ones
-        raise ParamError(
-            f"n_dev={out['n_dev']} leaves no test queries of n_eval={out['n_eval']}; give n_dev below n_eval"
-        )
-    return out
-
-
 def lr_schedule(schedule: str, eval_steps: Sequence[int] | None) -> str:
     """Notebook 05's learning-rate schedule after the warm-up: ``schedule``, or for ``"auto"`` constant
     when ``eval_steps`` scores points during the run (then the model at step N is the model of a run
@@ -525,6 +487,72 @@ def lr_schedule(schedule: str, eval_steps: Sequence[int] | None) -> str:
     if schedule == "auto":
         return "constant" if eval_steps else "cosine"
     return schedule
+
+
+def dataset_template(template: str, dataset: str) -> str:
+    """``template`` as a template's name: a style (short, full) becomes ``dataset``'s (custom data
+    takes ESCI's); a name is kept."""
+    return TEMPLATE_STYLES[template][dataset != "wordnet"] if template in TEMPLATE_STYLES else template
+
+
+def _template_fits(template: str, dataset: str) -> str | None:
+    """05 and 06: the data and their prompts agree."""
+    fits = [names[dataset != "wordnet"] for names in TEMPLATE_STYLES.values()]
+    return None if template in fits else f"template={template!r} is not for dataset={dataset!r}; choose one of {fits}"
+
+
+def _custom_data_path(dataset: str, data_path: str) -> str | None:
+    """05 and 06: a data_path goes with custom data, and only with it."""
+    if (dataset == "custom") != bool(data_path):
+        return f"data_path={shown(data_path)} with dataset={dataset!r}: a data_path is given exactly with dataset 'custom' (docs/own-data.md)"
+
+
+def _within_steps(eval_steps: list[int], steps: int) -> str | None:
+    """05: each point of a budget curve is a step of the run."""
+    if beyond := [s for s in eval_steps if s > steps]:
+        return f"eval_steps={shown(eval_steps)}: {len(beyond):,} beyond steps={steps} (the first: {beyond[0]}); each is a step of the run"
+
+
+def _dev_below_eval(n_dev: int, n_eval: int) -> str | None:
+    """05: the validation queries come out of the held-out ones."""
+    if n_dev >= n_eval:
+        return f"n_dev={n_dev} leaves no test queries of n_eval={n_eval}; give n_dev below n_eval"
+
+
+# What ``resolve`` derives, in this order, where a notebook has every parameter read (05, 06):
+# (the parameter set, the parameters read, the function of their values giving it).
+DERIVED: list[tuple[str, tuple[str, ...], Callable[..., Any]]] = [
+    ("data_seed", ("data_seed", "seed"), lambda data_seed, seed: seed if data_seed is None else data_seed),
+    ("template", ("template", "dataset"), dataset_template),  # a style becomes the dataset's template
+    ("eval_steps", ("eval_steps",), lambda eval_steps: sorted(set(eval_steps))),
+    ("lr_schedule", ("lr_schedule", "eval_steps"), lr_schedule),  # auto named
+]
+# What the resolved values must agree on: (the parameters read, the function of their values giving
+# the error, None when they agree).
+AGREEMENTS: list[tuple[tuple[str, ...], Callable[..., str | None]]] = [
+    (("template", "dataset"), _template_fits),
+    (("dataset", "data_path"), _custom_data_path),
+    (("eval_steps", "steps"), _within_steps),
+    (("n_dev", "n_eval"), _dev_below_eval),
+]
+
+
+def resolve(stem: str, values: Mapping[str, Any], given: AbstractSet[str] = frozenset(), source: Source = None) -> dict:
+    """The values that run: each parameter not in ``given`` (set on purpose) takes its profile's
+    value (``PROFILES``), every value is validated, then what ``DERIVED`` derives (05's ``data_seed``
+    None is the seed, its ``eval_steps`` sorted, ``lr_schedule`` auto named; a template style (short,
+    full) becomes the dataset's template) and ``AGREEMENTS`` checked (each of 05's ``eval_steps`` at
+    most ``steps``, ...): a resume or a sweep compares what ran with these values."""
+    profile = _validator(stem, "profile", "str")("profile", values.get("profile"))
+    from_profile = {n: v for n, v in PROFILES.get(stem, {}).get(profile, {}).items() if n not in given}
+    out = validate(stem, {**values, **from_profile}, source)
+    for name, reads, derive in DERIVED:
+        if set(reads) <= out.keys():
+            out[name] = derive(*(out[n] for n in reads))
+    for reads, disagreement in AGREEMENTS:
+        if set(reads) <= out.keys() and (error := disagreement(*(out[n] for n in reads))):
+            raise ParamError(error)
+    return out
 
 
 def profile_values(stem: str, profile: str, values: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -540,12 +568,6 @@ def profile_template(profile: str, dataset: str) -> str:
     choice(*profiles_of("05_train"))("profile", profile)
     style = PROFILES["05_train"].get(profile, {}).get("template", spec("05_train")["template"].default)
     return dataset_template(style, dataset)
-
-
-def dataset_template(template: str, dataset: str) -> str:
-    """``template`` as a template's name: a style (short, full) becomes ``dataset``'s (custom data
-    takes ESCI's); a name is kept."""
-    return TEMPLATE_STYLES[template][dataset != "wordnet"] if template in TEMPLATE_STYLES else template
 
 
 def check_params(stem: str, namespace: dict[str, Any]) -> dict[str, Any]:

@@ -68,8 +68,3 @@ def cached_tables(
             why = f"it cannot be read ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
     set_aside(target, f"{why}; it is derived data and is built again now")
     return None
-
-
-def read_params(target: Path) -> dict[str, Any]:
-    """params.json of a cached dataset."""
-    return json.loads((target / "params.json").read_text())

@@ -82,22 +82,6 @@ def sentence_transformer_embeddings(
     return tuple(st.encode(list(texts), **kwargs).astype(np.float32) for texts in (queries, titles))
 
 
-def save_precomputed(folder: Path, kind: str, ids: Sequence[str], X: np.ndarray, fmt: str = "npy") -> Path:
-    """Write ``kind`` ("queries" or "titles") embeddings in the ``precomputed:<folder>`` layout (``fmt``
-    "npy" or "parquet")."""
-    folder.mkdir(parents=True, exist_ok=True)
-    if fmt == "npy":
-        np.save(folder / f"{kind}.npy", np.asarray(X, dtype=np.float32))
-        (folder / f"{kind}_ids.txt").write_text("".join(f"{i}\n" for i in ids))
-        return folder / f"{kind}.npy"
-    if fmt == "parquet":
-        pd.DataFrame({"id": [str(i) for i in ids], "embedding": list(np.asarray(X, np.float32))}).to_parquet(
-            folder / f"{kind}.parquet", index=False
-        )
-        return folder / f"{kind}.parquet"
-    raise ValueError(f"unknown embedding file format {fmt!r}; choose 'npy' or 'parquet'")
-
-
 def load_precomputed(folder: Path, kind: str, wanted: Sequence[str]) -> np.ndarray:
     """Rows of ``folder``'s ``kind`` embeddings for the ids ``wanted``, in that order; clear errors for
     no file, ids and rows that do not match one to one, duplicate ids, missing ids."""

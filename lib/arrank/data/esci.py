@@ -438,17 +438,6 @@ def _build(data_dir: Path | str | None, p: dict[str, Any], device: str = "cpu") 
     }
 
 
-# --- Cache (arrank.data.cache: one folder per parameter hash, written atomically) ------------------
-
-load_params = dataset_cache.read_params  # params.json of a cached dataset (parameters, input sizes, stats)
-
-
-def cached_folders(cache_dir: Path | str | None = None) -> list[Path]:
-    """Finished dataset folders in the ESCI cache (hidden temporary folders excluded)."""
-    folder = Path(cache_dir) if cache_dir is not None else paths.CACHE / "esci"
-    return sorted(p for p in folder.glob("[!.]*") if (p / "params.json").is_file() and not p.name.startswith("broken-"))
-
-
 PAPER_STEP, PAPER_DEPTH, PAPER_HELD_OUT = 100, 10_000, 310  # Appendix D.2, Table 2
 
 

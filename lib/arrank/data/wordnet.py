@@ -338,14 +338,6 @@ def per_docid_view(df: pd.DataFrame) -> pd.DataFrame:
     return items.assign(rank=items.groupby(level=0).cumcount() + 1).reset_index(drop=True)[ITEM_COLUMNS]
 
 
-def dataset_fingerprint(df: pd.DataFrame) -> str:
-    """SHA-256 of the rows (every column, in order): equal datasets, equal fingerprints."""
-    digest = hashlib.sha256()
-    for row in df[QUERY_COLUMNS].itertuples(index=False):
-        digest.update(json.dumps([list(v) if k == 1 else v for k, v in enumerate(row)], default=int).encode())
-    return digest.hexdigest()
-
-
 # --------------------------------------------------------------------------- statistics (Appendix C)
 
 

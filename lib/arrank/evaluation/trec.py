@@ -7,7 +7,8 @@ Gains (section 5.1): the relevant docID at gold rank r of a query with n_q of th
 log(n_q + 2 − r), the negative 0. trec_eval reads integer relevance, so ``qrels.trec`` holds
 ``round(gain * scale)``: nDCG with linear gains (trec_eval's ``ndcg``, ir_measures' ``nDCG``) is
 invariant to scaling them, and the rounding moves each gain by at most 0.5 / (scale · log 2)
-relative, so their nDCG is the workbook's within :func:`ndcg_tolerance`. The files use
+relative (the smallest gain is log 2), so DCG and ideal DCG each move by at most that much and their
+nDCG is the workbook's within 1 / (scale · log 2) relative. The files use
 ``GAIN_SCALE`` = 1000 (1.44e-3): trec_eval's nDCG takes time that grows about quadratically with
 the largest relevance value (30 queries: 0.06 s at 1000, 2.2 s at 10x, minutes at 100x).
 :func:`rescaled_qrels` gives the same gains at a finer scale (10**7: 1.44e-7) for evaluators whose
@@ -35,15 +36,6 @@ RUN_FILE, QRELS_FILE = "run.trec", "qrels.trec"
 def token(value: Any) -> str:
     """A query or docID as one whitespace-free TREC token (percent-encoded)."""
     return quote(str(value), safe="")
-
-
-def ndcg_tolerance(scale: int = GAIN_SCALE) -> float:
-    """The bound on nDCG's relative change when the gains are rounded to integers at ``scale``: DCG
-    and ideal DCG each move by at most 0.5 / (scale · log 2) relative (the smallest gain is log 2)."""
-    return 2 * 0.5 / (scale * math.log(2))
-
-
-NDCG_RELATIVE_TOLERANCE = ndcg_tolerance()  # that of qrels.trec (1.44e-3)
 
 
 def relevance(n_q: int, scale: int = GAIN_SCALE) -> list[int]:

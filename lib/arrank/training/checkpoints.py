@@ -125,15 +125,6 @@ def disk_full(err: BaseException) -> int | None:
     return None
 
 
-# The one private Trainer method overridden: the step's loss and gradient norm reach no public
-# hook (callbacks get neither), and the save happens inside it. Its signature is pinned by
-# tests/training/test_checkpoints.py::test_the_private_trainer_method_overridden_is_as_expected.
-HOOKED = "_maybe_log_save_evaluate"
-HOOKED_SIGNATURE = (
-    "(self, tr_loss, grad_norm, model, trial, epoch, ignore_keys_for_eval, start_time, learning_rate=None)"
-)
-
-
 def _sealer(trainer):
     """A ``TrainerCallback`` whose ``on_save`` (public: called once the Trainer wrote
     ``checkpoint-N``) seals it: process 0 writes its manifest last, after every process wrote its
@@ -161,6 +152,9 @@ class GuardedCheckpoints:
         kwargs["callbacks"] = [_sealer(self), *(kwargs.get("callbacks") or [])]  # sealed before others see it
         super().__init__(*args, **kwargs)
 
+    # The one private Trainer method overridden: the step's loss and gradient norm reach no public
+    # hook (callbacks get neither), and the save happens inside it. Its signature is pinned by
+    # tests/training/test_checkpoints.py::test_the_private_trainer_method_overridden_is_as_expected.
     def _maybe_log_save_evaluate(self, tr_loss, grad_norm, *args, **kwargs):
         norm = float(grad_norm) if grad_norm is not None else None
         root, step = Path(self.args.output_dir), self.state.global_step

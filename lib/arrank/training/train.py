@@ -242,7 +242,8 @@ def train(
     packing: str = "auto",
     precision: str = "fp32",
 ) -> pd.DataFrame:
-    """Train with STOICaL; resume from the newest checkpoint in ``checkpoints`` if there is one.
+    """Train with STOICaL; resume from the newest checkpoint in ``checkpoints`` if there is one. A step
+    larger than the training data is refused first (``check_step_fits``).
 
     ``packing``: ``"auto"``, ``"per_query"`` or ``"none"`` (``packing_layout``). ``precision``: a
     resolved ``"fp32"`` or ``"bf16"`` (call ``precision.prepare_model`` first). Returns the training
@@ -260,6 +261,12 @@ def train(
     weighted = sampling == "weighted"
     pad = tokenizer.pad_token_id
     layout = packing_layout(packing, items, model)
+    try:
+        check_step_fits(items, hyper, layout, weighted)  # a step trains at most one epoch
+    except ParamError:
+        if processes.is_main() and not any(Path(checkpoints).glob("checkpoint-*")):
+            ckpt.remove(checkpoints)  # refused before training: no params.json left to resume
+        raise
     dataset, batch, draw = training_dataset(items, hyper, layout, weighted)
     hyper = {**hyper, "batch_size": batch}
     share, why = prefix_support(model)

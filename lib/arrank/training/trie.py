@@ -64,18 +64,8 @@ def build_trie(docids: Sequence[Sequence[int]]) -> Trie:
     return trie
 
 
-def trie_scores(n: int, beta: float) -> list[float]:
-    """mu(r) = 1 / r**beta for r = 1..n: the docID-node scores of section 4.2; ``beta = math.inf``
-    gives [1, 0, ..., 0] (for the limit rows of the other paths: :func:`query_sparse_targets`)."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n={n!r} must be a positive integer (the number of docIDs of the query)")
-    _check_beta(beta)
-    if math.isinf(beta):
-        return [1.0] + [0.0] * (n - 1)
-    return [1.0 / r**beta for r in range(1, n + 1)]
-
-
 def _check_beta(beta: float) -> None:
+    """Refuse a ``beta`` of mu(r) = 1/r**beta (section 4.2) that is not a number >= 0 (inf allowed)."""
     if isinstance(beta, bool) or not isinstance(beta, (int, float)) or math.isnan(beta) or beta < 0:
         raise ValueError(f"beta={beta!r} must be a number >= 0 (math.inf allowed): mu(r) = 1/r**beta")
 

@@ -2,7 +2,7 @@
 throughput and memory measurements where the real weights cannot be had (no model hub).
 
 Speed and memory depend on the architecture, dtype and lengths, not on the weights' values
-(``benchmarks/gpu.py``; docs/gpu.md). The tokenizer is a local BPE on the task's texts (the ``tiny``
+(``benchmarks/gpu.py --build-paper-architecture``, which imports this file; docs/gpu.md). The tokenizer is a local BPE on the task's texts (the ``tiny``
 model's route) of at most 32,768 entries, while the embeddings keep all 32,768 rows, so the logits
 have the real model's width; token ids and lengths are the local tokenizer's."""
 

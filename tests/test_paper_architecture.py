@@ -1,15 +1,22 @@
-"""Mistral-7B-Instruct-v0.3's architecture, random-initialised (arrank.training.paper_architecture):
-the exact configuration's fields, and the build-and-save path at a scaled-down size."""
+"""Mistral-7B-Instruct-v0.3's architecture, random-initialised (benchmarks/paper_architecture.py, which
+benchmarks/gpu.py builds): the exact configuration's fields, and the build-and-save path at a scaled-down size."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
 import torch
 
+from arrank.common import paths
 from arrank.training import models
-from arrank.training import paper_architecture as PA
+
+_spec = importlib.util.spec_from_file_location(
+    "paper_architecture", paths.ROOT / "benchmarks" / "paper_architecture.py"
+)
+PA = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(PA)
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
