@@ -58,8 +58,33 @@ def ranking_dataset(
     ``data_path``/``custom_docids``: custom only (:func:`arrank.data.custom.custom_frame`, its prompt
     Appendix D.2's, as ESCI's); ``n_dev`` validation queries carved out of the held-out ones
     (``carve_dev``)."""
-    return carve_dev(_dataset(dataset, profile, seed, n_eval, template, subtree, min_relevant, data_path,
-                              custom_docids), n_dev, seed)  # fmt: skip
+    params.choice(*params.DATASETS)("dataset", dataset)
+    template = template or params.profile_template(profile, dataset)
+    if not template.startswith("esci" if dataset == "custom" else dataset):
+        raise ValueError(
+            f"template={template!r} does not fit dataset={dataset!r}; choose one of "
+            f"{sorted(style[dataset != 'wordnet'] for style in params.TEMPLATE_STYLES.values())}"
+        )
+    if data_path and dataset != "custom":
+        raise ValueError(f"data_path={data_path!r} is read for dataset='custom' only, not dataset={dataset!r}")
+    if dataset == "custom":
+        from arrank.data import custom
+
+        if not data_path:
+            raise ValueError("dataset='custom' needs data_path: the JSON Lines file of its queries (docs/own-data.md)")
+        df = custom.custom_frame(paths.ROOT / data_path, template, seed, n_eval, custom_docids)[COLUMNS]
+    elif dataset == "wordnet":
+        from arrank.data import wordnet
+
+        df = wordnet.build_wordnet_dataset(
+            subtree=subtree or None, min_relevant=min_relevant, n_eval=n_eval, template=template, seed=seed
+        )
+    else:
+        from arrank.data import esci
+
+        tables = esci.build_esci_dataset(**esci_build_params(profile), template=template, seed=seed)
+        df = esci_ranking_frame(tables["queries"], n_eval)
+    return carve_dev(df, n_dev, seed)
 
 
 def carve_dev(df: pd.DataFrame, n_dev: int, seed: int) -> pd.DataFrame:
@@ -77,45 +102,6 @@ def carve_dev(df: pd.DataFrame, n_dev: int, seed: int) -> pd.DataFrame:
     out = df.copy()
     out.loc[pd.Series(held).sample(n=n_dev, random_state=seed).to_numpy(), "split"] = "dev"
     return out
-
-
-def _dataset(
-    dataset: str,
-    profile: str,
-    seed: int,
-    n_eval: int,
-    template: str | None,
-    subtree: str | None,
-    min_relevant: int,
-    data_path: str | None,
-    custom_docids: str,
-) -> pd.DataFrame:
-    """``ranking_dataset`` without a validation split."""
-    params.choice(*params.DATASETS)("dataset", dataset)
-    template = template or params.profile_template(profile, dataset)
-    if not template.startswith("esci" if dataset == "custom" else dataset):
-        raise ValueError(
-            f"template={template!r} does not fit dataset={dataset!r}; choose one of "
-            f"{sorted(style[dataset != 'wordnet'] for style in params.TEMPLATE_STYLES.values())}"
-        )
-    if data_path and dataset != "custom":
-        raise ValueError(f"data_path={data_path!r} is read for dataset='custom' only, not dataset={dataset!r}")
-    if dataset == "custom":
-        from arrank.data import custom
-
-        if not data_path:
-            raise ValueError("dataset='custom' needs data_path: the JSON Lines file of its queries (docs/own-data.md)")
-        return custom.custom_frame(paths.ROOT / data_path, template, seed, n_eval, custom_docids)[COLUMNS]
-    if dataset == "wordnet":
-        from arrank.data import wordnet
-
-        return wordnet.build_wordnet_dataset(
-            subtree=subtree or None, min_relevant=min_relevant, n_eval=n_eval, template=template, seed=seed
-        )
-    from arrank.data import esci
-
-    tables = esci.build_esci_dataset(**esci_build_params(profile), template=template, seed=seed)
-    return esci_ranking_frame(tables["queries"], n_eval)
 
 
 def tokenizer_texts(df: pd.DataFrame) -> list[str]:
