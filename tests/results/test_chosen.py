@@ -65,6 +65,9 @@ def test_each_method_is_read_at_its_validation_best_budget():
         (curve.NTP, CONSTANT, 10),
     }
     assert len(picks) == 6 and picks["data_setting"].eq("64 items a step, 30 held-out queries").all()
+    assert chosen.choices_text(picks) == (
+        f"{curve.FRACTIONAL}: step 20 cosine (3 of 3 seeds); {curve.NTP}: step 10 constant (3 of 3 seeds)"
+    )
 
 
 def test_the_interval_includes_a_choice_that_flips_inside_resamples():

@@ -91,8 +91,7 @@ def _means(x: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 def _counts(rng: np.random.Generator, n: int, batch: int) -> np.ndarray:
     """(batch, n) how often each of ``n`` queries is drawn in each of ``batch`` bootstrap resamples."""
-    idx = rng.integers(0, n, (batch, n))
-    return np.stack([np.bincount(row, minlength=n) for row in idx]).astype(float)
+    return rng.multinomial(n, np.full(n, 1 / n), size=batch).astype(float)
 
 
 def _chosen_mean(x: Arrays, dev: np.ndarray, test: np.ndarray, seeds: np.ndarray | None, rechoose: bool) -> np.ndarray:
