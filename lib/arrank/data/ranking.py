@@ -62,6 +62,14 @@ def ranking_dataset(
                               custom_docids), n_dev, seed)  # fmt: skip
 
 
+def trec_ids(dataset: str, data_path: str, custom_docids: str, seed: int) -> tuple[dict, dict] | None:
+    """The ids the TREC files name queries and documents by: one's own ``query_id`` and document
+    ``id`` for ``dataset`` custom (:func:`arrank.data.custom.trec_ids`); None (the table's own) else."""
+    from arrank.data import custom
+
+    return custom.file_trec_ids(paths.ROOT / data_path, custom_docids, seed) if dataset == "custom" else None
+
+
 def carve_dev(df: pd.DataFrame, n_dev: int, seed: int) -> pd.DataFrame:
     """``df`` with a seeded sample of ``n_dev`` of its held-out queries relabelled ``split == "dev"``: a
     validation split disjoint from training and test, for choosing a budget or a learning rate without
