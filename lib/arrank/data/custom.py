@@ -185,12 +185,6 @@ def trec_ids(queries: list[dict[str, Any]], names: dict[str, str]) -> tuple[dict
     return qids, docnos
 
 
-def file_trec_ids(path: Path | str, docids: str, seed: int) -> tuple[dict[str, str], dict[str, str]]:
-    """:func:`trec_ids` of the JSONL file at ``path`` with its ``docids`` (``seed``: the data seed)."""
-    queries = read_queries(path)
-    return trec_ids(queries, docid_map(queries, docids, seed))
-
-
 def _key(q: dict[str, Any]) -> str:
     """A query's ``query`` in the ranking table: ``query_id: query``, or the query where both are one."""
     return q["query"] if q["query"] == q["query_id"] else f"{q['query_id']}: {q['query']}"

@@ -67,7 +67,8 @@ def trec_ids(dataset: str, data_path: str, custom_docids: str, seed: int) -> tup
     ``id`` for ``dataset`` custom (:func:`arrank.data.custom.trec_ids`); None (the table's own) else."""
     from arrank.data import custom
 
-    return custom.file_trec_ids(paths.ROOT / data_path, custom_docids, seed) if dataset == "custom" else None
+    queries = custom.read_queries(paths.ROOT / data_path) if dataset == "custom" else None
+    return queries and custom.trec_ids(queries, custom.docid_map(queries, custom_docids, seed))
 
 
 def carve_dev(df: pd.DataFrame, n_dev: int, seed: int) -> pd.DataFrame:

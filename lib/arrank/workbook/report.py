@@ -4,6 +4,7 @@ results.json as one frame, the random-scores floor, the paper's rows to show, th
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Sequence
@@ -167,11 +168,9 @@ def stopped_points(folder: Path, params: dict) -> pd.DataFrame | None:
     steps = budgets.scored_steps(curve_dir)
     if not steps:
         return None
-    try:
-        trained = json.loads((folder.parent / f".checkpoints-{folder.name}" / RESUME_PARAMS).read_text())
-    except (OSError, ValueError):
-        trained = {}  # its checkpoints are gone (a GPU tarball carries none): cannot be checked, said
-    trained = {**params, **(trained if isinstance(trained, dict) else {})}
+    recorded, trained = folder.parent / f".checkpoints-{folder.name}" / RESUME_PARAMS, dict(params)
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no checkpoints (a GPU tarball's): said
+        trained["data_digest"] = json.loads(recorded.read_text()).get("data_digest")
     evaluate.check_data_digest(folder.name, trained, data_digest(params), "stopped run")
     keys = ("dataset", "profile", "n_eval", "template", "subtree", "min_relevant", "data_path", "custom_docids")
     df = ranking_dataset(seed=params["data_seed"], n_dev=params.get("n_dev", 0), **{k: params[k] for k in keys})
