@@ -614,7 +614,8 @@ def result_members(tarball: Path, root: Path = ROOT) -> dict[str, bytes | None]:
     :data:`MAX_MEMBER_BYTES` or all over :data:`MAX_TARBALL_BYTES`, or would land outside ``root``'s
     ``outputs/`` (a folder there that is a link elsewhere); when a run folder has no results.json
     (a ``.curve-*`` folder, the points of a run the limit stopped, holds ``step-*.csv`` only; a
-    ``<run>.failed-<time>`` folder, what a stopped run wrote, may hold anything small)."""
+    ``<run>.failed-<time>`` folder, what a stopped run wrote, may hold anything small); when a
+    results.json or a per-query CSV beside it fails its checks (:func:`record_problem`)."""
     out: dict[str, bytes | None] = {}
     total = 0
     try:
@@ -656,7 +657,42 @@ def result_members(tarball: Path, root: Path = ROOT) -> dict[str, bytes | None]:
             raise Refused(f"{tarball}: {run} holds files other than a stopped run's step-*.csv; nothing was unpacked")
         if not partial and ".failed-" not in run and f"{run}/results.json" not in out:
             raise Refused(f"{tarball}: {run} has no results.json: not a finished run; nothing was unpacked")
+    if problem := record_problem(out):
+        raise Refused(f"{tarball}: {problem}; nothing was unpacked")
     return out
+
+
+PER_QUERY_FILES = {  # a run's per-query CSVs: (columns, the group of rows per step, their metrics' prefix)
+    "per_query.csv": (["query", "ndcg"], None, ""),
+    "per_query_train.csv": (["query", "ndcg"], None, "train_"),
+    "curve_per_query.csv": (["step", "query", "ndcg"], "step", ""),
+}
+
+
+def record_problem(members: dict[str, bytes | None]) -> str | None:
+    """The first results.json of a run in ``members`` that is not JSON of ``outputs.RESULTS_SCHEMA``,
+    or per-query CSV beside it (:data:`PER_QUERY_FILES`) that its metrics contradict (``outputs.read_rows``:
+    columns, a row per query, the recorded means), in words naming the member; None when all hold."""
+    if str(ROOT / "lib") not in sys.path:
+        sys.path.insert(0, str(ROOT / "lib"))
+    from arrank.common import outputs
+
+    for name in sorted(n for n in members if n.endswith("/results.json") and run_of(n)):
+        try:
+            results = json.loads(members[name])
+        except (ValueError, UnicodeDecodeError) as err:
+            return f"{name} is not JSON ({str(err)[:60]})"
+        if problem := outputs.results_problem(results):
+            return f"{name}: {problem}"
+        for file, (columns, by, prefix) in PER_QUERY_FILES.items():
+            path = Path(name).with_name(file)
+            if members.get(path.as_posix()) is not None:
+                metrics = {k.removeprefix(prefix): v for k, v in results["metrics"].items() if k.startswith(prefix)}
+                try:
+                    outputs.read_rows(path, columns, metrics, by, data=members[path.as_posix()])
+                except outputs.DamagedResultsError as err:
+                    return str(err)
+    return None
 
 
 def foreign_sweeps(members: dict[str, bytes | None]) -> list[str]:

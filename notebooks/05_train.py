@@ -239,7 +239,8 @@ with outputs.timed(timings, "evaluate_training"):
 floor = evaluate.random_floor(df, P["data_seed"], P["eval_queries"] or None, ks)
 outputs.save_table(per_query, run_dir, "per_query")  # per-query metrics: the intervals of notebook 08's findings
 with outputs.timed(timings, "trec"):
-    trec.write_trec(run_dir, records, P["run_name"])  # run.trec, qrels.trec
+    own_ids = ranking.trec_ids(P["dataset"], P["data_path"], P["custom_docids"], P["data_seed"])  # custom: its ids
+    trec.write_trec(run_dir, records, P["run_name"], own_ids)  # run.trec, qrels.trec
 if per_query_train is not None:
     outputs.save_table(per_query_train, run_dir, "per_query_train")  # ... and of notebook 07's
 rows = {"held-out queries": result, "random scores": floor}

@@ -326,6 +326,14 @@ def _results_tarball(path: Path, members: dict[str, str]) -> Path:
     return path
 
 
+def _record(**metrics) -> str:
+    """A results.json of ``outputs.RESULTS_SCHEMA`` with these metrics."""
+    return json.dumps({"notebook": "05_train", "params": {}, "metrics": metrics, "timings": {}, "env": {}})
+
+
+EMPTY = _record()
+
+
 def test_results_unpack_a_gpu_sweep_and_never_overwrite_a_run(tmp_path):
     """``kit.py results``: the runs go under outputs/ and the model path the sweep file names is linked
     to the package's GGUF; the newer tarball of the same sweep skips the runs it shares unchanged and
@@ -339,19 +347,19 @@ def test_results_unpack_a_gpu_sweep_and_never_overwrite_a_run(tmp_path):
         return json.dumps({"updated": f"call {call}", "points": [{"run_name": r} for r in runs]})
 
     first = {
-        "outputs/05_train/gpu-a/results.json": '{"a": 1}',
-        "outputs/05_train/gpu-a/per_query.csv": "query\n",
+        "outputs/05_train/gpu-a/results.json": _record(n_queries=2, ndcg=0.5),
+        "outputs/05_train/gpu-a/per_query.csv": "query,ndcg\nq1,0.4\nq2,0.6\n",
         "outputs/sweeps/table1/status.json": status(5, "gpu-a", "gpu-b"),
     }
     assert kit.unpack_results(_results_tarball(tmp_path / "call5.tgz", first), root, link) == (
         ["outputs/05_train/gpu-a"],
         [],
     )
-    assert (root / "outputs/05_train/gpu-a/per_query.csv").read_text() == "query\n"
+    assert (root / "outputs/05_train/gpu-a/per_query.csv").read_text() == "query,ndcg\nq1,0.4\nq2,0.6\n"
     assert link.resolve() == gguf_file("smollm2-135m").resolve()
     newer = {
         **first,
-        "outputs/05_train/gpu-b/results.json": "{}",
+        "outputs/05_train/gpu-b/results.json": EMPTY,
         "outputs/sweeps/table1/status.json": status(6, "gpu-b"),
     }
     assert kit.unpack_results(_results_tarball(tmp_path / "call6.tgz", newer), root, link) == (
@@ -359,19 +367,19 @@ def test_results_unpack_a_gpu_sweep_and_never_overwrite_a_run(tmp_path):
         ["outputs/05_train/gpu-a"],
     )
     assert (root / "outputs/sweeps/table1/status.json").read_text() == status(6, "gpu-b")
-    other = {"outputs/05_train/gpu-a/results.json": '{"a": 2}', "outputs/05_train/gpu-c/results.json": "{}"}
+    other = {"outputs/05_train/gpu-a/results.json": _record(ndcg=0.7), "outputs/05_train/gpu-c/results.json": EMPTY}
     unlinked = tmp_path / "kit2" / "model.gguf"  # a session that has not linked the model yet
     with pytest.raises(
         SystemExit, match="runs exist here with other results and are never overwritten: outputs/05_train/gpu-a "
     ):
         kit.unpack_results(_results_tarball(tmp_path / "other.tgz", other), root, unlinked)
-    assert (root / "outputs/05_train/gpu-a/results.json").read_text() == '{"a": 1}'
+    assert (root / "outputs/05_train/gpu-a/results.json").read_text() == first["outputs/05_train/gpu-a/results.json"]
     assert not (root / "outputs/05_train/gpu-c").exists() and not unlinked.parent.exists()  # no link made either
     only = {"outputs/sweeps/table1/status.json": status(7, "gpu-x")}  # another sweep's status, none of its runs
     with pytest.raises(kit.Refused, match=r"only.tgz: holds no run under outputs/05_train/; nothing was unpacked"):
         kit.unpack_results(_results_tarball(tmp_path / "only.tgz", only), root, unlinked)
     mixed = {
-        "outputs/05_train/gpu-e/results.json": "{}",
+        "outputs/05_train/gpu-e/results.json": EMPTY,
         "outputs/sweeps/table2/status.json": status(8, "gpu-e"),
         "outputs/sweeps/table2/logs/gpu-e.20261128-000000.log": "ok\n",
         "outputs/sweeps/table1/status.json": status(8, "gpu-x"),  # lists none of the tarball's runs
@@ -385,7 +393,7 @@ def test_results_unpack_a_gpu_sweep_and_never_overwrite_a_run(tmp_path):
     assert (root / "outputs/sweeps/table1/status.json").read_text() == status(6, "gpu-b")  # kept
     assert not (root / "outputs/sweeps/table1/logs").exists() and not unlinked.parent.exists()
     for bad in ("README.md", "outputs/05_train/../../escape.txt", "/etc/passwd"):
-        tarball = _results_tarball(tmp_path / "bad.tgz", {"outputs/05_train/gpu-d/results.json": "{}", bad: "x"})
+        tarball = _results_tarball(tmp_path / "bad.tgz", {"outputs/05_train/gpu-d/results.json": EMPTY, bad: "x"})
         with pytest.raises(SystemExit, match="is not a plain file or folder under outputs/05_train/"):
             kit.unpack_results(tarball, root, link)
         assert not (root / "outputs/05_train/gpu-d").exists()
@@ -395,11 +403,12 @@ def test_results_unpack_a_gpu_sweep_and_never_overwrite_a_run(tmp_path):
 
 def test_a_damaged_or_hostile_tarball_is_refused_whole_with_rc_2(tmp_path, monkeypatch):
     """Read as untrusted input: a truncated tarball, another kind of file, a member over the size cap,
-    a run without results.json, a stopped run's folder with other files, and an outputs/sweeps that
+    a run without results.json, a stopped run's folder with other files, a results.json not of
+    the schema, a per-query CSV that its results.json contradicts, and an outputs/sweeps that
     links outside are each refused in one line before anything is written; the command exits 2."""
     root, link = tmp_path / "repo", tmp_path / "kit" / "model.gguf"
     good = {
-        "outputs/05_train/gpu-a/results.json": "{}",
+        "outputs/05_train/gpu-a/results.json": EMPTY,
         "outputs/05_train/.curve-gpu-b/step-0000009.csv": "q\n",
         "outputs/05_train/gpu-b.failed-20261126-061330/training_log.csv": "step\n",  # what the stopped run wrote
     }
@@ -415,7 +424,23 @@ def test_a_damaged_or_hostile_tarball_is_refused_whole_with_rc_2(tmp_path, monke
         _results_tarball(
             tmp_path / "odd.tgz", {**good, "outputs/05_train/.curve-gpu-b/notes.txt": "x"}
         ): "files other than a stopped run's step",
-    }
+        _results_tarball(tmp_path / "bare.tgz", {**good, "outputs/05_train/gpu-a/results.json": "{}"}): (
+            r"gpu-a/results.json: its 'notebook' is missing or not a string; nothing was unpacked$"
+        ),
+        _results_tarball(tmp_path / "nojson.tgz", {**good, "outputs/05_train/gpu-a/results.json": "{"}): (
+            "gpu-a/results.json is not JSON"
+        ),
+        _results_tarball(
+            tmp_path / "short.tgz",
+            {**good, "outputs/05_train/gpu-a/results.json": _record(n_queries=2, ndcg=0.5),
+             "outputs/05_train/gpu-a/per_query.csv": "query,ndcg\nq1,0.5\n"},
+        ): r"gpu-a/per_query.csv is damaged \(1 rows where its results.json records 2 queries\)",
+        _results_tarball(
+            tmp_path / "mean.tgz",
+            {**good, "outputs/05_train/gpu-b.failed-20261126-061330/results.json": _record(n_queries=1, ndcg=0.5),
+             "outputs/05_train/gpu-b.failed-20261126-061330/curve_per_query.csv": "step,query,ndcg\n9,q1,0.4\n"},
+        ): r"gpu-b.failed-20261126-061330/curve_per_query.csv is damaged \(the mean ndcg of its rows is 0.4 where",
+    }  # fmt: skip
     for tarball, expected in cases.items():
         with pytest.raises(kit.Refused, match=expected):
             kit.unpack_results(tarball, root, link)

@@ -223,12 +223,12 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     assert m["sequences_trained"] == m2["sequences_trained"] > 0 and 0 < m["queries_trained"] <= 10 * 16
 
 
-def _rescores_to(run_dir, per_query, run_file: str = "run.trec") -> None:
+def _rescores_to(run_dir, per_query, run_file: str = "run.trec", qid_of=None) -> None:
     """The run's TREC files, scored by ir_measures (trec_eval's nDCG), give its per-query nDCG within
     the integer gains' rounding (1 / (GAIN_SCALE · log 2) relative: arrank.evaluation.trec), and within 1e-6 with the gains at
     10**7 (``trec.rescaled_qrels``, scored by trectools), on every query whose scores do not tie
     (trec_eval orders tied scores by docno descending, the workbook by docID ascending:
-    docs/findings.md); at least half of them."""
+    docs/findings.md); at least half of them. ``qid_of``: a query's TREC id (default ``trec.token``)."""
     import ir_measures
 
     from arrank.evaluation import trec
@@ -243,7 +243,7 @@ def _rescores_to(run_dir, per_query, run_file: str = "run.trec") -> None:
         ir_measures.read_trec_run(str(run_dir / run_file)),
     )
     got = {m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.nDCG], *read)}
-    want = {trec.token(q): v for q, v in zip(per_query["query"], per_query["ndcg"])}
+    want = {(qid_of or trec.token)(q): v for q, v in zip(per_query["query"], per_query["ndcg"])}
     assert set(got) == set(want) == set(scores) and len(got) == len(per_query) and 2 * len(untied) >= len(want)
     compared = [q for q in want if q in untied]
     assert [got[q] for q in compared] == pytest.approx(
@@ -293,7 +293,7 @@ def test_05_trains_and_evaluates_on_ones_own_data(outputs_root):
     trains the tiny model and is scored by the unchanged notebook, TREC files included; notebook 06
     evaluates that run on the same held-out queries."""
     data = {"dataset": "custom", "data_path": "data/fixtures/custom/recipes.jsonl", "custom_docids": "semantic"}
-    tiny = {k: v for k, v in TINY["05_train"].items() if k not in ("subtree", "min_relevant")}
+    tiny = {k: v for k, v in TINY["05_train"].items() if k not in ("subtree", "min_relevant", "n_dev")}
     final = run.run_notebook(
         "05_train", {**tiny, **data, "n_eval": 8, "steps": 6, "run_name": "own"}, outputs_root=outputs_root,
         progress=False,
@@ -306,7 +306,9 @@ def test_05_trains_and_evaluates_on_ones_own_data(outputs_root):
     assert m["n_queries"] == 8 and 0.0 <= m["cvr"] <= 1.0 and 0.0 < m["ndcg"] <= 1.0 and m["n_queries@3"] == 8
     held = __import__("pandas").read_csv(final / "per_query.csv")
     assert held["query"].str.contains(": ").all()  # "apple-desserts: apple desserts"
-    _rescores_to(final, held)
+    _rescores_to(final, held, qid_of=lambda q: q.split(": ")[0])  # TREC files: the file's query_id and document id
+    docnos = {ln.split()[2] for ln in (final / "run.trec").read_text().splitlines()}
+    assert docnos and all(d.startswith("r") and d[1:].isdigit() for d in docnos)  # "r001", not semantic docIDs
     final06 = run.run_notebook(
         "06_evaluate", {**TINY["06_evaluate"], "train_run": "own", "run_name": "own"}, outputs_root=outputs_root,
         progress=False,

@@ -102,3 +102,18 @@ def test_missing_file_missing_path_and_mismatched_options_are_refused(tmp_path):
     twins.write_text(json.dumps({"query_id": "q", "query": "x", "relevant": [{"id": "a", "text": "same"}, {"id": "b", "text": "same"}]}) + "\n")  # fmt: skip
     with pytest.raises(custom.CustomDataError, match=r"two documents share the text 'same'"):
         ranking.ranking_dataset("custom", "quick", 0, 0, None, data_path=str(twins), custom_docids="text")
+
+
+def test_two_ids_written_as_one_trec_token_are_refused(tmp_path):
+    """TREC files write whitespace as %XX (``custom.trec_token``): ``a b`` and ``a%20b`` would be one
+    document there, so the data is refused before training, naming the token."""
+    lines = [
+        {"query_id": "q1", "query": "x", "relevant": [{"id": "a b", "text": "one"}]},
+        {"query_id": "q2", "query": "y", "relevant": [{"id": "a%20b", "text": "two"}]},
+        {"query_id": "q3", "query": "z", "relevant": [{"id": "c", "text": "three"}]},
+    ]
+    path = tmp_path / "twice.jsonl"
+    path.write_text("".join(json.dumps(q) + "\n" for q in lines))
+    assert custom.trec_token("a b\tc") == "a%20b%09c" and custom.trec_token("B07:X%/é") == "B07:X%/é"
+    with pytest.raises(custom.CustomDataError, match=r"^two document ids are the TREC token 'a%20b' \(whitespace"):
+        ranking.ranking_dataset("custom", "quick", 0, 1, None, data_path=str(path))

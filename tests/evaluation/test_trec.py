@@ -124,3 +124,41 @@ def test_a_score_that_is_not_finite_is_refused_and_leaves_no_file(tmp_path):
     with pytest.raises(ValueError, match=r"scores contains NaN"):
         trec.write_trec(tmp_path, records, "r")
     assert not list(tmp_path.iterdir())
+
+
+def test_ones_own_data_is_written_with_its_own_ids_and_joins_its_own_qrels(tmp_path):
+    """dataset custom: run.trec and qrels.trec name queries by their ``query_id`` and documents by
+    their ``id`` (title docIDs here, so neither is the table's), whitespace as %XX only: a qrels file
+    written in the user's ids joins every query and every relevant document (ir_measures)."""
+    import json
+
+    from arrank.data import ranking
+
+    def doc(i: str) -> dict:
+        return {"id": i, "text": f"text of {i}"}
+
+    queries = [
+        {"query_id": "q/1", "query": "red shoes", "relevant": [doc("B07:X%"), doc("p 17")], "negative": doc("n-1")},
+        {"query_id": "Q 2", "query": "blue hats", "relevant": [doc("ü.3"), doc("B07:X%"), doc("d:4")], "negative": doc("n-2")},
+        {"query_id": "3", "query": "3", "relevant": [doc("d:5")], "negative": doc("n-1")},
+    ]  # fmt: skip
+    path = tmp_path / "mine.jsonl"
+    path.write_text("".join(json.dumps(q) + "\n" for q in queries))
+    df = ranking.ranking_dataset("custom", "quick", 0, 1, None, data_path=str(path), custom_docids="text")
+    rng = np.random.default_rng(0)
+    records = [
+        {"query": r.query, "relevant": r.relevant, "negative": r.negative,
+         "scores": {d: float(rng.normal()) for d in [*r.relevant, r.negative]}}
+        for r in df.itertuples()
+    ]  # fmt: skip
+    run, _ = trec.write_trec(tmp_path, records, "mine", ranking.trec_ids("custom", str(path), "text", 0))
+    own = {"q/1": ["B07:X%", "p%2017"], "Q%202": ["ü.3", "B07:X%", "d:4"], "3": ["d:5"]}
+    (tmp_path / "own.qrels").write_text("".join(f"{q} 0 {d} 1\n" for q, ds in own.items() for d in ds))
+    got = ir_measures.iter_calc(
+        [ir_measures.NumRelRet], ir_measures.read_trec_qrels(str(tmp_path / "own.qrels")),
+        ir_measures.read_trec_run(str(run)),
+    )  # fmt: skip
+    assert {m.query_id: m.value for m in got} == {q: len(ds) for q, ds in own.items()}
+    docnos = {ln.split()[2] for ln in run.read_text().splitlines()}
+    assert docnos == {"B07:X%", "p%2017", "ü.3", "d:4", "d:5", "n-1", "n-2"}
+    assert trec.run_lines(records, "mine")[0].split()[0] not in own  # without the ids: the table's keys

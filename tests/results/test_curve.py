@@ -247,6 +247,41 @@ def test_a_stopped_run_gives_the_budgets_it_scored(tmp_path, outputs_root):
         report.curve_frame(s, frame)
 
 
+def test_a_stopped_run_on_ones_own_data_is_read_only_from_the_file_it_trained_on(tmp_path, outputs_root, capsys):
+    """A stopped run's budgets on one's own data rebuild its queries from the file: the data_digest its
+    checkpoints recorded is checked as notebook 06 checks a train_run's (an edited file refused in one
+    line; no checkpoints: read, with a notice that it cannot be checked)."""
+    import json
+    import shutil
+
+    from arrank.common import paths
+    from arrank.common.params import ParamError
+    from arrank.evaluation import budgets
+
+    data = tmp_path / "mine.jsonl"
+    shutil.copy(paths.ROOT / "data/fixtures/custom/recipes.jsonl", data)
+    path = tmp_path / "own.yaml"
+    path.write_text(
+        f"notebook: 05_train\nfixed: {{profile: quick, dataset: custom, data_path: '{data}', n_eval: 8, steps: 4, "
+        "eval_steps: [2, 4], batch_size: 8}\ngrid: {scheme: [indicator]}\n"
+    )
+    s = sweep.load_sweep(path)
+    run = outputs.run_path(s.notebook, s.points[0].run_name, outputs_root)
+    curve_dir = run.parent / f".curve-{run.name}"
+    curve_dir.mkdir(parents=True)
+    per_query = pd.DataFrame({"query": [f"q{i}" for i in range(8)], "violation": False, "ndcg": 0.5})
+    per_query.to_csv(budgets.point_path(curve_dir, 2), index=False)
+    got = report.curve_frame(s)
+    assert got["step"].tolist() == [2] * 8 and "cannot be checked" in capsys.readouterr().out
+    checkpoints = run.parent / f".checkpoints-{run.name}"
+    outputs.record_resume_params(checkpoints, s.points[0].resolved)  # what a run records as it starts
+    assert json.loads((checkpoints / "params.json").read_text())["data_digest"]
+    assert report.curve_frame(s)["step"].tolist() == [2] * 8 and "cannot be checked" not in capsys.readouterr().out
+    data.write_text(data.read_text() + data.read_text().splitlines()[0].replace("apple-desserts", "new") + "\n")
+    with pytest.raises(ParamError, match=rf"^stopped run '{run.name}' trained on .*mine.jsonl with data_digest "):
+        report.curve_frame(s)
+
+
 GPU, CPU = "64 items a step, 40 held-out queries", "4 items a step, 40 held-out queries"
 
 

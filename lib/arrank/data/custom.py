@@ -23,9 +23,11 @@ of TF-IDF embeddings of the texts, as ESCI's, ``arrank.data.docids``). The promp
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
@@ -164,6 +166,30 @@ def docid_map(queries: list[dict[str, Any]], docids: str, seed: int = 0) -> dict
     return dict(zip(ids, dids.disambiguate_docids(sparse)))
 
 
+def trec_token(value: str) -> str:
+    """An id as written in TREC files: as it is, each whitespace character as its percent code
+    (UTF-8; a space is ``%20``), since TREC files split their fields on whitespace."""
+    return re.sub(r"\s", lambda m: quote(m.group()), value)
+
+
+def trec_ids(queries: list[dict[str, Any]], names: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The ids of the TREC files (``arrank.evaluation.trec``) of one's own data: the ranking table's
+    query -> its ``query_id``, the docID -> its document ``id`` (``names``: :func:`docid_map`), each a
+    :func:`trec_token`, so one's own qrels join; two ids written as one token are refused."""
+    qids = {_key(q): trec_token(q["query_id"]) for q in queries}
+    docnos = {name: trec_token(i) for i, name in names.items()}
+    for what, tokens in (("query_id", list(qids.values())), ("document id", list(docnos.values()))):
+        if len(set(tokens)) < len(tokens):
+            twice = pd.Series(tokens)[pd.Series(tokens).duplicated()].iloc[0]
+            raise CustomDataError(f"two {what}s are the TREC token {twice!r:.60} (whitespace as %XX): rename one")
+    return qids, docnos
+
+
+def _key(q: dict[str, Any]) -> str:
+    """A query's ``query`` in the ranking table: ``query_id: query``, or the query where both are one."""
+    return q["query"] if q["query"] == q["query_id"] else f"{q['query_id']}: {q['query']}"
+
+
 def custom_frame(path: Path | str, template: str, seed: int, n_eval: int, docids: str = "id") -> pd.DataFrame:
     """The ranking table's rows of the JSONL file at ``path`` (module docstring; ``ranking`` orders the
     columns): docIDs by ``docids``, the
@@ -171,6 +197,7 @@ def custom_frame(path: Path | str, template: str, seed: int, n_eval: int, docids
     with ``seed`` where the file gives no splits."""
     queries = read_queries(path)
     names = docid_map(queries, docids, seed)
+    trec_ids(queries, names)  # refused here, before training, rather than when the TREC files are written
     if queries[0]["split"] is None:
         if n_eval >= len(queries):
             raise ValueError(f"n_eval={n_eval} held-out queries leaves none of the file's {len(queries)} to train on")
@@ -185,9 +212,8 @@ def custom_frame(path: Path | str, template: str, seed: int, n_eval: int, docids
             continue
         docs = q["relevant"] + ([q["negative"]] if q["negative"] else [])
         items = [(names[d["id"]], d["text"]) for d in docs]
-        query = q["query"] if q["query"] == q["query_id"] else f"{q['query_id']}: {q['query']}"
         prompt = prompts.esci_prompt(q["query"], items, prompts.query_rng(seed, q["query"]), template)
         negative = names[q["negative"]["id"]] if q["negative"] else None
-        rows.append((query, prompt, [names[d["id"]] for d in q["relevant"]], negative, split))
+        rows.append((_key(q), prompt, [names[d["id"]] for d in q["relevant"]], negative, split))
     out = pd.DataFrame(rows, columns=["query", "prompt", "relevant", "negative", "split"])
     return out.assign(n_relevant=out["relevant"].map(len))

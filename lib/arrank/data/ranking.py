@@ -87,6 +87,15 @@ def ranking_dataset(
     return carve_dev(df, n_dev, seed)
 
 
+def trec_ids(dataset: str, data_path: str, custom_docids: str, seed: int) -> tuple[dict, dict] | None:
+    """The ids the TREC files name queries and documents by: one's own ``query_id`` and document
+    ``id`` for ``dataset`` custom (:func:`arrank.data.custom.trec_ids`); None (the table's own) else."""
+    from arrank.data import custom
+
+    queries = custom.read_queries(paths.ROOT / data_path) if dataset == "custom" else None
+    return queries and custom.trec_ids(queries, custom.docid_map(queries, custom_docids, seed))
+
+
 def carve_dev(df: pd.DataFrame, n_dev: int, seed: int) -> pd.DataFrame:
     """``df`` with a seeded sample of ``n_dev`` of its held-out queries relabelled ``split == "dev"``: a
     validation split disjoint from training and test, for choosing a budget or a learning rate without

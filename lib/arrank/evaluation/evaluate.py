@@ -261,21 +261,25 @@ def trained_scale(params: Mapping[str, Any], run_name: str) -> dict[str, Any]:
     return {"run": run_name, "model_name": params.get("model_name"), "steps": params.get("steps")}
 
 
-def check_data_digest(run_name: str, trained: Mapping[str, Any], now: Mapping[str, str]) -> None:
+def check_data_digest(
+    run_name: str, trained: Mapping[str, Any], now: Mapping[str, str], what: str = "train_run"
+) -> None:
     """Refuse (``ParamError``) a notebook 05 run on one's own data whose file changed since it trained:
     its ``data_digest`` (``trained``: its results.json params) is not the file's now (``now``:
     ``outputs.data_digest``), so its held-out split, rebuilt from the file, could hold queries it
-    trained on. A run recorded before runs kept a digest is evaluated with a notice that it cannot be checked."""
+    trained on. A run that recorded no digest is read with a notice that it cannot be checked.
+    ``what``: the run's role, as the message names it."""
     then = trained.get("data_digest")
     if trained.get("dataset") != "custom" or then == now.get("data_digest"):
         return
     path = trained.get("data_path")
     if then is None:
-        notice(f"train_run {run_name!r} recorded no data_digest (made before runs did): whether {path} is "
-               "the file it trained on cannot be checked")  # fmt: skip
+        notice(
+            f"{what} {run_name!r} recorded no data_digest: whether {path} is the file it trained on cannot be checked"
+        )
         return
     raise ParamError(
-        f"train_run {run_name!r} trained on {path} with data_digest {then}, but the file now has "
+        f"{what} {run_name!r} trained on {path} with data_digest {then}, but the file now has "
         f"{now.get('data_digest', 'none (it is missing)')}: it changed since training, so its held-out queries "
         "need not be the ones that run never saw; restore the file as it was, or train a new 05 run on it"
     )

@@ -16,14 +16,16 @@ cost does not depend on the values (ir_measures' ``trectools`` or ``ranx`` provi
 
 Query and document ids are written percent-encoded (``urllib.parse.quote(id, safe="")``): WordNet
 synset names such as ``dog.n.01`` come out unchanged, while ESCI queries and title docIDs, which
-hold spaces, become single tokens (``unquote`` gives them back).
+hold spaces, become single tokens (``unquote`` gives them back). One's own data (``ids``:
+``arrank.data.ranking.trec_ids``) is written with its own ``query_id`` and document ``id``, only
+whitespace percent-encoded (``arrank.data.custom.trec_token``), so that one's own qrels join.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import quote
 
 from arrank.common.outputs import write_text_atomic
@@ -31,6 +33,7 @@ from arrank.evaluation import metrics
 
 GAIN_SCALE = 1000  # integer relevance in qrels.trec = round(gain * GAIN_SCALE)
 RUN_FILE, QRELS_FILE = "run.trec", "qrels.trec"
+Ids = tuple[Mapping[str, str], Mapping[str, str]]  # one's own data: query -> qid, docID -> docno
 
 
 def token(value: Any) -> str:
@@ -38,19 +41,25 @@ def token(value: Any) -> str:
     return quote(str(value), safe="")
 
 
+def namers(ids: Ids | None) -> tuple[Callable[[Any], str], Callable[[Any], str]]:
+    """How a record's query and its docIDs are written: by ``ids`` where given, else :func:`token`."""
+    return (ids[0].__getitem__, ids[1].__getitem__) if ids else (token, token)
+
+
 def relevance(n_q: int, scale: int = GAIN_SCALE) -> list[int]:
     """The integer relevance of gold ranks 1..n_q (``metrics.gold_gains`` times ``scale``)."""
     return [round(g * scale) for g in metrics.gold_gains(n_q, with_negative=False)]
 
 
-def qrels_lines(records: Sequence[dict], scale: int = GAIN_SCALE) -> list[str]:
+def qrels_lines(records: Sequence[dict], scale: int = GAIN_SCALE, ids: Ids | None = None) -> list[str]:
     """``qid 0 docno rel`` for every scored candidate of every query (``evaluate`` records): the
     relevant docIDs with :func:`relevance`, the negative (where there is one) with 0."""
+    qid, docno = namers(ids)
     lines = []
     for rec in records:
         negative = [] if rec.get("negative") is None else [rec["negative"]]
         rels = relevance(len(rec["relevant"]), scale) + [0] * len(negative)
-        lines += [f"{token(rec['query'])} 0 {token(d)} {r}" for d, r in zip([*rec["relevant"], *negative], rels)]
+        lines += [f"{qid(rec['query'])} 0 {docno(d)} {r}" for d, r in zip([*rec["relevant"], *negative], rels)]
     return lines
 
 
@@ -84,22 +93,22 @@ def rescaled_qrels(path: Path, scale: int) -> list[str]:
     return [f"{qid} 0 {docno} {fine[qid].get(int(rel), 0)}" for qid, _, docno, rel in rows]
 
 
-def run_lines(records: Sequence[dict], run_name: str) -> list[str]:
+def run_lines(records: Sequence[dict], run_name: str, ids: Ids | None = None) -> list[str]:
     """``qid Q0 docno rank score run_name`` for every scored candidate, in the workbook's predicted
     order (``metrics.predicted_order``: score descending, ties by docID ascending). Evaluators sort by
     score again and break ties their own way (trec_eval: docno descending), so tied scores may rank
     differently there."""
-    name = token(run_name)
+    name, (qid_of, docno) = token(run_name), namers(ids)
     lines = []
     for rec in records:
-        qid, scores = token(rec["query"]), rec["scores"]
+        qid, scores = qid_of(rec["query"]), rec["scores"]
         for rank, d in enumerate(metrics.predicted_order(list(scores), list(scores.values())), start=1):
             score = float(scores[d])
             if not math.isfinite(score):
                 raise ValueError(
                     f"query {rec['query']!r}: docID {d!r} has score {score}; a TREC run needs finite scores"
                 )
-            lines.append(f"{qid} Q0 {token(d)} {rank} {score:.9g} {name}")
+            lines.append(f"{qid} Q0 {docno(d)} {rank} {score:.9g} {name}")
     return lines
 
 
@@ -108,8 +117,8 @@ def write_lines(path: Path, lines: Sequence[str]) -> Path:
     return write_text_atomic(path, "\n".join(lines) + "\n")
 
 
-def write_trec(folder: Path, records: Sequence[dict], run_name: str) -> tuple[Path, Path]:
+def write_trec(folder: Path, records: Sequence[dict], run_name: str, ids: Ids | None = None) -> tuple[Path, Path]:
     """Write ``run.trec`` and ``qrels.trec`` of ``records`` into ``folder``, each atomically; both
-    are formed before either is written. Returns their paths."""
-    run, qrels = run_lines(records, run_name), qrels_lines(records)
+    are formed before either is written; ``ids``: one's own data's (module docstring). Returns their paths."""
+    run, qrels = run_lines(records, run_name, ids), qrels_lines(records, ids=ids)
     return write_lines(Path(folder) / RUN_FILE, run), write_lines(Path(folder) / QRELS_FILE, qrels)

@@ -4,6 +4,8 @@ results.json as one frame, the random-scores floor, the paper's rows to show, th
 
 from __future__ import annotations
 
+import contextlib
+import json
 from pathlib import Path
 from typing import Sequence
 
@@ -155,7 +157,10 @@ def stopped_run(folder: Path) -> tuple[Path | None, dict | None]:
 def stopped_points(folder: Path, params: dict) -> pd.DataFrame | None:
     """The budgets a run scored before it stopped mid-training (``.curve-<run>/step-*.csv``,
     ``evaluation.budgets``) as ``curve_per_query.csv`` rows; None if it scored none. ``params``: the
-    point's resolved parameters (its batch, and its data, whose training pairs make an epoch)."""
+    point's resolved parameters (its batch, and its data, whose training pairs make an epoch). One's
+    own data is rebuilt only from the file the run trained on: the ``data_digest`` its checkpoints
+    recorded (``.checkpoints-<run>/params.json``) is checked as notebook 06 checks a train_run's."""
+    from arrank.common.outputs import RESUME_PARAMS, data_digest
     from arrank.data.ranking import ranking_dataset
     from arrank.evaluation import budgets, evaluate
 
@@ -163,6 +168,10 @@ def stopped_points(folder: Path, params: dict) -> pd.DataFrame | None:
     steps = budgets.scored_steps(curve_dir)
     if not steps:
         return None
+    recorded, trained = folder.parent / f".checkpoints-{folder.name}" / RESUME_PARAMS, dict(params)
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no checkpoints (a GPU tarball's): said
+        trained["data_digest"] = json.loads(recorded.read_text()).get("data_digest")
+    evaluate.check_data_digest(folder.name, trained, data_digest(params), "stopped run")
     keys = ("dataset", "profile", "n_eval", "template", "subtree", "min_relevant", "data_path", "custom_docids")
     df = ranking_dataset(seed=params["data_seed"], n_dev=params.get("n_dev", 0), **{k: params[k] for k in keys})
     counts = {"n_queries": len(evaluate.eval_queries(df, params.get("eval_queries") or None))}

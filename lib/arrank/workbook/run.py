@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import fnmatch
 import functools
 import glob
 import json
@@ -144,11 +145,14 @@ def prepare_parsed(source: Path, overrides: dict[str, Any]) -> tuple[Path, dict[
     return source, injected, resolved
 
 
+RUN_GLOBS = {"from_runs": ("07_de_ce_baselines", ""), "arr_runs": ("05_train", "*")}  # 07's: (runs of, needs none)
+
+
 def check_inputs(stem: str, resolved: dict[str, Any], outputs_root: Path | None = None) -> None:
     """Refuse (``ParamError``) before a kernel starts what no rule on one value can see: 06's
-    ``train_run`` that names no finished 05 run, 08's sweep files that do not exist (``paths.given``,
-    as ``sweep.load_sweep`` finds them), one's own data file that breaks its format (``custom.read_queries``,
-    every line, in bounded memory)."""
+    ``train_run`` that names no finished 05 run, 07's globs (``RUN_GLOBS``) that match none, 08's sweep
+    files that do not exist (``paths.given``, as ``sweep.load_sweep`` finds them), one's own data file
+    that breaks its format (``custom.read_queries``, every line, in bounded memory)."""
     if resolved.get("dataset") == "custom" and resolved.get("data_path"):
         from arrank.data import custom
 
@@ -161,6 +165,12 @@ def check_inputs(stem: str, resolved: dict[str, Any], outputs_root: Path | None 
             outputs.find_run("05_train", resolved["train_run"], outputs_root)
         except FileNotFoundError as err:
             raise ParamError(str(err)) from None
+    for key, (of, free) in RUN_GLOBS.items() if stem == "07_de_ce_baselines" else ():
+        names = [r.name for r in outputs.finished_runs(of, outputs_root)]
+        if resolved[key] != free and not any(fnmatch.fnmatchcase(n, resolved[key]) for n in names):
+            raise ParamError(
+                f"{key}={resolved[key]!r:.80} matches no finished {of} run; finished: {names[-5:] or 'none'}"
+            )
     for key in ("sweep", "curve_sweeps") if stem == "08_results" else ():
         for name in filter(None, resolved[key].split(",")):
             if not paths.given(name).is_file():
