@@ -59,8 +59,7 @@ def percent_table(frame: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
 def metric_title(name: str) -> str:
     """The display name of a metric with its unit: ``CVR (%)``, ``nDCG (%)``, ``R@5 (%)``,
     ``training R@1 (%)``; other percent metrics as ``<name> (%)``; the rest as ``greek`` writes them."""
-    m = re.fullmatch(r"(train_)?(cvr|ndcg|recall@(\d+))", str(name))
-    if not m:
+    if not (m := re.fullmatch(r"(train_)?(cvr|ndcg|recall@(\d+))", str(name))):
         return f"{name} (%)" if is_percent_metric(name) else greek(str(name))
     base = {"cvr": "CVR", "ndcg": "nDCG"}.get(m.group(2), f"R@{m.group(3)}")
     return ("training " if m.group(1) else "") + f"{base} (%)"
@@ -128,8 +127,7 @@ def log_axis(fig, values: Iterable[float], axis: str = "yaxis") -> Any:
     """``axis`` on a log scale with labelled ticks at 1, 2, 5 x 10^k over the range of ``values``
     (plotly's default labels the minor ticks with bare digits, ``2 3 ... 9``, which read as the
     wrong numbers); labels as ``0.2``, ``1``, ``5000``."""
-    positive = [float(v) for v in values if v is not None and float(v) > 0]
-    if not positive:
+    if not (positive := [float(v) for v in values if v is not None and float(v) > 0]):
         return fig
     lo, hi = math.floor(math.log10(min(positive))), math.ceil(math.log10(max(positive)))
     ticks = [m * 10.0**e for e in range(lo, hi + 1) for m in (1, 2, 5)]

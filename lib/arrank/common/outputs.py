@@ -116,8 +116,7 @@ def read_rows(
         frame = pd.read_csv(path if data is None else io.BytesIO(data))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
         raise damaged(Path(path), f"not a CSV table: {str(err)[:80]}") from None
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
+    if missing := [c for c in columns if c not in frame.columns]:
         raise damaged(Path(path), f"no column {missing}")
     if frame.empty:
         raise damaged(Path(path), "no rows")
@@ -178,8 +177,7 @@ def find_run(stem: str, name: str, root: Path | None = None) -> Path:
     """A finished run of ``stem`` by its run name, or ``"latest"`` for the newest one; a clear
     error naming what exists when there is none."""
     runs = finished_runs(stem, root)
-    match = runs[-1:] if name == "latest" else [p for p in runs if p.name == name]
-    if match:
+    if match := (runs[-1:] if name == "latest" else [p for p in runs if p.name == name]):
         return match[0]
     raise FileNotFoundError(
         f"no finished {stem} run named {name!r} under {_notebook_dir(stem, root)}; "
@@ -344,8 +342,7 @@ def resume_diff(folder: Path, params: dict[str, Any]) -> dict[str, tuple[Any, An
 def check_resume(folder: Path, params: dict[str, Any]) -> None:
     """Refuse (``ResumeError``) to resume checkpoints made with other parameters: the message lists
     the differing parameters and the three ways out. Passes when there is nothing to resume."""
-    diff = resume_diff(folder, params)
-    if not diff:
+    if not (diff := resume_diff(folder, params)):
         return
     steps = sorted(int(p.name.split("-")[-1]) for p in folder.glob("checkpoint-*") if p.name.split("-")[-1].isdigit())
     listed = ", ".join(f"{k} was {shown(a)}, now {shown(b)}" for k, (a, b) in diff.items())
@@ -393,8 +390,7 @@ def start_run(stem: str, params: dict[str, Any]) -> Path:
     another process holds the name; ``RunExistsError`` if it exists; ``ParamError`` for one of
     several torchrun processes outside the runner)."""
     forget()  # this run's notices start here
-    staged = os.environ.get(RUN_DIR_ENV)
-    if staged:
+    if staged := os.environ.get(RUN_DIR_ENV):
         return Path(staged)
     if processes.world_size() > 1:
         raise ParamError(
@@ -568,8 +564,7 @@ def write_results(
 ) -> Path:
     """Write ``results.json`` = {"notebook", "params", "metrics", "timings", "env"}, last: a run
     directory with a results.json is a finished run."""
-    bad = [k for k in metrics if not isinstance(k, str) or "/" in k]
-    if bad:
+    if bad := [k for k in metrics if not isinstance(k, str) or "/" in k]:
         raise ValueError(f"metric names must be flat strings without '/': {bad}")
     payload = {"notebook": notebook, "params": params, "metrics": metrics, "timings": timings, "env": env_info()}
     payload["warnings"] = told()  # what the run told its user (notices), for the runner and the sweep

@@ -470,11 +470,9 @@ def validate(stem: str, values: Mapping[str, Any], source: Source = None) -> dic
     """Check names (none unknown, none missing) and each value against the notebook's rules; return
     the normalised values (no profile applied: ``resolve``)."""
     params = spec(stem, source)
-    unknown = sorted(set(values) - set(params))
-    if unknown:
+    if unknown := sorted(set(values) - set(params)):
         raise ParamError(f"unknown parameter(s) {unknown} for {stem}; allowed: {sorted(params)}")
-    missing = sorted(set(params) - set(values))
-    if missing:
+    if missing := sorted(set(params) - set(values)):
         raise ParamError(f"{stem} is missing parameter(s) {missing} in its parameters cell")
     return {name: params[name].check(name, values[name]) for name in params}
 
@@ -576,21 +574,17 @@ def check_params(stem: str, namespace: dict[str, Any]) -> dict[str, Any]:
     injected each that is not the cell's): they are returned as the runner resolved them. Run from JupyterLab or plain papermill, this is the edge: a value the
     cell holds as the notebook file has it takes the profile's (printed), then all are checked
     (``resolve``); ``ParamError`` names a bad name or value."""
-    ran = os.environ.get(PARAMS_ENV)
-    if ran:
+    if ran := os.environ.get(PARAMS_ENV):
         resolved = json.loads(ran)
-        wrong = sorted(n for n in resolved if n not in namespace or namespace[n] != resolved[n])
-        if wrong:
+        if wrong := sorted(n for n in resolved if n not in namespace or namespace[n] != resolved[n]):
             raise ParamError(f"{stem}: parameter(s) {wrong} differ from what the runner resolved")
         return resolved
     params = spec(stem)
-    missing = sorted(n for n in params if n not in namespace)
-    if missing:
+    if missing := sorted(n for n in params if n not in namespace):
         raise ParamError(f"{stem}: parameter(s) {missing} are not defined in the parameters cell")
     given = {n for n, p in params.items() if namespace[n] != p.default}
     out = resolve(stem, {n: namespace[n] for n in params}, given)
-    taken = [n for n, p in params.items() if n not in given and out["profile"] in p.profiles]
-    if taken:
+    if taken := [n for n, p in params.items() if n not in given and out["profile"] in p.profiles]:
         print(
             f"profile {out['profile']!r} sets "
             + ", ".join(f"{n} = {out[n]!r}" for n in taken)

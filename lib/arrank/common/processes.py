@@ -16,8 +16,7 @@ MULTI_PROCESS_NOTEBOOKS = ("05_train",)
 
 
 def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if not raw:
+    if not (raw := os.environ.get(name)):
         return default
     try:
         return int(raw)
@@ -85,8 +84,7 @@ def check_launch(stem: str, values: dict[str, Any]) -> None:
             f"eval_steps={shown(values['eval_steps'])} scores the held-out queries on one process, and this is one "
             f"of {size}: give eval_steps [] or launch a single process"
         )
-    why = unsloth_refusal(values.get("backend", "auto"))
-    if why:
+    if why := unsloth_refusal(values.get("backend", "auto")):
         raise ParamError(why)
     if values.get("load_in_4bit"):
         raise ParamError(
@@ -129,8 +127,7 @@ def torch_threads(env: dict[str, str] | None = None) -> tuple[int, str]:
     """(torch threads for a run starting now, why): ``OMP_NUM_THREADS`` when set, else the cores
     free now (:func:`free_cores`, rounded, at least 1)."""
     env = os.environ if env is None else env
-    given = env.get("OMP_NUM_THREADS")
-    if given:
+    if given := env.get("OMP_NUM_THREADS"):
         n = int(given) if given.strip().isdigit() else 0
         if n < 1:
             raise ParamError(f"environment variable OMP_NUM_THREADS={given!r} must be a positive integer")

@@ -86,8 +86,7 @@ def install_from_debian(
     """Copy Debian's WordNet 3.0 files into ``dest_root/corpora/wordnet`` with a generated lexnames,
     through a temporary folder renamed into place (``outputs.staged_folder``: an interrupted copy
     never looks complete)."""
-    missing = [f for f in ("data.noun", "index.noun", "index.sense") if not (source / f).exists()]
-    if missing:
+    if missing := [f for f in ("data.noun", "index.noun", "index.sense") if not (source / f).exists()]:
         raise WordNetMissingError(f"{source} lacks {missing}.\n{HOW_TO}")
     if not manpage.exists():
         raise WordNetMissingError(f"the lexnames manual page {manpage} is missing.\n{HOW_TO}")

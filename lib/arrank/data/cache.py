@@ -60,8 +60,7 @@ def cached_tables(
             for df in tables.values():
                 for col in set(list_columns) & set(df.columns):
                     df[col] = [list(v) for v in df[col]]
-            missing = sorted(set(names) - set(tables))
-            if not missing:
+            if not (missing := sorted(set(names) - set(tables))):
                 return tables
             why = f"its table(s) {missing} are missing"
         except Exception as err:  # pyarrow raises ArrowInvalid, OSError, ... on a damaged file

@@ -104,8 +104,7 @@ def load_precomputed(folder: Path, kind: str, wanted: Sequence[str]) -> np.ndarr
     index = {i: n for n, i in enumerate(ids)}
     if len(index) != len(ids):
         raise ValueError(f"precomputed {kind} embeddings in {folder}: duplicate ids")
-    missing = [w for w in wanted if w not in index]
-    if missing:
+    if missing := [w for w in wanted if w not in index]:
         raise ValueError(
             f"precomputed {kind} embeddings in {folder} lack {len(missing)} of the "
             f"{len(wanted)} ids needed, e.g. {missing[:5]}"

@@ -47,8 +47,7 @@ def esci_files(data_dir: Path | str | None = None) -> dict[str, Path]:
     saying where to get a missing one and where to put it."""
     folder = Path(data_dir) if data_dir is not None else DEFAULT_DIR
     files = {"examples": folder / EXAMPLES_FILE, "products": folder / PRODUCTS_FILE}
-    missing = [p.name for p in files.values() if not p.is_file()]
-    if missing:
+    if missing := [p.name for p in files.values() if not p.is_file()]:
         raise FileNotFoundError(
             f"ESCI file(s) missing in {folder}: {', '.join(missing)}. The Shopping Queries Dataset "
             f"is in the repository {REPOSITORY} (folder shopping_queries_dataset/, stored with git "
@@ -64,8 +63,7 @@ def load_esci(data_dir: Path | str | None = None) -> tuple[pd.DataFrame, pd.Data
     tables = []
     for name, cols in (("examples", EXAMPLES_COLUMNS), ("products", PRODUCTS_COLUMNS)):
         df = read_parquet_file(files[name])
-        missing = [c for c in cols if c not in df.columns]
-        if missing:
+        if missing := [c for c in cols if c not in df.columns]:
             raise ValueError(
                 f"{files[name]} lacks the column(s) {missing}; the {name} file of {REPOSITORY} has {list(cols)}"
             )

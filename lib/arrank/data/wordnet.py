@@ -211,8 +211,7 @@ def _select_queries(p: dict[str, Any]) -> tuple[list[str], dict[str, list[str]],
     """(queries kept by the filters, sorted; relevant docIDs; depths), or a ValueError naming the filter."""
     h, rules = noun_hierarchy(p["subtree"]), [p[k] for k in ("path_rule", "include_root", "subtree")]
     relevant = {q: ranked_hypernyms(q, *rules, p["subtree_root_relevant"]) for q in h.parents}
-    kept = sorted(q for q, docs in relevant.items() if len(docs) >= p["min_relevant"])
-    if not kept:
+    if not (kept := sorted(q for q, docs in relevant.items() if len(docs) >= p["min_relevant"])):
         most = max((len(d) for d in relevant.values()), default=0)
         raise ValueError(
             f"no queries left after filtering: the hierarchy below {h.top} has {len(relevant)} "

@@ -143,8 +143,7 @@ def recall_at_k(gold_order: Sequence[DocId], scores: Mapping[DocId, float] | pd.
     k = _check_k(k, len(cand))
     gold = list(gold_order)
     _check_unique(gold, "gold_order")
-    missing = [d for d in gold if d not in scores]
-    if missing:
+    if missing := [d for d in gold if d not in scores]:
         raise ValueError(f"gold docIDs missing from the scores: {missing!r}")
     if len(gold) < k:
         return None
@@ -164,11 +163,9 @@ def violates_constraint(pos_scores: Sequence[float] | np.ndarray, neg_score: flo
 
 def cvr(violations: Iterable[bool]) -> float:
     """Constraint violation rate (section 5.1, Table 1): the fraction of queries that violate."""
-    flags = list(violations)
-    if not flags:
+    if not (flags := list(violations)):
         raise ValueError("cvr of no queries is undefined")
-    bad = [v for v in flags if not isinstance(v, (bool, np.bool_))]
-    if bad:
+    if bad := [v for v in flags if not isinstance(v, (bool, np.bool_))]:
         raise ValueError(f"violations must be bools, got {bad[:3]!r}")
     return sum(bool(v) for v in flags) / len(flags)
 
@@ -181,8 +178,7 @@ def _query_row(i: int, rec: Mapping[str, Any], ks: list[int]) -> dict[str, Any]:
         negative = None
     cand, values = _score_map(score_map)
     _check_unique(relevant, f"the relevant docIDs of query {qid!r}")
-    missing = [d for d in relevant + ([] if negative is None else [negative]) if d not in score_map]
-    if missing:
+    if missing := [d for d in relevant + ([] if negative is None else [negative]) if d not in score_map]:
         raise ValueError(f"query {qid!r}: docIDs missing from the scores: {missing!r}")
     if negative is not None and negative in relevant:
         raise ValueError(f"query {qid!r}: the negative {negative!r} is also relevant")
@@ -211,8 +207,7 @@ def per_query_metrics(
     """
     ks = number_list(1, integers=True)("ks", list(ks))  # no k below 1, no float k, not empty
     records = records.to_dict("records") if isinstance(records, pd.DataFrame) else records
-    rows = [_query_row(i, rec, ks) for i, rec in enumerate(records)]
-    if not rows:
+    if not (rows := [_query_row(i, rec, ks) for i, rec in enumerate(records)]):
         raise ValueError("no queries to evaluate")
     has_neg = {r["violation"] is not None for r in rows}
     if len(has_neg) > 1:

@@ -55,8 +55,7 @@ def per_rank_reading(curve: pd.DataFrame) -> str:
     """What the per-rank figure shows for this run, in words from its numbers: which rank has
     the highest mean score, where the mean rises with the rank instead of falling, where the
     negative sits, and where the model puts rank 1 within its own query."""
-    ranks = [r for r in curve.index if r != "negative"]
-    if not ranks:
+    if not (ranks := [r for r in curve.index if r != "negative"]):
         return "No relevant docID was scored."
     mean = curve.loc[ranks, "mean"]
     top = str(mean.idxmax())

@@ -52,8 +52,7 @@ def run_findings(params: dict[str, Any], m: dict[str, Any], floor: dict[str, Any
         # Explicit comparisons both ways, so that a NaN CVR fails either claim.
         holds = m["cvr"] * 100 > RANK_AWARE_CVR_MAX if ntp else m["cvr"] * 100 <= RANK_AWARE_CVR_MAX
         rows.append(finding(claim, holds, f"CVR {pct(m['cvr'])}%"))
-    train = {k.removeprefix("train_"): v for k, v in m.items() if k.startswith("train_")}
-    if train:
+    if train := {k.removeprefix("train_"): v for k, v in m.items() if k.startswith("train_")}:
         cvr = f", CVR {pct(train['cvr'])}" if train.get("cvr") is not None else ""
         text = f"On {train.get('n_queries')} of its training queries (Figure 3 (a)'s capacity question, notebook 07): "
         rows.append(note(f"{text}{_curve(train)}{cvr}; held out: {_curve(m)}."))

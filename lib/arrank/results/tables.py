@@ -197,8 +197,7 @@ def variant_family(label: str) -> tuple[str, float | None]:
     """(family, value) of a variant label: the label with the number of its last α= or β= taken
     out, and that number: ``Fractional α=2`` -> (``Fractional α``, 2.0); ``Combined α=2, β=5`` ->
     (``Combined α=2, β``, 5.0); ``NTP`` -> (``NTP``, None)."""
-    found = list(re.finditer(r"([αβ])=([0-9.]+)", label))
-    if not found:
+    if not (found := list(re.finditer(r"([αβ])=([0-9.]+)", label))):
         return label, None
     last = found[-1]
     return label[: last.start()] + last.group(1) + label[last.end() :], float(last.group(2))

@@ -120,8 +120,7 @@ def _probe_points(
     further continuations of the prefix for the cost of one LP. Deterministic; they only ever
     certify the order each realises itself, margins checked (``_witness_orders``).
     """
-    pairs = list(itertools.combinations(sorted(rest), 2))
-    if not pairs:
+    if not (pairs := list(itertools.combinations(sorted(rest), 2))):
         return x[None, :]
     normals = np.array([G[a, b] for a, b in pairs])
     offsets = np.array([h[a, b] for a, b in pairs]) - normals @ x  # signed distance to cross

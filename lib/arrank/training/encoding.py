@@ -24,8 +24,7 @@ def docid_ids(tokenizer, docid: str) -> list[int]:
     """Token ids of a docID followed by EOS (the end-of-docID token is part of the target)."""
     if tokenizer.eos_token_id is None:
         raise ValueError("the tokenizer has no EOS token; docIDs must end with one (section 4.2)")
-    ids = tokenizer(docid, add_special_tokens=False)["input_ids"]
-    if not ids:
+    if not (ids := tokenizer(docid, add_special_tokens=False)["input_ids"]):
         raise ValueError(f"docID {docid!r} encodes to no tokens")
     return list(ids) + [tokenizer.eos_token_id]
 

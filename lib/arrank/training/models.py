@@ -68,8 +68,7 @@ def load_output_embeddings(path: str | Path) -> np.ndarray:
     folder = Path(path)
     if not folder.is_dir():
         raise FileNotFoundError(f"pretrained model folder {folder} does not exist")
-    files = sorted(folder.glob("*.safetensors"))
-    if not files:
+    if not (files := sorted(folder.glob("*.safetensors"))):
         raise FileNotFoundError(f"{folder} holds no *.safetensors files")
     config = json.loads((folder / "config.json").read_text()) if (folder / "config.json").exists() else {}
     wanted = ["lm_head.weight"]
@@ -129,8 +128,7 @@ def derived_folder(folder: Path, build, again: str, problem=None) -> Path:
     """A model folder the workbook derives (a converted GGUF, the tiny model): one that fails its check
     (``problem``, default :func:`model_folder_problem`) is set aside, saying what happens ``again``; a
     missing one is made by ``build(folder)``, atomically (another process that made it first wins)."""
-    why = (problem or model_folder_problem)(folder) if folder.exists() else None
-    if why:
+    if why := ((problem or model_folder_problem)(folder) if folder.exists() else None):
         set_aside(folder, f"{why}; {again}")
     if not (folder / "config.json").exists():
         try:
@@ -271,8 +269,7 @@ def resolve_backend(backend: str) -> str:
     ``transformers``. ``unsloth`` fails at once without CUDA (unless :func:`unsloth_cpu_opt_in`) and
     under several processes (``arrank.common.processes``)."""
     choice(*BACKENDS)("backend", backend)
-    refused = processes.unsloth_refusal(backend)
-    if refused:
+    if refused := processes.unsloth_refusal(backend):
         raise RuntimeError(refused)
     has_unsloth = importlib.util.find_spec("unsloth") is not None
     if backend == "unsloth" and not torch.cuda.is_available() and not unsloth_cpu_opt_in():

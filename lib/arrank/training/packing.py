@@ -76,8 +76,7 @@ def mask_support(model) -> tuple[bool, str]:
             f"attention implementation {impl!r} does not read a custom 4-D mask "
             f"(packing needs one of {list(MASK_ATTENTION)})"
         )
-    window = getattr(config, "sliding_window", None)
-    if window:
+    if window := getattr(config, "sliding_window", None):
         return False, (
             f"the model has sliding-window attention (window {window}), which a custom 4-D mask would replace"
         )

@@ -364,8 +364,7 @@ def epochs_of(steps: int, batch: int, n_items: int) -> float:
 def hyperparameters(params: dict[str, Any]) -> dict[str, Any]:
     """The training hyper-parameters (``HYPERPARAMETERS``) of a 05 run's resolved parameters, or a
     clear error naming those left unresolved."""
-    missing = [k for k in HYPERPARAMETERS if params.get(k) is None]
-    if missing:
+    if missing := [k for k in HYPERPARAMETERS if params.get(k) is None]:
         raise ValueError(
             f"training hyper-parameter(s) {missing} are unresolved: resolve the parameters with "
             "arrank.common.params.check_params first"

@@ -165,8 +165,7 @@ def stopped_points(folder: Path, params: dict) -> pd.DataFrame | None:
     from arrank.evaluation import budgets, evaluate
 
     curve_dir = folder.parent / f".curve-{folder.name}"
-    steps = budgets.scored_steps(curve_dir)
-    if not steps:
+    if not (steps := budgets.scored_steps(curve_dir)):
         return None
     recorded, trained = folder.parent / f".checkpoints-{folder.name}" / RESUME_PARAMS, dict(params)
     with contextlib.suppress(OSError, ValueError, AttributeError):  # no checkpoints (a GPU tarball's): said
