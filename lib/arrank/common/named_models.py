@@ -31,7 +31,7 @@ GGUF_MODELS: dict[str, dict[str, str]] = {
         "file": "SmolLM2-135M-Instruct.Q4_1.gguf",
         "about": "SmolLM2-135M-Instruct (Llama architecture, 134.5 M parameters, vocabulary 49,152, "
         "hidden size 576), Q4_1 GGUF de-quantised to float32",
-    },
+    }
 }
 
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")

@@ -17,13 +17,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import logsumexp, softmax
 
-from arrank.theory.orderings import (
-    MAX_EXACT_K,
-    _check_distribution,
-    _check_int,
-    _check_matrix,
-    _realisable_orders,
-)
+from arrank.theory.orderings import MAX_EXACT_K, _check_distribution, _check_int, _check_matrix, _realisable_orders
 
 
 def realisable_token_permutations(E: np.ndarray) -> list[tuple[int, ...]]:
