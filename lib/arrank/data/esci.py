@@ -59,15 +59,13 @@ def esci_files(data_dir: Path | str | None = None) -> dict[str, Path]:
 
 def load_esci(data_dir: Path | str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(examples, products) as published (section 5.1); a clear ValueError naming any missing column."""
-    files = esci_files(data_dir)
-    tables = []
+    files, tables = esci_files(data_dir), []
     for name, cols in (("examples", EXAMPLES_COLUMNS), ("products", PRODUCTS_COLUMNS)):
-        df = read_parquet_file(files[name])
+        tables.append(df := read_parquet_file(files[name]))
         if missing := [c for c in cols if c not in df.columns]:
             raise ValueError(
                 f"{files[name]} lacks the column(s) {missing}; the {name} file of {REPOSITORY} has {list(cols)}"
             )
-        tables.append(df)
     return tables[0], tables[1]
 
 

@@ -371,13 +371,8 @@ def token_length_distribution(lengths: pd.DataFrame) -> pd.DataFrame:
 
 def dataset_summary(df: pd.DataFrame) -> pd.DataFrame:
     """Per split and overall: queries, per-docID items, mean / max relevant docIDs, mean depth."""
-    agg = {
-        "queries": ("n_relevant", "size"),
-        "items": ("n_relevant", "sum"),
-        "mean_relevant": ("n_relevant", "mean"),
-        "max_relevant": ("n_relevant", "max"),
-        "mean_depth": ("depth", "mean"),
-    }
+    agg = dict(queries=("n_relevant", "size"), items=("n_relevant", "sum"), mean_relevant=("n_relevant", "mean"))
+    agg |= dict(max_relevant=("n_relevant", "max"), mean_depth=("depth", "mean"))
     parts = [df.groupby("split").agg(**agg), df.assign(split="all").groupby("split").agg(**agg)]
     return pd.concat(parts).rename_axis(None)
 

@@ -229,19 +229,11 @@ def decode_held_out(
             free = [d for d, _ in decoding.beam_search(model, tokenizer, row["prompt"], cands, k, constrained=False)]
         scorer = by_query[row["query"]]["scores"]
         scorer_top = metrics.predicted_order(list(scorer), list(scorer.values()))[:k]
-        out.append(
-            {
-                "query": row["query"],
-                "greedy": greedy["text"],
-                "greedy_valid": greedy["docid"] is not None,
-                "greedy_top1": greedy["docid"] == gold[0],
-                "beam": beam,
-                "beam_recall_gold": len(set(beam) & set(gold[:k])) / k,
-                "beam_recall_scorer": len(set(beam) & set(scorer_top)) / k,
-                "unconstrained_invalid": sum(d is None for d in free) / k,
-            }
-        )
-    frame = pd.DataFrame(out)
+        found = [len(set(beam) & set(top)) / k for top in (gold[:k], scorer_top)]
+        valid = [greedy["docid"] is not None, greedy["docid"] == gold[0]]
+        out.append([row["query"], greedy["text"], *valid, beam, *found, sum(d is None for d in free) / k])
+    columns = ["query", "greedy", "greedy_valid", "greedy_top1", "beam", "beam_recall_gold", "beam_recall_scorer"]
+    frame = pd.DataFrame(out, columns=[*columns, "unconstrained_invalid"])
     names = {"greedy_valid": "greedy_valid_rate", "greedy_top1": "greedy_top1_rate"}
     names |= {"beam_recall_gold": f"beam_recall@{k}_gold", "beam_recall_scorer": f"beam_recall@{k}_scorer"}
     names |= {"unconstrained_invalid": "beam_invalid_rate_unconstrained"}
@@ -305,10 +297,8 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
     if p["train_run"] != "none":
         run = outputs.find_run("05_train", p["train_run"], root)
         trained = json.loads((run / "results.json").read_text())["params"]
-        data = {
-            k: trained.get(k, {"dataset": "wordnet", "custom_docids": "id", "n_dev": 0}.get(k))
-            for k in (*keys, "n_dev")
-        }
+        before = {"dataset": "wordnet", "custom_docids": "id", "n_dev": 0}  # a run recorded before these existed
+        data = {k: trained.get(k, before.get(k)) for k in (*keys, "n_dev")}
         data["seed"] = trained.get("data_seed", data["seed"])  # the seed of its data, when it had one
         check_data_digest(run.name, trained, outputs.data_digest(data))
         model, tok = models.load_trained(run / "model", p["backend"])
