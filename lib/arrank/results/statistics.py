@@ -311,14 +311,9 @@ def combine(claim: str, parts: Sequence[tuple[str, Finding]], numbers: str = "")
         (v for v in ("fails", "unchecked") if v in verdicts), "holds" if verdicts == {"holds"} else "undecided"
     )
     texts = [f"{name}: {f.verdict}" + (f", {interval_text(f)}" if f.interval else "") for name, f in parts]
-    return Finding(
-        claim,
-        verdict,
-        "; ".join(p for p in (numbers, "; ".join(texts)) if p),
-        level=next((f.level for _, f in parts if f.level), None),
-        p_value=compound_p_value([f for _, f in parts]),
-        parts=tuple((name, f) for name, f in parts),
-    )
+    p_value, level = compound_p_value([f for _, f in parts]), next((f.level for _, f in parts if f.level), None)
+    text = "; ".join(p for p in (numbers, *texts) if p)
+    return Finding(claim, verdict, text, level=level, p_value=p_value, parts=tuple((name, f) for name, f in parts))
 
 
 def _side(f: Finding) -> int:
