@@ -75,6 +75,11 @@ SOURCES: tuple[Source, ...] = (
            "The budget curve, NTP against fractional α=2 on SmolLM2-135M-Instruct + LoRA (docs/pretrained.md)",
            "pretrained", "GPU", "curve", "docs/data/pretrained_gpu_curve_per_query.csv.gz",
            "make gpu-curve SWEEP={sweep}", results="docs/data/gpu/**/*.results.json"),
+    Source("quick-cpu-protocol",
+           "The paper's protocol on the tiny model: a constant rate against a cosine decay to each budget, and each "
+           "method at its budget chosen on validation queries (`make protocol`)", "quick", "CPU", "curve",
+           "docs/data/quick_protocol_per_query.csv.gz", "make sweep SWEEP={sweep} JOBS=2",
+           results="docs/data/quick_protocol_runs/*.results.json"),
     Source("quick-cpu-figure3",
            "Figure 3 on the quick profile: notebook 07's DEs and CE beside the ARR runs of the workbook's sweep "
            "(`make workbook`)", "quick", "CPU", "figure3", "docs/data/quick_figure3_per_query.csv",
