@@ -60,6 +60,12 @@ def cpu_model() -> str:
     return cpu_capabilities().get("cpu_name") or platform.processor() or "unknown CPU"
 
 
+def cpu_bf16_flags(flags: set[str] | None = None) -> list[str]:
+    """The flags of ``CPU_BF16_FLAGS`` among ``flags`` (default: the CPU's, :func:`cpu_capabilities`)."""
+    have = cpu_capabilities() if flags is None else dict.fromkeys(flags, True)
+    return [f for f in CPU_BF16_FLAGS if have.get(f)]
+
+
 def bf16_support(device: str = "cpu", flags: set[str] | None = None) -> tuple[bool, str]:
     """(whether ``device`` runs bf16 matmuls natively, the evidence in words): CPU flags avx512_bf16 or
     amx_bf16 (``flags``, default what :func:`cpu_capabilities` finds); CUDA without emulation."""
@@ -70,8 +76,7 @@ def bf16_support(device: str = "cpu", flags: set[str] | None = None) -> tuple[bo
         return ok, f"CUDA GPU {torch.cuda.get_device_name()} {'supports bf16' if ok else 'has no native bf16'}"
     if device != "cpu":
         raise ValueError(f"device={device!r} is not allowed; choose 'cpu' or 'cuda'")
-    capabilities = cpu_capabilities() if flags is None else dict.fromkeys(flags, True)
-    found = [f for f in CPU_BF16_FLAGS if capabilities.get(f)]
+    found = cpu_bf16_flags(flags)
     if found:
         return True, f"CPU has {' and '.join(found)}"
     return False, f"CPU has neither {' nor '.join(CPU_BF16_FLAGS)} (bf16 would be emulated, slower than fp32)"
@@ -142,15 +147,15 @@ def shapes_text(shapes: list[tuple[int, int, int]]) -> str:
     return ", ".join("x".join(map(str, s)) for s in shapes)
 
 
-def probe_key(cpu: str, torch_version: str, threads: int, shapes: list[tuple[int, int, int]]) -> str:
-    """The cache key of a probe: the CPU model, torch's version, the thread count and the shapes."""
-    return f"{cpu} | torch {torch_version} | {threads} threads | {shapes_text(shapes)}"
+def probe_key(cpu: str, flags: list[str], torch_version: str, threads: int, shapes: list[tuple[int, int, int]]) -> str:
+    """The cache key of a probe: the CPU model, its bf16 flags, torch's version, the thread count and the shapes."""
+    return " | ".join([cpu, "+".join(flags), f"torch {torch_version}", f"{threads} threads", shapes_text(shapes)])
 
 
 def cpu_probe(shapes: list[tuple[int, int, int]], cache_file: Path | None = None) -> dict[str, Any]:
     """The probe's figures for ``shapes`` on this CPU at torch's current thread count: read from
-    ``cache_file`` (default ``paths.CACHE / PROBE_CACHE``) where this CPU model, torch version,
-    thread count and shapes were probed before (``cached`` True), else measured
+    ``cache_file`` (default ``paths.CACHE / PROBE_CACHE``) where this CPU model and bf16 flags, torch
+    version, thread count and shapes were probed before (``cached`` True), else measured
     (:func:`probe_matmuls`) and added to it. A cache that cannot be read is probed over; one that
     cannot be written is left as it was."""
     from arrank.common import paths
@@ -158,7 +163,7 @@ def cpu_probe(shapes: list[tuple[int, int, int]], cache_file: Path | None = None
 
     cache_file = Path(cache_file) if cache_file is not None else paths.CACHE / PROBE_CACHE
     threads, cpu = torch.get_num_threads(), cpu_model()
-    key = probe_key(cpu, torch.__version__, threads, shapes)
+    key = probe_key(cpu, cpu_bf16_flags(), torch.__version__, threads, shapes)
     try:
         known = json.loads(cache_file.read_text())
         known = known if isinstance(known, dict) else {}
@@ -189,19 +194,20 @@ def resolve_precision(
 ) -> Precision:
     """``fp32`` as asked; ``bf16`` as asked where ``device`` (default: cuda when available) runs it
     natively, else a ValueError naming why (emulated bf16 is slower). ``auto``: on CUDA, bf16 where
-    the GPU has native bf16; on a CPU, fp32 for a model narrower than ``AUTO_MIN_HIDDEN`` (or of no
-    known width), else what the probe of its matmul shapes picks (:func:`cpu_probe`, cached per
-    machine in ``cache_file``; :func:`probe_choice`)."""
+    the GPU has native bf16; on a CPU, fp32 where it has no bf16 instructions (:func:`bf16_support`,
+    not probed) or for a model narrower than ``AUTO_MIN_HIDDEN`` (or of no known width), else what
+    the probe of its matmul shapes picks (:func:`cpu_probe`, cached per machine in ``cache_file``;
+    :func:`probe_choice`)."""
     choice(*PRECISIONS)("precision", requested)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     if requested == "fp32":
         return Precision(requested, "fp32", "asked for fp32")
-    if requested == "bf16" or device != "cpu":
-        ok, why = bf16_support(device, flags)
-        if requested == "bf16":
-            if not ok:
-                raise ValueError(f"precision='bf16' is not supported here: {why}; use precision='auto' or 'fp32'")
-            return Precision(requested, "bf16", f"asked for bf16 ({why})")
+    ok, why = bf16_support(device, flags)
+    if requested == "bf16" and not ok:
+        raise ValueError(f"precision='bf16' is not supported here: {why}; use precision='auto' or 'fp32'")
+    if requested == "bf16":
+        return Precision(requested, "bf16", f"asked for bf16 ({why})")
+    if device != "cpu" or not ok:  # a GPU's native bf16 decides; a CPU without bf16 instructions is not probed
         return Precision(requested, "bf16" if ok else "fp32", f"auto: {why}")
     if hidden_size is None:
         return Precision(requested, "fp32", "auto: the model names no hidden size, so no matmul shape to time for bf16")
