@@ -2,7 +2,7 @@
 
     python benchmarks/precision.py [--threads 2] [--reps 5] [--warmup 2] [--models smollm2-135m tiny]
                                    [--score-queries 12] [--profile] [--busy 0] [--rows 4]
-                                   [--lora-targets all-linear]
+                                   [--lora-targets all-linear] [--auto-only]
     python benchmarks/precision.py --threads-study [--reps 15]
     python benchmarks/precision.py --baselines 300 --threads 1
     python benchmarks/precision.py --probe 576x1536 960x2560 4096x14336 [--threads 2]
@@ -36,7 +36,8 @@ on real held-out WordNet queries (``evaluation.evaluate.score_and_evaluate``, as
 scores). After each model, ``auto`` beside them: what ``precision='auto'`` picks on this CPU (its
 matmul probe timed afresh: fp32's and bf16's milliseconds and the probe's seconds), the training
 step the workbook runs ((d) or (c)) and a query's scoring in fp32 and in bf16, and ``auto/best``:
-the time of auto's choice over the faster one's (1.00 where auto picked the faster).
+the time of auto's choice over the faster one's (1.00 where auto picked the faster); ``--auto-only``
+times just (a) and the workbook's step in both precisions.
 ``--profile`` prints torch.profiler's five largest self-CPU costs of one bf16 step of
 the first model. ``--busy N`` runs N busy-looping processes beside the whole run.
 
@@ -233,6 +234,9 @@ def bench_model(name: str, a: argparse.Namespace, df, peaks: dict[str, float]) -
     if S:  # as the workbook trains: bf16, head at the supervised rows, the shared opening run once
         plan["d_bf16_rows_prefix"] = ("prefix", "bf16", True, False)
         plan["d_fp32_rows_prefix"] = ("prefix", "fp32", True, False)  # the same step in fp32: auto's other choice
+    if a.auto_only:  # (a) and the workbook's step in both precisions
+        keep = ("a_fp32_all", *(("d_fp32_rows_prefix", "d_bf16_rows_prefix") if S else ("b_fp32_rows", "c_bf16_rows")))
+        plan = {k: v for k, v in plan.items() if k in keep}
     start = with_lora(base, lora, a.lora_targets)
     steps, models_, first = {}, {}, {}
     for key, (mode, prec, hold, peft_cast) in plan.items():
@@ -258,7 +262,9 @@ def bench_model(name: str, a: argparse.Namespace, df, peaks: dict[str, float]) -
         flops = step_flops(models_[key], B, P + D, n_sup, rows, S if key.startswith("d_") else 0)
         loss, grads = first[key]
         gdiff = rel(torch.cat([g.flatten() for g in grads]), torch.cat([r.flatten() for r in ref_grads]))
-        if key == "d_bf16_rows_prefix":  # against (c): the same numerics but the prefix in every row
+        if (
+            key == "d_bf16_rows_prefix" and "c_bf16_rows" in first
+        ):  # against (c): the same numerics but the prefix in every row
             c_loss, c_grads = first["c_bf16_rows"]
             vs_c = rel(torch.cat([g.flatten() for g in grads]), torch.cat([r.flatten() for r in c_grads]))
             print(f"  (d against c: loss rel.diff {abs(loss - c_loss) / abs(c_loss):.1e}, grad rel.diff {vs_c:.1e})")
@@ -454,6 +460,7 @@ def main() -> None:
         "--lora-targets", default="all-linear", help="LoRA target modules (default all-linear, the workbook's)"
     )
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--auto-only", action="store_true", help="steps (a) and the workbook's in fp32 and bf16 only")
     ap.add_argument("--busy", type=int, default=0)
     ap.add_argument("--threads-study", action="store_true")
     ap.add_argument(
