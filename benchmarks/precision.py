@@ -2,7 +2,7 @@
 
     python benchmarks/precision.py [--threads 2] [--reps 5] [--warmup 2] [--models smollm2-135m tiny]
                                    [--score-queries 12] [--profile] [--busy 0] [--rows 4]
-                                   [--lora-targets all-linear]
+                                   [--lora-targets all-linear] [--auto-only]
     python benchmarks/precision.py --threads-study [--reps 15]
     python benchmarks/precision.py --baselines 300 --threads 1
     python benchmarks/precision.py --probe 576x1536 960x2560 4096x14336 [--threads 2]
@@ -23,17 +23,22 @@ held in bf16 by ``precision.prepare_model``), head at the supervised positions i
 as (c), with the tokens every row opens with run once for the batch and the rows behind their
 expanded key/value cache (``training.shared_prefix``: the SmolLM2 batch's first 102 tokens are the
 same in every row, as the chat template's system turn and the D.1 instruction are in WordNet's
-prompts), the way the workbook trains. For LoRA also the other ways of mixed precision: (c2)
-plain autocast with the base weights left in float32 (cast every forward); (c3) base weights
-held in bf16 but peft's input cast kept.
+prompts), the way the workbook trains, and the same in fp32 (``d_fp32``). For LoRA also the
+other ways of mixed precision: (c2) plain autocast with the base weights left in float32 (cast
+every forward); (c3) base weights held in bf16 but peft's input cast kept.
 
 Also measured in the same run: the 2048 x 2048 matmul peak of fp32 and bf16 at the same thread
 count, each step's model FLOP/s (matmul FLOPs of the linear layers, attention and head actually
 run, forward and backward) as a share of its dtype's peak (the best matmul measured before and
 after the model's steps), the relative difference of the losses
 and gradients of (b), (c) against (a), and the scoring throughput (queries/s) in fp32 and bf16
-on real held-out WordNet queries (``evaluation.evaluate.score_and_evaluate``: prefix-shared, packed
-layout). ``--profile`` prints torch.profiler's five largest self-CPU costs of one bf16 step of
+on real held-out WordNet queries (``evaluation.evaluate.score_and_evaluate``, as the workbook
+scores). After each model, ``auto`` beside them: what ``precision='auto'`` picks on this CPU (its
+matmul probe timed afresh: fp32's and bf16's milliseconds and the probe's seconds), the training
+step the workbook runs ((d) or (c)) and a query's scoring in fp32 and in bf16, and ``auto/best``:
+the time of auto's choice over the faster one's (1.00 where auto picked the faster); ``--auto-only``
+times just (a) and the workbook's step in both precisions.
+``--profile`` prints torch.profiler's five largest self-CPU costs of one bf16 step of
 the first model. ``--busy N`` runs N busy-looping processes beside the whole run.
 
 The last line reads ``step speed-up over fp32 all-logits: <x>x; bf16 step at <y>% of bf16
@@ -49,7 +54,8 @@ two 1-thread processes at once (the sweep's ``--jobs 2``: its steps per second c
 ``--probe HIDDENxINTERMEDIATE ...``: what ``precision='auto'`` measures on this CPU for models of
 those widths (``precision.cpu_probe`` into a temporary cache, so each is timed afresh): the probed
 shapes, fp32's and bf16's best milliseconds a round, bf16's speed-up, the probe's own seconds
-(tensors made, warm-up and rounds) and the choice.
+(tensors made, warm-up and rounds) and auto's choice (fp32 unprobed on a CPU without bf16
+instructions, where the probe shows what it would have measured).
 """
 
 from __future__ import annotations
@@ -227,6 +233,10 @@ def bench_model(name: str, a: argparse.Namespace, df, peaks: dict[str, float]) -
         plan["c3_bf16_peft_cast"] = ("rows", "bf16", True, True)  # activations cast up per adapter
     if S:  # as the workbook trains: bf16, head at the supervised rows, the shared opening run once
         plan["d_bf16_rows_prefix"] = ("prefix", "bf16", True, False)
+        plan["d_fp32_rows_prefix"] = ("prefix", "fp32", True, False)  # the same step in fp32: auto's other choice
+    if a.auto_only:  # (a) and the workbook's step in both precisions
+        keep = ("a_fp32_all", *(("d_fp32_rows_prefix", "d_bf16_rows_prefix") if S else ("b_fp32_rows", "c_bf16_rows")))
+        plan = {k: v for k, v in plan.items() if k in keep}
     start = with_lora(base, lora, a.lora_targets)
     steps, models_, first = {}, {}, {}
     for key, (mode, prec, hold, peft_cast) in plan.items():
@@ -252,7 +262,9 @@ def bench_model(name: str, a: argparse.Namespace, df, peaks: dict[str, float]) -
         flops = step_flops(models_[key], B, P + D, n_sup, rows, S if key.startswith("d_") else 0)
         loss, grads = first[key]
         gdiff = rel(torch.cat([g.flatten() for g in grads]), torch.cat([r.flatten() for r in ref_grads]))
-        if key == "d_bf16_rows_prefix":  # against (c): the same numerics but the prefix in every row
+        if (
+            key == "d_bf16_rows_prefix" and "c_bf16_rows" in first
+        ):  # against (c): the same numerics but the prefix in every row
             c_loss, c_grads = first["c_bf16_rows"]
             vs_c = rel(torch.cat([g.flatten() for g in grads]), torch.cat([r.flatten() for r in c_grads]))
             print(f"  (d against c: loss rel.diff {abs(loss - c_loss) / abs(c_loss):.1e}, grad rel.diff {vs_c:.1e})")
@@ -264,14 +276,45 @@ def bench_model(name: str, a: argparse.Namespace, df, peaks: dict[str, float]) -
         )
     print(
         "  speed-up over a: "
-        + ", ".join(f"{k.split('_')[0]} {med['a_fp32_all'] / t:.2f}x" for k, t in med.items() if k != "a_fp32_all")
+        + ", ".join(
+            f"{'_'.join(k.split('_')[:2])} {med['a_fp32_all'] / t:.2f}x" for k, t in med.items() if k != "a_fp32_all"
+        )
     )
     if a.profile and not a.profiled:
         a.profiled = True
         profile_step(steps["d_bf16_rows_prefix" if S else "c_bf16_rows"], name)
-    if df is not None and a.score_queries:
-        score_speed(base, tok, lora, df, a)
+    scoring = score_speed(base, tok, lora, df, a) if df is not None and a.score_queries else None
+    auto_line(base, out, scoring)
     return out
+
+
+def auto_line(base, out: dict, scoring: dict[str, float] | None) -> None:
+    """What ``precision='auto'`` picks for ``base`` on this CPU (its probe timed afresh into a
+    temporary cache) beside both precisions' measured training step (the workbook's: (d) in fp32
+    and bf16 where the batch shares an opening, else (b) and (c)) and scoring time, and auto's time
+    over the faster precision's (target: at most 1.05)."""
+    import tempfile
+    from pathlib import Path
+
+    cfg = base.config
+    cache = Path(tempfile.mkdtemp()) / "probe.json"
+    got = precision.resolve_precision(
+        "auto", "cpu", None, cfg.hidden_size, getattr(cfg, "intermediate_size", None), cache
+    )
+    p = got.probe
+    probe = f"probe: fp32 {p['fp32_ms']:.2f} ms, bf16 {p['bf16_ms']:.2f} ms in {p['probe_s']:.2f} s; " if p else ""
+    print(f"  auto -> {got.used}: {probe}{got.reason}")
+    step = (
+        ("d_fp32_rows_prefix", "d_bf16_rows_prefix") if "d_bf16_rows_prefix" in out else ("b_fp32_rows", "c_bf16_rows")
+    )
+    times = {"training step": {"fp32": out[step[0]]["s"], "bf16": out[step[1]]["s"]}}
+    if scoring:
+        times["scoring, s a query"] = scoring
+    for what, t in times.items():
+        print(
+            f"  {what}: fp32 {t['fp32']:.3f} s, bf16 {t['bf16']:.3f} s (bf16 {t['fp32'] / t['bf16']:.2f}x); "
+            f"auto/best {t[got.used] / min(t.values()):.2f}"
+        )
 
 
 def profile_step(step, name: str) -> None:
@@ -285,9 +328,9 @@ def profile_step(step, name: str) -> None:
     print("\n".join("    " + ln for ln in table.splitlines()))
 
 
-def score_speed(base, tok, lora: bool, df, a: argparse.Namespace) -> None:
+def score_speed(base, tok, lora: bool, df, a: argparse.Namespace) -> dict[str, float]:
     """Scoring throughput (queries/s) in fp32 and bf16 on the same held-out queries, and the
-    largest score difference between the two."""
+    largest score difference between the two; returns each precision's seconds a query."""
     from arrank.evaluation import evaluate
 
     queries = evaluate.eval_queries(df, a.score_queries)
@@ -306,6 +349,7 @@ def score_speed(base, tok, lora: bool, df, a: argparse.Namespace) -> None:
         f"  scoring {n} held-out queries: fp32 {n / res['fp32'][0]:.2f} q/s, bf16 {n / res['bf16'][0]:.2f} q/s "
         f"({res['fp32'][0] / res['bf16'][0]:.2f}x); max |score fp32 - bf16| {diff:.3f}"
     )
+    return {prec: t / n for prec, (t, _) in res.items()}
 
 
 def child_step(threads: int, prec: str, reps: int) -> None:
@@ -396,8 +440,8 @@ def probe_study(widths: list[str]) -> None:
     print(f"{precision.cpu_model()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
     for width in widths:
         hidden, inner = (int(x) for x in width.split("x"))
+        p = precision.cpu_probe(precision.probe_shapes(hidden, inner), cache)  # timed even where auto skips it
         got = precision.resolve_precision("auto", "cpu", None, hidden, inner, cache)
-        p = got.probe
         print(
             f"  {p['shapes']:32s} fp32 {p['fp32_ms']:8.2f} ms  bf16 {p['bf16_ms']:8.2f} ms  "
             f"bf16 speed-up {p['bf16_speedup']:5.2f}x  probe {p['probe_s']:5.2f} s  -> {got.used}"
@@ -416,6 +460,7 @@ def main() -> None:
         "--lora-targets", default="all-linear", help="LoRA target modules (default all-linear, the workbook's)"
     )
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--auto-only", action="store_true", help="steps (a) and the workbook's in fp32 and bf16 only")
     ap.add_argument("--busy", type=int, default=0)
     ap.add_argument("--threads-study", action="store_true")
     ap.add_argument(

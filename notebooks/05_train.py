@@ -45,11 +45,14 @@
 # at the quick budget it left fractional α = 2 at R@1 0.18 where weighted sampling reaches 0.78
 # (docs/measurements.md, "Quick-profile metrics").
 #
-# **Precision.** `auto` trains in bf16 where the hardware runs it natively (a CPU with AVX512-BF16
-# or AMX, a CUDA GPU with bf16) and the model is wide enough for bf16 to pay (SmolLM2, Mistral;
-# not the quick profile's tiny model), in fp32 elsewhere, and prints which and why. bf16 is mixed
-# precision: matmuls under bf16 autocast, frozen base weights held in bf16, while trainable
-# weights, the optimizer state, the logits, the log-softmax of eq. 2 and the scores stay fp32.
+# **Precision.** `auto` trains in bf16 where it is faster: on a CUDA GPU with native bf16; on a CPU
+# with bf16 instructions (AVX512-BF16 or AMX) where a timing of the model's own matmuls in both
+# precisions, cached per machine and model, finds bf16 at least 1.1x fp32's speed (a CPU's flag
+# alone does not tell: some run bf16 slower). The quick profile's tiny model, and a CPU without
+# bf16 instructions, stay fp32. It prints which and why; results.json records the timing. bf16
+# is mixed precision: matmuls under bf16 autocast, frozen base weights held in bf16, while
+# trainable weights, the optimizer state, the logits, the log-softmax of eq. 2 and the scores
+# stay fp32.
 # The LM head runs only at the docID positions the loss reads (`arrank.training.supervised_head`).
 #
 # **Packing.** `per_query` trains all items of a query in one sequence: the prompt once, then
@@ -111,7 +114,7 @@ tokenizer_vocab: int = 2000  # BPE vocabulary of the tiny model's tokenizer
 eval_queries: int = 0  # evaluate on at most this many held-out queries, 0 for all
 train_queries: int = None  # also score a seeded sample of this many training queries (Figure 3 (a)); None: as many as held out, 0: none
 query_batch: int = 0  # queries scored in one forward pass; 0: auto (32 on a GPU, 1 on a CPU)
-precision: str = "auto"  # auto (bf16 where the CPU or GPU runs it natively and the model is not tiny, else fp32), fp32 or bf16 (mixed: trainable weights, loss and scores in fp32)
+precision: str = "auto"  # auto (bf16 where a GPU has it natively, or a CPU with bf16 instructions measured it faster on the model's matmuls; fp32 elsewhere and for the tiny model), fp32 or bf16 (mixed: trainable weights, loss and scores in fp32)
 
 # %%
 from IPython.display import Markdown

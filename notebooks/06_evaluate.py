@@ -57,7 +57,7 @@ method: str = "prefix_shared"  # prefix_shared (one prompt pass per query) or na
 query_batch: int = 0  # queries scored in one forward pass; 0: auto (32 on a GPU, 1 on a CPU)
 beam_k: int = 5  # beam size and top-k of beam search
 decode_queries: int = 50  # decode at most this many held-out queries
-precision: str = "auto"  # auto (bf16 where the CPU or GPU runs it natively and the model is not tiny, else fp32), fp32 or bf16 (scores from fp32 logits)
+precision: str = "auto"  # auto (bf16 where a GPU has it natively, or a CPU with bf16 instructions measured it faster on the model's matmuls; fp32 elsewhere and for the tiny model), fp32 or bf16 (scores from fp32 logits)
 
 # %%
 

@@ -448,6 +448,23 @@ def test_shared_opening_scores_equal_whole_prompts(opening_model, attention):
         model.config._attn_implementation = "sdpa"
 
 
+def test_shared_opening_scores_equal_whole_prompts_in_bf16(opening_model):
+    """Scoring in bf16 (what ``auto`` picks on a CPU whose probe finds bf16 faster): the shared
+    opening's scores are the whole prompts' within bf16's rounding, 2^-8 relative (absolute below
+    a score of 1), one query a pass and several; bf16 did run (its scores are not fp32's)."""
+    from arrank.training.precision import inference
+
+    tok, model, items = opening_model
+    fp32 = scoring.score_queries(model, tok, items, progress=False)
+    for group in (1, 5):
+        with inference(model, "bf16"):
+            whole = scoring.score_queries(model, tok, items, progress=False, share_opening=False, query_batch=group)
+            got = scoring.score_queries(model, tok, items, progress=False, query_batch=group)
+        gap = max(float(np.max(np.abs(g - w) / np.maximum(1.0, np.abs(w)))) for g, w in zip(got, whole))
+        assert gap <= 2**-8, (group, gap)
+        assert max(float(np.max(np.abs(g - f))) for g, f in zip(got, fp32)) > 1e-4
+
+
 def test_shared_opening_cache_serves_many_queries_unchanged(opening_model):
     """Scoring reads the opening's cache without appending to it, and a prompt that does not continue
     the opening is refused."""

@@ -67,10 +67,11 @@ def test_probe_shapes_are_the_models_mlp_kept_small():
     assert precision.probe_shapes(1024, 4096) == [(59, 1024, 4096), (59, 4096, 1024)]  # 5e8 FLOPs a shape
 
 
-def test_probe_is_cached_per_cpu_torch_threads_and_shapes(tmp_path, monkeypatch):
+def test_probe_is_cached_per_cpu_flags_torch_threads_and_shapes(tmp_path, monkeypatch):
     """The cache round-trip: a probe is measured once, then read back (``cached``) for the same CPU
-    model, torch version, thread count and shapes; another thread count or shape is probed anew; an
-    unreadable cache file is probed over and rewritten."""
+    model, bf16 flags, torch version, thread count and shapes; another thread count, shape, flag set
+    (a virtual machine that hides AMX) or torch version is probed anew; an unreadable cache file is
+    probed over and rewritten."""
     import json
 
     cache = tmp_path / "sub" / "probe.json"
@@ -82,8 +83,10 @@ def test_probe_is_cached_per_cpu_torch_threads_and_shapes(tmp_path, monkeypatch)
     assert first["threads"] == torch.get_num_threads() and first["shapes"] == "128x576x1536, 128x1536x576"
     assert first["cpu"] == precision.cpu_model() and first["torch"] == torch.__version__
     stored = json.loads(cache.read_text())
-    key = precision.probe_key(precision.cpu_model(), torch.__version__, torch.get_num_threads(), shapes)
+    flags = precision.cpu_bf16_flags()
+    key = precision.probe_key(precision.cpu_model(), flags, torch.__version__, torch.get_num_threads(), shapes)
     assert list(stored) == [key] and key.endswith(" threads | 128x576x1536, 128x1536x576")
+    assert key.startswith(f"{precision.cpu_model()} | {'+'.join(flags)} | torch {torch.__version__} | ")
     again = precision.cpu_probe(shapes, cache)
     assert again == {**first, "cached": True} and len(calls) == 1  # read back, not measured
     precision.cpu_probe(precision.probe_shapes(960, 2560), cache)  # other shapes: a new entry
@@ -94,15 +97,22 @@ def test_probe_is_cached_per_cpu_torch_threads_and_shapes(tmp_path, monkeypatch)
     finally:
         torch.set_num_threads(threads)
     assert len(calls) == 3 and len(json.loads(cache.read_text())) == 3
+    other = {f: True for f in precision.CPU_BF16_FLAGS if f not in flags}  # never this CPU's set
+    monkeypatch.setattr(precision, "cpu_capabilities", lambda: other)
+    assert precision.cpu_probe(shapes, cache)["cached"] is False  # other flags: probed again
+    monkeypatch.setattr(torch, "__version__", "9.9.9")
+    assert precision.cpu_probe(shapes, cache)["torch"] == "9.9.9" and len(calls) == 5  # another torch
+    assert precision.cpu_probe(shapes, cache)["cached"] is True and len(json.loads(cache.read_text())) == 5
     cache.write_text("{not json")
-    assert precision.cpu_probe(shapes, cache)["cached"] is False and len(calls) == 4
+    assert precision.cpu_probe(shapes, cache)["cached"] is False and len(calls) == 6
     assert len(json.loads(cache.read_text())) == 1
 
 
-def test_auto_on_a_cpu_follows_the_probe_not_the_flags(tmp_path, monkeypatch):
-    """auto on a CPU: what the probe measured decides, whatever the flags say; the probe's figures
-    go to results.json through ``record()``; a model narrower than AUTO_MIN_HIDDEN, or of unknown
-    width, keeps fp32 without probing; CUDA keeps its rule (native bf16), with no probe."""
+def test_auto_on_a_cpu_follows_the_probe_where_it_has_bf16(tmp_path, monkeypatch):
+    """auto on a CPU with bf16 instructions: what the probe measured decides (AVX512-BF16 alone does
+    not make bf16 faster); the probe's figures go to results.json through ``record()``; a CPU
+    without bf16 instructions (bf16 emulated), a model narrower than AUTO_MIN_HIDDEN, or of unknown
+    width keeps fp32 without probing; CUDA keeps its rule (native bf16), with no probe."""
     fake_probe(monkeypatch, 0.0051, 0.01)  # the Intel Xeon with AVX512-BF16 and no AMX: 0.51x
     slow = precision.resolve_precision("auto", "cpu", {"avx512_bf16"}, 576, 1536, tmp_path / "probe.json")
     assert slow.used == "fp32" and slow.requested == "auto"
@@ -117,16 +127,21 @@ def test_auto_on_a_cpu_follows_the_probe_not_the_flags(tmp_path, monkeypatch):
         "precision_probe_bf16_speedup": 0.51,
         "precision_probe_cached": False,
     }
-    fake_probe(monkeypatch, 0.01, 0.0045)  # AMX-like: bf16 well ahead, with or without the flags
-    for flags in ({"avx2"}, {"avx512_bf16", "amx_bf16"}):
+    fake_probe(monkeypatch, 0.01, 0.0045)  # AMX-like: bf16 well ahead
+    for flags in ({"amx_bf16"}, {"avx512_bf16", "amx_bf16"}):
         got = precision.resolve_precision("auto", "cpu", flags, 576, 1536, tmp_path / "fast.json")
-        assert got.used == "bf16" and "2.22x" in got.reason
+        assert got.used == "bf16" and got.reason.startswith("auto: bf16 ran the model's matmuls at 2.22x")
     assert got.record()["precision_probe_cached"] is True
-    calls = fake_probe(monkeypatch, 0.01, 0.001)
+    calls = fake_probe(monkeypatch, 0.01, 0.001)  # no probe below: bf16 would look 10x faster
+    emulated = precision.resolve_precision("auto", "cpu", {"avx2", "avx512f"}, 576, 1536, tmp_path / "t")
+    assert emulated.used == "fp32" and emulated.probe is None
+    assert (
+        emulated.reason == "auto: CPU has neither avx512_bf16 nor amx_bf16 (bf16 would be emulated, slower than fp32)"
+    )
     tiny = precision.resolve_precision("auto", "cpu", {"avx512_bf16"}, hidden_size=128, cache_file=tmp_path / "t")
     assert tiny.used == "fp32" and "hidden size 128 is below 512" in tiny.reason and tiny.probe is None
     assert tiny.record() == {"precision_used": "fp32", "precision_reason": tiny.reason}
-    unknown = precision.resolve_precision("auto", "cpu", cache_file=tmp_path / "t")
+    unknown = precision.resolve_precision("auto", "cpu", {"amx_bf16"}, cache_file=tmp_path / "t")
     assert unknown.used == "fp32" and "no hidden size" in unknown.reason
     cuda = precision.resolve_precision("auto", "cuda", hidden_size=576, cache_file=tmp_path / "t")
     assert cuda.probe is None and cuda.reason.startswith("auto: ")
@@ -137,15 +152,18 @@ def test_auto_on_a_cpu_follows_the_probe_not_the_flags(tmp_path, monkeypatch):
 
 
 def test_auto_on_this_cpu_is_what_its_real_probe_measured(tmp_path):
-    """The real probe of SmolLM2-135M's shapes on this machine: the decision matches its figures, and
-    where the CPU has no bf16 instructions (bf16 emulated: an AMD EPYC without them ran these shapes
-    at 0.14x fp32 at one thread) it is fp32."""
+    """The real probe of SmolLM2-135M's shapes on this machine: auto's decision matches its figures
+    where the CPU has bf16 instructions; where it has none auto keeps fp32 unprobed, and the probe
+    confirms why (bf16 emulated: an AMD EPYC without them ran these shapes at 0.14x fp32 at one
+    thread)."""
     got = precision.resolve_precision("auto", "cpu", None, 576, 1536, tmp_path / "probe.json")
-    probe = got.probe
-    assert probe["cached"] is False and probe["fp32_ms"] > 0 and probe["bf16_ms"] > 0
-    assert got.used == precision.probe_choice(probe["fp32_ms"], probe["bf16_ms"])[0]
-    if not any(precision.cpu_capabilities().get(f) for f in precision.CPU_BF16_FLAGS):
-        assert got.used == "fp32" and probe["bf16_speedup"] < 1, probe
+    probe = precision.cpu_probe(precision.probe_shapes(576, 1536), tmp_path / "probe.json")
+    assert probe["fp32_ms"] > 0 and probe["bf16_ms"] > 0
+    if precision.cpu_bf16_flags():
+        assert got.probe == {**probe, "cached": False} and probe["cached"] is True
+        assert got.used == precision.probe_choice(probe["fp32_ms"], probe["bf16_ms"])[0]
+    else:
+        assert got.used == "fp32" and got.probe is None and probe["bf16_speedup"] < 1, probe
 
 
 def test_bf16_where_unsupported_is_refused_in_one_line():

@@ -60,6 +60,12 @@ def cpu_model() -> str:
     return cpu_capabilities().get("cpu_name") or platform.processor() or "unknown CPU"
 
 
+def cpu_bf16_flags(flags: set[str] | None = None) -> list[str]:
+    """The flags of ``CPU_BF16_FLAGS`` among ``flags`` (default: the CPU's, :func:`cpu_capabilities`)."""
+    have = cpu_capabilities() if flags is None else dict.fromkeys(flags, True)
+    return [f for f in CPU_BF16_FLAGS if have.get(f)]
+
+
 def bf16_support(device: str = "cpu", flags: set[str] | None = None) -> tuple[bool, str]:
     """(whether ``device`` runs bf16 matmuls natively, the evidence in words): CPU flags avx512_bf16 or
     amx_bf16 (``flags``, default what :func:`cpu_capabilities` finds); CUDA without emulation."""
@@ -70,8 +76,7 @@ def bf16_support(device: str = "cpu", flags: set[str] | None = None) -> tuple[bo
         return ok, f"CUDA GPU {torch.cuda.get_device_name()} {'supports bf16' if ok else 'has no native bf16'}"
     if device != "cpu":
         raise ValueError(f"device={device!r} is not allowed; choose 'cpu' or 'cuda'")
-    capabilities = cpu_capabilities() if flags is None else dict.fromkeys(flags, True)
-    found = [f for f in CPU_BF16_FLAGS if capabilities.get(f)]
+    found = cpu_bf16_flags(flags)
     if found:
         return True, f"CPU has {' and '.join(found)}"
     return False, f"CPU has neither {' nor '.join(CPU_BF16_FLAGS)} (bf16 would be emulated, slower than fp32)"
@@ -86,7 +91,7 @@ AUTO_MIN_HIDDEN = 512
 PROBE_MIN_SPEEDUP = 1.1
 PROBE_TOKENS = 128  # rows of the probe's matmuls: a scoring pass's tokens, a quarter of a training row's
 PROBE_FLOPS = 5e8  # at most this many FLOPs a shape: fewer rows for wide models, so it stays short
-PROBE_REPS = 3
+PROBE_REPS = 5
 PROBE_CACHE = "precision_probe.json"  # under paths.CACHE, one entry per probe_key
 
 
@@ -102,8 +107,8 @@ def probe_shapes(hidden: int, intermediate: int | None = None) -> list[tuple[int
 def probe_matmuls(shapes: list[tuple[int, int, int]], reps: int = PROBE_REPS) -> dict[str, float]:
     """Best seconds of one round of ``shapes`` (``x @ w.T`` as a linear layer runs it) in fp32 and in
     bf16 at torch's current thread count, after one warm-up round each; rounds alternate between the
-    precisions, and bf16 stops early once one round is 3x fp32's best (an emulated bf16 is several
-    times slower, and no later round could make it pay)."""
+    precisions, so a moment's load elsewhere slows both (the best of ``reps`` rounds, not the
+    first, decides: oneDNN may still be building a bf16 kernel in the first timed round)."""
     g = torch.Generator().manual_seed(0)
     base = [(torch.randn(m, k, generator=g), torch.randn(n, k, generator=g)) for m, k, n in shapes]
     mats = {"fp32": base, "bf16": [(x.bfloat16(), w.bfloat16()) for x, w in base]}
@@ -121,8 +126,6 @@ def probe_matmuls(shapes: list[tuple[int, int, int]], reps: int = PROBE_REPS) ->
         for _ in range(reps):
             best["fp32"] = min(best["fp32"], round_("fp32"))
             best["bf16"] = min(best["bf16"], round_("bf16"))
-            if best["bf16"] > 3 * best["fp32"]:
-                break
     return best
 
 
@@ -142,15 +145,15 @@ def shapes_text(shapes: list[tuple[int, int, int]]) -> str:
     return ", ".join("x".join(map(str, s)) for s in shapes)
 
 
-def probe_key(cpu: str, torch_version: str, threads: int, shapes: list[tuple[int, int, int]]) -> str:
-    """The cache key of a probe: the CPU model, torch's version, the thread count and the shapes."""
-    return f"{cpu} | torch {torch_version} | {threads} threads | {shapes_text(shapes)}"
+def probe_key(cpu: str, flags: list[str], torch_version: str, threads: int, shapes: list[tuple[int, int, int]]) -> str:
+    """The cache key of a probe: the CPU model, its bf16 flags, torch's version, the thread count and the shapes."""
+    return " | ".join([cpu, "+".join(flags), f"torch {torch_version}", f"{threads} threads", shapes_text(shapes)])
 
 
 def cpu_probe(shapes: list[tuple[int, int, int]], cache_file: Path | None = None) -> dict[str, Any]:
     """The probe's figures for ``shapes`` on this CPU at torch's current thread count: read from
-    ``cache_file`` (default ``paths.CACHE / PROBE_CACHE``) where this CPU model, torch version,
-    thread count and shapes were probed before (``cached`` True), else measured
+    ``cache_file`` (default ``paths.CACHE / PROBE_CACHE``) where this CPU model and bf16 flags, torch
+    version, thread count and shapes were probed before (``cached`` True), else measured
     (:func:`probe_matmuls`) and added to it. A cache that cannot be read is probed over; one that
     cannot be written is left as it was."""
     from arrank.common import paths
@@ -158,7 +161,7 @@ def cpu_probe(shapes: list[tuple[int, int, int]], cache_file: Path | None = None
 
     cache_file = Path(cache_file) if cache_file is not None else paths.CACHE / PROBE_CACHE
     threads, cpu = torch.get_num_threads(), cpu_model()
-    key = probe_key(cpu, torch.__version__, threads, shapes)
+    key = probe_key(cpu, cpu_bf16_flags(), torch.__version__, threads, shapes)
     try:
         known = json.loads(cache_file.read_text())
         known = known if isinstance(known, dict) else {}
@@ -189,19 +192,20 @@ def resolve_precision(
 ) -> Precision:
     """``fp32`` as asked; ``bf16`` as asked where ``device`` (default: cuda when available) runs it
     natively, else a ValueError naming why (emulated bf16 is slower). ``auto``: on CUDA, bf16 where
-    the GPU has native bf16; on a CPU, fp32 for a model narrower than ``AUTO_MIN_HIDDEN`` (or of no
-    known width), else what the probe of its matmul shapes picks (:func:`cpu_probe`, cached per
-    machine in ``cache_file``; :func:`probe_choice`)."""
+    the GPU has native bf16; on a CPU, fp32 where it has no bf16 instructions (:func:`bf16_support`,
+    not probed) or for a model narrower than ``AUTO_MIN_HIDDEN`` (or of no known width), else what
+    the probe of its matmul shapes picks (:func:`cpu_probe`, cached per machine in ``cache_file``;
+    :func:`probe_choice`)."""
     choice(*PRECISIONS)("precision", requested)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     if requested == "fp32":
         return Precision(requested, "fp32", "asked for fp32")
-    if requested == "bf16" or device != "cpu":
-        ok, why = bf16_support(device, flags)
-        if requested == "bf16":
-            if not ok:
-                raise ValueError(f"precision='bf16' is not supported here: {why}; use precision='auto' or 'fp32'")
-            return Precision(requested, "bf16", f"asked for bf16 ({why})")
+    ok, why = bf16_support(device, flags)
+    if requested == "bf16" and not ok:
+        raise ValueError(f"precision='bf16' is not supported here: {why}; use precision='auto' or 'fp32'")
+    if requested == "bf16":
+        return Precision(requested, "bf16", f"asked for bf16 ({why})")
+    if device != "cpu" or not ok:  # a GPU's native bf16 decides; a CPU without bf16 instructions is not probed
         return Precision(requested, "bf16" if ok else "fp32", f"auto: {why}")
     if hidden_size is None:
         return Precision(requested, "fp32", "auto: the model names no hidden size, so no matmul shape to time for bf16")
