@@ -221,6 +221,7 @@ fig.show()
 # how well the model *fits* rankings it has seen. That is what the DE and CE lookup tables of
 # Figure 3 (notebook 07) are scored on, so their curves are compared with this row, not with the
 # held-out one (results.json: `train_recall@k`, `train_cvr`, `train_ndcg`, `train_n_queries`).
+# With `n_dev`, the validation queries are scored the same way, a row of their own (`dev_<metric>`).
 # On a GPU, `query_batch` queries are scored in one forward pass (`arrank.evaluation.scoring`).
 # The held-out scores also go out as TREC files, `run.trec` and `qrels.trec` (gains as section
 # 5.1's, in integers), for trec_eval, ir_measures or ranx (docs/findings.md, "TREC files").
@@ -229,9 +230,11 @@ fig.show()
 with outputs.timed(timings, "evaluate"):
     result, per_query, records = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks,
                                                       precision=numerics.used, query_batch=P["query_batch"])
-with outputs.timed(timings, "evaluate_validation"):  # n_dev: the validation queries, scored as the test ones
-    dev, per_query_dev, _ = (evaluate.evaluate_held_out(model, tok, df, None, ks, split="dev", precision=numerics.used,
-                                                        query_batch=P["query_batch"]) if P["n_dev"] else ({}, None, None))
+dev, per_query_dev = {}, None
+if P["n_dev"]:  # the validation queries, scored as the test ones
+    with outputs.timed(timings, "evaluate_validation"):
+        dev, per_query_dev, _ = evaluate.evaluate_held_out(model, tok, df, None, ks, split="dev",
+                                                           precision=numerics.used, query_batch=P["query_batch"])
 n_train = evaluate.n_training_queries(P["train_queries"], result["n_queries"])
 P["train_queries"] = n_train  # results.json records the number used, not None
 with outputs.timed(timings, "evaluate_training"):
