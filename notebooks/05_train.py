@@ -298,7 +298,7 @@ Markdown(findings.findings_markdown(reading.run_findings(P, metrics, floor)))
 # environment, e.g. `.venv/bin/python`), then open the answer. `make workbook` trains this notebook
 # four times at 400 steps (the sweep `sweeps/table1_wordnet_workbook.yaml`); each command below is one
 # more run, written to `outputs/05_train/<run_name>/`: about 1.5 minutes at 400 steps and 4.5 at 1200
-# on an idle 2-core laptop (4-8 minutes at 400 steps on this project's busy shared machine).
+# on an idle 2-core laptop.
 #
 # **1. NTP against STOICaL.** Next-token prediction on the top docID only (`scheme = "indicator"`)
 # against fractional weights $\lambda(r) = 1/r^2$ on every relevant docID: predict each one's CVR
