@@ -124,10 +124,8 @@ def chosen_finding(
     unless ``rechoose`` is False) and the p-value it implies; ``means``: the sides' chosen means."""
     queries = _shared_queries(frame, (claim.a, claim.b))
     a, b = (arrays(frame, v, claim.metrics, queries) for v in (claim.a, claim.b))
-    once = {n: np.ones((1, n)) for n in (a.dev.shape[2], a.test.shape[2])}  # the data: every query once
-    point = lambda x: float(_chosen_mean(x, _means(x.dev, once[x.dev.shape[2]]), _means(x.test, once[x.test.shape[2]]),
-                                         None, True)[0])  # fmt: skip
-    est = point(a) - claim.weight * point(b)
+    point = lambda x: float(x.test.mean(axis=2)[np.arange(len(x.seeds)), x.dev.mean(axis=2).argmax(axis=1)].mean())
+    est = point(a) - claim.weight * point(b)  # each seed at its best validation budget, as the data give it
     rng = np.random.default_rng(S.RNG_SEED)
     batches = [min(S.BATCH, n_resamples - k) for k in range(0, n_resamples, S.BATCH)]
     dist = np.concatenate([
