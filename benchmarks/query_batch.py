@@ -20,7 +20,10 @@ was shared: each query runs its whole prompt), in the same rotation; printed per
 speeds, their ratio (whole / shared time) and the largest absolute and relative score difference
 between the two; then one query a pass with the opening shared but the packed layout (the prompt's
 rest, then the candidates behind its cache: two passes, where ``auto`` takes one), and a last line ``shared opening at one query a pass: <x>x faster than whole
-prompts; largest relative score difference <d>; <CPU model>``.
+prompts; largest relative score difference <d>; <CPU model>``. In bf16, every prompt is also scored
+whole in fp32 once: each path's mean and largest relative difference from those scores, so that
+what the shared opening moves is read against bf16's own rounding (two bf16 paths differ by about
+as much as either differs from fp32).
 """
 
 from __future__ import annotations
@@ -76,14 +79,19 @@ def timed_scores(model, tok, queries, group: int, precision: str, mode: str = "o
 TOLERANCE = 2**-6
 
 
-def max_diff(a: list[dict], b: list[dict], relative: bool = False) -> float:
-    """The largest |score difference| between two scorings of the same queries (``relative``: divided
-    by |``b``'s score|)."""
-    return max(
+def diffs(a: list[dict], b: list[dict], relative: bool = False) -> list[float]:
+    """Every |score difference| between two scorings of the same queries (``relative``: divided by
+    |``b``'s score|)."""
+    return [
         abs(s - rb["scores"][d]) / (abs(rb["scores"][d]) if relative else 1.0)
         for ra, rb in zip(a, b)
         for d, s in ra["scores"].items()
-    )
+    ]
+
+
+def max_diff(a: list[dict], b: list[dict], relative: bool = False) -> float:
+    """The largest of :func:`diffs`."""
+    return max(diffs(a, b, relative))
 
 
 def agrees(a: list[dict], b: list[dict], tolerance: float = TOLERANCE) -> bool:
@@ -184,9 +192,32 @@ def main() -> None:
             f"largest relative score difference {max(r['opening_max_rel_diff'] for r in rows):.1e}; {cpu_model()}",
             flush=True,
         )
+        if used == "bf16":
+            from_fp32(model, tok, queries, {r["queries_per_pass"]: r for r in rows}, every)
     if a.json:
         report = {"model": a.model, "device": a.device, "precision": used, "queries": len(queries)}
         a.json.write_text(json.dumps({**report, "tolerance": TOLERANCE, "agree": agree, "sizes": rows}, indent=1))
+
+
+def from_fp32(model, tok, queries, rows: dict[int, dict], every: dict) -> None:
+    """bf16's own rounding against what the shared opening adds: every prompt scored whole in fp32
+    once (the reference), then each bf16 path's mean and largest relative difference from it. Two
+    bf16 paths differ by about bf16's error from fp32 (a different summation order, as a different
+    batch's padding gives); the opening adds nothing when its error from fp32 is the whole prompt's."""
+    _, reference = timed_scores(model, tok, queries, 1, "fp32", "whole")
+    print(f"{'queries/pass':>12} {'whole vs fp32 mean/max rel':>27} {'shared vs fp32 mean/max rel':>28}")
+    for g, row in rows.items():
+        for mode in ("whole", "opening"):
+            rel = diffs(every[g, mode], reference, relative=True)
+            row[f"{mode}_fp32_rel_diff"] = [statistics.mean(rel), max(rel)]
+        w, o = row["whole_fp32_rel_diff"], row["opening_fp32_rel_diff"]
+        print(f"{g:>12} {w[0]:>17.1e} / {w[1]:.1e} {o[0]:>18.1e} / {o[1]:.1e}")
+    one = rows[1]
+    print(
+        "bf16 against fp32 at one query a pass: mean relative difference "
+        f"{one['whole_fp32_rel_diff'][0]:.1e} whole, {one['opening_fp32_rel_diff'][0]:.1e} with the shared opening",
+        flush=True,
+    )
 
 
 def opening_line(model, tok, queries) -> None:
