@@ -149,7 +149,7 @@ with outputs.timed(timings, "model"):
     model = models.add_lora(model, P["backend"], P["lora_r"], P["lora_alpha"], P["lora_dropout"],
                             P["lora_targets"], P["seed"])
 trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-print(f"{len(df)} queries ({(df['split'] == 'eval').sum()} held out, {(df['split'] == 'dev').sum()} validation); model {P['model_name']} "
+print(f"{len(df)} queries ({(df['split'] == 'eval').sum()} held out, {(df['split'] == outputs.DEV).sum()} validation); model {P['model_name']} "
       f"({trainable:,} trainable parameters), backend {models.resolve_backend(P['backend'])}")
 numerics = mixed_precision.apply_precision(model, P["precision"])  # frozen base weights in bf16 where bf16 is used
 
@@ -233,7 +233,7 @@ with outputs.timed(timings, "evaluate"):
 dev, per_query_dev = {}, None
 if P["n_dev"]:  # the validation queries, scored as the test ones
     with outputs.timed(timings, "evaluate_validation"):
-        dev, per_query_dev, _ = evaluate.evaluate_held_out(model, tok, df, None, ks, split="dev",
+        dev, per_query_dev, _ = evaluate.evaluate_held_out(model, tok, df, None, ks, split=outputs.DEV,
                                                            precision=numerics.used, query_batch=P["query_batch"])
 n_train = evaluate.n_training_queries(P["train_queries"], result["n_queries"])
 P["train_queries"] = n_train  # results.json records the number used, not None

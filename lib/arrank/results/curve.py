@@ -26,6 +26,7 @@ import pandas as pd
 
 from arrank.common.display import QUALITATIVE, log_axis, percent_axis, percent_text, style, subtitle
 from arrank.common.findings import Finding, holm_cell, interval_text, p_text
+from arrank.common.outputs import test_rows
 from arrank.results import statistics as S
 from arrank.results import table1
 from arrank.results.claims import Claim, evaluate, metric_name, recall
@@ -47,11 +48,6 @@ def data_setting(setting: str) -> str:
     for text in SCHEDULE_TEXT.values():
         setting = setting.removesuffix(text)
     return setting
-
-
-def test_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """A curve frame's test rows: all of a run without validation queries, ``split != "dev"`` of one with."""
-    return frame[frame["split"].ne("dev")] if "split" in frame else frame
 
 
 CENTRAL = Claim("central", table1.CENTRAL, "fractional α=2 − NTP, mean R@2..R@5", FRACTIONAL, NTP, recall(2, 3, 4, 5))
