@@ -144,21 +144,10 @@ def _budget_text(row: pd.Series) -> str:
     return f"step {int(row['step'])} ({row['items']:,.0f} items, {row['epochs']:.3g} epochs)"
 
 
-def turning_point(findings: pd.DataFrame, claim: Claim = CENTRAL) -> str:
-    """In words, where ``claim``'s verdict (``curve_findings``) turns to holds: the smallest budget
-    from which it holds at every larger budget measured, with the verdict of the budget before it;
-    or that it does not hold at the largest budget (and where it held, if it did). Findings of several
-    settings get one such clause each, ``(setting) ...``, joined by ``;``."""
-    parts = _by_setting(findings, claim)
-    if not parts:
-        return f"{claim.claim}: no budget at which both {claim.a} and {claim.b} were scored"
-    if len(parts) == 1:
-        return f"{claim.claim}: {_turning(*parts.values())}"
-    return f"{claim.claim}: " + "; ".join(f"({s}) {_turning(part)}" for s, part in parts.items())
-
-
 def _turning(rows: pd.DataFrame) -> str:
-    """``turning_point``'s words after the claim, for one claim's rows sorted by step."""
+    """In words, where one claim's verdict (its rows of ``curve_findings``, sorted by step) turns to holds:
+    the smallest budget from which it holds at every larger budget measured, with the verdict of the
+    budget before it; or that it does not hold at the largest budget (and where it held, if it did)."""
     holds = rows["verdict"].eq("holds").to_numpy()
     last = rows.iloc[-1]
     if not holds[-1]:
@@ -179,7 +168,7 @@ def _turning(rows: pd.DataFrame) -> str:
 def budget_verdicts(findings: pd.DataFrame, claims: tuple[Claim, ...] = COMPARISONS) -> list[Finding]:
     """One ``Finding`` per claim the curve has (per claim and setting where the findings hold several
     settings, the claim followed by ``(setting)``): the verdict at the largest budget and its interval;
-    its numbers say where the verdict turned (``turning_point``) and the means at the largest budget."""
+    its numbers say where the verdict turned (``_turning``) and the means at the largest budget."""
     out = []
     for claim in claims:
         parts = _by_setting(findings, claim)
