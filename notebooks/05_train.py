@@ -126,6 +126,7 @@ from arrank.results import reading
 from arrank.training.schemes import loss_label
 from arrank.training import precision as mixed_precision
 from arrank.data import ranking
+from arrank.workbook import report
 
 P = params.check_params("05_train", globals())
 P |= outputs.data_digest(P)  # dataset custom: the data file's sha256, checked by a resume and by notebook 06
@@ -149,7 +150,7 @@ with outputs.timed(timings, "model"):
     model = models.add_lora(model, P["backend"], P["lora_r"], P["lora_alpha"], P["lora_dropout"],
                             P["lora_targets"], P["seed"])
 trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-print(f"{len(df)} queries ({(df['split'] == 'eval').sum()} held out, {(df['split'] == 'dev').sum()} validation); model {P['model_name']} "
+print(f"{len(df)} queries ({(df['split'] == 'eval').sum()} held out, {(df['split'] == outputs.DEV).sum()} validation); model {P['model_name']} "
       f"({trainable:,} trainable parameters), backend {models.resolve_backend(P['backend'])}")
 numerics = mixed_precision.apply_precision(model, P["precision"])  # frozen base weights in bf16 where bf16 is used
 
@@ -163,7 +164,7 @@ with outputs.timed(timings, "items"):
     items = train.training_items(df, tok, P["scheme"], P["alpha"], P["targets"], P["beta"], P["combined"],
                                  hyper["max_length"])
 example = max(items, key=lambda i: len(i["targets"][0]))
-per_step = hyper["batch_size"] * hyper["grad_accum"] * processes.world_size()  # items an optimizer step carries
+per_step = report.items_per_step(hyper, processes.world_size())  # items an optimizer step carries
 print(f"{len(items):,} items, {train.epochs_of(hyper['steps'], per_step, len(items)):.2f} epochs")
 print(f"example: {example['query']} rank {example['rank']}, lambda = {example['weight']:.4f}")
 for t, step in enumerate(example["targets"][:3]):
@@ -233,7 +234,7 @@ with outputs.timed(timings, "evaluate"):
 dev, per_query_dev = {}, None
 if P["n_dev"]:  # the validation queries, scored as the test ones
     with outputs.timed(timings, "evaluate_validation"):
-        dev, per_query_dev, _ = evaluate.evaluate_held_out(model, tok, df, None, ks, split="dev",
+        dev, per_query_dev, _ = evaluate.evaluate_held_out(model, tok, df, None, ks, split=outputs.DEV,
                                                            precision=numerics.used, query_batch=P["query_batch"])
 n_train = evaluate.n_training_queries(P["train_queries"], result["n_queries"])
 P["train_queries"] = n_train  # results.json records the number used, not None

@@ -89,30 +89,33 @@ def test_the_claims_of_a_budget_are_one_holm_family(better_worse_equal):
     assert "| holds | < 0.001 | holds → **undecided** (p 0.070) |" in curve.budget_markdown(changed)
 
 
+def turning(found, claims=curve.COMPARISONS) -> list[str]:
+    """Where each claim's verdict turned, as ``budget_verdicts`` says it (each finding's numbers, up to "; there")."""
+    return [f.numbers.split("; there ")[0] for f in curve.budget_verdicts(found, claims)]
+
+
 def test_the_turning_point_in_words(better_worse_equal):
     _, found = better_worse_equal
-    assert curve.turning_point(found) == (
-        "fractional α=2 has a higher mean R@2..R@5 than NTP: does not turn to holds by the largest budget, "
-        "step 300 (19,200 items, 19.2 epochs): undecided there; it held at step 100 (6,400 items, 6.4 epochs)"
-    )
+    assert turning(found) == [
+        "does not turn to holds by the largest budget, step 300 (19,200 items, 19.2 epochs): undecided there; "
+        "it held at step 100 (6,400 items, 6.4 epochs)",
+        "holds at every budget measured, from step 100 (6,400 items, 6.4 epochs) to step 300 (19,200 items, 19.2 epochs)",
+        "holds at every budget measured, from step 100 (6,400 items, 6.4 epochs) to step 300 (19,200 items, 19.2 epochs)",
+    ]
     turns = curve.curve_findings(
         make_curve({100: None, 200: -0.2, 300: 0.2, 400: 0.25}), (curve.CENTRAL,), n_resamples=999
     )
-    assert curve.turning_point(turns).endswith(
+    assert turning(turns) == [
         "turns to holds at step 300 (19,200 items, 19.2 epochs) (at step 200 (12,800 items, 12.8 epochs): fails) "
         "and holds at every larger budget, to step 400 (25,600 items, 25.6 epochs)"
-    )
+    ]
     last = curve.budget_verdicts(turns)
     assert len(last) == 1 and last[0].verdict == "holds" and last[0].interval[0] > 0
     assert (
         last[0].numbers.startswith("turns to holds at step 300")
         and "there mean R@2..R@5 (%): Fractional α=2 " in last[0].numbers
     )
-    assert curve.turning_point(found, curve.COMPARISONS[2]) == (
-        "fractional α=2's CVR is at most half of NTP's: holds at every budget measured, "
-        "from step 100 (6,400 items, 6.4 epochs) to step 300 (19,200 items, 19.2 epochs)"
-    )
-    assert "no budget at which both" in curve.turning_point(turns[turns["step"] < 0])
+    assert curve.budget_verdicts(turns[turns["step"] < 0]) == []  # no budget at which both were scored
 
 
 def test_a_budget_one_variant_lacks_is_left_out():
@@ -305,11 +308,10 @@ def test_settings_are_never_pooled(two_settings):
         assert by.loc[(GPU, step), "verdict"] == "holds" and by.loc[(GPU, step), "ci_low"] > 0
         assert by.loc[(CPU, step), "verdict"] == "fails" and by.loc[(CPU, step), "ci_high"] < 0
         assert "40 queries, paired; 2 / 2 runs" in by.loc[(GPU, step), "numbers"]
-    assert curve.turning_point(found) == (
-        f"{curve.CENTRAL.claim}: ({GPU}) holds at every budget measured, from step 100 (6,400 items, 6.4 epochs) "
-        "to step 200 (12,800 items, 12.8 epochs); "
-        f"({CPU}) does not turn to holds by the largest budget, step 200 (12,800 items, 12.8 epochs): fails there"
-    )
+    assert turning(found, (curve.CENTRAL,)) == [
+        "holds at every budget measured, from step 100 (6,400 items, 6.4 epochs) to step 200 (12,800 items, 12.8 epochs)",
+        "does not turn to holds by the largest budget, step 200 (12,800 items, 12.8 epochs): fails there",
+    ]
     last = curve.budget_verdicts(found)
     assert [(f.claim, f.verdict) for f in last] == [
         (f"{curve.CENTRAL.claim} ({GPU})", "holds"),
@@ -329,7 +331,7 @@ def test_one_setting_gives_the_findings_as_before(better_worse_equal):
     named = curve.curve_findings(rows.assign(setting=GPU), n_resamples=999)
     assert list(named.columns) == ["claim", "setting", *curve.FINDING_COLUMNS[1:]] and named["setting"].eq(GPU).all()
     pd.testing.assert_frame_equal(named.drop(columns="setting"), found)
-    assert curve.turning_point(named) == curve.turning_point(found)
+    assert turning(named) == turning(found)
     assert curve.budget_verdicts(named) == curve.budget_verdicts(found)
     assert curve.budget_markdown(named).replace(f"; {GPU})", ")") == curve.budget_markdown(found)
 

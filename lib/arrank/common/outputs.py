@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 RUN_DIR_ENV = "ARRANK_RUN_DIR"
 RESUME_PARAMS = "params.json"  # the resolved parameters of the run that made the checkpoints
+DEV = "dev"  # the validation queries' split (arrank.data.ranking.carve_dev), in a ranking table and per-query rows
 
 
 class RunExistsError(FileExistsError):
@@ -125,7 +126,7 @@ def read_rows(
     splits = (
         {"": frame}
         if "split" not in frame
-        else {p: frame[frame["split"].eq("dev") == (p == "dev_")] for p in ("", "dev_")}
+        else {p: frame[frame["split"].eq(DEV) == (p == f"{DEV}_")] for p in ("", f"{DEV}_")}
     )
     for prefix, part in splits.items():  # a curve with validation queries: the test rows, then the validation ones
         recorded = {k.removeprefix(prefix): v for k, v in metrics.items() if k.startswith(prefix)}
@@ -142,6 +143,11 @@ def read_rows(
         if problem := means_problem(part[part[by] == part[by].max()] if by else part, recorded):
             raise damaged(Path(path), prefix + problem)
     return frame
+
+
+def test_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per-query rows' test rows: all of a run without validation queries, ``split != DEV`` of one with."""
+    return frame[frame["split"].ne(DEV)] if "split" in frame else frame
 
 
 class OutputsNotWritableError(PermissionError):

@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-from arrank.common.outputs import write_text_atomic
+from arrank.common.outputs import DEV, test_rows, write_text_atomic
 from arrank.evaluation import evaluate, metrics
 
 CURVE_COLUMNS = ("step", "items", "epochs")  # then metrics.short_columns: query, cvr, ndcg, r<k>
@@ -42,14 +42,14 @@ def scored_steps(folder: Path) -> list[int]:
     return sorted(int(p.stem.removeprefix("step-")) for p in folder.glob("step-*.csv")) if folder.is_dir() else []
 
 
-SPLITS = {"test": "eval", "dev": "dev"}  # a curve row's split: the ranking table's split it scores
+SPLITS = {"test": "eval", DEV: DEV}  # a curve row's split: the ranking table's split it scores
 
 
 def with_splits(score: Callable[[str], pd.DataFrame], df: pd.DataFrame) -> pd.DataFrame:
     """``score("eval")``, the per-query metrics of the held-out test queries; where ``df`` has validation
     queries (``arrank.data.ranking.carve_dev``), ``score("dev")``'s rows below them and a ``split``
     column (``SPLITS``: test, dev) naming each row's."""
-    if not (df["split"] == "dev").any():
+    if not df["split"].eq(DEV).any():
         return score("eval")
     return pd.concat([score(split).assign(split=name) for name, split in SPLITS.items()], ignore_index=True)
 
@@ -86,7 +86,7 @@ def budget_callback(points: Sequence[int], final_step: int, folder: Path, score:
             folder.mkdir(parents=True, exist_ok=True)
             write_text_atomic(path, per_query.to_csv(index=False))
             self.seconds += time.perf_counter() - start
-            test = per_query[per_query["split"] != "dev"] if "split" in per_query else per_query
+            test = test_rows(per_query)
             means = metrics.short_columns(test).drop(columns="query").mean()
             shown, took = ", ".join(f"{k} {v:.3f}" for k, v in means.items()), time.perf_counter() - start
             print(f"step {step}: held-out {shown} ({len(test)} test queries, {took:.1f} s)", flush=True)

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from arrank.common.findings import Finding, decide, excludes
+from arrank.common.outputs import DEV, test_rows
 from arrank.results import curve
 from arrank.results import statistics as S
 from arrank.results.claims import Claim, recall
@@ -45,7 +46,7 @@ class Arrays:
 
 def has_validation(frame: pd.DataFrame) -> bool:
     """Whether a curve frame (``report.curve_frame``) holds validation rows (``split == "dev"``)."""
-    return "split" in frame and frame["split"].eq("dev").any()
+    return "split" in frame and frame["split"].eq(DEV).any()
 
 
 def _cube(rows: pd.DataFrame, metrics: tuple[str, ...], candidates: list, seeds: list) -> np.ndarray:
@@ -70,18 +71,18 @@ def arrays(frame: pd.DataFrame, variant: str, metrics: tuple[str, ...], queries:
     seeds = sorted(by_seed.index)
     rows = rows[[(s, int(t)) in set(candidates) for s, t in zip(rows[curve.SETTING], rows["step"])]]
     if queries is not None:
-        rows = rows[rows["query"].isin([*queries["test"], *queries["dev"]])]
-    dev, test = (rows[rows["split"].eq("dev") == (split == "dev")] for split in ("dev", "test"))
+        rows = rows[rows["query"].isin([*queries["test"], *queries[DEV]])]
+    dev, test = rows[rows["split"].eq(DEV)], test_rows(rows)
     return Arrays(candidates, seeds, _cube(dev, CHOICE, candidates, seeds), _cube(test, metrics, candidates, seeds))
 
 
 def _shared_queries(frame: pd.DataFrame, variants: tuple[str, str]) -> dict[str, list]:
     """The test and validation queries every row of both ``variants`` has, by split."""
     rows = frame[frame["variant"].isin(variants)]
-    split = np.where(rows["split"].eq("dev"), "dev", "test")
+    split = np.where(rows["split"].eq(DEV), DEV, "test")
     runs = rows.groupby([rows["variant"], rows["seed"], rows[curve.SETTING], rows["step"]]).ngroups
     counts = rows.groupby([split, rows["query"]]).size()
-    return {s: sorted(counts[s][counts[s] == runs].index) if s in counts else [] for s in ("test", "dev")}
+    return {s: sorted(counts[s][counts[s] == runs].index) if s in counts else [] for s in ("test", DEV)}
 
 
 def _means(x: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -137,7 +138,7 @@ def chosen_finding(
     p = S.interval_p_value(reps.interval, claim.threshold, excludes((lo, hi), claim.threshold), S.LEVEL)
     how = "the choice re-made in each resample" if rechoose else "the choice held fixed"
     numbers = (
-        f"{len(queries['test'])} test queries, paired; budgets chosen on {len(queries['dev'])} validation queries; "
+        f"{len(queries['test'])} test queries, paired; budgets chosen on {len(queries[DEV])} validation queries; "
         f"{len(a.seeds)} / {len(b.seeds)} seeds; seeds and both query sets resampled, {how}"
     )
     found = decide(claim.claim, est, (lo, hi), claim.threshold, claim.side, numbers, S.LEVEL, p)
@@ -163,7 +164,7 @@ def data_settings(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """The rows of runs with validation queries by data setting (``curve.data_setting``), first seen first."""
     if not has_validation(frame):
         return {}
-    rows = frame[frame.groupby("point")["split"].transform(lambda s: s.eq("dev").any())]
+    rows = frame[frame.groupby("point")["split"].transform(lambda s: s.eq(DEV).any())]
     return dict(tuple(rows.groupby(rows[curve.SETTING].map(curve.data_setting), sort=False)))
 
 

@@ -26,6 +26,7 @@ import pandas as pd
 
 from arrank.common.display import QUALITATIVE, log_axis, percent_axis, percent_text, style, subtitle
 from arrank.common.findings import Finding, holm_cell, interval_text, p_text
+from arrank.common.outputs import test_rows
 from arrank.results import statistics as S
 from arrank.results import table1
 from arrank.results.claims import Claim, evaluate, metric_name, recall
@@ -47,11 +48,6 @@ def data_setting(setting: str) -> str:
     for text in SCHEDULE_TEXT.values():
         setting = setting.removesuffix(text)
     return setting
-
-
-def test_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """A curve frame's test rows: all of a run without validation queries, ``split != "dev"`` of one with."""
-    return frame[frame["split"].ne("dev")] if "split" in frame else frame
 
 
 CENTRAL = Claim("central", table1.CENTRAL, "fractional α=2 − NTP, mean R@2..R@5", FRACTIONAL, NTP, recall(2, 3, 4, 5))
@@ -148,21 +144,10 @@ def _budget_text(row: pd.Series) -> str:
     return f"step {int(row['step'])} ({row['items']:,.0f} items, {row['epochs']:.3g} epochs)"
 
 
-def turning_point(findings: pd.DataFrame, claim: Claim = CENTRAL) -> str:
-    """In words, where ``claim``'s verdict (``curve_findings``) turns to holds: the smallest budget
-    from which it holds at every larger budget measured, with the verdict of the budget before it;
-    or that it does not hold at the largest budget (and where it held, if it did). Findings of several
-    settings get one such clause each, ``(setting) ...``, joined by ``;``."""
-    parts = _by_setting(findings, claim)
-    if not parts:
-        return f"{claim.claim}: no budget at which both {claim.a} and {claim.b} were scored"
-    if len(parts) == 1:
-        return f"{claim.claim}: {_turning(*parts.values())}"
-    return f"{claim.claim}: " + "; ".join(f"({s}) {_turning(part)}" for s, part in parts.items())
-
-
 def _turning(rows: pd.DataFrame) -> str:
-    """``turning_point``'s words after the claim, for one claim's rows sorted by step."""
+    """In words, where one claim's verdict (its rows of ``curve_findings``, sorted by step) turns to holds:
+    the smallest budget from which it holds at every larger budget measured, with the verdict of the
+    budget before it; or that it does not hold at the largest budget (and where it held, if it did)."""
     holds = rows["verdict"].eq("holds").to_numpy()
     last = rows.iloc[-1]
     if not holds[-1]:
@@ -183,7 +168,7 @@ def _turning(rows: pd.DataFrame) -> str:
 def budget_verdicts(findings: pd.DataFrame, claims: tuple[Claim, ...] = COMPARISONS) -> list[Finding]:
     """One ``Finding`` per claim the curve has (per claim and setting where the findings hold several
     settings, the claim followed by ``(setting)``): the verdict at the largest budget and its interval;
-    its numbers say where the verdict turned (``turning_point``) and the means at the largest budget."""
+    its numbers say where the verdict turned (``_turning``) and the means at the largest budget."""
     out = []
     for claim in claims:
         parts = _by_setting(findings, claim)

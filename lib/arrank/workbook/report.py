@@ -11,7 +11,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from arrank.common.outputs import DamagedResultsError, read_results, read_rows, run_path, write_text_atomic
+from arrank.common.outputs import DamagedResultsError, read_results, read_rows, run_path, test_rows, write_text_atomic
 from arrank.common.params import PAPER_ROWS, choice
 from arrank.evaluation.metrics import short_columns
 from arrank.results.curve import SCHEDULE_TEXT
@@ -103,8 +103,8 @@ def curve_setting(params: dict, rows: pd.DataFrame, processes: int = 1) -> str:
     scored, the held-out set it is), then for a run with a validation split its schedule, ``, cosine to
     each budget`` or ``, constant rate`` (Appendix B's cosine decays to the run's last step: one run per
     budget; a constant rate reads every budget off one run)."""
-    test = rows[rows["split"] != "dev"] if "split" in rows else rows
-    setting = f"{items_per_step(params, processes):,} items a step, {test['query'].nunique():,} held-out queries"
+    held_out = test_rows(rows)["query"].nunique()
+    setting = f"{items_per_step(params, processes):,} items a step, {held_out:,} held-out queries"
     return setting + (SCHEDULE_TEXT[params.get("lr_schedule", "cosine")] if "split" in rows else "")
 
 
@@ -160,7 +160,7 @@ def stopped_points(folder: Path, params: dict) -> pd.DataFrame | None:
     point's resolved parameters (its batch, and its data, whose training pairs make an epoch). One's
     own data is rebuilt only from the file the run trained on: the ``data_digest`` its checkpoints
     recorded (``.checkpoints-<run>/params.json``) is checked as notebook 06 checks a train_run's."""
-    from arrank.common.outputs import RESUME_PARAMS, data_digest
+    from arrank.common.outputs import DEV, RESUME_PARAMS, data_digest
     from arrank.data.ranking import ranking_dataset
     from arrank.evaluation import budgets, evaluate
 
@@ -174,7 +174,7 @@ def stopped_points(folder: Path, params: dict) -> pd.DataFrame | None:
     keys = ("dataset", "profile", "n_eval", "template", "subtree", "min_relevant", "data_path", "custom_docids")
     df = ranking_dataset(seed=params["data_seed"], n_dev=params.get("n_dev", 0), **{k: params[k] for k in keys})
     counts = {"n_queries": len(evaluate.eval_queries(df, params.get("eval_queries") or None))}
-    counts |= {"dev_n_queries": int((df["split"] == "dev").sum())} if params.get("n_dev") else {}
+    counts |= {"dev_n_queries": int(df["split"].eq(DEV).sum())} if params.get("n_dev") else {}
     for step in steps:
         read_rows(budgets.point_path(curve_dir, step), ["query", "ndcg"], counts)
     return budgets.curve_table(curve_dir, steps, steps[-1], None, items_per_step(params), budgets.training_pairs(df))

@@ -35,13 +35,7 @@ def plotly_fragment(figure: dict[str, Any], div_id: str) -> str:
     import plotly.io as pio
 
     return pio.to_html(
-        figure,
-        include_plotlyjs=False,
-        include_mathjax=False,
-        full_html=False,
-        div_id=div_id,
-        validate=False,
-        config={"responsive": True},
+        figure, config={"responsive": True}, include_plotlyjs=False, full_html=False, div_id=div_id, validate=False
     )
 
 
