@@ -1,5 +1,7 @@
-"""Causal language models of the workbook: the ``tiny`` random-initialised model, and the output
-embedding matrix E (section 3.2: P(. | c) = softmax(E phi(c))) of any model.
+"""Causal language models of the workbook: every model is loaded by :func:`load_model`, through one
+table of model kind -> loader (:data:`LOADERS`: the ``tiny`` random-initialised model built for a
+ranking table, a pretrained model through transformers or Unsloth, a run's saved model); and the
+output embedding matrix E (section 3.2: P(. | c) = softmax(E phi(c))) of any model.
 """
 
 from __future__ import annotations
