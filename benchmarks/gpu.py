@@ -10,7 +10,7 @@ next-token loss, packed per query vs unpacked items; and the loss agreement of t
 Parts, each in a fresh process (Unsloth patches transformers' model classes when it loads a
 model, so (b) and (d) must not share a process with it; the peak memory is then each part's own):
 
-- (a) Unsloth + LoRA + STOICaL: ``models.load_pretrained(..., "unsloth")``, ``models.add_lora``
+- (a) Unsloth + LoRA + STOICaL: ``models.load_model(..., "unsloth")``, ``models.add_lora``
   (r = 16, all linear layers), unpacked items (Unsloth's attention takes no packed mask), the
   STOICaL loss (``stoical.stoical_loss``, eq. 2) from the logits (``UNSLOTH_RETURN_LOGITS=1``).
 - (b) transformers + peft + STOICaL: the same through ``backend="transformers"`` (sdpa attention),
@@ -101,7 +101,7 @@ def load(a: argparse.Namespace, backend: str, texts: list[str]):
             raise SystemExit("the tiny model is built, not loaded: give Unsloth a model folder")
         model, tok = models.tiny_model_and_tokenizer(texts, vocab_size=2000, seed=a.seed, cache=False)
     else:
-        model, tok = models.load_pretrained(a.model, backend, a.max_length)
+        model, tok = models.load_model(a.model, backend, a.max_length)
     if backend != "unsloth":
         model = model.to(device=device, dtype=dtype)
     model = models.add_lora(model, backend, 16, 32, 0.0, "all-linear", a.seed)

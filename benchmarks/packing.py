@@ -58,7 +58,7 @@ def load_model(a: argparse.Namespace, texts: list[str]):
     """The tiny model, or a pretrained one with LoRA r = 16 on all linear layers (notebook 05)."""
     if a.model == "tiny":
         return models.tiny_model_and_tokenizer(texts, vocab_size=2000, seed=a.seed, cache=False)
-    model, tok = models.load_pretrained(a.model, "transformers", max_length(a))
+    model, tok = models.load_model(a.model, "transformers", max_length(a))
     return models.add_lora(model, "transformers", 16, 32, 0.0, "all-linear", a.seed), tok
 
 

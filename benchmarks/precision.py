@@ -114,13 +114,8 @@ def make_batch(vocab: int, batch: int, prompt: int, docid: int, shared: int = 0,
 
 def build(name: str, score_df=None):
     """(base model, tokenizer or None, LoRA?) for a benchmark model name."""
-    if name == "tiny":
-        from arrank.data.ranking import tokenizer_texts
-
-        model, tok = models.tiny_model_and_tokenizer(tokenizer_texts(score_df), 2000, seed=0)
-        return model, tok, False
-    model, tok = models.load_pretrained(name, "transformers", 512)
-    return model, tok, True
+    model, tok = models.load_model(name, "transformers", 512, df=score_df)
+    return model, tok, name != "tiny"
 
 
 def with_lora(base, lora: bool, targets: str = "all-linear"):

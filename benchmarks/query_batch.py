@@ -36,7 +36,7 @@ from pathlib import Path
 
 import torch
 
-from arrank.data.ranking import ranking_dataset, tokenizer_texts
+from arrank.data.ranking import ranking_dataset
 from arrank.evaluation import evaluate
 from arrank.evaluation.scoring import opening_cache, opening_support, score_queries
 from arrank.training import models
@@ -45,10 +45,7 @@ from arrank.training.precision import apply_precision, cpu_model, inference
 
 def load(name: str, df, device: str):
     """(model, tokenizer) in eval mode on ``device``: the tiny random Llama or a pretrained model."""
-    if name == "tiny":
-        model, tok = models.tiny_model_and_tokenizer(tokenizer_texts(df), 2000, seed=0)
-    else:
-        model, tok = models.load_pretrained(name, "transformers", 512)
+    model, tok = models.load_model(name, "transformers", 512, df=df)
     return model.to(device).eval(), tok
 
 

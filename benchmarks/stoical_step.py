@@ -99,7 +99,7 @@ def main() -> None:
     if a.model == "tiny":
         base = models.build_tiny_model(vocab_size=a.vocab, hidden=128, layers=4, heads=4, intermediate=384, seed=0)
     else:
-        base, _ = models.load_pretrained(a.model, "transformers", a.prompt + a.docid)
+        base, _ = models.load_model(a.model, "transformers", a.prompt + a.docid)
         a.vocab = base.config.vocab_size
     input_ids, labels, one_hot, trie_like = make_batch(a)
     variants = {}

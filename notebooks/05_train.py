@@ -145,8 +145,8 @@ with outputs.timed(timings, "data"):
     df = ranking.ranking_dataset(P["dataset"], P["profile"], P["data_seed"], P["n_eval"], P["template"],
                                  P["subtree"], P["min_relevant"], P["data_path"], P["custom_docids"], P["n_dev"])
 with outputs.timed(timings, "model"):
-    model, tok = models.untrained_model(P["model_name"], df, P["backend"], hyper["max_length"],
-                                        P["tokenizer_vocab"], P["seed"], P["load_in_4bit"])
+    model, tok = models.load_model(P["model_name"], P["backend"], hyper["max_length"], P["load_in_4bit"], df=df,
+                                   tokenizer_vocab=P["tokenizer_vocab"], seed=P["seed"])
     model = models.add_lora(model, P["backend"], P["lora_r"], P["lora_alpha"], P["lora_dropout"],
                             P["lora_targets"], P["seed"])
 trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -74,7 +74,7 @@ def test_scaled_down_model_saves_loads_and_trains(tmp_path):
     saved = json.loads((folder / "config.json").read_text())
     assert saved["model_type"] == "mistral" and saved["dtype"] == "bfloat16"
     assert saved["num_key_value_heads"] == 2 and saved["rope_parameters"]["rope_theta"] == 1e6
-    model, tok = models.load_pretrained(str(folder), "transformers", 64)
+    model, tok = models.load_model(str(folder), "transformers", 64)
     assert next(model.parameters()).dtype == torch.bfloat16
     assert model.get_output_embeddings().weight.shape == (256, 64) and len(tok) <= 256
     assert tok.eos_token_id == model.config.eos_token_id and tok.pad_token_id is not None

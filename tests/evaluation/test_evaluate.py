@@ -83,7 +83,7 @@ def test_a_run_folder_without_a_model_or_a_missing_run_is_a_clear_error(tmp_path
     from arrank.training import models
 
     with pytest.raises(FileNotFoundError, match="holds no saved model"):
-        models.load_trained(tmp_path)
+        models.load_model(tmp_path)
     (tmp_path / "05_train" / "r1").mkdir(parents=True)
     (tmp_path / "05_train" / "r1" / "results.json").write_text("{}")
     (tmp_path / "05_train" / ".r2.partial-1").mkdir()
@@ -100,7 +100,7 @@ def test_a_damaged_saved_model_is_named_and_nothing_is_evaluated_from_it(tmp_pat
     tok = __import__("arrank.training.tokenizer", fromlist=["x"]).train_bpe(["dog.n.01", "cat.n.01"] * 10, 300)
     model = models.build_tiny_model(len(tok), hidden=16, layers=1, heads=2, intermediate=32, tokenizer=tok)
     folder = models.save_atomic(model, tok, tmp_path / "model")
-    assert models.load_trained(folder)[0].config.hidden_size == 16
+    assert models.load_model(folder)[0].config.hidden_size == 16
     weights = folder / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:-64] + bytes(64))
     with pytest.raises(
@@ -108,7 +108,7 @@ def test_a_damaged_saved_model_is_named_and_nothing_is_evaluated_from_it(tmp_pat
         match=rf"the saved model {folder} is damaged: model.safetensors does not match its "
         r"sha256 in the manifest \(altered on disk\); nothing is evaluated from it",
     ):
-        models.load_trained(folder)
+        models.load_model(folder)
 
 
 def test_a_custom_train_run_whose_data_file_changed_since_is_refused_before_its_model_loads(tmp_path, capsys):

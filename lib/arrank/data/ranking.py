@@ -113,12 +113,6 @@ def carve_dev(df: pd.DataFrame, n_dev: int, seed: int) -> pd.DataFrame:
     return out
 
 
-def tokenizer_texts(df: pd.DataFrame) -> list[str]:
-    """A tiny model's BPE texts: every prompt, then every docID (relevant and negative) once, sorted."""
-    docids = {d for ds in df["relevant"] for d in ds} | {d for d in df["negative"] if isinstance(d, str)}
-    return list(df["prompt"]) + sorted(docids)
-
-
 def ks_for(dataset: str) -> tuple[int, ...]:
     """The R@k cut-offs each table reports: 1-5 for WordNet (Table 1) and custom data, 1, 2, 5, 10,
     25, 50 for ESCI (Table 2)."""

@@ -301,7 +301,7 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
         data = {k: trained.get(k, before.get(k)) for k in (*keys, "n_dev")}
         data["seed"] = trained.get("data_seed", data["seed"])  # the seed of its data, when it had one
         check_data_digest(run.name, trained, outputs.data_digest(data))
-        model, tok = models.load_trained(run / "model", p["backend"])
+        model, tok = models.load_model(run / "model", p["backend"])
         source, scale, params = str(run), trained_scale(trained, run.name), trained
     else:
         data = {k: p[k] for k in keys}
@@ -309,5 +309,7 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
         params = {**data, "model_name": p["model_name"], "steps": 0}
     df = ranking.ranking_dataset(**data)
     if p["train_run"] == "none":
-        model, tok = models.untrained_model(p["model_name"], df, p["backend"], 1024, p["tokenizer_vocab"], p["seed"])
+        model, tok = models.load_model(
+            p["model_name"], p["backend"], df=df, tokenizer_vocab=p["tokenizer_vocab"], seed=p["seed"]
+        )
     return dict(model=model, tokenizer=tok, df=df, source=source, data=data, scale=scale, params=params)

@@ -1,5 +1,7 @@
-"""Causal language models of the workbook: the ``tiny`` random-initialised model, and the output
-embedding matrix E (section 3.2: P(. | c) = softmax(E phi(c))) of any model.
+"""Causal language models of the workbook: every model is loaded by :func:`load_model`, through one
+table of model kind -> loader (:data:`LOADERS`: the ``tiny`` random-initialised model built for a
+ranking table, a pretrained model through transformers or Unsloth, a run's saved model); and the
+output embedding matrix E (section 3.2: P(. | c) = softmax(E phi(c))) of any model.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ import importlib.util
 import json
 import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -110,11 +113,9 @@ def resolve_model(model_name: str) -> str:
     (:func:`convert_gguf`) into a folder under ``data/cache/models/``, which every later load takes."""
     kind = named_models.model_kind(model_name)
     if kind == "tiny":
-        raise ValueError("model_name='tiny' is built, not loaded: use tiny_model_and_tokenizer")
-    if kind == "alias":
-        return named_models.HUB_ALIASES[model_name]
+        raise ValueError("model_name='tiny' is built, not loaded: it has no pretrained weights (load_model builds it)")
     if kind not in ("gguf_name", "gguf_file"):
-        return model_name
+        return named_models.HUB_ALIASES.get(model_name, model_name)  # an alias's hub id; a hub id or folder as it is
     if kind == "gguf_name":
         gguf = named_models.gguf_file(model_name)
         folder = paths.CACHE / "models" / f"{model_name}-{named_models.GGUF_MODELS[model_name]['version']}"
@@ -124,11 +125,11 @@ def resolve_model(model_name: str) -> str:
     return str(derived_folder(folder, lambda f: convert_gguf(gguf, f), f"it is converted again from {gguf.name}"))
 
 
-def derived_folder(folder: Path, build, again: str, problem=None) -> Path:
-    """A model folder the workbook derives (a converted GGUF, the tiny model): one that fails its check
-    (``problem``, default :func:`model_folder_problem`) is set aside, saying what happens ``again``; a
-    missing one is made by ``build(folder)``, atomically (another process that made it first wins)."""
-    if why := ((problem or model_folder_problem)(folder) if folder.exists() else None):
+def derived_folder(folder: Path, build, again: str) -> Path:
+    """A model folder the workbook derives (a converted GGUF, the tiny model): one that fails
+    :func:`model_folder_problem` is set aside, saying what happens ``again``; a missing one is made
+    by ``build(folder)``, atomically (another process that made it first wins)."""
+    if why := (model_folder_problem(folder) if folder.exists() else None):
         set_aside(folder, f"{why}; {again}")
     if not (folder / "config.json").exists():
         try:
@@ -207,21 +208,18 @@ def tiny_model_and_tokenizer(
         model = build_tiny_model(len(tokenizer), hidden, layers, heads, intermediate, seed, tokenizer)
         return (model, tokenizer) if folder is None else save_atomic(model, tokenizer, folder)
 
-    def problem(folder: Path) -> str | None:
-        tokenizer = None if (folder / "tokenizer.json").is_file() else "it has no tokenizer.json"
-        return model_folder_problem(folder) or tokenizer
-
     if not cache:
         return build(None)
     folder = paths.CACHE / "tiny" / key
-    derived_folder(folder, build, "the tiny model is built again (the same seed gives the same weights)", problem)
+    derived_folder(folder, build, "the tiny model is built again (the same seed gives the same weights)")
     # loaded from the folder, also just after it was built, so that LoRA adapters record it as their base model
     return LlamaForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
 
 
 def model_folder_problem(folder: Path) -> str | None:
     """What makes a saved model folder unusable, in words, or None: a file against its manifest;
-    without one, no readable config.json or a safetensors file whose size disagrees with its header."""
+    without one, no readable config.json, a safetensors file whose size disagrees with its header,
+    or no tokenizer.json."""
     folder = Path(folder)
     if (folder / MANIFEST).exists():
         return manifest_problem(folder)
@@ -240,7 +238,7 @@ def model_folder_problem(folder: Path) -> str | None:
                 return f"{path.name} has no readable safetensors header"
         if path.stat().st_size != 8 + n + end:
             return f"{path.name} is {path.stat().st_size:,} bytes where its header says {8 + n + end:,}"
-    return None
+    return None if (folder / "tokenizer.json").is_file() else "it has no tokenizer.json"
 
 
 def save_atomic(model, tokenizer, folder: Path) -> Path:
@@ -295,10 +293,23 @@ def on_accelerator(model):
     return model.to("cuda") if torch.cuda.is_available() and model.device.type == "cpu" else model
 
 
-def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit: bool = False):
-    """A pretrained causal LM and its tokenizer through the backend, for any name :func:`resolve_model`
-    takes. Unsloth: ``load_in_4bit`` (False = 16-bit LoRA) and logits returned
-    (``UNSLOTH_RETURN_LOGITS=1``: the STOICaL loss is computed from them)."""
+def tiny_for_table(model_name: str, df=None, tokenizer_vocab: int = 2000, seed: int = 0, **_):
+    """``"tiny"``: :func:`tiny_model_and_tokenizer` for the texts of the ranking table ``df``
+    (``arrank.data.ranking``): every prompt, then every docID (relevant and negative) once, sorted."""
+    if df is None:
+        raise ValueError("model_name='tiny' is built for a ranking table's texts: give load_model its df")
+    docids = {d for ds in df["relevant"] for d in ds} | {d for d in df["negative"] if isinstance(d, str)}
+    return tiny_model_and_tokenizer(list(df["prompt"]) + sorted(docids), tokenizer_vocab, seed=seed)
+
+
+def pretrained_model(
+    model_name: str, backend: str = "auto", max_length: int = 1024, load_in_4bit: bool = False, peft: bool = False, **_
+):
+    """A pretrained causal LM and its tokenizer, for any name :func:`resolve_model` takes, through the
+    backend (:func:`resolve_backend`). Unsloth: ``load_in_4bit`` (False = 16-bit LoRA) and logits
+    returned (``UNSLOTH_RETURN_LOGITS=1``: the STOICaL loss is computed from them); transformers:
+    :func:`on_accelerator`, and with ``peft`` a LoRA adapter folder on the base model it names
+    (Unsloth loads those itself). A tokenizer without a pad token pads with its EOS."""
     used = resolve_backend(backend)
     if load_in_4bit and used != "unsloth":
         raise ValueError(
@@ -306,38 +317,67 @@ def load_pretrained(model_name: str, backend: str, max_length: int, load_in_4bit
             f"on an NVIDIA GPU); backend={backend!r} resolves to transformers here: give "
             "load_in_4bit=False (16-bit LoRA) or run on a GPU with unsloth installed"
         )
-    model_name = resolve_model(model_name)
+    source = resolve_model(model_name)
     if used == "unsloth":
         os.environ.setdefault("UNSLOTH_RETURN_LOGITS", "1")
         from unsloth import FastLanguageModel
 
-        model, tokenizer = FastLanguageModel.from_pretrained(
-            model_name=model_name,
-            max_seq_length=max_length,
-            load_in_4bit=load_in_4bit,
-            dtype=None,
-            use_exact_model_name=Path(model_name).is_dir(),
-        )
+        exact = Path(source).is_dir()  # a local folder as named, not mapped to an Unsloth variant
+        how = dict(max_seq_length=max_length, load_in_4bit=load_in_4bit, dtype=None, use_exact_model_name=exact)
+        model, tokenizer = FastLanguageModel.from_pretrained(model_name=source, **how)
     else:
+        from peft import AutoPeftModelForCausalLM
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        model = on_accelerator(AutoModelForCausalLM.from_pretrained(model_name))
-        tokenizer = AutoTokenizer.from_pretrained(model_name)
+        model = on_accelerator((AutoPeftModelForCausalLM if peft else AutoModelForCausalLM).from_pretrained(source))
+        tokenizer = AutoTokenizer.from_pretrained(source)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return model, tokenizer
 
 
-def untrained_model(
-    model_name: str, df, backend: str, max_length: int, tokenizer_vocab: int, seed: int, load_in_4bit: bool = False
-):
-    """The model a run starts from, and its tokenizer: ``"tiny"`` built for the texts of the ranking
-    table ``df`` (``arrank.data.ranking.tokenizer_texts``), any other name :func:`load_pretrained`."""
-    if model_name == "tiny":
-        from arrank.data.ranking import tokenizer_texts
+def trained_model(folder: Path, backend: str = "auto", max_length: int = 1024, **_):
+    """A model notebook 05 saved into ``<run>/model`` (:func:`pretrained_model`): full weights through
+    transformers whatever the backend, or a LoRA adapter on the base model its ``adapter_config.json``
+    names, through the backend. A clear error when the folder holds no model, a file disagrees with
+    its manifest, or the base model it names cannot be loaded here."""
+    config = folder / "adapter_config.json"
+    if not (folder / "config.json").exists() and not config.exists():
+        raise FileNotFoundError(
+            f"{folder} holds no saved model (no config.json or adapter_config.json); give a finished notebook 05 run"
+        )
+    if why := manifest_problem(folder, required=False):  # a run's result: named, never rebuilt or evaluated
+        raise ValueError(
+            f"the saved model {folder} is damaged: {why}; nothing is evaluated from it: train it again "
+            "(notebook 05 with another run_name), or restore the run folder from a copy"
+        )
+    if adapter := config.exists():  # the base it names must be loadable here: a clear error, not a hub request
+        try:
+            named_models.model_kind(json.loads(config.read_text()).get("base_model_name_or_path") or "")
+        except ValueError as err:
+            raise ValueError(f"{config} names a base model that cannot be loaded here: {err}") from None
+    return pretrained_model(str(folder), backend if adapter else "transformers", max_length, peft=adapter)
 
-        return tiny_model_and_tokenizer(tokenizer_texts(df), tokenizer_vocab, seed=seed)
-    return load_pretrained(model_name, backend, max_length, load_in_4bit)
+
+# A model's kind -> its loader, (model_name, **how) -> (model, tokenizer): the kinds of
+# arrank.common.named_models.model_kind, and "trained", a model notebook 05 saved (a Path).
+LOADERS: dict[str, Callable[..., tuple]] = {
+    "tiny": tiny_for_table,
+    "trained": trained_model,
+    **dict.fromkeys(("alias", "hub", "folder", "gguf_name", "gguf_file"), pretrained_model),
+}
+
+
+def load_model(
+    model_name: str | Path, backend: str = "auto", max_length: int = 1024, load_in_4bit: bool = False, **tiny
+):
+    """A model and its tokenizer, the one way to load either: the :data:`LOADERS` entry of its kind.
+    A ``str`` is a notebook's ``model_name`` (``arrank.common.named_models.model_kind``); a ``Path`` is
+    a model notebook 05 saved (``<run>/model``). ``"tiny"`` takes the keywords ``df`` (the ranking
+    table its BPE is trained on), ``tokenizer_vocab`` and ``seed``; the other loaders ignore them. ``backend``, ``max_length`` and ``load_in_4bit``
+    are a loaded model's (Unsloth's sequence length and 4-bit base weights)."""
+    kind = "trained" if isinstance(model_name, Path) else named_models.model_kind(model_name)
+    return LOADERS[kind](model_name, backend=backend, max_length=max_length, load_in_4bit=load_in_4bit, **tiny)
 
 
 def add_lora(model, backend: str, r: int, alpha: int, dropout: float, target_modules: str, seed: int = 0):
@@ -369,34 +409,3 @@ def add_lora(model, backend: str, r: int, alpha: int, dropout: float, target_mod
     return get_peft_model(
         model, LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets, task_type="CAUSAL_LM")
     )
-
-
-def load_trained(folder: Path | str, backend: str = "auto", max_length: int = 1024):
-    """A model notebook 05 saved into ``<run>/model`` and its tokenizer: full weights, or a LoRA adapter
-    on the base model its ``adapter_config.json`` names; a clear error when the folder holds none."""
-    folder = Path(folder)
-    adapter = folder / "adapter_config.json"
-    if not (folder / "config.json").exists() and not adapter.exists():
-        raise FileNotFoundError(
-            f"{folder} holds no saved model (no config.json or adapter_config.json); give a finished notebook 05 run"
-        )
-
-    why = manifest_problem(folder, required=False)  # a run's result: named, never rebuilt or evaluated
-    if why:
-        raise ValueError(
-            f"the saved model {folder} is damaged: {why}; nothing is evaluated from it: train it again "
-            "(notebook 05 with another run_name), or restore the run folder from a copy"
-        )
-    if adapter.exists():  # the base it names must be loadable here: a clear error, not a model-hub request
-        base = json.loads(adapter.read_text()).get("base_model_name_or_path") or ""
-        try:
-            named_models.model_kind(base)
-        except ValueError as err:
-            raise ValueError(f"{adapter} names a base model that cannot be loaded here: {err}") from None
-    if adapter.exists() and resolve_backend(backend) == "unsloth":
-        return load_pretrained(str(folder), backend, max_length)  # Unsloth loads base + adapter itself
-    from peft import AutoPeftModelForCausalLM  # the base model adapter_config.json names, then the adapter
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    auto = AutoPeftModelForCausalLM if adapter.exists() else AutoModelForCausalLM
-    return on_accelerator(auto.from_pretrained(folder)), AutoTokenizer.from_pretrained(folder)
