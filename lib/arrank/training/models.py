@@ -374,8 +374,9 @@ def load_model(
     """A model and its tokenizer, the one way to load either: the :data:`LOADERS` entry of its kind.
     A ``str`` is a notebook's ``model_name`` (``arrank.common.named_models.model_kind``); a ``Path`` is
     a model notebook 05 saved (``<run>/model``). ``"tiny"`` takes the keywords ``df`` (the ranking
-    table its BPE is trained on), ``tokenizer_vocab`` and ``seed``; the other loaders ignore them. ``backend``, ``max_length`` and ``load_in_4bit``
-    are a loaded model's (Unsloth's sequence length and 4-bit base weights)."""
+    table its BPE is trained on), ``tokenizer_vocab`` and ``seed``; the other loaders ignore them.
+    ``backend``, ``max_length`` and ``load_in_4bit`` are a loaded model's (Unsloth's sequence length
+    and 4-bit base weights)."""
     kind = "trained" if isinstance(model_name, Path) else named_models.model_kind(model_name)
     return LOADERS[kind](model_name, backend=backend, max_length=max_length, load_in_4bit=load_in_4bit, **tiny)
 
