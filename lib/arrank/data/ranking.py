@@ -1,6 +1,6 @@
 """One table format for both ranking datasets of section 5.1, as notebooks 05 and 06 read them: one
 row per query with ``query, prompt, relevant`` (gold docIDs, rank 1 first), ``n_relevant``,
-``negative`` (None for ESCI) and ``split`` ("train" | "eval" | "dev": the validation queries that
+``negative`` (None for ESCI) and ``split`` ("train" | "eval" | ``common.outputs.DEV``: the validation queries that
 ``carve_dev`` takes out of the held-out ones, never trained on and never reported as test queries).
 
 WordNet is :func:`arrank.data.wordnet.build_wordnet_dataset` as it is. ESCI is the ``queries`` table
@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from arrank.common import params, paths
+from arrank.common.outputs import DEV
 
 COLUMNS = ["query", "prompt", "relevant", "n_relevant", "negative", "split"]
 # The R@k cutoffs each dataset reports: Table 1 (WordNet) R@1-5, Table 2 (ESCI) R@1, 2, 5, 10, 25, 50.
@@ -109,7 +110,7 @@ def carve_dev(df: pd.DataFrame, n_dev: int, seed: int) -> pd.DataFrame:
             f"n_dev={n_dev} leaves no test queries: {len(held)} are held out; give n_dev below {len(held)}"
         )
     out = df.copy()
-    out.loc[pd.Series(held).sample(n=n_dev, random_state=seed).to_numpy(), "split"] = "dev"
+    out.loc[pd.Series(held).sample(n=n_dev, random_state=seed).to_numpy(), "split"] = DEV
     return out
 
 
