@@ -377,6 +377,10 @@ def load_model(
     table its BPE is trained on), ``tokenizer_vocab`` and ``seed``; the other loaders ignore them.
     ``backend``, ``max_length`` and ``load_in_4bit`` are a loaded model's (Unsloth's sequence length
     and 4-bit base weights)."""
+    if unknown := sorted(set(tiny) - {"df", "tokenizer_vocab", "seed"}):
+        raise TypeError(
+            f"load_model got {unknown}: besides its own, it takes the tiny model's df, tokenizer_vocab, seed"
+        )
     kind = "trained" if isinstance(model_name, Path) else named_models.model_kind(model_name)
     return LOADERS[kind](model_name, backend=backend, max_length=max_length, load_in_4bit=load_in_4bit, **tiny)
 
