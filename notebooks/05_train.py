@@ -126,7 +126,6 @@ from arrank.results import reading
 from arrank.training.schemes import loss_label
 from arrank.training import precision as mixed_precision
 from arrank.data import ranking
-from arrank.workbook import report
 
 P = params.check_params("05_train", globals())
 P |= outputs.data_digest(P)  # dataset custom: the data file's sha256, checked by a resume and by notebook 06
@@ -164,7 +163,7 @@ with outputs.timed(timings, "items"):
     items = train.training_items(df, tok, P["scheme"], P["alpha"], P["targets"], P["beta"], P["combined"],
                                  hyper["max_length"])
 example = max(items, key=lambda i: len(i["targets"][0]))
-per_step = report.items_per_step(hyper, processes.world_size())  # items an optimizer step carries
+per_step = params.items_per_step(hyper, processes.world_size())  # items an optimizer step carries
 print(f"{len(items):,} items, {train.epochs_of(hyper['steps'], per_step, len(items)):.2f} epochs")
 print(f"example: {example['query']} rank {example['rank']}, lambda = {example['weight']:.4f}")
 for t, step in enumerate(example["targets"][:3]):

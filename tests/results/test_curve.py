@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from arrank.common import outputs
+from arrank.common import outputs, params
 from arrank.results import curve
 from arrank.workbook import report, sweep
 
@@ -192,7 +192,7 @@ def test_curve_rows_of_a_sweep_carry_the_variant_without_the_budget(tmp_path, ou
 def test_a_run_on_several_processes_counts_the_items_of_them_all(tmp_path, outputs_root, monkeypatch):
     """N processes of ``batch_size`` B train steps of N x B items (docs/scale-out.md): results.json
     records the processes (``WORLD_SIZE``) and the curve's setting counts them."""
-    assert report.items_per_step({"batch_size": 32, "grad_accum": 2}, processes=2) == 128
+    assert params.items_per_step({"batch_size": 32, "grad_accum": 2}, processes=2) == 128
     path = tmp_path / "ddp.yaml"
     path.write_text("notebook: 05_train\nfixed: {profile: quick, batch_size: 32, grad_accum: 2}\ngrid: {seed: [0]}\n")
     s = sweep.load_sweep(path)

@@ -123,11 +123,7 @@ def read_rows(
         raise damaged(Path(path), "no rows")
     if frame[list(columns)].isna().any().any():
         raise damaged(Path(path), "a row is cut short")
-    splits = (
-        {"": frame}
-        if "split" not in frame
-        else {p: frame[frame["split"].eq(DEV) == (p == f"{DEV}_")] for p in ("", f"{DEV}_")}
-    )
+    splits = {"": test_rows(frame)} | ({f"{DEV}_": frame[frame["split"].eq(DEV)]} if "split" in frame else {})
     for prefix, part in splits.items():  # a curve with validation queries: the test rows, then the validation ones
         recorded = {k.removeprefix(prefix): v for k, v in metrics.items() if k.startswith(prefix)}
         rows = recorded.get("n_queries")

@@ -487,6 +487,12 @@ def lr_schedule(schedule: str, eval_steps: Sequence[int] | None) -> str:
     return schedule
 
 
+def items_per_step(params: Mapping[str, Any], processes: int = 1) -> int:
+    """The items an optimizer step of a notebook 05 run carries: ``batch_size * grad_accum`` on each of
+    its ``processes`` (``WORLD_SIZE``, results.json's ``env``; docs/scale-out.md)."""
+    return int(params["batch_size"]) * int(params.get("grad_accum") or 1) * processes
+
+
 def dataset_template(template: str, dataset: str) -> str:
     """``template`` as a template's name: a style (short, full) becomes ``dataset``'s (custom data
     takes ESCI's); a name is kept."""

@@ -32,6 +32,7 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
+from arrank.common.display import shown
 from arrank.common.params import CUSTOM_DOCIDS as DOCIDS
 from arrank.common.params import choice
 from arrank.data import prompts
@@ -51,7 +52,7 @@ def _text(row: dict, key: str, where: str) -> str:
     """``row[key]``: a non-empty string (or integer) of at most ``MAX_CHARS`` characters, checked."""
     value = row.get(key)
     if not isinstance(value, (str, int)) or str(value).strip() == "":
-        raise CustomDataError(f"{where} must be a non-empty string, got {value!r:.60}")
+        raise CustomDataError(f"{where} must be a non-empty string, got {shown(value)}")
     if len(str(value)) > MAX_CHARS:
         raise CustomDataError(f"{where} has {len(str(value)):,} characters, more than the {MAX_CHARS:,} allowed")
     return str(value)
@@ -85,7 +86,7 @@ def _query(line: str, where: str) -> dict[str, Any]:
     negative = None if row.get("negative") is None else _document(row["negative"], f"{where}: negative")
     ids = [d["id"] for d in docs] + ([negative["id"]] if negative else [])
     if len(set(ids)) != len(ids):
-        raise CustomDataError(f"{where}: field 'relevant'/'negative' lists a document id twice: {ids!r:.80}")
+        raise CustomDataError(f"{where}: field 'relevant'/'negative' lists a document id twice: {shown(ids)}")
     split = row.get("split")
     if split is not None and split not in SPLITS:
         raise CustomDataError(f"{where}: field 'split' is {split!r}; allowed: {list(SPLITS)} or absent")
@@ -119,7 +120,7 @@ def read_queries(path: Path | str, keep: bool = True) -> list[dict[str, Any]]:
             q = _query(line, f"{path}:{number}")
             if q["query_id"] in seen:
                 raise CustomDataError(
-                    f"{path}:{number}: field 'query_id' {q['query_id']!r:.80} repeats line {seen[q['query_id']]}"
+                    f"{path}:{number}: field 'query_id' {shown(q['query_id'])} repeats line {seen[q['query_id']]}"
                 )
             seen[q["query_id"]] = number
             for field in ("split", "negative"):
@@ -181,7 +182,7 @@ def trec_ids(queries: list[dict[str, Any]], names: dict[str, str]) -> tuple[dict
     for what, tokens in (("query_id", list(qids.values())), ("document id", list(docnos.values()))):
         if len(set(tokens)) < len(tokens):
             twice = pd.Series(tokens)[pd.Series(tokens).duplicated()].iloc[0]
-            raise CustomDataError(f"two {what}s are the TREC token {twice!r:.60} (whitespace as %XX): rename one")
+            raise CustomDataError(f"two {what}s are the TREC token {shown(twice)} (whitespace as %XX): rename one")
     return qids, docnos
 
 

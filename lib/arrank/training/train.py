@@ -17,7 +17,7 @@ import torch
 from arrank.common import processes
 from arrank.common.notices import notice
 from arrank.common.outputs import check_resume, record_resume_params
-from arrank.common.params import SAMPLINGS, TARGETS, ParamError, choice, lr_schedule, profile_values
+from arrank.common.params import SAMPLINGS, TARGETS, ParamError, choice, items_per_step, lr_schedule, profile_values
 from arrank.training import checkpoints as ckpt
 from arrank.training.encoding import docid_table, prompt_ids
 from arrank.training.packing import (
@@ -200,7 +200,7 @@ def check_step_fits(items: list[dict[str, Any]], hyper: dict[str, Any], layout: 
     """Refuse (``ParamError``) an optimizer step larger than the training data, before training: an
     epoch draws each of ``training_dataset``'s items or packed sequences once (weighted sampling: as
     many draws), shared by the processes (``WORLD_SIZE``), and the Trainer ends a step with its epoch,
-    so such a step trains one epoch while results.json, ``workbook.report.items_per_step`` and notebook
+    so such a step trains one epoch while results.json, ``params.items_per_step`` and notebook
     08's curves count ``batch_size * grad_accum`` items. ``steps = 0`` trains nothing and passes."""
     if hyper["steps"] == 0:
         return
@@ -209,7 +209,7 @@ def check_step_fits(items: list[dict[str, Any]], hyper: dict[str, Any], layout: 
     if batch * ga * procs <= n:
         return
     factors = f"batch_size={hyper['batch_size']} x grad_accum={ga}" + (f" x {procs} processes" if procs > 1 else "")
-    total = hyper["batch_size"] * ga * procs
+    total = items_per_step(hyper, procs)
     if layout == "per_query":
         fits, over = 0, hyper["batch_size"]  # the largest batch_size that fits with this grad_accum, by bisection
         while over - fits > 1:

@@ -12,7 +12,7 @@ from typing import Sequence
 import pandas as pd
 
 from arrank.common.outputs import DamagedResultsError, read_results, read_rows, run_path, test_rows, write_text_atomic
-from arrank.common.params import PAPER_ROWS, choice
+from arrank.common.params import PAPER_ROWS, choice, items_per_step
 from arrank.evaluation.metrics import short_columns
 from arrank.results.curve import SCHEDULE_TEXT
 from arrank.results.paper import PAPER
@@ -89,12 +89,6 @@ def per_query_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_roo
 CURVE_COLUMNS = [*PER_QUERY_COLUMNS[:2], "setting", PER_QUERY_COLUMNS[2], "step", "items", "epochs", "split"]
 CURVE_COLUMNS += PER_QUERY_COLUMNS[3:]  # split: test or dev (runs with a validation split; else absent)
 BUDGET_PARAMS = ("steps",)  # what a curve spans: left out of its variant label
-
-
-def items_per_step(params: dict, processes: int = 1) -> int:
-    """The items an optimizer step of a notebook 05 run carries: ``batch_size * grad_accum`` on each of
-    its ``processes`` (``WORLD_SIZE``, results.json's ``env``; docs/scale-out.md)."""
-    return int(params["batch_size"]) * int(params.get("grad_accum") or 1) * processes
 
 
 def curve_setting(params: dict, rows: pd.DataFrame, processes: int = 1) -> str:

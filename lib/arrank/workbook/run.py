@@ -169,7 +169,7 @@ def check_inputs(stem: str, resolved: dict[str, Any], outputs_root: Path | None 
         names = [r.name for r in outputs.finished_runs(of, outputs_root)]
         if resolved[key] != free and not any(fnmatch.fnmatchcase(n, resolved[key]) for n in names):
             raise ParamError(
-                f"{key}={resolved[key]!r:.80} matches no finished {of} run; finished: {names[-5:] or 'none'}"
+                f"{key}={shown(resolved[key])} matches no finished {of} run; finished: {names[-5:] or 'none'}"
             )
     for key in ("sweep", "curve_sweeps") if stem == "08_results" else ():
         for name in filter(None, resolved[key].split(",")):
@@ -237,6 +237,7 @@ class NotebookSaves:
         target = Path(path.removeprefix(self.SCHEME))
         try:
             outputs.write_text_atomic(target, buf)
+            self.unsaved.pop(str(target), None)  # a later whole save stands
         except OSError as err:
             free = shutil.disk_usage(target.parent).free
             why = f"{err.strerror or err}: it needed {len(buf.encode()):,} bytes, {free:,} were free"
