@@ -43,6 +43,10 @@ class Arrays:
     dev: np.ndarray
     test: np.ndarray
 
+    def chosen(self) -> np.ndarray:
+        """Each seed's chosen candidate (its index): the best mean of ``dev`` over the queries."""
+        return self.dev.mean(axis=2).argmax(axis=1)
+
 
 def has_validation(frame: pd.DataFrame) -> bool:
     """Whether a curve frame (``report.curve_frame``) holds validation rows (``split == "dev"``)."""
@@ -69,7 +73,6 @@ def arrays(frame: pd.DataFrame, variant: str, metrics: tuple[str, ...], queries:
         raise ValueError(f"no curve rows of the variant {variant!r}")
     candidates = sorted(set.intersection(*by_seed), key=lambda c: (c[1], c[0]))
     seeds = sorted(by_seed.index)
-    rows = rows[[(s, int(t)) in set(candidates) for s, t in zip(rows[curve.SETTING], rows["step"])]]
     if queries is not None:
         rows = rows[rows["query"].isin([*queries["test"], *queries[DEV]])]
     dev, test = rows[rows["split"].eq(DEV)], test_rows(rows)
@@ -95,22 +98,21 @@ def _counts(rng: np.random.Generator, n: int, batch: int) -> np.ndarray:
     return rng.multinomial(n, np.full(n, 1 / n), size=batch).astype(float)
 
 
-def _chosen_mean(x: Arrays, dev: np.ndarray, test: np.ndarray, seeds: np.ndarray | None, rechoose: bool) -> np.ndarray:
-    """Per resample, the mean over (resampled) seeds of the test mean at each seed's chosen candidate:
-    ``dev``/``test`` (seed, candidate, resample) means, ``seeds`` (resample, seed) indices (None: each once)."""
-    n_seeds, _, n = test.shape
-    choice = dev.argmax(axis=1) if rechoose else np.repeat(x.dev.mean(axis=2).argmax(axis=1)[:, None], n, axis=1)
+def _chosen_mean(x: Arrays, dev: np.ndarray, test: np.ndarray, seeds: np.ndarray, rechoose: bool) -> np.ndarray:
+    """Per resample, the mean over resampled seeds of the test mean at each seed's chosen candidate:
+    ``dev``/``test`` (seed, candidate, resample) means, ``seeds`` (resample, seed) indices."""
+    n = test.shape[2]
+    choice = dev.argmax(axis=1) if rechoose else np.repeat(x.chosen()[:, None], n, axis=1)
     picked = np.take_along_axis(test, choice[:, None, :], axis=1)[:, 0, :]  # (seed, resample)
-    seeds = np.tile(np.arange(n_seeds), (n, 1)) if seeds is None else seeds
     return picked[seeds, np.arange(n)[:, None]].mean(axis=1)
 
 
 def _difference(a: Arrays, b: Arrays, weight: float, dev: np.ndarray, test: np.ndarray, rng, rechoose: bool):
     """``a - weight * b`` of the sides' chosen means under the query draw counts ``dev`` and ``test``
-    (resample, query), shared by both sides (paired); ``rng``: the seeds resampled too (None: as they are)."""
+    (resample, query), shared by both sides (paired); ``rng`` resamples the seeds too."""
     out = []
     for x in (a, b):
-        seeds = None if rng is None else rng.integers(0, len(x.seeds), (len(dev), len(x.seeds)))
+        seeds = rng.integers(0, len(x.seeds), (len(dev), len(x.seeds)))
         out.append(_chosen_mean(x, _means(x.dev, dev), _means(x.test, test), seeds, rechoose))
     return out[0] - weight * out[1]
 
@@ -125,7 +127,7 @@ def chosen_finding(
     unless ``rechoose`` is False) and the p-value it implies; ``means``: the sides' chosen means."""
     queries = _shared_queries(frame, (claim.a, claim.b))
     a, b = (arrays(frame, v, claim.metrics, queries) for v in (claim.a, claim.b))
-    point = lambda x: float(x.test.mean(axis=2)[np.arange(len(x.seeds)), x.dev.mean(axis=2).argmax(axis=1)].mean())
+    point = lambda x: float(x.test.mean(axis=2)[np.arange(len(x.seeds)), x.chosen()].mean())
     est = point(a) - claim.weight * point(b)  # each seed at its best validation budget, as the data give it
     rng = np.random.default_rng(S.RNG_SEED)
     batches = [min(S.BATCH, n_resamples - k) for k in range(0, n_resamples, S.BATCH)]
@@ -153,10 +155,10 @@ def choices(frame: pd.DataFrame, variants: tuple[str, ...] = (curve.FRACTIONAL, 
         for variant in (v for v in variants if v in set(part["variant"])):
             x = arrays(part, variant, CHOICE)
             means = x.dev.mean(axis=2)
-            for i, seed in enumerate(x.seeds):
-                setting, step = x.candidates[int(means[i].argmax())]
+            for i, (seed, best) in enumerate(zip(x.seeds, x.chosen())):
+                setting, step = x.candidates[best]
                 at = part[(part[curve.SETTING] == setting) & (part["step"] == step)].iloc[0]
-                rows.append([data, variant, seed, setting, step, at["items"], at["epochs"], float(means[i].max())])
+                rows.append([data, variant, seed, setting, step, at["items"], at["epochs"], float(means[i, best])])
     return pd.DataFrame(rows, columns=CHOICE_COLUMNS)
 
 
