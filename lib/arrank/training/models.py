@@ -326,10 +326,11 @@ def pretrained_model(
         how = dict(max_seq_length=max_length, load_in_4bit=load_in_4bit, dtype=None, use_exact_model_name=exact)
         model, tokenizer = FastLanguageModel.from_pretrained(model_name=source, **how)
     else:
-        from peft import AutoPeftModelForCausalLM
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        model = on_accelerator((AutoPeftModelForCausalLM if peft else AutoModelForCausalLM).from_pretrained(source))
+        if peft:  # the base model adapter_config.json names, then the adapter
+            from peft import AutoPeftModelForCausalLM as AutoModelForCausalLM
+        model = on_accelerator(AutoModelForCausalLM.from_pretrained(source))
         tokenizer = AutoTokenizer.from_pretrained(source)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -369,20 +370,18 @@ LOADERS: dict[str, Callable[..., tuple]] = {
 
 
 def load_model(
-    model_name: str | Path, backend: str = "auto", max_length: int = 1024, load_in_4bit: bool = False, **tiny
-):
+    model_name: str | Path, backend: str = "auto", max_length: int = 1024, load_in_4bit: bool = False,
+    *, df=None, tokenizer_vocab: int = 2000, seed: int = 0,
+):  # fmt: skip
     """A model and its tokenizer, the one way to load either: the :data:`LOADERS` entry of its kind.
     A ``str`` is a notebook's ``model_name`` (``arrank.common.named_models.model_kind``); a ``Path`` is
     a model notebook 05 saved (``<run>/model``). ``"tiny"`` takes the keywords ``df`` (the ranking
     table its BPE is trained on), ``tokenizer_vocab`` and ``seed``; the other loaders ignore them.
     ``backend``, ``max_length`` and ``load_in_4bit`` are a loaded model's (Unsloth's sequence length
     and 4-bit base weights)."""
-    if unknown := sorted(set(tiny) - {"df", "tokenizer_vocab", "seed"}):
-        raise TypeError(
-            f"load_model got {unknown}: besides its own, it takes the tiny model's df, tokenizer_vocab, seed"
-        )
     kind = "trained" if isinstance(model_name, Path) else named_models.model_kind(model_name)
-    return LOADERS[kind](model_name, backend=backend, max_length=max_length, load_in_4bit=load_in_4bit, **tiny)
+    how = dict(backend=backend, max_length=max_length, load_in_4bit=load_in_4bit)
+    return LOADERS[kind](model_name, **how, df=df, tokenizer_vocab=tokenizer_vocab, seed=seed)
 
 
 def add_lora(model, backend: str, r: int, alpha: int, dropout: float, target_modules: str, seed: int = 0):
