@@ -70,6 +70,23 @@ def test_each_method_is_read_at_its_validation_best_budget():
     )
 
 
+def test_choices_choose_on_the_queries_the_finding_shares():
+    # NTP's step 10 is best on validation queries dev0-9, step 20 on all 20; a fractional run that lacks
+    # dev10-19 leaves dev0-9 shared, where chosen_finding chooses: the table names the same budget
+    same = {v: dict(zip(BUDGETS[:2], [0.7, 0.7])) for v in (curve.NTP, curve.FRACTIONAL)}
+    rows = frame(same, same, noise=0.0)
+    ntp_dev = (rows["variant"] == curve.NTP) & (rows["split"] == "dev")
+    first = rows["query"].isin([f"dev{q}" for q in range(10)])
+    recall = [f"r{k}" for k in (2, 3, 4, 5)]
+    for step, (a, b) in ((10, (0.8, 0.5)), (20, (0.7, 0.9))):
+        at = ntp_dev & (rows["step"] == step)
+        rows.loc[at & first, recall], rows.loc[at & ~first, recall] = a, b
+    partial = (rows["variant"] == curve.FRACTIONAL) & (rows["seed"] == 0) & (rows["split"] == "dev") & ~first
+    picks = chosen.choices(rows[~partial])
+    assert picks.loc[picks["variant"] == curve.NTP, "step"].tolist() == [10, 10, 10]
+    assert chosen.choices(rows).loc[lambda p: p["variant"] == curve.NTP, "step"].tolist() == [20, 20, 20]
+
+
 def test_the_interval_includes_a_choice_that_flips_inside_resamples():
     # NTP's two budgets are all but tied on validation and far apart on test: which one a resample picks
     # moves its estimate, so re-making the choice widens the interval

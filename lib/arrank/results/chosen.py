@@ -149,11 +149,14 @@ def chosen_finding(
 
 def choices(frame: pd.DataFrame, variants: tuple[str, ...] = (curve.FRACTIONAL, curve.NTP)) -> pd.DataFrame:
     """Each seed's chosen budget per variant and data setting: ``CHOICE_COLUMNS`` (``dev_mean``: its
-    validation mean R@2..R@5, a fraction), in the variants' order."""
+    validation mean R@2..R@5, a fraction), in the variants' order; chosen on the queries every run of
+    the variants shares, as ``chosen_finding`` chooses (a partial run narrows both alike)."""
     rows = []
     for data, part in data_settings(frame).items():
-        for variant in (v for v in variants if v in set(part["variant"])):
-            x = arrays(part, variant, CHOICE)
+        present = tuple(v for v in variants if v in set(part["variant"]))
+        queries = _shared_queries(part, present)  # the queries chosen_finding chooses on
+        for variant in present:
+            x = arrays(part, variant, CHOICE, queries)
             means = x.dev.mean(axis=2)
             for i, (seed, best) in enumerate(zip(x.seeds, x.chosen())):
                 setting, step = x.candidates[best]
