@@ -200,7 +200,7 @@ score_point = budgets.held_out_scorer(tok, df, P["eval_queries"] or None, ks, nu
 points = budgets.budget_callback(P["eval_steps"], hyper["steps"], curve_dir, score_point, model)
 with outputs.timed(timings, "train"):
     log = train.train(model, tok, items, hyper, checkpoints, seed=P["seed"], sampling=P["sampling"],
-                      packing=layout, precision=numerics.used, callbacks=[points])
+                      packing=layout, precision=numerics.used, callbacks=[points], record=P)
 timings["train"] = round(timings["train"] - points.seconds, 4)  # the mid-run scoring is timed apart
 timings["evaluate_budgets"] = round(points.seconds, 4)
 seen = train.queries_seen(items, hyper, P["seed"], P["sampling"], layout) or {}  # replayed: what the steps drew

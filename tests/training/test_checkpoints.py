@@ -60,7 +60,7 @@ def killed(data, tmp_path_factory):
     model, tok = _tiny(texts)
     items = train.training_items(df, tok, "indicator")
     with pytest.raises(KeyboardInterrupt):
-        train.train(model, tok, items, {**HYPER, "steps": 10}, folder, callbacks=[_Steps(stop=7)])
+        train.train(model, tok, items, {**HYPER, "steps": 10}, folder, callbacks=[_Steps(stop=7)], record=PARAMS)
     return folder, items, tok
 
 
@@ -170,10 +170,11 @@ def test_a_nan_stops_training_at_once_naming_the_step_and_the_last_good_checkpoi
 def test_steps_zero_leaves_no_checkpoints_folder(data, tmp_path):
     df, texts = data
     folder = tmp_path / ".checkpoints-zero"
-    assert train.resume_point(folder, PARAMS) == 0
-    assert (folder / "params.json").is_file()
+    folder.mkdir()  # an earlier start's folder, without checkpoints
+    assert train.resume_point(folder, PARAMS) == 0 and not (folder / "params.json").exists()
     model, tok = _tiny(texts)
-    log = train.train(model, tok, train.training_items(df, tok, "indicator"), {**HYPER, "steps": 0}, folder)
+    items = train.training_items(df, tok, "indicator")
+    log = train.train(model, tok, items, {**HYPER, "steps": 0}, folder, record=PARAMS)
     assert log.empty and not folder.exists()
 
 
@@ -227,7 +228,7 @@ def test_a_full_disk_cuts_a_save_short_and_the_rerun_resumes_from_the_last_good_
     model, tok = _tiny(texts)
     items = train.training_items(df, tok, "indicator")
     with pytest.raises(OSError) as err:
-        train.train(model, tok, items, HYPER, folder, callbacks=[FillAfterFirstSave()])
+        train.train(model, tok, items, HYPER, folder, callbacks=[FillAfterFirstSave()], record=PARAMS)
     assert str(err.value) == (
         f"[Errno 28] no space left on the device while writing checkpoint 4 in "
         f"{folder / 'checkpoint-4'}: free space (or set ARRANK_OUTPUTS to a larger "

@@ -95,33 +95,33 @@ def test_a_step_larger_than_the_training_data_is_refused_naming_what_fits():
         for r in (1, 2, 3)
     ]  # 4 queries x 3 ranks: 12 items, 4 packed sequences
     hyper = {"steps": 10, "batch_size": 4, "grad_accum": 3, "max_length": 64}
-    train.check_step_fits(items, hyper, "none", True)  # 12 items a step: one epoch, as recorded
+    train.training_dataset(items, hyper, "none", True)  # 12 items a step: one epoch, as recorded
     with pytest.raises(
         ParamError,
         match=r"^batch_size=5 x grad_accum=3 = 15 items a step, more than the 12 training items: each step "
         r"would train those 12 \(one epoch\) while results.json counts 15 items; give -p batch_size B -p grad_accum G with B x G at most 12$",
     ):
-        train.check_step_fits(items, {**hyper, "batch_size": 5}, "none", True)
+        train.training_dataset(items, {**hyper, "batch_size": 5}, "none", True)
     packed = {**hyper, "grad_accum": 1, "batch_size": 6}  # weighted: round(6 x 4 / sum of lambda 5.44) = 4 sequences
-    train.check_step_fits(items, packed, "per_query", True)
+    train.training_dataset(items, packed, "per_query", True)
     with pytest.raises(ParamError, match=r"= 7 items a step, 5 sequences packed per query, more than the 4 training "
                        r"sequences \(12 items\): .* give -p batch_size 6 or less with grad_accum 1$"):  # fmt: skip
-        train.check_step_fits(items, {**packed, "batch_size": 7}, "per_query", True)
+        train.training_dataset(items, {**packed, "batch_size": 7}, "per_query", True)
     with pytest.raises(ParamError, match=r"give -p batch_size 1 -p grad_accum 4 or less$"):
-        train.check_step_fits(items, {**packed, "grad_accum": 5}, "per_query", True)
-    train.check_step_fits(items, {**hyper, "batch_size": 4096, "steps": 0}, "none", True)  # zero-shot trains nothing
+        train.training_dataset(items, {**packed, "grad_accum": 5}, "per_query", True)
+    train.training_dataset(items, {**hyper, "batch_size": 4096, "steps": 0}, "none", True)  # zero-shot trains nothing
 
 
 def test_train_refuses_a_step_larger_than_the_data_and_leaves_no_checkpoints_folder(data, tmp_path):
-    """``train`` itself refuses such a step (``check_step_fits``), before the Trainer starts, and removes
-    the checkpoints folder that ``resume_point`` made for the fresh start."""
+    """``train`` itself refuses such a step (``check_step_fits``), before the Trainer starts and before
+    it records the run's parameters: no checkpoints folder is made."""
     df, texts = data
     model, tok = _tiny(texts)
     items = train.training_items(df, tok, "indicator")
     hyper = {**HYPER, "batch_size": len(items) + 1, "grad_accum": 1}
-    assert train.resume_point(tmp_path / "ckpt", {"steps": 20}) == 0 and (tmp_path / "ckpt").is_dir()
+    assert train.resume_point(tmp_path / "ckpt", {"steps": 20}) == 0
     with pytest.raises(ParamError, match=rf"^batch_size={len(items) + 1} x grad_accum=1 = .* \(one epoch\)"):
-        train.train(model, tok, items, hyper, tmp_path / "ckpt", packing="none")
+        train.train(model, tok, items, hyper, tmp_path / "ckpt", packing="none", record={"steps": 20})
     assert not (tmp_path / "ckpt").exists()
 
 
@@ -194,7 +194,9 @@ def test_kill_and_resume_trains_exactly_the_uninterrupted_run(data, tmp_path):
     assert train.resume_point(ckpt, params) == 0
     killed, _ = _tiny(texts)
     with pytest.raises(KeyboardInterrupt, match="after step 17"):
-        train.train(killed, tok, items, hyper, ckpt, seed=0, sampling="weighted", callbacks=[_StopAt(17)])
+        train.train(
+            killed, tok, items, hyper, ckpt, seed=0, sampling="weighted", callbacks=[_StopAt(17)], record=params
+        )
     assert train.resume_point(ckpt, params) == 15  # the real resume path: a fresh model, the checkpoint
     resumed, _ = _tiny(texts)
     log = train.train(resumed, tok, items, hyper, ckpt, seed=0, sampling="weighted")
@@ -239,7 +241,7 @@ def test_resuming_with_other_parameters_is_refused_and_destroys_nothing(data, tm
     model, tok = _tiny(texts)
     items = train.training_items(df, tok, "indicator")
     with pytest.raises(KeyboardInterrupt):
-        train.train(model, tok, items, hyper, ckpt, callbacks=[_StopAt(7)])
+        train.train(model, tok, items, hyper, ckpt, callbacks=[_StopAt(7)], record=before)
     after = {**before, "scheme": "fractional", "alpha": 3.0, "lr": 1e-4}
     with pytest.raises(ResumeError) as err:
         train.resume_point(ckpt, after)

@@ -330,13 +330,11 @@ def test_a_finished_run_made_with_other_parameters_stops_the_sweep_before_it_run
 
 def test_an_interrupted_point_whose_file_was_edited_is_refused_before_anything_runs(tmp_path, three, outputs_root):
     """For sweeps: the point 'three-alpha=2' was interrupted after a checkpoint
-    (its parameters recorded as notebook 05 records them, ``train.resume_point``); the file is
+    (its parameters recorded as notebook 05's ``train.train(record=...)`` records them); the file is
     then edited: the sweep refuses before running anything, naming the point and the values."""
-    from arrank.training import train
-
     point = three.points[1]
     folder = outputs.checkpoints_dir("05_train", point.run_name, outputs_root)
-    assert train.resume_point(folder, point.resolved) == 0
+    outputs.record_resume_params(folder, point.resolved)
     (folder / "checkpoint-300").mkdir()  # what the Trainer leaves (the check reads only the name)
     assert sweep.point_states(three, outputs_root) == ["missing"] * 3  # unchanged file: resumable
     changed = sweep.load_sweep(

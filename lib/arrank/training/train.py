@@ -156,14 +156,10 @@ def adafactor(model, lr: float):
 def resume_point(checkpoints: Path, params: dict[str, Any]) -> int:
     """The step an interrupted run resumes from (0 for a fresh start), after refusing checkpoints
     made with other parameters (``ResumeError``) and setting aside those that fail their manifest
-    (``checkpoints.usable_checkpoint``); a fresh start records ``params`` beside the checkpoints."""
+    (``checkpoints.usable_checkpoint``); ``train(record=params)`` records them at a fresh start."""
     check_resume(checkpoints, params)
     found = ckpt.usable_checkpoint(checkpoints, tidy=processes.is_main())
-    if found is None:
-        if processes.is_main():  # under several processes one writes; all resume from the same folder
-            record_resume_params(checkpoints, params)
-        return 0
-    return ckpt.step_of(found)
+    return 0 if found is None else ckpt.step_of(found)
 
 
 def packing_layout(packing: str, items: list[dict[str, Any]], model) -> str:
@@ -188,25 +184,28 @@ def training_dataset(
     items: list[dict[str, Any]], hyper: dict[str, Any], layout: str, weighted: bool
 ) -> tuple[list[dict[str, Any]], int, list[float]]:
     """What ``train`` samples from under a resolved ``layout`` (``"per_query"`` or ``"none"``): (the
-    items or packed sequences, sequences per device step, the weights a weighted draw uses)."""
+    items or packed sequences, sequences per device step, the weights a weighted draw uses); a step
+    larger than them is refused (``check_step_fits``)."""
     if layout == "per_query":
         dataset = pack_items(items, hyper["max_length"])
         batch = packed_batch_size(hyper["batch_size"], items, len(dataset), weighted)
-        return dataset, batch, sequence_weights(dataset)
-    return items, hyper["batch_size"], [item["weight"] for item in items]
+        built = dataset, batch, sequence_weights(dataset)
+    else:
+        built = items, hyper["batch_size"], [item["weight"] for item in items]
+    check_step_fits(items, hyper, layout, weighted, len(built[0]), built[1])
+    return built
 
 
-def check_step_fits(items: list[dict[str, Any]], hyper: dict[str, Any], layout: str, weighted: bool) -> None:
-    """Refuse (``ParamError``) an optimizer step larger than the training data, before training: an
-    epoch draws each of ``training_dataset``'s items or packed sequences once (weighted sampling: as
-    many draws), shared by the processes (``WORLD_SIZE``), and the Trainer ends a step with its epoch,
-    so such a step trains one epoch while results.json, ``params.items_per_step`` and notebook
-    08's curves count ``batch_size * grad_accum`` items. ``steps = 0`` trains nothing and passes."""
-    if hyper["steps"] == 0:
-        return
-    dataset, batch, _ = training_dataset(items, hyper, layout, weighted)
-    n, ga, procs = len(dataset), hyper["grad_accum"], processes.world_size()
-    if batch * ga * procs <= n:
+def check_step_fits(
+    items: list[dict[str, Any]], hyper: dict[str, Any], layout: str, weighted: bool, n: int, batch: int
+) -> None:
+    """Refuse (``ParamError``) an optimizer step larger than the ``n`` items or packed sequences it draws
+    ``batch`` of: an epoch draws each once (weighted sampling: as many draws), shared by the processes
+    (``WORLD_SIZE``), and the Trainer ends a step with its epoch, so such a step trains one epoch while
+    results.json, ``params.items_per_step`` and notebook 08's curves count ``batch_size * grad_accum``
+    items. ``steps = 0`` trains nothing and passes."""
+    ga, procs = hyper["grad_accum"], processes.world_size()
+    if hyper["steps"] == 0 or batch * ga * procs <= n:
         return
     factors = f"batch_size={hyper['batch_size']} x grad_accum={ga}" + (f" x {procs} processes" if procs > 1 else "")
     total = items_per_step(hyper, procs)
@@ -241,9 +240,11 @@ def train(
     callbacks: list | None = None,
     packing: str = "auto",
     precision: str = "fp32",
+    record: dict[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Train with STOICaL; resume from the newest checkpoint in ``checkpoints`` if there is one. A step
-    larger than the training data is refused first (``check_step_fits``).
+    larger than the training data is refused first (``check_step_fits``); a fresh start then records
+    the run's parameters ``record`` beside the checkpoints, so that a resume with others is refused.
 
     ``packing``: ``"auto"``, ``"per_query"`` or ``"none"`` (``packing_layout``). ``precision``: a
     resolved ``"fp32"`` or ``"bf16"`` (call ``precision.prepare_model`` first). Returns the training
@@ -255,19 +256,13 @@ def train(
     if not items:
         raise ValueError("no training items")
     if hyper["steps"] == 0:  # zero-shot: the model as loaded (its LoRA adapters are still zero)
-        if processes.is_main():  # nothing to resume: no .checkpoints-<name>/params.json left behind
+        if processes.is_main():  # nothing to resume: an earlier start's folder is not left behind
             ckpt.remove(checkpoints)
         return pd.DataFrame(columns=["step", "loss", "learning_rate", "grad_norm"])
     weighted = sampling == "weighted"
     pad = tokenizer.pad_token_id
     layout = packing_layout(packing, items, model)
-    try:
-        check_step_fits(items, hyper, layout, weighted)  # a step trains at most one epoch
-    except ParamError:
-        if processes.is_main() and not any(Path(checkpoints).glob("checkpoint-*")):
-            ckpt.remove(checkpoints)  # refused before training: no params.json left to resume
-        raise
-    dataset, batch, draw = training_dataset(items, hyper, layout, weighted)
+    dataset, batch, draw = training_dataset(items, hyper, layout, weighted)  # a step trains at most one epoch
     hyper = {**hyper, "batch_size": batch}
     share, why = prefix_support(model)
     print(f"shared prompt prefix: {'run once per batch' if share else 'off'} ({why})")
@@ -300,6 +295,8 @@ def train(
     trainer.sample_weights = draw if weighted else None
     trainer.precision_used = precision
     resume = ckpt.usable_checkpoint(checkpoints, tidy=processes.is_main())
+    if resume is None and record is not None and processes.is_main():  # one writes; all resume from it
+        record_resume_params(checkpoints, record)
     try:
         trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     finally:  # stopped by an error (a NaN, Ctrl-C): the progress bar ends here, not at the interpreter's exit
