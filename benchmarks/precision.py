@@ -293,9 +293,7 @@ def auto_line(base, out: dict, scoring: dict[str, float] | None) -> None:
 
     cfg = base.config
     cache = Path(tempfile.mkdtemp()) / "probe.json"
-    got = precision.resolve_precision(
-        "auto", "cpu", None, cfg.hidden_size, getattr(cfg, "intermediate_size", None), cache
-    )
+    got = precision.resolve_precision("auto", "cpu", cfg.hidden_size, getattr(cfg, "intermediate_size", None), cache)
     p = got.probe
     probe = f"probe: fp32 {p['fp32_ms']:.2f} ms, bf16 {p['bf16_ms']:.2f} ms in {p['probe_s']:.2f} s; " if p else ""
     print(f"  auto -> {got.used}: {probe}{got.reason}")
@@ -436,7 +434,7 @@ def probe_study(widths: list[str]) -> None:
     for width in widths:
         hidden, inner = (int(x) for x in width.split("x"))
         p = precision.cpu_probe(precision.probe_shapes(hidden, inner), cache)  # timed even where auto skips it
-        got = precision.resolve_precision("auto", "cpu", None, hidden, inner, cache)
+        got = precision.resolve_precision("auto", "cpu", hidden, inner, cache)
         print(
             f"  {p['shapes']:32s} fp32 {p['fp32_ms']:8.2f} ms  bf16 {p['bf16_ms']:8.2f} ms  "
             f"bf16 speed-up {p['bf16_speedup']:5.2f}x  probe {p['probe_s']:5.2f} s  -> {got.used}"

@@ -6,6 +6,7 @@ and a tiny model that still learns its task when trained in bf16."""
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 import torch
@@ -72,7 +73,6 @@ def test_probe_is_cached_per_cpu_flags_torch_threads_and_shapes(tmp_path, monkey
     model, bf16 flags, torch version, thread count and shapes; another thread count, shape, flag set
     (a virtual machine that hides AMX) or torch version is probed anew; an unreadable cache file is
     probed over and rewritten."""
-    import json
 
     cache = tmp_path / "sub" / "probe.json"
     calls = fake_probe(monkeypatch, 0.004, 0.002)
@@ -108,13 +108,21 @@ def test_probe_is_cached_per_cpu_flags_torch_threads_and_shapes(tmp_path, monkey
     assert len(json.loads(cache.read_text())) == 1
 
 
+def on_cpu(monkeypatch, *flags: str) -> None:
+    """This CPU read as one with ``flags`` (``precision.cpu_capabilities``, its name kept): the bf16
+    check and the probe cache's key both see them, as on a CPU of that kind."""
+    name = precision.cpu_model()
+    monkeypatch.setattr(precision, "cpu_capabilities", lambda: {"cpu_name": name, **dict.fromkeys(flags, True)})
+
+
 def test_auto_on_a_cpu_follows_the_probe_where_it_has_bf16(tmp_path, monkeypatch):
     """auto on a CPU with bf16 instructions: what the probe measured decides (AVX512-BF16 alone does
     not make bf16 faster); the probe's figures go to results.json through ``record()``; a CPU
     without bf16 instructions (bf16 emulated), a model narrower than AUTO_MIN_HIDDEN, or of unknown
     width keeps fp32 without probing; CUDA keeps its rule (native bf16), with no probe."""
     fake_probe(monkeypatch, 0.0051, 0.01)  # the Intel Xeon with AVX512-BF16 and no AMX: 0.51x
-    slow = precision.resolve_precision("auto", "cpu", {"avx512_bf16"}, 576, 1536, tmp_path / "probe.json")
+    on_cpu(monkeypatch, "avx512_bf16")
+    slow = precision.resolve_precision("auto", "cpu", 576, 1536, tmp_path / "probe.json")
     assert slow.used == "fp32" and slow.requested == "auto"
     assert slow.reason == "auto: bf16 ran the model's matmuls at 0.51x fp32's speed on this CPU, below 1.1x"
     assert slow.record() == {
@@ -128,27 +136,34 @@ def test_auto_on_a_cpu_follows_the_probe_where_it_has_bf16(tmp_path, monkeypatch
         "precision_probe_cached": False,
     }
     fake_probe(monkeypatch, 0.01, 0.0045)  # AMX-like: bf16 well ahead
-    for flags in ({"amx_bf16"}, {"avx512_bf16", "amx_bf16"}):
-        got = precision.resolve_precision("auto", "cpu", flags, 576, 1536, tmp_path / "fast.json")
+    for flags in (["amx_bf16"], ["avx512_bf16", "amx_bf16"], ["amx_bf16"]):
+        on_cpu(monkeypatch, *flags)
+        got = precision.resolve_precision("auto", "cpu", 576, 1536, tmp_path / "fast.json")
         assert got.used == "bf16" and got.reason.startswith("auto: bf16 ran the model's matmuls at 2.22x")
-    assert got.record()["precision_probe_cached"] is True
+    assert got.record()["precision_probe_cached"] is True  # each CPU kind probed once, under its own flags
+    assert [k.split(" | ")[1] for k in json.loads((tmp_path / "fast.json").read_text())] == [
+        "amx_bf16",
+        "avx512_bf16+amx_bf16",
+    ]
     calls = fake_probe(monkeypatch, 0.01, 0.001)  # no probe below: bf16 would look 10x faster
-    emulated = precision.resolve_precision("auto", "cpu", {"avx2", "avx512f"}, 576, 1536, tmp_path / "t")
+    on_cpu(monkeypatch, "avx2", "avx512f")
+    emulated = precision.resolve_precision("auto", "cpu", 576, 1536, tmp_path / "t")
     assert emulated.used == "fp32" and emulated.probe is None
     assert (
         emulated.reason == "auto: CPU has neither avx512_bf16 nor amx_bf16 (bf16 would be emulated, slower than fp32)"
     )
-    tiny = precision.resolve_precision("auto", "cpu", {"avx512_bf16"}, hidden_size=128, cache_file=tmp_path / "t")
+    on_cpu(monkeypatch, "avx512_bf16")
+    tiny = precision.resolve_precision("auto", "cpu", hidden_size=128, cache_file=tmp_path / "t")
     assert tiny.used == "fp32" and "hidden size 128 is below 512" in tiny.reason and tiny.probe is None
     assert tiny.record() == {"precision_used": "fp32", "precision_reason": tiny.reason}
-    unknown = precision.resolve_precision("auto", "cpu", {"amx_bf16"}, cache_file=tmp_path / "t")
+    unknown = precision.resolve_precision("auto", "cpu", cache_file=tmp_path / "t")
     assert unknown.used == "fp32" and "no hidden size" in unknown.reason
     cuda = precision.resolve_precision("auto", "cuda", hidden_size=576, cache_file=tmp_path / "t")
     assert cuda.probe is None and cuda.reason.startswith("auto: ")
     assert (cuda.used == "bf16") == (torch.cuda.is_available() and torch.cuda.is_bf16_supported(False))
     assert calls == [] and not (tmp_path / "t").exists()
-    assert precision.resolve_precision("fp32", "cpu", {"avx512_bf16"}, 576).used == "fp32"
-    assert precision.resolve_precision("bf16", "cpu", {"avx512_bf16"}, hidden_size=128).used == "bf16"  # asked
+    assert precision.resolve_precision("fp32", "cpu", 576).used == "fp32"
+    assert precision.resolve_precision("bf16", "cpu", hidden_size=128).used == "bf16"  # asked
 
 
 def test_auto_on_this_cpu_is_what_its_real_probe_measured(tmp_path):
@@ -156,7 +171,7 @@ def test_auto_on_this_cpu_is_what_its_real_probe_measured(tmp_path):
     where the CPU has bf16 instructions; where it has none auto keeps fp32 unprobed, and the probe
     confirms why (bf16 emulated: an AMD EPYC without them ran these shapes at 0.14x fp32 at one
     thread)."""
-    got = precision.resolve_precision("auto", "cpu", None, 576, 1536, tmp_path / "probe.json")
+    got = precision.resolve_precision("auto", "cpu", 576, 1536, tmp_path / "probe.json")
     probe = precision.cpu_probe(precision.probe_shapes(576, 1536), tmp_path / "probe.json")
     assert probe["fp32_ms"] > 0 and probe["bf16_ms"] > 0
     if precision.cpu_bf16_flags():
@@ -166,13 +181,15 @@ def test_auto_on_this_cpu_is_what_its_real_probe_measured(tmp_path):
         assert got.used == "fp32" and got.probe is None and probe["bf16_speedup"] < 1, probe
 
 
-def test_bf16_where_unsupported_is_refused_in_one_line():
+def test_bf16_where_unsupported_is_refused_in_one_line(monkeypatch):
+    on_cpu(monkeypatch, "avx2", "avx512f")
     with pytest.raises(ValueError) as err:
-        precision.resolve_precision("bf16", "cpu", {"avx2", "avx512f"})
+        precision.resolve_precision("bf16", "cpu")
     message = str(err.value)
     assert "\n" not in message and "precision='bf16' is not supported here" in message
     assert "neither avx512_bf16 nor amx_bf16" in message and "precision='auto' or 'fp32'" in message
-    assert precision.resolve_precision("bf16", "cpu", {"avx512_bf16"}).used == "bf16"
+    on_cpu(monkeypatch, "avx512_bf16")
+    assert precision.resolve_precision("bf16", "cpu").used == "bf16"
     with pytest.raises(ValueError, match=r"precision='fp16' is not allowed; choose one of \['auto', 'fp32', 'bf16'\]"):
         precision.resolve_precision("fp16")
     with pytest.raises(ValueError, match="not resolved"):

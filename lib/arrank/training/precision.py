@@ -60,15 +60,14 @@ def cpu_model() -> str:
     return cpu_capabilities().get("cpu_name") or platform.processor() or "unknown CPU"
 
 
-def cpu_bf16_flags(flags: set[str] | None = None) -> list[str]:
-    """The flags of ``CPU_BF16_FLAGS`` among ``flags`` (default: the CPU's, :func:`cpu_capabilities`)."""
-    have = cpu_capabilities() if flags is None else dict.fromkeys(flags, True)
-    return [f for f in CPU_BF16_FLAGS if have.get(f)]
+def cpu_bf16_flags() -> list[str]:
+    """The flags of ``CPU_BF16_FLAGS`` the CPU has (:func:`cpu_capabilities`)."""
+    return [f for f in CPU_BF16_FLAGS if cpu_capabilities().get(f)]
 
 
-def bf16_support(device: str = "cpu", flags: set[str] | None = None) -> tuple[bool, str]:
+def bf16_support(device: str = "cpu") -> tuple[bool, str]:
     """(whether ``device`` runs bf16 matmuls natively, the evidence in words): CPU flags avx512_bf16 or
-    amx_bf16 (``flags``, default what :func:`cpu_capabilities` finds); CUDA without emulation."""
+    amx_bf16 (:func:`cpu_bf16_flags`); CUDA without emulation."""
     if device == "cuda":
         if not torch.cuda.is_available():
             return False, "no CUDA GPU"
@@ -76,7 +75,7 @@ def bf16_support(device: str = "cpu", flags: set[str] | None = None) -> tuple[bo
         return ok, f"CUDA GPU {torch.cuda.get_device_name()} {'supports bf16' if ok else 'has no native bf16'}"
     if device != "cpu":
         raise ValueError(f"device={device!r} is not allowed; choose 'cpu' or 'cuda'")
-    found = cpu_bf16_flags(flags)
+    found = cpu_bf16_flags()
     if found:
         return True, f"CPU has {' and '.join(found)}"
     return False, f"CPU has neither {' nor '.join(CPU_BF16_FLAGS)} (bf16 would be emulated, slower than fp32)"
@@ -185,7 +184,6 @@ def cpu_probe(shapes: list[tuple[int, int, int]], cache_file: Path | None = None
 def resolve_precision(
     requested: str,
     device: str | None = None,
-    flags: set[str] | None = None,
     hidden_size: int | None = None,
     intermediate_size: int | None = None,
     cache_file: Path | None = None,
@@ -200,7 +198,7 @@ def resolve_precision(
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     if requested == "fp32":
         return Precision(requested, "fp32", "asked for fp32")
-    ok, why = bf16_support(device, flags)
+    ok, why = bf16_support(device)
     if requested == "bf16" and not ok:
         raise ValueError(f"precision='bf16' is not supported here: {why}; use precision='auto' or 'fp32'")
     if requested == "bf16":
