@@ -59,6 +59,7 @@ def test_the_work_call_checks_scoring_runs_each_protocol_sweep_and_packs_what_08
         "pretrained_protocol_cosine_gpu",
         "pretrained_protocol_cosine_gpu_3epochs",
         "pretrained_protocol_cosine_gpu_half",
+        "pretrained_protocol_lr_gpu",
     ]
     sweeps = []
     for gpu_sweep in PROTOCOL:  # copies: a failed check writes a _one_query twin beside each
@@ -66,12 +67,11 @@ def test_the_work_call_checks_scoring_runs_each_protocol_sweep_and_packs_what_08
         sweeps[-1].write_text(rehearsal(gpu_sweep))
     from arrank.workbook import sweep
 
-    # the cosine sweeps differ in their budgets alone: the first one runs for all three
-    cosine = [[{k: v for k, v in p.resolved.items() if k not in ("steps", "run_name")} for p in sweep.load_sweep(s).points]
-              for s in sweeps[1:]]  # fmt: skip
-    assert cosine[0][:2] == cosine[0][2:] == cosine[1] == cosine[2] and {p["lr_schedule"] for p in cosine[0]} == {
-        "cosine"
-    }
+    # the cosine sweeps differ in their budgets (and the last in its rates) alone: the first one runs for all four
+    cosine = [[{k: v for k, v in p.resolved.items() if k not in ("steps", "run_name", "lr")} for p in
+               sweep.load_sweep(s).points] for s in sweeps[1:]]  # fmt: skip
+    assert cosine[0][:2] == cosine[0][2:] == cosine[1] == cosine[2] == cosine[3][:2] == cosine[3][2:]
+    assert {p["lr_schedule"] for p in cosine[0]} == {"cosine"}
     sweeps = sweeps[:2]
     env = {
         **os.environ,

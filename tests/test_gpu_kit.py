@@ -265,6 +265,10 @@ def test_the_protocol_sweeps_train_the_committed_curves_runs_to_each_budget_with
     assert fractions == {"cosine": [69 / 139, 1, 2, 3], "constant": [69 / 139, 1, 2]}
     assert all(len(v) == len(fractions[k]) * 6 for k, v in budgets.items())  # both methods, three seeds each
     assert "gpu/pretrained_protocol_cosine_gpu.yaml" in kit.WORK and "SEQUENTIAL=1" in kit.work(("a", "b"), True)
+    cosine = {(q["scheme"], q["seed"]): q for q in _gpu_points(tmp_path, "pretrained_protocol_cosine_gpu.yaml")}
+    rates = _gpu_points(tmp_path, "pretrained_protocol_lr_gpu.yaml")  # part 1's one-epoch runs at other rates
+    assert sorted({q["lr"] for q in rates} | {cosine["indicator", 0]["lr"]}) == [2e-4, 5e-4, 1e-3] and len(rates) == 12
+    assert all(q["steps"] == epoch and _same_but(q, cosine[q["scheme"], q["seed"]], "lr", "steps") for q in rates)
 
 
 def test_the_small_batch_gpu_curve_is_the_cpu_curve_with_three_seeds(tmp_path):

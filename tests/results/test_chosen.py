@@ -70,6 +70,21 @@ def test_each_method_is_read_at_its_validation_best_budget():
     )
 
 
+def test_a_learning_rate_other_than_the_profiles_is_one_more_candidate():
+    # runs at lr 0.001 beside the profile's rate: one data setting, the rate chosen with the budget
+    faster = f"{COSINE}{curve.LR_TEXT}0.001"
+    assert curve.data_setting(faster) == curve.data_setting(COSINE) == "64 items a step, 30 held-out queries"
+    assert [curve.choice_text(s) for s in (faster, CONSTANT, "4 items a step, 9 held-out queries")] == [
+        "cosine, lr 0.001", "constant", ""
+    ]  # fmt: skip
+    budgets = [(COSINE, 10), (faster, 10)]
+    dev = {curve.NTP: dict(zip(budgets, [0.7, 0.8])), curve.FRACTIONAL: dict(zip(budgets, [0.8, 0.7]))}
+    picks = chosen.choices(frame(dev, dev))
+    assert chosen.choices_text(picks) == (
+        f"{curve.FRACTIONAL}: step 10 cosine (3 of 3 seeds); {curve.NTP}: step 10 cosine, lr 0.001 (3 of 3 seeds)"
+    )
+
+
 def test_choices_choose_on_the_queries_the_finding_shares():
     # NTP's step 10 is best on validation queries dev0-9, step 20 on all 20; a fractional run that lacks
     # dev10-19 leaves dev0-9 shared, where chosen_finding chooses: the table names the same budget

@@ -189,6 +189,25 @@ def test_curve_rows_of_a_sweep_carry_the_variant_without_the_budget(tmp_path, ou
     assert empty.empty and list(empty.columns) == report.CURVE_COLUMNS
 
 
+def test_a_learning_rate_other_than_the_profiles_is_named_in_the_setting_not_the_variant(tmp_path, outputs_root):
+    """A sweep over ``lr``: one variant, a setting per rate (the profile's rate unnamed), never pooled."""
+    path = tmp_path / "rates.yaml"
+    path.write_text("notebook: 05_train\nfixed: {profile: quick, steps: 10}\ngrid: {lr: [0.002, 0.0005]}\n")
+    s = sweep.load_sweep(path)
+    rows = make_curve({2: 0.1})
+    for point in s.points:
+        run_dir = outputs.run_path(s.notebook, point.run_name, outputs_root)
+        run_dir.mkdir(parents=True)
+        outputs.write_results(run_dir, s.notebook, point.resolved, {"n_queries": 40}, {})
+        mine = rows[(rows["variant"] == NTP) & (rows["seed"] == 0)].drop(columns=["point", "variant", "seed"])
+        mine.to_csv(run_dir / "curve_per_query.csv", index=False)
+    got = report.curve_frame(s, report.collect(s))
+    per_step = s.points[0].resolved["batch_size"]
+    assert got["variant"].unique().tolist() == [NTP] and got.groupby("setting", sort=False).size().tolist() == [40, 40]
+    assert got["setting"].unique().tolist() == [f"{per_step:,} items a step, 40 held-out queries{suffix}"
+                                                for suffix in ("", f"{curve.LR_TEXT}0.0005")]  # fmt: skip
+
+
 def test_a_run_on_several_processes_counts_the_items_of_them_all(tmp_path, outputs_root, monkeypatch):
     """N processes of ``batch_size`` B train steps of N x B items (docs/scale-out.md): results.json
     records the processes (``WORLD_SIZE``) and the curve's setting counts them."""

@@ -2,10 +2,10 @@
 Table 1's central claim, fractional λ(r) = 1/r^2 above NTP at R@2..R@5, decided once per method's best
 budget rather than at every budget on the same test queries).
 
-The protocol: per method and seed, the budget (and schedule, where runs of both are offered) with the
-best validation mean R@2..R@5 (``CHOICE``, the central claim's quantity) is that run's checkpoint; the
+The protocol: per method and seed, the budget (and schedule and learning rate, where runs of several are
+offered) with the best validation mean R@2..R@5 (``CHOICE``, the central claim's quantity) is that run's checkpoint; the
 test queries are read once, at the chosen checkpoints, and each claim of ``curve.COMPARISONS`` is decided
-there. The candidates are the curve rows of one setting apart from its schedule (``curve.data_setting``):
+there. The candidates are the curve rows of one setting but for schedule and rate (``curve.data_setting``):
 the same items a step and the same test and validation queries, so that a choice never mixes query sets.
 
 The interval includes the choice: a percentile bootstrap that resamples the seeds of each method, the
@@ -198,12 +198,12 @@ def findings_frame(found: list[tuple[str, Finding]]) -> pd.DataFrame:
 
 
 def choices_text(picks: pd.DataFrame) -> str:
-    """``choices``' rows in words: ``NTP: step 139 (cosine to each budget) in 2 of 3 seeds, ...``."""
+    """``choices``' rows in words: ``NTP: step 139 cosine (2 of 3 seeds), step 69 cosine, lr 0.001 (1 of 3
+    seeds); ...`` (``curve.choice_text``)."""
     parts = []
     for variant, rows in picks.groupby("variant", sort=False):
         at = rows.groupby(["step", "setting"], sort=False).size()
-        schedule = lambda setting: next((k for k, t in curve.SCHEDULE_TEXT.items() if setting.endswith(t)), "")
-        where = ", ".join(f"step {step}{f' {schedule(st)}' if schedule(st) else ''} ({n} of {len(rows)} seeds)"
+        where = ", ".join(f"step {step} {curve.choice_text(st)}".rstrip() + f" ({n} of {len(rows)} seeds)"
                           for (step, st), n in at.items())  # fmt: skip
         parts.append(f"{variant}: {where}")
     return "; ".join(parts)

@@ -40,14 +40,25 @@ SETTING = "setting"  # what a run's numbers are comparable within (report.curve_
 # a run with validation queries names its schedule after its setting: Appendix B's cosine decays to the run's
 # last step (one run per budget); a constant rate reads every budget off one run
 SCHEDULE_TEXT = {"cosine": ", cosine to each budget", "constant": ", constant rate"}
+LR_TEXT = ", lr "  # then a learning rate other than the profile's: runs of two rates never pool
 
 
 def data_setting(setting: str) -> str:
-    """A setting without its schedule (``SCHEDULE_TEXT``): the items a step and the held-out queries that
-    runs of both schedules share, among which a budget is chosen on validation (``results.chosen``)."""
+    """A setting without its schedule (``SCHEDULE_TEXT``) and learning rate (``LR_TEXT``): the items a step
+    and the held-out queries that runs of either share, among which a budget is chosen on validation
+    (``results.chosen``)."""
+    setting = setting.split(LR_TEXT)[0]
     for text in SCHEDULE_TEXT.values():
         setting = setting.removesuffix(text)
     return setting
+
+
+def choice_text(setting: str) -> str:
+    """What a setting adds to its data setting, short: ``cosine``, ``constant, lr 0.0002``, or ``""``."""
+    rest = setting[len(data_setting(setting)) :]
+    for key, text in SCHEDULE_TEXT.items():
+        rest = rest.replace(text, f", {key}")
+    return rest.removeprefix(", ")
 
 
 CENTRAL = Claim("central", table1.CENTRAL, "fractional α=2 − NTP, mean R@2..R@5", FRACTIONAL, NTP, recall(2, 3, 4, 5))

@@ -11,10 +11,11 @@ from typing import Sequence
 
 import pandas as pd
 
+from arrank.common.display import number_text
 from arrank.common.outputs import DamagedResultsError, read_results, read_rows, run_path, test_rows, write_text_atomic
-from arrank.common.params import PAPER_ROWS, choice, items_per_step
+from arrank.common.params import PAPER_ROWS, choice, items_per_step, profile_values
 from arrank.evaluation.metrics import short_columns
-from arrank.results.curve import SCHEDULE_TEXT
+from arrank.results.curve import LR_TEXT, SCHEDULE_TEXT
 from arrank.results.paper import PAPER
 from arrank.results.tables import metric_columns, sweep_profile, variant_label
 from arrank.workbook.sweep import Sweep, point_states, results_path
@@ -88,7 +89,7 @@ def per_query_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_roo
 
 CURVE_COLUMNS = [*PER_QUERY_COLUMNS[:2], "setting", PER_QUERY_COLUMNS[2], "step", "items", "epochs", "split"]
 CURVE_COLUMNS += PER_QUERY_COLUMNS[3:]  # split: test or dev (runs with a validation split; else absent)
-BUDGET_PARAMS = ("steps",)  # what a curve spans: left out of its variant label
+BUDGET_PARAMS = ("steps", "lr")  # what a curve spans, and the rate its setting names: left out of the variant label
 
 
 def curve_setting(params: dict, rows: pd.DataFrame, processes: int = 1) -> str:
@@ -96,10 +97,13 @@ def curve_setting(params: dict, rows: pd.DataFrame, processes: int = 1) -> str:
     2,000 held-out queries`` (``items_per_step``; the distinct test queries its ``curve_per_query.csv``
     scored, the held-out set it is), then for a run with a validation split its schedule, ``, cosine to
     each budget`` or ``, constant rate`` (Appendix B's cosine decays to the run's last step: one run per
-    budget; a constant rate reads every budget off one run)."""
+    budget; a constant rate reads every budget off one run), then a learning rate other than its profile's,
+    ``, lr 0.0002``: two rates never pool, and a budget chosen on validation chooses among them too."""
     held_out = test_rows(rows)["query"].nunique()
     setting = f"{items_per_step(params, processes):,} items a step, {held_out:,} held-out queries"
-    return setting + (SCHEDULE_TEXT[params.get("lr_schedule", "cosine")] if "split" in rows else "")
+    setting += SCHEDULE_TEXT[params.get("lr_schedule", "cosine")] if "split" in rows else ""
+    lr, usual = params.get("lr"), profile_values("05_train", params.get("profile", "quick"))["lr"]
+    return setting + (f"{LR_TEXT}{number_text(lr)}" if lr not in (None, usual) else "")
 
 
 def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: Path | None = None) -> pd.DataFrame:
