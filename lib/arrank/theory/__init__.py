@@ -11,7 +11,6 @@ experiments. The proofs are in Appendix A. The public functions are importable f
 
 from arrank.theory.capacity import (
     count_distance_permutations,
-    de_fraction_realisable,
     exact_min_dimension,
     log10_de_fraction_realisable,
     monte_carlo_distance_permutations,
