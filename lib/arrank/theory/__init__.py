@@ -20,7 +20,6 @@ from arrank.theory.capacity import (
     skala_count,
     stirling1_unsigned_row,
 )
-from arrank.theory.orderings import LP_MARGIN_TOL, MAX_EXACT_K
 from arrank.theory.rank_condition import (
     affine_counterexample,
     augmented_rank,
