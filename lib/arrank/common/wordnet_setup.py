@@ -80,16 +80,14 @@ def lexnames_from_manpage(text: str) -> list[str]:
     return lines
 
 
-def install_from_debian(
-    source: Path = DEBIAN_WORDNET, manpage: Path = DEBIAN_LEXNAMES_MAN, dest_root: Path = NLTK_DATA
-) -> Path:
+def install_from_debian(source: Path = DEBIAN_WORDNET, dest_root: Path = NLTK_DATA) -> Path:
     """Copy Debian's WordNet 3.0 files into ``dest_root/corpora/wordnet`` with a generated lexnames,
     through a temporary folder renamed into place (``outputs.staged_folder``: an interrupted copy
     never looks complete)."""
     if missing := [f for f in ("data.noun", "index.noun", "index.sense") if not (source / f).exists()]:
         raise WordNetMissingError(f"{source} lacks {missing}.\n{HOW_TO}")
-    if not manpage.exists():
-        raise WordNetMissingError(f"the lexnames manual page {manpage} is missing.\n{HOW_TO}")
+    if not DEBIAN_LEXNAMES_MAN.exists():
+        raise WordNetMissingError(f"the lexnames manual page {DEBIAN_LEXNAMES_MAN} is missing.\n{HOW_TO}")
     from arrank.common.outputs import staged_folder
 
     dest = dest_root / "corpora" / "wordnet"
@@ -97,7 +95,7 @@ def install_from_debian(
         for f in source.iterdir():
             if f.is_file():
                 shutil.copy2(f, tmp / f.name)
-        manual = gzip.decompress(manpage.read_bytes()).decode("utf-8", errors="replace")
+        manual = gzip.decompress(DEBIAN_LEXNAMES_MAN.read_bytes()).decode("utf-8", errors="replace")
         (tmp / "lexnames").write_text("\n".join(lexnames_from_manpage(manual)) + "\n")
     return dest
 

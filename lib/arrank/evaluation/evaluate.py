@@ -199,9 +199,7 @@ def decode_held_out(
     records: list[dict[str, Any]],
     k: int,
     limit: int | None = None,
-    progress: bool = True,
     precision: str = "fp32",
-    query_batch: int | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """Greedy decoding and beam search (``decoding``) on the first ``limit`` held-out queries with
     at least ``k`` relevant docIDs, over the scorer's candidates, in a resolved ``precision``.
@@ -221,7 +219,7 @@ def decode_held_out(
     from arrank.training.precision import inference
 
     out = []
-    for row in tqdm(rows, desc=f"decoding (greedy, beam k={k})", unit="query", disable=not progress):
+    for row in tqdm(rows, desc=f"decoding (greedy, beam k={k})", unit="query"):
         cands, gold = candidates(row), list(row["relevant"])
         with inference(model, precision):
             greedy = decoding.greedy_decode(model, tokenizer, row["prompt"], cands)

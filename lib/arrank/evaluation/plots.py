@@ -92,9 +92,7 @@ def per_rank_reading(curve: pd.DataFrame) -> str:
     return " ".join(lines)
 
 
-def violations_figure(
-    records: list[dict[str, Any]], examples: pd.DataFrame, scale: str = "", title: str = "Worst constraint violations"
-):
+def violations_figure(records: list[dict[str, Any]], examples: pd.DataFrame, scale: str = ""):
     """Every candidate's score for the queries of ``evaluate.violation_examples``: relevant
     docIDs coloured by gold rank (one ordered scale for all), the negative as a red cross above some positive."""
     import plotly.graph_objects as go
@@ -122,6 +120,7 @@ def violations_figure(
         text=[r["negative"] for r in shown],
         hovertemplate="negative %{text}: %{x:.3f}",
     )
+    title = "Worst constraint violations"
     display.style(fig, display.subtitle(title, scale) if scale else title)
     fig.update_layout(xaxis_title="score (mean token log-probability)", yaxis_title="query")
     return fig

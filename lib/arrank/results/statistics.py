@@ -147,12 +147,11 @@ def _bca(estimate: float, dist: np.ndarray, arrays: Sequence[np.ndarray]) -> Rep
 def bootstrap_replicates(
     samples: Sequence[np.ndarray],
     paired: bool,
-    level: float = LEVEL,
     n_resamples: int = N_RESAMPLES,
     seed: int = RNG_SEED,
 ) -> tuple[float, float, float, Replicates]:
     """(estimate, low, high, replicates): the mean of one sample, or the difference of the means of two
-    independent samples, with its BCa bootstrap interval at ``level`` (``scipy.stats.bootstrap``; data
+    independent samples, with its BCa bootstrap interval at ``LEVEL`` (``scipy.stats.bootstrap``; data
     with no spread, every value equal, give the point itself as the interval) and the replicates it was
     read from, from which ``Replicates.interval`` reads the same construction at any
     other level without resampling. One sample (a paired comparison, a mean) is resampled here as
@@ -175,7 +174,7 @@ def bootstrap_replicates(
         x = arrays[0]  # the same resamples as scipy's, each mean over its gathered values
         dist = np.concatenate([np.mean(x[i], axis=-1) for i in _resample_indices(len(x), n_resamples, seed)])
         reps = _bca(estimate, dist, arrays)
-        lo, hi = reps.interval(level)
+        lo, hi = reps.interval(LEVEL)
         if math.isfinite(lo) and math.isfinite(hi):
             return estimate, lo, hi, reps
     for method in ("BCa", "percentile"):  # BCa undefined (e.g. one value differs): percentile
@@ -183,7 +182,7 @@ def bootstrap_replicates(
             tuple(arrays),
             statistic,
             n_resamples=n_resamples,
-            confidence_level=level,
+            confidence_level=LEVEL,
             method=method,
             paired=paired,
             vectorized=True,

@@ -11,7 +11,6 @@ experiments. The proofs are in Appendix A. The public functions are importable f
 
 from arrank.theory.capacity import (
     count_distance_permutations,
-    de_fraction_realisable,
     exact_min_dimension,
     log10_de_fraction_realisable,
     monte_carlo_distance_permutations,
@@ -21,7 +20,6 @@ from arrank.theory.capacity import (
     skala_count,
     stirling1_unsigned_row,
 )
-from arrank.theory.orderings import LP_MARGIN_TOL, MAX_EXACT_K
 from arrank.theory.rank_condition import (
     affine_counterexample,
     augmented_rank,

@@ -16,6 +16,8 @@ import numpy as np
 
 from arrank.theory.orderings import MAX_EXACT_K, _check_int, _check_matrix, _realisable_orders
 
+CHUNK = 65536  # query points drawn at once by monte_carlo_distance_permutations
+
 
 @functools.lru_cache(maxsize=256)
 def _stirling_top(k: int, m: int) -> tuple[int, ...]:
@@ -104,15 +106,9 @@ def observed_inner_product_count(n: int, k: int) -> int:
     return 2 * sum(row[k - i] for i in range(m) if i % 2 == (m - 1) % 2)
 
 
-def de_fraction_realisable(n: int, k: int) -> float:
-    """skala_count(n, k) / k!: the largest fraction of the k! rankings an n-dim DE can realise
-    (Proposition 3.1); may underflow to 0.0 for very large k: :func:`log10_de_fraction_realisable`.
-    """
-    return skala_count(n, k) / math.factorial(k)
-
-
 def log10_de_fraction_realisable(n: int, k: int) -> float:
-    """log10(skala_count(n, k) / k!), exact-int numerator and lgamma denominator: never underflows."""
+    """log10(skala_count(n, k) / k!): the largest fraction of the k! rankings an n-dim DE can realise
+    (Proposition 3.1), exact-int numerator and lgamma denominator: never underflows."""
     count = skala_count(n, k)
     return math.log10(count) - math.lgamma(k + 1) / math.log(10.0)
 
@@ -144,9 +140,7 @@ def count_distance_permutations(sites: np.ndarray) -> int:
     return len(realisable_distance_permutations(sites))
 
 
-def monte_carlo_distance_permutations(
-    sites: np.ndarray, n_queries: int, seed: int | None = 0, chunk_size: int = 65536
-) -> int:
+def monte_carlo_distance_permutations(sites: np.ndarray, n_queries: int, seed: int | None = 0) -> int:
     """Distinct distance permutations seen from ``n_queries`` random query points (a lower bound).
 
     Queries are Gaussian around the sites' centroid, with standard deviation R * s (R the largest
@@ -156,13 +150,12 @@ def monte_carlo_distance_permutations(
     """
     sites = _check_matrix("sites", sites)
     n_queries = _check_int("n_queries", n_queries, 1)
-    chunk_size = _check_int("chunk_size", chunk_size, 1)
     rng = np.random.default_rng(seed)
     centre = sites.mean(axis=0)
     radius = float(np.max(np.linalg.norm(sites - centre, axis=1))) or 1.0
     seen: set[tuple[int, ...]] = set()
-    for start in range(0, n_queries, chunk_size):
-        m = min(chunk_size, n_queries - start)
+    for start in range(0, n_queries, CHUNK):
+        m = min(CHUNK, n_queries - start)
         scale = radius * rng.choice(np.array([0.5, 2.0, 8.0]), size=(m, 1))
         queries = centre + scale * rng.standard_normal((m, sites.shape[1]))
         d2 = np.sum((queries[:, None, :] - sites[None, :, :]) ** 2, axis=2)

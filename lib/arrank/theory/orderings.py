@@ -112,10 +112,8 @@ def _witness_orders(
     return [tuple(int(i) for i in row) for row in orders[good]]
 
 
-def _probe_points(
-    G: np.ndarray, h: np.ndarray, x: np.ndarray, t: float, rest: Sequence[int], depth: int = 3
-) -> np.ndarray:
-    """x moved across up to ``depth`` bisectors of pairs of remaining items at once (by 0.1 t
+def _probe_points(G: np.ndarray, h: np.ndarray, x: np.ndarray, t: float, rest: Sequence[int]) -> np.ndarray:
+    """x moved across up to three bisectors of pairs of remaining items at once (by 0.1 t
     beyond each, t = the LP margin): each crossing tends to swap a pair, so the probes reach
     further continuations of the prefix for the cost of one LP. Deterministic; they only ever
     certify the order each realises itself, margins checked (``_witness_orders``).
@@ -126,7 +124,7 @@ def _probe_points(
     offsets = np.array([h[a, b] for a, b in pairs]) - normals @ x  # signed distance to cross
     steps = (offsets + np.sign(offsets) * 0.1 * min(t, 1.0))[:, None] * normals
     points = [x]
-    for size in range(1, min(depth, len(pairs)) + 1):
+    for size in range(1, min(3, len(pairs)) + 1):
         for combo in itertools.combinations(range(len(pairs)), size):
             points.append(x + steps[list(combo)].sum(axis=0))
     return np.array(points)
