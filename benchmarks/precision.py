@@ -79,14 +79,6 @@ from arrank.training.supervised_head import head_at, output_head
 SHAPES = {"smollm2-135m": (4, 239, 17, 102), "tiny": (64, 30, 6, 0)}
 
 
-def targets_from_labels(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """One-hot (B, T, 1) ``target_ids`` / ``target_mass`` from transformers-style ``labels``: -100
-    positions and position 0 get no loss."""
-    keep = labels != -100
-    keep[..., 0] = False
-    return torch.where(keep, labels, torch.zeros_like(labels)).long().unsqueeze(-1), keep.float().unsqueeze(-1)
-
-
 def matmul_peak(dtype: torch.dtype, n: int = 2048, reps: int = 5) -> float:
     """Best FLOP/s of an n x n matmul in ``dtype`` at the current thread count (the best of
     ``reps``: on a shared machine the median is what the others left, not what the CPU does)."""
@@ -114,7 +106,7 @@ def make_batch(vocab: int, batch: int, prompt: int, docid: int, shared: int = 0,
     ids[:, :shared] = ids[0, :shared]
     labels = torch.full_like(ids, -100)
     labels[:, prompt:] = ids[:, prompt:]
-    t_ids, t_mass = targets_from_labels(labels)
+    t_ids, t_mass = stoical.targets_from_labels(labels)
     ranks = torch.randint(1, 8, (batch,), generator=g)
     lam = torch.tensor([stoical.item_weight("fractional", int(r), 7, alpha=2) for r in ranks])
     return ids, t_ids, t_mass, lam

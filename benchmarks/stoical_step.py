@@ -30,21 +30,13 @@ import torch
 from arrank.training import models, stoical, trie
 
 
-def targets_from_labels(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """One-hot (B, T, 1) ``target_ids`` / ``target_mass`` from transformers-style ``labels``: -100
-    positions and position 0 get no loss."""
-    keep = labels != -100
-    keep[..., 0] = False
-    return torch.where(keep, labels, torch.zeros_like(labels)).long().unsqueeze(-1), keep.float().unsqueeze(-1)
-
-
 def make_batch(a: argparse.Namespace, seed: int = 0):
     g = torch.Generator().manual_seed(seed)
     T = a.prompt + a.docid
     input_ids = torch.randint(4, a.vocab, (a.batch, T), generator=g)
     labels = torch.full_like(input_ids, -100)
     labels[:, a.prompt :] = input_ids[:, a.prompt :]
-    one_ids, one_mass = targets_from_labels(labels)
+    one_ids, one_mass = stoical.targets_from_labels(labels)
     # trie-like targets: the teacher-forced token plus 0..k-1 other valid tokens with random masses
     steps = []
     for b in range(a.batch):

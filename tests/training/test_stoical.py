@@ -8,15 +8,7 @@ import torch
 import torch.nn.functional as Fn
 
 from arrank.training import schemes, trie
-from arrank.training.stoical import item_weight, pad_sparse_targets, stoical_loss
-
-
-def targets_from_labels(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """One-hot (B, T, 1) ``target_ids`` / ``target_mass`` from transformers-style ``labels``: -100
-    positions and position 0 get no loss."""
-    keep = labels != -100
-    keep[..., 0] = False
-    return torch.where(keep, labels, torch.zeros_like(labels)).long().unsqueeze(-1), keep.float().unsqueeze(-1)
+from arrank.training.stoical import item_weight, pad_sparse_targets, stoical_loss, targets_from_labels
 
 
 def labels_batch(seed=0, B=3, T=12, V=50):

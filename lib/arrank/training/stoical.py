@@ -69,6 +69,15 @@ def pad_sparse_targets(
     return ids, mass
 
 
+def targets_from_labels(labels: torch.Tensor, ignore_index: int = -100) -> tuple[torch.Tensor, torch.Tensor]:
+    """One-hot (B, T, 1) ``target_ids`` / ``target_mass`` from transformers-style ``labels`` (section
+    4); ``ignore_index`` positions and position 0 get no loss."""
+    keep = labels != ignore_index
+    keep[..., 0] = False
+    ids = torch.where(keep, labels, torch.zeros_like(labels)).long().unsqueeze(-1)
+    return ids, keep.float().unsqueeze(-1)
+
+
 def supervised_count(target_mass: torch.Tensor) -> int:
     """How many positions of a (B, T, K) batch of targets are supervised (any mass > 0; position
     0 never is): the N that :func:`stoical_loss` divides by when no ``num_items_in_batch`` is given."""
