@@ -141,8 +141,9 @@ P, hyper
 
 # %%
 with outputs.timed(timings, "data"):
-    df = ranking.ranking_dataset(P["dataset"], P["profile"], P["data_seed"], P["n_eval"], P["template"],
-                                 P["subtree"], P["min_relevant"], P["data_path"], P["custom_docids"], P["n_dev"])
+    df, own_ids = ranking.ranking_dataset(P["dataset"], P["profile"], P["data_seed"], P["n_eval"], P["template"],
+                                          P["subtree"], P["min_relevant"], P["data_path"], P["custom_docids"],
+                                          P["n_dev"], with_ids=True)  # own_ids: custom data's TREC ids
 with outputs.timed(timings, "model"):
     model, tok = models.load_model(P["model_name"], P["backend"], hyper["max_length"], P["load_in_4bit"], df=df,
                                    tokenizer_vocab=P["tokenizer_vocab"], seed=P["seed"])
@@ -245,8 +246,7 @@ with outputs.timed(timings, "evaluate_training"):
 floor = evaluate.random_floor(df, P["data_seed"], P["eval_queries"] or None, ks)
 outputs.save_table(per_query, run_dir, "per_query")  # per-query metrics: the intervals of notebook 08's findings
 with outputs.timed(timings, "trec"):
-    own_ids = ranking.trec_ids(P["dataset"], P["data_path"], P["custom_docids"], P["data_seed"])  # custom: its ids
-    trec.write_trec(run_dir, records, P["run_name"], own_ids)  # run.trec, qrels.trec
+    trec.write_trec(run_dir, records, P["run_name"], own_ids)  # run.trec, qrels.trec; custom data: its own ids
 if per_query_train is not None:
     outputs.save_table(per_query_train, run_dir, "per_query_train")  # ... and of notebook 07's
 rows = {"held-out queries": result, "random scores": floor}

@@ -283,7 +283,8 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
     ``train_run`` names a finished notebook 05 run (or "latest"): its saved model and its data
     parameters, so the held-out queries are the ones that run never trained on; ``"none"``: an
     untrained model on the data ``p`` describes (the baseline row). Returns ``model, tokenizer,
-    df, source`` (the run folder or "untrained"), ``data`` (the data parameters used), ``scale``
+    df, trec_ids`` (``ranking.ranking_dataset``'s ``with_ids``), ``source`` (the run folder or
+    "untrained"), ``data`` (the data parameters used), ``scale``
     (run, model_name, steps: what a figure's title names) and ``params`` (the 05 run's; untrained:
     the data, the model and steps = 0).
     """
@@ -307,9 +308,9 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
         data = {k: p[k] for k in keys}
         source, scale = "untrained", {"run": "untrained", "model_name": p["model_name"], "steps": 0}
         params = {**data, "model_name": p["model_name"], "steps": 0}
-    df = ranking.ranking_dataset(**data)
+    df, ids = ranking.ranking_dataset(**data, with_ids=True)
     if p["train_run"] == "none":
         model, tok = models.load_model(
             p["model_name"], p["backend"], df=df, tokenizer_vocab=p["tokenizer_vocab"], seed=p["seed"]
         )
-    return dict(model=model, tokenizer=tok, df=df, source=source, data=data, scale=scale, params=params)
+    return dict(model=model, tokenizer=tok, df=df, trec_ids=ids, source=source, data=data, scale=scale, params=params)
