@@ -232,10 +232,11 @@ with outputs.timed(timings, "evaluate"):
     result, per_query, records = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks,
                                                       precision=numerics.used, query_batch=P["query_batch"])
 dev, per_query_dev = {}, None
-if P["n_dev"]:  # the validation queries, scored as the test ones
+if P["n_dev"]:  # the validation queries, scored as the test ones (all: eval_queries limits the test ones)
     with outputs.timed(timings, "evaluate_validation"):
-        dev, per_query_dev, _ = evaluate.evaluate_held_out(model, tok, df, None, ks, split=outputs.DEV,
-                                                           precision=numerics.used, query_batch=P["query_batch"])
+        dev, per_query_dev, _ = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks,
+                                                           split=outputs.DEV, precision=numerics.used,
+                                                           query_batch=P["query_batch"])
 n_train = evaluate.n_training_queries(P["train_queries"], result["n_queries"])
 P["train_queries"] = n_train  # results.json records the number used, not None
 with outputs.timed(timings, "evaluate_training"):
@@ -269,7 +270,7 @@ display.percent_table(table)
 # %%
 n_pairs = budgets.training_pairs(df)  # (query, relevant docID) pairs: an epoch
 if P["eval_steps"] or P["n_dev"]:
-    final = budgets.with_splits(lambda split: per_query if split == "eval" else per_query_dev, df)
+    final = budgets.with_splits(per_query, per_query_dev)
     curve = budgets.curve_table(curve_dir, P["eval_steps"], hyper["steps"], final, per_step, n_pairs)
     outputs.save_table(curve, run_dir, "curve_per_query")
     display.percent_table(budgets.curve_summary(curve).set_index(["step", "items", "epochs"]))

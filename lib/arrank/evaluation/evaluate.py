@@ -19,12 +19,13 @@ from arrank.evaluation import decoding, metrics, scoring
 
 
 def eval_queries(df: pd.DataFrame, limit: int | None = None, split: str = "eval") -> pd.DataFrame:
-    """The held-out test queries (``split == "eval"``; ``split="dev"``: the validation queries,
-    ``arrank.data.ranking.carve_dev``), the first ``limit`` of them when given."""
+    """The held-out test queries (``split == "eval"``), the first ``limit`` of them when given;
+    ``split="dev"``: the validation queries (``arrank.data.ranking.carve_dev``), all of them at any
+    ``limit`` (``n_dev`` sizes them): notebook 05's rule at every budget point and at the end."""
     held_out = df[df["split"] == split]
     if held_out.empty:
         raise ValueError(f"the dataset has no held-out (split == {split!r}) queries")
-    return held_out if limit is None else held_out.iloc[:limit]
+    return held_out if limit is None or split != "eval" else held_out.iloc[:limit]
 
 
 def candidates(row: Mapping[str, Any]) -> list[str]:
@@ -89,7 +90,7 @@ def evaluate_held_out(
     model, tokenizer, df: pd.DataFrame, limit: int | None = None, *args: Any, split: str = "eval", **kwargs: Any
 ) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]]]:
     """``score_and_evaluate`` on the held-out queries of ``split`` (``eval_queries``: the test ones, or
-    ``"dev"``, the validation ones; the first ``limit`` when given); ``args`` and ``kwargs``: its
+    ``"dev"``, the validation ones; the first ``limit`` test queries when given); ``args`` and ``kwargs``: its
     arguments after ``queries`` (ks, include_eos, method, progress, precision, ...)."""
     return score_and_evaluate(model, tokenizer, eval_queries(df, limit, split), *args, **kwargs)
 
