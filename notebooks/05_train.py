@@ -141,8 +141,9 @@ P, hyper
 
 # %%
 with outputs.timed(timings, "data"):
-    df = ranking.ranking_dataset(P["dataset"], P["profile"], P["data_seed"], P["n_eval"], P["template"],
-                                 P["subtree"], P["min_relevant"], P["data_path"], P["custom_docids"], P["n_dev"])
+    df, own_ids = ranking.ranking_dataset(P["dataset"], P["profile"], P["data_seed"], P["n_eval"], P["template"],
+                                          P["subtree"], P["min_relevant"], P["data_path"], P["custom_docids"],
+                                          P["n_dev"], with_ids=True)  # own_ids: custom data's TREC ids
 with outputs.timed(timings, "model"):
     model, tok = models.load_model(P["model_name"], P["backend"], hyper["max_length"], P["load_in_4bit"], df=df,
                                    tokenizer_vocab=P["tokenizer_vocab"], seed=P["seed"])
@@ -231,10 +232,11 @@ with outputs.timed(timings, "evaluate"):
     result, per_query, records = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks,
                                                       precision=numerics.used, query_batch=P["query_batch"])
 dev, per_query_dev = {}, None
-if P["n_dev"]:  # the validation queries, scored as the test ones
+if P["n_dev"]:  # the validation queries, scored as the test ones (all: eval_queries limits the test ones)
     with outputs.timed(timings, "evaluate_validation"):
-        dev, per_query_dev, _ = evaluate.evaluate_held_out(model, tok, df, None, ks, split=outputs.DEV,
-                                                           precision=numerics.used, query_batch=P["query_batch"])
+        dev, per_query_dev, _ = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks,
+                                                           split=outputs.DEV, precision=numerics.used,
+                                                           query_batch=P["query_batch"])
 n_train = evaluate.n_training_queries(P["train_queries"], result["n_queries"])
 P["train_queries"] = n_train  # results.json records the number used, not None
 with outputs.timed(timings, "evaluate_training"):
@@ -245,8 +247,7 @@ with outputs.timed(timings, "evaluate_training"):
 floor = evaluate.random_floor(df, P["data_seed"], P["eval_queries"] or None, ks)
 outputs.save_table(per_query, run_dir, "per_query")  # per-query metrics: the intervals of notebook 08's findings
 with outputs.timed(timings, "trec"):
-    own_ids = ranking.trec_ids(P["dataset"], P["data_path"], P["custom_docids"], P["data_seed"])  # custom: its ids
-    trec.write_trec(run_dir, records, P["run_name"], own_ids)  # run.trec, qrels.trec
+    trec.write_trec(run_dir, records, P["run_name"], own_ids)  # run.trec, qrels.trec; custom data: its own ids
 if per_query_train is not None:
     outputs.save_table(per_query_train, run_dir, "per_query_train")  # ... and of notebook 07's
 rows = {"held-out queries": result, "random scores": floor}
@@ -269,7 +270,7 @@ display.percent_table(table)
 # %%
 n_pairs = budgets.training_pairs(df)  # (query, relevant docID) pairs: an epoch
 if P["eval_steps"] or P["n_dev"]:
-    final = budgets.with_splits(lambda split: per_query if split == "eval" else per_query_dev, df)
+    final = budgets.with_splits(per_query, per_query_dev)
     curve = budgets.curve_table(curve_dir, P["eval_steps"], hyper["steps"], final, per_step, n_pairs)
     outputs.save_table(curve, run_dir, "curve_per_query")
     display.percent_table(budgets.curve_summary(curve).set_index(["step", "items", "epochs"]))

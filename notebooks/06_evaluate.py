@@ -107,8 +107,7 @@ scores = evaluate.scores_frame(records)
 scores.to_parquet(run_dir / "per_query_scores.parquet", index=False)
 outputs.save_table(per_query, run_dir, "per_query_metrics")
 with outputs.timed(timings, "trec"):
-    own_ids = ranking.trec_ids(data["dataset"], data["data_path"], data["custom_docids"], data["seed"])
-    trec.write_trec(run_dir, records, P["run_name"], own_ids)  # one's own data: its query_id and id
+    trec.write_trec(run_dir, records, P["run_name"], subject["trec_ids"])  # one's own data: its query_id and id
 table = evaluate.metrics_table({"this model": result, "random scores": floor})
 outputs.save_table(table, run_dir, "metrics")  # fractions, as results.json; shown in percent
 display.percent_table(table)

@@ -53,6 +53,15 @@ def test_curve_table_joins_the_points_and_the_final_evaluation(tmp_path):
     assert not tmp_path.exists()
 
 
+def test_the_validation_rows_go_below_the_test_rows_and_the_curve_keeps_their_split(tmp_path):
+    test, dev = _per_query(2, 0.0), _per_query(3, 0.2)
+    assert budgets.with_splits(test, None) is test  # no validation queries: no split column
+    both = budgets.with_splits(test, dev)
+    assert both["split"].tolist() == ["test"] * 2 + ["dev"] * 3 and both.index.tolist() == list(range(5))
+    summary = budgets.curve_summary(budgets.curve_table(tmp_path, [], 10, both, items_per_step=1, n_pairs=10))
+    assert summary["split"].tolist() == ["test", "dev"] and summary["r1"].round(6).tolist() == [0.1, 0.3]
+
+
 @pytest.fixture(scope="module")
 def canine():
     from arrank.data import wordnet as W

@@ -24,6 +24,12 @@ def test_random_floor_is_seeded_and_uses_held_out_queries_only():
     assert evaluate.random_floor(_df(), limit=1)["n_queries"] == 1
 
 
+def test_the_limit_is_the_test_queries_and_every_validation_query_is_taken():
+    df = pd.DataFrame({"query": list("abcde"), "split": ["eval", "dev", "eval", "dev", "train"]})
+    assert evaluate.eval_queries(df, 1)["query"].tolist() == ["a"]
+    assert evaluate.eval_queries(df, 1, "dev")["query"].tolist() == ["b", "d"]  # n_dev sizes them, not the limit
+
+
 def test_training_sample_is_seeded_training_queries_only():
     df = pd.DataFrame({"query": [f"q{i}" for i in range(20)], "split": ["train", "eval"] * 10})
     a = evaluate.training_sample(df, 4, seed=1)

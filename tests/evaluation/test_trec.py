@@ -144,14 +144,16 @@ def test_ones_own_data_is_written_with_its_own_ids_and_joins_its_own_qrels(tmp_p
     ]  # fmt: skip
     path = tmp_path / "mine.jsonl"
     path.write_text("".join(json.dumps(q) + "\n" for q in queries))
-    df = ranking.ranking_dataset("custom", "quick", 0, 1, None, data_path=str(path), custom_docids="text")
+    df, ids = ranking.ranking_dataset(
+        "custom", "quick", 0, 1, None, data_path=str(path), custom_docids="text", with_ids=True
+    )
     rng = np.random.default_rng(0)
     records = [
         {"query": r.query, "relevant": r.relevant, "negative": r.negative,
          "scores": {d: float(rng.normal()) for d in [*r.relevant, r.negative]}}
         for r in df.itertuples()
     ]  # fmt: skip
-    run, _ = trec.write_trec(tmp_path, records, "mine", ranking.trec_ids("custom", str(path), "text", 0))
+    run, _ = trec.write_trec(tmp_path, records, "mine", ids)
     own = {"q/1": ["B07:X%", "p%2017"], "Q%202": ["ü.3", "B07:X%", "d:4"], "3": ["d:5"]}
     (tmp_path / "own.qrels").write_text("".join(f"{q} 0 {d} 1\n" for q, ds in own.items() for d in ds))
     got = ir_measures.iter_calc(

@@ -152,21 +152,29 @@ def test_inputs_in_other_files_are_checked_before_any_kernel(outputs_root):
 
 
 def test_notebook_07s_globs_that_match_no_finished_run_are_refused_before_any_kernel(outputs_root, capsys):
-    """07's ``from_runs`` and ``arr_runs`` (but ``*``, any ARR runs there are) must match a finished run:
-    exit 2, one line naming the glob and the runs there are, nothing written."""
-    done = outputs_root / "05_train" / "quick-a"
-    done.mkdir(parents=True)
-    (done / "results.json").write_text("{}")
+    """07's ``from_runs`` and ``arr_runs`` (but ``*``, any ARR runs there are) must match a finished run
+    whose results.json the notebook can read (``figure3.matching_runs``): exit 2, one line naming the
+    glob and the runs there are, nothing written."""
+    for name in ("damaged", "quick-a"):  # in this order: finished_runs lists the older first
+        (outputs_root / "05_train" / name).mkdir(parents=True)
+    (outputs_root / "05_train" / "damaged" / "results.json").write_text("{}")
+    outputs.write_results(outputs_root / "05_train" / "quick-a", "05_train", {}, {}, {})
     assert run.main(["07", "-p", "arr_runs", "table1-*"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "arr_runs='table1-*' matches no finished 05_train run; finished: ['quick-a']" in err
+    assert (
+        err.count("\n") == 1
+        and "arr_runs='table1-*' matches no finished 05_train run; finished: ['damaged', 'quick-a']" in err
+    )
     with pytest.raises(
         ParamError, match=r"from_runs='paper-\*' matches no finished 07_de_ce_baselines run; finished: none"
     ):
         run.run_notebook("07", {"from_runs": "paper-*"}, outputs_root=outputs_root)
+    with pytest.raises(ParamError, match=r"arr_runs='dam\*' matches no finished 05_train run"):
+        run.check_inputs("07_de_ce_baselines", {"from_runs": "", "arr_runs": "dam*"}, outputs_root)
     for arr in ("quick-*", "*"):
         run.check_inputs("07_de_ce_baselines", {"from_runs": "", "arr_runs": arr}, outputs_root)
-    assert sorted(p.name for p in outputs_root.rglob("*")) == ["05_train", "quick-a", "results.json"]
+    written = ["05_train", "damaged", "quick-a", "results.json", "results.json"]
+    assert sorted(p.name for p in outputs_root.rglob("*")) == written
 
 
 def test_own_data_with_a_line_over_the_limit_is_refused_by_the_runner_before_any_kernel(tmp_path, outputs_root, capsys):

@@ -173,7 +173,10 @@ def trec_token(value: str) -> str:
     return re.sub(r"\s", lambda m: quote(m.group()), value)
 
 
-def trec_ids(queries: list[dict[str, Any]], names: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+Ids = tuple[dict[str, str], dict[str, str]]  # the TREC files' ids: query -> query_id, docID -> document id
+
+
+def trec_ids(queries: list[dict[str, Any]], names: dict[str, str]) -> Ids:
     """The ids of the TREC files (``arrank.evaluation.trec``) of one's own data: the ranking table's
     query -> its ``query_id``, the docID -> its document ``id`` (``names``: :func:`docid_map`), each a
     :func:`trec_token`, so one's own qrels join; two ids written as one token are refused."""
@@ -191,14 +194,14 @@ def _key(q: dict[str, Any]) -> str:
     return q["query"] if q["query"] == q["query_id"] else f"{q['query_id']}: {q['query']}"
 
 
-def custom_frame(path: Path | str, template: str, seed: int, n_eval: int, docids: str = "id") -> pd.DataFrame:
-    """The ranking table's rows of the JSONL file at ``path`` (module docstring; ``ranking`` orders the
-    columns): docIDs by ``docids``, the
+def custom_frame(path: Path, template: str, seed: int, n_eval: int, docids: str = "id") -> tuple[pd.DataFrame, Ids]:
+    """The ranking table of the JSONL file at ``path`` (module docstring): docIDs by ``docids``, the
     Appendix D.2 prompt ``template`` ("esci" or "esci_short"), ``n_eval`` held-out queries drawn
-    with ``seed`` where the file gives no splits."""
+    with ``seed`` where the file gives no splits; and its TREC ids (:func:`trec_ids`, built here with
+    the docIDs, so that ids TREC files cannot tell apart are refused before training)."""
     queries = read_queries(path)
     names = docid_map(queries, docids, seed)
-    trec_ids(queries, names)  # refused here, before training, rather than when the TREC files are written
+    ids = trec_ids(queries, names)
     if queries[0]["split"] is None:
         if n_eval >= len(queries):
             raise ValueError(f"n_eval={n_eval} held-out queries leaves none of the file's {len(queries)} to train on")
@@ -215,6 +218,5 @@ def custom_frame(path: Path | str, template: str, seed: int, n_eval: int, docids
         items = [(names[d["id"]], d["text"]) for d in docs]
         prompt = prompts.esci_prompt(q["query"], items, prompts.query_rng(seed, q["query"]), template)
         negative = names[q["negative"]["id"]] if q["negative"] else None
-        rows.append((_key(q), prompt, [names[d["id"]] for d in q["relevant"]], negative, split))
-    out = pd.DataFrame(rows, columns=["query", "prompt", "relevant", "negative", "split"])
-    return out.assign(n_relevant=out["relevant"].map(len))
+        rows.append((_key(q), prompt, [names[d["id"]] for d in q["relevant"]], len(q["relevant"]), negative, split))
+    return pd.DataFrame(rows, columns=["query", "prompt", "relevant", "n_relevant", "negative", "split"]), ids

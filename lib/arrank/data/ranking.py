@@ -53,12 +53,15 @@ def ranking_dataset(
     data_path: str | None = None,
     custom_docids: str = "id",
     n_dev: int = 0,
-) -> pd.DataFrame:
+    with_ids: bool = False,
+) -> pd.DataFrame | tuple[pd.DataFrame, tuple[dict, dict] | None]:
     """The ``dataset`` ("wordnet" | "esci" | "custom") in the common format; ``template`` None is the
     one notebook 05 takes in ``profile`` for ``dataset``; ``subtree``/``min_relevant``: WordNet only;
     ``data_path``/``custom_docids``: custom only (:func:`arrank.data.custom.custom_frame`, its prompt
     Appendix D.2's, as ESCI's); ``n_dev`` validation queries carved out of the held-out ones
-    (``carve_dev``)."""
+    (``carve_dev``). ``with_ids``: (the table, the ids its TREC files name queries and documents by:
+    one's own ``query_id`` and document ``id`` for custom, built with the table
+    (:func:`arrank.data.custom.trec_ids`); None, the table's own, else)."""
     params.choice(*params.DATASETS)("dataset", dataset)
     template = template or params.profile_template(profile, dataset)
     if not template.startswith("esci" if dataset == "custom" else dataset):
@@ -68,12 +71,13 @@ def ranking_dataset(
         )
     if data_path and dataset != "custom":
         raise ValueError(f"data_path={data_path!r} is read for dataset='custom' only, not dataset={dataset!r}")
+    ids = None  # the table's own TREC ids
     if dataset == "custom":
         from arrank.data import custom
 
         if not data_path:
             raise ValueError("dataset='custom' needs data_path: the JSON Lines file of its queries (docs/own-data.md)")
-        df = custom.custom_frame(paths.ROOT / data_path, template, seed, n_eval, custom_docids)[COLUMNS]
+        df, ids = custom.custom_frame(paths.ROOT / data_path, template, seed, n_eval, custom_docids)
     elif dataset == "wordnet":
         from arrank.data import wordnet
 
@@ -85,16 +89,8 @@ def ranking_dataset(
 
         tables = esci.build_esci_dataset(**esci_build_params(profile), template=template, seed=seed)
         df = esci_ranking_frame(tables["queries"], n_eval)
-    return carve_dev(df, n_dev, seed)
-
-
-def trec_ids(dataset: str, data_path: str, custom_docids: str, seed: int) -> tuple[dict, dict] | None:
-    """The ids the TREC files name queries and documents by: one's own ``query_id`` and document
-    ``id`` for ``dataset`` custom (:func:`arrank.data.custom.trec_ids`); None (the table's own) else."""
-    from arrank.data import custom
-
-    queries = custom.read_queries(paths.ROOT / data_path) if dataset == "custom" else None
-    return queries and custom.trec_ids(queries, custom.docid_map(queries, custom_docids, seed))
+    df = carve_dev(df, n_dev, seed)
+    return (df, ids) if with_ids else df
 
 
 def carve_dev(df: pd.DataFrame, n_dev: int, seed: int) -> pd.DataFrame:

@@ -42,28 +42,19 @@ def scored_steps(folder: Path) -> list[int]:
     return sorted(int(p.stem.removeprefix("step-")) for p in folder.glob("step-*.csv")) if folder.is_dir() else []
 
 
-SPLITS = {"test": "eval", DEV: DEV}  # a curve row's split: the ranking table's split it scores
-
-
-def with_splits(score: Callable[[str], pd.DataFrame], df: pd.DataFrame) -> pd.DataFrame:
-    """``score("eval")``, the per-query metrics of the held-out test queries; where ``df`` has validation
-    queries (``arrank.data.ranking.carve_dev``), ``score("dev")``'s rows below them and a ``split``
-    column (``SPLITS``: test, dev) naming each row's."""
-    if not df["split"].eq(DEV).any():
-        return score("eval")
-    return pd.concat([score(split).assign(split=name) for name, split in SPLITS.items()], ignore_index=True)
+def with_splits(test: pd.DataFrame, dev: pd.DataFrame | None) -> pd.DataFrame:
+    """``test``, the per-query metrics of the held-out test queries; with ``dev``, those of the validation
+    queries (``arrank.data.ranking.carve_dev``), below them, and a ``split`` column (test, dev) naming each row's."""
+    return test if dev is None else pd.concat([test.assign(split="test"), dev.assign(split=DEV)], ignore_index=True)
 
 
 def held_out_scorer(tokenizer, df: pd.DataFrame, limit: int | None, ks, precision: str, query_batch: int):
-    """``model -> per-query metrics`` of the held-out test queries (the first ``limit``) and the
-    validation ones (``with_splits``), as notebook 05's final evaluation scores them (no progress bar)."""
-
-    def score(model, split: str) -> pd.DataFrame:
-        n = limit if split == "eval" else None
-        kwargs = {"split": split, "progress": False, "precision": precision, "query_batch": query_batch}
-        return evaluate.evaluate_held_out(model, tokenizer, df, n, ks, **kwargs)[1]
-
-    return lambda model: with_splits(lambda split: score(model, split), df)
+    """``model -> per-query metrics`` of the held-out test queries (the first ``limit``) and, where ``df``
+    has them, the validation ones (``with_splits``), as notebook 05's final evaluation scores them (no
+    progress bar; ``evaluate.eval_queries`` limits the test queries only)."""
+    kwargs = {"progress": False, "precision": precision, "query_batch": query_batch}
+    score = lambda model, split: evaluate.evaluate_held_out(model, tokenizer, df, limit, ks, split=split, **kwargs)[1]
+    return lambda model: with_splits(score(model, "eval"), score(model, DEV) if df["split"].eq(DEV).any() else None)
 
 
 def budget_callback(points: Sequence[int], final_step: int, folder: Path, score: Callable, model):

@@ -19,12 +19,13 @@ from arrank.evaluation import decoding, metrics, scoring
 
 
 def eval_queries(df: pd.DataFrame, limit: int | None = None, split: str = "eval") -> pd.DataFrame:
-    """The held-out test queries (``split == "eval"``; ``split="dev"``: the validation queries,
-    ``arrank.data.ranking.carve_dev``), the first ``limit`` of them when given."""
+    """The held-out test queries (``split == "eval"``), the first ``limit`` of them when given;
+    ``split="dev"``: the validation queries (``arrank.data.ranking.carve_dev``), all of them at any
+    ``limit`` (``n_dev`` sizes them): notebook 05's rule at every budget point and at the end."""
     held_out = df[df["split"] == split]
     if held_out.empty:
         raise ValueError(f"the dataset has no held-out (split == {split!r}) queries")
-    return held_out if limit is None else held_out.iloc[:limit]
+    return held_out if limit is None or split != "eval" else held_out.iloc[:limit]
 
 
 def candidates(row: Mapping[str, Any]) -> list[str]:
@@ -89,7 +90,7 @@ def evaluate_held_out(
     model, tokenizer, df: pd.DataFrame, limit: int | None = None, *args: Any, split: str = "eval", **kwargs: Any
 ) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]]]:
     """``score_and_evaluate`` on the held-out queries of ``split`` (``eval_queries``: the test ones, or
-    ``"dev"``, the validation ones; the first ``limit`` when given); ``args`` and ``kwargs``: its
+    ``"dev"``, the validation ones; the first ``limit`` test queries when given); ``args`` and ``kwargs``: its
     arguments after ``queries`` (ks, include_eos, method, progress, precision, ...)."""
     return score_and_evaluate(model, tokenizer, eval_queries(df, limit, split), *args, **kwargs)
 
@@ -281,7 +282,8 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
     ``train_run`` names a finished notebook 05 run (or "latest"): its saved model and its data
     parameters, so the held-out queries are the ones that run never trained on; ``"none"``: an
     untrained model on the data ``p`` describes (the baseline row). Returns ``model, tokenizer,
-    df, source`` (the run folder or "untrained"), ``data`` (the data parameters used), ``scale``
+    df, trec_ids`` (``ranking.ranking_dataset``'s ``with_ids``), ``source`` (the run folder or
+    "untrained"), ``data`` (the data parameters used), ``scale``
     (run, model_name, steps: what a figure's title names) and ``params`` (the 05 run's; untrained:
     the data, the model and steps = 0).
     """
@@ -305,9 +307,9 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
         data = {k: p[k] for k in keys}
         source, scale = "untrained", {"run": "untrained", "model_name": p["model_name"], "steps": 0}
         params = {**data, "model_name": p["model_name"], "steps": 0}
-    df = ranking.ranking_dataset(**data)
+    df, ids = ranking.ranking_dataset(**data, with_ids=True)
     if p["train_run"] == "none":
         model, tok = models.load_model(
             p["model_name"], p["backend"], df=df, tokenizer_vocab=p["tokenizer_vocab"], seed=p["seed"]
         )
-    return dict(model=model, tokenizer=tok, df=df, source=source, data=data, scale=scale, params=params)
+    return dict(model=model, tokenizer=tok, df=df, trec_ids=ids, source=source, data=data, scale=scale, params=params)

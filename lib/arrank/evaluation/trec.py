@@ -17,7 +17,7 @@ cost does not depend on the values (ir_measures' ``trectools`` or ``ranx`` provi
 Query and document ids are written percent-encoded (``urllib.parse.quote(id, safe="")``): WordNet
 synset names such as ``dog.n.01`` come out unchanged, while ESCI queries and title docIDs, which
 hold spaces, become single tokens (``unquote`` gives them back). One's own data (``ids``:
-``arrank.data.ranking.trec_ids``) is written with its own ``query_id`` and document ``id``, only
+``arrank.data.ranking.ranking_dataset``'s ``with_ids``) is written with its own ``query_id`` and document ``id``, only
 whitespace percent-encoded (``arrank.data.custom.trec_token``), so that one's own qrels join.
 """
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import fnmatch
 import functools
 import glob
 import json
@@ -150,9 +149,10 @@ RUN_GLOBS = {"from_runs": ("07_de_ce_baselines", ""), "arr_runs": ("05_train", "
 
 def check_inputs(stem: str, resolved: dict[str, Any], outputs_root: Path | None = None) -> None:
     """Refuse (``ParamError``) before a kernel starts what no rule on one value can see: 06's
-    ``train_run`` that names no finished 05 run, 07's globs (``RUN_GLOBS``) that match none, 08's sweep
-    files that do not exist (``paths.given``, as ``sweep.load_sweep`` finds them), one's own data file
-    that breaks its format (``custom.read_queries``, every line, in bounded memory)."""
+    ``train_run`` that names no finished 05 run, 07's globs (``RUN_GLOBS``) that match no run the notebook
+    can read (``baselines.figure3.matching_runs``), 08's sweep files that do not exist (``paths.given``, as
+    ``sweep.load_sweep`` finds them), one's own data file that breaks its format (``custom.read_queries``,
+    every line, in bounded memory)."""
     if resolved.get("dataset") == "custom" and resolved.get("data_path"):
         from arrank.data import custom
 
@@ -166,11 +166,11 @@ def check_inputs(stem: str, resolved: dict[str, Any], outputs_root: Path | None 
         except FileNotFoundError as err:
             raise ParamError(str(err)) from None
     for key, (of, free) in RUN_GLOBS.items() if stem == "07_de_ce_baselines" else ():
-        names = [r.name for r in outputs.finished_runs(of, outputs_root)]
-        if resolved[key] != free and not any(fnmatch.fnmatchcase(n, resolved[key]) for n in names):
-            raise ParamError(
-                f"{key}={shown(resolved[key])} matches no finished {of} run; finished: {names[-5:] or 'none'}"
-            )
+        from arrank.baselines.figure3 import matching_runs  # the runs notebook 07 reads
+
+        if resolved[key] != free and not matching_runs(of, resolved[key], {}, outputs_root):
+            names = [r.name for r in outputs.finished_runs(of, outputs_root)][-5:]
+            raise ParamError(f"{key}={shown(resolved[key])} matches no finished {of} run; finished: {names or 'none'}")
     for key in ("sweep", "curve_sweeps") if stem == "08_results" else ():
         for name in filter(None, resolved[key].split(",")):
             if not paths.given(name).is_file():
