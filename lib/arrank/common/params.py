@@ -566,12 +566,16 @@ def profile_values(stem: str, profile: str, values: Mapping[str, Any] | None = N
 
 
 def profile_template(profile: str, dataset: str) -> str:
-    """Notebook 05's prompt template in ``profile`` for ``dataset``: the profile's template (else
-    the cell's), a style (short, full) turned into the dataset's (custom data takes ESCI's). Reads
-    no other parameter, so it needs no stage imported (``scheme``'s rule does)."""
-    choice(*profiles_of("05_train"))("profile", profile)
-    style = PROFILES["05_train"].get(profile, {}).get("template", spec("05_train")["template"].default)
-    return dataset_template(style, dataset)
+    """Notebook 05's prompt template in ``profile`` for ``dataset`` (``profile_value``), a style (short,
+    full) turned into the dataset's (custom data takes ESCI's)."""
+    return dataset_template(profile_value("05_train", profile, "template"), dataset)
+
+
+def profile_value(stem: str, profile: str, name: str) -> Any:
+    """Parameter ``name`` of notebook ``stem`` as ``profile`` gives it (the cell's value where the profile
+    names none), read alone: no other parameter resolved, no stage imported."""
+    choice(*profiles_of(stem))("profile", profile)
+    return PROFILES[stem].get(profile, {}).get(name, spec(stem)[name].default)
 
 
 def check_params(stem: str, namespace: dict[str, Any]) -> dict[str, Any]:

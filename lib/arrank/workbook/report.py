@@ -13,7 +13,7 @@ import pandas as pd
 
 from arrank.common.display import number_text
 from arrank.common.outputs import DamagedResultsError, read_results, read_rows, run_path, test_rows, write_text_atomic
-from arrank.common.params import PAPER_ROWS, choice, items_per_step, profile_values
+from arrank.common.params import PAPER_ROWS, choice, items_per_step, profile_value
 from arrank.evaluation.metrics import short_columns
 from arrank.results.curve import LR_TEXT, SCHEDULE_TEXT
 from arrank.results.paper import PAPER
@@ -102,7 +102,7 @@ def curve_setting(params: dict, rows: pd.DataFrame, processes: int = 1) -> str:
     held_out = test_rows(rows)["query"].nunique()
     setting = f"{items_per_step(params, processes):,} items a step, {held_out:,} held-out queries"
     setting += SCHEDULE_TEXT[params.get("lr_schedule", "cosine")] if "split" in rows else ""
-    lr, usual = params.get("lr"), profile_values("05_train", params.get("profile", "quick"))["lr"]
+    lr, usual = params.get("lr"), profile_value("05_train", params.get("profile", "quick"), "lr")
     return setting + (f"{LR_TEXT}{number_text(lr)}" if lr not in (None, usual) else "")
 
 
