@@ -149,8 +149,9 @@ else:
 # ## 6. Each method at its budget chosen on the validation queries
 # Reading every budget on the test queries asks where a claim holds; a reader of the paper asks
 # whether it holds for each method at its best budget. With validation queries (notebook 05's
-# `n_dev`), each method's budget (and schedule and learning rate, where several were run) is chosen per seed by its
-# validation mean R@2..R@5, and the test queries are read once, there (`results.chosen`). The interval
+# `n_dev`), each method's budget (and schedule and learning rate, where several were run) is chosen
+# per seed by its validation mean R@2..R@5, and the test queries are read once, there
+# (`results.chosen`). The interval
 # resamples the seeds and both query sets and makes the choice again in each resample, so a choice
 # that could have gone either way widens it. The three claims at the chosen budgets are one Holm
 # family. Written as `chosen_budgets.csv` and `chosen_findings.csv`.
