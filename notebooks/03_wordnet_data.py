@@ -107,8 +107,8 @@ if "deer.n.01" in set(df["query"]):
 # local tokenizer folder.
 
 # %%
-counts = W.relevant_count_distribution(df)
-depths = W.depth_distribution(df)
+counts = W.query_distribution(df, "n_relevant")
+depths = W.query_distribution(df, "depth")
 outputs.save_table(counts, run_dir, "relevant_count_distribution")
 outputs.save_table(depths, run_dir, "depth_distribution")
 fig = px.bar(counts, x=counts.columns[0], y=counts.columns[1],

@@ -389,10 +389,10 @@ def test_build_choices_are_refused_at_the_edge():
 
 
 def test_statistics_for_appendix_c(animal):
-    counts = W.relevant_count_distribution(animal)
+    counts = W.query_distribution(animal, "n_relevant")
     assert counts["queries"].sum() == len(animal) and counts["fraction"].sum() == pytest.approx(1)
     assert counts["n_relevant"].is_monotonic_increasing
-    depths = W.depth_distribution(animal)
+    depths = W.query_distribution(animal, "depth")
     assert depths["queries"].sum() == len(animal) and depths["depth"].min() >= 1
 
     def tokenizer(text, add_special_tokens=True):  # a stand-in for a transformers tokenizer

@@ -57,12 +57,7 @@ def _ranged(what: str, types: type | tuple[type, ...], lo: Any, hi: Any, convert
     def check(name: str, value: Any) -> Any:
         if value is None and optional:
             return None
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, types)
-            or isinstance(value, float)
-            and not math.isfinite(value)
-        ):
+        if isinstance(value, bool) or not isinstance(value, types) or not -math.inf < value < math.inf:  # NaN, inf
             raise ParamError(f"{name}={shown(value)} must be {what}")
         if (lo is not None and value < lo) or (hi is not None and value > hi) or abs(value) > sys.float_info.max:
             raise ParamError(f"{name}={shown(value)} is out of range: allowed{_range_text(lo, hi)}")

@@ -340,19 +340,11 @@ def per_docid_view(df: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- statistics (Appendix C)
 
 
-def _distribution(values: pd.Series, name: str) -> pd.DataFrame:
-    counts = values.value_counts().sort_index().rename_axis(name).reset_index(name="queries")
-    return counts.assign(fraction=counts["queries"] / max(len(values), 1))
-
-
-def relevant_count_distribution(df: pd.DataFrame) -> pd.DataFrame:
-    """Appendix C: how many queries have n relevant docIDs (columns n_relevant, queries, fraction)."""
-    return _distribution(df["n_relevant"], "n_relevant")
-
-
-def depth_distribution(df: pd.DataFrame) -> pd.DataFrame:
-    """Appendix C: how many queries sit at each depth (columns depth, queries, fraction)."""
-    return _distribution(df["depth"], "depth")
+def query_distribution(df: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Appendix C: how many queries have each value of ``column`` (``n_relevant``: relevant docIDs;
+    ``depth``: how deep the query sits), as columns <column>, queries, fraction."""
+    counts = df[column].value_counts().sort_index().rename_axis(column).reset_index(name="queries")
+    return counts.assign(fraction=counts["queries"] / max(len(df), 1))
 
 
 def docid_token_lengths(df: pd.DataFrame, tokenizer) -> pd.DataFrame:

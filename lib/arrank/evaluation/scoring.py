@@ -371,8 +371,7 @@ def check_candidates(docids: Sequence[str], where: str = "") -> list[str]:
     docids = list(docids)
     if not docids:
         raise ValueError(f"{where}empty candidate list: a query needs at least one candidate docID")
-    dups = sorted(d for d, count in Counter(docids).items() if count > 1)
-    if dups:
+    if dups := sorted(d for d, count in Counter(docids).items() if count > 1):
         raise ValueError(f"{where}duplicate candidate docIDs: {dups}")
     return docids
 

@@ -568,8 +568,7 @@ def main(argv: list[str] | None = None) -> int:
     flags = {k: getattr(args, k) for k in sweep_jobs.RESOURCES if getattr(args, k) is not None}
     with run.interrupt_on_signals():  # SIGTERM and SIGHUP stop the sweep as Ctrl-C does
         try:
-            slurm_only = sorted(set(flags) - set(sweep_jobs.LOCAL_RESOURCES))
-            if slurm_only and args.executor == "local":
+            if args.executor == "local" and (slurm_only := sorted(set(flags) - set(sweep_jobs.LOCAL_RESOURCES))):
                 raise SweepError(f"{slurm_only} are Slurm job resources: they need --executor slurm")
             sweep = load_sweep(args.sweep, args.max_points)
             if args.list:
