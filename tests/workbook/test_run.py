@@ -478,13 +478,11 @@ def test_a_parameter_given_twice_is_named(capsys):
 
 
 def _interrupted_05_checkpoints(outputs_root, name, **given):
-    """The folder an interrupted 05 run leaves: its parameters, recorded as notebook 05 records
-    them (``train.resume_point``), and a ``checkpoint-300`` folder (the runner reads only names)."""
-    from arrank.training import train
-
+    """The folder an interrupted 05 run leaves: its parameters, recorded as notebook 05's
+    ``train.train(record=...)`` records them, and a ``checkpoint-300`` folder (the runner reads only names)."""
     _, _, resolved = run.prepare("05_train", {"run_name": name, **given})
     folder = outputs.checkpoints_dir("05_train", name, outputs_root)
-    assert train.resume_point(folder, resolved) == 0
+    outputs.record_resume_params(folder, resolved)
     (folder / "checkpoint-300").mkdir()
     return folder
 
