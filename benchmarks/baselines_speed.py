@@ -6,7 +6,7 @@ Data: all 82,114 noun queries, 701,954 positive pairs, a table of 82,115 rows; b
 each n, ``steps`` real training steps of ``dual_encoder.train_de`` (lazy and dense row updates)
 and of ``cross_encoder.train_ce`` (lazy, dense) are timed after a warm-up, and the steps/s are
 turned into the time of a paper-scale run (DE 50k steps, CE 20k steps). Also timed: the DE step
-written naively (B x B logits of the formula, ``de_loss`` here, autograd, torch.optim.SGD on the whole table and a
+written naively (B x B logits of ``de_loss``, autograd, torch.optim.SGD on the whole table and a
 projection of every row), to show what deduplication and row-sparse updates buy.
 """
 
@@ -23,12 +23,6 @@ from arrank.baselines import figure3
 from arrank.baselines.lookup import batch_indices, rank_weights
 
 
-def de_loss(q_emb: torch.Tensor, d_emb: torch.Tensor, weights: torch.Tensor, tau: float = DE.TAU) -> torch.Tensor:
-    """L_DE of section 5.3 as the formula reads (B x B logits):
-    ``-(1/B) sum_i weights[i] * log_softmax_j(<q_i, d_j>/tau)[i]``."""
-    return -(weights * torch.log_softmax(q_emb @ d_emb.T / tau, dim=1).diagonal()).mean()
-
-
 def naive_de_steps(pairs, n_rows: int, n: int, steps: int, batch: int) -> float:
     """Steps/s of the literal DE step: B x B logits, autograd, dense SGD, every row projected."""
     gen = torch.Generator().manual_seed(0)
@@ -40,7 +34,7 @@ def naive_de_steps(pairs, n_rows: int, n: int, steps: int, batch: int) -> float:
         if i == 3:
             start = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        de_loss(table[pairs.query[idx]], table[pairs.doc[idx]], weights[idx]).backward()
+        DE.de_loss(table[pairs.query[idx]], table[pairs.doc[idx]], weights[idx]).backward()
         opt.step()
         with torch.no_grad():
             DE.project_rows(table.data)

@@ -19,12 +19,6 @@ from arrank.common import outputs
 from arrank.results import figure3 as F3
 
 
-def de_loss(q_emb: torch.Tensor, d_emb: torch.Tensor, weights: torch.Tensor, tau: float = DE.TAU) -> torch.Tensor:
-    """L_DE of section 5.3 as the formula reads (B x B logits):
-    ``-(1/B) sum_i weights[i] * log_softmax_j(<q_i, d_j>/tau)[i]``."""
-    return -(weights * torch.log_softmax(q_emb @ d_emb.T / tau, dim=1).diagonal()).mean()
-
-
 @pytest.fixture(autouse=True)
 def one_thread():
     """Tiny tensors: one thread (two threads spin badly when other jobs share the two cores)."""
@@ -92,13 +86,13 @@ def test_de_loss_matches_a_hand_computation_on_a_batch_of_3():
     for alpha in (0.0, 1.0, 2.0):
         expected = -(1 / 3) * sum(ell[i] / ranks[i] ** alpha for i in range(3))
         lam = lookup.rank_weights(torch.tensor(ranks), alpha, torch.float64)
-        assert de_loss(q, d, lam, tau).item() == pytest.approx(expected, rel=1e-12)
+        assert DE.de_loss(q, d, lam, tau).item() == pytest.approx(expected, rel=1e-12)
     # alpha only rescales each pair's term by 1/r^alpha: L(2) - L(0) is the hand value
     l0 = -(ell[0] + ell[1] + ell[2]) / 3
     l2 = -(ell[0] + ell[1] / 4 + ell[2] / 9) / 3
     diff = (
-        de_loss(q, d, lookup.rank_weights(torch.tensor(ranks), 2.0, torch.float64), tau)
-        - de_loss(q, d, torch.ones(3, dtype=torch.float64), tau)
+        DE.de_loss(q, d, lookup.rank_weights(torch.tensor(ranks), 2.0, torch.float64), tau)
+        - DE.de_loss(q, d, torch.ones(3, dtype=torch.float64), tau)
     ).item()
     assert diff == pytest.approx(l2 - l0, rel=1e-12) and diff < 0  # every ell < 0: weights < 1 lower L
 
@@ -126,7 +120,7 @@ def test_deduplicated_de_loss_and_gradient_equal_the_literal_formula():
     w = lookup.rank_weights(torch.tensor([1, 1, 2, 3, 1, 2, 1, 2, 4, 1]), 2.5, torch.float64)
     loss, rows, grad = DE.de_loss_and_grad(table, q, d, w)
     leaf = table.clone().requires_grad_()
-    literal = de_loss(leaf[q], leaf[d], w)
+    literal = DE.de_loss(leaf[q], leaf[d], w)
     literal.backward()
     assert loss == pytest.approx(literal.item(), rel=1e-12)
     touched = sorted(set(q.tolist()) | set(d.tolist()))

@@ -10,7 +10,7 @@ documents of the batch, the positive's own column and repeated documents include
 
 Optimiser (Appendix B): SGD, learning rate 1.0, momentum 0.9, 50k steps, batch 2048 (the paper's
 "2k"), each row projected back to the unit sphere after every update. The logits run over the
-batch's distinct documents with log-count offsets (the same loss as the formula's B x B logits),
+batch's distinct documents with log-count offsets (the same loss as the literal ``de_loss``),
 gradients by hand. ``row_updates``: ``"lazy"`` (default: only the batch's rows and their momentum
 move, TensorFlow's sparse momentum update) or ``"dense"`` (``torch.optim.SGD`` on the whole
 table); docs/measurements.md compares them.
@@ -43,12 +43,20 @@ def init_table(n_rows: int, n: int, generator: torch.Generator) -> torch.Tensor:
     return table / table.norm(dim=1, keepdim=True)
 
 
+def de_loss(q_emb: torch.Tensor, d_emb: torch.Tensor, weights: torch.Tensor, tau: float = TAU) -> torch.Tensor:
+    """L_DE of section 5.3, written as the formula reads (B x B logits): for rows q_emb[i],
+    d_emb[i] and weights[i] = lambda(r_i),
+    ``-(1/B) sum_i weights[i] * log_softmax_j(<q_i, d_j>/tau)[i]``."""
+    logits = q_emb @ d_emb.T / tau
+    return -(weights * torch.log_softmax(logits, dim=1).diagonal()).mean()
+
+
 def de_loss_and_grad(
     table: torch.Tensor, q: torch.Tensor, d: torch.Tensor, weights: torch.Tensor, tau: float = TAU
 ) -> tuple[float, torch.Tensor, torch.Tensor]:
     """(L_DE, rows, dL/dE[rows]) for the batch of pairs (q[i], d[i]) with lambda(r_i) = weights[i].
 
-    Same value as the formula's B x B logits over ``table[q]``, ``table[d]``, computed over the distinct
+    Same value as ``de_loss(table[q], table[d], weights, tau)``, computed over the distinct
     queries and documents of the batch (document u counted c_u times: logits s_iu + log c_u), with
     the gradient written out: for P = softmax over documents and w_a = (1/B) sum_{i: q_i = a}
     lambda(r_i), dL/dS = w P - (1/B) lambda_i at each positive (q_i, d_i), and S = Q D^T / tau.
