@@ -120,8 +120,8 @@ else:
 # with their intervals, fractions) and the rows as `curve_per_query.csv`. `curve_sweeps` adds the
 # curves of other sweeps: runs of the same setting (items a step, held-out queries; the `setting`
 # column) join into one curve, e.g. the same runs trained longer; different settings, e.g. a GPU and
-# a CPU sweep, or a constant rate read at each budget and a cosine decay to each budget (one run per
-# budget, the paper's schedule), are decided and drawn side by side, one line each, never pooled. Runs
+# a CPU sweep, a constant rate read at each budget and a cosine decay to each budget (one run per
+# budget, the paper's schedule), or two learning rates, are decided and drawn side by side, one line each, never pooled. Runs
 # with validation queries (notebook 05's `n_dev`) are read on their test queries here; section 6 uses
 # the validation ones, and the figure marks each method's budget chosen on them.
 

@@ -250,7 +250,8 @@ def test_the_gpu_curve_trains_one_epoch_at_the_papers_batch_on_2000_queries(tmp_
 def test_the_protocol_sweeps_train_the_committed_curves_runs_to_each_budget_with_validation_queries(tmp_path):
     """gpu/pretrained_protocol_*.yaml: the committed curve's data, training set and batch, its 2,000
     held-out queries split into 500 validation and 1,500 test queries; NTP and fractional alpha 2 x seeds
-    0-2 with a cosine decay to 0.5, 1, 2 and 3 epochs, and a constant rate scored at 0.5, 1 and 2."""
+    0-2 with a cosine decay to 0.5, 1, 2 and 3 epochs, a constant rate scored at 0.5, 1 and 2, and one epoch
+    at learning rates 2e-4 and 1e-3 (part 1's 5e-4 beside them)."""
     curve = _gpu_points(tmp_path, "pretrained_curve_gpu.yaml")[0]
     epoch = curve["steps"]  # 139 steps of 64: one epoch
     budgets = {}

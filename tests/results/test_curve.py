@@ -208,6 +208,23 @@ def test_a_learning_rate_other_than_the_profiles_is_named_in_the_setting_not_the
                                                 for suffix in ("", f"{curve.LR_TEXT}0.0005")]  # fmt: skip
 
 
+def test_the_committed_curve_runs_ran_at_their_profiles_rate():
+    """A setting names a rate other than its profile's: the committed curve runs (docs/data) ran at their
+    profile's, so their stored settings name none; a profile's lr edited would relabel them, and this
+    fails first."""
+    import json
+
+    from arrank.common import paths
+
+    files = [*(paths.ROOT / "docs/data").glob("quick_protocol_runs/*.json"),
+             *(paths.ROOT / "docs/data/gpu").glob("curve*/*.results.json")]  # fmt: skip
+    ran = [json.loads(f.read_text())["params"] for f in files]
+    assert len(ran) >= 24 + 12 and {p["profile"] for p in ran} == {"quick", "pretrained"}
+    assert all(p["lr"] == params.profile_value("05_train", p["profile"], "lr") for p in ran)
+    committed = pd.read_csv(paths.ROOT / "docs/data/quick_protocol_per_query.csv.gz", usecols=["setting"])
+    assert not committed["setting"].str.contains(curve.LR_TEXT).any()
+
+
 def test_a_run_on_several_processes_counts_the_items_of_them_all(tmp_path, outputs_root, monkeypatch):
     """N processes of ``batch_size`` B train steps of N x B items (docs/scale-out.md): results.json
     records the processes (``WORLD_SIZE``) and the curve's setting counts them."""

@@ -163,13 +163,13 @@ def test_notebook_07s_globs_that_match_no_finished_run_are_refused_before_any_ke
     err = capsys.readouterr().err
     assert (
         err.count("\n") == 1
-        and "arr_runs='table1-*' matches no finished 05_train run; finished: ['damaged', 'quick-a']" in err
+        and "arr_runs='table1-*' matches no readable finished 05_train run; finished: ['damaged', 'quick-a']" in err
     )
     with pytest.raises(
-        ParamError, match=r"from_runs='paper-\*' matches no finished 07_de_ce_baselines run; finished: none"
+        ParamError, match=r"from_runs='paper-\*' matches no readable finished 07_de_ce_baselines run; finished: none"
     ):
         run.run_notebook("07", {"from_runs": "paper-*"}, outputs_root=outputs_root)
-    with pytest.raises(ParamError, match=r"arr_runs='dam\*' matches no finished 05_train run"):
+    with pytest.raises(ParamError, match=r"arr_runs='dam\*' matches no readable finished 05_train run"):
         run.check_inputs("07_de_ce_baselines", {"from_runs": "", "arr_runs": "dam*"}, outputs_root)
     for arr in ("quick-*", "*"):
         run.check_inputs("07_de_ce_baselines", {"from_runs": "", "arr_runs": arr}, outputs_root)

@@ -218,5 +218,7 @@ def custom_frame(path: Path, template: str, seed: int, n_eval: int, docids: str 
         items = [(names[d["id"]], d["text"]) for d in docs]
         prompt = prompts.esci_prompt(q["query"], items, prompts.query_rng(seed, q["query"]), template)
         negative = names[q["negative"]["id"]] if q["negative"] else None
-        rows.append((_key(q), prompt, [names[d["id"]] for d in q["relevant"]], len(q["relevant"]), negative, split))
-    return pd.DataFrame(rows, columns=["query", "prompt", "relevant", "n_relevant", "negative", "split"]), ids
+        relevant = [names[d["id"]] for d in q["relevant"]]
+        rows.append(dict(query=_key(q), prompt=prompt, relevant=relevant, n_relevant=len(relevant), negative=negative,
+                         split=split))  # fmt: skip
+    return pd.DataFrame(rows), ids

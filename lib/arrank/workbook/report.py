@@ -89,7 +89,7 @@ def per_query_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_roo
 
 CURVE_COLUMNS = [*PER_QUERY_COLUMNS[:2], "setting", PER_QUERY_COLUMNS[2], "step", "items", "epochs", "split"]
 CURVE_COLUMNS += PER_QUERY_COLUMNS[3:]  # split: test or dev (runs with a validation split; else absent)
-BUDGET_PARAMS = ("steps", "lr")  # what a curve spans, and the rate its setting names: left out of the variant label
+NOT_VARIANT = ("steps", "lr")  # a curve spans budgets, its setting names a rate: neither is in the variant label
 
 
 def curve_setting(params: dict, rows: pd.DataFrame, processes: int = 1) -> str:
@@ -110,8 +110,8 @@ def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: P
     """The held-out per-query metrics at each training budget (``curve_per_query.csv``: notebook 05
     with ``eval_steps`` scores the same queries at each listed optimizer step) of every point of a
     sweep of notebook 05, one row per (point, step, query): ``CURVE_COLUMNS``, fractions.
-    ``point``, ``seed`` as in ``per_query_frame``; ``variant`` its label without the budget
-    (``BUDGET_PARAMS``: one run spans several), ``NTP`` where the table says ``NTP (steps=120)``;
+    ``point``, ``seed`` as in ``per_query_frame``; ``variant`` its label without the budget or rate
+    (``NOT_VARIANT``: one run spans several budgets), ``NTP`` where the table says ``NTP (steps=120)``;
     ``setting`` the run's ``curve_setting`` (runs of one setting pool, as a sweep and the same runs
     trained longer; ``results.curve`` never pools two). A point that is not done gives the budgets
     its stopped run scored (``stopped_run``, ``stopped_points``). Points without scored budgets are left out: a sweep
@@ -119,7 +119,7 @@ def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: P
     if sweep.notebook != "05_train":
         raise ValueError(f"curve rows are read from a sweep of notebook 05_train, not {sweep.notebook!r}")
     frame = collect(sweep, outputs_root) if frame is None else frame
-    varying = [k for k in sweep.grid_keys if k not in BUDGET_PARAMS]
+    varying = [k for k in sweep.grid_keys if k not in NOT_VARIANT]
     parts = []
     states = dict(zip(frame["run_name"], frame["state"]))
     for point in (p for p in sweep.points if p.run_name in states):

@@ -170,7 +170,9 @@ def check_inputs(stem: str, resolved: dict[str, Any], outputs_root: Path | None 
 
         if resolved[key] != free and not matching_runs(of, resolved[key], {}, outputs_root):
             names = [r.name for r in outputs.finished_runs(of, outputs_root)][-5:]
-            raise ParamError(f"{key}={shown(resolved[key])} matches no finished {of} run; finished: {names or 'none'}")
+            raise ParamError(
+                f"{key}={shown(resolved[key])} matches no readable finished {of} run; finished: {names or 'none'}"
+            )
     for key in ("sweep", "curve_sweeps") if stem == "08_results" else ():
         for name in filter(None, resolved[key].split(",")):
             if not paths.given(name).is_file():
