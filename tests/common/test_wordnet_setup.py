@@ -39,11 +39,16 @@ def test_install_from_debian_is_readable_by_nltk(tmp_path, monkeypatch):
     assert [p.name for p in (tmp_path / "corpora").iterdir()] == ["wordnet"]  # no temporary folder left
 
 
-def test_install_from_incomplete_source_leaves_nothing(tmp_path):
+def test_install_from_incomplete_source_leaves_nothing(tmp_path, monkeypatch):
     src = tmp_path / "src"
     src.mkdir()
     (src / "data.noun").write_text("x")
     with pytest.raises(ws.WordNetMissingError, match=r"lacks \['index.noun', 'index.sense'\]"):
+        ws.install_from_debian(source=src, dest_root=tmp_path / "nltk")
+    for name in ("index.noun", "index.sense"):
+        (src / name).write_text("x")
+    monkeypatch.setattr(ws, "DEBIAN_LEXNAMES_MAN", tmp_path / "lexnames.5.gz")  # the manual page is missing
+    with pytest.raises(ws.WordNetMissingError, match=r"the lexnames manual page .*lexnames.5.gz is missing"):
         ws.install_from_debian(source=src, dest_root=tmp_path / "nltk")
     assert not (tmp_path / "nltk").exists()
 
