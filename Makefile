@@ -17,7 +17,7 @@ help:
 	@echo "make book       the executed workbook as a static website (outputs/book/site/; runs make workbook's missing stages first)"
 	@echo "make reproduction  docs/reproduction.md from the committed data under docs/data/ (the paper's claims, verdicts, Holm)"
 	@echo "make sweep SWEEP=sweeps/NAME.yaml [JOBS=N] [EXECUTOR=local|slurm]   run a sweep's unfinished points"
-	@echo "make protocol   the central finding under the paper's protocol at CPU scale: two quick sweeps, then notebook 08 (about 50 min on 2 cores)"
+	@echo "make protocol   the central finding under the paper's protocol at CPU scale: three quick sweeps, then notebook 08 (about 65 min on 2 cores)"
 	@echo "make test       set up, then run the tests (the whole suite in two workers, 5-12 minutes on 2 cores, by CPU; TEST_JOBS=1: one process, about 16)"
 	@echo "make test-fast  the tests that neither train nor run notebooks (pytest -m 'not slow', 1-2 minutes)"
 	@echo "make lint       ruff check + ruff format --check (what the pre-commit hook runs)"
@@ -77,12 +77,14 @@ sweep: setup
 	@test -n "$(SWEEP)" || { echo "usage: make sweep SWEEP=sweeps/NAME.yaml [JOBS=N]; sweeps:"; ls sweeps/*.yaml; exit 2; }
 	$(PY) -m arrank.workbook.sweep $(SWEEP) $(if $(JOBS),--jobs $(JOBS),) $(if $(EXECUTOR),--executor $(EXECUTOR),) $(SWEEP_ARGS)
 
-# the paper-protocol study at CPU scale (docs/pretrained.md): constant rate against cosine to each budget,
-# each method at its budget chosen on validation queries
-PROTOCOL := sweeps/protocol_quick_constant.yaml sweeps/protocol_quick_cosine.yaml
+# the paper-protocol study at CPU scale (docs/pretrained.md): constant rate against cosine to each budget
+# and other learning rates, each method at its budget, schedule and rate chosen on validation queries
+comma := ,
+PROTOCOL_CURVES := sweeps/protocol_quick_cosine.yaml,sweeps/protocol_quick_lr.yaml
 protocol: setup
-	for s in $(PROTOCOL); do $(PY) -m arrank.workbook.sweep $$s --jobs 2 || exit 1; done
-	$(PY) -m arrank.workbook.run 08 -p sweep $(word 1,$(PROTOCOL)) -p curve_sweeps $(word 2,$(PROTOCOL))
+	for s in sweeps/protocol_quick_constant.yaml $(subst $(comma), ,$(PROTOCOL_CURVES)); do \
+	  $(PY) -m arrank.workbook.sweep $$s --jobs 2 || exit 1; done
+	$(PY) -m arrank.workbook.run 08 -p sweep sweeps/protocol_quick_constant.yaml -p curve_sweeps $(PROTOCOL_CURVES)
 
 lab: setup
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(if $(filter 0,$(shell id -u)),--allow-root,) $(LAB_ARGS)
