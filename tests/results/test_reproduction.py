@@ -25,6 +25,21 @@ def test_the_committed_page_agrees_with_the_committed_data():
     assert R.page() == committed, f"{R.PAGE} is stale: run `make reproduction` and commit it"
 
 
+def test_a_budget_cell_says_only_what_the_row_above_does_not():
+    """A row of the same source names its setting's schedule and rate alone where its data setting is the
+    row above's, and nothing where its setting is; the chosen row its choices alone."""
+    page = (paths.ROOT / R.PAGE).read_text()
+    for cell in (
+        "| quick-cpu-protocol | 64 items a step, 300 held-out queries, constant rate: step 150 (0.49 epochs) |",
+        "|  | step 300 (0.98 epochs) |",
+        "|  | cosine: step 150 (0.49 epochs) |",
+        "|  | cosine, lr 0.0005: step 300 (0.98 epochs) |",
+        "|  | chosen on validation (Fractional α=2: step 600",
+    ):
+        assert cell in page, cell  # fmt: skip
+    assert "|  | 64 items a step, 300 held-out queries" not in page
+
+
 def test_an_output_that_is_no_file_in_a_folder_is_refused_and_the_page_is_written_whole(tmp_path, capsys):
     for bad in ("", str(tmp_path), str(tmp_path / "nowhere" / "x.md")):
         with pytest.raises(SystemExit) as exit:

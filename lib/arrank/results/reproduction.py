@@ -76,8 +76,8 @@ SOURCES: tuple[Source, ...] = (
            "pretrained", "GPU", "curve", "docs/data/pretrained_gpu_curve_per_query.csv.gz",
            "make gpu-curve SWEEP={sweep}", results="docs/data/gpu/**/*.results.json"),
     Source("quick-cpu-protocol",
-           "The paper's protocol on the tiny model: a constant rate against a cosine decay to each budget, and each "
-           "method at its budget chosen on validation queries (`make protocol`)", "quick", "CPU", "curve",
+           "The paper's protocol on the tiny model: a constant rate against a cosine decay to each budget (and two "
+           "other rates), each method at its budget, schedule and rate chosen on validation queries (`make protocol`)", "quick", "CPU", "curve",
            "docs/data/quick_protocol_per_query.csv.gz", "make sweep SWEEP={sweep} JOBS=2",
            results="docs/data/quick_protocol_runs/*.results.json"),
     Source("quick-cpu-figure3",
@@ -255,8 +255,9 @@ def _claim_table(rows: list[Row]) -> list[str]:
         source, budget = row.source.key, row.budget
         if before is not None and before.source.key == source:  # what the row above says is not said again
             source, checked = "", "〃" if checked and before.finding.claim == f.claim else checked
-            setting, sep, rest = budget.partition(": ")
-            budget = rest if sep and before.budget.startswith(setting + sep) else budget
+            (setting, sep, rest), above = budget.partition(": "), before.budget.partition(": ")[0]
+            if sep and curve.data_setting(setting) == curve.data_setting(above):  # nor a setting, or its data
+                budget = rest if setting == above else f"{curve.choice_text(setting)}: {rest}".removeprefix(": ")
         cells.append([source, budget, checked, estimate, p_text(f.p_value), f.verdict, holm_cell(f),
                       *row.runs.cells()])  # fmt: skip
         before = row
