@@ -307,7 +307,7 @@ def curve_figure(
 ):
     """Plotly: ``claim``'s difference (points) against the training budget in items seen (log
     axis), its 95% interval as a band, the claim's threshold dotted and zero as a line; markers
-    coloured by the verdict at that budget and labelled with its epochs, the step in the hover.
+    coloured by the verdict at that budget and labelled with its epochs (once a budget), the step in the hover.
     One line and band per setting of the findings (``SETTING_COLORS``, in first-seen order; the
     legend names the setting), side by side on the one axis, never pooled. ``chosen``: each method's
     budgets chosen on validation (``results.chosen.choices``), marked on their setting's line with how
@@ -318,7 +318,7 @@ def curve_figure(
     parts = _by_setting(findings, claim)
     if not parts:
         raise ValueError(f"no budget of the curve has both {claim.a} and {claim.b}: nothing to draw")
-    several = len(parts) > 1
+    several, labelled = len(parts) > 1, set()  # a budget's epochs labelled once, on its first line
     fig = go.Figure()
     for i, (setting, part) in enumerate(parts.items()):
         color = SETTING_COLORS[i % len(SETTING_COLORS)]
@@ -343,7 +343,7 @@ def curve_figure(
             mode="lines+markers+text",
             name=name,
             legendgroup=name,
-            text=[f"{e:.2g} epochs" for e in part["epochs"]],
+            text=[f"{e:.2g} epochs" if x_ not in labelled else "" for x_, e in zip(x, part["epochs"])],
             textposition="top center",
             cliponaxis=False,
             textfont={"size": 11, "color": "grey"},
@@ -354,6 +354,7 @@ def curve_figure(
             + "step %{customdata[0]}, %{x:,.0f} items, %{customdata[1]:.3g} epochs<br>"
             "%{y:+.1f} points, 95% CI [%{customdata[2]:+.1f}, %{customdata[3]:+.1f}]: %{customdata[4]}<extra></extra>",
         )
+        labelled.update(x)
     _mark_chosen(fig, parts, chosen)
     fig.add_hline(y=0, line={"color": "black", "width": 1})
     if claim.threshold != 0:
