@@ -36,7 +36,7 @@ def test_a_budget_cell_says_only_what_the_row_above_does_not():
         "|  | cosine, lr 0.0005: step 300 (0.98 epochs) |",
         "|  | chosen on validation (Fractional α=2: step ",
     ):
-        assert cell in page, cell  # fmt: skip
+        assert cell in page, cell
     assert "|  | 64 items a step, 300 held-out queries" not in page
 
 
