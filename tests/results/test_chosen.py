@@ -66,7 +66,8 @@ def test_each_method_is_read_at_its_validation_best_budget():
     }
     assert len(picks) == 6 and picks["data_setting"].eq("64 items a step, 30 held-out queries").all()
     assert chosen.choices_text(picks) == (
-        f"{curve.FRACTIONAL}: step 20 cosine (3 of 3 seeds); {curve.NTP}: step 10 constant (3 of 3 seeds)"
+        f"{curve.FRACTIONAL}: step 20 cosine (3 of 3 seeds; the largest budget offered); "
+        f"{curve.NTP}: step 10 constant (3 of 3 seeds)"
     )
 
 
@@ -81,7 +82,8 @@ def test_a_learning_rate_other_than_the_profiles_is_one_more_candidate():
     dev = {curve.NTP: dict(zip(budgets, [0.7, 0.8])), curve.FRACTIONAL: dict(zip(budgets, [0.8, 0.7]))}
     picks = chosen.choices(frame(dev, dev))
     assert chosen.choices_text(picks) == (
-        f"{curve.FRACTIONAL}: step 10 cosine (3 of 3 seeds); {curve.NTP}: step 10 cosine, lr 0.001 (3 of 3 seeds)"
+        f"{curve.FRACTIONAL}: step 10 cosine (3 of 3 seeds; the largest budget offered); "
+        f"{curve.NTP}: step 10 cosine, lr 0.001 (3 of 3 seeds; the largest budget offered)"
     )
 
 

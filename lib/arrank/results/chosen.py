@@ -29,7 +29,7 @@ from arrank.results import statistics as S
 from arrank.results.claims import Claim, recall
 
 CHOICE = recall(2, 3, 4, 5)  # what a budget is chosen by: the central claim's quantity on the validation queries
-CHOICE_COLUMNS = ["data_setting", "variant", "seed", "setting", "step", "items", "epochs", "dev_mean"]
+CHOICE_COLUMNS = ["data_setting", "variant", "seed", "setting", "step", "items", "epochs", "dev_mean", "largest"]
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,8 @@ def chosen_finding(
 
 def choices(frame: pd.DataFrame, variants: tuple[str, ...] = (curve.FRACTIONAL, curve.NTP)) -> pd.DataFrame:
     """Each seed's chosen budget per variant and data setting: ``CHOICE_COLUMNS`` (``dev_mean``: its
-    validation mean R@2..R@5, a fraction), in the variants' order; chosen on the queries every run of
+    validation mean R@2..R@5, a fraction; ``largest``: it is the largest budget offered, so a larger
+    one might be chosen), in the variants' order; chosen on the queries every run of
     the variants shares, as ``chosen_finding`` chooses (a partial run narrows both alike)."""
     rows = []
     for data, part in data_settings(frame).items():
@@ -161,7 +162,10 @@ def choices(frame: pd.DataFrame, variants: tuple[str, ...] = (curve.FRACTIONAL, 
             for i, (seed, best) in enumerate(zip(x.seeds, x.chosen())):
                 setting, step = x.candidates[best]
                 at = part[(part[curve.SETTING] == setting) & (part["step"] == step)].iloc[0]
-                rows.append([data, variant, seed, setting, step, at["items"], at["epochs"], float(means[i, best])])
+                largest = step == max(s for _, s in x.candidates)
+                rows.append(
+                    [data, variant, seed, setting, step, at["items"], at["epochs"], float(means[i, best]), largest]
+                )
     return pd.DataFrame(rows, columns=CHOICE_COLUMNS)
 
 
@@ -199,11 +203,12 @@ def findings_frame(found: list[tuple[str, Finding]]) -> pd.DataFrame:
 
 def choices_text(picks: pd.DataFrame) -> str:
     """``choices``' rows in words: ``NTP: step 139 cosine (2 of 3 seeds), step 69 cosine, lr 0.001 (1 of 3
-    seeds); ...`` (``curve.choice_text``)."""
+    seeds); ...`` (``curve.choice_text``), ``; the largest budget offered`` where it is."""
     parts = []
     for variant, rows in picks.groupby("variant", sort=False):
-        at = rows.groupby(["step", "setting"], sort=False).size()
-        where = ", ".join(f"step {step} {curve.choice_text(st)}".rstrip() + f" ({n} of {len(rows)} seeds)"
-                          for (step, st), n in at.items())  # fmt: skip
+        at = rows.groupby(["step", "setting"], sort=False)["largest"].agg(["size", "all"])
+        edge = "; the largest budget offered"
+        where = ", ".join(f"step {step} {curve.choice_text(st)}".rstrip() + f" ({n} of {len(rows)} seeds{edge * top})"
+                          for (step, st), (n, top) in at.iterrows())  # fmt: skip
         parts.append(f"{variant}: {where}")
     return "; ".join(parts)
