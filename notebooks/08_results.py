@@ -151,10 +151,10 @@ else:
 # whether it holds for each method at its best budget. With validation queries (notebook 05's
 # `n_dev`), each method's budget (and schedule and learning rate, where several were run) is chosen
 # per seed by its validation mean R@2..R@5, and the test queries are read once, there
-# (`results.chosen`). The interval
-# resamples the seeds and both query sets and makes the choice again in each resample, so a choice
-# that could have gone either way widens it. The three claims at the chosen budgets are one Holm
-# family. Written as `chosen_budgets.csv` and `chosen_findings.csv`.
+# (`results.chosen`); a choice at the largest budget offered is marked (`largest`): a larger one
+# might do better. The interval resamples the seeds and both query sets and makes the choice again
+# in each resample, so a choice that could have gone either way widens it. The three claims at the
+# chosen budgets are one Holm family. Written as `chosen_budgets.csv` and `chosen_findings.csv`.
 
 # %%
 at_chosen = chosen.chosen_findings(curve_rows) if curve_rows is not None else []
