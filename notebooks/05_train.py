@@ -170,7 +170,7 @@ print(f"example: {example['query']} rank {example['rank']}, lambda = {example['w
 for t, step in enumerate(example["targets"][:3]):
     print(f"  step {t}: " + ", ".join(f"{tok.convert_ids_to_tokens(i)} {m:.3f}" for i, m in step))
 layout = train.packing_layout(P["packing"], items, model)
-n_sequences = len(train.pack_items(items, hyper["max_length"])) if layout == "per_query" else len(items)
+n_sequences = len(train.training_dataset(items, hyper, layout, P["sampling"] == "weighted")[0])  # refuses a step over it
 print(f"packing: {layout} ({n_sequences:,} sequences of {len(items) / n_sequences:.2f} items on average)")
 prefix_shared = train.shared_opening(model, items)  # the prompts' common opening: run once per batch
 print(f"shared prompt opening: {prefix_shared} tokens run once per batch")
@@ -232,11 +232,10 @@ with outputs.timed(timings, "evaluate"):
     result, per_query, records = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks,
                                                       precision=numerics.used, query_batch=P["query_batch"])
 dev, per_query_dev = {}, None
-if P["n_dev"]:  # the validation queries, scored as the test ones (all: eval_queries limits the test ones)
+if P["n_dev"]:  # the validation queries, all of them, scored as the test ones
     with outputs.timed(timings, "evaluate_validation"):
-        dev, per_query_dev, _ = evaluate.evaluate_held_out(model, tok, df, P["eval_queries"] or None, ks,
-                                                           split=outputs.DEV, precision=numerics.used,
-                                                           query_batch=P["query_batch"])
+        dev, per_query_dev, _ = evaluate.evaluate_held_out(model, tok, df, None, ks, split=outputs.DEV,
+                                                           precision=numerics.used, query_batch=P["query_batch"])
 n_train = evaluate.n_training_queries(P["train_queries"], result["n_queries"])
 P["train_queries"] = n_train  # results.json records the number used, not None
 with outputs.timed(timings, "evaluate_training"):
