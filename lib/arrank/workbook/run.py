@@ -140,8 +140,7 @@ def prepare_parsed(source: Path, overrides: dict[str, Any]) -> tuple[Path, dict[
     given = {k: coerce(k, v, spec[k].type if k in spec else "str") for k, v in overrides.items()}  # unknown: refused
     resolved = params.resolve(source.stem, {**defaults, **given}, set(given), source)
     processes.check_launch(source.stem, resolved)  # several processes: 05 only, a run name, no Unsloth
-    injected = {k: v for k, v in resolved.items() if k in given or k == "run_name" or v != defaults[k]}
-    return source, injected, resolved
+    return source, {k: v for k, v in resolved.items() if k in given or k == "run_name" or v != defaults[k]}, resolved
 
 
 RUN_GLOBS = {"from_runs": ("07_de_ce_baselines", ""), "arr_runs": ("05_train", "*")}  # 07's: (runs of, needs none)

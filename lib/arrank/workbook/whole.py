@@ -36,10 +36,9 @@ def stages() -> list[dict[str, Any]]:
     sweep = _sweep()
     fractional = next(p.run_name for p in sweep.points if p.grid.get("scheme") == "fractional")
     overrides = {"06": {"train_run": fractional}, "07": {"arr_runs": f"{sweep.name}-*"}}
-    sweep_stage = {"name": f"sweep {sweep.name}", "kind": "sweep"}
     return [
         {"name": s.stem, "kind": "notebook", "overrides": overrides.get(s.stem[:2], {}), "prefix": s.stem[:2]}
-        | (sweep_stage if s.stem[:2] == "05" else {})
+        | ({"name": f"sweep {sweep.name}", "kind": "sweep"} if s.stem[:2] == "05" else {})
         for s in notebooks()
     ]
 
