@@ -132,8 +132,7 @@ def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: P
         label = variant_label(sweep.notebook, params, varying)
         setting = curve_setting(params, rows, results.get("env", {}).get("processes", 1))
         parts.append(rows.assign(point=point.run_name, variant=label, setting=setting, seed=params.get("seed")))
-    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)
-    return out[[c for c in CURVE_COLUMNS if c in out.columns]]
+    return (pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)).filter(CURVE_COLUMNS)
 
 
 def stopped_run(folder: Path) -> tuple[Path | None, dict | None]:
