@@ -300,9 +300,7 @@ def writable_folder(folder: Path) -> Path:
     root on a read-only file system is caught too); else ``OutputsNotWritableError`` and the remedy."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=folder)
-        os.close(fd)
-        os.unlink(probe)
+        tempfile.NamedTemporaryFile(prefix=".write-test-", dir=folder).close()  # made and removed
     except OSError as err:
         blocked = next((p for p in [folder, *folder.parents] if p.exists()), folder)
         raise OutputsNotWritableError(
@@ -563,5 +561,5 @@ def write_results(
     if bad := [k for k in metrics if not isinstance(k, str) or "/" in k]:
         raise ValueError(f"metric names must be flat strings without '/': {bad}")
     payload = {"notebook": notebook, "params": params, "metrics": metrics, "timings": timings, "env": env_info()}
-    payload["warnings"] = told()  # what the run told its user (notices), for the runner and the sweep
-    return write_json_atomic(run_dir / "results.json", payload)
+    # warnings: what the run told its user (notices), for the runner and the sweep
+    return write_json_atomic(run_dir / "results.json", payload | {"warnings": told()})

@@ -63,9 +63,8 @@ def _run_stage(stage: dict[str, Any], run_name: str) -> tuple[str, Path]:
             return "ran", target
         if all(s == "done" for s in point_states(sweep)):
             return "done earlier", target
-        failed = [
-            r["run_name"] for r in run_sweep(sweep, jobs=workbook_jobs(len(sweep.points))) if r["status"] == "failed"
-        ]
+        rows = run_sweep(sweep, jobs=workbook_jobs(len(sweep.points)))
+        failed = [r["run_name"] for r in rows if r["status"] == "failed"]
     except (SweepError, RunFailedError, ParamError, outputs.RunExistsError, outputs.OutputsNotWritableError) as err:
         return f"FAILED: {err}", target
     return (f"FAILED: points {failed} (logs in outputs/sweeps/{sweep.name}/logs/)" if failed else "ran"), target
