@@ -71,8 +71,7 @@ def results_problem(results: Any) -> str | None:
     """What is wrong with a parsed results.json against ``RESULTS_SCHEMA``, in words; None when nothing."""
     if not isinstance(results, dict):
         return "not a mapping"
-    absent = [] if "warnings" in results else ["warnings"]
-    bad = [k for k, kind in RESULTS_SCHEMA.items() if k not in absent and not isinstance(results.get(k), kind)]
+    bad = [k for k, kind in RESULTS_SCHEMA.items() if not isinstance(({"warnings": []} | results).get(k), kind)]
     return f"its {bad[0]!r} is missing or not {KINDS[RESULTS_SCHEMA[bad[0]]]}" if bad else None
 
 
@@ -167,11 +166,7 @@ def run_path(stem: str, run_name: str, root: Path | None = None) -> Path:
 def finished_runs(stem: str, root: Path | None = None) -> list[Path]:
     """The finished runs of a notebook (folders with a results.json; staging and failed folders
     start with '.' or end in '.failed-<time>' and are left out), oldest first by results.json time."""
-    runs = [
-        p.parent
-        for p in _notebook_dir(stem, root).glob("*/results.json")
-        if not p.parent.name.startswith(".") and ".failed-" not in p.parent.name
-    ]
+    runs = [p.parent for p in _notebook_dir(stem, root).glob("[!.]*/results.json") if ".failed-" not in p.parent.name]
     return sorted(runs, key=lambda p: ((p / "results.json").stat().st_mtime, p.name))
 
 
@@ -305,9 +300,7 @@ def writable_folder(folder: Path) -> Path:
     root on a read-only file system is caught too); else ``OutputsNotWritableError`` and the remedy."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=folder)
-        os.close(fd)
-        os.unlink(probe)
+        tempfile.NamedTemporaryFile(prefix=".write-test-", dir=folder).close()  # made and removed
     except OSError as err:
         blocked = next((p for p in [folder, *folder.parents] if p.exists()), folder)
         raise OutputsNotWritableError(
@@ -375,7 +368,6 @@ def umask_permissions(path: Path) -> Path:
     """Give ``path`` (a file, or a folder and everything in it) the permissions a plain
     ``open``/``mkdir`` would have under the umask, not tempfile's 0600 / 0700."""
     mask = _umask()
-    path = Path(path)
     for p in [path, *path.rglob("*")] if path.is_dir() else [path]:
         os.chmod(p, (0o777 if p.is_dir() else 0o666) & ~mask)
     return path
@@ -569,5 +561,5 @@ def write_results(
     if bad := [k for k in metrics if not isinstance(k, str) or "/" in k]:
         raise ValueError(f"metric names must be flat strings without '/': {bad}")
     payload = {"notebook": notebook, "params": params, "metrics": metrics, "timings": timings, "env": env_info()}
-    payload["warnings"] = told()  # what the run told its user (notices), for the runner and the sweep
-    return write_json_atomic(run_dir / "results.json", payload)
+    # warnings: what the run told its user (notices), for the runner and the sweep
+    return write_json_atomic(run_dir / "results.json", payload | {"warnings": told()})

@@ -33,8 +33,7 @@ def collect(sweep: Sweep, outputs_root: Path | None = None) -> pd.DataFrame:
         label = variant_label(sweep.notebook, params, sweep.grid_keys)
         row = {"run_name": point.run_name, "state": state, "label": label, "profile": params.get("profile")}
         row.update({k: params.get(k) for k in sweep.grid_keys})
-        row.update({k: v for k, v in metrics.items() if k in metric_columns(metrics)})
-        rows.append(row)
+        rows.append(row | {k: v for k, v in metrics.items() if k in metric_columns(metrics)})
     return pd.DataFrame(rows)
 
 
@@ -45,8 +44,7 @@ def random_floor(sweep: Sweep, frame: pd.DataFrame, outputs_root: Path | None = 
         table = run_path(sweep.notebook, run_name, outputs_root) / "metrics.csv"
         rows = pd.read_csv(table) if table.exists() else pd.DataFrame()
         if "run" in rows.columns and (rows["run"] == "random scores").any():
-            row = rows[rows["run"] == "random scores"].iloc[0]
-            return {k: float(row[k]) for k in metric_columns(rows.columns)}
+            return rows[rows["run"] == "random scores"].iloc[0][metric_columns(rows.columns)].astype(float).to_dict()
     return None
 
 
@@ -79,10 +77,8 @@ def per_query_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_roo
         if not path.exists():
             continue
         results = read_results(path.parent / "results.json")
-        q = read_rows(path, ["query", "ndcg"], results["metrics"])
-        parts.append(
-            short_columns(q).assign(point=row["run_name"], variant=row["label"], seed=results["params"].get("seed"))
-        )
+        q = short_columns(read_rows(path, ["query", "ndcg"], results["metrics"]))
+        parts.append(q.assign(point=row["run_name"], variant=row["label"], seed=results["params"].get("seed")))
     out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=PER_QUERY_COLUMNS)
     return out[[c for c in PER_QUERY_COLUMNS if c in out.columns]]
 
@@ -136,8 +132,7 @@ def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: P
         label = variant_label(sweep.notebook, params, varying)
         setting = curve_setting(params, rows, results.get("env", {}).get("processes", 1))
         parts.append(rows.assign(point=point.run_name, variant=label, setting=setting, seed=params.get("seed")))
-    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)
-    return out[[c for c in CURVE_COLUMNS if c in out.columns]]
+    return (pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)).filter(CURVE_COLUMNS)
 
 
 def stopped_run(folder: Path) -> tuple[Path | None, dict | None]:

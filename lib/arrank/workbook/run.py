@@ -140,8 +140,7 @@ def prepare_parsed(source: Path, overrides: dict[str, Any]) -> tuple[Path, dict[
     given = {k: coerce(k, v, spec[k].type if k in spec else "str") for k, v in overrides.items()}  # unknown: refused
     resolved = params.resolve(source.stem, {**defaults, **given}, set(given), source)
     processes.check_launch(source.stem, resolved)  # several processes: 05 only, a run name, no Unsloth
-    injected = {k: v for k, v in resolved.items() if k in given or k == "run_name" or v != defaults[k]}
-    return source, injected, resolved
+    return source, {k: v for k, v in resolved.items() if k in given or k == "run_name" or v != defaults[k]}, resolved
 
 
 RUN_GLOBS = {"from_runs": ("07_de_ce_baselines", ""), "arr_runs": ("05_train", "*")}  # 07's: (runs of, needs none)
@@ -370,13 +369,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("notebook", nargs="?", help="stem (01_de_capacity), number (01) or path of the notebook")
     parser.add_argument(
-        "-p",
-        "--parameter",
-        nargs=2,
-        action="append",
-        default=[],
-        metavar=("NAME", "VALUE"),
-        help="set a parameter (repeatable)",
+        "-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"), help="set a parameter (repeatable)"
     )
     parser.add_argument("--no-progress", action="store_true", help="no papermill progress bar")
     parser.add_argument("-h", "--help", action="store_true", help="show this help (and the notebook's parameters)")
@@ -426,14 +419,14 @@ def main(argv: list[str] | None = None) -> int:
     """Command line entry point; prints the run directory, or the error in one block and exits 2
     (refused before running), 1 (the notebook failed) or 128 + the signal (docs/reliability.md)."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    names = [name for name, _ in args.parameter]
+    names = [name for name, _ in args.parameter or []]
     twice = sorted({n for n in names if names.count(n) > 1})
     with interrupt_on_signals():
         try:
             if twice:
                 given = "; ".join(f"{n}: " + ", ".join(shown(v) for k, v in args.parameter if k == n) for n in twice)
                 raise ParamError(f"parameter(s) {twice} given more than once ({given}); give each -p NAME VALUE once")
-            final = run_notebook(args.notebook, dict(args.parameter), progress=not args.no_progress)
+            final = run_notebook(args.notebook, dict(args.parameter or []), progress=not args.no_progress)
         except (ParamError, outputs.RunExistsError, outputs.OutputsNotWritableError, RunFailedError) as err:
             print(error_lines(err), file=sys.stderr)
             return 1 if isinstance(err, RunFailedError) else 2  # 2: refused before running

@@ -172,9 +172,8 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         raise SweepError(f"{path.name} must be a mapping with keys {sorted(KEYS)}")
     if unknown := sorted(set(data) - KEYS):
         raise SweepError(f"{path.name}: unknown key(s) {unknown}; allowed: {sorted(KEYS)}")
-    for key in ("notebook", "grid"):
-        if key not in data:
-            raise SweepError(f"{path.name} has no '{key}'")
+    if missing := [key for key in ("notebook", "grid") if key not in data]:
+        raise SweepError(f"{path.name} has no '{missing[0]}'")
     return data
 
 
@@ -368,12 +367,11 @@ def _slurm_prepass(sweep: Sweep, states: list[str], root: Path, kind: str) -> tu
             f"{sweep.path.name}: points have jobs still queued or running; follow them with the executor that "
             "submitted them (--executor slurm), or cancel them first:\n  " + "\n  ".join(busy)
         )
-    ended = {
+    return live, {
         name: last_error(job.log, sweep_jobs.job_end(job.job_id, state))
         for name, (job, state) in found.items()
         if state in ENDED
     }
-    return live, ended
 
 
 class _Progress:

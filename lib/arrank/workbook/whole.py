@@ -36,10 +36,9 @@ def stages() -> list[dict[str, Any]]:
     sweep = _sweep()
     fractional = next(p.run_name for p in sweep.points if p.grid.get("scheme") == "fractional")
     overrides = {"06": {"train_run": fractional}, "07": {"arr_runs": f"{sweep.name}-*"}}
-    sweep_stage = {"name": f"sweep {sweep.name}", "kind": "sweep"}
     return [
         {"name": s.stem, "kind": "notebook", "overrides": overrides.get(s.stem[:2], {}), "prefix": s.stem[:2]}
-        | (sweep_stage if s.stem[:2] == "05" else {})
+        | ({"name": f"sweep {sweep.name}", "kind": "sweep"} if s.stem[:2] == "05" else {})
         for s in notebooks()
     ]
 
@@ -64,9 +63,8 @@ def _run_stage(stage: dict[str, Any], run_name: str) -> tuple[str, Path]:
             return "ran", target
         if all(s == "done" for s in point_states(sweep)):
             return "done earlier", target
-        failed = [
-            r["run_name"] for r in run_sweep(sweep, jobs=workbook_jobs(len(sweep.points))) if r["status"] == "failed"
-        ]
+        rows = run_sweep(sweep, jobs=workbook_jobs(len(sweep.points)))
+        failed = [r["run_name"] for r in rows if r["status"] == "failed"]
     except (SweepError, RunFailedError, ParamError, outputs.RunExistsError, outputs.OutputsNotWritableError) as err:
         return f"FAILED: {err}", target
     return (f"FAILED: points {failed} (logs in outputs/sweeps/{sweep.name}/logs/)" if failed else "ran"), target

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -17,7 +16,7 @@ import time
 from pathlib import Path
 
 from arrank.common import paths
-from arrank.common.outputs import run_path
+from arrank.common.outputs import run_path, staged_folder
 from arrank.workbook.book.executed import for_the_book, with_download_link
 from arrank.workbook.book.pages import PAGES, SITE_SOURCES, fields, page
 
@@ -94,20 +93,12 @@ def build_book(run_name: str = "workbook", dest: Path | None = None, run_missing
         run_workbook(run_name)
     if not any(_finished(p) for p in notebooks.values()):
         raise BookError(f"no executed notebook of run {run_name!r} under {paths.OUTPUTS}: run `make workbook` first")
-    staging, old = (dest.parent / f".{dest.name}.{what}-{os.getpid()}" for what in ("staging", "old"))
-    shutil.rmtree(staging, ignore_errors=True)
-    try:
+    with staged_folder(dest, replace=True) as staging:
         missing = write_sources(staging / "src", notebooks, run_name)
         warnings = sphinx_build(staging / "src", staging / "site", staging / "doctrees")
         for scratch in ("doctrees", "jupyter_execute"):  # Sphinx's and MyST-NB's working folders
             shutil.rmtree(staging / scratch, ignore_errors=True)
         shutil.make_archive(str(staging / "book"), "zip", staging / "site")
-        if dest.exists():
-            dest.rename(old)
-        staging.rename(dest)
-        shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     if warnings:
         print(warnings, file=sys.stderr)
     if missing:

@@ -43,8 +43,7 @@ def progress_text(model_id: str, state: dict[str, Any]) -> str | None:
     """The line a tqdm notebook bar ended as (``desc: 100%|██████████| 15/15 [00:02<00:00]``), from
     the widget state papermill saved; None when the model is not such a bar."""
     box = state.get(model_id, {})
-    children = [c.removeprefix("IPY_MODEL_") for c in box.get("state", {}).get("children", [])]
-    parts = [state.get(c, {}) for c in children]
+    parts = [state.get(c.removeprefix("IPY_MODEL_"), {}) for c in box.get("state", {}).get("children", [])]
     if box.get("model_name") != "HBoxModel" or [p.get("model_name") for p in parts] != TQDM_BAR:
         return None
     left, bar, right = (p["state"] for p in parts)
