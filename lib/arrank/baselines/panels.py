@@ -200,12 +200,8 @@ def panel_a_note(arr: pd.DataFrame | None) -> str:
     if arr is None or not len(arr):
         return note
     trained = arr.filter(like="train_recall@").notna().any().any()
-    return (
-        note
-        + "<br>ARR: "
-        + ("on a sample of its training queries (dashed: the same question) and " if trained else "")
-        + "on held-out queries it never trained on (dotted: a harder test)"
-    )
+    sample = "on a sample of its training queries (dashed: the same question) and " if trained else ""
+    return f"{note}<br>ARR: {sample}on held-out queries it never trained on (dotted: a harder test)"
 
 
 def figure3_panels(
@@ -228,12 +224,9 @@ def figure3_panels(
     with_arr = arr is not None and len(arr)
     if figure3:
         dims = ", ".join(map(str, sorted(de_dims)))
+        head = f"Figure 3 (a): R@k of DEs (n = {dims}) and a CE (n = {ce_dim}), both at α = {alpha:g}"
         titles = {
-            "a": subtitle(
-                f"Figure 3 (a): R@k of DEs (n = {dims}) and a CE (n = {ce_dim}), both at α = {alpha:g}"
-                + (", and ARR" if with_arr else ""),
-                panel_a_note(arr),
-            ),
+            "a": subtitle(head + (", and ARR" if with_arr else ""), panel_a_note(arr)),
             "b": subtitle(f"Figure 3 (b): DE, n = {alpha_dim}, for each α", BASELINE_GROUP),
             "c": subtitle(f"Figure 3 (c): CE, n = {ce_dim}, for each α", BASELINE_GROUP),
         }
