@@ -35,14 +35,10 @@ def arr_runs(dataset: Mapping[str, Any], n_queries: int, root: Path | None = Non
         p, m = result.get("params", {}), result.get("metrics", {})
         if m.get("n_queries") != n_queries:
             continue
-        rows.append(
-            {
-                "run": run.name,
-                "label": f"ARR {loss_label(dict(p))}",  # the paper's name of the loss: ARR Fractional α=2
-                **{k: p.get(k) for k in ("scheme", "alpha", "targets", "beta", "combined", "sampling")},
-                **{k: v for k, v in m.items() if ARR_METRIC(k.removeprefix("train_"))},
-            }
-        )
+        label = f"ARR {loss_label(dict(p))}"  # the paper's name of the loss: ARR Fractional α=2
+        kept = {k: p.get(k) for k in ("scheme", "alpha", "targets", "beta", "combined", "sampling")}
+        metrics = {k: v for k, v in m.items() if ARR_METRIC(k.removeprefix("train_"))}
+        rows.append({"run": run.name, "label": label, **kept, **metrics})
         params.append(p)
     distinct_labels(rows, params)
     order = sorted(range(len(rows)), key=lambda i: (variant_order(params[i]), rows[i]["run"]))
