@@ -50,9 +50,7 @@ def positive_pairs(df: pd.DataFrame, rows: Mapping[str, int]) -> Pairs:
     queries = _rows_of(list(df["query"]), rows, "query synset")
     docs = _rows_of([d for rel in df["relevant"] for d in rel], rows, "relevant synset")
     ranks = np.arange(int(n_rel.sum())) - np.repeat(np.cumsum(n_rel) - n_rel, n_rel) + 1
-    return Pairs(
-        torch.from_numpy(np.repeat(queries, n_rel)), torch.from_numpy(docs), torch.from_numpy(ranks.astype(np.int64))
-    )
+    return Pairs(*map(torch.from_numpy, (np.repeat(queries, n_rel), docs, ranks.astype(np.int64))))
 
 
 def rank_weights(rank: torch.Tensor, alpha: float, dtype: torch.dtype = torch.float32) -> torch.Tensor:

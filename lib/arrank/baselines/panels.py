@@ -35,14 +35,10 @@ def arr_runs(dataset: Mapping[str, Any], n_queries: int, root: Path | None = Non
         p, m = result.get("params", {}), result.get("metrics", {})
         if m.get("n_queries") != n_queries:
             continue
-        rows.append(
-            {
-                "run": run.name,
-                "label": f"ARR {loss_label(dict(p))}",  # the paper's name of the loss: ARR Fractional α=2
-                **{k: p.get(k) for k in ("scheme", "alpha", "targets", "beta", "combined", "sampling")},
-                **{k: v for k, v in m.items() if ARR_METRIC(k.removeprefix("train_"))},
-            }
-        )
+        label = f"ARR {loss_label(dict(p))}"  # the paper's name of the loss: ARR Fractional α=2
+        kept = {k: p.get(k) for k in ("scheme", "alpha", "targets", "beta", "combined", "sampling")}
+        metrics = {k: v for k, v in m.items() if ARR_METRIC(k.removeprefix("train_"))}
+        rows.append({"run": run.name, "label": label, **kept, **metrics})
         params.append(p)
     distinct_labels(rows, params)
     order = sorted(range(len(rows)), key=lambda i: (variant_order(params[i]), rows[i]["run"]))
@@ -200,12 +196,8 @@ def panel_a_note(arr: pd.DataFrame | None) -> str:
     if arr is None or not len(arr):
         return note
     trained = arr.filter(like="train_recall@").notna().any().any()
-    return (
-        note
-        + "<br>ARR: "
-        + ("on a sample of its training queries (dashed: the same question) and " if trained else "")
-        + "on held-out queries it never trained on (dotted: a harder test)"
-    )
+    sample = "on a sample of its training queries (dashed: the same question) and " if trained else ""
+    return f"{note}<br>ARR: {sample}on held-out queries it never trained on (dotted: a harder test)"
 
 
 def figure3_panels(
@@ -228,12 +220,9 @@ def figure3_panels(
     with_arr = arr is not None and len(arr)
     if figure3:
         dims = ", ".join(map(str, sorted(de_dims)))
+        head = f"Figure 3 (a): R@k of DEs (n = {dims}) and a CE (n = {ce_dim}), both at α = {alpha:g}"
         titles = {
-            "a": subtitle(
-                f"Figure 3 (a): R@k of DEs (n = {dims}) and a CE (n = {ce_dim}), both at α = {alpha:g}"
-                + (", and ARR" if with_arr else ""),
-                panel_a_note(arr),
-            ),
+            "a": subtitle(head + (", and ARR" if with_arr else ""), panel_a_note(arr)),
             "b": subtitle(f"Figure 3 (b): DE, n = {alpha_dim}, for each α", BASELINE_GROUP),
             "c": subtitle(f"Figure 3 (c): CE, n = {ce_dim}, for each α", BASELINE_GROUP),
         }

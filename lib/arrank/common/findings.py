@@ -64,10 +64,8 @@ class Finding:
 
     def as_dict(self) -> dict[str, Any]:
         """Plain fields for a table or JSON (the interval as two columns)."""
-        lo, hi = self.interval if self.interval else (None, None)
-        values = (self.claim, self.verdict, self.numbers, self.estimate, self.threshold, self.side, lo, hi, self.level)
-        values += (self.p_value, self.p_holm, self.holm_verdict, self.family_size)
-        return dict(zip(COLUMNS, values))
+        interval = dict(zip(("ci_low", "ci_high"), self.interval or (None, None)))
+        return {c: interval[c] if c in interval else getattr(self, c) for c in COLUMNS}
 
     @classmethod
     def from_dict(cls, row: Mapping[str, Any]) -> "Finding":

@@ -48,11 +48,6 @@ class Arrays:
         return self.dev.mean(axis=2).argmax(axis=1)
 
 
-def has_validation(frame: pd.DataFrame) -> bool:
-    """Whether a curve frame (``report.curve_frame``) holds validation rows (``split == "dev"``)."""
-    return "split" in frame and frame["split"].eq(DEV).any()
-
-
 def _cube(rows: pd.DataFrame, metrics: tuple[str, ...], candidates: list, seeds: list) -> np.ndarray:
     """(seed, candidate, query) values of the mean of ``metrics`` per row, on the queries every
     (seed, candidate) has a value for."""
@@ -171,7 +166,7 @@ def choices(frame: pd.DataFrame, variants: tuple[str, ...] = (curve.FRACTIONAL, 
 
 def data_settings(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """The rows of runs with validation queries by data setting (``curve.data_setting``), first seen first."""
-    if not has_validation(frame):
+    if "split" not in frame or not frame["split"].eq(DEV).any():  # no validation rows
         return {}
     rows = frame[frame.groupby("point")["split"].transform(lambda s: s.eq(DEV).any())]
     return dict(tuple(rows.groupby(rows[curve.SETTING].map(curve.data_setting), sort=False)))

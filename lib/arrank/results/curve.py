@@ -258,13 +258,9 @@ def _first_seen(col: pd.Series) -> pd.Series:
 def metrics_table(metrics: pd.DataFrame) -> pd.DataFrame:
     """``curve_metrics`` for display: one row per (variant, setting, step) with items and epochs, one column
     per metric (``claims.metric_name``: CVR (%), nDCG (%), R@k (%)) holding ``mean ± half-width`` in percent."""
-    text = metrics.assign(
-        value=[
-            percent_text(r["mean"]) + ("" if pd.isna(r["ci_low"]) else f" ± {(r['ci_high'] - r['ci_low']) * 50:.1f}")
-            for _, r in metrics.iterrows()
-        ],
-        title=metrics["metric"].map(lambda m: f"{metric_name(m)} (%)"),
-    )
+    spread = lambda r: "" if pd.isna(r["ci_low"]) else f" ± {(r['ci_high'] - r['ci_low']) * 50:.1f}"
+    value = [percent_text(r["mean"]) + spread(r) for _, r in metrics.iterrows()]
+    text = metrics.assign(value=value, title=metrics["metric"].map(lambda m: f"{metric_name(m)} (%)"))
     index = _with_setting(["variant", *BUDGET], metrics, "variant")
     wide = text.pivot_table(index=index, columns="title", values="value", aggfunc="first", sort=False)
     order = [f"{metric_name(m)} (%)" for m in METRICS]

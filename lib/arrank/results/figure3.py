@@ -135,10 +135,8 @@ def findings(
         record(name, check(curve(best_arr, ks, "train_recall@"), curve(other, ks), tol), shown)
     record("alpha_raises_de_small_k", None, "runs missing")
     if lo is not None and hi is not None and min(alphas) != max(alphas) and small:
-        shown = (
-            f"DE n={alpha_dim}, R@{','.join(map(str, small))} (%): α {min(alphas):g} {percent_text(curve(lo, small))}"
-        )
-        shown += f" -> α {max(alphas):g} {percent_text(curve(hi, small))}"
+        ends = (f"α {a:g} {percent_text(curve(r, small))}" for a, r in ((min(alphas), lo), (max(alphas), hi)))
+        shown = f"DE n={alpha_dim}, R@{','.join(map(str, small))} (%): " + " -> ".join(ends)
         record("alpha_raises_de_small_k", above(curve(hi, small), curve(lo, small), tol), shown)
     if per_query is not None and len(per_query):
         data = per_query.assign(variant=per_query["config"], point=per_query["config"])

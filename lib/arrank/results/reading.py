@@ -34,13 +34,9 @@ def run_findings(params: dict[str, Any], m: dict[str, Any], floor: dict[str, Any
         rows.append(note(f"The paper's row ({caption}, Mistral-7B): {shown}."))
     if floor:
         mean = lambda d: sum(d[f"recall@{k}"] for k in range(1, 6) if d.get(f"recall@{k}") is not None)
-        rows.append(
-            finding(
-                "fine-tuning ranks above random scores on the same queries (nDCG and the summed R@1..R@5)",
-                m["ndcg"] > floor["ndcg"] and mean(m) > mean(floor),
-                f"nDCG {pct(m['ndcg'])} vs {pct(floor['ndcg'])}; {_curve(m)} vs {_curve(floor)}",
-            )
-        )
+        claim = "fine-tuning ranks above random scores on the same queries (nDCG and the summed R@1..R@5)"
+        shown = f"nDCG {pct(m['ndcg'])} vs {pct(floor['ndcg'])}; {_curve(m)} vs {_curve(floor)}"
+        rows.append(finding(claim, m["ndcg"] > floor["ndcg"] and mean(m) > mean(floor), shown))
     if has_cvr and label != "Zero-shot":
         ntp = label == "NTP"
         most, ntp_cvr = f"at most {RANK_AWARE_CVR_MAX:.2f}%", f"NTP {NTP_CVR:.2f}%"

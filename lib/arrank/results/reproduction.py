@@ -331,16 +331,12 @@ def page() -> str:
         if source.results:
             data += f", the runs' `results.json` under `{source.results.split('*')[0].rstrip('/')}/`"
         n, seconds, digests = runs.cells()
-        out += [
+        head = (
             f"**{source.key}**: {source.title}. Profile `{source.profile}` on a {machine}; data: {data}; {n} runs, "
             f"{seconds} of run time (summed); code digest: {digests}. Holm family: "
-            f"{family.get(source.kind, 'the claims of one budget and setting (3)')}.",
-            "",
-            "```bash",
-            *make,
-            "```",
-            "",
-        ]
+            f"{family.get(source.kind, 'the claims of one budget and setting (3)')}."
+        )
+        out += [head, "", "```bash", *make, "```", ""]
     out += ["## The claims", ""]
     for key, (words, section) in CLAIMS.items():
         mine = [r for r in rows if r.key == key]

@@ -22,10 +22,8 @@ NEAR = 0.02  # "NTP's R@1 is the best or within NEAR of it": 2 points
 # comparison per variant, the others pool their variants' runs.
 NTP, OTHERS, FRACTIONAL, FRACTIONAL_2 = "NTP", "each variant but NTP", "each fractional variant", "fractional α=2"
 TRIE, TUNED, ZERO_SHOT = "each trie variant", "each fine-tuned variant", "zero-shot"
-CVR, R1 = (
-    "NTP has the highest CVR; fractional variants at most half of it",
-    "NTP's R@1 is the best or within 2 points of it",
-)
+CVR = "NTP has the highest CVR; fractional variants at most half of it"
+R1 = "NTP's R@1 is the best or within 2 points of it"
 CENTRAL, TRIE_CVR = "fractional α=2 has a higher mean R@2..R@5 than NTP", "trie variants lower CVR relative to NTP"
 BEATS_ZERO_SHOT = "every fine-tuned variant beats the zero-shot model (nDCG and mean R@1..R@5)"
 COMPARISONS = (  # Table 1's findings (section 5.2) as the comparisons that decide them

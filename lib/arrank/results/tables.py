@@ -86,10 +86,8 @@ def results_table(
         row.update({f"{m} sd": sds.loc[label, m] for m in metrics})
         rows.append(row | {f"{m} ci": v for m, v in halfwidths.get(label, {}).items()})
         if reference and label in reference["rows"]:
-            values = dict(zip(reference["columns"], reference["rows"][label]))
-            rows.append(
-                {"variant": label, "source": "paper", "runs": None, **{m: values.get(m, math.nan) for m in metrics}}
-            )
+            values = dict(zip(reference["columns"], reference["rows"][label]))  # the frame: NaN where it has none
+            rows.append({"variant": label, "source": "paper", "runs": None, **values})
     if floor:
         scaled = {m: floor.get(m, math.nan) * 100 for m in metrics}
         rows.append({"variant": "Random scores", "source": "random scores", "runs": None, **scaled})
