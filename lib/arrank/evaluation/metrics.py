@@ -49,8 +49,7 @@ def _scores_array(scores: Any, name: str = "scores") -> np.ndarray:
 
 
 def _check_unique(docids: Sequence[DocId], what: str) -> None:
-    if len(set(docids)) != len(docids):
-        dups = [d for d, count in Counter(docids).items() if count > 1]
+    if dups := [d for d, count in Counter(docids).items() if count > 1]:
         raise ValueError(f"duplicate docIDs among {what}: {sorted(set(map(repr, dups)))}")
 
 
@@ -209,8 +208,7 @@ def per_query_metrics(
     records = records.to_dict("records") if isinstance(records, pd.DataFrame) else records
     if not (rows := [_query_row(i, rec, ks) for i, rec in enumerate(records)]):
         raise ValueError("no queries to evaluate")
-    has_neg = {r["violation"] is not None for r in rows}
-    if len(has_neg) > 1:
+    if len({r["violation"] is not None for r in rows}) > 1:
         raise ValueError("some queries have a negative and others do not; evaluate them apart")
     return pd.DataFrame(
         rows, columns=[QUERY, "n_relevant", "n_candidates", "violation", "ndcg"] + [f"recall@{k}" for k in ks]

@@ -162,8 +162,7 @@ class GuardedCheckpoints:
         try:
             return super()._maybe_log_save_evaluate(tr_loss, grad_norm, *args, **kwargs)
         except Exception as err:
-            code = disk_full(err)
-            if code is None:
+            if (code := disk_full(err)) is None:
                 raise
             good = [p for p in checkpoints(root) if problem(p) is None]
             raise OSError(

@@ -161,8 +161,7 @@ def convert_gguf(gguf: Path, folder: Path) -> Path:
         ) from None
     special = {}
     for gguf_role, role in (("bos", "bos"), ("eos", "eos"), ("padding", "pad")):
-        field = fields.get(f"tokenizer.ggml.{gguf_role}_token_id")
-        if field is not None:
+        if (field := fields.get(f"tokenizer.ggml.{gguf_role}_token_id")) is not None:
             special[role] = int(field.parts[field.data[0]][0])
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)

@@ -77,9 +77,7 @@ def mask_support(model) -> tuple[bool, str]:
             f"(packing needs one of {list(MASK_ATTENTION)})"
         )
     if window := getattr(config, "sliding_window", None):
-        return False, (
-            f"the model has sliding-window attention (window {window}), which a custom 4-D mask would replace"
-        )
+        return False, f"the model has sliding-window attention (window {window}), which a custom 4-D mask would replace"
     return True, ""
 
 

@@ -75,8 +75,7 @@ def bf16_support(device: str = "cpu") -> tuple[bool, str]:
         return ok, f"CUDA GPU {torch.cuda.get_device_name()} {'supports bf16' if ok else 'has no native bf16'}"
     if device != "cpu":
         raise ValueError(f"device={device!r} is not allowed; choose 'cpu' or 'cuda'")
-    found = cpu_bf16_flags()
-    if found:
+    if found := cpu_bf16_flags():
         return True, f"CPU has {' and '.join(found)}"
     return False, f"CPU has neither {' nor '.join(CPU_BF16_FLAGS)} (bf16 would be emulated, slower than fp32)"
 

@@ -32,8 +32,7 @@ def output_head(model) -> torch.nn.Module:
     from accelerate.utils import extract_model_from_parallel
 
     inner = extract_model_from_parallel(model)  # the model inside a DistributedDataParallel wrapper
-    head = inner.get_output_embeddings()
-    if head is None:
+    if (head := inner.get_output_embeddings()) is None:
         raise ValueError(f"{type(inner).__name__} has no output embedding (lm_head) to apply")
     return head
 

@@ -96,9 +96,8 @@ def collate(
     mask = (torch.arange(shared + seq_len)[None, :] < shared + lengths[:, None]).long()  # prefix + the row's own
     starts = [b["start"] - shared for b in batch]
     target_ids, target_mass = pad_sparse_targets([b["targets"] for b in batch], starts, seq_len)
-    weights = torch.tensor([1.0 if weighted_sampling else b["weight"] for b in batch], dtype=torch.float32)
     out = dict(input_ids=input_ids, attention_mask=mask, target_ids=target_ids, target_mass=target_mass)
-    out["item_weight"] = weights
+    out["item_weight"] = torch.tensor([1.0 if weighted_sampling else b["weight"] for b in batch], dtype=torch.float32)
     if shared:
         out["prefix_ids"] = torch.tensor([list(batch[0]["input_ids"][:shared])], dtype=torch.long)
     return out
