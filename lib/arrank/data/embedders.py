@@ -59,8 +59,7 @@ def tfidf_embeddings(
         token_pattern=r"(?u)\b\w+\b", sublinear_tf=True, dtype=np.float32, max_features=262_144
     ).fit_transform(texts)
     k = max(1, min(dim, tfidf.shape[1] - 1, len(texts) - 1))
-    reduced = TruncatedSVD(n_components=k, random_state=seed).fit_transform(tfidf)
-    X = normalize(reduced).astype(np.float32)
+    X = normalize(TruncatedSVD(n_components=k, random_state=seed).fit_transform(tfidf)).astype(np.float32)
     return X[: len(queries)], X[len(queries) :]
 
 

@@ -254,16 +254,14 @@ def _topk_block_torch(q: np.ndarray, T, k: int, title_block: int, device) -> tup
     import torch
 
     qt = _to_torch(q, device)
-    best_s = best_i = None
+    best_s, best_i = qt.new_zeros((len(q), 0)), qt.new_zeros((len(q), 0), dtype=torch.long)
     for t0 in range(0, len(T), title_block):
         s = qt @ T[t0 : t0 + title_block].T
         idx = torch.arange(t0, t0 + s.shape[1], device=device).expand_as(s)
-        if best_s is not None:
-            s, idx = torch.cat([best_s, s], 1), torch.cat([best_i, idx], 1)
-        if s.shape[1] > k:
-            top = torch.topk(s, k, dim=1, sorted=False)
-            s, idx = top.values, torch.gather(idx, 1, top.indices)
-        best_s, best_i = s, idx
+        best_s, best_i = torch.cat([best_s, s], 1), torch.cat([best_i, idx], 1)
+        if best_s.shape[1] > k:
+            top = torch.topk(best_s, k, dim=1, sorted=False)
+            best_s, best_i = top.values, torch.gather(best_i, 1, top.indices)
     return _sort_desc(best_s.cpu().numpy(), best_i.cpu().numpy())
 
 
