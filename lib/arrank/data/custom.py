@@ -214,8 +214,7 @@ def custom_frame(path: Path, template: str, seed: int, n_eval: int, docids: str 
     for q, split in zip(queries, splits):
         if split is None:
             continue
-        docs = q["relevant"] + ([q["negative"]] if q["negative"] else [])
-        items = [(names[d["id"]], d["text"]) for d in docs]
+        items = [(names[d["id"]], d["text"]) for d in q["relevant"] + ([q["negative"]] if q["negative"] else [])]
         prompt = prompts.esci_prompt(q["query"], items, prompts.query_rng(seed, q["query"]), template)
         negative = names[q["negative"]["id"]] if q["negative"] else None
         relevant = [names[d["id"]] for d in q["relevant"]]

@@ -43,9 +43,7 @@ class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
         return step_normaliser(self, batch_samples, device)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        target_ids = inputs.pop("target_ids")
-        target_mass = inputs.pop("target_mass")
-        weights = inputs.pop("item_weight")
+        target_ids, target_mass, weights = (inputs.pop(k) for k in ("target_ids", "target_mass", "item_weight"))
         inner = self.accelerator.unwrap_model(model)  # DDP's wrapper has no config to read
         if "allowed" in inputs:
             kwargs = {"position_ids": inputs["position_ids"], "attention_mask": model_mask(inner, inputs["allowed"])}
@@ -55,8 +53,7 @@ class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
         rows = supervised_positions(target_mass)  # the logits eq. 2 reads: the head runs there only
         with mixed(inner, self.precision_used, inputs["input_ids"].device.type):
             if prefix is not None:  # through the unwrapped model: under DDP the gradient hooks sit on the parameters
-                kwargs["past_key_values"] = prefix_cache(inner, prefix, inputs["input_ids"].shape[0])
-                kwargs["use_cache"] = True
+                kwargs.update(past_key_values=prefix_cache(inner, prefix, inputs["input_ids"].shape[0]), use_cache=True)
             with head_at(inner, rows) as head:
                 outputs = model(input_ids=inputs["input_ids"], **kwargs)
         # the supervised positions' logits, or full logits from a forward that bypasses the head module (Unsloth)

@@ -76,8 +76,7 @@ def _walk(trie: Trie, path: DocId, lo: int, log_mu: Sequence[float] | None) -> l
     below which the best-ranked (lowest-index) docID lies."""
     rows: list[StepTargets] = []
     for t in range(len(path)):
-        children = {tok: [i for i in idx if i >= lo] for tok, idx in trie[path[:t]].items()}
-        children = {tok: idx for tok, idx in children.items() if idx}
+        children = {tok: kept for tok, idx in trie[path[:t]].items() if (kept := [i for i in idx if i >= lo])}
         if log_mu is None:
             best = min(children, key=lambda tok: children[tok][0])
             rows.append([(tok, 1.0 if tok == best else 0.0) for tok in sorted(children)])
