@@ -354,14 +354,13 @@ def build_esci_dataset(
     and input file sizes>/`` and read back by a later call with the same inputs."""
     params = {k: v for k, v in locals().items() if k not in ("data_dir", "cache", "cache_dir", "device")}  # JSON-able
     files = esci_files(data_dir)
-    folder = Path(cache_dir) if cache_dir is not None else paths.CACHE / "esci"
     meta = {
         "version": CACHE_VERSION,
         "params": params,
         "files": {n: p.stat().st_size for n, p in files.items()},
         "embedder_files": embedders.fingerprint(embedder),
     }
-    target = folder / dataset_cache.params_hash(meta)
+    target = (Path(cache_dir) if cache_dir is not None else paths.CACHE / "esci") / dataset_cache.params_hash(meta)
     cached = dataset_cache.cached_tables(target, LIST_COLUMNS, ["queries", "titles", "stats"]) if cache else None
     if cached is not None:
         return cached

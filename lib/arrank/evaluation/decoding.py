@@ -55,7 +55,6 @@ def _match(generated: Sequence[int], table: dict[str, tuple[int, ...]], eos_id: 
 def _generate(model, tokenizer, prompt: Sequence[int], max_new_tokens: int, **kwargs: Any):
     """transformers ``generate`` on one prompt's ids (``encoding.prompt_ids``), deterministic."""
     ids = torch.tensor([list(prompt)], device=model_device(model))
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     with eval_mode(model):  # inference mode: no gradients
         out = model.generate(
             input_ids=ids,
@@ -63,7 +62,7 @@ def _generate(model, tokenizer, prompt: Sequence[int], max_new_tokens: int, **kw
             do_sample=False,
             max_new_tokens=max_new_tokens,
             eos_token_id=tokenizer.eos_token_id,
-            pad_token_id=pad,
+            pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id,
             return_dict_in_generate=True,
             **kwargs,
         )

@@ -34,8 +34,7 @@ def item_weight(scheme: str, r: int, n_q: int, alpha: float | None = None, **par
         raise ValueError(f"n_q={n_q!r} must be a positive integer (docIDs of the query)")
     if isinstance(r, bool) or not isinstance(r, int) or not 1 <= r <= n_q:
         raise ValueError(f"rank r={r!r} must be an integer in [1, n_q={n_q}]")
-    given = {"alpha": alpha, **params}
-    return float(found.weight(r, n_q, **{p: given.get(p) for p in found.params}))
+    return float(found.weight(r, n_q, **{p: {"alpha": alpha, **params}.get(p) for p in found.params}))
 
 
 def pad_sparse_targets(

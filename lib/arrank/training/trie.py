@@ -83,11 +83,7 @@ def _walk(trie: Trie, path: DocId, lo: int, log_mu: Sequence[float] | None) -> l
             continue
         # log-sum-exp per child, then a softmax over the children: exact and free of underflow
         # for large beta (e.g. 9**-1000 is 0 in floating point, its logarithm is not).
-        logs = {}
-        for tok, idx in children.items():
-            vals = [log_mu[i] for i in idx]
-            m = max(vals)
-            logs[tok] = m if m == -math.inf else m + math.log(sum(math.exp(v - m) for v in vals))
+        logs = {tok: _logsumexp([log_mu[i] for i in idx]) for tok, idx in children.items()}
         top = max(logs.values())
         if top == -math.inf:
             raise ValueError(
@@ -99,6 +95,12 @@ def _walk(trie: Trie, path: DocId, lo: int, log_mu: Sequence[float] | None) -> l
         total = sum(weights.values())
         rows.append([(tok, weights[tok] / total) for tok in sorted(weights)])
     return rows
+
+
+def _logsumexp(vals: Sequence[float]) -> float:
+    """log(sum(exp(v))) of non-empty ``vals``, shifted by their max (-inf when every value is)."""
+    m = max(vals)
+    return m if m == -math.inf else m + math.log(sum(math.exp(v - m) for v in vals))
 
 
 def _log_mu(mu: Sequence[float], n: int) -> list[float]:
