@@ -62,9 +62,8 @@ def mlp(n: int, generator: torch.Generator) -> torch.nn.Sequential:
 def ce_loss(pos_logits: torch.Tensor, neg_logits: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """L_CE of section 5.3 from f_MLP of the B positives, of the B negatives (q_i, d_rho(i)) and
     lambda(r_i): ``-sum_i [weights_i / sum(weights) * log sigma(pos_i) + log sigma(-neg_i) / B]``."""
-    B = pos_logits.numel()
     positive = (weights / weights.sum() * torch.nn.functional.logsigmoid(pos_logits)).sum()
-    return -(positive + torch.nn.functional.logsigmoid(-neg_logits).sum() / B)
+    return -(positive + torch.nn.functional.logsigmoid(-neg_logits).sum() / pos_logits.numel())
 
 
 def pair_logits(model: torch.nn.Module, q_emb: torch.Tensor, d_emb: torch.Tensor) -> torch.Tensor:

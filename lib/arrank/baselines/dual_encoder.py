@@ -47,8 +47,7 @@ def de_loss(q_emb: torch.Tensor, d_emb: torch.Tensor, weights: torch.Tensor, tau
     """L_DE of section 5.3, written as the formula reads (B x B logits): for rows q_emb[i],
     d_emb[i] and weights[i] = lambda(r_i),
     ``-(1/B) sum_i weights[i] * log_softmax_j(<q_i, d_j>/tau)[i]``."""
-    logits = q_emb @ d_emb.T / tau
-    return -(weights * torch.log_softmax(logits, dim=1).diagonal()).mean()
+    return -(weights * torch.log_softmax(q_emb @ d_emb.T / tau, dim=1).diagonal()).mean()
 
 
 def de_loss_and_grad(

@@ -102,15 +102,13 @@ def observed_inner_product_count(n: int, k: int) -> int:
     if k == 1:
         return 1
     m = min(n, k - 1)
-    row = stirling1_unsigned_row(k)
-    return 2 * sum(row[k - i] for i in range(m) if i % 2 == (m - 1) % 2)
+    return 2 * sum(_stirling_top(k, m - 1)[(m - 1) % 2 :: 2])  # |s(k, k-i)| for i = m-1, m-3, ... >= 0
 
 
 def log10_de_fraction_realisable(n: int, k: int) -> float:
     """log10(skala_count(n, k) / k!): the largest fraction of the k! rankings an n-dim DE can realise
     (Proposition 3.1), exact-int numerator and lgamma denominator: never underflows."""
-    count = skala_count(n, k)
-    return math.log10(count) - math.lgamma(k + 1) / math.log(10.0)
+    return math.log10(skala_count(n, k)) - math.lgamma(k + 1) / math.log(10.0)
 
 
 def realisable_distance_permutations(sites: np.ndarray) -> list[tuple[int, ...]]:
@@ -126,8 +124,8 @@ def realisable_distance_permutations(sites: np.ndarray) -> list[tuple[int, ...]]
     # "site a strictly nearer to q than site b": ||q - a||^2 < ||q - b||^2 <=> 2 (b - a) . q < ||b||^2 - ||a||^2
     sq = np.sum(unit**2, axis=1)
     diff, rhs = 2.0 * (unit[None, :, :] - unit[:, None, :]), sq[None, :] - sq[:, None]  # [a, b]
-    squared_distances = lambda q: np.sum((q[:, None, :] - unit[None, :, :]) ** 2, axis=2)  # rows of q -> [m, k]
-    return _realisable_orders(diff, rhs, (None, None), squared_distances)
+    # the key: squared distances, rows of q -> [m, k]
+    return _realisable_orders(diff, rhs, (None, None), lambda q: np.sum((q[:, None] - unit) ** 2, axis=2))
 
 
 def count_distance_permutations(sites: np.ndarray) -> int:

@@ -123,11 +123,8 @@ def _probe_points(G: np.ndarray, h: np.ndarray, x: np.ndarray, t: float, rest: S
     normals = np.array([G[a, b] for a, b in pairs])
     offsets = np.array([h[a, b] for a, b in pairs]) - normals @ x  # signed distance to cross
     steps = (offsets + np.sign(offsets) * 0.1 * min(t, 1.0))[:, None] * normals
-    points = [x]
-    for size in range(1, min(3, len(pairs)) + 1):
-        for combo in itertools.combinations(range(len(pairs)), size):
-            points.append(x + steps[list(combo)].sum(axis=0))
-    return np.array(points)
+    combos = itertools.chain(*(itertools.combinations(range(len(pairs)), s) for s in range(1, min(3, len(pairs)) + 1)))
+    return np.array([x, *(x + steps[list(combo)].sum(axis=0) for combo in combos)])
 
 
 def _realisable_orders(
@@ -144,7 +141,6 @@ def _realisable_orders(
     safe = np.where(norms > 0, norms, 1.0)
     G, h = diff / safe[..., None], rhs / safe
     k = G.shape[0]
-    box = x_bounds[1]
     certified: set[tuple[int, ...]] = set()
     cores: list[list[tuple[int, int]]] = []
     confirmed: set[tuple[tuple[int, int], ...]] = set()
@@ -178,7 +174,7 @@ def _realisable_orders(
             if core := [pair for pair, y in zip(pairs, duals) if y > 1e-9 * max(1.0, float(duals.max()))]:
                 cores.append(core)
             return False
-        for order in _witness_orders(G, h, _probe_points(G, h, x, t, rest), key, box):
+        for order in _witness_orders(G, h, _probe_points(G, h, x, t, rest), key, x_bounds[1]):
             certified.update(order[:j] for j in range(1, k + 1))
         return True
 

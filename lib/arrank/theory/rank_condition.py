@@ -126,8 +126,7 @@ def null_vector_h(E: np.ndarray) -> np.ndarray:
             f"rank(E') = {rank} equals |V| = {E.shape[0]}: no nonzero h with "
             f"h^T E' = 0 exists (Prop. 3.2 condition holds)"
         )
-    u, _, _ = np.linalg.svd(_augment(E), full_matrices=True)
-    h = u[:, -1]
+    h = np.linalg.svd(_augment(E), full_matrices=True)[0][:, -1]
     return h if h[np.argmax(np.abs(h))] > 0 else -h
 
 
@@ -157,8 +156,7 @@ def affine_counterexample(n: int = 4) -> np.ndarray:
 def _cross_entropy(phi: np.ndarray, E: np.ndarray, p: np.ndarray) -> tuple[float, np.ndarray]:
     """-sum p log softmax(E phi) and its gradient E^T (softmax(E phi) - p)."""
     z = E @ phi
-    value = float(logsumexp(z) - p @ z)
-    return value, E.T @ (softmax(z) - p)
+    return float(logsumexp(z) - p @ z), E.T @ (softmax(z) - p)
 
 
 def solve_phi_for_distribution(E: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, float]:
@@ -198,8 +196,7 @@ def sequence_distribution_fit(E: np.ndarray, target: np.ndarray, L: int) -> dict
         for prefix in itertools.product(range(V), repeat=length):
             cond = marginal[prefix] / marginal[prefix].sum()
             phi, err = solve_phi_for_distribution(E, cond)
-            q = softmax(E @ phi)
-            model[prefix] = model[prefix] * q.reshape((V,) + (1,) * (L - length - 1))
+            model[prefix] = model[prefix] * softmax(E @ phi).reshape((V,) + (1,) * (L - length - 1))
             n_prefixes, worst = n_prefixes + 1, max(worst, err)
     return {
         "model": model,
