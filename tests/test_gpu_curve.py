@@ -58,6 +58,8 @@ def test_the_work_call_checks_scoring_runs_each_protocol_sweep_and_packs_what_08
         "pretrained_protocol_constant_gpu",
         "pretrained_protocol_cosine_gpu",
         "pretrained_protocol_cosine_gpu_3epochs",
+        "pretrained_protocol_cosine_gpu_4epochs",
+        "pretrained_protocol_cosine_gpu_4epochs_seed2",
         "pretrained_protocol_cosine_gpu_half",
         "pretrained_protocol_lr_gpu",
     ]
@@ -67,10 +69,11 @@ def test_the_work_call_checks_scoring_runs_each_protocol_sweep_and_packs_what_08
         sweeps[-1].write_text(rehearsal(gpu_sweep))
     from arrank.workbook import sweep
 
-    # the cosine sweeps differ in their budgets (and the last in its rates) alone: the first one runs for all four
+    # the cosine sweeps differ in their budgets (and the last in its rates) alone: the first one runs for all
     cosine = [[{k: v for k, v in p.resolved.items() if k not in ("steps", "run_name", "lr")} for p in
                sweep.load_sweep(s).points] for s in sweeps[1:]]  # fmt: skip
-    assert cosine[0][:2] == cosine[0][2:] == cosine[1] == cosine[2] == cosine[3][:2] == cosine[3][2:]
+    assert [len(c) for c in cosine] == [4, 2, 2, 2, 2, 4]  # each (its steps or rates) x NTP, fractional
+    assert all(c[i : i + 2] == cosine[0][:2] for c in cosine for i in range(0, len(c), 2))
     assert {p["lr_schedule"] for p in cosine[0]} == {"cosine"}
     sweeps = sweeps[:2]
     env = {

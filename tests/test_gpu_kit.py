@@ -250,12 +250,13 @@ def test_the_gpu_curve_trains_one_epoch_at_the_papers_batch_on_2000_queries(tmp_
 def test_the_protocol_sweeps_train_the_committed_curves_runs_to_each_budget_with_validation_queries(tmp_path):
     """gpu/pretrained_protocol_*.yaml: the committed curve's data, training set and batch, its 2,000
     held-out queries split into 500 validation and 1,500 test queries; NTP and fractional alpha 2 x seeds
-    0-2 with a cosine decay to 0.5, 1, 2 and 3 epochs, a constant rate scored at 0.5, 1 and 2, and one epoch
+    0-2 with a cosine decay to 0.5, 1, 2, 3 and 4 epochs, a constant rate scored at 0.5, 1 and 2, and one epoch
     at learning rates 2e-4 and 1e-3 (part 1's 5e-4 beside them)."""
     curve = _gpu_points(tmp_path, "pretrained_curve_gpu.yaml")[0]
     epoch = curve["steps"]  # 139 steps of 64: one epoch
     budgets = {}
-    for name in ("cosine_gpu", "cosine_gpu_half", "cosine_gpu_3epochs", "constant_gpu"):
+    for name in ("cosine_gpu", "cosine_gpu_half", "cosine_gpu_3epochs", "cosine_gpu_4epochs", "cosine_gpu_4epochs_seed2",
+                 "constant_gpu"):  # fmt: skip
         for q in _gpu_points(tmp_path, f"pretrained_protocol_{name}.yaml"):
             assert (q["n_eval"], q["n_dev"]) == (2000, 500) and _same_but(q, curve, "steps", "eval_steps", "n_dev",
                                                                            "lr_schedule")  # fmt: skip
@@ -263,7 +264,7 @@ def test_the_protocol_sweeps_train_the_committed_curves_runs_to_each_budget_with
                 (s, q["scheme"], q["seed"]) for s in [*q["eval_steps"], q["steps"]]
             )
     fractions = {k: sorted({s / epoch for s, _, _ in v}) for k, v in budgets.items()}
-    assert fractions == {"cosine": [69 / 139, 1, 2, 3], "constant": [69 / 139, 1, 2]}
+    assert fractions == {"cosine": [69 / 139, 1, 2, 3, 4], "constant": [69 / 139, 1, 2]}
     assert all(len(v) == len(fractions[k]) * 6 for k, v in budgets.items())  # both methods, three seeds each
     assert "gpu/pretrained_protocol_cosine_gpu.yaml" in kit.WORK and "SEQUENTIAL=1" in kit.work(("a", "b"), True)
     cosine = {(q["scheme"], q["seed"]): q for q in _gpu_points(tmp_path, "pretrained_protocol_cosine_gpu.yaml")}
