@@ -18,7 +18,6 @@ from arrank.theory.capacity import (
     paper_dimension_bound,
     realisable_distance_permutations,
     skala_count,
-    stirling1_unsigned_row,
 )
 from arrank.theory.rank_condition import (
     affine_counterexample,

@@ -31,16 +31,6 @@ def _stirling_top(k: int, m: int) -> tuple[int, ...]:
     return tuple(coeffs)
 
 
-def stirling1_unsigned_row(k: int) -> list[int]:
-    """Row k of the unsigned Stirling numbers of the first kind: ``row[j] = |s(k, j)|``.
-
-    ``len(row) == k + 1``; ``row[0] == 0`` for k >= 1 (and 1 for k == 0); ``sum(row) == k!``.
-    Used by :func:`skala_count` (Skala 2009, cited in the proof of Proposition 3.1).
-    """
-    k = _check_int("k", k, 0)
-    return list(reversed(_stirling_top(k, k)))
-
-
 def skala_count(n: int, k: int) -> int:
     """Maximum number N_{n,2}(k) of Euclidean distance permutations of k sites in R^n.
 
