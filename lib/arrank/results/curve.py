@@ -339,7 +339,7 @@ def curve_figure(
             mode="lines+markers+text",
             name=name,
             legendgroup=name,
-            text=[f"{e:.2g} epochs" if x_ not in labelled else "" for x_, e in zip(x, part["epochs"])],
+            text=[f"{e:.2g}" if x_ not in labelled else "" for x_, e in zip(x, part["epochs"])],  # epochs
             textposition="top center",
             cliponaxis=False,
             textfont={"size": 11, "color": "grey"},
