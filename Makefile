@@ -17,7 +17,7 @@ help:
 	@echo "make book       the executed workbook as a static website (outputs/book/site/; runs make workbook's missing stages first)"
 	@echo "make reproduction  docs/reproduction.md from the committed data under docs/data/ (the paper's claims, verdicts, Holm)"
 	@echo "make sweep SWEEP=sweeps/NAME.yaml [JOBS=N] [EXECUTOR=local|slurm]   run a sweep's unfinished points"
-	@echo "make protocol   the central finding under the paper's protocol at CPU scale: three quick sweeps, then notebook 08 (about three hours on 2 cores)"
+	@echo "make protocol   the central finding under the paper's schedule at CPU scale: three quick sweeps, then notebook 08 (about three hours on 2 cores)"
 	@echo "make test       set up, then run the tests (the whole suite in two workers, 5-12 minutes on 2 cores, by CPU; TEST_JOBS=1: one process, about 16)"
 	@echo "make test-fast  the tests that neither train nor run notebooks (pytest -m 'not slow', 1-2 minutes)"
 	@echo "make lint       ruff check + ruff format --check (what the pre-commit hook runs)"

@@ -35,9 +35,11 @@
 # file and converted once into `data/cache/models/`) with LoRA r = 16 on all linear layers, its
 # own tokenizer and chat template around Appendix D.1's prompt, AdamW lr 5e-4, 80 steps of 4
 # items, 100 held-out queries: 10-20 minutes on 2 cores. `steps=0` evaluates the model as
-# loaded: the zero-shot row. `paper`: Mistral-7B-Instruct-v0.3 with
-# LoRA through Unsloth on one GPU, Adafactor (β1 = 0.9), lr 1e-5, 50 warm-up steps then cosine, no
-# weight decay, clipping 1.0, 10k steps, global batch 64 (8 × 8 accumulation), max input 1024.
+# loaded: the zero-shot row. `paper`: Mistral-7B-Instruct-v0.3 on one GPU with LoRA through
+# Unsloth (the workbook's choice: Appendix B names no adapter), Adafactor (β1 = 0.9), lr 1e-5, 50
+# warm-up steps then cosine, no weight decay, clipping 1.0, 10k steps, global batch 64 (8 × 8
+# accumulation), max input 1024; on ESCI Appendix B's global batch 32 (4 × 8 accumulation), max
+# input 8192, and Table 2's 310 held-out queries.
 #
 # **Item sampling.** `weighted` (the default) draws items with probability ∝ λ(r) and weights them
 # 1; `uniform` draws items uniformly and weights each by λ(r), as eq. 2 reads. Both have the same

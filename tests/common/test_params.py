@@ -203,6 +203,11 @@ def test_training_hyperparameters_come_from_the_definition():
     assert (p["template"], p["steps"], p["batch_size"]) == ("esci", 80, 4)  # the template follows the dataset
     explicit = params.profile_values("05_train", "pretrained", {"steps": 1200, "template": "short"})
     assert (explicit["steps"], explicit["template"]) == (1200, "wordnet_short")  # set on purpose: kept
+    esci = params.profile_values("05_train", "paper", {"dataset": "esci"})  # Appendix B's ESCI, Table 2's queries
+    assert (esci["max_length"], esci["batch_size"] * esci["grad_accum"], esci["n_eval"]) == (8192, 32, 310)
+    wordnet = params.profile_values("05_train", "paper", {"dataset": "wordnet", "max_length": 512})
+    assert (wordnet["max_length"], wordnet["batch_size"] * wordnet["grad_accum"], wordnet["n_eval"]) == (512, 64, 5000)
+    assert params.profile_values("06_evaluate", "paper", {"dataset": "esci", "n_eval": 50})["n_eval"] == 50  # kept
 
 
 def test_scheme_accepts_what_the_registry_holds():
@@ -338,6 +343,7 @@ def test_notebook_05s_profiles_prose_states_the_values_the_profiles_give():
         line.removeprefix("#").strip() for line in (paths.NOTEBOOKS / "05_train.py").read_text().splitlines()
     )
     quick, pre, paper = (params.profile_values("05_train", p) for p in ("quick", "pretrained", "paper"))
+    esci = params.profile_values("05_train", "paper", {"dataset": "esci"})
 
     def lr(x: float) -> str:
         return f"{x:.0e}".replace("e-0", "e-")
@@ -349,6 +355,8 @@ def test_notebook_05s_profiles_prose_states_the_values_the_profiles_give():
         f"lr {lr(paper['lr'])}, {paper['warmup_steps']} warm-up steps",
         f"{paper['steps'] // 1000}k steps, global batch {paper['batch_size'] * paper['grad_accum']} "
         f"({paper['batch_size']} × {paper['grad_accum']} accumulation), max input {paper['max_length']}",
+        f"global batch {esci['batch_size'] * esci['grad_accum']} ({esci['batch_size']} × {esci['grad_accum']} "
+        f"accumulation), max input {esci['max_length']}, and Table 2's {esci['n_eval']} held-out queries",
     ):
         assert expected in prose, expected
 

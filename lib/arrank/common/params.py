@@ -362,6 +362,12 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "07_de_ce_baselines": {"paper": {"de_steps": 50_000, "ce_steps": 20_000, **ALL_NOUNS}},
     "08_results": {"paper": {"sweep": "sweeps/table1_wordnet_paper.yaml"}},
 }
+# A profile's values for one data set, over the profile's own: Appendix B's ESCI settings (max input
+# 8,192 tokens, a global batch of 32 = 4 x 8) and Table 2's 310 evaluated queries; (notebook, profile, dataset).
+DATASET_PROFILES: dict[tuple[str, str, str], dict[str, Any]] = {
+    ("05_train", "paper", "esci"): {"max_length": 8192, "batch_size": 4, "grad_accum": 8, "n_eval": 310},
+    ("06_evaluate", "paper", "esci"): {"n_eval": 310},
+}
 
 
 def profiles_of(stem: str) -> list[str]:
@@ -443,6 +449,7 @@ def _spec(stem: str, source: str, mtime: int) -> dict[str, Param]:
     out = {}
     for name, kind, default, meaning in parse_cell(cells[0].source, where):
         by_profile = {p: values[name] for p, values in PROFILES.get(stem, {}).items() if name in values}
+        by_profile |= {f"{p}, {d}": v[name] for (s, p, d), v in DATASET_PROFILES.items() if s == stem and name in v}
         out[name] = Param(name, kind, default, meaning, _validator(stem, name, kind, default), by_profile)
     return out
 
@@ -538,12 +545,13 @@ AGREEMENTS: list[tuple[tuple[str, ...], Callable[..., str | None]]] = [
 
 def resolve(stem: str, values: Mapping[str, Any], given: AbstractSet[str] = frozenset(), source: Source = None) -> dict:
     """The values that run: each parameter not in ``given`` (set on purpose) takes its profile's
-    value (``PROFILES``), every value is validated, then what ``DERIVED`` derives (05's ``data_seed``
+    value (``PROFILES``, then ``DATASET_PROFILES`` for the data set), every value is validated, then what ``DERIVED`` derives (05's ``data_seed``
     None is the seed, its ``eval_steps`` sorted, ``lr_schedule`` auto named; a template style (short,
     full) becomes the dataset's template) and ``AGREEMENTS`` checked (each of 05's ``eval_steps`` at
     most ``steps``, ...): a resume or a sweep compares what ran with these values."""
     profile = _validator(stem, "profile", "str")("profile", values.get("profile"))
-    from_profile = {n: v for n, v in PROFILES.get(stem, {}).get(profile, {}).items() if n not in given}
+    mine = {**PROFILES.get(stem, {}).get(profile, {}), **DATASET_PROFILES.get((stem, profile, values.get("dataset")), {})}
+    from_profile = {n: v for n, v in mine.items() if n not in given}
     out = validate(stem, {**values, **from_profile}, source)
     for name, reads, derive in DERIVED:
         if set(reads) <= out.keys():

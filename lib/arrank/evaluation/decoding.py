@@ -25,7 +25,7 @@ from arrank.training.trie import build_trie
 
 def prefix_children(docids: Sequence[Sequence[int]]) -> dict[tuple[int, ...], list[int]]:
     """The docID trie as prefix -> sorted next tokens allowed after it (the empty prefix included).
-    Each docID must end with the EOS id (section 4.2); a prefix that ends a docID has no children.
+    Each docID must end with the EOS id (``training.encoding``); a prefix that ends a docID has no children.
     The trie is training's (``trie.build_trie``, which checks the docIDs)."""
     return {p: sorted(c) for p, c in build_trie(list(docids)).items()}
 

@@ -40,6 +40,7 @@ RUN = ".venv/bin/python -m arrank.workbook.run"  # a notebook run, as the comman
 # and its section; the budget curve checks Table 1's under its own words (``curve.COMPARISONS``, by key).
 CLAIMS: dict[str, tuple[str, str]] = {
     **{key: (words, "§5.2, Table 1") for key, words in table1.CLAIMS.items()},
+    "zero_shot": (table1.CLAIMS["zero_shot"], "the workbook's check: Table 1 has no zero-shot row"),
     **{key: (words, "§5.3, Figure 3") for key, words in figure3.CLAIMS.items()},
 }
 
@@ -76,8 +77,8 @@ SOURCES: tuple[Source, ...] = (
            "pretrained", "GPU", "curve", "docs/data/pretrained_gpu_curve_per_query.csv.gz",
            "make gpu-curve SWEEP={sweep}", results="docs/data/gpu/**/*.results.json"),
     Source("quick-cpu-protocol",
-           "The paper's protocol on the tiny model: a constant rate against a cosine decay to each budget (and two "
-           "other rates), each method at its budget, schedule and rate chosen on validation queries (`make protocol`)", "quick", "CPU", "curve",
+           "The paper's schedule on the tiny model: a constant rate against a cosine decay to each budget (and two "
+           "other rates); each method at its budget, schedule and rate chosen on validation queries (`make protocol`)", "quick", "CPU", "curve",
            "docs/data/quick_protocol_per_query.csv.gz", "make sweep SWEEP={sweep} JOBS=2",
            results="docs/data/quick_protocol_runs/*.results.json"),
     Source("quick-cpu-figure3",

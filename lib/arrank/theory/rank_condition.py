@@ -76,7 +76,7 @@ def _rank_augmented(rows: np.ndarray, chunk: int = 4096) -> tuple[int, float, st
 def docid_token_ids(tokenizer, docids: Iterable[str], with_eos: bool = True) -> list[int]:
     """The sorted set of token ids that the given docIDs use (V_docids of section 3.2).
 
-    Each docID is a token sequence that ends with EOS (section 4.2), so EOS is included unless
+    Each docID is a token sequence that ends with EOS (the workbook's convention, ``training.encoding``), so EOS is included unless
     ``with_eos=False``.
     """
     docids = list(docids)

@@ -2,7 +2,7 @@
 
 The augmented query q-bar (section 5.1) is a user turn of the tokenizer's chat template plus the
 generation prompt (without a template: BOS + prompt); the docID is encoded alone and followed by
-EOS (section 4.2), and the item is the two id lists joined (docs/design.md, "Known pitfalls")."""
+EOS (the workbook's end of a docID; the paper's docIDs have none: docs/design.md, "Training"), and the item is the two id lists joined (docs/design.md, "Known pitfalls")."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def prompt_ids(tokenizer, prompt: str) -> list[int]:
 def docid_ids(tokenizer, docid: str) -> list[int]:
     """Token ids of a docID followed by EOS (the end-of-docID token is part of the target)."""
     if tokenizer.eos_token_id is None:
-        raise ValueError("the tokenizer has no EOS token; docIDs must end with one (section 4.2)")
+        raise ValueError("the tokenizer has no EOS token; docIDs must end with one (docs/design.md, 'Training')")
     if not (ids := tokenizer(docid, add_special_tokens=False)["input_ids"]):
         raise ValueError(f"docID {docid!r} encodes to no tokens")
     return list(ids) + [tokenizer.eos_token_id]

@@ -38,7 +38,7 @@ def _as_docids(docids: Sequence[Sequence[int]]) -> list[DocId]:
         if seq[-1] != eos:
             raise ValueError(
                 f"docids[{i}]={seq} does not end with the EOS id {eos} that docids[0] "
-                "ends with; every docID must end with the same EOS id (section 4.2)"
+                "ends with; every docID must end with the same EOS id"
             )
         if eos in seq[:-1]:
             raise ValueError(f"docids[{i}]={seq} holds the EOS id {eos} before its end")
