@@ -203,6 +203,13 @@ def test_monte_carlo_never_exceeds_exact_and_is_deterministic():
     assert th.monte_carlo_distance_permutations(sites, 100_000, seed=1) <= exact  # two chunks
 
 
+def test_monte_carlo_is_invariant_to_the_sites_scale():
+    """Distance permutations (Prop. 3.1) do not change when every site is scaled by 10^4: the query
+    spread follows the sites' radius, so the same seed sees the same 18 orders of k = 4 sites in R^2."""
+    sites = _rng(0).standard_normal((4, 2))
+    assert th.monte_carlo_distance_permutations(1e4 * sites, 100_000, seed=0) == 18
+
+
 # ---------------------------------------------------------------- token permutations
 
 
@@ -296,6 +303,9 @@ def test_docid_token_rank_svd_and_gram_paths():
     assert small == {**small, "n_docid_tokens": 14, "n": 20, "rank_e_prime": 14, "full_rank": True, "method": "svd"}
     big = th.docid_token_rank(M, np.arange(100))
     assert (big["n_docid_tokens"], big["rank_e_prime"], big["full_rank"], big["method"]) == (100, 21, False, "gram")
+    # exactly n + 1 = 21 ids is still the SVD path (at most n + 1 ids): rank(E') = 21 = |V_docids|
+    edge = th.docid_token_rank(M, np.arange(21))
+    assert (edge["rank_e_prime"], edge["full_rank"], edge["method"]) == (21, True, "svd")
 
 
 def test_docid_token_rank_detects_affine_dependency_in_gram_path():
