@@ -338,3 +338,29 @@ def test_permuting_candidates_never_changes_a_metric():
         )
     # and with ties the input order would matter: the test data does exercise ties
     assert any(len(set(r["scores"].values())) < len(r["scores"]) for r in records)
+
+
+def test_summarize_reports_cvr_only_when_every_query_has_a_negative():
+    """CVR (section 5.1) is a rate over queries with a negative: a frame where one query has none
+    (concatenated WordNet and ESCI rows) reports no CVR rather than counting that query as no violation."""
+    frame = pd.DataFrame({"violation": [True, None], "ndcg": [0.5, 1.0], "recall@1": [1.0, np.nan]})
+    out = M.summarize(frame, ks=(1,))
+    assert "cvr" not in out and out["ndcg"] == 0.75 and out["recall@1"] == 1.0 and out["n_queries@1"] == 1
+    assert M.summarize(frame.iloc[:1], ks=(1,))["cvr"] == 1.0
+
+
+def test_short_columns_violation_as_number():
+    """The per-query CSVs' short form: a violation (bool, or the strings a CSV with empty cells reads
+    back) is 1.0, none 0.0, no negative NaN; recall@k is r<k>."""
+    frame = pd.DataFrame(
+        {
+            "query": ["a", "b", "c", "d", "e"],
+            "violation": [True, False, "True", "False", None],
+            "ndcg": [0.1, 0.2, 0.3, 0.4, 0.5],
+            "recall@2": [0.5, np.nan, 1.0, 0.0, 0.5],
+        }
+    )
+    out = M.short_columns(frame)
+    assert list(out.columns) == ["query", "cvr", "ndcg", "r2"]
+    assert out["cvr"].tolist()[:4] == [1.0, 0.0, 1.0, 0.0] and math.isnan(out["cvr"].iloc[4])
+    assert out["r2"].iloc[3] == 0.0 and math.isnan(out["r2"].iloc[1])

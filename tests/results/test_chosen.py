@@ -131,3 +131,68 @@ def test_the_claims_at_the_chosen_budgets_are_one_holm_family():
     found = chosen.chosen_findings(frame(dev, test), n_resamples=199)
     assert [f.claim for _, f in found] == [c.claim for c in curve.COMPARISONS]
     assert {f.family_size for _, f in found} == {3} and all(f.p_holm >= f.p_value for _, f in found)
+
+
+RECALL = [f"r{k}" for k in (2, 3, 4, 5)]
+
+
+def test_a_weighted_claim_is_decided_at_both_chosen_budgets():
+    """The CVR claim a - ½ b (side <) at the validation-best budgets: fractional at step 20 (test R 0.9,
+    CVR 0.1), NTP at step 10 (test R 0.6, CVR 0.4): -0.1 = 0.1 - ½ · 0.4. Without spread (every query and
+    seed alike) each resample gives the same -0.1, so the interval is that point and the claim holds."""
+    dev = {curve.NTP: dict(zip(BUDGETS[:2], [0.8, 0.6])), curve.FRACTIONAL: dict(zip(BUDGETS[:2], [0.6, 0.8]))}
+    test = {curve.NTP: dict(zip(BUDGETS[:2], [0.6, 0.9])), curve.FRACTIONAL: dict(zip(BUDGETS[:2], [0.5, 0.9]))}
+    found = chosen.chosen_finding(frame(dev, test, noise=0.0), curve.COMPARISONS[2], n_resamples=199)
+    assert found.estimate == pytest.approx(-0.1, abs=1e-12) and found.means == pytest.approx((0.1, 0.4), abs=1e-12)
+    assert found.interval == pytest.approx((-0.1, -0.1), abs=1e-12) and found.verdict == "holds"
+
+
+def test_the_budget_is_chosen_by_validation_recall_2_to_5_not_1():
+    """``CHOICE`` is the central claim's R@2..R@5: step 10 has the better R@1 (0.9 vs 0.1) but the worse
+    mean R@2..R@5 (0.5 vs 0.6) on validation, so step 20 is chosen, with validation mean 0.6 (60.0 %)."""
+    same = {v: dict(zip(BUDGETS[:2], [0.5, 0.5])) for v in (curve.NTP, curve.FRACTIONAL)}
+    rows = frame(same, same, noise=0.0)
+    for step, r1, rest in ((10, 0.9, 0.5), (20, 0.1, 0.6)):
+        at = (rows["split"] == "dev") & (rows["step"] == step)
+        rows.loc[at, "r1"], rows.loc[at, RECALL] = r1, rest
+    picks = chosen.choices(rows)
+    assert picks["step"].tolist() == [20] * 6 and picks["dev_mean"].tolist() == pytest.approx([0.6] * 6)
+    assert chosen.choices_table(picks)["validation mean R@2..R@5 (%)"].tolist() == [60.0] * 6
+
+
+def test_the_interval_resamples_the_seeds():
+    """NTP's three seeds score 0.5, 0.6, 0.7 on every test query, fractional 0.8: the estimate is
+    0.8 - 0.6 = 0.2. A resample of three seeds that draws one seed thrice (probability 1/27 = 3.7% > 2.5%
+    for each extreme) gives 0.1 or 0.3, so the 95% percentile interval is [0.1, 0.3]."""
+    one = {v: {BUDGETS[0]: 0.7} for v in (curve.NTP, curve.FRACTIONAL)}
+    rows = frame(one, one, noise=0.0)
+    test = rows["split"] == "test"
+    rows.loc[test & (rows["variant"] == curve.FRACTIONAL), RECALL] = 0.8
+    for seed, value in enumerate((0.5, 0.6, 0.7)):
+        rows.loc[test & (rows["variant"] == curve.NTP) & (rows["seed"] == seed), RECALL] = value
+    found = chosen.chosen_finding(rows, curve.CENTRAL, n_resamples=999)
+    assert found.estimate == pytest.approx(0.2, abs=1e-12)
+    assert found.interval == pytest.approx((0.1, 0.3), abs=1e-12)
+
+
+def test_a_query_without_the_metric_is_left_out():
+    """A test query with no R@2..R@5 (fewer than 2 relevant docIDs) is no query of the claim: fractional
+    0.8 and NTP 0.7 on the other 29 give 0.1, not 29/30 of it."""
+    one = {curve.NTP: {BUDGETS[0]: 0.7}, curve.FRACTIONAL: {BUDGETS[0]: 0.8}}
+    rows = frame(one, one, noise=0.0)
+    rows.loc[rows["query"] == "test0", RECALL] = np.nan
+    found = chosen.chosen_finding(rows, curve.CENTRAL, n_resamples=99)
+    assert found.estimate == pytest.approx(0.1, abs=1e-12) and found.means == pytest.approx((0.8, 0.7), abs=1e-12)
+    with pytest.raises(ValueError, match="fewer than 2 queries"):
+        chosen.chosen_finding(frame(one, one, n_test=1), curve.CENTRAL, n_resamples=99)
+
+
+def test_candidates_are_the_budgets_every_seed_has():
+    """NTP's seed 1 lacks step 20 (the better one on validation): the candidates are the budgets all of
+    NTP's seeds have, so every seed of NTP is read at step 10."""
+    dev = {v: dict(zip(BUDGETS[:2], [0.6, 0.8])) for v in (curve.NTP, curve.FRACTIONAL)}
+    rows = frame(dev, dev, noise=0.0)
+    rows = rows[~((rows["variant"] == curve.NTP) & (rows["seed"] == 1) & (rows["step"] == 20))]
+    picks = chosen.choices(rows)
+    assert picks.loc[picks["variant"] == curve.NTP, "step"].tolist() == [10, 10, 10]
+    assert picks.loc[picks["variant"] == curve.FRACTIONAL, "step"].tolist() == [20, 20, 20]

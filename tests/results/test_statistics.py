@@ -330,3 +330,57 @@ def test_a_verdict_that_holm_changes_is_marked():
     assert text.count("holds here → **undecided** (Holm)") == 2
     assert "- claim 0: holds here (" in text and "Holm (3 findings): p = 0.003, holds" in text
     assert "p = 0.040; Holm (3 findings): p = 0.060, undecided" in text
+
+
+def test_a_weighted_comparison_widens_by_the_weighted_seed_spread():
+    """a - w·b with w = 0.5 (docs/findings.md): constant per-query differences (no query spread) leave
+    only the seed half-width t(0.975, S-1) · sqrt(w² s_b² / S_b); b's run means 0 and 2 give s_b² = 2,
+    S_b = 2, so the half-width is t(0.975, 1) · sqrt(0.25 · 2 / 2) = t · 0.5 around 1 - 0.5 = 0.5."""
+    queries = ["q0", "q1", "q2"]
+    a = S.Values(pd.Series([1.0] * 3, index=queries), np.array([1.0]))
+    b = S.Values(pd.Series([1.0] * 3, index=queries), np.array([0.0, 2.0]))
+    found = S.compare(a, b, weight=0.5)
+    half = stats.t.ppf(0.975, 1) * 0.5
+    assert found.estimate == 0.5 and found.interval == pytest.approx((0.5 - half, 0.5 + half), rel=1e-12)
+    assert found.paired and found.n_queries == 3 and found.runs == (1, 2)
+
+
+def test_two_common_queries_are_enough_to_pair():
+    """Paired on the common queries when there are at least two (module docstring): q0, q1 here."""
+    a = S.Values(pd.Series([1.0, 0.0, 1.0], index=["q0", "q1", "q2"]), np.array([2 / 3]))
+    b = S.Values(pd.Series([0.0, 0.0, 0.5], index=["q0", "q1", "q9"]), np.array([0.5]))
+    found = S.compare(a, b, n_resamples=99)
+    assert found.paired and found.n_queries == 2 and found.estimate == 0.5
+
+
+def test_replicates_interval_reads_quantiles_and_holds_the_estimate():
+    """Percentile interval of the replicates 1, 2, 3 at level 0.5: the 0.25 and 0.75 quantiles (linear
+    interpolation) 1.5 and 2.5, stretched down to hold an estimate of 0.5; a point gives the point."""
+    reps = S.Replicates(0.5, np.array([1.0, 2.0, 3.0]), "percentile")
+    assert reps.interval(0.5) == pytest.approx((0.5, 2.5))
+    assert S.Replicates(2.0, np.array([1.0, 2.0, 3.0]), "percentile").interval(0.5) == pytest.approx((1.5, 2.5))
+    assert S.Replicates(0.3, np.array([0.3]), "point").interval(0.99) == (0.3, 0.3)
+
+
+def test_a_decided_p_value_is_strictly_below_one_minus_the_level():
+    """An interval family that excludes 0 up to 95% and no further: p = 0.05 to the bisection's
+    tolerance and, the verdict being decided, strictly below 0.05 (so Holm over one keeps it)."""
+    p = S.interval_p_value(lambda level: (0.1, 1.0) if level <= 0.95 else (-1.0, 1.0), 0.0, True)
+    assert 0.05 - S.P_TOLERANCE < p < 0.05
+
+
+def test_compound_claims_below_a_threshold_and_fails_before_unchecked():
+    """Every part of a "<" claim below its threshold: the compound holds, with the largest part p-value
+    (0.03); a failing part decides the compound even beside an unchecked one."""
+    below = [decide("", -0.1, (-0.2, -0.05), 0.0, "<", p_value=p) for p in (0.01, 0.03)]
+    found = S.combine("both below", [("a", below[0]), ("b", below[1])])
+    assert found.verdict == "holds" and found.p_value == 0.03
+    fails = decide("", -0.1, (-0.2, -0.05), 0.0, ">", p_value=0.01)
+    assert S.combine("x", [("a", fails), ("b", point_finding("u", None, "1"))]).verdict == "fails"
+
+
+def test_holm_at_exactly_alpha_is_undecided():
+    """Holm's rule rejects where the adjusted p is below alpha: p = 0.025, 0.025 (m = 2) adjust to
+    0.05 each, which at alpha = 0.05 is not below, so both are undecided."""
+    adjusted = S.holm(_family([0.025, 0.025]), alpha=0.05)
+    assert [f.p_holm for f in adjusted] == [0.05, 0.05] and {f.holm_verdict for f in adjusted} == {"undecided"}

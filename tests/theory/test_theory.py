@@ -203,6 +203,13 @@ def test_monte_carlo_never_exceeds_exact_and_is_deterministic():
     assert th.monte_carlo_distance_permutations(sites, 100_000, seed=1) <= exact  # two chunks
 
 
+def test_monte_carlo_is_invariant_to_the_sites_scale():
+    """Distance permutations (Prop. 3.1) do not change when every site is scaled by 10^4: the query
+    spread follows the sites' radius, so the same seed sees the same 18 orders of k = 4 sites in R^2."""
+    sites = _rng(0).standard_normal((4, 2))
+    assert th.monte_carlo_distance_permutations(1e4 * sites, 100_000, seed=0) == 18
+
+
 # ---------------------------------------------------------------- token permutations
 
 
@@ -296,6 +303,9 @@ def test_docid_token_rank_svd_and_gram_paths():
     assert small == {**small, "n_docid_tokens": 14, "n": 20, "rank_e_prime": 14, "full_rank": True, "method": "svd"}
     big = th.docid_token_rank(M, np.arange(100))
     assert (big["n_docid_tokens"], big["rank_e_prime"], big["full_rank"], big["method"]) == (100, 21, False, "gram")
+    # exactly n + 1 = 21 ids is still the SVD path (at most n + 1 ids): rank(E') = 21 = |V_docids|
+    edge = th.docid_token_rank(M, np.arange(21))
+    assert (edge["rank_e_prime"], edge["full_rank"], edge["method"]) == (21, True, "svd")
 
 
 def test_docid_token_rank_detects_affine_dependency_in_gram_path():
@@ -507,3 +517,34 @@ def test_the_theory_notebooks_say_in_words_whether_the_papers_findings_hold():
     rows = tables.rank_condition_findings(r)
     assert [x.holds for x in rows] == [True] * 5 and "|V_docids| = 1,892, rank(E') = 129 (n = 128)" in rows[-1].numbers
     assert tables.rank_condition_findings({**r, "counterexample_order_realisable": True})[1].holds is False
+    # each finding fails on the numbers that contradict it (and only its own row changes)
+    for i, key, bad in [
+        (1, "max_monte_carlo_over_exact", 1.2),  # sampling found more orders than exist
+        (2, "paper_bound_k100", 120.0),  # the exact dimension below the paper's lower bound
+        (3, "inner_product_fewer_below_k_minus_1", False),
+    ]:
+        assert [x.holds for x in tables.capacity_findings({**m, key: bad}, 100)] == [j != i for j in range(4)], key
+    for i, key, bad in [
+        (2, "counterexample_adversarial_error", 1e-9),  # the counterexample reached its target: no bottleneck
+        (3, "sequence_max_error", 1e-3),
+        (4, "tiny_wordnet_rank_e_prime", 1892),  # rank(E') = |V_docids|: the remark does not hold
+    ]:
+        assert [x.holds for x in tables.rank_condition_findings({**r, key: bad})] == [j != i for j in range(5)], key
+
+
+def test_theory_tables_on_the_smallest_grid():
+    """Generic Gaussian E (|V| x n): rank(E') = min(|V|, n + 1), all |V|! orderings iff rank(E') = |V|
+    (Props. 3.2, 3.3); |V| = 3 in R^1 has 2 orderings (sorted by e_i phi, or reversed). Distance
+    permutations of k generic sites in R^n: k = 2 -> 2, k = 3 in R^1 -> C(3, 2) + 1 = 4, in R^2 -> 3! (Prop. 3.1)."""
+    from arrank.theory import tables
+
+    got = tables.token_permutation_table(3, seed=0)
+    assert [tuple(row) for row in got.itertuples(index=False)] == [
+        (2, 1, 2, 2, 2, True, True),
+        (2, 2, 2, 2, 2, True, True),
+        (3, 1, 2, 2, 6, False, False),
+        (3, 2, 3, 6, 6, True, True),
+        (3, 3, 3, 6, 6, True, True),
+    ]
+    counts = tables.exact_distance_counts(3, site_sets=1, seed=0)
+    assert counts[["k", "n", "exact", "closed_form"]].values.tolist() == [[2, 1, 2, 2], [3, 1, 4, 4], [3, 2, 6, 6]]

@@ -8,7 +8,13 @@ import torch
 import torch.nn.functional as Fn
 
 from arrank.training import schemes, trie
-from arrank.training.stoical import item_weight, pad_sparse_targets, stoical_loss, targets_from_labels
+from arrank.training.stoical import (
+    item_weight,
+    pad_sparse_targets,
+    stoical_loss,
+    supervised_count,
+    targets_from_labels,
+)
 
 
 def labels_batch(seed=0, B=3, T=12, V=50):
@@ -142,6 +148,36 @@ def test_num_items_in_batch_changes_only_the_normalisation():
         )
 
 
+def test_labels_on_every_position_leave_position_0_unsupervised():
+    """Section 4 / transformers alignment: no logit predicts token 0, so labels = input_ids (every
+    position labelled) supervise positions 1..T-1 only, and the loss is the shifted cross-entropy."""
+    input_ids, *_ = labels_batch()
+    logits = torch.randn(*input_ids.shape, 50, generator=torch.Generator().manual_seed(4))
+    ids, mass = targets_from_labels(input_ids)
+    assert mass[:, 0].sum().item() == 0.0 and supervised_count(mass) == 3 * 11
+    want = Fn.cross_entropy(logits[:, :-1].reshape(-1, 50), input_ids[:, 1:].reshape(-1))
+    assert stoical_loss(logits, ids, mass, torch.ones(3)).item() == pytest.approx(want.item(), rel=1e-6)
+    everywhere = torch.ones(2, 4, 1)  # a position 0 with mass is still not counted
+    assert supervised_count(everywhere) == 2 * 3
+
+
+def test_per_position_weight_is_the_predicted_tokens_lambda():
+    """Eq. 2 with a packed row's (B, T) lambda: the CE that predicts token t (from logits[t-1]) is
+    weighted by lambda at position t, the block token t belongs to. Uniform logits over V = 4 give
+    CE = log 4 at both docID tokens (positions 2 and 3): (3 + 5) log 4 / 2."""
+    logits, ids, mass, _ = uniform_batch([1.0])
+    w = torch.tensor([[0.0, 0.0, 3.0, 5.0, 7.0]])
+    assert stoical_loss(logits, ids, mass, w).item() == pytest.approx(4 * math.log(4), rel=1e-6)
+
+
+def test_cross_entropy_scales_with_target_mass():
+    """CE(y, p) = -sum_k y_k log p_k (eq. 2): a target of mass 0.5 on one token of a uniform
+    4-token distribution costs 0.5 log 4, not log 4 (no renormalisation of y)."""
+    logits = torch.zeros(1, 2, 4)
+    ids, mass = pad_sparse_targets([[[(1, 0.5)]]], [1], 2)
+    assert stoical_loss(logits, ids, mass, torch.ones(1)).item() == pytest.approx(0.5 * math.log(4), rel=1e-6)
+
+
 def test_no_supervised_position_gives_zero_with_graph():
     logits = torch.randn(2, 3, 5, requires_grad=True)
     loss = stoical_loss(logits, torch.zeros(2, 3, 1, dtype=torch.long), torch.zeros(2, 3, 1), torch.ones(2))
@@ -164,7 +200,7 @@ def test_pad_sparse_targets_layout():
         (lambda: item_weight("fractional", 1, 4, alpha=-1), "alpha=-1"),
         (lambda: item_weight("stepwise", 0, 4), r"r=0 .*\[1, n_q=4\]"),
         (lambda: item_weight("stepwise", 5, 4), r"r=5"),
-        (lambda: item_weight("indicator", 1, 0), "n_q=0"),
+        (lambda: item_weight("indicator", 1, 0), "n_q=0 must be a positive integer"),
         (lambda: item_weight("stepwise", 1, 2.5), "n_q=2.5 must be a positive integer"),
         (lambda: pad_sparse_targets([[[(1, 1.0)]]], [0], 4), "position 0"),
         (lambda: pad_sparse_targets([[[(1, 1.0)]] * 3], [2], 4), r"within positions \[1, 4\)"),

@@ -153,6 +153,16 @@ def test_beta_zero_counts_docids():
     got = trie.target_distributions(TOY, trie_scores(5, 0), CAT, V, dtype=torch.float64)
     assert got[0, D].item() == pytest.approx(2 / 5) and got[0, C].item() == pytest.approx(2 / 5)
     assert got[2, EOS].item() == pytest.approx(1 / 2) and got[2, S].item() == pytest.approx(1 / 2)
+    # beta = 0 is allowed by the query helper too (mu(r) = 1/r**0 = 1): d 2/5, c 2/5, f 1/5 at the root
+    root = dict(trie.query_sparse_targets(TOY, 0)[1][0])
+    assert root == pytest.approx({D: 2 / 5, C: 2 / 5, FF: 1 / 5}, abs=1e-12)
+
+
+def test_step_pairs_sorted_by_token_id_not_by_rank():
+    """A step's (token, mass) pairs are sorted by token id: rank 1 fish (f) before rank 2 dog (d);
+    beta = 1 gives f 1 / (1 + 1/2) = 2/3 and d 1/3 (section 4.2)."""
+    rows = trie.query_sparse_targets([[FF, EOS], [D, EOS]], 1)[0]
+    assert [t for t, _ in rows[0]] == [D, FF] and [m for _, m in rows[0]] == pytest.approx([1 / 3, 2 / 3])
 
 
 def test_build_trie_structure():
@@ -170,6 +180,7 @@ def test_build_trie_structure():
         ([DOG, [C, AT]], "EOS"),
         ([DOG, [C, EOS, AT, EOS]], "before its end"),
         ([DOG, []], "empty"),
+        ([DOG, [-1, EOS]], "negative token id"),
     ],
 )
 def test_bad_docids_raise(docids, match):
@@ -186,5 +197,7 @@ def test_bad_arguments_raise():
         trie.sparse_targets(TOY, [1, 2, 3, 4], DOG)
     with pytest.raises(ValueError, match=r"mu\[1\]"):
         trie.sparse_targets(TOY, [1, -2, 3, 4, 5], DOG)
+    with pytest.raises(ValueError, match=r"mu\[1\]=inf"):
+        trie.sparse_targets(TOY, [1, math.inf, 3, 4, 5], DOG)
     with pytest.raises(ValueError, match="mu is 0"):  # inf limit via explicit mu: use the query helper
         trie.sparse_targets(TOY, trie_scores(5, math.inf), CATS)
