@@ -16,6 +16,7 @@ from arrank.baselines import dual_encoder as DE
 from arrank.baselines import figure3 as BL
 from arrank.baselines import lookup, panels
 from arrank.common import outputs
+from arrank.evaluation import metrics
 from arrank.results import figure3 as F3
 
 
@@ -68,6 +69,35 @@ def test_batches_cover_each_epoch_without_repeats():
     batches = list(lookup.batch_indices(10, 3, 6, gen))
     assert all(len(b) == 3 and len(set(b.tolist())) == 3 for b in batches)
     assert len(set(torch.cat(batches[:3]).tolist())) == 9  # one epoch: 3 batches, 9 distinct pairs
+
+
+def test_a_rank_below_one_is_refused():
+    """lambda(r) = 1/r^alpha (section 5.3) is defined for ranks r >= 1: rank 0 would weigh a pair 1/0."""
+    with pytest.raises(ValueError, match="ranks must be >= 1, got 0"):
+        lookup.rank_weights(torch.tensor([1, 0, 2]), 1.0)
+
+
+def test_batches_use_every_pair_of_an_epoch_and_are_always_full():
+    # 6 pairs, batches of 3: the two batches of an epoch are the 6 pairs, no pair left for the next epoch
+    batches = list(lookup.batch_indices(6, 3, 4, torch.Generator().manual_seed(0)))
+    assert sorted(torch.cat(batches[:2]).tolist()) == list(range(6)) == sorted(torch.cat(batches[2:]).tolist())
+    # 8 pairs, batches of 3: the third batch would hold the 2 pairs left; it comes whole from the next epoch
+    assert [len(b) for b in lookup.batch_indices(8, 3, 5, torch.Generator().manual_seed(0))] == [3] * 5
+
+
+def test_train_steps_logs_the_mean_loss_of_each_block_of_steps_and_refuses_a_divergence():
+    """The log holds the mean loss of steps 1..100, 101..200 and 201..250 (LOG_EVERY = 100): with
+    loss i at step i, (1 + 100) / 2, (101 + 200) / 2 and (201 + 250) / 2."""
+    nodes, df = tiny_tree(2)
+    pairs = lookup.positive_pairs(df, lookup.row_index(nodes))
+    table = torch.ones(len(nodes), 2)
+    args = (pairs, table, 2, 250, torch.Generator().manual_seed(0), "t", False)
+    log, facts = lookup.train_steps(lambda i, idx: float(i), *args, "diverged {loss}")
+    assert log.to_dict("list") == {"step": [100, 200, 250], "loss": [50.5, 150.5, 225.5]}
+    assert facts["steps"] == 250 and facts["steps_per_s"] == pytest.approx(250 / facts["train_s"])
+    assert facts["row_norm_mean"] == pytest.approx(math.sqrt(2))
+    with pytest.raises(FloatingPointError, match="^diverged nan"):
+        lookup.train_steps(lambda i, idx: float(i) if i < 250 else math.nan, *args, "diverged {loss}")
 
 
 # --------------------------------------------------------------------------- losses by hand
@@ -127,6 +157,73 @@ def test_deduplicated_de_loss_and_gradient_equal_the_literal_formula():
     assert rows.tolist() == touched
     assert torch.allclose(grad, leaf.grad[rows], atol=1e-12)
     assert leaf.grad[[12, 13]].abs().max() == 0  # rows 12, 13 are not in the batch
+
+
+def test_de_table_starts_on_the_unit_sphere():
+    """Appendix B keeps every DE row on the unit sphere; the initial rows are there too (a row no
+    batch touches keeps its initial norm)."""
+    table = DE.init_table(50, 3, torch.Generator().manual_seed(0))
+    assert torch.allclose(table.norm(dim=1), torch.ones(50), atol=1e-6)
+    assert table.std() > 0.3  # i.i.d. directions, not one row repeated: entries spread around 0 (var 1/3)
+
+
+def test_defaults_are_appendix_b_and_notebook_07s_paper_profile():
+    """Appendix B: DE SGD lr 1.0, momentum 0.9, 50k steps, tau = 0.05 (section 5.3); CE Adam lr
+    0.001, weight decay 0.001, 20k steps; batch 2k for both. The library's defaults (a direct
+    call) and notebook 07's paper profile hold the same values."""
+    from arrank.workbook import run
+
+    appendix_b = {
+        "tau": (DE.TAU, 0.05),
+        "de_lr": (DE.LR, 1.0),
+        "de_momentum": (DE.MOMENTUM, 0.9),
+        "de_steps": (DE.STEPS, 50_000),
+        "ce_lr": (CE.LR, 1e-3),
+        "ce_weight_decay": (CE.WEIGHT_DECAY, 1e-3),
+        "ce_steps": (CE.STEPS, 20_000),
+        "batch_size": (DE.BATCH_SIZE, 2048),
+    }
+    resolved = run.prepare("07", {"profile": "paper"})[2]
+    for name, (library, paper) in appendix_b.items():
+        assert library == paper == resolved[name], name
+    assert CE.BATCH_SIZE == 2048
+
+
+def _first_batch_loss(model: str, pairs, n_rows: int, n: int, alpha: float, batch_size: int) -> float:
+    """L_DE / L_CE (section 5.3) of the first batch at the initial parameters, the draws replayed in
+    train_de's / train_ce's order (table, [MLP,] epoch order, [CE: the permutation rho])."""
+    gen = torch.Generator().manual_seed(0)
+    table = DE.init_table(n_rows, n, gen) if model == "de" else CE.init_table(n_rows, n, gen)
+    net = CE.mlp(n, gen) if model == "ce" else None
+    idx = torch.randperm(len(pairs.query), generator=gen)[:batch_size]
+    q, d, w = table[pairs.query[idx]], table[pairs.doc[idx]], lookup.rank_weights(pairs.rank[idx], alpha)
+    if model == "de":
+        return DE.de_loss(q, d, w).item()
+    rho = torch.randperm(batch_size, generator=gen)
+    with torch.no_grad():
+        return CE.ce_loss(CE.pair_logits(net, q, d), CE.pair_logits(net, q, d[rho]), w).item()
+
+
+def test_the_first_logged_loss_is_the_loss_of_the_first_batch_with_its_own_weights():
+    """One step on a batch of 5 of the 34 pairs (ranks 1..3, alpha = 2): the logged loss is the
+    section 5.3 loss of those 5 pairs, each weighted by lambda of its own rank."""
+    nodes, df = tiny_tree(3)
+    pairs = lookup.positive_pairs(df, lookup.row_index(nodes))
+    kw = dict(steps=1, batch_size=5, progress=False)
+    _, de_log, _ = DE.train_de(pairs, len(nodes), 4, 2.0, **kw)
+    _, ce_log, _ = CE.train_ce(pairs, len(nodes), 4, 2.0, **kw)
+    assert de_log["loss"].item() == pytest.approx(_first_batch_loss("de", pairs, len(nodes), 4, 2.0, 5), rel=1e-5)
+    assert ce_log["loss"].item() == pytest.approx(_first_batch_loss("ce", pairs, len(nodes), 4, 2.0, 5), rel=1e-5)
+
+
+def test_ce_scores_by_blocks_are_the_mlp_of_each_pair():
+    """ce_scores = f_MLP(concat(E(q_i), E(d_i))) (section 5.3) for every pair, whatever the block."""
+    gen = torch.Generator().manual_seed(0)
+    table, net = CE.init_table(6, 2, gen), CE.mlp(2, gen)
+    q, d = torch.tensor([0, 1, 2, 3, 4]), torch.tensor([5, 4, 3, 2, 1])
+    with torch.no_grad():
+        expected = torch.stack([net(torch.cat([table[a], table[b]])).squeeze() for a, b in zip(q, d)])
+    assert torch.allclose(CE.ce_scores(table, net, q, d, block=2), expected, atol=1e-6)
 
 
 # --------------------------------------------------------------------------- optimisers
@@ -324,7 +421,7 @@ def test_dual_encoder_ranks_the_parent_first_on_a_tiny_tree(seed):
     # B = 2048; with the tiny tree's full batch of 34 pairs it makes SGD + momentum oscillate.
     row, logs = _fit_tiny_tree("de", 16, 5.0, 300, de_lr=0.03, seed=seed)
     assert row["n_queries"] == 14 and row["recall@1"] == 1.0 and row["cvr"] == 0.0
-    assert logs["loss"].iloc[-1] < logs["loss"].iloc[0]
+    assert logs["loss"].iloc[-1] < logs["loss"].iloc[0] and row["final_loss"] == logs["loss"].iloc[-1]
     assert 0.0 <= row["retrieval_recall@1"] <= 1.0  # over all 15 nodes: children and siblings compete
 
 
@@ -519,6 +616,53 @@ def test_findings_and_flat_metrics():
     assert [t.name for t in panels.loss_figure(logs).data] == ["DE n=8 α=0", "DE n=8 α=5", "CE n=8 α=5"]
     single = BL.flat_metrics(results.iloc[:1])
     assert single["recall@1"] == 0.1 and single["de_n4_alpha5_recall@1"] == 0.1
+
+
+def test_train_config_passes_every_hyper_parameter_to_its_model(monkeypatch):
+    """Each of notebook 07's de_* / ce_* settings, batch_size and (DE only) tau reaches train_de /
+    train_ce under its own name: a setting dropped on the way would train with the default."""
+    seen = {}
+    monkeypatch.setattr(DE, "train_de", lambda *args, **kw: seen.setdefault("de", kw))
+    monkeypatch.setattr(CE, "train_ce", lambda *args, **kw: seen.setdefault("ce", kw))
+    hyper = {**_tiny_hyper(7, 11), "tau": 0.3, "de_momentum": 0.5, "ce_table_init_std": 0.25, "de_lr": 0.2}
+    for model in ("de", "ce"):
+        BL.train_config(BL.single_config(model, 4, 1.0)[0], None, 9, hyper, seed=3, progress=False)
+    common = {"seed": 3, "progress": False, "steps": 11, "batch_size": 7}
+    assert seen["de"] == {**common, "lr": 0.2, "momentum": 0.5, "row_updates": "lazy", "tau": 0.3}
+    assert seen["ce"] == {
+        **common,
+        "lr": CE.LR,
+        "weight_decay": CE.WEIGHT_DECAY,
+        "row_updates": "dense",
+        "optimizer": CE.OPTIMIZER,
+        "table_init_std": 0.25,
+    }
+
+
+def test_flat_metrics_give_retrieval_to_the_de_only_and_per_query_rows_keep_r1_to_r5():
+    """Full-corpus retrieval is a DE metric (section 5.3's inner products): a CE row's empty
+    retrieval columns are not flattened. per_query.csv keeps R@1..5, the k Figure 3's findings compare."""
+    results = _results(
+        [
+            {"model": "de", "n": 8, "alpha": 5.0, "panels": "a", "recall@1": 0.5, "retrieval_recall@1": 0.25},
+            {"model": "ce", "n": 8, "alpha": 5.0, "panels": "a", "recall@1": 0.75, "retrieval_recall@1": np.nan},
+        ]
+    )
+    flat = BL.flat_metrics(results)
+    assert flat == {
+        "de_n8_alpha5_recall@1": 0.5,
+        "de_n8_alpha5_retrieval_recall@1": 0.25,
+        "ce_n8_alpha5_recall@1": 0.75,
+    }
+    rel = ["a", "b", "c", "d", "e", "f"]
+    scores = {x: -i for i, x in enumerate(rel)} | {"neg": -0.5}  # the negative below "a" only
+    frame = metrics.per_query_metrics(
+        [{"query": "q", "relevant": rel, "negative": "neg", "scores": scores}], range(1, 7)
+    )
+    rows = BL.per_query_rows(frame, "de_n8_alpha5")
+    assert rows.columns.tolist() == ["config", "query", "cvr", "ndcg", "r1", "r2", "r3", "r4", "r5"]
+    # ranking a, neg, b, c, ...: R@k = (k - 1) / k for k >= 2, R@1 = 1; a violation
+    assert rows.iloc[0, 4:].tolist() == pytest.approx([1.0, 1 / 2, 2 / 3, 3 / 4, 4 / 5]) and rows["cvr"].item() == 1.0
 
 
 def test_panel_tables_and_figure():
