@@ -321,6 +321,65 @@ def test_table1_findings_hold_and_fail_on_the_numbers():
     assert _holds(table1.table1_findings(_finding_frame(0.4, 0.3)))[0] is False  # trie 0.5 above NTP
 
 
+def _variant(label, scheme, alpha, targets, combined, cvr, r1, steps=None):
+    """One collected point of a 05_train sweep (R@2..R@5 at 0.7)."""
+    return {"state": "done", "label": label, "scheme": scheme, "alpha": alpha, "targets": targets,
+            "combined": combined, "steps": steps, "cvr": cvr, "recall@1": r1,
+            **{f"recall@{k}": 0.7 for k in range(2, 6)}}  # fmt: skip
+
+
+def test_table1_roles_pick_the_variants_each_claim_compares():
+    """Section 5.2's sides: NTP is the indicator scheme on one-hot targets, not combined (a point
+    that records no scheme, targets or combined ran the defaults: NTP); the fractional variants are
+    on one-hot targets and not combined, fractional α=2 is α = 2 only; the trie variants are the uncombined ones on
+    trie targets, whatever the scheme; a point with steps = 0 is the zero-shot row, in no other role."""
+    frame = pd.DataFrame(
+        [
+            _variant("NTP", None, None, None, None, 0.6, 0.9),
+            _variant("Fractional α=2", "fractional", 2.0, "onehot", False, 0.1, 0.9),
+            _variant("Fractional α=1", "fractional", 1.0, "onehot", False, 0.1, 0.9),
+            _variant("Trie β=2", "indicator", None, "trie", False, 0.1, 0.9),
+            _variant("Fractional trie", "fractional", 2.0, "trie", False, 0.1, 0.9),
+            _variant("Combined", "indicator", None, "onehot", True, 0.1, 0.9),
+            _variant("Trie combined", "indicator", None, "trie", True, 0.1, 0.9),
+            _variant("Fractional combined", "fractional", 2.0, "onehot", True, 0.1, 0.9),
+            _variant("Zero-shot", "indicator", None, "onehot", False, 0.9, 0.1, steps=0),
+        ]
+    )
+    each = lambda *labels: [(v, (v,)) for v in labels]
+    others = ["Fractional α=2", "Fractional α=1", "Trie β=2", "Fractional trie", "Combined", "Trie combined"]
+    others += ["Fractional combined"]
+    assert table1.roles(frame) == {
+        table1.NTP: [("NTP", ("NTP",))],
+        table1.OTHERS: each(*others),
+        table1.FRACTIONAL: each("Fractional α=2", "Fractional α=1"),
+        table1.FRACTIONAL_2: [(table1.FRACTIONAL_2, ("Fractional α=2",))],
+        table1.TRIE: each("Trie β=2", "Fractional trie"),
+        table1.TUNED: each("NTP", *others),
+        table1.ZERO_SHOT: [(table1.ZERO_SHOT, ("Zero-shot",))],
+    }
+
+
+@pytest.mark.parametrize(
+    ("frac_cvr", "frac_r1", "cvr_holds", "r1_holds"), [(0.30, 0.90, True, True), (0.31, 0.91, False, False)]
+)
+def test_table1_claims_on_their_thresholds(frac_cvr, frac_r1, cvr_holds, r1_holds):
+    """Section 5.2, point verdicts: "fractional variants at most half of NTP's CVR" holds at exactly
+    half (NTP 0.6, the mean of its seeds 0.5 and 0.7; fractional 0.30) and fails above it (0.31);
+    "NTP's R@1 is the best or within 2 points of it" holds 2 points below (0.88 vs 0.90) and fails
+    3 points below (0.91)."""
+    frame = pd.DataFrame(
+        [
+            _variant("NTP", "indicator", None, "onehot", False, 0.5, 0.88),
+            _variant("NTP", "indicator", None, "onehot", False, 0.7, 0.88),
+            _variant("Fractional α=2", "fractional", 2.0, "onehot", False, frac_cvr, frac_r1),
+        ]
+    )
+    found = {f.claim: f for f in table1.table1_findings(frame)}
+    assert found[table1.CVR].holds is cvr_holds and found[table1.R1].holds is r1_holds
+    assert found[table1.CVR].numbers.startswith(f"CVR (%): NTP 60.0; Fractional α=2 {100 * frac_cvr:.1f}")
+
+
 def test_a_zero_shot_row_is_no_loss_variant_and_is_checked_against_the_fine_tuned_ones():
     frame = _finding_frame(0.9, 0.3).assign(ndcg=[0.95, 0.97, 0.96], steps=None)
     zero = {
