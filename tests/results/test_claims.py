@@ -98,3 +98,34 @@ def test_a_claim_is_one_more_line_of_a_tables_tuple():
     per_query = _rows({"NTP": 0.6, "Fractional α=2": 0.1}).assign(r1=1.0)
     decided = table1.table1_findings(frame, per_query, claims=(extra,))
     assert decided[0].estimate == 0.0 and decided[0].verdict == "holds" and decided[0].family_size == 1
+
+
+def _fixed(column: str, values: dict[str, list[float]]) -> pd.DataFrame:
+    """Per-query rows of one run per variant: ``values[variant][i]`` is query ``q<i>``'s ``column``."""
+    return pd.concat(
+        pd.DataFrame({"point": v, "variant": v, "seed": 0, "query": [f"q{i}" for i in range(len(x))], column: x})
+        for v, x in values.items()
+    )
+
+
+def test_a_weighted_claim_on_per_query_data_compares_a_with_weight_times_b():
+    """Section 5.2's "fractional variants at most half of NTP's CVR" on per-query data is the mean of
+    a_q - 0.5 * b_q: A's CVR 0.3, NTP's 0.6 give 0.3 - 0.5 * 0.6 = 0 (unweighted it would be -0.3),
+    an interval about 0, undecided; no budget "to decide" it is offered (that search assumes weight 1)."""
+    data = _fixed("cvr", {"A": [1.0] * 3 + [0.0] * 7, "NTP": [1.0] * 6 + [0.0] * 4})
+    half = Claim("cvr", "half", "{a}", ("A",), ("NTP",), ("cvr",), side="<", weight=0.5, inclusive=True)
+    found = evaluate(half, data)
+    assert found.estimate == pytest.approx(0.0, abs=1e-12) and found.means == pytest.approx((0.3, 0.6))
+    assert found.interval[0] < 0 < found.interval[1] and found.verdict == "undecided"
+    assert "to decide" not in decide_claim([half], data, "CVR (%): NTP 60.0; A 30.0", to_decide=True).numbers
+
+
+def test_the_p_value_is_that_of_the_claims_threshold():
+    """A claim "within 50 points" (threshold -0.5) when A - NTP is -0.5 on average (A's R@1 1 on half the
+    queries, NTP's 1 on all): the interval is centred on the threshold, so its p-value is large
+    (undecided), though it lies well clear of 0 (a p-value against 0 would be tiny)."""
+    data = _fixed("r1", {"A": [1.0] * 5 + [0.0] * 5, "NTP": [1.0] * 10})
+    within = Claim("r1", "within", "{a}", ("A",), ("NTP",), ("r1",), threshold=-0.5, inclusive=True)
+    found = evaluate(within, data)
+    assert found.estimate == pytest.approx(-0.5) and found.interval[1] < 0
+    assert found.verdict == "undecided" and found.p_value > 0.5
