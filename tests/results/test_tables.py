@@ -216,6 +216,23 @@ def test_the_papers_numbers_match_the_tex():
         assert _tex_rows(tex, label) == list(paper.PAPER[key]["rows"].values()), key
 
 
+def test_the_tables_columns_best_values_intervals_and_profile():
+    """The paper's column order (CVR, nDCG, then R@k by k: R@10 after R@2, as Figure 3's k run to 10);
+    the best value in bold among values equal to the 2 decimals shown; a ± only for a variant with
+    at least two queries (two queries with CVR 1 and 0: bootstrap means 0, ½ and 1, an interval
+    [0, 1], half-width 50 points); the sweep's profile only when every finished point ran it."""
+    columns = ["recall@10", "n_queries", "recall@2", "ndcg", "recall@1", "cvr", "recall@x"]
+    assert tables.metric_columns(columns) == ["cvr", "ndcg", "recall@1", "recall@2", "recall@10"]
+    table = pd.DataFrame({"variant": ["A", "B"], "source": "this run", "runs": 1, "ndcg": [90.001, 90.004]})
+    assert tables.best_variants(table) == {"ndcg": ["A", "B"]}  # both shown as 90.00
+    per_query = pd.DataFrame(
+        {"point": "p", "variant": ["A", "A", "B"], "seed": 0, "query": ["q0", "q1", "q0"], "cvr": [1.0, 0.0, 1.0]}
+    )
+    assert tables.interval_halfwidths(per_query, ["A", "B"], ["cvr"]) == {"A": {"cvr": pytest.approx(50.0)}}
+    frame = pd.DataFrame({"state": ["done", "done", "missing"], "profile": ["quick", "paper", "paper"]})
+    assert tables.sweep_profile(frame) is None and tables.sweep_profile(frame.iloc[1:]) == "paper"
+
+
 def test_parameter_curves_draw_one_line_per_family(tmp_path, outputs_root):
     s = make_sweep(
         tmp_path, "[{scheme: [indicator]}, {scheme: [fractional], alpha: [1, 2, 3]}, {targets: [trie], beta: [1, 2]}]"
