@@ -96,6 +96,9 @@ def test_rescaled_qrels_refuses_a_file_that_is_not_the_workbooks(tmp_path):
     (tmp_path / "short.trec").write_text("q 0 d 693\nq 0 e\n")
     with pytest.raises(ValueError, match=r"short.trec: line 2 is not 'qid 0 docno rel' .*: 'q 0 e'"):
         trec.rescaled_qrels(tmp_path / "short.trec", 10**7)
+    (tmp_path / "five.trec").write_text("q 0 d 693\nq 0 e x 693\n")
+    with pytest.raises(ValueError, match=r"five.trec: line 2 is not 'qid 0 docno rel' .*: 'q 0 e x 693'"):
+        trec.rescaled_qrels(tmp_path / "five.trec", 10**7)
     (tmp_path / "float.trec").write_text("q 0 d 0.69\n")
     with pytest.raises(ValueError, match=r"float.trec: line 1 is not .* rel an integer >= 0: 'q 0 d 0.69'"):
         trec.rescaled_qrels(tmp_path / "float.trec", 10**7)
@@ -118,10 +121,27 @@ def test_the_files_are_one_token_per_field_with_the_gains_of_section_5_1(tmp_pat
     assert trec.relevance(1) == [round(np.log(2) * trec.GAIN_SCALE)]
 
 
+def test_run_lines_rank_by_score_then_docid_and_keep_nine_significant_digits():
+    """``qid Q0 docno rank score run``: rank 1 the highest score, a tie ranked by docID ascending (the
+    workbook's order), each score to 9 significant digits, so scores 8e-8 apart stay apart."""
+    scores = {"a": 0.1, "b": 0.912345678, "c": 0.5, "d": 0.5, "e": 0.9123456}
+    lines = trec.run_lines([{"query": "q", "relevant": ["a"], "negative": None, "scores": scores}], "r")
+    assert lines == [
+        "q Q0 b 1 0.912345678 r",
+        "q Q0 e 2 0.9123456 r",
+        "q Q0 c 3 0.5 r",
+        "q Q0 d 4 0.5 r",
+        "q Q0 a 5 0.1 r",
+    ]
+
+
 def test_a_score_that_is_not_finite_is_refused_and_leaves_no_file(tmp_path):
     records = _records()
     records[4]["scores"][records[4]["relevant"][0]] = float("nan")
     with pytest.raises(ValueError, match=r"scores contains NaN"):
+        trec.write_trec(tmp_path, records, "r")
+    records[4]["scores"][records[4]["relevant"][0]] = float("inf")
+    with pytest.raises(ValueError, match=r"has score inf; a TREC run needs finite scores"):
         trec.write_trec(tmp_path, records, "r")
     assert not list(tmp_path.iterdir())
 
