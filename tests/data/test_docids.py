@@ -53,7 +53,17 @@ def test_collision_table_summary_and_suffixes():
     counts = docids.docid_counts(PAPER_DOCIDS)
     assert counts.iloc[0].to_dict() == {"docid": "25,36,39", "count": 2} and counts["count"].sum() == 13
     summary = docids.collision_summary(PAPER_DOCIDS)
-    assert summary["n_distinct"] == 12 and summary["n_colliding_items"] == 2 and summary["max_share"] == 2
+    # 13 items, "25,36,39" twice: 12 distinct, 2 items share 1 docID, 2 / 13 of the items collide
+    assert summary == {
+        "n_items": 13,
+        "n_distinct": 12,
+        "n_colliding_items": 2,
+        "n_colliding_docids": 1,
+        "max_share": 2,
+        "colliding_fraction": pytest.approx(2 / 13),
+    }
+    ties = docids.docid_counts(["9", "5,1", "9", "7", "5,1"])  # most shared first, a tie by docID
+    assert list(zip(ties["docid"], ties["count"])) == [("5,1", 2), ("9", 2), ("7", 1)]
     unique = docids.disambiguate_docids(PAPER_DOCIDS)
     assert unique[0] == "25,36,39,0" and unique[-1] == "25,36,39,1" and unique[1:-1] == PAPER_DOCIDS[1:-1]
     assert len(set(unique)) == len(unique)
@@ -68,3 +78,14 @@ def test_trie_branching_of_the_paper_prompt():
     per_query = docids.query_trie_branching([PAPER_DOCIDS, ["1,2,3", "1,2,4"]]).set_index("depth")
     assert per_query.loc[1, "queries"] == 2
     assert per_query.loc[1, "mean_prefix_ratio"] == pytest.approx((3 / 12 + 1 / 2) / 2)
+    # depth 3, children per depth-2 node: the prompt's 12 / 8, the second query's 2 / 1; their mean
+    assert per_query.loc[3, "mean_children"] == pytest.approx((12 / 8 + 2) / 2)
+
+
+def test_an_empty_docid_is_no_trie_node_and_random_docids_have_distinct_atoms():
+    """An all-zero code's docID "" has no component: the trie of ["1,2", "", "1,3"] is 1 -> {2, 3}.
+    A random stand-in docID holds nnz distinct atoms, as an OMP code's nonzeros are (section 5.1)."""
+    table = docids.trie_branching(["1,2", "", "1,3"]).set_index("depth")
+    assert table["prefixes"].tolist() == [1, 2] and table["max_children"].tolist() == [1, 2]
+    for d in docids.random_numeric_docids(20, n_components=5, nnz=5, seed=0):
+        assert sorted(int(a) for a in d.split(",")) == [0, 1, 2, 3, 4]
