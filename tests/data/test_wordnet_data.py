@@ -358,6 +358,11 @@ def test_failure_mid_build_leaves_no_folder(tmp_path, monkeypatch):
         (dict(subtree="canine.n.02"), "n_eval=5000 leaves no training queries: only"),
         (dict(subtree="canine.n.02", n_eval=20, template="nope"), "unknown prompt template 'nope'"),
         (dict(subtree="canine.n.02", negative_pool="near"), "unknown negative_pool 'near'"),
+        # abalone.n.01's one hyponym: the pool holds the query and its hypernym only (refused, not drawn forever)
+        (
+            dict(subtree="abalone.n.01", n_eval=0, subtree_root_relevant=True),
+            "no negative can be drawn for 'ormer.n.01'",
+        ),
     ],
 )
 def test_bad_input_is_a_clear_error_and_leaves_nothing(tmp_path, kwargs, message):
