@@ -92,8 +92,18 @@ def test_greedy_decode_runs_the_longest_docids_steps_and_names_the_candidate_it_
         (table[longest][:-1], None),  # the longest docID's tokens without its EOS
     ]:
         model = Scripted([written])
-        assert decoding.greedy_decode(model, tok, prompt, docids)["docid"] == docid
+        text = tok.decode(list(table[docid or longest][:-1])).strip()  # the docID's tokens, no EOS text
+        assert decoding.greedy_decode(model, tok, prompt, docids) == {"text": text, "docid": docid}
         assert model.asked["max_new_tokens"] == len(table[longest]) and model.asked["num_beams"] == 1
+
+
+def test_one_beam_asked_for_runs_two(setup):
+    """One beam reports no sequence score: k = 1 with num_beams=1 runs 2 beams and returns the best."""
+    _, tok, prompt, docids, _ = setup
+    table = docid_table(tok, docids)
+    model = Scripted([table[docids[1]], table[docids[0]]], [-0.5, -0.9])
+    assert decoding.beam_search(model, tok, prompt, docids, k=1, num_beams=1) == [(docids[1], -0.5)]
+    assert model.asked["num_beams"] == model.asked["num_return_sequences"] == 2
 
 
 def test_unconstrained_beam_lists_fill_empty_slots_with_no_docid(setup):
