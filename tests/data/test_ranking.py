@@ -27,3 +27,30 @@ def test_the_validation_split_comes_out_of_the_held_out_queries_seeded_and_leave
     )
     with pytest.raises(ValueError, match=r"n_dev=12 leaves no test queries: 12 are held out; give n_dev below 12"):
         _wordnet(12)
+
+
+def test_each_dataset_reports_its_tables_recall_cutoffs():
+    """Table 1 (WordNet) reports R@1-5, Table 2 (ESCI) R@1, 2, 5, 10, 25, 50; one's own data reads as
+    WordNet's table."""
+    assert ranking.ks_for("wordnet") == (1, 2, 3, 4, 5) == ranking.ks_for("custom")
+    assert ranking.ks_for("esci") == (1, 2, 5, 10, 25, 50)
+
+
+def test_esci_build_params_are_notebook_04s_profile_values():
+    """The quick build is the committed fixture, every 5th title down to rank 60, 32 atoms; the paper
+    profile reads data/esci, every 100th title down to rank 10,000, 100 atoms (section 5.1, App. C)."""
+    from arrank.common import paths
+    from arrank.data import esci
+
+    assert ranking.esci_build_params("quick") == {
+        "data_dir": esci.FIXTURE_DIR,
+        "step": 5,
+        "depth": 60,
+        "n_components": 32,
+    }
+    assert ranking.esci_build_params("paper") == {
+        "data_dir": paths.ROOT / "data/esci",
+        "step": 100,
+        "depth": 10_000,
+        "n_components": 100,
+    }

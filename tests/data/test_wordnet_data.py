@@ -358,6 +358,11 @@ def test_failure_mid_build_leaves_no_folder(tmp_path, monkeypatch):
         (dict(subtree="canine.n.02"), "n_eval=5000 leaves no training queries: only"),
         (dict(subtree="canine.n.02", n_eval=20, template="nope"), "unknown prompt template 'nope'"),
         (dict(subtree="canine.n.02", negative_pool="near"), "unknown negative_pool 'near'"),
+        # abalone.n.01's one hyponym: the pool holds the query and its hypernym only (refused, not drawn forever)
+        (
+            dict(subtree="abalone.n.01", n_eval=0, subtree_root_relevant=True),
+            "no negative can be drawn for 'ormer.n.01'",
+        ),
     ],
 )
 def test_bad_input_is_a_clear_error_and_leaves_nothing(tmp_path, kwargs, message):
@@ -441,3 +446,56 @@ def test_an_unknown_path_rule_is_refused_not_read_as_shortest():
         ValueError, match=r"path_rule='deepest' is not allowed; choose one of \['longest', 'shortest', 'union'\]"
     ):
         W.ranked_hypernyms("dog.n.01", "deepest")
+
+
+def test_longest_path_ties_go_to_the_smallest_names_read_upwards():
+    """dereliction.n.02 reaches act.n.02 by two paths of three links, through negligence.n.01 and through
+    wrongdoing.n.02; docs/design.md "Datasets": ties by the smallest tuple of names read upwards, so
+    negligence's path (compared from the query up, not from the top down, where activity < nonaccomplishment)."""
+    kept = ["negligence.n.01", "nonaccomplishment.n.01"]
+    assert W.ranked_hypernyms("dereliction.n.02", subtree="act.n.02") == kept
+    assert W.ranked_hypernyms("dereliction.n.02", "shortest", subtree="act.n.02") == kept
+
+
+def test_a_querys_depth_counts_the_links_of_its_rules_path(animal):
+    """dog.n.01 below animal.n.01: seven links through canine.n.02 (canine, carnivore, placental, mammal,
+    vertebrate, chordate, animal), two through domestic_animal.n.01. ``union`` ranks the eight synsets of
+    both paths, and its depth is the longest distance, 7, not the count of its relevant docIDs."""
+    depths = {}
+    for rule in W.PATH_RULES:  # the animal fixture is the longest rule's
+        df = (
+            animal
+            if rule == "longest"
+            else W.build_wordnet_dataset(rule, subtree="animal.n.01", n_eval=400, cache=False)
+        )
+        dog = df.set_index("query").loc["dog.n.01"]
+        depths[rule] = (int(dog["depth"]), int(dog["n_relevant"]))
+    assert depths == {"longest": (7, 6), "shortest": (2, 1), "union": (7, 7)}
+
+
+def test_max_queries_is_a_seeded_sample_not_the_first_names():
+    """max_queries draws its queries by seed from all that pass the filters (then sorted by name)."""
+    names = W.build_wordnet_dataset(subtree="canine.n.02", n_eval=1, cache=False)["query"].tolist()
+    picks = [
+        W.build_wordnet_dataset(subtree="canine.n.02", max_queries=20, n_eval=1, seed=s, cache=False)["query"].tolist()
+        for s in (0, 1)
+    ]
+    assert all(len(p) == 20 and set(p) <= set(names) and p == sorted(p) for p in picks)
+    assert picks[0] != names[:20] and picks[0] != picks[1]
+
+
+def test_n_eval_must_leave_a_training_query():
+    """canine.n.02 has 216 queries: holding out 215 leaves one to train on; holding out 216 leaves none."""
+    assert (W.build_wordnet_dataset(subtree="canine.n.02", n_eval=215, cache=False)["split"] == "train").sum() == 1
+    with pytest.raises(ValueError, match="n_eval=216 leaves no training queries: only 216 queries pass the filters"):
+        W.build_wordnet_dataset(subtree="canine.n.02", n_eval=216, cache=False)
+
+
+def test_dataset_summary_counts_items_and_averages_per_split():
+    """Appendix C's summary on three queries: train (2 and 3 relevant, depths 1 and 2), eval (5, depth 4)."""
+    df = pd.DataFrame({"split": ["train", "eval", "train"], "n_relevant": [2, 5, 3], "depth": [1, 4, 2]})
+    s = W.dataset_summary(df)
+    assert s.loc["train"].tolist() == [2, 5, 2.5, 3, 1.5]
+    assert s.loc["eval"].tolist() == [1, 5, 5.0, 5, 4.0]
+    assert s.loc["all"].tolist() == pytest.approx([3, 10, 10 / 3, 5, 7 / 3])
+    assert list(s.columns) == ["queries", "items", "mean_relevant", "max_relevant", "mean_depth"]

@@ -4,6 +4,8 @@ next-token distributions depend strongly on the context, so a wrong answer shows
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
@@ -48,6 +50,74 @@ def test_prefix_children_of_a_toy_trie():
     allowed = decoding.allowed_tokens_fn([trie], prompt_length=2, fallback=eos)
     assert allowed(0, torch.tensor([9, 9, 5])) == [0, 6]
     assert allowed(0, torch.tensor([9, 9, 5, 6, 0])) == [eos]  # past the trie: never an empty list
+
+
+def test_prefix_children_sorts_the_next_tokens_whatever_the_docids_order():
+    eos = 0
+    assert decoding.prefix_children([[7, eos], [5, 6, eos], [5, eos]]) == {
+        (): [5, 7],
+        (5,): [0, 6],
+        (5, 6): [0],
+        (7,): [0],
+    }
+
+
+class Scripted(torch.nn.Module):
+    """A stand-in model whose ``generate`` returns the given rows after the prompt (and scores), and
+    records what it was asked."""
+
+    def __init__(self, rows, scores=None):
+        super().__init__()
+        self.weight, self.rows, self.scores, self.asked = torch.nn.Parameter(torch.zeros(1)), rows, scores, {}
+
+    def generate(self, input_ids, **kwargs):
+        self.asked = kwargs
+        width = max(map(len, self.rows))
+        rows = [list(r) + [0] * (width - len(r)) for r in self.rows]  # transformers pads finished rows
+        seqs = torch.cat([input_ids.repeat(len(rows), 1), torch.tensor(rows, dtype=torch.long)], 1)
+        return SimpleNamespace(sequences=seqs, sequences_scores=torch.tensor(self.scores or [0.0] * len(rows)))
+
+
+def test_greedy_decode_runs_the_longest_docids_steps_and_names_the_candidate_it_wrote(setup):
+    """Section 5.1: greedy decoding for max |T(d)| steps (+1 for the EOS ending a docID here); the
+    generation is a docID when its tokens up to the first EOS are that candidate's, EOS included."""
+    _, tok, prompt, docids, _ = setup
+    docids = docids + ["american_staffordshire_terrier.n.01"]  # several tokens; the others are one each
+    table = docid_table(tok, docids)
+    longest, shortest = max(table, key=lambda d: len(table[d])), min(table, key=lambda d: len(table[d]))
+    assert len(table[longest]) > len(table[shortest])
+    for written, docid in [
+        (table[longest], longest),  # all the steps, ending on EOS
+        (table[shortest] + (tok.eos_token_id,) * 2, shortest),  # EOS, then padding
+        (table[longest][:-1], None),  # the longest docID's tokens without its EOS
+    ]:
+        model = Scripted([written])
+        text = tok.decode(list(table[docid or longest][:-1])).strip()  # the docID's tokens, no EOS text
+        assert decoding.greedy_decode(model, tok, prompt, docids) == {"text": text, "docid": docid}
+        assert model.asked["max_new_tokens"] == len(table[longest]) and model.asked["num_beams"] == 1
+
+
+def test_one_beam_asked_for_runs_two(setup):
+    """One beam reports no sequence score: k = 1 with num_beams=1 runs 2 beams and returns the best."""
+    _, tok, prompt, docids, _ = setup
+    table = docid_table(tok, docids)
+    model = Scripted([table[docids[1]], table[docids[0]]], [-0.5, -0.9])
+    assert decoding.beam_search(model, tok, prompt, docids, k=1, num_beams=1) == [(docids[1], -0.5)]
+    assert model.asked["num_beams"] == model.asked["num_return_sequences"] == 2
+
+
+def test_unconstrained_beam_lists_fill_empty_slots_with_no_docid(setup):
+    """beam_search's list always has k entries: a hypothesis that is no candidate is None with its
+    score; a slot transformers left empty (its score -1e9, a copy of another row) is None at -inf."""
+    _, tok, prompt, docids, _ = setup
+    table = docid_table(tok, docids)
+    first = docids[0]
+    model = Scripted([table[first], table[first][:-1] + table[first]], [-1.5, -2.0])
+    got = decoding.beam_search(model, tok, prompt, docids, k=3, num_beams=3, constrained=False)
+    assert got == [(first, -1.5), (None, -2.0), (None, float("-inf"))]
+    model = Scripted([table[first], table[first][:-1] + table[first], table[first]], [-1.5, -2.0, -1e9])
+    got = decoding.beam_search(model, tok, prompt, docids, k=3, num_beams=3, constrained=False)
+    assert got == [(first, -1.5), (None, -2.0), (None, float("-inf"))]
 
 
 def test_constrained_beam_search_ranks_every_candidate_exactly(setup):

@@ -271,6 +271,36 @@ def test_score_queries_matches_low_level(tok_model):
     assert np.abs(eos - shared[0]).max() > 1e-6
 
 
+def test_score_queries_passes_include_eos_and_the_tokenizers_eos_to_every_path(tok_model):
+    """Section 5.1's mean over T(d), with the EOS that ends a docID included on request, the same by
+    every path of ``score_queries``; the EOS is the tokenizer's, even where the model's config names
+    another (a docID's last token is the tokenizer's EOS, ``encoding.docid_ids``)."""
+    from arrank.data.prompts import query_rng, wordnet_prompt
+    from arrank.training.encoding import docid_ids, prompt_ids
+
+    tok, model = tok_model
+    items = [(wordnet_prompt(q, d, query_rng(0, q), name="wordnet_short"), d) for q, d in [
+        ("dog.n.01", NAMES[1:5]), ("cat.n.01", ["feline.n.01", "animal.n.01"])]]  # fmt: skip
+    eos = tok.eos_token_id
+    want = {
+        flag: [
+            scoring.score_naive(model, prompt_ids(tok, p), [docid_ids(tok, d) for d in docs], flag, eos_id=eos)
+            for p, docs in items
+        ]
+        for flag in (False, True)
+    }
+    for how in ({}, {"method": "naive"}, {"query_batch": 2}):
+        got = scoring.score_queries(model, tok, items, include_eos=True, progress=False, **how)
+        assert max(np.abs(g - w).max() for g, w in zip(got, want[True])) <= TOL, how
+    config_eos, model.config.eos_token_id = model.config.eos_token_id, eos + 1
+    try:
+        for how in ({}, {"method": "naive"}, {"query_batch": 2}):
+            got = scoring.score_queries(model, tok, items, progress=False, **how)
+            assert max(np.abs(g - w).max() for g, w in zip(got, want[False])) <= TOL, how
+    finally:
+        model.config.eos_token_id = config_eos
+
+
 def test_score_queries_query_batch(tok_model):
     """Queries two or three to a pass give the scores of one at a time; a LoRA (peft) model, whose
     head sits under peft's wrapper, and scoring under ``precision.inference`` (a second head hook)

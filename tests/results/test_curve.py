@@ -388,3 +388,53 @@ def test_the_figure_draws_one_band_per_setting(two_settings):
     assert list(lines[1].marker.color) == [curve.VERDICT_COLORS["fails"]] * 2
     assert list(lines[0].text) == ["6.4", "13"] and list(lines[1].text) == ["", ""]  # once a budget
     assert [(sh.y0, sh.y1) for sh in fig.layout.shapes] == [(0, 0)] and fig.layout.xaxis.type == "log"
+
+
+def test_a_budgets_epochs_and_the_claims_means_are_the_runs_means():
+    """An epoch counts the training queries' pairs, which a seed's split can change: a budget's epochs are
+    the mean over the runs (seed 0: 6.4, seed 1: 9.6 at step 100, so 8.0). ``a_mean`` / ``b_mean`` are the
+    claim's own sides: CVR is 0 for fractional (a) and 1 for NTP (b), R@1 0.9 for both (``make_curve``)."""
+    rows = make_curve({100: 0.2})
+    rows.loc[rows["seed"] == 1, "epochs"] *= 1.5
+    found = curve.curve_findings(rows, n_resamples=99).set_index("claim")
+    assert found["epochs"].tolist() == pytest.approx([8.0] * 3) and found["items"].eq(6400).all()
+    cvr, r1 = found.loc[curve.COMPARISONS[2].claim], found.loc[curve.COMPARISONS[1].claim]
+    assert (cvr["a"], cvr["a_mean"], cvr["b"], cvr["b_mean"]) == (FRAC, 0.0, NTP, 1.0)
+    assert (r1["a"], r1["b"]) == (NTP, FRAC) and (r1["a_mean"], r1["b_mean"]) == pytest.approx((0.9, 0.9))
+    m = curve.curve_metrics(rows, n_resamples=99)
+    assert m["epochs"].tolist() == pytest.approx([8.0] * len(m))
+
+
+def test_each_setting_and_budget_is_its_own_holm_family(two_settings):
+    """FAMILY: the claims of one budget of one setting; with one claim decided, each family is that claim."""
+    _, found = two_settings
+    assert found["family_size"].eq(1).all() and (found["p_holm"] == found["p_value"]).all()
+
+
+def test_a_metrics_interval_stays_within_0_and_1_and_shows_its_half_width():
+    """Two runs of R@1 1.0 and 0.9: the seeds' spread carries the interval past 1, cut at 1 (a fraction).
+    The table shows mean ± half the interval's width in points: [40%, 60%] around 50% is ± 10.0."""
+    rows = make_curve({100: 0.2})
+    rows.loc[(rows["variant"] == NTP) & (rows["seed"] == 0), "r1"] = 1.0
+    m = curve.curve_metrics(rows, n_resamples=99).set_index(["variant", "metric"])
+    r1 = m.loc[(NTP, "r1")]
+    assert r1["mean"] == pytest.approx(0.95) and r1["ci_high"] == 1.0 and 0 <= r1["ci_low"] < 0.95
+    by_hand = pd.DataFrame(
+        [
+            [NTP, 100, 6400, 6.4, 2, 40, metric, 0.5, lo, hi]
+            for metric, lo, hi in (("r2", 0.4, 0.6), ("r3", np.nan, np.nan))
+        ],
+        columns=curve.METRIC_COLUMNS,
+    )
+    shown = curve.metrics_table(by_hand)
+    assert (shown.loc[0, "R@2 (%)"], shown.loc[0, "R@3 (%)"]) == ("50.0 ± 10.0", "50.0")
+
+
+def test_a_claims_threshold_is_drawn_and_said_in_points(better_worse_equal):
+    """Table 1's R@1 check: NTP − fractional α=2 above −2 points (``table1.NEAR``); CVR's: below 0."""
+    _, found = better_worse_equal
+    r1, cvr = curve.COMPARISONS[1], curve.COMPARISONS[2]
+    fig = curve.curve_figure(found, claim=r1)
+    assert [(s.y0, s.y1) for s in fig.layout.shapes] == [(0, 0), (-2, -2)]
+    assert "claimed: difference > -2 points)" in curve.budget_markdown(found, (r1,))
+    assert "claimed: difference < 0 points)" in curve.budget_markdown(found, (cvr,))

@@ -103,6 +103,28 @@ def test_long_query_is_split_never_truncated(data):
         packing.pack_items(items, max_length=longest - 1)
 
 
+def test_a_sequence_may_fill_max_length_exactly(data):
+    """max_length bounds a packed sequence's tokens: a query whose prompt and blocks take exactly that
+    many stays one sequence, and an item of exactly max_length tokens is packed, not refused."""
+    df, _, tok = data
+    items = [i for i in train.training_items(df, tok, "stepwise") if i["query"] == "dog.n.01"]
+    P = items[0]["start"] - 1
+    full = P + sum(len(i["input_ids"]) - P for i in items)
+    (one,) = packing.pack_items(items, max_length=full)
+    assert len(one["input_ids"]) == full and one["ranks"] == [1, 2, 3, 4, 5]
+    assert len(packing.pack_items(items, max_length=full - 1)) == 2
+    (single,) = packing.pack_items(items[:1], max_length=len(items[0]["input_ids"]))
+    assert single["input_ids"] == items[0]["input_ids"]
+
+
+def test_row_length_is_twice_the_mean_sequence_within_bounds():
+    """Rows hold 2 x the mean packed sequence, at least the longest one, at most max_length."""
+    seqs = lambda *lengths: [{"input_ids": [0] * n} for n in lengths]  # noqa: E731
+    assert packing.row_length_for(seqs(10, 20, 30), 100) == 40  # 2 x 20
+    assert packing.row_length_for(seqs(10, 20, 30), 35) == 35  # capped
+    assert packing.row_length_for(seqs(10, 10, 100), 1000) == 100  # 2 x 40 = 80 < the longest
+
+
 def test_bad_input_errors(data):
     df, _, tok = data
     bad = pd.concat(
@@ -271,6 +293,23 @@ def test_resolve_packing_and_fallback(data):
         assert packing.mask_support(model)[0] is False and "Unsloth" in packing.mask_support(model)[1]
     finally:
         del model.config.unsloth_version
+
+
+def test_sliding_window_attention_is_never_packed(data):
+    """A custom 4-D mask replaces a model's sliding window: such a model trains unpacked, and says why."""
+    df, model, tok = data
+    every = train.training_items(df, tok, "fractional", alpha=2.0)
+    before = getattr(model.config, "sliding_window", None)
+    model.config.sliding_window = 4096
+    try:
+        ok, why = packing.mask_support(model)
+        assert not ok and why == (
+            "the model has sliding-window attention (window 4096), which a custom 4-D mask would replace"
+        )
+        assert packing.resolve_packing("auto", every, model)[0] == "none"
+    finally:
+        model.config.sliding_window = before
+    assert packing.resolve_packing("auto", every, model) == ("per_query", None)
 
 
 def test_packed_training_lowers_the_loss(data, tmp_path):

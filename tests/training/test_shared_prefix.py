@@ -13,7 +13,7 @@ from tiny_setup import ranked_queries_model
 
 from arrank.training import models, packing, train
 from arrank.training.packing import prefix_support
-from arrank.training.shared_prefix import MIN_SHARED, shared_length
+from arrank.training.shared_prefix import MIN_SHARED, prefix_cache, shared_length
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -114,6 +114,8 @@ def test_shared_length():
     a = list(range(20))
     assert shared_length([a, a[:12] + [99] * 8], [19, 19]) == 12
     assert shared_length([a, a], [10, 15]) == 10  # capped by the smallest limit
+    assert shared_length([a, a, a], [15, 9, 12]) == 9  # wherever it stands
+    assert shared_length([a, a[:MIN_SHARED] + [99]], [19, 19]) == MIN_SHARED  # just enough to pay
     assert shared_length([a, a[: MIN_SHARED - 1] + [99]], [19, 19]) == 0  # too short to pay
     assert shared_length([a], [19]) == 0  # one sequence: nothing to share
     with pytest.raises(ValueError, match="2 sequences but 1 limits"):
@@ -125,3 +127,9 @@ def test_no_sharing_under_gradient_checkpointing(data):
     model.gradient_checkpointing_enable()
     ok, why = prefix_support(model)
     assert not ok and "gradient checkpointing" in why
+    prefix = torch.tensor([list(range(4, 4 + MIN_SHARED))])
+    with pytest.raises(ValueError, match=r"prefix_ids must be one row \(1, P\), got shape \(2, 8\)"):
+        prefix_cache(model, prefix.repeat(2, 1), 3)
+    model.train()  # checkpointing turns the cache off in training: said, not a crash further on
+    with pytest.raises(RuntimeError, match="returned no key/value cache for the shared prefix"):
+        prefix_cache(model, prefix, 3)
