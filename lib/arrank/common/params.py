@@ -546,9 +546,10 @@ AGREEMENTS: list[tuple[tuple[str, ...], Callable[..., str | None]]] = [
 def resolve(stem: str, values: Mapping[str, Any], given: AbstractSet[str] = frozenset(), source: Source = None) -> dict:
     """The values that run: each parameter not in ``given`` (set on purpose) takes its profile's
     value (``PROFILES``, then ``DATASET_PROFILES`` for the data set), every value is validated, then
-    what ``DERIVED`` derives (05's ``data_seed`` None is the seed, its ``eval_steps`` sorted, ``lr_schedule`` auto named; a template style (short,
-    full) becomes the dataset's template) and ``AGREEMENTS`` checked (each of 05's ``eval_steps`` at
-    most ``steps``, ...): a resume or a sweep compares what ran with these values."""
+    what ``DERIVED`` derives (05's ``data_seed`` None is the seed, its ``eval_steps`` sorted,
+    ``lr_schedule`` auto named; a template style (short, full) becomes the dataset's template) and
+    ``AGREEMENTS`` checked (each of 05's ``eval_steps`` at most ``steps``, ...): a resume or a sweep
+    compares what ran with these values."""
     profile = _validator(stem, "profile", "str")("profile", values.get("profile"))
     data = DATASET_PROFILES.get((stem, profile, values.get("dataset")), {})
     from_profile = {n: v for n, v in {**PROFILES.get(stem, {}).get(profile, {}), **data}.items() if n not in given}

@@ -76,8 +76,8 @@ def _rank_augmented(rows: np.ndarray, chunk: int = 4096) -> tuple[int, float, st
 def docid_token_ids(tokenizer, docids: Iterable[str], with_eos: bool = True) -> list[int]:
     """The sorted set of token ids that the given docIDs use (V_docids of section 3.2).
 
-    Each docID is a token sequence that ends with EOS (the workbook's convention, ``training.encoding``), so EOS is included unless
-    ``with_eos=False``.
+    Each docID is a token sequence that ends with EOS (the workbook's convention,
+    ``training.encoding``), so EOS is included unless ``with_eos=False``.
     """
     docids = list(docids)
     ids = {t for seq in (tokenizer(docids, add_special_tokens=False)["input_ids"] if docids else []) for t in seq}

@@ -2,7 +2,8 @@
 
 The augmented query q-bar (section 5.1) is a user turn of the tokenizer's chat template plus the
 generation prompt (without a template: BOS + prompt); the docID is encoded alone and followed by
-EOS (the workbook's end of a docID; the paper's docIDs have none: docs/design.md, "Training"), and the item is the two id lists joined (docs/design.md, "Known pitfalls")."""
+EOS (the workbook's end of a docID; the paper's docIDs have none: docs/design.md, "Training"), and
+the item is the two id lists joined (docs/design.md, "Known pitfalls")."""
 
 from __future__ import annotations
 
