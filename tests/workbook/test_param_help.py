@@ -18,7 +18,7 @@ def test_05_help_lists_profiles_allowed_values_and_meanings(capsys):
     out = capsys.readouterr().out
     assert "profiles: quick, pretrained, paper" in out
     assert "  model_name: str = 'tiny'  (pretrained: 'smollm2-135m' | paper: 'paper')" in out
-    assert "  n_eval: int = 300  (pretrained: 100 | paper: 5000)" in out
+    assert "  n_eval: int = 300  (pretrained: 100 | paper: 5000 | paper, esci: 310)" in out  # Table 2's 310 on ESCI
     assert "  template: str = 'short'  (pretrained: 'full' | paper: 'full')" in out
     assert "  data_seed: int = None\n" in out and "None: the seed" in out
     assert "allowed: one of 'indicator', 'fractional', 'stepwise'" in out
