@@ -239,3 +239,86 @@ def test_per_rank_figure_is_redrawn_from_a_finished_06_run(tmp_path):
         json.dumps({"params": {"profile": "quick", "model_name": "tiny", "steps": 1200}})
     )
     assert "frac: tiny, 1200 steps, 2 held-out queries" in plots.per_rank_from_run(run)[1].layout.title.text
+
+
+def test_per_rank_means_their_standard_errors_and_the_rank_cut():
+    """``per_rank_scores``: rank 1 scored -1 and -3 over two queries: mean -2, sem = std / sqrt(2) = 1;
+    ranks above ``max_rank`` are left out, ``max_rank`` itself kept."""
+    records = [
+        {"query": "a", "relevant": ["x", "y", "z"], "negative": None, "scores": {"x": -1.0, "y": -2.0, "z": -6.0}},
+        {"query": "b", "relevant": ["u", "v"], "negative": None, "scores": {"u": -3.0, "v": -2.0}},
+    ]
+    curve = evaluate.per_rank_scores(evaluate.scores_frame(records), max_rank=2)
+    assert list(curve.index) == ["1", "2"] and curve.loc["1", "sem"] == pytest.approx(1.0)
+    assert curve.loc["1", "mean"] == -2.0 and curve.loc["2", "count"] == 2
+    assert curve.loc["2", "mean_predicted_rank"] == 1.5  # y second in a, v first in b
+
+
+def test_violations_are_strict_and_the_largest_margin_comes_first():
+    """Section 5.1: a tie of the negative with the lowest positive is no violation (as ``metrics``)."""
+    rec = lambda q, neg: {
+        "query": q,
+        "relevant": ["x", "y"],
+        "negative": "n",
+        "scores": {"x": 0.0, "y": -2.0, "n": neg},
+    }
+    worst = evaluate.violation_examples([rec("tie", -2.0), rec("small", -1.5), rec("large", -0.5)], n=1)
+    assert worst[["query", "margin"]].values.tolist() == [["large", 1.5]]
+    assert evaluate.violation_examples([rec("tie", -2.0)]).empty
+
+
+def test_decoding_metrics_compare_the_beam_with_the_gold_and_the_scorers_top_k(monkeypatch):
+    """``decode_held_out``'s rates on one query (k = 2, gold x, y, z; the scorer's top 2: x, z): the beam
+    x, z finds 1 of the gold top 2 (0.5) and both of the scorer's (1.0); an unconstrained beam with one
+    non-docID of its 2 outputs: 0.5; greedy wrote y, a docID but not the rank-1 one. Query b has fewer
+    than k relevant docIDs and is not decoded."""
+    import contextlib
+
+    from arrank.evaluation import decoding
+    from arrank.training import precision
+
+    monkeypatch.setattr(precision, "inference", lambda model, used: contextlib.nullcontext())
+    monkeypatch.setattr(decoding, "greedy_decode", lambda model, tok, prompt, cands: {"text": "y", "docid": "y"})
+    beams = {True: [("x", -1.0), ("z", -2.0)], False: [("x", -1.0), (None, -3.0)]}
+    monkeypatch.setattr(decoding, "beam_search", lambda m, t, p, c, k, constrained=True: beams[constrained])
+    df = _df().assign(relevant=[["x", "y", "z"], ["u"], ["w"]], n_relevant=[3, 1, 1])
+    records = [
+        {
+            "query": "a",
+            "relevant": ["x", "y", "z"],
+            "negative": "n",
+            "scores": {"x": 0.0, "y": -3.0, "z": -1.0, "n": -9.0},
+        },
+        {"query": "b", "relevant": ["u"], "negative": "m", "scores": {"u": 0.0, "m": -1.0}},
+    ]
+    rates, frame = evaluate.decode_held_out(None, None, df, records, 2)
+    assert rates == {
+        "greedy_valid_rate": 1.0,
+        "greedy_top1_rate": 0.0,
+        "beam_recall@2_gold": 0.5,
+        "beam_recall@2_scorer": 1.0,
+        "beam_invalid_rate_unconstrained": 0.5,
+        "n_decoded": 1,
+    }
+    assert frame["query"].tolist() == ["a"]
+    assert evaluate.decode_held_out(None, None, df.assign(n_relevant=[2, 1, 1]), records, 2)[0]["n_decoded"] == 1
+
+
+def test_a_trained_run_is_evaluated_on_the_data_it_trained_on(tmp_path, monkeypatch):
+    """Notebook 06 rebuilds a train_run's queries from its recorded data parameters: its ``data_seed``
+    (not its training seed) picks the held-out split; a run recorded before ``dataset`` and ``n_dev``
+    existed is WordNet without validation queries."""
+    import json
+
+    from arrank.data import ranking
+    from arrank.training import models
+
+    built = []
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: ("model", "tok"))
+    monkeypatch.setattr(ranking, "ranking_dataset", lambda **data: built.append(data) or (_df(), None))
+    trained = {"subtree": "canine.n.02", "min_relevant": 1, "n_eval": 4, "seed": 3, "data_seed": 0, "steps": 5}
+    (tmp_path / "05_train" / "r").mkdir(parents=True)
+    (tmp_path / "05_train" / "r" / "results.json").write_text(json.dumps({"params": trained}))
+    got = evaluate.model_under_test({"train_run": "r", "backend": "auto"}, tmp_path)
+    assert built[0]["seed"] == 0 and built[0]["dataset"] == "wordnet" and built[0]["n_dev"] == 0
+    assert got["scale"] == {"run": "r", "model_name": None, "steps": 5} and got["params"] == trained
