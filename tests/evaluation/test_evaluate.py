@@ -265,4 +265,3 @@ def test_violations_are_strict_and_the_largest_margin_comes_first():
     worst = evaluate.violation_examples([rec("tie", -2.0), rec("small", -1.5), rec("large", -0.5)], n=1)
     assert worst[["query", "margin"]].values.tolist() == [["large", 1.5]]
     assert evaluate.violation_examples([rec("tie", -2.0)]).empty
-
