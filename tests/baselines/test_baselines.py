@@ -843,3 +843,41 @@ def test_findings_in_words_name_the_papers_claims():
         ("section 5.3: ARR is significantly more powerful than the DEs (on its training queries)", None),
     ]
     assert rows[1].numbers == "no ARR run on these evaluation queries" and F3.findings_rows({}) == []
+
+
+def test_arr_runs_sort_in_the_papers_row_order():
+    """Tables 1 and 3: zero-shot, NTP, Fractional by α, Stepwise, Trie by β, the combined losses by β last."""
+    from arrank.training.schemes import loss_label
+
+    one = {"targets": "onehot", "combined": False, "steps": 10}
+    trie = {"scheme": "indicator", "targets": "trie", "combined": False, "steps": 10}
+    combined = {"scheme": "fractional", "alpha": 2.0, "targets": "trie", "combined": True, "steps": 10}
+    runs = [
+        {**combined, "beta": 25.0},
+        {**trie, "beta": 5.0},
+        {**one, "scheme": "stepwise"},
+        {**one, "scheme": "fractional", "alpha": 3.0},
+        {**combined, "beta": 2.0},
+        {**trie, "beta": 1.0},
+        {**one, "scheme": "fractional", "alpha": 1.0},
+        {**one, "scheme": "indicator", "alpha": 5.0},
+        {**one, "scheme": "indicator", "steps": 0},
+    ]
+    assert [loss_label(p) for p in sorted(runs, key=panels.variant_order)] == [
+        "Zero-shot",
+        "NTP",
+        "Fractional α=1",
+        "Fractional α=3",
+        "Stepwise",
+        "Trie β=1",
+        "Trie β=5",
+        "Combined α=2, β=2",
+        "Combined α=2, β=25",
+    ]
+
+
+def test_panel_a_names_the_dashed_arr_curves_only_where_a_run_has_them():
+    held_out_only = pd.DataFrame([{"label": "ARR NTP", "recall@1": 0.7, "train_recall@1": None}])
+    assert "training queries" not in panels.panel_a_note(held_out_only)
+    assert "held-out queries it never trained on" in panels.panel_a_note(held_out_only)
+    assert "on a sample of its training queries" in panels.panel_a_note(held_out_only.assign(**{"train_recall@1": 0.9}))

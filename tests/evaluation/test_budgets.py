@@ -134,3 +134,33 @@ def test_a_point_is_the_model_at_its_step_and_the_run_that_stops_there(canine, t
         for d, s in a["scores"].items():
             assert s == pytest.approx(b["scores"][d], rel=1e-6, abs=1e-9)
     assert any(abs(s - later[i]["scores"][d]) > 1e-3 for i, r in enumerate(alone) for d, s in r["scores"].items())
+
+
+def test_an_epoch_counts_the_training_queries_relevant_docids():
+    """Appendix B: an epoch is every (query, rank) item of the training queries once: 3 + 1 here; the
+    held-out and validation queries' 2 + 1 are not trained on."""
+    df = pd.DataFrame(
+        {"split": ["train", "eval", "train", "dev"], "relevant": [["a", "b", "c"], ["x", "y"], ["d"], ["z"]]}
+    )
+    assert budgets.training_pairs(df) == 4
+
+
+def test_scored_steps_are_in_step_order(tmp_path):
+    for step in (100, 20, 3, 1000):
+        _per_query(1, 0.0).to_csv(budgets.point_path(tmp_path, step), index=False)
+    assert budgets.scored_steps(tmp_path) == [3, 20, 100, 1000] and budgets.scored_steps(tmp_path / "none") == []
+
+
+def test_the_held_out_scorer_adds_the_validation_queries_only_where_the_table_has_them(monkeypatch):
+    scored = []
+
+    def fake(model, tokenizer, df, limit, ks, split, **kwargs):
+        scored.append((split, limit, kwargs["query_batch"]))
+        return None, _per_query(2 if split == "eval" else 1, 0.0), None
+
+    monkeypatch.setattr(evaluate, "evaluate_held_out", fake)
+    with_dev = budgets.held_out_scorer(None, pd.DataFrame({"split": ["train", "eval", "dev"]}), 5, (1,), "fp32", 4)
+    assert with_dev("model")["split"].tolist() == ["test", "test", "dev"]
+    assert scored == [("eval", 5, 4), ("dev", 5, 4)]
+    without = budgets.held_out_scorer(None, pd.DataFrame({"split": ["train", "eval"]}), None, (1,), "fp32", 1)
+    assert len(without("model")) == 2 and "split" not in without("model")

@@ -239,3 +239,29 @@ def test_per_rank_figure_is_redrawn_from_a_finished_06_run(tmp_path):
         json.dumps({"params": {"profile": "quick", "model_name": "tiny", "steps": 1200}})
     )
     assert "frac: tiny, 1200 steps, 2 held-out queries" in plots.per_rank_from_run(run)[1].layout.title.text
+
+
+def test_per_rank_means_their_standard_errors_and_the_rank_cut():
+    """``per_rank_scores``: rank 1 scored -1 and -3 over two queries: mean -2, sem = std / sqrt(2) = 1;
+    ranks above ``max_rank`` are left out, ``max_rank`` itself kept."""
+    records = [
+        {"query": "a", "relevant": ["x", "y", "z"], "negative": None, "scores": {"x": -1.0, "y": -2.0, "z": -6.0}},
+        {"query": "b", "relevant": ["u", "v"], "negative": None, "scores": {"u": -3.0, "v": -2.0}},
+    ]
+    curve = evaluate.per_rank_scores(evaluate.scores_frame(records), max_rank=2)
+    assert list(curve.index) == ["1", "2"] and curve.loc["1", "sem"] == pytest.approx(1.0)
+    assert curve.loc["1", "mean"] == -2.0 and curve.loc["2", "count"] == 2
+    assert curve.loc["2", "mean_predicted_rank"] == 1.5  # y second in a, v first in b
+
+
+def test_violations_are_strict_and_the_largest_margin_comes_first():
+    """Section 5.1: a tie of the negative with the lowest positive is no violation (as ``metrics``)."""
+    rec = lambda q, neg: {
+        "query": q,
+        "relevant": ["x", "y"],
+        "negative": "n",
+        "scores": {"x": 0.0, "y": -2.0, "n": neg},
+    }
+    worst = evaluate.violation_examples([rec("tie", -2.0), rec("small", -1.5), rec("large", -0.5)], n=1)
+    assert worst[["query", "margin"]].values.tolist() == [["large", 1.5]]
+    assert evaluate.violation_examples([rec("tie", -2.0)]).empty

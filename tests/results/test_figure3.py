@@ -98,3 +98,48 @@ def test_per_query_rows_of_a_config_and_of_an_arr_run(outputs_root):
     back = panels.arr_per_query("arr")
     assert list(back.columns) == ["query", "cvr", "ndcg", "r1", "r2", "r3"] and back["cvr"].tolist() == [1.0, 0.0]
     assert panels.arr_per_query("missing") is None and panels.arr_per_query(None) is None
+
+
+def test_roles_compare_each_step_of_the_de_dimensions_and_the_alpha_ends():
+    """Figure 3 (a): recall grows with n, so each DE is paired with the next smaller one (8-16, 16-32);
+    Figure 3 (b): the largest α against the smallest."""
+    sides = F3.roles([32, 8, 16], 32, 5.0, 8, [5.0, 0.0, 1.0])
+    assert sides[F3.LARGER_DE] == [("DE n=16", ("de_n16_alpha5",)), ("DE n=32", ("de_n32_alpha5",))]
+    assert sides[F3.SMALLER_DE] == [("n=8", ("de_n8_alpha5",)), ("n=16", ("de_n16_alpha5",))]
+    assert sides[F3.LARGEST_ALPHA] == [("α 5", ("de_n8_alpha5",))]
+    assert sides[F3.SMALLEST_ALPHA] == [("α 0", ("de_n8_alpha0",))]
+    assert (
+        sides[F3.STRONGEST_DE] == [("DE", ("de_n32_alpha5",))]
+        and F3.roles([8], 8, 5.0, 8, [5.0])[F3.LARGEST_ALPHA] == []
+    )
+
+
+def test_equal_de_means_do_not_grow_with_n():
+    """Figure 3 (a): "grows" is strict; two DEs with the same curve show no growth."""
+    rows = [{"config": f"de_n{n}_alpha5", "model": "de", "n": n, "alpha": 5.0, "recall@1": 0.5} for n in (8, 16)]
+    f = F3.findings(pd.DataFrame(rows).set_index("config"), [8, 16], 16, 5.0, 8, [5.0])
+    assert f["finding_de_grows_with_n"] is False and f["de_n8_mean_recall@1-1"] == f["de_n16_mean_recall@1-1"]
+
+
+def test_interval_verdicts_follow_the_tolerance_and_the_direction_of_alpha():
+    """Section 5.3 with per-query rows: ARR 0.95 vs the CE 0.81 (a 14-point gap, CI about ±6 points on
+    200 queries) is on par within ±50 points, not within the default ±2; Figure 3 (b): the DE at the
+    largest α (rate 0.95) above the DE at the smallest (rate 0.3) holds, by some 65 points."""
+    rng = np.random.default_rng(1)
+    per_query = pd.concat(
+        [
+            config_rows("de_n32_alpha5", rng, 0.95),
+            config_rows("ce_n32_alpha5", rng, 0.81),
+            config_rows("de_n32_alpha0", rng, 0.3),
+        ]
+    )
+    results = results_of(per_query)
+    arr = pd.DataFrame([{"run": "arr-run", "label": "ARR", **{f"train_recall@{k}": 0.95 for k in (1, 2, 3)}}])
+    arr_rows = config_rows("x", rng, 0.95).drop(columns="config").assign(query=lambda d: "t" + d["query"])
+    args = (results, [32], 32, 5.0, 32, [0.0, 5.0])
+    wide = F3.findings(*args, arr=arr, tol=0.5, per_query=per_query, arr_per_query=arr_rows)
+    narrow = F3.findings(*args, arr=arr, per_query=per_query, arr_per_query=arr_rows)
+    assert wide["finding_arr_on_par_with_ce_verdict"] == "holds"
+    assert narrow["finding_arr_on_par_with_ce_verdict"] == "fails"
+    assert wide["finding_alpha_raises_de_small_k_verdict"] == "holds"
+    assert 0.5 < wide["finding_alpha_raises_de_small_k_estimate"] < 0.8

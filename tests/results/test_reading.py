@@ -71,3 +71,37 @@ def test_a_sweep_is_read_against_table_1_or_says_why_not():
 def test_findings_markdown_words():
     text = findings_markdown([finding("A", True, "1"), finding("B", False, "2"), finding("C", None, "3"), note("D")])
     assert text == ("- A: holds here (1)\n- B: does **not** hold here (2)\n- C: cannot be checked here (3)\n- D\n")
+
+
+def test_the_random_floor_needs_both_ndcg_and_the_summed_recall_above_it():
+    """The floor check: nDCG above the floor's and R@1 + ... + R@5 above its sum (run: 5 x 0.8 = 4.0)."""
+    verdict = lambda floor: [r.holds for r in reading.run_findings(NTP, _metrics(0.9), floor) if r.verdict != "note"][0]
+    # R@1 above the floor's (0.8 > 0.7) but the sum below it (4.0 < 0.7 + 4 x 0.9 = 4.3): no
+    assert verdict({**FLOOR, "recall@1": 0.7, **{f"recall@{k}": 0.9 for k in range(2, 6)}}) is False
+    assert verdict({**FLOOR, **{f"recall@{k}": 0.8 for k in range(1, 6)}}) is False  # a tie is not above
+    assert verdict({**FLOOR, "ndcg": 0.96}) is False and verdict(FLOOR) is True  # nDCG 0.95 vs 0.96 / 0.86
+
+
+def test_the_cvr_claim_compares_percent_with_table_1_and_skips_a_zero_shot_run():
+    """Section 5.2 / Table 1: ranking-aware rows have CVR at most 13.04%, NTP 27.66%."""
+    cvr_row = lambda params, cvr: [r for r in reading.run_findings(params, _metrics(cvr)) if r.verdict != "note"]
+    assert cvr_row(NTP, 0.20)[0].holds is True  # 20% > 13.04%
+    assert cvr_row({**NTP, "scheme": "fractional"}, 0.1304)[0].holds is True  # at most 13.04%: the bound itself
+    assert cvr_row({**NTP, "steps": 0}, 0.5) == []  # Zero-shot: nothing trained, no loss to credit
+
+
+def test_decoding_findings_name_each_rate():
+    decoded = {
+        "n_decoded": 40,
+        "greedy_valid_rate": 0.9,
+        "greedy_top1_rate": 0.5,
+        "beam_recall@3_gold": 0.6,
+        "beam_recall@3_scorer": 0.7,
+        "beam_invalid_rate_unconstrained": 0.25,
+    }
+    (row,) = reading.decoding_findings(decoded, 3)
+    assert row.claim == (
+        "Decoding 40 held-out queries: greedy decoding writes one of the query's docIDs 90.0% of the time "
+        "(the rank-1 docID 50.0%); beam search over the query's docID trie finds 60.0% of the gold top 3 "
+        "(70.0% of the scorer's); unconstrained, 25.0% of its 3 outputs are no docID of the query."
+    )

@@ -225,3 +225,56 @@ def test_a_committed_data_file_cut_short_is_refused_by_name_before_anything_is_w
     assert "new.csv is not in its manifest.json (1 files are not)" in _refused(tmp_path / "page.md", capsys)
     assert R.record_data()["new.csv"]["rows"] == 1  # data changed on purpose: recorded, then read
     R.check_data()
+
+
+def test_the_figure3_row_decides_on_par_with_the_tolerance_notebook_07_ran_with():
+    """Section 5.3's "on par" within notebook 07's ``on_par_tol``: ARR − CE is +2.1 [+0.4, +3.9] points on
+    the committed rows, undecided within ±2 points (the upper bound above +2), inside ±5 points: holds."""
+    results = R._results(FIGURE3.results)
+    run = next(r for r in results.values() if r["notebook"] == "07_de_ce_baselines")
+    verdict = lambda: next(r for r in R._figure3_rows(FIGURE3, results)[0] if r.key == figure3.ON_PAR).finding.verdict
+    assert run["params"]["on_par_tol"] == 0.02 and verdict() == "undecided"
+    run["params"]["on_par_tol"] = 0.05
+    assert verdict() == "holds"
+
+
+def test_a_table1_row_reads_the_finished_points_only(tmp_path):
+    """The runs a Table 1 row is read from are the sweep's finished points: a failed point's run is
+    neither counted nor timed (3 runs of 100 s each: 300 s)."""
+    source = _table1_data(tmp_path, 0.02)
+    points = pd.read_csv(source.points)
+    failed = points.iloc[:1].assign(run_name="table1_wordnet_pretrained-stepwise-onehot", state="failed", s_total=50.0)
+    pd.concat([points, failed]).to_csv(source.points, index=False)
+    rows, runs, make, _ = R._table1_rows(source, {})
+    assert runs.names == tuple(points["run_name"]) and runs.cells() == ["3", "300 s", "not recorded"]
+    assert all(row.runs == runs for row in rows) and rows[0].budget == "120 steps"
+
+
+def test_the_holm_family_of_figure3_is_its_checks_with_a_p_value(tmp_path, monkeypatch):
+    """Without the ARR runs' rows the two ARR claims of section 5.3 cannot be checked: Figure 3's family is
+    the other 3 findings (the DE's growth with n, the CE above the DE, α at small k)."""
+    per_query = pd.read_csv(paths.ROOT / FIGURE3.per_query)
+    per_query[per_query["config"].str.fullmatch(R.CONFIG.pattern)].to_csv(tmp_path / "pq.csv", index=False)
+    monkeypatch.setattr(R, "SOURCES", (replace(FIGURE3, per_query=str(tmp_path / "pq.csv")),))
+    page = R.page()
+    assert "Holm family: the 3 findings of Figure 3." in page
+    assert [line.split(" | ")[5] for line in _figure3_lines(page)].count("unchecked") == 2
+
+
+def test_a_chosen_row_reads_the_runs_of_its_data_setting_only(tmp_path):
+    """Each method's budget chosen on validation queries (``results.chosen``) is chosen within one data
+    setting (items a step, held-out queries): its row's runs and choices (one a seed, 2 seeds here) are
+    that setting's, not another's."""
+    protocol = next(s for s in R.SOURCES if s.key == "quick-cpu-protocol")
+    rows = pd.read_csv(paths.ROOT / protocol.per_query)
+    rows = rows[rows["setting"].str.endswith("constant rate") & (rows["seed"] < 2) & (rows["step"] < 600)]
+    rows = rows[rows.groupby(["point", "step", "split"]).cumcount() < 40]  # 40 queries of each split: fast
+    other = rows.assign(setting=rows["setting"].str.replace("64 items", "32 items"), point=rows["point"] + "-b")
+    pd.concat([rows, other]).to_csv(tmp_path / "pq.csv", index=False)
+    found = R._curve_rows(replace(protocol, per_query=str(tmp_path / "pq.csv")), {})[0]
+    picked = {r.budget.split(":")[0]: r.runs.names for r in found if "chosen on validation" in r.budget}
+    assert set(picked) == {"64 items a step, 300 held-out queries", "32 items a step, 300 held-out queries"}
+    assert picked["64 items a step, 300 held-out queries"] == tuple(sorted(rows["point"].unique()))
+    assert picked["32 items a step, 300 held-out queries"] == tuple(sorted(other["point"].unique()))
+    chosen_budgets = [r.budget for r in found if "chosen on validation" in r.budget]
+    assert all("of 2 seeds" in b and "of 4 seeds" not in b for b in chosen_budgets)  # 2 seeds a setting

@@ -1,9 +1,6 @@
 """Aggregation of a sweep's results.json files into the paper's table (arrank.workbook.report)."""
 
 import math
-import os
-import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -185,35 +182,6 @@ def test_the_paper_sweeps_cover_the_papers_rows(name, key):
         raise
     labels = [tables.variant_label(s.notebook, p.resolved, s.grid_keys) for p in s.points]
     assert labels == list(paper.PAPER[key]["rows"])
-
-
-def _tex_rows(tex, label):
-    start = tex.rfind("\\begin{tabular}", 0, tex.index(f"\\label{{{label}}}"))
-    rows = []
-    for line in tex[start : tex.index("\\end{tabular}", start)].splitlines():
-        cells = [
-            re.sub(r"\\textbf\{([^}]*)\}", r"\1", c).replace("\\%", "").strip()
-            for c in line.strip().rstrip("\\").split("&")
-        ]
-        numbers = [float(c) for c in cells if re.fullmatch(r"\d+(\.\d+)?", c)]
-        if numbers:
-            rows.append(numbers)
-    return rows
-
-
-def test_the_papers_numbers_match_the_tex():
-    """paper.PAPER holds Tables 1-3 as the paper's LaTeX source has them (arXiv 2601.05588, the
-    source is on arXiv): set ARRANK_PAPER_TEX to the path of its main .tex file to check."""
-    tex_path = Path(os.environ.get("ARRANK_PAPER_TEX", ""))
-    if not os.environ.get("ARRANK_PAPER_TEX") or not tex_path.is_file():
-        pytest.skip("ARRANK_PAPER_TEX does not name the paper's LaTeX source")
-    tex = tex_path.read_text()
-    for key, label in [
-        ("table1", "tab:wordnet-results"),
-        ("table2", "tab:esci-results"),
-        ("table3", "tab:wordnet-combined-loss-from-checkpoint"),
-    ]:
-        assert _tex_rows(tex, label) == list(paper.PAPER[key]["rows"].values()), key
 
 
 def test_the_tables_columns_best_values_intervals_and_profile():
