@@ -181,3 +181,13 @@ def test_a_query_that_is_its_own_id_is_named_once_in_the_table(tmp_path):
     df, (qids, _) = custom.custom_frame(_write(tmp_path, *rows), "esci_short", 0, 1)
     assert sorted(df["query"]) == ["mouse", "q2: usb cable", "q3: desk lamp"]
     assert qids == {"mouse": "mouse", "q2: usb cable": "q2", "q3: desk lamp": "q3"}
+
+
+def test_n_eval_distinct_queries_are_held_out_and_the_data_seed_shuffles_the_candidates():
+    """Without splits in the file, ``n_eval`` distinct queries are held out (35 of the example's 36
+    leave one to train), and each prompt's candidates are shuffled with the data seed (docs/own-data.md)."""
+    path = paths.ROOT / EXAMPLE
+    df, _ = custom.custom_frame(path, "esci_short", 0, 35)
+    assert df["split"].value_counts().to_dict() == {"eval": 35, "train": 1}
+    other, _ = custom.custom_frame(path, "esci_short", 1, 35)
+    assert (df["query"] == other["query"]).all() and (df["prompt"] != other["prompt"]).any()
