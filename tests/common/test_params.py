@@ -368,3 +368,68 @@ def test_a_tfidf_embedder_of_no_dimension_is_refused():
     for bad in ("tfidf:0", "tfidf:007", "tfidf:-1"):
         with pytest.raises(ParamError, match=rf"embedder='{bad}' must be 'tfidf', 'tfidf:<dim>' \(dim 1-99999\)"):
             check("embedder", bad)
+
+
+def test_a_bool_choice_refuses_one_and_zero_and_a_value_choice_refuses_bools():
+    """``1 in (False, True)`` holds in Python: a flag must still refuse 1 and 0, and a choice of
+    ints refuse True, or a typo runs as a different setting."""
+    flag = params.choice(False, True)
+    assert flag("f", True) is True and flag("f", False) is False
+    for bad in (1, 0):
+        with pytest.raises(ParamError, match=rf"f={bad} is not allowed; choose one of \[False, True\]"):
+            flag("f", bad)
+    with pytest.raises(ParamError, match=r"k=True is not allowed; choose one of \[1, 2\]"):
+        params.choice(1, 2)("k", True)
+
+
+def test_a_number_is_returned_as_a_float():
+    """``number`` normalises to float: results.json records 2.0 whether 2 or 2.0 was given."""
+    out = params.number(0.0)("alpha", 2)
+    assert out == 2.0 and type(out) is float
+    assert [type(x) for x in params.number_list(0.0)("alphas", "0,2")] == [float, float]
+
+
+def test_text_refuses_spaces_around_and_a_path_component_over_255_bytes():
+    """A value with spaces around it is refused (a file named ' q.jsonl' is not 'q.jsonl'); a path
+    component is limited in bytes, not characters: 'é' is two bytes, so 128 of them (256 bytes) are
+    refused and 127 (254 bytes), or 255 ASCII characters, accepted."""
+    check = params.text(what="a path", path=True)
+    for bad in (" q.jsonl", "q.jsonl "):
+        with pytest.raises(ParamError, match="has spaces around it"):
+            check("data_path", bad)
+    assert check("data_path", "d/" + "a" * 255) == "d/" + "a" * 255
+    assert check("data_path", "é" * 127) == "é" * 127
+    for bad in ("d/" + "a" * 256, "é" * 128):
+        with pytest.raises(ParamError, match="is too long"):
+            check("data_path", bad)
+
+
+def test_validation_queries_must_leave_test_queries():
+    """05's n_dev is taken out of n_eval: n_dev equal to n_eval leaves no test query."""
+    from arrank.workbook import run
+
+    assert run.prepare("05_train", {"n_eval": 10, "n_dev": 9})[2]["n_dev"] == 9
+    with pytest.raises(ParamError, match=r"n_dev=10 leaves no test queries of n_eval=10"):
+        run.prepare("05_train", {"n_eval": 10, "n_dev": 10})
+
+
+def test_items_per_step_counts_every_process():
+    """The global batch (Appendix B: 64 for WordNet) is batch_size x grad_accum x processes."""
+    assert params.items_per_step({"batch_size": 4, "grad_accum": 8}, processes=2) == 64
+    assert params.items_per_step({"batch_size": 4, "grad_accum": None}) == 4
+
+
+def test_paper_profiles_hold_appendix_b_and_table_2():
+    """Appendix B: generative runs use no weight decay and 50 warm-up steps on all nouns; the DE trains
+    50k steps, the CE 20k. Table 2 evaluates ESCI on 310 queries (06 as 05)."""
+    import arrank.training.schemes  # noqa: F401  (scheme's rule)
+
+    paper = params.profile_values("05_train", "paper")
+    assert (paper["weight_decay"], paper["warmup_steps"], paper["lr"], paper["steps"]) == (0.0, 50, 1e-5, 10_000)
+    assert (paper["subtree"], paper["min_relevant"]) == ("", 1)
+    assert [params.profile_value("07_de_ce_baselines", "paper", n) for n in ("de_steps", "ce_steps")] == [
+        50_000,
+        20_000,
+    ]
+    assert params.profile_value("07_de_ce_baselines", "paper", "min_relevant") == 1
+    assert params.profile_values("06_evaluate", "paper", {"dataset": "esci"})["n_eval"] == 310

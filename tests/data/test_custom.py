@@ -117,3 +117,77 @@ def test_two_ids_written_as_one_trec_token_are_refused(tmp_path):
     assert custom.trec_token("a b\tc") == "a%20b%09c" and custom.trec_token("B07:X%/é") == "B07:X%/é"
     with pytest.raises(custom.CustomDataError, match=r"^two document ids are the TREC token 'a%20b' \(whitespace"):
         ranking.ranking_dataset("custom", "quick", 0, 1, None, data_path=str(path))
+
+
+def _write(tmp_path, *rows, name="mine.jsonl"):
+    path = tmp_path / name
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+def test_ids_may_be_integers_not_booleans_and_text_is_read_with_whitespace_collapsed(tmp_path):
+    """docs/own-data.md: a query_id is a string or an integer (JSON ``true`` is neither); a blank field is
+    refused; ids lose spaces around them and texts and queries have their whitespace collapsed to one
+    space, so a newline in a title cannot break the prompt's one-line-per-candidate layout."""
+    good = {"query_id": 7, "query": " apple \n desserts ", "relevant": [{"id": " r1 ", "text": "apple\t\ttart\n"}]}
+    [q] = custom.read_queries(_write(tmp_path, good))
+    assert (q["query_id"], q["query"], q["relevant"]) == ("7", "apple desserts", [{"id": "r1", "text": "apple tart"}])
+    for bad, message in (
+        ({**good, "query_id": True}, r"mine.jsonl:1: field 'query_id' must be a non-empty string, got True"),
+        ({**good, "query": " \t "}, r"mine.jsonl:1: field 'query' must be a non-empty string, got ' \\t '"),
+        ({**good, "relevant": [{"id": False, "text": "t"}]}, r"mine.jsonl:1: relevant\[0\].id: must be"),
+    ):
+        with pytest.raises(custom.CustomDataError, match=message):
+            custom.read_queries(_write(tmp_path, bad))
+
+
+def test_a_query_holds_at_most_max_documents_counting_its_negative(tmp_path):
+    """MAX_DOCUMENTS (1,000) bounds what one prompt shows: the relevant documents and the negative."""
+    relevant = [{"id": f"d{i}", "text": "t"} for i in range(custom.MAX_DOCUMENTS)]
+    row = {"query_id": "q", "query": "x", "negative": {"id": "n", "text": "u"}}
+    assert len(custom.read_queries(_write(tmp_path, {**row, "relevant": relevant[:-1]}))[0]["relevant"]) == 999
+    with pytest.raises(custom.CustomDataError, match=r"mine.jsonl:1: 1,000 relevant documents; a query has at most"):
+        custom.read_queries(_write(tmp_path, {**row, "relevant": relevant}))
+
+
+def test_a_file_or_line_over_its_limit_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    line = json.dumps({"query_id": "q", "query": "x" * 60, "relevant": [{"id": "a", "text": "t"}]})  # 130 bytes
+    monkeypatch.setattr(custom, "MAX_LINE_BYTES", 100)
+    with pytest.raises(custom.CustomDataError, match=r"mine.jsonl:2: the line is over 100 bytes, a query's most"):
+        custom.read_queries(_write(tmp_path, "", line))
+    monkeypatch.setattr(custom, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(custom, "MAX_BYTES", 200)
+    assert len(custom.read_queries(_write(tmp_path, line))) == 1  # 131 bytes
+    with pytest.raises(custom.CustomDataError, match=r"mine.jsonl: 262 bytes; at most 200 are read"):
+        custom.read_queries(_write(tmp_path, line, line.replace('"q"', '"r"')))
+
+
+def test_a_split_on_some_lines_only_and_one_id_with_two_texts_are_refused(tmp_path):
+    """The split is given on every line or on none (docs/own-data.md); a document id under several
+    queries is one document, with one text."""
+    a = {"query_id": "a", "query": "x", "relevant": [{"id": "d", "text": "one"}], "split": "train"}
+    b = {"query_id": "b", "query": "y", "relevant": [{"id": "d", "text": "two"}]}
+    with pytest.raises(custom.CustomDataError, match=r"mine.jsonl:2: field 'split' is missing; give it on every line"):
+        custom.read_queries(_write(tmp_path, a, b))
+    del a["split"]
+    with pytest.raises(custom.CustomDataError, match=r"^document id 'd' has two different texts: 'one' and 'two'$"):
+        custom.docid_map(custom.read_queries(_write(tmp_path, a, b)), "id")
+
+
+def test_a_query_that_is_its_own_id_is_named_once_in_the_table(tmp_path):
+    """The ranking table's ``query`` is ``query_id: query``, or the query alone where the two are one."""
+    rows = [{"query_id": q, "query": text, "relevant": [{"id": f"d{i}", "text": f"t{i}"}]} for i, (q, text) in
+            enumerate([("mouse", "mouse"), ("q2", "usb cable"), ("q3", "desk lamp")])]  # fmt: skip
+    df, (qids, _) = custom.custom_frame(_write(tmp_path, *rows), "esci_short", 0, 1)
+    assert sorted(df["query"]) == ["mouse", "q2: usb cable", "q3: desk lamp"]
+    assert qids == {"mouse": "mouse", "q2: usb cable": "q2", "q3: desk lamp": "q3"}
+
+
+def test_n_eval_distinct_queries_are_held_out_and_the_data_seed_shuffles_the_candidates():
+    """Without splits in the file, ``n_eval`` distinct queries are held out (35 of the example's 36
+    leave one to train), and each prompt's candidates are shuffled with the data seed (docs/own-data.md)."""
+    path = paths.ROOT / EXAMPLE
+    df, _ = custom.custom_frame(path, "esci_short", 0, 35)
+    assert df["split"].value_counts().to_dict() == {"eval": 35, "train": 1}
+    other, _ = custom.custom_frame(path, "esci_short", 1, 35)
+    assert (df["query"] == other["query"]).all() and (df["prompt"] != other["prompt"]).any()

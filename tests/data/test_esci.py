@@ -426,3 +426,94 @@ def test_an_unknown_embedder_is_named():
     """A direct call with an embedder spec of no known form fails naming it (not as a missing package)."""
     with pytest.raises(ValueError, match=r"embedder='gecko' is not known: give 'tfidf', 'tfidf:<dim>'"):
         embedders.embed("gecko", ["a"], ["b"], ["1"], ["2"])
+
+
+# --- the rules, on hand-made input ------------------------------------------------------------------
+
+
+def test_the_english_rule_at_its_thresholds():
+    """``is_english``: (a) non-Latin letters, 2 or more, make >= 5% of the letters: 3 of 19 in the first
+    title, 2 of 75 in the second; (b) foreign >= 2 and foreign > english: a tie (cargador, negro vs for,
+    the) stays English; a Spanish mark counts as one foreign word (de + the mark of 'cámara')."""
+    assert not esci.is_english("Anker USB C Charger 充電器")  # 3 of 19 letters: 16%
+    assert esci.is_english("Greek letters αβ in a long English title about scientific calculator keyboards stickers")
+    assert esci.is_english("cargador negro for the iphone")  # 2 foreign, 2 english
+    assert not esci.is_english("cargador negro for iphone")  # 2 foreign, 1 english
+    assert not esci.is_english("Cámara de fotos") and esci.is_english("Camara de fotos")
+
+
+def test_english_queries_and_the_title_pool_on_hand_made_rows():
+    """A query is small_version where any of its examples is (section 5.1 builds from the us locale);
+    the pool keeps one row per exact title, locale us first, and only us titles count as English
+    (a Spanish-locale product with an English title is not one of the titles to rank)."""
+    examples = pd.DataFrame(
+        {
+            "query_id": [2, 2, 1, 3],
+            "query": ["yoga mat", "yoga mat", "usb cable", "usb cable es"],
+            "product_locale": ["us", "us", "us", "es"],
+            "small_version": [0, 1, 0, 1],
+            "split": ["test", "train", "train", "train"],
+        }
+    )
+    q = esci.english_queries(examples)
+    assert q.to_dict("list") == {
+        "query_id": [1, 2],
+        "query": ["usb cable", "yoga mat"],
+        "split": ["train", "test"],
+        "small_version": [False, True],
+    }
+    products = pd.DataFrame(
+        {
+            "product_id": ["A", "B", "C"],
+            "product_locale": ["es", "us", "es"],
+            "product_title": ["Yoga mat for home", "Yoga mat for home", " Steel water bottle "],
+        }
+    )
+    pool = esci.title_pool(products, english_only=False)
+    assert pool[["title_id", "product_locale", "title", "english"]].values.tolist() == [
+        ["B", "us", "Yoga mat for home", True],
+        ["es:C", "es", "Steel water bottle", False],
+    ]
+    assert esci.title_pool(products)["title_id"].tolist() == ["B"]
+
+
+def test_topk_ties_go_to_the_lower_title_index():
+    """``topk_inner_products``: equal inner products are ordered by ascending title index."""
+    idx, scores = esci.topk_inner_products(np.array([[1.0]]), np.array([[1.0], [2.0], [2.0], [1.0]]), 4)
+    assert idx.tolist() == [[1, 2, 0, 3]] and scores.tolist() == [[2.0, 2.0, 1.0, 1.0]]
+
+
+def test_query_table_keeps_english_titles_and_drop_keeps_the_best_ranked_title_of_a_docid():
+    """Section 5.1: the ranked titles (positions 1, 2, 3: t2, t1, t0) less the non-English ones; with
+    ``collisions="drop"`` a docID shared by t2 and t0 keeps t2, the better-ranked; with "keep" both stay,
+    the gold list naming the docID once."""
+    queries = pd.DataFrame({"query_id": [1], "query": ["q"], "split": ["train"], "small_version": [True]})
+    pool = pd.DataFrame({"title": ["t0", "t1", "t2"], "product_id": ["p0", "p1", "p2"], "english": [True] * 3})
+    docid = np.array(["1,2", "3,4", "1,2"], dtype=object)
+    ranked = (np.array([[2, 1, 0]]), np.array([[3.0, 2.0, 1.0]]), np.array([1, 2, 3]))
+    p = {"seed": 0, "template": "esci_short"}
+    drop = esci.query_table(queries, pool, docid, ranked, {**p, "collisions": "drop"}).iloc[0]
+    assert (drop["titles"], drop["positions"], drop["gold"], drop["n_collisions"]) == (
+        ["t2", "t1"], [1, 2], ["1,2", "3,4"], 0
+    )  # fmt: skip
+    keep = esci.query_table(queries, pool, docid, ranked, {**p, "collisions": "keep"}).iloc[0]
+    assert (keep["titles"], keep["gold"], keep["n_collisions"]) == (["t2", "t1", "t0"], ["1,2", "3,4"], 1)
+    pool["english"] = [True, False, True]
+    english = esci.query_table(queries, pool, docid, ranked, {**p, "collisions": "keep"}).iloc[0]
+    assert (english["titles"], english["positions"], english["scores"]) == (["t2", "t0"], [1, 3], [3.0, 1.0])
+
+
+def test_max_queries_takes_the_first_by_query_id_and_zero_embeddings_are_left_out(tmp_path):
+    """``max_queries`` keeps the first English queries by query_id (10 before 20); a title whose
+    embedding is all zeros has no direction to rank by and is left out of the pool."""
+    ids, T, Q = tiny_esci(tmp_path / "esci")
+    T[3] = 0.0  # "Widget number 3 for the kitchen"
+    emb = tmp_path / "emb"
+    save_precomputed(emb, "titles", ids, T)
+    save_precomputed(emb, "queries", ["10", "20"], Q)
+    kw = dict(embedder=f"precomputed:{emb}", step=1, depth=20, n_components=4, nnz=2, cache=False)
+    built = esci.build_esci_dataset(tmp_path / "esci", max_queries=1, **kw)
+    assert built["queries"]["query"].tolist() == ["kitchen widget"]
+    assert built["stats"].iloc[0]["zero_embedding_titles"] == 1
+    assert "Widget number 3 for the kitchen" not in set(built["titles"]["title"])
+    assert len(built["titles"]) == 11  # the 12 English titles less the zero one

@@ -259,3 +259,44 @@ def test_tiny_model_learns_its_task_in_bf16(data, tmp_path):
     assert abs(got["bf16"]["train_cvr"] - got["fp32"]["train_cvr"]) <= 0.1, got
     with pytest.raises(ValueError, match="not resolved"):
         train.train(model, tok, items, hyper, tmp_path / "x", precision="auto")
+
+
+def test_auto_probes_a_model_exactly_as_wide_as_the_minimum_and_trusts_no_bad_cache_entry(tmp_path, monkeypatch):
+    """auto keeps fp32 unprobed only for a model *narrower* than AUTO_MIN_HIDDEN (512): one of hidden
+    size 512 is probed. A cache entry whose figures are not positive numbers (a hand-edited or
+    truncated file) is probed over rather than handed to ``probe_choice``, which would refuse it."""
+    calls = fake_probe(monkeypatch, 0.01, 0.0045)  # bf16 at 2.22x: picked where probed
+    on_cpu(monkeypatch, "amx_bf16")
+    cache = tmp_path / "probe.json"
+    got = precision.resolve_precision("auto", "cpu", hidden_size=precision.AUTO_MIN_HIDDEN, cache_file=cache)
+    assert got.used == "bf16" and len(calls) == 1
+    key = next(iter(json.loads(cache.read_text())))
+    for bad in (0, "2.0", None):
+        cache.write_text(json.dumps({key: {"fp32_ms": 10.0, "bf16_ms": bad, "bf16_speedup": 2.0}}))
+        probe = precision.cpu_probe(precision.probe_shapes(precision.AUTO_MIN_HIDDEN), cache)
+        assert probe["cached"] is False and probe["bf16_ms"] == 4.5
+    assert len(calls) == 4
+
+
+def test_auto_on_a_gpu_with_native_bf16_takes_it_without_a_cpu_probe(tmp_path, monkeypatch):
+    """On CUDA, auto follows the GPU's native bf16 (docs/design.md, "Precision"): the CPU probe, which
+    here would say fp32, is not run."""
+    calls = fake_probe(monkeypatch, 0.0051, 0.01)
+    monkeypatch.setattr(precision, "bf16_support", lambda device="cpu": (True, "CUDA GPU X supports bf16"))
+    got = precision.resolve_precision("auto", "cuda", 576, 1536, tmp_path / "probe.json")
+    assert (got.used, got.reason, got.probe, calls) == ("bf16", "auto: CUDA GPU X supports bf16", None, [])
+
+
+def test_lora_adapters_take_bf16_inputs_under_mixed_precision(data):
+    """Under ``mixed(model, "bf16")`` peft's cast of a LoRA layer's input to float32 is off: the adapter
+    of o_proj (whose input is the attention's bf16 output) receives bf16, as its base layer does."""
+    _, texts = data
+    base, _ = _tiny(texts)
+    lora = models.add_lora(base, "transformers", 4, 8, 0.0, "all-linear", seed=0)
+    precision.prepare_model(lora, "bf16")
+    seen = []
+    adapter = next(m for name, m in lora.named_modules() if name.endswith("o_proj.lora_A.default"))
+    adapter.register_forward_pre_hook(lambda module, args: seen.append(args[0].dtype))
+    with precision.mixed(lora, "bf16"):
+        lora(input_ids=torch.tensor([[5, 6, 7]]))
+    assert seen == [torch.bfloat16]

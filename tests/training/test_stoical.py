@@ -245,3 +245,25 @@ def test_bad_loss_inputs_raise():
 
 def test_schemes_listed():
     assert list(schemes.SCHEMES) == ["indicator", "fractional", "stepwise"]
+
+
+@pytest.mark.parametrize("alpha", [math.nan, True])
+def test_fractional_refuses_nan_and_bool_alpha(alpha):
+    """lambda(r) = 1/r**alpha (section 4.1) needs a number alpha >= 0: NaN would weigh every item
+    NaN and True would silently run alpha = 1."""
+    with pytest.raises(ValueError, match=rf"alpha={alpha!r} must be a number >= 0"):
+        item_weight("fractional", 2, 4, alpha=alpha)
+
+
+def test_a_scheme_name_is_registered_once_and_unknown_schemes_sort_last():
+    with pytest.raises(ValueError, match="a scheme named 'indicator' is registered already"):
+        schemes.register(schemes.SCHEMES["indicator"])
+    assert [schemes.scheme_order(s) for s in ("indicator", "fractional", "stepwise", "linear", None)] == [0, 1, 2, 3, 3]
+
+
+def test_a_combined_run_of_a_scheme_other_than_fractional_is_labelled_combined():
+    """Stepwise item weights with trie targets, combined (Appendix: combined item-and-token loss) or
+    not, are two rows of a table: their labels differ."""
+    run = {"scheme": "stepwise", "targets": "trie", "beta": 0.5}
+    assert schemes.loss_label(run) == "Stepwise + trie β=0.5"
+    assert schemes.loss_label({**run, "combined": True}) == "Stepwise + trie β=0.5 (combined)"

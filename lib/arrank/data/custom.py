@@ -51,7 +51,7 @@ class CustomDataError(ValueError):
 def _text(row: dict, key: str, where: str) -> str:
     """``row[key]``: a non-empty string (or integer) of at most ``MAX_CHARS`` characters, checked."""
     value = row.get(key)
-    if not isinstance(value, (str, int)) or str(value).strip() == "":
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or str(value).strip() == "":
         raise CustomDataError(f"{where} must be a non-empty string, got {shown(value)}")
     if len(str(value)) > MAX_CHARS:
         raise CustomDataError(f"{where} has {len(str(value)):,} characters, more than the {MAX_CHARS:,} allowed")
