@@ -204,6 +204,14 @@ def test_05_train_then_06_evaluates_it(outputs_root):
     scores = __import__("pandas").read_parquet(final06 / "per_query_scores.parquet")
     _rescores_to(final06, __import__("pandas").read_csv(final06 / "per_query_metrics.csv"))
     assert scores["query"].nunique() == 10 and set(scores["rank"]) >= {0, 1}
+    # the beam's recall against the gold top 2 (rank) and the scorer's (predicted_rank), from the saved beams
+    beams = __import__("pandas").read_csv(final06 / "decoding.csv")
+    for column, against in (("rank", "gold"), ("predicted_rank", "scorer")):
+        top = scores[scores[column].between(1, 2)].groupby("query")["docid"].agg(set)
+        found = [
+            len(set(__import__("ast").literal_eval(b)) & top[q]) / 2 for q, b in zip(beams["query"], beams["beam"])
+        ]
+        assert m06[f"beam_recall@2_{against}"] == pytest.approx(sum(found) / len(found))
     for name in ("per_rank_scores", "recall_at_k"):
         _has_figure(final06, name)
     text = _look_for(final06, "06_evaluate")
