@@ -39,6 +39,12 @@ def results_of(per_query: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("config")
 
 
+def arr_run(rng, label: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """An ARR run at 0.95 on its training queries: its row (R@1..3) and its per-query rows."""
+    arr = pd.DataFrame([{"run": "arr-run", "label": label, **{f"train_recall@{k}": 0.95 for k in (1, 2, 3)}}])
+    return arr, config_rows("x", rng, 0.95).drop(columns="config").assign(query=lambda d: "t" + d["query"])
+
+
 def test_figure3_findings_with_per_query_data_get_intervals_and_three_verdicts():
     rng = np.random.default_rng(0)
     per_query = pd.concat(
@@ -51,8 +57,7 @@ def test_figure3_findings_with_per_query_data_get_intervals_and_three_verdicts()
         ]
     )
     results = results_of(per_query)
-    arr = pd.DataFrame([{"run": "arr-run", "label": "ARR best", **{f"train_recall@{k}": 0.95 for k in (1, 2, 3)}}])
-    arr_rows = config_rows("x", rng, 0.95).drop(columns="config").assign(query=lambda d: "t" + d["query"])
+    arr, arr_rows = arr_run(rng, "ARR best")
     f = F3.findings(results, [16, 32], 32, 5.0, 8, [0.0, 5.0], arr=arr, per_query=per_query, arr_per_query=arr_rows)
     assert f["finding_de_grows_with_n_verdict"] == "holds" and f["finding_de_grows_with_n"] is True  # 0.5 -> 0.8
     assert f["finding_ce_above_de_verdict"] == "undecided" and f["finding_ce_above_de"] is None  # 0.81 vs 0.8
@@ -134,8 +139,7 @@ def test_interval_verdicts_follow_the_tolerance_and_the_direction_of_alpha():
         ]
     )
     results = results_of(per_query)
-    arr = pd.DataFrame([{"run": "arr-run", "label": "ARR", **{f"train_recall@{k}": 0.95 for k in (1, 2, 3)}}])
-    arr_rows = config_rows("x", rng, 0.95).drop(columns="config").assign(query=lambda d: "t" + d["query"])
+    arr, arr_rows = arr_run(rng, "ARR")
     args = (results, [32], 32, 5.0, 32, [0.0, 5.0])
     wide = F3.findings(*args, arr=arr, tol=0.5, per_query=per_query, arr_per_query=arr_rows)
     narrow = F3.findings(*args, arr=arr, per_query=per_query, arr_per_query=arr_rows)
