@@ -242,6 +242,6 @@ Markdown(findings.findings_markdown(table1.sweep_findings(frame, S.notebook, per
 # own (zero-shot it already puts few docIDs out of rank order); NTP's CVR is still the highest of the
 # fine-tuned rows, fractional and trie β = 2 cut it further, and NTP keeps the best R@1. Fractional
 # α = 2 is below NTP at R@2..R@5 at this budget. The findings the command prints decide each with its
-# interval; docs/results.md has the figures, and the budget curve on which fractional catches up.
+# interval; docs/pretrained.md has the figures, and the budget curve along which the gap turns.
 #
 # </details>

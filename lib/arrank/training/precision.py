@@ -85,7 +85,7 @@ def bf16_support(device: str = "cpu") -> tuple[bool, str]:
 AUTO_MIN_HIDDEN = 512
 
 # the CPU probe: bf16 must run the model's matmuls at least this much faster than fp32 for auto to
-# pick it (a CPU's bf16 flag alone misleads: docs/design.md, "Precision")
+# pick it (a CPU's bf16 flag alone misleads: docs/design.md, "Training")
 PROBE_MIN_SPEEDUP = 1.1
 PROBE_TOKENS = 128  # rows of the probe's matmuls: a scoring pass's tokens, a quarter of a training row's
 PROBE_FLOPS = 5e8  # at most this many FLOPs a shape: fewer rows for wide models, so it stays short
