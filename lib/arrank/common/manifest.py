@@ -56,12 +56,9 @@ def write_manifest(folder: Path, rows: bool = False) -> dict[str, dict[str, int 
         fsync_path(path)
         entry = {"size": path.stat().st_size, "sha256": file_digest(path)} | ({"rows": data_rows(path)} if rows else {})
         entries[path.relative_to(folder).as_posix()] = entry
-    with open(folder / MANIFEST, "w") as fh:
-        json.dump({"files": entries}, fh, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
-    for sub in sorted({p.parent for p in files} | {folder}):
-        fsync_path(sub)
+    (folder / MANIFEST).write_text(json.dumps({"files": entries}, indent=1))
+    for path in [folder / MANIFEST, *sorted({p.parent for p in files} | {folder})]:
+        fsync_path(path)
     return entries
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from arrank.common import wordnet_setup
 from arrank.common.outputs import png_backend
-from arrank.common.wordnet_setup import AptUnavailableError, WordNetMissingError, apt_install, ensure_wordnet
+from arrank.common.wordnet_setup import AptUnavailableError, apt_install
 from arrank.data.wordnet import noun_cache_path, noun_parents
 from arrank.workbook import lab
 
@@ -50,10 +51,7 @@ def main() -> int:
     """Set up WordNet and its noun cache (required), Chromium (optional), JupyterLab's settings and the notebooks'
     ``.ipynb``, and check the offline pretrained models (required: make setup installs them);
     exit 1 with instructions on failure."""
-    try:
-        ensure_wordnet()
-    except WordNetMissingError as err:
-        print(err, file=sys.stderr)
+    if wordnet_setup.main([]):  # WordNet missing and not installable here: its instructions printed
         return 1
     print(f"WordNet's noun hierarchy: {len(noun_parents()):,} synsets, read from {noun_cache_path()}", flush=True)
     ensure_chromium()
