@@ -370,6 +370,22 @@ def test_a_multi_line_error_comes_back_whole_from_the_log(tmp_path):
     assert sweep.last_error(log, "exit code -9") == "exit code -9 without results; its log ends:   killed"
 
 
+def test_a_point_stopped_by_ctrl_c_outside_its_notebook_says_so(monkeypatch, capsys, tmp_path):
+    """A bare Ctrl-C (a ``KeyboardInterrupt`` with no message: before or between kernels) is named
+    in the point's ``interrupted:`` line, which status.json reads back; a signal names itself."""
+    from arrank.workbook import run
+
+    for raised, said in ((KeyboardInterrupt(), "Ctrl-C"), (KeyboardInterrupt("signal 15"), "signal 15")):
+
+        def stopped(*args, raised=raised, **kwargs):
+            raise raised
+
+        monkeypatch.setattr(run, "run_notebook", stopped)
+        assert sweep.run_point("01_de_capacity", tmp_path, {}) == 130
+        (log := tmp_path / "p.log").write_text(capsys.readouterr().out)
+        assert sweep.last_error(log, "exit code 130") == said
+
+
 def test_unwritable_outputs_stop_the_sweep_with_one_line(tmp_path, three, outputs_root, obey_permissions):
     """For sweeps: a read-only outputs/ (for real; as root too) gives one line
     naming it and exit 2, nothing else."""

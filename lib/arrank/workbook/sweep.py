@@ -510,7 +510,7 @@ def run_point(notebook: str, outputs_root: Path, overrides: dict[str, Any]) -> i
             print(run.error_lines(err), flush=True)
             return 1 if failed else 2
         except KeyboardInterrupt as err:
-            print(run.error_lines(err or "interrupted", "interrupted: "), flush=True)
+            print(run.error_lines(str(err) or "Ctrl-C", "interrupted: "), flush=True)  # a signal names itself
             return run.exit_code(err)
     print(f"run written to {final}", flush=True)
     return 0
