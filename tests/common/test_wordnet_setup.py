@@ -65,3 +65,15 @@ def test_missing_wordnet_without_apt_says_how(monkeypatch, tmp_path, capsys):
 
 def test_workbook_wordnet_is_available():
     assert ws.wordnet_version() == "3.0"
+
+
+def test_help_and_a_mistyped_flag_set_up_nothing(monkeypatch, capsys):
+    """``--help`` prints the usage and a flag that is not ``--no-apt`` is refused, both before any
+    set-up runs (a typo of ``--no-apt`` must not allow apt)."""
+    monkeypatch.setattr(ws, "ensure_wordnet", lambda **kw: pytest.fail("set-up ran"))
+    for argv, code in ((["--help"], 0), (["--noapt"], 2)):
+        with pytest.raises(SystemExit) as stop:
+            ws.main(argv)
+        assert stop.value.code == code
+    out = capsys.readouterr()
+    assert "[--no-apt]" in out.out and "unrecognized arguments: --noapt" in out.err

@@ -74,3 +74,18 @@ def test_pair_refuses_a_newer_ipynb_with_other_cells(source):
         lab.pair_notebook(source)
     assert ipynb.read_text() == before
     assert lab.pair_notebooks([source]) == []  # reported, not raised, by the set-up
+
+
+def test_help_sets_up_nothing(monkeypatch, capsys):
+    """``python -m arrank.workbook.lab --help`` (and ``bootstrap``'s) print what they do and exit 0;
+    an argument they do not take is refused (2); neither runs any set-up."""
+    from arrank.common import wordnet_setup
+    from arrank.workbook import bootstrap
+
+    monkeypatch.setattr(wordnet_setup, "ensure_wordnet", lambda **kw: pytest.fail("set-up ran"))
+    monkeypatch.setattr(lab, "install_lab_settings", lambda: pytest.fail("set-up ran"))
+    for main, argv, code in ((lab.main, ["--help"], 0), (bootstrap.main, ["--help"], 0), (bootstrap.main, ["-n"], 2)):
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        assert stop.value.code == code
+    assert "JupyterLab set-up" in capsys.readouterr().out

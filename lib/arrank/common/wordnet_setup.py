@@ -7,6 +7,7 @@ first as root; else ``WordNetMissingError`` says how. ``python -m arrank.common.
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import os
 import re
@@ -144,9 +145,11 @@ def load_wordnet():
 
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point: ``python -m arrank.common.wordnet_setup [--no-apt]``."""
-    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(prog="python -m arrank.common.wordnet_setup", description=__doc__.split("\n")[0])
+    parser.add_argument("--no-apt", action="store_true", help="never apt-get install (as root it would)")
+    args = parser.parse_args(argv)  # --help prints this and exits; an unknown flag is refused
     try:
-        ensure_wordnet(allow_apt="--no-apt" not in argv)
+        ensure_wordnet(allow_apt=not args.no_apt)
     except WordNetMissingError as err:
         print(err, file=sys.stderr)
         return 1

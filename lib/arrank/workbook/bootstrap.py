@@ -7,6 +7,7 @@ otherwise it says how (data/README.md).
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 
@@ -47,15 +48,16 @@ def check_gguf_models() -> bool:
     return ok
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     """Set up WordNet and its noun cache (required), Chromium (optional), JupyterLab's settings and the notebooks'
     ``.ipynb``, and check the offline pretrained models (required: make setup installs them);
-    exit 1 with instructions on failure."""
+    exit 1 with instructions on failure (``--help``: what it does)."""
+    argparse.ArgumentParser("python -m arrank.workbook.bootstrap", description=__doc__).parse_args(argv)
     if wordnet_setup.main([]):  # WordNet missing and not installable here: its instructions printed
         return 1
     print(f"WordNet's noun hierarchy: {len(noun_parents()):,} synsets, read from {noun_cache_path()}", flush=True)
     ensure_chromium()
-    lab.main()
+    lab.main([])
     return 0 if check_gguf_models() else 1
 
 

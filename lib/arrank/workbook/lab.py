@@ -9,6 +9,7 @@ metadata, so JupyterLab does not mark it modified (docs/design.md, "Notebooks an
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -54,10 +55,6 @@ def kernel_metadata() -> dict[str, Any]:
     }
 
 
-def _inputs(nb: Any) -> list[tuple[str, str]]:
-    return [(c.cell_type, c.source) for c in nb.cells]
-
-
 def pair_notebook(source: Path) -> bool:
     """Write ``source``'s ``.ipynb``: cells from the ``.py``, outputs of the existing ``.ipynb``
     where its cells still match, the kernel's metadata. Returns whether the file was written.
@@ -69,7 +66,8 @@ def pair_notebook(source: Path) -> bool:
     ipynb = source.with_suffix(".ipynb")
     nb = jupytext.read(source)
     before = nbformat.read(ipynb, as_version=4) if ipynb.exists() else nbformat.v4.new_notebook()
-    if ipynb.exists() and ipynb.stat().st_mtime > source.stat().st_mtime + 1 and _inputs(before) != _inputs(nb):
+    old_cells, new_cells = ([(c.cell_type, c.source) for c in x.cells] for x in (before, nb))
+    if ipynb.exists() and ipynb.stat().st_mtime > source.stat().st_mtime + 1 and old_cells != new_cells:
         raise PairingConflictError(
             f"{ipynb} is newer than {source.name} and their cells differ; nothing overwritten. Keep the "
             f".ipynb's cells: `jupytext --sync {ipynb}`; keep the .py's: delete {ipynb.name}"
@@ -97,8 +95,9 @@ def pair_notebooks(sources: list[Path] | None = None) -> list[Path]:
     return written
 
 
-def main() -> int:
-    """Install the JupyterLab settings and pair the notebooks; print what was done."""
+def main(argv: list[str] | None = None) -> int:
+    """Install the JupyterLab settings and pair the notebooks; print what was done (``--help``: what it does)."""
+    argparse.ArgumentParser(prog="python -m arrank.workbook.lab", description=__doc__.split("\n\n")[0]).parse_args(argv)
     print(
         f"JupyterLab: .py notebooks open as notebooks ({install_lab_settings()}); "
         f"{len(pair_notebooks())} .ipynb written from their .py (not tracked by git)"
