@@ -141,7 +141,8 @@ else:
     display(curve.metrics_table(means))
     picks = chosen.choices(curve_rows)  # each method's budget chosen on validation, per seed (section 6)
     if (per_budget["claim"] == curve.CENTRAL.claim).any():
-        fig = curve.curve_figure(per_budget, title=f"{S.name}: {curve.CENTRAL.name}", chosen=picks)
+        named = S.name + (f" + {len(more)} more sweeps" if more else "")  # the sweeps the curves come from
+        fig = curve.curve_figure(per_budget, title=f"{named}: {curve.CENTRAL.name}", chosen=picks)
         outputs.save_figure(fig, run_dir, "curve")
         fig.show()
 

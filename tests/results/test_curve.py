@@ -386,6 +386,7 @@ def test_the_figure_draws_one_band_per_setting(two_settings):
     assert [list(t.x) for t in bands] == [[6400, 12800, 12800, 6400]] * 2
     assert list(lines[1].y) == pytest.approx(list(found.loc[found["setting"] == CPU, "estimate"] * 100))
     assert list(lines[1].marker.color) == [curve.VERDICT_COLORS["fails"]] * 2
+    assert [t.marker.line.color for t in lines] == [t.line.color for t in lines]  # ringed in their setting's colour
     assert list(lines[0].text) == ["6.4", "13"] and list(lines[1].text) == ["", ""]  # once a budget
     assert [(sh.y0, sh.y1) for sh in fig.layout.shapes] == [(0, 0)] and fig.layout.xaxis.type == "log"
 

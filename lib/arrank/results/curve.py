@@ -303,7 +303,8 @@ def curve_figure(
 ):
     """Plotly: ``claim``'s difference (points) against the training budget in items seen (log
     axis), its 95% interval as a band, the claim's threshold dotted and zero as a line; markers
-    coloured by the verdict at that budget and labelled with its epochs (once a budget), the step in the hover.
+    coloured by the verdict at that budget, ringed in their setting's colour (a setting of one budget has
+    no line), and labelled with its epochs (once a budget), the step in the hover.
     One line and band per setting of the findings (``SETTING_COLORS``, in first-seen order; the
     legend names the setting), side by side on the one axis, never pooled. ``chosen``: each method's
     budgets chosen on validation (``results.chosen.choices``), marked on their setting's line with how
@@ -319,7 +320,7 @@ def curve_figure(
     for i, (setting, part) in enumerate(parts.items()):
         color = SETTING_COLORS[i % len(SETTING_COLORS)]
         name = claim.name if setting is None else str(setting)
-        x = part["items"].tolist()
+        x, ring = part["items"].tolist(), {"color": color, "width": 2}  # a marker's ring: its setting
         y, lo, hi = (part[c].to_numpy() * 100 for c in ("estimate", "ci_low", "ci_high"))
         fig.add_scatter(
             x=x + x[::-1],
@@ -344,7 +345,7 @@ def curve_figure(
             cliponaxis=False,
             textfont={"size": 11, "color": "grey"},
             line={"color": color},
-            marker={"size": 9, "color": [VERDICT_COLORS.get(v, "black") for v in part["verdict"]]},
+            marker={"size": 9, "color": [VERDICT_COLORS.get(v, "black") for v in part["verdict"]], "line": ring},
             customdata=np.column_stack([part["step"], part["epochs"], lo, hi, part["verdict"]]),
             hovertemplate=("" if setting is None else f"{setting}<br>")
             + "step %{customdata[0]}, %{x:,.0f} items, %{customdata[1]:.3g} epochs<br>"
