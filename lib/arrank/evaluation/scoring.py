@@ -10,8 +10,8 @@ mean, which tells "cat" from "cats" (docs/design.md).
 
 ``score_naive`` runs one forward pass per candidate (the reference); ``score_prefix_shared`` gives
 the same scores (~1e-6 in float32) with the prompt processed once (speeds: docs/measurements.md;
-key/value-cache pitfalls: docs/design.md). A forward pass appends to a prompt cache, so each
-batch gets a fresh expanded copy of it.
+key/value-cache pitfalls: DEVELOPERS.md, "Known pitfalls"). A forward pass appends to a prompt
+cache, so each batch gets a fresh expanded copy of it.
 
 Every Appendix D.1 prompt opens with the same tokens (the chat template's system turn and the
 instruction); ``score_queries`` runs that opening once per call (:func:`opening_cache`, where
