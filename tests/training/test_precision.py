@@ -279,7 +279,7 @@ def test_auto_probes_a_model_exactly_as_wide_as_the_minimum_and_trusts_no_bad_ca
 
 
 def test_auto_on_a_gpu_with_native_bf16_takes_it_without_a_cpu_probe(tmp_path, monkeypatch):
-    """On CUDA, auto follows the GPU's native bf16 (docs/design.md, "Precision"): the CPU probe, which
+    """On CUDA, auto follows the GPU's native bf16 (docs/design.md, "Training"): the CPU probe, which
     here would say fp32, is not run."""
     calls = fake_probe(monkeypatch, 0.0051, 0.01)
     monkeypatch.setattr(precision, "bf16_support", lambda device="cpu": (True, "CUDA GPU X supports bf16"))
