@@ -3,6 +3,7 @@ interruption. Most tests drive ``run_sweep`` with an in-process executor that wr
 runner would write; one test runs real notebooks (03_wordnet_data) through the real subprocesses."""
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -142,6 +143,8 @@ def test_run_names_are_deterministic_and_valid(tmp_path):
     again = sweep.point_run_name("x" * 60, {"subtree": "a" * 30, "lora_targets": "q_proj,k_proj,v_proj"})
     other = sweep.point_run_name("x" * 60, {"subtree": "a" * 30, "lora_targets": "q_proj,k_proj,o_proj"})
     assert long == again != other and len(long) == 100 and RUN_NAME("run_name", long)
+    assert sweep.point_run_name("x" * 80, {"a": "b" * 17}) == "x" * 80 + "-a=" + "b" * 17  # 100 characters: kept
+    assert len(sweep.point_run_name("x" * 80, {"a": "b" * 18})) == 100  # 101: a prefix and a hash
     s = sweep.load_sweep(write(tmp_path, BASE + "grid: {alpha: [1, 1.0, 2]}\n", "tiny.yaml"))
     assert [p.run_name for p in s.points] == ["tiny-alpha=1", "tiny-alpha=2"]  # 1 and 1.0: one point
     path = write(tmp_path, BASE + "grid: {lora_targets: ['q,k', 'q k']}\n", "clash.yaml")
@@ -315,6 +318,37 @@ def test_an_interrupted_sweep_keeps_what_finished(three, outputs_root):
         three, outputs_root=outputs_root, echo=lambda _: None, executor=fake_executor(three, outputs_root, calls=calls)
     )
     assert calls == names[1:] and [r["status"] for r in rows] == ["done earlier", "done", "done"]
+
+
+def test_a_failed_points_row_names_its_own_failed_folder_and_the_command_exits_1(three, outputs_root, monkeypatch):
+    """status.json's failed_dir is the folder this attempt left (not an earlier attempt's, nor one for an
+    attempt that left none); the command exits 1 while a point failed, 0 once all are done."""
+    names, fails = [p.run_name for p in three.points], {three.points[1].run_name}
+    monkeypatch.setitem(sweep.sweep_jobs.EXECUTORS, "local", lambda *a: fake_executor(three, outputs_root, fail=fails))
+    argv = [str(three.path), "--outputs-root", str(outputs_root)]
+    assert sweep.main(argv) == 1
+    (first,) = (outputs_root / "05_train").glob(f"{names[1]}.failed-*")
+    os.utime(first, (1e9, 1e9))  # an earlier attempt's folder
+    rows = sweep.run_sweep(
+        three, outputs_root=outputs_root, echo=lambda _: None, executor=fake_executor(three, outputs_root, fail=fails)
+    )
+    assert Path(rows[1]["failed_dir"]).name == f"{names[1]}.failed-1"
+    os.utime(rows[1]["failed_dir"], (1e9, 1e9))
+    for log in (outputs_root / "sweeps" / "three" / "logs").iterdir():  # a log name has the second: not reused
+        log.unlink()
+
+    class Broken(fake_executor):
+        def start(self, point, log):
+            raise OSError("no executor")
+
+    rows = sweep.run_sweep(three, outputs_root=outputs_root, echo=lambda _: None, executor=Broken(three, outputs_root))
+    assert (
+        rows[1]["status"] == "failed"
+        and rows[1]["failed_dir"] is None
+        and rows[1]["error"].startswith("OSError: no executor")
+    )
+    fails.clear()
+    assert sweep.main(argv) == 0
 
 
 def test_a_finished_run_made_with_other_parameters_stops_the_sweep_before_it_runs(tmp_path, three, outputs_root):
