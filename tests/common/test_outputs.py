@@ -34,6 +34,10 @@ def test_a_notebook_folder_outside_the_outputs_is_refused(outputs_root, tmp_path
     with pytest.raises(outputs.LinkedOutputsError, match=r"05_train is a symbolic link"):
         outputs.claim_run("05_train", "r")
     outputs.claim_run("06_evaluate", "r").release()  # a real folder: claimed
+    os.symlink(tmp_path / "elsewhere", outputs_root / "nested")
+    (tmp_path / "elsewhere" / "07").mkdir()  # no link of its own, but it lies under one
+    with pytest.raises(outputs.LinkedOutputsError, match=r"nested/07 resolves to .*elsewhere/07, outside the outputs"):
+        outputs.claim_run("nested/07", "r")
 
 
 def test_the_runner_refuses_a_linked_run_with_one_line_and_rc_2(outputs_root, tmp_path, capsys):
@@ -54,6 +58,7 @@ def test_start_run_creates_then_refuses_existing(outputs_root):
     with pytest.raises(outputs.RunExistsError, match="r1 exists"):
         outputs.start_run("01_de_capacity", p)
     assert (d / "keep.txt").read_text() == "earlier run"
+    outputs.claim_run("01_de_capacity", "r1").release()  # the refusal gave the name back
 
 
 def test_auto_run_name_uses_profile_and_time():
@@ -122,11 +127,12 @@ def test_results_and_temporary_folders_follow_the_umask(tmp_path, umask, file_mo
         fd, inner_file = tempfile.mkstemp(dir=made / "inner")
         os.close(fd)
         outputs.umask_permissions(made)
+        outputs.claim_lock(tmp_path / ".r.lock", "busy").release()
     finally:
         os.umask(before)
     assert path.stat().st_mode & 0o777 == file_mode
     assert made.stat().st_mode & 0o777 == dir_mode and (made / "inner").stat().st_mode & 0o777 == dir_mode
-    assert Path(inner_file).stat().st_mode & 0o777 == file_mode
+    assert Path(inner_file).stat().st_mode & 0o777 == file_mode == (tmp_path / ".r.lock").stat().st_mode & 0o777
 
 
 def test_a_run_name_is_claimed_by_one_process_and_given_back(outputs_root):
