@@ -3,6 +3,7 @@ symbolic links, nor outside the outputs folder."""
 
 import json
 import os
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,10 @@ def test_a_notebook_folder_outside_the_outputs_is_refused(outputs_root, tmp_path
     with pytest.raises(outputs.LinkedOutputsError, match=r"05_train is a symbolic link"):
         outputs.claim_run("05_train", "r")
     outputs.claim_run("06_evaluate", "r").release()  # a real folder: claimed
+    os.symlink(tmp_path / "elsewhere", outputs_root / "nested")
+    (tmp_path / "elsewhere" / "07").mkdir()  # no link of its own, but it lies under one
+    with pytest.raises(outputs.LinkedOutputsError, match=r"nested/07 resolves to .*elsewhere/07, outside the outputs"):
+        outputs.claim_run("nested/07", "r")
 
 
 def test_the_runner_refuses_a_linked_run_with_one_line_and_rc_2(outputs_root, tmp_path, capsys):
@@ -53,6 +58,7 @@ def test_start_run_creates_then_refuses_existing(outputs_root):
     with pytest.raises(outputs.RunExistsError, match="r1 exists"):
         outputs.start_run("01_de_capacity", p)
     assert (d / "keep.txt").read_text() == "earlier run"
+    outputs.claim_run("01_de_capacity", "r1").release()  # the refusal gave the name back
 
 
 def test_auto_run_name_uses_profile_and_time():
@@ -121,11 +127,12 @@ def test_results_and_temporary_folders_follow_the_umask(tmp_path, umask, file_mo
         fd, inner_file = tempfile.mkstemp(dir=made / "inner")
         os.close(fd)
         outputs.umask_permissions(made)
+        outputs.claim_lock(tmp_path / ".r.lock", "busy").release()
     finally:
         os.umask(before)
     assert path.stat().st_mode & 0o777 == file_mode
     assert made.stat().st_mode & 0o777 == dir_mode and (made / "inner").stat().st_mode & 0o777 == dir_mode
-    assert Path(inner_file).stat().st_mode & 0o777 == file_mode
+    assert Path(inner_file).stat().st_mode & 0o777 == file_mode == (tmp_path / ".r.lock").stat().st_mode & 0o777
 
 
 def test_a_run_name_is_claimed_by_one_process_and_given_back(outputs_root):
@@ -147,6 +154,7 @@ def test_staging_folders_of_dead_runs_become_failed_folders(outputs_root):
     for name in (".a.partial-11", ".a.partial-12", ".b.partial-13"):
         (folder / name).mkdir(parents=True)
         (folder / name / "x.txt").write_text(name)
+    os.utime(folder / ".a.partial-11", (1e9, 1e9))  # its last write names its failed folder
     held = outputs.claim_run("05_train", "b", outputs_root)  # b is running: its folder is left alone
     try:
         moved = outputs.tidy_abandoned("05_train", outputs_root)
@@ -154,6 +162,7 @@ def test_staging_folders_of_dead_runs_become_failed_folders(outputs_root):
         held.release()
     assert sorted(p.read_text() for p in folder.glob("a.failed-*/x.txt")) == [".a.partial-11", ".a.partial-12"]
     assert len(moved) == 2 and len({p.name for p in moved}) == 2  # same second: the names stay distinct
+    assert f"a.failed-{datetime.fromtimestamp(1e9):%Y%m%d-%H%M%S}" in {p.name for p in moved}
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".") and not p.name.endswith(".lock")) == [
         ".b.partial-13"
     ]
@@ -245,6 +254,9 @@ def test_a_resume_may_change_only_what_does_not_change_training(tmp_path):
     outputs.record_resume_params(tmp_path, then)
     assert outputs.resume_diff(tmp_path, {**then, "run_name": "b", "save_steps": 5, "query_batch": 32}) == {}
     assert outputs.resume_diff(tmp_path, {**then, "steps": 20}) == {"steps": (10, 20)}
+    assert outputs.resume_diff(tmp_path, {k: v for k, v in then.items() if k != "scheme"}) == {
+        "scheme": ("fractional", "<absent>")
+    }
     assert outputs.resume_diff(tmp_path / "none", then) is None
 
 
@@ -265,8 +277,9 @@ def test_a_resume_on_a_custom_data_file_edited_since_is_refused(tmp_path):
     data.write_text('{"query_id": "b"}\n{"query_id": "a"}\n')  # the same queries, reordered
     now = outputs.data_digest(then)["data_digest"]
     assert now != digest and outputs.resume_diff(folder, then) == {"data_digest": (digest, now)}
+    (folder / "checkpoint-10").mkdir()  # the newest checkpoint is named
     with pytest.raises(
-        outputs.ResumeError, match=rf"\(step 5\) made with other parameters: data_digest was '{digest}', now '{now}'"
+        outputs.ResumeError, match=rf"\(step 10\) made with other parameters: data_digest was '{digest}', now '{now}'"
     ):
         outputs.check_resume(folder, then)
     wordnet = {"run_name": "w", "dataset": "wordnet", "data_path": "", "steps": 10}
@@ -320,3 +333,55 @@ def test_an_atomic_write_that_fails_leaves_the_file_as_it_was_and_no_temporary_f
     with pytest.raises(OSError, match="No space left"):
         outputs.write_text_atomic(path, "new and longer")
     assert path.read_text() == "whole" and [p.name for p in tmp_path.iterdir()] == ["a.txt"]
+
+
+ROWS = "query,violation,ndcg\nq0,1,0.4\nq1,0,0.6\n"  # cvr 0.5, ndcg 0.5 over 2 queries
+
+
+@pytest.mark.parametrize(
+    "text, metrics, why",
+    [
+        (ROWS, {"cvr": 0.5, "ndcg": 0.5, "n_queries": 2}, None),
+        (ROWS[:-4] + "\n", {"cvr": 0.5, "n_queries": 2}, "a row is cut short"),
+        ("query,violation,ndcg\n", {"cvr": 0.5}, "no rows"),
+        (ROWS, {"cvr": 0.5, "ndcg": 0.51}, "the mean ndcg of its rows is 0.5 where its results.json records 0.51"),
+        (ROWS, {"ndcg": 0.5001}, "the mean ndcg of its rows is 0.5 where its results.json records 0.5001"),
+    ],
+)
+def test_per_query_rows_are_held_to_their_results_json(tmp_path, text, metrics, why):
+    """Each kind of damage is named; rows that agree with every recorded mean (ndcg too, to 1e-9) are read."""
+    (path := tmp_path / "per_query.csv").write_text(text)
+    if why is None:
+        assert outputs.read_rows(path, ["query", "violation", "ndcg"], metrics)["query"].tolist() == ["q0", "q1"]
+        return
+    with pytest.raises(outputs.DamagedResultsError, match=rf"per_query.csv is damaged \({why}\)"):
+        outputs.read_rows(path, ["query", "violation", "ndcg"], metrics)
+
+
+def test_a_curve_is_held_to_its_last_step(tmp_path):
+    """A curve's results.json records its end: the last step's means, not the first's."""
+    (path := tmp_path / "curve.csv").write_text("step,query,violation\n1,q0,1\n1,q1,1\n2,q0,0\n2,q1,1\n")
+    assert len(outputs.read_rows(path, ["query", "violation"], {"cvr": 0.5, "n_queries": 2}, by="step")) == 4
+    with pytest.raises(outputs.DamagedResultsError, match="the mean cvr of its rows is 0.5 where .* records 1"):
+        outputs.read_rows(path, ["query", "violation"], {"cvr": 1.0, "n_queries": 2}, by="step")
+
+
+def test_results_of_the_wrong_shape_are_named_and_warnings_may_be_absent(tmp_path):
+    """A results.json that is a list is damaged; one written before ``warnings`` existed is whole."""
+    assert outputs.results_problem([1]) == "not a mapping"
+    old = {"notebook": "x", "params": {}, "metrics": {}, "timings": {}, "env": {}}
+    assert outputs.results_problem(old) is None and outputs.results_problem(old | {"warnings": {}}) is not None
+    (path := tmp_path / "results.json").write_text("[1]")
+    with pytest.raises(outputs.DamagedResultsError, match=r"results.json is damaged \(not a mapping\)"):
+        outputs.read_results(path)
+
+
+def test_latest_is_the_newest_finished_run_and_failed_or_staged_ones_are_not_runs(outputs_root):
+    """``finished_runs`` lists runs oldest first without ``.failed-`` or hidden staging folders, even
+    when these hold a results.json; ``latest`` is the newest."""
+    for name, when in (("old", 1000), ("new", 2000), ("new.failed-1", 3000), (".new.partial-9", 4000)):
+        (folder := outputs_root / "05_train" / name).mkdir(parents=True)
+        (folder / "results.json").write_text("{}")
+        os.utime(folder / "results.json", (when, when))
+    assert [p.name for p in outputs.finished_runs("05_train")] == ["old", "new"]
+    assert outputs.find_run("05_train", "latest").name == "new"

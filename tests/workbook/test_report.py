@@ -70,3 +70,25 @@ def test_per_query_rows_that_disagree_with_their_results_json_are_named(two_poin
     edit(pd.read_csv(path)).to_csv(path, index=False)
     with pytest.raises(outputs.DamagedResultsError, match=f"per_query.csv is damaged \\({why}"):
         report.per_query_frame(s)
+
+
+def test_collect_keeps_the_metrics_only_and_a_curve_setting_counts_test_queries(two_points):
+    """collect's columns: the point, its state, label, profile, varied parameters, then the metrics
+    (fractions; not counts such as n_queries). A curve's setting counts its test queries, not its
+    validation ones."""
+    s, _, root = two_points
+    assert list(report.collect(s, root).columns) == ["run_name", "state", "label", "profile", "scheme", "cvr"]
+    rows = pd.DataFrame({"query": ["a", "b", "c", "a"], "split": ["test", "test", "dev", "dev"]})
+    assert report.curve_setting({"batch_size": 8, "grad_accum": 2, "lr_schedule": "constant"}, rows, 2) == (
+        "32 items a step, 2 held-out queries, constant rate"
+    )
+
+
+def test_a_stopped_run_is_its_newest_failed_folder_with_a_whole_results_json(outputs_root):
+    folder = outputs_root / "05_train" / "r"
+    for stamp, metrics in (("20260101-000000", {"cvr": 0.1}), ("20260102-000000", {"cvr": 0.2})):
+        (failed := folder.parent / f"r.failed-{stamp}").mkdir(parents=True)
+        outputs.write_results(failed, "05_train", {}, metrics, {})
+    (folder.parent / "r.failed-20260103-000000").mkdir()  # stopped before its results.json
+    run, results = report.stopped_run(folder)
+    assert run.name == "r.failed-20260102-000000" and results["metrics"] == {"cvr": 0.2}

@@ -32,6 +32,7 @@ FAKE = textwrap.dedent("""\
     fail: bool = False  # raise a multi-line error
     sleep: float = 0.0  # seconds to sleep
     squat: bool = False  # make the run directory meanwhile
+    no_results: bool = False  # end without results.json
 
     # %%
     import time
@@ -48,7 +49,8 @@ FAKE = textwrap.dedent("""\
     if P["squat"]:  # someone else creates the run directory while this run is going
         (run_dir.parent / P["run_name"]).mkdir()
         (run_dir.parent / P["run_name"] / "other.txt").write_text("not this run's")
-    outputs.write_results(run_dir, "99_fake", P, {"answer": 42}, {})
+    if not P["no_results"]:
+        outputs.write_results(run_dir, "99_fake", P, {"answer": 42}, {})
 """)
 
 
@@ -239,8 +241,11 @@ def test_coerce_follows_the_cells_type():
     assert run.coerce("k", "5", "int") == 5 and run.coerce("k", "none", "int") is None
     assert run.coerce("a", "2.5", "float") == 2.5 and run.coerce("f", "true", "bool") is True
     assert run.coerce("de_dims", "4", "list") == "4" and run.coerce("k", 3, "str") == 3
-    with pytest.raises(ParamError, match="must be true or false"):
-        run.coerce("f", "yes", "bool")
+    for word in ("yes", "1"):  # not read as False
+        with pytest.raises(ParamError, match=f"f='{word}' must be true or false"):
+            run.coerce("f", word, "bool")
+    with pytest.raises(ParamError, match=r"notebook '0' not found \(or ambiguous\)"):  # 01 ... 09: none is run
+        run.find_notebook("0")
     with pytest.raises(ParamError, match=r"k='many' must be a number \(int\)"):
         run.coerce("k", "many", "int")
     # a one-item list from the command line: '4' is the list [4]
@@ -274,6 +279,56 @@ def test_failed_run_is_kept_aside_and_its_whole_error_is_shown(fake_notebook, ou
         "error: 99_fake failed: WordNetMissingError: WordNet 3.0 is not available to "
         "NLTK. Install it one of these ways, then re-run:"
     )
+
+
+@pytest.mark.parametrize(
+    "args, why",
+    [
+        (["-p", "no_results", "true"], "RunFailedError: 99_fake finished without writing results.json"),
+        (["--disk-full"], "RunFailedError: its executed notebook could not be saved"),
+    ],
+)
+def test_a_notebook_that_ends_without_its_results_or_its_saved_notebook_is_kept_as_failed(
+    fake_notebook, outputs_root, capsys, monkeypatch, args, why
+):
+    """A notebook that raises nothing is still no finished run without its results.json, or when its
+    executed notebook could not be saved whole (the disk full after the first save)."""
+    import errno
+
+    saves, write = [], outputs.write_text_atomic
+
+    def full_after_one(path, text):
+        saves.append(path)
+        if len(saves) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write(path, text)
+
+    if args == ["--disk-full"]:
+        monkeypatch.setattr(run.outputs, "write_text_atomic", full_after_one)
+        args = []
+    assert run.main([str(fake_notebook), "-p", "run_name", "x", *args, "--no-progress"]) == 1
+    assert f"error: 99_fake failed: {why} (the executed notebook is kept in " in capsys.readouterr().err
+    assert [p.name[:9] for p in (outputs_root / "99_fake").iterdir() if not p.name.endswith(".lock")] == ["x.failed-"]
+
+
+def test_a_save_of_the_executed_notebook_that_fails_once_is_forgotten_after_a_whole_one(tmp_path, monkeypatch):
+    """Only the last save counts: a failed save followed by a whole one leaves nothing unsaved."""
+    import errno
+
+    write, calls = outputs.write_text_atomic, []
+
+    def fails_once(path, text):
+        calls.append(path)
+        if len(calls) == 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write(path, text)
+
+    monkeypatch.setattr(run.outputs, "write_text_atomic", fails_once)
+    saves, target = run.NotebookSaves(), tmp_path / "n.ipynb"
+    saves.write("{}", saves.SCHEME + str(target))
+    assert saves.unsaved[str(target)].startswith("No space left on device: it needed 2 bytes, ")
+    saves.write("{}", saves.SCHEME + str(target))
+    assert str(target) not in saves.unsaved and target.read_text() == "{}"
 
 
 def test_a_full_disk_while_keeping_the_kernel_log_does_not_hide_the_notebooks_error(

@@ -3,8 +3,11 @@ interruption. Most tests drive ``run_sweep`` with an in-process executor that wr
 runner would write; one test runs real notebooks (03_wordnet_data) through the real subprocesses."""
 
 import json
+import os
 import re
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -142,6 +145,8 @@ def test_run_names_are_deterministic_and_valid(tmp_path):
     again = sweep.point_run_name("x" * 60, {"subtree": "a" * 30, "lora_targets": "q_proj,k_proj,v_proj"})
     other = sweep.point_run_name("x" * 60, {"subtree": "a" * 30, "lora_targets": "q_proj,k_proj,o_proj"})
     assert long == again != other and len(long) == 100 and RUN_NAME("run_name", long)
+    assert sweep.point_run_name("x" * 80, {"a": "b" * 17}) == "x" * 80 + "-a=" + "b" * 17  # 100 characters: kept
+    assert len(sweep.point_run_name("x" * 80, {"a": "b" * 18})) == 100  # 101: a prefix and a hash
     s = sweep.load_sweep(write(tmp_path, BASE + "grid: {alpha: [1, 1.0, 2]}\n", "tiny.yaml"))
     assert [p.run_name for p in s.points] == ["tiny-alpha=1", "tiny-alpha=2"]  # 1 and 1.0: one point
     path = write(tmp_path, BASE + "grid: {lora_targets: ['q,k', 'q k']}\n", "clash.yaml")
@@ -315,6 +320,37 @@ def test_an_interrupted_sweep_keeps_what_finished(three, outputs_root):
         three, outputs_root=outputs_root, echo=lambda _: None, executor=fake_executor(three, outputs_root, calls=calls)
     )
     assert calls == names[1:] and [r["status"] for r in rows] == ["done earlier", "done", "done"]
+
+
+def test_a_failed_points_row_names_its_own_failed_folder_and_the_command_exits_1(three, outputs_root, monkeypatch):
+    """status.json's failed_dir is the folder this attempt left (not an earlier attempt's, nor one for an
+    attempt that left none); the command exits 1 while a point failed, 0 once all are done."""
+    names, fails = [p.run_name for p in three.points], {three.points[1].run_name}
+    monkeypatch.setitem(sweep.sweep_jobs.EXECUTORS, "local", lambda *a: fake_executor(three, outputs_root, fail=fails))
+    argv = [str(three.path), "--outputs-root", str(outputs_root)]
+    assert sweep.main(argv) == 1
+    (first,) = (outputs_root / "05_train").glob(f"{names[1]}.failed-*")
+    os.utime(first, (1e9, 1e9))  # an earlier attempt's folder
+    rows = sweep.run_sweep(
+        three, outputs_root=outputs_root, echo=lambda _: None, executor=fake_executor(three, outputs_root, fail=fails)
+    )
+    assert Path(rows[1]["failed_dir"]).name == f"{names[1]}.failed-1"
+    os.utime(rows[1]["failed_dir"], (1e9, 1e9))
+    for log in (outputs_root / "sweeps" / "three" / "logs").iterdir():  # a log name has the second: not reused
+        log.unlink()
+
+    class Broken(fake_executor):
+        def start(self, point, log):
+            raise OSError("no executor")
+
+    rows = sweep.run_sweep(three, outputs_root=outputs_root, echo=lambda _: None, executor=Broken(three, outputs_root))
+    assert (
+        rows[1]["status"] == "failed"
+        and rows[1]["failed_dir"] is None
+        and rows[1]["error"].startswith("OSError: no executor")
+    )
+    fails.clear()
+    assert sweep.main(argv) == 0
 
 
 def test_a_finished_run_made_with_other_parameters_stops_the_sweep_before_it_runs(tmp_path, three, outputs_root):
@@ -507,6 +543,7 @@ def test_more_gpus_than_this_machine_has_are_refused(three, outputs_root):
         ("{gpus_per_node: -1}", r"resources.gpus_per_node=-1 must be an integer >= 0"),
         ("{timeout_min: 0}", r"resources.timeout_min=0 must be an integer >= 1"),
         ("{mem_gb: 2.5}", r"resources.mem_gb=2.5 must be an integer >= 1"),
+        ("{cpus_per_task: true}", r"resources.cpus_per_task=True must be an integer >= 1"),
         ("{partition: 'a b'}", r"resources.partition='a b' must be a Slurm partition name"),
         ("[1]", r"resources must be a mapping"),
     ],
@@ -614,6 +651,82 @@ def test_several_gpus_in_one_box_give_each_local_point_its_own():
             rf"each need {have + 1} GPUs; this machine has {have}",
         ):
             sweep.sweep_jobs.Local([], {}, {"gpus_per_node": 1}, jobs=have + 1)
+
+
+def test_local_points_on_a_box_with_gpus_each_get_their_own_and_give_them_back(tmp_path, monkeypatch):
+    """On a box whose nvidia-smi lists 4 GPUs, 2 a point: 3 points at once are refused, 2 get '0,1'
+    and '2,3' (in CUDA_VISIBLE_DEVICES), and the next point gets the GPUs of one that ended."""
+    jobs = sweep.sweep_jobs
+    monkeypatch.setattr(jobs, "_run", lambda cmd: "".join(f"GPU {g}: H200 (UUID: x)\n" for g in range(4)))
+    with pytest.raises(jobs.JobError, match=r"jobs=3 points at once with gpus_per_node=2 each need 6 GPUs"):
+        jobs.Local([], {}, {"gpus_per_node": 2}, jobs=3)
+    show = "import os; print(os.environ['CUDA_VISIBLE_DEVICES'])"
+    local, point = (
+        jobs.Local([sys.executable, "-c", show], {}, {"gpus_per_node": 2}, jobs=2),
+        SimpleNamespace(overrides={"x": 1}),
+    )
+    first, second = (local.start(point, tmp_path / f"{i}.log") for i in range(2))
+    assert [first.slot, second.slot, first.note] == ["0,1", "2,3", "on GPU 0,1"]
+    first.proc.wait()
+    assert local.end(first) == "exit code 0" and (tmp_path / "0.log").read_text() == "0,1\n"
+    third = local.start(point, tmp_path / "2.log")
+    assert third.slot == "0,1"
+    for attempt in (second, third):
+        attempt.proc.wait()
+
+
+def test_a_slurm_job_is_ended_only_in_an_end_state_and_is_submitted_with_a_day_to_run(tmp_path, monkeypatch):
+    """Unknown (no Slurm here), pending, completing: not ended, so never run twice. A submission asks for
+    one node, the partition, and a day unless the sweep says otherwise; the partitions and their GPUs
+    (summed over a node's GRES) come from sinfo; only the thread settings travel with the job."""
+    import submitit
+
+    jobs = sweep.sweep_jobs
+    assert [jobs.job_end("5", s) for s in ("UNKNOWN", "PENDING", "COMPLETING", "GONE", "TIMEOUT")] == [
+        None, None, None, "slurm job 5 ended", "slurm job 5 ended TIMEOUT"
+    ]  # fmt: skip
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    for name, out in (("sbatch", ""), ("sinfo", "gpu*|gpu:a100:4(S:0-1),gpu:v100:2\ncpu|(null)\n")):
+        (bin_ / name).write_text(f"#!/bin/sh\nprintf '{out}'\n")
+        (bin_ / name).chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_))
+    with pytest.raises(
+        jobs.JobError, match=r"partition='nope' is not a partition of this cluster; sinfo lists \['cpu', 'gpu'\]"
+    ):
+        jobs.Slurm([], {}, {"partition": "nope"}, 1)
+    with pytest.raises(
+        jobs.JobError, match=r"gpus_per_node=7 cannot be given: the most GPUs one node of partition 'gpu' has is 6"
+    ):
+        jobs.Slurm([], {}, {"partition": "gpu", "gpus_per_node": 7}, 1)
+    env = {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2", "HOME": "/x"}
+    slurm = jobs.Slurm(["cmd"], env, {"partition": "gpu", "gpus_per_node": 6}, 1)
+    assert slurm.env == {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+    asked = {}
+
+    class Executor:
+        def __init__(self, folder, cluster):
+            asked["folder"] = folder
+
+        def update_parameters(self, **kw):
+            asked.update(kw)
+
+        def submit(self, fn, cmd, log, env):
+            return type("Job", (), {"job_id": "42"})
+
+    monkeypatch.setattr(submitit, "AutoExecutor", Executor)
+    (tmp_path / "logs").mkdir()
+    attempt = slurm.start(SimpleNamespace(overrides={"x": 1}), tmp_path / "logs" / "p.20200101-000000.log")
+    assert attempt.job_id == "42" and asked == {
+        "folder": tmp_path / "jobs" / "p.20200101-000000",
+        "nodes": 1,
+        "tasks_per_node": 1,
+        "timeout_min": 24 * 60,
+        "slurm_partition": "gpu",
+        "gpus_per_node": 6,
+    }
+    jobs.Slurm(["cmd"], env, {"timeout_min": 30}, 1).start(SimpleNamespace(overrides={}), tmp_path / "logs" / "q.log")
+    assert asked["timeout_min"] == 30  # the sweep's own limit
 
 
 def test_a_slurm_job_seen_from_a_machine_without_slurm_is_never_submitted_again(

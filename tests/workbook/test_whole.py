@@ -156,3 +156,78 @@ def test_a_second_workbook_is_refused_at_once_naming_the_holder(outputs_root, ca
         == f"error: another workbook is running (pid {os.getpid()}): wait for it to finish; its finished stages are kept\n"
     )
     assert [p.name for p in outputs_root.iterdir()] == [whole.WORKBOOK_LOCK]  # no stage ran
+
+
+@pytest.fixture
+def small_workbook(tmp_path, outputs_root, monkeypatch):
+    """The workbook with a two-point sweep, notebooks that only record their call (02 raises, 03 is
+    refused), a sweep whose second point fails; returns (sweep, calls)."""
+    from arrank.workbook import sweep
+    from arrank.workbook.run import RunFailedError
+
+    path = tmp_path / "wb.yaml"
+    path.write_text("notebook: 05_train\nfixed: {profile: quick, steps: 5}\ngrid: {scheme: [indicator, fractional]}\n")
+    s, calls = sweep.load_sweep(path), []
+    monkeypatch.setattr(whole, "_sweep", lambda: s)
+
+    def run_notebook(name, overrides):
+        calls.append((name, overrides.get("train_run")))
+        if name.startswith("02"):
+            raise RunFailedError("02_rank_condition failed: boom")
+        if name.startswith("03"):
+            raise outputs.RunExistsError("run directory x exists")
+
+    def run_sweep(sw, jobs):
+        calls.append(("sweep", None))
+        return [{"run_name": p.run_name, "status": ["done", "failed"][i]} for i, p in enumerate(sw.points)]
+
+    monkeypatch.setattr(whole, "run_notebook", run_notebook)
+    monkeypatch.setattr(whole, "run_sweep", run_sweep)
+    return s, calls
+
+
+def test_finished_stages_are_skipped_and_failed_or_refused_ones_reported(small_workbook, outputs_root):
+    """--only takes stems or number prefixes (05: the sweep); a finished notebook is skipped, one that
+    fails or is refused gets FAILED with its error while the next stages still run; the sweep runs
+    while any point is unfinished, and names its failed points."""
+    s, calls = small_workbook
+    done = s.points[0]
+    for folder, params in (
+        (outputs_root / "01_de_capacity" / "wb", {}),
+        (outputs.run_path("05_train", done.run_name), done.resolved),
+    ):
+        folder.mkdir(parents=True)
+        outputs.write_results(folder, folder.parent.name, params, {}, {})
+    rows = whole.run_workbook("wb", ["01", "02", "03_", "05", "06"])
+    assert [(r["notebook"][:5], r["status"]) for r in rows] == [
+        ("01_de", "done earlier"),
+        ("02_ra", "FAILED: 02_rank_condition failed: boom"),
+        ("03_wo", "FAILED: run directory x exists"),
+        ("sweep", f"FAILED: points ['{s.points[1].run_name}'] (logs in outputs/sweeps/wb/logs/)"),
+        ("06_ev", "ran"),
+    ]
+    assert calls == [
+        ("02_rank_condition", None),
+        ("03_wordnet_data", None),
+        ("sweep", None),
+        ("06_evaluate", s.points[1].run_name),
+    ]
+
+
+def test_the_command_exits_1_on_a_failed_stage_gives_the_lock_back_and_its_summaries_never_raise(
+    small_workbook, outputs_root, monkeypatch, capsys
+):
+    assert whole.main(["--only", "02", "--run-name", "wb"]) == 1
+    assert whole.main(["--only", "02", "--run-name", "wb"]) == 1  # the lock was given back
+    assert "02_rank_condition: FAILED: 02_rank_condition failed: boom" in capsys.readouterr().err
+
+    def broken():
+        raise ValueError("no runs")
+
+    monkeypatch.setattr(whole, "_table1_runs", broken)
+    (folder := outputs_root / "07_de_ce_baselines" / "wb").mkdir(parents=True)
+    (folder / "results.json").write_text("{")
+    assert whole.table1_summary() == "(no Table 1 summary: ValueError: no runs)"
+    text = whole.findings_summary("wb")
+    assert "Table 1 findings: not available (ValueError: no runs)" in text
+    assert "Figure 3 findings: not available (" in text and "results.json is damaged (not JSON" in text

@@ -1,0 +1,45 @@
+"""plots: the per-rank reading's words follow its numbers; the figures draw the numbers they are given."""
+
+import json
+
+import pandas as pd
+
+from arrank.evaluation import evaluate, plots
+
+
+def test_a_rise_is_within_the_error_bars_unless_it_exceeds_both_and_a_tie_is_no_rise():
+    curve = pd.DataFrame(
+        {"mean": [-2.0, -1.5, -1.5, -5.0], "sem": [0.2, 0.4, 0.1, 0.1], "count": [9, 5, 4, 9]},
+        index=["1", "2", "3", "negative"],
+    ).assign(mean_predicted_rank=[1.5, 1.0, 3.0, 4.0])
+    text = plots.per_rank_reading(curve)
+    assert "The mean rises with the rank at 1→2 (within the error bars; 5 queries have rank 2). " in text
+    assert "beyond" in plots.per_rank_reading(curve.assign(sem=[0.2, 0.25, 0.1, 0.1]))
+
+
+def test_recall_bars_are_percent_and_leave_out_what_was_not_measured():
+    fig = plots.recall_figure({"model": {"cvr": 0.1, "recall@1": 0.25, "recall@2": None, "recall@3": 0.5}})
+    assert fig.data[0].x == ("R@1", "R@3") and fig.data[0].y == (25.0, 50.0)
+
+
+RECORDS = [{"query": "a", "relevant": ["x", "y"], "negative": "n", "scores": {"x": -1.0, "y": -2.0, "n": -1.5}}]
+
+
+def test_violations_colour_the_gold_rank_from_1_and_mark_the_negatives_own_score():
+    fig = plots.violations_figure(RECORDS, pd.DataFrame({"query": ["a"]}))
+    assert fig.data[0].marker.color == (1, 2) and fig.data[0].x == (-1.0, -2.0)
+    assert fig.data[1].x == (-1.5,) and fig.data[1].text == ("n",)
+
+
+def test_a_06_run_that_recorded_its_model_is_titled_with_it(tmp_path):
+    trained = tmp_path / "05_train" / "frac"
+    trained.mkdir(parents=True)
+    (trained / "results.json").write_text(
+        json.dumps({"params": {"profile": "quick", "model_name": "tiny", "steps": 9}})
+    )
+    run = tmp_path / "06_evaluate" / "e"
+    run.mkdir(parents=True)
+    evaluate.scores_frame(RECORDS).to_parquet(run / "per_query_scores.parquet")
+    metrics = {"n_queries": 1, "source": str(trained), "model_name": "smollm2-135m", "steps": 7}
+    (run / "results.json").write_text(json.dumps({"metrics": metrics}))
+    assert "frac: smollm2-135m, 7 steps, 1 held-out queries" in plots.per_rank_from_run(run)[1].layout.title.text
