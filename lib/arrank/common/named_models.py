@@ -71,8 +71,7 @@ def model_kind(value: str) -> str:
             f"model_name={shown(value)} is a file but not a .gguf file; give a model folder "
             "(config.json + safetensors) or a .gguf file"
         )
-    looks_like_path = value.startswith((".", "/", "~")) or value.count("/") > 1 or "\\" in value
-    if HUB_ID.fullmatch(value) and not looks_like_path:
+    if HUB_ID.fullmatch(value):  # owner/name, never a path's ./, /, ~ or a second slash
         return "hub"
     raise ValueError(
         f"model_name={shown(value)} is neither a known name {known_names()}, a hub id "
