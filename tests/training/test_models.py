@@ -41,6 +41,10 @@ def test_numeric_docids_format():
 
 def test_saved_model_embeddings_and_docid_rank(tok, tmp_path):
     model = models.build_tiny_model(len(tok), hidden=16, layers=1, heads=2, intermediate=32, tokenizer=tok)
+    ids = {f"{r}_token_id": getattr(tok, f"{r}_token_id") for r in ("pad", "bos", "eos")}
+    assert {k: getattr(model.config, k) for k in ids} == ids and None not in ids.values()
+    assert not model.config.tie_word_embeddings  # E is its own matrix, not the input embeddings
+    assert model.get_output_embeddings().weight.data_ptr() != model.get_input_embeddings().weight.data_ptr()
     model.save_pretrained(tmp_path / "m")
     E = models.output_embeddings(model)
     assert E.shape == (len(tok), 16)
@@ -48,6 +52,37 @@ def test_saved_model_embeddings_and_docid_rank(tok, tmp_path):
     ids = theory.docid_token_ids(tok, docids.random_numeric_docids(200, seed=1))
     info = theory.docid_token_rank(E, ids)
     assert info["rank_e_prime"] == min(len(ids), 17)  # rank([E 1]) of a random E: min(|V_docids|, n + 1)
+
+
+def test_a_saved_run_model_loads_pads_with_eos_and_is_refused_when_damaged(tok, tmp_path):
+    """A model notebook 05 saved (``save_atomic``) loads back with the same weights; a tokenizer without
+    a pad token pads with its EOS; a weights file that no longer matches its manifest is refused."""
+    import copy
+
+    import torch
+
+    model = models.build_tiny_model(len(tok), hidden=16, layers=1, heads=2, intermediate=32, tokenizer=tok)
+    no_pad = copy.deepcopy(tok)
+    no_pad.pad_token = None
+    folder = models.save_atomic(model, no_pad, tmp_path / "run" / "model")
+    loaded, loaded_tok = models.load_model(folder)
+    assert all(map(torch.equal, loaded.parameters(), model.parameters()))
+    assert loaded_tok.pad_token_id == loaded_tok.eos_token_id == tok.eos_token_id
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-64] + bytes(64))  # same size, other numbers
+    with pytest.raises(ValueError, match=rf"^the saved model {folder} is damaged: model.safetensors does not match"):
+        models.load_model(folder)
+
+
+def test_lora_takes_the_named_modules_and_alpha(tok):
+    """``target_modules`` as a comma-separated list (spaces allowed) adapts exactly those; the LoRA
+    scaling is alpha / r (here 8 / 2)."""
+    model = models.build_tiny_model(len(tok), hidden=16, layers=2, heads=2, intermediate=32, tokenizer=tok)
+    lora = models.add_lora(model, "transformers", 2, 8, 0.0, "q_proj, v_proj")
+    adapted = {n.rsplit(".", 1)[-1]: m for n, m in lora.named_modules() if hasattr(m, "lora_A")}
+    names = [n for n, m in lora.named_modules() if hasattr(m, "lora_A")]
+    assert set(adapted) == {"q_proj", "v_proj"} and len(names) == 4  # both, in each of the 2 layers
+    assert all(m.scaling["default"] == 4.0 for m in adapted.values())
 
 
 def test_load_embeddings_errors(tmp_path):
@@ -118,6 +153,9 @@ def test_load_model_has_one_loader_for_every_kind_and_builds_tiny_from_the_table
     texts = list(df["prompt"]) + ["canine.n.02", "carnivore.n.01", "feline.n.01", "zinc_blende.n.01"]
     again, _ = models.tiny_model_and_tokenizer(texts, 300, seed=3)
     assert len(list((tmp_path / "cache" / "tiny").iterdir())) == 1  # the same texts, sizes and seed: one folder
+    other, _ = models.tiny_model_and_tokenizer(texts, 300, seed=4)  # another seed: its own folder and weights
+    assert len(list((tmp_path / "cache" / "tiny").iterdir())) == 2
+    assert not torch.equal(other.lm_head.weight, model.lm_head.weight)
     assert model.config.vocab_size == len(tok) <= 300 and all(
         map(torch.equal, *(m.parameters() for m in (model, again)))
     )

@@ -347,6 +347,10 @@ def test_unsloth_cpu_fallback_is_an_explicit_opt_in(monkeypatch):
         pytest.skip("this machine has CUDA")
     monkeypatch.setenv("UNSLOTH_FORCE_CPU", "1")
     assert models.unsloth_cpu_opt_in() and models.resolve_backend("auto") == "transformers"
+    real = importlib.util.find_spec
+    with monkeypatch.context() as m:  # even where unsloth is installed, 'auto' takes it only with CUDA
+        m.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "unsloth" else real(name, *a))
+        assert models.resolve_backend("auto") == "transformers"
     if importlib.util.find_spec("unsloth") is None:
         with pytest.raises(RuntimeError, match="unsloth is not installed"):
             models.resolve_backend("unsloth")
