@@ -26,8 +26,21 @@ def test_docid_token_ids_include_eos(tok):
     ids = theory.docid_token_ids(tok, ["deer.n.01"])
     assert tok.eos_token_id in ids and ids == sorted(ids)
     assert tok.eos_token_id not in theory.docid_token_ids(tok, ["deer.n.01"], with_eos=False)
-    with pytest.raises(ValueError, match="vocab_size=3 must be an integer > 4"):
-        tokenizer.train_bpe(TEXTS, 3)
+    for bad in (3, 4, 300.0, True):  # the 4 special tokens count: at least one learnt token more
+        with pytest.raises(ValueError, match=rf"^vocab_size={bad!r} must be an integer > 4$"):
+            tokenizer.train_bpe(TEXTS, bad)
+
+
+def test_bpe_special_tokens_and_pre_tokens():
+    """pad, bos, eos, unk are ids 0-3; an unseen character is unk, not dropped; trained on prompts,
+    no token spans whitespace, so a docID inside a prompt keeps the tokens it has alone."""
+    tok = tokenizer.train_bpe(["query: dog.n.01 answer: deer.n.01"] * 50 + TEXTS, vocab_size=300)
+    assert [tok.pad_token, tok.bos_token, tok.eos_token, tok.unk_token] == list(tokenizer.SPECIAL_TOKENS)
+    assert [tok.pad_token_id, tok.bos_token_id, tok.eos_token_id, tok.unk_token_id] == [0, 1, 2, 3]
+    assert tok("Ü", add_special_tokens=False)["input_ids"] == [tok.unk_token_id]
+    assert not [t for t in tok.get_vocab() if " " in t or "Ġ" in t]
+    alone = tok("deer.n.01", add_special_tokens=False)["input_ids"]
+    assert tok("query: dog.n.01 answer: deer.n.01", add_special_tokens=False)["input_ids"][-len(alone) :] == alone
 
 
 def test_numeric_docids_format():
