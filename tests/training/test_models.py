@@ -79,7 +79,7 @@ def test_a_saved_run_model_loads_pads_with_eos_and_is_refused_when_damaged(tok, 
     no_pad.pad_token = None
     folder = models.save_atomic(model, no_pad, tmp_path / "run" / "model")
     loaded, loaded_tok = models.load_model(folder)
-    assert all(map(torch.equal, loaded.parameters(), model.parameters()))
+    assert all(torch.equal(a.cpu(), b) for a, b in zip(loaded.parameters(), model.parameters()))  # a GPU loads onto it
     assert loaded_tok.pad_token_id == loaded_tok.eos_token_id == tok.eos_token_id
     weights = folder / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:-64] + bytes(64))  # same size, other numbers
