@@ -159,6 +159,20 @@ def test_train_refuses_bad_arguments_and_zero_steps_train_nothing(tmp_path):
     assert log.empty and list(log.columns) == ["step", "loss", "learning_rate", "grad_norm"] and not ckpt.exists()
 
 
+def test_every_hyper_parameter_reaches_the_trainer(tmp_path):
+    """``training_arguments`` hands each training hyper-parameter to the Trainer, and the run's seed
+    to both its model seed and its data order (uniform sampling's shuffle)."""
+    hyper = {
+        **HYPER, "lr": 3e-4, "warmup_steps": 7, "weight_decay": 0.05, "max_grad_norm": 0.3, "steps": 90,
+        "batch_size": 5, "grad_accum": 4, "logging_steps": 6, "save_steps": 30, "lr_schedule": "constant",
+    }  # fmt: skip
+    a = train.training_arguments(tmp_path, hyper, seed=11, use_cpu=True)
+    got = (a.learning_rate, a.warmup_steps, a.weight_decay, a.max_grad_norm, a.max_steps)
+    assert got == (3e-4, 7, 0.05, 0.3, 90) and (a.per_device_train_batch_size, a.gradient_accumulation_steps) == (5, 4)
+    assert (a.logging_steps, a.save_steps, a.seed, a.data_seed) == (6, 30, 11, 11)
+    assert a.lr_scheduler_type.value == "constant_with_warmup" and a.output_dir == str(tmp_path)
+
+
 def test_adafactor_is_appendix_b(tmp_path):
     """Adafactor of Appendix B: beta1 = 0.9, the given fixed learning rate, no relative step or
     parameter scaling, no weight decay, over the trainable parameters only."""
