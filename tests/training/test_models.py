@@ -154,6 +154,11 @@ def test_load_model_has_one_loader_for_every_kind_and_builds_tiny_from_the_table
     (tmp_path / "m.gguf").write_bytes(b"")
     names = ["tiny", "paper", "smollm2-135m", "owner/name", str(tmp_path), str(tmp_path / "m.gguf")]
     assert set(models.LOADERS) == {named_models.model_kind(n) for n in names} | {"trained"}
+    # what is loaded: an alias's hub id (the paper's model, section 5.1), a hub id or folder as given
+    got = [models.resolve_model(n) for n in ("paper", "owner/name", str(tmp_path))]
+    assert got == ["mistralai/Mistral-7B-Instruct-v0.3", "owner/name", str(tmp_path)]
+    with pytest.raises(ValueError, match="model_name='tiny' is built, not loaded"):
+        models.resolve_model("tiny")
     monkeypatch.setattr(paths, "CACHE", tmp_path / "cache")
     df = pd.DataFrame(
         {
