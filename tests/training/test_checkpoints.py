@@ -200,11 +200,10 @@ def small_disk(tmp_path):
 def _fill(folder):
     """Write a filler file until the file system is full (ENOSPC); returns it."""
     filler = folder / "filler"
-    with open(filler, "wb") as fh:
+    with open(filler, "wb", buffering=0) as fh:  # unbuffered: closing has nothing left to flush onto the full disk
         try:
             while True:
                 fh.write(bytes(64 << 10))
-                fh.flush()
         except OSError:
             pass
     return filler
@@ -212,14 +211,14 @@ def _fill(folder):
 
 def test_a_full_disk_cuts_a_save_short_and_the_rerun_resumes_from_the_last_good_checkpoint(data, small_disk, capsys):
     """On a full disk a checkpoint written in place held only config.json, and every
-    rerun failed ('Can't find a valid checkpoint'). Now the disk fills after the step-2
-    checkpoint; the step-4 save fails and is never sealed, checkpoint-2 stays whole; once space
-    is free, the rerun sets the cut-short save aside and resumes from step 2."""
+    rerun failed ('Can't find a valid checkpoint'). Now the disk fills after the step-4
+    checkpoint; the step-6 save fails and is never sealed, checkpoints 2 and 4 stay whole; once space
+    is free, the rerun sets the cut-short save aside and resumes from the newest good one, step 4."""
     from transformers import TrainerCallback
 
     class FillAfterFirstSave(TrainerCallback):
         def on_save(self, args, state, control, **kw):
-            if state.global_step == 2:
+            if state.global_step == 4:
                 _fill(small_disk)
 
     df, texts = data
@@ -230,22 +229,75 @@ def test_a_full_disk_cuts_a_save_short_and_the_rerun_resumes_from_the_last_good_
     with pytest.raises(OSError) as err:
         train.train(model, tok, items, HYPER, folder, callbacks=[FillAfterFirstSave()], record=PARAMS)
     assert str(err.value) == (
-        f"[Errno 28] no space left on the device while writing checkpoint 4 in "
-        f"{folder / 'checkpoint-4'}: free space (or set ARRANK_OUTPUTS to a larger "
-        "disk), then run the same command again; it resumes from checkpoint-2"
+        f"[Errno 28] no space left on the device while writing checkpoint 6 in "
+        f"{folder / 'checkpoint-6'}: free space (or set ARRANK_OUTPUTS to a larger "
+        "disk), then run the same command again; it resumes from checkpoint-4"
     )
-    assert [p.name for p in ckpt.checkpoints(folder)] == ["checkpoint-2", "checkpoint-4"]
-    assert ckpt.problem(folder / "checkpoint-2") is None and "no manifest" in ckpt.problem(folder / "checkpoint-4")
+    assert [p.name for p in ckpt.checkpoints(folder)] == ["checkpoint-2", "checkpoint-4", "checkpoint-6"]
+    assert ckpt.problem(folder / "checkpoint-4") is None and "no manifest" in ckpt.problem(folder / "checkpoint-6")
 
     (small_disk / "filler").unlink()  # space is free again
     capsys.readouterr()
-    assert train.resume_point(folder, PARAMS) == 2
+    assert train.resume_point(folder, PARAMS) == 4
     said = capsys.readouterr().out
-    assert "has no manifest.json (cut short" in said and "set aside as broken-checkpoint-4-" in said
+    assert "has no manifest.json (cut short" in said and "set aside as broken-checkpoint-6-" in said
     model, tok = _tiny(texts)
     steps = _Steps()
     log = train.train(model, tok, items, HYPER, folder, callbacks=[steps])
-    assert steps.seen == [3, 4, 5, 6, 7] and list(log["step"]) == list(range(1, 8)) and not folder.exists()
+    assert steps.seen == [5, 6, 7] and list(log["step"]) == list(range(1, 8)) and not folder.exists()
+
+
+def _saved(folder, step, seal=True):
+    """A checkpoint folder as the Trainer leaves it (one file), sealed by ``commit`` or cut short."""
+    path = folder / f"checkpoint-{step}"
+    path.mkdir(parents=True)
+    (path / "trainer_state.json").write_text(f'{{"global_step": {step}}}')
+    return ckpt.commit(path) if seal else path
+
+
+def test_checkpoints_are_ordered_by_step_and_only_the_newest_two_are_kept(tmp_path):
+    """Step order, not name order (checkpoint-10 after checkpoint-9); neither a file nor another name
+    counts; sealing checkpoint-10 removes checkpoint-8 and keeps 9 and 10."""
+    for step in (8, 9):
+        _saved(tmp_path, step)
+    (tmp_path / "checkpoint-11").write_text("")  # a file
+    (tmp_path / "checkpoint-12.tmp").mkdir()  # not checkpoint-N
+    assert [p.name for p in ckpt.checkpoints(tmp_path)] == ["checkpoint-8", "checkpoint-9"]
+    _saved(tmp_path, 10)
+    assert [p.name for p in ckpt.checkpoints(tmp_path)] == ["checkpoint-9", "checkpoint-10"]
+    assert ckpt.usable_checkpoint(tmp_path) == tmp_path / "checkpoint-10"
+
+
+def test_only_the_tidying_process_sets_a_failing_checkpoint_aside(tmp_path):
+    """Processes other than process 0 (``tidy=False``) skip a cut-short save but leave it in place."""
+    _saved(tmp_path, 2)
+    _saved(tmp_path, 4, seal=False)
+    assert ckpt.usable_checkpoint(tmp_path, tidy=False) == tmp_path / "checkpoint-2"
+    assert (tmp_path / "checkpoint-4").is_dir() and not list(tmp_path.glob("broken-*"))
+    assert ckpt.usable_checkpoint(tmp_path, tidy=True) == tmp_path / "checkpoint-2"
+    assert not (tmp_path / "checkpoint-4").exists() and len(list(tmp_path.glob("broken-checkpoint-4-*"))) == 1
+
+
+def test_a_finished_runs_set_aside_checkpoints_are_kept_beside_it_under_its_name(tmp_path):
+    folder = tmp_path / ".checkpoints-myrun"
+    (folder / "broken-checkpoint-4-x").mkdir(parents=True)
+    _saved(folder, 6)
+    ckpt.remove(folder)
+    assert not folder.exists() and [p.name for p in tmp_path.iterdir()] == ["broken-checkpoint-4-x.myrun"]
+
+
+@pytest.mark.parametrize(
+    "loss, norm, said",
+    [
+        (float("inf"), 1.0, "loss inf"),
+        (1.0, float("inf"), "gradient norm inf"),
+        (1.0, float("nan"), "gradient norm nan"),
+    ],
+)
+def test_an_infinite_loss_or_a_non_finite_gradient_norm_stops_training(tmp_path, loss, norm, said):
+    with pytest.raises(ckpt.NonFiniteTrainingError, match=rf"^training stopped at step 3: {said} \(not a finite"):
+        ckpt.refuse_non_finite(loss, norm, 3, tmp_path)
+    ckpt.refuse_non_finite(2.5, None, 3, tmp_path)  # finite, no norm logged: trains on
 
 
 def test_a_full_disk_is_recognised_in_safetensors_words_too():

@@ -26,8 +26,21 @@ def test_docid_token_ids_include_eos(tok):
     ids = theory.docid_token_ids(tok, ["deer.n.01"])
     assert tok.eos_token_id in ids and ids == sorted(ids)
     assert tok.eos_token_id not in theory.docid_token_ids(tok, ["deer.n.01"], with_eos=False)
-    with pytest.raises(ValueError, match="vocab_size=3 must be an integer > 4"):
-        tokenizer.train_bpe(TEXTS, 3)
+    for bad in (3, 4, 300.0, True):  # the 4 special tokens count: at least one learnt token more
+        with pytest.raises(ValueError, match=rf"^vocab_size={bad!r} must be an integer > 4$"):
+            tokenizer.train_bpe(TEXTS, bad)
+
+
+def test_bpe_special_tokens_and_pre_tokens():
+    """pad, bos, eos, unk are ids 0-3; an unseen character is unk, not dropped; trained on prompts,
+    no token spans whitespace, so a docID inside a prompt keeps the tokens it has alone."""
+    tok = tokenizer.train_bpe(["query: dog.n.01 answer: deer.n.01"] * 50 + TEXTS, vocab_size=300)
+    assert [tok.pad_token, tok.bos_token, tok.eos_token, tok.unk_token] == list(tokenizer.SPECIAL_TOKENS)
+    assert [tok.pad_token_id, tok.bos_token_id, tok.eos_token_id, tok.unk_token_id] == [0, 1, 2, 3]
+    assert tok("Ü", add_special_tokens=False)["input_ids"] == [tok.unk_token_id]
+    assert not [t for t in tok.get_vocab() if " " in t or "Ġ" in t]
+    alone = tok("deer.n.01", add_special_tokens=False)["input_ids"]
+    assert tok("query: dog.n.01 answer: deer.n.01", add_special_tokens=False)["input_ids"][-len(alone) :] == alone
 
 
 def test_numeric_docids_format():
@@ -41,6 +54,10 @@ def test_numeric_docids_format():
 
 def test_saved_model_embeddings_and_docid_rank(tok, tmp_path):
     model = models.build_tiny_model(len(tok), hidden=16, layers=1, heads=2, intermediate=32, tokenizer=tok)
+    ids = {f"{r}_token_id": getattr(tok, f"{r}_token_id") for r in ("pad", "bos", "eos")}
+    assert {k: getattr(model.config, k) for k in ids} == ids and None not in ids.values()
+    assert not model.config.tie_word_embeddings  # E is its own matrix, not the input embeddings
+    assert model.get_output_embeddings().weight.data_ptr() != model.get_input_embeddings().weight.data_ptr()
     model.save_pretrained(tmp_path / "m")
     E = models.output_embeddings(model)
     assert E.shape == (len(tok), 16)
@@ -48,6 +65,37 @@ def test_saved_model_embeddings_and_docid_rank(tok, tmp_path):
     ids = theory.docid_token_ids(tok, docids.random_numeric_docids(200, seed=1))
     info = theory.docid_token_rank(E, ids)
     assert info["rank_e_prime"] == min(len(ids), 17)  # rank([E 1]) of a random E: min(|V_docids|, n + 1)
+
+
+def test_a_saved_run_model_loads_pads_with_eos_and_is_refused_when_damaged(tok, tmp_path):
+    """A model notebook 05 saved (``save_atomic``) loads back with the same weights; a tokenizer without
+    a pad token pads with its EOS; a weights file that no longer matches its manifest is refused."""
+    import copy
+
+    import torch
+
+    model = models.build_tiny_model(len(tok), hidden=16, layers=1, heads=2, intermediate=32, tokenizer=tok)
+    no_pad = copy.deepcopy(tok)
+    no_pad.pad_token = None
+    folder = models.save_atomic(model, no_pad, tmp_path / "run" / "model")
+    loaded, loaded_tok = models.load_model(folder)
+    assert all(torch.equal(a.cpu(), b) for a, b in zip(loaded.parameters(), model.parameters()))  # a GPU loads onto it
+    assert loaded_tok.pad_token_id == loaded_tok.eos_token_id == tok.eos_token_id
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-64] + bytes(64))  # same size, other numbers
+    with pytest.raises(ValueError, match=rf"^the saved model {folder} is damaged: model.safetensors does not match"):
+        models.load_model(folder)
+
+
+def test_lora_takes_the_named_modules_and_alpha(tok):
+    """``target_modules`` as a comma-separated list (spaces allowed) adapts exactly those; the LoRA
+    scaling is alpha / r (here 8 / 2)."""
+    model = models.build_tiny_model(len(tok), hidden=16, layers=2, heads=2, intermediate=32, tokenizer=tok)
+    lora = models.add_lora(model, "transformers", 2, 8, 0.0, "q_proj, v_proj")
+    adapted = {n.rsplit(".", 1)[-1]: m for n, m in lora.named_modules() if hasattr(m, "lora_A")}
+    names = [n for n, m in lora.named_modules() if hasattr(m, "lora_A")]
+    assert set(adapted) == {"q_proj", "v_proj"} and len(names) == 4  # both, in each of the 2 layers
+    assert all(m.scaling["default"] == 4.0 for m in adapted.values())
 
 
 def test_load_embeddings_errors(tmp_path):
@@ -106,6 +154,11 @@ def test_load_model_has_one_loader_for_every_kind_and_builds_tiny_from_the_table
     (tmp_path / "m.gguf").write_bytes(b"")
     names = ["tiny", "paper", "smollm2-135m", "owner/name", str(tmp_path), str(tmp_path / "m.gguf")]
     assert set(models.LOADERS) == {named_models.model_kind(n) for n in names} | {"trained"}
+    # what is loaded: an alias's hub id (the paper's model, section 5.1), a hub id or folder as given
+    got = [models.resolve_model(n) for n in ("paper", "owner/name", str(tmp_path))]
+    assert got == ["mistralai/Mistral-7B-Instruct-v0.3", "owner/name", str(tmp_path)]
+    with pytest.raises(ValueError, match="model_name='tiny' is built, not loaded"):
+        models.resolve_model("tiny")
     monkeypatch.setattr(paths, "CACHE", tmp_path / "cache")
     df = pd.DataFrame(
         {
@@ -118,6 +171,9 @@ def test_load_model_has_one_loader_for_every_kind_and_builds_tiny_from_the_table
     texts = list(df["prompt"]) + ["canine.n.02", "carnivore.n.01", "feline.n.01", "zinc_blende.n.01"]
     again, _ = models.tiny_model_and_tokenizer(texts, 300, seed=3)
     assert len(list((tmp_path / "cache" / "tiny").iterdir())) == 1  # the same texts, sizes and seed: one folder
+    other, _ = models.tiny_model_and_tokenizer(texts, 300, seed=4)  # another seed: its own folder and weights
+    assert len(list((tmp_path / "cache" / "tiny").iterdir())) == 2
+    assert not torch.equal(other.lm_head.weight, model.lm_head.weight)
     assert model.config.vocab_size == len(tok) <= 300 and all(
         map(torch.equal, *(m.parameters() for m in (model, again)))
     )

@@ -118,3 +118,54 @@ def test_bf16_loss_and_gradients_agree_with_fp32_relative_to_their_scale(data):
     assert abs(loss16 - loss32) <= 1e-2 * abs(loss32)
     d = _close(g16, g32, 5e-2)
     assert d > 0  # bf16 really ran (the same numbers would mean autocast did nothing)
+
+
+def test_float32_head_computes_in_float32_with_the_bias():
+    """A bf16 hidden state through a head with a bias, under bf16 autocast: float32 logits equal to
+    the float32 product of the same (bf16-valued) inputs, bias included."""
+    from arrank.training.supervised_head import float32_head
+
+    torch.manual_seed(0)
+    head = torch.nn.Linear(8, 5, bias=True)
+    hidden = torch.randn(3, 8).to(torch.bfloat16)
+    with precision.autocast("bf16"):
+        got = float32_head(head, hidden)
+    want = hidden.float() @ head.weight.detach().T + head.bias.detach()
+    assert got.dtype == torch.float32 and torch.allclose(got, want, atol=1e-6)
+
+
+def test_head_at_on_a_head_of_another_class_with_a_hook_and_its_refusals(data):
+    """A head that is not a plain ``nn.Linear`` runs its class's forward, through a forward an
+    accelerate-style hook put on the instance (restored after the block); bad ``rows``, hidden states
+    that are not (batch, positions, hidden) and a model without a head are refused, naming them."""
+    import copy
+
+    _, base, _ = data
+    model = copy.deepcopy(base)
+    plain = output_head(model)
+    model.lm_head = type("Head", (torch.nn.Linear,), {})(plain.in_features, plain.out_features, bias=False)
+    model.lm_head.weight = plain.weight
+    ids, rows = torch.tensor([[5, 6, 7, 8]]), (torch.tensor([0, 0]), torch.tensor([1, 3]))
+    with torch.no_grad():
+        want = base(input_ids=ids).logits[0, [1, 3]]
+        with head_at(model, rows):  # no hook: the class's forward, not the override again
+            assert torch.allclose(model(input_ids=ids).logits, want, atol=1e-6)
+        calls = []
+
+        def hook(hidden, _head=model.lm_head):
+            calls.append(tuple(hidden.shape))
+            return type(_head).forward(_head, hidden)
+
+        model.lm_head.forward = hook
+        with head_at(model, rows):
+            assert torch.allclose(model(input_ids=ids).logits, want, atol=1e-6)
+            with pytest.raises(ValueError, match=r"shape \(2, 32\), expected \(batch, positions, hidden\)"):
+                model.lm_head(torch.zeros(2, 32))
+    assert calls == [(2, 32)] and model.lm_head.__dict__["forward"] is hook  # the hook ran, and is back
+    for bad in [(torch.tensor([0, 0]), torch.tensor([1])), (torch.tensor([[0]]), torch.tensor([[1]]))]:
+        with pytest.raises(ValueError, match=r"two 1-D index tensors of equal length \(row, position\), got \["):
+            with head_at(model, bad):
+                pass
+    encoder = type("Encoder", (torch.nn.Module,), {"get_output_embeddings": lambda self: None})()
+    with pytest.raises(ValueError, match=r"^Encoder has no output embedding \(lm_head\) to apply$"):
+        output_head(encoder)

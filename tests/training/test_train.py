@@ -1,6 +1,7 @@
 """Training with STOICaL on a really trained tiny model: items, collator, loss decrease, resume."""
 
 import importlib.util
+import math
 
 import pytest
 import torch
@@ -8,6 +9,7 @@ from tiny_setup import tiny_model as _tiny
 
 from arrank.common.params import ParamError
 from arrank.training import checkpoints, models, train
+from arrank.training.tokenizer import train_bpe
 
 pytestmark = pytest.mark.slow  # trains a model or runs notebooks / kernels / sweeps
 
@@ -34,19 +36,29 @@ def test_items_per_scheme(data):
     assert all(abs(i["weight"] - 1 / i["rank"] ** 2) < 1e-12 for i in every)
     step = train.training_items(df, tok, "stepwise")
     assert all(i["start"] + len(i["targets"]) == len(i["input_ids"]) for i in step)
+    # trie targets (section 4.2) follow each item's own docID: one step per token, each giving it mass
+    coarse = train_bpe(texts, 80)  # a BPE of 80 tokens splits docIDs (the tiny one keeps most whole)
+    for i in train.training_items(df, coarse, "fractional", alpha=1.0, targets="trie", beta=1.0):
+        path = i["input_ids"][i["start"] :]
+        assert len(i["targets"]) == len(path) and all(dict(y).get(t, 0) > 0 for y, t in zip(i["targets"], path))
 
 
 def test_collate_masks_the_prompt(data):
     df, texts = data
-    _, tok = _tiny(texts)
+    model, tok = _tiny(texts)
     items = train.training_items(df, tok, "fractional", alpha=1.0, targets="trie", beta=2.0)[:5]
     batch = train.collate(items, tok.pad_token_id)
     for b, item in enumerate(items):
         supervised = batch["target_mass"][b].sum(-1)
         assert torch.allclose(supervised[item["start"] : len(item["input_ids"])], torch.ones(len(item["targets"])))
         assert supervised[: item["start"]].sum() == 0 and supervised[len(item["input_ids"]) :].sum() == 0
+    assert batch["attention_mask"].sum(1).tolist() == [len(i["input_ids"]) for i in items]  # no pad attended
     assert torch.allclose(batch["item_weight"], torch.tensor([i["weight"] for i in items]))
     assert torch.all(train.collate(items, tok.pad_token_id, weighted_sampling=True)["item_weight"] == 1)
+    one = [i for i in items if i["query"] == items[-1]["query"]]  # one query's items share its whole prompt
+    assert len(one) > 1 and train.shared_opening(model, one) == one[0]["start"] - 1 >= 8  # its last token kept
+    model.gradient_checkpointing_enable()  # no decoder cache: the opening is not run once, none recorded
+    assert train.shared_opening(model, one) == 0
 
 
 def test_twenty_steps_lower_the_loss(data, tmp_path):
@@ -67,11 +79,13 @@ def test_queries_seen_replays_what_training_draws(data, tmp_path, monkeypatch, p
     df, texts = data
     model, tok = _tiny(texts)
     items = train.training_items(df, tok, "fractional", alpha=1.0)
-    seen = []
+    seen, scales = [], set()
     for name in ("collate", "collate_packed"):
         real = getattr(train, name)
         monkeypatch.setattr(
-            train, name, lambda b, *a, _real=real, **k: (seen.extend(x["query"] for x in b), _real(b, *a, **k))[1]
+            train,
+            name,
+            lambda b, *a, _real=real, **k: (seen.extend(x["query"] for x in b), scales.add(a[1]), _real(b, *a, **k))[2],
         )
     n_sequences = len(train.pack_items(items, HYPER["max_length"])) if packing == "per_query" else len(items)
     batch = train.packed_batch_size(16, items, n_sequences, True) if packing == "per_query" else 16
@@ -83,6 +97,8 @@ def test_queries_seen_replays_what_training_draws(data, tmp_path, monkeypatch, p
     counted = train.queries_seen(items, hyper, 3, "weighted", packing)
     assert counted == {"sequences": len(drawn), "queries": len(set(seen[: len(drawn)]))}
     assert train.queries_seen(items, hyper, 3, "uniform", packing) is None
+    if packing == "per_query":  # weighted draws: block weights are scaled by c, the mean summed lambda of a sequence
+        assert list(scales) == [pytest.approx(sum(i["weight"] for i in items) / n_sequences)]
 
 
 def test_a_step_larger_than_the_training_data_is_refused_naming_what_fits():
@@ -103,6 +119,8 @@ def test_a_step_larger_than_the_training_data_is_refused_naming_what_fits():
     ):
         train.training_dataset(items, {**hyper, "batch_size": 5}, "none", True)
     packed = {**hyper, "grad_accum": 1, "batch_size": 6}  # weighted: round(6 x 4 / sum of lambda 5.44) = 4 sequences
+    assert train.packed_batch_size(8, items, 4, True) == 6  # 8 x 4 / 5.44 = 5.88, rounded
+    assert [train.packed_batch_size(b, items, 4, False) for b in (1, 5)] == [1, 2]  # b x mean lambda x 4 / 5.44 = b / 3
     train.training_dataset(items, packed, "per_query", True)
     with pytest.raises(ParamError, match=r"= 7 items a step, 5 sequences packed per query, more than the 4 training "
                        r"sequences \(12 items\): .* give -p batch_size 6 or less with grad_accum 1$"):  # fmt: skip
@@ -123,6 +141,48 @@ def test_train_refuses_a_step_larger_than_the_data_and_leaves_no_checkpoints_fol
     with pytest.raises(ParamError, match=rf"^batch_size={len(items) + 1} x grad_accum=1 = .* \(one epoch\)"):
         train.train(model, tok, items, hyper, tmp_path / "ckpt", packing="none", record={"steps": 20})
     assert not (tmp_path / "ckpt").exists()
+
+
+def test_train_refuses_bad_arguments_and_zero_steps_train_nothing(tmp_path):
+    """A sampling, a precision or an empty item list ``train`` cannot take is refused naming it, before
+    any model or folder is touched; ``steps = 0`` returns an empty log and removes an earlier start's
+    checkpoints (nothing to resume)."""
+    ckpt, item = tmp_path / "ckpt", {"input_ids": [5, 1, 2], "start": 1, "targets": [[(1, 1.0)], [(2, 1.0)]]}
+    for kw, match in [({"sampling": "bogus"}, "bogus"), ({"precision": "fp16"}, "fp16")]:
+        with pytest.raises(ValueError, match=match):
+            train.train(None, None, [item], HYPER, ckpt, **kw)
+    with pytest.raises(ValueError, match="no training items"):
+        train.train(None, None, [], HYPER, ckpt)
+    assert not ckpt.exists()
+    (ckpt / "checkpoint-5").mkdir(parents=True)
+    log = train.train(None, None, [item], {**HYPER, "steps": 0}, ckpt)
+    assert log.empty and list(log.columns) == ["step", "loss", "learning_rate", "grad_norm"] and not ckpt.exists()
+
+
+def test_every_hyper_parameter_reaches_the_trainer(tmp_path):
+    """``training_arguments`` hands each training hyper-parameter to the Trainer, and the run's seed
+    to both its model seed and its data order (uniform sampling's shuffle)."""
+    hyper = {
+        **HYPER, "lr": 3e-4, "warmup_steps": 7, "weight_decay": 0.05, "max_grad_norm": 0.3, "steps": 90,
+        "batch_size": 5, "grad_accum": 4, "logging_steps": 6, "save_steps": 30, "lr_schedule": "constant",
+    }  # fmt: skip
+    a = train.training_arguments(tmp_path, hyper, seed=11, use_cpu=True)
+    got = (a.learning_rate, a.warmup_steps, a.weight_decay, a.max_grad_norm, a.max_steps)
+    assert got == (3e-4, 7, 0.05, 0.3, 90) and (a.per_device_train_batch_size, a.gradient_accumulation_steps) == (5, 4)
+    assert (a.logging_steps, a.save_steps, a.seed, a.data_seed) == (6, 30, 11, 11)
+    assert a.lr_scheduler_type.value == "constant_with_warmup" and a.output_dir == str(tmp_path)
+
+
+def test_adafactor_is_appendix_b(tmp_path):
+    """Adafactor of Appendix B: beta1 = 0.9, the given fixed learning rate, no relative step or
+    parameter scaling, no weight decay, over the trainable parameters only."""
+    model = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Linear(3, 1))
+    model[0].weight.requires_grad_(False)
+    opt = train.adafactor(model, 2e-3)
+    assert {k: opt.defaults[k] for k in ("lr", "beta1", "relative_step", "scale_parameter", "warmup_init")} == {
+        "lr": 2e-3, "beta1": 0.9, "relative_step": False, "scale_parameter": False, "warmup_init": False,
+    }  # fmt: skip
+    assert opt.defaults["weight_decay"] == 0.0 and sum(len(g["params"]) for g in opt.param_groups) == 3
 
 
 def test_interrupted_run_resumes_from_its_checkpoint(data, tmp_path):
@@ -268,6 +328,20 @@ def test_bad_variants_are_refused(data):
         train.training_items(df, tok, "indicator", max_length=8)
     with pytest.raises(ValueError, match="combined"):
         train.training_items(df, tok, "indicator", combined=True)
+    empty = df.copy()
+    empty.at[empty.index[empty["split"] == "train"][0], "relevant"] = []
+    with pytest.raises(ValueError, match=r"has an empty relevant list"):
+        train.training_items(empty, tok, "indicator")
+    # max_length bounds prompt + the query's LONGEST docID: that length passes, one token less is refused
+    coarse = train_bpe(texts, 80)  # docIDs of several lengths
+    one = df[df["split"] == "train"].iloc[[1]]
+    lengths = [len(i["input_ids"]) for i in train.training_items(one, coarse, "fractional", alpha=1.0)]
+    longest = max(lengths)
+    assert min(lengths) < longest and len(
+        train.training_items(one, coarse, "fractional", alpha=1.0, max_length=longest)
+    )
+    with pytest.raises(ValueError, match=rf"take {longest} tokens > max_length={longest - 1};"):
+        train.training_items(one, coarse, "fractional", alpha=1.0, max_length=longest - 1)
 
 
 def test_unsloth_without_cuda_fails_at_once():
@@ -287,6 +361,10 @@ def test_unsloth_cpu_fallback_is_an_explicit_opt_in(monkeypatch):
         pytest.skip("this machine has CUDA")
     monkeypatch.setenv("UNSLOTH_FORCE_CPU", "1")
     assert models.unsloth_cpu_opt_in() and models.resolve_backend("auto") == "transformers"
+    real = importlib.util.find_spec
+    with monkeypatch.context() as m:  # even where unsloth is installed, 'auto' takes it only with CUDA
+        m.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "unsloth" else real(name, *a))
+        assert models.resolve_backend("auto") == "transformers"
     if importlib.util.find_spec("unsloth") is None:
         with pytest.raises(RuntimeError, match="unsloth is not installed"):
             models.resolve_backend("unsloth")
@@ -306,3 +384,5 @@ def test_training_curves_show_the_learning_rate_in_scientific_notation():
     assert fig.layout.yaxis2.tickformat == ".1e" and fig.layout.yaxis2.exponentformat == "e"
     assert fig.layout.yaxis2.rangemode == "tozero" and list(fig.data[1].y) == [2e-3, 1e-3, 2.9e-5]
     assert fig.layout.title.text == "Training: Fractional α=2"
+    assert train.final_loss(log) == 1.5 and train.final_loss(log.iloc[:0]) is None  # the last logged loss
+    assert train.epochs_of(20, 16, 206) == 20 * 16 / 206 and math.isnan(train.epochs_of(20, 16, 0))
