@@ -94,10 +94,10 @@ def manifest_problem(folder: Path, required: bool = True, whole: bool = False) -
     return f"{extra[0]} is not in its manifest.json ({len(extra)} files are not)" if extra else None
 
 
-def set_aside(folder: Path, why: str, say: Callable[[str], None] = notice, label: str | None = None) -> Path:
-    """Rename an unusable folder to ``broken-<label or its name>-<time>`` beside it (nothing is
+def set_aside(folder: Path, why: str, say: Callable[[str], None] = notice) -> Path:
+    """Rename an unusable folder to ``broken-<its name>-<time>`` beside it (nothing is
     deleted) and say so in one line naming it and why; returns the new path."""
-    target = paths.unused(folder.parent / f"broken-{label or folder.name}-{datetime.now():%Y%m%d-%H%M%S}")
+    target = paths.unused(folder.parent / f"broken-{folder.name}-{datetime.now():%Y%m%d-%H%M%S}")
     os.rename(folder, target)
     say(f"{folder} is unusable: {why}; set aside as {target.name}")
     return target

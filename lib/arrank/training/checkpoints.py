@@ -68,7 +68,7 @@ def usable_checkpoint(folder: Path, tidy: bool = True) -> Path | None:
             return candidate
         broken.append(candidate)
         if tidy:
-            set_aside(candidate, why, label=candidate.name)
+            set_aside(candidate, why)
     if broken:
         notice(f"no good checkpoint left in {folder}: training starts over from step 0")
     return None
