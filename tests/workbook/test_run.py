@@ -281,6 +281,23 @@ def test_failed_run_is_kept_aside_and_its_whole_error_is_shown(fake_notebook, ou
     )
 
 
+def disk_full_after_one_save(monkeypatch) -> list:
+    """The disk fills after the runner's first save of a file (``outputs.write_text_atomic``): the
+    paths it was asked to write, a list that grows as the run goes."""
+    import errno
+
+    saves, write = [], outputs.write_text_atomic
+
+    def full_after_one(path, text):
+        saves.append(path)
+        if len(saves) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write(path, text)
+
+    monkeypatch.setattr(run.outputs, "write_text_atomic", full_after_one)
+    return saves
+
+
 @pytest.mark.parametrize(
     "args, why",
     [
@@ -293,18 +310,8 @@ def test_a_notebook_that_ends_without_its_results_or_its_saved_notebook_is_kept_
 ):
     """A notebook that raises nothing is still no finished run without its results.json, or when its
     executed notebook could not be saved whole (the disk full after the first save)."""
-    import errno
-
-    saves, write = [], outputs.write_text_atomic
-
-    def full_after_one(path, text):
-        saves.append(path)
-        if len(saves) > 1:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return write(path, text)
-
     if args == ["--disk-full"]:
-        monkeypatch.setattr(run.outputs, "write_text_atomic", full_after_one)
+        disk_full_after_one_save(monkeypatch)
         args = []
     assert run.main([str(fake_notebook), "-p", "run_name", "x", *args, "--no-progress"]) == 1
     assert f"error: 99_fake failed: {why} (the executed notebook is kept in " in capsys.readouterr().err
@@ -359,19 +366,9 @@ def test_a_full_disk_while_saving_the_executed_notebook_keeps_the_kernels_error_
     """The disk fills after the runner's first save of the executed notebook: the notebook's own error
     stays the line shown, with the file that could not be written and the space it needed; the kept
     notebook is its last whole save (JSON), no temporary file stays, and no empty kernel.log."""
-    import errno
-
     import nbformat
 
-    saves, write = [], outputs.write_text_atomic
-
-    def full_after_one(path, text):
-        saves.append(path)
-        if len(saves) > 1:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return write(path, text)
-
-    monkeypatch.setattr(run.outputs, "write_text_atomic", full_after_one)
+    saves = disk_full_after_one_save(monkeypatch)
     assert run.main([str(fake_notebook), "-p", "run_name", "full", "-p", "fail", "true", "--no-progress"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: 99_fake failed: WordNetMissingError: WordNet 3.0 is not available")
