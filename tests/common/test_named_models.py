@@ -30,13 +30,14 @@ def test_each_kind_of_model_name(tmp_path, monkeypatch):
         (" tiny", r"model_name=' tiny' has spaces around it"),
         ("m/" + "é" * 200, r"is too long for a name or path \(at most 4096 characters, 255 bytes a path component\)"),
         ("_owner/name", r"model_name='_owner/name' is neither a known name"),
-        ("notes.txt", r"model_name='.*notes.txt' is a file but not a .gguf file"),
+        ("notes.txt", r"model_name='notes.txt' is a file but not a .gguf file"),
     ],
 )
-def test_bad_model_names_are_refused_in_one_line(tmp_path, value, message):
+def test_bad_model_names_are_refused_in_one_line(tmp_path, monkeypatch, value, message):
+    monkeypatch.chdir(tmp_path)  # a short relative path: a long one is shown cut to ~80 characters
     (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(ValueError, match=message):
-        named_models.model_kind(str(tmp_path / value) if value == "notes.txt" else value)
+        named_models.model_kind(value)
 
 
 def test_a_recorded_file_is_held_to_its_size_and_urlsafe_sha256(tmp_path):
