@@ -74,3 +74,26 @@ def test_results_page_is_read_from_the_run():
     assert "*No Figure 3 run.*" not in page
     empty = _page("results.md", {}, [])
     assert "*No Table 1 run.*" in empty and "*No Figure 3 run.*" in empty
+
+
+def test_every_notebook_is_in_the_contents_and_the_results_and_a_missing_ones_links_are_text():
+    """Two notebooks: both in the landing page's contents and on the results page, one with nothing
+    printed under "What to look for"; the meetings page links only notebooks in the book."""
+    nbs = {"01_de_capacity": {"cells": []}, "02_rank_condition": {"cells": []}}
+    landing = _page("landing.md", nbs, ["03_wordnet_data"])
+    assert "\n\nnotebooks/01_de_capacity\nnotebooks/02_rank_condition\n```" in landing
+    results = _page("results.md", nbs, ["03_wordnet_data"])
+    assert "### 01_de_capacity\n" in results and "### 02_rank_condition\n" in results
+    assert results.count("*(nothing printed)*") == 2
+    meetings = _page("meetings.md", nbs, ["03_wordnet_data"])
+    assert "| 03, [04](notebooks/04_esci_data.ipynb) |" in meetings
+    assert set(pages.PAGES.values()) == {"index.md", "results.md", "meetings.md", "running.md"}
+
+
+def test_table1_shows_notebook_08s_figures_of_r_at_k_per_variant_only():
+    def out(title: str) -> dict:
+        return {"output_type": "display_data", "data": {PLOTLY_MIME: _fig(title)}}
+
+    nb08 = {"cells": [{"cell_type": "code", "source": "", "outputs": [out("R@k per variant, k=10"), out("R@k")]}]}
+    page = _page("results.md", {"08_results": nb08}, [], "| a |")
+    assert page.count("```{raw} html") == 1 and 'id="results-table1-0"' in page
