@@ -72,7 +72,7 @@ def test_a_failing_sphinx_build_is_a_book_error(tmp_path):
 
 
 def test_a_partly_run_workbook_is_completed_first_or_with_no_run_built_from_what_there_is(
-    outputs_root, tmp_path, monkeypatch
+    outputs_root, tmp_path, monkeypatch, capsys
 ):
     notebooks = build.executed_notebooks("wb")
     notebooks["01_de_capacity"].parent.mkdir(parents=True)
@@ -92,3 +92,15 @@ def test_a_partly_run_workbook_is_completed_first_or_with_no_run_built_from_what
     with pytest.raises(build.BookError, match="^sphinx reached$"):
         build.build_book("wb", dest=tmp_path / "book", run_missing=False)
     assert not (tmp_path / "book").exists()
+
+    def sphinx_warns(src, site, doctrees):
+        site.mkdir()
+        (site / "index.html").write_text("<html></html>")
+        return "WARNING: a warning"
+
+    monkeypatch.setattr(build, "sphinx_build", sphinx_warns)
+    capsys.readouterr()
+    assert build.build_book("wb", dest=tmp_path / "book", run_missing=False) == tmp_path / "book/site/index.html"
+    left_out = ", ".join(list(notebooks)[1:])
+    assert capsys.readouterr().err == f"WARNING: a warning\nleft out (no finished run): {left_out}\n"
+    assert sorted(p.name for p in (tmp_path / "book").iterdir()) == ["book.zip", "site", "src"]
