@@ -111,3 +111,27 @@ def test_the_download_link_goes_under_the_title_of_the_first_markdown_cell():
     assert nb["cells"][1]["source"] == "x"  # code cells untouched
     untitled = {"cells": [{"cell_type": "code", "source": "x"}, {"cell_type": "markdown", "source": "no title"}]}
     assert executed.with_download_link(untitled, "n.ipynb")["cells"][1]["source"].startswith("\n<a class=")
+
+
+def test_only_a_horizontal_box_of_a_bar_is_a_progress_bar_and_mixed_stderr_or_results_stay():
+    """A VBox of the same three widgets is not tqdm's bar; stderr of a bar and a warning line stays as
+    it was (red, every redraw); an execute_result (no stream text) is kept unchanged."""
+    state = _bar_state("d: 50%", 2.0, 4.0, " 2/4")
+    state["box"]["model_name"] = "VBoxModel"
+    assert executed.progress_text("box", state) is None
+    mixed = {"output_type": "stream", "name": "stderr", "text": "UserWarning: x\nrun:  50%|█\rrun: 100%|██\n"}
+    result = {"output_type": "execute_result", "data": {"text/plain": "3"}, "execution_count": 1}
+    assert executed.for_the_book(_nb([mixed, result]))["cells"][1]["outputs"] == [mixed, result]
+
+
+def test_the_findings_follow_the_look_for_heading_not_a_mention_and_the_title_is_the_first_h1():
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "source": "## Setup\nSee What to look for at the end."},
+            {"cell_type": "code", "source": "", "outputs": [{"data": {"text/markdown": "not the findings"}}]},
+            {"cell_type": "markdown", "source": "# 07 · Baselines"},
+            {"cell_type": "markdown", "source": "## What to look for"},
+            {"cell_type": "code", "source": "", "outputs": [{"data": {"text/markdown": m}} for m in ("a\n", "b")]},
+        ]
+    }
+    assert executed.look_for_markdown(nb) == "a\nb" and executed.first_heading(nb) == "07 · Baselines"
