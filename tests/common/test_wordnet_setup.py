@@ -77,3 +77,99 @@ def test_help_and_a_mistyped_flag_set_up_nothing(monkeypatch, capsys):
         assert stop.value.code == code
     out = capsys.readouterr()
     assert "[--no-apt]" in out.out and "unrecognized arguments: --noapt" in out.err
+
+
+def test_apt_install_runs_update_then_install_as_root_only(monkeypatch):
+    calls = []
+    monkeypatch.setattr(ws.subprocess, "run", lambda cmd, **kw: calls.append((cmd, kw["env"]["DEBIAN_FRONTEND"])))
+    monkeypatch.setattr(ws.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(ws.os, "geteuid", lambda: 1000)
+    with pytest.raises(
+        ws.AptUnavailableError, match=r"^cannot apt-get install \['wordnet-base', 'wordnet-sense-index'\]"
+    ):
+        ws.apt_install()
+    monkeypatch.setattr(ws.os, "geteuid", lambda: 0)
+    ws.apt_install()
+    assert calls == [
+        (["apt-get", "update", "-q"], "noninteractive"),
+        (["apt-get", "install", "-y", "-q", "--no-install-recommends", "wordnet-base", "wordnet-sense-index"], "noninteractive"),
+    ]  # fmt: skip
+
+
+def test_ensure_wordnet_installs_only_what_is_missing_and_apt_only_when_allowed(monkeypatch, tmp_path, capsys):
+    """Readable already: nothing installed. Debian's files there: copied, then read. Neither, with
+    --no-apt: no apt-get, the how-to. A failing apt-get: the how-to after its error."""
+    did = []
+    version = {"now": "3.0"}
+    monkeypatch.setattr(ws, "wordnet_version", lambda: version["now"])
+    monkeypatch.setattr(ws, "apt_install", lambda: did.append("apt"))
+    monkeypatch.setattr(ws, "install_from_debian", lambda: did.append("copy") or version.update(now="3.0") or "dest")
+    monkeypatch.setattr(ws, "DEBIAN_WORDNET", tmp_path)
+    (tmp_path / "data.noun").touch()
+    assert ws.ensure_wordnet(verbose=False) == "3.0" and did == []
+    version["now"] = None
+    assert ws.ensure_wordnet(verbose=False) == "3.0" and did == ["copy"]
+    (tmp_path / "data.noun").unlink()
+    version["now"] = None
+    with pytest.raises(ws.WordNetMissingError, match="^WordNet 3.0 is not available to NLTK"):
+        ws.ensure_wordnet(allow_apt=False, verbose=False)
+    assert ws.main(["--no-apt"]) == 1 and did == ["copy"]
+    assert capsys.readouterr().err.startswith("WordNet 3.0 is not available to NLTK")
+
+    def apt_fails():
+        raise ws.subprocess.CalledProcessError(100, ["apt-get", "update"])
+
+    monkeypatch.setattr(ws, "apt_install", apt_fails)
+    with pytest.raises(ws.WordNetMissingError, match=r"returned non-zero exit status 100\.\nWordNet 3.0 is not"):
+        ws.ensure_wordnet(verbose=False)
+    with pytest.raises(ws.WordNetMissingError, match=r"\(or run `make test`/`make workbook`, which do this\.\)$"):
+        ws.load_wordnet()
+
+
+def test_nltk_reads_data_nltk_data_first_and_a_wordnet_folder_only_when_complete(monkeypatch, tmp_path):
+    import nltk
+
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path / "elsewhere")])
+    monkeypatch.setattr(ws, "NLTK_DATA", tmp_path / "nltk_data")
+    folder = tmp_path / "nltk_data/corpora/wordnet"
+    folder.mkdir(parents=True)
+    (folder / "data.noun").write_text(
+        "  1 This software and database is being provided ... WordNet 2.1 Copyright 2005\n"
+    )
+    assert ws.wordnet_root() is None and nltk.data.path[0] == str(tmp_path / "nltk_data")
+    for name in ws.REQUIRED_FILES[1:]:
+        (folder / name).touch()
+    assert ws.wordnet_root() == folder and ws.wordnet_version() == "2.1"
+    (folder / "data.noun").write_text("no header\n")
+    assert ws.wordnet_version() is None
+
+
+def test_lexnames_out_of_file_number_order_are_refused():
+    rows = MANPAGE_SNIPPET.splitlines(keepends=True)
+    with pytest.raises(
+        ValueError, match=r"^expected lexicographer files 00..44 in lexnames\(5WN\), found 45: \[1, 0, "
+    ):
+        ws.lexnames_from_manpage("".join([rows[1], rows[0], *rows[2:]]))
+
+
+def test_a_failed_copy_leaves_the_previous_wordnet_as_it_was(tmp_path, monkeypatch):
+    import gzip
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("data.noun", "index.noun", "index.sense"):
+        (src / name).write_text(name)
+    man = tmp_path / "lexnames.5WN.gz"
+    man.write_bytes(gzip.compress(MANPAGE_SNIPPET.replace("07\t", "70\t").encode()))  # a row misnumbered
+    monkeypatch.setattr(ws, "DEBIAN_LEXNAMES_MAN", man)
+    old = tmp_path / "nltk/corpora/wordnet"
+    old.mkdir(parents=True)
+    (old / "data.noun").write_text("old")
+    with pytest.raises(ValueError, match="expected lexicographer files 00..44"):
+        ws.install_from_debian(source=src, dest_root=tmp_path / "nltk")
+    assert [p.name for p in old.iterdir()] == ["data.noun"] and (old / "data.noun").read_text() == "old"
+    assert [p.name for p in old.parent.iterdir()] == ["wordnet"]
+    man.write_bytes(gzip.compress(MANPAGE_SNIPPET.encode()))
+    assert ws.install_from_debian(source=src, dest_root=tmp_path / "nltk") == old
+    assert sorted(p.name for p in old.iterdir()) == ["data.noun", "index.noun", "index.sense", "lexnames"]
+    assert (old / "data.noun").read_text() == "data.noun"
