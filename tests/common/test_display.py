@@ -76,3 +76,16 @@ def test_log_axis_labels_1_2_5_ticks_over_the_range():
     assert list(fig.layout.yaxis.tickvals) == [0.2, 0.5, 1.0, 2.0, 5.0] and fig.layout.yaxis.type == "log"
     assert list(fig.layout.yaxis.ticktext) == ["0.2", "0.5", "1", "2", "5"]
     assert display.log_axis(go.Figure(), [0, None]).layout.yaxis.type is None  # nothing positive: left alone
+
+
+def test_percent_numbers_keep_their_digits_and_missing_values_read_n_a():
+    assert display.percent_text([0.5, 0.123456, float("nan")], digits=2) == "50.00 12.35 n/a"
+    assert display.percent_text((0.25, 1.0), sep=" to ") == "25.0 to 100.0"  # an interval
+    assert display.percent_series({"cvr": 0.123456}).to_dict() == {"CVR (%)": 12.35}
+    assert display.percent(pd.NA) is pd.NA and display.percent(None) is None
+
+
+def test_a_value_in_an_error_message_is_cut_after_80_characters_with_its_length():
+    assert display.shown("x" * 78) == "'" + "x" * 78 + "'"  # 80 characters: whole
+    assert display.shown("x" * 79) == "'" + "x" * 79 + "... (81 characters)"
+    assert display.shown("x" * 9998).endswith("x... (10,000 characters)")
