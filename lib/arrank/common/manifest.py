@@ -69,9 +69,10 @@ def manifest_problem(folder: Path, required: bool = True, whole: bool = False) -
     A file whose manifest entry records its ``rows`` is named with the rows it holds now."""
     try:
         files = json.loads((folder / MANIFEST).read_text())["files"]
+        files = {n: {**w, "size": w["size"], "sha256": w["sha256"]} for n, w in files.items()}  # each entry's shape
     except FileNotFoundError:
         return "it has no manifest.json (cut short while written, or made before manifests)" if required else None
-    except (OSError, ValueError, KeyError, TypeError) as err:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         return f"its manifest.json is unreadable ({type(err).__name__})"
     for name, want in files.items():
         path = folder / name
