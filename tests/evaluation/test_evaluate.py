@@ -217,30 +217,6 @@ def test_per_rank_reading_says_what_the_numbers_show():
     )
 
 
-def test_per_rank_figure_is_redrawn_from_a_finished_06_run(tmp_path):
-    import json
-
-    from arrank.evaluation import plots
-
-    trained = tmp_path / "05_train" / "frac"
-    trained.mkdir(parents=True)
-    (trained / "results.json").write_text(
-        json.dumps({"params": {"profile": "quick", "model_name": "tiny", "steps": None}})
-    )
-    run = tmp_path / "06_evaluate" / "e"
-    run.mkdir(parents=True)
-    evaluate.scores_frame(_records()).to_parquet(run / "per_query_scores.parquet")
-    (run / "results.json").write_text(json.dumps({"metrics": {"n_queries": 2, "source": str(trained)}}))
-    curve, fig, reading = plots.per_rank_from_run(run)
-    assert curve.loc["1", "mean"] == -1.0 and reading.startswith("Rank 1 has the highest")
-    # a run recorded before parameters were resolved: today's profile value is not claimed for it
-    assert "frac: tiny, steps not recorded, 2 held-out queries" in fig.layout.title.text
-    (trained / "results.json").write_text(
-        json.dumps({"params": {"profile": "quick", "model_name": "tiny", "steps": 1200}})
-    )
-    assert "frac: tiny, 1200 steps, 2 held-out queries" in plots.per_rank_from_run(run)[1].layout.title.text
-
-
 def test_per_rank_means_their_standard_errors_and_the_rank_cut():
     """``per_rank_scores``: rank 1 scored -1 and -3 over two queries: mean -2, sem = std / sqrt(2) = 1;
     ranks above ``max_rank`` are left out, ``max_rank`` itself kept."""

@@ -31,15 +31,36 @@ def test_violations_colour_the_gold_rank_from_1_and_mark_the_negatives_own_score
     assert fig.data[1].x == (-1.5,) and fig.data[1].text == ("n",)
 
 
-def test_a_06_run_that_recorded_its_model_is_titled_with_it(tmp_path):
+def finished_06_run(tmp_path, records: list[dict], trained_params: dict, metrics: dict):
+    """(06 run folder, its 05 run folder): a trained run's results.json with ``trained_params``, and a 06
+    run of it with ``records``' scores and ``metrics`` (``source``: the trained run) in its results.json."""
     trained = tmp_path / "05_train" / "frac"
     trained.mkdir(parents=True)
-    (trained / "results.json").write_text(
-        json.dumps({"params": {"profile": "quick", "model_name": "tiny", "steps": 9}})
-    )
+    (trained / "results.json").write_text(json.dumps({"params": {"profile": "quick", **trained_params}}))
     run = tmp_path / "06_evaluate" / "e"
     run.mkdir(parents=True)
-    evaluate.scores_frame(RECORDS).to_parquet(run / "per_query_scores.parquet")
-    metrics = {"n_queries": 1, "source": str(trained), "model_name": "smollm2-135m", "steps": 7}
-    (run / "results.json").write_text(json.dumps({"metrics": metrics}))
+    evaluate.scores_frame(records).to_parquet(run / "per_query_scores.parquet")
+    (run / "results.json").write_text(json.dumps({"metrics": {**metrics, "source": str(trained)}}))
+    return run, trained
+
+
+def test_a_06_run_that_recorded_its_model_is_titled_with_it(tmp_path):
+    metrics = {"n_queries": 1, "model_name": "smollm2-135m", "steps": 7}
+    run, _ = finished_06_run(tmp_path, RECORDS, {"model_name": "tiny", "steps": 9}, metrics)
     assert "frac: smollm2-135m, 7 steps, 1 held-out queries" in plots.per_rank_from_run(run)[1].layout.title.text
+
+
+def test_per_rank_figure_is_redrawn_from_a_finished_06_run(tmp_path):
+    two = [
+        *RECORDS,
+        {"query": "b", "relevant": ["u", "v"], "negative": "m", "scores": {"u": -1.0, "v": -2.0, "m": -5.0}},
+    ]
+    run, trained = finished_06_run(tmp_path, two, {"model_name": "tiny", "steps": None}, {"n_queries": 2})
+    curve, fig, reading = plots.per_rank_from_run(run)
+    assert curve.loc["1", "mean"] == -1.0 and reading.startswith("Rank 1 has the highest")
+    # a run recorded before parameters were resolved: today's profile value is not claimed for it
+    assert "frac: tiny, steps not recorded, 2 held-out queries" in fig.layout.title.text
+    (trained / "results.json").write_text(
+        json.dumps({"params": {"profile": "quick", "model_name": "tiny", "steps": 1200}})
+    )
+    assert "frac: tiny, 1200 steps, 2 held-out queries" in plots.per_rank_from_run(run)[1].layout.title.text
