@@ -156,7 +156,7 @@ print(f"{len(metrics)} metrics written to the run's results.json")
 
 # %% [markdown]
 # ## What to look for
-# This build against Appendix D.2 and Table 2, in words.
+# This build against section 5.1 and Table 2, in words.
 
 # %%
 Markdown(findings.findings_markdown(esci.dataset_findings(metrics, P)))

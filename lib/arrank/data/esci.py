@@ -431,11 +431,11 @@ def _build(data_dir: Path | str | None, p: dict[str, Any], device: str = "cpu") 
     }
 
 
-PAPER_STEP, PAPER_DEPTH, PAPER_HELD_OUT = 100, 10_000, 310  # Appendix D.2, Table 2
+PAPER_STEP, PAPER_DEPTH, PAPER_HELD_OUT = 100, 10_000, 310  # section 5.1, Table 2
 
 
 def dataset_findings(m: dict, p: dict) -> list[dict]:
-    """Notebook 04's metrics ``m`` (parameters ``p``) against Appendix D.2 and Table 2: ``Finding`` rows."""
+    """Notebook 04's metrics ``m`` (parameters ``p``) against section 5.1 and Table 2: ``Finding`` rows."""
     from arrank.common.findings import finding
 
     step, depth = p["step"], p["depth"]
@@ -443,7 +443,7 @@ def dataset_findings(m: dict, p: dict) -> list[dict]:
     fixture = p.get("data_dir") == "fixture"
     return [
         finding(
-            f"Appendix D.2: a query's relevant titles are the 1st, {PAPER_STEP}th, ..., {PAPER_DEPTH:,}th by inner "
+            f"section 5.1: a query's relevant titles are the 1st, {PAPER_STEP}th, ..., {PAPER_DEPTH:,}th by inner "
             f"product ({1 + PAPER_DEPTH // PAPER_STEP} per query); here step {step}, depth {depth}",
             m["mean_titles_per_query"] <= most,
             f"mean {m['mean_titles_per_query']:.1f} titles per query, at most {most} (fewer where English titles run out)",

@@ -3,7 +3,7 @@
 A query's docIDs d_1, ..., d_{n_q} (rank order) are token-id sequences that each END with the EOS
 id, so "cat"+EOS and "cats"+EOS are distinct leaves. DocID r scores mu(r) = 1 / r**beta; the target
 at step t of the teacher-forced path gives every valid next token the summed mu of the docIDs
-below it, normalised (marginalisation, Figure 1(c)); beta -> inf gives one-hot rows. Appendix F
+below it, normalised (marginalisation, Figure 2(c)); beta -> inf gives one-hot rows. Appendix F
 (``combined=True``): rank r's tree holds d_r, ..., d_{n_q} only. The tree is a dict
 ``prefix tuple -> {next token id: indices of the docIDs below}``; a step's target is a list of
 ``(token id, mass)`` pairs sorted by token id (the sparse form of ``stoical``).
