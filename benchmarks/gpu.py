@@ -12,7 +12,7 @@ model, so (b) and (d) must not share a process with it; the peak memory is then 
 
 - (a) Unsloth + LoRA + STOICaL: ``models.load_model(..., "unsloth")``, ``models.add_lora``
   (r = 16, all linear layers), unpacked items (Unsloth's attention takes no packed mask), the
-  STOICaL loss (``stoical.stoical_loss``, eq. 2) from the logits (``UNSLOTH_RETURN_LOGITS=1``).
+  STOICaL loss (``stoical.stoical_loss``, eq. 3) from the logits (``UNSLOTH_RETURN_LOGITS=1``).
 - (b) transformers + peft + STOICaL: the same through ``backend="transformers"`` (sdpa attention),
   unpacked items, the model cast to ``--dtype``.
 - (c) Unsloth + LoRA + next-token loss: (a)'s model trained on the same items with the model's own

@@ -1,4 +1,4 @@
-"""Cost of the STOICaL loss (section 4, eq. 2) in a full training step on the quick-profile model.
+"""Cost of the STOICaL loss (section 4, eq. 3) in a full training step on the quick-profile model.
 
     python benchmarks/stoical_step.py [--batch 64] [--prompt 30] [--docid 6] [--vocab 2000]
                                       [--k 10] [--threads 2] [--warmup 5] [--reps 30] [--model tiny]

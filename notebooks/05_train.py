@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # 05 · Fine-tuning with the STOICaL loss (paper §4, eq. 2; Appendix B; Appendix F)
+# # 05 · Fine-tuning with the STOICaL loss (paper §4, eq. 3; Appendix B; Appendix F)
 #
 # One run trains one loss variant on the WordNet ranking task (notebook 03; `dataset="esci"`: the
 # ESCI task of notebook 04, Table 2) and evaluates it on the held-out queries (notebook 06 goes
@@ -42,7 +42,7 @@
 # input 8192, and Table 2's 310 held-out queries.
 #
 # **Item sampling.** `weighted` (the default) draws items with probability ∝ λ(r) and weights them
-# 1; `uniform` draws items uniformly and weights each by λ(r), as eq. 2 reads. Both have the same
+# 1; `uniform` draws items uniformly and weights each by λ(r), as eq. 3 reads. Both have the same
 # expected gradient up to a constant, but uniform spends most steps on items of weight 1/r^α ≈ 0:
 # at the quick budget it left fractional α = 2 at R@1 0.18 where weighted sampling reaches 0.78
 # (docs/measurements.md, "Quick-profile metrics").
@@ -53,7 +53,7 @@
 # alone does not tell: some run bf16 slower). The quick profile's tiny model, and a CPU without
 # bf16 instructions, stay fp32. It prints which and why; results.json records the timing. bf16
 # is mixed precision: matmuls under bf16 autocast, frozen base weights held in bf16, while
-# trainable weights, the optimizer state, the logits, the log-softmax of eq. 2 and the scores
+# trainable weights, the optimizer state, the logits, the log-softmax of eq. 3 and the scores
 # stay fp32.
 # The LM head runs only at the docID positions the loss reads (`arrank.training.supervised_head`).
 #

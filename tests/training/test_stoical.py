@@ -1,4 +1,4 @@
-"""The STOICaL loss of eq. 2: one-hot + lambda = 1 is next-token cross-entropy (torch and
+"""The STOICaL loss of eq. 3: one-hot + lambda = 1 is next-token cross-entropy (torch and
 transformers agree), lambda(r) of section 4.1, trie targets of section 4.2, normalisation, errors."""
 
 import math
@@ -162,7 +162,7 @@ def test_labels_on_every_position_leave_position_0_unsupervised():
 
 
 def test_per_position_weight_is_the_predicted_tokens_lambda():
-    """Eq. 2 with a packed row's (B, T) lambda: the CE that predicts token t (from logits[t-1]) is
+    """Eq. 3 with a packed row's (B, T) lambda: the CE that predicts token t (from logits[t-1]) is
     weighted by lambda at position t, the block token t belongs to. Uniform logits over V = 4 give
     CE = log 4 at both docID tokens (positions 2 and 3): (3 + 5) log 4 / 2."""
     logits, ids, mass, _ = uniform_batch([1.0])
@@ -171,7 +171,7 @@ def test_per_position_weight_is_the_predicted_tokens_lambda():
 
 
 def test_cross_entropy_scales_with_target_mass():
-    """CE(y, p) = -sum_k y_k log p_k (eq. 2): a target of mass 0.5 on one token of a uniform
+    """CE(y, p) = -sum_k y_k log p_k (eq. 3): a target of mass 0.5 on one token of a uniform
     4-token distribution costs 0.5 log 4, not log 4 (no renormalisation of y)."""
     logits = torch.zeros(1, 2, 4)
     ids, mass = pad_sparse_targets([[[(1, 0.5)]]], [1], 2)

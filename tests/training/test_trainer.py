@@ -1,5 +1,5 @@
 """The Trainer subclass (arrank.training.trainer): the precision its forward runs in and the N of
-eq. 2 that one optimizer step's micro-batches share."""
+eq. 3 that one optimizer step's micro-batches share."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def test_the_forward_runs_in_the_precision_the_run_records(setup, used, dtype):
 
 
 def test_the_step_normaliser_counts_every_micro_batch(setup):
-    """N of eq. 2 for a step of two accumulated micro-batches: the supervised positions of both, one
+    """N of eq. 3 for a step of two accumulated micro-batches: the supervised positions of both, one
     per docID token (EOS included), whatever the micro-batches' sizes."""
     from arrank.training.trainer import step_normaliser
 

@@ -3,6 +3,6 @@
 ``models`` loads the model and tokenizer (the tiny random-initialised model whose BPE comes from
 ``tokenizer``, or a pretrained LLM with LoRA; Unsloth or transformers + peft), ``encoding`` turns
 a prompt and a docID into token ids, ``trie`` builds the prefix-trie targets of section 4.2 and
-Appendix F, ``stoical`` is the loss of Eq. 2 with the item weights of section 4.1, ``packing``
+Appendix F, ``stoical`` is the loss of Eq. 3 with the item weights of section 4.1, ``packing``
 puts all ranks of a query behind one prompt, and ``train`` is the Trainer (Appendix B).
 """

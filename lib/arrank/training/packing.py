@@ -1,7 +1,7 @@
 """Packed per-query layout: every ranked docID of a query behind ONE copy of its prompt.
 
 One sequence holds ``[prompt minus its last token p][p d_1][p d_2]...[p d_k]`` behind a block
-mask, so each block's logits, loss lambda(r) * sum_t CE(y(r, t), p) (eq. 2) and gradient are the
+mask, so each block's logits, loss lambda(r) * sum_t CE(y(r, t), p) (eq. 3) and gradient are the
 unpacked item's up to float rounding, the prompt run once per query (section 5.2 names the
 unpacked cost as why the paper trained ESCI with trie targets). The mask (:func:`segments_layout`) is
 used by training and by candidate scoring (``arrank.evaluation.scoring``). Which models can take

@@ -1,7 +1,7 @@
 """Numerical precision of training and scoring: ``precision`` = ``auto`` | ``fp32`` | ``bf16``.
 
 Mixed precision (bf16 autocast for matmuls, frozen base weights held in bf16, trainable weights,
-logits and the loss of eq. 2 in float32) and the ``auto`` rule (:func:`resolve_precision`; on a CPU
+logits and the loss of eq. 3 in float32) and the ``auto`` rule (:func:`resolve_precision`; on a CPU
 a short timing of the model's own matmul shapes in both precisions, :func:`probe_matmuls`, kept per
 machine by :func:`cpu_probe`): docs/design.md, "Training"; speed figures: docs/measurements.md.
 ``bf16`` where it would be emulated is refused with a one-line error naming the missing flags.

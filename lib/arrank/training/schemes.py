@@ -69,7 +69,7 @@ def scheme(name: str) -> Scheme:
 
 
 def loss_label(params: dict[str, Any]) -> str:
-    """The paper's name of a 05_train loss variant (eq. 2: item weight λ(r), token targets y), or
+    """The paper's name of a 05_train loss variant (eq. 3: item weight λ(r), token targets y), or
     ``Zero-shot`` for a run of 0 steps: NTP, Fractional α=a, Stepwise, Trie β=b, Combined α=a, β=b."""
     if params.get("steps") == 0:
         return "Zero-shot"  # nothing trained: the model as loaded (the item weights play no part)

@@ -1,4 +1,4 @@
-"""STOICaL, the generalised rank-aware training loss of section 4 (eq. 2,
+"""STOICaL, the generalised rank-aware training loss of section 4 (eq. 3,
 ``eq:general-loss-formulation``):
 
     L(q, d_r, r; theta) = lambda(r) * sum_t CE( y(r, t), p_theta(. | T(q_bar), T(d_r)_<t) )
@@ -84,7 +84,7 @@ def supervised_count(target_mass: torch.Tensor) -> int:
 
 
 def supervised_positions(target_mass: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(row, position) indices of every logit eq. 2 reads, in row-major order: ``logits[b, t]``
+    """(row, position) indices of every logit eq. 3 reads, in row-major order: ``logits[b, t]``
     predicts token t + 1, which carries target mass. The LM head runs there only."""
     return (target_mass[:, 1:] > 0).any(-1).nonzero(as_tuple=True)
 
@@ -121,7 +121,7 @@ def stoical_loss(
     item_weight: torch.Tensor,
     num_items_in_batch: int | torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """The STOICaL loss of eq. 2 (section 4) for a batch of (query, docID, rank) items, on full logits.
+    """The STOICaL loss of eq. 3 (section 4) for a batch of (query, docID, rank) items, on full logits.
 
     ``logits``: (B, T, V) for ``input_ids`` (B, T). ``target_ids`` / ``target_mass``: (B, T, K) sparse
     y(r, t), aligned as the module docstring says; an all-zero row is an unsupervised position.
@@ -145,7 +145,7 @@ def stoical_loss_at(
     item_weight: torch.Tensor,
     num_items_in_batch: int | torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """:func:`stoical_loss` (eq. 2) from the logits of the supervised positions only: ``rows`` (N, V),
+    """:func:`stoical_loss` (eq. 3) from the logits of the supervised positions only: ``rows`` (N, V),
     row n at the n-th pair of :func:`supervised_positions`, as ``supervised_head.head_at`` returns them."""
     B, T = target_ids.shape[:2] if target_ids.dim() == 3 else (-1, -1)
     _check_targets(B, T, target_ids, target_mass, item_weight)

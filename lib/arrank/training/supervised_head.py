@@ -1,6 +1,6 @@
 """The LM head applied only at the positions the loss reads, and always in float32.
 
-STOICaL (section 4, eq. 2) reads the logits of the docID positions only. :func:`head_at` overrides,
+STOICaL (section 4, eq. 3) reads the logits of the docID positions only. :func:`head_at` overrides,
 for the duration of a ``with`` block, the ``forward`` of the model's output-embedding module, so
 the model's own forward (through DDP, accelerate's hooks or peft) returns ``outputs.logits`` of
 shape (N, V) for the chosen (row, position) pairs instead of (B, T, V); ``rows=None`` keeps every

@@ -1,4 +1,4 @@
-"""Fine-tuning with the STOICaL loss (section 4, eq. 2; Appendix B; Appendix F): items, targets,
+"""Fine-tuning with the STOICaL loss (section 4, eq. 3; Appendix B; Appendix F): items, targets,
 the data collator and the training entry point (its Trainer subclass: ``arrank.training.trainer``).
 
 Items, sampling (``uniform`` | ``weighted``), packing (``auto`` | ``per_query`` | ``none``), the
@@ -125,7 +125,7 @@ def training_arguments(output_dir: Path, profile_args: dict[str, Any], seed: int
         data_seed=seed,
         remove_unused_columns=False,
         use_cpu=use_cpu,
-        average_tokens_across_devices=True,  # N of eq. 2 counts every process's positions
+        average_tokens_across_devices=True,  # N of eq. 3 counts every process's positions
         disable_tqdm=False,
     )
 

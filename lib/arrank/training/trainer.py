@@ -1,4 +1,4 @@
-"""The Trainer subclass of STOICaL training (section 4, eq. 2), for both backends: its loss, its
+"""The Trainer subclass of STOICaL training (section 4, eq. 3), for both backends: its loss, its
 step normaliser, its weighted sampler and its guarded checkpoints. ``arrank.training.train``
 imports it on first use: importing transformers is the slow part of importing this module."""
 
@@ -19,7 +19,7 @@ from arrank.training.supervised_head import head_at
 
 
 class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
-    """transformers.Trainer whose loss is STOICaL (eq. 2), for both backends; its checkpoints
+    """transformers.Trainer whose loss is STOICaL (eq. 3), for both backends; its checkpoints
     are transactions and a non-finite loss or gradient norm stops it (``checkpoints``).
 
     The model is called without labels and the loss computed from its logits (Unsloth: set
@@ -39,7 +39,7 @@ class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
         self.model_accepts_loss_kwargs = True
 
     def _get_num_items_in_batch(self, batch_samples, device):
-        """N of eq. 2's normaliser for one optimizer step (``step_normaliser``)."""
+        """N of eq. 3's normaliser for one optimizer step (``step_normaliser``)."""
         return step_normaliser(self, batch_samples, device)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
@@ -50,7 +50,7 @@ class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
         else:
             kwargs = {"attention_mask": inputs["attention_mask"]}
         prefix = inputs.pop("prefix_ids", None)  # the batch's shared opening (shared_prefix), run once
-        rows = supervised_positions(target_mass)  # the logits eq. 2 reads: the head runs there only
+        rows = supervised_positions(target_mass)  # the logits eq. 3 reads: the head runs there only
         with mixed(inner, self.precision_used, inputs["input_ids"].device.type):
             if prefix is not None:  # through the unwrapped model: under DDP the gradient hooks sit on the parameters
                 kwargs.update(past_key_values=prefix_cache(inner, prefix, inputs["input_ids"].shape[0]), use_cache=True)
@@ -82,7 +82,7 @@ class StoicalTrainer(ckpt.GuardedCheckpoints, Trainer):
 
 
 def step_normaliser(trainer, batch_samples: list[dict[str, torch.Tensor]], device) -> torch.Tensor | None:
-    """The N that divides one optimizer step's summed STOICaL loss (eq. 2): the supervised positions
+    """The N that divides one optimizer step's summed STOICaL loss (eq. 3): the supervised positions
     of every micro-batch the step accumulates, summed over all processes when
     ``average_tokens_across_devices`` is on (docs/scale-out.md)."""
     if not batch_samples or "target_mass" not in batch_samples[0]:
