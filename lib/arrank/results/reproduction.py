@@ -369,7 +369,7 @@ def _sensitivity(found: pd.DataFrame) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point: write the page, or with ``--check`` compare it with the committed one."""
-    parser = argparse.ArgumentParser(prog="python -m arrank.results.reproduction", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m arrank.results.reproduction", description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when the committed page differs from the data")
     parser.add_argument("--output", default=PAGE, help=f"where to write the page (default: {PAGE})")
     parser.add_argument("--record", action="store_true", help=f"record {DATA} as it is now in its {MANIFEST} first")
