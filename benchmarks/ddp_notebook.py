@@ -72,7 +72,7 @@ def compare(a: Path, b: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--batch", type=int, default=8, help="items per process (1 process: twice that)")
     parser.add_argument("--kill-after", type=int, default=0, help="a checkpoint step (the quick profile: 300)")

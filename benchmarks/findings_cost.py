@@ -69,7 +69,7 @@ def synthetic_sweep(n: int, seeds: int, rng: np.random.Generator) -> tuple[pd.Da
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--seeds", type=int, default=2)
     args = parser.parse_args()

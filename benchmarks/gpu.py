@@ -501,7 +501,7 @@ def save(a: argparse.Namespace, results: dict) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True, help="tiny, a model folder, or a model_name (smollm2-135m, ...)")
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--batch", type=int, default=8, help="items per unpacked step (Appendix B: 8)")

@@ -102,7 +102,7 @@ def agrees(a: list[dict], b: list[dict], tolerance: float = TOLERANCE) -> bool:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--queries", type=int, default=64)
     ap.add_argument("--n-eval", type=int, default=2000, help="held-out queries of the dataset (the GPU sweep's)")

@@ -91,7 +91,7 @@ def run_case(model, tok, names: list[str], template: str, nq: int, a: argparse.N
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nq", type=int, nargs="+", default=[10, 50, 100])
     ap.add_argument("--templates", nargs="+", default=["wordnet", "wordnet_short"])
     ap.add_argument("--queries", type=int, default=5)

@@ -45,7 +45,7 @@ def one_sweep(
 
 def main() -> None:
     """Alternate the ``--jobs`` caps for ``--rounds`` rounds; print the figures."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--executor", default="local", choices=("local", "slurm"))
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--points", type=int, default=3)

@@ -52,7 +52,7 @@ def timed(fn, *args):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--points", type=int, default=10_000, help="points of the listed grid (a square)")
     args = parser.parse_args()
     side = int(round(args.points**0.5))

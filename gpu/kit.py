@@ -773,7 +773,7 @@ def unpack_results(tarball: Path, root: Path = ROOT, link: Path = GGUF_LINK) -> 
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="verb")
     st = sub.add_parser("stage", help="on the GPU machine: stage one call's carried folder")
     st.add_argument("folder", type=Path)

@@ -278,3 +278,12 @@ def test_a_chosen_row_reads_the_runs_of_its_data_setting_only(tmp_path):
     assert picked["32 items a step, 300 held-out queries"] == tuple(sorted(other["point"].unique()))
     chosen_budgets = [r.budget for r in found if "chosen on validation" in r.budget]
     assert all("of 2 seeds" in b and "of 4 seeds" not in b for b in chosen_budgets)  # 2 seeds a setting
+
+
+def test_the_budget_curve_with_another_family_names_the_source_of_each_reading():
+    """Each curve source's reading is under its key (two unnamed readings, one 'these verdicts change' and one
+    'no verdict changes', read as a contradiction); the family is described once."""
+    section = (paths.ROOT / R.PAGE).read_text().split("## The budget curve with another family")[1]
+    assert section.count('("claim", "setting")') == 1
+    for source in R.SOURCES:
+        assert (f"**{source.key}**:" in section) == (source.kind == "curve"), source.key

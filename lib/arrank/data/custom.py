@@ -203,8 +203,8 @@ def custom_frame(path: Path, template: str, seed: int, n_eval: int, docids: str 
     names = docid_map(queries, docids, seed)
     ids = trec_ids(queries, names)
     if queries[0]["split"] is None:
-        if n_eval >= len(queries):
-            raise ValueError(f"n_eval={n_eval} held-out queries leaves none of the file's {len(queries)} to train on")
+        if n_eval >= (n := len(queries)):
+            raise ValueError(f"n_eval={n_eval} leaves none of the file's {n} queries to train: give n_eval below {n}")
         held = set(np.random.default_rng(seed).choice(len(queries), size=n_eval, replace=False).tolist())
         splits = ["eval" if i in held else "train" for i in range(len(queries))]
     else:  # the file's own split: its first n_eval eval queries are held out, the other eval ones dropped

@@ -323,7 +323,7 @@ def page() -> str:
         found, runs, make, after = READERS[source.kind](source, results)
         rows += found
         if after:
-            sensitivity.append(after)
+            sensitivity.append(f"**{source.key}**: {after}")
         n_found = sum(r.finding.family_size is not None for r in found)
         family = {"table1": f"the {n_found} findings of the sweep", "figure3": f"the {n_found} findings of Figure 3"}
         device = _device(results)
@@ -343,7 +343,11 @@ def page() -> str:
         mine = [r for r in rows if r.key == key]
         out += [f"### {words} ({section})", "", *(_claim_table(mine) if mine else ["No committed data decide it."]), ""]
     if sensitivity:
-        out += ["## The budget curve with another family", "", "\n\n".join(sensitivity), ""]
+        lead = (
+            "Read along the curve (where does a claim hold?), the family is one claim's budgets within a setting "
+            '(`curve.holm_families(findings, ("claim", "setting"))`). With that family, per source:'
+        )
+        out += ["## The budget curve with another family", "", lead, "", "\n\n".join(sensitivity), ""]
     return "\n".join(out)
 
 
@@ -353,23 +357,19 @@ def _sensitivity(found: pd.DataFrame) -> str:
     a claim holds."""
     across = curve.holm_families(found, ("claim", curve.SETTING))
     changed = across[across["holm_verdict"] != across["verdict"]]
-    lead = (
-        "Read along the curve (where does a claim hold?), the family is one claim's budgets within a setting "
-        '(`curve.holm_families(findings, ("claim", "setting"))`). '
-    )
     if changed.empty:
-        return lead + "With that family no verdict changes."
+        return "no verdict changes."
     items = [
         f"{r['claim']} ({r[curve.SETTING]}, step {int(r['step'])}): {r['verdict']} → **{r['holm_verdict']}** "
         f"(p {p_text(r['p_value'])}, Holm over {int(r['family_size'])} budgets {p_text(r['p_holm'])})"
         for _, r in changed.iterrows()
     ]
-    return lead + "With that family these verdicts change:\n\n" + "\n".join(f"- {i}" for i in items)
+    return "these verdicts change:\n\n" + "\n".join(f"- {i}" for i in items)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point: write the page, or with ``--check`` compare it with the committed one."""
-    parser = argparse.ArgumentParser(prog="python -m arrank.results.reproduction", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m arrank.results.reproduction", description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when the committed page differs from the data")
     parser.add_argument("--output", default=PAGE, help=f"where to write the page (default: {PAGE})")
     parser.add_argument("--record", action="store_true", help=f"record {DATA} as it is now in its {MANIFEST} first")
