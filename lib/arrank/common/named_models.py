@@ -48,7 +48,8 @@ def model_kind(value: str) -> str:
     ``ValueError`` naming the value and what is allowed otherwise (empty, unknown word, missing path)."""
     allowed = f"one of {known_names()}, a hub id (owner/name) or a local model folder or .gguf file"
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"model_name={shown(value)} is empty: it must be {allowed}")
+        why = "is empty" if isinstance(value, str) else "is not a string"
+        raise ValueError(f"model_name={shown(value)} {why}: it must be {allowed}")
     if value != value.strip():
         raise ValueError(f"model_name={shown(value)} has spaces around it: it must be {allowed}")
     if len(value) > MAX_NAME or any(len(part.encode()) > 255 for part in Path(value).parts):
