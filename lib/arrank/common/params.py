@@ -501,13 +501,13 @@ def dataset_template(template: str, dataset: str) -> str:
     return TEMPLATE_STYLES[template][dataset != "wordnet"] if template in TEMPLATE_STYLES else template
 
 
-def _template_fits(template: str, dataset: str) -> str | None:
+def template_fits(template: str, dataset: str) -> str | None:
     """05 and 06: the data and their prompts agree."""
     fits = [names[dataset != "wordnet"] for names in TEMPLATE_STYLES.values()]
     return None if template in fits else f"template={template!r} is not for dataset={dataset!r}; choose one of {fits}"
 
 
-def _custom_data_path(dataset: str, data_path: str) -> str | None:
+def custom_data_path(dataset: str, data_path: str) -> str | None:
     """05 and 06: a data_path goes with custom data, and only with it."""
     if (dataset == "custom") != bool(data_path):
         return f"data_path={shown(data_path)} with dataset={dataset!r}: a data_path is given exactly with dataset 'custom' (docs/own-data.md)"
@@ -536,8 +536,8 @@ DERIVED: list[tuple[str, tuple[str, ...], Callable[..., Any]]] = [
 # What the resolved values must agree on: (the parameters read, the function of their values giving
 # the error, None when they agree).
 AGREEMENTS: list[tuple[tuple[str, ...], Callable[..., str | None]]] = [
-    (("template", "dataset"), _template_fits),
-    (("dataset", "data_path"), _custom_data_path),
+    (("template", "dataset"), template_fits),
+    (("dataset", "data_path"), custom_data_path),
     (("eval_steps", "steps"), _within_steps),
     (("n_dev", "n_eval"), _dev_below_eval),
 ]
