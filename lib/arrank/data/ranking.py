@@ -64,9 +64,8 @@ def ranking_dataset(
     (:func:`arrank.data.custom.trec_ids`); None, the table's own, else)."""
     params.choice(*params.DATASETS)("dataset", dataset)
     template = template or params.profile_template(profile, dataset)
-    for error in (params.template_fits(template, dataset), params.custom_data_path(dataset, data_path or "")):
-        if error:  # the runner's agreements (params.AGREEMENTS), for a direct call
-            raise ValueError(error)
+    if error := params.template_fits(template, dataset) or params.custom_data_path(dataset, data_path or ""):
+        raise ValueError(error)  # the runner's agreements (params.AGREEMENTS), for a direct call
     ids = None  # the table's own TREC ids
     if dataset == "custom":
         from arrank.data import custom
