@@ -433,3 +433,21 @@ def test_paper_profiles_hold_appendix_b_and_table_2():
     ]
     assert params.profile_value("07_de_ce_baselines", "paper", "min_relevant") == 1
     assert params.profile_values("06_evaluate", "paper", {"dataset": "esci"})["n_eval"] == 310
+
+
+def test_values_that_train_nothing_or_overflow_and_a_dataset_not_a_name_are_refused_in_one_line():
+    """05's lora_dropout 1 zeroes the adapters' input (every gradient 0: a finished run that learned nothing),
+    lr 0 likewise; an alpha of 1e30 overflowed 3**alpha inside the kernel (OverflowError, no value named); a
+    sweep file's ``dataset: {x: 1}`` was a TypeError (unhashable) before any rule saw it."""
+    from arrank.workbook import run
+
+    for given, message in (
+        ({"lora_dropout": 1.0}, r"lora_dropout=1.0 is out of range: allowed in \[0.0, 0.999\]"),
+        ({"lr": 0.0}, r"lr=0.0 is out of range: allowed in \[1e-09, 10.0\]"),
+        ({"alpha": 1e30}, r"alpha=1e\+30 is out of range: allowed in \[0.0, 100.0\]"),
+        ({"dataset": {"x": 1}}, r"dataset=\{'x': 1\} is not allowed; choose one of \['wordnet', 'esci', 'custom'\]"),
+        ({"model_name": ["tiny"]}, r"model_name=\['tiny'\] is not a string: it must be one of \['tiny'"),
+    ):
+        with pytest.raises(ParamError, match=message):
+            run.prepare("05_train", given)
+    assert run.prepare("05_train", {"alpha": 100.0, "lora_dropout": 0.999})[2]["alpha"] == 100.0

@@ -18,8 +18,11 @@ def test_folders_follow_arrank_root_and_outputs_follow_arrank_outputs():
     shown = subprocess.run([sys.executable, "-c", SHOW], env=env, capture_output=True, text=True, check=True)
     assert shown.stdout.split() == ["/r", "/r/notebooks", "/r/data/cache", "/r/data/nltk_data", "/o"]
     del env["ARRANK_OUTPUTS"]
-    shown = subprocess.run([sys.executable, "-c", SHOW], env=env, capture_output=True, text=True, check=True)
-    assert shown.stdout.split()[-1] == "/r/outputs"
+    for unset in ({}, {"ARRANK_OUTPUTS": ""}):  # empty is unset (it was '.': runs written into the working folder)
+        shown = subprocess.run(
+            [sys.executable, "-c", SHOW], env=env | unset, capture_output=True, text=True, check=True
+        )
+        assert shown.stdout.split()[-1] == "/r/outputs"
 
 
 def test_notebooks_are_the_numbered_sources_in_paper_order(tmp_path, monkeypatch):

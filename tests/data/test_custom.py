@@ -92,9 +92,9 @@ def test_bad_input_is_refused_in_one_line_naming_file_line_and_field(tmp_path, l
 def test_missing_file_missing_path_and_mismatched_options_are_refused(tmp_path):
     with pytest.raises(custom.CustomDataError, match=r"data_path='.*nowhere.jsonl': no such file"):
         ranking.ranking_dataset("custom", "quick", 0, 2, None, data_path=str(tmp_path / "nowhere.jsonl"))
-    with pytest.raises(ValueError, match=r"dataset='custom' needs data_path"):
+    with pytest.raises(ValueError, match=r"data_path='' with dataset='custom': a data_path is given exactly"):
         ranking.ranking_dataset("custom", "quick", 0, 2)
-    with pytest.raises(ValueError, match=r"data_path=.* is read for dataset='custom' only"):
+    with pytest.raises(ValueError, match=r"data_path='.*recipes.jsonl' with dataset='wordnet'"):
         ranking.ranking_dataset("wordnet", "quick", 0, 2, data_path=EXAMPLE)
     with pytest.raises(ValueError, match=r"n_eval=36 leaves none .* give n_eval below 36$"):
         ranking.ranking_dataset("custom", "quick", 0, 36, None, data_path=EXAMPLE)

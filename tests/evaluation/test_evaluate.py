@@ -181,7 +181,7 @@ def test_esci_ranking_frame_holds_out_test_queries_only():
     f = ranking.esci_ranking_frame(q, n_eval=2)
     assert f["split"].tolist() == ["train", "eval", "eval"] and f["query"].tolist() == ["1: a", "2: b", "3: c"]
     assert f["negative"].isna().all() and f["n_relevant"].tolist() == [2, 1, 1]
-    with pytest.raises(ValueError, match="template='wordnet' does not fit dataset='esci'"):
+    with pytest.raises(ValueError, match="template='wordnet' is not for dataset='esci'"):
         ranking.ranking_dataset("esci", "quick", 0, 5, "wordnet")
     with pytest.raises(ValueError, match="dataset='msmarco' is not allowed"):
         ranking.ranking_dataset("msmarco", "quick", 0, 5)

@@ -261,6 +261,18 @@ def test_successful_run_is_staged_then_renamed(fake_notebook, outputs_root):
     # the lock file, unheld: unlinking a lock file would let two processes lock two files of one name)
 
 
+def test_a_relative_outputs_folder_is_the_callers_though_papermill_and_the_kernel_run_in_the_repository(
+    fake_notebook, tmp_path, monkeypatch
+):
+    """``ARRANK_OUTPUTS=out`` from another folder: the run is written to that folder's ``out`` (it failed:
+    ``FileNotFoundError: ... 'out/99_fake/.x.partial-N'``, the staging folder sought from the repository)."""
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    monkeypatch.setattr(paths, "OUTPUTS", Path("out"))
+    final = run.run_notebook(fake_notebook, {"run_name": "x"}, progress=False)
+    assert final == tmp_path / "here" / "out" / "99_fake" / "x" and (final / "results.json").is_file()
+
+
 def test_failed_run_is_kept_aside_and_its_whole_error_is_shown(fake_notebook, outputs_root, capsys):
     """The notebook's exception type and its whole (multi-line) message, not
     the last line of papermill's wrapper."""

@@ -915,3 +915,21 @@ def test_a_list_that_list_accepts_fits_a_points_command_line(tmp_path, outputs_r
     attempt = sweep.sweep_jobs.Local(echo, {}, {}, 1).start(point, tmp_path / "point.log")
     assert attempt.proc.wait() == 0 and (tmp_path / "point.log").read_text() == f"{MAX_LIST}\n"
     assert not any(p for p in outputs_root.rglob("*") if p.is_file())
+
+
+def test_a_relative_outputs_root_reaches_the_points_as_the_callers_folder(tmp_path, three, monkeypatch):
+    """A point runs in the repository (cwd ROOT): a relative outputs root (``--outputs-root out``, or
+    ``ARRANK_OUTPUTS=out``) reaches its command absolute; it wrote beside the repository while the sweep
+    looked in the caller's folder and recorded each finished point as failed."""
+    commands = []
+
+    class Recorder:
+        def __init__(self, command, env, resources, jobs):
+            commands.append(command)
+            raise sweep.sweep_jobs.JobError("recorded")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sweep.sweep_jobs.EXECUTORS, "local", Recorder)
+    with pytest.raises(sweep.sweep_jobs.JobError, match="recorded"):
+        sweep.run_sweep(three, outputs_root=Path("out"), echo=lambda _: None)
+    assert commands[0][-1] == str(tmp_path / "out")

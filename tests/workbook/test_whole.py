@@ -158,6 +158,20 @@ def test_a_second_workbook_is_refused_at_once_naming_the_holder(outputs_root, ca
     assert [p.name for p in outputs_root.iterdir()] == [whole.WORKBOOK_LOCK]  # no stage ran
 
 
+def test_an_only_that_names_no_stage_or_a_bad_run_name_is_refused_before_anything_runs(outputs_root, capsys):
+    """``--only 5`` ran nothing and exited 0 ('05' is the sweep's number), a bare ``--only`` ran every stage,
+    ``--run-name a/b`` failed each stage in turn (exit 1): each is now refused at once, exit 2."""
+    for argv, said in (
+        (["--only", "01", "5"], "error: --only '5' names no stage; stages: ['01_de_capacity', "),
+        (["--only"], "error: argument --only: expected at least one argument"),
+        (["--run-name", "a/b"], "error: run_name='a/b' must be 'auto' or a name of at most 100 letters"),
+    ):
+        with pytest.raises(SystemExit) as ended:
+            whole.main(argv)
+        assert ended.value.code == 2 and said in capsys.readouterr().err
+    assert list(outputs_root.iterdir()) == []  # no lock taken, no stage run
+
+
 @pytest.fixture
 def small_workbook(tmp_path, outputs_root, monkeypatch):
     """The workbook with a two-point sweep, notebooks that only record their call (02 raises, 03 is

@@ -56,7 +56,7 @@ def positive_pairs(df: pd.DataFrame, rows: Mapping[str, int]) -> Pairs:
 def rank_weights(rank: torch.Tensor, alpha: float, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """lambda(r) = 1 / r^alpha (section 4.1's fractional weight, reused by section 5.3) for a finite
     alpha >= 0; alpha = 0 gives 1 for every pair (the standard, unweighted loss). The one check of
-    alpha below notebook 07's parameters, which do not refuse an infinite one."""
+    alpha for a direct call (notebook 07's parameters refuse NaN and infinity too)."""
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not math.isfinite(alpha) or alpha < 0:
         raise ValueError(
             f"alpha={alpha!r} is not allowed: lambda(r) = 1/r**alpha needs a finite "

@@ -47,10 +47,9 @@ def model_kind(value: str) -> str:
     """``"tiny"``, ``"alias"``, ``"gguf_name"``, ``"folder"``, ``"gguf_file"`` or ``"hub"``; a
     ``ValueError`` naming the value and what is allowed otherwise (empty, unknown word, missing path)."""
     allowed = f"one of {known_names()}, a hub id (owner/name) or a local model folder or .gguf file"
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"model_name={shown(value)} is empty: it must be {allowed}")
-    if value != value.strip():
-        raise ValueError(f"model_name={shown(value)} has spaces around it: it must be {allowed}")
+    if not isinstance(value, str) or not value or value != value.strip():
+        why = "is not a string" if type(value) is not str else "has spaces around it" if value.strip() else "is empty"
+        raise ValueError(f"model_name={shown(value)} {why}: it must be {allowed}")
     if len(value) > MAX_NAME or any(len(part.encode()) > 255 for part in Path(value).parts):
         raise ValueError(
             f"model_name={shown(value)} is too long for a name or path (at most {MAX_NAME} characters, "

@@ -278,17 +278,17 @@ RULES: dict[str, dict[str, Any]] = {
         **MODEL,
         "data_seed": (0, 2**32 - 1),
         "scheme": registered("scheme", "item-weight schemes of arrank.training.schemes"),
-        **{"alpha": (0.0, None), "beta": (0.0, None)},
+        **{"alpha": (0.0, 100.0), "beta": (0.0, None)},  # alpha: r**alpha overflows past ~300
         "targets": choice(*TARGETS),
         "sampling": choice(*SAMPLINGS),
         "packing": choice(*PACKINGS),
-        **{"steps": (0, 10**7), "save_steps": (1, 10**7), "lr": (0.0, 10.0), "batch_size": (1, 4096)},
+        **{"steps": (0, 10**7), "save_steps": (1, 10**7), "lr": (1e-9, 10.0), "batch_size": (1, 4096)},
         "eval_steps": number_list(1, integers=True, empty=True),
         "lr_schedule": choice(*LR_SCHEDULES),
         **{"grad_accum": (1, 4096), "max_length": (16, 131_072), "warmup_steps": (0, 10**7)},
         "optimizer": choice("adamw", "adafactor"),
         **{"weight_decay": (0.0, 1.0), "max_grad_norm": (0.0, 1e6), "logging_steps": (1, 10**7)},
-        **{"lora_r": (0, 1024), "lora_alpha": (1, 4096), "lora_dropout": (0.0, 1.0)},
+        **{"lora_r": (0, 1024), "lora_alpha": (1, 4096), "lora_dropout": (0.0, 0.999)},  # 1: no gradient
         "lora_targets": text(what="'all-linear' or comma-separated module names"),
         **RANKING_DATA,
         **{"train_queries": (0, 10**6), "n_dev": (0, 10**5)},
@@ -501,13 +501,13 @@ def dataset_template(template: str, dataset: str) -> str:
     return TEMPLATE_STYLES[template][dataset != "wordnet"] if template in TEMPLATE_STYLES else template
 
 
-def _template_fits(template: str, dataset: str) -> str | None:
+def template_fits(template: str, dataset: str) -> str | None:
     """05 and 06: the data and their prompts agree."""
     fits = [names[dataset != "wordnet"] for names in TEMPLATE_STYLES.values()]
     return None if template in fits else f"template={template!r} is not for dataset={dataset!r}; choose one of {fits}"
 
 
-def _custom_data_path(dataset: str, data_path: str) -> str | None:
+def custom_data_path(dataset: str, data_path: str) -> str | None:
     """05 and 06: a data_path goes with custom data, and only with it."""
     if (dataset == "custom") != bool(data_path):
         return f"data_path={shown(data_path)} with dataset={dataset!r}: a data_path is given exactly with dataset 'custom' (docs/own-data.md)"
@@ -536,8 +536,8 @@ DERIVED: list[tuple[str, tuple[str, ...], Callable[..., Any]]] = [
 # What the resolved values must agree on: (the parameters read, the function of their values giving
 # the error, None when they agree).
 AGREEMENTS: list[tuple[tuple[str, ...], Callable[..., str | None]]] = [
-    (("template", "dataset"), _template_fits),
-    (("dataset", "data_path"), _custom_data_path),
+    (("template", "dataset"), template_fits),
+    (("dataset", "data_path"), custom_data_path),
     (("eval_steps", "steps"), _within_steps),
     (("n_dev", "n_eval"), _dev_below_eval),
 ]
@@ -551,7 +551,7 @@ def resolve(stem: str, values: Mapping[str, Any], given: AbstractSet[str] = froz
     ``AGREEMENTS`` checked (each of 05's ``eval_steps`` at most ``steps``, ...): a resume or a sweep
     compares what ran with these values."""
     profile = _validator(stem, "profile", "str")("profile", values.get("profile"))
-    data = DATASET_PROFILES.get((stem, profile, values.get("dataset")), {})
+    data = next((v for k, v in DATASET_PROFILES.items() if k == (stem, profile, values.get("dataset"))), {})
     from_profile = {n: v for n, v in {**PROFILES.get(stem, {}).get(profile, {}), **data}.items() if n not in given}
     out = validate(stem, {**values, **from_profile}, source)
     for name, reads, derive in DERIVED:

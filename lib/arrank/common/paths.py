@@ -13,7 +13,7 @@ NOTEBOOKS: Path = ROOT / "notebooks"
 DATA: Path = ROOT / "data"
 CACHE: Path = DATA / "cache"
 NLTK_DATA: Path = DATA / "nltk_data"
-OUTPUTS: Path = Path(os.environ.get("ARRANK_OUTPUTS", ROOT / "outputs"))
+OUTPUTS: Path = Path(os.environ.get("ARRANK_OUTPUTS") or ROOT / "outputs")  # empty: unset
 
 
 def notebooks() -> list[Path]:

@@ -64,19 +64,12 @@ def ranking_dataset(
     (:func:`arrank.data.custom.trec_ids`); None, the table's own, else)."""
     params.choice(*params.DATASETS)("dataset", dataset)
     template = template or params.profile_template(profile, dataset)
-    if not template.startswith("esci" if dataset == "custom" else dataset):
-        raise ValueError(
-            f"template={template!r} does not fit dataset={dataset!r}; choose one of "
-            f"{sorted(style[dataset != 'wordnet'] for style in params.TEMPLATE_STYLES.values())}"
-        )
-    if data_path and dataset != "custom":
-        raise ValueError(f"data_path={data_path!r} is read for dataset='custom' only, not dataset={dataset!r}")
+    if error := params.template_fits(template, dataset) or params.custom_data_path(dataset, data_path or ""):
+        raise ValueError(error)  # the runner's agreements (params.AGREEMENTS), for a direct call
     ids = None  # the table's own TREC ids
     if dataset == "custom":
         from arrank.data import custom
 
-        if not data_path:
-            raise ValueError("dataset='custom' needs data_path: the JSON Lines file of its queries (docs/own-data.md)")
         df, ids = custom.custom_frame(paths.ROOT / data_path, template, seed, n_eval, custom_docids)
     elif dataset == "wordnet":
         from arrank.data import wordnet

@@ -194,6 +194,7 @@ def run_notebook(
     """
     source, injected, resolved = prepare(notebook, dict(overrides or {}))
     stem, name = source.stem, resolved["run_name"]
+    outputs_root = Path(outputs_root or paths.OUTPUTS).absolute()  # relative: the caller's; papermill runs in ROOT
     check_inputs(stem, resolved, outputs_root)
     final = outputs.run_path(stem, name, outputs_root)
     if not processes.is_main():  # process k > 0: its own staging folder beside process 0's, removed when done
@@ -278,7 +279,8 @@ def _execute(
                 with open(kernel_log, "ab") as log:
                     await super().start_kernel(**{**kw, "stderr": log})
 
-        env = {outputs.RUN_DIR_ENV: str(staging), params.PARAMS_ENV: json.dumps(resolved)}
+        env = {outputs.RUN_DIR_ENV: str(staging), "ARRANK_OUTPUTS": str(outputs.outputs_root(final))}
+        env[params.PARAMS_ENV] = json.dumps(resolved)
         # the kernel's environment, os.environ as it was again afterwards; its OpenMP waits passively
         with mock.patch.dict(os.environ, processes.openmp_wait_env({**os.environ, **env})):
             try:

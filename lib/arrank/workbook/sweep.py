@@ -436,7 +436,7 @@ def run_sweep(
         raise SweepError(f"jobs={jobs} must be at least 1")
     if not wait and kind != "slurm":
         raise SweepError("--no-wait needs --executor slurm (local points end with this command)")
-    root = outputs_root or paths.OUTPUTS
+    root = Path(outputs_root or paths.OUTPUTS).absolute()  # relative: the caller's folder; points run in ROOT
     folder, points = sweep_dir(sweep, root), sweep.points
     outputs.writable_folder(folder / "logs")  # one clear error, not a traceback per point
     outputs.writable_folder(root / sweep.notebook)

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from arrank.common import outputs, paths, processes
+from arrank.common import outputs, params, paths, processes
 from arrank.common.findings import note
 from arrank.common.params import ParamError
 from arrank.common.paths import notebooks
@@ -70,12 +70,15 @@ def _run_stage(stage: dict[str, Any], run_name: str) -> tuple[str, Path]:
     return (f"FAILED: points {failed} (logs in outputs/sweeps/{sweep.name}/logs/)" if failed else "ran"), target
 
 
+def picked(stage: dict[str, Any], only: list[str] | None) -> bool:
+    """Whether ``--only`` (stems or number prefixes; None: all) names ``stage``."""
+    return not only or any(stage["name"].startswith(o) or stage["prefix"].startswith(o) for o in only)
+
+
 def run_workbook(run_name: str = "workbook", only: list[str] | None = None) -> list[dict]:
     """Run (or skip, when finished earlier) each stage; return one status row per stage."""
     rows = []
-    for stage in stages():
-        if only and not any(stage["name"].startswith(o) or stage["prefix"].startswith(o) for o in only):
-            continue
+    for stage in filter(lambda s: picked(s, only), stages()):
         start = time.perf_counter()
         print(f"== {stage['name']}", flush=True)
         status, target = _run_stage(stage, run_name)
@@ -144,8 +147,14 @@ def main(argv: list[str] | None = None) -> int:
     ``interrupted:`` line (what was kept, how to go on) and 128 + the signal (130 for Ctrl-C)."""
     parser = argparse.ArgumentParser(prog="python -m arrank.workbook", description=__doc__.split("\n")[0])
     parser.add_argument("--run-name", default="workbook", help="run directory name (default: workbook)")
-    parser.add_argument("--only", nargs="*", help="notebook stems or number prefixes to run")
+    parser.add_argument("--only", nargs="+", help="notebook stems or number prefixes to run")
     args = parser.parse_args(argv)
+    try:  # refused before anything runs: a run name no stage takes, an --only that names no stage (it ran nothing)
+        params.RUN_NAME("run_name", args.run_name)
+        if none := [o for o in args.only or [] if not any(picked(s, [o]) for s in stages())]:
+            raise ParamError(f"--only {none[0]!r} names no stage; stages: {[s['name'] for s in stages()]}")
+    except ParamError as err:
+        parser.error(str(err))
     try:  # one workbook at a time: two would run each other's stages and mark them failed
         lock = outputs.claim_lock(
             paths.OUTPUTS / WORKBOOK_LOCK,
