@@ -12,7 +12,15 @@ from typing import Sequence
 import pandas as pd
 
 from arrank.common.display import number_text
-from arrank.common.outputs import DamagedResultsError, read_results, read_rows, run_path, test_rows, write_text_atomic
+from arrank.common.outputs import (
+    DamagedResultsError,
+    damaged,
+    read_results,
+    read_rows,
+    run_path,
+    test_rows,
+    write_text_atomic,
+)
 from arrank.common.params import PAPER_ROWS, choice, items_per_step, profile_value
 from arrank.evaluation.metrics import short_columns
 from arrank.results.curve import LR_TEXT, SCHEDULE_TEXT
@@ -39,12 +47,19 @@ def collect(sweep: Sweep, outputs_root: Path | None = None) -> pd.DataFrame:
 
 def random_floor(sweep: Sweep, frame: pd.DataFrame, outputs_root: Path | None = None) -> dict[str, float] | None:
     """The random-scores row of the first finished run's ``metrics.csv`` (notebook 05 writes it):
-    the floor every row should be read against (docs/design.md). None if there is none."""
+    the floor every row should be read against (docs/design.md). None if there is none; a file cut short
+    or unreadable is :class:`DamagedResultsError`, never a floor of NaN."""
     for run_name in frame.loc[frame["state"] == "done", "run_name"]:
         table = run_path(sweep.notebook, run_name, outputs_root) / "metrics.csv"
-        rows = pd.read_csv(table) if table.exists() else pd.DataFrame()
+        try:
+            rows = pd.read_csv(table) if table.exists() else pd.DataFrame()
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+            raise damaged(table, f"not a CSV table: {str(err)[:80]}") from None
         if "run" in rows.columns and (rows["run"] == "random scores").any():
-            return rows[rows["run"] == "random scores"].iloc[0][metric_columns(rows.columns)].astype(float).to_dict()
+            floor = rows[rows["run"] == "random scores"].iloc[0][metric_columns(rows.columns)].astype(float)
+            if (floor.isna() & rows.iloc[0][floor.index].notna()).any():  # cut short there: NaN, not a metric none has
+                raise damaged(table, "its random-scores row is cut short")
+            return floor.to_dict()
     return None
 
 
