@@ -1,9 +1,8 @@
 """plots: the per-rank reading's words follow its numbers; the figures draw the numbers they are given."""
 
-import json
-
 import pandas as pd
 
+from arrank.common import outputs
 from arrank.evaluation import evaluate, plots
 
 
@@ -36,11 +35,11 @@ def finished_06_run(tmp_path, records: list[dict], trained_params: dict, metrics
     run of it with ``records``' scores and ``metrics`` (``source``: the trained run) in its results.json."""
     trained = tmp_path / "05_train" / "frac"
     trained.mkdir(parents=True)
-    (trained / "results.json").write_text(json.dumps({"params": {"profile": "quick", **trained_params}}))
+    outputs.write_results(trained, "05_train", {"profile": "quick", **trained_params}, {}, {})
     run = tmp_path / "06_evaluate" / "e"
     run.mkdir(parents=True)
     evaluate.scores_frame(records).to_parquet(run / "per_query_scores.parquet")
-    (run / "results.json").write_text(json.dumps({"metrics": {**metrics, "source": str(trained)}}))
+    outputs.write_results(run, "06_evaluate", {}, {**metrics, "source": str(trained)}, {})
     return run, trained
 
 
@@ -60,7 +59,5 @@ def test_per_rank_figure_is_redrawn_from_a_finished_06_run(tmp_path):
     assert curve.loc["1", "mean"] == -1.0 and reading.startswith("Rank 1 has the highest")
     # a run recorded before parameters were resolved: today's profile value is not claimed for it
     assert "frac: tiny, steps not recorded, 2 held-out queries" in fig.layout.title.text
-    (trained / "results.json").write_text(
-        json.dumps({"params": {"profile": "quick", "model_name": "tiny", "steps": 1200}})
-    )
+    outputs.write_results(trained, "05_train", {"profile": "quick", "model_name": "tiny", "steps": 1200}, {}, {})
     assert "frac: tiny, 1200 steps, 2 held-out queries" in plots.per_rank_from_run(run)[1].layout.title.text

@@ -191,6 +191,17 @@ def test_own_data_with_a_line_over_the_limit_is_refused_by_the_runner_before_any
     assert list(outputs_root.rglob("*")) == []
 
 
+def test_own_data_with_too_few_queries_for_n_eval_is_refused_by_the_runner_before_any_kernel(outputs_root, capsys):
+    """The example's 36 queries and 05's default ``n_eval`` (over 36): exit 2, one line saying what
+    n_eval to give, no run folder (the kernel used to fail on it, exit 1)."""
+    args = ["05", "-p", "dataset", "custom", "-p", "data_path", "data/fixtures/custom/recipes.jsonl"]
+    assert run.main(args) == 2
+    assert (
+        capsys.readouterr().err.strip().endswith("leaves none of the file's 36 queries to train: give n_eval below 36")
+    )
+    assert list(outputs_root.rglob("*")) == []
+
+
 def test_existing_run_directory_is_never_overwritten(outputs_root):
     existing = outputs_root / "01_de_capacity" / "mine"
     existing.mkdir(parents=True)

@@ -94,11 +94,12 @@ def _query(line: str, where: str) -> dict[str, Any]:
             "negative": negative, "split": split}  # fmt: skip
 
 
-def read_queries(path: Path | str, keep: bool = True) -> list[dict[str, Any]]:
+def read_queries(path: Path | str, keep: bool = True, n_eval: int | None = None) -> list[dict[str, Any]]:
     """Every query of the JSONL file at ``path``, checked (:class:`CustomDataError` names file,
     line and field; blank lines are skipped), in bounded memory: the file at most ``MAX_BYTES``, a line
     ``MAX_LINE_BYTES`` (read no further), a field ``MAX_CHARS``, a query ``MAX_DOCUMENTS``. Without
-    ``keep``, nothing is kept but the ids (the runner's check before a kernel starts); returns []."""
+    ``keep``, nothing is kept but the ids (the runner's check before a kernel starts); returns []. A file
+    without splits must leave a query to train after ``n_eval`` are held out."""
     path = Path(path)
     if not path.is_file():
         raise CustomDataError(f"data_path={str(path)!r}: no such file (a JSON Lines file of queries, docs/own-data.md)")
@@ -132,6 +133,8 @@ def read_queries(path: Path | str, keep: bool = True) -> list[dict[str, Any]]:
         if (field, False) in first and (field, True) in first:
             line = first[field, True]
             raise CustomDataError(f"{path}:{line}: field {field!r} is missing; give it on every line or on none")
+    if n_eval is not None and ("split", True) in first and n_eval >= (n := len(seen)):
+        raise CustomDataError(f"n_eval={n_eval} leaves none of the file's {n} queries to train: give n_eval below {n}")
     return queries
 
 
@@ -199,12 +202,10 @@ def custom_frame(path: Path, template: str, seed: int, n_eval: int, docids: str 
     Appendix D.2 prompt ``template`` ("esci" or "esci_short"), ``n_eval`` held-out queries drawn
     with ``seed`` where the file gives no splits; and its TREC ids (:func:`trec_ids`, built here with
     the docIDs, so that ids TREC files cannot tell apart are refused before training)."""
-    queries = read_queries(path)
+    queries = read_queries(path, n_eval=n_eval)
     names = docid_map(queries, docids, seed)
     ids = trec_ids(queries, names)
     if queries[0]["split"] is None:
-        if n_eval >= (n := len(queries)):
-            raise ValueError(f"n_eval={n_eval} leaves none of the file's {n} queries to train: give n_eval below {n}")
         held = set(np.random.default_rng(seed).choice(len(queries), size=n_eval, replace=False).tolist())
         splits = ["eval" if i in held else "train" for i in range(len(queries))]
     else:  # the file's own split: its first n_eval eval queries are held out, the other eval ones dropped

@@ -143,16 +143,14 @@ def per_rank_from_run(run_dir) -> tuple[pd.DataFrame, Any, str]:
     """(per-rank table, figure, reading) redrawn from a finished notebook 06 run folder (its
     ``per_query_scores.parquet`` and results.json; ``model_name`` and ``steps`` from its 05 run
     where 06 did not record them), without the model."""
-    import json
     from pathlib import Path
 
+    from arrank.common.outputs import read_results
     from arrank.evaluation.evaluate import per_rank_scores, trained_scale
 
-    run_dir = Path(run_dir)
-    m = json.loads((run_dir / "results.json").read_text())["metrics"]
+    m = read_results(Path(run_dir) / "results.json")["metrics"]
     scale = {"run": Path(m["source"]).name, "model_name": m.get("model_name"), "steps": m.get("steps")}
-    source = Path(m["source"]) / "results.json"
-    if "model_name" not in m and source.exists():
-        scale = trained_scale(json.loads(source.read_text())["params"], scale["run"])
-    curve = per_rank_scores(pd.read_parquet(run_dir / "per_query_scores.parquet"))
+    if "model_name" not in m and (source := Path(m["source"]) / "results.json").exists():
+        scale = trained_scale(read_results(source)["params"], scale["run"])
+    curve = per_rank_scores(pd.read_parquet(Path(run_dir) / "per_query_scores.parquet"))
     return curve, per_rank_figure({"this model": curve}, scale_text(scale, m["n_queries"])), per_rank_reading(curve)

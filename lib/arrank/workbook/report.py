@@ -11,16 +11,9 @@ from typing import Sequence
 
 import pandas as pd
 
+from arrank.common import outputs
 from arrank.common.display import number_text
-from arrank.common.outputs import (
-    DamagedResultsError,
-    damaged,
-    read_results,
-    read_rows,
-    run_path,
-    test_rows,
-    write_text_atomic,
-)
+from arrank.common.outputs import read_results, read_rows
 from arrank.common.params import PAPER_ROWS, choice, items_per_step, profile_value
 from arrank.evaluation.metrics import short_columns
 from arrank.results.curve import LR_TEXT, SCHEDULE_TEXT
@@ -50,15 +43,15 @@ def random_floor(sweep: Sweep, frame: pd.DataFrame, outputs_root: Path | None = 
     the floor every row should be read against (docs/design.md). None if there is none; a file cut short
     or unreadable is :class:`DamagedResultsError`, never a floor of NaN."""
     for run_name in frame.loc[frame["state"] == "done", "run_name"]:
-        table = run_path(sweep.notebook, run_name, outputs_root) / "metrics.csv"
+        table = outputs.run_path(sweep.notebook, run_name, outputs_root) / "metrics.csv"
         try:
             rows = pd.read_csv(table) if table.exists() else pd.DataFrame()
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-            raise damaged(table, f"not a CSV table: {str(err)[:80]}") from None
+            raise outputs.damaged(table, f"not a CSV table: {str(err)[:80]}") from None
         if "run" in rows.columns and (rows["run"] == "random scores").any():
             floor = rows[rows["run"] == "random scores"].iloc[0][metric_columns(rows.columns)].astype(float)
             if (floor.isna() & rows.iloc[0][floor.index].notna()).any():  # cut short there: NaN, not a metric none has
-                raise damaged(table, "its random-scores row is cut short")
+                raise outputs.damaged(table, "its random-scores row is cut short")
             return floor.to_dict()
     return None
 
@@ -88,7 +81,7 @@ def per_query_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_roo
     frame = collect(sweep, outputs_root) if frame is None else frame
     parts = []
     for _, row in frame[frame["state"] == "done"].iterrows():
-        path = run_path(sweep.notebook, row["run_name"], outputs_root) / "per_query.csv"
+        path = outputs.run_path(sweep.notebook, row["run_name"], outputs_root) / "per_query.csv"
         if not path.exists():
             continue
         results = read_results(path.parent / "results.json")
@@ -110,7 +103,7 @@ def curve_setting(params: dict, rows: pd.DataFrame, processes: int = 1) -> str:
     each budget`` or ``, constant rate`` (Appendix B's cosine decays to the run's last step: one run per
     budget; a constant rate reads every budget off one run), then a learning rate other than its profile's,
     ``, lr 0.0002``: two rates never pool, and a budget chosen on validation chooses among them too."""
-    held_out = test_rows(rows)["query"].nunique()
+    held_out = outputs.test_rows(rows)["query"].nunique()
     setting = f"{items_per_step(params, processes):,} items a step, {held_out:,} held-out queries"
     setting += SCHEDULE_TEXT[params.get("lr_schedule", "cosine")] if "split" in rows else ""
     lr, usual = params.get("lr"), profile_value("05_train", params.get("profile", "quick"), "lr")
@@ -135,7 +128,7 @@ def curve_frame(sweep: Sweep, frame: pd.DataFrame | None = None, outputs_root: P
     states = dict(zip(frame["run_name"], frame["state"]))
     for point in (p for p in sweep.points if p.run_name in states):
         state = states[point.run_name]
-        folder = run_path(sweep.notebook, point.run_name, outputs_root)
+        folder = outputs.run_path(sweep.notebook, point.run_name, outputs_root)
         run, results = (folder, read_results(folder / "results.json")) if state == "done" else stopped_run(folder)
         if run and (run / "curve_per_query.csv").exists():
             params = results["params"]
@@ -157,7 +150,7 @@ def stopped_run(folder: Path) -> tuple[Path | None, dict | None]:
     for failed in sorted(folder.parent.glob(f"{folder.name}.failed-*"), reverse=True):
         try:
             return failed, read_results(failed / "results.json")
-        except (FileNotFoundError, DamagedResultsError):
+        except (FileNotFoundError, outputs.DamagedResultsError):
             continue
     return None, None
 
@@ -168,21 +161,20 @@ def stopped_points(folder: Path, params: dict) -> pd.DataFrame | None:
     point's resolved parameters (its batch, and its data, whose training pairs make an epoch). One's
     own data is rebuilt only from the file the run trained on: the ``data_digest`` its checkpoints
     recorded (``.checkpoints-<run>/params.json``) is checked as notebook 06 checks a train_run's."""
-    from arrank.common.outputs import DEV, RESUME_PARAMS, data_digest
     from arrank.data.ranking import ranking_dataset
     from arrank.evaluation import budgets, evaluate
 
     curve_dir = folder.parent / f".curve-{folder.name}"
     if not (steps := budgets.scored_steps(curve_dir)):
         return None
-    recorded, trained = folder.parent / f".checkpoints-{folder.name}" / RESUME_PARAMS, dict(params)
+    recorded, trained = folder.parent / f".checkpoints-{folder.name}" / outputs.RESUME_PARAMS, dict(params)
     with contextlib.suppress(OSError, ValueError, AttributeError):  # no checkpoints (a GPU tarball's): said
         trained["data_digest"] = json.loads(recorded.read_text()).get("data_digest")
-    evaluate.check_data_digest(folder.name, trained, data_digest(params), "stopped run")
+    evaluate.check_data_digest(folder.name, trained, outputs.data_digest(params), "stopped run")
     keys = ("dataset", "profile", "n_eval", "template", "subtree", "min_relevant", "data_path", "custom_docids")
     df = ranking_dataset(seed=params["data_seed"], n_dev=params.get("n_dev", 0), **{k: params[k] for k in keys})
     counts = {"n_queries": len(evaluate.eval_queries(df, params.get("eval_queries") or None))}
-    counts |= {"dev_n_queries": int(df["split"].eq(DEV).sum())} if params.get("n_dev") else {}
+    counts |= {"dev_n_queries": int(df["split"].eq(outputs.DEV).sum())} if params.get("n_dev") else {}
     for step in steps:
         read_rows(budgets.point_path(curve_dir, step), ["query", "ndcg"], counts)
     return budgets.curve_table(curve_dir, steps, steps[-1], None, items_per_step(params), budgets.training_pairs(df))
@@ -213,4 +205,4 @@ def write_per_query(per_query: pd.DataFrame, path: Path, overwrite: bool = False
     if path.exists() and path.read_text() != text and not overwrite:
         raise FileExistsError(f"{path} exists with other per-query rows: pass overwrite=True to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)
-    return write_text_atomic(path, text)
+    return outputs.write_text_atomic(path, text)

@@ -156,7 +156,7 @@ def check_inputs(stem: str, resolved: dict[str, Any], outputs_root: Path | None 
         from arrank.data import custom
 
         try:
-            custom.read_queries(paths.ROOT / resolved["data_path"], keep=False)
+            custom.read_queries(paths.ROOT / resolved["data_path"], keep=False, n_eval=resolved.get("n_eval"))
         except custom.CustomDataError as err:
             raise ParamError(str(err)) from None
     if stem == "06_evaluate" and resolved["train_run"] != "none":
