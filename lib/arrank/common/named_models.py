@@ -63,7 +63,7 @@ def model_kind(value: str) -> str:
         return "folder"
     if path.suffix == ".gguf":
         if not path.is_file():
-            raise ValueError(f"model_name={shown(value)}: no such GGUF file")
+            raise ValueError(f"model_name={shown(value)}: no such GGUF file (/tmp/kit's: python gpu/kit.py link)")
         return "gguf_file"
     if path.exists():
         raise ValueError(
