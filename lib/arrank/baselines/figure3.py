@@ -1,8 +1,8 @@
-"""DE and CE baselines on WordNet (paper section 5.3, Figure 3, Appendix B): train, evaluate,
-tabulate and plot. Figure 3: (a) R@k against k for DEs with n in {4, 8, 16, 32} at alpha = 5 and
-a CE with n = 32 (and the ARR model); (b) a DE with n = 8 for several alpha; (c) a CE with n = 32
-for several alpha. Models: ``dual_encoder``, ``cross_encoder``; pairs: ``lookup``; panels with
-the ARR runs of notebook 05: ``panels``.
+"""DE and CE baselines on WordNet (paper section 5.3, Figure 3, Appendix B): trained and evaluated.
+Figure 3: (a) R@k against k for DEs with n in {4, 8, 16, 32} at alpha = 5 and a CE with n = 32
+(and the ARR model); (b) a DE with n = 8 for several alpha; (c) a CE with n = 32 for several
+alpha. Models: ``dual_encoder``, ``cross_encoder``; pairs: ``lookup``; the panels' tables and
+plots, with the ARR runs of notebook 05: ``panels``.
 
 Evaluation is section 5.1's (``arrank.evaluation.metrics``): per evaluation query, its relevant
 hypernyms and its negative are scored and ranked; CVR, nDCG and R@k. DE only: full-corpus

@@ -1,5 +1,5 @@
-"""BPE tokenizers trained on the task's own text (the ``tiny`` model of docs/design.md, "Contracts"):
-a whitespace pre-tokenizer keeps each docID one pre-token, alone and inside a prompt."""
+"""BPE tokenizers trained on the task's own text (the ``tiny`` model of docs/design.md, "What a CPU
+can show"): a whitespace pre-tokenizer keeps each docID one pre-token, alone and inside a prompt."""
 
 from __future__ import annotations
 
