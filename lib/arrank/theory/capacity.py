@@ -85,7 +85,7 @@ def observed_inner_product_count(n: int, k: int) -> int:
     with m = min(n, k-1), 2 * sum of |s(k, k-i)| over 0 <= i <= m-1 with i = m-1 (mod 2).
 
     Not a result of the paper and not proved here: it matches every exact LP count of
-    :func:`count_token_permutations` computed for this workbook (k = 2..7, all n, several seeds)
+    ``rank_condition.count_token_permutations`` computed for this workbook (k = 2..7, all n, several seeds)
     and k! at n >= k - 1 (Proposition 3.3). Notebook 01 shows it beside the exact counts.
     """
     n, k = _check_int("n", n, 1), _check_int("k", k, 1)
