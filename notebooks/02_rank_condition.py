@@ -244,8 +244,7 @@ Markdown(findings.findings_markdown(tables.rank_condition_findings(metrics)))
 #
 # Not close: the largest error over the 64 sequences is 0.049 (`sequence_max_error`), against
 # $4.9 \times 10^{-16}$ at $n = 3$. With rank(E′) = 3 < |V| the next-token distributions live on a
-# lower-dimensional family, so the chain rule cannot reach every target. (`model_name ''` skips the
-# pretrained tokenizer of section 5.)
+# lower-dimensional family, so the chain rule cannot reach every target (`model_name ''`: no section 5).
 #
 # </details>
 #

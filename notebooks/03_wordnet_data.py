@@ -22,8 +22,8 @@
 # subtree root is the top of every path and is not itself relevant, and negatives come from the
 # subtree. Two views of the same queries feed training: **top-1** (one item per query, the
 # paper's 84k-scale NTP data) and **per-docID** (one item (q, d_r, r) per relevant document,
-# the 700k-scale data of the item-weighted losses; both sizes from Appendix B). Held-out evaluation queries never appear in
-# either training view.
+# the 700k-scale data of the item-weighted losses; both sizes from Appendix B). Held-out
+# evaluation queries never appear in either training view.
 
 # %% [markdown]
 # **Changing a parameter:** the next cell holds the values that run, those of the quick profile. In

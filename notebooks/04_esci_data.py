@@ -180,8 +180,9 @@ Markdown(findings.findings_markdown(esci.dataset_findings(metrics, P)))
 # <details><summary>Answer</summary>
 #
 # 31 distinct docIDs instead of 137 (135 on some machines: docs/measurements.md): 98.7% of the titles
-# share their docID with another (about 60% with `nnz = 3`), and all 30 queries have a collision (18 with `nnz = 3`). The docIDs shrink from 6.2 to
-# 1.3 tokens. Short docIDs are cheap to decode but cannot tell the titles apart.
+# share their docID with another (about 60% with `nnz = 3`), and all 30 queries have a collision (18
+# with `nnz = 3`). The docIDs shrink from 6.2 to 1.3 tokens. Short docIDs are cheap to decode but
+# cannot tell the titles apart.
 #
 # </details>
 #

@@ -24,8 +24,8 @@
 # - **R@k** $= |\text{gold top-}k \cap \text{predicted top-}k| / k$, over the queries with at least
 #   $k$ relevant docIDs (Table 1: $k = 1..5$; Table 2: 1, 2, 5, 10, 25, 50).
 #
-# Then decoding, what ARR is for and the paper does not measure: **greedy decoding** (the paper's
-# proxy: is the greedy string a valid docID?) and **beam search constrained to the query's docID
+# Then decoding, what ARR is for and the paper does not measure: **greedy decoding** (section 5.1's
+# proxy for beam search; here: is the greedy string a valid docID?) and **beam search constrained to the query's docID
 # trie**, which returns a ranked top-$k$ list directly, compared with the gold and with the
 # scorer's ranking; and unconstrained beam search, to see how many of its outputs are no docID.
 
@@ -202,11 +202,10 @@ Markdown(findings.findings_markdown(rows))
 #
 # <details><summary>Answer</summary>
 #
-# It is the floor: CVR 92.7%, nDCG 88.4%, R@1 11.0% on the 300 held-out queries; greedy decoding
+# About the floor: CVR 92.7%, nDCG 88.4%, R@1 11.0% on the 300 held-out queries; greedy decoding
 # never writes a valid docID (0 of 50) and unconstrained beam search gives no docID at all (100%
 # invalid). Beam search constrained to the query's docID trie still returns valid candidates (R@5
-# against the gold list 64.4%): the constraint, not the model, is doing the work. 123 s on a shared
-# 2-core machine.
+# against the gold list 64.4%): the constraint, not the model, is doing the work.
 #
 # </details>
 #
@@ -221,7 +220,7 @@ Markdown(findings.findings_markdown(rows))
 #
 # Little: CVR stays 3.3%, R@1 goes from 38.0% to 37.0%, R@5 from 91.6% to 90.1%, nDCG from 97.9% to
 # 97.7%. Decoding does not use the mean score and is unchanged (greedy valid 80%, unconstrained beam
-# 36% invalid). 74 s on a shared 2-core machine.
+# 36% invalid).
 #
 # </details>
 #

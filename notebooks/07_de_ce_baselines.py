@@ -236,7 +236,6 @@ print(f"{len(arr)} ARR run(s) on the same evaluation queries: {list(arr['label']
 # - the ARR checks need paper-profile ARR runs (GPU), which that run lacks: None. At the quick
 #   profile, notebook 05's 1200-step trie β = 2 run on its training queries is above the DEs and
 #   above the CE by 4-17 points at k = 2..5 (docs/results.md, "The quick workbook").
-# The last cell says each in words for this run.
 
 # %%
 figure3 = P["model"] == "figure3"
