@@ -243,7 +243,6 @@ Markdown(findings.findings_markdown(tables.capacity_findings(metrics, k_top)))
 #
 # 4320 in $\mathbb R^5$ and all 5040 in $\mathbb R^6$: exactly Skala's closed form (the exact LP
 # count equals it in every case). $\mathbb R^5$ misses $\left[{7 \atop 1}\right] = 6! = 720$
-# rankings, the last term of the sum. The LP enumeration grows fast: this run takes minutes where
-# the quick one takes seconds.
+# rankings, the last term of the sum. The LP enumeration grows fast: this run takes minutes.
 #
 # </details>

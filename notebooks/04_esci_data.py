@@ -86,7 +86,7 @@ stats.to_frame("value")
 # %% [markdown]
 # ## 2. One query, its ranked titles and the prompt
 # The titles at ranks 1, 1+step, … by inner product, with their docIDs. Titles sharing a docID
-# are kept (the paper's own Appendix D.2 prompt shows `[25,36,39]` twice) and marked.
+# are kept (the paper's own Appendix D.2 prompt shows `[25,36,39]` twice) and counted.
 
 # %%
 example = queries.iloc[0]

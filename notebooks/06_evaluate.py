@@ -225,9 +225,8 @@ Markdown(findings.findings_markdown(rows))
 # </details>
 #
 # **3. Beam search without the trie.** Before reading section 5 above: on the workbook's fractional
-# α = 2 run, predict what share of
-# unconstrained beam search's top-5 outputs are not docIDs at all, and how often greedy decoding is
-# valid.
+# α = 2 run, predict what share of unconstrained beam search's top-5 outputs are not docIDs at all,
+# and how often greedy decoding is valid.
 #
 # ```bash
 # python -m arrank.workbook.run 06 -p train_run "table1_wordnet_workbook-scheme=fractional-alpha=2" -p run_name ex-fractional
