@@ -170,8 +170,8 @@ Markdown(findings.findings_markdown(esci.dataset_findings(metrics, P)))
 # ESCI fixture: 30 queries, 227 titles.
 #
 # **1. One dictionary atom per docID.** A title's docID is the indices of its 3 nonzero OMP
-# coefficients (`nnz = 3`) among 32 atoms. With one atom per title, how many distinct docIDs do the 227 titles get,
-# and how many queries have titles that share a docID?
+# coefficients (`nnz = 3`) among 32 atoms. With one atom per title, how many distinct docIDs do the
+# 227 titles get, and how many queries have titles that share a docID?
 #
 # ```bash
 # python -m arrank.workbook.run 04 -p nnz 1 -p run_name ex-nnz1
