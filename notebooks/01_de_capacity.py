@@ -17,7 +17,7 @@
 # distinct permutations (unsigned Stirling numbers of the first kind). The paper bounds this by
 # $k^{2n}$ and concludes (Proposition 3.1) that no DE solves a *complete* ranking task — one in which
 # every ordering of the $k$ documents must be produced for some query — when
-# $n < \ln(k!) / (2 \ln k)$, i.e. the dimension must grow linearly with $k$.
+# $n < \ln(k!) / (2 \ln k)$ (eq. 2), i.e. the dimension must grow linearly with $k$.
 #
 # **What the paper proves:** the sufficient condition $n < \ln k!/(2\ln k)$ for failure.
 # **What this notebook adds:** (1) exact LP counts for random sites agree with Skala's closed form,
@@ -94,9 +94,9 @@ fig.show()
 
 # %% [markdown]
 # ## 3. Sampling query points approaches the count from below
-# A Monte-Carlo count (distinct permutations seen from random query points) is only a lower
-# bound: small cells between the sites are rarely hit. It climbs towards the exact count and
-# never passes it.
+# A Monte-Carlo count (distinct permutations seen from up to `mc_queries` random query points, for
+# $k$ = `k_max_exact` sites in the plane, $n = 2$) is only a lower bound: small cells between the
+# sites are rarely hit. It climbs towards the exact count and never passes it.
 
 # %%
 k_mc, n_mc = P["k_max_exact"], 2
@@ -211,7 +211,7 @@ Markdown(findings.findings_markdown(tables.capacity_findings(metrics, k_top)))
 # The paper's bound is $\ln k!/(2\ln k) = 4457.4$; the exact smallest dimension is $9999 = k - 1$
 # (`paper_bound_k10000`, `exact_min_dimension_k10000` in results.json). The bound stays at about
 # 45% of the exact answer (42.8% of it at $k = 1000$: 427.9 against 999): both grow linearly, as the
-# paper says, but the bound is loose by a factor of two. The run took 48 s on a shared 2-core machine.
+# paper says, but the bound is loose by a factor of two.
 #
 # </details>
 #
@@ -243,7 +243,6 @@ Markdown(findings.findings_markdown(tables.capacity_findings(metrics, k_top)))
 #
 # 4320 in $\mathbb R^5$ and all 5040 in $\mathbb R^6$: exactly Skala's closed form (the exact LP
 # count equals it in every case). $\mathbb R^5$ misses $\left[{7 \atop 1}\right] = 6! = 720$
-# rankings, the last term of the sum. The LP enumeration grows fast: 22 s for $n = 5$ alone, 210 s
-# for the whole run on a shared 2-core machine.
+# rankings, the last term of the sum. The LP enumeration grows fast: this run takes minutes.
 #
 # </details>

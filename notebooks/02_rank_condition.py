@@ -10,19 +10,19 @@
 # # 02 · The rank(E′) condition of autoregressive rankers (paper §3.2, Appendix A)
 #
 # An autoregressive ranker (ARR) turns a context $c$ into a hidden vector $\varphi(c)\in\mathbb R^n$
-# and next-token probabilities $\sigma(E\varphi(c))$, with $E$ the $|\mathcal V|\times n$ token
-# embeddings. With $E' = [E\ \mathbf 1]$ (E augmented by a column of ones) the paper shows that an
-# ARR whose $\varphi$ may be any vector can produce
+# and next-token probabilities $\sigma(E\varphi(c))$ over the docID tokens $\mathcal V$, with $E$ their
+# $|\mathcal V|\times n$ embeddings (the paper's $E_{docids}$, constrained decoding). With
+# $E' = [E\ \mathbf 1]$ (E augmented by a column of ones) the paper shows that an ARR whose
+# $\varphi$ may be any vector can produce
 # - **any strictly positive distribution** over the docID tokens (Proposition "Arbitrary
 #   Distributions over Tokens", 3.2),
 # - hence any distribution over docID **sequences** (Corollary "Arbitrary Distributions over
-#   Sequences"),
-# - and **any permutation** of the tokens (Proposition "Arbitrary Permutations over Tokens"),
+#   Sequences", 3.1),
+# - and **any permutation** of the tokens (Proposition "Arbitrary Permutations over Tokens", 3.3),
 #
-# each **iff $\operatorname{rank}(E') = |\mathcal V|$**. (The paper's theorem environments number
-# these 3.2, Corollary 3.1 and 3.3 when compiled; with one shared counter they would be 3.2, 3.3 and
-# 3.4.) Unlike a dual encoder (notebook 01), the required dimension does not grow with the number
-# of documents. This notebook checks each statement numerically, exactly where it can.
+# each **iff $\operatorname{rank}(E') = |\mathcal V|$**. Unlike a dual encoder (notebook 01), the
+# required dimension does not grow with the number of documents. This notebook checks each
+# statement numerically, exactly where it can.
 
 # %% [markdown]
 # **Changing a parameter:** the next cell holds the values that run, those of the quick profile. In
@@ -137,10 +137,11 @@ fits[["case", "rank_E_prime", "full_rank", "targets", "max_error", "median_error
 
 # %% [markdown]
 # ## 4. Sequences (Corollary 3.1) against a dual encoder of the same dimension
-# An idealised ARR chooses $\varphi$ per prefix. With $|\mathcal V| = 4$ tokens, docIDs of length
-# $L = 3$ (64 sequences) and $n = 3$ (so rank(E′) = 4), the chain rule lets it match an arbitrary
-# distribution over all 64 docIDs, hence any of their $64!$ rankings. A dual encoder of the same
-# dimension realises at most skala_count(3, 64) rankings (notebook 01): a vanishing fraction.
+# An idealised ARR chooses $\varphi$ per prefix. With $|\mathcal V| = 4$ tokens (`seq_vocab`), docIDs
+# of length $L = 3$ (`seq_len`; 64 sequences) and $n = 3$ (`seq_dim`; a random E, so rank(E′) = 4),
+# the chain rule lets it match an arbitrary distribution over all 64 docIDs, hence any of their $64!$
+# rankings. A dual encoder of the same dimension realises at most Skala's $N_{3,2}(64)$ rankings
+# (notebook 01; `theory.skala_count`): a vanishing fraction.
 
 # %%
 V, L, n = P["seq_vocab"], P["seq_len"], P["seq_dim"]
@@ -165,12 +166,13 @@ fig.show()
 # Is rank(E′) = |V_docids| met by real models? For WordNet the docIDs are synset names, whose
 # tokens span most of the vocabulary, far more than the model dimension; for ESCI the docIDs are
 # short lists of numbers ("25,36,39"), whose few tokens come much closer to it. Below: the tiny
-# model of the quick profile (a BPE tokenizer trained on both kinds of docIDs, a random-initialised
-# 4-layer Llama with hidden size 128), and the real pretrained model given by `model_name`: by
-# default SmolLM2-135M-Instruct (hidden size n = 576, vocabulary 49,152, embeddings tied to the
-# output layer), with its own byte-level BPE tokenizer. E is read from the model's safetensors
-# without loading the model, so a 7B folder works on a laptop too. EOS counts as a docID token
-# (docIDs end with it, section 4.2; for an instruct model it is the end-of-turn token).
+# model of the quick profile (a BPE tokenizer trained on all synset names and 20,000 random numeric
+# docIDs, a random-initialised 4-layer Llama with hidden size 128), and the pretrained model given
+# by `model_name`: by default SmolLM2-135M-Instruct (hidden size n = 576, vocabulary 49,152,
+# embeddings tied to the output layer), with its own byte-level BPE tokenizer. E is read from the
+# model's safetensors without loading the model, so a 7B folder works on a laptop too. EOS counts
+# as a docID token (the workbook ends every docID with it, so that in the trie of section 4.2 "cat"
+# can end before "cats"; for an instruct model it is the end-of-turn token).
 
 # %%
 with outputs.timed(timings, "tiny_tokenizer"):
@@ -242,8 +244,7 @@ Markdown(findings.findings_markdown(tables.rank_condition_findings(metrics)))
 #
 # Not close: the largest error over the 64 sequences is 0.049 (`sequence_max_error`), against
 # $4.9 \times 10^{-16}$ at $n = 3$. With rank(E′) = 3 < |V| the next-token distributions live on a
-# lower-dimensional family, so the chain rule cannot reach every target. (`model_name ''` skips the
-# pretrained tokenizer of section 5; the run took 128 s on a shared 2-core machine.)
+# lower-dimensional family, so the chain rule cannot reach every target (`model_name ''`: no section 5).
 #
 # </details>
 #
@@ -252,7 +253,7 @@ Markdown(findings.findings_markdown(tables.rank_condition_findings(metrics)))
 # ordered arbitrarily?
 #
 # ```bash
-# python -m arrank.workbook.run 02
+# python -m arrank.workbook.run 02 -p run_name ex-tokens
 # ```
 #
 # <details><summary>Answer</summary>

@@ -22,8 +22,8 @@
 # subtree root is the top of every path and is not itself relevant, and negatives come from the
 # subtree. Two views of the same queries feed training: **top-1** (one item per query, the
 # paper's 84k-scale NTP data) and **per-docID** (one item (q, d_r, r) per relevant document,
-# the 700k-scale data of the item-weighted losses). Held-out evaluation queries never appear in
-# either training view.
+# the 700k-scale data of the item-weighted losses; both sizes from Appendix B). Held-out
+# evaluation queries never appear in either training view.
 
 # %% [markdown]
 # **Changing a parameter:** the next cell holds the values that run, those of the quick profile. In
@@ -90,7 +90,8 @@ print(f"top-1 view: {len(top1):,} items; per-docID view: {len(per_docid):,} item
 # %% [markdown]
 # ## 2. The paper's example: deer.n.01
 # The ranked hypernyms of `deer.n.01` over all of WordNet (independent of the subtree chosen
-# above) reproduce the list of section 5.1; the prompt is Appendix D.1's.
+# above) reproduce the list of section 5.1. The prompt below is this build's: Appendix D.1's
+# template, listing only the hypernyms below the subtree's root (all 14 over all nouns).
 
 # %%
 deer = W.ranked_hypernyms("deer.n.01", P["path_rule"], include_root=True)
@@ -189,7 +190,7 @@ Markdown(findings.findings_markdown(W.dataset_findings(metrics, P)))
 #
 # 3,029 queries instead of 3,248, with 6.90 relevant docIDs on average instead of 7.11 (at most 11
 # instead of 12); 20,888 per-docID training items instead of 23,105. The paper's deer.n.01 example is
-# unchanged (it has one path). 71 s on a shared 2-core machine.
+# unchanged (it has one path).
 #
 # </details>
 #
@@ -208,6 +209,6 @@ Markdown(findings.findings_markdown(W.dataset_findings(metrics, P)))
 # `outputs/03_wordnet_data/ex-dog.failed-<time>/`. With `-p min_relevant 1 -p n_eval 20` it runs:
 # 171 queries (18 hyponyms have no relevant docID inside the subtree), 2.08 relevant docIDs on
 # average, at most 4, and the tiny BPE tokenizer trained on so little text makes every docID one
-# token (1.0 on average, against 2.46 for animal.n.01). 49 s on a shared 2-core machine.
+# token (1.0 on average, against 2.46 for animal.n.01).
 #
 # </details>

@@ -86,7 +86,7 @@ stats.to_frame("value")
 # %% [markdown]
 # ## 2. One query, its ranked titles and the prompt
 # The titles at ranks 1, 1+step, … by inner product, with their docIDs. Titles sharing a docID
-# are kept (the paper's own Appendix D.2 prompt shows `[25,36,39]` twice) and marked.
+# are kept (the paper's own Appendix D.2 prompt shows `[25,36,39]` twice) and counted.
 
 # %%
 example = queries.iloc[0]
@@ -115,8 +115,8 @@ tables["trie_corpus"], tables["trie_queries"]
 
 # %% [markdown]
 # Lengths in tokens of titles and docIDs for a tiny BPE tokenizer trained on the titles (as a
-# pretrained tokenizer, it never saw the docIDs, so "25,36,39" splits into numbers and commas):
-# docIDs are a few tokens, titles dozens, which is why ESCI needs docIDs at all.
+# pretrained tokenizer, it never saw the docIDs, so "25,36,39" splits into numbers and commas). Real
+# titles take dozens of tokens, which is why ESCI needs docIDs; the fixture's are short (~10).
 
 # %%
 tok = tokenizer.train_bpe(list(titles["title"]), P["tokenizer_vocab"])
@@ -129,10 +129,12 @@ fig.show()
 
 # %% [markdown]
 # ## 4. A sample of prompts
+# Saved as `prompts_sample.csv` in the run folder; below, the queries drawn.
 
 # %%
 sample = queries.sample(n=min(10, len(queries)), random_state=P["seed"])[["query", "n_titles", "prompt"]]
 outputs.save_table(sample, run_dir, "prompts_sample")
+sample[["query", "n_titles"]]
 
 # %% [markdown]
 # ## Results
@@ -167,9 +169,9 @@ Markdown(findings.findings_markdown(esci.dataset_findings(metrics, P)))
 # environment, e.g. `.venv/bin/python`), then open the answer. The quick profile uses the committed
 # ESCI fixture: 30 queries, 227 titles.
 #
-# **1. One dictionary atom per docID.** A title's docID is the set of its 3 nonzero OMP coefficients
-# (`nnz = 3`) among 32 atoms. With one atom per title, how many distinct docIDs do the 227 titles get,
-# and how many queries have titles that share a docID?
+# **1. One dictionary atom per docID.** A title's docID is the indices of its 3 nonzero OMP
+# coefficients (`nnz = 3`) among 32 atoms. With one atom per title, how many distinct docIDs do the
+# 227 titles get, and how many queries have titles that share a docID?
 #
 # ```bash
 # python -m arrank.workbook.run 04 -p nnz 1 -p run_name ex-nnz1
@@ -177,9 +179,10 @@ Markdown(findings.findings_markdown(esci.dataset_findings(metrics, P)))
 #
 # <details><summary>Answer</summary>
 #
-# 31 distinct docIDs instead of 135: 98.7% of the titles share their docID with another (61.7% with
-# `nnz = 3`), and all 30 queries have a collision (18 with `nnz = 3`). The docIDs shrink from 6.2 to
-# 1.3 tokens. Short docIDs are cheap to decode but cannot tell the titles apart.
+# 31 distinct docIDs instead of 137 (135 on some machines: docs/measurements.md): 98.7% of the titles
+# share their docID with another (about 60% with `nnz = 3`), and all 30 queries have a collision (18
+# with `nnz = 3`). The docIDs shrink from 6.2 to 1.3 tokens. Short docIDs are cheap to decode but
+# cannot tell the titles apart.
 #
 # </details>
 #
@@ -193,6 +196,6 @@ Markdown(findings.findings_markdown(esci.dataset_findings(metrics, P)))
 # <details><summary>Answer</summary>
 #
 # 12.1 titles per query on average instead of 13.0, and no query has a collision left (18 had one);
-# the distinct docIDs (135 or 137, by machine) are the same. Each run took 35-45 s on a shared 2-core machine.
+# the distinct docIDs are the same.
 #
 # </details>

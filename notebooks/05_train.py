@@ -13,10 +13,11 @@
 # ESCI task of notebook 04, Table 2) and evaluates it on the held-out queries (notebook 06 goes
 # further: decoding and beam search). The loss of an item $(q, d_r, r)$ is
 # $$\mathcal L = \lambda(r)\sum_{t} \mathrm{CE}\big(\mathbf y(r,t),\ p_\theta(\cdot \mid \bar q, d_{r,<t})\big)$$
-# with the **item weight** $\lambda(r)$: `indicator` ($\mathbb I_{r=1}$, the next-token-prediction
-# baseline, top-1 items only), `fractional` ($1/r^\alpha$) or `stepwise` ($(n_q-r+1)/n_q$), and the
-# **token targets** $\mathbf y(r,t)$: `onehot`, or `trie` (marginalised over the query's docID prefix
-# tree with docID scores $\mu(r)=1/r^\beta$); `combined=True` builds the trie of rank $r$ from
+# (eq. 3; $\bar q$ the prompt, the query with its shuffled docIDs) with the **item weight** $\lambda(r)$:
+# `indicator` ($\mathbb I_{r=1}$, the next-token-prediction baseline, top-1 items only), `fractional`
+# ($1/r^\alpha$) or `stepwise` ($(n_q-r+1)/n_q$, $n_q$ the query's relevant docIDs), and the **token
+# targets** $\mathbf y(r,t)$: `onehot`, or `trie` (marginalised over the query's docID prefix tree
+# with docID scores $\mu(r)=1/r^\beta$); `combined=True` builds the trie of rank $r$ from
 # $d_r\dots d_{n_q}$ only (Appendix F). Prompt tokens carry no loss; the loss is normalised by the
 # number of docID tokens in the batch, the same for every variant.
 #
@@ -44,7 +45,7 @@
 # **Item sampling.** `weighted` (the default) draws items with probability ∝ λ(r) and weights them
 # 1; `uniform` draws items uniformly and weights each by λ(r), as eq. 3 reads. Both have the same
 # expected gradient up to a constant, but uniform spends most steps on items of weight 1/r^α ≈ 0:
-# at the quick budget it left fractional α = 2 at R@1 0.18 where weighted sampling reaches 0.78
+# at the quick budget it left fractional α = 2 at R@1 18% where weighted sampling reaches 78%
 # (docs/measurements.md, "Quick-profile metrics").
 #
 # **Precision.** `auto` trains in bf16 where it is faster: on a CUDA GPU with native bf16; on a CPU
@@ -313,12 +314,11 @@ Markdown(findings.findings_markdown(reading.run_findings(P, metrics, floor)))
 #
 # <details><summary>Answer</summary>
 #
-# These are the workbook's own sweep points (the same parameters; their runs are
-# `outputs/05_train/table1_wordnet_workbook-scheme=indicator/` and `...-scheme=fractional-alpha=2/`):
-# NTP has CVR 92.3% and the best R@1, 75.7%; fractional α = 2 has CVR 3.3% and R@1 38.0%. Random
-# scores on the same 300 held-out queries give CVR 87.7% and R@1 10.3%: NTP, trained on the top
-# docID alone, orders the rest of the list no better than chance. Table 1 in the paper shows the same
-# trade at 7B scale.
+# The workbook's own sweep points (docs/results.md; runs `outputs/05_train/table1_wordnet_workbook-`
+# `scheme=indicator/` and `...-scheme=fractional-alpha=2/`): NTP has CVR 92.7% (a point either way by
+# machine) and the best R@1, 75.0%; fractional α = 2 has CVR 3.3% and R@1 38.0%. Random scores on the
+# same 300 held-out queries give CVR 87.7% and R@1 10.3%: NTP, trained on the top docID alone, ranks
+# the negative above a relevant docID at least as often as chance. Table 1 shows the same trade at 7B.
 #
 # </details>
 #
@@ -331,13 +331,12 @@ Markdown(findings.findings_markdown(reading.run_findings(P, metrics, floor)))
 #
 # <details><summary>Answer</summary>
 #
-# CVR 18.7%: far below NTP's 92.3%, since every relevant docID is trained and the unlisted negative
+# CVR 18.7%: far below NTP's 92.7%, since every relevant docID is trained and the unlisted negative
 # falls below them. But the order is lost: R@1 0.0%, R@2 0.2%, R@5 61.9% and nDCG 84.6%, below the
 # random-scores floor (R@1 10.3%, nDCG 85.7%). With equal weights nothing tells the model which
 # hypernym comes first, and it systematically puts others above the most specific ones (a likely
 # reading, not checked here: the general hypernyms that many queries share are the most frequent
-# training targets). The rank-dependent weight is what teaches the order. 226 s on a shared 2-core
-# machine.
+# training targets). The rank-dependent weight is what teaches the order.
 #
 # </details>
 #

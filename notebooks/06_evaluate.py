@@ -24,8 +24,8 @@
 # - **R@k** $= |\text{gold top-}k \cap \text{predicted top-}k| / k$, over the queries with at least
 #   $k$ relevant docIDs (Table 1: $k = 1..5$; Table 2: 1, 2, 5, 10, 25, 50).
 #
-# Then decoding, what ARR is for and the paper does not measure: **greedy decoding** (the paper's
-# proxy: is the greedy string a valid docID?) and **beam search constrained to the query's docID
+# Then decoding, what ARR is for and the paper does not measure: **greedy decoding** (section 5.1's
+# proxy for beam search; here: is the greedy string a valid docID?) and **beam search constrained to the query's docID
 # trie**, which returns a ranked top-$k$ list directly, compared with the gold and with the
 # scorer's ranking; and unconstrained beam search, to see how many of its outputs are no docID.
 
@@ -120,9 +120,8 @@ display.percent_table(table)
 # rank-aware model *tends* to give rank 1 the highest mean and the negative the lowest, but the
 # means pool different docIDs: general hypernyms near the root recur in many queries (and are
 # easy to predict) while rank 1 differs from query to query, so the curve can rise from rank 1
-# to rank 2 even when each query is ranked reasonably. `mean_predicted_rank` (the docID's
-# position within its own query, 1 = top) is the ranking view; the sentence below the figure
-# reads this run's numbers.
+# to rank 2 even when each query is ranked reasonably. `mean_predicted_rank` (the docID's position
+# within its own query, 1 = top) is the ranking view; the sentence below the figure reads it.
 
 # %%
 curve = evaluate.per_rank_scores(scores)
@@ -190,7 +189,8 @@ Markdown(findings.findings_markdown(rows))
 # %% [markdown]
 # ## Exercises
 # Predict first, then run the command from the repository root (`python` is the workbook's
-# environment, e.g. `.venv/bin/python`), then open the answer.
+# environment, e.g. `.venv/bin/python`), then open the answer. Runs of a trained model give numbers
+# that differ by a point or two between machines.
 #
 # **1. No training at all.** Evaluate the tiny model as initialised (`train_run = "none"`): predict
 # its CVR and R@1 against the random-scores floor (CVR 87.7%, R@1 10.3%), and how often greedy
@@ -202,11 +202,10 @@ Markdown(findings.findings_markdown(rows))
 #
 # <details><summary>Answer</summary>
 #
-# It is the floor: CVR 92.7%, nDCG 88.4%, R@1 11.0% on the 300 held-out queries; greedy decoding
+# About the floor: CVR 92.7%, nDCG 88.4%, R@1 11.0% on the 300 held-out queries; greedy decoding
 # never writes a valid docID (0 of 50) and unconstrained beam search gives no docID at all (100%
 # invalid). Beam search constrained to the query's docID trie still returns valid candidates (R@5
-# against the gold list 64.4%): the constraint, not the model, is doing the work. 123 s on a shared
-# 2-core machine.
+# against the gold list 64.4%): the constraint, not the model, is doing the work.
 #
 # </details>
 #
@@ -219,16 +218,15 @@ Markdown(findings.findings_markdown(rows))
 #
 # <details><summary>Answer</summary>
 #
-# Little: CVR stays 3.3%, R@1 goes from 38.0% to 37.0%, R@5 from 91.6% to 90.1%, nDCG from 97.9% to
-# 97.7%. Decoding does not use the mean score and is unchanged (greedy valid 80%, unconstrained beam
-# 36% invalid). 74 s on a shared 2-core machine.
+# Little: CVR from 3.3% to 3.3-4.3% (by machine), R@1 from 38.0% to 37.0%, R@5 from 91.6% to 90.1%,
+# nDCG from 97.9% to 97.7%. Decoding does not use the mean score and is unchanged (greedy valid 80%,
+# unconstrained beam 36% invalid).
 #
 # </details>
 #
 # **3. Beam search without the trie.** Before reading section 5 above: on the workbook's fractional
-# α = 2 run, predict what share of
-# unconstrained beam search's top-5 outputs are not docIDs at all, and how often greedy decoding is
-# valid.
+# α = 2 run, predict what share of unconstrained beam search's top-5 outputs are not docIDs at all,
+# and how often greedy decoding is valid.
 #
 # ```bash
 # python -m arrank.workbook.run 06 -p train_run "table1_wordnet_workbook-scheme=fractional-alpha=2" -p run_name ex-fractional

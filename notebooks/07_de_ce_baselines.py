@@ -43,8 +43,8 @@
 # whole table (a row keeps moving on its momentum, or Adam moments, after it left the batch);
 # `lazy` moves only the rows in the batch (TensorFlow's sparse updates). The DE is *lazy* by
 # default (`de_row_updates`; the same quick-profile results as dense, and a paper-scale run stays
-# under 5 minutes), the CE *dense* (`ce_row_updates`; it fits far better: R@1 100.0% vs 89.7% at
-# n = 32, alpha = 5, see docs/measurements.md). The CE's random negatives may hit a relevant
+# under 5 minutes), the CE *dense* (`ce_row_updates`; with Adam + L2 it fits far better: R@1 100.0%
+# vs 89.7% at n = 32, α = 5, docs/measurements.md). The CE's random negatives may hit a relevant
 # document (e.g. entity.n.01, relevant to every query), as the formula allows. Batches are drawn
 # epoch by epoch without replacement.
 #
@@ -233,10 +233,9 @@ print(f"{len(arr)} ARR run(s) on the same evaluation queries: {list(arr['label']
 #   the CE's R@1 from 88.7% (Adam + L2: eroded table, mean row norm 0.056) to 97.6%, not its
 #   R@2..5. At α = 5 the CE's CVR is ~90% by the letter of its loss: its permutation
 #   negatives are mostly the top hypernyms every query shares, pushed below random synsets;
-# - the ARR checks need paper-profile ARR runs (GPU); none exist yet, so they are None. At the
-#   quick profile, notebook 05's 1200-step trie β = 2 run on its training queries is above the
-#   DEs and above the CE by 4-17 points at k = 2..5 (README, "Results of the quick workbook").
-# The last cell says each in words for this run.
+# - the ARR checks need paper-profile ARR runs (GPU), which that run lacks: None. At the quick
+#   profile, notebook 05's 1200-step trie β = 2 run on its training queries is above the DEs and
+#   above the CE by 4-17 points at k = 2..5 (docs/results.md, "The quick workbook").
 
 # %%
 figure3 = P["model"] == "figure3"
@@ -288,7 +287,7 @@ Markdown(findings.findings_markdown(rows))
 # 100.0, 99.8, 98.9, 94.7, 92.5% (mean R@1..5 97.2% against 96.3% at $n = 32$): the curve keeps
 # rising with $n$, most at $k = 3$-$5$, as Proposition 3.1 predicts (a larger $n$ realises more
 # rankings). Its training queries are its evaluation queries: a lookup table answers a capacity
-# question. 64 s of training, 150 s for the run on a shared 2-core machine.
+# question.
 #
 # </details>
 #
@@ -304,7 +303,7 @@ Markdown(findings.findings_markdown(rows))
 # R@1 93.7% and R@2 90.3% (CVR 9.7%): 6.3 and 7.4 points below α = 5, the same numbers as the
 # α = 0 point of panel (b) in the workbook's run. A flat weight asks the table to put every hypernym
 # first; a steep one (large α) spends its few dimensions on the top of the list, which is the small-k
-# gain the paper reports. 47 s of training on a shared 2-core machine.
+# gain the paper reports.
 #
 # </details>
 #
@@ -320,7 +319,7 @@ Markdown(findings.findings_markdown(rows))
 # <details><summary>Answer</summary>
 #
 # At the quick scale, little: the subtree's rows are in most batches (CE $n = 32$, α = 5: R@1 100.0,
-# R@2 95.0 with Adam + L2 against 98.3, 94.7 with AdamW). At the paper's scale a row is in a batch
+# R@2 95.8 with Adam + L2 against 98.3, 94.7 with AdamW). At the paper's scale a row is in a batch
 # once every ~343 steps and moves ~lr towards 0 at every other step: the mean row norm falls from 5.6
 # to 0.056 in 20k steps and R@1 is 88.7% against AdamW's 97.6% (docs/results.md, "Figure 3 at
 # paper scale"; docs/measurements.md, "DE and CE baselines").

@@ -240,7 +240,7 @@ Markdown(findings.findings_markdown(table1.sweep_findings(frame, S.notebook, per
 # <details><summary>Answer</summary>
 #
 # No, and no. NTP's CVR falls far below the tiny model's: the instruct model brings an order of its
-# own (zero-shot it already puts few docIDs out of rank order); NTP's CVR is still the highest of the
+# own (zero-shot its CVR is already 3.8%); NTP's CVR is still the highest of the
 # fine-tuned rows, fractional and trie β = 2 cut it further, and NTP keeps the best R@1. Fractional
 # α = 2 is below NTP at R@2..R@5 at this budget. The findings the command prints decide each with its
 # interval; docs/pretrained.md has the figures, and the budget curve along which the gap turns.

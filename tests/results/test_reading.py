@@ -88,6 +88,8 @@ def test_the_cvr_claim_compares_percent_with_table_1_and_skips_a_zero_shot_run()
     assert cvr_row(NTP, 0.20)[0].holds is True  # 20% > 13.04%
     assert cvr_row({**NTP, "scheme": "fractional"}, 0.1304)[0].holds is True  # at most 13.04%: the bound itself
     assert cvr_row({**NTP, "steps": 0}, 0.5) == []  # Zero-shot: nothing trained, no loss to credit
+    zero_shot = reading.run_findings({**NTP, "steps": 0}, _metrics(0.5), FLOOR)[1].claim
+    assert zero_shot.startswith("the model as loaded ranks above random scores")  # not "fine-tuning"
 
 
 def test_decoding_findings_name_each_rate():

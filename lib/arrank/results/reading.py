@@ -34,7 +34,8 @@ def run_findings(params: dict[str, Any], m: dict[str, Any], floor: dict[str, Any
         rows.append(note(f"The paper's row ({caption}, Mistral-7B): {shown}."))
     if floor:
         mean = lambda d: sum(d[f"recall@{k}"] for k in range(1, 6) if d.get(f"recall@{k}") is not None)
-        claim = "fine-tuning ranks above random scores on the same queries (nDCG and the summed R@1..R@5)"
+        subject = "the model as loaded" if label == "Zero-shot" else "fine-tuning"  # steps 0: nothing fine-tuned
+        claim = f"{subject} ranks above random scores on the same queries (nDCG and the summed R@1..R@5)"
         shown = f"nDCG {pct(m['ndcg'])} vs {pct(floor['ndcg'])}; {_curve(m)} vs {_curve(floor)}"
         rows.append(finding(claim, m["ndcg"] > floor["ndcg"] and mean(m) > mean(floor), shown))
     if has_cvr and label != "Zero-shot":
