@@ -19,7 +19,7 @@ def test_the_spec_names_the_embedder_its_dimension_and_seed(monkeypatch):
     embedders.embed("tfidf", ["q"], ["t"], ["1"], ["a"], seed=7)
     embedders.embed("tfidf:16", ["q"], ["t"], ["1"], ["a"])
     assert calls == [(256, 7), (16, 0)]
-    with pytest.raises(ValueError, match=r"^embedder='st:' is not known: give 'tfidf'"):
+    with pytest.raises(ValueError, match=r"^embedder='st:' is unknown: give 'tfidf'"):
         embedders.embed("st:", ["q"], ["t"], ["1"], ["a"])
 
 

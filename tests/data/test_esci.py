@@ -426,7 +426,7 @@ def test_the_esci_notebook_checks_its_build_against_section_5_1_and_table_2():
 
 def test_an_unknown_embedder_is_named():
     """A direct call with an embedder spec of no known form fails naming it (not as a missing package)."""
-    with pytest.raises(ValueError, match=r"embedder='gecko' is not known: give 'tfidf', 'tfidf:<dim>'"):
+    with pytest.raises(ValueError, match=r"embedder='gecko' is unknown: give 'tfidf', 'tfidf:<dim>'"):
         embedders.embed("gecko", ["a"], ["b"], ["1"], ["2"])
 
 

@@ -25,7 +25,7 @@ def test_the_validation_split_comes_out_of_the_held_out_queries_seeded_and_leave
         set(other.loc[other["split"] == "dev", "query"]) <= held
         and set(other.loc[other["split"] == "dev", "query"]) != dev
     )
-    with pytest.raises(ValueError, match=r"n_dev=12 leaves no test queries: 12 are held out; give n_dev below 12"):
+    with pytest.raises(ValueError, match=r"n_dev=12 leaves no test queries: 12 held out; give n_dev below 12"):
         _wordnet(12)
 
 

@@ -141,7 +141,7 @@ def test_a_score_that_is_not_finite_is_refused_and_leaves_no_file(tmp_path):
     with pytest.raises(ValueError, match=r"scores contains NaN"):
         trec.write_trec(tmp_path, records, "r")
     records[4]["scores"][records[4]["relevant"][0]] = float("inf")
-    with pytest.raises(ValueError, match=r"has score inf; a TREC run needs finite scores"):
+    with pytest.raises(ValueError, match=r"has score inf; TREC needs finite scores"):
         trec.write_trec(tmp_path, records, "r")
     assert not list(tmp_path.iterdir())
 

@@ -34,7 +34,7 @@ def test_sides_resolve_on_roles_one_comparison_per_member():
     uneven = {"two": [("x", ("x",)), ("y", ("y",))], "three": [("p", ("p",)), ("q", ("q",)), ("r", ("r",))]}
     with pytest.raises(ValueError, match="the sides of '{a}' are 2 and 3 variants: one, or as many"):
         resolve([Claim("k", "w", "{a}", "two", "three", ("r1",))], uneven, ["r1"])
-    with pytest.raises(ValueError, match=r"side='>=' of the claim 'n' is not allowed; choose one of \['>', '<'\]"):
+    with pytest.raises(ValueError, match=r"side='>=' of the claim 'n' is not allowed: one of \['>', '<'\]"):
         Claim("k", "w", "n", "a", "b", ("r1",), side=">=")
 
 

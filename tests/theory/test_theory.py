@@ -460,7 +460,7 @@ def test_exact_counters_bad_arrays(func):
         func(np.zeros((8, 3)))
     with pytest.raises(TypeError, match="real numbers"):
         func(np.ones((3, 2), dtype=bool))
-    with pytest.raises(ValueError, match="at least 1 row"):
+    with pytest.raises(ValueError, match="at least 1 x 1"):
         func(np.zeros((0, 2)))
 
 

@@ -403,9 +403,7 @@ def parse_cell(source: str, where: str) -> list[tuple[str, str, Any, str]]:
     for node in ast.parse(source).body:
         name = getattr(getattr(node, "target", None), "id", None)
         if not isinstance(node, ast.AnnAssign) or name is None or node.value is None:
-            raise ParamError(
-                f"{where}: line {node.lineno} of the parameters cell is not `name: type = literal  # meaning`"
-            )
+            raise ParamError(f"{where}: parameters cell line {node.lineno} is not `name: type = literal  # meaning`")
         if name not in read:
             raise ParamError(f"{where}: papermill cannot read parameter {name} (is there an '=' in its comment?)")
         try:

@@ -74,9 +74,7 @@ def lexnames_from_manpage(text: str) -> list[str]:
     lines = [f"{num}\t{name}\t{_CATEGORY[name.split('.')[0]]}" for num, name in rows]
     numbers = [int(num) for num, _ in rows]
     if numbers != list(range(45)):
-        raise ValueError(
-            f"expected lexicographer files 00..44 in lexnames(5WN), found {len(numbers)}: {numbers[:5]}..."
-        )
+        raise ValueError(f"expected lexicographer files 00..44 in lexnames(5WN), found {len(numbers)}: {numbers[:5]}")
     return lines
 
 

@@ -95,9 +95,7 @@ def carve_dev(df: pd.DataFrame, n_dev: int, seed: int) -> pd.DataFrame:
         return df
     held = df.index[df["split"] == "eval"]
     if n_dev >= len(held):
-        raise ValueError(
-            f"n_dev={n_dev} leaves no test queries: {len(held)} are held out; give n_dev below {len(held)}"
-        )
+        raise ValueError(f"n_dev={n_dev} leaves no test queries: {len(held)} held out; give n_dev below {len(held)}")
     out = df.copy()
     out.loc[pd.Series(held).sample(n=n_dev, random_state=seed).to_numpy(), "split"] = DEV
     return out

@@ -105,9 +105,7 @@ def run_lines(records: Sequence[dict], run_name: str, ids: Ids | None = None) ->
         for rank, d in enumerate(metrics.predicted_order(list(scores), list(scores.values())), start=1):
             score = float(scores[d])
             if not math.isfinite(score):
-                raise ValueError(
-                    f"query {rec['query']!r}: docID {d!r} has score {score}; a TREC run needs finite scores"
-                )
+                raise ValueError(f"query {rec['query']!r}: docID {d!r} has score {score}; TREC needs finite scores")
             lines.append(f"{qid} Q0 {docno(d)} {rank} {score:.9g} {name}")
     return lines
 

@@ -63,9 +63,7 @@ class Claim:
 
     def __post_init__(self) -> None:
         if self.side not in SIDES:
-            raise ValueError(
-                f"side={self.side!r} of the claim {self.name!r} is not allowed; choose one of {list(SIDES)}"
-            )
+            raise ValueError(f"side={self.side!r} of the claim {self.name!r} is not allowed: one of {list(SIDES)}")
 
     def quantity(self, metrics: Sequence[str] | None = None) -> str:
         """What is compared, in words: ``CVR``, ``R@1``, ``mean R@2..R@5`` (over ``metrics``, the ones a

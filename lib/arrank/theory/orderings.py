@@ -42,9 +42,7 @@ def _check_matrix(name: str, value: Any, max_rows: int | None = None, convert: b
     if arr.dtype.kind not in "iuf":
         raise TypeError(f"{name} must hold real numbers (int or float), got dtype {arr.dtype}")
     if arr.ndim != 2 or arr.size == 0:
-        raise ValueError(
-            f"{name} must be a 2-D array (rows x n) with at least 1 row and 1 column, got shape {arr.shape}"
-        )
+        raise ValueError(f"{name} must be a 2-D array (rows x n), at least 1 x 1, got shape {arr.shape}")
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} must contain only finite values (no NaN or inf)")
     if max_rows is not None and arr.shape[0] > max_rows:
