@@ -99,13 +99,13 @@ def read_queries(path: Path | str, keep: bool = True, n_eval: int | None = None)
     line and field; blank lines are skipped), in bounded memory: the file at most ``MAX_BYTES``, a line
     ``MAX_LINE_BYTES`` (read no further), a field ``MAX_CHARS``, a query ``MAX_DOCUMENTS``. Without
     ``keep``, nothing is kept but the ids (the runner's check before a kernel starts); returns []. A file
-    without splits must leave a query to train after ``n_eval`` are held out."""
+    without splits must leave a query to train after ``n_eval`` are held out; one with splits needs both."""
     path = Path(path)
     if not path.is_file():
         raise CustomDataError(f"data_path={str(path)!r}: no such file (a JSON Lines file of queries, docs/own-data.md)")
     if path.stat().st_size > MAX_BYTES:
         raise CustomDataError(f"{path}: {path.stat().st_size:,} bytes; at most {MAX_BYTES:,} are read")
-    queries, seen, first = [], {}, {}  # first: the first line with and without each optional field
+    queries, seen, first, splits = [], {}, {}, set()  # first: the first line with and without each optional field
     with path.open("rb") as fh:
         for number, raw in enumerate(iter(lambda: fh.readline(MAX_LINE_BYTES + 1), b""), start=1):
             if len(raw) > MAX_LINE_BYTES:
@@ -124,6 +124,7 @@ def read_queries(path: Path | str, keep: bool = True, n_eval: int | None = None)
                     f"{path}:{number}: field 'query_id' {shown(q['query_id'])} repeats line {seen[q['query_id']]}"
                 )
             seen[q["query_id"]] = number
+            splits.add(q["split"])
             for field in ("split", "negative"):
                 first.setdefault((field, q[field] is None), number)
             queries += [q] if keep else []
@@ -133,6 +134,8 @@ def read_queries(path: Path | str, keep: bool = True, n_eval: int | None = None)
         if (field, False) in first and (field, True) in first:
             line = first[field, True]
             raise CustomDataError(f"{path}:{line}: field {field!r} is missing; give it on every line or on none")
+    if splits in ({"train"}, {"eval"}):  # the run would train, then find no held-out queries (or none to train)
+        raise CustomDataError(f"{path}: every query's split is {splits.pop()!r}; give some 'train' and some 'eval'")
     if n_eval is not None and ("split", True) in first and n_eval >= (n := len(seen)):
         raise CustomDataError(f"n_eval={n_eval} leaves none of the file's {n} queries to train: give n_eval below {n}")
     return queries
