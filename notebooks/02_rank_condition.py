@@ -166,7 +166,7 @@ fig.show()
 # Is rank(E′) = |V_docids| met by real models? For WordNet the docIDs are synset names, whose
 # tokens span most of the vocabulary, far more than the model dimension; for ESCI the docIDs are
 # short lists of numbers ("25,36,39"), whose few tokens come much closer to it. Below: the tiny
-# model of the quick profile (a BPE tokenizer trained on all synset names and 20,000 random numeric
+# model of the quick profile (a BPE tokenizer trained on all noun synset names and 20,000 random numeric
 # docIDs, a random-initialised 4-layer Llama with hidden size 128), and the pretrained model given
 # by `model_name`: by default SmolLM2-135M-Instruct (hidden size n = 576, vocabulary 49,152,
 # embeddings tied to the output layer), with its own byte-level BPE tokenizer. E is read from the

@@ -314,8 +314,8 @@ Markdown(findings.findings_markdown(reading.run_findings(P, metrics, floor)))
 #
 # <details><summary>Answer</summary>
 #
-# The workbook's own sweep points (docs/results.md; runs `outputs/05_train/table1_wordnet_workbook-`
-# `scheme=indicator/` and `...-scheme=fractional-alpha=2/`): NTP has CVR 92.7% (a point either way by
+# The workbook's own sweep points (docs/results.md; runs
+# `table1_wordnet_workbook-scheme=indicator` and `...-scheme=fractional-alpha=2` in `outputs/05_train/`): NTP has CVR 92.7% (a point either way by
 # machine) and the best R@1, 75.0%; fractional α = 2 has CVR 3.3% and R@1 38.0%. Random scores on the
 # same 300 held-out queries give CVR 87.7% and R@1 10.3%: NTP, trained on the top docID alone, ranks
 # the negative above a relevant docID at least as often as chance. Table 1 shows the same trade at 7B.

@@ -56,14 +56,16 @@ def test_the_files_own_split_holds_out_its_first_n_eval_eval_queries(tmp_path):
     assert df["prompt"].iloc[0].startswith("You are a helpful assistant")  # Appendix D.2 word for word (pretrained)
 
 
-@pytest.mark.parametrize("only", ["train", "eval"])
-def test_a_file_whose_splits_are_all_one_is_refused_before_any_training(tmp_path, only):
-    """Every query ``train`` (the run would train, then find nothing to evaluate) or every one ``eval``."""
-    lines = [json.loads(s) | {"split": only} for s in (paths.ROOT / EXAMPLE).read_text().splitlines()[:3]]
+def test_a_file_whose_splits_are_all_train_is_refused_before_any_training(tmp_path):
+    """Every query ``train``: 05 would train, then find nothing to evaluate. Every one ``eval`` is read
+    (06 evaluates a model as loaded on them)."""
+    lines = [json.loads(s) | {"split": "train"} for s in (paths.ROOT / EXAMPLE).read_text().splitlines()[:3]]
     path = tmp_path / "one.jsonl"
     path.write_text("\n".join(json.dumps(q) for q in lines))
-    with pytest.raises(custom.CustomDataError, match=rf"one.jsonl: every query's split is '{only}'; give some"):
+    with pytest.raises(custom.CustomDataError, match=r"one.jsonl: every query's split is 'train'; give some 'eval'"):
         custom.read_queries(path, keep=False)
+    path.write_text("\n".join(json.dumps(q | {"split": "eval"}) for q in lines))
+    assert [q["split"] for q in custom.read_queries(path)] == ["eval"] * 3
 
 
 @pytest.mark.parametrize(

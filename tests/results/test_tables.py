@@ -516,8 +516,8 @@ def test_table1_findings_are_decided_by_intervals_with_per_query_data(tmp_path, 
     assert all(f.interval is None and "point estimates" in f.numbers for f in table1.table1_findings(frame))
 
 
-@pytest.mark.parametrize("cut", ["in_row", "empty"])
-def test_a_metrics_csv_cut_short_is_named_damaged_not_a_floor_of_nan(tmp_path, outputs_root, cut):
+@pytest.mark.parametrize("cut, why", [("in_row", "its random-scores row is cut short"), ("empty", "not a CSV")])
+def test_a_metrics_csv_cut_short_is_named_damaged_not_a_floor_of_nan(tmp_path, outputs_root, cut, why):
     s = make_sweep(tmp_path, GRID)
     floor = {"cvr": 0.87, "ndcg": 0.86, "recall@1": 0.13, "recall@2": 0.27, "recall@3": None}  # R@3: none has 3
     finish(s, s.points[1], {**FRAC, "recall@3": None}, outputs_root, floor=floor)
@@ -526,7 +526,5 @@ def test_a_metrics_csv_cut_short_is_named_damaged_not_a_floor_of_nan(tmp_path, o
     table = outputs.run_path(s.notebook, s.points[1].run_name, outputs_root) / "metrics.csv"
     text = table.read_text()
     table.write_text(text[: text.index("0.86") + 2] if cut == "in_row" else "")
-    with pytest.raises(
-        outputs.DamagedResultsError, match=r"metrics.csv is damaged \((its random-scores row is cut short|not a CSV)"
-    ):
+    with pytest.raises(outputs.DamagedResultsError, match=rf"metrics.csv is damaged \({why}"):
         report.random_floor(s, frame)

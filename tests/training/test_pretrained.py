@@ -133,7 +133,8 @@ def test_full_fine_tuning_of_a_pretrained_model_warns_with_its_cost(smollm2_fold
         ("   ", "is empty"),
         ("smollm3-9b", "neither a known name"),
         ("./no/such/folder", "neither a known name"),
-        ("/no/such/model.gguf", "no such GGUF file"),
+        ("/no/such/model.gguf", r"no such GGUF file$"),
+        ("/tmp/kit/none.gguf", r"no such GGUF file \(the GPU kit's: python gpu/kit.py link\)$"),
     ],
 )
 def test_bad_model_names_are_refused_before_any_kernel(value, message):

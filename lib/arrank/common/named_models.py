@@ -63,7 +63,8 @@ def model_kind(value: str) -> str:
         return "folder"
     if path.suffix == ".gguf":
         if not path.is_file():
-            raise ValueError(f"model_name={shown(value)}: no such GGUF file (/tmp/kit's: python gpu/kit.py link)")
+            kit = " (the GPU kit's: python gpu/kit.py link)" if str(path).startswith("/tmp/kit/") else ""
+            raise ValueError(f"model_name={shown(value)}: no such GGUF file{kit}")
         return "gguf_file"
     if path.exists():
         raise ValueError(

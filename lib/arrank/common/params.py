@@ -278,7 +278,7 @@ RULES: dict[str, dict[str, Any]] = {
         **MODEL,
         "data_seed": (0, 2**32 - 1),
         "scheme": registered("scheme", "item-weight schemes of arrank.training.schemes"),
-        **{"alpha": (0.0, 100.0), "beta": (0.0, None)},  # alpha: r**alpha overflows past ~300
+        **{"alpha": (0.0, 100.0), "beta": (0.0, None)},  # alpha: 1000**100 (MAX_DOCUMENTS ranks) = 1e300 fits a float
         "targets": choice(*TARGETS),
         "sampling": choice(*SAMPLINGS),
         "packing": choice(*PACKINGS),
@@ -549,6 +549,7 @@ def resolve(stem: str, values: Mapping[str, Any], given: AbstractSet[str] = froz
     ``AGREEMENTS`` checked (each of 05's ``eval_steps`` at most ``steps``, ...): a resume or a sweep
     compares what ran with these values."""
     profile = _validator(stem, "profile", "str")("profile", values.get("profile"))
+    # a scan, not .get: a sweep file's dataset may be a mapping (unhashable), which validate then names
     data = next((v for k, v in DATASET_PROFILES.items() if k == (stem, profile, values.get("dataset"))), {})
     from_profile = {n: v for n, v in {**PROFILES.get(stem, {}).get(profile, {}), **data}.items() if n not in given}
     out = validate(stem, {**values, **from_profile}, source)

@@ -99,7 +99,7 @@ def read_queries(path: Path | str, keep: bool = True, n_eval: int | None = None)
     line and field; blank lines are skipped), in bounded memory: the file at most ``MAX_BYTES``, a line
     ``MAX_LINE_BYTES`` (read no further), a field ``MAX_CHARS``, a query ``MAX_DOCUMENTS``. Without
     ``keep``, nothing is kept but the ids (the runner's check before a kernel starts); returns []. A file
-    without splits must leave a query to train after ``n_eval`` are held out; one with splits needs both."""
+    without splits must leave a query to train after ``n_eval`` are held out; one with splits needs an eval query."""
     path = Path(path)
     if not path.is_file():
         raise CustomDataError(f"data_path={str(path)!r}: no such file (a JSON Lines file of queries, docs/own-data.md)")
@@ -134,8 +134,8 @@ def read_queries(path: Path | str, keep: bool = True, n_eval: int | None = None)
         if (field, False) in first and (field, True) in first:
             line = first[field, True]
             raise CustomDataError(f"{path}:{line}: field {field!r} is missing; give it on every line or on none")
-    if splits in ({"train"}, {"eval"}):  # the run would train, then find no held-out queries (or none to train)
-        raise CustomDataError(f"{path}: every query's split is {splits.pop()!r}; give some 'train' and some 'eval'")
+    if splits == {"train"}:  # 05 would train, then find no held-out queries; 06 has none to evaluate
+        raise CustomDataError(f"{path}: every query's split is 'train'; give some 'eval' (the held-out queries)")
     if n_eval is not None and ("split", True) in first and n_eval >= (n := len(seen)):
         raise CustomDataError(f"n_eval={n_eval} leaves none of the file's {n} queries to train: give n_eval below {n}")
     return queries

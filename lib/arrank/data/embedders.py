@@ -31,7 +31,7 @@ def embed(
         return (load_precomputed(Path(arg), "queries", query_ids), load_precomputed(Path(arg), "titles", title_ids))
     if kind == "st" and arg:
         return sentence_transformer_embeddings(arg, queries, titles, device=device)
-    raise ValueError(f"embedder={spec!r} is unknown: give 'tfidf', 'tfidf:<dim>', 'precomputed:<dir>' or 'st:<model>'")
+    raise ValueError(f"embedder={spec!r} is unknown: give 'tfidf', 'tfidf:<dim>', 'precomputed:<folder>', 'st:<model>'")
 
 
 def fingerprint(spec: str) -> dict[str, int]:
