@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
+from arrank.common import outputs
 from arrank.evaluation import budgets, evaluate
 from arrank.training import train
 
@@ -60,6 +61,26 @@ def test_the_validation_rows_go_below_the_test_rows_and_the_curve_keeps_their_sp
     assert both["split"].tolist() == ["test"] * 2 + ["dev"] * 3 and both.index.tolist() == list(range(5))
     summary = budgets.curve_summary(budgets.curve_table(tmp_path, [], 10, both, items_per_step=1, n_pairs=10))
     assert summary["split"].tolist() == ["test", "dev"] and summary["r1"].round(6).tolist() == [0.1, 0.3]
+
+
+@pytest.mark.parametrize(
+    "damage, why",
+    [
+        (lambda text: text[: text.rindex(",0.")], "a row is cut short"),  # cut in its last row's recall@k
+        (lambda text: text[: text.rindex("q3")], "3 rows where its run scored 4 queries"),
+        (lambda text: text + text.splitlines(keepends=True)[-1], "5 rows where its run scored 4 queries"),
+        (lambda text: "", "not a table"),
+    ],
+)
+def test_a_damaged_point_is_named_with_the_run_to_start_over_never_drawn(tmp_path, damage, why):
+    curve = tmp_path / ".curve-r"
+    curve.mkdir()
+    both = budgets.with_splits(_per_query(4, 0.3), _per_query(2, 0.3))
+    budgets.point_path(curve, 20).write_text(both.to_csv(index=False))  # whole
+    budgets.point_path(curve, 10).write_text(damage(both.iloc[[4, 5, 0, 1, 2, 3]].to_csv(index=False)))
+    todo = r"delete \S+/\.curve-r and \.checkpoints-r beside it and run that point again$"  # it would resume past it
+    with pytest.raises(outputs.DamagedResultsError, match=rf"step-0000010.csv is damaged \({why}.*\): {todo}"):
+        budgets.curve_table(curve, [10, 20, 30], 30, both, items_per_step=1, n_pairs=10)
 
 
 @pytest.fixture(scope="module")

@@ -516,7 +516,7 @@ def test_table1_findings_are_decided_by_intervals_with_per_query_data(tmp_path, 
     assert all(f.interval is None and "point estimates" in f.numbers for f in table1.table1_findings(frame))
 
 
-@pytest.mark.parametrize("cut, why", [("in_row", "its random-scores row is cut short"), ("empty", "not a CSV")])
+@pytest.mark.parametrize("cut, why", [("in_row", "a row is cut short"), ("empty", "not a table")])
 def test_a_metrics_csv_cut_short_is_named_damaged_not_a_floor_of_nan(tmp_path, outputs_root, cut, why):
     s = make_sweep(tmp_path, GRID)
     floor = {"cvr": 0.87, "ndcg": 0.86, "recall@1": 0.13, "recall@2": 0.27, "recall@3": None}  # R@3: none has 3

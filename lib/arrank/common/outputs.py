@@ -56,10 +56,11 @@ class DamagedResultsError(ValueError):
 
 
 def damaged(path: Path, why: str) -> DamagedResultsError:
-    """The one-line error for a damaged results file: which, why, and what to do."""
-    return DamagedResultsError(
-        f"{path} is damaged ({why}): delete its run folder {path.parent} and run that point again"
-    )
+    """The one-line error for a damaged results file: which, why, and what to do (a point scored during
+    training, ``.curve-<run>/step-*.csv``: start that run over, its checkpoints would resume past it)."""
+    folder, run = path.parent, path.parent.name.removeprefix(".curve-")
+    todo = f"its run folder {folder}" if run == folder.name else f"{folder} and .checkpoints-{run} beside it"
+    return DamagedResultsError(f"{path} is damaged ({why}): delete {todo} and run that point again")
 
 
 # results.json's keys and their types, as ``write_results`` writes them (``warnings``: where notices were recorded)
@@ -102,26 +103,35 @@ def means_problem(rows: pd.DataFrame, metrics: dict[str, Any]) -> str | None:
     return None
 
 
+def read_table(path: Path, columns: Sequence[str] = (), data: bytes | None = None) -> pd.DataFrame:
+    """A CSV (or ``.parquet``) table a run wrote (``data``: its bytes, where not yet on disk), checked: it
+    parses, has ``columns`` and a row, none cut short (a CSV's last line unended, an empty ``columns``
+    cell); else :class:`DamagedResultsError` naming the file."""
+    import pandas as pd
+
+    csv, data = Path(path).suffix != ".parquet", Path(path).read_bytes() if data is None else data
+    try:
+        frame = (pd.read_csv if csv else pd.read_parquet)(io.BytesIO(data))
+    except ValueError as err:  # pandas' and pyarrow's parser errors, a bad encoding
+        raise damaged(Path(path), f"not a table: {str(err)[:80]}") from None
+    missing = [c for c in columns if c not in frame.columns]
+    if missing or frame.empty or csv and not data.endswith(b"\n") or frame[list(columns)].isna().any().any():
+        why = f"no column {missing}" if missing else "no rows" if frame.empty else "a row is cut short"
+        raise damaged(Path(path), why)
+    return frame
+
+
 def read_rows(
     path: Path, columns: Sequence[str], metrics: dict[str, Any], by: str | None = None, data: bytes | None = None
 ) -> pd.DataFrame:
     """A per-query CSV of a finished run (``data``: its bytes, where not yet on disk), checked whole
-    against the ``metrics`` of its results.json: it parses, has ``columns``, each query once with
-    ``n_queries`` rows (in each group of ``by`` where given), no row cut short (an empty ``columns``
-    cell), and the recorded means (``means_problem``; of the last ``by`` group, the run's end); else
-    :class:`DamagedResultsError` naming the file."""
+    against the ``metrics`` of its results.json: a table (:func:`read_table`) with ``columns``, each query
+    once with ``n_queries`` rows (in each group of ``by`` where given), and the recorded means
+    (``means_problem``; of the last ``by`` group, the run's end); else :class:`DamagedResultsError`
+    naming the file."""
     import pandas as pd
 
-    try:
-        frame = pd.read_csv(path if data is None else io.BytesIO(data))
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-        raise damaged(Path(path), f"not a CSV table: {str(err)[:80]}") from None
-    if missing := [c for c in columns if c not in frame.columns]:
-        raise damaged(Path(path), f"no column {missing}")
-    if frame.empty:
-        raise damaged(Path(path), "no rows")
-    if frame[list(columns)].isna().any().any():
-        raise damaged(Path(path), "a row is cut short")
+    frame, bad = read_table(path, columns, data), functools.partial(damaged, Path(path))
     splits = {"": test_rows(frame)} | ({f"{DEV}_": frame[frame["split"].eq(DEV)]} if "split" in frame else {})
     for prefix, part in splits.items():  # a curve with validation queries: the test rows, then the validation ones
         recorded = {k.removeprefix(prefix): v for k, v in metrics.items() if k.startswith(prefix)}
@@ -131,12 +141,12 @@ def read_rows(
         if len(off):
             where = f" at {by} {off.index[0]}" if by else ""
             what = "validation rows" if prefix else "rows"
-            raise damaged(Path(path), f"{off.iloc[0]} {what}{where} where its results.json records {rows} queries")
+            raise bad(f"{off.iloc[0]} {what}{where} where its run scored {rows} queries")
         twice = part[part.duplicated([by, "query"] if by else ["query"])]
         if len(twice):
-            raise damaged(Path(path), f"query {str(twice['query'].iloc[0])[:80]!r} has two rows")
+            raise bad(f"query {str(twice['query'].iloc[0])[:80]!r} has two rows")
         if problem := means_problem(part[part[by] == part[by].max()] if by else part, recorded):
-            raise damaged(Path(path), prefix + problem)
+            raise bad(prefix + problem)
     return frame
 
 

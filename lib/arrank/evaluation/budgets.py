@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-from arrank.common.outputs import DEV, test_rows, write_text_atomic
+from arrank.common.outputs import DEV, read_rows, test_rows, write_text_atomic
 from arrank.evaluation import evaluate, metrics
 
 CURVE_COLUMNS = ("step", "items", "epochs")  # then metrics.short_columns: query, cvr, ndcg, r<k>
@@ -100,14 +100,17 @@ def curve_table(
     folder: Path, points: Sequence[int], final_step: int, final: pd.DataFrame | None, items_per_step: int, n_pairs: int
 ) -> pd.DataFrame:
     """Every point's per-query metrics in one long table (``CURVE_COLUMNS`` then ``metrics.short_columns``): the
-    points in ``folder`` and ``final`` (the run's own evaluation; None: read from ``folder`` too) at
-    ``final_step``. ``items`` is the
+    points in ``folder``, each checked whole (``outputs.read_rows``; with ``final``, its rows of each split), and
+    ``final`` (the run's own evaluation; None: read from ``folder`` too) at ``final_step``. ``items`` is the
     step times the items a step carries; ``epochs`` is ``items`` over ``n_pairs``, the training
     queries' (query, relevant docID) pairs, as Appendix B counts an epoch. Per-query frames with a
     ``split`` column (``with_splits``) keep it, after ``epochs``."""
+    counts = {} if final is None else {"n_queries": len(test_rows(final))}
+    counts |= {"dev_n_queries": int(final["split"].eq(DEV).sum())} if counts and "split" in final else {}
     frames = []
     for step in sorted(set(points) | {final_step}):
-        per_query = final if step == final_step and final is not None else pd.read_csv(point_path(folder, step))
+        given = step == final_step and final is not None
+        per_query = final if given else read_rows(point_path(folder, step), ["query", "ndcg"], counts)
         items = step * items_per_step
         short = metrics.short_columns(per_query)
         if "split" in per_query:

@@ -44,10 +44,7 @@ def random_floor(sweep: Sweep, frame: pd.DataFrame, outputs_root: Path | None = 
     or unreadable is :class:`DamagedResultsError`, never a floor of NaN."""
     for run_name in frame.loc[frame["state"] == "done", "run_name"]:
         table = outputs.run_path(sweep.notebook, run_name, outputs_root) / "metrics.csv"
-        try:
-            rows = pd.read_csv(table) if table.exists() else pd.DataFrame()
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-            raise outputs.damaged(table, f"not a CSV table: {str(err)[:80]}") from None
+        rows = outputs.read_table(table) if table.exists() else pd.DataFrame()
         if "run" in rows.columns and (rows["run"] == "random scores").any():
             floor = rows[rows["run"] == "random scores"].iloc[0][metric_columns(rows.columns)].astype(float)
             if (floor.isna() & rows.iloc[0][floor.index].notna()).any():  # cut short there: NaN, not a metric none has
