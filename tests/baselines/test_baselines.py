@@ -805,7 +805,7 @@ def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
         if name != "p-de-n2-a0":  # a run made before per_query.csv was written
             per_query.to_csv(folder / "per_query.csv", index=False)
         logs.to_csv(folder / "training_log.csv", index=False)
-        outputs.write_results(folder, BL.STEM, {**data, "model": model, **params}, {}, {})
+        outputs.write_results(folder, BL.STEM, {**data, "model": model, **params}, BL.flat_metrics(results), {})
         return results
 
     de = point("p-de-n2", "de", 2, 5.0)
@@ -828,6 +828,21 @@ def test_figure3_is_drawn_from_single_configuration_runs(tmp_path):
     assert len(per_query) == 2 * len(df[df["split"] == "eval"]) and {"cvr", "ndcg", "r1", "r2"} <= set(per_query)
     with pytest.raises(ValueError, match=r"no finished 07_de_ce_baselines run named like 'z\*'"):
         BL.point_results(data, "z*", configs, root=tmp_path)
+    # each file checked against its results.json: cut short, a query twice, a value edited are named
+    for name, damage, why in [
+        ("per_query.csv", lambda t: t + t.splitlines()[-1] + "\n", "7 rows at config de_n2_alpha5 where its run"),
+        ("per_query.csv", lambda t: t[:-3], "a row is cut short"),
+        ("results.csv", lambda t: t.replace(f",{float(de.loc['de_n2_alpha5', 'ndcg'])},", ",0.5,"), "the mean ndcg"),
+        ("training_log.csv", lambda t: t.splitlines()[0] + "\n", "no rows"),
+    ]:
+        path = tmp_path / BL.STEM / "p-de-n2" / name
+        text = path.read_text()
+        path.write_text(damage(text))
+        with pytest.raises(
+            outputs.DamagedResultsError, match=rf"p-de-n2/{name} is damaged \({why}.*\): delete its run"
+        ):
+            BL.point_results({**data, "ce_optimizer": "adamw"}, "p-*", configs, root=tmp_path)
+        path.write_text(text)
 
 
 def test_findings_in_words_name_the_papers_claims():

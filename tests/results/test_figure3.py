@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from arrank.baselines import figure3 as BL
 from arrank.baselines import panels
@@ -99,10 +100,22 @@ def test_per_query_rows_of_a_config_and_of_an_arr_run(outputs_root):
     assert rows["cvr"].tolist() == [1.0, 0.0] and rows["r1"].tolist() == [1.0, 1.0] and rows["r3"].isna().all()
     run = outputs.run_path("05_train", "arr", outputs_root)
     run.mkdir(parents=True)
-    frame.to_csv(run / "per_query_train.csv", index=False)
+    text = frame.to_csv(index=False)
+    (run / "per_query_train.csv").write_text(text)
+    trained = {"train_n_queries": 2, "train_cvr": 0.5, "train_ndcg": frame["ndcg"].mean(), "train_recall@1": 1.0}
+    outputs.write_results(run, "05_train", {}, {"n_queries": 9, "ndcg": 0.1, **trained}, {})
     back = panels.arr_per_query("arr")
     assert list(back.columns) == ["query", "cvr", "ndcg", "r1", "r2", "r3"] and back["cvr"].tolist() == [1.0, 0.0]
     assert panels.arr_per_query("missing") is None and panels.arr_per_query(None) is None
+    # cut short, a query twice, a value edited: named, never an interval over the wrong rows
+    for damage, why in [
+        (text[:-5], "a row is cut short"),
+        (text + text.splitlines()[-1] + "\n", "3 rows where"),
+        (text.replace(",1.0,", ",0.0,", 1), "the mean recall@1 of its rows is 0.5 where its results.json records 1"),
+    ]:
+        (run / "per_query_train.csv").write_text(damage)
+        with pytest.raises(outputs.DamagedResultsError, match=rf"per_query_train.csv is damaged \(({why})"):
+            panels.arr_per_query("arr")
 
 
 def test_roles_compare_each_step_of_the_de_dimensions_and_the_alpha_ends():

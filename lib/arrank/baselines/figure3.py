@@ -226,11 +226,16 @@ def point_results(
     config the newer wins. Returns (results, their training logs, their per-query rows
     (``per_query_rows``; runs made before per_query.csv was written give none: an empty frame
     with a ``config`` column), the run names used); a clear error when no run matches."""
+    from arrank.common.outputs import damaged, means_problem, read_rows, read_table
+
     wanted = {config_key(c["model"], c["n"], c["alpha"]): ",".join(c["panels"]) for c in configs}
     found: dict[str, tuple[Path, pd.Series]] = {}  # config -> (the run that holds it, its results row)
+    metrics = {}  # run -> its results.json's metrics, which each file of the run is checked against
     for run, ran in matching_runs(STEM, pattern, params, root):  # oldest first: a newer run of a config replaces it
-        if ran["params"].get("model") != "figure3":
-            table = pd.read_csv(run / "results.csv", index_col="config")
+        if ran["params"].get("model") != "figure3":  # one config a run: results.json's plain names are its
+            table, metrics[run] = read_table(run / "results.csv", ["config"]).set_index("config"), ran["metrics"]
+            if problem := means_problem(table, metrics[run]):
+                raise damaged(run / "results.csv", problem)
             found.update({key: (run, row) for key, row in table.iterrows() if key in wanted})
     if not found:
         raise ValueError(
@@ -243,8 +248,11 @@ def point_results(
     def rows_of(name: str) -> pd.DataFrame:
         """Each config's rows of the csv ``name`` of its run (none from a run without that file); each
         run's file read once (one run usually holds every config)."""
-        run_of = {k: found[k][0] for k in order}
-        tables = {run: pd.read_csv(run / name) for run in set(run_of.values()) if (run / name).exists()}
+        run_of, key = {k: found[k][0] for k in order}, ["config", "query" if name == "per_query.csv" else "step"]
+        read = lambda run: (
+            read_rows(run / name, key, metrics[run], by="config") if key[1] == "query" else read_table(run / name, key)
+        )
+        tables = {run: read(run) for run in set(run_of.values()) if (run / name).exists()}
         parts = [tables[run][tables[run]["config"] == k] for k, run in run_of.items() if run in tables]
         return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["config"])
 

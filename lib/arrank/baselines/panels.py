@@ -48,14 +48,17 @@ def arr_runs(dataset: Mapping[str, Any], n_queries: int, root: Path | None = Non
 def arr_per_query(run: str | None, root: Path | None = None, stem: str = "05_train") -> pd.DataFrame | None:
     """The per-query metrics of an ARR run on its training queries (``per_query_train.csv``,
     notebook 05) as ``baselines.figure3.per_query_rows`` gives the DE / CE's: query, cvr, ndcg,
-    r1..r5. None when there is no such run or it was made before notebook 05 saved them."""
+    r1..r5, checked against its results.json (``outputs.read_rows``). None when there is no such run or it
+    was made before notebook 05 saved them."""
     from arrank.baselines.figure3 import per_query_rows
-    from arrank.common.outputs import run_path
+    from arrank.common.outputs import read_results, read_rows, run_path
+    from arrank.evaluation.evaluate import training_metrics
 
     path = run_path(stem, run, root) / "per_query_train.csv" if run else None
     if path is None or not path.exists():
         return None
-    return per_query_rows(pd.read_csv(path), run).drop(columns="config")
+    trained = training_metrics(read_results(path.parent / "results.json")["metrics"])
+    return per_query_rows(read_rows(path, ["query", "ndcg"], trained), run).drop(columns="config")
 
 
 def variant_order(p: Mapping[str, Any]) -> tuple:
