@@ -122,7 +122,6 @@ def test_a_custom_train_run_whose_data_file_changed_since_is_refused_before_its_
     (its ``data_digest`` differs from the run's) is refused in one line naming the file and the ways
     out, before the model is loaded; the unchanged file goes on (to the model, absent here). A run
     recorded before runs kept a digest is evaluated with a notice."""
-    import json
     import re
 
     from arrank.common import outputs
@@ -132,9 +131,7 @@ def test_a_custom_train_run_whose_data_file_changed_since_is_refused_before_its_
     data.write_text('{"query_id": "a"}\n')
     params = {"dataset": "custom", "data_path": str(data), "n_eval": 1, "seed": 0, "profile": "quick"}
     (tmp_path / "05_train" / "own").mkdir(parents=True)
-    (tmp_path / "05_train" / "own" / "results.json").write_text(
-        json.dumps({"params": {**params, **outputs.data_digest(params)}})
-    )
+    outputs.write_results(tmp_path / "05_train" / "own", "05_train", {**params, **outputs.data_digest(params)}, {}, {})
     p = {"train_run": "own", "backend": "auto"}
     with pytest.raises(FileNotFoundError, match="holds no saved model"):
         evaluate.model_under_test(p, tmp_path)
@@ -147,6 +144,10 @@ def test_a_custom_train_run_whose_data_file_changed_since_is_refused_before_its_
         evaluate.model_under_test(p, tmp_path)
     evaluate.check_data_digest("old", params, outputs.data_digest(params))  # no data_digest recorded
     assert f"whether {data} is the file it trained on cannot be checked" in capsys.readouterr().out
+    results = tmp_path / "05_train" / "own" / "results.json"
+    results.write_text(results.read_text()[:50])  # cut short: named, not a JSON traceback
+    with pytest.raises(outputs.DamagedResultsError, match=r"own/results.json is damaged \(not JSON: .*\): delete its"):
+        evaluate.model_under_test(p, tmp_path)
 
 
 def test_a_beam_size_no_scored_held_out_query_can_fill_names_beam_k_before_scoring():

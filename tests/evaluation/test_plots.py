@@ -1,6 +1,7 @@
 """plots: the per-rank reading's words follow its numbers; the figures draw the numbers they are given."""
 
 import pandas as pd
+import pytest
 
 from arrank.common import outputs
 from arrank.evaluation import evaluate, plots
@@ -61,3 +62,20 @@ def test_per_rank_figure_is_redrawn_from_a_finished_06_run(tmp_path):
     assert "frac: tiny, steps not recorded, 2 held-out queries" in fig.layout.title.text
     outputs.write_results(trained, "05_train", {"profile": "quick", "model_name": "tiny", "steps": 1200}, {}, {})
     assert "frac: tiny, 1200 steps, 2 held-out queries" in plots.per_rank_from_run(run)[1].layout.title.text
+
+
+def test_a_damaged_scores_file_is_named_never_drawn(tmp_path):
+    """per_query_scores.parquet cut short, with a candidate twice or a query missing: one line naming
+    it, not pyarrow's traceback nor a per-rank curve over the wrong rows."""
+    run, _ = finished_06_run(tmp_path, RECORDS, {"model_name": "tiny", "steps": 9}, {"n_queries": 1})
+    path = run / "per_query_scores.parquet"
+    scores = pd.read_parquet(path)
+    for damage, why in [
+        (lambda: path.write_bytes(path.read_bytes()[:-100]), "not a table: .*magic bytes"),
+        (lambda: pd.concat([scores, scores.iloc[:1]]).to_parquet(path), "a candidate has two rows"),
+        (lambda: scores.iloc[:0].to_parquet(path), "no rows"),
+        (lambda: scores.assign(query="b").pipe(lambda s: pd.concat([scores, s])).to_parquet(path), "2 queries where"),
+    ]:
+        damage()
+        with pytest.raises(outputs.DamagedResultsError, match=rf"per_query_scores.parquet is damaged \({why}.*\): del"):
+            plots.per_rank_from_run(run)

@@ -287,8 +287,6 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
     (run, model_name, steps: what a figure's title names) and ``params`` (the 05 run's; untrained:
     the data, the model and steps = 0).
     """
-    import json
-
     from arrank.common import outputs
     from arrank.data import ranking
     from arrank.training import models
@@ -296,7 +294,7 @@ def model_under_test(p: Mapping[str, Any], root) -> dict[str, Any]:
     keys = ("dataset", "subtree", "min_relevant", "n_eval", "template", "seed", "profile", "data_path", "custom_docids")
     if p["train_run"] != "none":
         run = outputs.find_run("05_train", p["train_run"], root)
-        trained = json.loads((run / "results.json").read_text())["params"]
+        trained = outputs.read_results(run / "results.json")["params"]
         before = {"dataset": "wordnet", "custom_docids": "id", "n_dev": 0}  # a run recorded before these existed
         data = {k: trained.get(k, before.get(k)) for k in (*keys, "n_dev")}
         data["seed"] = trained.get("data_seed", data["seed"])  # the seed of its data, when it had one

@@ -145,12 +145,15 @@ def per_rank_from_run(run_dir) -> tuple[pd.DataFrame, Any, str]:
     where 06 did not record them), without the model."""
     from pathlib import Path
 
-    from arrank.common.outputs import read_results
+    from arrank.common.outputs import damaged, read_results, read_table
     from arrank.evaluation.evaluate import per_rank_scores, trained_scale
 
-    m = read_results(Path(run_dir) / "results.json")["metrics"]
+    m, path = read_results(Path(run_dir) / "results.json")["metrics"], Path(run_dir) / "per_query_scores.parquet"
+    scores, n = read_table(path, ["query", "docid", "rank", "score"]), m["n_queries"]
+    if (found := scores["query"].nunique()) != n or scores.duplicated(["query", "docid"]).any():
+        raise damaged(path, f"{found} queries where its run scored {n}" if found != n else "a candidate has two rows")
     scale = {"run": Path(m["source"]).name, "model_name": m.get("model_name"), "steps": m.get("steps")}
     if "model_name" not in m and (source := Path(m["source"]) / "results.json").exists():
         scale = trained_scale(read_results(source)["params"], scale["run"])
-    curve = per_rank_scores(pd.read_parquet(Path(run_dir) / "per_query_scores.parquet"))
+    curve = per_rank_scores(scores)
     return curve, per_rank_figure({"this model": curve}, scale_text(scale, m["n_queries"])), per_rank_reading(curve)
