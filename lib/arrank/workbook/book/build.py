@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from arrank.common import paths
-from arrank.common.outputs import run_path, staged_folder
+from arrank.common.outputs import damaged, run_path, staged_folder
 from arrank.workbook.book.executed import for_the_book, with_download_link
 from arrank.workbook.book.pages import PAGES, SITE_SOURCES, fields, page
 
@@ -41,6 +41,17 @@ def _finished(ipynb: Path) -> bool:
     return ipynb.exists() and (ipynb.parent / "results.json").exists()
 
 
+def executed(ipynb: Path) -> dict:
+    """An executed notebook's JSON; one cut short or not a notebook is ``BookError`` naming it."""
+    try:
+        nb = json.loads(ipynb.read_text())
+    except ValueError as err:
+        nb = f"not JSON: {str(err)[:80]}"
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise BookError(str(damaged(ipynb, nb if isinstance(nb, str) else "no cells")))
+    return nb
+
+
 def write_sources(src: Path, notebooks: dict[str, Path], run_name: str) -> list[str]:
     """The Sphinx sources of the book in ``src``; returns the notebooks left out (no finished run).
     Each notebook page links the notebook file as it ran, which Sphinx copies beside the page from
@@ -54,7 +65,7 @@ def write_sources(src: Path, notebooks: dict[str, Path], run_name: str) -> list[
     for folder in ("notebooks", "extra/notebooks"):
         (src / folder).mkdir(parents=True)
     shutil.copy2(SITE_SOURCES / "conf.py", src / "conf.py")
-    loaded = {stem: json.loads(ipynb.read_text()) for stem, ipynb in notebooks.items() if _finished(ipynb)}
+    loaded = {stem: executed(ipynb) for stem, ipynb in notebooks.items() if _finished(ipynb)}
     missing = [stem for stem in notebooks if stem not in loaded]
     for stem, nb in loaded.items():
         page_nb = with_download_link(for_the_book(nb), f"{stem}.ipynb")
