@@ -232,7 +232,7 @@ def point_results(
     found: dict[str, tuple[Path, pd.Series]] = {}  # config -> (the run that holds it, its results row)
     metrics = {}  # run -> its results.json's metrics, which each file of the run is checked against
     for run, ran in matching_runs(STEM, pattern, params, root):  # oldest first: a newer run of a config replaces it
-        if ran["params"].get("model") != "figure3":  # one config a run: results.json's plain names are its
+        if ran["params"].get("model") != "figure3":  # one config a run: results.json's plain names are its own
             table, metrics[run] = read_table(run / "results.csv", ["config"]).set_index("config"), ran["metrics"]
             if problem := means_problem(table, metrics[run]):
                 raise damaged(run / "results.csv", problem)
@@ -246,14 +246,11 @@ def point_results(
     results = pd.DataFrame([found[k][1] for k in order]).assign(panels=[wanted[k] for k in order])
 
     def rows_of(name: str) -> pd.DataFrame:
-        """Each config's rows of the csv ``name`` of its run (none from a run without that file); each
-        run's file read once (one run usually holds every config)."""
-        run_of, key = {k: found[k][0] for k in order}, ["config", "query" if name == "per_query.csv" else "step"]
-        read = lambda run: (
-            read_rows(run / name, key, metrics[run], by="config") if key[1] == "query" else read_table(run / name, key)
-        )
-        tables = {run: read(run) for run in set(run_of.values()) if (run / name).exists()}
-        parts = [tables[run][tables[run]["config"] == k] for k, run in run_of.items() if run in tables]
+        """The rows of the csv ``name`` of each config's run (one config a run; none from a run without
+        that file), checked: ``per_query.csv`` against its results.json (``read_rows``)."""
+        per_query = lambda run: read_rows(run / name, ["config", "query"], metrics[run], by="config")
+        read = per_query if name == "per_query.csv" else lambda run: read_table(run / name, ["config", "step"])
+        parts = [read(found[k][0]) for k in order if (found[k][0] / name).exists()]
         return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["config"])
 
     used = sorted({found[k][0].name for k in order})

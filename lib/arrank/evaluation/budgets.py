@@ -97,20 +97,19 @@ def forget_after(folder: Path, step: int) -> None:
 
 
 def curve_table(
-    folder: Path, points: Sequence[int], final_step: int, final: pd.DataFrame | None, items_per_step: int, n_pairs: int
+    folder: Path, points: Sequence[int], final_step: int, final: pd.DataFrame, items_per_step: int, n_pairs: int
 ) -> pd.DataFrame:
     """Every point's per-query metrics in one long table (``CURVE_COLUMNS`` then ``metrics.short_columns``): the
-    points in ``folder``, each checked whole (``outputs.read_rows``; with ``final``, its rows of each split), and
-    ``final`` (the run's own evaluation; None: read from ``folder`` too) at ``final_step``. ``items`` is the
+    points in ``folder``, each checked whole against ``final``'s rows of each split (``outputs.read_rows``), and
+    ``final`` (the run's own evaluation) at ``final_step``. ``items`` is the
     step times the items a step carries; ``epochs`` is ``items`` over ``n_pairs``, the training
     queries' (query, relevant docID) pairs, as Appendix B counts an epoch. Per-query frames with a
     ``split`` column (``with_splits``) keep it, after ``epochs``."""
-    counts = {} if final is None else {"n_queries": len(test_rows(final))}
-    counts |= {"dev_n_queries": int(final["split"].eq(DEV).sum())} if counts and "split" in final else {}
+    counts = {"n_queries": len(test_rows(final))}
+    counts |= {"dev_n_queries": int(final["split"].eq(DEV).sum())} if "split" in final else {}
     frames = []
     for step in sorted(set(points) | {final_step}):
-        given = step == final_step and final is not None
-        per_query = final if given else read_rows(point_path(folder, step), ["query", "ndcg"], counts)
+        per_query = final if step == final_step else read_rows(point_path(folder, step), ["query", "ndcg"], counts)
         items = step * items_per_step
         short = metrics.short_columns(per_query)
         if "split" in per_query:

@@ -172,9 +172,8 @@ def stopped_points(folder: Path, params: dict) -> pd.DataFrame | None:
     df = ranking_dataset(seed=params["data_seed"], n_dev=params.get("n_dev", 0), **{k: params[k] for k in keys})
     counts = {"n_queries": len(evaluate.eval_queries(df, params.get("eval_queries") or None))}
     counts |= {"dev_n_queries": int(df["split"].eq(outputs.DEV).sum())} if params.get("n_dev") else {}
-    for step in steps:
-        read_rows(budgets.point_path(curve_dir, step), ["query", "ndcg"], counts)
-    return budgets.curve_table(curve_dir, steps, steps[-1], None, items_per_step(params), budgets.training_pairs(df))
+    final = read_rows(budgets.point_path(curve_dir, steps[-1]), ["query", "ndcg"], counts)  # the others: against it
+    return budgets.curve_table(curve_dir, steps, steps[-1], final, items_per_step(params), budgets.training_pairs(df))
 
 
 def curves(sweeps: Sequence[Sweep], outputs_root: Path | None = None) -> pd.DataFrame:

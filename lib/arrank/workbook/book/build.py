@@ -8,6 +8,7 @@ when it runs missing stages: docs/book.md. A failed build leaves the previous bo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import subprocess
@@ -43,13 +44,10 @@ def _finished(ipynb: Path) -> bool:
 
 def executed(ipynb: Path) -> dict:
     """An executed notebook's JSON; one cut short or not a notebook is ``BookError`` naming it."""
-    try:
-        nb = json.loads(ipynb.read_text())
-    except ValueError as err:
-        nb = f"not JSON: {str(err)[:80]}"
-    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        raise BookError(str(damaged(ipynb, nb if isinstance(nb, str) else "no cells")))
-    return nb
+    with contextlib.suppress(ValueError):
+        if isinstance(nb := json.loads(ipynb.read_text()), dict) and isinstance(nb.get("cells"), list):
+            return nb
+    raise BookError(str(damaged(ipynb, "not a notebook's JSON")))
 
 
 def write_sources(src: Path, notebooks: dict[str, Path], run_name: str) -> list[str]:
