@@ -76,9 +76,7 @@ def number_text(value: Any) -> str:
     """2.0 -> '2', 0.5 -> '0.5', True -> 'true' (labels and run names agree on this)."""
     if isinstance(value, bool):
         return str(value).lower()
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
 def ordered_colors(values: Iterable[Any], scale: str = "Viridis", lo: float = 0.0, hi: float = 0.9) -> dict[Any, str]:

@@ -482,9 +482,7 @@ def lr_schedule(schedule: str, eval_steps: Sequence[int] | None) -> str:
     when ``eval_steps`` scores points during the run (then the model at step N is the model of a run
     that stops at N: the rate never depends on the horizon) and cosine (Appendix B) otherwise."""
     choice(*LR_SCHEDULES)("lr_schedule", schedule)
-    if schedule == "auto":
-        return "constant" if eval_steps else "cosine"
-    return schedule
+    return ("constant" if eval_steps else "cosine") if schedule == "auto" else schedule
 
 
 def items_per_step(params: Mapping[str, Any], processes: int = 1) -> int:

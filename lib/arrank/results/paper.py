@@ -80,6 +80,4 @@ def paper_row(params: dict[str, Any]) -> tuple[str, dict[str, float]] | None:
     (Table 1 for WordNet, Table 3 for a combined loss, Table 2 for ESCI), or None."""
     key = "table2" if params.get("dataset") == "esci" else "table3" if params.get("combined") else "table1"
     table, label = PAPER[key], loss_label(params)
-    if label not in table["rows"]:
-        return None
-    return table["caption"], dict(zip(table["columns"], table["rows"][label]))
+    return (table["caption"], dict(zip(table["columns"], table["rows"][label]))) if label in table["rows"] else None

@@ -45,9 +45,7 @@ def float32_head(head: torch.nn.Module, hidden: torch.Tensor, forward=None) -> t
         if type(head) is torch.nn.Linear:
             bias = None if head.bias is None else head.bias.float()
             return torch.nn.functional.linear(hidden, head.weight.float(), bias)
-        if forward is None:
-            return type(head).forward(head, hidden).float()
-        return forward(hidden).float()
+        return (type(head).forward(head, hidden) if forward is None else forward(hidden)).float()
 
 
 @contextlib.contextmanager
