@@ -440,7 +440,7 @@ def test_a_damaged_or_hostile_tarball_is_refused_whole_with_rc_2(tmp_path, monke
             tmp_path / "short.tgz",
             {**good, "outputs/05_train/gpu-a/results.json": _record(n_queries=2, ndcg=0.5),
              "outputs/05_train/gpu-a/per_query.csv": "query,ndcg\nq1,0.5\n"},
-        ): r"gpu-a/per_query.csv is damaged \(1 rows where its results.json records 2 queries\)",
+        ): r"gpu-a/per_query.csv is damaged \(1 rows where its run scored 2 queries\)",
         _results_tarball(
             tmp_path / "mean.tgz",
             {**good, "outputs/05_train/gpu-b.failed-20261126-061330/results.json": _record(n_queries=1, ndcg=0.5),
