@@ -358,6 +358,20 @@ def test_per_query_rows_are_held_to_their_results_json(tmp_path, text, metrics, 
         outputs.read_rows(path, ["query", "violation", "ndcg"], metrics)
 
 
+def test_a_table_without_a_needed_column_names_the_column(tmp_path):
+    """A column the reader needs and the file lacks is named as damage, not a pandas KeyError."""
+    (path := tmp_path / "per_query.csv").write_text(ROWS)
+    with pytest.raises(outputs.DamagedResultsError, match=r"per_query.csv is damaged \(no column \['r1'\]\)"):
+        outputs.read_rows(path, ["query", "r1"], {"n_queries": 2})
+
+
+def test_rows_given_as_bytes_are_read_instead_of_the_file(tmp_path):
+    """``data``: the bytes checked (a tarball's member), not the file at ``path`` (here a different table)."""
+    (path := tmp_path / "per_query.csv").write_text("query,violation,ndcg\nq9,0,1\n")
+    read = outputs.read_rows(path, ["query", "ndcg"], {"cvr": 0.5, "n_queries": 2}, data=ROWS.encode())
+    assert read["query"].tolist() == ["q0", "q1"]
+
+
 def test_a_curve_is_held_to_its_last_step(tmp_path):
     """A curve's results.json records its end: the last step's means, not the first's."""
     (path := tmp_path / "curve.csv").write_text("step,query,violation\n1,q0,1\n1,q1,1\n2,q0,0\n2,q1,1\n")
