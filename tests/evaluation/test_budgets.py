@@ -70,6 +70,7 @@ def test_the_validation_rows_go_below_the_test_rows_and_the_curve_keeps_their_sp
         (lambda text: text[: text.rindex("q3")], "3 rows where its run scored 4 queries"),
         (lambda text: text + text.splitlines(keepends=True)[-1], "5 rows where its run scored 4 queries"),
         (lambda text: "", "not a table"),
+        (lambda text: text.replace(text.splitlines(keepends=True)[1], ""), "1 validation rows where its run scored 2"),
     ],
 )
 def test_a_damaged_point_is_named_with_the_run_to_start_over_never_drawn(tmp_path, damage, why):
