@@ -284,9 +284,38 @@ def test_a_stopped_run_gives_the_budgets_it_scored(tmp_path, outputs_root):
     second = got[got["point"] == s.points[1].run_name]
     assert second["step"].tolist() == [2] * 8 + [4] * 8 and second["seed"].eq(3).all()
     assert second["epochs"].tolist() == pytest.approx([0.16] * 8 + [0.32] * 8)
+    per_query.assign(ndcg=0.75).to_csv(budgets.point_path(curve_dir, 3), index=False)  # each point its own rows
+    first = report.curve_frame(s, frame).query(f"point == '{s.points[0].run_name}'")
+    assert first.groupby("step")["ndcg"].mean().to_dict() == {2: 0.5, 3: 0.75}
     per_query.head(7).to_csv(budgets.point_path(curve_dir, 2), index=False)
     with pytest.raises(DamagedResultsError, match="step-0000002.csv"):
         report.curve_frame(s, frame)
+
+
+def test_a_stopped_runs_points_are_held_to_its_validation_queries_too(tmp_path, outputs_root):
+    """With ``n_dev`` a point holds each validation query of the point's data once: one short is refused by name."""
+    from arrank.common.outputs import DamagedResultsError
+    from arrank.evaluation import budgets
+
+    path = tmp_path / "dev.yaml"
+    path.write_text(
+        "notebook: 05_train\nfixed: {profile: quick, subtree: canine.n.02, min_relevant: 1, n_eval: 8, n_dev: 3, "
+        "steps: 4, eval_steps: [2, 4], batch_size: 8}\ngrid: {scheme: [indicator]}\n"
+    )
+    s = sweep.load_sweep(path)
+    run = outputs.run_path(s.notebook, s.points[0].run_name, outputs_root)
+    (curve_dir := run.parent / f".curve-{run.name}").mkdir(parents=True)
+    rows = lambda n, split: pd.DataFrame(
+        {"query": [f"{split}{i}" for i in range(n)], "violation": False, "ndcg": 0.5, "split": split}
+    )
+    whole = pd.concat([rows(5, "test"), rows(3, outputs.DEV)], ignore_index=True)  # n_eval 8: 5 test, 3 validation
+    whole.to_csv(budgets.point_path(curve_dir, 2), index=False)
+    assert report.curve_frame(s).groupby("split")["query"].nunique().to_dict() == {"dev": 3, "test": 5}
+    whole.head(7).to_csv(budgets.point_path(curve_dir, 2), index=False)
+    with pytest.raises(
+        DamagedResultsError, match=r"step-0000002.csv is damaged \(2 validation rows where its run scored 3"
+    ):
+        report.curve_frame(s)
 
 
 def test_a_stopped_run_on_ones_own_data_is_read_only_from_the_file_it_trained_on(tmp_path, outputs_root, capsys):

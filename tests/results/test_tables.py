@@ -125,6 +125,9 @@ def test_the_random_floor_row_comes_from_a_finished_run(tmp_path, outputs_root):
         outputs_root,
         floor={"cvr": 0.87, "ndcg": 0.86, "recall@1": 0.13, "recall@2": 0.27, "recall@3": 0.4},
     )
+    unfinished = outputs.run_path(s.notebook, s.points[0].run_name, outputs_root)  # no results.json: not a floor
+    unfinished.mkdir()
+    pd.DataFrame({"run": ["random scores"], "cvr": [0.5]}).to_csv(unfinished / "metrics.csv", index=False)
     frame = report.collect(s)
     floor = report.random_floor(s, frame)
     assert floor == {"cvr": 0.87, "ndcg": 0.86, "recall@1": 0.13, "recall@2": 0.27, "recall@3": 0.4}
