@@ -79,3 +79,20 @@ def test_a_damaged_scores_file_is_named_never_drawn(tmp_path):
         damage()
         with pytest.raises(outputs.DamagedResultsError, match=rf"per_query_scores.parquet is damaged \({why}.*\): del"):
             plots.per_rank_from_run(run)
+
+
+def test_queries_may_share_candidates_but_each_is_scored_once_and_all_are_there(tmp_path):
+    """Two queries with the same docIDs are whole; a query missing, or a candidate twice at another rank, is named."""
+    run, _ = finished_06_run(
+        tmp_path, [*RECORDS, {**RECORDS[0], "query": "b"}], {"model_name": "tiny"}, {"n_queries": 2}
+    )
+    assert plots.per_rank_from_run(run)[0].loc["1", "count"] == 2
+    path = run / "per_query_scores.parquet"
+    scores = pd.read_parquet(path)
+    for damage, why in [
+        (scores[scores["query"] == "a"], "1 queries where its run scored 2"),
+        (pd.concat([scores, scores.iloc[:1].assign(rank=2)]), "a candidate has two rows"),
+    ]:
+        damage.to_parquet(path)
+        with pytest.raises(outputs.DamagedResultsError, match=rf"per_query_scores.parquet is damaged \({why}\)"):
+            plots.per_rank_from_run(run)
