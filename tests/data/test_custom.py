@@ -66,6 +66,14 @@ def test_a_file_whose_splits_are_all_train_is_refused_before_any_training(tmp_pa
         custom.read_queries(path, keep=False)
     path.write_text("\n".join(json.dumps(q | {"split": "eval"}) for q in lines))
     assert [q["split"] for q in custom.read_queries(path)] == ["eval"] * 3
+    assert custom.read_queries(path, keep=False, n_eval=300) == []  # its own splits: n_eval over its 3 queries is fine
+
+
+def test_the_runners_check_of_n_eval_counts_the_queries_it_does_not_keep():
+    """``keep=False`` (the runner's check) keeps no query, yet counts the file's 36 against ``n_eval``."""
+    assert custom.read_queries(paths.ROOT / EXAMPLE, keep=False, n_eval=35) == []
+    with pytest.raises(custom.CustomDataError, match=r"n_eval=36 leaves none of the file's 36 queries to train"):
+        custom.read_queries(paths.ROOT / EXAMPLE, keep=False, n_eval=36)
 
 
 @pytest.mark.parametrize(
