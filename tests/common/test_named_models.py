@@ -28,6 +28,10 @@ def test_each_kind_of_model_name(tmp_path, monkeypatch):
     "value, message",
     [
         (" tiny", r"model_name=' tiny' has spaces around it"),
+        ("   ", r"model_name='   ' is empty: it must be one of \['tiny'"),
+        (5, r"model_name=5 is not a string: it must be"),
+        ("/no/such/model.gguf", r"model_name='/no/such/model.gguf': no such GGUF file$"),
+        ("/tmp/kit/none.gguf", r"no such GGUF file \(the GPU kit's: python gpu/kit.py link\)$"),
         ("m/" + "é" * 200, r"is too long for a name or path \(at most 4096 characters, 255 bytes a path component\)"),
         ("_owner/name", r"model_name='_owner/name' is neither a known name"),
         ("notes.txt", r"model_name='notes.txt' is a file but not a .gguf file"),
