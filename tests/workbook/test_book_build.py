@@ -50,7 +50,7 @@ def test_sources_are_written_from_the_finished_runs_only(outputs_root, tmp_path)
     index = (src / "index.md").read_text()
     assert f"*Not in this book (no finished run): {', '.join(missing)}.*" in index
     assert "\nnotebooks/01_de_capacity\n```" in index
-    for damage in [json.dumps(NB)[:60], "[]"]:  # cut short, not a notebook
+    for damage in [json.dumps(NB)[:60], "[]", '{"cells": {}}']:  # cut short, not a notebook (nor its cells)
         notebooks["01_de_capacity"].write_text(damage)
         with pytest.raises(
             build.BookError, match=r"01_de_capacity.ipynb is damaged \(not a notebook's JSON\): delete its run folder"
