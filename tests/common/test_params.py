@@ -433,6 +433,7 @@ def test_paper_profiles_hold_appendix_b_and_table_2():
     ]
     assert params.profile_value("07_de_ce_baselines", "paper", "min_relevant") == 1
     assert params.profile_values("06_evaluate", "paper", {"dataset": "esci"})["n_eval"] == 310
+    assert params.profile_values("06_evaluate", "quick", {"dataset": "esci"})["n_eval"] == 300  # paper's only
 
 
 def test_values_that_train_nothing_or_overflow_and_a_dataset_not_a_name_are_refused_in_one_line():
