@@ -36,7 +36,7 @@ FAKE = textwrap.dedent("""\
 
     # %%
     import time
-    from arrank.common import outputs, params
+    from arrank.common import outputs, params, paths
     P = params.check_params("99_fake", globals())
     run_dir = outputs.start_run("99_fake", P)
     (run_dir / "table.csv").write_text("a\\n1\\n")
@@ -50,7 +50,7 @@ FAKE = textwrap.dedent("""\
         (run_dir.parent / P["run_name"]).mkdir()
         (run_dir.parent / P["run_name"] / "other.txt").write_text("not this run's")
     if not P["no_results"]:
-        outputs.write_results(run_dir, "99_fake", P, {"answer": 42}, {})
+        outputs.write_results(run_dir, "99_fake", P, {"answer": 42, "outputs": str(paths.OUTPUTS)}, {})
 """)
 
 
@@ -282,6 +282,7 @@ def test_a_relative_outputs_folder_is_the_callers_though_papermill_and_the_kerne
     monkeypatch.setattr(paths, "OUTPUTS", Path("out"))
     final = run.run_notebook(fake_notebook, {"run_name": "x"}, progress=False)
     assert final == tmp_path / "here" / "out" / "99_fake" / "x" and (final / "results.json").is_file()
+    assert outputs.read_results(final / "results.json")["metrics"]["outputs"] == str(tmp_path / "here" / "out")
 
 
 def test_failed_run_is_kept_aside_and_its_whole_error_is_shown(fake_notebook, outputs_root, capsys):
