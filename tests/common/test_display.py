@@ -48,6 +48,7 @@ def test_which_metrics_are_percent_and_their_titles():
 def test_greek_and_number_text():
     assert display.greek("DE n=8 alpha=5, beta 2; alphabet") == "DE n=8 α=5, β 2; alphabet"
     assert display.number_text(2.0) == "2" and display.number_text(0.5) == "0.5" and display.number_text(True) == "true"
+    assert display.number_text(3) == "3" and display.number_text("cosine") == "cosine"  # not a float: as it is
 
 
 def test_ordered_colours_follow_the_parameter_order():

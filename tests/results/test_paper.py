@@ -52,6 +52,7 @@ def test_a_run_is_given_its_tables_row_with_that_tables_columns():
     and R@1, 2, 5, 10, 25, 50 (no CVR)."""
     combined = {"scheme": "fractional", "targets": "trie", "alpha": 2.0, "beta": 2.0, "combined": True}
     caption, values = paper.paper_row(combined)
+    assert paper.paper_row({"scheme": "fractional", "alpha": 9.0}) is None  # no such row in Table 1
     assert caption.startswith("Table 3") and values["cvr"] == 0.02 and values["recall@1"] == 92.36
     caption, values = paper.paper_row({"scheme": "indicator", "targets": "trie", "beta": 2.0, "dataset": "esci"})
     assert caption == "Table 2: ESCI, 310 held-out queries"

@@ -134,6 +134,20 @@ def test_float32_head_computes_in_float32_with_the_bias():
     assert got.dtype == torch.float32 and torch.allclose(got, want, atol=1e-6)
 
 
+def test_float32_head_gives_float32_from_a_head_of_another_class_or_a_given_forward():
+    """A head that is not a plain ``nn.Linear`` (a LoRA-wrapped one) whose forward answers in bf16: float32 logits."""
+    from arrank.training.supervised_head import float32_head
+
+    class Half(torch.nn.Module):
+        def forward(self, x):
+            return (2 * x).to(torch.bfloat16)
+
+    hidden = torch.ones(2, 3, dtype=torch.bfloat16)
+    got = [float32_head(Half(), hidden), float32_head(Half(), hidden, forward=lambda x: x.to(torch.bfloat16))]
+    assert [g.dtype for g in got] == [torch.float32] * 2  # its class's forward (2x), then the one given (x)
+    assert [g.tolist() for g in got] == [[[2.0] * 3] * 2, [[1.0] * 3] * 2]
+
+
 def test_head_at_on_a_head_of_another_class_with_a_hook_and_its_refusals(data):
     """A head that is not a plain ``nn.Linear`` runs its class's forward, through a forward an
     accelerate-style hook put on the instance (restored after the block); bad ``rows``, hidden states
