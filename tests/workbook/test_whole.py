@@ -158,9 +158,12 @@ def test_a_second_workbook_is_refused_at_once_naming_the_holder(outputs_root, ca
     assert [p.name for p in outputs_root.iterdir()] == [whole.WORKBOOK_LOCK]  # no stage ran
 
 
-def test_an_only_that_names_no_stage_or_a_bad_run_name_is_refused_before_anything_runs(outputs_root, capsys):
+def test_an_only_that_names_no_stage_or_a_bad_run_name_is_refused_before_anything_runs(
+    outputs_root, capsys, monkeypatch
+):
     """``--only 5`` ran nothing and exited 0 ('05' is the sweep's number), a bare ``--only`` ran every stage,
     ``--run-name a/b`` failed each stage in turn (exit 1): each is now refused at once, exit 2."""
+    monkeypatch.setattr(whole, "run_workbook", lambda *args: pytest.fail(f"stages ran: {args}"))  # fails in ms
     for argv, said in (
         (["--only", "01", "5"], "error: --only '5' names no stage; stages: ['01_de_capacity', "),
         (["--only"], "error: argument --only: expected at least one argument"),
